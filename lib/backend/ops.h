@@ -1,0 +1,98 @@
+#pragma once
+// The Ops interface: every numeric operation of a training step. The CPU backend (backend/cpu)
+// is the reference; a CUDA backend implements the same interface on device memory.
+//
+// Conventions for every method:
+// - Pointers address memory the backend can read and write (host memory for the CPU backend).
+// - "=" methods overwrite their output; none of them accumulates into it ("+=") unless it says so.
+// - Ops that reduce (sum many products into one value) take a KernelMode:
+//     deterministic    - a reduction tree fixed by the data size: the same bits for any thread count
+//     nondeterministic - per-worker partials added into the output with atomic adds in completion
+//                        order, the same physics as GPU atomics: bits may differ run to run.
+//   Ops without a reduction are deterministic by construction and take no mode.
+#include <cstdint>
+#include <string>
+
+#include "backend/geometry.h"
+#include "rng/philox.h"
+#include "spec/spec.h"
+
+namespace ra::backend {
+
+using spec::Activation;
+using spec::KernelMode;
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda"
+  virtual int threads() const = 0;
+
+  // ---- convolution ----
+  // y = conv(x, w) (+ bias[k] when bias != nullptr).
+  virtual void conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
+                              const float* bias, float* y) = 0;
+  // dx = conv_transpose(dy, w): each dx element sums over filters and kernel taps.
+  virtual void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                                    float* dx, KernelMode mode) = 0;
+  // dw = sum over batch and output positions of dy * x.
+  virtual void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
+                                      float* dw, KernelMode mode) = 0;
+  // db[k] = sum over batch and output positions of dy[n,k,p,q].
+  virtual void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
+                                    KernelMode mode) = 0;
+
+  // ---- dense ----
+  // y = x w^T (+ b).
+  virtual void dense_forward(const DenseGeometry& g, const float* x, const float* w,
+                             const float* bias, float* y) = 0;
+  // dx = dy w.
+  virtual void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w,
+                                   float* dx, KernelMode mode) = 0;
+  // dw = dy^T x (sum over the batch).
+  virtual void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy,
+                                     float* dw, KernelMode mode) = 0;
+  // db = sum over the batch of dy.
+  virtual void dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
+                                   KernelMode mode) = 0;
+
+  // ---- pooling ----
+  // y = max over each window; argmax[i] = flat index into x (within the whole tensor) of the
+  // winner of y[i] (the first maximum in row-major window order on ties).
+  virtual void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
+                                 std::int32_t* argmax) = 0;
+  // dx = 0, then dx[argmax[i]] += dy[i]. Overlapping windows (stride < pool) make this a
+  // reduction; with stride >= pool every dx element has at most one writer.
+  virtual void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                                  float* dx, KernelMode mode) = 0;
+
+  // ---- elementwise ----
+  // y = act(x); x and y may alias.
+  virtual void activation_forward(Activation act, std::int64_t count, const float* x, float* y) = 0;
+  // dx = dy * act'(x), written in terms of the forward OUTPUT y (relu: y > 0; tanh: 1 - y^2;
+  // sigmoid: y (1 - y)). dy and dx may alias.
+  virtual void activation_backward(Activation act, std::int64_t count, const float* y,
+                                   const float* dy, float* dx) = 0;
+  // Inverted dropout: element i is kept when word i of Philox(key, draw) >> 8 is at least
+  // drop_threshold (= round(rate * 2^24)); kept elements are scaled by 1 / (1 - rate).
+  // mask[i] = 1 for kept, 0 for dropped. The draw index is the global training step, so masks are
+  // a pure function of (seed, layer, step, element) on every backend and thread count.
+  virtual void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                               rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                               std::uint8_t* mask) = 0;
+  // dx = dy * mask * scale. dy and dx may alias.
+  virtual void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
+                                const float* dy, float* dx) = 0;
+
+  // ---- losses (mean over the batch) ----
+  // The gradient output (dlogits, dpred) may be nullptr when only the value is wanted (evaluation).
+  // Returns mean_n(-log softmax(logits[n])[label[n]]); dlogits = (softmax - onehot) / n.
+  virtual float softmax_cross_entropy(int n, int classes, const float* logits,
+                                      const std::int32_t* labels, float* dlogits,
+                                      KernelMode mode) = 0;
+  // Returns mean over n*classes of (pred - onehot(label))^2; dpred = 2 (pred - onehot) / (n*classes).
+  virtual float mean_squared_error(int n, int classes, const float* pred,
+                                   const std::int32_t* labels, float* dpred, KernelMode mode) = 0;
+};
+
+}  // namespace ra::backend

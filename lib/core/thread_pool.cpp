@@ -1,0 +1,84 @@
+#include "core/thread_pool.h"
+
+#include <stdexcept>
+
+namespace ra {
+
+int hardware_threads() noexcept {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads < 1) throw std::invalid_argument("ThreadPool needs at least one thread");
+  workers_.reserve(threads - 1);
+  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::run_tasks(int worker) {
+  for (;;) {
+    std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= tasks_) return;
+    try {
+      (*body_)(task, worker);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+}
+
+void ThreadPool::worker_loop(int worker) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    run_tasks(worker);
+    {
+      std::lock_guard lock(mutex_);
+      if (--busy_workers_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(std::int64_t tasks, const Body& body) {
+  if (tasks <= 0) return;
+  if (workers_.empty() || tasks == 1) {
+    for (std::int64_t t = 0; t < tasks; ++t) body(t, 0);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    body_ = &body;
+    tasks_ = tasks;
+    next_task_.store(0, std::memory_order_relaxed);
+    busy_workers_ = static_cast<int>(workers_.size());
+    error_ = nullptr;
+    ++generation_;
+  }
+  wake_.notify_all();
+  run_tasks(0);
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return busy_workers_ == 0; });
+    body_ = nullptr;
+    error = error_;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace ra

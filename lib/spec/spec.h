@@ -1,0 +1,161 @@
+#pragma once
+// ExperimentSpec: the validated, fully-resolved form of a spec.json (docs/spec.md). Every field
+// has its default filled in, so code downstream never looks at JSON again.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ra::spec {
+
+enum class Device { auto_select, cpu, cuda };
+
+// ---- data -----------------------------------------------------------------------------------
+enum class DataFormat { idx, random, constant };
+
+struct DatasetSpec {
+  DataFormat format = DataFormat::random;
+  // idx
+  std::string images;  // path as written in the spec, resolved against the spec's folder
+  std::string labels;
+  // random / constant
+  std::int64_t samples = 0;
+  Shape shape;  // per-sample [C, H, W] (idx: taken from the file)
+  int classes = 10;
+  float value = 1.0f;  // constant
+  std::uint64_t seed = 0;  // random: the data set is a function of this seed, not the run's seed
+  // all formats: take the first `limit` samples (0 = all)
+  std::int64_t limit = 0;
+};
+
+struct DataSpec {
+  DatasetSpec train;
+  std::optional<DatasetSpec> eval;
+  float scale = 1.0f;  // raw pixel value * scale (idx: uint8 pixels; synthetic: as generated)
+  int batch_size = 32;
+  bool shuffle = true;
+  bool drop_last = false;
+  int workers = 0;  // prefetching loader threads; 0 = batches are assembled on the training thread
+};
+
+// ---- model ----------------------------------------------------------------------------------
+enum class LayerType { conv2d, maxpool2d, dense, flatten, dropout, activation };
+enum class Activation { none, relu, tanh, sigmoid };
+enum class Padding { valid, same };
+enum class Initializer { glorot_uniform, he_normal, zeros };
+
+struct LayerSpec {
+  LayerType type = LayerType::dense;
+  std::string name;  // unique; defaults to "<type>_<index among that type>", e.g. "conv2d_0"
+  // conv2d
+  int filters = 0;
+  int kernel_h = 0, kernel_w = 0;
+  // conv2d and maxpool2d
+  int stride_h = 1, stride_w = 1;
+  Padding padding = Padding::valid;
+  // maxpool2d
+  int pool_h = 0, pool_w = 0;  // stride defaults to the pool size
+  // dense
+  int units = 0;
+  // conv2d and dense
+  bool use_bias = true;
+  Activation activation = Activation::none;  // fused activation, or the activation layer's kind
+  Initializer kernel_initializer = Initializer::glorot_uniform;
+  Initializer bias_initializer = Initializer::zeros;
+  // dropout
+  float rate = 0.0f;
+};
+
+struct ModelSpec {
+  Shape input;  // [C, H, W]
+  std::vector<LayerSpec> layers;
+};
+
+// ---- loss, optimizer, training --------------------------------------------------------------
+enum class Loss { softmax_cross_entropy, mean_squared_error };
+
+enum class OptimizerType { sgd, adam, rmsprop, adadelta };
+
+struct OptimizerSpec {
+  OptimizerType type = OptimizerType::sgd;
+  double lr = 0.01;
+  double decay = 0.0;         // Keras time decay: lr_t = lr / (1 + decay * iterations)
+  double weight_decay = 0.0;  // L2 term added to the gradient (PyTorch semantics)
+  // sgd
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  // adam
+  double beta1 = 0.9, beta2 = 0.999;
+  // rmsprop, adadelta
+  double rho = 0.9;
+  // adam, rmsprop, adadelta
+  double eps = 1e-7;
+};
+
+struct TrainSpec {
+  int epochs = 1;
+  std::int64_t max_steps = 0;  // 0 = no limit; otherwise training stops after this many steps
+};
+
+// ---- determinism ----------------------------------------------------------------------------
+enum class KernelMode { deterministic, nondeterministic };
+
+// Names of the reducing ops whose implementation the spec can choose, as written in the spec
+// ("conv2d.backward_filter", ...). See docs/determinism.md.
+enum class ReducingOp {
+  conv2d_backward_filter,
+  conv2d_backward_bias,
+  conv2d_backward_data,
+  dense_backward_weight,
+  dense_backward_bias,
+  dense_backward_data,
+  maxpool2d_backward,
+  loss,
+};
+inline constexpr int kReducingOpCount = 8;
+
+struct DeterminismSpec {
+  KernelMode mode = KernelMode::deterministic;
+  std::map<ReducingOp, KernelMode> ops;  // per-op overrides of `mode`
+
+  KernelMode mode_for(ReducingOp op) const {
+    auto it = ops.find(op);
+    return it == ops.end() ? mode : it->second;
+  }
+};
+
+// ---- the whole experiment -------------------------------------------------------------------
+struct ExperimentSpec {
+  std::string name;
+  std::uint64_t seed = 0;
+  Device device = Device::auto_select;
+  int threads = 0;  // 0 = all hardware threads
+  DataSpec data;
+  ModelSpec model;
+  Loss loss = Loss::softmax_cross_entropy;
+  OptimizerSpec optimizer;
+  TrainSpec train;
+  DeterminismSpec determinism;
+  std::string base_dir;  // folder of the spec file; relative data paths resolve against it
+};
+
+// Names as written in specs and reports.
+const char* to_string(Device);
+const char* to_string(DataFormat);
+const char* to_string(LayerType);
+const char* to_string(Activation);
+const char* to_string(Padding);
+const char* to_string(Initializer);
+const char* to_string(Loss);
+const char* to_string(OptimizerType);
+const char* to_string(KernelMode);
+const char* to_string(ReducingOp);
+std::optional<KernelMode> kernel_mode_from_string(std::string_view);
+std::optional<ReducingOp> reducing_op_from_string(std::string_view);
+
+}  // namespace ra::spec
