@@ -1,1 +1,68 @@
-int main() { return 0; }
+// repro-audit: the one place where errors become exit codes (README "Exit codes").
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "commands.h"
+#include "core/error.h"
+
+namespace {
+
+void setup_logging(int verbosity, bool quiet) {
+  // Logs and progress go to stderr so stdout carries results only.
+  auto logger = spdlog::stderr_color_mt("repro-audit");
+  logger->set_pattern("%^[%l]%$ %v");
+  logger->set_level(quiet ? spdlog::level::warn
+                          : (verbosity > 0 ? spdlog::level::debug : spdlog::level::info));
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"repro-audit: measures the reproducibility of neural-network training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", REPRO_AUDIT_VERSION);
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "More log detail on stderr");
+  app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+
+  ra::app::CommandRun run;
+  ra::app::register_train(app, run);
+  ra::app::register_validate(app, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return static_cast<int>(ra::ExitCode::bad_input);
+  }
+
+  setup_logging(verbosity, quiet);
+  try {
+    return run();
+  } catch (const ra::InputError& e) {
+    spdlog::error("{}", e.what());
+    return static_cast<int>(ra::ExitCode::bad_input);
+  } catch (const ra::RuntimeFailure& e) {
+    spdlog::error("{}", e.what());
+    return static_cast<int>(ra::ExitCode::runtime);
+  } catch (const std::bad_alloc&) {
+    spdlog::error("out of memory");
+    return static_cast<int>(ra::ExitCode::runtime);
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return static_cast<int>(ra::ExitCode::runtime);
+  }
+}

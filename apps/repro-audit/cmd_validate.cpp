@@ -1,0 +1,77 @@
+// `repro-audit validate SPEC`: checks a spec and prints the resolved model (per layer the output
+// shape, parameters and forward FLOPs per sample; totals last).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.h"
+#include "core/error.h"
+#include "spec/parse.h"
+#include "spec/resolve.h"
+
+namespace ra::app {
+namespace {
+
+struct ValidateOptions {
+  std::string spec_path;
+  bool json = false;
+};
+
+std::string with_thousands(std::int64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+int run_validate(const ValidateOptions& o) {
+  spec::ExperimentSpec s;
+  try {
+    s = spec::load_spec(o.spec_path);
+  } catch (const ValidationError& e) {
+    if (!o.json) throw;
+    // --json: the problems as data on stdout as well as the message on stderr.
+    nlohmann::json problems = nlohmann::json::array();
+    for (const Problem& p : e.problems()) problems.push_back({{"path", p.path}, {"message", p.message}});
+    std::printf("%s\n", nlohmann::json{{"valid", false}, {"problems", problems}}.dump(2).c_str());
+    throw;
+  }
+  const spec::ResolvedModel m = spec::resolve_model(s.model);
+  if (o.json) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : m.layers) {
+      layers.push_back({{"name", l.spec.name}, {"type", spec::to_string(l.spec.type)},
+                        {"output", l.output}, {"params", l.params}, {"flops", l.flops}});
+    }
+    nlohmann::json doc = {{"name", s.name},     {"valid", true},         {"input", m.input},
+                          {"layers", layers},   {"params", m.params},    {"flops", m.flops},
+                          {"spec", spec::to_json(s)}};
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+  }
+  std::printf("spec %s is valid\n", s.name.c_str());
+  std::printf("%-16s %-11s %-16s %12s %16s\n", "layer", "type", "output", "params", "FLOPs/sample");
+  std::printf("%-16s %-11s %-16s %12s %16s\n", "input", "", to_string(m.input).c_str(), "", "");
+  for (const auto& l : m.layers) {
+    std::printf("%-16s %-11s %-16s %12s %16s\n", l.spec.name.c_str(), spec::to_string(l.spec.type),
+                to_string(l.output).c_str(), with_thousands(l.params).c_str(),
+                with_thousands(l.flops).c_str());
+  }
+  std::printf("%-16s %-11s %-16s %12s %16s\n", "total", "", to_string(m.output).c_str(),
+              with_thousands(m.params).c_str(), with_thousands(m.flops).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app, CommandRun& run) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand("validate", "Check a spec and print the resolved model");
+  cmd->add_option("spec", options->spec_path, "Experiment spec (JSON)")->required();
+  cmd->add_flag("--json", options->json, "Print the result as JSON (and nothing else) on stdout");
+  cmd->callback([&run, options] { run = [options] { return run_validate(*options); }; });
+}
+
+}  // namespace ra::app

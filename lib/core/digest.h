@@ -1,0 +1,27 @@
+#pragma once
+// 128-bit content digests (XXH3-128). A digest covers the dtype, the shape and the raw bytes, so
+// two tensors share a digest only if they are bitwise identical (up to a 2^-128 collision chance):
+// digests say WHETHER runs differ; snapshots say by how much.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace ra {
+
+struct Digest128 {
+  std::uint64_t high = 0, low = 0;
+  friend bool operator==(const Digest128&, const Digest128&) = default;
+  std::string hex() const;  // 32 lowercase hex digits, high word first
+  static Digest128 from_hex(std::string_view hex);  // throws InputError on a malformed string
+};
+
+enum class DType : std::uint8_t { f32 = 1, i32 = 2, i64 = 3, u8 = 4 };
+
+Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes);
+Digest128 digest(const Tensor& t);
+Digest128 digest(std::span<const std::int32_t> values);
+Digest128 digest(std::span<const std::int64_t> values);
+
+}  // namespace ra

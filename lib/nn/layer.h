@@ -1,0 +1,64 @@
+#pragma once
+// A layer of the model: forward/backward pair over batched tensors, with its parameters.
+// Layers hold no numeric code of their own: every computation goes through backend::Ops, so the
+// same model runs on any backend and every reduction obeys the determinism policy.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "core/tensor.h"
+#include "spec/resolve.h"
+#include "spec/spec.h"
+
+namespace ra::nn {
+
+// A trainable tensor with its gradient (same shape). Names follow PyTorch: "<layer>.weight",
+// "<layer>.bias"; layouts too (conv [K,C,R,S], dense [OUT,IN]).
+struct Param {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+};
+
+// What a step needs to know besides the tensors.
+struct StepContext {
+  bool training = true;
+  std::uint64_t step = 0;  // global step index (0-based); the dropout draw
+  const spec::DeterminismSpec* determinism = nullptr;
+
+  spec::KernelMode mode(spec::ReducingOp op) const { return determinism->mode_for(op); }
+};
+
+class Layer {
+ public:
+  explicit Layer(spec::ResolvedLayer info) : info_(std::move(info)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const spec::ResolvedLayer& info() const noexcept { return info_; }
+  const std::string& name() const noexcept { return info_.spec.name; }
+
+  // y = layer(x). x is [N, input...]; y is resized to [N, output...].
+  virtual void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) = 0;
+  // From dy (same shape as y) computes the parameter gradients ('=': they are overwritten) and,
+  // when dx != nullptr, the input gradient. y is the output of the forward call of this step.
+  virtual void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
+                        Tensor* dx, const StepContext& ctx) = 0;
+
+  virtual std::vector<Param*> params() { return {}; }
+
+ protected:
+  // [N] + per-sample shape.
+  static Shape batched(std::int64_t n, const Shape& sample);
+
+ private:
+  spec::ResolvedLayer info_;
+};
+
+// Builds the layer for one resolved layer spec (parameters allocated, not yet initialised).
+std::unique_ptr<Layer> make_layer(const spec::ResolvedLayer& info);
+
+}  // namespace ra::nn

@@ -1,0 +1,240 @@
+#include "nn/layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace ra::nn {
+namespace {
+
+using spec::Activation;
+using spec::ReducingOp;
+
+int batch_of(const Tensor& x) { return static_cast<int>(x.dim(0)); }
+
+// dz = dy * act'(y) into `scratch` and returns it; without an activation returns dy itself.
+const Tensor& through_activation(backend::Ops& ops, Activation act, const Tensor& y,
+                                 const Tensor& dy, Tensor& scratch) {
+  if (act == Activation::none) return dy;
+  scratch.resize(dy.shape());
+  ops.activation_backward(act, static_cast<std::int64_t>(dy.size()), y.data(), dy.data(),
+                          scratch.data());
+  return scratch;
+}
+
+Param make_param(const std::string& layer, const char* kind, Shape shape) {
+  Param p{layer + "." + kind, Tensor(shape), Tensor(shape)};
+  return p;
+}
+
+}  // namespace
+
+Shape Layer::batched(std::int64_t n, const Shape& sample) {
+  Shape s{n};
+  s.insert(s.end(), sample.begin(), sample.end());
+  return s;
+}
+
+backend::ConvGeometry conv_geometry(const spec::ResolvedLayer& info, int batch) {
+  backend::ConvGeometry g;
+  g.n = batch;
+  g.c = static_cast<int>(info.input[0]);
+  g.h = static_cast<int>(info.input[1]);
+  g.w = static_cast<int>(info.input[2]);
+  g.k = info.spec.filters;
+  g.r = info.spec.kernel_h;
+  g.s = info.spec.kernel_w;
+  g.stride_h = info.spec.stride_h;
+  g.stride_w = info.spec.stride_w;
+  g.pad_top = info.pad_top;
+  g.pad_bottom = info.pad_bottom;
+  g.pad_left = info.pad_left;
+  g.pad_right = info.pad_right;
+  g.p = static_cast<int>(info.output[1]);
+  g.q = static_cast<int>(info.output[2]);
+  return g;
+}
+
+backend::PoolGeometry pool_geometry(const spec::ResolvedLayer& info, int batch) {
+  backend::PoolGeometry g;
+  g.n = batch;
+  g.c = static_cast<int>(info.input[0]);
+  g.h = static_cast<int>(info.input[1]);
+  g.w = static_cast<int>(info.input[2]);
+  g.pool_h = info.spec.pool_h;
+  g.pool_w = info.spec.pool_w;
+  g.stride_h = info.spec.stride_h;
+  g.stride_w = info.spec.stride_w;
+  g.pad_top = info.pad_top;
+  g.pad_left = info.pad_left;
+  g.p = static_cast<int>(info.output[1]);
+  g.q = static_cast<int>(info.output[2]);
+  return g;
+}
+
+backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch) {
+  return backend::DenseGeometry{batch, static_cast<int>(info.input[0]), info.spec.units};
+}
+
+// ---- conv2d ----------------------------------------------------------------------------------
+Conv2dLayer::Conv2dLayer(const spec::ResolvedLayer& info)
+    : Layer(info),
+      weight_(make_param(info.spec.name, "weight",
+                         {info.spec.filters, info.input[0], info.spec.kernel_h, info.spec.kernel_w})) {
+  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.filters});
+}
+
+void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
+  const auto g = conv_geometry(info(), batch_of(x));
+  y.resize(batched(g.n, info().output));
+  ops.conv2d_forward(g, x.data(), weight_.value.data(),
+                     info().spec.use_bias ? bias_.value.data() : nullptr, y.data());
+  if (info().spec.activation != Activation::none) {
+    ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(y.size()), y.data(),
+                           y.data());
+  }
+}
+
+void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
+                           Tensor* dx, const StepContext& ctx) {
+  const auto g = conv_geometry(info(), batch_of(x));
+  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
+  ops.conv2d_backward_filter(g, x.data(), dz.data(), weight_.grad.data(),
+                             ctx.mode(ReducingOp::conv2d_backward_filter));
+  if (info().spec.use_bias) {
+    ops.conv2d_backward_bias(g, dz.data(), bias_.grad.data(),
+                             ctx.mode(ReducingOp::conv2d_backward_bias));
+  }
+  if (dx != nullptr) {
+    dx->resize(x.shape());
+    ops.conv2d_backward_data(g, dz.data(), weight_.value.data(), dx->data(),
+                             ctx.mode(ReducingOp::conv2d_backward_data));
+  }
+}
+
+std::vector<Param*> Conv2dLayer::params() {
+  if (info().spec.use_bias) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+// ---- dense -----------------------------------------------------------------------------------
+DenseLayer::DenseLayer(const spec::ResolvedLayer& info)
+    : Layer(info), weight_(make_param(info.spec.name, "weight", {info.spec.units, info.input[0]})) {
+  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.units});
+}
+
+void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
+  const auto g = dense_geometry(info(), batch_of(x));
+  y.resize({g.n, g.out});
+  ops.dense_forward(g, x.data(), weight_.value.data(),
+                    info().spec.use_bias ? bias_.value.data() : nullptr, y.data());
+  if (info().spec.activation != Activation::none) {
+    ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(y.size()), y.data(),
+                           y.data());
+  }
+}
+
+void DenseLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          Tensor* dx, const StepContext& ctx) {
+  const auto g = dense_geometry(info(), batch_of(x));
+  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
+  ops.dense_backward_weight(g, x.data(), dz.data(), weight_.grad.data(),
+                            ctx.mode(ReducingOp::dense_backward_weight));
+  if (info().spec.use_bias) {
+    ops.dense_backward_bias(g, dz.data(), bias_.grad.data(),
+                            ctx.mode(ReducingOp::dense_backward_bias));
+  }
+  if (dx != nullptr) {
+    dx->resize(x.shape());
+    ops.dense_backward_data(g, dz.data(), weight_.value.data(), dx->data(),
+                            ctx.mode(ReducingOp::dense_backward_data));
+  }
+}
+
+std::vector<Param*> DenseLayer::params() {
+  if (info().spec.use_bias) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+// ---- maxpool2d -------------------------------------------------------------------------------
+void MaxPool2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
+  const auto g = pool_geometry(info(), batch_of(x));
+  y.resize(batched(g.n, info().output));
+  argmax_.resize(y.size());
+  ops.maxpool2d_forward(g, x.data(), y.data(), argmax_.data());
+}
+
+void MaxPool2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, const Tensor& dy,
+                              Tensor* dx, const StepContext& ctx) {
+  if (dx == nullptr) return;
+  const auto g = pool_geometry(info(), batch_of(x));
+  dx->resize(x.shape());
+  ops.maxpool2d_backward(g, dy.data(), argmax_.data(), dx->data(),
+                         ctx.mode(ReducingOp::maxpool2d_backward));
+}
+
+// ---- dropout ---------------------------------------------------------------------------------
+DropoutLayer::DropoutLayer(const spec::ResolvedLayer& info, rng::PhiloxKey key)
+    : Layer(info), key_(key) {}
+
+std::uint32_t DropoutLayer::drop_threshold(float rate) {
+  // rate in [0, 1) (validated), so the threshold is in [0, 2^24).
+  return static_cast<std::uint32_t>(std::llround(static_cast<double>(rate) * 16777216.0));
+}
+
+float DropoutLayer::keep_scale(float rate) { return 1.0f / (1.0f - rate); }
+
+void DropoutLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) {
+  y.resize(x.shape());
+  masked_ = ctx.training && info().spec.rate > 0.0f;
+  if (!masked_) {
+    std::copy(x.begin(), x.end(), y.begin());
+    return;
+  }
+  mask_.resize(x.size());
+  ops.dropout_forward(static_cast<std::int64_t>(x.size()), drop_threshold(info().spec.rate),
+                      keep_scale(info().spec.rate), key_, ctx.step, x.data(), y.data(),
+                      mask_.data());
+}
+
+void DropoutLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, const Tensor& dy,
+                            Tensor* dx, const StepContext&) {
+  if (dx == nullptr) return;
+  dx->resize(x.shape());
+  if (!masked_) {
+    std::copy(dy.begin(), dy.end(), dx->begin());
+    return;
+  }
+  ops.dropout_backward(static_cast<std::int64_t>(dy.size()), keep_scale(info().spec.rate),
+                       mask_.data(), dy.data(), dx->data());
+}
+
+// ---- activation ------------------------------------------------------------------------------
+void ActivationLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
+  y.resize(x.shape());
+  ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(x.size()), x.data(),
+                         y.data());
+}
+
+void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y,
+                               const Tensor& dy, Tensor* dx, const StepContext&) {
+  if (dx == nullptr) return;
+  dx->resize(x.shape());
+  ops.activation_backward(info().spec.activation, static_cast<std::int64_t>(dy.size()), y.data(),
+                          dy.data(), dx->data());
+}
+
+// ---- flatten ---------------------------------------------------------------------------------
+void FlattenLayer::forward(backend::Ops&, const Tensor& x, Tensor& y, const StepContext&) {
+  y.resize(batched(x.dim(0), info().output));
+  std::copy(x.begin(), x.end(), y.begin());
+}
+
+void FlattenLayer::backward(backend::Ops&, const Tensor& x, const Tensor&, const Tensor& dy,
+                            Tensor* dx, const StepContext&) {
+  if (dx == nullptr) return;
+  dx->resize(x.shape());
+  std::copy(dy.begin(), dy.end(), dx->begin());
+}
+
+}  // namespace ra::nn

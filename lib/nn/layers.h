@@ -1,0 +1,90 @@
+#pragma once
+// The concrete layers. Each owns its parameters and the scratch it needs between forward and
+// backward (pre-activation gradients, pooling argmax, dropout masks).
+#include <cstdint>
+#include <vector>
+
+#include "nn/layer.h"
+#include "rng/philox.h"
+
+namespace ra::nn {
+
+backend::ConvGeometry conv_geometry(const spec::ResolvedLayer& info, int batch);
+backend::PoolGeometry pool_geometry(const spec::ResolvedLayer& info, int batch);
+backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch);
+
+// conv2d with optional bias and fused activation: y = act(conv(x, w) + b).
+class Conv2dLayer final : public Layer {
+ public:
+  explicit Conv2dLayer(const spec::ResolvedLayer& info);
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+  std::vector<Param*> params() override;
+
+ private:
+  Param weight_, bias_;
+  Tensor pre_activation_grad_;  // dy * act'(y), reused between steps
+};
+
+// dense (PyTorch Linear layout) with optional bias and fused activation.
+class DenseLayer final : public Layer {
+ public:
+  explicit DenseLayer(const spec::ResolvedLayer& info);
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+  std::vector<Param*> params() override;
+
+ private:
+  Param weight_, bias_;
+  Tensor pre_activation_grad_;
+};
+
+class MaxPool2dLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+
+ private:
+  std::vector<std::int32_t> argmax_;
+};
+
+// Inverted dropout; identity outside training. The mask of step s is drawn from the layer's
+// Philox stream with draw index s, so it depends on nothing but (seed, layer name, step, element).
+class DropoutLayer final : public Layer {
+ public:
+  DropoutLayer(const spec::ResolvedLayer& info, rng::PhiloxKey key);
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+
+  // Threshold on the top 24 bits of a Philox word: drop when below round(rate * 2^24).
+  static std::uint32_t drop_threshold(float rate);
+  static float keep_scale(float rate);  // 1 / (1 - rate), computed in float as the frameworks do
+
+ private:
+  rng::PhiloxKey key_;
+  std::vector<std::uint8_t> mask_;
+  bool masked_ = false;  // whether the last forward applied a mask (training) or was identity
+};
+
+class ActivationLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+};
+
+class FlattenLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+};
+
+}  // namespace ra::nn

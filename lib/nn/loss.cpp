@@ -1,0 +1,35 @@
+#include "nn/loss.h"
+
+namespace ra::nn {
+
+float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
+                   std::span<const std::int32_t> labels, Tensor* output_grad,
+                   spec::KernelMode mode) {
+  const int n = static_cast<int>(output.dim(0));
+  const int classes = static_cast<int>(output.dim(1));
+  float* grad = nullptr;
+  if (output_grad != nullptr) {
+    output_grad->resize(output.shape());
+    grad = output_grad->data();
+  }
+  if (loss == spec::Loss::mean_squared_error) {
+    return ops.mean_squared_error(n, classes, output.data(), labels.data(), grad, mode);
+  }
+  return ops.softmax_cross_entropy(n, classes, output.data(), labels.data(), grad, mode);
+}
+
+std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels) {
+  const std::int64_t n = output.dim(0), classes = output.dim(1);
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = output.data() + i * classes;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < classes; ++c) {
+      if (row[c] > row[best]) best = c;
+    }
+    if (best == labels[i]) ++correct;
+  }
+  return correct;
+}
+
+}  // namespace ra::nn

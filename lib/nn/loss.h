@@ -1,0 +1,20 @@
+#pragma once
+// Loss and metric over a batch of model outputs.
+#include <cstdint>
+#include <span>
+
+#include "backend/ops.h"
+#include "core/tensor.h"
+#include "spec/spec.h"
+
+namespace ra::nn {
+
+// Mean loss over the batch; writes the gradient w.r.t. `output` into *output_grad when given.
+float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
+                   std::span<const std::int32_t> labels, Tensor* output_grad,
+                   spec::KernelMode mode);
+
+// Number of samples whose arg-max output (the first maximum on ties) equals the label.
+std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels);
+
+}  // namespace ra::nn

@@ -1,0 +1,80 @@
+#include "nn/model.h"
+
+#include <stdexcept>
+
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "rng/stream.h"
+
+namespace ra::nn {
+namespace {
+
+// Keras' fans: dense [out, in] -> (in, out); conv [K, C, R, S] -> (C*R*S, K*R*S).
+void fans(const Shape& weight_shape, std::int64_t& fan_in, std::int64_t& fan_out) {
+  std::int64_t receptive = 1;
+  for (std::size_t i = 2; i < weight_shape.size(); ++i) receptive *= weight_shape[i];
+  fan_in = weight_shape[1] * receptive;
+  fan_out = weight_shape[0] * receptive;
+}
+
+std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelSeeds& seeds) {
+  using spec::LayerType;
+  switch (info.spec.type) {
+    case LayerType::conv2d: return std::make_unique<Conv2dLayer>(info);
+    case LayerType::dense: return std::make_unique<DenseLayer>(info);
+    case LayerType::maxpool2d: return std::make_unique<MaxPool2dLayer>(info);
+    case LayerType::dropout:
+      return std::make_unique<DropoutLayer>(
+          info, rng::derive_key(seeds.dropout, rng::dropout_stream(info.spec.name)));
+    case LayerType::activation: return std::make_unique<ActivationLayer>(info);
+    case LayerType::flatten: return std::make_unique<FlattenLayer>(info);
+  }
+  throw std::logic_error("unknown layer type");
+}
+
+}  // namespace
+
+Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds) : resolved_(resolved) {
+  for (const spec::ResolvedLayer& info : resolved_.layers) {
+    layers_.push_back(build_layer(info, seeds));
+    for (Param* p : layers_.back()->params()) {
+      const bool is_bias = p->value.rank() == 1;
+      const spec::Initializer kind =
+          is_bias ? info.spec.bias_initializer : info.spec.kernel_initializer;
+      std::int64_t fan_in = 0, fan_out = 0;
+      if (is_bias) {
+        fan_in = fan_out = p->value.dim(0);
+      } else {
+        fans(p->value.shape(), fan_in, fan_out);
+      }
+      initialize(p->value, kind, fan_in, fan_out, rng::derive_key(seeds.init, rng::init_stream(p->name)));
+      params_.push_back(p);
+    }
+  }
+  outputs_.resize(layers_.size());
+  grads_.resize(layers_.size());
+}
+
+const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepContext& ctx) {
+  input_ = &input;
+  const Tensor* x = &input;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(ops, *x, outputs_[i], ctx);
+    x = &outputs_[i];
+  }
+  return *x;
+}
+
+void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepContext& ctx) {
+  if (input_ == nullptr) throw std::logic_error("Model::backward before forward");
+  const Tensor* dy = &output_grad;
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Tensor& x = i == 0 ? *input_ : outputs_[i - 1];
+    // The first layer's input gradient is never needed: skip that (costly) computation.
+    Tensor* dx = i == 0 ? nullptr : &grads_[i];
+    layers_[i]->backward(ops, x, outputs_[i], *dy, dx, ctx);
+    dy = dx;
+  }
+}
+
+}  // namespace ra::nn

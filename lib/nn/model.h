@@ -1,0 +1,46 @@
+#pragma once
+// The model assembled from a resolved spec: a chain of layers, their activations and gradients.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/ops.h"
+#include "nn/layer.h"
+#include "spec/resolve.h"
+
+namespace ra::nn {
+
+// Seeds of the model's random streams; each may differ from the others so that an audit can vary
+// one source of randomness and pin the rest.
+struct ModelSeeds {
+  std::uint64_t init = 0;
+  std::uint64_t dropout = 0;
+};
+
+class Model {
+ public:
+  // Builds every layer and initialises every parameter from its own stream
+  // ("init/<param name>", seeded by seeds.init).
+  Model(const spec::ResolvedModel& resolved, ModelSeeds seeds);
+
+  const spec::ResolvedModel& resolved() const noexcept { return resolved_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const noexcept { return layers_; }
+
+  // Parameters in layer order (weight before bias). Pointers stay valid for the model's life.
+  const std::vector<Param*>& params() const noexcept { return params_; }
+
+  // Runs every layer; returns the output [N, classes]. `input` must outlive backward().
+  const Tensor& forward(backend::Ops& ops, const Tensor& input, const StepContext& ctx);
+  // From the gradient of the loss w.r.t. the output, overwrites every parameter's gradient.
+  void backward(backend::Ops& ops, const Tensor& output_grad, const StepContext& ctx);
+
+ private:
+  spec::ResolvedModel resolved_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Param*> params_;
+  const Tensor* input_ = nullptr;
+  std::vector<Tensor> outputs_;  // outputs_[i] = output of layer i
+  std::vector<Tensor> grads_;    // grads_[i] = gradient w.r.t. the input of layer i (scratch)
+};
+
+}  // namespace ra::nn

@@ -1,0 +1,161 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "nn/loss.h"
+#include "rng/stream.h"
+
+namespace ra::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::unique_ptr<backend::Ops> make_backend(spec::Device device, int threads) {
+  if (device == spec::Device::cuda) {
+    throw RuntimeFailure(
+        "the spec asks for device 'cuda', but this build has no CUDA backend; use 'cpu' or 'auto'");
+  }
+  return backend::make_cpu_ops(threads);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  double m = values[mid];
+  if (values.size() % 2 == 0) {
+    m = (m + *std::max_element(values.begin(), values.begin() + mid)) / 2.0;
+  }
+  return m;
+}
+
+}  // namespace
+
+LoadedData load_data(const spec::ExperimentSpec& spec) {
+  LoadedData loaded;
+  loaded.train = std::make_shared<const data::Dataset>(
+      data::load_dataset(spec.data.train, spec.data.scale, "train"));
+  if (spec.data.eval) {
+    loaded.eval = std::make_shared<const data::Dataset>(
+        data::load_dataset(*spec.data.eval, spec.data.scale, "eval"));
+  }
+  // Shapes of idx files are only known now: check them against the model.
+  for (const auto* set : {loaded.train.get(), loaded.eval.get()}) {
+    if (set == nullptr) continue;
+    if (set->sample_shape != spec.model.input) {
+      throw InputError("data." + set->role + ": samples have shape " + to_string(set->sample_shape) +
+                       " but model.input is " + to_string(spec.model.input));
+    }
+  }
+  return loaded;
+}
+
+Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOptions& options)
+    : spec_(spec), data_(std::move(data)) {
+  if (!data_.train) throw std::logic_error("Trainer needs a training set");
+  seeds_ = options.seeds.value_or(RunSeeds::all(spec_.seed));
+  determinism_ = spec_.determinism;
+  if (options.mode) determinism_ = spec::DeterminismSpec{*options.mode, {}};
+  threads_ = options.threads.value_or(spec_.threads);
+  if (threads_ <= 0) threads_ = hardware_threads();
+  ops_ = make_backend(spec_.device, threads_);
+  model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
+                                       nn::ModelSeeds{seeds_.init, seeds_.dropout});
+  optimizer_ = optim::make_optimizer(spec_.optimizer);
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
+  data::BatchLoader loader(set, spec_.data.batch_size, /*shuffle=*/false, /*drop_last=*/false,
+                           rng::PhiloxKey{}, /*workers=*/0);
+  loader.start_epoch(0);
+  nn::StepContext ctx{/*training=*/false, 0, &determinism_};
+  data::Batch batch;
+  double loss_sum = 0.0;
+  std::int64_t correct = 0, seen = 0;
+  while (loader.next(batch)) {
+    const Tensor& out = model_->forward(*ops_, batch.images, ctx);
+    const float loss = nn::compute_loss(*ops_, spec_.loss, out, batch.labels, nullptr,
+                                        determinism_.mode_for(spec::ReducingOp::loss));
+    // Batch means weighted by batch size, summed in batch order: the set's mean loss.
+    loss_sum += static_cast<double>(loss) * batch.size();
+    correct += nn::count_correct(out, batch.labels);
+    seen += batch.size();
+  }
+  Evaluation e;
+  if (seen > 0) {
+    e.loss = loss_sum / static_cast<double>(seen);
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+  }
+  return e;
+}
+
+TrainResult Trainer::run(Observer* observer) {
+  const auto run_start = Clock::now();
+  data::BatchLoader loader(*data_.train, spec_.data.batch_size, spec_.data.shuffle,
+                           spec_.data.drop_last,
+                           rng::derive_key(seeds_.data, rng::kDataOrderStream), spec_.data.workers);
+  std::vector<optim::Parameter> params;
+  for (nn::Param* p : model_->params()) params.push_back({p->name, &p->value, &p->grad});
+
+  if (observer) observer->on_start(*this);
+  TrainResult result;
+  std::vector<double> step_seconds;
+  data::Batch batch;
+  Tensor output_grad;
+  const std::int64_t max_steps = spec_.train.max_steps;
+  bool stop = false;
+  for (std::int64_t epoch = 0; epoch < spec_.train.epochs && !stop; ++epoch) {
+    const auto epoch_start = Clock::now();
+    EpochSummary summary;
+    summary.epoch = epoch;
+    double loss_sum = 0.0;
+    loader.start_epoch(epoch);
+    while (loader.next(batch)) {
+      const auto step_start = Clock::now();
+      nn::StepContext ctx{/*training=*/true, static_cast<std::uint64_t>(result.steps),
+                          &determinism_};
+      const Tensor& out = model_->forward(*ops_, batch.images, ctx);
+      const float loss = nn::compute_loss(*ops_, spec_.loss, out, batch.labels, &output_grad,
+                                          determinism_.mode_for(spec::ReducingOp::loss));
+      model_->backward(*ops_, output_grad, ctx);
+      optimizer_->step(params);
+      const double seconds = seconds_since(step_start);
+      step_seconds.push_back(seconds);
+
+      StepEvent event{epoch, result.steps, &batch, loss, seconds};
+      ++result.steps;
+      ++summary.steps;
+      loss_sum += loss;
+      result.final_loss = loss;
+      if (observer) observer->on_step(*this, event);
+      if (max_steps > 0 && result.steps >= max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    summary.mean_train_loss = summary.steps ? loss_sum / static_cast<double>(summary.steps) : 0.0;
+    if (data_.eval) {
+      const Evaluation e = evaluate(*data_.eval);
+      summary.eval_loss = e.loss;
+      summary.eval_accuracy = e.accuracy;
+    }
+    summary.seconds = seconds_since(epoch_start);
+    result.epochs.push_back(summary);
+    if (observer) observer->on_epoch(*this, summary);
+  }
+  result.median_step_seconds = median(std::move(step_seconds));
+  result.total_seconds = seconds_since(run_start);
+  return result;
+}
+
+}  // namespace ra::train

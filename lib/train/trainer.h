@@ -1,0 +1,119 @@
+#pragma once
+// One training run of a spec: data -> model -> backend -> optimizer, step by step, with an
+// observer called at fixed points so recorders can digest what happened without the trainer
+// knowing about them.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "nn/model.h"
+#include "optim/optimizer.h"
+#include "spec/resolve.h"
+#include "spec/spec.h"
+
+namespace ra::train {
+
+// Seeds of the run's independent random streams. Normally all equal to the spec's seed; an audit
+// can vary one of them and pin the rest.
+struct RunSeeds {
+  std::uint64_t init = 0;     // parameter initialisation
+  std::uint64_t data = 0;     // sample order (shuffle)
+  std::uint64_t dropout = 0;  // dropout masks
+  static RunSeeds all(std::uint64_t seed) { return RunSeeds{seed, seed, seed}; }
+};
+
+struct RunOptions {
+  std::optional<int> threads;             // overrides spec.threads
+  std::optional<spec::KernelMode> mode;   // replaces the spec's whole determinism policy
+  std::optional<RunSeeds> seeds;          // default: RunSeeds::all(spec.seed)
+};
+
+// The train and eval sets, loaded once and shared by every run of an audit.
+struct LoadedData {
+  std::shared_ptr<const data::Dataset> train;
+  std::shared_ptr<const data::Dataset> eval;  // null when the spec has no eval set
+};
+LoadedData load_data(const spec::ExperimentSpec& spec);
+
+struct EpochSummary {
+  std::int64_t epoch = 0;  // 0-based
+  std::int64_t steps = 0;  // steps run in this epoch
+  double mean_train_loss = 0.0;
+  std::optional<double> eval_loss;
+  std::optional<double> eval_accuracy;
+  double seconds = 0.0;
+};
+
+struct StepEvent {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;  // global, 0-based
+  const data::Batch* batch = nullptr;
+  float loss = 0.0f;
+  double seconds = 0.0;  // wall time of the step (batch fetch excluded)
+};
+
+class Trainer;
+
+// Hooks called by Trainer::run on the training thread, in this order: on_start once (parameters
+// initialised), then per step on_step (after the update: gradients of the step and the updated
+// weights are both readable through the trainer), on_epoch after each epoch's evaluation.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_start(const Trainer&) {}
+  virtual void on_step(const Trainer&, const StepEvent&) {}
+  virtual void on_epoch(const Trainer&, const EpochSummary&) {}
+};
+
+struct TrainResult {
+  std::int64_t steps = 0;
+  float final_loss = 0.0f;  // training loss of the last step
+  std::vector<EpochSummary> epochs;
+  double median_step_seconds = 0.0;
+  double total_seconds = 0.0;
+};
+
+class Trainer {
+ public:
+  // Builds the backend, the model (initialised) and the optimizer. Throws RuntimeFailure when
+  // the spec asks for a device this build cannot use.
+  Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOptions& options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  TrainResult run(Observer* observer = nullptr);
+
+  const spec::ExperimentSpec& spec() const noexcept { return spec_; }
+  const spec::ResolvedModel& resolved() const noexcept { return model_->resolved(); }
+  const nn::Model& model() const noexcept { return *model_; }
+  const optim::Optimizer& optimizer() const noexcept { return *optimizer_; }
+  const backend::Ops& ops() const noexcept { return *ops_; }
+  const RunSeeds& seeds() const noexcept { return seeds_; }
+  const spec::DeterminismSpec& determinism() const noexcept { return determinism_; }
+  int threads() const noexcept { return threads_; }
+
+  // Loss and accuracy of the current weights on a data set (no dropout, no update).
+  struct Evaluation {
+    double loss = 0.0;
+    double accuracy = 0.0;
+  };
+  Evaluation evaluate(const data::Dataset& set);
+
+ private:
+  spec::ExperimentSpec spec_;
+  LoadedData data_;
+  RunSeeds seeds_;
+  spec::DeterminismSpec determinism_;
+  int threads_ = 1;
+  std::unique_ptr<backend::Ops> ops_;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+};
+
+}  // namespace ra::train
