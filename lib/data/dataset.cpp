@@ -1,0 +1,101 @@
+#include "data/dataset.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/error.h"
+#include "data/idx.h"
+#include "data/synthetic.h"
+
+namespace ra::data {
+namespace {
+
+// MNIST-family label files carry 10 classes; a file with larger labels declares more.
+constexpr int kDefaultIdxClasses = 10;
+
+std::int64_t limited_count(std::int64_t available, std::int64_t limit, std::string_view role,
+                           const std::string& source) {
+  const std::string path = "data." + std::string(role) + ".limit";
+  if (limit < 0) throw InputError(path + ": must be >= 0 (0 = all), got " + std::to_string(limit));
+  if (limit > available) {
+    throw InputError(path + ": " + std::to_string(limit) + " exceeds the " +
+                     std::to_string(available) + " samples of " + source);
+  }
+  return limit == 0 ? available : limit;
+}
+
+Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role) {
+  const IdxArray images = read_idx(spec.images);
+  const IdxArray labels = read_idx(spec.labels);
+
+  Dataset set;
+  set.role = std::string(role);
+  if (images.dims.size() == 3) {
+    set.sample_shape = {1, images.dims[1], images.dims[2]};
+  } else if (images.dims.size() == 4) {
+    set.sample_shape = {images.dims[1], images.dims[2], images.dims[3]};
+  } else {
+    throw InputError(spec.images + ": images file has dims " + to_string(images.dims) +
+                     "; expected [N, H, W] or [N, C, H, W]");
+  }
+  if (labels.dims.size() != 1) {
+    throw InputError(spec.labels + ": labels file has dims " + to_string(labels.dims) +
+                     "; expected [N]");
+  }
+  const std::int64_t n = images.dims[0];
+  if (labels.dims[0] != n) {
+    throw InputError(spec.images + " holds " + std::to_string(n) + " images but " + spec.labels +
+                     " holds " + std::to_string(labels.dims[0]) + " labels");
+  }
+  const std::int64_t count = limited_count(n, spec.limit, role, spec.images);
+
+  const std::uint8_t max_label = *std::max_element(labels.bytes.begin(), labels.bytes.end());
+  set.classes = std::max(kDefaultIdxClasses, int{max_label} + 1);
+
+  // A 256-entry table gives the same bits as float(byte) * scale, without a multiply per pixel.
+  std::array<float, 256> pixel_value;
+  for (int b = 0; b < 256; ++b) pixel_value[b] = static_cast<float>(b) * scale;
+  const std::int64_t values = count * set.sample_elements();
+  set.images.resize(static_cast<std::size_t>(values));
+  std::transform(images.bytes.begin(), images.bytes.begin() + values, set.images.begin(),
+                 [&](std::uint8_t b) { return pixel_value[b]; });
+  set.labels.assign(labels.bytes.begin(), labels.bytes.begin() + count);
+  return set;
+}
+
+// Shape, sample count and class count of a synthetic set, checked with their JSON paths.
+void check_synthetic(const spec::DatasetSpec& spec, std::string_view role) {
+  const std::string at = "data." + std::string(role) + ".";
+  if (spec.samples <= 0) {
+    throw InputError(at + "samples: must be positive, got " + std::to_string(spec.samples));
+  }
+  if (spec.shape.empty() ||
+      std::any_of(spec.shape.begin(), spec.shape.end(), [](std::int64_t d) { return d <= 0; })) {
+    throw InputError(at + "shape: expected positive dimensions like [C, H, W], got " +
+                     to_string(spec.shape));
+  }
+  if (spec.classes <= 0) {
+    throw InputError(at + "classes: must be positive, got " + std::to_string(spec.classes));
+  }
+}
+
+}  // namespace
+
+Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role) {
+  switch (spec.format) {
+    case spec::DataFormat::idx:
+      return load_idx_dataset(spec, scale, role);
+    case spec::DataFormat::random:
+    case spec::DataFormat::constant: {
+      check_synthetic(spec, role);
+      const std::string source = "the " + std::string(role) + " synthetic set";
+      const std::int64_t count = limited_count(spec.samples, spec.limit, role, source);
+      return spec.format == spec::DataFormat::random
+                 ? make_random_dataset(spec, count, scale, role)
+                 : make_constant_dataset(spec, count, scale, role);
+    }
+  }
+  throw InputError("data." + std::string(role) + ".format: unknown data format");
+}
+
+}  // namespace ra::data

@@ -1,0 +1,42 @@
+#pragma once
+// One data set held in memory as fp32 images (already scaled) and int32 labels. Loaded once per
+// audit and shared read-only by every run, so runs cannot differ by what they read from disk.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "spec/spec.h"
+
+namespace ra::data {
+
+struct Dataset {
+  std::string role;    // "train" or "eval"
+  Shape sample_shape;  // [C, H, W]
+  int classes = 0;
+  std::vector<float> images;  // size() * sample_elements() values, already multiplied by scale
+  std::vector<std::int32_t> labels;  // in [0, classes)
+  std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+  std::int64_t sample_elements() const { return element_count(sample_shape); }
+};
+
+// Loads (idx) or generates (random, constant) one set, keeps its first `spec.limit` samples (0 =
+// all; a limit above the set's size is an InputError) and multiplies every pixel by `scale`.
+//
+// idx: images file of dims [N, H, W] -> sample_shape [1, H, W], or [N, C, H, W] -> [C, H, W];
+//   labels file [N], N must match. classes = 10 unless a label >= 10 occurs in the labels file
+//   (then max label + 1), judged over the whole file so that `limit` cannot change the model's
+//   output width. Paths are used as given (the spec loader has resolved them).
+// random: Philox key rng::derive_key(spec.seed, "data/synthetic/" + role). Counter layout
+//   (part of the trace contract: changing it changes every synthetic set):
+//     pixel k of the flattened set (k = sample * sample_elements + element):
+//       uniform_from_bits(philox_word(key, k, /*draw*/ 0))          in [0, 1), times scale
+//     label of sample i: uniform_below(lo | hi << 32, classes) with
+//       lo = philox_word(key, 2i, /*draw*/ 1), hi = philox_word(key, 2i + 1, /*draw*/ 1)
+//   so sample i is the same whatever the limit, run seed or thread count.
+// constant: every pixel = spec.value * scale; label of sample i = i % classes.
+// Errors name the file (idx) or the JSON path "data.<role>.<field>" (limit, samples, shape, ...).
+Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role);
+
+}  // namespace ra::data

@@ -1,0 +1,235 @@
+#include "data/loader.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "core/error.h"
+
+namespace ra::data {
+namespace {
+
+using Order = std::shared_ptr<const std::vector<std::int64_t>>;
+
+// Resizes `images` to [count, sample_shape...] unless it already has that shape; Tensor::resize
+// keeps the buffer whenever it is large enough, so a smaller last batch never reallocates either.
+void shape_batch_images(Tensor& images, std::int64_t count, const Shape& sample_shape) {
+  const Shape& current = images.shape();
+  const bool same = current.size() == sample_shape.size() + 1 && current[0] == count &&
+                    std::equal(sample_shape.begin(), sample_shape.end(), current.begin() + 1);
+  if (same) return;
+  Shape shape;
+  shape.reserve(sample_shape.size() + 1);
+  shape.push_back(count);
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  images.resize(std::move(shape));
+}
+
+// Batch `index` of an epoch: samples order[index*B .. min((index+1)*B, n)). The one definition
+// of what a batch holds; both the inline and the worker paths call it, hence identical bits.
+void assemble_batch(const Dataset& data, const std::vector<std::int64_t>& order, int batch_size,
+                    std::int64_t epoch, std::int64_t index, Batch& out) {
+  const std::int64_t n = data.size();
+  const std::int64_t first = index * batch_size;
+  const std::int64_t count = std::min<std::int64_t>(batch_size, n - first);
+  const std::int64_t elements = data.sample_elements();
+  out.epoch = epoch;
+  out.index = index;
+  shape_batch_images(out.images, count, data.sample_shape);
+  out.labels.resize(static_cast<std::size_t>(count));
+  out.sample_indices.resize(static_cast<std::size_t>(count));
+  for (std::int64_t row = 0; row < count; ++row) {
+    const std::int64_t sample = order[static_cast<std::size_t>(first + row)];
+    std::memcpy(out.images.data() + row * elements, data.images.data() + sample * elements,
+                static_cast<std::size_t>(elements) * sizeof(float));
+    out.labels[static_cast<std::size_t>(row)] = data.labels[static_cast<std::size_t>(sample)];
+    out.sample_indices[static_cast<std::size_t>(row)] = sample;
+  }
+}
+
+// Copies into the caller's buffers rather than swapping them out, so that the caller's tensor
+// keeps its address and capacity from batch to batch.
+void copy_batch(const Batch& from, Batch& to) {
+  to.epoch = from.epoch;
+  to.index = from.index;
+  if (to.images.shape() != from.images.shape()) to.images.resize(from.images.shape());
+  std::copy(from.images.begin(), from.images.end(), to.images.begin());
+  to.labels.assign(from.labels.begin(), from.labels.end());
+  to.sample_indices.assign(from.sample_indices.begin(), from.sample_indices.end());
+}
+
+}  // namespace
+
+struct BatchLoader::State {
+  // One prefetched batch. Only touched under `mutex`; workers assemble into private scratch
+  // batches and swap them in, so an abandoned epoch's late batch can simply be dropped.
+  struct Slot {
+    bool ready = false;
+    std::int64_t index = -1;
+    Batch batch;
+    std::exception_ptr error;
+  };
+
+  const Dataset& data;
+  const int batch_size;
+  const bool shuffle;
+  const rng::PhiloxKey order_key;
+  const std::int64_t batches;  // per epoch
+
+  // Epoch in progress; with workers, every field below is guarded by `mutex`.
+  bool started = false;
+  std::int64_t epoch = 0;
+  Order order;
+  std::int64_t next_consume = 0;  // index of the batch next() returns next
+
+  // Prefetching (workers > 0 only).
+  std::mutex mutex;
+  std::condition_variable work_cv;   // workers wait for a claimable batch or stop
+  std::condition_variable ready_cv;  // next() waits for its batch
+  bool stopping = false;
+  std::uint64_t generation = 0;  // bumped by start_epoch; older work is discarded
+  std::int64_t next_claim = 0;   // index of the batch the next idle worker assembles
+  std::vector<Slot> slots;       // ring: batch k lives in slots[k % slots.size()]
+  Batch handoff;                 // consumer-side staging, swapped with a ready slot
+  std::vector<std::thread> threads;
+
+  State(const Dataset& d, int b, bool s, bool dl, rng::PhiloxKey key)
+      : data(d),
+        batch_size(b),
+        shuffle(s),
+        order_key(key),
+        batches(dl ? d.size() / b : (d.size() + b - 1) / b) {}
+
+  // Joins the workers here rather than in ~BatchLoader so that a constructor that fails after
+  // starting some threads still joins them.
+  ~State() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    work_cv.notify_all();
+    for (std::thread& t : threads) t.join();
+  }
+
+  // A worker may start batch k once its slot's previous occupant (k - slots) has been consumed.
+  bool claimable() const {
+    return started && next_claim < batches &&
+           next_claim < next_consume + static_cast<std::int64_t>(slots.size());
+  }
+
+  void worker_main() {
+    Batch scratch;
+    std::unique_lock lock(mutex);
+    for (;;) {
+      work_cv.wait(lock, [&] { return stopping || claimable(); });
+      if (stopping) return;
+      const std::uint64_t job_generation = generation;
+      const std::int64_t job_epoch = epoch;
+      const std::int64_t job_index = next_claim++;
+      const Order job_order = order;
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        assemble_batch(data, *job_order, batch_size, job_epoch, job_index, scratch);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (job_generation != generation) continue;  // its epoch was abandoned meanwhile
+      Slot& slot = slots[static_cast<std::size_t>(job_index) % slots.size()];
+      std::swap(slot.batch, scratch);
+      slot.error = error;
+      slot.index = job_index;
+      slot.ready = true;
+      ready_cv.notify_one();
+    }
+  }
+};
+
+BatchLoader::BatchLoader(const Dataset& data, int batch_size, bool shuffle, bool drop_last,
+                         rng::PhiloxKey order_key, int workers) {
+  if (batch_size <= 0) {
+    throw InputError("data.batch_size: must be positive, got " + std::to_string(batch_size));
+  }
+  if (workers < 0) {
+    throw InputError("data.workers: must be >= 0, got " + std::to_string(workers));
+  }
+  if (static_cast<std::int64_t>(data.images.size()) != data.size() * data.sample_elements()) {
+    throw std::logic_error("BatchLoader: data set '" + data.role + "' holds " +
+                           std::to_string(data.images.size()) + " pixel values for " +
+                           std::to_string(data.size()) + " samples of shape " +
+                           to_string(data.sample_shape));
+  }
+  state_ = std::make_unique<State>(data, batch_size, shuffle, drop_last, order_key);
+  if (workers > 0) {
+    state_->slots.resize(2 * static_cast<std::size_t>(workers));
+    state_->threads.reserve(static_cast<std::size_t>(workers));
+    for (int w = 0; w < workers; ++w) {
+      state_->threads.emplace_back([s = state_.get()] { s->worker_main(); });
+    }
+  }
+}
+
+BatchLoader::~BatchLoader() = default;
+
+std::int64_t BatchLoader::batches_per_epoch() const {
+  return state_->batches;
+}
+
+void BatchLoader::start_epoch(std::int64_t epoch) {
+  State& s = *state_;
+  // Computed outside the lock: a 60000-sample shuffle takes ~1 ms the workers need not wait on.
+  auto order = std::make_shared<const std::vector<std::int64_t>>(
+      epoch_order(s.data.size(), s.shuffle, s.order_key, epoch));
+  {
+    std::unique_lock lock(s.mutex);
+    ++s.generation;
+    s.started = true;
+    s.epoch = epoch;
+    s.order = std::move(order);
+    s.next_consume = 0;
+    s.next_claim = 0;
+    for (State::Slot& slot : s.slots) {
+      slot.ready = false;
+      slot.error = nullptr;
+    }
+  }
+  s.work_cv.notify_all();
+}
+
+bool BatchLoader::next(Batch& batch) {
+  State& s = *state_;
+  if (s.threads.empty()) {
+    if (!s.started) throw std::logic_error("BatchLoader::next called before start_epoch");
+    if (s.next_consume >= s.batches) return false;
+    assemble_batch(s.data, *s.order, s.batch_size, s.epoch, s.next_consume, batch);
+    ++s.next_consume;
+    return true;
+  }
+
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(s.mutex);
+    if (!s.started) throw std::logic_error("BatchLoader::next called before start_epoch");
+    if (s.next_consume >= s.batches) return false;
+    const std::int64_t wanted = s.next_consume;
+    State::Slot& slot = s.slots[static_cast<std::size_t>(wanted) % s.slots.size()];
+    s.ready_cv.wait(lock, [&] { return slot.ready && slot.index == wanted; });
+    std::swap(slot.batch, s.handoff);
+    error = std::exchange(slot.error, nullptr);
+    slot.ready = false;
+    ++s.next_consume;
+  }
+  s.work_cv.notify_one();  // exactly one more batch became claimable
+  if (error) std::rethrow_exception(error);
+  copy_batch(s.handoff, batch);
+  return true;
+}
+
+}  // namespace ra::data
