@@ -1,0 +1,73 @@
+#include "optim/elementwise_optimizer.h"
+
+#include <stdexcept>
+
+namespace ra::optim {
+
+ElementwiseOptimizer::ElementwiseOptimizer(double lr, double decay, double weight_decay,
+                                           std::vector<std::string> state_kinds)
+    : Optimizer(lr, decay),
+      weight_decay_(static_cast<float>(weight_decay)),
+      state_kinds_(std::move(state_kinds)) {}
+
+void ElementwiseOptimizer::check_layout(const std::vector<Parameter>& params) const {
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    if (p.value == nullptr || p.grad == nullptr) {
+      throw std::logic_error("optimizer: parameter '" + p.name + "' has no value or gradient");
+    }
+    if (p.grad->shape() != p.value->shape()) {
+      throw std::logic_error("optimizer: gradient of '" + p.name + "' has shape " +
+                             to_string(p.grad->shape()) + ", the parameter " +
+                             to_string(p.value->shape()));
+    }
+  }
+  if (!has_layout_) return;
+  if (params.size() != names_.size()) {
+    throw std::logic_error("optimizer: step with " + std::to_string(params.size()) +
+                           " parameters, the first step had " + std::to_string(names_.size()));
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].name != names_[i] || params[i].value->shape() != shapes_[i]) {
+      throw std::logic_error("optimizer: parameter " + std::to_string(i) + " is '" +
+                             params[i].name + "' " + to_string(params[i].value->shape()) +
+                             ", the first step had '" + names_[i] + "' " + to_string(shapes_[i]));
+    }
+  }
+}
+
+void ElementwiseOptimizer::record_layout_and_create_state(const std::vector<Parameter>& params) {
+  for (const Parameter& p : params) {
+    names_.push_back(p.name);
+    shapes_.push_back(p.value->shape());
+    std::vector<Tensor> kinds;
+    for (std::size_t k = 0; k < state_kinds_.size(); ++k) kinds.emplace_back(p.value->shape());
+    state_.push_back(std::move(kinds));
+  }
+  has_layout_ = true;
+}
+
+void ElementwiseOptimizer::step(const std::vector<Parameter>& params) {
+  check_layout(params);  // before anything changes: a rejected step leaves no trace
+  if (!has_layout_) record_layout_and_create_state(params);
+
+  begin_step(learning_rate(), iterations_ + 1);
+  std::vector<float*> buffers(state_kinds_.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k] = state_[i][k].data();
+    update(params[i].value->data(), params[i].grad->data(), buffers, params[i].value->size());
+  }
+  ++iterations_;
+}
+
+std::vector<std::pair<std::string, const Tensor*>> ElementwiseOptimizer::state() const {
+  std::vector<std::pair<std::string, const Tensor*>> named;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    for (std::size_t k = 0; k < state_kinds_.size(); ++k) {
+      named.emplace_back(names_[i] + "." + state_kinds_[k], &state_[i][k]);
+    }
+  }
+  return named;
+}
+
+}  // namespace ra::optim

@@ -1,0 +1,55 @@
+#pragma once
+// What the four optimizers share: the check that every step sees the same parameter list, the
+// state tensors (created as zeros on the first step, named "<param>.<kind>"), the learning-rate
+// schedule and PyTorch's weight decay. A subclass supplies its state kinds, its per-step scalars
+// and its per-element update.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace ra::optim {
+
+class ElementwiseOptimizer : public Optimizer {
+ public:
+  void step(const std::vector<Parameter>& params) final;
+  std::vector<std::pair<std::string, const Tensor*>> state() const final;
+
+ protected:
+  // `state_kinds` name the per-parameter state tensors in the order state() lists them.
+  ElementwiseOptimizer(double lr, double decay, double weight_decay,
+                       std::vector<std::string> state_kinds);
+
+  // Called once per step, before any update. `lr` is this step's decayed learning rate;
+  // `step_number` = iterations() + 1 (1 on the first step). Per-step scalars (bias corrections,
+  // lr) are computed here in double, once, then rounded to float for the fp32 updates.
+  virtual void begin_step(double lr, std::int64_t step_number) = 0;
+
+  // Updates n elements of one parameter in place. state[k] holds state kind k (same n elements).
+  virtual void update(float* value, const float* grad, std::span<float* const> state,
+                      std::size_t n) const = 0;
+
+  // g + weight_decay * p (torch: grad.add(param, alpha=weight_decay)), in fp32. With no weight
+  // decay g is returned untouched (adding 0 * p could still turn -0 into +0).
+  float decayed_grad(float g, float p) const noexcept {
+    return weight_decay_ == 0.0f ? g : g + weight_decay_ * p;
+  }
+
+ private:
+  // Throws std::logic_error naming the first difference from the recorded layout.
+  void check_layout(const std::vector<Parameter>& params) const;
+  void record_layout_and_create_state(const std::vector<Parameter>& params);
+
+  float weight_decay_;
+  std::vector<std::string> state_kinds_;
+  bool has_layout_ = false;
+  std::vector<std::string> names_;
+  std::vector<Shape> shapes_;
+  std::vector<std::vector<Tensor>> state_;  // [parameter][state kind]
+};
+
+}  // namespace ra::optim

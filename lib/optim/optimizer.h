@@ -1,0 +1,60 @@
+#pragma once
+// Optimizers: one update of every trainable parameter per step, in fp32 like the frameworks they
+// mirror (formulas and sources in docs/optimizers.md). SGD and Adam follow torch.optim; RMSprop
+// and Adadelta follow Keras 2.x (torch.optim.RMSprop/Adadelta compute the same); the learning
+// rate decays as Keras 2.x `decay`; `weight_decay` is PyTorch's L2 term added to the gradient.
+//
+// Every update is elementwise: element j of a parameter depends only on element j of its
+// gradient and state, so results are the same bits however the work is split.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "spec/spec.h"
+
+namespace ra::optim {
+
+struct Parameter {
+  std::string name;    // "conv2d_0.weight"
+  Tensor* value;       // updated in place
+  const Tensor* grad;  // same shape
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter. The list (names, shapes, order) must be the same at every call
+  // (state is created on the first call); a mismatch throws std::logic_error.
+  virtual void step(const std::vector<Parameter>& params) = 0;
+
+  // Completed steps.
+  std::int64_t iterations() const noexcept { return iterations_; }
+  // The lr the NEXT step will use: lr / (1 + decay * iterations()) (Keras 2.x time decay).
+  double learning_rate() const noexcept;
+
+  // Named state tensors, e.g. {"conv2d_0.weight.momentum", &t}, in a stable order (parameter
+  // order, then state kind), for digests and snapshots. Empty before the first step and for
+  // optimizers without state (SGD without momentum). Pointers stay valid for the optimizer's life.
+  virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
+
+ protected:
+  Optimizer(double lr, double decay) : lr_(lr), decay_(decay) {}
+  std::int64_t iterations_ = 0;
+
+ private:
+  double lr_;
+  double decay_;
+};
+
+// Builds the optimizer a spec names. Throws ra::ValidationError (paths "optimizer.<field>") for
+// hyperparameters out of range: negative lr/decay/weight_decay/momentum/eps, betas or rho
+// outside [0, 1), dampening outside [0, 1], nesterov without momentum or with dampening.
+std::unique_ptr<Optimizer> make_optimizer(const spec::OptimizerSpec& spec);
+
+}  // namespace ra::optim
