@@ -1,0 +1,95 @@
+// Elementwise ops: activations and inverted dropout. No reductions: blocks of kElementBlock
+// elements per task, every output written once, so any thread count gives the same bits.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/reduction.h"
+
+namespace ra::backend {
+namespace {
+
+// Logistic function without overflow: exp is only ever taken of a non-positive number.
+float sigmoid(float v) {
+  if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
+  const float e = std::exp(v);
+  return e / (1.0f + e);
+}
+
+template <class Body>
+void for_blocks(ThreadPool& pool, std::int64_t count, const Body& body) {
+  cpu::parallel_for(pool, cpu::block_count(count), [&](std::int64_t block, int) {
+    const std::int64_t begin = block * cpu::kElementBlock;
+    body(begin, std::min(count, begin + cpu::kElementBlock));
+  });
+}
+
+}  // namespace
+
+void CpuOps::activation_forward(Activation act, std::int64_t count, const float* x, float* y) {
+  for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    switch (act) {
+      case Activation::none:
+        if (x != y) std::copy(x + begin, x + end, y + begin);
+        break;
+      case Activation::relu:
+        for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+      case Activation::tanh:
+        for (std::int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+        break;
+      case Activation::sigmoid:
+        for (std::int64_t i = begin; i < end; ++i) y[i] = sigmoid(x[i]);
+        break;
+    }
+  });
+}
+
+void CpuOps::activation_backward(Activation act, std::int64_t count, const float* y,
+                                 const float* dy, float* dx) {
+  for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    switch (act) {
+      case Activation::none:
+        if (dy != dx) std::copy(dy + begin, dy + end, dx + begin);
+        break;
+      case Activation::relu:
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        break;
+      case Activation::tanh:
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+        break;
+      case Activation::sigmoid:
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (y[i] * (1.0f - y[i]));
+        break;
+    }
+  });
+}
+
+void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                             rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                             std::uint8_t* mask) {
+  // kElementBlock is a multiple of 4, so every Philox block (4 words) is computed by one task.
+  static_assert(cpu::kElementBlock % 4 == 0);
+  for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; i += 4) {
+      const rng::PhiloxBlock bits =
+          rng::philox_block(key, static_cast<std::uint64_t>(i) >> 2, draw);
+      const std::int64_t lanes = std::min<std::int64_t>(4, end - i);
+      for (std::int64_t lane = 0; lane < lanes; ++lane) {
+        const bool keep = (bits.v[lane] >> 8) >= drop_threshold;
+        y[i + lane] = keep ? x[i + lane] * scale : 0.0f;
+        mask[i + lane] = keep ? 1 : 0;
+      }
+    }
+  });
+}
+
+void CpuOps::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
+                              const float* dy, float* dx) {
+  for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) dx[i] = mask[i] != 0 ? dy[i] * scale : 0.0f;
+  });
+}
+
+}  // namespace ra::backend

@@ -1,0 +1,79 @@
+#pragma once
+// The CPU backend: every op of ops.h on host memory, multi-threaded on an owned ThreadPool.
+//
+// Structure (one file per op family): cpu_conv.cpp (im2col + GEMM), cpu_dense.cpp (GEMM),
+// cpu_pool.cpp, cpu_elementwise.cpp (activations, dropout), cpu_loss.cpp. Building blocks:
+// gemm.h (blocked single-thread SGEMM), parallel_gemm.h, im2col.h, reduction.h (the two
+// reduction modes), scratch.h (buffers reused across calls). reference_ops.h holds the plain
+// reference implementation the tests compare against.
+//
+// Determinism contract (ops.h): forward and elementwise ops write each output from one task with
+// a fixed summation order; reducing ops follow KernelMode (see reduction.h). Results in
+// deterministic mode are bitwise identical for every thread count.
+//
+// One CpuOps serves one run: calls must not overlap (its scratch buffers are shared by calls).
+#include <memory>
+#include <string>
+
+#include "backend/cpu/scratch.h"
+#include "backend/ops.h"
+#include "core/thread_pool.h"
+
+namespace ra::backend {
+
+class CpuOps final : public Ops {
+ public:
+  // Owns a ThreadPool of `threads` workers, the calling thread included. threads >= 1, else
+  // ra::InputError.
+  explicit CpuOps(int threads);
+  CpuOps(const CpuOps&) = delete;
+  CpuOps& operator=(const CpuOps&) = delete;
+
+  std::string name() const override { return "cpu"; }
+  int threads() const override { return pool_.threads(); }
+
+  void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                      float* y) override;
+  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                            KernelMode mode) override;
+  void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                              KernelMode mode) override;
+  void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
+                            KernelMode mode) override;
+
+  void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
+                     float* y) override;
+  void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
+                           KernelMode mode) override;
+  void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,
+                             KernelMode mode) override;
+  void dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
+                           KernelMode mode) override;
+
+  void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
+                         std::int32_t* argmax) override;
+  void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                          float* dx, KernelMode mode) override;
+
+  void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
+  void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
+                           float* dx) override;
+  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                       std::uint8_t* mask) override;
+  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
+                        float* dx) override;
+
+  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits, KernelMode mode) override;
+  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                           float* dpred, KernelMode mode) override;
+
+ private:
+  ThreadPool pool_;
+  cpu::ScratchArena scratch_;
+};
+
+std::unique_ptr<Ops> make_cpu_ops(int threads);
+
+}  // namespace ra::backend

@@ -1,0 +1,84 @@
+#include "backend/cpu/im2col.h"
+
+#include <algorithm>
+
+namespace ra::backend::cpu {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The output columns q whose input column q*stride_w - pad_left + s lies inside [0, W):
+// q in [begin, end). Outside that range the tap reads padding.
+struct ValidRange {
+  std::int64_t begin, end;
+};
+
+ValidRange valid_outputs(std::int64_t offset, std::int64_t stride, std::int64_t extent,
+                         std::int64_t outputs) {
+  // input = q * stride + offset; need 0 <= input < extent.
+  const std::int64_t begin = offset >= 0 ? 0 : ceil_div(-offset, stride);
+  const std::int64_t end = extent - offset <= 0 ? 0 : ceil_div(extent - offset, stride);
+  const std::int64_t b = std::min(begin, outputs);
+  return {b, std::max(b, std::min(end, outputs))};
+}
+
+}  // namespace
+
+bool im2col_is_identity(const ConvGeometry& g) {
+  return g.r == 1 && g.s == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
+         g.pad_left == 0 && g.p == g.h && g.q == g.w;
+}
+
+void im2col(const ConvGeometry& g, const float* x_image, float* col) {
+  const std::int64_t P = g.p, Q = g.q, H = g.h, W = g.w;
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* plane = x_image + c * H * W;
+    for (std::int64_t r = 0; r < g.r; ++r) {
+      const ValidRange rows = valid_outputs(r - g.pad_top, g.stride_h, H, P);
+      for (std::int64_t s = 0; s < g.s; ++s) {
+        const ValidRange cols = valid_outputs(s - g.pad_left, g.stride_w, W, Q);
+        float* out = col + ((c * g.r + r) * g.s + s) * P * Q;
+        std::fill(out, out + rows.begin * Q, 0.0f);
+        for (std::int64_t p = rows.begin; p < rows.end; ++p) {
+          // Input row of output row p; input column of output column q is q * stride_w + shift.
+          const float* in = plane + (p * g.stride_h + r - g.pad_top) * W;
+          const std::int64_t shift = s - g.pad_left;
+          float* o = out + p * Q;
+          std::fill(o, o + cols.begin, 0.0f);
+          if (g.stride_w == 1) {
+            for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q] = in[q + shift];
+          } else {
+            for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q] = in[q * g.stride_w + shift];
+          }
+          std::fill(o + cols.end, o + Q, 0.0f);
+        }
+        std::fill(out + rows.end * Q, out + P * Q, 0.0f);
+      }
+    }
+  }
+}
+
+void col2im(const ConvGeometry& g, const float* col, float* dx_image) {
+  const std::int64_t P = g.p, Q = g.q, H = g.h, W = g.w;
+  std::fill_n(dx_image, std::int64_t(g.c) * H * W, 0.0f);
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    float* plane = dx_image + c * H * W;
+    for (std::int64_t r = 0; r < g.r; ++r) {
+      const ValidRange rows = valid_outputs(r - g.pad_top, g.stride_h, H, P);
+      for (std::int64_t s = 0; s < g.s; ++s) {
+        const ValidRange cols = valid_outputs(s - g.pad_left, g.stride_w, W, Q);
+        const float* in = col + ((c * g.r + r) * g.s + s) * P * Q;
+        for (std::int64_t p = rows.begin; p < rows.end; ++p) {
+          float* o = plane + (p * g.stride_h + r - g.pad_top) * W;
+          const std::int64_t shift = s - g.pad_left;
+          const float* i = in + p * Q;
+          for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q * g.stride_w + shift] += i[q];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ra::backend::cpu

@@ -1,0 +1,36 @@
+#pragma once
+// Multi-threaded GEMM on top of gemm.h, in the two modes of ops.h.
+#include <cstdint>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/scratch.h"
+#include "core/thread_pool.h"
+
+namespace ra::backend::cpu {
+
+// C is cut into tiles of kTileRows x kTileCols; one task computes one whole tile over the whole
+// k range. 32 x 256 keeps a tile's packed B block (<= 256 x 256 floats per k block) in L2 and
+// gives 4 tasks even for a 128 x 128 output (dense forward of a batch of 128).
+inline constexpr std::int64_t kTileRows = 32;
+inline constexpr std::int64_t kTileCols = 256;
+// Split-k parts of the nondeterministic path: at least 3, because two partials added into a zero
+// output commute exactly ((0 + a) + b == (0 + b) + a), so only a third one can change the bits.
+inline constexpr std::int64_t kSplitKParts = 4;
+
+// Deterministic: each C element is the same sequential sum as gemm() computes, whatever the
+// thread count (a tile is never split along k).
+void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
+                   std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
+                   GemmOutput output);
+
+// Nondeterministic: C = A B (overwritten). The k range is cut into kSplitKParts parts; the task
+// for (tile, part) computes that part's partial tile in its own buffer and adds it into C with
+// atomic float adds, so C's bits depend on the order in which tasks finish.
+void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
+                                  std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                                  float* c, std::int64_t ldc);
+
+// A worker's packing buffers for gemm().
+GemmBuffers gemm_buffers(ScratchArena& scratch, int worker);
+
+}  // namespace ra::backend::cpu

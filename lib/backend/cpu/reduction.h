@@ -1,0 +1,107 @@
+#pragma once
+// The two reduction physics of the CPU backend (see ops.h and docs/determinism.md):
+//
+//   deterministic    - the reduced items (images, batch rows) are cut into chunks whose size is a
+//                      function of the data sizes only (plan_chunks). Each chunk's partial is
+//                      summed in a fixed order by whichever task gets it, then the partials are
+//                      added in chunk order. The thread count decides who computes a partial, never
+//                      a value.
+//   nondeterministic - min(threads, chunks) lanes pull chunks from a shared counter (so a fast lane
+//                      takes more), each sums what it took into its own partial, then adds that
+//                      partial into the output with atomic float adds in completion order: the
+//                      physics of GPU atomics. Bits may change from run to run and with threads.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/scratch.h"
+#include "core/thread_pool.h"
+#include "spec/spec.h"
+
+namespace ra::backend::cpu {
+
+// `items` reduced items cut into `chunks` chunks of `per_chunk` items (the last may be shorter).
+struct ChunkPlan {
+  std::int64_t items = 0;
+  std::int64_t per_chunk = 1;
+  std::int64_t chunks = 0;
+
+  std::int64_t begin(std::int64_t chunk) const { return chunk * per_chunk; }
+  std::int64_t end(std::int64_t chunk) const { return std::min(items, (chunk + 1) * per_chunk); }
+};
+
+// At most kMaxReductionChunks chunks (enough tasks to balance 2-16 threads), and at most
+// kPartialBudgetFloats floats of partials (chunks * partial_size; 16 MiB), never fewer than one
+// chunk. A function of the sizes only, so the reduction tree is the same for any thread count.
+// Example: conv2d 32->64 k3 weight gradient, batch 128: partial 64*32*9 = 18432 floats -> 32
+// chunks of 4 images, 2.4 MiB of partials.
+inline constexpr std::int64_t kMaxReductionChunks = 32;
+inline constexpr std::int64_t kPartialBudgetFloats = std::int64_t(1) << 22;
+ChunkPlan plan_chunks(std::int64_t items, std::int64_t partial_size);
+
+// *target += value as one atomic read-modify-write (a compare-and-swap loop on x86-64).
+inline void atomic_add(float* target, float value) {
+  std::atomic_ref<float>(*target).fetch_add(value, std::memory_order_relaxed);
+}
+inline void atomic_add(float* target, const float* values, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) atomic_add(target + i, values[i]);
+}
+
+// Elementwise loops are cut into blocks of this many elements (64 KiB of floats per task).
+inline constexpr std::int64_t kElementBlock = 16384;
+inline std::int64_t block_count(std::int64_t count) {
+  return (count + kElementBlock - 1) / kElementBlock;
+}
+
+// out[0, size) = the sum over chunks c in [0, chunks) of contribution(c), where
+// accumulate(c, partial, worker) ADDS chunk c's contribution into partial[0, size) in an order
+// fixed by c (worker only selects that worker's scratch buffers, and accumulate must leave
+// WorkerBuffer::partial alone: the lanes keep their sums there). Both modes described above.
+template <class Accumulate>
+void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, spec::KernelMode mode,
+                   std::int64_t chunks, std::int64_t size, float* out,
+                   const Accumulate& accumulate) {
+  if (size <= 0) return;
+  const auto usize = static_cast<std::size_t>(size);
+  if (chunks <= 0) {
+    std::fill_n(out, size, 0.0f);
+    return;
+  }
+  if (mode == spec::KernelMode::deterministic) {
+    float* partials = scratch.shared(SharedBuffer::chunk_partials, usize * chunks);
+    parallel_for(pool, chunks, [&](std::int64_t chunk, int worker) {
+      float* partial = partials + chunk * size;
+      std::fill_n(partial, size, 0.0f);
+      accumulate(chunk, partial, worker);
+    });
+    // out[i] = ((p0[i] + p1[i]) + p2[i]) + ...: chunk order, each element written by one task.
+    parallel_for(pool, block_count(size), [&](std::int64_t block, int) {
+      const std::int64_t begin = block * kElementBlock;
+      const std::int64_t end = std::min(size, begin + kElementBlock);
+      std::copy(partials + begin, partials + end, out + begin);
+      for (std::int64_t chunk = 1; chunk < chunks; ++chunk) {
+        const float* partial = partials + chunk * size;
+        for (std::int64_t i = begin; i < end; ++i) out[i] += partial[i];
+      }
+    });
+    return;
+  }
+  std::fill_n(out, size, 0.0f);
+  std::atomic<std::int64_t> next_chunk{0};
+  const std::int64_t lanes = std::min<std::int64_t>(pool.threads(), chunks);
+  parallel_for(pool, lanes, [&](std::int64_t, int worker) {
+    float* partial = scratch.worker(worker, WorkerBuffer::partial, usize);
+    bool took_any = false;
+    for (std::int64_t chunk = next_chunk.fetch_add(1); chunk < chunks;
+         chunk = next_chunk.fetch_add(1)) {
+      if (!took_any) std::fill_n(partial, size, 0.0f);
+      took_any = true;
+      accumulate(chunk, partial, worker);
+    }
+    if (took_any) atomic_add(out, partial, size);
+  });
+}
+
+}  // namespace ra::backend::cpu

@@ -1,0 +1,27 @@
+#include "backend/cpu/scratch.h"
+
+#include <stdexcept>
+
+namespace ra::backend::cpu {
+namespace {
+
+float* grown(AlignedVector<float>& buffer, std::size_t floats) {
+  // Replace rather than resize: the old contents are not needed, so there is nothing to copy.
+  if (buffer.size() < floats) buffer = AlignedVector<float>(floats);
+  return buffer.data();
+}
+
+}  // namespace
+
+ScratchArena::ScratchArena(int workers) : per_worker_(static_cast<std::size_t>(workers)) {}
+
+float* ScratchArena::worker(int worker, WorkerBuffer which, std::size_t floats) {
+  return grown(per_worker_.at(static_cast<std::size_t>(worker))[static_cast<std::size_t>(which)],
+               floats);
+}
+
+float* ScratchArena::shared(SharedBuffer which, std::size_t floats) {
+  return grown(shared_[static_cast<std::size_t>(which)], floats);
+}
+
+}  // namespace ra::backend::cpu

@@ -1,0 +1,131 @@
+#pragma once
+// Shared helpers of the backend tests: portable random inputs, geometry builders, and the
+// elementwise tolerance check every op comparison uses.
+//
+// Tolerances. A float sum of m products, accumulated in any order (sequential, chunked, atomic),
+// satisfies |computed - exact| <= gamma * sum_i |a_i b_i| with gamma ~ (m + 1) u, u = 2^-24
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1). The reference sums in double
+// and rounds once (another u |exact|). So each output is checked against
+//     |fast - reference| <= (m + 2) u * scale
+// where scale = the same op applied by the reference to |inputs| (= sum of |terms|, which also
+// covers cancellation). For a few hundred terms that is ~1e-5 relative to the scale: a worst-case
+// bound, so tests never flake, yet any indexing error (an O(1) difference) fails it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/geometry.h"
+#include "rng/philox.h"
+
+namespace test {
+
+inline constexpr double kUnitRoundoff = 1.0 / 16777216.0;  // 2^-24
+
+// Tolerance factor for sums of `terms` float products (see above).
+inline double sum_rtol(std::int64_t terms) {
+  return double(terms + 2) * kUnitRoundoff;
+}
+
+// Values in [lo, hi) from Philox: the same on every platform (unlike <random> distributions).
+inline std::vector<float> random_values(std::size_t count, std::uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  std::vector<float> v(count);
+  const ra::rng::PhiloxKey key{seed, 0x5EEDu};
+  for (std::size_t i = 0; i < count; ++i) {
+    v[i] = lo + (hi - lo) * ra::rng::uniform_from_bits(ra::rng::philox_word(key, i, 0));
+  }
+  return v;
+}
+
+inline std::vector<float> abs_of(std::vector<float> v) {
+  for (float& x : v) x = std::abs(x);
+  return v;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Output size from input, kernel, stride and the two pads, as every framework computes it.
+inline int out_extent(int in, int kernel, int stride, int pad_before, int pad_after) {
+  return (in + pad_before + pad_after - kernel) / stride + 1;
+}
+
+inline ra::backend::ConvGeometry conv(int n, int c, int h, int w, int k, int r, int s,
+                                      int stride_h = 1, int stride_w = 1, int pad_top = 0,
+                                      int pad_left = 0, int pad_bottom = 0, int pad_right = 0) {
+  ra::backend::ConvGeometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
+  g.stride_h = stride_h, g.stride_w = stride_w;
+  g.pad_top = pad_top, g.pad_left = pad_left, g.pad_bottom = pad_bottom, g.pad_right = pad_right;
+  g.p = out_extent(h, r, stride_h, pad_top, pad_bottom);
+  g.q = out_extent(w, s, stride_w, pad_left, pad_right);
+  return g;
+}
+
+inline ra::backend::PoolGeometry pool(int n, int c, int h, int w, int pool_h, int pool_w,
+                                      int stride_h, int stride_w, int pad_top = 0, int pad_left = 0,
+                                      int pad_bottom = 0, int pad_right = 0) {
+  ra::backend::PoolGeometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.pool_h = pool_h, g.pool_w = pool_w;
+  g.stride_h = stride_h, g.stride_w = stride_w, g.pad_top = pad_top, g.pad_left = pad_left;
+  g.p = out_extent(h, pool_h, stride_h, pad_top, pad_bottom);
+  g.q = out_extent(w, pool_w, stride_w, pad_left, pad_right);
+  return g;
+}
+
+// Elementwise |actual - expected| <= atol + rtol * scale (scale defaults to |expected|), reporting
+// the element closest to (or furthest past) its bound.
+struct Closeness {
+  bool ok = true;
+  std::size_t index = 0;
+  double actual = 0, expected = 0, bound = 0;
+  std::string describe() const {
+    std::ostringstream out;
+    out.precision(9);
+    out << "worst element " << index << ": actual " << actual << " expected " << expected
+        << " |diff| " << std::abs(actual - expected) << " bound " << bound;
+    return out.str();
+  }
+};
+
+inline Closeness compare(const std::vector<float>& actual, const std::vector<float>& expected,
+                         double rtol, double atol, const std::vector<float>* scale = nullptr) {
+  Closeness worst;
+  if (actual.size() != expected.size())
+    return {false, 0, double(actual.size()), double(expected.size()), 0};
+  double worst_ratio = -1;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double s = scale != nullptr ? (*scale)[i] : std::abs(double(expected[i]));
+    const double bound = atol + rtol * s;
+    const double diff = std::abs(double(actual[i]) - double(expected[i]));
+    const double ratio = std::isnan(diff) ? std::numeric_limits<double>::infinity()
+                         : bound > 0      ? diff / bound
+                         : diff > 0       ? std::numeric_limits<double>::infinity()
+                                          : 0.0;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = {ratio <= 1, i, actual[i], expected[i], bound};
+    }
+  }
+  return worst;
+}
+
+}  // namespace test
+
+// REQUIRE that `actual` matches `expected` elementwise; on failure names the worst element.
+#define REQUIRE_CLOSE(actual, expected, rtol, atol, scale_ptr)                                 \
+  do {                                                                                         \
+    const test::Closeness closeness_ = test::compare(actual, expected, rtol, atol, scale_ptr); \
+    INFO(#actual " vs " #expected ": " << closeness_.describe());                              \
+    REQUIRE(closeness_.ok);                                                                    \
+  } while (false)

@@ -1,0 +1,184 @@
+// conv2d: the fast CPU kernels against the reference on shapes that stress every edge (1x1,
+// strides, asymmetric "same" padding, rectangular kernels, batch 1, sizes that are no multiple of
+// the GEMM tiles, depth past one cache block), a hand-computed case, and finite differences.
+#include <catch2/catch.hpp>
+
+#include <limits>
+#include <numeric>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/reference_ops.h"
+#include "backend/gradient_check.h"
+#include "backend_test_util.h"
+
+namespace ref = ra::backend::reference;
+using ra::backend::ConvGeometry;
+using ra::spec::KernelMode;
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  ConvGeometry g;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"3x3 valid", test::conv(2, 3, 7, 9, 5, 3, 3)},
+      {"1x1 (column matrix = image)", test::conv(3, 5, 6, 6, 7, 1, 1)},
+      {"1x1 stride 2", test::conv(2, 4, 7, 7, 3, 1, 1, 2, 2)},
+      {"3x3 stride 2", test::conv(2, 3, 9, 8, 4, 3, 3, 2, 2)},
+      {"same, even 4x2 kernel, pads t1 l0 b2 r1",
+       test::conv(1, 2, 6, 5, 3, 4, 2, 1, 1, 1, 0, 2, 1)},
+      {"same stride 2, pads t0 l0 b1 r1", test::conv(2, 3, 8, 8, 5, 3, 3, 2, 2, 0, 0, 1, 1)},
+      {"odd sizes, batch 1, pad 1", test::conv(1, 17, 13, 11, 19, 3, 3, 1, 1, 1, 1, 1, 1)},
+      {"C*R*S = 360 > one k block", test::conv(3, 40, 10, 10, 20, 3, 3)},
+      {"2x5 kernel, stride (1,2), pads t1 l2 b0 r2",
+       test::conv(2, 3, 10, 11, 6, 2, 5, 1, 2, 1, 2, 0, 2)},
+      {"batch 37 (uneven reduction chunks)", test::conv(37, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1)},
+  };
+}
+
+struct ConvData {
+  std::vector<float> x, w, b, dy;
+};
+
+ConvData conv_data(const ConvGeometry& g, std::uint32_t seed) {
+  return {test::random_values(g.x_size(), seed), test::random_values(g.w_size(), seed + 1),
+          test::random_values(g.k, seed + 2), test::random_values(g.y_size(), seed + 3)};
+}
+
+std::vector<float> nan_filled(std::int64_t n) {
+  // Outputs start as NaN: an element an op forgets to write, or accumulates into, fails the check.
+  return std::vector<float>(static_cast<std::size_t>(n), std::numeric_limits<float>::quiet_NaN());
+}
+
+const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
+
+const char* mode_name(KernelMode m) {
+  return m == KernelMode::deterministic ? "deterministic" : "nondeterministic";
+}
+
+}  // namespace
+
+TEST_CASE("conv2d forward matches the reference", "[backend][conv]") {
+  for (int threads : {1, 2, 7}) {
+    ra::backend::CpuOps ops(threads);
+    for (const ConvCase& c : conv_cases()) {
+      INFO(c.name << ", " << threads << " threads");
+      const ConvGeometry& g = c.g;
+      const ConvData d = conv_data(g, 11);
+      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ab = test::abs_of(d.b);
+      for (const bool with_bias : {true, false}) {
+        INFO("bias " << with_bias);
+        const float* bias = with_bias ? d.b.data() : nullptr;
+        auto y = nan_filled(g.y_size());
+        std::vector<float> expected(y.size()), scale(y.size());
+        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, y.data());
+        ref::conv2d_forward(g, d.x.data(), d.w.data(), bias, expected.data());
+        ref::conv2d_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
+        REQUIRE_CLOSE(y, expected, test::sum_rtol(std::int64_t(g.c) * g.r * g.s + 1), 0.0, &scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("conv2d backward ops match the reference in both modes", "[backend][conv]") {
+  for (int threads : {1, 2, 7}) {
+    ra::backend::CpuOps ops(threads);
+    for (const ConvCase& c : conv_cases()) {
+      const ConvGeometry& g = c.g;
+      const ConvData d = conv_data(g, 23);
+      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ady = test::abs_of(d.dy);
+      std::vector<float> dx_ref(g.x_size()), dx_scale(g.x_size());
+      std::vector<float> dw_ref(g.w_size()), dw_scale(g.w_size());
+      std::vector<float> db_ref(g.k), db_scale(g.k);
+      ref::conv2d_backward_data(g, d.dy.data(), d.w.data(), dx_ref.data());
+      ref::conv2d_backward_data(g, ady.data(), aw.data(), dx_scale.data());
+      ref::conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw_ref.data());
+      ref::conv2d_backward_filter(g, ax.data(), ady.data(), dw_scale.data());
+      ref::conv2d_backward_bias(g, d.dy.data(), db_ref.data());
+      ref::conv2d_backward_bias(g, ady.data(), db_scale.data());
+      // Terms per output: an input element receives at most K*R*S products; a filter tap and a
+      // bias sum over N*P*Q outputs.
+      const std::int64_t data_terms = std::int64_t(g.k) * g.r * g.s;
+      const std::int64_t batch_terms = std::int64_t(g.n) * g.p * g.q;
+      for (const KernelMode mode : kModes) {
+        INFO(c.name << ", " << threads << " threads, " << mode_name(mode));
+        auto dx = nan_filled(g.x_size()), dw = nan_filled(g.w_size()), db = nan_filled(g.k);
+        ops.conv2d_backward_data(g, d.dy.data(), d.w.data(), dx.data(), mode);
+        ops.conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw.data(), mode);
+        ops.conv2d_backward_bias(g, d.dy.data(), db.data(), mode);
+        REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(data_terms), 0.0, &dx_scale);
+        REQUIRE_CLOSE(dw, dw_ref, test::sum_rtol(batch_terms), 0.0, &dw_scale);
+        REQUIRE_CLOSE(db, db_ref, test::sum_rtol(batch_terms), 0.0, &db_scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("conv2d forward on a hand-computed case", "[backend][conv]") {
+  // x = [[1 2 3] [4 5 6] [7 8 9]], w = [[1 2] [3 4]], bias 0.5 (one channel, one filter).
+  const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, w{1, 2, 3, 4}, b{0.5f};
+  ra::backend::CpuOps ops(2);
+  SECTION("valid, stride 1") {
+    // y[p,q] = x[p,q] + 2 x[p,q+1] + 3 x[p+1,q] + 4 x[p+1,q+1] + 0.5:
+    //   1+4+12+20 = 37, 2+6+15+24 = 47, 4+10+21+32 = 67, 5+12+24+36 = 77.
+    const auto g = test::conv(1, 1, 3, 3, 1, 2, 2);
+    REQUIRE((g.p == 2 && g.q == 2));
+    std::vector<float> y(4), expected{37.5f, 47.5f, 67.5f, 77.5f};
+    ops.conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    REQUIRE(y == expected);
+    ref::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    REQUIRE(y == expected);
+  }
+  SECTION("pad 1, stride 2") {
+    // Windows start at (2p-1, 2q-1); taps in the padding read 0:
+    //   (0,0): x00*4 = 4;  (0,1): x01*3 + x02*4 = 6+12 = 18;
+    //   (1,0): x10*2 + x20*4 = 8+28 = 36;  (1,1): 5*1 + 6*2 + 8*3 + 9*4 = 77.
+    const auto g = test::conv(1, 1, 3, 3, 1, 2, 2, 2, 2, 1, 1, 1, 1);
+    REQUIRE((g.p == 2 && g.q == 2));
+    std::vector<float> y(4), expected{4.5f, 18.5f, 36.5f, 77.5f};
+    ops.conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    REQUIRE(y == expected);
+    ref::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    REQUIRE(y == expected);
+  }
+}
+
+TEST_CASE("conv2d gradients match central differences", "[backend][conv][gradient]") {
+  // L = sum(y * r) for a fixed random r, with y computed by the reference in double. L is linear
+  // in each of x, w, b, so the central difference is exact up to double rounding (~1e-16 |L| / h
+  // ~ 1e-13 with h = 1e-2); the 1e-5 tolerance is the float error of the fast backward op (sums
+  // of <= 12 products of values in [-1, 1]: worst case ~14 * 6e-8 * 12 ~ 1e-5).
+  const auto g =
+      test::conv(2, 2, 6, 5, 3, 3, 2, 2, 1, 0, 1, 1, 0);  // stride (2,1), asymmetric pads
+  const ConvData d = conv_data(g, 41);
+  const std::vector<float>& r = d.dy;
+  std::vector<double> x = test::to_double(d.x), w = test::to_double(d.w), b = test::to_double(d.b);
+  const std::vector<double> rd = test::to_double(r);
+  auto objective = [&] {
+    std::vector<double> y(g.y_size());
+    ref::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    return std::inner_product(y.begin(), y.end(), rd.begin(), 0.0);
+  };
+  const double h = 1e-2, rtol = 1e-5, atol = 1e-5;
+  const auto numeric_dx = ra::backend::central_differences(x, h, objective);
+  const auto numeric_dw = ra::backend::central_differences(w, h, objective);
+  const auto numeric_db = ra::backend::central_differences(b, h, objective);
+  ra::backend::CpuOps ops(2);
+  for (const KernelMode mode : kModes) {
+    INFO(mode_name(mode));
+    std::vector<float> dx(g.x_size()), dw(g.w_size()), db(g.k);
+    ops.conv2d_backward_data(g, r.data(), d.w.data(), dx.data(), mode);
+    ops.conv2d_backward_filter(g, d.x.data(), r.data(), dw.data(), mode);
+    ops.conv2d_backward_bias(g, r.data(), db.data(), mode);
+    for (const auto& [name, analytic, numeric] :
+         {std::tuple{"dx", &dx, &numeric_dx}, std::tuple{"dw", &dw, &numeric_dw},
+          std::tuple{"db", &db, &numeric_db}}) {
+      const auto check = ra::backend::compare_gradients(*analytic, *numeric, rtol, atol);
+      INFO(name << " " << check.describe());
+      REQUIRE(check.ok);
+    }
+  }
+}

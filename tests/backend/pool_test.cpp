@@ -1,0 +1,184 @@
+// maxpool2d: forward values and argmax (ties, padding), backward through overlapping windows, and
+// finite differences.
+#include <catch2/catch.hpp>
+
+#include <limits>
+#include <numeric>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/reference_ops.h"
+#include "backend/gradient_check.h"
+#include "backend_test_util.h"
+#include "core/error.h"
+
+namespace ref = ra::backend::reference;
+using ra::backend::PoolGeometry;
+using ra::spec::KernelMode;
+
+namespace {
+
+struct PoolCase {
+  const char* name;
+  PoolGeometry g;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"2x2 stride 2", test::pool(2, 3, 8, 8, 2, 2, 2, 2)},
+      {"3x3 stride 2 (overlapping)", test::pool(2, 3, 9, 7, 3, 3, 2, 2)},
+      {"2x2 stride 2 on odd 7x7 (last row/col dropped)", test::pool(2, 2, 7, 7, 2, 2, 2, 2)},
+      {"3x3 stride 1 pad 1 (same, overlapping)", test::pool(1, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1)},
+      {"2x3 stride (2,1)", test::pool(1, 5, 6, 7, 2, 3, 2, 1)},
+      {"3x3 stride 2 pad 1, 40 planes", test::pool(5, 8, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1)},
+  };
+}
+
+// Distinct values spaced 1/64 apart in shuffled order: no ties, so argmax is unambiguous, and any
+// perturbation below 1/128 keeps every window's winner.
+std::vector<float> distinct_values(std::size_t count, std::uint32_t seed) {
+  std::vector<float> v(count);
+  std::iota(v.begin(), v.end(), 0.0f);
+  const auto keys = test::random_values(count, seed);
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  for (std::size_t i = 0; i < count; ++i) v[order[i]] = (float(i) - float(count) / 2) / 64.0f;
+  return v;
+}
+
+const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
+
+}  // namespace
+
+TEST_CASE("maxpool2d forward matches the reference exactly", "[backend][pool]") {
+  for (int threads : {1, 2, 7}) {
+    ra::backend::CpuOps ops(threads);
+    for (const PoolCase& c : pool_cases()) {
+      INFO(c.name << ", " << threads << " threads");
+      const PoolGeometry& g = c.g;
+      const auto x = test::random_values(g.x_size(), 7);
+      std::vector<float> y(g.y_size()), y_ref(g.y_size());
+      std::vector<std::int32_t> argmax(g.y_size(), -7), argmax_ref(g.y_size());
+      ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+      ref::maxpool2d_forward(g, x.data(), y_ref.data(), argmax_ref.data());
+      REQUIRE(y == y_ref);  // a max involves no arithmetic: exact
+      REQUIRE(argmax == argmax_ref);
+      for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(x[argmax[i]] == y[i]);
+    }
+  }
+}
+
+TEST_CASE("maxpool2d forward on a hand-computed case, with ties and padding", "[backend][pool]") {
+  // One 4x4 plane:        pool 2 stride 2:          pool 3 stride 2 pad 1 (windows start at -1, 1):
+  //   1 5 2 2             max 5 at 1, 2 at 2        (0,0) rows -1..1, cols -1..1: 5 at 1
+  //   3 0 2 2             (tie: first = index 2)    (0,1) rows -1..1, cols 1..3: 5 at 1
+  //   9 9 4 -1            9 at 8 (tie: first)       (1,0) rows 1..3, cols -1..1: 9 at 8 (tie 9 at
+  //   9) 9 1 -2 -3           4 at 10                   (1,1) rows 1..3, cols 1..3: 9 at 9
+  const std::vector<float> x{1, 5, 2, 2, 3, 0, 2, 2, 9, 9, 4, -1, 9, 1, -2, -3};
+  ra::backend::CpuOps ops(2);
+  {
+    const auto g = test::pool(1, 1, 4, 4, 2, 2, 2, 2);
+    std::vector<float> y(4);
+    std::vector<std::int32_t> argmax(4);
+    ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    REQUIRE(y == std::vector<float>{5, 2, 9, 4});
+    REQUIRE(argmax == std::vector<std::int32_t>{1, 2, 8, 10});
+  }
+  {
+    const auto g = test::pool(1, 1, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    REQUIRE((g.p == 2 && g.q == 2));
+    std::vector<float> y(4);
+    std::vector<std::int32_t> argmax(4);
+    ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    REQUIRE(y == std::vector<float>{5, 5, 9, 9});
+    REQUIRE(argmax == std::vector<std::int32_t>{1, 1, 8, 9});
+    // Backward: dy = [1 2 4 8]; x[1] receives 1 + 2, x[8] 4, x[9] 8, everything else 0.
+    const std::vector<float> dy{1, 2, 4, 8};
+    for (const KernelMode mode : kModes) {
+      std::vector<float> dx(16, -1.0f);
+      ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode);
+      std::vector<float> expected(16, 0.0f);
+      expected[1] = 3, expected[8] = 4, expected[9] = 8;
+      REQUIRE(dx == expected);
+    }
+  }
+  {  // negative values next to padding: padding (-inf, never 0) must not win
+    const std::vector<float> neg{-5, -4, -3, -2};
+    const auto g = test::pool(1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1);
+    REQUIRE((g.p == 3 && g.q == 3));
+    std::vector<float> y(9);
+    std::vector<std::int32_t> argmax(9);
+    ops.maxpool2d_forward(g, neg.data(), y.data(), argmax.data());
+    REQUIRE(y == std::vector<float>{-5, -4, -4, -3, -2, -2, -3, -2, -2});
+    REQUIRE(argmax == std::vector<std::int32_t>{0, 1, 1, 2, 3, 3, 2, 3, 3});
+  }
+}
+
+TEST_CASE("maxpool2d backward matches the reference in both modes", "[backend][pool]") {
+  for (int threads : {1, 2, 7}) {
+    ra::backend::CpuOps ops(threads);
+    for (const PoolCase& c : pool_cases()) {
+      const PoolGeometry& g = c.g;
+      const auto x = test::random_values(g.x_size(), 9);
+      const auto dy = test::random_values(g.y_size(), 10);
+      const auto ady = test::abs_of(dy);
+      std::vector<float> y(g.y_size());
+      std::vector<std::int32_t> argmax(g.y_size());
+      ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+      std::vector<float> dx_ref(g.x_size()), dx_scale(g.x_size());
+      ref::maxpool2d_backward(g, dy.data(), argmax.data(), dx_ref.data());
+      ref::maxpool2d_backward(g, ady.data(), argmax.data(), dx_scale.data());
+      // An input wins at most ceil(pool/stride)^2 <= 9 windows: sums of <= 9 terms.
+      for (const KernelMode mode : kModes) {
+        INFO(c.name << ", " << threads << " threads, mode " << int(mode));
+        std::vector<float> dx(g.x_size(), std::numeric_limits<float>::quiet_NaN());
+        ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode);
+        REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(9), 0.0, &dx_scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("maxpool2d backward rejects an argmax outside its plane", "[backend][pool]") {
+  const auto g = test::pool(1, 2, 4, 4, 2, 2, 2, 2);
+  std::vector<std::int32_t> argmax(g.y_size(), 0);  // plane 1 pointing into plane 0
+  const std::vector<float> dy(g.y_size(), 1.0f);
+  std::vector<float> dx(g.x_size());
+  ra::backend::CpuOps ops(1);
+  for (const KernelMode mode : kModes) {
+    REQUIRE_THROWS_AS(ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode),
+                      ra::RuntimeFailure);
+  }
+}
+
+TEST_CASE("maxpool2d gradient matches central differences", "[backend][pool][gradient]") {
+  // L = sum(maxpool(x) * r) is piecewise linear; with values 1/64 apart and h = 1e-3 no window
+  // changes its winner, so the central difference is exact up to double rounding.
+  for (const PoolCase& c : pool_cases()) {
+    INFO(c.name);
+    const PoolGeometry& g = c.g;
+    const auto xf = distinct_values(g.x_size(), 3);
+    const auto r = test::random_values(g.y_size(), 4);
+    std::vector<double> x = test::to_double(xf);
+    const std::vector<double> rd = test::to_double(r);
+    auto objective = [&] {
+      std::vector<double> y(g.y_size());
+      std::vector<std::int32_t> argmax(g.y_size());
+      ref::maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+      return std::inner_product(y.begin(), y.end(), rd.begin(), 0.0);
+    };
+    const auto numeric = ra::backend::central_differences(x, 1e-3, objective);
+    ra::backend::CpuOps ops(2);
+    std::vector<float> y(g.y_size());
+    std::vector<std::int32_t> argmax(g.y_size());
+    ops.maxpool2d_forward(g, xf.data(), y.data(), argmax.data());
+    for (const KernelMode mode : kModes) {
+      std::vector<float> dx(g.x_size());
+      ops.maxpool2d_backward(g, r.data(), argmax.data(), dx.data(), mode);
+      const auto check = ra::backend::compare_gradients(dx, numeric, 1e-6, 1e-6);
+      INFO("mode " << int(mode) << " " << check.describe());
+      REQUIRE(check.ok);
+    }
+  }
+}
