@@ -12,5 +12,7 @@ using CommandRun = std::function<int()>;
 
 void register_train(CLI::App& app, CommandRun& run);
 void register_validate(CLI::App& app, CommandRun& run);
+void register_run(CLI::App& app, CommandRun& run);
+void register_compare(CLI::App& app, CommandRun& run);
 
 }  // namespace ra::app

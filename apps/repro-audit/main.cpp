@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
 
   ra::app::CommandRun run;
+  ra::app::register_run(app, run);
+  ra::app::register_compare(app, run);
   ra::app::register_train(app, run);
   ra::app::register_validate(app, run);
 

@@ -121,6 +121,7 @@ TrainResult Trainer::run(Observer* observer) {
     double loss_sum = 0.0;
     loader.start_epoch(epoch);
     while (loader.next(batch)) {
+      if (observer) observer->before_step(batch, result.steps);
       const auto step_start = Clock::now();
       nn::StepContext ctx{/*training=*/true, static_cast<std::uint64_t>(result.steps),
                           &determinism_};
@@ -131,6 +132,7 @@ TrainResult Trainer::run(Observer* observer) {
       optimizer_->step(params);
       const double seconds = seconds_since(step_start);
       step_seconds.push_back(seconds);
+      if (observer) observer->after_update(*model_, result.steps);
 
       StepEvent event{epoch, result.steps, &batch, loss, seconds};
       ++result.steps;

@@ -66,6 +66,11 @@ class Observer {
  public:
   virtual ~Observer() = default;
   virtual void on_start(const Trainer&) {}
+  // Mutating hooks, for test-only fault injection (a perturbed batch, a flipped weight bit):
+  // before_step sees the batch before the forward pass, after_update the parameters right after
+  // the optimizer step (before on_step records them).
+  virtual void before_step(data::Batch&, std::int64_t /*step*/) {}
+  virtual void after_update(nn::Model&, std::int64_t /*step*/) {}
   virtual void on_step(const Trainer&, const StepEvent&) {}
   virtual void on_epoch(const Trainer&, const EpochSummary&) {}
 };

@@ -49,6 +49,14 @@ ra::spec::ExperimentSpec spec_with_every_layer() {
                               ".");
 }
 
+ra::train::RunOptions with_threads(int threads,
+                                  std::optional<ra::spec::KernelMode> mode = std::nullopt) {
+  ra::train::RunOptions o;
+  o.threads = threads;
+  o.mode = mode;
+  return o;
+}
+
 Outcome train_once(const ra::spec::ExperimentSpec& spec, ra::train::RunOptions options) {
   ra::train::Trainer trainer(spec, ra::train::load_data(spec), options);
   Recording rec;
@@ -64,11 +72,11 @@ Outcome train_once(const ra::spec::ExperimentSpec& spec, ra::train::RunOptions o
 
 TEST_CASE("deterministic runs are bitwise identical for 1, 2 and 7 threads", "[train]") {
   const auto spec = spec_with_every_layer();
-  const Outcome one = train_once(spec, {.threads = 1});
+  const Outcome one = train_once(spec, with_threads(1));
   REQUIRE(one.loss_bits.size() == 8);  // 4 batches per epoch, 2 epochs
   for (int threads : {1, 2, 7}) {
     INFO(threads << " threads");
-    const Outcome other = train_once(spec, {.threads = threads});
+    const Outcome other = train_once(spec, with_threads(threads));
     REQUIRE(other.loss_bits == one.loss_bits);
     REQUIRE(other.weights == one.weights);
     REQUIRE(other.result.epochs.back().eval_loss == one.result.epochs.back().eval_loss);
@@ -77,27 +85,27 @@ TEST_CASE("deterministic runs are bitwise identical for 1, 2 and 7 threads", "[t
 
 TEST_CASE("a different seed changes the run", "[train]") {
   auto spec = spec_with_every_layer();
-  const Outcome a = train_once(spec, {.threads = 2});
+  const Outcome a = train_once(spec, with_threads(2));
   spec.seed = 10;
-  const Outcome b = train_once(spec, {.threads = 2});
+  const Outcome b = train_once(spec, with_threads(2));
   REQUIRE(a.weights != b.weights);
   REQUIRE(a.first_batch != b.first_batch);
 }
 
 TEST_CASE("data workers do not change a bit", "[train]") {
   auto spec = spec_with_every_layer();
-  const Outcome inline_loading = train_once(spec, {.threads = 2});
+  const Outcome inline_loading = train_once(spec, with_threads(2));
   spec.data.workers = 2;
-  const Outcome prefetched = train_once(spec, {.threads = 2});
+  const Outcome prefetched = train_once(spec, with_threads(2));
   REQUIRE(prefetched.loss_bits == inline_loading.loss_bits);
   REQUIRE(prefetched.weights == inline_loading.weights);
 }
 
 TEST_CASE("nondeterministic mode trains to nearly the same losses", "[train]") {
   const auto spec = spec_with_every_layer();
-  const Outcome det = train_once(spec, {.threads = 2});
+  const Outcome det = train_once(spec, with_threads(2));
   const Outcome nondet =
-      train_once(spec, {.threads = 2, .mode = ra::spec::KernelMode::nondeterministic});
+      train_once(spec, with_threads(2, ra::spec::KernelMode::nondeterministic));
   REQUIRE(nondet.loss_bits.size() == det.loss_bits.size());
   // Only the summation order of reductions differs: relative differences of ~1e-7 per step,
   // amplified over 8 Adam steps; anything beyond 1e-3 would be a real bug.
@@ -110,12 +118,12 @@ TEST_CASE("nondeterministic mode trains to nearly the same losses", "[train]") {
 TEST_CASE("max_steps stops training mid-epoch", "[train]") {
   auto spec = spec_with_every_layer();
   spec.train.max_steps = 5;
-  const Outcome o = train_once(spec, {.threads = 1});
+  const Outcome o = train_once(spec, with_threads(1));
   REQUIRE(o.result.steps == 5);
   REQUIRE(o.result.epochs.size() == 2);
   REQUIRE(o.result.epochs[1].steps == 1);
   // The first 5 steps are those of the unlimited run.
   spec.train.max_steps = 0;
-  const Outcome full = train_once(spec, {.threads = 1});
+  const Outcome full = train_once(spec, with_threads(1));
   REQUIRE(std::equal(o.loss_bits.begin(), o.loss_bits.end(), full.loss_bits.begin()));
 }

@@ -31,7 +31,9 @@ TEST_CASE("training on a Fashion-MNIST subset decreases the loss", "[train][data
                          {"labels", dir + "t10k-labels-idx1-ubyte.gz"},
                          {"limit", 1000}};
   const auto spec = ra::spec::parse_spec(doc, ".");
-  ra::train::Trainer trainer(spec, ra::train::load_data(spec), {.threads = 2});
+  ra::train::RunOptions options;
+  options.threads = 2;
+  ra::train::Trainer trainer(spec, ra::train::load_data(spec), options);
   const auto result = trainer.run();
   REQUIRE(result.epochs.size() == 3);
   REQUIRE(result.epochs[1].mean_train_loss < result.epochs[0].mean_train_loss);

@@ -1,0 +1,56 @@
+// `repro-audit compare TRACE... | DIR`: the report of an audit from trace files made anywhere.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+#include "commands.h"
+#include "report_output.h"
+
+namespace ra::app {
+namespace {
+
+struct CompareOptions {
+  std::vector<std::string> inputs;
+  std::string json_path;
+  std::string expect;
+  double tolerance = 1e-4;
+};
+
+int run_compare(const CompareOptions& o) {
+  std::vector<std::filesystem::path> files;
+  for (const std::string& input : o.inputs) {
+    if (std::filesystem::is_directory(input)) {
+      for (const auto& f : audit::trace_files_in(input)) files.push_back(f);
+    } else {
+      files.emplace_back(input);
+    }
+  }
+  audit::ComparisonOptions options;
+  // Without --expect, identity is expected when every trace says it ran fully deterministic.
+  options.expect_identical = parse_expect(o.expect).value_or(true);
+  options.loss_tolerance = o.tolerance;
+  audit::ComparisonResult result = audit::compare_trace_files(files, options);
+  if (o.expect.empty() && result.mode_summary != "deterministic") {
+    result.expect_identical = false;
+  }
+  return emit_report(result, o.json_path);
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app, CommandRun& run) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* cmd = app.add_subcommand("compare", "Compare trace files (or folders of them)");
+  cmd->add_option("traces", o->inputs, "Trace files (*.trace.jsonl) or folders")->required();
+  cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--expect", o->expect,
+                  "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
+                  "identical when every run was fully deterministic)")
+      ->check(CLI::IsMember({"identical", "any"}));
+  cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&run, o] { run = [o] { return run_compare(*o); }; });
+}
+
+}  // namespace ra::app

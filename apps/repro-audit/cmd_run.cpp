@@ -1,0 +1,162 @@
+// `repro-audit run SPEC --runs N`: the audit. Trains N runs, writes one trace per run (and
+// snapshots) under --out, prints the report; exit 1 when runs diverge where equality was expected.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "audit/audit.h"
+#include "commands.h"
+#include "core/error.h"
+#include "report_output.h"
+#include "spec/parse.h"
+
+namespace ra::app {
+namespace {
+
+struct RunCommandOptions {
+  std::string spec_path;
+  audit::AuditOptions audit;
+  std::string seeds = "same";
+  std::string vary;
+  std::string mode;
+  std::string out;
+  std::string json_path;
+  std::string expect;
+  std::string fault;
+};
+
+audit::VariedStreams parse_vary(const std::string& text) {
+  audit::VariedStreams v{false, false, false};
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    if (item == "init") v.init = true;
+    else if (item == "data") v.data = true;
+    else if (item == "dropout") v.dropout = true;
+    else throw InputError("--vary: unknown stream '" + item + "' (expected init, data, dropout)");
+    pos = end + 1;
+  }
+  return v;
+}
+
+// Progress on stderr: a bar rewritten in place on a terminal, plain lines every few seconds
+// otherwise (logs stay readable in CI).
+class Progress {
+ public:
+  Progress() : tty_(isatty(STDERR_FILENO) == 1) {}
+  void started(int run, int of) {
+    run_ = run;
+    of_ = of;
+    run_start_ = std::chrono::steady_clock::now();
+    if (!tty_) spdlog::info("run {}/{} started", run + 1, of);
+  }
+  void step(int run, const train::StepEvent& e, std::int64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - run_start_).count();
+    const double eta = e.step + 1 > 0 ? elapsed / (e.step + 1) * (total - e.step - 1) : 0.0;
+    if (tty_) {
+      if (now - last_ < std::chrono::milliseconds(100) && e.step + 1 != total) return;
+      const int width = 24;
+      const int filled = total > 0 ? static_cast<int>(width * (e.step + 1) / total) : width;
+      std::fprintf(stderr, "\r run %d/%d [%s%s] step %lld/%lld loss %.5f ETA %.0fs   ", run + 1,
+                   of_, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                   static_cast<long long>(e.step + 1), static_cast<long long>(total), e.loss, eta);
+    } else {
+      if (now - last_ < std::chrono::seconds(5)) return;
+      spdlog::info("run {}/{} step {}/{} loss {:.5f} ETA {:.0f}s", run + 1, of_, e.step + 1, total,
+                   e.loss, eta);
+    }
+    last_ = now;
+  }
+  void finished(int run, const std::filesystem::path& trace) {
+    if (tty_) std::fprintf(stderr, "\r%*s\r", 90, "");
+    spdlog::info("run {}/{} done: {}", run + 1, of_, trace.string());
+  }
+
+ private:
+  bool tty_;
+  int run_ = 0, of_ = 0;
+  std::chrono::steady_clock::time_point run_start_{}, last_{};
+};
+
+int run_run(RunCommandOptions& o) {
+  const spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+  audit::AuditOptions& a = o.audit;
+  a.seeds = o.seeds == "different" ? audit::SeedPolicy::different
+            : o.seeds == "both"    ? audit::SeedPolicy::both
+                                   : audit::SeedPolicy::same;
+  if (!o.vary.empty()) {
+    a.vary = parse_vary(o.vary);
+    // Varying a stream only means something for runs whose seeds differ.
+    if (a.seeds == audit::SeedPolicy::same) a.seeds = audit::SeedPolicy::different;
+  }
+  if (!o.mode.empty()) a.mode = spec::kernel_mode_from_string(o.mode);
+  a.expect_identical = parse_expect(o.expect);
+  if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
+  a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
+                            : std::filesystem::path(o.out);
+  a.tool_version = REPRO_AUDIT_VERSION;
+
+  Progress progress;
+  audit::AuditProgress hooks;
+  hooks.run_started = [&](int run, int of) { progress.started(run, of); };
+  hooks.step = [&](int run, const train::StepEvent& e, std::int64_t total) {
+    progress.step(run, e, total);
+  };
+  hooks.run_finished = [&](int run, const std::filesystem::path& t) { progress.finished(run, t); };
+  spdlog::info("auditing {}: {} run(s), traces in {}", s.name, a.runs, a.out_dir.string());
+  const audit::AuditResult result = audit::run_audit(s, a, hooks);
+  return emit_report(result.comparison, o.json_path);
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, CommandRun& run) {
+  auto o = std::make_shared<RunCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Audit: train N runs, compare them bit for bit, report");
+  cmd->add_option("spec", o->spec_path, "Experiment spec (JSON)")->required();
+  cmd->add_option("--runs", o->audit.runs, "Number of runs (per seed group)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--seeds", o->seeds,
+                  "same: every run the spec's seed; different: run i a derived seed; both: N of each")
+      ->check(CLI::IsMember({"same", "different", "both"}));
+  cmd->add_option("--vary", o->vary,
+                  "Comma list of streams the different-seed runs vary (init,data,dropout); the "
+                  "others keep the spec's seed. Implies --seeds different unless both");
+  cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
+      ->check(CLI::IsMember({"deterministic", "nondeterministic"}));
+  cmd->add_option("--threads", o->audit.threads, "Threads per run (overrides the spec)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--jobs", o->audit.jobs, "Runs trained at once (1: runs do not disturb each "
+                                           "other's timing)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--out", o->out, "Folder for traces and snapshots (default repro-audit-out/<name>)");
+  cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--expect", o->expect,
+                  "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
+                  "identical in deterministic mode with same seeds)")
+      ->check(CLI::IsMember({"identical", "any"}));
+  cmd->add_option("--tolerance", o->audit.loss_tolerance,
+                  "Relative tolerance of the within-tolerance verdict on final losses")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--snapshot-epochs", o->audit.snapshots.epochs, "Snapshot weights after every epoch");
+  cmd->add_option("--snapshot-every", o->audit.snapshots.every_steps,
+                  "Snapshot weights after every N-th step")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--save-batches", o->audit.snapshots.batches,
+                "Write the sample indices of every batch (batches.json) for replay elsewhere");
+  cmd->add_option("--inject-fault", o->fault,
+                  "TESTING ONLY: run=J,step=K,tensor=NAME|batch[,element=E][,bit=B]")
+      ->group("Testing");
+  cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
+}
+
+}  // namespace ra::app

@@ -1,0 +1,29 @@
+#include "report_output.h"
+
+#include <cstdio>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/text_report.h"
+
+namespace ra::app {
+
+int emit_report(const audit::ComparisonResult& result, const std::string& json_path) {
+  const std::string json = audit::to_json(result).dump(2) + "\n";
+  if (json_path == "-") {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::fputs(report::render_text(result).c_str(), stdout);
+    if (!json_path.empty()) write_file_atomic(json_path, json);
+  }
+  std::fflush(stdout);
+  return result.diverged() ? static_cast<int>(ExitCode::divergence) : 0;
+}
+
+std::optional<bool> parse_expect(const std::string& expect) {
+  if (expect == "identical") return true;
+  if (expect == "any") return false;
+  return std::nullopt;
+}
+
+}  // namespace ra::app

@@ -1,0 +1,17 @@
+#pragma once
+// Shared by `run` and `compare`: prints the report and maps the verdict to the exit code.
+#include <string>
+
+#include "audit/compare.h"
+
+namespace ra::app {
+
+// Text report on stdout (unless json_path is "-": then stdout is the JSON report alone); the JSON
+// report written atomically to json_path when given. Returns 0, or 1 when runs diverged where
+// equality was expected.
+int emit_report(const audit::ComparisonResult& result, const std::string& json_path);
+
+// "identical" -> true, "any" -> false, "" -> nullopt (the default of the mode).
+std::optional<bool> parse_expect(const std::string& expect);
+
+}  // namespace ra::app

@@ -1,0 +1,85 @@
+#pragma once
+// An audit: N training runs of one spec under controlled seeds, each recorded into a trace file
+// (written atomically as soon as its run ends, so an interrupted audit keeps every finished run),
+// then compared.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+#include "audit/trace.h"
+#include "spec/spec.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+enum class SeedPolicy { same, different, both };
+
+// Which random streams a "different" run varies; the others keep the spec's seed.
+struct VariedStreams {
+  bool init = true, data = true, dropout = true;
+};
+
+// Test-only fault injection: flip one bit of one element of a tensor in one run at one step, or
+// swap two samples of that step's batch. Documented in docs/trace-format.md as a test facility.
+struct FaultSpec {
+  int run = 0;
+  std::int64_t step = 0;
+  std::string tensor;        // a parameter name, or "batch" to swap samples 0 and 1 of the batch
+  std::int64_t element = 0;  // element of the parameter
+  int bit = 0;               // 0 = the lowest mantissa bit
+};
+FaultSpec parse_fault(const std::string& text);  // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0"
+
+struct SnapshotOptions {
+  bool epochs = false;            // weights after every epoch
+  std::int64_t every_steps = 0;   // weights after every N-th step (0 = none)
+  bool batches = false;           // the sample indices of every batch (batches.json)
+};
+
+struct AuditOptions {
+  int runs = 3;
+  SeedPolicy seeds = SeedPolicy::same;
+  VariedStreams vary;
+  std::optional<spec::KernelMode> mode;
+  std::optional<int> threads;
+  int jobs = 1;
+  std::filesystem::path out_dir;
+  SnapshotOptions snapshots;
+  std::optional<FaultSpec> fault;
+  std::optional<bool> expect_identical;  // default: deterministic mode + same seeds
+  double loss_tolerance = 1e-4;
+  std::string tool_version = "unknown";
+};
+
+// Progress of an audit, called from the thread that runs the run (serialise if jobs > 1).
+struct AuditProgress {
+  std::function<void(int run, int of)> run_started;
+  std::function<void(int run, const train::StepEvent&, std::int64_t total_steps)> step;
+  std::function<void(int run, const std::filesystem::path& trace)> run_finished;
+};
+
+struct AuditResult {
+  std::vector<std::filesystem::path> trace_files;
+  ComparisonResult comparison;
+};
+
+// Seed of run i for a stream varied by --seeds different: a hash of (spec seed, i), stable
+// across versions (part of the trace contract).
+std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
+
+AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& options,
+                      const AuditProgress& progress = {});
+
+// Compares trace files (and the snapshots beside them); what `repro-audit compare` does.
+ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
+                                     const ComparisonOptions& options);
+// The trace files of a folder (*.trace.jsonl), sorted by name.
+std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir);
+// The snapshot folder of a trace file: "run-003.trace.jsonl" -> "run-003/".
+std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file);
+
+}  // namespace ra::audit

@@ -1,0 +1,131 @@
+#pragma once
+// Comparison of N traces: every verdict of a report is computed here, from traces (and, for "how
+// much", snapshots) only, so an in-process audit and `compare` of files agree by construction.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/statistics.h"
+#include "audit/trace.h"
+
+namespace ra::audit {
+
+// The categories of recorded state, in causal order within a step.
+enum class Category { initial_weights, batches, losses, gradients, weights, optimizer_state };
+inline constexpr Category kCategories[] = {Category::initial_weights, Category::batches,
+                                           Category::losses,          Category::gradients,
+                                           Category::weights,         Category::optimizer_state};
+const char* to_string(Category c);
+
+// Where runs first part in one category (or overall).
+struct Divergence {
+  Category category = Category::initial_weights;
+  std::optional<std::int64_t> step;  // none for initial weights (before step 0)
+  std::int64_t epoch = 0, batch = 0;
+  std::string tensor;                 // parameter name, or indices/inputs/labels/loss/optimizer_state
+  std::vector<int> runs_differing;    // run indices that differ from the reference run there
+};
+
+struct CategoryVerdict {
+  Category category = Category::initial_weights;
+  bool identical = true;
+  std::optional<Divergence> first;
+  std::int64_t steps_differing = 0;  // steps at which any compared run differs in this category
+};
+
+struct LossDifference {
+  std::int64_t step = 0;
+  int run = 0;  // the run whose loss differs most from the reference at that step
+  float reference = 0, other = 0;
+  std::uint64_t ulp = 0;
+};
+
+// Divergence measured from snapshots (safetensors) of the same point in two runs.
+struct TensorDivergence {
+  std::string tensor;
+  TensorDifference difference;  // worst over the compared runs against the reference
+};
+struct SnapshotDivergence {
+  std::string point;                  // "initial", "step-17", "epoch-1", "final"
+  std::optional<std::int64_t> step;   // after which step (none for initial)
+  std::vector<TensorDivergence> tensors;
+  TensorDifference total;             // over all tensors
+};
+
+// Per-epoch growth from the traces alone: how far the losses of the compared runs are from the
+// reference run's, and how many parameter digests differ at the epoch's last step.
+struct EpochGrowth {
+  std::int64_t epoch = 0;
+  double max_abs_loss_difference = 0.0;
+  std::uint64_t max_loss_ulp = 0;
+  int weights_differing = 0;  // parameters whose digest differs in some run at the epoch's end
+  std::optional<double> max_abs_eval_accuracy_difference;
+  std::optional<TensorDifference> snapshot;  // from the epoch's snapshots, when written
+};
+
+struct RunSummary {
+  int run = 0;
+  std::string seed_group;
+  std::uint64_t seed_init = 0, seed_data = 0, seed_dropout = 0;
+  std::int64_t steps = 0;
+  float final_loss = 0;
+  std::uint32_t final_loss_bits = 0;
+  std::optional<double> eval_accuracy, eval_loss;
+  double median_step_seconds = 0;
+  double recording_fraction = 0;  // recorder time / training step time
+  int outcome_class = 0;
+  std::string source;
+};
+
+struct GroupStatistics {
+  std::string group;  // "same" or "different"
+  Summary final_loss, eval_accuracy, median_step_ms;
+};
+
+struct ComparisonOptions {
+  // Whether bitwise identity of the same-seed runs is expected (decides the exit code).
+  bool expect_identical = true;
+  // Relative tolerance of the "within tolerance" verdict on final losses (a separate verdict from
+  // bitwise identity, never a substitute for it).
+  double loss_tolerance = 1e-4;
+  // Loads a snapshot of run `run` at `point` ("initial", "final", "epoch-<e>", "step-<s>"); returns
+  // false when it was not written. Null: no snapshots.
+  std::function<bool(int run, const std::string& point, std::vector<std::pair<std::string, Tensor>>&)>
+      load_snapshot;
+};
+
+struct ComparisonResult {
+  std::string spec_name;
+  std::string spec_digest;
+  std::string mode_summary;          // "deterministic", "nondeterministic", "mixed (...)"
+  std::vector<RunSummary> runs;
+  std::vector<std::vector<int>> classes;  // bitwise-identical outcomes, by first run index
+  std::vector<int> compared_runs;         // runs that are expected to agree (same seeds)
+  bool expect_identical = true;
+  bool identical = true;                   // the compared runs are all in one class
+  double loss_tolerance = 1e-4;
+  bool within_tolerance = true;            // every compared final loss within loss_tolerance (relative) of the reference's
+  std::vector<CategoryVerdict> categories;
+  std::optional<Divergence> first_divergence;
+  std::optional<LossDifference> first_loss_difference;
+  std::optional<LossDifference> final_loss_difference;
+  std::vector<EpochGrowth> growth;
+  std::vector<SnapshotDivergence> snapshots;
+  std::vector<GroupStatistics> statistics;
+  std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
+  std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
+  std::vector<std::string> ledger_differences;
+  bool diverged() const { return expect_identical && !identical; }
+};
+
+// InputError when the traces cannot be compared: none given, different specs (digests), different
+// parameter lists.
+ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options);
+
+nlohmann::json to_json(const ComparisonResult& result);
+
+}  // namespace ra::audit

@@ -1,0 +1,127 @@
+// JSON form of a comparison (docs/report.md documents every field).
+#include <bit>
+
+#include "audit/compare.h"
+#include "audit/trace_io.h"
+
+namespace ra::audit {
+namespace {
+
+using nlohmann::json;
+
+json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json difference_json(const TensorDifference& d) {
+  return {{"differing", d.differing}, {"max_abs", d.max_abs}, {"max_ulp", d.max_ulp}};
+}
+
+json divergence_json(const std::optional<Divergence>& d) {
+  if (!d) return nullptr;
+  return {{"category", to_string(d->category)},
+          {"step", d->step ? json(*d->step) : json(nullptr)},
+          {"epoch", d->step ? json(d->epoch) : json(nullptr)},
+          {"batch", d->step ? json(d->batch) : json(nullptr)},
+          {"tensor", d->tensor},
+          {"runs_differing", d->runs_differing}};
+}
+
+json loss_difference_json(const std::optional<LossDifference>& d) {
+  if (!d) return nullptr;
+  return {{"step", d->step},
+          {"run", d->run},
+          {"reference", d->reference},
+          {"reference_bits", bits_hex(std::bit_cast<std::uint32_t>(d->reference))},
+          {"other", d->other},
+          {"other_bits", bits_hex(std::bit_cast<std::uint32_t>(d->other))},
+          {"ulp", d->ulp}};
+}
+
+json summary_json(const Summary& s) {
+  return {{"n", s.n}, {"mean", s.mean}, {"std", s.std}, {"min", s.min}, {"max", s.max}};
+}
+
+json ratio_json(const std::optional<RatioEstimate>& r) {
+  if (!r) return nullptr;
+  return {{"ratio", r->ratio},     {"low", r->low},           {"high", r->high},
+          {"confidence", r->confidence}, {"resamples", r->resamples},
+          {"trustworthy", r->trustworthy}, {"warning", r->warning}};
+}
+
+}  // namespace
+
+json to_json(const ComparisonResult& r) {
+  json runs = json::array();
+  for (const RunSummary& s : r.runs) {
+    runs.push_back({{"run", s.run},
+                    {"source", s.source},
+                    {"seed_group", s.seed_group},
+                    {"seeds", {{"init", s.seed_init}, {"data", s.seed_data}, {"dropout", s.seed_dropout}}},
+                    {"steps", s.steps},
+                    {"final_loss", s.final_loss},
+                    {"final_loss_bits", bits_hex(s.final_loss_bits)},
+                    {"eval_loss", optional_json(s.eval_loss)},
+                    {"eval_accuracy", optional_json(s.eval_accuracy)},
+                    {"median_step_ms", s.median_step_seconds * 1e3},
+                    {"recording_fraction", s.recording_fraction},
+                    {"outcome_class", s.outcome_class}});
+  }
+  json categories = json::object();
+  for (const CategoryVerdict& v : r.categories) {
+    categories[to_string(v.category)] = {{"identical", v.identical},
+                                         {"first_divergence", divergence_json(v.first)},
+                                         {"steps_differing", v.steps_differing}};
+  }
+  json growth = json::array();
+  for (const EpochGrowth& g : r.growth) {
+    growth.push_back({{"epoch", g.epoch},
+                      {"max_abs_loss_difference", g.max_abs_loss_difference},
+                      {"max_loss_ulp", g.max_loss_ulp},
+                      {"weights_differing", g.weights_differing},
+                      {"max_abs_eval_accuracy_difference", optional_json(g.max_abs_eval_accuracy_difference)},
+                      {"snapshot", g.snapshot ? difference_json(*g.snapshot) : json(nullptr)}});
+  }
+  json snapshots = json::array();
+  for (const SnapshotDivergence& s : r.snapshots) {
+    json tensors = json::array();
+    for (const TensorDivergence& t : s.tensors) {
+      json jt = difference_json(t.difference);
+      jt["tensor"] = t.tensor;
+      tensors.push_back(jt);
+    }
+    snapshots.push_back({{"point", s.point},
+                         {"step", s.step ? json(*s.step) : json(nullptr)},
+                         {"total", difference_json(s.total)},
+                         {"tensors", tensors}});
+  }
+  json statistics = json::object();
+  for (const GroupStatistics& g : r.statistics) {
+    statistics[g.group] = {{"final_loss", summary_json(g.final_loss)},
+                           {"eval_accuracy", summary_json(g.eval_accuracy)},
+                           {"median_step_ms", summary_json(g.median_step_ms)}};
+  }
+  return {{"report_version", 1},
+          {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
+          {"mode", r.mode_summary},
+          {"verdict",
+           {{"identical", r.identical},
+            {"expect_identical", r.expect_identical},
+            {"within_tolerance", r.within_tolerance},
+            {"loss_tolerance", r.loss_tolerance},
+            {"diverged", r.diverged()},
+            {"classes", r.classes},
+            {"compared_runs", r.compared_runs}}},
+          {"first_divergence", divergence_json(r.first_divergence)},
+          {"categories", categories},
+          {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
+          {"final_loss_difference", loss_difference_json(r.final_loss_difference)},
+          {"growth", growth},
+          {"snapshots", snapshots},
+          {"statistics", statistics},
+          {"std_ratio", {{"final_loss", ratio_json(r.loss_std_ratio)},
+                         {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
+          {"environment_differences", r.environment_differences},
+          {"ledger_differences", r.ledger_differences},
+          {"runs", runs}};
+}
+
+}  // namespace ra::audit

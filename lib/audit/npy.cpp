@@ -1,0 +1,252 @@
+#include "audit/npy.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <variant>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace ra::audit {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, ".npy I/O assumes a little-endian host");
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr std::size_t kAlignment = 64;
+// NumPy >= 1.23 reserves room for the first dimension to grow to 21 digits (appending to a file
+// in place rewrites the shape); writing the same spaces makes our files byte-identical to np.save.
+constexpr std::size_t kGrowthDigits = 21;
+
+std::string shape_literal(const Shape& shape) {
+  // Python tuple syntax: "()" "(3,)" "(2, 3)".
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+// A Python literal as found in a .npy header: a string, a bool, or a tuple of integers.
+using Literal = std::variant<std::string, bool, Shape>;
+
+// Parses the restricted Python dict literal of a .npy header: string keys; values that are
+// strings, True/False, or tuples of non-negative integers; trailing commas allowed.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  std::map<std::string, Literal> parse() {
+    std::map<std::string, Literal> dict;
+    expect('{');
+    while (!peek_is('}')) {
+      std::string key = parse_string();
+      expect(':');
+      Literal value = parse_value();
+      if (!dict.emplace(key, std::move(value)).second) fail("key '" + key + "' appears twice");
+      if (!peek_is('}')) expect(',');
+    }
+    expect('}');
+    skip_space();
+    if (pos_ != text_.size()) fail("unexpected text after the header dict");
+    return dict;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(source_ + ": not a valid .npy file: header at character " +
+                     std::to_string(pos_) + ": " + what);
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' ||
+                                   text_[pos_] == '\t' || text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool peek_is(char c) {
+    skip_space();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  void expect(char c) {
+    if (!peek_is(c)) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  std::string parse_string() {
+    skip_space();
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) {
+      fail("expected a quoted string");
+    }
+    const char quote = text_[pos_++];
+    const std::size_t end = text_.find(quote, pos_);
+    if (end == std::string_view::npos) fail("unterminated string");
+    std::string s(text_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return s;
+  }
+  Literal parse_value() {
+    skip_space();
+    if (peek_is('\'') || peek_is('"')) return parse_string();
+    if (peek_is('(')) return parse_tuple();
+    for (const auto& [word, value] : {std::pair{"True", true}, std::pair{"False", false}}) {
+      if (text_.substr(pos_).starts_with(word)) {
+        pos_ += std::strlen(word);
+        return value;
+      }
+    }
+    fail("expected a string, True, False or a tuple");
+  }
+  Shape parse_tuple() {
+    expect('(');
+    Shape dims;
+    while (!peek_is(')')) {
+      std::int64_t v = 0;
+      const std::size_t start = pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+        const int digit = text_[pos_++] - '0';
+        if (v > (std::numeric_limits<std::int64_t>::max() - digit) / 10)
+          fail("dimension too large");
+        v = v * 10 + digit;
+      }
+      if (pos_ == start) fail("expected a non-negative integer");
+      // Python 2 era writers appended 'L' to longs: "(3L,)".
+      if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;
+      dims.push_back(v);
+      if (!peek_is(')')) expect(',');
+    }
+    expect(')');
+    return dims;
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::size_t pos_ = 0;
+};
+
+[[noreturn]] void fail_npy(const std::string& source, const std::string& what) {
+  throw InputError(source + ": not a valid .npy file: " + what);
+}
+
+}  // namespace
+
+std::string encode_npy_int64(const std::vector<std::int64_t>& values, const Shape& shape) {
+  if (static_cast<std::int64_t>(values.size()) != element_count(shape)) {
+    throw std::invalid_argument("write_npy_int64: " + std::to_string(values.size()) +
+                                " values do not fill shape " + to_string(shape));
+  }
+  std::string header =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': " + shape_literal(shape) + ", }";
+  if (!shape.empty()) {
+    const std::size_t digits = std::to_string(shape[0]).size();
+    if (digits < kGrowthDigits) header.append(kGrowthDigits - digits, ' ');
+  }
+  // 10 bytes of magic, version and length, then the header and its '\n': pad to a multiple of 64
+  // so the data is aligned for memory mapping (what NumPy does).
+  const std::size_t unpadded = kMagic.size() + 2 + 2 + header.size() + 1;
+  header.append((kAlignment - unpadded % kAlignment) % kAlignment, ' ');
+  header += '\n';
+  if (header.size() > 0xFFFF) {
+    throw std::invalid_argument("write_npy_int64: shape " + to_string(shape) +
+                                " needs a header longer than format 1.0 allows");
+  }
+  std::string out;
+  out.reserve(kMagic.size() + 4 + header.size() + values.size() * 8);
+  out += kMagic;
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xFF);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(std::int64_t));
+  return out;
+}
+
+void write_npy_int64(const std::filesystem::path& path, const std::vector<std::int64_t>& values,
+                     Shape shape) {
+  write_file_atomic(path, encode_npy_int64(values, shape));
+}
+
+std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::string& source,
+                                           Shape* shape_out) {
+  if (bytes.size() < kMagic.size() + 2 || !bytes.starts_with(kMagic)) {
+    fail_npy(source, "does not start with \"\\x93NUMPY\"");
+  }
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i]));
+  };
+  const std::uint64_t major = byte(6);
+  // Version 1.0: 2-byte header length; 2.0 and 3.0 (UTF-8 header): 4-byte length.
+  const std::size_t length_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
+  if (length_bytes == 0) {
+    fail_npy(source, "format version " + std::to_string(major) + "." + std::to_string(byte(7)) +
+                         " is not supported (expected 1.0, 2.0 or 3.0)");
+  }
+  const std::size_t prefix = kMagic.size() + 2 + length_bytes;
+  if (bytes.size() < prefix) fail_npy(source, "file ends inside the header length");
+  std::uint64_t header_length = 0;
+  for (std::size_t i = 0; i < length_bytes; ++i) header_length |= byte(8 + i) << (8 * i);
+  if (header_length > bytes.size() - prefix) {
+    fail_npy(source,
+             "header length " + std::to_string(header_length) + " goes beyond the end of the file");
+  }
+
+  const auto dict = HeaderParser(bytes.substr(prefix, header_length), source).parse();
+  const auto get = [&](const char* key) -> const Literal& {
+    const auto it = dict.find(key);
+    if (it == dict.end()) fail_npy(source, std::string("header has no '") + key + "'");
+    return it->second;
+  };
+  if (dict.size() != 3)
+    fail_npy(source, "header must have exactly the keys descr, fortran_order, shape");
+  const auto* descr = std::get_if<std::string>(&get("descr"));
+  if (!descr) fail_npy(source, "'descr' is not a string");
+  if (*descr != "<i8")
+    fail_npy(source, "dtype '" + *descr + "' is not supported (expected '<i8', int64)");
+  const auto* fortran = std::get_if<bool>(&get("fortran_order"));
+  if (!fortran) fail_npy(source, "'fortran_order' is not True or False");
+  if (*fortran) fail_npy(source, "fortran_order True is not supported (expected C order)");
+  const auto* shape = std::get_if<Shape>(&get("shape"));
+  if (!shape) fail_npy(source, "'shape' is not a tuple of integers");
+
+  // The element count must match the bytes present. It is computed against that bound, so a
+  // corrupt shape like (2**40, 2**40) is reported as too large instead of wrapping around.
+  const std::uint64_t data_bytes = bytes.size() - prefix - header_length;
+  const std::uint64_t fits = data_bytes / 8;
+  std::uint64_t count = 1;
+  bool too_large = false;
+  for (std::int64_t d : *shape) {
+    const auto dim = static_cast<std::uint64_t>(d);
+    if (dim == 0) {
+      count = 0;
+      too_large = false;
+      break;
+    }
+    if (!too_large && count > fits / dim) too_large = true;
+    if (!too_large) count *= dim;
+  }
+  if (too_large || count > fits) {
+    fail_npy(source, "shape " + to_string(*shape) + " needs more data than the " +
+                         std::to_string(data_bytes) + " bytes present (truncated)");
+  }
+  if (count * 8 != data_bytes) {
+    fail_npy(source, "shape " + to_string(*shape) + " needs " + std::to_string(count * 8) +
+                         " bytes of data, found " + std::to_string(data_bytes) +
+                         " (trailing bytes)");
+  }
+  std::vector<std::int64_t> values(count);
+  if (count > 0) std::memcpy(values.data(), bytes.data() + prefix + header_length, count * 8);
+  if (shape_out) *shape_out = *shape;
+  return values;
+}
+
+std::vector<std::int64_t> read_npy_int64(const std::filesystem::path& path, Shape* shape) {
+  const std::string bytes = read_file(path);
+  return decode_npy_int64(bytes, path.string(), shape);
+}
+
+}  // namespace ra::audit

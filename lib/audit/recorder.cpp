@@ -1,0 +1,105 @@
+#include "audit/recorder.h"
+
+#include <bit>
+#include <chrono>
+#include <span>
+#include <string>
+
+namespace ra::audit {
+namespace {
+
+std::vector<const Tensor*> values_of(const nn::Model& model) {
+  std::vector<const Tensor*> out;
+  for (const nn::Param* p : model.params()) out.push_back(&p->value);
+  return out;
+}
+
+std::vector<const Tensor*> grads_of(const nn::Model& model) {
+  std::vector<const Tensor*> out;
+  for (const nn::Param* p : model.params()) out.push_back(&p->grad);
+  return out;
+}
+
+// One digest over the optimizer state: XXH3-128 of the concatenated per-tensor digests.
+Digest128 combine(const std::vector<Digest128>& parts) {
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
+                      parts.size() * sizeof(Digest128));
+}
+
+}  // namespace
+
+Recorder::Recorder(TraceHeader header, int digest_threads) : pool_(std::max(1, digest_threads)) {
+  trace_.header = std::move(header);
+}
+
+std::vector<Digest128> Recorder::digest_all(const std::vector<const Tensor*>& tensors) {
+  std::vector<Digest128> out(tensors.size());
+  pool_.parallel_for(static_cast<std::int64_t>(tensors.size()),
+                     [&](std::int64_t i, int) { out[i] = digest(*tensors[i]); });
+  return out;
+}
+
+void Recorder::on_start(const train::Trainer& trainer) {
+  trace_.header.params.clear();
+  for (const nn::Param* p : trainer.model().params()) {
+    trace_.header.params.push_back({p->name, p->value.shape()});
+  }
+  trace_.initial_weights = digest_all(values_of(trainer.model()));
+}
+
+void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e) {
+  const auto start = std::chrono::steady_clock::now();
+  StepRecord r;
+  r.step = e.step;
+  r.epoch = e.epoch;
+  r.batch = e.batch->index;
+  r.batch_indices = digest(std::span<const std::int64_t>(e.batch->sample_indices));
+  r.batch_labels = digest(std::span<const std::int32_t>(e.batch->labels));
+  r.loss_bits = std::bit_cast<std::uint32_t>(e.loss);
+  r.seconds = e.seconds;
+
+  // All tensors of the step in one parallel batch: inputs, gradients, weights, optimizer state.
+  const nn::Model& model = trainer.model();
+  const auto state = trainer.optimizer().state();
+  if (trace_.header.optimizer_state.empty()) {
+    for (const auto& [name, tensor] : state) trace_.header.optimizer_state.push_back(name);
+  }
+  std::vector<const Tensor*> tensors{&e.batch->images};
+  const auto grads = grads_of(model), values = values_of(model);
+  tensors.insert(tensors.end(), grads.begin(), grads.end());
+  tensors.insert(tensors.end(), values.begin(), values.end());
+  for (const auto& [name, tensor] : state) tensors.push_back(tensor);
+  const std::vector<Digest128> d = digest_all(tensors);
+
+  const std::size_t n = grads.size();
+  r.batch_inputs = d[0];
+  r.grads.assign(d.begin() + 1, d.begin() + 1 + n);
+  r.weights.assign(d.begin() + 1 + n, d.begin() + 1 + 2 * n);
+  r.optimizer_state = combine(std::vector<Digest128>(d.begin() + 1 + 2 * n, d.end()));
+  trace_.steps.push_back(std::move(r));
+  recording_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
+  trace_.epochs.push_back(
+      EpochRecord{s.epoch, s.steps, s.mean_train_loss, s.eval_loss, s.eval_accuracy, s.seconds});
+}
+
+Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& result) {
+  FinalRecord f;
+  f.steps = result.steps;
+  f.final_loss_bits = std::bit_cast<std::uint32_t>(result.final_loss);
+  if (!result.epochs.empty()) {
+    f.eval_loss = result.epochs.back().eval_loss;
+    f.eval_accuracy = result.epochs.back().eval_accuracy;
+  }
+  f.median_step_seconds = result.median_step_seconds;
+  f.total_seconds = result.total_seconds;
+  f.recording_seconds = recording_seconds_;
+  f.weights = digest_all(values_of(trainer.model()));
+  trace_.final = std::move(f);
+  return std::move(trace_);
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,33 @@
+#pragma once
+// Records one run into a Trace while it trains: the initial parameters' digests, then per step
+// the batch, the loss bits, every gradient, every updated weight and the optimizer state.
+#include "audit/trace.h"
+#include "core/thread_pool.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+class Recorder final : public train::Observer {
+ public:
+  // `header` carries what the caller knows (run index, seeds, environment, spec); the recorder
+  // fills in the parameter and optimizer-state names. `digest_threads` parallelises the digests
+  // over tensors (they are independent), which keeps recording cheap next to a step.
+  Recorder(TraceHeader header, int digest_threads);
+
+  void on_start(const train::Trainer& trainer) override;
+  void on_step(const train::Trainer& trainer, const train::StepEvent& event) override;
+  void on_epoch(const train::Trainer& trainer, const train::EpochSummary& summary) override;
+
+  // Completes the trace with the run's result; the recorder is spent afterwards.
+  Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
+
+ private:
+  // Digests of the given tensors, computed in parallel, in order.
+  std::vector<Digest128> digest_all(const std::vector<const Tensor*>& tensors);
+
+  Trace trace_;
+  ThreadPool pool_;
+  double recording_seconds_ = 0.0;
+};
+
+}  // namespace ra::audit

@@ -1,0 +1,88 @@
+#include "audit/run_observers.h"
+
+#include <bit>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "audit/safetensors.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace ra::audit {
+
+SnapshotWriter::SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
+                               std::map<std::string, std::string> metadata)
+    : dir_(std::move(dir)), options_(options), metadata_(std::move(metadata)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) throw InputError("cannot create snapshot folder " + dir_.string() + ": " + ec.message());
+}
+
+std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
+                                               const std::string& point) {
+  return dir / ("weights-" + point + ".safetensors");
+}
+
+void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
+  std::vector<NamedTensor> tensors;
+  for (const nn::Param* p : t.model().params()) tensors.push_back({p->name, &p->value});
+  auto metadata = metadata_;
+  metadata["point"] = point;
+  write_safetensors(file_for(dir_, point), tensors, metadata);
+}
+
+void SnapshotWriter::on_start(const train::Trainer& t) { write(t, "initial"); }
+
+void SnapshotWriter::on_step(const train::Trainer& t, const train::StepEvent& e) {
+  if (options_.batches) {
+    batches_.push_back(e.batch->sample_indices);
+    batch_epochs_.push_back(e.epoch);
+  }
+  if (options_.every_steps > 0 && (e.step + 1) % options_.every_steps == 0) {
+    write(t, "step-" + std::to_string(e.step));
+  }
+}
+
+void SnapshotWriter::on_epoch(const train::Trainer& t, const train::EpochSummary& s) {
+  if (options_.epochs) write(t, "epoch-" + std::to_string(s.epoch));
+}
+
+void SnapshotWriter::finish(const train::Trainer& t) {
+  write(t, "final");
+  if (options_.batches) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (std::size_t i = 0; i < batches_.size(); ++i) {
+      steps.push_back({{"step", i}, {"epoch", batch_epochs_[i]}, {"indices", batches_[i]}});
+    }
+    write_file_atomic(dir_ / "batches.json", nlohmann::json{{"steps", steps}}.dump() + "\n");
+  }
+}
+
+void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {
+  if (step != fault_.step || fault_.tensor != "batch") return;
+  if (batch.size() < 2) throw InputError("fault injection: batch of step " + std::to_string(step) + " has fewer than 2 samples");
+  // Swap samples 0 and 1: the same samples in another order, as a perturbed loader would do.
+  const std::int64_t per_sample = static_cast<std::int64_t>(batch.images.size()) / batch.size();
+  std::swap_ranges(batch.images.data(), batch.images.data() + per_sample,
+                   batch.images.data() + per_sample);
+  std::swap(batch.labels[0], batch.labels[1]);
+  std::swap(batch.sample_indices[0], batch.sample_indices[1]);
+}
+
+void FaultInjector::after_update(nn::Model& model, std::int64_t step) {
+  if (step != fault_.step || fault_.tensor == "batch") return;
+  for (nn::Param* p : model.params()) {
+    if (p->name != fault_.tensor) continue;
+    if (fault_.element < 0 || fault_.element >= static_cast<std::int64_t>(p->value.size())) {
+      throw InputError("fault injection: element " + std::to_string(fault_.element) +
+                       " is outside " + p->name + " (" + std::to_string(p->value.size()) +
+                       " elements)");
+    }
+    float& v = p->value[fault_.element];
+    v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (1u << fault_.bit));
+    return;
+  }
+  throw InputError("fault injection: no parameter named '" + fault_.tensor + "'");
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,47 @@
+#pragma once
+// Observers an audit attaches to each run besides the Recorder: snapshot writer and the test-only
+// fault injector.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+// Writes weight snapshots (safetensors, PyTorch names and layouts) into one run's folder:
+// weights-initial, weights-epoch-<e>, weights-step-<s>, weights-final; and batches.json.
+class SnapshotWriter final : public train::Observer {
+ public:
+  SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
+                 std::map<std::string, std::string> metadata);
+  void on_start(const train::Trainer& t) override;
+  void on_step(const train::Trainer& t, const train::StepEvent& e) override;
+  void on_epoch(const train::Trainer& t, const train::EpochSummary& s) override;
+  void finish(const train::Trainer& t);  // final weights and batches.json
+
+  static std::filesystem::path file_for(const std::filesystem::path& dir, const std::string& point);
+
+ private:
+  void write(const train::Trainer& t, const std::string& point);
+
+  std::filesystem::path dir_;
+  SnapshotOptions options_;
+  std::map<std::string, std::string> metadata_;
+  std::vector<std::vector<std::int64_t>> batches_;
+  std::vector<std::int64_t> batch_epochs_;
+};
+
+class FaultInjector final : public train::Observer {
+ public:
+  explicit FaultInjector(FaultSpec fault) : fault_(std::move(fault)) {}
+  void before_step(data::Batch& batch, std::int64_t step) override;
+  void after_update(nn::Model& model, std::int64_t step) override;
+
+ private:
+  FaultSpec fault_;
+};
+
+}  // namespace ra::audit

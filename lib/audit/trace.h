@@ -1,0 +1,83 @@
+#pragma once
+// The trace of one run (docs/trace-format.md): everything a verdict is computed from. Digests say
+// whether two runs did the same thing at each point; the loss is kept as exact bits.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/digest.h"
+#include "core/tensor.h"
+
+namespace ra::audit {
+
+inline constexpr int kTraceFormatVersion = 1;
+
+struct TensorInfo {
+  std::string name;
+  Shape shape;
+};
+
+struct TraceHeader {
+  int format_version = kTraceFormatVersion;
+  std::string tool_version;
+  nlohmann::json spec;       // canonical resolved spec (spec::to_json)
+  std::string spec_digest;   // XXH3-128 of spec.dump()
+  int run_index = 0;
+  std::string seed_group;    // "same" or "different" (for --seeds both)
+  std::uint64_t seed_init = 0, seed_data = 0, seed_dropout = 0;
+  std::string backend;
+  int threads = 0;
+  nlohmann::json determinism;  // {"mode": ..., "ops": {...}}: the policy actually used
+  nlohmann::json environment;  // environment fingerprint
+  nlohmann::json ledger = nlohmann::json::array();  // algorithm ledger (empty on the CPU)
+  std::vector<TensorInfo> params;           // order of every per-parameter digest list
+  std::vector<std::string> optimizer_state; // names of the optimizer state tensors
+  nlohmann::json fault;                     // test-only fault injection applied, or null
+};
+
+// One training step, recorded after the optimizer update.
+struct StepRecord {
+  std::int64_t step = 0;  // global, 0-based
+  std::int64_t epoch = 0;
+  std::int64_t batch = 0;  // index within the epoch
+  Digest128 batch_indices;  // the sample indices (int64)
+  Digest128 batch_inputs;   // the input tensor [B, C, H, W]
+  Digest128 batch_labels;   // the labels (int32)
+  std::uint32_t loss_bits = 0;
+  std::vector<Digest128> grads;    // per parameter, header order
+  std::vector<Digest128> weights;  // per parameter after the update
+  Digest128 optimizer_state;       // over all optimizer state tensors after the update
+  double seconds = 0.0;
+};
+
+struct EpochRecord {
+  std::int64_t epoch = 0;
+  std::int64_t steps = 0;
+  double mean_train_loss = 0.0;
+  std::optional<double> eval_loss, eval_accuracy;
+  double seconds = 0.0;
+};
+
+struct FinalRecord {
+  std::int64_t steps = 0;
+  std::uint32_t final_loss_bits = 0;
+  std::optional<double> eval_loss, eval_accuracy;
+  double median_step_seconds = 0.0;
+  double total_seconds = 0.0;
+  double recording_seconds = 0.0;  // time the recorder spent digesting (its cost to the run)
+  std::vector<Digest128> weights;  // final parameters
+};
+
+struct Trace {
+  TraceHeader header;
+  std::vector<Digest128> initial_weights;  // before step 0
+  std::vector<StepRecord> steps;
+  std::vector<EpochRecord> epochs;
+  std::optional<FinalRecord> final;  // absent = the run did not finish
+  std::string source;                // file it was read from ("" when in memory)
+};
+
+}  // namespace ra::audit

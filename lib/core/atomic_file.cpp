@@ -1,0 +1,211 @@
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "core/error.h"
+
+namespace ra {
+namespace {
+
+// Errno to simulate per IoStep (0: none); see detail::InjectedIoFailure.
+std::array<std::atomic<int>, 3> g_injected_errno{};
+
+int injected(detail::IoStep step) {
+  return g_injected_errno[static_cast<std::size_t>(step)].load(std::memory_order_relaxed);
+}
+
+std::string reason(int error_number) {
+  // "disk full" is what a user searches for; strerror's "No space left on device" follows it.
+  std::string text = std::strerror(error_number);
+  if (error_number == ENOSPC) return "disk full (" + text + ")";
+  return text;
+}
+
+// A full disk, a missing folder or a read-only one is something the user fixes (exit code 2, like
+// any bad input); other I/O errors are failures of the machine (exit code 3).
+[[noreturn]] void throw_write_error(const std::string& message, int error_number) {
+  switch (error_number) {
+    case ENOSPC:
+    case EDQUOT:
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case ENOENT:
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+      throw InputError(message);
+    default:
+      throw RuntimeFailure(message);
+  }
+}
+
+// Unique per process and per writer: two writers in one process (threads) or two processes
+// (shards of an audit writing into one folder) never share a temporary file.
+std::filesystem::path temporary_for(const std::filesystem::path& path) {
+  static std::atomic<unsigned long long> counter{0};
+  const unsigned long long n = counter.fetch_add(1, std::memory_order_relaxed);
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(static_cast<long long>(::getpid())) + "-" + std::to_string(n);
+  return tmp;
+}
+
+// Makes the rename itself durable (the directory entry is data of the folder). Best effort: the
+// file is complete under its final name by now, so a failure here is not worth failing the write.
+void sync_parent_folder(const std::filesystem::path& path) noexcept {
+  std::filesystem::path folder = path.parent_path();
+  if (folder.empty()) folder = ".";
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  (void)::close(fd);
+}
+
+// Owns a read-only file descriptor.
+class ReadFd {
+ public:
+  explicit ReadFd(int fd) : fd_(fd) {}
+  ReadFd(const ReadFd&) = delete;
+  ReadFd& operator=(const ReadFd&) = delete;
+  ~ReadFd() {
+    if (fd_ >= 0) (void)::close(fd_);
+  }
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
+    : path_(std::move(path)), temporary_(temporary_for(path_)) {
+  // O_EXCL: never write into a file that someone else created under our temporary name.
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    const int e = errno;
+    finished_ = true;
+    throw_write_error("cannot write " + path_.string() + ": cannot create temporary file " +
+                          temporary_.string() + ": " + reason(e),
+                      e);
+  }
+  buffer_.reserve(kBufferBytes);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (!finished_) discard();
+}
+
+void AtomicFileWriter::append(std::string_view bytes) {
+  if (finished_) throw std::logic_error("AtomicFileWriter::append after commit or failure");
+  if (buffer_.size() + bytes.size() > kBufferBytes) write_buffer();
+  if (bytes.size() >= kBufferBytes) {
+    // Large pieces (a whole snapshot) go straight to the file: no copy through the buffer.
+    write_all(bytes.data(), bytes.size());
+  } else {
+    buffer_.append(bytes);
+  }
+}
+
+void AtomicFileWriter::write_buffer() {
+  write_all(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void AtomicFileWriter::write_all(const char* data, std::size_t left) {
+  while (left > 0) {
+    if (const int e = injected(detail::IoStep::write)) fail("write", e);
+    const ssize_t written = ::write(fd_, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      fail("write", errno);
+    }
+    // A short write is not an error by itself (signals, quotas); the next call reports why.
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (finished_) throw std::logic_error("AtomicFileWriter::commit after commit or failure");
+  write_buffer();
+  // fsync before rename: otherwise a crash right after the rename may leave the final name
+  // pointing at a file whose data never reached the disk (zero length on ext4 with delalloc).
+  if (const int e = injected(detail::IoStep::fsync)) fail("fsync", e);
+  if (::fsync(fd_) != 0) fail("fsync", errno);
+  // close can report deferred write errors (NFS), so it is checked too.
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) fail("close", errno);
+  if (const int e = injected(detail::IoStep::rename)) fail("rename", e);
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  finished_ = true;
+  sync_parent_folder(path_);
+}
+
+void AtomicFileWriter::fail(const std::string& what, int error_number) {
+  discard();
+  throw_write_error("cannot write " + path_.string() + ": " + what + " failed: " + reason(error_number),
+                    error_number);
+}
+
+void AtomicFileWriter::discard() noexcept {
+  finished_ = true;
+  if (fd_ >= 0) (void)::close(std::exchange(fd_, -1));
+  (void)::unlink(temporary_.c_str());
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
+  AtomicFileWriter writer(path);
+  writer.append(bytes);
+  writer.commit();
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  ReadFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(info.st_mode)) throw InputError("cannot read " + path.string() + ": is a folder");
+  std::string bytes;
+  // st_size is a hint (0 for /proc files and pipes); read until end of file either way.
+  if (S_ISREG(info.st_mode) && info.st_size > 0)
+    bytes.reserve(static_cast<std::size_t>(info.st_size));
+  std::array<char, 1 << 16> chunk;
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), chunk.data(), chunk.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
+    }
+    if (got == 0) break;
+    bytes.append(chunk.data(), static_cast<std::size_t>(got));
+  }
+  return bytes;
+}
+
+namespace detail {
+
+InjectedIoFailure::InjectedIoFailure(IoStep step, int error_number)
+    : step_(step),
+      previous_(g_injected_errno[static_cast<std::size_t>(step)].exchange(error_number)) {}
+
+InjectedIoFailure::~InjectedIoFailure() {
+  g_injected_errno[static_cast<std::size_t>(step_)].store(previous_);
+}
+
+}  // namespace detail
+
+}  // namespace ra

@@ -1,0 +1,83 @@
+#pragma once
+// Whole-file reads and all-or-nothing writes. Traces, snapshots and reports are read by other
+// processes (a CI job, a `compare` running beside an audit, a user's script), so a reader must
+// never see a half-written file under its final name: data goes to a temporary file in the same
+// folder, is flushed and fsync'ed, and only then renamed over the final name (rename(2) within
+// one file system is atomic). A crash or a full disk leaves the old file, or none, never a torso.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace ra {
+
+// Writes `bytes` to `path` atomically. On any failure the temporary file is removed and
+// ra::InputError is thrown for what the user can fix (disk full, missing or read-only folder,
+// permissions: exit code 2) and ra::RuntimeFailure for other I/O errors, naming `path` and the reason.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+// Streaming variant: append() as often as needed, then commit(). Without a commit (an exception
+// on the way, an early return) the destructor removes the temporary file and `path` is untouched.
+// The temporary file is "<path>.tmp-<pid>-<n>": unique per process and per writer, so concurrent
+// writers of the same path do not clobber each other's temporaries (the last commit wins).
+class AtomicFileWriter {
+ public:
+  // Creates the temporary file; throws (as above) naming `path` if it cannot (e.g. missing folder).
+  explicit AtomicFileWriter(std::filesystem::path path);
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();  // noexcept; removes the temporary file if not committed
+
+  // Buffered: bytes reach the file in chunks of kBufferBytes (or at commit). A write error
+  // discards the temporary file and throws (as above); the writer is then finished.
+  void append(std::string_view bytes);
+  // Flush, fsync, close, rename over `path`. Throws as above (temporary file removed).
+  // Calling append() or commit() after commit (or after a failure) is a std::logic_error.
+  void commit();
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::filesystem::path& temporary_path() const noexcept { return temporary_; }
+
+  // Small pieces (trace lines of ~100 bytes) are gathered into 1 MiB write(2) calls; a piece of
+  // 1 MiB or more (a whole snapshot) is written directly, without a copy.
+  static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
+
+ private:
+  void write_buffer();                                 // writes and clears buffer_
+  void write_all(const char* data, std::size_t size);  // write(2) until done; fail() on error
+  [[noreturn]] void fail(const std::string& what, int error_number);  // discard + throw
+  void discard() noexcept;  // close and unlink the temporary file
+
+  std::filesystem::path path_;
+  std::filesystem::path temporary_;
+  std::string buffer_;
+  int fd_ = -1;
+  bool finished_ = false;  // committed, or failed and discarded
+};
+
+// Reads a whole file. ra::InputError naming `path` and the reason if it is missing or unreadable.
+std::string read_file(const std::filesystem::path& path);
+
+namespace detail {
+
+// Test seam, not for production code: while an InjectedIoFailure is alive, every `step` that an
+// AtomicFileWriter performs fails with `error_number` as if the system call had returned it. This
+// is how tests show the error path of a full disk (ENOSPC at write) or a failing fsync (EIO)
+// without needing a full file system. Not thread-safe against concurrent writers in other threads.
+enum class IoStep { write, fsync, rename };
+
+class InjectedIoFailure {
+ public:
+  InjectedIoFailure(IoStep step, int error_number);
+  InjectedIoFailure(const InjectedIoFailure&) = delete;
+  InjectedIoFailure& operator=(const InjectedIoFailure&) = delete;
+  ~InjectedIoFailure();
+
+ private:
+  IoStep step_;
+  int previous_;
+};
+
+}  // namespace detail
+
+}  // namespace ra

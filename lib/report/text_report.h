@@ -1,0 +1,11 @@
+#pragma once
+// The text report: short enough to read at a glance, the verdict first.
+#include <string>
+
+#include "audit/compare.h"
+
+namespace ra::report {
+
+std::string render_text(const audit::ComparisonResult& result);
+
+}  // namespace ra::report

@@ -1,0 +1,336 @@
+#include "spec/parse.h"
+
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include "spec/json_file.h"
+#include "spec/json_reader.h"
+#include "spec/parse_model.h"
+#include "spec/resolve_steps.h"
+
+namespace ra::spec {
+namespace {
+
+using detail::IntRange;
+using detail::Json;
+using detail::kNonNegative;
+using detail::kPositive;
+using detail::kUnitInterval;
+using detail::ObjectReader;
+using detail::Problems;
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
+// Relative paths are taken from the spec's folder and stored absolute, so that the resolved spec
+// means the same from any working directory and parse_spec(to_json(s), s.base_dir) is stable.
+std::string resolve_data_path(const std::string& base_dir, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  if (p.is_absolute()) return path;
+  p = fs::path(base_dir) / p;
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(p, ec);
+  return (ec ? p : absolute).lexically_normal().string();
+}
+
+// data.train / data.eval. Returns true when the set was read without a problem.
+bool parse_dataset(const Json& value, const std::string& path, const std::string& base_dir,
+                   DatasetSpec& set, Problems& problems) {
+  const std::size_t before = problems.size();
+  ObjectReader r(value, path, problems);
+  if (!r.is_object()) return false;
+  const Json* format = r.require("format", "one of \"idx\", \"random\", \"constant\"");
+  if (format == nullptr || !r.choice("format", set.format,
+                                     {DataFormat::idx, DataFormat::random, DataFormat::constant})) {
+    return false;  // the other keys depend on the format
+  }
+  switch (set.format) {
+    case DataFormat::idx:
+      r.report_unknown_keys({"format", "images", "labels", "limit"}, "idx data sets");
+      for (auto [key, field] :
+           {std::pair{"images", &set.images}, std::pair{"labels", &set.labels}}) {
+        if (!r.require(key, "a file path")) continue;
+        if (r.string(key, *field)) {
+          if (field->empty()) {
+            problems.push_back({r.path_of(key), "expected a file path, got \"\""});
+          } else {
+            *field = resolve_data_path(base_dir, *field);
+          }
+        }
+      }
+      break;
+    case DataFormat::random:
+    case DataFormat::constant: {
+      const bool random = set.format == DataFormat::random;
+      r.report_unknown_keys(
+          {"format", "samples", "shape", "classes", random ? "seed" : "value", "limit"},
+          random ? "random data sets" : "constant data sets");
+      if (r.require("samples", "a positive integer")) {
+        r.integer("samples", set.samples, IntRange{1, std::numeric_limits<std::int64_t>::max()});
+      }
+      if (const Json* shape = r.require("shape", "[C, H, W] of positive integers")) {
+        const std::string at = r.path_of("shape");
+        if (!shape->is_array() || shape->size() != 3) {
+          problems.push_back(
+              {at, "expected [C, H, W] of positive integers, got " + detail::describe(*shape)});
+        } else {
+          Shape dims;
+          for (std::size_t i = 0; i < 3; ++i) {
+            if (auto d = detail::read_integer((*shape)[i], detail::index_path(at, i),
+                                              IntRange{1, kIntMax}, problems)) {
+              dims.push_back(*d);
+            }
+          }
+          if (dims.size() == 3) set.shape = dims;
+        }
+      }
+      r.integer("classes", set.classes, IntRange{2, kIntMax});
+      if (random) {
+        r.uint64("seed", set.seed);
+      } else {
+        r.real("value", set.value, detail::RealRange{});
+      }
+      break;
+    }
+  }
+  if (r.integer("limit", set.limit, IntRange{0, std::numeric_limits<std::int64_t>::max()}) &&
+      set.format != DataFormat::idx && set.samples > 0 && set.limit > set.samples) {
+    problems.push_back({r.path_of("limit"), "expected at most the " + std::to_string(set.samples) +
+                                                " samples of the set (0 = all), got " +
+                                                std::to_string(set.limit)});
+  }
+  return problems.size() == before;
+}
+
+struct ParsedData {
+  bool train_ok = false, eval_ok = false;
+};
+
+ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& data,
+                      Problems& problems) {
+  ParsedData parsed;
+  ObjectReader r(value, "data", problems);
+  if (!r.is_object()) return parsed;
+  r.report_unknown_keys({"train", "eval", "scale", "batch_size", "shuffle", "drop_last", "workers"},
+                        "data");
+  if (const Json* train = r.require("train", "a data set object")) {
+    parsed.train_ok = parse_dataset(*train, r.path_of("train"), base_dir, data.train, problems);
+  }
+  if (const Json* eval = r.find("eval")) {
+    data.eval.emplace();
+    parsed.eval_ok = parse_dataset(*eval, r.path_of("eval"), base_dir, *data.eval, problems);
+  }
+  r.real("scale", data.scale, kPositive);
+  r.integer("batch_size", data.batch_size, IntRange{1, 65536});
+  r.boolean("shuffle", data.shuffle);
+  r.boolean("drop_last", data.drop_last);
+  r.integer("workers", data.workers, IntRange{0, 64});
+  return parsed;
+}
+
+// Keras 2.x defaults per optimizer type.
+OptimizerSpec optimizer_defaults(OptimizerType type) {
+  OptimizerSpec o;
+  o.type = type;
+  switch (type) {
+    case OptimizerType::sgd:
+      o.lr = 0.01;
+      break;
+    case OptimizerType::adam:
+      o.lr = 0.001;
+      o.beta1 = 0.9;
+      o.beta2 = 0.999;
+      o.eps = 1e-7;
+      break;
+    case OptimizerType::rmsprop:
+      o.lr = 0.001;
+      o.rho = 0.9;
+      o.eps = 1e-7;
+      break;
+    case OptimizerType::adadelta:
+      o.lr = 1.0;
+      o.rho = 0.95;
+      o.eps = 1e-7;
+      break;
+  }
+  return o;
+}
+
+void parse_optimizer(const Json& value, OptimizerSpec& o, Problems& problems) {
+  ObjectReader r(value, "optimizer", problems);
+  if (!r.is_object()) return;
+  OptimizerType type = OptimizerType::sgd;
+  if (!r.require("type", "one of \"sgd\", \"adam\", \"rmsprop\", \"adadelta\"") ||
+      !r.choice("type", type,
+                {OptimizerType::sgd, OptimizerType::adam, OptimizerType::rmsprop,
+                 OptimizerType::adadelta})) {
+    return;  // the allowed keys depend on the type
+  }
+  o = optimizer_defaults(type);
+  std::vector<std::string> allowed{"type", "lr", "decay", "weight_decay"};
+  switch (type) {
+    case OptimizerType::sgd:
+      allowed.insert(allowed.end(), {"momentum", "dampening", "nesterov"});
+      break;
+    case OptimizerType::adam:
+      allowed.insert(allowed.end(), {"beta1", "beta2", "eps"});
+      break;
+    case OptimizerType::rmsprop:
+    case OptimizerType::adadelta:
+      allowed.insert(allowed.end(), {"rho", "eps"});
+      break;
+  }
+  r.report_unknown_keys(allowed, std::string(to_string(type)) + " optimizers");
+  r.real("lr", o.lr, kPositive);
+  r.real("decay", o.decay, kNonNegative);
+  r.real("weight_decay", o.weight_decay, kNonNegative);
+  switch (type) {
+    case OptimizerType::sgd: {
+      const bool momentum_ok = !r.find("momentum") || r.real("momentum", o.momentum, kUnitInterval);
+      const bool dampening_ok =
+          !r.find("dampening") || r.real("dampening", o.dampening, kUnitInterval);
+      // PyTorch refuses Nesterov momentum without momentum or with dampening.
+      if (r.boolean("nesterov", o.nesterov) && o.nesterov && momentum_ok && dampening_ok &&
+          (o.momentum <= 0.0 || o.dampening != 0.0)) {
+        problems.push_back(
+            {r.path_of("nesterov"), "nesterov needs momentum > 0 and dampening 0, got momentum " +
+                                        detail::describe(Json(o.momentum)) + " and dampening " +
+                                        detail::describe(Json(o.dampening))});
+      }
+      break;
+    }
+    case OptimizerType::adam:
+      r.real("beta1", o.beta1, kUnitInterval);
+      r.real("beta2", o.beta2, kUnitInterval);
+      r.real("eps", o.eps, kPositive);
+      break;
+    case OptimizerType::rmsprop:
+    case OptimizerType::adadelta:
+      r.real("rho", o.rho, kUnitInterval);
+      r.real("eps", o.eps, kPositive);
+      break;
+  }
+}
+
+void parse_train(const Json& value, TrainSpec& t, Problems& problems) {
+  ObjectReader r(value, "train", problems);
+  r.report_unknown_keys({"epochs", "max_steps"}, "train sections");
+  r.integer("epochs", t.epochs, IntRange{1, 100000});
+  r.integer("max_steps", t.max_steps, IntRange{0, std::numeric_limits<std::int64_t>::max()});
+}
+
+const std::vector<KernelMode> kModes{KernelMode::deterministic, KernelMode::nondeterministic};
+
+void parse_determinism(const Json& value, DeterminismSpec& d, Problems& problems) {
+  ObjectReader r(value, "determinism", problems);
+  r.report_unknown_keys({"mode", "ops"}, "determinism sections");
+  r.choice("mode", d.mode, kModes);
+  const Json* ops = r.find("ops");
+  if (ops == nullptr) return;
+  ObjectReader ops_reader(*ops, r.path_of("ops"), problems);
+  if (!ops_reader.is_object()) return;
+  std::vector<std::string> op_names;
+  for (int i = 0; i < kReducingOpCount; ++i) {
+    op_names.emplace_back(to_string(static_cast<ReducingOp>(i)));
+  }
+  ops_reader.report_unknown_keys(op_names, "determinism.ops");
+  for (const std::string& name : op_names) {
+    KernelMode mode{};
+    if (ops_reader.choice(name, mode, kModes)) d.ops[*reducing_op_from_string(name)] = mode;
+  }
+}
+
+// Checks between sections: synthetic sets against the model's input and output.
+void check_data_against_model(const ExperimentSpec& s, const ParsedData& data, bool input_ok,
+                              const std::optional<ResolvedModel>& resolved, Problems& problems) {
+  struct Role {
+    const DatasetSpec* set;
+    bool ok;
+    const char* path;
+  };
+  const Role roles[] = {{&s.data.train, data.train_ok, "data.train"},
+                        {s.data.eval ? &*s.data.eval : nullptr, data.eval_ok, "data.eval"}};
+  for (const Role& role : roles) {
+    // idx files are not opened here: their shape is checked when the data is loaded.
+    if (role.set == nullptr || !role.ok || role.set->format == DataFormat::idx || !input_ok)
+      continue;
+    if (role.set->shape != s.model.input) {
+      problems.push_back({std::string(role.path) + ".shape",
+                          "samples of shape " + ra::to_string(role.set->shape) +
+                              " do not fit model.input " + ra::to_string(s.model.input)});
+    }
+  }
+  if (!resolved) return;
+  const std::string last = "model.layers[" + std::to_string(resolved->layers.size() - 1) + "]";
+  if (resolved->output.size() != 1) {
+    problems.push_back({last, "the model must end with a flat [classes] output, got " +
+                                  ra::to_string(resolved->output) +
+                                  "; add flatten and dense layers"});
+    return;
+  }
+  const std::int64_t outputs = resolved->output[0];
+  // The classes of idx sets are known only from their label files (at least 10; more when a
+  // label >= 10 occurs), so only synthetic sets are checked here.
+  if (data.train_ok && s.data.train.format != DataFormat::idx && outputs != s.data.train.classes) {
+    problems.push_back({last, "the model's output is " + ra::to_string(resolved->output) +
+                                  " but data.train has " + std::to_string(s.data.train.classes) +
+                                  " classes; the last layer must produce [" +
+                                  std::to_string(s.data.train.classes) + "]"});
+  }
+  if (s.data.eval && data.eval_ok && s.data.eval->format != DataFormat::idx &&
+      outputs != s.data.eval->classes) {
+    problems.push_back({"data.eval.classes", "expected the model's " + std::to_string(outputs) +
+                                                 " classes, got " +
+                                                 std::to_string(s.data.eval->classes)});
+  }
+}
+
+}  // namespace
+
+ExperimentSpec parse_spec(const nlohmann::json& doc, const std::string& base_dir) {
+  Problems problems;
+  ExperimentSpec s;
+  s.base_dir = base_dir;
+  ObjectReader root(doc, "", problems);
+  root.report_unknown_keys({"name", "seed", "device", "threads", "data", "model", "loss",
+                            "optimizer", "train", "determinism"},
+                           "specs");
+  root.string("name", s.name);
+  root.uint64("seed", s.seed);
+  root.choice("device", s.device, {Device::auto_select, Device::cpu, Device::cuda});
+  root.integer("threads", s.threads, IntRange{0, 1024});
+
+  ParsedData data;
+  if (const Json* d = root.require("data", "an object with at least \"train\"")) {
+    data = parse_data(*d, base_dir, s.data, problems);
+  }
+  bool input_ok = false;
+  std::optional<ResolvedModel> resolved;
+  if (const Json* m = root.require("model", "an object with \"input\" and \"layers\"")) {
+    detail::ParsedModel parsed = detail::parse_model(*m, problems);
+    s.model = std::move(parsed.model);
+    input_ok = s.model.input.size() == 3;
+    if (parsed.complete) resolved = detail::resolve_shapes(s.model, problems);
+  }
+  root.choice("loss", s.loss, {Loss::softmax_cross_entropy, Loss::mean_squared_error});
+  if (const Json* o = root.find("optimizer")) parse_optimizer(*o, s.optimizer, problems);
+  if (const Json* t = root.find("train")) parse_train(*t, s.train, problems);
+  if (const Json* d = root.find("determinism")) parse_determinism(*d, s.determinism, problems);
+
+  check_data_against_model(s, data, input_ok, resolved, problems);
+  if (!problems.empty()) throw ValidationError(std::move(problems));
+  return s;
+}
+
+ExperimentSpec load_spec(const std::string& path) {
+  namespace fs = std::filesystem;
+  const Json doc = detail::read_json_file(path);
+  const fs::path folder = fs::path(path).parent_path();
+  const std::string base_dir = folder.empty() ? std::string(".") : folder.string();
+  ExperimentSpec s = parse_spec(doc, base_dir);
+  if (!doc.contains("name")) s.name = fs::path(path).stem().string();
+  return s;
+}
+
+}  // namespace ra::spec

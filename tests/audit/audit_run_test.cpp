@@ -1,0 +1,199 @@
+// Audits end to end in-process: verdicts, localisation of injected faults, seed variation.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "audit/audit.h"
+#include "audit/trace_io.h"
+#include "spec/parse.h"
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::random_device rd;
+    path = std::filesystem::temp_directory_path() / ("ra-audit-" + std::to_string(rd()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+ra::spec::ExperimentSpec small_spec() {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "name": "audit-test", "seed": 5, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 96, "shape": [2, 8, 8], "classes": 4},
+             "eval": {"format": "random", "samples": 32, "shape": [2, 8, 8], "classes": 4, "seed": 3},
+             "batch_size": 16},
+    "model": {"input": [2, 8, 8], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 2},
+      {"type": "dropout", "rate": 0.25},
+      {"type": "flatten"},
+      {"type": "dense", "units": 4}]},
+    "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+    "train": {"epochs": 2}})"),
+                              ".");
+}
+
+ra::audit::AuditOptions options_in(const TempDir& dir, int runs) {
+  ra::audit::AuditOptions o;
+  o.runs = runs;
+  o.out_dir = dir.path;
+  return o;
+}
+
+const ra::audit::CategoryVerdict& category(const ra::audit::ComparisonResult& r,
+                                           ra::audit::Category c) {
+  for (const auto& v : r.categories) {
+    if (v.category == c) return v;
+  }
+  throw std::logic_error("missing category");
+}
+
+}  // namespace
+
+TEST_CASE("a deterministic audit is one class with every category identical", "[audit]") {
+  TempDir dir;
+  const auto result = ra::audit::run_audit(small_spec(), options_in(dir, 3));
+  const auto& r = result.comparison;
+  REQUIRE(r.classes.size() == 1);
+  REQUIRE(r.classes[0] == std::vector<int>{0, 1, 2});
+  REQUIRE(r.identical);
+  REQUIRE(r.expect_identical);
+  REQUIRE_FALSE(r.diverged());
+  REQUIRE_FALSE(r.first_divergence);
+  for (const auto& v : r.categories) REQUIRE(v.identical);
+  REQUIRE(result.trace_files.size() == 3);
+  for (const auto& f : result.trace_files) REQUIRE(std::filesystem::exists(f));
+  // Initial and final snapshots are always written.
+  REQUIRE(std::filesystem::exists(dir.path / "run-000" / "weights-initial.safetensors"));
+  REQUIRE(std::filesystem::exists(dir.path / "run-002" / "weights-final.safetensors"));
+  REQUIRE(r.runs[0].steps == 12);
+}
+
+TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[audit]") {
+  TempDir dir;
+  auto o = options_in(dir, 3);
+  o.fault = ra::audit::parse_fault("run=1,step=4,tensor=dense_0.weight,element=7,bit=0");
+  o.snapshots.every_steps = 1;
+  const auto r = ra::audit::run_audit(small_spec(), o).comparison;
+  REQUIRE(r.diverged());
+  REQUIRE(r.classes.size() == 2);
+  REQUIRE(r.classes[0] == std::vector<int>{0, 2});
+  REQUIRE(r.classes[1] == std::vector<int>{1});
+  REQUIRE(r.first_divergence);
+  REQUIRE(r.first_divergence->category == ra::audit::Category::weights);
+  REQUIRE(*r.first_divergence->step == 4);
+  REQUIRE(r.first_divergence->tensor == "dense_0.weight");
+  REQUIRE(r.first_divergence->runs_differing == std::vector<int>{1});
+  // Nothing before the fault differs.
+  REQUIRE(category(r, ra::audit::Category::initial_weights).identical);
+  REQUIRE(category(r, ra::audit::Category::batches).identical);
+  // The losses can only part later, once the flipped weight is used by a forward pass.
+  if (r.first_loss_difference) REQUIRE(r.first_loss_difference->step >= 5);
+  // The step-4 snapshot shows exactly one element, one ulp apart.
+  bool found = false;
+  for (const auto& s : r.snapshots) {
+    if (s.point != "step-4") continue;
+    found = true;
+    REQUIRE(s.total.differing == 1);
+    REQUIRE(s.total.max_ulp == 1);
+    for (const auto& t : s.tensors) REQUIRE((t.difference.differing == 1) == (t.tensor == "dense_0.weight"));
+  }
+  REQUIRE(found);
+}
+
+TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
+  TempDir dir;
+  auto o = options_in(dir, 3);
+  o.fault = ra::audit::parse_fault("run=2,step=3,tensor=batch");
+  const auto r = ra::audit::run_audit(small_spec(), o).comparison;
+  REQUIRE(r.diverged());
+  REQUIRE(r.first_divergence->category == ra::audit::Category::batches);
+  REQUIRE(*r.first_divergence->step == 3);
+  REQUIRE(r.first_divergence->tensor == "indices");
+  REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
+}
+
+TEST_CASE("--vary data changes batches, not initial weights; --vary init the reverse", "[audit]") {
+  TempDir dir;
+  auto o = options_in(dir, 2);
+  o.seeds = ra::audit::SeedPolicy::both;
+  o.vary = {.init = false, .data = true, .dropout = false};
+  const auto data_runs = ra::audit::run_audit(small_spec(), o);
+  std::vector<ra::audit::Trace> traces;
+  for (const auto& f : data_runs.trace_files) traces.push_back(ra::audit::read_trace(f));
+  REQUIRE(traces.size() == 4);
+  REQUIRE(traces[2].header.seed_group == "different");
+  REQUIRE(traces[2].initial_weights == traces[0].initial_weights);
+  REQUIRE(traces[3].initial_weights == traces[0].initial_weights);
+  REQUIRE(traces[2].steps[0].batch_indices != traces[0].steps[0].batch_indices);
+  REQUIRE(traces[2].steps[0].batch_indices != traces[3].steps[0].batch_indices);
+  REQUIRE(traces[2].header.seed_init == traces[0].header.seed_init);
+  REQUIRE(traces[2].header.seed_data != traces[0].header.seed_data);
+  // The same-seed pair still agrees, so the audit does not diverge.
+  REQUIRE_FALSE(data_runs.comparison.diverged());
+
+  TempDir dir2;
+  auto o2 = options_in(dir2, 2);
+  o2.seeds = ra::audit::SeedPolicy::different;
+  o2.vary = {.init = true, .data = false, .dropout = false};
+  const auto init_runs = ra::audit::run_audit(small_spec(), o2);
+  const auto a = ra::audit::read_trace(init_runs.trace_files[0]);
+  const auto b = ra::audit::read_trace(init_runs.trace_files[1]);
+  REQUIRE(a.initial_weights != b.initial_weights);
+  for (std::size_t s = 0; s < a.steps.size(); ++s) {
+    REQUIRE(a.steps[s].batch_indices == b.steps[s].batch_indices);
+    REQUIRE(a.steps[s].batch_inputs == b.steps[s].batch_inputs);
+  }
+}
+
+TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
+  TempDir dir;
+  auto o = options_in(dir, 3);
+  o.mode = ra::spec::KernelMode::nondeterministic;
+  const auto result = ra::audit::run_audit(small_spec(), o);
+  const auto& r = result.comparison;
+  REQUIRE_FALSE(r.expect_identical);
+  REQUIRE_FALSE(r.diverged());
+  REQUIRE(r.mode_summary == "nondeterministic");
+  // Classes must match the traces, whether or not nondeterminism happened in this run.
+  std::vector<ra::audit::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const bool same_class = r.runs[i].outcome_class == r.runs[j].outcome_class;
+      bool same_record = traces[i].initial_weights == traces[j].initial_weights &&
+                         traces[i].final->weights == traces[j].final->weights;
+      for (std::size_t s = 0; s < traces[i].steps.size(); ++s) {
+        same_record = same_record && traces[i].steps[s].loss_bits == traces[j].steps[s].loss_bits &&
+                      traces[i].steps[s].grads == traces[j].steps[s].grads &&
+                      traces[i].steps[s].weights == traces[j].steps[s].weights;
+      }
+      REQUIRE(same_class == same_record);
+    }
+  }
+  REQUIRE(r.identical == (r.classes.size() == 1));
+  REQUIRE(r.within_tolerance);
+}
+
+TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
+  TempDir dir;
+  auto o = options_in(dir, 3);
+  o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
+  const auto in_process = ra::audit::run_audit(small_spec(), o);
+  ra::audit::ComparisonOptions co;
+  const auto from_files = ra::audit::compare_trace_files(ra::audit::trace_files_in(dir.path), co);
+  auto strip_sources = [](nlohmann::json j) {
+    for (auto& run : j["runs"]) run.erase("source");
+    return j;
+  };
+  REQUIRE(strip_sources(ra::audit::to_json(from_files)) ==
+          strip_sources(ra::audit::to_json(in_process.comparison)));
+}

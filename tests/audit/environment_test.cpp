@@ -1,0 +1,100 @@
+// Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
+// parser on fixed text, and the differences between two fingerprints.
+#include "audit/environment.h"
+
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+using Strings = std::vector<std::string>;
+
+TEST_CASE("environment_fingerprint has every key, with this machine's values", "[environment]") {
+  const json env = ra::audit::environment_fingerprint(3, "cpu");
+  for (const char* key :
+       {"cpu_model", "cpu_flags", "logical_cpus", "threads", "backend", "compiler", "build_type",
+        "cxx_flags", "os", "glibc", "tool_version", "hostname"}) {
+    INFO(key);
+    CHECK(env.contains(key));
+  }
+  CHECK(env.size() == 12);
+  CHECK(env["threads"] == 3);
+  CHECK(env["backend"] == "cpu");
+  CHECK(env["logical_cpus"] == ::sysconf(_SC_NPROCESSORS_ONLN));
+  CHECK(env["glibc"] == std::string(gnu_get_libc_version()));
+  utsname u{};
+  REQUIRE(::uname(&u) == 0);
+  CHECK(env["os"] == std::string(u.sysname) + " " + u.release + " " + u.machine);
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  CHECK(env["hostname"] == std::string(host));
+  const std::string compiler = env["compiler"];
+  CHECK((compiler.rfind("g++ ", 0) == 0 || compiler.rfind("clang ", 0) == 0));
+  for (const char* key : {"cpu_model", "build_type", "cxx_flags", "tool_version"}) {
+    INFO(key);
+    REQUIRE(env[key].is_string());
+    CHECK_FALSE(env[key].get<std::string>().empty());
+  }
+  // cpu_flags: the relevant flags this machine reports, nothing else.
+  std::ifstream proc("/proc/cpuinfo");
+  std::stringstream cpuinfo;
+  cpuinfo << proc.rdbuf();
+  const auto cpu = ra::audit::parse_cpuinfo(cpuinfo.str());
+  CHECK(env["cpu_flags"] == json(cpu.flags));
+  CHECK(env["cpu_model"] == cpu.model);
+}
+
+TEST_CASE("parse_cpuinfo takes the first CPU's model and its relevant flags in fixed order",
+          "[environment]") {
+  const std::string x86 =
+      "processor\t: 0\n"
+      "vendor_id\t: GenuineIntel\n"
+      "model name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+      "flags\t\t: fpu vme amx_tile avx512vl fma sse4_2 avx512f tsc avx2 avx avx512_bf16 avx512bw\n"
+      "\n"
+      "processor\t: 1\n"
+      "model name\t: Some Other CPU\n"
+      "flags\t\t: fpu\n";
+  const auto info = ra::audit::parse_cpuinfo(x86);
+  CHECK(info.model == "Intel(R) Xeon(R) Platinum 8480+");
+  CHECK(info.flags == Strings{"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+                              "avx512_bf16", "amx_tile"});
+
+  // "avx512" alone or "avx2x" must not be mistaken for the real flags.
+  CHECK(ra::audit::parse_cpuinfo("flags : avx512 avx2x sse4_2\n").flags == Strings{"sse4_2"});
+
+  const auto arm =
+      ra::audit::parse_cpuinfo("processor : 0\nFeatures : fp asimd evtstrm sve2 sve\n");
+  CHECK(arm.model == "unknown");  // aarch64 kernels print no "model name"
+  CHECK(arm.flags == Strings{"asimd", "sve", "sve2"});
+
+  const auto none = ra::audit::parse_cpuinfo("");
+  CHECK(none.model == "unknown");
+  CHECK(none.flags.empty());
+}
+
+TEST_CASE("fingerprint_differences lists the keys that differ", "[environment]") {
+  const json a = ra::audit::environment_fingerprint(2, "cpu");
+  CHECK(ra::audit::fingerprint_differences(a, a).empty());
+
+  json b = a;
+  b["threads"] = 8;
+  b["cpu_flags"] = json::array({"avx2"});
+  CHECK(ra::audit::fingerprint_differences(a, b) == Strings{"cpu_flags", "threads"});
+
+  json c = a;
+  c.erase("hostname");  // present in one only
+  c["gpu"] = "H100";
+  CHECK(ra::audit::fingerprint_differences(a, c) == Strings{"gpu", "hostname"});
+  CHECK(ra::audit::fingerprint_differences(c, a) == Strings{"gpu", "hostname"});
+
+  // A trace without a fingerprint (null) differs in every key of the other.
+  CHECK(ra::audit::fingerprint_differences(json(), json{{"os", "Linux"}, {"glibc", "2.36"}}) ==
+        Strings{"glibc", "os"});
+}

@@ -1,0 +1,156 @@
+// End-to-end audits through the binary: exit codes, JSON report, compare across processes, bad
+// traces, a full disk.
+#include <catch2/catch.hpp>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+
+using ra::test::run_cli;
+using ra::test::TempDir;
+
+namespace {
+
+// Quick spec: 3 steps per epoch, 2 epochs.
+std::string write_spec(const TempDir& dir) {
+  const auto spec = nlohmann::json::parse(R"({
+    "name": "cli-audit", "seed": 4, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 3},
+             "batch_size": 16},
+    "model": {"input": [1, 6, 6], "layers": [
+      {"type": "conv2d", "filters": 3, "kernel": 3, "activation": "relu"},
+      {"type": "flatten"}, {"type": "dropout", "rate": 0.1}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "adam", "lr": 0.01},
+    "train": {"epochs": 2}})");
+  return "'" + dir.write("spec.json", spec.dump()).string() + "'";
+}
+
+std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+}  // namespace
+
+TEST_CASE("run: a deterministic audit exits 0 with one class", "[cli][audit]") {
+  TempDir dir;
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
+                         " --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  REQUIRE(report.at("verdict").at("identical") == true);
+  REQUIRE(report.at("verdict").at("classes") == nlohmann::json::parse("[[0,1,2]]"));
+  REQUIRE(report.at("runs").size() == 3);
+  // The text report starts with the run line and the verdict.
+  const auto text = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out2"));
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(text.out.find("BITWISE IDENTICAL: all 2 same-seed runs") != std::string::npos);
+}
+
+TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli][audit]") {
+  TempDir dir;
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
+                         " --inject-fault run=2,step=3,tensor=conv2d_0.weight,element=4,bit=0" +
+                         " --json " + q(dir.path() / "report.json"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.find("DIVERGED") != std::string::npos);
+  const auto report = nlohmann::json::parse(ra::test::read_text(dir.path() / "report.json"));
+  const auto& first = report.at("first_divergence");
+  REQUIRE(first.at("step") == 3);
+  REQUIRE(first.at("category") == "weights");
+  REQUIRE(first.at("tensor") == "conv2d_0.weight");
+  REQUIRE(first.at("runs_differing") == nlohmann::json::array({2}));
+  REQUIRE(report.at("verdict").at("classes") == nlohmann::json::parse("[[0,1],[2]]"));
+  // --expect any turns the gate off.
+  const auto allowed = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "o2") +
+                               " --inject-fault run=1,step=0,tensor=batch --expect any");
+  REQUIRE(allowed.exit_code == 0);
+  REQUIRE(allowed.out.find("allowed") != std::string::npos);
+}
+
+TEST_CASE("compare of traces from separate processes gives the in-process verdict", "[cli][audit]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "a")).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "b")).exit_code == 0);
+  const auto together = run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "ab") + " --json -");
+  const auto compared = run_cli("compare " + q(dir.path() / "a" / "run-000.trace.jsonl") + " " +
+                                q(dir.path() / "b" / "run-000.trace.jsonl") + " --json -");
+  INFO(compared.err);
+  REQUIRE(compared.exit_code == together.exit_code);
+  const auto a = nlohmann::json::parse(together.out), b = nlohmann::json::parse(compared.out);
+  REQUIRE(a.at("verdict") == b.at("verdict"));
+  REQUIRE(a.at("categories") == b.at("categories"));
+  // A folder works as well as a list of files.
+  const auto folder = run_cli("compare " + q(dir.path() / "ab") + " --json -");
+  REQUIRE(nlohmann::json::parse(folder.out).at("verdict") == a.at("verdict"));
+}
+
+TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audit]") {
+  TempDir dir;
+  REQUIRE(run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code == 0);
+  const auto good = dir.path() / "out" / "run-000.trace.jsonl";
+  const std::string text = ra::test::read_text(good);
+  const auto other = q(dir.path() / "out" / "run-001.trace.jsonl");
+
+  SECTION("truncated: the end record is missing") {
+    const auto cut = dir.write("cut.trace.jsonl", text.substr(0, text.rfind("{\"record\":\"end\"")));
+    const auto r = run_cli("compare " + q(cut) + " " + other);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.err.find("truncated") != std::string::npos);
+  }
+  SECTION("cut in the middle of a line") {
+    const auto cut = dir.write("mid.trace.jsonl", text.substr(0, text.size() / 2));
+    const auto r = run_cli("compare " + q(cut) + " " + other);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.err.find("mid.trace.jsonl") != std::string::npos);
+  }
+  SECTION("version mismatch") {
+    std::string v2 = text;
+    v2.replace(v2.find("\"format_version\":1"), 18, "\"format_version\":2");
+    const auto r = run_cli("compare " + q(dir.write("v2.trace.jsonl", v2)) + " " + other);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.err.find("format version 2") != std::string::npos);
+  }
+  SECTION("garbage") {
+    const auto r = run_cli("compare " + q(dir.write("junk.trace.jsonl", "not json\n")) + " " + other);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.err.find("junk.trace.jsonl:1") != std::string::npos);
+  }
+  SECTION("missing file and empty folder") {
+    REQUIRE(run_cli("compare " + q(dir.path() / "nope.trace.jsonl")).exit_code == 2);
+    std::filesystem::create_directories(dir.path() / "empty");
+    REQUIRE(run_cli("compare " + q(dir.path() / "empty")).exit_code == 2);
+  }
+}
+
+TEST_CASE("a full disk is a clear error and leaves no partial trace", "[cli][audit]") {
+  TempDir dir;
+  const auto small = dir.path() / "small";
+  std::filesystem::create_directories(small);
+  if (geteuid() != 0 || mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    WARN("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  {
+    // Fill it: the audit then finds no room for its first file.
+    std::ofstream filler(small / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    for (int i = 0; i < 64 && filler.write(block.data(), block.size()); ++i) filler.flush();
+  }
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(small / "out"));
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(small)) {
+    names.push_back(e.path().filename().string());
+  }
+  umount(small.c_str());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find("disk full") != std::string::npos);
+  for (const auto& n : names) {
+    INFO(n);
+    REQUIRE(n.find(".tmp") == std::string::npos);  // no temporary file left behind
+  }
+}
