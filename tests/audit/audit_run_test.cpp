@@ -121,7 +121,7 @@ TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
 }
 
-TEST_CASE("--vary data changes batches, not initial weights; --vary init the reverse", "[audit]") {
+TEST_CASE("varying the data stream changes batches, not initial weights; init the reverse", "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 2);
   o.seeds = ra::audit::SeedPolicy::both;

@@ -149,7 +149,7 @@ TEST_CASE("write_safetensors rejects caller bugs and reports I/O failures", "[sa
   const Tensor inconsistent;  // shape [] means one element, but it holds none
   CHECK_THROWS_AS(ra::audit::encode_safetensors({{"a", &inconsistent}}), std::invalid_argument);
   const fs::path missing = fs::temp_directory_path() / "ra_no_such_folder_xyz" / "w.safetensors";
-  CHECK_THROWS_AS(ra::audit::write_safetensors(missing, {{"a", &t}}), ra::RuntimeFailure);
+  CHECK_THROWS_AS(ra::audit::write_safetensors(missing, {{"a", &t}}), ra::InputError);
 }
 
 TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fault",

@@ -57,34 +57,48 @@ TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
     ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
     model.backward(ops, dout, ctx);
 
-    // Central differences with the same dropout mask (same step): the loss is a smooth function
-    // of the parameters except at max-pool switches, which a 1e-2 step on tanh outputs in [-1, 1]
-    // does not cross for these inputs. Float forward passes carry ~1e-7 relative error, so with
-    // h = 1e-2 the difference quotient is good to ~1e-4 absolute.
+    // Central differences with the same dropout mask (same step). The loss is smooth in the
+    // parameters except where a max-pool window switches its winner; a step of h = 1e-3 crosses
+    // such a kink for a few elements (measured: conv2d_0.weight[7] switches within +7e-4). There
+    // the central difference mixes two slopes, while the analytic gradient is the slope on the
+    // current side; so an element passes when it matches the central difference, or, when the
+    // forward and backward differences disagree (a kink), one of them. Float forward passes carry
+    // ~1e-7 relative error, so with h = 1e-3 a difference quotient is good to ~2e-4 absolute.
     auto loss_at = [&] {
       const ra::Tensor& o = model.forward(ops, x, ctx);
       return static_cast<double>(ra::nn::compute_loss(ops, spec.loss, o, labels, nullptr,
                                                       ra::spec::KernelMode::deterministic));
     };
-    int checked = 0;
+    auto close = [](double numeric, double analytic) {
+      return std::abs(numeric - analytic) <= 2e-4 + 2e-2 * std::abs(numeric);
+    };
+    const double base = loss_at();
+    int checked = 0, kinks = 0;
     for (ra::nn::Param* p : model.params()) {
       const ra::Tensor analytic = p->grad;
       const std::size_t stride = std::max<std::size_t>(1, p->value.size() / 7);
       for (std::size_t i = 0; i < p->value.size(); i += stride) {
         const float saved = p->value[i];
-        const double h = 1e-2;
+        const double h = 1e-3;
         p->value[i] = static_cast<float>(saved + h);
         const double up = loss_at();
         p->value[i] = static_cast<float>(saved - h);
         const double down = loss_at();
         p->value[i] = saved;
-        const double numeric = (up - down) / (2 * h);
-        INFO(p->name << "[" << i << "] analytic " << analytic[i] << " numeric " << numeric);
-        REQUIRE(std::abs(numeric - analytic[i]) <= 2e-4 + 2e-2 * std::abs(numeric));
+        const double central = (up - down) / (2 * h);
+        const double forward = (up - base) / h, backward = (base - down) / h;
+        INFO(p->name << "[" << i << "] analytic " << analytic[i] << " central " << central
+                     << " forward " << forward << " backward " << backward);
+        if (!close(central, analytic[i])) {
+          REQUIRE_FALSE(close(forward, backward));  // only a kink excuses a central mismatch
+          REQUIRE((close(forward, analytic[i]) || close(backward, analytic[i])));
+          ++kinks;
+        }
         ++checked;
       }
     }
-    REQUIRE(checked > 40);
+    REQUIRE(kinks <= 3);
+    REQUIRE(checked >= 30);
   }
 }
 
