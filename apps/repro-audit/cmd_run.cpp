@@ -35,10 +35,14 @@ audit::VariedStreams parse_vary(const std::string& text) {
     std::size_t end = text.find(',', pos);
     if (end == std::string::npos) end = text.size();
     const std::string item = text.substr(pos, end - pos);
-    if (item == "init") v.init = true;
-    else if (item == "data") v.data = true;
-    else if (item == "dropout") v.dropout = true;
-    else throw InputError("--vary: unknown stream '" + item + "' (expected init, data, dropout)");
+    if (item == "init")
+      v.init = true;
+    else if (item == "data")
+      v.data = true;
+    else if (item == "dropout")
+      v.dropout = true;
+    else
+      throw InputError("--vary: unknown stream '" + item + "' (expected init, data, dropout)");
     pos = end + 1;
   }
   return v;
@@ -118,13 +122,15 @@ int run_run(RunCommandOptions& o) {
 
 void register_run(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<RunCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Audit: train N runs, compare them bit for bit, report");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Audit: train N runs, compare them bit for bit, report");
   cmd->add_option("spec", o->spec_path, "Experiment spec (JSON)")->required();
   cmd->add_option("--runs", o->audit.runs, "Number of runs (per seed group)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--seeds", o->seeds,
-                  "same: every run the spec's seed; different: run i a derived seed; both: N of each")
+  cmd->add_option(
+         "--seeds", o->seeds,
+         "same: every run the spec's seed; different: run i a derived seed; both: N of each")
       ->check(CLI::IsMember({"same", "different", "both"}));
   cmd->add_option("--vary", o->vary,
                   "Comma list of streams the different-seed runs vary (init,data,dropout); the "
@@ -133,11 +139,13 @@ void register_run(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"deterministic", "nondeterministic"}));
   cmd->add_option("--threads", o->audit.threads, "Threads per run (overrides the spec)")
       ->check(CLI::Range(0, 1024));
-  cmd->add_option("--jobs", o->audit.jobs, "Runs trained at once (1: runs do not disturb each "
-                                           "other's timing)")
+  cmd->add_option("--jobs", o->audit.jobs,
+                  "Runs trained at once (1: runs do not disturb each "
+                  "other's timing)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--out", o->out, "Folder for traces and snapshots (default repro-audit-out/<name>)");
+  cmd->add_option("--out", o->out,
+                  "Folder for traces and snapshots (default repro-audit-out/<name>)");
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
@@ -147,7 +155,8 @@ void register_run(CLI::App& app, CommandRun& run) {
                   "Relative tolerance of the within-tolerance verdict on final losses")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--snapshot-epochs", o->audit.snapshots.epochs, "Snapshot weights after every epoch");
+  cmd->add_flag("--snapshot-epochs", o->audit.snapshots.epochs,
+                "Snapshot weights after every epoch");
   cmd->add_option("--snapshot-every", o->audit.snapshots.every_steps,
                   "Snapshot weights after every N-th step")
       ->check(CLI::NonNegativeNumber);

@@ -50,7 +50,8 @@ class ProgressLogger final : public train::Observer {
     if (json_) return;
     std::printf("epoch %lld/%d steps=%lld train_loss=%.6f", static_cast<long long>(s.epoch + 1),
                 t.spec().train.epochs, static_cast<long long>(s.steps), s.mean_train_loss);
-    if (s.eval_loss) std::printf(" eval_loss=%.6f eval_accuracy=%.4f", *s.eval_loss, *s.eval_accuracy);
+    if (s.eval_loss)
+      std::printf(" eval_loss=%.6f eval_accuracy=%.4f", *s.eval_loss, *s.eval_accuracy);
     std::printf(" seconds=%.2f\n", s.seconds);
     std::fflush(stdout);
   }
@@ -77,8 +78,8 @@ int run_train(const TrainOptions& o) {
   std::int64_t total = per_epoch * s.train.epochs;
   if (s.train.max_steps > 0 && s.train.max_steps < total) total = s.train.max_steps;
   spdlog::info("training {} on {} with {} thread(s), {} mode, {} steps", s.name,
-               trainer.ops().name(), trainer.threads(),
-               spec::to_string(trainer.determinism().mode), total);
+               trainer.ops().name(), trainer.threads(), spec::to_string(trainer.determinism().mode),
+               total);
 
   ProgressLogger progress(total);
   progress.json_ = o.json;
@@ -89,8 +90,10 @@ int run_train(const TrainOptions& o) {
   if (o.json) {
     nlohmann::json epochs = nlohmann::json::array();
     for (const auto& e : r.epochs) {
-      nlohmann::json je = {{"epoch", e.epoch + 1}, {"steps", e.steps},
-                           {"train_loss", e.mean_train_loss}, {"seconds", e.seconds}};
+      nlohmann::json je = {{"epoch", e.epoch + 1},
+                           {"steps", e.steps},
+                           {"train_loss", e.mean_train_loss},
+                           {"seconds", e.seconds}};
       if (e.eval_loss) {
         je["eval_loss"] = *e.eval_loss;
         je["eval_accuracy"] = *e.eval_accuracy;

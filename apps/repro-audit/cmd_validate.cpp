@@ -34,7 +34,8 @@ int run_validate(const ValidateOptions& o) {
     if (!o.json) throw;
     // --json: the problems as data on stdout as well as the message on stderr.
     nlohmann::json problems = nlohmann::json::array();
-    for (const Problem& p : e.problems()) problems.push_back({{"path", p.path}, {"message", p.message}});
+    for (const Problem& p : e.problems())
+      problems.push_back({{"path", p.path}, {"message", p.message}});
     std::printf("%s\n", nlohmann::json{{"valid", false}, {"problems", problems}}.dump(2).c_str());
     throw;
   }
@@ -42,11 +43,14 @@ int run_validate(const ValidateOptions& o) {
   if (o.json) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : m.layers) {
-      layers.push_back({{"name", l.spec.name}, {"type", spec::to_string(l.spec.type)},
-                        {"output", l.output}, {"params", l.params}, {"flops", l.flops}});
+      layers.push_back({{"name", l.spec.name},
+                        {"type", spec::to_string(l.spec.type)},
+                        {"output", l.output},
+                        {"params", l.params},
+                        {"flops", l.flops}});
     }
-    nlohmann::json doc = {{"name", s.name},     {"valid", true},         {"input", m.input},
-                          {"layers", layers},   {"params", m.params},    {"flops", m.flops},
+    nlohmann::json doc = {{"name", s.name},          {"valid", true},      {"input", m.input},
+                          {"layers", layers},        {"params", m.params}, {"flops", m.flops},
                           {"spec", spec::to_json(s)}};
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;

@@ -64,7 +64,8 @@ nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
 
 bool all_deterministic(const spec::DeterminismSpec& d) {
   for (int i = 0; i < spec::kReducingOpCount; ++i) {
-    if (d.mode_for(static_cast<spec::ReducingOp>(i)) != spec::KernelMode::deterministic) return false;
+    if (d.mode_for(static_cast<spec::ReducingOp>(i)) != spec::KernelMode::deterministic)
+      return false;
   }
   return true;
 }
@@ -100,15 +101,24 @@ FaultSpec parse_fault(const std::string& text) {
     const std::string item = text.substr(pos, end - pos);
     pos = end + 1;
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw InputError("--inject-fault: '" + item + "' is not key=value");
+    if (eq == std::string::npos)
+      throw InputError("--inject-fault: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     try {
-      if (key == "run") f.run = std::stoi(value);
-      else if (key == "step") f.step = std::stoll(value);
-      else if (key == "element") f.element = std::stoll(value);
-      else if (key == "bit") f.bit = std::stoi(value);
-      else if (key == "tensor") { f.tensor = value; has_tensor = true; }
-      else throw InputError("--inject-fault: unknown key '" + key + "' (run, step, tensor, element, bit)");
+      if (key == "run")
+        f.run = std::stoi(value);
+      else if (key == "step")
+        f.step = std::stoll(value);
+      else if (key == "element")
+        f.element = std::stoll(value);
+      else if (key == "bit")
+        f.bit = std::stoi(value);
+      else if (key == "tensor") {
+        f.tensor = value;
+        has_tensor = true;
+      } else
+        throw InputError("--inject-fault: unknown key '" + key +
+                         "' (run, step, tensor, element, bit)");
     } catch (const std::logic_error&) {
       throw InputError("--inject-fault: '" + value + "' is not a number for '" + key + "'");
     }
@@ -121,7 +131,8 @@ FaultSpec parse_fault(const std::string& text) {
 std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file) {
   std::string name = trace_file.filename().string();
   const std::string suffix = ".trace.jsonl";
-  if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+  if (name.size() > suffix.size() && name.ends_with(suffix))
+    name.resize(name.size() - suffix.size());
   return trace_file.parent_path() / name;
 }
 
@@ -154,7 +165,8 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   }
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
-  if (ec) throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
+  if (ec)
+    throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
 
   const nlohmann::json canonical = spec::to_json(spec);
   const std::string spec_text = canonical.dump();
@@ -192,8 +204,11 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     h.environment = environment_fingerprint(trainer.threads(), trainer.ops().name());
     const bool faulty = o.fault && o.fault->run == p.index;
     if (faulty) {
-      h.fault = {{"run", o.fault->run}, {"step", o.fault->step}, {"tensor", o.fault->tensor},
-                 {"element", o.fault->element}, {"bit", o.fault->bit}};
+      h.fault = {{"run", o.fault->run},
+                 {"step", o.fault->step},
+                 {"tensor", o.fault->tensor},
+                 {"element", o.fault->element},
+                 {"bit", o.fault->bit}};
     }
 
     const std::filesystem::path trace_file = o.out_dir / (run_name(p.index) + ".trace.jsonl");

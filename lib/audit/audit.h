@@ -32,12 +32,13 @@ struct FaultSpec {
   std::int64_t element = 0;  // element of the parameter
   int bit = 0;               // 0 = the lowest mantissa bit
 };
-FaultSpec parse_fault(const std::string& text);  // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0"
+FaultSpec parse_fault(
+    const std::string& text);  // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0"
 
 struct SnapshotOptions {
-  bool epochs = false;            // weights after every epoch
-  std::int64_t every_steps = 0;   // weights after every N-th step (0 = none)
-  bool batches = false;           // the sample indices of every batch (batches.json)
+  bool epochs = false;           // weights after every epoch
+  std::int64_t every_steps = 0;  // weights after every N-th step (0 = none)
+  bool batches = false;          // the sample indices of every batch (batches.json)
 };
 
 struct AuditOptions {

@@ -12,7 +12,9 @@
 namespace ra::audit {
 namespace {
 
-float loss_value(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+float loss_value(std::uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
 
 // Everything a run did, as one digest: two runs share it iff every recorded digest and every loss
 // bit is equal (timings excluded).
@@ -28,7 +30,8 @@ Digest128 outcome_signature(const Trace& t) {
     parts.push_back(r.optimizer_state);
   }
   if (t.final) {
-    parts.push_back(Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
+    parts.push_back(
+        Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
     parts.insert(parts.end(), t.final->weights.begin(), t.final->weights.end());
   }
   return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
@@ -45,7 +48,8 @@ std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
   std::vector<Slot> out;
   const auto& params = t.header.params;
   if (c == Category::initial_weights) {
-    for (std::size_t p = 0; p < params.size(); ++p) out.push_back({params[p].name, t.initial_weights[p]});
+    for (std::size_t p = 0; p < params.size(); ++p)
+      out.push_back({params[p].name, t.initial_weights[p]});
     return out;
   }
   const StepRecord& r = t.steps[step];
@@ -53,7 +57,9 @@ std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
     case Category::batches:
       out = {{"indices", r.batch_indices}, {"inputs", r.batch_inputs}, {"labels", r.batch_labels}};
       break;
-    case Category::losses: out = {{"loss", Digest128{r.loss_bits, 0}}}; break;
+    case Category::losses:
+      out = {{"loss", Digest128{r.loss_bits, 0}}};
+      break;
     case Category::gradients:
       // Backpropagation order: the last layer's gradients are computed first.
       for (std::size_t p = params.size(); p-- > 0;) out.push_back({params[p].name, r.grads[p]});
@@ -61,8 +67,11 @@ std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
     case Category::weights:
       for (std::size_t p = 0; p < params.size(); ++p) out.push_back({params[p].name, r.weights[p]});
       break;
-    case Category::optimizer_state: out = {{"optimizer_state", r.optimizer_state}}; break;
-    case Category::initial_weights: break;
+    case Category::optimizer_state:
+      out = {{"optimizer_state", r.optimizer_state}};
+      break;
+    case Category::initial_weights:
+      break;
   }
   return out;
 }
@@ -99,10 +108,9 @@ std::optional<Divergence> divergence_at(Category c, const std::vector<const Trac
 }
 
 // The run (other than the reference) whose loss at `step` is farthest from the reference's.
-std::optional<LossDifference> worst_loss_difference(const std::vector<const Trace*>& runs,
-                                                    const std::vector<int>& ids,
-                                                    std::uint32_t (*bits_at)(const Trace&, std::int64_t),
-                                                    std::int64_t step) {
+std::optional<LossDifference> worst_loss_difference(
+    const std::vector<const Trace*>& runs, const std::vector<int>& ids,
+    std::uint32_t (*bits_at)(const Trace&, std::int64_t), std::int64_t step) {
   std::optional<LossDifference> worst;
   const std::uint32_t ref = bits_at(*runs[0], step);
   for (std::size_t i = 1; i < runs.size(); ++i) {
@@ -115,8 +123,12 @@ std::optional<LossDifference> worst_loss_difference(const std::vector<const Trac
   return worst;
 }
 
-std::uint32_t step_loss_bits(const Trace& t, std::int64_t step) { return t.steps[step].loss_bits; }
-std::uint32_t final_loss_bits(const Trace& t, std::int64_t) { return t.final->final_loss_bits; }
+std::uint32_t step_loss_bits(const Trace& t, std::int64_t step) {
+  return t.steps[step].loss_bits;
+}
+std::uint32_t final_loss_bits(const Trace& t, std::int64_t) {
+  return t.final->final_loss_bits;
+}
 
 std::string describe_mode(const nlohmann::json& determinism) {
   std::string text = determinism.value("mode", "?");
@@ -176,13 +188,14 @@ std::optional<SnapshotDivergence> snapshot_divergence(const ComparisonOptions& o
   for (std::size_t i = 1; i < ids.size(); ++i) {
     std::vector<std::pair<std::string, Tensor>> other;
     if (!options.load_snapshot(ids[i], point, other)) continue;
-    if (other.size() != ref.size()) throw InputError("snapshot " + point + " of run " + std::to_string(ids[i]) + " has other tensors than run " + std::to_string(ids[0]));
+    if (other.size() != ref.size())
+      throw InputError("snapshot " + point + " of run " + std::to_string(ids[i]) +
+                       " has other tensors than run " + std::to_string(ids[0]));
     any = true;
     for (std::size_t k = 0; k < ref.size(); ++k) {
       if (other[k].first != ref[k].first || other[k].second.shape() != ref[k].second.shape()) {
-        throw InputError("snapshot " + point + " of run " + std::to_string(ids[i]) +
-                         ": tensor " + other[k].first + " does not match run " +
-                         std::to_string(ids[0]));
+        throw InputError("snapshot " + point + " of run " + std::to_string(ids[i]) + ": tensor " +
+                         other[k].first + " does not match run " + std::to_string(ids[0]));
       }
       const TensorDifference d = compare_tensors(ref[k].second, other[k].second);
       TensorDifference& worst = out.tensors[k].difference;
@@ -200,17 +213,24 @@ std::optional<SnapshotDivergence> snapshot_divergence(const ComparisonOptions& o
 
 const char* to_string(Category c) {
   switch (c) {
-    case Category::initial_weights: return "initial_weights";
-    case Category::batches: return "batches";
-    case Category::losses: return "losses";
-    case Category::gradients: return "gradients";
-    case Category::weights: return "weights";
-    case Category::optimizer_state: return "optimizer_state";
+    case Category::initial_weights:
+      return "initial_weights";
+    case Category::batches:
+      return "batches";
+    case Category::losses:
+      return "losses";
+    case Category::gradients:
+      return "gradients";
+    case Category::weights:
+      return "weights";
+    case Category::optimizer_state:
+      return "optimizer_state";
   }
   return "?";
 }
 
-ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options) {
+ComparisonResult compare_traces(const std::vector<Trace>& traces,
+                                const ComparisonOptions& options) {
   check_comparable(traces);
   ComparisonResult result;
   result.expect_identical = options.expect_identical;
@@ -268,7 +288,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces, const Comparis
   std::int64_t common_steps = 0;
   if (!compared.empty()) {
     common_steps = static_cast<std::int64_t>(compared[0]->steps.size());
-    for (const Trace* t : compared) common_steps = std::min<std::int64_t>(common_steps, t->steps.size());
+    for (const Trace* t : compared)
+      common_steps = std::min<std::int64_t>(common_steps, t->steps.size());
   }
   for (Category c : kCategories) {
     CategoryVerdict v;
@@ -336,7 +357,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces, const Comparis
         for (std::size_t p = 0; p < params.size(); ++p) {
           bool differs = false;
           for (std::size_t i = 1; i < compared.size(); ++i) {
-            differs |= compared[i]->steps[last_step].weights[p] != compared[0]->steps[last_step].weights[p];
+            differs |= compared[i]->steps[last_step].weights[p] !=
+                       compared[0]->steps[last_step].weights[p];
           }
           g.weights_differing += differs ? 1 : 0;
         }
@@ -352,8 +374,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces, const Comparis
         }
         g.max_abs_eval_accuracy_difference = worst;
       }
-      if (auto snap = snapshot_divergence(options, ids, "epoch-" + std::to_string(e.epoch),
-                                          last_step >= 0 ? std::optional(last_step) : std::nullopt)) {
+      if (auto snap =
+              snapshot_divergence(options, ids, "epoch-" + std::to_string(e.epoch),
+                                  last_step >= 0 ? std::optional(last_step) : std::nullopt)) {
         g.snapshot = snap->total;
       }
       result.growth.push_back(g);
@@ -377,7 +400,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces, const Comparis
 
   // Outcome statistics per seed group.
   std::map<std::string, std::vector<const RunSummary*>> groups;
-  for (const RunSummary& r : result.runs) groups[r.seed_group.empty() ? "same" : r.seed_group].push_back(&r);
+  for (const RunSummary& r : result.runs)
+    groups[r.seed_group.empty() ? "same" : r.seed_group].push_back(&r);
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> loss_and_accuracy;
   for (const auto& [name, members] : groups) {
     std::vector<double> loss, accuracy, step_ms;
@@ -403,16 +427,16 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces, const Comparis
   for (std::size_t i = 1; i < traces.size(); ++i) {
     for (const std::string& key :
          fingerprint_differences(traces[0].header.environment, traces[i].header.environment)) {
-      const std::string line = key + ": " + traces[0].header.environment.value(key, nlohmann::json()).dump() +
-                               " (run 0) vs " +
-                               traces[i].header.environment.value(key, nlohmann::json()).dump() +
-                               " (run " + std::to_string(i) + ")";
+      const std::string line =
+          key + ": " + traces[0].header.environment.value(key, nlohmann::json()).dump() +
+          " (run 0) vs " + traces[i].header.environment.value(key, nlohmann::json()).dump() +
+          " (run " + std::to_string(i) + ")";
       if (seen.insert(line).second) result.environment_differences.push_back(line);
     }
     if (traces[i].header.ledger != traces[0].header.ledger) {
       result.ledger_differences.push_back("run " + std::to_string(i) + ": " +
-                                          traces[i].header.ledger.dump() + " vs run 0: " +
-                                          traces[0].header.ledger.dump());
+                                          traces[i].header.ledger.dump() +
+                                          " vs run 0: " + traces[0].header.ledger.dump());
     }
   }
   return result;

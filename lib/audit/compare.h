@@ -26,8 +26,8 @@ struct Divergence {
   Category category = Category::initial_weights;
   std::optional<std::int64_t> step;  // none for initial weights (before step 0)
   std::int64_t epoch = 0, batch = 0;
-  std::string tensor;                 // parameter name, or indices/inputs/labels/loss/optimizer_state
-  std::vector<int> runs_differing;    // run indices that differ from the reference run there
+  std::string tensor;               // parameter name, or indices/inputs/labels/loss/optimizer_state
+  std::vector<int> runs_differing;  // run indices that differ from the reference run there
 };
 
 struct CategoryVerdict {
@@ -50,10 +50,10 @@ struct TensorDivergence {
   TensorDifference difference;  // worst over the compared runs against the reference
 };
 struct SnapshotDivergence {
-  std::string point;                  // "initial", "step-17", "epoch-1", "final"
-  std::optional<std::int64_t> step;   // after which step (none for initial)
+  std::string point;                 // "initial", "step-17", "epoch-1", "final"
+  std::optional<std::int64_t> step;  // after which step (none for initial)
   std::vector<TensorDivergence> tensors;
-  TensorDifference total;             // over all tensors
+  TensorDifference total;  // over all tensors
 };
 
 // Per-epoch growth from the traces alone: how far the losses of the compared runs are from the
@@ -94,21 +94,23 @@ struct ComparisonOptions {
   double loss_tolerance = 1e-4;
   // Loads a snapshot of run `run` at `point` ("initial", "final", "epoch-<e>", "step-<s>"); returns
   // false when it was not written. Null: no snapshots.
-  std::function<bool(int run, const std::string& point, std::vector<std::pair<std::string, Tensor>>&)>
+  std::function<bool(int run, const std::string& point,
+                     std::vector<std::pair<std::string, Tensor>>&)>
       load_snapshot;
 };
 
 struct ComparisonResult {
   std::string spec_name;
   std::string spec_digest;
-  std::string mode_summary;          // "deterministic", "nondeterministic", "mixed (...)"
+  std::string mode_summary;  // "deterministic", "nondeterministic", "mixed (...)"
   std::vector<RunSummary> runs;
   std::vector<std::vector<int>> classes;  // bitwise-identical outcomes, by first run index
   std::vector<int> compared_runs;         // runs that are expected to agree (same seeds)
   bool expect_identical = true;
-  bool identical = true;                   // the compared runs are all in one class
+  bool identical = true;  // the compared runs are all in one class
   double loss_tolerance = 1e-4;
-  bool within_tolerance = true;            // every compared final loss within loss_tolerance (relative) of the reference's
+  bool within_tolerance =
+      true;  // every compared final loss within loss_tolerance (relative) of the reference's
   std::vector<CategoryVerdict> categories;
   std::optional<Divergence> first_divergence;
   std::optional<LossDifference> first_loss_difference;

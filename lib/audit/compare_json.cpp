@@ -9,7 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 json difference_json(const TensorDifference& d) {
   return {{"differing", d.differing}, {"max_abs", d.max_abs}, {"max_ulp", d.max_ulp}};
@@ -42,9 +44,10 @@ json summary_json(const Summary& s) {
 
 json ratio_json(const std::optional<RatioEstimate>& r) {
   if (!r) return nullptr;
-  return {{"ratio", r->ratio},     {"low", r->low},           {"high", r->high},
-          {"confidence", r->confidence}, {"resamples", r->resamples},
-          {"trustworthy", r->trustworthy}, {"warning", r->warning}};
+  return {{"ratio", r->ratio},         {"low", r->low},
+          {"high", r->high},           {"confidence", r->confidence},
+          {"resamples", r->resamples}, {"trustworthy", r->trustworthy},
+          {"warning", r->warning}};
 }
 
 }  // namespace
@@ -52,18 +55,19 @@ json ratio_json(const std::optional<RatioEstimate>& r) {
 json to_json(const ComparisonResult& r) {
   json runs = json::array();
   for (const RunSummary& s : r.runs) {
-    runs.push_back({{"run", s.run},
-                    {"source", s.source},
-                    {"seed_group", s.seed_group},
-                    {"seeds", {{"init", s.seed_init}, {"data", s.seed_data}, {"dropout", s.seed_dropout}}},
-                    {"steps", s.steps},
-                    {"final_loss", s.final_loss},
-                    {"final_loss_bits", bits_hex(s.final_loss_bits)},
-                    {"eval_loss", optional_json(s.eval_loss)},
-                    {"eval_accuracy", optional_json(s.eval_accuracy)},
-                    {"median_step_ms", s.median_step_seconds * 1e3},
-                    {"recording_fraction", s.recording_fraction},
-                    {"outcome_class", s.outcome_class}});
+    runs.push_back(
+        {{"run", s.run},
+         {"source", s.source},
+         {"seed_group", s.seed_group},
+         {"seeds", {{"init", s.seed_init}, {"data", s.seed_data}, {"dropout", s.seed_dropout}}},
+         {"steps", s.steps},
+         {"final_loss", s.final_loss},
+         {"final_loss_bits", bits_hex(s.final_loss_bits)},
+         {"eval_loss", optional_json(s.eval_loss)},
+         {"eval_accuracy", optional_json(s.eval_accuracy)},
+         {"median_step_ms", s.median_step_seconds * 1e3},
+         {"recording_fraction", s.recording_fraction},
+         {"outcome_class", s.outcome_class}});
   }
   json categories = json::object();
   for (const CategoryVerdict& v : r.categories) {
@@ -73,12 +77,13 @@ json to_json(const ComparisonResult& r) {
   }
   json growth = json::array();
   for (const EpochGrowth& g : r.growth) {
-    growth.push_back({{"epoch", g.epoch},
-                      {"max_abs_loss_difference", g.max_abs_loss_difference},
-                      {"max_loss_ulp", g.max_loss_ulp},
-                      {"weights_differing", g.weights_differing},
-                      {"max_abs_eval_accuracy_difference", optional_json(g.max_abs_eval_accuracy_difference)},
-                      {"snapshot", g.snapshot ? difference_json(*g.snapshot) : json(nullptr)}});
+    growth.push_back(
+        {{"epoch", g.epoch},
+         {"max_abs_loss_difference", g.max_abs_loss_difference},
+         {"max_loss_ulp", g.max_loss_ulp},
+         {"weights_differing", g.weights_differing},
+         {"max_abs_eval_accuracy_difference", optional_json(g.max_abs_eval_accuracy_difference)},
+         {"snapshot", g.snapshot ? difference_json(*g.snapshot) : json(nullptr)}});
   }
   json snapshots = json::array();
   for (const SnapshotDivergence& s : r.snapshots) {
@@ -117,8 +122,9 @@ json to_json(const ComparisonResult& r) {
           {"growth", growth},
           {"snapshots", snapshots},
           {"statistics", statistics},
-          {"std_ratio", {{"final_loss", ratio_json(r.loss_std_ratio)},
-                         {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
+          {"std_ratio",
+           {{"final_loss", ratio_json(r.loss_std_ratio)},
+            {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
           {"environment_differences", r.environment_differences},
           {"ledger_differences", r.ledger_differences},
           {"runs", runs}};

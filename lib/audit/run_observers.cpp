@@ -31,7 +31,9 @@ void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
   write_safetensors(file_for(dir_, point), tensors, metadata);
 }
 
-void SnapshotWriter::on_start(const train::Trainer& t) { write(t, "initial"); }
+void SnapshotWriter::on_start(const train::Trainer& t) {
+  write(t, "initial");
+}
 
 void SnapshotWriter::on_step(const train::Trainer& t, const train::StepEvent& e) {
   if (options_.batches) {
@@ -60,7 +62,9 @@ void SnapshotWriter::finish(const train::Trainer& t) {
 
 void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {
   if (step != fault_.step || fault_.tensor != "batch") return;
-  if (batch.size() < 2) throw InputError("fault injection: batch of step " + std::to_string(step) + " has fewer than 2 samples");
+  if (batch.size() < 2)
+    throw InputError("fault injection: batch of step " + std::to_string(step) +
+                     " has fewer than 2 samples");
   // Swap samples 0 and 1: the same samples in another order, as a perturbed loader would do.
   const std::int64_t per_sample = static_cast<std::int64_t>(batch.images.size()) / batch.size();
   std::swap_ranges(batch.images.data(), batch.images.data() + per_sample,

@@ -23,26 +23,26 @@ struct TensorInfo {
 struct TraceHeader {
   int format_version = kTraceFormatVersion;
   std::string tool_version;
-  nlohmann::json spec;       // canonical resolved spec (spec::to_json)
-  std::string spec_digest;   // XXH3-128 of spec.dump()
+  nlohmann::json spec;      // canonical resolved spec (spec::to_json)
+  std::string spec_digest;  // XXH3-128 of spec.dump()
   int run_index = 0;
-  std::string seed_group;    // "same" or "different" (for --seeds both)
+  std::string seed_group;  // "same" or "different" (for --seeds both)
   std::uint64_t seed_init = 0, seed_data = 0, seed_dropout = 0;
   std::string backend;
   int threads = 0;
   nlohmann::json determinism;  // {"mode": ..., "ops": {...}}: the policy actually used
   nlohmann::json environment;  // environment fingerprint
   nlohmann::json ledger = nlohmann::json::array();  // algorithm ledger (empty on the CPU)
-  std::vector<TensorInfo> params;           // order of every per-parameter digest list
-  std::vector<std::string> optimizer_state; // names of the optimizer state tensors
-  nlohmann::json fault;                     // test-only fault injection applied, or null
+  std::vector<TensorInfo> params;                   // order of every per-parameter digest list
+  std::vector<std::string> optimizer_state;         // names of the optimizer state tensors
+  nlohmann::json fault;                             // test-only fault injection applied, or null
 };
 
 // One training step, recorded after the optimizer update.
 struct StepRecord {
   std::int64_t step = 0;  // global, 0-based
   std::int64_t epoch = 0;
-  std::int64_t batch = 0;  // index within the epoch
+  std::int64_t batch = 0;   // index within the epoch
   Digest128 batch_indices;  // the sample indices (int64)
   Digest128 batch_inputs;   // the input tensor [B, C, H, W]
   Digest128 batch_labels;   // the labels (int32)

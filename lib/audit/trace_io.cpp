@@ -17,7 +17,9 @@ json digests_json(const std::vector<Digest128>& ds) {
   return a;
 }
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 std::string epoch_line(const EpochRecord& e) {
   return json{{"record", "epoch"},
@@ -55,13 +57,15 @@ json header_json(const TraceHeader& h) {
 // Reads a trace line by line, naming the source and line in every error.
 class TraceParser {
  public:
-  TraceParser(std::string_view text, std::string source) : text_(text), source_(std::move(source)) {}
+  TraceParser(std::string_view text, std::string source)
+      : text_(text), source_(std::move(source)) {}
 
   Trace parse() {
     Trace t;
     t.source = source_;
     json rec;
-    if (!next(rec) || rec.value("record", "") != "header") fail("the first record must be the header");
+    if (!next(rec) || rec.value("record", "") != "header")
+      fail("the first record must be the header");
     t.header = header(rec);
     const std::size_t n = t.header.params.size();
     if (!next(rec) || rec.value("record", "") != "init") fail("the second record must be 'init'");
@@ -162,8 +166,8 @@ class TraceParser {
     TraceHeader h;
     h.format_version = get<int>(rec, "format_version");
     if (h.format_version != kTraceFormatVersion) {
-      fail("trace format version " + std::to_string(h.format_version) + "; this tool reads version " +
-           std::to_string(kTraceFormatVersion));
+      fail("trace format version " + std::to_string(h.format_version) +
+           "; this tool reads version " + std::to_string(kTraceFormatVersion));
     }
     h.tool_version = get<std::string>(rec, "tool_version");
     h.spec = get<json>(rec, "spec");
@@ -209,8 +213,8 @@ class TraceParser {
   }
 
   EpochRecord epoch(const json& rec) const {
-    return EpochRecord{get<std::int64_t>(rec, "epoch"), get<std::int64_t>(rec, "steps"),
-                       get<double>(rec, "train_loss"), optional_number(rec, "eval_loss"),
+    return EpochRecord{get<std::int64_t>(rec, "epoch"),       get<std::int64_t>(rec, "steps"),
+                       get<double>(rec, "train_loss"),        optional_number(rec, "eval_loss"),
                        optional_number(rec, "eval_accuracy"), get<double>(rec, "seconds")};
   }
 

@@ -6,8 +6,9 @@
 // - Pointers address memory the backend can read and write (host memory for the CPU backend).
 // - "=" methods overwrite their output; none of them accumulates into it ("+=") unless it says so.
 // - Ops that reduce (sum many products into one value) take a KernelMode:
-//     deterministic    - a reduction tree fixed by the data size: the same bits for any thread count
-//     nondeterministic - per-worker partials added into the output with atomic adds in completion
+//     deterministic    - a reduction tree fixed by the data size: the same bits for any thread
+//     count nondeterministic - per-worker partials added into the output with atomic adds in
+//     completion
 //                        order, the same physics as GPU atomics: bits may differ run to run.
 //   Ops without a reduction are deterministic by construction and take no mode.
 #include <cstdint>
@@ -63,8 +64,8 @@ class Ops {
                                  std::int32_t* argmax) = 0;
   // dx = 0, then dx[argmax[i]] += dy[i]. Overlapping windows (stride < pool) make this a
   // reduction; with stride >= pool every dx element has at most one writer.
-  virtual void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                                  float* dx, KernelMode mode) = 0;
+  virtual void maxpool2d_backward(const PoolGeometry& g, const float* dy,
+                                  const std::int32_t* argmax, float* dx, KernelMode mode) = 0;
 
   // ---- elementwise ----
   // y = act(x); x and y may alias.
@@ -90,7 +91,8 @@ class Ops {
   virtual float softmax_cross_entropy(int n, int classes, const float* logits,
                                       const std::int32_t* labels, float* dlogits,
                                       KernelMode mode) = 0;
-  // Returns mean over n*classes of (pred - onehot(label))^2; dpred = 2 (pred - onehot) / (n*classes).
+  // Returns mean over n*classes of (pred - onehot(label))^2; dpred = 2 (pred - onehot) /
+  // (n*classes).
   virtual float mean_squared_error(int n, int classes, const float* pred,
                                    const std::int32_t* labels, float* dpred, KernelMode mode) = 0;
 };

@@ -153,8 +153,9 @@ void AtomicFileWriter::commit() {
 
 void AtomicFileWriter::fail(const std::string& what, int error_number) {
   discard();
-  throw_write_error("cannot write " + path_.string() + ": " + what + " failed: " + reason(error_number),
-                    error_number);
+  throw_write_error(
+      "cannot write " + path_.string() + ": " + what + " failed: " + reason(error_number),
+      error_number);
 }
 
 void AtomicFileWriter::discard() noexcept {

@@ -13,7 +13,8 @@ namespace ra {
 
 // Writes `bytes` to `path` atomically. On any failure the temporary file is removed and
 // ra::InputError is thrown for what the user can fix (disk full, missing or read-only folder,
-// permissions: exit code 2) and ra::RuntimeFailure for other I/O errors, naming `path` and the reason.
+// permissions: exit code 2) and ra::RuntimeFailure for other I/O errors, naming `path` and the
+// reason.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
 // Streaming variant: append() as often as needed, then commit(). Without a commit (an exception

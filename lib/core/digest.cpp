@@ -21,10 +21,14 @@ Digest128 Digest128::from_hex(std::string_view hex) {
     std::uint64_t v = 0;
     for (char ch : part) {
       int d;
-      if (ch >= '0' && ch <= '9') d = ch - '0';
-      else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
-      else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
-      else throw InputError("malformed digest '" + std::string(hex) + "': not hexadecimal");
+      if (ch >= '0' && ch <= '9')
+        d = ch - '0';
+      else if (ch >= 'a' && ch <= 'f')
+        d = ch - 'a' + 10;
+      else if (ch >= 'A' && ch <= 'F')
+        d = ch - 'A' + 10;
+      else
+        throw InputError("malformed digest '" + std::string(hex) + "': not hexadecimal");
       v = v << 4 | static_cast<std::uint64_t>(d);
     }
     return v;
@@ -52,7 +56,9 @@ Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::s
   return Digest128{h.high64, h.low64};
 }
 
-Digest128 digest(const Tensor& t) { return digest_bytes(DType::f32, t.shape(), t.data(), t.bytes()); }
+Digest128 digest(const Tensor& t) {
+  return digest_bytes(DType::f32, t.shape(), t.data(), t.bytes());
+}
 
 Digest128 digest(std::span<const std::int32_t> values) {
   return digest_bytes(DType::i32, Shape{static_cast<std::int64_t>(values.size())}, values.data(),

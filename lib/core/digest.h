@@ -13,7 +13,7 @@ namespace ra {
 struct Digest128 {
   std::uint64_t high = 0, low = 0;
   friend bool operator==(const Digest128&, const Digest128&) = default;
-  std::string hex() const;  // 32 lowercase hex digits, high word first
+  std::string hex() const;                          // 32 lowercase hex digits, high word first
   static Digest128 from_hex(std::string_view hex);  // throws InputError on a malformed string
 };
 

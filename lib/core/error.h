@@ -1,6 +1,7 @@
 #pragma once
-// Error types of repro-audit. lib/ reports failures only by throwing these; apps/repro-audit/main.cpp
-// is the single place that turns them into exit codes (see README, "Exit codes").
+// Error types of repro-audit. lib/ reports failures only by throwing these;
+// apps/repro-audit/main.cpp is the single place that turns them into exit codes (see README, "Exit
+// codes").
 #include <stdexcept>
 #include <string>
 #include <vector>

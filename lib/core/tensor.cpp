@@ -27,7 +27,8 @@ std::string to_string(const Shape& shape) {
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)), data_(element_count(shape_), 0.0f) {}
 
-Tensor::Tensor(Shape shape, float fill) : shape_(std::move(shape)), data_(element_count(shape_), fill) {}
+Tensor::Tensor(Shape shape, float fill)
+    : shape_(std::move(shape)), data_(element_count(shape_), fill) {}
 
 void Tensor::reshape(Shape shape) {
   if (element_count(shape) != static_cast<std::int64_t>(data_.size())) {
@@ -42,7 +43,9 @@ void Tensor::resize(Shape shape) {
   shape_ = std::move(shape);
 }
 
-void Tensor::fill(float value) { std::fill(data_.begin(), data_.end(), value); }
+void Tensor::fill(float value) {
+  std::fill(data_.begin(), data_.end(), value);
+}
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) noexcept {
   return a.shape() == b.shape() &&

@@ -27,7 +27,9 @@ struct AlignedAllocator {
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), alignment)); }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, alignment); }
   template <class U>
-  bool operator==(const AlignedAllocator<U>&) const noexcept { return true; }
+  bool operator==(const AlignedAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <class T>

@@ -10,7 +10,9 @@ namespace {
 using spec::Activation;
 using spec::ReducingOp;
 
-int batch_of(const Tensor& x) { return static_cast<int>(x.dim(0)); }
+int batch_of(const Tensor& x) {
+  return static_cast<int>(x.dim(0));
+}
 
 // dz = dy * act'(y) into `scratch` and returns it; without an activation returns dy itself.
 const Tensor& through_activation(backend::Ops& ops, Activation act, const Tensor& y,
@@ -79,8 +81,9 @@ backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch
 // ---- conv2d ----------------------------------------------------------------------------------
 Conv2dLayer::Conv2dLayer(const spec::ResolvedLayer& info)
     : Layer(info),
-      weight_(make_param(info.spec.name, "weight",
-                         {info.spec.filters, info.input[0], info.spec.kernel_h, info.spec.kernel_w})) {
+      weight_(
+          make_param(info.spec.name, "weight",
+                     {info.spec.filters, info.input[0], info.spec.kernel_h, info.spec.kernel_w})) {
   if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.filters});
 }
 
@@ -182,7 +185,9 @@ std::uint32_t DropoutLayer::drop_threshold(float rate) {
   return static_cast<std::uint32_t>(std::llround(static_cast<double>(rate) * 16777216.0));
 }
 
-float DropoutLayer::keep_scale(float rate) { return 1.0f / (1.0f - rate); }
+float DropoutLayer::keep_scale(float rate) {
+  return 1.0f / (1.0f - rate);
+}
 
 void DropoutLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) {
   y.resize(x.shape());

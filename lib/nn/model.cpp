@@ -20,14 +20,19 @@ void fans(const Shape& weight_shape, std::int64_t& fan_in, std::int64_t& fan_out
 std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelSeeds& seeds) {
   using spec::LayerType;
   switch (info.spec.type) {
-    case LayerType::conv2d: return std::make_unique<Conv2dLayer>(info);
-    case LayerType::dense: return std::make_unique<DenseLayer>(info);
-    case LayerType::maxpool2d: return std::make_unique<MaxPool2dLayer>(info);
+    case LayerType::conv2d:
+      return std::make_unique<Conv2dLayer>(info);
+    case LayerType::dense:
+      return std::make_unique<DenseLayer>(info);
+    case LayerType::maxpool2d:
+      return std::make_unique<MaxPool2dLayer>(info);
     case LayerType::dropout:
       return std::make_unique<DropoutLayer>(
           info, rng::derive_key(seeds.dropout, rng::dropout_stream(info.spec.name)));
-    case LayerType::activation: return std::make_unique<ActivationLayer>(info);
-    case LayerType::flatten: return std::make_unique<FlattenLayer>(info);
+    case LayerType::activation:
+      return std::make_unique<ActivationLayer>(info);
+    case LayerType::flatten:
+      return std::make_unique<FlattenLayer>(info);
   }
   throw std::logic_error("unknown layer type");
 }
@@ -47,7 +52,8 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds) : resolved_(
       } else {
         fans(p->value.shape(), fan_in, fan_out);
       }
-      initialize(p->value, kind, fan_in, fan_out, rng::derive_key(seeds.init, rng::init_stream(p->name)));
+      initialize(p->value, kind, fan_in, fan_out,
+                 rng::derive_key(seeds.init, rng::init_stream(p->name)));
       params_.push_back(p);
     }
   }

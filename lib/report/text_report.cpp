@@ -28,12 +28,18 @@ std::string run_list(const std::vector<int>& runs) {
 
 std::string category_title(Category c) {
   switch (c) {
-    case Category::initial_weights: return "initial weights";
-    case Category::batches: return "batches";
-    case Category::losses: return "losses";
-    case Category::gradients: return "gradients";
-    case Category::weights: return "weights";
-    case Category::optimizer_state: return "optimizer state";
+    case Category::initial_weights:
+      return "initial weights";
+    case Category::batches:
+      return "batches";
+    case Category::losses:
+      return "losses";
+    case Category::gradients:
+      return "gradients";
+    case Category::weights:
+      return "weights";
+    case Category::optimizer_state:
+      return "optimizer state";
   }
   return "?";
 }
@@ -97,7 +103,8 @@ std::string render_text(const audit::ComparisonResult& r) {
       if (v.identical) {
         out += "identical\n";
       } else if (!v.first->step) {
-        out += "differ at " + v.first->tensor + " (runs " + run_list(v.first->runs_differing) + ")\n";
+        out +=
+            "differ at " + v.first->tensor + " (runs " + run_list(v.first->runs_differing) + ")\n";
       } else {
         out += format("differ from step %lld at %s (%lld steps differ)\n",
                       static_cast<long long>(*v.first->step), v.first->tensor.c_str(),
@@ -119,7 +126,9 @@ std::string render_text(const audit::ComparisonResult& r) {
                       std::max(1e-30, std::abs(static_cast<double>(d.reference))));
   }
   if (!r.identical && !r.growth.empty()) {
-    out += "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot max|dw|\n";
+    out +=
+        "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
+        "max|dw|\n";
     for (const auto& g : r.growth) {
       out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch + 1),
                     g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp),
@@ -135,10 +144,11 @@ std::string render_text(const audit::ComparisonResult& r) {
     if (s.total.differing == 0) continue;
     int tensors_differing = 0;
     for (const auto& t : s.tensors) tensors_differing += t.difference.differing > 0;
-    out += format("snapshot %s: %d of %zu tensors differ, %lld elements, max abs %.3g, max %llu ulp\n",
-                  s.point.c_str(), tensors_differing, s.tensors.size(),
-                  static_cast<long long>(s.total.differing), s.total.max_abs,
-                  static_cast<unsigned long long>(s.total.max_ulp));
+    out +=
+        format("snapshot %s: %d of %zu tensors differ, %lld elements, max abs %.3g, max %llu ulp\n",
+               s.point.c_str(), tensors_differing, s.tensors.size(),
+               static_cast<long long>(s.total.differing), s.total.max_abs,
+               static_cast<unsigned long long>(s.total.max_ulp));
   }
 
   out += "\n";
@@ -155,14 +165,16 @@ std::string render_text(const audit::ComparisonResult& r) {
   for (const auto* ratio : {&r.loss_std_ratio, &r.accuracy_std_ratio}) {
     if (!*ratio) continue;
     const auto& e = **ratio;
-    out += format("same-seed std / different-seed std of %s: %.0f%% (%.0f%% interval %.0f%%..%.0f%%)%s\n",
-                  ratio == &r.loss_std_ratio ? "final loss" : "eval accuracy", e.ratio * 100,
-                  e.confidence * 100, e.low * 100, e.high * 100,
-                  e.trustworthy ? "" : (" WARNING: " + e.warning).c_str());
+    out += format(
+        "same-seed std / different-seed std of %s: %.0f%% (%.0f%% interval %.0f%%..%.0f%%)%s\n",
+        ratio == &r.loss_std_ratio ? "final loss" : "eval accuracy", e.ratio * 100,
+        e.confidence * 100, e.low * 100, e.high * 100,
+        e.trustworthy ? "" : (" WARNING: " + e.warning).c_str());
   }
   for (const auto& g : r.statistics) {
-    out += format("cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
-                  g.group.c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
+    out += format(
+        "cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
+        g.group.c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
   }
   double recording = 0;
   for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);

@@ -7,46 +7,67 @@ namespace ra::spec {
 
 const char* to_string(Device d) {
   switch (d) {
-    case Device::auto_select: return "auto";
-    case Device::cpu: return "cpu";
-    case Device::cuda: return "cuda";
+    case Device::auto_select:
+      return "auto";
+    case Device::cpu:
+      return "cpu";
+    case Device::cuda:
+      return "cuda";
   }
   return "?";
 }
 const char* to_string(DataFormat f) {
   switch (f) {
-    case DataFormat::idx: return "idx";
-    case DataFormat::random: return "random";
-    case DataFormat::constant: return "constant";
+    case DataFormat::idx:
+      return "idx";
+    case DataFormat::random:
+      return "random";
+    case DataFormat::constant:
+      return "constant";
   }
   return "?";
 }
 const char* to_string(LayerType t) {
   switch (t) {
-    case LayerType::conv2d: return "conv2d";
-    case LayerType::maxpool2d: return "maxpool2d";
-    case LayerType::dense: return "dense";
-    case LayerType::flatten: return "flatten";
-    case LayerType::dropout: return "dropout";
-    case LayerType::activation: return "activation";
+    case LayerType::conv2d:
+      return "conv2d";
+    case LayerType::maxpool2d:
+      return "maxpool2d";
+    case LayerType::dense:
+      return "dense";
+    case LayerType::flatten:
+      return "flatten";
+    case LayerType::dropout:
+      return "dropout";
+    case LayerType::activation:
+      return "activation";
   }
   return "?";
 }
 const char* to_string(Activation a) {
   switch (a) {
-    case Activation::none: return "none";
-    case Activation::relu: return "relu";
-    case Activation::tanh: return "tanh";
-    case Activation::sigmoid: return "sigmoid";
+    case Activation::none:
+      return "none";
+    case Activation::relu:
+      return "relu";
+    case Activation::tanh:
+      return "tanh";
+    case Activation::sigmoid:
+      return "sigmoid";
   }
   return "?";
 }
-const char* to_string(Padding p) { return p == Padding::same ? "same" : "valid"; }
+const char* to_string(Padding p) {
+  return p == Padding::same ? "same" : "valid";
+}
 const char* to_string(Initializer i) {
   switch (i) {
-    case Initializer::glorot_uniform: return "glorot_uniform";
-    case Initializer::he_normal: return "he_normal";
-    case Initializer::zeros: return "zeros";
+    case Initializer::glorot_uniform:
+      return "glorot_uniform";
+    case Initializer::he_normal:
+      return "he_normal";
+    case Initializer::zeros:
+      return "zeros";
   }
   return "?";
 }
@@ -55,10 +76,14 @@ const char* to_string(Loss l) {
 }
 const char* to_string(OptimizerType t) {
   switch (t) {
-    case OptimizerType::sgd: return "sgd";
-    case OptimizerType::adam: return "adam";
-    case OptimizerType::rmsprop: return "rmsprop";
-    case OptimizerType::adadelta: return "adadelta";
+    case OptimizerType::sgd:
+      return "sgd";
+    case OptimizerType::adam:
+      return "adam";
+    case OptimizerType::rmsprop:
+      return "rmsprop";
+    case OptimizerType::adadelta:
+      return "adadelta";
   }
   return "?";
 }
@@ -67,14 +92,22 @@ const char* to_string(KernelMode m) {
 }
 const char* to_string(ReducingOp op) {
   switch (op) {
-    case ReducingOp::conv2d_backward_filter: return "conv2d.backward_filter";
-    case ReducingOp::conv2d_backward_bias: return "conv2d.backward_bias";
-    case ReducingOp::conv2d_backward_data: return "conv2d.backward_data";
-    case ReducingOp::dense_backward_weight: return "dense.backward_weight";
-    case ReducingOp::dense_backward_bias: return "dense.backward_bias";
-    case ReducingOp::dense_backward_data: return "dense.backward_data";
-    case ReducingOp::maxpool2d_backward: return "maxpool2d.backward";
-    case ReducingOp::loss: return "loss";
+    case ReducingOp::conv2d_backward_filter:
+      return "conv2d.backward_filter";
+    case ReducingOp::conv2d_backward_bias:
+      return "conv2d.backward_bias";
+    case ReducingOp::conv2d_backward_data:
+      return "conv2d.backward_data";
+    case ReducingOp::dense_backward_weight:
+      return "dense.backward_weight";
+    case ReducingOp::dense_backward_bias:
+      return "dense.backward_bias";
+    case ReducingOp::dense_backward_data:
+      return "dense.backward_data";
+    case ReducingOp::maxpool2d_backward:
+      return "maxpool2d.backward";
+    case ReducingOp::loss:
+      return "loss";
   }
   return "?";
 }

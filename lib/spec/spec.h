@@ -26,7 +26,7 @@ struct DatasetSpec {
   std::int64_t samples = 0;
   Shape shape;  // per-sample [C, H, W] (idx: taken from the file)
   int classes = 10;
-  float value = 1.0f;  // constant
+  float value = 1.0f;      // constant
   std::uint64_t seed = 0;  // random: the data set is a function of this seed, not the run's seed
   // all formats: take the first `limit` samples (0 = all)
   std::int64_t limit = 0;

@@ -51,8 +51,9 @@ LoadedData load_data(const spec::ExperimentSpec& spec) {
   for (const auto* set : {loaded.train.get(), loaded.eval.get()}) {
     if (set == nullptr) continue;
     if (set->sample_shape != spec.model.input) {
-      throw InputError("data." + set->role + ": samples have shape " + to_string(set->sample_shape) +
-                       " but model.input is " + to_string(spec.model.input));
+      throw InputError("data." + set->role + ": samples have shape " +
+                       to_string(set->sample_shape) + " but model.input is " +
+                       to_string(spec.model.input));
     }
   }
   return loaded;

@@ -28,9 +28,9 @@ struct RunSeeds {
 };
 
 struct RunOptions {
-  std::optional<int> threads;             // overrides spec.threads
-  std::optional<spec::KernelMode> mode;   // replaces the spec's whole determinism policy
-  std::optional<RunSeeds> seeds;          // default: RunSeeds::all(spec.seed)
+  std::optional<int> threads;            // overrides spec.threads
+  std::optional<spec::KernelMode> mode;  // replaces the spec's whole determinism policy
+  std::optional<RunSeeds> seeds;         // default: RunSeeds::all(spec.seed)
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.

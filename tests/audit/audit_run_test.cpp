@@ -104,7 +104,8 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
     found = true;
     REQUIRE(s.total.differing == 1);
     REQUIRE(s.total.max_ulp == 1);
-    for (const auto& t : s.tensors) REQUIRE((t.difference.differing == 1) == (t.tensor == "dense_0.weight"));
+    for (const auto& t : s.tensors)
+      REQUIRE((t.difference.differing == 1) == (t.tensor == "dense_0.weight"));
   }
   REQUIRE(found);
 }
@@ -121,7 +122,8 @@ TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
 }
 
-TEST_CASE("varying the data stream changes batches, not initial weights; init the reverse", "[audit]") {
+TEST_CASE("varying the data stream changes batches, not initial weights; init the reverse",
+          "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 2);
   o.seeds = ra::audit::SeedPolicy::both;

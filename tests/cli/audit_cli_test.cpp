@@ -1,8 +1,8 @@
 // End-to-end audits through the binary: exit codes, JSON report, compare across processes, bad
 // traces, a full disk.
-#include <catch2/catch.hpp>
 #include <sys/mount.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,14 +28,16 @@ std::string write_spec(const TempDir& dir) {
   return "'" + dir.write("spec.json", spec.dump()).string() + "'";
 }
 
-std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+std::string q(const std::filesystem::path& p) {
+  return "'" + p.string() + "'";
+}
 
 }  // namespace
 
 TEST_CASE("run: a deterministic audit exits 0 with one class", "[cli][audit]") {
   TempDir dir;
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
-                         " --json -");
+  const auto r =
+      run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") + " --json -");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
@@ -64,18 +66,21 @@ TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli
   REQUIRE(first.at("runs_differing") == nlohmann::json::array({2}));
   REQUIRE(report.at("verdict").at("classes") == nlohmann::json::parse("[[0,1],[2]]"));
   // --expect any turns the gate off.
-  const auto allowed = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "o2") +
-                               " --inject-fault run=1,step=0,tensor=batch --expect any");
+  const auto allowed =
+      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "o2") +
+              " --inject-fault run=1,step=0,tensor=batch --expect any");
   REQUIRE(allowed.exit_code == 0);
   REQUIRE(allowed.out.find("allowed") != std::string::npos);
 }
 
-TEST_CASE("compare of traces from separate processes gives the in-process verdict", "[cli][audit]") {
+TEST_CASE("compare of traces from separate processes gives the in-process verdict",
+          "[cli][audit]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
   REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "a")).exit_code == 0);
   REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "b")).exit_code == 0);
-  const auto together = run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "ab") + " --json -");
+  const auto together =
+      run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "ab") + " --json -");
   const auto compared = run_cli("compare " + q(dir.path() / "a" / "run-000.trace.jsonl") + " " +
                                 q(dir.path() / "b" / "run-000.trace.jsonl") + " --json -");
   INFO(compared.err);
@@ -90,14 +95,17 @@ TEST_CASE("compare of traces from separate processes gives the in-process verdic
 
 TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audit]") {
   TempDir dir;
-  REQUIRE(run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code == 0);
+  REQUIRE(
+      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code ==
+      0);
   const auto good = dir.path() / "out" / "run-000.trace.jsonl";
   const std::string text = ra::test::read_text(good);
   const auto other = q(dir.path() / "out" / "run-001.trace.jsonl");
 
   SECTION("truncated: the end record is missing") {
     // Drop the last line (the end record).
-    const auto cut = dir.write("cut.trace.jsonl", text.substr(0, text.rfind('\n', text.size() - 2) + 1));
+    const auto cut =
+        dir.write("cut.trace.jsonl", text.substr(0, text.rfind('\n', text.size() - 2) + 1));
     const auto r = run_cli("compare " + q(cut) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("truncated") != std::string::npos);
@@ -116,7 +124,8 @@ TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audi
     REQUIRE(r.err.find("format version 2") != std::string::npos);
   }
   SECTION("garbage") {
-    const auto r = run_cli("compare " + q(dir.write("junk.trace.jsonl", "not json\n")) + " " + other);
+    const auto r =
+        run_cli("compare " + q(dir.write("junk.trace.jsonl", "not json\n")) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("junk.trace.jsonl:1") != std::string::npos);
   }

@@ -63,7 +63,8 @@ TEST_CASE("train --seed changes the run; --mode nondeterministic stays close", "
 }
 
 TEST_CASE("validate prints the resolved model with totals", "[cli]") {
-  const auto r = run_cli("validate --json '" + source_path("configs/keras-mnist-fashion.json") + "'");
+  const auto r =
+      run_cli("validate --json '" + source_path("configs/keras-mnist-fashion.json") + "'");
   REQUIRE(r.exit_code == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc.at("params") == 1199882);
@@ -75,8 +76,8 @@ TEST_CASE("validate prints the resolved model with totals", "[cli]") {
 }
 
 TEST_CASE("every shipped config validates", "[cli]") {
-  for (const char* name : {"quick", "keras-mnist-fashion", "keras-cifar-constant",
-                           "single-conv-random"}) {
+  for (const char* name :
+       {"quick", "keras-mnist-fashion", "keras-cifar-constant", "single-conv-random"}) {
     const auto r = run_cli(std::string("validate '") + source_path("configs/") + name + ".json'");
     INFO(name << ": " << r.err);
     REQUIRE(r.exit_code == 0);

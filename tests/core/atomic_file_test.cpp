@@ -153,7 +153,8 @@ TEST_CASE("I/O failures discard the temporary file and name path and reason", "[
     bool input_error;
   };
   const Case cases[] = {
-      {ra::detail::IoStep::write, ENOSPC, "write failed: disk full (No space left on device)", true},
+      {ra::detail::IoStep::write, ENOSPC, "write failed: disk full (No space left on device)",
+       true},
       {ra::detail::IoStep::fsync, EIO, "fsync failed: Input/output error", false},
       {ra::detail::IoStep::rename, EACCES, "rename failed: Permission denied", true},
   };

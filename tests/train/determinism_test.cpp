@@ -50,7 +50,7 @@ ra::spec::ExperimentSpec spec_with_every_layer() {
 }
 
 ra::train::RunOptions with_threads(int threads,
-                                  std::optional<ra::spec::KernelMode> mode = std::nullopt) {
+                                   std::optional<ra::spec::KernelMode> mode = std::nullopt) {
   ra::train::RunOptions o;
   o.threads = threads;
   o.mode = mode;
@@ -104,8 +104,7 @@ TEST_CASE("data workers do not change a bit", "[train]") {
 TEST_CASE("nondeterministic mode trains to nearly the same losses", "[train]") {
   const auto spec = spec_with_every_layer();
   const Outcome det = train_once(spec, with_threads(2));
-  const Outcome nondet =
-      train_once(spec, with_threads(2, ra::spec::KernelMode::nondeterministic));
+  const Outcome nondet = train_once(spec, with_threads(2, ra::spec::KernelMode::nondeterministic));
   REQUIRE(nondet.loss_bits.size() == det.loss_bits.size());
   // Only the summation order of reductions differs: relative differences of ~1e-7 per step,
   // amplified over 8 Adam steps; anything beyond 1e-3 would be a real bug.
