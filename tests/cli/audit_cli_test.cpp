@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -163,4 +164,78 @@ TEST_CASE("a full disk is a clear error and leaves no partial trace", "[cli][aud
     INFO(n);
     REQUIRE(n.find(".tmp") == std::string::npos);  // no temporary file left behind
   }
+}
+
+TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]") {
+  TempDir dir;
+  // Run 2's fault names an element that does not exist: runs 0 and 1 finish first.
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
+                         " --inject-fault run=2,step=1,tensor=dense_0.weight,element=999999");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find("element 999999") != std::string::npos);
+  REQUIRE(std::filesystem::exists(dir.path() / "out" / "run-000.trace.jsonl"));
+  REQUIRE(std::filesystem::exists(dir.path() / "out" / "run-001.trace.jsonl"));
+  REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out" / "run-002.trace.jsonl"));
+  // The finished runs are whole and comparable.
+  const auto c = run_cli("compare " + q(dir.path() / "out") + " --json -");
+  REQUIRE(c.exit_code == 0);
+  REQUIRE(nlohmann::json::parse(c.out).at("verdict").at("classes") ==
+          nlohmann::json::parse("[[0,1]]"));
+}
+
+TEST_CASE("snapshots per epoch and the batch order are written and used", "[cli][audit]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --mode nondeterministic --out " +
+                         q(out) + " --snapshot-epochs --save-batches --json -");
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"weights-initial", "weights-epoch-0", "weights-epoch-1", "weights-final"}) {
+    INFO(f);
+    REQUIRE(std::filesystem::exists(out / "run-001" / (std::string(f) + ".safetensors")));
+  }
+  // batches.json: 6 steps of 16 indices, each epoch a permutation of the 48 samples.
+  const auto batches = nlohmann::json::parse(ra::test::read_text(out / "run-000" / "batches.json"));
+  REQUIRE(batches.at("steps").size() == 6);
+  std::vector<int> seen(48, 0);
+  for (int s = 0; s < 3; ++s) {
+    for (int i : batches.at("steps")[s].at("indices")) ++seen.at(i);
+  }
+  REQUIRE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  // Growth per epoch carries the snapshot measure when epochs were snapshotted.
+  const auto report = nlohmann::json::parse(r.out);
+  REQUIRE(report.at("growth").size() == 2);
+  REQUIRE(report.at("growth")[1].at("snapshot").is_object());
+}
+
+TEST_CASE("--jobs 2 trains runs at once with the same outcome", "[cli][audit]") {
+  TempDir dir;
+  const auto a = run_cli("run " + write_spec(dir) + " --runs 3 --jobs 2 --out " +
+                         q(dir.path() / "a") + " --json -");
+  const auto b =
+      run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "b") + " --json -");
+  REQUIRE(a.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  REQUIRE(ja.at("verdict") == jb.at("verdict"));
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(ja.at("runs")[i].at("final_loss_bits") == jb.at("runs")[i].at("final_loss_bits"));
+  }
+}
+
+TEST_CASE("compare shows environment differences beside the verdict", "[cli][audit]") {
+  TempDir dir;
+  REQUIRE(
+      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code ==
+      0);
+  // Pretend run 1 was made on another machine.
+  auto trace = ra::test::read_text(dir.path() / "out" / "run-001.trace.jsonl");
+  const auto line_end = trace.find('\n');
+  auto header = nlohmann::json::parse(trace.substr(0, line_end));
+  header["environment"]["cpu_model"] = "Some Other CPU";
+  trace = header.dump() + trace.substr(line_end);
+  const auto moved = dir.write("other.trace.jsonl", trace);
+  const auto r =
+      run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " + q(moved));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("environment differs: cpu_model") != std::string::npos);
+  REQUIRE(r.out.find("Some Other CPU") != std::string::npos);
 }
