@@ -136,7 +136,7 @@ void register_run(CLI::App& app, CommandRun& run) {
                   "Comma list of streams the different-seed runs vary (init,data,dropout); the "
                   "others keep the spec's seed. Implies --seeds different unless both");
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
-      ->check(CLI::IsMember({"deterministic", "nondeterministic"}));
+      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
   cmd->add_option("--threads", o->audit.threads, "Threads per run (overrides the spec)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--jobs", o->audit.jobs,

@@ -135,7 +135,7 @@ void register_train(CLI::App& app, CommandRun& run) {
   cmd->add_option("--threads", o->threads, "Worker threads (overrides the spec; 0 = all cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
-      ->check(CLI::IsMember({"deterministic", "nondeterministic"}));
+      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
   cmd->add_option("--seed", o->seed, "Seed (overrides the spec)");
   cmd->add_flag("--json", o->json, "Print one JSON summary (and nothing else) on stdout");
   cmd->callback([&run, o] { run = [o] { return run_train(*o); }; });

@@ -88,7 +88,12 @@ const char* to_string(OptimizerType t) {
   return "?";
 }
 const char* to_string(KernelMode m) {
-  return m == KernelMode::nondeterministic ? "nondeterministic" : "deterministic";
+  switch (m) {
+    case KernelMode::deterministic: return "deterministic";
+    case KernelMode::nondeterministic: return "nondeterministic";
+    case KernelMode::autotune: return "autotune";
+  }
+  return "?";
 }
 const char* to_string(ReducingOp op) {
   switch (op) {
@@ -115,6 +120,7 @@ const char* to_string(ReducingOp op) {
 std::optional<KernelMode> kernel_mode_from_string(std::string_view s) {
   if (s == "deterministic") return KernelMode::deterministic;
   if (s == "nondeterministic") return KernelMode::nondeterministic;
+  if (s == "autotune") return KernelMode::autotune;
   return std::nullopt;
 }
 

@@ -220,7 +220,8 @@ void parse_train(const Json& value, TrainSpec& t, Problems& problems) {
   r.integer("max_steps", t.max_steps, IntRange{0, std::numeric_limits<std::int64_t>::max()});
 }
 
-const std::vector<KernelMode> kModes{KernelMode::deterministic, KernelMode::nondeterministic};
+const std::vector<KernelMode> kModes{KernelMode::deterministic, KernelMode::nondeterministic,
+                                     KernelMode::autotune};
 
 void parse_determinism(const Json& value, DeterminismSpec& d, Problems& problems) {
   ObjectReader r(value, "determinism", problems);

@@ -103,7 +103,11 @@ struct TrainSpec {
 };
 
 // ---- determinism ----------------------------------------------------------------------------
-enum class KernelMode { deterministic, nondeterministic };
+// deterministic: fixed reduction order, same bits for any thread count; nondeterministic: atomic-add
+// reductions; autotune: (CUDA) convolution algorithms chosen by timing at start-up in each run,
+// as cudnn.benchmark=True does. The CPU backend has no algorithm to choose: autotune runs its
+// deterministic path there.
+enum class KernelMode { deterministic, nondeterministic, autotune };
 
 // Names of the reducing ops whose implementation the spec can choose, as written in the spec
 // ("conv2d.backward_filter", ...). See docs/determinism.md.

@@ -207,7 +207,7 @@ TEST_CASE("snapshots per epoch and the batch order are written and used", "[cli]
   REQUIRE(report.at("growth")[1].at("snapshot").is_object());
 }
 
-TEST_CASE("--jobs 2 trains runs at once with the same outcome", "[cli][audit]") {
+TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {
   TempDir dir;
   const auto a = run_cli("run " + write_spec(dir) + " --runs 3 --jobs 2 --out " +
                          q(dir.path() / "a") + " --json -");

@@ -94,7 +94,7 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
   const bool identity = cpu::im2col_is_identity(g);
   const auto col_floats = static_cast<std::size_t>(crs * pq);
 
-  if (mode == KernelMode::deterministic) {
+  if (mode != KernelMode::nondeterministic) {
     // One task per image: the GEMM sums over filters k ascending, col2im over taps in a fixed
     // order.
     cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int worker) {

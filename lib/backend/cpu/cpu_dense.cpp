@@ -38,7 +38,7 @@ void CpuOps::dense_forward(const DenseGeometry& g, const float* x, const float* 
 
 void CpuOps::dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
                                  KernelMode mode) {
-  if (mode == KernelMode::deterministic) {
+  if (mode != KernelMode::nondeterministic) {
     cpu::parallel_gemm(pool_, scratch_, g.n, g.in, g.out, row_major(dy, g.out), row_major(w, g.in),
                        dx, g.in, GemmOutput::overwrite);
   } else {
@@ -49,7 +49,7 @@ void CpuOps::dense_backward_data(const DenseGeometry& g, const float* dy, const 
 
 void CpuOps::dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy,
                                    float* dw, KernelMode mode) {
-  if (mode == KernelMode::deterministic) {
+  if (mode != KernelMode::nondeterministic) {
     cpu::parallel_gemm(pool_, scratch_, g.out, g.in, g.n, transpose_of(dy, g.out),
                        row_major(x, g.in), dw, g.in, GemmOutput::overwrite);
   } else {

@@ -91,7 +91,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
                                 float* dx, KernelMode mode) {
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
-  if (mode == KernelMode::deterministic) {
+  if (mode != KernelMode::nondeterministic) {
     // Each plane's dx is written by one task, adding dy in output order.
     cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
       const std::int64_t end = std::min(planes(g), (task + 1) * per_task);

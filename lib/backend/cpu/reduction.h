@@ -69,7 +69,7 @@ void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, spec::KernelMode mod
     std::fill_n(out, size, 0.0f);
     return;
   }
-  if (mode == spec::KernelMode::deterministic) {
+  if (mode != spec::KernelMode::nondeterministic) {
     float* partials = scratch.shared(SharedBuffer::chunk_partials, usize * chunks);
     parallel_for(pool, chunks, [&](std::int64_t chunk, int worker) {
       float* partial = partials + chunk * size;

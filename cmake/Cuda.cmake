@@ -1,0 +1,32 @@
+# The CUDA/cuDNN backend builds whenever nvcc and cuDNN are found (every development and CI
+# machine has them under /usr/local/cuda, none has a GPU): CI compiles and links all of it. The
+# CPU build never needs CUDA. Architectures: CMAKE_CUDA_ARCHITECTURES if given, else a list that
+# includes sm_90 (H100/H200) and sm_80 (A100).
+set(RA_HAVE_CUDA OFF)
+if(REPRO_AUDIT_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+      add_library(cudnn::cudnn UNKNOWN IMPORTED)
+      set_target_properties(cudnn::cudnn PROPERTIES IMPORTED_LOCATION "${CUDNN_LIBRARY}"
+                                                    INTERFACE_INCLUDE_DIRECTORIES "${CUDNN_INCLUDE_DIR}")
+      set(RA_HAVE_CUDA ON)
+      message(STATUS "CUDA backend: ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${CUDNN_LIBRARY})")
+    else()
+      message(STATUS "CUDA backend: OFF (nvcc found, cuDNN not found)")
+    endif()
+  else()
+    message(STATUS "CUDA backend: OFF (no nvcc)")
+  endif()
+endif()
