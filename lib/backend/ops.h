@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/geometry.h"
+#include "core/memory.h"
 #include "rng/philox.h"
 #include "spec/spec.h"
 
@@ -28,6 +29,9 @@ class Ops {
   virtual ~Ops() = default;
   virtual std::string name() const = 0;  // "cpu", "cuda"
   virtual int threads() const = 0;
+  // The memory every pointer argument below points into (host for the CPU backend, device
+  // memory for CUDA). The model allocates its parameters, activations and gradients there.
+  virtual Memory& memory() = 0;
 
   // ---- convolution ----
   // y = conv(x, w) (+ bias[k] when bias != nullptr).

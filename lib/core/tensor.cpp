@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
 #include "core/error.h"
 
@@ -25,13 +27,60 @@ std::string to_string(const Shape& shape) {
   return s + "]";
 }
 
-Tensor::Tensor(Shape shape) : shape_(std::move(shape)), data_(element_count(shape_), 0.0f) {}
+void Tensor::allocate(std::size_t count) {
+  data_ = std::unique_ptr<float, detail::ReleaseTo>(
+      static_cast<float*>(memory_->allocate(count * sizeof(float))), detail::ReleaseTo{memory_});
+  capacity_ = count;
+}
 
-Tensor::Tensor(Shape shape, float fill)
-    : shape_(std::move(shape)), data_(element_count(shape_), fill) {}
+Tensor::Tensor(Shape shape, Memory& memory) : shape_(std::move(shape)), memory_(&memory) {
+  size_ = static_cast<std::size_t>(element_count(shape_));
+  allocate(size_);
+  memory_->zero(data(), bytes());
+}
+
+Tensor::Tensor(Shape shape, float fill_value) : Tensor(std::move(shape)) { fill(fill_value); }
+
+Tensor::Tensor(const Tensor& other) : shape_(other.shape_), memory_(other.memory_) {
+  size_ = other.size_;
+  allocate(size_);
+  memory_->copy(data(), other.data(), bytes());
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  if (memory_ != other.memory_ || capacity_ < other.size_) {
+    memory_ = other.memory_;
+    allocate(other.size_);
+  }
+  shape_ = other.shape_;
+  size_ = other.size_;
+  memory_->copy(data(), other.data(), bytes());
+  return *this;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : shape_(std::move(other.shape_)),
+      memory_(other.memory_),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)),
+      data_(std::move(other.data_)) {
+  other.shape_.clear();
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  shape_ = std::move(other.shape_);
+  other.shape_.clear();
+  memory_ = other.memory_;
+  size_ = std::exchange(other.size_, 0);
+  capacity_ = std::exchange(other.capacity_, 0);
+  data_ = std::move(other.data_);
+  return *this;
+}
 
 void Tensor::reshape(Shape shape) {
-  if (element_count(shape) != static_cast<std::int64_t>(data_.size())) {
+  if (element_count(shape) != static_cast<std::int64_t>(size_)) {
     throw std::logic_error("reshape " + to_string(shape_) + " -> " + to_string(shape) +
                            " changes the element count");
   }
@@ -39,12 +88,36 @@ void Tensor::reshape(Shape shape) {
 }
 
 void Tensor::resize(Shape shape) {
-  data_.resize(element_count(shape));
+  const auto count = static_cast<std::size_t>(element_count(shape));
+  if (count > capacity_ || !data_) allocate(count);
+  size_ = count;
   shape_ = std::move(shape);
 }
 
 void Tensor::fill(float value) {
-  std::fill(data_.begin(), data_.end(), value);
+  if (!on_host()) throw std::logic_error("Tensor::fill on a tensor in " + std::string(memory_->name()) + " memory");
+  std::fill(begin(), end(), value);
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  if (src.size_ != size_) {
+    throw std::logic_error("copy_from " + to_string(src.shape_) + " into " + to_string(shape_));
+  }
+  if (src.memory_ == memory_) {
+    memory_->copy(data(), src.data(), bytes());
+  } else if (src.on_host()) {
+    memory_->upload(data(), src.data(), bytes());
+  } else if (on_host()) {
+    src.memory_->download(data(), src.data(), bytes());
+  } else {
+    throw std::logic_error("copy between two device memories");
+  }
+}
+
+Tensor Tensor::to_host() const {
+  Tensor host(shape_);
+  host.copy_from(*this);
+  return host;
 }
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) noexcept {

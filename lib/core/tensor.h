@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.h"
+
 namespace ra {
 
 using Shape = std::vector<std::int64_t>;
@@ -35,41 +37,71 @@ struct AlignedAllocator {
 template <class T>
 using AlignedVector = std::vector<T, AlignedAllocator<T>>;
 
+namespace detail {
+// Deleter of a buffer: gives it back to the memory it came from.
+struct ReleaseTo {
+  Memory* memory = nullptr;
+  void operator()(float* p) const noexcept {
+    if (p != nullptr) memory->deallocate(p);
+  }
+};
+}  // namespace detail
+
 // Dense fp32 tensor. Value semantics (copyable, movable); zero-initialised on construction.
+// Its buffer lives in a Memory (host by default; a backend's device memory for a model trained
+// there). Element access (operator[], begin/end, fill) is for host tensors only; data() is the
+// pointer to hand to the backend that owns the memory.
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(Shape shape);
-  Tensor(Shape shape, float fill);
+  explicit Tensor(Shape shape, Memory& memory = host_memory());
+  Tensor(Shape shape, float fill);  // host
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;  // leaves `other` empty
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor() = default;
 
   const Shape& shape() const noexcept { return shape_; }
   std::int64_t dim(std::size_t i) const { return shape_.at(i); }
   std::size_t rank() const noexcept { return shape_.size(); }
-  std::size_t size() const noexcept { return data_.size(); }
-  std::size_t bytes() const noexcept { return data_.size() * sizeof(float); }
-  bool empty() const noexcept { return data_.empty(); }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return size_ * sizeof(float); }
+  bool empty() const noexcept { return size_ == 0; }
+  Memory& memory() const noexcept { return *memory_; }
+  bool on_host() const noexcept { return memory_->host_accessible(); }
 
-  float* data() noexcept { return data_.data(); }
-  const float* data() const noexcept { return data_.data(); }
-  float& operator[](std::size_t i) noexcept { return data_[i]; }
-  float operator[](std::size_t i) const noexcept { return data_[i]; }
-  float* begin() noexcept { return data_.data(); }
-  float* end() noexcept { return data_.data() + data_.size(); }
-  const float* begin() const noexcept { return data_.data(); }
-  const float* end() const noexcept { return data_.data() + data_.size(); }
+  float* data() noexcept { return data_.get(); }
+  const float* data() const noexcept { return data_.get(); }
+  float& operator[](std::size_t i) noexcept { return data_.get()[i]; }
+  float operator[](std::size_t i) const noexcept { return data_.get()[i]; }
+  float* begin() noexcept { return data(); }
+  float* end() noexcept { return data() + size_; }
+  const float* begin() const noexcept { return data(); }
+  const float* end() const noexcept { return data() + size_; }
 
   // Changes the shape without touching data; the element count must stay the same.
   void reshape(Shape shape);
-  // Resizes to a new shape, reusing the buffer when it is large enough (contents unspecified).
+  // Resizes to a new shape in the same memory, reusing the buffer when it is large enough
+  // (contents unspecified).
   void resize(Shape shape);
-  void fill(float value);
+  void fill(float value);  // host only
+  // Copies the contents of `src` (same element count, any memory) into this tensor: a copy, an
+  // upload or a download as the two memories require.
+  void copy_from(const Tensor& src);
+  // A host copy (a download for a device tensor).
+  Tensor to_host() const;
 
  private:
+  void allocate(std::size_t count);
+
   Shape shape_;
-  AlignedVector<float> data_;
+  Memory* memory_ = &host_memory();
+  std::size_t size_ = 0, capacity_ = 0;
+  std::unique_ptr<float, detail::ReleaseTo> data_;
 };
 
-// True when both tensors have the same shape and the same bits in every element.
+// True when both (host) tensors have the same shape and the same bits in every element.
 bool bitwise_equal(const Tensor& a, const Tensor& b) noexcept;
 
 }  // namespace ra

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/ops.h"
+#include "core/memory.h"
 #include "core/tensor.h"
 #include "spec/resolve.h"
 #include "spec/spec.h"
@@ -33,7 +34,8 @@ struct StepContext {
 
 class Layer {
  public:
-  explicit Layer(spec::ResolvedLayer info) : info_(std::move(info)) {}
+  // `memory`: where the layer's parameters and scratch live (the backend's memory).
+  Layer(spec::ResolvedLayer info, Memory& memory) : info_(std::move(info)), memory_(&memory) {}
   virtual ~Layer() = default;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
@@ -53,12 +55,12 @@ class Layer {
  protected:
   // [N] + per-sample shape.
   static Shape batched(std::int64_t n, const Shape& sample);
+  Memory& memory() const noexcept { return *memory_; }
 
  private:
   spec::ResolvedLayer info_;
+  Memory* memory_;
 };
 
-// Builds the layer for one resolved layer spec (parameters allocated, not yet initialised).
-std::unique_ptr<Layer> make_layer(const spec::ResolvedLayer& info);
 
 }  // namespace ra::nn

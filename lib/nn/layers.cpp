@@ -24,9 +24,8 @@ const Tensor& through_activation(backend::Ops& ops, Activation act, const Tensor
   return scratch;
 }
 
-Param make_param(const std::string& layer, const char* kind, Shape shape) {
-  Param p{layer + "." + kind, Tensor(shape), Tensor(shape)};
-  return p;
+Param make_param(const std::string& layer, const char* kind, Shape shape, Memory& memory) {
+  return Param{layer + "." + kind, Tensor(shape, memory), Tensor(shape, memory)};
 }
 
 }  // namespace
@@ -79,12 +78,12 @@ backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch
 }
 
 // ---- conv2d ----------------------------------------------------------------------------------
-Conv2dLayer::Conv2dLayer(const spec::ResolvedLayer& info)
-    : Layer(info),
-      weight_(
-          make_param(info.spec.name, "weight",
-                     {info.spec.filters, info.input[0], info.spec.kernel_h, info.spec.kernel_w})) {
-  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.filters});
+Conv2dLayer::Conv2dLayer(const spec::ResolvedLayer& info, Memory& memory)
+    : Layer(info, memory),
+      weight_(make_param(info.spec.name, "weight",
+                         {info.spec.filters, info.input[0], info.spec.kernel_h, info.spec.kernel_w},
+                         memory)) {
+  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.filters}, memory);
 }
 
 void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
@@ -121,9 +120,10 @@ std::vector<Param*> Conv2dLayer::params() {
 }
 
 // ---- dense -----------------------------------------------------------------------------------
-DenseLayer::DenseLayer(const spec::ResolvedLayer& info)
-    : Layer(info), weight_(make_param(info.spec.name, "weight", {info.spec.units, info.input[0]})) {
-  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.units});
+DenseLayer::DenseLayer(const spec::ResolvedLayer& info, Memory& memory)
+    : Layer(info, memory),
+      weight_(make_param(info.spec.name, "weight", {info.spec.units, info.input[0]}, memory)) {
+  if (info.spec.use_bias) bias_ = make_param(info.spec.name, "bias", {info.spec.units}, memory);
 }
 
 void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
@@ -177,8 +177,8 @@ void MaxPool2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&,
 }
 
 // ---- dropout ---------------------------------------------------------------------------------
-DropoutLayer::DropoutLayer(const spec::ResolvedLayer& info, rng::PhiloxKey key)
-    : Layer(info), key_(key) {}
+DropoutLayer::DropoutLayer(const spec::ResolvedLayer& info, Memory& memory, rng::PhiloxKey key)
+    : Layer(info, memory), key_(key) {}
 
 std::uint32_t DropoutLayer::drop_threshold(float rate) {
   // rate in [0, 1) (validated), so the threshold is in [0, 2^24).
@@ -193,7 +193,7 @@ void DropoutLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const 
   y.resize(x.shape());
   masked_ = ctx.training && info().spec.rate > 0.0f;
   if (!masked_) {
-    std::copy(x.begin(), x.end(), y.begin());
+    y.copy_from(x);
     return;
   }
   mask_.resize(x.size());
@@ -207,7 +207,7 @@ void DropoutLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, c
   if (dx == nullptr) return;
   dx->resize(x.shape());
   if (!masked_) {
-    std::copy(dy.begin(), dy.end(), dx->begin());
+    dx->copy_from(dy);
     return;
   }
   ops.dropout_backward(static_cast<std::int64_t>(dy.size()), keep_scale(info().spec.rate),
@@ -232,14 +232,14 @@ void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&
 // ---- flatten ---------------------------------------------------------------------------------
 void FlattenLayer::forward(backend::Ops&, const Tensor& x, Tensor& y, const StepContext&) {
   y.resize(batched(x.dim(0), info().output));
-  std::copy(x.begin(), x.end(), y.begin());
+  y.copy_from(x);
 }
 
 void FlattenLayer::backward(backend::Ops&, const Tensor& x, const Tensor&, const Tensor& dy,
                             Tensor* dx, const StepContext&) {
   if (dx == nullptr) return;
   dx->resize(x.shape());
-  std::copy(dy.begin(), dy.end(), dx->begin());
+  dx->copy_from(dy);
 }
 
 }  // namespace ra::nn

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/buffer.h"
 #include "nn/layer.h"
 #include "rng/philox.h"
 
@@ -16,7 +17,7 @@ backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch
 // conv2d with optional bias and fused activation: y = act(conv(x, w) + b).
 class Conv2dLayer final : public Layer {
  public:
-  explicit Conv2dLayer(const spec::ResolvedLayer& info);
+  Conv2dLayer(const spec::ResolvedLayer& info, Memory& memory);
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
@@ -24,13 +25,13 @@ class Conv2dLayer final : public Layer {
 
  private:
   Param weight_, bias_;
-  Tensor pre_activation_grad_;  // dy * act'(y), reused between steps
+  Tensor pre_activation_grad_{Shape{0}, memory()};  // dy * act'(y), reused between steps
 };
 
 // dense (PyTorch Linear layout) with optional bias and fused activation.
 class DenseLayer final : public Layer {
  public:
-  explicit DenseLayer(const spec::ResolvedLayer& info);
+  DenseLayer(const spec::ResolvedLayer& info, Memory& memory);
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
@@ -38,7 +39,7 @@ class DenseLayer final : public Layer {
 
  private:
   Param weight_, bias_;
-  Tensor pre_activation_grad_;
+  Tensor pre_activation_grad_{Shape{0}, memory()};
 };
 
 class MaxPool2dLayer final : public Layer {
@@ -49,14 +50,14 @@ class MaxPool2dLayer final : public Layer {
                 const StepContext& ctx) override;
 
  private:
-  std::vector<std::int32_t> argmax_;
+  Buffer<std::int32_t> argmax_{memory()};
 };
 
 // Inverted dropout; identity outside training. The mask of step s is drawn from the layer's
 // Philox stream with draw index s, so it depends on nothing but (seed, layer name, step, element).
 class DropoutLayer final : public Layer {
  public:
-  DropoutLayer(const spec::ResolvedLayer& info, rng::PhiloxKey key);
+  DropoutLayer(const spec::ResolvedLayer& info, Memory& memory, rng::PhiloxKey key);
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
@@ -67,7 +68,7 @@ class DropoutLayer final : public Layer {
 
  private:
   rng::PhiloxKey key_;
-  std::vector<std::uint8_t> mask_;
+  Buffer<std::uint8_t> mask_{memory()};
   bool masked_ = false;  // whether the last forward applied a mask (training) or was identity
 };
 

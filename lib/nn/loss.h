@@ -10,11 +10,12 @@
 namespace ra::nn {
 
 // Mean loss over the batch; writes the gradient w.r.t. `output` into *output_grad when given.
+// `output`, `labels` and `output_grad` are in the backend's memory.
 float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
                    std::span<const std::int32_t> labels, Tensor* output_grad,
                    spec::KernelMode mode);
 
-// Number of samples whose arg-max output (the first maximum on ties) equals the label.
+// Number of samples whose arg-max output (the first maximum on ties) equals the label (host).
 std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels);
 
 }  // namespace ra::nn

@@ -17,31 +17,33 @@ void fans(const Shape& weight_shape, std::int64_t& fan_in, std::int64_t& fan_out
   fan_out = weight_shape[0] * receptive;
 }
 
-std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelSeeds& seeds) {
+std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelSeeds& seeds,
+                                   Memory& memory) {
   using spec::LayerType;
   switch (info.spec.type) {
     case LayerType::conv2d:
-      return std::make_unique<Conv2dLayer>(info);
+      return std::make_unique<Conv2dLayer>(info, memory);
     case LayerType::dense:
-      return std::make_unique<DenseLayer>(info);
+      return std::make_unique<DenseLayer>(info, memory);
     case LayerType::maxpool2d:
-      return std::make_unique<MaxPool2dLayer>(info);
+      return std::make_unique<MaxPool2dLayer>(info, memory);
     case LayerType::dropout:
       return std::make_unique<DropoutLayer>(
-          info, rng::derive_key(seeds.dropout, rng::dropout_stream(info.spec.name)));
+          info, memory, rng::derive_key(seeds.dropout, rng::dropout_stream(info.spec.name)));
     case LayerType::activation:
-      return std::make_unique<ActivationLayer>(info);
+      return std::make_unique<ActivationLayer>(info, memory);
     case LayerType::flatten:
-      return std::make_unique<FlattenLayer>(info);
+      return std::make_unique<FlattenLayer>(info, memory);
   }
   throw std::logic_error("unknown layer type");
 }
 
 }  // namespace
 
-Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds) : resolved_(resolved) {
+Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memory)
+    : resolved_(resolved), memory_(&memory) {
   for (const spec::ResolvedLayer& info : resolved_.layers) {
-    layers_.push_back(build_layer(info, seeds));
+    layers_.push_back(build_layer(info, seeds, memory));
     for (Param* p : layers_.back()->params()) {
       const bool is_bias = p->value.rank() == 1;
       const spec::Initializer kind =
@@ -52,13 +54,17 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds) : resolved_(
       } else {
         fans(p->value.shape(), fan_in, fan_out);
       }
-      initialize(p->value, kind, fan_in, fan_out,
+      Tensor initial(p->value.shape());
+      initialize(initial, kind, fan_in, fan_out,
                  rng::derive_key(seeds.init, rng::init_stream(p->name)));
+      p->value.copy_from(initial);
       params_.push_back(p);
     }
   }
-  outputs_.resize(layers_.size());
-  grads_.resize(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    outputs_.emplace_back(Shape{0}, memory);
+    grads_.emplace_back(Shape{0}, memory);
+  }
 }
 
 const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepContext& ctx) {

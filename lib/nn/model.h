@@ -19,9 +19,12 @@ struct ModelSeeds {
 
 class Model {
  public:
-  // Builds every layer and initialises every parameter from its own stream
-  // ("init/<param name>", seeded by seeds.init).
-  Model(const spec::ResolvedModel& resolved, ModelSeeds seeds);
+  // Builds every layer in `memory` (the backend's) and initialises every parameter from its own
+  // stream ("init/<param name>", seeded by seeds.init). Initial values are drawn on the host and
+  // uploaded, so every backend starts from the same bits.
+  Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memory = host_memory());
+
+  Memory& memory() const noexcept { return *memory_; }
 
   const spec::ResolvedModel& resolved() const noexcept { return resolved_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const noexcept { return layers_; }
@@ -36,6 +39,7 @@ class Model {
 
  private:
   spec::ResolvedModel resolved_;
+  Memory* memory_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Param*> params_;
   const Tensor* input_ = nullptr;

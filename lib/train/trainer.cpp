@@ -69,11 +69,23 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   if (threads_ <= 0) threads_ = hardware_threads();
   ops_ = make_backend(spec_.device, threads_);
   model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
-                                       nn::ModelSeeds{seeds_.init, seeds_.dropout});
+                                       nn::ModelSeeds{seeds_.init, seeds_.dropout},
+                                       ops_->memory());
+  staged_images_ = Tensor(Shape{0}, ops_->memory());
+  staged_labels_ = Buffer<std::int32_t>(ops_->memory());
   optimizer_ = optim::make_optimizer(spec_.optimizer);
 }
 
 Trainer::~Trainer() = default;
+
+Trainer::Staged Trainer::stage(const data::Batch& batch) {
+  if (ops_->memory().host_accessible()) return Staged{batch.images, batch.labels};
+  // A device backend: one upload of the batch per step, into buffers reused between steps.
+  staged_images_.resize(batch.images.shape());
+  staged_images_.copy_from(batch.images);
+  staged_labels_.assign_from_host(batch.labels.data(), batch.labels.size());
+  return Staged{staged_images_, {staged_labels_.data(), staged_labels_.size()}};
+}
 
 Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
   data::BatchLoader loader(set, spec_.data.batch_size, /*shuffle=*/false, /*drop_last=*/false,
@@ -84,12 +96,15 @@ Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0;
   while (loader.next(batch)) {
-    const Tensor& out = model_->forward(*ops_, batch.images, ctx);
-    const float loss = nn::compute_loss(*ops_, spec_.loss, out, batch.labels, nullptr,
+    const Staged in = stage(batch);
+    const Tensor& out = model_->forward(*ops_, in.images, ctx);
+    const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, nullptr,
                                         determinism_.mode_for(spec::ReducingOp::loss));
     // Batch means weighted by batch size, summed in batch order: the set's mean loss.
     loss_sum += static_cast<double>(loss) * batch.size();
-    correct += nn::count_correct(out, batch.labels);
+    // Metrics are computed on the host: a download of the [N, classes] output on a device.
+    correct += out.on_host() ? nn::count_correct(out, batch.labels)
+                             : nn::count_correct(out.to_host(), batch.labels);
     seen += batch.size();
   }
   Evaluation e;
@@ -112,7 +127,7 @@ TrainResult Trainer::run(Observer* observer) {
   TrainResult result;
   std::vector<double> step_seconds;
   data::Batch batch;
-  Tensor output_grad;
+  Tensor output_grad(Shape{0}, ops_->memory());
   const std::int64_t max_steps = spec_.train.max_steps;
   bool stop = false;
   for (std::int64_t epoch = 0; epoch < spec_.train.epochs && !stop; ++epoch) {
@@ -126,8 +141,9 @@ TrainResult Trainer::run(Observer* observer) {
       const auto step_start = Clock::now();
       nn::StepContext ctx{/*training=*/true, static_cast<std::uint64_t>(result.steps),
                           &determinism_};
-      const Tensor& out = model_->forward(*ops_, batch.images, ctx);
-      const float loss = nn::compute_loss(*ops_, spec_.loss, out, batch.labels, &output_grad,
+      const Staged in = stage(batch);
+      const Tensor& out = model_->forward(*ops_, in.images, ctx);
+      const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &output_grad,
                                           determinism_.mode_for(spec::ReducingOp::loss));
       model_->backward(*ops_, output_grad, ctx);
       optimizer_->step(params);

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/ops.h"
+#include "core/buffer.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/model.h"
@@ -111,6 +113,13 @@ class Trainer {
   Evaluation evaluate(const data::Dataset& set);
 
  private:
+  // A batch where the backend reads it: the batch itself on a host backend, else uploaded copies.
+  struct Staged {
+    const Tensor& images;
+    std::span<const std::int32_t> labels;
+  };
+  Staged stage(const data::Batch& batch);
+
   spec::ExperimentSpec spec_;
   LoadedData data_;
   RunSeeds seeds_;
@@ -119,6 +128,8 @@ class Trainer {
   std::unique_ptr<backend::Ops> ops_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  Tensor staged_images_;
+  Buffer<std::int32_t> staged_labels_;
 };
 
 }  // namespace ra::train

@@ -22,6 +22,7 @@ class SpyOps final : public ra::backend::Ops {
   std::map<ReducingOp, KernelMode> seen;
   std::string name() const override { return "spy"; }
   int threads() const override { return cpu_.threads(); }
+  ra::Memory& memory() override { return cpu_.memory(); }
   void conv2d_forward(const ra::backend::ConvGeometry& g, const float* x, const float* w,
                       const float* b, float* y) override {
     cpu_.conv2d_forward(g, x, w, b, y);

@@ -31,6 +31,7 @@ class CpuOps final : public Ops {
 
   std::string name() const override { return "cpu"; }
   int threads() const override { return pool_.threads(); }
+  Memory& memory() override { return host_memory(); }
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       float* y) override;

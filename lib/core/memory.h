@@ -1,0 +1,29 @@
+#pragma once
+// Where a backend's buffers live. The CPU backend uses host memory; the CUDA backend device
+// memory. Tensors and buffers allocate through a Memory, so the model, its activations and its
+// gradients live where the backend computes, and move to the host only when asked (snapshots,
+// evaluation metrics), never silently.
+#include <cstddef>
+
+namespace ra {
+
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  // True when the host can dereference the memory (host memory).
+  virtual bool host_accessible() const noexcept = 0;
+  virtual const char* name() const noexcept = 0;  // "host", "cuda"
+  // 64-byte aligned; throws std::bad_alloc or ra::RuntimeFailure.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* p) noexcept = 0;
+  virtual void zero(void* p, std::size_t bytes) = 0;
+  // Within this memory; and between this memory and the host. All complete before returning.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;
+};
+
+// The process's host memory (a static object).
+Memory& host_memory();
+
+}  // namespace ra
