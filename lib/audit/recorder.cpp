@@ -34,8 +34,11 @@ Recorder::Recorder(TraceHeader header, int digest_threads) : pool_(std::max(1, d
 
 std::vector<Digest128> Recorder::digest_all(const std::vector<const Tensor*>& tensors) {
   std::vector<Digest128> out(tensors.size());
-  pool_.parallel_for(static_cast<std::int64_t>(tensors.size()),
-                     [&](std::int64_t i, int) { out[i] = digest(*tensors[i]); });
+  pool_.parallel_for(static_cast<std::int64_t>(tensors.size()), [&](std::int64_t i, int) {
+    // Device tensors are downloaded first (device digests: a later step).
+    const Tensor& t = *tensors[i];
+    out[i] = t.on_host() ? digest(t) : digest(t.to_host());
+  });
   return out;
 }
 

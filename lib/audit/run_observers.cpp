@@ -25,7 +25,16 @@ std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
 
 void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
   std::vector<NamedTensor> tensors;
-  for (const nn::Param* p : t.model().params()) tensors.push_back({p->name, &p->value});
+  std::vector<Tensor> host_copies;  // of device parameters
+  host_copies.reserve(t.model().params().size());
+  for (const nn::Param* p : t.model().params()) {
+    if (p->value.on_host()) {
+      tensors.push_back({p->name, &p->value});
+    } else {
+      host_copies.push_back(p->value.to_host());
+      tensors.push_back({p->name, &host_copies.back()});
+    }
+  }
   auto metadata = metadata_;
   metadata["point"] = point;
   write_safetensors(file_for(dir_, point), tensors, metadata);
@@ -82,8 +91,10 @@ void FaultInjector::after_update(nn::Model& model, std::int64_t step) {
                        " is outside " + p->name + " (" + std::to_string(p->value.size()) +
                        " elements)");
     }
-    float& v = p->value[fault_.element];
+    Tensor host = p->value.to_host();
+    float& v = host[fault_.element];
     v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (1u << fault_.bit));
+    p->value.copy_from(host);
     return;
   }
   throw InputError("fault injection: no parameter named '" + fault_.tensor + "'");

@@ -16,6 +16,7 @@
 
 #include "backend/geometry.h"
 #include "core/memory.h"
+#include "optim/update_rules.h"
 #include "rng/philox.h"
 #include "spec/spec.h"
 
@@ -88,6 +89,13 @@ class Ops {
   // dx = dy * mask * scale. dy and dx may alias.
   virtual void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                                 const float* dy, float* dx) = 0;
+
+  // ---- optimizer ----
+  // One optimizer step over `count` elements: apply_update(rule, ...) of optim/update_rules.h per
+  // element (s0, s1: the element's state arrays, null when the rule has none). Elementwise, so
+  // deterministic on every backend; the same fp32 operations as the host optimizer.
+  virtual void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                const float* grad, float* s0, float* s1) = 0;
 
   // ---- losses (mean over the batch) ----
   // The gradient output (dlogits, dpred) may be nullptr when only the value is wanted (evaluation).

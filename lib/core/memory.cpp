@@ -11,9 +11,9 @@ class HostMemory final : public Memory {
   bool host_accessible() const noexcept override { return true; }
   const char* name() const noexcept override { return "host"; }
   void* allocate(std::size_t bytes) override {
-    return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{64});
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{64});
   }
-  void deallocate(void* p) noexcept override { ::operator delete(p, std::align_val_t{64}); }
+  void deallocate(void* p) noexcept override { ::operator delete (p, std::align_val_t{64}); }
   void zero(void* p, std::size_t bytes) override {
     if (bytes) std::memset(p, 0, bytes);
   }

@@ -39,7 +39,9 @@ Tensor::Tensor(Shape shape, Memory& memory) : shape_(std::move(shape)), memory_(
   memory_->zero(data(), bytes());
 }
 
-Tensor::Tensor(Shape shape, float fill_value) : Tensor(std::move(shape)) { fill(fill_value); }
+Tensor::Tensor(Shape shape, float fill_value) : Tensor(std::move(shape)) {
+  fill(fill_value);
+}
 
 Tensor::Tensor(const Tensor& other) : shape_(other.shape_), memory_(other.memory_) {
   size_ = other.size_;
@@ -95,7 +97,9 @@ void Tensor::resize(Shape shape) {
 }
 
 void Tensor::fill(float value) {
-  if (!on_host()) throw std::logic_error("Tensor::fill on a tensor in " + std::string(memory_->name()) + " memory");
+  if (!on_host())
+    throw std::logic_error("Tensor::fill on a tensor in " + std::string(memory_->name()) +
+                           " memory");
   std::fill(begin(), end(), value);
 }
 

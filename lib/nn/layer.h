@@ -62,5 +62,4 @@ class Layer {
   Memory* memory_;
 };
 
-
 }  // namespace ra::nn

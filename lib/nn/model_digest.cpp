@@ -7,7 +7,7 @@ namespace ra::nn {
 Digest128 parameters_digest(const Model& model) {
   std::string bytes;
   for (const Param* p : model.params()) {
-    const Digest128 d = digest(p->value);
+    const Digest128 d = p->value.on_host() ? digest(p->value) : digest(p->value.to_host());
     bytes += p->name;
     bytes.push_back('\0');
     bytes.append(reinterpret_cast<const char*>(&d.high), sizeof d.high);

@@ -17,12 +17,9 @@ class Adadelta final : public ElementwiseOptimizer {
   explicit Adadelta(const spec::OptimizerSpec& spec);
 
  private:
-  void begin_step(double lr, std::int64_t step_number) override;
-  void update(float* value, const float* grad, std::span<float* const> state,
-              std::size_t n) const override;
+  UpdateRule begin_step(double lr, std::int64_t step_number) override;
 
   float rho_, one_minus_rho_, eps_;
-  float lr_ = 0.0f;  // this step's lr_t
 };
 
 }  // namespace ra::optim

@@ -18,14 +18,10 @@ class Adam final : public ElementwiseOptimizer {
   explicit Adam(const spec::OptimizerSpec& spec);
 
  private:
-  void begin_step(double lr, std::int64_t step_number) override;
-  void update(float* value, const float* grad, std::span<float* const> state,
-              std::size_t n) const override;
+  UpdateRule begin_step(double lr, std::int64_t step_number) override;
 
   double beta1_, beta2_;
   float beta1_f_, beta2_f_, one_minus_beta1_, one_minus_beta2_, eps_;
-  float step_size_ = 0.0f;              // lr_t / (1 - beta1^t)
-  float bias_correction2_sqrt_ = 1.0f;  // sqrt(1 - beta2^t)
 };
 
 }  // namespace ra::optim

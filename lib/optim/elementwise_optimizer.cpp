@@ -41,7 +41,9 @@ void ElementwiseOptimizer::record_layout_and_create_state(const std::vector<Para
     names_.push_back(p.name);
     shapes_.push_back(p.value->shape());
     std::vector<Tensor> kinds;
-    for (std::size_t k = 0; k < state_kinds_.size(); ++k) kinds.emplace_back(p.value->shape());
+    for (std::size_t k = 0; k < state_kinds_.size(); ++k) {
+      kinds.emplace_back(p.value->shape(), p.value->memory());  // zeros, beside the parameter
+    }
     state_.push_back(std::move(kinds));
   }
   has_layout_ = true;
@@ -51,11 +53,25 @@ void ElementwiseOptimizer::step(const std::vector<Parameter>& params) {
   check_layout(params);  // before anything changes: a rejected step leaves no trace
   if (!has_layout_) record_layout_and_create_state(params);
 
-  begin_step(learning_rate(), iterations_ + 1);
-  std::vector<float*> buffers(state_kinds_.size());
+  UpdateRule rule = begin_step(learning_rate(), iterations_ + 1);
+  rule.weight_decay = weight_decay_;
   for (std::size_t i = 0; i < params.size(); ++i) {
-    for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k] = state_[i][k].data();
-    update(params[i].value->data(), params[i].grad->data(), buffers, params[i].value->size());
+    float* value = params[i].value->data();
+    const float* grad = params[i].grad->data();
+    float* s0 = state_kinds_.size() > 0 ? state_[i][0].data() : nullptr;
+    float* s1 = state_kinds_.size() > 1 ? state_[i][1].data() : nullptr;
+    const auto n = static_cast<std::int64_t>(params[i].value->size());
+    if (!params[i].value->on_host()) {
+      if (!device_update_) {
+        throw std::logic_error("optimizer: parameter '" + params[i].name +
+                               "' is in device memory and no device update is set");
+      }
+      device_update_(rule, n, value, grad, s0, s1);
+      continue;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      apply_update(rule, value[j], grad[j], s0 ? s0 + j : nullptr, s1 ? s1 + j : nullptr);
+    }
   }
   ++iterations_;
 }

@@ -5,12 +5,14 @@
 // and its per-element update.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "optim/optimizer.h"
+#include "optim/update_rules.h"
 
 namespace ra::optim {
 
@@ -25,19 +27,10 @@ class ElementwiseOptimizer : public Optimizer {
                        std::vector<std::string> state_kinds);
 
   // Called once per step, before any update. `lr` is this step's decayed learning rate;
-  // `step_number` = iterations() + 1 (1 on the first step). Per-step scalars (bias corrections,
-  // lr) are computed here in double, once, then rounded to float for the fp32 updates.
-  virtual void begin_step(double lr, std::int64_t step_number) = 0;
-
-  // Updates n elements of one parameter in place. state[k] holds state kind k (same n elements).
-  virtual void update(float* value, const float* grad, std::span<float* const> state,
-                      std::size_t n) const = 0;
-
-  // g + weight_decay * p (torch: grad.add(param, alpha=weight_decay)), in fp32. With no weight
-  // decay g is returned untouched (adding 0 * p could still turn -0 into +0).
-  float decayed_grad(float g, float p) const noexcept {
-    return weight_decay_ == 0.0f ? g : g + weight_decay_ * p;
-  }
+  // `step_number` = iterations() + 1 (1 on the first step). Returns the step's update rule
+  // (optim/update_rules.h): per-step scalars (bias corrections, lr) computed here in double, once,
+  // then rounded to float for the fp32 updates. The base class fills in weight_decay.
+  virtual UpdateRule begin_step(double lr, std::int64_t step_number) = 0;
 
  private:
   // Throws std::logic_error naming the first difference from the recorded layout.

@@ -7,12 +7,14 @@
 // Every update is elementwise: element j of a parameter depends only on element j of its
 // gradient and state, so results are the same bits however the work is split.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/tensor.h"
+#include "optim/update_rules.h"
 #include "spec/spec.h"
 
 namespace ra::optim {
@@ -43,7 +45,14 @@ class Optimizer {
   // optimizers without state (SGD without momentum). Pointers stay valid for the optimizer's life.
   virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
 
+  // How a step's rule is applied to parameters in device memory: the device backend's
+  // Ops::optimizer_update. Without one, parameters must be in host memory.
+  using DeviceUpdate = std::function<void(const UpdateRule&, std::int64_t n, float* value,
+                                          const float* grad, float* s0, float* s1)>;
+  void set_device_update(DeviceUpdate update) { device_update_ = std::move(update); }
+
  protected:
+  DeviceUpdate device_update_;
   Optimizer(double lr, double decay) : lr_(lr), decay_(decay) {}
   std::int64_t iterations_ = 0;
 

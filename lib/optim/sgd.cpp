@@ -15,24 +15,15 @@ Sgd::Sgd(const spec::OptimizerSpec& spec)
       one_minus_dampening_(static_cast<float>(1.0 - spec.dampening)),
       nesterov_(spec.nesterov) {}
 
-void Sgd::begin_step(double lr, std::int64_t step_number) {
-  lr_ = static_cast<float>(lr);
-  first_step_ = step_number == 1;
-}
-
-void Sgd::update(float* value, const float* grad, std::span<float* const> state,
-                 std::size_t n) const {
-  if (state.empty()) {  // plain SGD
-    for (std::size_t j = 0; j < n; ++j) value[j] = value[j] - lr_ * decayed_grad(grad[j], value[j]);
-    return;
-  }
-  float* buf = state[0];
-  for (std::size_t j = 0; j < n; ++j) {
-    const float g = decayed_grad(grad[j], value[j]);
-    buf[j] = first_step_ ? g : buf[j] * momentum_ + one_minus_dampening_ * g;
-    const float direction = nesterov_ ? g + momentum_ * buf[j] : buf[j];
-    value[j] = value[j] - lr_ * direction;
-  }
+UpdateRule Sgd::begin_step(double lr, std::int64_t step_number) {
+  UpdateRule r;
+  r.kind = momentum_ == 0.0f ? RuleKind::sgd : RuleKind::sgd_momentum;
+  r.lr = static_cast<float>(lr);
+  r.momentum = momentum_;
+  r.one_minus_dampening = one_minus_dampening_;
+  r.nesterov = nesterov_;
+  r.first_step = step_number == 1;  // torch: the momentum buffer starts as the gradient
+  return r;
 }
 
 }  // namespace ra::optim

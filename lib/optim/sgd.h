@@ -15,15 +15,11 @@ class Sgd final : public ElementwiseOptimizer {
   explicit Sgd(const spec::OptimizerSpec& spec);
 
  private:
-  void begin_step(double lr, std::int64_t step_number) override;
-  void update(float* value, const float* grad, std::span<float* const> state,
-              std::size_t n) const override;
+  UpdateRule begin_step(double lr, std::int64_t step_number) override;
 
   float momentum_;
   float one_minus_dampening_;  // 1 - dampening, computed in double then rounded (as torch's alpha)
   bool nesterov_;
-  float lr_ = 0.0f;  // this step's lr_t
-  bool first_step_ = true;
 };
 
 }  // namespace ra::optim

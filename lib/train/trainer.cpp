@@ -67,13 +67,19 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   if (options.mode) determinism_ = spec::DeterminismSpec{*options.mode, {}};
   threads_ = options.threads.value_or(spec_.threads);
   if (threads_ <= 0) threads_ = hardware_threads();
-  ops_ = make_backend(spec_.device, threads_);
+  ops_ =
+      options.make_backend ? options.make_backend(threads_) : make_backend(spec_.device, threads_);
   model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
-                                       nn::ModelSeeds{seeds_.init, seeds_.dropout},
-                                       ops_->memory());
+                                       nn::ModelSeeds{seeds_.init, seeds_.dropout}, ops_->memory());
   staged_images_ = Tensor(Shape{0}, ops_->memory());
   staged_labels_ = Buffer<std::int32_t>(ops_->memory());
   optimizer_ = optim::make_optimizer(spec_.optimizer);
+  if (!ops_->memory().host_accessible()) {
+    optimizer_->set_device_update(
+        [ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n, float* value,
+                           const float* grad, float* s0,
+                           float* s1) { ops->optimizer_update(rule, n, value, grad, s0, s1); });
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -3,6 +3,7 @@
 // observer called at fixed points so recorders can digest what happened without the trainer
 // knowing about them.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -33,6 +34,8 @@ struct RunOptions {
   std::optional<int> threads;            // overrides spec.threads
   std::optional<spec::KernelMode> mode;  // replaces the spec's whole determinism policy
   std::optional<RunSeeds> seeds;         // default: RunSeeds::all(spec.seed)
+  // Builds the backend for a thread count; default: by spec.device (tests inject their own).
+  std::function<std::unique_ptr<backend::Ops>(int threads)> make_backend;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.

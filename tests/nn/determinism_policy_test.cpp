@@ -5,100 +5,66 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/cpu_ops.h"
 #include "nn/loss.h"
 #include "nn/model.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
+#include "support/forwarding_ops.h"
 
 namespace {
 
 using ra::spec::KernelMode;
 using ra::spec::ReducingOp;
 
-// Forwards every call to the CPU backend and records the mode each reducing op was called with.
-class SpyOps final : public ra::backend::Ops {
+// Records the mode each reducing op was called with, then runs it on the CPU backend.
+class SpyOps final : public ra::test::ForwardingOps {
  public:
   std::map<ReducingOp, KernelMode> seen;
-  std::string name() const override { return "spy"; }
-  int threads() const override { return cpu_.threads(); }
-  ra::Memory& memory() override { return cpu_.memory(); }
-  void conv2d_forward(const ra::backend::ConvGeometry& g, const float* x, const float* w,
-                      const float* b, float* y) override {
-    cpu_.conv2d_forward(g, x, w, b, y);
-  }
   void conv2d_backward_data(const ra::backend::ConvGeometry& g, const float* dy, const float* w,
                             float* dx, KernelMode m) override {
     seen[ReducingOp::conv2d_backward_data] = m;
-    cpu_.conv2d_backward_data(g, dy, w, dx, m);
+    ForwardingOps::conv2d_backward_data(g, dy, w, dx, m);
   }
   void conv2d_backward_filter(const ra::backend::ConvGeometry& g, const float* x, const float* dy,
                               float* dw, KernelMode m) override {
     seen[ReducingOp::conv2d_backward_filter] = m;
-    cpu_.conv2d_backward_filter(g, x, dy, dw, m);
+    ForwardingOps::conv2d_backward_filter(g, x, dy, dw, m);
   }
   void conv2d_backward_bias(const ra::backend::ConvGeometry& g, const float* dy, float* db,
                             KernelMode m) override {
     seen[ReducingOp::conv2d_backward_bias] = m;
-    cpu_.conv2d_backward_bias(g, dy, db, m);
-  }
-  void dense_forward(const ra::backend::DenseGeometry& g, const float* x, const float* w,
-                     const float* b, float* y) override {
-    cpu_.dense_forward(g, x, w, b, y);
+    ForwardingOps::conv2d_backward_bias(g, dy, db, m);
   }
   void dense_backward_data(const ra::backend::DenseGeometry& g, const float* dy, const float* w,
                            float* dx, KernelMode m) override {
     seen[ReducingOp::dense_backward_data] = m;
-    cpu_.dense_backward_data(g, dy, w, dx, m);
+    ForwardingOps::dense_backward_data(g, dy, w, dx, m);
   }
   void dense_backward_weight(const ra::backend::DenseGeometry& g, const float* x, const float* dy,
                              float* dw, KernelMode m) override {
     seen[ReducingOp::dense_backward_weight] = m;
-    cpu_.dense_backward_weight(g, x, dy, dw, m);
+    ForwardingOps::dense_backward_weight(g, x, dy, dw, m);
   }
   void dense_backward_bias(const ra::backend::DenseGeometry& g, const float* dy, float* db,
                            KernelMode m) override {
     seen[ReducingOp::dense_backward_bias] = m;
-    cpu_.dense_backward_bias(g, dy, db, m);
-  }
-  void maxpool2d_forward(const ra::backend::PoolGeometry& g, const float* x, float* y,
-                         std::int32_t* argmax) override {
-    cpu_.maxpool2d_forward(g, x, y, argmax);
+    ForwardingOps::dense_backward_bias(g, dy, db, m);
   }
   void maxpool2d_backward(const ra::backend::PoolGeometry& g, const float* dy,
                           const std::int32_t* argmax, float* dx, KernelMode m) override {
     seen[ReducingOp::maxpool2d_backward] = m;
-    cpu_.maxpool2d_backward(g, dy, argmax, dx, m);
-  }
-  void activation_forward(ra::spec::Activation a, std::int64_t n, const float* x,
-                          float* y) override {
-    cpu_.activation_forward(a, n, x, y);
-  }
-  void activation_backward(ra::spec::Activation a, std::int64_t n, const float* y, const float* dy,
-                           float* dx) override {
-    cpu_.activation_backward(a, n, y, dy, dx);
-  }
-  void dropout_forward(std::int64_t n, std::uint32_t t, float s, ra::rng::PhiloxKey k,
-                       std::uint64_t d, const float* x, float* y, std::uint8_t* mask) override {
-    cpu_.dropout_forward(n, t, s, k, d, x, y, mask);
-  }
-  void dropout_backward(std::int64_t n, float s, const std::uint8_t* mask, const float* dy,
-                        float* dx) override {
-    cpu_.dropout_backward(n, s, mask, dy, dx);
+    ForwardingOps::maxpool2d_backward(g, dy, argmax, dx, m);
   }
   float softmax_cross_entropy(int n, int c, const float* logits, const std::int32_t* labels,
                               float* d, KernelMode m) override {
     seen[ReducingOp::loss] = m;
-    return cpu_.softmax_cross_entropy(n, c, logits, labels, d, m);
+    return ForwardingOps::softmax_cross_entropy(n, c, logits, labels, d, m);
   }
   float mean_squared_error(int n, int c, const float* p, const std::int32_t* labels, float* d,
                            KernelMode m) override {
     seen[ReducingOp::loss] = m;
-    return cpu_.mean_squared_error(n, c, p, labels, d, m);
+    return ForwardingOps::mean_squared_error(n, c, p, labels, d, m);
   }
-
- private:
-  ra::backend::CpuOps cpu_{2};
 };
 
 }  // namespace

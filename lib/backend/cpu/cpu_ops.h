@@ -32,6 +32,8 @@ class CpuOps final : public Ops {
   std::string name() const override { return "cpu"; }
   int threads() const override { return pool_.threads(); }
   Memory& memory() override { return host_memory(); }
+  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                        const float* grad, float* s0, float* s1) override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       float* y) override;

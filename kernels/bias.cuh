@@ -1,0 +1,27 @@
+#pragma once
+// Bias of conv2d and dense layers. Layout y[n, k, spatial] with spatial = P * Q for conv2d and
+// spatial = 1 for dense (y[n, out]).
+//
+//   bias_add       y[n,k,s] += bias[k]                       ('+=', one writer: deterministic)
+//   bias_backward  db[k] = sum over n, s of dy[n,k,s]        ('=', a reduction)
+//       deterministic    one block per k sums its n * spatial items by a fixed tree (each thread
+//                        adds items t, t + 256, ... in order, then a fixed tree over threads):
+//                        the same bits on every run and device. No float atomics.
+//       nondeterministic db = 0, then blocks each sum a slice of (n, s) and atomicAdd their partial
+//                        into db[k] in completion order: bits may differ from run to run.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace ra::kernels {
+
+void bias_add(cudaStream_t stream, float* y, const float* bias, int n, int k, int spatial);
+
+// Device scratch bias_backward needs (0 today: neither mode keeps partials in memory; the
+// parameter stays so that a split reduction can use it without changing callers).
+std::size_t bias_backward_workspace_bytes(int n, int k, int spatial);
+
+void bias_backward(cudaStream_t stream, const float* dy, float* db, int n, int k, int spatial,
+                   bool deterministic, void* workspace);
+
+}  // namespace ra::kernels
