@@ -64,8 +64,8 @@ void activation_forward(cudaStream_t stream, int activation, std::int64_t count,
                         float* y) {
   if (count <= 0) return;
   if (activation == kActivationNone && x == y) return;  // identity in place: nothing to write
-  activation_forward_kernel<<<detail::grid_for(count), detail::kThreads, 0, stream>>>(
-      activation, count, x, y);
+  activation_forward_kernel<<<detail::grid_for(count), detail::kThreads, 0, stream>>>(activation,
+                                                                                      count, x, y);
 }
 
 void activation_backward(cudaStream_t stream, int activation, std::int64_t count, const float* y,

@@ -84,7 +84,8 @@ void bias_backward(cudaStream_t stream, const float* dy, float* db, int n, int k
     fill(stream, db, k, 0.0f);  // an empty sum
     return;
   }
-  const unsigned channel_blocks = static_cast<unsigned>(k < kMaxChannelBlocks ? k : kMaxChannelBlocks);
+  const unsigned channel_blocks =
+      static_cast<unsigned>(k < kMaxChannelBlocks ? k : kMaxChannelBlocks);
   if (deterministic) {
     bias_backward_deterministic_kernel<<<channel_blocks, detail::kThreads, 0, stream>>>(
         dy, db, k, spatial, items);

@@ -13,7 +13,8 @@ __global__ void dropout_forward_kernel(std::int64_t count, std::uint32_t drop_th
                                        const float* x, float* y, std::uint8_t* mask) {
   const std::int64_t blocks = (count + 3) / 4;
   for (std::int64_t b = detail::grid_first(); b < blocks; b += detail::grid_stride()) {
-    const ra::rng::PhiloxBlock bits = ra::rng::philox_block(key, static_cast<std::uint64_t>(b), draw);
+    const ra::rng::PhiloxBlock bits =
+        ra::rng::philox_block(key, static_cast<std::uint64_t>(b), draw);
     const std::int64_t first = b * 4;
     const int lanes = count - first < 4 ? static_cast<int>(count - first) : 4;
     for (int lane = 0; lane < lanes; ++lane) {
@@ -44,8 +45,8 @@ void dropout_forward(cudaStream_t stream, std::int64_t count, std::uint32_t drop
 void dropout_backward(cudaStream_t stream, std::int64_t count, float scale,
                       const std::uint8_t* mask, const float* dy, float* dx) {
   if (count <= 0) return;
-  dropout_backward_kernel<<<detail::grid_for(count), detail::kThreads, 0, stream>>>(
-      count, scale, mask, dy, dx);
+  dropout_backward_kernel<<<detail::grid_for(count), detail::kThreads, 0, stream>>>(count, scale,
+                                                                                    mask, dy, dx);
 }
 
 }  // namespace ra::kernels

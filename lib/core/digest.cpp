@@ -3,7 +3,9 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <memory>
+#include <string>
 
 #include "core/error.h"
 
@@ -40,19 +42,27 @@ Digest128 Digest128::from_hex(std::string_view hex) {
 }
 
 Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes) {
-  // Header: dtype tag, rank, dims (little-endian int64 as stored on every supported machine).
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> owner(XXH3_createState(),
-                                                                 &XXH3_freeState);
-  XXH3_state_t* state = owner.get();
-  if (state == nullptr) throw RuntimeFailure("out of memory creating an XXH3 state");
-  XXH3_128bits_reset(state);
+  // Chunked so that chunks can be hashed in parallel (on the device, one thread per chunk): the
+  // digests of consecutive kDigestChunkBytes chunks of the raw bytes, each XXH3-128, then one
+  // XXH3-128 over the header (dtype byte, rank as uint64, dims as int64) followed by those
+  // chunk digests (16 bytes each, low word first, as XXH128_hash_t is laid out little-endian).
+  const auto* bytes_in = static_cast<const unsigned char*>(data);
+  const std::size_t chunks = (bytes + kDigestChunkBytes - 1) / kDigestChunkBytes;
+  std::string message;
+  message.reserve(1 + 8 + 8 * shape.size() + 16 * chunks);
   const std::uint8_t tag = static_cast<std::uint8_t>(dtype);
   const std::uint64_t rank = shape.size();
-  XXH3_128bits_update(state, &tag, 1);
-  XXH3_128bits_update(state, &rank, sizeof rank);
-  XXH3_128bits_update(state, shape.data(), shape.size() * sizeof(std::int64_t));
-  XXH3_128bits_update(state, data, bytes);
-  const XXH128_hash_t h = XXH3_128bits_digest(state);
+  message.append(reinterpret_cast<const char*>(&tag), 1);
+  message.append(reinterpret_cast<const char*>(&rank), sizeof rank);
+  message.append(reinterpret_cast<const char*>(shape.data()), shape.size() * sizeof(std::int64_t));
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t begin = c * kDigestChunkBytes;
+    const std::size_t length = std::min(kDigestChunkBytes, bytes - begin);
+    const XXH128_hash_t h = XXH3_128bits(bytes_in + begin, length);
+    message.append(reinterpret_cast<const char*>(&h.low64), 8);
+    message.append(reinterpret_cast<const char*>(&h.high64), 8);
+  }
+  const XXH128_hash_t h = XXH3_128bits(message.data(), message.size());
   return Digest128{h.high64, h.low64};
 }
 

@@ -19,6 +19,10 @@ struct Digest128 {
 
 enum class DType : std::uint8_t { f32 = 1, i32 = 2, i64 = 3, u8 = 4 };
 
+// The digest is chunked (docs/trace-format.md): XXH3-128 over the header and the XXH3-128 of each
+// 64 KiB chunk of the bytes, so chunks can be hashed in parallel, on the host or on a device.
+inline constexpr std::size_t kDigestChunkBytes = 64 * 1024;
+
 Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes);
 Digest128 digest(const Tensor& t);
 Digest128 digest(std::span<const std::int32_t> values);
