@@ -32,12 +32,24 @@ Recorder::Recorder(TraceHeader header, int digest_threads) : pool_(std::max(1, d
   trace_.header = std::move(header);
 }
 
-std::vector<Digest128> Recorder::digest_all(const std::vector<const Tensor*>& tensors) {
+std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
+                                            const std::vector<const Tensor*>& tensors) {
   std::vector<Digest128> out(tensors.size());
+  std::vector<const Tensor*> on_backend;  // tensors in device memory: digested where they are
+  std::vector<std::size_t> backend_slots;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i]->on_host()) {
+      on_backend.push_back(tensors[i]);
+      backend_slots.push_back(i);
+    }
+  }
+  if (!on_backend.empty()) {
+    const std::vector<Digest128> d = trainer.backend_digests(on_backend);
+    for (std::size_t k = 0; k < d.size(); ++k) out[backend_slots[k]] = d[k];
+  }
+  // Host tensors: independent digests, in parallel over the recorder's threads.
   pool_.parallel_for(static_cast<std::int64_t>(tensors.size()), [&](std::int64_t i, int) {
-    // Device tensors are downloaded first (device digests: a later step).
-    const Tensor& t = *tensors[i];
-    out[i] = t.on_host() ? digest(t) : digest(t.to_host());
+    if (tensors[i]->on_host()) out[i] = digest(*tensors[i]);
   });
   return out;
 }
@@ -47,7 +59,7 @@ void Recorder::on_start(const train::Trainer& trainer) {
   for (const nn::Param* p : trainer.model().params()) {
     trace_.header.params.push_back({p->name, p->value.shape()});
   }
-  trace_.initial_weights = digest_all(values_of(trainer.model()));
+  trace_.initial_weights = digest_all(trainer, values_of(trainer.model()));
 }
 
 void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e) {
@@ -72,7 +84,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   tensors.insert(tensors.end(), grads.begin(), grads.end());
   tensors.insert(tensors.end(), values.begin(), values.end());
   for (const auto& [name, tensor] : state) tensors.push_back(tensor);
-  const std::vector<Digest128> d = digest_all(tensors);
+  const std::vector<Digest128> d = digest_all(trainer, tensors);
 
   const std::size_t n = grads.size();
   r.batch_inputs = d[0];
@@ -100,7 +112,7 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
   f.median_step_seconds = result.median_step_seconds;
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
-  f.weights = digest_all(values_of(trainer.model()));
+  f.weights = digest_all(trainer, values_of(trainer.model()));
   trace_.final = std::move(f);
   return std::move(trace_);
 }

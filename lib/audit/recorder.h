@@ -22,8 +22,10 @@ class Recorder final : public train::Observer {
   Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
 
  private:
-  // Digests of the given tensors, computed in parallel, in order.
-  std::vector<Digest128> digest_all(const std::vector<const Tensor*>& tensors);
+  // Digests of the given tensors, in order: host tensors in parallel on the recorder's threads,
+  // device tensors by the backend.
+  std::vector<Digest128> digest_all(const train::Trainer& trainer,
+                                    const std::vector<const Tensor*>& tensors);
 
   Trace trace_;
   ThreadPool pool_;

@@ -13,9 +13,12 @@
 //   Ops without a reduction are deterministic by construction and take no mode.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/geometry.h"
+#include "core/digest.h"
 #include "core/memory.h"
+#include "core/tensor.h"
 #include "optim/update_rules.h"
 #include "rng/philox.h"
 #include "spec/spec.h"
@@ -89,6 +92,12 @@ class Ops {
   // dx = dy * mask * scale. dy and dx may alias.
   virtual void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                                 const float* dy, float* dx) = 0;
+
+  // ---- digests ----
+  // Digests (core/digest.h) of tensors in this backend's memory. The default downloads each
+  // tensor and hashes it on the host; a device backend computes the chunk digests where the data
+  // is, so no tensor crosses to the host.
+  virtual std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors);
 
   // ---- optimizer ----
   // One optimizer step over `count` elements: apply_update(rule, ...) of optim/update_rules.h per

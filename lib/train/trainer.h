@@ -108,6 +108,12 @@ class Trainer {
   const spec::DeterminismSpec& determinism() const noexcept { return determinism_; }
   int threads() const noexcept { return threads_; }
 
+  // Digests of tensors in the backend's memory, computed by the backend (on the device for a
+  // device backend).
+  std::vector<Digest128> backend_digests(const std::vector<const Tensor*>& tensors) const {
+    return ops_->digest(tensors);
+  }
+
   // Loss and accuracy of the current weights on a data set (no dropout, no update).
   struct Evaluation {
     double loss = 0.0;
