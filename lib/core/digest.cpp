@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -41,29 +42,35 @@ Digest128 Digest128::from_hex(std::string_view hex) {
   return Digest128{parse(hex.substr(0, 16)), parse(hex.substr(16))};
 }
 
-Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes) {
-  // Chunked so that chunks can be hashed in parallel (on the device, one thread per chunk): the
-  // digests of consecutive kDigestChunkBytes chunks of the raw bytes, each XXH3-128, then one
-  // XXH3-128 over the header (dtype byte, rank as uint64, dims as int64) followed by those
-  // chunk digests (16 bytes each, low word first, as XXH128_hash_t is laid out little-endian).
-  const auto* bytes_in = static_cast<const unsigned char*>(data);
-  const std::size_t chunks = (bytes + kDigestChunkBytes - 1) / kDigestChunkBytes;
+Digest128 digest_from_chunks(DType dtype, const Shape& shape,
+                             std::span<const xxh3::Hash128> chunk_digests) {
+  // The message: dtype byte, rank as uint64, dims as int64, then each chunk digest (low64,
+  // high64), little-endian as XXH128_hash_t is laid out.
   std::string message;
-  message.reserve(1 + 8 + 8 * shape.size() + 16 * chunks);
+  message.reserve(1 + 8 + 8 * shape.size() + 16 * chunk_digests.size());
   const std::uint8_t tag = static_cast<std::uint8_t>(dtype);
   const std::uint64_t rank = shape.size();
   message.append(reinterpret_cast<const char*>(&tag), 1);
   message.append(reinterpret_cast<const char*>(&rank), sizeof rank);
   message.append(reinterpret_cast<const char*>(shape.data()), shape.size() * sizeof(std::int64_t));
-  for (std::size_t c = 0; c < chunks; ++c) {
-    const std::size_t begin = c * kDigestChunkBytes;
-    const std::size_t length = std::min(kDigestChunkBytes, bytes - begin);
-    const XXH128_hash_t h = XXH3_128bits(bytes_in + begin, length);
+  for (const xxh3::Hash128& h : chunk_digests) {
     message.append(reinterpret_cast<const char*>(&h.low64), 8);
     message.append(reinterpret_cast<const char*>(&h.high64), 8);
   }
   const XXH128_hash_t h = XXH3_128bits(message.data(), message.size());
   return Digest128{h.high64, h.low64};
+}
+
+Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes) {
+  // Chunked so that chunks can be hashed in parallel (on a device, one thread per chunk).
+  const auto* in = static_cast<const unsigned char*>(data);
+  std::vector<xxh3::Hash128> chunks((bytes + kDigestChunkBytes - 1) / kDigestChunkBytes);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const std::size_t begin = c * kDigestChunkBytes;
+    const XXH128_hash_t h = XXH3_128bits(in + begin, std::min(kDigestChunkBytes, bytes - begin));
+    chunks[c] = xxh3::Hash128{h.low64, h.high64};
+  }
+  return digest_from_chunks(dtype, shape, chunks);
 }
 
 Digest128 digest(const Tensor& t) {

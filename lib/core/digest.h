@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "core/xxh3_portable.h"
 
 namespace ra {
 
@@ -24,6 +25,10 @@ enum class DType : std::uint8_t { f32 = 1, i32 = 2, i64 = 3, u8 = 4 };
 inline constexpr std::size_t kDigestChunkBytes = 64 * 1024;
 
 Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes);
+// The same digest from chunk digests computed elsewhere (on a device: kernels/digest.cuh), in
+// chunk order; chunk_digests.size() must be ceil(bytes / kDigestChunkBytes).
+Digest128 digest_from_chunks(DType dtype, const Shape& shape,
+                             std::span<const xxh3::Hash128> chunk_digests);
 Digest128 digest(const Tensor& t);
 Digest128 digest(std::span<const std::int32_t> values);
 Digest128 digest(std::span<const std::int64_t> values);

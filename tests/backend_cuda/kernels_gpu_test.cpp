@@ -261,7 +261,7 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
   }
 }
 
-TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigmoid within 4 ulp",
+TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigmoid within 6 ulp",
           "[gpu][kernels]") {
   RA_SKIP_WITHOUT_GPU();
   Stream stream;
@@ -283,9 +283,10 @@ TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigm
       continue;
     }
     // CUDA's tanhf and expf are within 2 ulp (CUDA Programming Guide, accuracy tables); the
-    // sigmoid adds one rounding for 1 + e and one for the division: 4 ulp in all.
+    // sigmoid adds a rounding for 1 + e, one for the division and the reference's own rounding:
+    // 3.5 ulp, which may read as up to 6 where the error crosses a power of two.
     for (std::size_t i = 0; i < x.size(); ++i) {
-      if (ulp_distance(got[i], want[i]) > 4) {
+      if (ulp_distance(got[i], want[i]) > 6) {
         INFO("x = " << x[i] << ": got " << got[i] << ", want " << want[i]);
         REQUIRE(false);
       }
@@ -515,10 +516,10 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
   RA_SKIP_WITHOUT_GPU();
   Stream stream;
   const PoolGeometry cases[] = {
-      pool_geometry(2, 3, 8, 8, 2, 2, 0, 0),   // disjoint windows (the common case)
-      pool_geometry(2, 2, 9, 7, 3, 2, 1, 1),   // overlap and padding
-      pool_geometry(1, 3, 6, 5, 3, 1, 1, 1),   // stride 1: every input in up to 9 windows
-      pool_geometry(1, 2, 4, 4, 2, 2, 2, 0)};  // rows of windows that hold only padding
+      pool_geometry(2, 3, 8, 8, 2, 2, 0, 0),    // disjoint windows (the common case)
+      pool_geometry(2, 2, 9, 7, 3, 2, 1, 1),    // overlap and padding
+      pool_geometry(2, 4, 16, 15, 3, 1, 1, 1),  // stride 1: an input in up to 9 windows
+      pool_geometry(1, 2, 4, 4, 2, 2, 2, 0)};   // rows of windows that hold only padding
   for (const PoolGeometry& g : cases) {
     INFO("pool " << g.pool_h << " stride " << g.stride_h << " pad " << g.pad_top << ","
                  << g.pad_left << " on " << g.h << "x" << g.w << " -> " << g.p << "x" << g.q);
