@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "report_output.h"
 #include "spec/parse.h"
+#include "train/backend_choice.h"
 
 namespace ra::app {
 namespace {
@@ -113,6 +114,9 @@ int run_run(RunCommandOptions& o) {
     progress.step(run, e, total);
   };
   hooks.run_finished = [&](int run, const std::filesystem::path& t) { progress.finished(run, t); };
+  if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
+    spdlog::warn("{}", notice);
+  }
   spdlog::info("auditing {}: {} run(s), traces in {}", s.name, a.runs, a.out_dir.string());
   const audit::AuditResult result = audit::run_audit(s, a, hooks);
   return emit_report(result.comparison, o.json_path);

@@ -72,6 +72,7 @@ int run_train(const TrainOptions& o) {
   spdlog::info("loading data for {}", s.name);
   train::LoadedData data = train::load_data(s);
   train::Trainer trainer(s, data, options);
+  if (!trainer.backend_notice().empty()) spdlog::warn("{}", trainer.backend_notice());
   const std::int64_t per_epoch =
       data::BatchLoader(*data.train, s.data.batch_size, false, s.data.drop_last, {}, 0)
           .batches_per_epoch();

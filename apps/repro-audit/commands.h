@@ -14,5 +14,6 @@ void register_train(CLI::App& app, CommandRun& run);
 void register_validate(CLI::App& app, CommandRun& run);
 void register_run(CLI::App& app, CommandRun& run);
 void register_compare(CLI::App& app, CommandRun& run);
+void register_env(CLI::App& app, CommandRun& run);
 
 }  // namespace ra::app

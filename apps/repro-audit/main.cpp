@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   ra::app::register_compare(app, run);
   ra::app::register_train(app, run);
   ra::app::register_validate(app, run);
+  ra::app::register_env(app, run);
 
   try {
     app.parse(argc, argv);

@@ -202,6 +202,9 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     h.threads = trainer.threads();
     h.determinism = determinism_json(trainer.determinism());
     h.environment = environment_fingerprint(trainer.threads(), trainer.ops().name());
+    if (const nlohmann::json gpu = trainer.ops().device_fingerprint(); !gpu.is_null()) {
+      h.environment["gpu"] = gpu;
+    }
     const bool faulty = o.fault && o.fault->run == p.index;
     if (faulty) {
       h.fault = {{"run", o.fault->run},

@@ -113,6 +113,8 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
   f.weights = digest_all(trainer, values_of(trainer.model()));
+  // The ledger is complete only now: autotuned algorithms are chosen at their first call.
+  trace_.header.ledger = trainer.ops().ledger();
   trace_.final = std::move(f);
   return std::move(trace_);
 }

@@ -12,6 +12,7 @@
 //                        order, the same physics as GPU atomics: bits may differ run to run.
 //   Ops without a reduction are deterministic by construction and take no mode.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ class Ops {
   // The memory every pointer argument below points into (host for the CPU backend, device
   // memory for CUDA). The model allocates its parameters, activations and gradients there.
   virtual Memory& memory() = 0;
+  // The algorithm ledger (docs/trace-format.md): per op and geometry, which library algorithm
+  // ran, its determinism, math mode and workspace. Empty for backends with no algorithm choice.
+  virtual nlohmann::json ledger() const { return nlohmann::json::array(); }
+  // Facts about the device for the environment fingerprint (null for the CPU).
+  virtual nlohmann::json device_fingerprint() const { return nullptr; }
 
   // ---- convolution ----
   // y = conv(x, w) (+ bias[k] when bias != nullptr).

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "nn/loss.h"
 #include "rng/stream.h"
+#include "train/backend_choice.h"
 
 namespace ra::train {
 namespace {
@@ -16,14 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::unique_ptr<backend::Ops> make_backend(spec::Device device, int threads) {
-  if (device == spec::Device::cuda) {
-    throw RuntimeFailure(
-        "the spec asks for device 'cuda', but this build has no CUDA backend; use 'cpu' or 'auto'");
-  }
-  return backend::make_cpu_ops(threads);
 }
 
 double median(std::vector<double> values) {
@@ -67,8 +59,13 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   if (options.mode) determinism_ = spec::DeterminismSpec{*options.mode, {}};
   threads_ = options.threads.value_or(spec_.threads);
   if (threads_ <= 0) threads_ = hardware_threads();
-  ops_ =
-      options.make_backend ? options.make_backend(threads_) : make_backend(spec_.device, threads_);
+  if (options.make_backend) {
+    ops_ = options.make_backend(threads_);
+  } else {
+    BackendChoice choice = make_backend(spec_.device, threads_, determinism_.mode);
+    ops_ = std::move(choice.ops);
+    backend_notice_ = std::move(choice.notice);
+  }
   model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
                                        nn::ModelSeeds{seeds_.init, seeds_.dropout}, ops_->memory());
   staged_images_ = Tensor(Shape{0}, ops_->memory());

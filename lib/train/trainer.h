@@ -107,6 +107,8 @@ class Trainer {
   const RunSeeds& seeds() const noexcept { return seeds_; }
   const spec::DeterminismSpec& determinism() const noexcept { return determinism_; }
   int threads() const noexcept { return threads_; }
+  // Non-empty when the spec said device "auto" and no GPU was usable (the run is on the CPU).
+  const std::string& backend_notice() const noexcept { return backend_notice_; }
 
   // Digests of tensors in the backend's memory, computed by the backend (on the device for a
   // device backend).
@@ -134,6 +136,7 @@ class Trainer {
   RunSeeds seeds_;
   spec::DeterminismSpec determinism_;
   int threads_ = 1;
+  std::string backend_notice_;
   std::unique_ptr<backend::Ops> ops_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;

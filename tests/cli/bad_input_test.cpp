@@ -166,7 +166,8 @@ TEST_CASE("validate --json reports problems as data", "[cli]") {
   REQUIRE(doc.at("problems")[0].at("path") == "train.epochs");
 }
 
-TEST_CASE("asking for CUDA in a build without it is a runtime failure, exit 3", "[cli]") {
+TEST_CASE("asking for CUDA without a usable GPU is a runtime failure, exit 3", "[cli]") {
+  // (This machine kind has no GPU; on one that has, the spec would train there.)
   TempDir dir;
   auto spec = valid_spec();
   spec["device"] = "cuda";
@@ -174,4 +175,18 @@ TEST_CASE("asking for CUDA in a build without it is a runtime failure, exit 3", 
   INFO(r.err);
   REQUIRE(r.exit_code == 3);
   REQUIRE(r.err.find("cuda") != std::string::npos);
+}
+
+TEST_CASE("env prints the fingerprint a trace records, GPU availability included", "[cli]") {
+  const auto r = run_cli("env --json");
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const char* key : {"cpu_model", "cpu_flags", "compiler", "cxx_flags", "os", "gpu"}) {
+    INFO(key);
+    REQUIRE(doc.contains(key));
+  }
+  // Either a usable GPU described, or the reason there is none.
+  const auto& gpu = doc.at("gpu");
+  REQUIRE((gpu.contains("gpu") ||
+           (gpu.at("available") == false && !gpu.at("reason").get<std::string>().empty())));
 }

@@ -1,0 +1,42 @@
+// `repro-audit env`: the environment fingerprint a trace would record on this machine (CPU,
+// compiler, build, OS; the GPU and its libraries when the build has the CUDA backend), so two
+// machines can be compared before an audit.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "audit/environment.h"
+#include "commands.h"
+#include "core/thread_pool.h"
+#include "train/backend_choice.h"
+
+namespace ra::app {
+namespace {
+
+struct EnvOptions {
+  bool json = false;
+};
+
+int run_env(const EnvOptions& o) {
+  nlohmann::json doc = audit::environment_fingerprint(hardware_threads(), "cpu");
+  doc["gpu"] = train::gpu_fingerprint();
+  if (o.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+  }
+  for (const auto& [key, value] : doc.items()) {
+    std::printf("%-14s %s\n", key.c_str(),
+                value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_env(CLI::App& app, CommandRun& run) {
+  auto o = std::make_shared<EnvOptions>();
+  CLI::App* cmd = app.add_subcommand("env", "Print this machine's environment fingerprint");
+  cmd->add_flag("--json", o->json, "Print it as JSON (and nothing else) on stdout");
+  cmd->callback([&run, o] { run = [o] { return run_env(*o); }; });
+}
+
+}  // namespace ra::app

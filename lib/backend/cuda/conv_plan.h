@@ -1,0 +1,97 @@
+#pragma once
+// The cuDNN view of one convolution geometry: its descriptors (made once), how its padding is
+// split between cuDNN and a padded copy, and per direction and KernelMode the algorithm chosen
+// (algorithm_policy.h) with its workspace size, chosen at the first call and then reused.
+//
+// Asymmetric padding. cuDNN takes one pad per dimension, applied on both sides; TF-style "same"
+// with an even total pads one more at the bottom/right (pad_bottom = pad_top + 1), and the CPU
+// tests use any four pads. So each dimension is split:
+//     symmetric part  = min(pad_top, pad_bottom)            -> given to cuDNN
+//     extra_top       = pad_top - symmetric, extra_bottom = pad_bottom - symmetric
+// and the input is copied into a zeroed tensor of height h + extra_top + extra_bottom (same for
+// the width) with one cudaMemcpy3DAsync (planes = N * C as depth: no custom kernel). cuDNN then
+// runs on that tensor: output row p reads padded row p * stride - symmetric + i, which is input
+// row p * stride - pad_top + i, as the geometry says; the output extent is unchanged,
+// (h + extra_top + extra_bottom + 2 symmetric - r) / stride + 1 = (h + pad_top + pad_bottom - r) /
+// stride + 1. For "same" that is one extra row and column, ~2/28 more input for a 28x28 image.
+// backward_data writes the gradient of the padded tensor, then the interior is copied out
+// (cropped) into dx; backward_filter reads the padded copy of x. Symmetric geometries copy nothing.
+#include <cudnn.h>
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/algorithm_policy.h"
+#include "backend/cuda/cuda_resources.h"
+#include "backend/cuda/ledger.h"
+#include "backend/geometry.h"
+#include "spec/spec.h"
+
+namespace ra::backend::cuda {
+
+struct ConvPadding {
+  int pad_h = 0, pad_w = 0;                                              // symmetric, to cuDNN
+  int extra_top = 0, extra_left = 0, extra_bottom = 0, extra_right = 0;  // by the padded copy
+  int in_h = 0, in_w = 0;  // input extent cuDNN sees: h + extra_top + extra_bottom, ...
+  bool copies_input() const noexcept {
+    return extra_top != 0 || extra_left != 0 || extra_bottom != 0 || extra_right != 0;
+  }
+};
+
+ConvPadding split_padding(const ConvGeometry& g);
+
+// The output extent cuDNN computes for one dimension (cudnnGetConvolution2dForwardOutputDim):
+// (in + 2 pad - kernel) / stride + 1.
+inline int cudnn_output_extent(int in, int pad, int kernel, int stride) {
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+// x [planes, h, w] -> interior of padded [planes, h + top + bottom, w + left + right] (the border
+// is not written: the caller zeroes it), and the reverse crop. Queued on `stream`.
+void copy_into_padded(cudaStream_t stream, const float* x, float* padded, std::int64_t planes,
+                      int h, int w, const ConvPadding& pad);
+void copy_from_padded(cudaStream_t stream, const float* padded, float* x, std::int64_t planes,
+                      int h, int w, const ConvPadding& pad);
+
+struct ConvAlgorithm {
+  int algorithm = 0;  // value of the direction's cuDNN enum
+  std::size_t workspace_bytes = 0;
+};
+
+class ConvPlan {
+ public:
+  explicit ConvPlan(const ConvGeometry& g);
+
+  const ConvGeometry& geometry() const noexcept { return g_; }
+  const std::string& key() const noexcept { return key_; }
+  const ConvPadding& padding() const noexcept { return padding_; }
+  cudnnTensorDescriptor_t x() const noexcept { return x_.get(); }  // the (padded) input
+  cudnnTensorDescriptor_t y() const noexcept { return y_.get(); }
+  cudnnFilterDescriptor_t w() const noexcept { return w_.get(); }
+  cudnnConvolutionDescriptor_t conv() const noexcept { return conv_.get(); }
+
+  // The algorithm of `direction` under `mode`: the pinned one (its workspace size queried, which
+  // fails for a shape it does not support: CudaError naming layer, direction and algorithm), or
+  // the fastest by cudnnFind*Algorithm for autotune. Chosen once; a new choice is appended to
+  // `ledger`.
+  const ConvAlgorithm& algorithm(cudnnHandle_t handle, ConvDirection direction,
+                                 spec::KernelMode mode, std::vector<LedgerEntry>& ledger);
+
+ private:
+  ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
+  ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
+                                 bool& deterministic) const;
+
+  ConvGeometry g_;
+  std::string key_;
+  ConvPadding padding_;
+  TensorDescriptor x_, y_;
+  FilterDescriptor w_;
+  ConvolutionDescriptor conv_;
+  std::map<std::pair<ConvDirection, spec::KernelMode>, ConvAlgorithm> chosen_;
+};
+
+}  // namespace ra::backend::cuda

@@ -1,0 +1,107 @@
+// CudaOps convolutions: cuDNN forward, backward data and backward filter with the algorithm of
+// algorithm_policy.h (ConvPlan chooses and caches it per geometry); bias by kernels/bias.cuh.
+// Asymmetric padding goes through a padded copy of the input (conv_plan.h explains the split).
+// Every cuDNN call uses beta = 0: outputs are overwritten ('='), never accumulated.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "kernels/bias.cuh"
+
+namespace ra::backend {
+namespace {
+
+using cuda::ConvDirection;
+
+constexpr float kOne = 1.0f, kZero = 0.0f;  // cuDNN alpha/beta (host pointers)
+
+std::size_t padded_bytes(const cuda::ConvPlan& plan) {
+  const ConvGeometry& g = plan.geometry();
+  return std::size_t(g.n) * std::size_t(g.c) * std::size_t(plan.padding().in_h) *
+         std::size_t(plan.padding().in_w) * sizeof(float);
+}
+
+}  // namespace
+
+cuda::ConvPlan& CudaOps::conv_plan(const ConvGeometry& g) {
+  const ConvKey key{g.n,        g.c,          g.h,         g.w,        g.k,
+                    g.r,        g.s,          g.stride_h,  g.stride_w, g.pad_top,
+                    g.pad_left, g.pad_bottom, g.pad_right, g.p,        g.q};
+  auto it = conv_plans_.find(key);
+  if (it == conv_plans_.end()) {
+    it = conv_plans_.emplace(key, std::make_unique<cuda::ConvPlan>(g)).first;
+  }
+  return *it->second;
+}
+
+const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
+  if (!plan.padding().copies_input()) return x;
+  const ConvGeometry& g = plan.geometry();
+  const std::size_t bytes = padded_bytes(plan);
+  padded_input_.reserve(bytes);
+  float* padded = padded_input_.as<float>();
+  // The border must read as zeros; the interior is overwritten by the copy.
+  RA_CUDA_CHECK(cudaMemsetAsync(padded, 0, bytes, stream()));
+  cuda::copy_into_padded(stream(), x, padded, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
+  return padded;
+}
+
+void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
+                             const float* bias, float* y) {
+  cuda::ConvPlan& plan = conv_plan(g);
+  const cuda::ConvAlgorithm& algo =
+      plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_, ledger_);
+  void* scratch = workspace(algo.workspace_bytes);
+  const float* input = conv_input(plan, x);
+  RA_CUDNN_CHECK(cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
+                                         plan.conv(),
+                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo.algorithm),
+                                         scratch, algo.workspace_bytes, &kZero, plan.y(), y));
+  if (bias != nullptr) {
+    kernels::bias_add(stream(), y, bias, g.n, g.k, g.p * g.q);
+    RA_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                                   float* dx, KernelMode mode) {
+  cuda::ConvPlan& plan = conv_plan(g);
+  const cuda::ConvAlgorithm& algo =
+      plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode, ledger_);
+  void* scratch = workspace(algo.workspace_bytes);
+  float* out = dx;
+  if (plan.padding().copies_input()) {
+    // The gradient of the padded input; its interior is dx.
+    padded_grad_.reserve(padded_bytes(plan));
+    out = padded_grad_.as<float>();
+  }
+  RA_CUDNN_CHECK(
+      cudnnConvolutionBackwardData(cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy, plan.conv(),
+                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm),
+                                   scratch, algo.workspace_bytes, &kZero, plan.x(), out));
+  if (out != dx) {
+    cuda::copy_from_padded(stream(), out, dx, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
+  }
+}
+
+void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
+                                     float* dw, KernelMode mode) {
+  cuda::ConvPlan& plan = conv_plan(g);
+  const cuda::ConvAlgorithm& algo =
+      plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode, ledger_);
+  void* scratch = workspace(algo.workspace_bytes);
+  const float* input = conv_input(plan, x);
+  RA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy, plan.conv(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algorithm), scratch, algo.workspace_bytes,
+      &kZero, plan.w(), dw));
+}
+
+void CudaOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
+                                   KernelMode mode) {
+  const int spatial = g.p * g.q;
+  void* scratch = workspace(kernels::bias_backward_workspace_bytes(g.n, g.k, spatial));
+  kernels::bias_backward(stream(), dy, db, g.n, g.k, spatial, cuda::kernels_deterministic(mode),
+                         scratch);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace ra::backend

@@ -1,0 +1,233 @@
+// CudaOps: construction, memory, ledger, and the ops served by the custom kernels (pooling,
+// activations, dropout, optimizer, losses). Convolutions: cuda_conv.cpp; dense: cuda_dense.cpp.
+#include "backend/cuda/cuda_ops.h"
+
+#include "kernels/digest.cuh"
+
+#include <limits>
+
+#include "backend/cuda/algorithm_policy.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_memory.h"
+#include "backend/cuda/device.h"
+#include "core/error.h"
+#include "kernels/activation.cuh"
+#include "kernels/dropout.cuh"
+#include "kernels/loss.cuh"
+#include "kernels/maxpool.cuh"
+#include "kernels/optimizer.cuh"
+
+namespace ra::backend {
+namespace {
+
+using cuda::CudaError;
+
+// cuBLAS's recommended workspace on Hopper is 32 MiB (4 MiB before); giving cuBLAS its own
+// workspace, rather than its internal pool, keeps sgemm's bits independent of other streams
+// (cuBLAS docs, "Results reproducibility").
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t(32) << 20;
+
+// Runs before any member is built, so that a machine without a GPU fails with the reason rather
+// than with the first CUDA call that happens to fail.
+KernelMode require_usable_device(KernelMode mode) {
+  const cuda::DeviceInfo info = cuda::query_device();
+  if (!info.usable) throw CudaError("CUDA backend: no usable GPU: " + info.reason);
+  RA_CUDA_CHECK(cudaSetDevice(0));
+  return mode;
+}
+
+struct LossScalars {
+  float loss;
+  int bad_label;
+};
+
+}  // namespace
+
+CudaOps::CudaOps(KernelMode forward_mode)
+    : forward_mode_(require_usable_device(forward_mode)),
+      stream_(),
+      cudnn_(stream_.get()),
+      cublas_(stream_.get()),
+      cublas_workspace_(kCublasWorkspaceBytes),
+      loss_scalars_(sizeof(LossScalars)) {
+  RA_CUBLAS_CHECK(
+      cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), cublas_workspace_.size()));
+  RA_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), cuda::cublas_policy(forward_mode_).math));
+  set_cublas_mode(KernelMode::deterministic);
+}
+
+CudaOps::~CudaOps() = default;
+
+std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode) {
+  return std::make_unique<CudaOps>(mode);
+}
+
+Memory& CudaOps::memory() {
+  return cuda::cuda_device_memory();
+}
+
+nlohmann::json CudaOps::device_fingerprint() const {
+  return cuda::device_fingerprint(cuda::query_device());
+}
+
+std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors) {
+  // One job per tensor, laid out back to back in one output array of chunk digests.
+  std::vector<kernels::DigestJob> jobs;
+  std::size_t total = 0;
+  for (const Tensor* t : tensors) {
+    jobs.push_back(kernels::DigestJob{t->data(), t->bytes(), total});
+    total += kernels::digest_chunk_count(t->bytes());
+  }
+  std::vector<Digest128> out;
+  if (tensors.empty()) return out;
+  digest_jobs_.reserve(jobs.size() * sizeof(kernels::DigestJob));
+  digest_chunks_.reserve(std::max<std::size_t>(total, 1) * sizeof(xxh3::Hash128));
+  RA_CUDA_CHECK(cudaMemcpyAsync(digest_jobs_.data(), jobs.data(),
+                                jobs.size() * sizeof(kernels::DigestJob), cudaMemcpyHostToDevice,
+                                stream_.get()));
+  if (total > 0) {
+    kernels::digest_chunks_batched(stream_.get(), digest_jobs_.as<kernels::DigestJob>(),
+                                   static_cast<int>(jobs.size()), total,
+                                   digest_chunks_.as<xxh3::Hash128>());
+    RA_CUDA_CHECK(cudaGetLastError());
+  }
+  std::vector<xxh3::Hash128> chunks(total);
+  if (total > 0) {
+    RA_CUDA_CHECK(cudaMemcpyAsync(chunks.data(), digest_chunks_.data(),
+                                  total * sizeof(xxh3::Hash128), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
+  }
+  stream_.synchronize();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::size_t n = kernels::digest_chunk_count(tensors[i]->bytes());
+    out.push_back(
+        digest_from_chunks(DType::f32, tensors[i]->shape(),
+                           std::span<const xxh3::Hash128>(chunks.data() + jobs[i].first_chunk, n)));
+  }
+  return out;
+}
+
+void CudaOps::synchronize() const {
+  stream_.synchronize();
+}
+
+std::vector<cuda::LedgerEntry> CudaOps::ledger_entries() const {
+  std::vector<cuda::LedgerEntry> distinct;
+  for (const cuda::LedgerEntry& e : ledger_) {
+    bool seen = false;
+    for (const cuda::LedgerEntry& d : distinct) {
+      seen =
+          seen || (d.layer == e.layer && d.direction == e.direction && d.algorithm == e.algorithm &&
+                   d.chosen_by == e.chosen_by && d.deterministic == e.deterministic);
+    }
+    if (!seen) distinct.push_back(e);
+  }
+  return distinct;
+}
+
+void* CudaOps::workspace(std::size_t bytes) {
+  workspace_.reserve(bytes);
+  return workspace_.data();
+}
+
+// ---- pooling ----
+
+void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
+                                std::int32_t* argmax) {
+  if (g.x_size() > std::numeric_limits<std::int32_t>::max()) {
+    throw RuntimeFailure("maxpool2d: input of " + std::to_string(g.x_size()) +
+                         " elements is too large for int32 argmax indices");
+  }
+  if (g.y_size() == 0) return;
+  kernels::maxpool_forward(stream(), g, x, y, argmax);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                                 float* dx, KernelMode mode) {
+  if (g.x_size() == 0) return;
+  kernels::maxpool_backward(stream(), g, dy, argmax, dx, cuda::kernels_deterministic(mode));
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+// ---- elementwise ----
+
+void CudaOps::activation_forward(Activation act, std::int64_t count, const float* x, float* y) {
+  if (count <= 0) return;
+  kernels::activation_forward(stream(), static_cast<int>(act), count, x, y);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::activation_backward(Activation act, std::int64_t count, const float* y,
+                                  const float* dy, float* dx) {
+  if (count <= 0) return;
+  kernels::activation_backward(stream(), static_cast<int>(act), count, y, dy, dx);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                              rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                              std::uint8_t* mask) {
+  if (count <= 0) return;
+  kernels::dropout_forward(stream(), count, drop_threshold, scale, key, draw, x, y, mask);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
+                               const float* dy, float* dx) {
+  if (count <= 0) return;
+  kernels::dropout_backward(stream(), count, scale, mask, dy, dx);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                               const float* grad, float* s0, float* s1) {
+  if (count <= 0) return;
+  kernels::optimizer_update(stream(), rule, count, value, grad, s0, s1);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+// ---- losses ----
+
+template <class Launch>
+float CudaOps::loss(const char* op, int n, int classes, KernelMode mode, Launch launch) {
+  if (n < 1 || classes < 1) {
+    throw InputError(std::string(op) + ": need at least one sample and one class, got n = " +
+                     std::to_string(n) + ", classes = " + std::to_string(classes));
+  }
+  void* scratch = workspace(kernels::loss_workspace_bytes(n, classes));
+  auto* scalars = loss_scalars_.as<LossScalars>();
+  // The kernels set the flag but never clear it.
+  RA_CUDA_CHECK(cudaMemsetAsync(scalars, 0, sizeof(LossScalars), stream()));
+  launch(&scalars->loss, cuda::kernels_deterministic(mode), scratch, &scalars->bad_label);
+  RA_CUDA_CHECK(cudaGetLastError());
+  LossScalars host{};
+  RA_CUDA_CHECK(
+      cudaMemcpyAsync(&host, scalars, sizeof(LossScalars), cudaMemcpyDeviceToHost, stream()));
+  stream_.synchronize();
+  if (host.bad_label != 0) {
+    throw InputError(std::string(op) + ": a label of the batch is outside [0, " +
+                     std::to_string(classes) + ")");
+  }
+  return host.loss;
+}
+
+float CudaOps::softmax_cross_entropy(int n, int classes, const float* logits,
+                                     const std::int32_t* labels, float* dlogits, KernelMode mode) {
+  return loss("softmax_cross_entropy", n, classes, mode,
+              [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
+                kernels::softmax_cross_entropy(stream(), n, classes, logits, labels, dlogits,
+                                               loss_out, deterministic, scratch, bad_label);
+              });
+}
+
+float CudaOps::mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                                  float* dpred, KernelMode mode) {
+  return loss("mean_squared_error", n, classes, mode,
+              [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
+                kernels::mean_squared_error(stream(), n, classes, pred, labels, dpred, loss_out,
+                                            deterministic, scratch, bad_label);
+              });
+}
+
+}  // namespace ra::backend

@@ -1,0 +1,129 @@
+#pragma once
+// The CUDA backend: every op of ops.h on DEVICE memory (every pointer argument, labels included,
+// points into cuda_device_memory()), queued on one stream.
+//
+//   convolution   cuDNN (legacy API), algorithms per algorithm_policy.h, descriptors and the
+//                 chosen algorithms cached per geometry (conv_plan.h); bias by kernels/bias.cuh
+//   dense         cuBLAS sgemm on row-major data (cuda_dense.cpp: the transposition trick)
+//   pooling, activations, dropout, losses, optimizer   kernels/*.cuh (custom, CPU-identical rules)
+//
+// Workspaces are grow-only buffers: after the first step of a run (every geometry seen once) no
+// call allocates. Ops return when their work is queued, except the losses, which copy the loss
+// value (and the bad-label flag) back to the host: one small synchronization per loss.
+//
+// KernelMode: the reducing ops follow the mode of each call (algorithm_policy.h). The forward
+// convolution has no mode argument: the mode given at construction decides whether it is pinned
+// (deterministic, nondeterministic) or autotuned (autotune).
+//
+// One CudaOps serves one run: calls must not overlap (its workspaces are shared by calls).
+#include <array>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/conv_plan.h"
+#include "backend/cuda/cuda_resources.h"
+#include "backend/cuda/ledger.h"
+#include "backend/ops.h"
+
+namespace ra::backend {
+
+class CudaOps final : public Ops {
+ public:
+  // Uses device 0. Throws cuda::CudaError (a RuntimeFailure: exit 3) when query_device() finds no
+  // usable device, with its reason, or when a handle cannot be created.
+  explicit CudaOps(KernelMode forward_mode = KernelMode::deterministic);
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+  ~CudaOps() override;
+
+  std::string name() const override { return "cuda"; }
+  int threads() const override { return 1; }  // host threads; the device work is on one stream
+  Memory& memory() override;
+
+  // What ran for each convolution and dense geometry and direction, in first-use order, each
+  // distinct entry once.
+  std::vector<cuda::LedgerEntry> ledger_entries() const;
+  nlohmann::json ledger() const override { return cuda::to_json(ledger_entries()); }
+  nlohmann::json device_fingerprint() const override;
+  // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
+  std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
+  // Waits for all queued work (results read through memory() need no call: copies wait).
+  void synchronize() const;
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+
+  void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                      float* y) override;
+  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                            KernelMode mode) override;
+  void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                              KernelMode mode) override;
+  void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
+                            KernelMode mode) override;
+
+  void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
+                     float* y) override;
+  void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
+                           KernelMode mode) override;
+  void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,
+                             KernelMode mode) override;
+  void dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
+                           KernelMode mode) override;
+
+  void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
+                         std::int32_t* argmax) override;
+  void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                          float* dx, KernelMode mode) override;
+
+  void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
+  void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
+                           float* dx) override;
+  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                       std::uint8_t* mask) override;
+  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
+                        float* dx) override;
+
+  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                        const float* grad, float* s0, float* s1) override;
+
+  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits, KernelMode mode) override;
+  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                           float* dpred, KernelMode mode) override;
+
+ private:
+  using ConvKey = std::array<int, 15>;
+  cuda::ConvPlan& conv_plan(const ConvGeometry& g);
+  // x itself, or (asymmetric padding) x copied into padded_input_.
+  const float* conv_input(const cuda::ConvPlan& plan, const float* x);
+  void* workspace(std::size_t bytes);
+  void set_cublas_mode(KernelMode mode);
+  void note_dense(const DenseGeometry& g, int direction, KernelMode mode);
+  template <class Launch>
+  float loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
+
+  KernelMode forward_mode_;
+  cuda::Stream stream_;
+  cuda::CudnnHandle cudnn_;
+  cuda::CublasHandle cublas_;
+  cuda::DeviceBuffer workspace_;  // cuDNN, bias and loss scratch (grow-only, shared)
+  cuda::DeviceBuffer cublas_workspace_;
+  cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
+  cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
+  cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
+  cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
+  cuda::DeviceBuffer digest_chunks_;  // their chunk digests
+  std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
+  std::vector<cuda::LedgerEntry> ledger_;
+  std::set<std::array<int, 5>> dense_noted_;  // {n, in, out, direction, atomics allowed}
+};
+
+// The backend for a run: `mode` is the spec's determinism mode (it chooses pinned or autotuned
+// forward convolutions; reducing ops get their own mode per call). Throws cuda::CudaError (exit
+// 3) when there is no usable GPU, saying why.
+std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode);
+
+}  // namespace ra::backend

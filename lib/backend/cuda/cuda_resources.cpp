@@ -1,0 +1,141 @@
+#include "backend/cuda/cuda_resources.h"
+
+#include "backend/cuda/cuda_check.h"
+
+namespace ra::backend::cuda {
+
+// ---- DeviceBuffer ----
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) {
+  reserve(bytes);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
+
+void DeviceBuffer::release() noexcept {
+  if (data_ != nullptr) static_cast<void>(cudaFree(data_));
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+void DeviceBuffer::reserve(std::size_t bytes) {
+  if (bytes <= bytes_) return;
+  // Free first: old and new blocks never coexist, so growing needs no more than the new size.
+  release();
+  void* p = nullptr;
+  RA_CUDA_CHECK(cudaMalloc(&p, bytes));
+  data_ = p;
+  bytes_ = bytes;
+}
+
+// ---- Stream, Event ----
+
+namespace {
+cudaStream_t create_stream() {
+  cudaStream_t s = nullptr;
+  RA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
+  return s;
+}
+cudaEvent_t create_event() {
+  cudaEvent_t e = nullptr;
+  RA_CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+}  // namespace
+
+Stream::Stream() : UniqueHandle(create_stream()) {}
+
+void Stream::synchronize() const {
+  RA_CUDA_CHECK(cudaStreamSynchronize(get()));
+}
+
+Event::Event() : UniqueHandle(create_event()) {}
+
+void Event::record(cudaStream_t stream) const {
+  RA_CUDA_CHECK(cudaEventRecord(get(), stream));
+}
+
+void Event::synchronize() const {
+  RA_CUDA_CHECK(cudaEventSynchronize(get()));
+}
+
+float Event::elapsed_ms_since(const Event& start) const {
+  float ms = 0;
+  RA_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), get()));
+  return ms;
+}
+
+// ---- library handles ----
+
+namespace {
+cudnnHandle_t create_cudnn(cudaStream_t stream) {
+  cudnnHandle_t h = nullptr;
+  RA_CUDNN_CHECK(cudnnCreate(&h));
+  const cudnnStatus_t status = cudnnSetStream(h, stream);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    cudnnDestroy(h);
+    RA_CUDNN_CHECK(status);
+  }
+  return h;
+}
+cublasHandle_t create_cublas(cudaStream_t stream) {
+  cublasHandle_t h = nullptr;
+  RA_CUBLAS_CHECK(cublasCreate(&h));
+  const cublasStatus_t status = cublasSetStream(h, stream);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(h);
+    RA_CUBLAS_CHECK(status);
+  }
+  return h;
+}
+}  // namespace
+
+CudnnHandle::CudnnHandle(cudaStream_t stream) : UniqueHandle(create_cudnn(stream)) {}
+
+CublasHandle::CublasHandle(cudaStream_t stream) : UniqueHandle(create_cublas(stream)) {}
+
+// ---- cuDNN descriptors ----
+// Each is created, then owned (so a failing Set* call below destroys it), then set.
+
+TensorDescriptor::TensorDescriptor(int n, int c, int h, int w) {
+  cudnnTensorDescriptor_t d = nullptr;
+  RA_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
+  UniqueHandle::operator=(UniqueHandle(d));
+  RA_CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+}
+
+FilterDescriptor::FilterDescriptor(int k, int c, int r, int s) {
+  cudnnFilterDescriptor_t d = nullptr;
+  RA_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d));
+  UniqueHandle::operator=(UniqueHandle(d));
+  RA_CUDNN_CHECK(
+      cudnnSetFilter4dDescriptor(get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s));
+}
+
+ConvolutionDescriptor::ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w,
+                                             cudnnMathType_t math) {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  RA_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
+  UniqueHandle::operator=(UniqueHandle(d));
+  RA_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(get(), pad_h, pad_w, stride_h, stride_w,
+                                                 /*dilation*/ 1, 1, CUDNN_CROSS_CORRELATION,
+                                                 CUDNN_DATA_FLOAT));
+  RA_CUDNN_CHECK(cudnnSetConvolutionMathType(get(), math));
+}
+
+}  // namespace ra::backend::cuda

@@ -1,0 +1,126 @@
+#pragma once
+// Move-only RAII owners of CUDA, cuDNN and cuBLAS objects (the cudnn-frontend pattern): the
+// constructor creates the object or throws CudaError; the destructor is noexcept and never throws
+// (a failing destroy during unwinding must not terminate the process: its status is dropped).
+// A moved-from owner holds nothing and destroys nothing.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <utility>
+
+namespace ra::backend::cuda {
+
+// Owns one handle of type H released by `Release`; the base of the types below.
+template <class H, auto Release>
+class UniqueHandle {
+ public:
+  UniqueHandle() noexcept = default;
+  explicit UniqueHandle(H handle) noexcept : handle_(handle) {}
+  UniqueHandle(UniqueHandle&& other) noexcept : handle_(std::exchange(other.handle_, H{})) {}
+  UniqueHandle& operator=(UniqueHandle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, H{});
+    }
+    return *this;
+  }
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  ~UniqueHandle() { reset(); }
+
+  H get() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return handle_ != H{}; }
+
+ protected:
+  void reset() noexcept {
+    if (handle_ != H{}) static_cast<void>(Release(handle_));
+    handle_ = H{};
+  }
+
+ private:
+  H handle_{};
+};
+
+// Device memory from cudaMalloc. reserve() only grows: steady-state training never allocates.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() noexcept = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* data() const noexcept { return data_; }
+  template <class T>
+  T* as() const noexcept {
+    return static_cast<T*>(data_);
+  }
+  std::size_t size() const noexcept { return bytes_; }
+  // Ensures size() >= bytes. Growing frees the old block first and does NOT keep its contents
+  // (callers use buffers as scratch); cudaFree waits for work already queued that uses it.
+  void reserve(std::size_t bytes);
+
+ private:
+  void release() noexcept;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// A stream that synchronizes with the legacy default stream (cudaStreamDefault flags): memory
+// operations of CudaMemory (plain cudaMemcpy/cudaMemset, legacy stream) are then ordered with the
+// kernels queued here without either side knowing the other.
+class Stream : public UniqueHandle<cudaStream_t, cudaStreamDestroy> {
+ public:
+  Stream();
+  void synchronize() const;
+};
+
+// An event with timing, for measuring device time between two records.
+class Event : public UniqueHandle<cudaEvent_t, cudaEventDestroy> {
+ public:
+  Event();
+  void record(cudaStream_t stream) const;
+  void synchronize() const;
+  // Milliseconds between two completed events (start recorded before this one).
+  float elapsed_ms_since(const Event& start) const;
+};
+
+class CudnnHandle : public UniqueHandle<cudnnHandle_t, cudnnDestroy> {
+ public:
+  explicit CudnnHandle(cudaStream_t stream);
+};
+
+class CublasHandle : public UniqueHandle<cublasHandle_t, cublasDestroy> {
+ public:
+  explicit CublasHandle(cudaStream_t stream);
+};
+
+// 4-D NCHW float tensor.
+class TensorDescriptor
+    : public UniqueHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor> {
+ public:
+  TensorDescriptor(int n, int c, int h, int w);
+};
+
+// K x C x R x S float filter (PyTorch conv weight layout).
+class FilterDescriptor
+    : public UniqueHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor> {
+ public:
+  FilterDescriptor(int k, int c, int r, int s);
+};
+
+// 2-D cross-correlation (what PyTorch and Keras call convolution), fp32 compute, with the given
+// math type (CUDNN_FMA_MATH: no tensor cores, no TF32). cuDNN accepts only SYMMETRIC padding
+// (one pad per dimension); asymmetric padding is handled by the caller (conv_plan.h: the input
+// is copied into a tensor padded by the difference, the symmetric part stays with cuDNN).
+class ConvolutionDescriptor
+    : public UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor> {
+ public:
+  ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w, cudnnMathType_t math);
+};
+
+}  // namespace ra::backend::cuda

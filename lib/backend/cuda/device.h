@@ -1,0 +1,39 @@
+#pragma once
+// What GPU this process would run on, and whether it can: the facts for the trace header's
+// environment fingerprint and for refusing to start (exit 3) with a reason a person can act on.
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ra::backend::cuda {
+
+struct DeviceInfo {
+  bool usable = false;
+  std::string reason;  // why not usable ("CUDA driver version is insufficient ..."), else empty
+  std::string name;    // "NVIDIA H100 80GB HBM3"; empty when no device
+  int compute_capability_major = 0, compute_capability_minor = 0;
+  std::string driver_version;   // CUDA version the driver supports, "13.0"; "none" without one
+  std::string runtime_version;  // CUDA runtime linked, "13.0"
+  std::string cudnn_version;    // "9.19.0" (the library loaded, not the header compiled against)
+  std::string cublas_version;   // "13.0.2"
+  std::size_t memory_bytes = 0;
+};
+
+// Device 0 of this process (CUDA_VISIBLE_DEVICES chooses which physical GPU that is). Never
+// throws: every failure becomes usable = false with the reason (no driver, no device, a
+// compute capability below 7.0, a cuDNN whose major version differs from the headers').
+DeviceInfo query_device() noexcept;
+
+// {"gpu", "compute_capability", "memory_bytes", "driver", "cuda", "cudnn", "cublas"}; an unusable
+// device gives "gpu": null and "unusable_reason".
+nlohmann::json device_fingerprint(const DeviceInfo& info);
+
+// Version encodings, as strings (pure functions, tested on the CPU):
+// CUDA runtime/driver 13000 -> "13.0", 12040 -> "12.4"; 0 -> "none".
+std::string cuda_version_string(int version);
+// cuDNN 9 encodes major * 10000 + minor * 100 + patch: 91900 -> "9.19.0". (cuDNN 8 used
+// major * 1000 + minor * 100 + patch: 8907 -> "8.9.7".)
+std::string cudnn_version_string(std::size_t version);
+
+}  // namespace ra::backend::cuda

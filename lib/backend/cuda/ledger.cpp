@@ -1,0 +1,143 @@
+#include "backend/cuda/ledger.h"
+
+#include <sstream>
+
+namespace ra::backend::cuda {
+namespace {
+
+// prefix followed by a number. (Not `"literal" + std::to_string(n)`: GCC 12 reports a false
+// -Wrestrict in that operator+ overload.)
+std::string numbered(const char* prefix, int number) {
+  std::string s(prefix);
+  s += std::to_string(number);
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const std::vector<LedgerEntry>& entries) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LedgerEntry& e : entries) {
+    out.push_back({{"layer", e.layer},
+                   {"direction", e.direction},
+                   {"algorithm", e.algorithm},
+                   {"deterministic", e.deterministic},
+                   {"math_type", e.math_type},
+                   {"workspace_bytes", e.workspace_bytes},
+                   {"chosen_by", e.chosen_by}});
+  }
+  return out;
+}
+
+std::string cudnn_algorithm_name(ConvDirection direction, int algorithm) {
+  switch (direction) {
+    case ConvDirection::forward:
+      switch (algorithm) {
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_FFT";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+          return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED";
+        default:
+          return numbered("CUDNN_CONVOLUTION_FWD_ALGO_", algorithm);
+      }
+    case ConvDirection::backward_data:
+      switch (algorithm) {
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+          return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED";
+        default:
+          return numbered("CUDNN_CONVOLUTION_BWD_DATA_ALGO_", algorithm);
+      }
+    case ConvDirection::backward_filter:
+      switch (algorithm) {
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+          return "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING";
+        default:
+          return numbered("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_", algorithm);
+      }
+  }
+  return numbered("unknown algorithm ", algorithm);
+}
+
+std::string cudnn_math_type_name(cudnnMathType_t math) {
+  switch (math) {
+    case CUDNN_DEFAULT_MATH:
+      return "CUDNN_DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH:
+      return "CUDNN_TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH:
+      return "CUDNN_FMA_MATH";
+  }
+  return numbered("CUDNN_MATH_", static_cast<int>(math));
+}
+
+std::string cublas_math_name(cublasMath_t math) {
+  switch (math) {
+    case CUBLAS_DEFAULT_MATH:
+      return "CUBLAS_DEFAULT_MATH";
+    case CUBLAS_PEDANTIC_MATH:
+      return "CUBLAS_PEDANTIC_MATH";
+    case CUBLAS_TF32_TENSOR_OP_MATH:
+      return "CUBLAS_TF32_TENSOR_OP_MATH";
+    default:
+      break;  // flags and deprecated values
+  }
+  return numbered("CUBLAS_MATH_", static_cast<int>(math));
+}
+
+std::string conv_geometry_key(const ConvGeometry& g) {
+  std::ostringstream key;
+  key << "conv " << g.n << 'x' << g.c << 'x' << g.h << 'x' << g.w << " k" << g.k << ' ' << g.r
+      << 'x' << g.s << " s" << g.stride_h;
+  if (g.stride_w != g.stride_h) key << 'x' << g.stride_w;
+  if (g.pad_top == g.pad_left && g.pad_top == g.pad_bottom && g.pad_top == g.pad_right) {
+    key << " p" << g.pad_top;
+  } else {
+    key << " p(t" << g.pad_top << " l" << g.pad_left << " b" << g.pad_bottom << " r" << g.pad_right
+        << ')';
+  }
+  return key.str();
+}
+
+std::string dense_geometry_key(const DenseGeometry& g) {
+  std::ostringstream key;
+  key << "dense " << g.n << 'x' << g.in << "->" << g.out;
+  return key.str();
+}
+
+}  // namespace ra::backend::cuda

@@ -1,0 +1,45 @@
+#pragma once
+// The algorithm ledger: for each convolution (and dense) geometry and direction, which
+// cuDNN/cuBLAS algorithm ran, whether it is deterministic, its math mode, its workspace and who
+// chose it. Written into the trace header so that a divergence can be traced to what ran.
+// Pure data and names (no device): tested on any machine.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/cuda/algorithm_policy.h"
+#include "backend/geometry.h"
+
+namespace ra::backend::cuda {
+
+struct LedgerEntry {
+  std::string layer;      // the geometry key (Ops does not know layer names): conv_geometry_key()
+  std::string direction;  // "forward", "backward_data", "backward_filter"
+  std::string algorithm;  // "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", "cublasSgemm"
+  // As cuDNN reports it in the algorithm's perf struct (autotuned), or the documented property of
+  // a pinned algorithm (cudnn_algorithm_is_deterministic).
+  bool deterministic = true;
+  std::string math_type;  // "CUDNN_FMA_MATH", "CUBLAS_DEFAULT_MATH"
+  std::size_t workspace_bytes = 0;
+  std::string chosen_by;  // "pinned" or "autotuned"
+};
+
+// [{"layer", "direction", "algorithm", "deterministic", "math_type", "workspace_bytes",
+//   "chosen_by"}, ...] in the order given.
+nlohmann::json to_json(const std::vector<LedgerEntry>& entries);
+
+// "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", ...;
+// an unknown value gives "<enum prefix>_<number>".
+std::string cudnn_algorithm_name(ConvDirection direction, int algorithm);
+std::string cudnn_math_type_name(cudnnMathType_t math);
+std::string cublas_math_name(cublasMath_t math);
+
+// "conv 128x1x28x28 k32 3x3 s1 p0": input NxCxHxW, filters, kernel RxS, stride (one number when
+// equal, else "s2x1"), padding (one number when all four equal, else "p(t1 l0 b2 r1)").
+std::string conv_geometry_key(const ConvGeometry& g);
+// "dense 128x9216->128": batch x in -> out.
+std::string dense_geometry_key(const DenseGeometry& g);
+
+}  // namespace ra::backend::cuda

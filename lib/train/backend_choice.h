@@ -1,0 +1,29 @@
+#pragma once
+// Which backend a run trains on: the spec's "device" (auto | cpu | cuda) against what this build
+// and machine offer. cuda without a usable GPU is a runtime failure (exit code 3) naming the
+// reason; auto falls back to the CPU with a one-line notice for the caller to show.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backend/ops.h"
+#include "spec/spec.h"
+
+namespace ra::train {
+
+struct BackendChoice {
+  std::unique_ptr<backend::Ops> ops;
+  std::string notice;  // non-empty when "auto" fell back to the CPU
+};
+
+// `mode`: the run's global kernel mode (the CUDA backend pins or autotunes by it).
+BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mode);
+
+// What `auto` would give on this machine, without creating a backend: "" when it is the GPU or
+// the spec says cpu, else the fallback notice.
+std::string fallback_notice(spec::Device device);
+
+// The GPU as the environment fingerprint records it, or {"available": false, "reason": ...}.
+nlohmann::json gpu_fingerprint();
+
+}  // namespace ra::train
