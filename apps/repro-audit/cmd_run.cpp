@@ -27,6 +27,7 @@ struct RunCommandOptions {
   std::string json_path;
   std::string expect;
   std::string fault;
+  std::string device;  // "" = the spec's
 };
 
 audit::VariedStreams parse_vary(const std::string& text) {
@@ -90,7 +91,8 @@ class Progress {
 };
 
 int run_run(RunCommandOptions& o) {
-  const spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+  spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+  if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
   audit::AuditOptions& a = o.audit;
   a.seeds = o.seeds == "different" ? audit::SeedPolicy::different
             : o.seeds == "both"    ? audit::SeedPolicy::both
@@ -141,6 +143,10 @@ void register_run(CLI::App& app, CommandRun& run) {
                   "others keep the spec's seed. Implies --seeds different unless both");
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
       ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
+  cmd->add_option("--device", o->device,
+                  "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
+                  "(overrides the spec)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--threads", o->audit.threads, "Threads per run (overrides the spec)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--jobs", o->audit.jobs,

@@ -25,6 +25,7 @@ struct TrainOptions {
   std::optional<int> threads;
   std::string mode;  // "" = the spec's policy
   std::optional<std::uint64_t> seed;
+  std::string device;  // "" = the spec's
   bool json = false;
 };
 
@@ -65,6 +66,7 @@ class ProgressLogger final : public train::Observer {
 int run_train(const TrainOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (o.seed) s.seed = *o.seed;
+  if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
   train::RunOptions options;
   options.threads = o.threads;
   if (!o.mode.empty()) options.mode = spec::kernel_mode_from_string(o.mode);
@@ -138,6 +140,10 @@ void register_train(CLI::App& app, CommandRun& run) {
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
       ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
   cmd->add_option("--seed", o->seed, "Seed (overrides the spec)");
+  cmd->add_option("--device", o->device,
+                  "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
+                  "(overrides the spec)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_flag("--json", o->json, "Print one JSON summary (and nothing else) on stdout");
   cmd->callback([&run, o] { run = [o] { return run_train(*o); }; });
 }

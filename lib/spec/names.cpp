@@ -89,9 +89,12 @@ const char* to_string(OptimizerType t) {
 }
 const char* to_string(KernelMode m) {
   switch (m) {
-    case KernelMode::deterministic: return "deterministic";
-    case KernelMode::nondeterministic: return "nondeterministic";
-    case KernelMode::autotune: return "autotune";
+    case KernelMode::deterministic:
+      return "deterministic";
+    case KernelMode::nondeterministic:
+      return "nondeterministic";
+    case KernelMode::autotune:
+      return "autotune";
   }
   return "?";
 }
@@ -121,6 +124,13 @@ std::optional<KernelMode> kernel_mode_from_string(std::string_view s) {
   if (s == "deterministic") return KernelMode::deterministic;
   if (s == "nondeterministic") return KernelMode::nondeterministic;
   if (s == "autotune") return KernelMode::autotune;
+  return std::nullopt;
+}
+
+std::optional<Device> device_from_string(std::string_view s) {
+  for (Device d : {Device::auto_select, Device::cpu, Device::cuda}) {
+    if (s == to_string(d)) return d;
+  }
   return std::nullopt;
 }
 

@@ -160,6 +160,7 @@ const char* to_string(OptimizerType);
 const char* to_string(KernelMode);
 const char* to_string(ReducingOp);
 std::optional<KernelMode> kernel_mode_from_string(std::string_view);
+std::optional<Device> device_from_string(std::string_view);
 std::optional<ReducingOp> reducing_op_from_string(std::string_view);
 
 }  // namespace ra::spec

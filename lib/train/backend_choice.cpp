@@ -42,7 +42,7 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
 #endif
   }
   if (device == spec::Device::cuda) {
-    throw RuntimeFailure("the spec asks for device 'cuda', but no GPU is usable: " + reason);
+    throw RuntimeFailure("device 'cuda' was asked for, but no GPU is usable: " + reason);
   }
   choice.notice = fallback_notice(device);
   choice.ops = backend::make_cpu_ops(threads);

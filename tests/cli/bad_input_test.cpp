@@ -177,6 +177,23 @@ TEST_CASE("asking for CUDA without a usable GPU is a runtime failure, exit 3", "
   REQUIRE(r.err.find("cuda") != std::string::npos);
 }
 
+TEST_CASE("--device overrides the spec: cuda without a GPU exits 3, cpu trains", "[cli]") {
+  TempDir dir;
+  const auto path = dir.write("spec.json", valid_spec().dump());
+  if (run_cli("env --json").out.find("\"available\": false") == std::string::npos) {
+    WARN("skipped: this machine has a usable GPU");
+    return;
+  }
+  const auto train = run_cli("train '" + path.string() + "' --device cuda");
+  REQUIRE(train.exit_code == 3);
+  REQUIRE(train.err.find("no GPU is usable") != std::string::npos);
+  const auto audit = run_cli("run '" + path.string() + "' --device cuda --runs 2 --out '" +
+                             (dir.path() / "out").string() + "'");
+  REQUIRE(audit.exit_code == 3);
+  REQUIRE(run_cli("train '" + path.string() + "' --device cpu").exit_code == 0);
+  REQUIRE(run_cli("train '" + path.string() + "' --device tpu").exit_code == 2);
+}
+
 TEST_CASE("env prints the fingerprint a trace records, GPU availability included", "[cli]") {
   const auto r = run_cli("env --json");
   REQUIRE(r.exit_code == 0);
