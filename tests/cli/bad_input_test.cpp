@@ -177,7 +177,7 @@ TEST_CASE("asking for CUDA without a usable GPU is a runtime failure, exit 3", "
   REQUIRE(r.err.find("cuda") != std::string::npos);
 }
 
-TEST_CASE("--device overrides the spec: cuda without a GPU exits 3, cpu trains", "[cli]") {
+TEST_CASE("the device option overrides the spec: cuda without a GPU exits 3, cpu trains", "[cli]") {
   TempDir dir;
   const auto path = dir.write("spec.json", valid_spec().dump());
   if (run_cli("env --json").out.find("\"available\": false") == std::string::npos) {
