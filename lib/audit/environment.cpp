@@ -1,5 +1,7 @@
 #include "audit/environment.h"
 
+#include "backend/cpu/gemm.h"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -125,6 +127,9 @@ nlohmann::json environment_fingerprint(int threads, const std::string& backend) 
           {"logical_cpus", cpus > 0 ? cpus : 0},
           {"threads", threads},
           {"backend", backend},
+          // Which GEMM micro-kernel the CPU backend runs (FMA kernels give other bits than the
+          // portable one): the likely explanation when CPU traces of two machines differ.
+          {"cpu_gemm_kernel", backend::cpu::gemm_kernel_name()},
           {"compiler", compiler()},
           {"build_type", kBuildType},
           {"cxx_flags", trim(kCxxFlags)},

@@ -1,6 +1,7 @@
 // Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
 // parser on fixed text, and the differences between two fingerprints.
 #include "audit/environment.h"
+#include "backend/cpu/gemm.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
@@ -19,11 +20,11 @@ TEST_CASE("environment_fingerprint has every key, with this machine's values", "
   const json env = ra::audit::environment_fingerprint(3, "cpu");
   for (const char* key :
        {"cpu_model", "cpu_flags", "logical_cpus", "threads", "backend", "compiler", "build_type",
-        "cxx_flags", "os", "glibc", "tool_version", "hostname"}) {
+        "cxx_flags", "os", "glibc", "tool_version", "hostname", "cpu_gemm_kernel"}) {
     INFO(key);
     CHECK(env.contains(key));
   }
-  CHECK(env.size() == 12);
+  CHECK(env.size() == 13);
   CHECK(env["threads"] == 3);
   CHECK(env["backend"] == "cpu");
   CHECK(env["logical_cpus"] == ::sysconf(_SC_NPROCESSORS_ONLN));
@@ -97,4 +98,9 @@ TEST_CASE("fingerprint_differences lists the keys that differ", "[environment]")
   // A trace without a fingerprint (null) differs in every key of the other.
   CHECK(ra::audit::fingerprint_differences(json(), json{{"os", "Linux"}, {"glibc", "2.36"}}) ==
         Strings{"glibc", "os"});
+}
+
+TEST_CASE("the fingerprint names the GEMM kernel the CPU backend runs", "[environment]") {
+  const auto env = ra::audit::environment_fingerprint(1, "cpu");
+  CHECK(env["cpu_gemm_kernel"] == std::string(ra::backend::cpu::gemm_kernel_name()));
 }

@@ -1,7 +1,16 @@
-// The GEMM building blocks: bitwise equality with the naive float loop in the documented order
-// (the property all determinism rests on), for every operand layout, blocking boundary and
-// thread count; and the im2col/col2im pair against their definitions.
+// The GEMM building blocks: for every kernel variant this CPU runs, bitwise equality with the
+// naive loop in the order the variant documents (the property all determinism rests on), for
+// every operand layout, blocking boundary and thread count; and the im2col/col2im pair against
+// their definitions.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <string_view>
+#include <vector>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
@@ -15,15 +24,27 @@ using namespace ra::backend::cpu;
 namespace {
 
 // c = c0 + sum_p a(i,p) b(p,j), one float running sum per element, p ascending: the order gemm.h
-// promises (products rounded before each add, as -ffp-contract=off guarantees in this file too).
+// promises. Portable: product rounded, then the add (-ffp-contract=off holds in this file too);
+// the FMA variants: c = fma(a, b, c), one rounding per step.
 void naive_gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
-                float* c, std::int64_t ldc, GemmOutput output) {
+                float* c, std::int64_t ldc, GemmOutput output, GemmKernel kernel) {
+  const bool fused = kernel != GemmKernel::portable;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       float sum = output == GemmOutput::accumulate ? c[i * ldc + j] : 0.0f;
-      for (std::int64_t p = 0; p < k; ++p) sum += a(i, p) * b(p, j);
+      for (std::int64_t p = 0; p < k; ++p) {
+        sum = fused ? std::fma(a(i, p), b(p, j), sum) : sum + a(i, p) * b(p, j);
+      }
       c[i * ldc + j] = sum;
     }
+}
+
+std::vector<GemmKernel> supported_kernels() {
+  std::vector<GemmKernel> kernels;
+  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
+    if (gemm_kernel_supported(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
 }
 
 struct Shape {
@@ -32,60 +53,133 @@ struct Shape {
 
 }  // namespace
 
-TEST_CASE("gemm equals the naive loop bit for bit", "[backend][gemm]") {
-  const Shape shapes[] = {{1, 1, 1},    {3, 5, 7},      {4, 8, 256},  {5, 9, 257},
-                          {129, 17, 3}, {33, 1030, 20}, {7, 13, 600}, {2, 3, 0}};
+TEST_CASE("every gemm variant equals its naive loop bit for bit", "[backend][gemm]") {
+  // Edges of every register tile (portable 4x8, avx2 6x16, avx512 8x48) and cache block (KC 192
+  // and 256, MC 126 and 128, NC 1008 and 1024), 1x1, an empty k, and the MNIST conv/dense
+  // layouts in miniature (the transposes below cover w^T, col^T, dy^T).
+  const Shape shapes[] = {{1, 1, 1},     {3, 5, 7},      {4, 8, 256},    {5, 9, 257},
+                          {129, 17, 3},  {33, 1030, 20}, {7, 13, 600},   {2, 3, 0},
+                          {8, 48, 193},  {9, 49, 385},   {6, 16, 1},     {13, 47, 70},
+                          {127, 95, 33}, {17, 1010, 9},  {64, 100, 145}, {16, 96, 64}};
   ScratchArena scratch(1);
-  const GemmBuffers buffers{scratch.worker(0, WorkerBuffer::gemm_pack_a, kGemmPackAFloats),
-                            scratch.worker(0, WorkerBuffer::gemm_pack_b, kGemmPackBFloats)};
-  for (const Shape& s : shapes) {
-    const auto a_data = test::random_values(std::size_t(s.m * s.k) + 1, 1);
-    const auto b_data = test::random_values(std::size_t(s.k * s.n) + 1, 2);
-    const auto c0 = test::random_values(std::size_t(s.m * (s.n + 3)), 3);
-    for (const bool a_transposed : {false, true}) {
-      for (const bool b_transposed : {false, true}) {
-        for (const GemmOutput output : {GemmOutput::overwrite, GemmOutput::accumulate}) {
-          INFO("m " << s.m << " n " << s.n << " k " << s.k << " A^T " << a_transposed << " B^T "
-                    << b_transposed << " accumulate " << (output == GemmOutput::accumulate));
-          const MatrixView a =
-              a_transposed ? transpose_of(a_data.data(), s.m) : row_major(a_data.data(), s.k);
-          const MatrixView b =
-              b_transposed ? transpose_of(b_data.data(), s.k) : row_major(b_data.data(), s.n);
-          // ldc = n + 3: C is a submatrix of a wider array; the 3 extra columns must stay intact.
-          std::vector<float> c = c0, expected = c0;
-          gemm(s.m, s.n, s.k, a, b, c.data(), s.n + 3, output, buffers);
-          naive_gemm(s.m, s.n, s.k, a, b, expected.data(), s.n + 3, output);
-          REQUIRE(test::same_bits(c, expected));
+  const GemmBuffers buffers = gemm_buffers(scratch, 0);
+  for (const GemmKernel kernel : supported_kernels()) {
+    for (const Shape& s : shapes) {
+      const auto a_data = test::random_values(std::size_t(s.m * s.k) + 1, 1);
+      const auto b_data = test::random_values(std::size_t(s.k * s.n) + 1, 2);
+      const auto c0 = test::random_values(std::size_t(s.m * (s.n + 3)), 3);
+      for (const bool a_transposed : {false, true}) {
+        for (const bool b_transposed : {false, true}) {
+          for (const GemmOutput output : {GemmOutput::overwrite, GemmOutput::accumulate}) {
+            INFO(gemm_kernel_name(kernel) << " m " << s.m << " n " << s.n << " k " << s.k << " A^T "
+                                          << a_transposed << " B^T " << b_transposed
+                                          << " accumulate " << (output == GemmOutput::accumulate));
+            const MatrixView a =
+                a_transposed ? transpose_of(a_data.data(), s.m) : row_major(a_data.data(), s.k);
+            const MatrixView b =
+                b_transposed ? transpose_of(b_data.data(), s.k) : row_major(b_data.data(), s.n);
+            // ldc = n + 3: C is a submatrix of a wider array; the 3 extra columns must stay intact.
+            std::vector<float> c = c0, expected = c0;
+            gemm(s.m, s.n, s.k, a, b, c.data(), s.n + 3, output, buffers, kernel);
+            naive_gemm(s.m, s.n, s.k, a, b, expected.data(), s.n + 3, output, kernel);
+            REQUIRE(test::same_bits(c, expected));
+          }
         }
       }
     }
   }
 }
 
+TEST_CASE("gemm variants round as documented: a hand-computed case", "[backend][gemm]") {
+  // a = b = 1 + 2^-12, c0 = -(1 + 2^-11). Exactly, a*b + c0 = 2^-24. Portable rounds the product
+  // first: 1 + 2^-11 + 2^-24 is a tie at 1 (ulp 2^-23) and goes to the even 1 + 2^-11, so the sum
+  // is 0. FMA rounds once: 2^-24. A whole 8 x 48 C (one avx512 tile, whole avx2 and portable
+  // tiles) takes every variant's vector path.
+  const std::int64_t m = 8, n = 48;
+  const float one_plus = 1.0f + std::ldexp(1.0f, -12);
+  const std::vector<float> a(m, one_plus), b(n, one_plus);
+  ScratchArena scratch(1);
+  for (const GemmKernel kernel : supported_kernels()) {
+    INFO(gemm_kernel_name(kernel));
+    std::vector<float> c(std::size_t(m * n), -(1.0f + std::ldexp(1.0f, -11)));
+    gemm(m, n, 1, row_major(a.data(), 1), row_major(b.data(), n), c.data(), n,
+         GemmOutput::accumulate, gemm_buffers(scratch, 0), kernel);
+    const float expected = kernel == GemmKernel::portable ? 0.0f : std::ldexp(1.0f, -24);
+    for (float value : c) REQUIRE(value == expected);
+  }
+}
+
+TEST_CASE("the avx2 and avx512 variants give the same bits", "[backend][gemm]") {
+  if (!gemm_kernel_supported(GemmKernel::avx2_fma) ||
+      !gemm_kernel_supported(GemmKernel::avx512_fma)) {
+    WARN("skipped: this CPU lacks one of the FMA variants");
+    return;
+  }
+  // The MNIST conv2 backward-filter layout: dy [64, 576] times col^T, accumulated.
+  const std::int64_t m = 64, n = 288, k = 576;
+  const auto a = test::random_values(std::size_t(m * k), 11);
+  const auto col = test::random_values(std::size_t(n * k), 12);
+  const auto c0 = test::random_values(std::size_t(m * n), 13);
+  ScratchArena scratch(1);
+  std::vector<float> c2 = c0, c512 = c0;
+  gemm(m, n, k, row_major(a.data(), k), transpose_of(col.data(), k), c2.data(), n,
+       GemmOutput::accumulate, gemm_buffers(scratch, 0), GemmKernel::avx2_fma);
+  gemm(m, n, k, row_major(a.data(), k), transpose_of(col.data(), k), c512.data(), n,
+       GemmOutput::accumulate, gemm_buffers(scratch, 0), GemmKernel::avx512_fma);
+  REQUIRE(test::same_bits(c2, c512));
+}
+
+TEST_CASE("the process's gemm variant follows REPRO_AUDIT_GEMM", "[backend][gemm]") {
+  const char* forced = std::getenv("REPRO_AUDIT_GEMM");
+  const std::string_view name = gemm_kernel_name();
+  if (forced == nullptr || *forced == '\0') {  // the best this CPU runs
+    const GemmKernel best = gemm_kernel_supported(GemmKernel::avx512_fma) ? GemmKernel::avx512_fma
+                            : gemm_kernel_supported(GemmKernel::avx2_fma) ? GemmKernel::avx2_fma
+                                                                          : GemmKernel::portable;
+    REQUIRE(gemm_kernel() == best);
+  } else {  // "avx2" -> "avx2-fma", "avx512" -> "avx512-fma", "portable" -> "portable"
+    REQUIRE(name.substr(0, std::string_view(forced).size()) == forced);
+  }
+  // gemm() without a variant is gemm() with the process's variant.
+  const std::int64_t m = 9, n = 50, k = 31;
+  const auto a = test::random_values(std::size_t(m * k), 14);
+  const auto b = test::random_values(std::size_t(k * n), 15);
+  ScratchArena scratch(1);
+  std::vector<float> implicit(std::size_t(m * n)), explicit_(std::size_t(m * n));
+  gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), implicit.data(), n,
+       GemmOutput::overwrite, gemm_buffers(scratch, 0));
+  gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), explicit_.data(), n,
+       GemmOutput::overwrite, gemm_buffers(scratch, 0), gemm_kernel());
+  REQUIRE(test::same_bits(implicit, explicit_));
+}
+
 TEST_CASE("parallel gemm is bitwise independent of the thread count", "[backend][gemm]") {
+  // 70 x 600: several task tiles in both directions, partial ones at the edges for every variant.
   const std::int64_t m = 70, n = 600, k = 300;
   const auto a = test::random_values(std::size_t(m * k), 4);
   const auto b = test::random_values(std::size_t(k * n), 5);
-  std::vector<float> expected(std::size_t(m * n));
-  naive_gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), expected.data(), n,
-             GemmOutput::overwrite);
-  std::vector<float> scale(expected.size());
+  std::vector<float> scale(std::size_t(m * n));
   const auto aa = test::abs_of(a), ab = test::abs_of(b);
   naive_gemm(m, n, k, row_major(aa.data(), k), row_major(ab.data(), n), scale.data(), n,
-             GemmOutput::overwrite);
-  for (int threads : {1, 2, 3, 7}) {
-    INFO(threads << " threads");
-    ra::ThreadPool pool(threads);
-    ScratchArena scratch(threads);
-    std::vector<float> c(expected.size(), -1.0f);
-    parallel_gemm(pool, scratch, m, n, k, row_major(a.data(), k), row_major(b.data(), n), c.data(),
-                  n, GemmOutput::overwrite);
-    REQUIRE(test::same_bits(c, expected));
-    // Split-k with atomic adds: another summation tree, the same value within rounding.
-    std::vector<float> split(expected.size(), -1.0f);
-    parallel_gemm_split_k_atomic(pool, scratch, m, n, k, row_major(a.data(), k),
-                                 row_major(b.data(), n), split.data(), n);
-    REQUIRE_CLOSE(split, expected, test::sum_rtol(k), 0.0, &scale);
+             GemmOutput::overwrite, GemmKernel::portable);
+  for (const GemmKernel kernel : supported_kernels()) {
+    std::vector<float> expected(std::size_t(m * n));
+    naive_gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), expected.data(), n,
+               GemmOutput::overwrite, kernel);
+    for (int threads : {1, 2, 3, 7}) {
+      INFO(gemm_kernel_name(kernel) << ", " << threads << " threads");
+      ra::ThreadPool pool(threads);
+      ScratchArena scratch(threads);
+      std::vector<float> c(expected.size(), -1.0f);
+      parallel_gemm(pool, scratch, m, n, k, row_major(a.data(), k), row_major(b.data(), n),
+                    c.data(), n, GemmOutput::overwrite, kernel);
+      REQUIRE(test::same_bits(c, expected));
+      // Split-k with atomic adds: another summation tree, the same value within rounding.
+      std::vector<float> split(expected.size(), -1.0f);
+      parallel_gemm_split_k_atomic(pool, scratch, m, n, k, row_major(a.data(), k),
+                                   row_major(b.data(), n), split.data(), n, kernel);
+      REQUIRE_CLOSE(split, expected, test::sum_rtol(k), 0.0, &scale);
+    }
   }
 }
 
@@ -129,4 +223,50 @@ TEST_CASE("im2col and col2im follow their definitions", "[backend][gemm]") {
     REQUIRE(std::abs(dx[i] - adjoint[i]) <= 6 * 8 * test::kUnitRoundoff);
   REQUIRE_FALSE(im2col_is_identity(g));
   REQUIRE(im2col_is_identity(test::conv(2, 3, 5, 5, 4, 1, 1)));
+}
+
+TEST_CASE("benchmark: gemm variants on the Keras MNIST shapes", "[.bench]") {
+  // Per-image GEMMs of the convs (single-threaded, as cpu_conv.cpp calls them) and the batch-128
+  // dense GEMMs, with the operand layouts the ops use.
+  struct Case {
+    const char* name;
+    std::int64_t m, n, k;
+    bool a_transposed, b_transposed;
+    GemmOutput output;
+  };
+  const Case cases[] = {
+      {"conv1 forward      32 x 676 x 9  ", 32, 676, 9, false, false, GemmOutput::overwrite},
+      {"conv2 forward      64 x 576 x 288", 64, 576, 288, false, false, GemmOutput::overwrite},
+      {"conv2 filter grad  64 x 288 x 576", 64, 288, 576, false, true, GemmOutput::accumulate},
+      {"conv2 data grad   288 x 576 x 64 ", 288, 576, 64, true, false, GemmOutput::overwrite},
+      {"dense1 forward   128 x 128 x 9216", 128, 128, 9216, false, true, GemmOutput::overwrite},
+      {"dense1 data grad 128 x 9216 x 128", 128, 9216, 128, false, false, GemmOutput::overwrite},
+      {"dense1 w grad    128 x 9216 x 128", 128, 9216, 128, true, false, GemmOutput::overwrite},
+  };
+  ScratchArena scratch(1);
+  for (const Case& t : cases) {
+    const auto a_data = test::random_values(std::size_t(t.m * t.k), 1);
+    const auto b_data = test::random_values(std::size_t(t.k * t.n), 2);
+    std::vector<float> c(std::size_t(t.m * t.n), 0.0f);
+    const MatrixView a =
+        t.a_transposed ? transpose_of(a_data.data(), t.m) : row_major(a_data.data(), t.k);
+    const MatrixView b =
+        t.b_transposed ? transpose_of(b_data.data(), t.k) : row_major(b_data.data(), t.n);
+    const double flops = 2.0 * double(t.m) * double(t.n) * double(t.k);
+    const int reps = std::max(3, int(2e9 / flops));  // ~2 GFLOP per variant and shape
+    for (const GemmKernel kernel : supported_kernels()) {
+      gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), kernel);
+      double best = 1e30;  // the best of 3 rounds: the least disturbed by other processes
+      for (int round = 0; round < 3; ++round) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int r = 0; r < reps; ++r)
+          gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), kernel);
+        best = std::min(
+            best,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps);
+      }
+      std::cout << t.name << "  " << gemm_kernel_name(kernel) << ": " << flops / best * 1e-9
+                << " GFLOP/s\n";
+    }
+  }
 }

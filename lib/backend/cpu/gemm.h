@@ -2,13 +2,17 @@
 // Single-threaded, cache-blocked SGEMM: C[m,n] (=|+=) A[m,k] B[k,n], C row-major with leading
 // dimension ldc, A and B read through strides (so transposes cost nothing but a packing order).
 //
-// Determinism: the kernel is written in outer-product form (C[i, j..] += A[i,p] * B[p, j..] with
-// the contiguous output index innermost), so every C element is ONE sequential float sum
-//     c = c0; for p = 0, 1, ..., k-1: c = c + A[i,p] * B[p,j]     (c0 = 0 or the old C)
-// with each product rounded before the add (the build uses -ffp-contract=off, no FMA). Cache
-// blocking only decides when that running sum visits memory, never its order, so the result is
-// bitwise identical to the naive triple loop for any blocking, tiling or split of C between
-// threads. The inner loops are plain C++ that the compiler vectorises without reassociation.
+// Kernel variants, chosen once per process (gemm_kernel()): "avx512-fma" (AVX-512F), "avx2-fma"
+// (AVX2 + FMA) or "portable" (baseline x86-64), the best the CPU runs unless the environment
+// variable REPRO_AUDIT_GEMM=portable|avx2|avx512 forces one (to reproduce another machine's bits).
+//
+// Determinism: every C element is ONE sequential float chain over k, in ascending order,
+//     portable:          c = c0; for p = 0 .. k-1: c = c + A[i,p] * B[p,j]  (product rounded)
+//     avx2 / avx512:     c = c0; for p = 0 .. k-1: c = fma(A[i,p], B[p,j], c)
+// with c0 = 0 or the old C. Cache blocking only decides when that running sum visits memory,
+// never its order, so the bits are a function of the operands and the variant only: identical
+// for any blocking, tiling or split of C between threads, and identical between the two FMA
+// variants. The portable variant equals the naive triple loop under -ffp-contract=off.
 #include <cstddef>
 #include <cstdint>
 
@@ -38,16 +42,10 @@ inline MatrixView transpose_of(const float* data, std::int64_t cols) {
   return {data, 1, cols};
 }
 
-// Register tile (MR x NR accumulators: 4 x 8 floats = 8 SSE registers, leaving room for the B
-// row and the broadcast A value in the 16 of baseline x86-64) and cache blocks: a KC x NR panel
-// of B (8 KiB) stays in L1 while MR x KC panels of A stream from an MC x KC block (128 KiB, L2).
-inline constexpr int kGemmMR = 4;
-inline constexpr int kGemmNR = 8;
-inline constexpr int kGemmKC = 256;
-inline constexpr int kGemmMC = 128;   // multiple of kGemmMR
-inline constexpr int kGemmNC = 1024;  // multiple of kGemmNR
-inline constexpr std::size_t kGemmPackAFloats = std::size_t(kGemmMC) * kGemmKC;
-inline constexpr std::size_t kGemmPackBFloats = std::size_t(kGemmKC) * kGemmNC;
+// Sizes of the packing panels every variant fits in (each variant picks its own MC/KC/NC within
+// them: at most 128 x 256 floats of A, 128 KiB, for L2; 256 x 1024 of B, 1 MiB).
+inline constexpr std::size_t kGemmPackAFloats = std::size_t(128) * 256;
+inline constexpr std::size_t kGemmPackBFloats = std::size_t(256) * 1024;
 
 // Packing panels, at least kGemmPackAFloats and kGemmPackBFloats floats, 64-byte aligned.
 struct GemmBuffers {
@@ -57,7 +55,28 @@ struct GemmBuffers {
 
 enum class GemmOutput { overwrite, accumulate };
 
+enum class GemmKernel { portable, avx2_fma, avx512_fma };
+
+// "portable", "avx2-fma", "avx512-fma": the name the trace records.
+const char* gemm_kernel_name(GemmKernel kernel);
+// Whether this CPU runs the variant (portable: always).
+bool gemm_kernel_supported(GemmKernel kernel);
+// The variant gemm() uses in this process: REPRO_AUDIT_GEMM if set, else the best supported.
+// Decided on the first call. Throws ra::InputError for an unknown REPRO_AUDIT_GEMM value and
+// ra::RuntimeFailure when it names a variant this CPU cannot run (never a silent fallback).
+GemmKernel gemm_kernel();
+const char* gemm_kernel_name();  // gemm_kernel_name(gemm_kernel())
+
+// The register tile of a variant: the parallel GEMM cuts C into whole tiles.
+struct GemmTile {
+  int rows = 0, cols = 0;
+};
+GemmTile gemm_tile(GemmKernel kernel);
+
+// With the process's variant (gemm_kernel()), or with an explicit one (it must be supported).
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b, float* c,
           std::int64_t ldc, GemmOutput output, GemmBuffers buffers);
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b, float* c,
+          std::int64_t ldc, GemmOutput output, GemmBuffers buffers, GemmKernel kernel);
 
 }  // namespace ra::backend::cpu

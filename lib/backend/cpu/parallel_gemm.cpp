@@ -8,14 +8,29 @@
 namespace ra::backend::cpu {
 namespace {
 
-struct TileGrid {
-  std::int64_t rows = 0, cols = 0;  // tiles along m and n
-  std::int64_t count() const { return rows * cols; }
-};
-
-TileGrid tile_grid(std::int64_t m, std::int64_t n) {
-  return {(m + kTileRows - 1) / kTileRows, (n + kTileCols - 1) / kTileCols};
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
 }
+
+// C cut into task tiles of whole register tiles (a partial register tile would waste lanes).
+struct TileGrid {
+  std::int64_t m = 0, n = 0;
+  std::int64_t tile_rows = 0, tile_cols = 0;
+  std::int64_t rows = 0, cols = 0;  // tiles along m and n
+
+  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel) : m(m_), n(n_) {
+    const GemmTile tile = gemm_tile(kernel);
+    tile_rows = round_up(kTileRows, tile.rows);
+    tile_cols = round_up(kTileCols, tile.cols);
+    rows = (m + tile_rows - 1) / tile_rows;
+    cols = (n + tile_cols - 1) / tile_cols;
+  }
+  std::int64_t count() const { return rows * cols; }
+  std::int64_t row0(std::int64_t tile) const { return (tile / cols) * tile_rows; }
+  std::int64_t col0(std::int64_t tile) const { return (tile % cols) * tile_cols; }
+  std::int64_t rows_of(std::int64_t tile) const { return std::min(tile_rows, m - row0(tile)); }
+  std::int64_t cols_of(std::int64_t tile) const { return std::min(tile_cols, n - col0(tile)); }
+};
 
 }  // namespace
 
@@ -27,39 +42,48 @@ GemmBuffers gemm_buffers(ScratchArena& scratch, int worker) {
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
                    GemmOutput output) {
+  parallel_gemm(pool, scratch, m, n, k, a, b, c, ldc, output, gemm_kernel());
+}
+
+void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
+                   std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
+                   GemmOutput output, GemmKernel kernel) {
   if (m <= 0 || n <= 0) return;
-  const TileGrid grid = tile_grid(m, n);
+  const TileGrid grid(m, n, kernel);
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int worker) {
-    const std::int64_t i0 = (tile / grid.cols) * kTileRows;
-    const std::int64_t j0 = (tile % grid.cols) * kTileCols;
-    gemm(std::min(kTileRows, m - i0), std::min(kTileCols, n - j0), k, a.shifted(i0, 0),
-         b.shifted(0, j0), c + i0 * ldc + j0, ldc, output, gemm_buffers(scratch, worker));
+    const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
+    gemm(grid.rows_of(tile), grid.cols_of(tile), k, a.shifted(i0, 0), b.shifted(0, j0),
+         c + i0 * ldc + j0, ldc, output, gemm_buffers(scratch, worker), kernel);
   });
 }
 
 void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
                                   std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
                                   float* c, std::int64_t ldc) {
+  parallel_gemm_split_k_atomic(pool, scratch, m, n, k, a, b, c, ldc, gemm_kernel());
+}
+
+void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
+                                  std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                                  float* c, std::int64_t ldc, GemmKernel kernel) {
   if (m <= 0 || n <= 0) return;
-  const TileGrid grid = tile_grid(m, n);
+  const TileGrid grid(m, n, kernel);
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int) {
-    const std::int64_t i0 = (tile / grid.cols) * kTileRows;
-    const std::int64_t j0 = (tile % grid.cols) * kTileCols;
-    const std::int64_t rows = std::min(kTileRows, m - i0), cols = std::min(kTileCols, n - j0);
-    for (std::int64_t i = 0; i < rows; ++i) std::fill_n(c + (i0 + i) * ldc + j0, cols, 0.0f);
+    const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile), cols = grid.cols_of(tile);
+    for (std::int64_t i = 0; i < grid.rows_of(tile); ++i)
+      std::fill_n(c + (i0 + i) * ldc + j0, cols, 0.0f);
   });
   const std::int64_t part_depth = std::max<std::int64_t>(1, (k + kSplitKParts - 1) / kSplitKParts);
   const std::int64_t parts = (k + part_depth - 1) / part_depth;
   parallel_for(pool, grid.count() * parts, [&](std::int64_t task, int worker) {
     const std::int64_t tile = task / parts, part = task % parts;
-    const std::int64_t i0 = (tile / grid.cols) * kTileRows;
-    const std::int64_t j0 = (tile % grid.cols) * kTileCols;
-    const std::int64_t rows = std::min(kTileRows, m - i0), cols = std::min(kTileCols, n - j0);
+    const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
+    const std::int64_t rows = grid.rows_of(tile), cols = grid.cols_of(tile);
     const std::int64_t p0 = part * part_depth, depth = std::min(part_depth, k - p0);
     float* partial = scratch.worker(worker, WorkerBuffer::partial,
-                                    static_cast<std::size_t>(kTileRows * kTileCols));
+                                    static_cast<std::size_t>(grid.tile_rows * grid.tile_cols));
     gemm(rows, cols, depth, a.shifted(i0, p0), b.shifted(p0, j0), partial, cols,
-         GemmOutput::overwrite, gemm_buffers(scratch, worker));
+         GemmOutput::overwrite, gemm_buffers(scratch, worker), kernel);
     for (std::int64_t i = 0; i < rows; ++i)
       atomic_add(c + (i0 + i) * ldc + j0, partial + i * cols, cols);
   });

@@ -8,9 +8,10 @@
 
 namespace ra::backend::cpu {
 
-// C is cut into tiles of kTileRows x kTileCols; one task computes one whole tile over the whole
-// k range. 32 x 256 keeps a tile's packed B block (<= 256 x 256 floats per k block) in L2 and
-// gives 4 tasks even for a 128 x 128 output (dense forward of a batch of 128).
+// C is cut into tasks of about kTileRows x kTileCols, rounded up to whole register tiles of the
+// variant (avx512: 32 x 288, avx2: 36 x 256, portable: 32 x 256); one task computes one whole
+// tile over the whole k range. ~32 x 256 keeps a task's packed B block (<= 256 x 288 floats per
+// k block) in L2 and gives 4 tasks even for a 128 x 128 output (dense forward, batch 128).
 inline constexpr std::int64_t kTileRows = 32;
 inline constexpr std::int64_t kTileCols = 256;
 // Split-k parts of the nondeterministic path: at least 3, because two partials added into a zero
@@ -18,10 +19,13 @@ inline constexpr std::int64_t kTileCols = 256;
 inline constexpr std::int64_t kSplitKParts = 4;
 
 // Deterministic: each C element is the same sequential sum as gemm() computes, whatever the
-// thread count (a tile is never split along k).
+// thread count (a tile is never split along k; tile boundaries never change a sum's order).
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
                    GemmOutput output);
+void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
+                   std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
+                   GemmOutput output, GemmKernel kernel);
 
 // Nondeterministic: C = A B (overwritten). The k range is cut into kSplitKParts parts; the task
 // for (tile, part) computes that part's partial tile in its own buffer and adds it into C with
@@ -29,6 +33,9 @@ void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std:
 void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
                                   std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
                                   float* c, std::int64_t ldc);
+void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
+                                  std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                                  float* c, std::int64_t ldc, GemmKernel kernel);
 
 // A worker's packing buffers for gemm().
 GemmBuffers gemm_buffers(ScratchArena& scratch, int worker);
