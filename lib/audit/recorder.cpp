@@ -47,10 +47,35 @@ std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
     const std::vector<Digest128> d = trainer.backend_digests(on_backend);
     for (std::size_t k = 0; k < d.size(); ++k) out[backend_slots[k]] = d[k];
   }
-  // Host tensors: independent digests, in parallel over the recorder's threads.
-  pool_.parallel_for(static_cast<std::int64_t>(tensors.size()), [&](std::int64_t i, int) {
-    if (tensors[i]->on_host()) out[i] = digest(*tensors[i]);
+  // Host tensors: every 64 KiB chunk of every tensor is an independent task (one large weight
+  // would otherwise keep a single thread busy), then each tensor's chunk digests are combined.
+  struct ChunkRange {
+    std::size_t tensor, first;
+  };
+  std::vector<ChunkRange> ranges;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i]->on_host()) continue;
+    ranges.push_back({i, total});
+    total += digest_chunk_count(tensors[i]->bytes());
+  }
+  std::vector<xxh3::Hash128> chunks(total);
+  std::vector<std::size_t> owner(total);
+  for (std::size_t r = 0; r < ranges.size(); ++r) {
+    const std::size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : total;
+    for (std::size_t c = ranges[r].first; c < end; ++c) owner[c] = r;
+  }
+  pool_.parallel_for(static_cast<std::int64_t>(total), [&](std::int64_t c, int) {
+    const ChunkRange& range = ranges[owner[c]];
+    const Tensor& t = *tensors[range.tensor];
+    chunks[c] = digest_chunk(t.data(), t.bytes(), static_cast<std::size_t>(c) - range.first);
   });
+  for (const ChunkRange& range : ranges) {
+    const Tensor& t = *tensors[range.tensor];
+    out[range.tensor] = digest_from_chunks(
+        DType::f32, t.shape(),
+        std::span<const xxh3::Hash128>(chunks.data() + range.first, digest_chunk_count(t.bytes())));
+  }
   return out;
 }
 

@@ -61,15 +61,21 @@ Digest128 digest_from_chunks(DType dtype, const Shape& shape,
   return Digest128{h.high64, h.low64};
 }
 
+std::size_t digest_chunk_count(std::size_t bytes) {
+  return (bytes + kDigestChunkBytes - 1) / kDigestChunkBytes;
+}
+
+xxh3::Hash128 digest_chunk(const void* data, std::size_t bytes, std::size_t index) {
+  const std::size_t begin = index * kDigestChunkBytes;
+  const XXH128_hash_t h = XXH3_128bits(static_cast<const unsigned char*>(data) + begin,
+                                       std::min(kDigestChunkBytes, bytes - begin));
+  return xxh3::Hash128{h.low64, h.high64};
+}
+
 Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes) {
   // Chunked so that chunks can be hashed in parallel (on a device, one thread per chunk).
-  const auto* in = static_cast<const unsigned char*>(data);
-  std::vector<xxh3::Hash128> chunks((bytes + kDigestChunkBytes - 1) / kDigestChunkBytes);
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const std::size_t begin = c * kDigestChunkBytes;
-    const XXH128_hash_t h = XXH3_128bits(in + begin, std::min(kDigestChunkBytes, bytes - begin));
-    chunks[c] = xxh3::Hash128{h.low64, h.high64};
-  }
+  std::vector<xxh3::Hash128> chunks(digest_chunk_count(bytes));
+  for (std::size_t c = 0; c < chunks.size(); ++c) chunks[c] = digest_chunk(data, bytes, c);
   return digest_from_chunks(dtype, shape, chunks);
 }
 

@@ -25,6 +25,9 @@ enum class DType : std::uint8_t { f32 = 1, i32 = 2, i64 = 3, u8 = 4 };
 inline constexpr std::size_t kDigestChunkBytes = 64 * 1024;
 
 Digest128 digest_bytes(DType dtype, const Shape& shape, const void* data, std::size_t bytes);
+// Number of chunks of `bytes`, and the XXH3-128 of chunk `index` (for digests hashed in parallel).
+std::size_t digest_chunk_count(std::size_t bytes);
+xxh3::Hash128 digest_chunk(const void* data, std::size_t bytes, std::size_t index);
 // The same digest from chunk digests computed elsewhere (on a device: kernels/digest.cuh), in
 // chunk order; chunk_digests.size() must be ceil(bytes / kDigestChunkBytes).
 Digest128 digest_from_chunks(DType dtype, const Shape& shape,
