@@ -12,11 +12,13 @@
 // (fp32 Winograd F(4x4,3x3) errors are ~1e-5 relative, Lavin & Gray 2016), still far below the O(1)
 // error of any indexing mistake.
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+#include "backend_cuda/gpu_test_support.h"
 
 #include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_ops.h"
@@ -36,15 +38,6 @@ using ra::spec::Activation;
 using ra::spec::KernelMode;
 namespace reference = ra::backend::reference;
 namespace cuda = ra::backend::cuda;
-
-#define RA_SKIP_WITHOUT_USABLE_GPU()                           \
-  do {                                                         \
-    const cuda::DeviceInfo info_ = cuda::query_device();       \
-    if (!info_.usable) {                                       \
-      WARN("skipped: no usable GPU (" << info_.reason << ")"); \
-      return;                                                  \
-    }                                                          \
-  } while (false)
 
 // A device array in the backend's memory, filled from the host.
 template <class T>

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+
 #include <cstdint>
 #include <iterator>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
+#include "backend_cuda/gpu_test_support.h"
 
 #include "core/digest.h"
 #include "core/tensor.h"
@@ -31,31 +33,6 @@ static_assert(sizeof(Hash128) == 16 && sizeof(XXH128_hash_t) == 16,
               "chunk digests are 16 bytes, low word first, on both sides");
 
 // Empty when a device can run kernels, else why not.
-std::string gpu_unavailable_reason() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status);
-  }
-  if (count == 0) return "cudaGetDeviceCount found 0 devices";
-  return {};
-}
-
-#define RA_SKIP_WITHOUT_GPU()                         \
-  do {                                                \
-    const std::string why = gpu_unavailable_reason(); \
-    if (!why.empty()) {                               \
-      WARN("skipped: no usable GPU (" << why << ")"); \
-      return;                                         \
-    }                                                 \
-  } while (false)
-
-#define RA_TEST_CUDA(call)                              \
-  do {                                                  \
-    const cudaError_t status_ = (call);                 \
-    INFO(#call << ": " << cudaGetErrorString(status_)); \
-    REQUIRE(status_ == cudaSuccess);                    \
-  } while (false)
 
 // Device bytes, freed on scope exit; filled with 0xA5 so an unwritten output shows up.
 class DeviceBytes {
@@ -161,7 +138,7 @@ TEST_CASE("digest_chunk_count is ceil(bytes / 64 KiB)", "[digest]") {
 }
 
 TEST_CASE("device chunk digests equal libxxhash's, aligned and unaligned", "[gpu][digest]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const std::size_t sizes[] = {0,        1,   3,    8,    16,    100,   128,   200,
                                240,      241, 1024, 1025, 65535, 65536, 65537, 3 * 65536 + 123,
@@ -184,7 +161,7 @@ TEST_CASE("device chunk digests equal libxxhash's, aligned and unaligned", "[gpu
 }
 
 TEST_CASE("a digest assembled from device chunk digests equals ra::digest", "[gpu][digest]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   // [3, 5, 70, 41]: 43,050 floats = 172,200 bytes = 2 full chunks and a 41,128-byte tail.
   const ra::Shape shape{3, 5, 70, 41};
@@ -206,7 +183,7 @@ TEST_CASE("a digest assembled from device chunk digests equals ra::digest", "[gp
 }
 
 TEST_CASE("batched chunk digests of many buffers equal libxxhash's", "[gpu][digest]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   // Like a model's parameters: big and small tensors, an empty one, odd sizes; plus a gap of 2
   // output slots before the last job that the kernel must leave untouched.

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include "backend_cuda/gpu_test_support.h"
 
 #include "backend/cpu/reference_ops.h"
 #include "kernels/activation.cuh"
@@ -40,31 +42,8 @@ static_assert(kernels::kActivationTanh == static_cast<int>(Activation::tanh));
 static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoid));
 
 // Empty when a device can run kernels, else why not.
-std::string gpu_unavailable_reason() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess)
-    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status);
-  if (count == 0) return "cudaGetDeviceCount found 0 devices";
-  return {};
-}
-
-#define RA_SKIP_WITHOUT_GPU()                         \
-  do {                                                \
-    const std::string why = gpu_unavailable_reason(); \
-    if (!why.empty()) {                               \
-      WARN("skipped: no usable GPU (" << why << ")"); \
-      return;                                         \
-    }                                                 \
-  } while (false)
 
 // One check for every CUDA runtime call, naming the call that failed.
-#define RA_TEST_CUDA(call)                              \
-  do {                                                  \
-    const cudaError_t status_ = (call);                 \
-    INFO(#call << ": " << cudaGetErrorString(status_)); \
-    REQUIRE(status_ == cudaSuccess);                    \
-  } while (false)
 
 // After launches: the launch error (bad configuration) and any fault while the stream ran.
 #define RA_TEST_SYNC(stream)                     \
@@ -186,7 +165,7 @@ float read_scalar(const DeviceArray<float>& value) {
 }  // namespace
 
 TEST_CASE("fill writes the value into every element and nothing past the end", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   // 1,300,001 elements: more than the 4096 x 256 threads of the capped grid, so the grid-stride
   // loop runs twice, and not a multiple of 256.
@@ -202,7 +181,7 @@ TEST_CASE("fill writes the value into every element and nothing past the end", "
 }
 
 TEST_CASE("bias_add adds bias[k] to every element of channel k", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const int n = 3, k = 5, spatial = 7 * 6;
   const std::vector<float> y0 = uniform(std::size_t(n) * k * spatial, 1, -1.0f, 1.0f);
@@ -219,7 +198,7 @@ TEST_CASE("bias_add adds bias[k] to every element of channel k", "[gpu][kernels]
 }
 
 TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   struct Case {
     int n, k, spatial;
@@ -263,7 +242,7 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
 
 TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigmoid within 6 ulp",
           "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   // Wide range: sigmoid's two branches, tanh's saturation, exact zeros for relu.
   std::vector<float> x = uniform(100003, 4, -20.0f, 20.0f);
@@ -295,7 +274,7 @@ TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigm
 }
 
 TEST_CASE("activation_forward works in place", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const std::vector<float> x = uniform(4097, 5, -1.0f, 1.0f);
   std::vector<float> want(x.size());
@@ -309,7 +288,7 @@ TEST_CASE("activation_forward works in place", "[gpu][kernels]") {
 
 TEST_CASE("activation_backward gives the CPU backend's float bits and the reference's values",
           "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const std::size_t count = 50001;
   const std::vector<float> dy = uniform(count, 6, -2.0f, 2.0f);
@@ -355,7 +334,7 @@ TEST_CASE("activation_backward gives the CPU backend's float bits and the refere
 }
 
 TEST_CASE("dropout gives the reference's mask and values bit for bit", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   // 10,007 elements: not a multiple of 4, so the last Philox block is partly used.
   const std::size_t count = 10007;
@@ -418,7 +397,7 @@ float run_loss(cudaStream_t stream, LossKind kind, int n, int classes,
 }  // namespace
 
 TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   struct Case {
     int n, classes;
@@ -472,7 +451,7 @@ TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "
 }
 
 TEST_CASE("losses flag a label outside [0, classes)", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const int n = 4, classes = 3;
   const std::vector<float> rows = uniform(std::size_t(n) * classes, 12, -1.0f, 1.0f);
@@ -513,7 +492,7 @@ PoolGeometry pool_geometry(int n, int c, int h, int w, int pool, int stride, int
 }  // namespace
 
 TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const PoolGeometry cases[] = {
       pool_geometry(2, 3, 8, 8, 2, 2, 0, 0),    // disjoint windows (the common case)
@@ -559,7 +538,7 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
 }
 
 TEST_CASE("a window of padding only gives -inf and argmax -1", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_GPU();
+  RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const PoolGeometry g = pool_geometry(1, 1, 4, 4, 2, 2, 2, 0);  // output row 0 covers rows -2, -1
   const std::vector<float> x = uniform(16, 15, -1.0f, 1.0f);

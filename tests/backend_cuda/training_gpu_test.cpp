@@ -5,6 +5,8 @@
 // - the loss trajectory of a GPU run follows the CPU run within a stated tolerance.
 #include <catch2/catch.hpp>
 
+#include "backend_cuda/gpu_test_support.h"
+
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -17,15 +19,6 @@
 #include "spec/parse.h"
 
 namespace {
-
-#define RA_SKIP_WITHOUT_USABLE_GPU()                                               \
-  do {                                                                             \
-    const ra::backend::cuda::DeviceInfo info_ = ra::backend::cuda::query_device(); \
-    if (!info_.usable) {                                                           \
-      WARN("skipped: no usable GPU (" << info_.reason << ")");                     \
-      return;                                                                      \
-    }                                                                              \
-  } while (false)
 
 struct TempDir {
   std::filesystem::path path;
