@@ -15,5 +15,6 @@ void register_validate(CLI::App& app, CommandRun& run);
 void register_run(CLI::App& app, CommandRun& run);
 void register_compare(CLI::App& app, CommandRun& run);
 void register_env(CLI::App& app, CommandRun& run);
+void register_bench(CLI::App& app, CommandRun& run);
 
 }  // namespace ra::app

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   ra::app::register_train(app, run);
   ra::app::register_validate(app, run);
   ra::app::register_env(app, run);
+  ra::app::register_bench(app, run);
 
   try {
     app.parse(argc, argv);

@@ -35,6 +35,64 @@ const float* columns_of(const ConvGeometry& g, const float* x_image, cpu::Scratc
   return col;
 }
 
+// Tap parts of the nondeterministic backward data: 3, the fewest whose completion order can change
+// the bits (two partials added into a zero output commute exactly: (0 + a) + b == (0 + b) + a);
+// each part costs one more col2im-sized pass and one atomic pass over the image.
+constexpr std::int64_t kTapParts = 3;
+
+// Nondeterministic backward data for kernels of 3 or more taps: the sum over taps is the one
+// that races. Images go in rounds of 2 per thread: first one task per image computes its whole
+// dcol (the same GEMM as the deterministic path) into a shared slot and zeroes dx_n; then the
+// task for (image, tap part) col2im's that part's taps (kTapParts contiguous ranges of r * S + s)
+// into its own buffer and adds it into dx_n with atomic adds, in completion order. Against
+// splitting the filters (4 GEMMs of K/4 and 4 full col2im per image) this does the deterministic
+// work plus 3 partial col2im and atomic passes of C*H*W. Shared slots: 2 * threads * C*R*S * P*Q
+// floats (Keras MNIST conv2: 288 * 576 floats = 0.66 MiB per image, 1.3 MiB per thread).
+void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const ConvGeometry& g,
+                             const float* dy, const float* w, float* dx) {
+  const std::int64_t crs = cpu::col_rows(g), pq = cpu::col_cols(g), chw = image_size(g);
+  const std::int64_t taps = std::int64_t(g.r) * g.s;
+  const std::int64_t parts = std::min<std::int64_t>(kTapParts, taps);
+  const std::int64_t col_floats = crs * pq;
+  const std::int64_t round_images = std::min<std::int64_t>(g.n, 2 * pool.threads());
+  float* dcols = scratch.shared(cpu::SharedBuffer::chunk_partials,
+                                static_cast<std::size_t>(round_images * col_floats));
+  for (std::int64_t n0 = 0; n0 < g.n; n0 += round_images) {
+    const std::int64_t images = std::min(round_images, g.n - n0);
+    cpu::parallel_for(pool, images, [&](std::int64_t i, int worker) {
+      std::fill_n(dx + (n0 + i) * chw, chw, 0.0f);
+      cpu::gemm(crs, pq, g.k, transpose_of(w, crs), row_major(dy + (n0 + i) * g.k * pq, pq),
+                dcols + i * col_floats, pq, GemmOutput::overwrite,
+                cpu::gemm_buffers(scratch, worker));
+    });
+    // Image-major: the parts of one image are taken by different workers at the same time.
+    cpu::parallel_for(pool, images * parts, [&](std::int64_t task, int worker) {
+      const std::int64_t i = task / parts, part = task % parts;
+      float* share =
+          scratch.worker(worker, cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+      cpu::col2im_taps(g, dcols + i * col_floats, part * taps / parts, (part + 1) * taps / parts,
+                       share);
+      cpu::atomic_add(dx + (n0 + i) * chw, share, chw);
+    });
+  }
+}
+
+// The sum of one output plane in 8 interleaved lanes (lane l sums elements j = l mod 8 in order),
+// combined in a fixed tree: a fixed order that depends on the plane size only, so deterministic,
+// and one the compiler vectorises; a single running sum is a chain of dependent adds (4 cycles
+// each: ~5 ms for the 4.7 M floats of the Keras MNIST conv2 gradient at batch 128).
+float plane_sum(const float* plane, std::int64_t count) {
+  constexpr std::int64_t kLanes = 8;
+  float lanes[kLanes] = {};
+  const std::int64_t whole = count - count % kLanes;
+  for (std::int64_t j = 0; j < whole; j += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
+  }
+  for (std::int64_t j = whole; j < count; ++j) lanes[j - whole] += plane[j];
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+         ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
 }  // namespace
 
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
@@ -79,10 +137,7 @@ void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float*
                      [&](std::int64_t chunk, float* partial, int) {
                        for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
                          for (std::int64_t k = 0; k < g.k; ++k) {
-                           const float* plane = dy + (n * g.k + k) * pq;
-                           float sum = partial[k];
-                           for (std::int64_t j = 0; j < pq; ++j) sum += plane[j];
-                           partial[k] = sum;
+                           partial[k] += plane_sum(dy + (n * g.k + k) * pq, pq);
                          }
                        }
                      });
@@ -108,8 +163,15 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
     return;
   }
 
-  // Nondeterministic: the filters are split into up to kSplitKParts groups; the task for (image,
-  // group) computes that group's share of dx_n in its own buffer and adds it with atomic adds.
+  const std::int64_t taps = std::int64_t(g.r) * g.s;
+  if (!identity && taps >= 3) {
+    backward_data_tap_split(pool_, scratch_, g, dy, w, dx);
+    return;
+  }
+  // Nondeterministic, kernels of 1 or 2 taps (or the identity 1x1): the filters are split into up
+  // to kSplitKParts groups; the task for (image, group) computes that group's share of dx_n in its
+  // own buffer and adds it with atomic adds. (Each group needs its own GEMM and col2im: 4x the
+  // col2im work.)
   cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int) { std::fill_n(dx + n * chw, chw, 0.0f); });
   const std::int64_t group =
       std::max<std::int64_t>(1, (g.k + cpu::kSplitKParts - 1) / cpu::kSplitKParts);

@@ -48,7 +48,7 @@ void im2col(const ConvGeometry& g, const float* x_image, float* col) {
           float* o = out + p * Q;
           std::fill(o, o + cols.begin, 0.0f);
           if (g.stride_w == 1) {
-            for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q] = in[q + shift];
+            std::copy(in + cols.begin + shift, in + cols.end + shift, o + cols.begin);
           } else {
             for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q] = in[q * g.stride_w + shift];
           }
@@ -61,20 +61,40 @@ void im2col(const ConvGeometry& g, const float* x_image, float* col) {
 }
 
 void col2im(const ConvGeometry& g, const float* col, float* dx_image) {
-  const std::int64_t P = g.p, Q = g.q, H = g.h, W = g.w;
-  std::fill_n(dx_image, std::int64_t(g.c) * H * W, 0.0f);
+  col2im_taps(g, col, 0, std::int64_t(g.r) * g.s, dx_image);
+}
+
+void col2im_taps(const ConvGeometry& g, const float* col, std::int64_t tap_begin,
+                 std::int64_t tap_end, float* dx_image) {
+  // Gathered by dx row rather than scattered by col row: dx row (c, h) receives the col rows
+  // (c, r, s) at output row p with p * stride_h + r - pad_top == h. Every dx element still gets
+  // its terms in (r, s) ascending order starting from 0 -- the order of the scatter over col rows
+  // ascending in im2col.h, so the same bits -- but the row is summed while it sits in L1 and
+  // written once, with no zero-fill pass over the image first.
+  const std::int64_t P = g.p, Q = g.q, H = g.h, W = g.w, RS = std::int64_t(g.r) * g.s;
   for (std::int64_t c = 0; c < g.c; ++c) {
-    float* plane = dx_image + c * H * W;
-    for (std::int64_t r = 0; r < g.r; ++r) {
-      const ValidRange rows = valid_outputs(r - g.pad_top, g.stride_h, H, P);
-      for (std::int64_t s = 0; s < g.s; ++s) {
-        const ValidRange cols = valid_outputs(s - g.pad_left, g.stride_w, W, Q);
-        const float* in = col + ((c * g.r + r) * g.s + s) * P * Q;
-        for (std::int64_t p = rows.begin; p < rows.end; ++p) {
-          float* o = plane + (p * g.stride_h + r - g.pad_top) * W;
+    for (std::int64_t h = 0; h < H; ++h) {
+      float* __restrict__ row = dx_image + (c * H + h) * W;
+      std::fill_n(row, W, 0.0f);
+      for (std::int64_t r = 0; r < g.r; ++r) {
+        const std::int64_t t = h + g.pad_top - r;  // = p * stride_h
+        if (t < 0 || t % g.stride_h != 0 || t / g.stride_h >= P) continue;
+        const std::int64_t p = t / g.stride_h;
+        for (std::int64_t s = 0; s < g.s; ++s) {
+          const std::int64_t tap = r * g.s + s;
+          if (tap < tap_begin || tap >= tap_end) continue;
+          const ValidRange cols = valid_outputs(s - g.pad_left, g.stride_w, W, Q);
+          const float* __restrict__ in = col + ((c * RS + r * g.s + s) * P + p) * Q;
           const std::int64_t shift = s - g.pad_left;
-          const float* i = in + p * Q;
-          for (std::int64_t q = cols.begin; q < cols.end; ++q) o[q * g.stride_w + shift] += i[q];
+          if (g.stride_w == 1) {
+            // Contiguous: a vectorisable row add.
+            float* __restrict__ dst = row + cols.begin + shift;
+            const float* __restrict__ src = in + cols.begin;
+            for (std::int64_t q = 0; q < cols.end - cols.begin; ++q) dst[q] += src[q];
+          } else {
+            for (std::int64_t q = cols.begin; q < cols.end; ++q)
+              row[q * g.stride_w + shift] += in[q];
+          }
         }
       }
     }

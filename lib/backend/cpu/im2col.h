@@ -25,4 +25,10 @@ void im2col(const ConvGeometry& g, const float* x_image, float* col);
 // ascending (a fixed order, so the overlapping sums of a stride < kernel conv are deterministic).
 void col2im(const ConvGeometry& g, const float* col, float* dx_image);
 
+// col2im restricted to the kernel taps r * S + s in [tap_begin, tap_end): dx_image = 0, then the
+// col rows (c, r, s) of those taps only, in the same order. Summing the col2im_taps of a partition
+// of [0, R*S) gives col2im up to rounding (the order of the partial sums differs).
+void col2im_taps(const ConvGeometry& g, const float* col, std::int64_t tap_begin,
+                 std::int64_t tap_end, float* dx_image);
+
 }  // namespace ra::backend::cpu

@@ -45,9 +45,20 @@ ChunkPlan plan_chunks(std::int64_t items, std::int64_t partial_size);
 inline void atomic_add(float* target, float value) {
   std::atomic_ref<float>(*target).fetch_add(value, std::memory_order_relaxed);
 }
-inline void atomic_add(float* target, const float* values, std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) atomic_add(target + i, values[i]);
-}
+
+// target[i] += values[i] for i in [0, count), atomic per span of up to kAtomicSpanFloats floats
+// (aligned by address): the span is locked (one of kAtomicStripes spin locks, picked by address),
+// added with one vectorisable pass, unlocked. Each element still receives each partial through an
+// atomic read-modify-write, in the order in which the adding tasks get there (completion order),
+// so the bits vary from run to run exactly as with one CAS per float; what changes is the price.
+// A CAS per float costs ~20 cycles uncontended: the 21 M floats of atomic adds in a Keras MNIST
+// step (batch 128) cost ~70 ms per thread, vs ~3 ms of plain vector adds plus one lock per 4 KiB.
+// The same coarsening as float4 atomicAdd on sm_90 GPUs. Holds one lock at a time: no deadlock.
+// Concurrent writers of `target` must all go through this function (or the scalar one on
+// elements no span add touches at the same time).
+inline constexpr std::int64_t kAtomicSpanFloats = 1024;
+inline constexpr std::size_t kAtomicStripes = 256;
+void atomic_add(float* target, const float* values, std::int64_t count);
 
 // Elementwise loops are cut into blocks of this many elements (64 KiB of floats per task).
 inline constexpr std::int64_t kElementBlock = 16384;

@@ -1,0 +1,128 @@
+#pragma once
+// TimingOps: a backend::Ops decorator that forwards every call to another backend and adds up
+// the wall time (steady_clock) spent in each op, per kernel mode. `repro-audit bench` uses it to
+// show where a training step goes and what the deterministic kernels cost against the
+// nondeterministic ones.
+//
+// Timing is host wall time around the forwarded call. For a device backend that launches
+// asynchronously the caller must synchronise for the figures to mean kernel time; the CPU backend
+// returns only when the work is done, so its figures are exact.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+
+namespace ra::train {
+
+struct OpTime {
+  std::string op;    // "conv2d_forward", ...
+  std::string mode;  // "deterministic", "nondeterministic", "autotune"; "" for ops without a mode
+  double seconds = 0.0;
+  std::int64_t calls = 0;
+};
+
+class TimingOps final : public backend::Ops {
+ public:
+  using KernelMode = backend::KernelMode;
+  // Wraps `inner`, which must outlive this object.
+  explicit TimingOps(backend::Ops& inner) : inner_(&inner) {}
+  // Wraps and owns `inner` (for RunOptions::make_backend, which hands out one owning pointer).
+  explicit TimingOps(std::unique_ptr<backend::Ops> inner)
+      : owned_(std::move(inner)), inner_(owned_.get()) {}
+
+  // One entry per (op, mode) that was called at least once since the last reset, in the order of
+  // the op list below (forward ops first), then by mode.
+  std::vector<OpTime> times() const;
+  void reset() noexcept;
+
+  backend::Ops& inner() noexcept { return *inner_; }
+
+  std::string name() const override { return inner_->name(); }
+  int threads() const override { return inner_->threads(); }
+  Memory& memory() override { return inner_->memory(); }
+  nlohmann::json ledger() const override { return inner_->ledger(); }
+  nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
+
+  void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
+                      const float* bias, float* y) override;
+  void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
+                            float* dx, KernelMode mode) override;
+  void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
+                              float* dw, KernelMode mode) override;
+  void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
+                            KernelMode mode) override;
+  void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
+                     const float* bias, float* y) override;
+  void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
+                           float* dx, KernelMode mode) override;
+  void dense_backward_weight(const backend::DenseGeometry& g, const float* x, const float* dy,
+                             float* dw, KernelMode mode) override;
+  void dense_backward_bias(const backend::DenseGeometry& g, const float* dy, float* db,
+                           KernelMode mode) override;
+  void maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
+                         std::int32_t* argmax) override;
+  void maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
+                          const std::int32_t* argmax, float* dx, KernelMode mode) override;
+  void activation_forward(backend::Activation act, std::int64_t count, const float* x,
+                          float* y) override;
+  void activation_backward(backend::Activation act, std::int64_t count, const float* y,
+                           const float* dy, float* dx) override;
+  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                       std::uint8_t* mask) override;
+  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
+                        float* dx) override;
+  std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
+  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                        const float* grad, float* s0, float* s1) override;
+  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits, KernelMode mode) override;
+  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                           float* dpred, KernelMode mode) override;
+
+  // The ops timed, in report order. Public so the table in times() and its tests share one list.
+  enum class Op {
+    conv2d_forward,
+    conv2d_backward_data,
+    conv2d_backward_filter,
+    conv2d_backward_bias,
+    dense_forward,
+    dense_backward_data,
+    dense_backward_weight,
+    dense_backward_bias,
+    maxpool2d_forward,
+    maxpool2d_backward,
+    activation_forward,
+    activation_backward,
+    dropout_forward,
+    dropout_backward,
+    softmax_cross_entropy,
+    mean_squared_error,
+    optimizer_update,
+    digest,
+    count_
+  };
+  static const char* op_name(Op op) noexcept;
+
+ private:
+  // Mode slot 0 is "no mode"; slots 1..3 are KernelMode + 1. A fixed table, not a map keyed by
+  // strings: the per-call cost stays two clock reads and two adds.
+  static constexpr int kModeSlots = 4;
+  struct Accumulator {
+    std::chrono::steady_clock::duration elapsed{};
+    std::int64_t calls = 0;
+  };
+  using Clock = std::chrono::steady_clock;
+  void add(Op op, int mode_slot, Clock::time_point start) noexcept;
+  static int slot(KernelMode mode) noexcept { return static_cast<int>(mode) + 1; }
+
+  std::unique_ptr<backend::Ops> owned_;
+  backend::Ops* inner_;
+  std::array<std::array<Accumulator, kModeSlots>, static_cast<std::size_t>(Op::count_)> table_{};
+};
+
+}  // namespace ra::train

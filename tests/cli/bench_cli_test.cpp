@@ -1,0 +1,81 @@
+// End-to-end: `repro-audit bench --json` on the quick spec; the document is parsed, not scraped.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/cli_runner.h"
+
+using ra::test::run_cli;
+using ra::test::source_path;
+
+namespace {
+// The spec path as one quoted shell word. (Appended, not `"'" + path + "'"`: GCC 12 warns a
+// false -Wrestrict on that expression.)
+std::string quoted_quick_spec() {
+  std::string word = "'";
+  word += source_path("configs/quick.json");
+  word += "'";
+  return word;
+}
+}  // namespace
+
+TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cli]") {
+  const auto r =
+      run_cli("bench " + quoted_quick_spec() + " --steps 3 --warmup 1 --threads 1 --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);  // stdout is pure JSON
+  REQUIRE(doc.at("name") == "quick");
+  REQUIRE(doc.at("steps") == 3);
+  REQUIRE(doc.at("warmup") == 1);
+  REQUIRE(doc.at("batch_size") == 32);
+  // quick.json forward FLOPs per sample (docs/spec.md rule), input [1,16,16], valid padding:
+  //   conv 8 k3 relu -> [8,14,14]: 2*8*1*9*196 = 28224 + bias 1568 + relu 1568 = 31360
+  //   maxpool 2 -> [8,7,7]: 4*392 = 1568;  dropout: 392
+  //   dense 392->32 relu: 2*392*32 = 25088 + 32 + 32 = 25152;  dense 32->10: 640 + 10 = 650
+  //   total 59122; one step = 3 x forward x batch 32 (forward + backward).
+  const double fwd = doc.at("forward_flops_per_sample").get<double>();
+  REQUIRE(fwd == 59122.0);
+  REQUIRE(doc.at("flops_per_step").get<double>() == Approx(3.0 * fwd * 32));
+
+  const auto& results = doc.at("results");
+  REQUIRE(results.size() == 1);
+  const auto& t1 = results[0];
+  REQUIRE(t1.at("threads") == 1);
+  REQUIRE(t1.at("modes").size() == 2);
+  std::set<std::string> modes;
+  for (const auto& m : t1.at("modes")) {
+    modes.insert(m.at("mode").get<std::string>());
+    const double ms = m.at("median_step_ms").get<double>();
+    REQUIRE(ms > 0.0);
+    REQUIRE(m.at("step_ms").size() == 3);
+    REQUIRE(m.at("untimed_ms_per_step").get<double>() >=
+            0.0);  // the measured steps only, warmup excluded
+    REQUIRE(m.at("samples_per_second").get<double>() == Approx(32.0 / (ms * 1e-3)));
+    REQUIRE(m.at("gflops").get<double>() ==
+            Approx(doc.at("flops_per_step").get<double>() / (ms * 1e-3) * 1e-9));
+  }
+  REQUIRE(modes == std::set<std::string>{"deterministic", "nondeterministic"});
+
+  std::set<std::string> ops;
+  for (const auto& op : t1.at("ops")) {
+    ops.insert(op.at("op").get<std::string>());
+    const double det = op.at("deterministic_ms_per_step").get<double>();
+    const double nondet = op.at("nondeterministic_ms_per_step").get<double>();
+    REQUIRE(det > 0.0);
+    REQUIRE(nondet > 0.0);
+    REQUIRE(op.at("ratio").get<double>() == Approx(det / nondet));
+  }
+  for (const char* op : {"conv2d_forward", "conv2d_backward_filter", "dense_forward",
+                         "dense_backward_weight", "softmax_cross_entropy"})
+    REQUIRE(ops.count(op) == 1);
+  REQUIRE(t1.at("step_ratio").get<double>() > 0.0);
+}
+
+TEST_CASE("bench rejects a malformed thread list with exit code 2", "[cli]") {
+  const auto r = run_cli("bench " + quoted_quick_spec() + " --threads 1,x");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("--threads") != std::string::npos);
+}
