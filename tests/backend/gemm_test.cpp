@@ -14,6 +14,8 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
+
+#include <cstring>
 #include "backend/cpu/parallel_gemm.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/scratch.h"
@@ -223,6 +225,18 @@ TEST_CASE("im2col and col2im follow their definitions", "[backend][gemm]") {
     REQUIRE(std::abs(dx[i] - adjoint[i]) <= 6 * 8 * test::kUnitRoundoff);
   REQUIRE_FALSE(im2col_is_identity(g));
   REQUIRE(im2col_is_identity(test::conv(2, 3, 5, 5, 4, 1, 1)));
+
+  // col2im_taps over all taps is col2im, bit for bit; over a partition of the taps its parts sum
+  // to col2im up to rounding (as the nondeterministic backward data adds them).
+  std::vector<float> all(x.size(), -1.0f);
+  col2im_taps(g, cols.data(), 0, g.r * g.s, all.data());
+  REQUIRE(std::memcmp(all.data(), dx.data(), dx.size() * sizeof(float)) == 0);
+  std::vector<float> first(x.size(), -1.0f), second(x.size(), -1.0f);
+  col2im_taps(g, cols.data(), 0, 2, first.data());
+  col2im_taps(g, cols.data(), 2, g.r * g.s, second.data());
+  for (std::size_t i = 0; i < dx.size(); ++i) {
+    REQUIRE(std::abs(first[i] + second[i] - adjoint[i]) <= 6 * 8 * test::kUnitRoundoff);
+  }
 }
 
 TEST_CASE("benchmark: gemm variants on the Keras MNIST shapes", "[.bench]") {
