@@ -62,14 +62,6 @@ nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
   return {{"mode", spec::to_string(d.mode)}, {"ops", ops}};
 }
 
-bool all_deterministic(const spec::DeterminismSpec& d) {
-  for (int i = 0; i < spec::kReducingOpCount; ++i) {
-    if (d.mode_for(static_cast<spec::ReducingOp>(i)) != spec::KernelMode::deterministic)
-      return false;
-  }
-  return true;
-}
-
 // Loads snapshots written beside trace files: run i's folder is snapshot_dir_of(files[i]).
 ComparisonOptions with_snapshots(ComparisonOptions options,
                                  std::vector<std::filesystem::path> trace_files) {
@@ -295,11 +287,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   }
 
   ComparisonOptions compare_options;
-  // The policy the runs used: --mode replaces the spec's whole policy (as in train::Trainer).
-  const spec::DeterminismSpec policy =
-      o.mode ? spec::DeterminismSpec{*o.mode, {}} : spec.determinism;
-  compare_options.expect_identical =
-      o.expect_identical.value_or(all_deterministic(policy) && o.seeds != SeedPolicy::different);
+  compare_options.expect_identical = o.expect_identical;  // default: from the traces' policy
   compare_options.loss_tolerance = o.loss_tolerance;
   result.comparison = compare_traces(traces, with_snapshots(compare_options, result.trace_files));
   return result;

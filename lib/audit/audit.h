@@ -51,7 +51,7 @@ struct AuditOptions {
   std::filesystem::path out_dir;
   SnapshotOptions snapshots;
   std::optional<FaultSpec> fault;
-  std::optional<bool> expect_identical;  // default: deterministic mode + same seeds
+  std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";
 };

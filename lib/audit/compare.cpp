@@ -145,6 +145,16 @@ std::string describe_mode(const nlohmann::json& determinism) {
   return text;
 }
 
+// Every reducing op of the run was in deterministic mode (the policy recorded in its header).
+bool fully_deterministic(const Trace& t) {
+  const nlohmann::json& d = t.header.determinism;
+  if (d.value("mode", "") != "deterministic") return false;
+  for (const auto& [op, mode] : d.value("ops", nlohmann::json::object()).items()) {
+    if (mode != "deterministic") return false;
+  }
+  return true;
+}
+
 void check_comparable(const std::vector<Trace>& traces) {
   if (traces.empty()) throw InputError("no traces to compare");
   const Trace& ref = traces[0];
@@ -233,7 +243,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
                                 const ComparisonOptions& options) {
   check_comparable(traces);
   ComparisonResult result;
-  result.expect_identical = options.expect_identical;
+  result.expect_identical = options.expect_identical.value_or(std::all_of(
+      traces.begin(), traces.end(), [](const Trace& t) { return fully_deterministic(t); }));
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
 

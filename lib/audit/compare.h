@@ -87,8 +87,9 @@ struct GroupStatistics {
 };
 
 struct ComparisonOptions {
-  // Whether bitwise identity of the same-seed runs is expected (decides the exit code).
-  bool expect_identical = true;
+  // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
+  // expected when every trace ran every reducing op in deterministic mode.
+  std::optional<bool> expect_identical;
   // Relative tolerance of the "within tolerance" verdict on final losses (a separate verdict from
   // bitwise identity, never a substitute for it).
   double loss_tolerance = 1e-4;
