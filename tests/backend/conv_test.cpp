@@ -17,27 +17,8 @@ using ra::spec::KernelMode;
 
 namespace {
 
-struct ConvCase {
-  const char* name;
-  ConvGeometry g;
-};
-
-std::vector<ConvCase> conv_cases() {
-  return {
-      {"3x3 valid", test::conv(2, 3, 7, 9, 5, 3, 3)},
-      {"1x1 (column matrix = image)", test::conv(3, 5, 6, 6, 7, 1, 1)},
-      {"1x1 stride 2", test::conv(2, 4, 7, 7, 3, 1, 1, 2, 2)},
-      {"3x3 stride 2", test::conv(2, 3, 9, 8, 4, 3, 3, 2, 2)},
-      {"same, even 4x2 kernel, pads t1 l0 b2 r1",
-       test::conv(1, 2, 6, 5, 3, 4, 2, 1, 1, 1, 0, 2, 1)},
-      {"same stride 2, pads t0 l0 b1 r1", test::conv(2, 3, 8, 8, 5, 3, 3, 2, 2, 0, 0, 1, 1)},
-      {"odd sizes, batch 1, pad 1", test::conv(1, 17, 13, 11, 19, 3, 3, 1, 1, 1, 1, 1, 1)},
-      {"C*R*S = 360 > one k block", test::conv(3, 40, 10, 10, 20, 3, 3)},
-      {"2x5 kernel, stride (1,2), pads t1 l2 b0 r2",
-       test::conv(2, 3, 10, 11, 6, 2, 5, 1, 2, 1, 2, 0, 2)},
-      {"batch 37 (uneven reduction chunks)", test::conv(37, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1)},
-  };
-}
+using test::conv_cases;
+using test::ConvCase;
 
 struct ConvData {
   std::vector<float> x, w, b, dy;

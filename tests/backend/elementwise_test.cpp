@@ -18,20 +18,6 @@ namespace {
 const Activation kActivations[] = {Activation::none, Activation::relu, Activation::tanh,
                                    Activation::sigmoid};
 
-const char* name_of(Activation a) {
-  switch (a) {
-    case Activation::none:
-      return "none";
-    case Activation::relu:
-      return "relu";
-    case Activation::tanh:
-      return "tanh";
-    case Activation::sigmoid:
-      return "sigmoid";
-  }
-  return "?";
-}
-
 // 40000 elements: three blocks of the elementwise loop, the last one partial.
 constexpr std::size_t kCount = 40000;
 
@@ -50,7 +36,7 @@ TEST_CASE("activation forward matches the reference", "[backend][elementwise]") 
   const auto x = inputs_with_extremes(1);
   ra::backend::CpuOps one(1), seven(7);
   for (const Activation act : kActivations) {
-    INFO(name_of(act));
+    INFO(ra::spec::to_string(act));
     std::vector<float> y(kCount), y7(kCount), expected(kCount);
     one.activation_forward(act, kCount, x.data(), y.data());
     seven.activation_forward(act, kCount, x.data(), y7.data());
@@ -84,7 +70,7 @@ TEST_CASE("activation backward matches the reference", "[backend][elementwise]")
   const auto ady = test::abs_of(dy);
   ra::backend::CpuOps one(1), seven(7);
   for (const Activation act : kActivations) {
-    INFO(name_of(act));
+    INFO(ra::spec::to_string(act));
     std::vector<float> y(kCount), dx(kCount), dx7(kCount), expected(kCount);
     one.activation_forward(act, kCount, x.data(), y.data());
     one.activation_backward(act, kCount, y.data(), dy.data(), dx.data());
@@ -102,7 +88,7 @@ TEST_CASE("activations may work in place", "[backend][elementwise]") {
   const auto dy = test::random_values(kCount, 5);
   ra::backend::CpuOps ops(2);
   for (const Activation act : kActivations) {
-    INFO(name_of(act));
+    INFO(ra::spec::to_string(act));
     std::vector<float> y(kCount), inplace = x, dx(kCount), dx_inplace = dy;
     ops.activation_forward(act, kCount, x.data(), y.data());
     ops.activation_forward(act, kCount, inplace.data(), inplace.data());
@@ -127,7 +113,7 @@ TEST_CASE("activation gradients match central differences", "[backend][elementwi
   const std::vector<double> rd = test::to_double(r);
   ra::backend::CpuOps ops(2);
   for (const Activation act : kActivations) {
-    INFO(name_of(act));
+    INFO(ra::spec::to_string(act));
     std::vector<double> x = test::to_double(xf);
     auto objective = [&] {
       std::vector<double> y(count);
