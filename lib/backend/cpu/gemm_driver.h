@@ -17,48 +17,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/transpose.h"
 
 namespace ra::backend::cpu::gemm_detail {
-
-// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols: packing a panel whose
-// rows are contiguous in memory into p-major order. Element by element this is a scalar load and
-// a strided store per float (~10% of an MNIST step); 4 x 4 SSE transposes (baseline x86-64) move
-// 16 floats in 8 loads/stores and 8 shuffles. Copies only, so the bits are unaffected.
-inline void transpose_into(const float* src, std::int64_t src_stride, std::int64_t rows,
-                           std::int64_t cols, float* dst, std::int64_t dst_stride) {
-  std::int64_t r = 0;
-#if defined(__SSE2__)
-  for (; r + 4 <= rows; r += 4) {
-    const float* s0 = src + r * src_stride;
-    const float* s1 = s0 + src_stride;
-    const float* s2 = s1 + src_stride;
-    const float* s3 = s2 + src_stride;
-    std::int64_t c = 0;
-    for (; c + 4 <= cols; c += 4) {
-      __m128 x0 = _mm_loadu_ps(s0 + c), x1 = _mm_loadu_ps(s1 + c);
-      __m128 x2 = _mm_loadu_ps(s2 + c), x3 = _mm_loadu_ps(s3 + c);
-      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-      float* d = dst + c * dst_stride + r;
-      _mm_storeu_ps(d, x0);
-      _mm_storeu_ps(d + dst_stride, x1);
-      _mm_storeu_ps(d + 2 * dst_stride, x2);
-      _mm_storeu_ps(d + 3 * dst_stride, x3);
-    }
-    for (; c < cols; ++c) {
-      float* d = dst + c * dst_stride + r;
-      d[0] = s0[c], d[1] = s1[c], d[2] = s2[c], d[3] = s3[c];
-    }
-  }
-#endif
-  for (; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
-  }
-}
 
 // Packs A[i0 .. i0+rows, p0 .. p0+depth) as consecutive MR-row panels, each stored p-major
 // ([depth][MR]); rows past `rows` are zero so that edge tiles run the same kernel.

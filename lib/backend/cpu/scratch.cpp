@@ -5,9 +5,10 @@
 namespace ra::backend::cpu {
 namespace {
 
-float* grown(AlignedVector<float>& buffer, std::size_t floats) {
+template <class Vector>
+auto* grown(Vector& buffer, std::size_t count) {
   // Replace rather than resize: the old contents are not needed, so there is nothing to copy.
-  if (buffer.size() < floats) buffer = AlignedVector<float>(floats);
+  if (buffer.size() < count) buffer = Vector(count);
   return buffer.data();
 }
 
@@ -22,6 +23,10 @@ float* ScratchArena::worker(int worker, WorkerBuffer which, std::size_t floats) 
 
 float* ScratchArena::shared(SharedBuffer which, std::size_t floats) {
   return grown(shared_[static_cast<std::size_t>(which)], floats);
+}
+
+std::int64_t* ScratchArena::shared(SharedIndexBuffer which, std::size_t count) {
+  return grown(indices_[static_cast<std::size_t>(which)], count);
 }
 
 }  // namespace ra::backend::cpu

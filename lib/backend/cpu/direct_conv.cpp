@@ -1,0 +1,381 @@
+#include "backend/cpu/direct_conv.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cpu/direct_conv_kernels.h"
+#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/reduction.h"
+#include "backend/cpu/transpose.h"
+
+namespace ra::backend::cpu {
+namespace {
+
+using direct_detail::TileAccess;
+using direct_detail::TileArgs;
+using direct_detail::TileFunction;
+using direct_detail::TileLimits;
+
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// The lanes of a call (filters or channels) padded to whole vectors and walked in blocks of at
+// most max_vectors vectors; the padding lanes of a panel are zero and their results discarded.
+struct Lanes {
+  std::int64_t count = 0, padded = 0;
+  int width = 0, max_vectors = 0;
+
+  Lanes(std::int64_t count_, const TileLimits& limits)
+      : count(count_),
+        padded(round_up(count_, limits.width)),
+        width(limits.width),
+        max_vectors(limits.max_vectors) {}
+  std::int64_t block() const { return std::int64_t(max_vectors) * width; }
+  int vectors_at(std::int64_t lane0) const {
+    return static_cast<int>(std::min<std::int64_t>(max_vectors, (padded - lane0) / width));
+  }
+};
+
+// Depth steps per pass over a panel: ~24 KiB of panel, so it stays in L1 while every tile of the
+// pass reads it (the tiles' chains are stored and reloaded between passes: exact).
+std::int64_t depth_block(int vectors, int width) {
+  return std::max<std::int64_t>(16, 6144 / (std::int64_t(vectors) * width));
+}
+
+// Rows of a band (direct_conv_forward, direct_conv_backward_data): a band's chains are finished,
+// then transposed into the output while they are in L1. About 48 rows (three cache lines of
+// each output row): whole tiles of every lane block for gathered rows; whole image rows for wide
+// rows, so that each image row leaves in one transposition (a run cut at a band edge would leave
+// odd ends to the scalar code).
+std::int64_t rows_per_band(GemmKernel kernel, TileAccess access, const Lanes& lanes,
+                           std::int64_t wide_pitch) {
+  constexpr std::int64_t kBandRows = 48;
+  if (wide_pitch > 0) return (kBandRows + wide_pitch - 1) / wide_pitch * wide_pitch;
+  std::int64_t band = kBandRows;
+  for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
+    band = round_up(band, direct_detail::tile_rows(kernel, lanes.vectors_at(lane0), access));
+  }
+  return band;
+}
+
+// The tiles over rows [0, rows) of one lane block and one depth range. `args` addresses row 0.
+void run_tiles(GemmKernel kernel, TileAccess access, int vectors, std::int64_t rows,
+               const TileArgs& args) {
+  const int full_rows = direct_detail::tile_rows(kernel, vectors, access);
+  const TileFunction full = direct_detail::tile_function(kernel, access, full_rows, vectors);
+  for (std::int64_t i0 = 0; i0 < rows; i0 += full_rows) {
+    const int n = static_cast<int>(std::min<std::int64_t>(full_rows, rows - i0));
+    TileArgs t = args;
+    t.row_offsets += i0;
+    t.out += i0 * t.out_stride;
+    (n == full_rows ? full : direct_detail::tile_function(kernel, access, n, vectors))(t);
+  }
+}
+
+// The rows of a forward or backward-data convolution's result: either the output pixels
+// themselves (offsets gathered from a table), or -- for stride 1 -- every position of the source
+// image's rows ("wide rows": row j reads the source at j + depth offset, so a tile's rows are
+// consecutive), of which the last (source width - output width) of each row are discarded.
+struct OutputRows {
+  std::int64_t count = 0;   // rows computed
+  std::int64_t pitch = 0;   // wide rows: positions per image row (else the output width)
+  std::int64_t width = 0;   // output pixels per image row
+  bool wide = false;
+
+  // Calls copy(row, pixel, n) for the runs of n rows from `row` that are output pixels from
+  // `pixel` on, within rows [begin, end).
+  template <class Copy>
+  void for_each_run(std::int64_t begin, std::int64_t end, const Copy& copy) const {
+    if (!wide) {
+      copy(begin, begin, end - begin);
+      return;
+    }
+    for (std::int64_t row = begin; row < end;) {
+      const std::int64_t line = row / pitch, column = row % pitch;
+      const std::int64_t next = std::min(end, (line + 1) * pitch);
+      if (column < width) copy(row, line * width + column, std::min(next, line * pitch + width) - row);
+      row = next;
+    }
+  }
+};
+
+OutputRows wide_rows(std::int64_t height, std::int64_t width, std::int64_t pitch) {
+  return {(height - 1) * pitch + width, pitch, width, true};
+}
+
+// dst[c][i][j] = src[c][i - row_shift][j - col_shift] where that lies inside src's [height][width]
+// plane, else 0; dst planes are [dst_height][dst_width].
+void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, std::int64_t width,
+                  std::int64_t row_shift, std::int64_t col_shift, float* dst,
+                  std::int64_t dst_height, std::int64_t dst_width) {
+  const std::int64_t j0 = std::clamp<std::int64_t>(col_shift, 0, dst_width);
+  const std::int64_t j1 = std::clamp<std::int64_t>(col_shift + width, j0, dst_width);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t i = 0; i < dst_height; ++i) {
+      float* out = dst + (c * dst_height + i) * dst_width;
+      const std::int64_t row = i - row_shift;
+      if (row < 0 || row >= height) {
+        std::fill_n(out, dst_width, 0.0f);
+        continue;
+      }
+      const float* in = src + (c * height + row) * width;
+      std::fill(out, out + j0, 0.0f);
+      // A loop rather than std::copy: rows are short (24 floats for the MNIST conv), and a
+      // memmove call per row cost 7% of the backward data convolution.
+      const float* from = in + (j0 - col_shift);
+      for (std::int64_t j = 0; j < j1 - j0; ++j) out[j0 + j] = from[j];
+      std::fill(out + j1, out + dst_width, 0.0f);
+    }
+  }
+}
+
+// Zeroes lanes [count, padded) of each of `rows` rows of a [rows][padded] panel.
+void zero_padding_lanes(float* panel, std::int64_t rows, const Lanes& lanes) {
+  if (lanes.padded == lanes.count) return;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::fill(panel + i * lanes.padded + lanes.count, panel + (i + 1) * lanes.padded, 0.0f);
+  }
+}
+
+// The image a forward or filter-gradient tile reads: x itself, or a zero-padded copy when the
+// convolution pads (then every read lands inside the copy and padding reads 0, as im2col writes).
+struct Source {
+  std::int64_t height = 0, width = 0;
+  bool padded = false;
+};
+
+Source source_of(const ConvGeometry& g) {
+  if (g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0) {
+    return {g.h, g.w, false};
+  }
+  return {std::int64_t(g.p - 1) * g.stride_h + g.r, std::int64_t(g.q - 1) * g.stride_w + g.s,
+          true};
+}
+
+const float* source_image(const ConvGeometry& g, const Source& source, const float* x_image,
+                          ScratchArena& scratch, int worker) {
+  if (!source.padded) return x_image;
+  float* copy = scratch.worker(worker, WorkerBuffer::columns,
+                               static_cast<std::size_t>(g.c * source.height * source.width));
+  shifted_copy(x_image, g.c, g.h, g.w, g.pad_top, g.pad_left, copy, source.height, source.width);
+  return copy;
+}
+
+// 0, 1, 2, ...: the row offsets of wide rows (a tile reads the first).
+void fill_identity(std::int64_t count, std::int64_t* offsets) {
+  for (std::int64_t i = 0; i < count; ++i) offsets[i] = i;
+}
+
+// Offset of output pixel (p, q)'s window corner in the source, for each pixel p * Q + q.
+void fill_pixel_offsets(const ConvGeometry& g, const Source& source, std::int64_t* offsets) {
+  for (std::int64_t p = 0; p < g.p; ++p) {
+    for (std::int64_t q = 0; q < g.q; ++q) {
+      offsets[p * g.q + q] = p * g.stride_h * source.width + q * g.stride_w;
+    }
+  }
+}
+
+// Offset of tap (c, r, s) from a window corner, for each tap (c * R + r) * S + s.
+void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t* offsets) {
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    for (std::int64_t r = 0; r < g.r; ++r) {
+      for (std::int64_t s = 0; s < g.s; ++s) {
+        offsets[(c * g.r + r) * g.s + s] = (c * source.height + r) * source.width + s;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                         const float* x, const float* w, const float* bias, float* y,
+                         GemmKernel kernel) {
+  const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
+  const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
+  const Source source = source_of(g);
+  const bool wide = g.stride_h == 1 && g.stride_w == 1;
+  const OutputRows out_rows = wide ? wide_rows(g.p, g.q, source.width)
+                                   : OutputRows{pixels, g.q, g.q, false};
+  const TileAccess access = wide ? TileAccess::consecutive_rows : TileAccess::gathered;
+
+  // w^T [CRS][K]: a depth step of a tile reads its filters as consecutive lanes.
+  float* panel =
+      scratch.shared(SharedBuffer::packed_weights, static_cast<std::size_t>(taps * lanes.padded));
+  transpose_into(w, taps, g.k, taps, panel, lanes.padded);
+  zero_padding_lanes(panel, taps, lanes);
+  std::int64_t* row_offsets =
+      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(out_rows.count));
+  if (wide) {
+    fill_identity(out_rows.count, row_offsets);
+  } else {
+    fill_pixel_offsets(g, source, row_offsets);
+  }
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
+  fill_tap_offsets(g, source, tap_offsets);
+  const std::int64_t band_rows =
+      rows_per_band(kernel, access, lanes, out_rows.wide ? out_rows.pitch : 0);
+
+  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
+    const float* src = source_image(g, source, x + n * image, scratch, worker);
+    float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
+                                   static_cast<std::size_t>(band_rows * lanes.padded));
+    float* y_n = y + n * g.k * pixels;
+    for (std::int64_t j0 = 0; j0 < out_rows.count; j0 += band_rows) {
+      const std::int64_t rows = std::min(band_rows, out_rows.count - j0);
+      for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
+        const int vectors = lanes.vectors_at(lane0);
+        const std::int64_t step = depth_block(vectors, lanes.width);
+        for (std::int64_t d0 = 0; d0 < taps; d0 += step) {
+          TileArgs t;
+          t.depth = std::min(step, taps - d0);
+          t.base = src;
+          t.row_offsets = row_offsets + j0;
+          t.depth_offsets = tap_offsets + d0;
+          t.panel = panel + d0 * lanes.padded + lane0;
+          t.panel_stride = lanes.padded;
+          t.out = result + lane0;
+          t.out_stride = lanes.padded;
+          t.first = d0 == 0;
+          run_tiles(kernel, access, vectors, rows, t);
+        }
+      }
+      out_rows.for_each_run(j0, j0 + rows, [&](std::int64_t row, std::int64_t pixel,
+                                               std::int64_t count) {
+        const float* from = result + (row - j0) * lanes.padded;
+        if (bias != nullptr) {
+          transpose_add_into(from, lanes.padded, count, g.k, y_n + pixel, pixels, bias);
+        } else {
+          transpose_into(from, lanes.padded, count, g.k, y_n + pixel, pixels);
+        }
+      });
+    }
+  });
+}
+
+void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                 const float* x, const float* dy, float* dw, spec::KernelMode mode,
+                                 GemmKernel kernel) {
+  const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
+  const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
+  const Source source = source_of(g);
+
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(taps));
+  std::int64_t* pixel_offsets =
+      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(pixels));
+  fill_tap_offsets(g, source, tap_offsets);
+  fill_pixel_offsets(g, source, pixel_offsets);
+
+  // The reduction runs on dw^T [CRS][K padded]; the chunk plan is that of the [K][CRS] result, so
+  // the reduction tree (and the bits) do not depend on the lane padding.
+  const std::int64_t size = taps * lanes.padded;
+  float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
+  const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
+  reduce_chunks(pool, scratch, mode, plan.chunks, size, result,
+                [&](std::int64_t chunk, float* partial, int worker) {
+                  float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand,
+                                               static_cast<std::size_t>(pixels * lanes.padded));
+                  for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
+                    const float* src = source_image(g, source, x + n * image, scratch, worker);
+                    transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t,
+                                   lanes.padded);
+                    zero_padding_lanes(dy_t, pixels, lanes);
+                    for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
+                      const int vectors = lanes.vectors_at(lane0);
+                      const std::int64_t step = depth_block(vectors, lanes.width);
+                      for (std::int64_t d0 = 0; d0 < pixels; d0 += step) {
+                        TileArgs t;
+                        t.depth = std::min(step, pixels - d0);
+                        t.base = src;
+                        t.row_offsets = tap_offsets;
+                        t.depth_offsets = pixel_offsets + d0;
+                        t.panel = dy_t + d0 * lanes.padded + lane0;
+                        t.panel_stride = lanes.padded;
+                        t.out = partial + lane0;
+                        t.out_stride = lanes.padded;
+                        t.first = false;
+                        run_tiles(kernel, TileAccess::gathered, vectors, taps, t);
+                      }
+                    }
+                  }
+                });
+  transpose_into(result, lanes.padded, taps, g.k, dw, taps);
+}
+
+bool direct_backward_data_applies(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1;
+}
+
+void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                               const float* dy, const float* w, float* dx, GemmKernel kernel) {
+  const Lanes lanes(g.c, direct_detail::tile_limits(kernel));
+  const std::int64_t taps = std::int64_t(g.r) * g.s, pixels = std::int64_t(g.h) * g.w;
+  // dy_n zero-padded so that input pixel (h, w) and tap (r, s) read output pixel
+  // (h + pad_top - r, w + pad_left - s) at (h + R-1 - r, w + S-1 - s) of the copy.
+  const std::int64_t height = g.h + g.r - 1, width = g.w + g.s - 1;
+  const std::int64_t row_shift = g.r - 1 - g.pad_top, col_shift = g.s - 1 - g.pad_left;
+  // Rows: the wide rows of dx over the copy's pitch; depth: the filters, one plane apart.
+  const OutputRows out_rows = wide_rows(g.h, g.w, width);
+  constexpr TileAccess kAccess = TileAccess::consecutive_rows_strided_depth;
+
+  // w as [R S][K][C]: for one tap, a depth step (a filter k) reads its channels as lanes.
+  float* panel = scratch.shared(SharedBuffer::packed_weights,
+                                static_cast<std::size_t>(taps * g.k * lanes.padded));
+  for (std::int64_t k = 0; k < g.k; ++k) {
+    transpose_into(w + k * g.c * taps, taps, g.c, taps, panel + k * lanes.padded,
+                   g.k * lanes.padded);
+  }
+  zero_padding_lanes(panel, taps * g.k, lanes);
+  std::int64_t* row_offsets =
+      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(out_rows.count));
+  fill_identity(out_rows.count, row_offsets);
+  // Tap (r, s) reads the padded copy from (R-1 - r, S-1 - s) and its panel slice [K][C].
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
+  for (std::int64_t tap = 0; tap < taps; ++tap) {
+    tap_offsets[tap] = (g.r - 1 - tap / g.s) * width + (g.s - 1 - tap % g.s);
+  }
+  const std::int64_t band_rows = rows_per_band(kernel, kAccess, lanes, out_rows.pitch);
+
+  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
+    float* padded = scratch.worker(worker, WorkerBuffer::packed_operand,
+                                   static_cast<std::size_t>(g.k * height * width));
+    shifted_copy(dy + n * g.k * g.p * g.q, g.k, g.p, g.q, row_shift, col_shift, padded, height,
+                 width);
+    float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
+                                   static_cast<std::size_t>(band_rows * lanes.padded));
+    float* dx_n = dx + n * g.c * pixels;
+    for (std::int64_t j0 = 0; j0 < out_rows.count; j0 += band_rows) {
+      const std::int64_t rows = std::min(band_rows, out_rows.count - j0);
+      for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
+        // Tap-major: a tap's panel slice [K][C lanes] stays in L1 while the band's tiles use it.
+        for (std::int64_t tap = 0; tap < taps; ++tap) {
+          TileArgs t;
+          t.depth = g.k;
+          t.base = padded + tap_offsets[tap];
+          t.row_offsets = row_offsets + j0;
+          t.depth_stride = height * width;
+          t.panel = panel + tap * g.k * lanes.padded + lane0;
+          t.panel_stride = lanes.padded;
+          t.out = result + lane0;
+          t.out_stride = lanes.padded;
+          t.first = tap == 0;
+          t.add_run = true;
+          run_tiles(kernel, kAccess, lanes.vectors_at(lane0), rows, t);
+        }
+      }
+      out_rows.for_each_run(j0, j0 + rows, [&](std::int64_t row, std::int64_t pixel,
+                                               std::int64_t count) {
+        transpose_into(result + (row - j0) * lanes.padded, lanes.padded, count, g.c,
+                       dx_n + pixel, pixels);
+      });
+    }
+  });
+}
+
+}  // namespace ra::backend::cpu

@@ -1,0 +1,48 @@
+#pragma once
+// Direct convolutions: the three conv2d GEMMs computed straight from the images, with no column
+// matrix (im2col.h) and no packing of it. One register tile (direct_conv_kernels.h) broadcasts
+// scalars from the image (or its zero-padded copy) through a table of offsets and multiplies
+// them with vectors of a small packed panel:
+//
+//   forward          rows = output pixels, lanes = filters k,  depth = taps (c, r, s)
+//                    panel = w^T [CRS][K] (packed once per call)
+//   backward filter  rows = taps (c, r, s), lanes = filters k, depth = output pixels (p, q)
+//                    panel = dy_n^T [PQ][K] (packed per image)
+//   backward data    rows = input pixels,  lanes = channels c,  depth = filters k, one chain
+//                    per tap (r, s); panel = w [R S][K][C], source = dy_n zero-padded
+//
+// Bits: every chain is the chain that im2col + gemm() (or gemm() + col2im) computes for the same
+// GEMM variant, element for element and in the same order -- forward: one chain over (c, r, s)
+// ascending, then + bias; backward filter: chains over (image, p, q) ascending into the chunk's
+// partial; backward data: per tap (r, s) ascending a chain over k from zero, added to a sum that
+// starts at +0. Padding reads zeros from a padded copy, which is what the column matrix holds
+// there (a product with 0 added to a chain changes nothing but a -0 into +0, as it does in the
+// GEMM). So a direct convolution returns exactly the bits of the GEMM path it replaces (tested),
+// for any thread count.
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/scratch.h"
+#include "backend/geometry.h"
+#include "core/thread_pool.h"
+#include "spec/spec.h"
+
+namespace ra::backend::cpu {
+
+// y = conv(x, w) (+ bias[k]); all images, parallel over images.
+void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                         const float* x, const float* w, const float* bias, float* y,
+                         GemmKernel kernel);
+
+// dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h).
+void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                 const float* x, const float* dy, float* dw, spec::KernelMode mode,
+                                 GemmKernel kernel);
+
+// Whether direct_conv_backward_data handles g: stride 1 and padding no larger than the kernel
+// (every other geometry goes through gemm() + col2im).
+bool direct_backward_data_applies(const ConvGeometry& g);
+
+// dx = conv_transpose(dy, w), deterministic: one image per task.
+void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                               const float* dy, const float* w, float* dx, GemmKernel kernel);
+
+}  // namespace ra::backend::cpu

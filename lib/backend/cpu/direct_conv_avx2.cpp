@@ -1,0 +1,45 @@
+// The AVX2 + FMA tiles of the direct convolutions: 8-float vectors, c = fma(a, b, c) -- the
+// chain of the avx2-fma GEMM (and of avx512-fma: the two give the same bits).
+#include "backend/cpu/direct_conv_kernels.h"
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "backend/cpu/direct_conv_tile.h"
+
+namespace ra::backend::cpu::direct_detail {
+namespace {
+
+struct Avx2 {
+  using T = __m256;
+  static constexpr int kWidth = 8;
+  static T zero() { return _mm256_setzero_ps(); }
+  static T load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static T broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static T mul_add(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
+};
+
+}  // namespace
+
+TileFunction avx2_tile(TileAccess access, int rows, int vectors) {
+  static const TileTable<Avx2, kAvx2TileLimits.max_vectors, avx2_tile_rows> table;
+  return table.get(access, rows, vectors);
+}
+
+}  // namespace ra::backend::cpu::direct_detail
+#pragma GCC pop_options
+
+#else
+
+namespace ra::backend::cpu::direct_detail {
+TileFunction avx2_tile(TileAccess, int, int) {
+  throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
+}
+}  // namespace ra::backend::cpu::direct_detail
+
+#endif

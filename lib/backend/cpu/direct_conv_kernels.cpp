@@ -1,0 +1,48 @@
+// Dispatch of the direct-convolution tiles to the variant units.
+#include "backend/cpu/direct_conv_kernels.h"
+
+#include <stdexcept>
+
+namespace ra::backend::cpu::direct_detail {
+
+TileLimits tile_limits(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::portable:
+      return kPortableTileLimits;
+    case GemmKernel::avx2_fma:
+      return kAvx2TileLimits;
+    case GemmKernel::avx512_fma:
+      return kAvx512TileLimits;
+  }
+  throw std::logic_error("tile_limits: unknown GEMM kernel");
+}
+
+int tile_rows(GemmKernel kernel, int vectors, TileAccess access) {
+  switch (kernel) {
+    case GemmKernel::portable:
+      return portable_tile_rows(vectors, access);
+    case GemmKernel::avx2_fma:
+      return avx2_tile_rows(vectors, access);
+    case GemmKernel::avx512_fma:
+      return avx512_tile_rows(vectors, access);
+  }
+  throw std::logic_error("tile_rows: unknown GEMM kernel");
+}
+
+TileFunction tile_function(GemmKernel kernel, TileAccess access, int rows, int vectors) {
+  if (vectors < 1 || vectors > tile_limits(kernel).max_vectors || rows < 1 ||
+      rows > tile_rows(kernel, vectors, access)) {
+    throw std::logic_error("direct convolution: no tile of this shape");
+  }
+  switch (kernel) {
+    case GemmKernel::portable:
+      return portable_tile(access, rows, vectors);
+    case GemmKernel::avx2_fma:
+      return avx2_tile(access, rows, vectors);
+    case GemmKernel::avx512_fma:
+      return avx512_tile(access, rows, vectors);
+  }
+  throw std::logic_error("direct convolution: unknown GEMM kernel");
+}
+
+}  // namespace ra::backend::cpu::direct_detail

@@ -1,0 +1,39 @@
+// The portable tiles of the direct convolutions: 4-float "vectors" as plain arrays (the compiler
+// may use SSE for them), c = c + a * b with the product rounded (-ffp-contract=off) -- the chain
+// of the portable GEMM.
+#include "backend/cpu/direct_conv_tile.h"
+
+namespace ra::backend::cpu::direct_detail {
+namespace {
+
+struct Portable {
+  struct T {
+    float lane[4];
+  };
+  static constexpr int kWidth = 4;
+  static T zero() { return T{}; }
+  static T load(const float* p) { return T{{p[0], p[1], p[2], p[3]}}; }
+  static void store(float* p, T v) {
+    for (int l = 0; l < kWidth; ++l) p[l] = v.lane[l];
+  }
+  static T broadcast(const float* p) { return T{{*p, *p, *p, *p}}; }
+  static T mul_add(T a, T b, T c) {
+    T r;
+    for (int l = 0; l < kWidth; ++l) r.lane[l] = c.lane[l] + a.lane[l] * b.lane[l];
+    return r;
+  }
+  static T add(T a, T b) {
+    T r;
+    for (int l = 0; l < kWidth; ++l) r.lane[l] = a.lane[l] + b.lane[l];
+    return r;
+  }
+};
+
+}  // namespace
+
+TileFunction portable_tile(TileAccess access, int rows, int vectors) {
+  static const TileTable<Portable, kPortableTileLimits.max_vectors, portable_tile_rows> table;
+  return table.get(access, rows, vectors);
+}
+
+}  // namespace ra::backend::cpu::direct_detail

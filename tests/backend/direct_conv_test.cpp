@@ -1,0 +1,192 @@
+// The direct convolutions against the im2col + gemm() twin they replace (kept in im2col.h and
+// gemm.h): the same chains in the same order, so the bits must be identical -- for every GEMM
+// variant this CPU runs, every conv case (1x1, strides, "same" padding, batch 1, lanes that are not
+// a multiple of the vector width, more than one lane block), 1 and 3 threads. The twins also stay
+// close to the naive reference (conv_test.cpp compares CpuOps with reference_ops).
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/direct_conv.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/im2col.h"
+#include "backend/cpu/reduction.h"
+#include "backend/cpu/scratch.h"
+#include "backend_test_util.h"
+#include "core/thread_pool.h"
+
+using namespace ra::backend;
+using namespace ra::backend::cpu;
+
+namespace {
+
+std::vector<GemmKernel> supported_kernels() {
+  std::vector<GemmKernel> kernels;
+  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
+    if (gemm_kernel_supported(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+std::vector<test::ConvCase> cases() {
+  std::vector<test::ConvCase> all = test::conv_cases();
+  all.push_back({"K 70, C 33: two lane blocks, ragged lanes, pad 1",
+                 test::conv(2, 33, 7, 8, 70, 3, 3, 1, 1, 1, 1, 1, 1)});
+  all.push_back({"Keras MNIST conv2 shape, batch 3", test::conv(3, 32, 26, 26, 64, 3, 3)});
+  all.push_back({"Keras MNIST conv1 shape (C 1, K 32), batch 2", test::conv(2, 1, 28, 28, 32, 3, 3)});
+  all.push_back({"5x5, K 16, stride (2,1), pad 2", test::conv(2, 6, 11, 9, 16, 5, 5, 2, 1, 2, 2, 2, 2)});
+  all.push_back({"1 output pixel, K 5", test::conv(2, 4, 3, 3, 5, 3, 3)});
+  return all;
+}
+
+struct Twin {
+  GemmBuffers buffers;
+  std::vector<float> pack_a = std::vector<float>(kGemmPackAFloats + 16);
+  std::vector<float> pack_b = std::vector<float>(kGemmPackBFloats + 16);
+  Twin() { buffers = {pack_a.data(), pack_b.data()}; }
+};
+
+std::int64_t crs_of(const ConvGeometry& g) {
+  return col_rows(g);
+}
+
+// y_n = W col_n (+ bias afterwards), as the GEMM path computed it.
+std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>& x,
+                                const std::vector<float>& w, const std::vector<float>& bias,
+                                GemmKernel kernel) {
+  Twin twin;
+  const std::int64_t crs = crs_of(g), pq = col_cols(g);
+  std::vector<float> col(static_cast<std::size_t>(crs * pq)), y(g.y_size());
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
+    float* y_n = y.data() + n * g.k * pq;
+    gemm(g.k, pq, crs, row_major(w.data(), crs), row_major(col.data(), pq), y_n, pq,
+         GemmOutput::overwrite, twin.buffers, kernel);
+    for (std::int64_t k = 0; k < g.k; ++k) {
+      for (std::int64_t j = 0; j < pq; ++j) y_n[k * pq + j] += bias[k];
+    }
+  }
+  return y;
+}
+
+// dw = sum over the chunks of plan_chunks (in chunk order) of the chunk's images' GEMMs, each
+// accumulated into the chunk's partial -- the deterministic reduction of the GEMM path.
+std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& x,
+                               const std::vector<float>& dy, GemmKernel kernel) {
+  Twin twin;
+  const std::int64_t crs = crs_of(g), pq = col_cols(g), size = g.k * crs;
+  const ChunkPlan plan = plan_chunks(g.n, size);
+  std::vector<float> col(static_cast<std::size_t>(crs * pq)), dw(size, 0.0f), partial(size);
+  for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    std::fill(partial.begin(), partial.end(), 0.0f);
+    for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
+      im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
+      gemm(g.k, crs, pq, row_major(dy.data() + n * g.k * pq, pq), transpose_of(col.data(), pq),
+           partial.data(), crs, GemmOutput::accumulate, twin.buffers, kernel);
+    }
+    if (chunk == 0) {
+      dw = partial;
+    } else {
+      for (std::int64_t i = 0; i < size; ++i) dw[i] += partial[i];
+    }
+  }
+  return dw;
+}
+
+// dx_n = col2im(W^T dy_n).
+std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy,
+                             const std::vector<float>& w, GemmKernel kernel) {
+  Twin twin;
+  const std::int64_t crs = crs_of(g), pq = col_cols(g);
+  std::vector<float> dcol(static_cast<std::size_t>(crs * pq)), dx(g.x_size());
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    gemm(crs, pq, g.k, transpose_of(w.data(), crs), row_major(dy.data() + n * g.k * pq, pq),
+         dcol.data(), pq, GemmOutput::overwrite, twin.buffers, kernel);
+    col2im(g, dcol.data(), dx.data() + n * g.c * g.h * g.w);
+  }
+  return dx;
+}
+
+}  // namespace
+
+TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant and case",
+          "[direct_conv]") {
+  for (const GemmKernel kernel : supported_kernels()) {
+    for (const test::ConvCase& c : cases()) {
+      const ConvGeometry& g = c.g;
+      INFO(c.name << ", GEMM variant " << gemm_kernel_name(kernel));
+      const auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 11);
+      const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 12);
+      const auto bias = test::random_values(static_cast<std::size_t>(g.k), 13);
+      const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 14);
+      const auto y_twin = gemm_forward(g, x, w, bias, kernel);
+      const auto dw_twin = gemm_filter(g, x, dy, kernel);
+      const auto dx_twin = gemm_data(g, dy, w, kernel);
+      for (const int threads : {1, 3}) {
+        INFO(threads << " thread(s)");
+        ra::ThreadPool pool(threads);
+        ScratchArena scratch(threads);
+        std::vector<float> y(g.y_size(), -7.0f), dw(g.w_size(), -7.0f), dx(g.x_size(), -7.0f);
+        direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(), y.data(), kernel);
+        REQUIRE(test::same_bits(y, y_twin));
+        direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(),
+                                    ra::spec::KernelMode::deterministic, kernel);
+        REQUIRE(test::same_bits(dw, dw_twin));
+        if (direct_backward_data_applies(g)) {
+          direct_conv_backward_data(pool, scratch, g, dy.data(), w.data(), dx.data(), kernel);
+          REQUIRE(test::same_bits(dx, dx_twin));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("direct forward without bias is the chain alone; zero padding keeps -0 rules",
+          "[direct_conv]") {
+  // No bias: y is the GEMM result itself. Inputs of -0 and a padded border exercise the one place
+  // where adding a product of 0 changes bits (-0 + +0 = +0), which both paths must do alike.
+  const ConvGeometry g = test::conv(2, 3, 5, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  std::vector<float> x(static_cast<std::size_t>(g.x_size()), -0.0f);
+  std::vector<float> w = test::random_values(static_cast<std::size_t>(g.w_size()), 21);
+  for (std::size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;
+  const std::vector<float> zeros(static_cast<std::size_t>(g.k), 0.0f);
+  for (const GemmKernel kernel : supported_kernels()) {
+    INFO(gemm_kernel_name(kernel));
+    Twin twin;
+    const std::int64_t crs = crs_of(g), pq = col_cols(g);
+    std::vector<float> col(static_cast<std::size_t>(crs * pq)), expected(g.y_size());
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
+      gemm(g.k, pq, crs, row_major(w.data(), crs), row_major(col.data(), pq),
+           expected.data() + n * g.k * pq, pq, GemmOutput::overwrite, twin.buffers, kernel);
+    }
+    ra::ThreadPool pool(2);
+    ScratchArena scratch(2);
+    std::vector<float> y(g.y_size(), 1.0f);
+    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, y.data(), kernel);
+    REQUIRE(test::same_bits(y, expected));
+  }
+}
+
+TEST_CASE("nondeterministic direct filter gradient stays within rounding of the deterministic one",
+          "[direct_conv]") {
+  const ConvGeometry g = test::conv(37, 5, 9, 9, 20, 3, 3, 1, 1, 1, 1, 1, 1);
+  const auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 31);
+  const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 32);
+  ra::ThreadPool pool(3);
+  ScratchArena scratch(3);
+  std::vector<float> det(g.w_size()), nondet(g.w_size());
+  const GemmKernel kernel = gemm_kernel();
+  direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), det.data(),
+                              ra::spec::KernelMode::deterministic, kernel);
+  direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), nondet.data(),
+                              ra::spec::KernelMode::nondeterministic, kernel);
+  // Both are sums of the same products in different orders: within terms * u * sum |products|.
+  std::vector<float> scale(g.w_size());
+  const auto ax = test::abs_of(x), ady = test::abs_of(dy);
+  direct_conv_backward_filter(pool, scratch, g, ax.data(), ady.data(), scale.data(),
+                              ra::spec::KernelMode::deterministic, kernel);
+  const std::int64_t terms = std::int64_t(g.n) * g.p * g.q;
+  REQUIRE_CLOSE(nondet, det, 2 * test::sum_rtol(terms), 0.0, &scale);
+}
