@@ -16,7 +16,14 @@ struct Portable {
   static void store(float* p, T v) {
     for (int l = 0; l < kWidth; ++l) p[l] = v.lane[l];
   }
-  static T broadcast(const float* p) { return T{{*p, *p, *p, *p}}; }
+  // The scalar is read with a relaxed atomic load, which the compiler may not widen: GCC 12 -O3
+  // merged the plain loads of one depth step with those of the next into one wider load whose
+  // upper half it never used -- and which read past the source on the last step (a crash).
+  static T broadcast(const float* p) {
+    float v;
+    __atomic_load(p, &v, __ATOMIC_RELAXED);
+    return T{{v, v, v, v}};
+  }
   static T mul_add(T a, T b, T c) {
     T r;
     for (int l = 0; l < kWidth; ++l) r.lane[l] = c.lane[l] + a.lane[l] * b.lane[l];

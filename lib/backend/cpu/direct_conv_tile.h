@@ -34,10 +34,13 @@ void tile(const TileArgs& t) {
     }
   }
   const float* panel = t.panel;
-  const float* next = row_base;  // strided depth: the source of step d
+  // Strided depth: the offset of step d, an integer so that no pointer is ever formed past the
+  // source (a pointer one stride beyond the last step is undefined behaviour, and GCC -O3 did load
+  // through it).
+  std::int64_t strided = 0;
   for (std::int64_t d = 0; d < t.depth; ++d, panel += t.panel_stride) {
-    const float* source = kStridedDepth ? next : row_base + t.depth_offsets[d];
-    if constexpr (kStridedDepth) next += t.depth_stride;
+    const float* source = row_base + (kStridedDepth ? strided : t.depth_offsets[d]);
+    if constexpr (kStridedDepth) strided += t.depth_stride;
     T b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(panel + v * W);
     for (int i = 0; i < MR; ++i) {

@@ -18,10 +18,40 @@ struct TileGrid {
   std::int64_t tile_rows = 0, tile_cols = 0;
   std::int64_t rows = 0, cols = 0;  // tiles along m and n
 
+  // Tiles of about kTileRows x kTileCols.
   TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel) : m(m_), n(n_) {
     const GemmTile tile = gemm_tile(kernel);
-    tile_rows = round_up(kTileRows, tile.rows);
-    tile_cols = round_up(kTileCols, tile.cols);
+    set(round_up(kTileRows, tile.rows), round_up(kTileCols, tile.cols));
+  }
+  // At least `tasks` tiles (when C has that many register tiles) that pack the least: a task
+  // packs its rows of A and its columns of B over the whole k range, so the grid packs
+  // cols * m * k + rows * n * k floats. Small grids matter when k is long: the dense 9216 -> 128
+  // forward pass in 4 row tiles packed its 4.7 MB B operand four times.
+  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel, std::int64_t tasks)
+      : m(m_), n(n_) {
+    const GemmTile tile = gemm_tile(kernel);
+    const std::int64_t max_rows = (m + tile.rows - 1) / tile.rows;
+    const std::int64_t max_cols = (n + tile.cols - 1) / tile.cols;
+    std::int64_t best_cost = -1;
+    for (std::int64_t row_tiles = 1; row_tiles <= std::min(max_rows, tasks); ++row_tiles) {
+      const std::int64_t col_tiles =
+          std::min(max_cols, (tasks + row_tiles - 1) / row_tiles);
+      const std::int64_t rows_each = round_up((m + row_tiles - 1) / row_tiles, tile.rows);
+      const std::int64_t cols_each = round_up((n + col_tiles - 1) / col_tiles, tile.cols);
+      const std::int64_t real_rows = (m + rows_each - 1) / rows_each;
+      const std::int64_t real_cols = (n + cols_each - 1) / cols_each;
+      const std::int64_t cost = real_cols * m + real_rows * n;
+      if (best_cost < 0 || cost < best_cost) {
+        best_cost = cost;
+        tile_rows = rows_each;
+        tile_cols = cols_each;
+      }
+    }
+    set(tile_rows, tile_cols);
+  }
+  void set(std::int64_t tile_rows_, std::int64_t tile_cols_) {
+    tile_rows = tile_rows_;
+    tile_cols = tile_cols_;
     rows = (m + tile_rows - 1) / tile_rows;
     cols = (n + tile_cols - 1) / tile_cols;
   }
@@ -49,7 +79,8 @@ void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std:
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
                    GemmOutput output, GemmKernel kernel) {
   if (m <= 0 || n <= 0) return;
-  const TileGrid grid(m, n, kernel);
+  // One tile per thread: tile boundaries never change a sum, so the grid may follow the threads.
+  const TileGrid grid(m, n, kernel, pool.threads());
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int worker) {
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
     gemm(grid.rows_of(tile), grid.cols_of(tile), k, a.shifted(i0, 0), b.shifted(0, j0),

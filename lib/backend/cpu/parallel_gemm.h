@@ -8,10 +8,10 @@
 
 namespace ra::backend::cpu {
 
-// C is cut into tasks of about kTileRows x kTileCols, rounded up to whole register tiles of the
-// variant (avx512: 32 x 288, avx2: 36 x 256, portable: 32 x 256); one task computes one whole
-// tile over the whole k range. ~32 x 256 keeps a task's packed B block (<= 256 x 288 floats per
-// k block) in L2 and gives 4 tasks even for a 128 x 128 output (dense forward, batch 128).
+// The nondeterministic GEMM cuts C into tasks of about kTileRows x kTileCols, rounded up to
+// whole register tiles of the variant (avx512: 32 x 288, avx2: 36 x 256, portable: 32 x 256);
+// one task computes one whole tile over its part of the k range. The deterministic GEMM cuts C
+// into one tile per thread, chosen to pack the least (see TileGrid in parallel_gemm.cpp).
 inline constexpr std::int64_t kTileRows = 32;
 inline constexpr std::int64_t kTileCols = 256;
 // Split-k parts of the nondeterministic path: at least 3, because two partials added into a zero
