@@ -11,7 +11,6 @@
 namespace ra::backend::cpu {
 namespace {
 
-using direct_detail::TileAccess;
 using direct_detail::TileArgs;
 using direct_detail::TileFunction;
 using direct_detail::TileLimits;
@@ -43,54 +42,42 @@ std::int64_t depth_block(int vectors, int width) {
   return std::max<std::int64_t>(16, 6144 / (std::int64_t(vectors) * width));
 }
 
-// Rows of a band (direct_conv_forward, direct_conv_backward_data): a band's chains are finished,
-// then transposed into the output while they are in L1. About 48 rows (three cache lines of
-// each output row): whole tiles of every lane block for gathered rows; whole image rows for wide
-// rows, so that each image row leaves in one transposition (a run cut at a band edge would leave
-// odd ends to the scalar code).
-std::int64_t rows_per_band(GemmKernel kernel, TileAccess access, const Lanes& lanes,
-                           std::int64_t wide_pitch) {
-  constexpr std::int64_t kBandRows = 48;
-  if (wide_pitch > 0) return (kBandRows + wide_pitch - 1) / wide_pitch * wide_pitch;
-  std::int64_t band = kBandRows;
+// Output pixels per band of the strided forward pass: a band's chains are finished, then
+// transposed into y while they are in L1. About 48 (three cache lines of each output row), in
+// whole tiles of every lane block.
+std::int64_t rows_per_band(GemmKernel kernel, const Lanes& lanes) {
+  std::int64_t band = 48;
   for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
-    band = round_up(band, direct_detail::tile_rows(kernel, lanes.vectors_at(lane0), access));
+    band = round_up(band, direct_detail::tile_rows(kernel, lanes.vectors_at(lane0)));
   }
   return band;
 }
 
 // The tiles over rows [0, rows) of one lane block and one depth range. `args` addresses row 0.
-void run_tiles(GemmKernel kernel, TileAccess access, int vectors, std::int64_t rows,
-               const TileArgs& args) {
-  const int full_rows = direct_detail::tile_rows(kernel, vectors, access);
-  const TileFunction full = direct_detail::tile_function(kernel, access, full_rows, vectors);
+void run_tiles(GemmKernel kernel, int vectors, std::int64_t rows, const TileArgs& args) {
+  const int full_rows = direct_detail::tile_rows(kernel, vectors);
+  const TileFunction full = direct_detail::tile_function(kernel, full_rows, vectors);
   for (std::int64_t i0 = 0; i0 < rows; i0 += full_rows) {
     const int n = static_cast<int>(std::min<std::int64_t>(full_rows, rows - i0));
     TileArgs t = args;
     t.row_offsets += i0;
     t.out += i0 * t.out_stride;
-    (n == full_rows ? full : direct_detail::tile_function(kernel, access, n, vectors))(t);
+    (n == full_rows ? full : direct_detail::tile_function(kernel, n, vectors))(t);
   }
 }
 
-// The rows of a forward or backward-data convolution's result: either the output pixels
-// themselves (offsets gathered from a table), or -- for stride 1 -- every position of the source
-// image's rows ("wide rows": row j reads the source at j + depth offset, so a tile's rows are
-// consecutive), of which the last (source width - output width) of each row are discarded.
+// The output positions of a stride-1 convolution as "wide rows": every position of the source
+// image's rows, so that consecutive positions read consecutive source floats; the last
+// (source width - output width) positions of each row are computed and discarded.
 struct OutputRows {
-  std::int64_t count = 0;   // rows computed
-  std::int64_t pitch = 0;   // wide rows: positions per image row (else the output width)
-  std::int64_t width = 0;   // output pixels per image row
-  bool wide = false;
+  std::int64_t count = 0;  // positions computed: (height - 1) * pitch + width
+  std::int64_t pitch = 0;  // positions per image row
+  std::int64_t width = 0;  // output pixels per image row
 
-  // Calls copy(row, pixel, n) for the runs of n rows from `row` that are output pixels from
-  // `pixel` on, within rows [begin, end).
+  // Calls copy(position, pixel, n) for the runs of n positions from `position` that are output
+  // pixels from `pixel` on, within positions [begin, end).
   template <class Copy>
   void for_each_run(std::int64_t begin, std::int64_t end, const Copy& copy) const {
-    if (!wide) {
-      copy(begin, begin, end - begin);
-      return;
-    }
     for (std::int64_t row = begin; row < end;) {
       const std::int64_t line = row / pitch, column = row % pitch;
       const std::int64_t next = std::min(end, (line + 1) * pitch);
@@ -101,7 +88,7 @@ struct OutputRows {
 };
 
 OutputRows wide_rows(std::int64_t height, std::int64_t width, std::int64_t pitch) {
-  return {(height - 1) * pitch + width, pitch, width, true};
+  return {(height - 1) * pitch + width, pitch, width};
 }
 
 // dst[c][i][j] = src[c][i - row_shift][j - col_shift] where that lies inside src's [height][width]
@@ -162,11 +149,6 @@ const float* source_image(const ConvGeometry& g, const Source& source, const flo
   return copy;
 }
 
-// 0, 1, 2, ...: the row offsets of wide rows (a tile reads the first).
-void fill_identity(std::int64_t count, std::int64_t* offsets) {
-  for (std::int64_t i = 0; i < count; ++i) offsets[i] = i;
-}
-
 // Offset of output pixel (p, q)'s window corner in the source, for each pixel p * Q + q.
 void fill_pixel_offsets(const ConvGeometry& g, const Source& source, std::int64_t* offsets) {
   for (std::int64_t p = 0; p < g.p; ++p) {
@@ -187,45 +169,206 @@ void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t*
   }
 }
 
+// ---- pixel-lane convolutions (stride 1): lanes are consecutive wide-row positions ----------
+
+// Packs rows x depth values, value(row, d), as [row tile][depth][tile rows] panels, rows past
+// `rows` zero.
+template <class Value>
+void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const Value& value,
+                    float* panel) {
+  const std::int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t d = 0; d < depth; ++d) {
+      float* out = panel + (t * depth + d) * tile_rows;
+      for (int i = 0; i < tile_rows; ++i) {
+        const std::int64_t row = t * tile_rows + i;
+        out[i] = row < rows ? value(row, d) : 0.0f;
+      }
+    }
+  }
+}
+
+// Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output
+// (+ addend[row] when given): out[row][pixel] = band[row][position - j0] (+ addend[row]).
+void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
+                const float* band, std::int64_t band_stride, std::int64_t rows,
+                const float* addend, float* out, std::int64_t out_stride) {
+  wide.for_each_run(j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel,
+                                           std::int64_t count) {
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const float* from = band + row * band_stride + (position - j0);
+      float* to = out + row * out_stride + pixel;
+      if (addend != nullptr) {
+        const float a = addend[row];
+        for (std::int64_t j = 0; j < count; ++j) to[j] = from[j] + a;
+      } else {
+        for (std::int64_t j = 0; j < count; ++j) to[j] = from[j];
+      }
+    }
+  });
+}
+
+// Forward, stride 1: rows = filters (broadcast from w packed per tile of filters), lanes = wide
+// output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
+void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                        const float* x, const float* w, const float* bias, float* y,
+                        GemmKernel kernel) {
+  const direct_detail::PixelTileShape shape = direct_detail::pixel_tile_shape(kernel);
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
+  const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
+  // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
+  const Source source{std::int64_t(g.p) + g.r - 1, std::int64_t(g.q) + g.s - 1, true};
+  const std::int64_t copy_floats = g.c * source.height * source.width + shape.lanes;
+  const OutputRows wide = wide_rows(g.p, g.q, source.width);
+  const std::int64_t row_tiles = (g.k + shape.rows - 1) / shape.rows;
+  const std::int64_t band = 2 * std::int64_t(shape.lanes);
+
+  float* panel = scratch.shared(SharedBuffer::packed_weights,
+                                static_cast<std::size_t>(row_tiles * taps * shape.rows));
+  pack_row_tiles(g.k, taps, shape.rows,
+                 [&](std::int64_t k, std::int64_t d) { return w[k * taps + d]; }, panel);
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
+  fill_tap_offsets(g, source, tap_offsets);
+
+  // The tile functions, looked up once: a full tile and the last filter tile's.
+  const TileFunction full = direct_detail::pixel_tile_function(kernel, false, shape.rows);
+  const TileFunction last = direct_detail::pixel_tile_function(
+      kernel, false, static_cast<int>(g.k - (row_tiles - 1) * shape.rows));
+
+  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
+    float* src = scratch.worker(worker, WorkerBuffer::columns,
+                                static_cast<std::size_t>(copy_floats));
+    shifted_copy(x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left, src, source.height,
+                 source.width);
+    std::fill(src + copy_floats - shape.lanes, src + copy_floats, 0.0f);
+    float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
+                                static_cast<std::size_t>(row_tiles * shape.rows * band));
+    float* y_n = y + n * g.k * pixels;
+    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+      const std::int64_t positions = std::min(band, wide.count - j0);
+      for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
+        for (std::int64_t t = 0; t < row_tiles; ++t) {
+          TileArgs a;
+          a.depth = taps;
+          a.base = src + j0 + jv;
+          a.depth_offsets = tap_offsets;
+          a.panel = panel + t * taps * shape.rows;
+          a.panel_stride = shape.rows;
+          a.out = out + t * shape.rows * band + jv;
+          a.out_stride = band;
+          a.first = true;
+          (t + 1 < row_tiles ? full : last)(a);
+        }
+      }
+      store_band(wide, j0, positions, out, band, g.k, bias, y_n, pixels);
+    }
+  });
+}
+
+// Backward data, stride 1: rows = channels c (broadcast from w packed per tap and channel tile),
+// lanes = wide dx positions read straight from the zero-padded dy_n, depth = filters k (one plane
+// apart), one run per tap added in col2im's order.
+void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                              const float* dy, const float* w, float* dx, GemmKernel kernel) {
+  const direct_detail::PixelTileShape shape = direct_detail::pixel_tile_shape(kernel);
+  const std::int64_t taps = std::int64_t(g.r) * g.s, pixels = std::int64_t(g.h) * g.w;
+  // dy_n zero-padded so that input pixel (h, w) and tap (r, s) read output pixel
+  // (h + pad_top - r, w + pad_left - s) at (h + R-1 - r, w + S-1 - s) of the copy.
+  const std::int64_t height = g.h + g.r - 1, width = g.w + g.s - 1, plane = height * width;
+  const std::int64_t row_shift = g.r - 1 - g.pad_top, col_shift = g.s - 1 - g.pad_left;
+  const std::int64_t copy_floats = g.k * plane + shape.lanes;
+  const OutputRows wide = wide_rows(g.h, g.w, width);
+  const std::int64_t row_tiles = (g.c + shape.rows - 1) / shape.rows;
+  const std::int64_t band = 2 * std::int64_t(shape.lanes);
+
+  // [tap][channel tile][k][tile rows]: one tap's and tile's panel is K x MR consecutive floats.
+  const std::int64_t tap_panel = row_tiles * g.k * shape.rows;
+  float* panel = scratch.shared(SharedBuffer::packed_weights,
+                                static_cast<std::size_t>(taps * tap_panel));
+  for (std::int64_t tap = 0; tap < taps; ++tap) {
+    pack_row_tiles(g.c, g.k, shape.rows,
+                   [&](std::int64_t c, std::int64_t k) { return w[(k * g.c + c) * taps + tap]; },
+                   panel + tap * tap_panel);
+  }
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
+  for (std::int64_t tap = 0; tap < taps; ++tap) {
+    tap_offsets[tap] = (g.r - 1 - tap / g.s) * width + (g.s - 1 - tap % g.s);
+  }
+
+  const TileFunction full = direct_detail::pixel_tile_function(kernel, true, shape.rows);
+  const TileFunction last = direct_detail::pixel_tile_function(
+      kernel, true, static_cast<int>(g.c - (row_tiles - 1) * shape.rows));
+
+  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
+    float* padded = scratch.worker(worker, WorkerBuffer::packed_operand,
+                                   static_cast<std::size_t>(copy_floats));
+    shifted_copy(dy + n * g.k * g.p * g.q, g.k, g.p, g.q, row_shift, col_shift, padded, height,
+                 width);
+    std::fill(padded + copy_floats - shape.lanes, padded + copy_floats, 0.0f);
+    float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
+                                static_cast<std::size_t>(row_tiles * shape.rows * band));
+    float* dx_n = dx + n * g.c * pixels;
+    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+      const std::int64_t positions = std::min(band, wide.count - j0);
+      for (std::int64_t tap = 0; tap < taps; ++tap) {
+        for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
+          for (std::int64_t t = 0; t < row_tiles; ++t) {
+            TileArgs a;
+            a.depth = g.k;
+            a.base = padded + tap_offsets[tap] + j0 + jv;
+            a.depth_stride = plane;
+            a.panel = panel + tap * tap_panel + t * g.k * shape.rows;
+            a.panel_stride = shape.rows;
+            a.out = out + t * shape.rows * band + jv;
+            a.out_stride = band;
+            a.first = tap == 0;
+            a.add_run = true;
+            (t + 1 < row_tiles ? full : last)(a);
+          }
+        }
+      }
+      store_band(wide, j0, positions, out, band, g.c, nullptr, dx_n, pixels);
+    }
+  });
+}
+
 }  // namespace
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                          const float* x, const float* w, const float* bias, float* y,
                          GemmKernel kernel) {
+  if (g.stride_h == 1 && g.stride_w == 1) {
+    pixel_conv_forward(pool, scratch, g, x, w, bias, y, kernel);
+    return;
+  }
+  // Strided: rows are the output pixels, gathered through a table of window corners.
   const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   const Source source = source_of(g);
-  const bool wide = g.stride_h == 1 && g.stride_w == 1;
-  const OutputRows out_rows = wide ? wide_rows(g.p, g.q, source.width)
-                                   : OutputRows{pixels, g.q, g.q, false};
-  const TileAccess access = wide ? TileAccess::consecutive_rows : TileAccess::gathered;
 
   // w^T [CRS][K]: a depth step of a tile reads its filters as consecutive lanes.
   float* panel =
       scratch.shared(SharedBuffer::packed_weights, static_cast<std::size_t>(taps * lanes.padded));
   transpose_into(w, taps, g.k, taps, panel, lanes.padded);
   zero_padding_lanes(panel, taps, lanes);
-  std::int64_t* row_offsets =
-      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(out_rows.count));
-  if (wide) {
-    fill_identity(out_rows.count, row_offsets);
-  } else {
-    fill_pixel_offsets(g, source, row_offsets);
-  }
+  std::int64_t* pixel_offsets =
+      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(pixels));
+  fill_pixel_offsets(g, source, pixel_offsets);
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
   fill_tap_offsets(g, source, tap_offsets);
-  const std::int64_t band_rows =
-      rows_per_band(kernel, access, lanes, out_rows.wide ? out_rows.pitch : 0);
+  const std::int64_t band_rows = rows_per_band(kernel, lanes);
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src = source_image(g, source, x + n * image, scratch, worker);
     float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
                                    static_cast<std::size_t>(band_rows * lanes.padded));
     float* y_n = y + n * g.k * pixels;
-    for (std::int64_t j0 = 0; j0 < out_rows.count; j0 += band_rows) {
-      const std::int64_t rows = std::min(band_rows, out_rows.count - j0);
+    for (std::int64_t p0 = 0; p0 < pixels; p0 += band_rows) {
+      const std::int64_t rows = std::min(band_rows, pixels - p0);
       for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
         const int vectors = lanes.vectors_at(lane0);
         const std::int64_t step = depth_block(vectors, lanes.width);
@@ -233,25 +376,21 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
           TileArgs t;
           t.depth = std::min(step, taps - d0);
           t.base = src;
-          t.row_offsets = row_offsets + j0;
+          t.row_offsets = pixel_offsets + p0;
           t.depth_offsets = tap_offsets + d0;
           t.panel = panel + d0 * lanes.padded + lane0;
           t.panel_stride = lanes.padded;
           t.out = result + lane0;
           t.out_stride = lanes.padded;
           t.first = d0 == 0;
-          run_tiles(kernel, access, vectors, rows, t);
+          run_tiles(kernel, vectors, rows, t);
         }
       }
-      out_rows.for_each_run(j0, j0 + rows, [&](std::int64_t row, std::int64_t pixel,
-                                               std::int64_t count) {
-        const float* from = result + (row - j0) * lanes.padded;
-        if (bias != nullptr) {
-          transpose_add_into(from, lanes.padded, count, g.k, y_n + pixel, pixels, bias);
-        } else {
-          transpose_into(from, lanes.padded, count, g.k, y_n + pixel, pixels);
-        }
-      });
+      if (bias != nullptr) {
+        transpose_add_into(result, lanes.padded, rows, g.k, y_n + p0, pixels, bias);
+      } else {
+        transpose_into(result, lanes.padded, rows, g.k, y_n + p0, pixels);
+      }
     }
   });
 }
@@ -299,7 +438,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
                         t.out = partial + lane0;
                         t.out_stride = lanes.padded;
                         t.first = false;
-                        run_tiles(kernel, TileAccess::gathered, vectors, taps, t);
+                        run_tiles(kernel, vectors, taps, t);
                       }
                     }
                   }
@@ -313,69 +452,7 @@ bool direct_backward_data_applies(const ConvGeometry& g) {
 
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                const float* dy, const float* w, float* dx, GemmKernel kernel) {
-  const Lanes lanes(g.c, direct_detail::tile_limits(kernel));
-  const std::int64_t taps = std::int64_t(g.r) * g.s, pixels = std::int64_t(g.h) * g.w;
-  // dy_n zero-padded so that input pixel (h, w) and tap (r, s) read output pixel
-  // (h + pad_top - r, w + pad_left - s) at (h + R-1 - r, w + S-1 - s) of the copy.
-  const std::int64_t height = g.h + g.r - 1, width = g.w + g.s - 1;
-  const std::int64_t row_shift = g.r - 1 - g.pad_top, col_shift = g.s - 1 - g.pad_left;
-  // Rows: the wide rows of dx over the copy's pitch; depth: the filters, one plane apart.
-  const OutputRows out_rows = wide_rows(g.h, g.w, width);
-  constexpr TileAccess kAccess = TileAccess::consecutive_rows_strided_depth;
-
-  // w as [R S][K][C]: for one tap, a depth step (a filter k) reads its channels as lanes.
-  float* panel = scratch.shared(SharedBuffer::packed_weights,
-                                static_cast<std::size_t>(taps * g.k * lanes.padded));
-  for (std::int64_t k = 0; k < g.k; ++k) {
-    transpose_into(w + k * g.c * taps, taps, g.c, taps, panel + k * lanes.padded,
-                   g.k * lanes.padded);
-  }
-  zero_padding_lanes(panel, taps * g.k, lanes);
-  std::int64_t* row_offsets =
-      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(out_rows.count));
-  fill_identity(out_rows.count, row_offsets);
-  // Tap (r, s) reads the padded copy from (R-1 - r, S-1 - s) and its panel slice [K][C].
-  std::int64_t* tap_offsets =
-      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
-  for (std::int64_t tap = 0; tap < taps; ++tap) {
-    tap_offsets[tap] = (g.r - 1 - tap / g.s) * width + (g.s - 1 - tap % g.s);
-  }
-  const std::int64_t band_rows = rows_per_band(kernel, kAccess, lanes, out_rows.pitch);
-
-  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    float* padded = scratch.worker(worker, WorkerBuffer::packed_operand,
-                                   static_cast<std::size_t>(g.k * height * width));
-    shifted_copy(dy + n * g.k * g.p * g.q, g.k, g.p, g.q, row_shift, col_shift, padded, height,
-                 width);
-    float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
-                                   static_cast<std::size_t>(band_rows * lanes.padded));
-    float* dx_n = dx + n * g.c * pixels;
-    for (std::int64_t j0 = 0; j0 < out_rows.count; j0 += band_rows) {
-      const std::int64_t rows = std::min(band_rows, out_rows.count - j0);
-      for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
-        // Tap-major: a tap's panel slice [K][C lanes] stays in L1 while the band's tiles use it.
-        for (std::int64_t tap = 0; tap < taps; ++tap) {
-          TileArgs t;
-          t.depth = g.k;
-          t.base = padded + tap_offsets[tap];
-          t.row_offsets = row_offsets + j0;
-          t.depth_stride = height * width;
-          t.panel = panel + tap * g.k * lanes.padded + lane0;
-          t.panel_stride = lanes.padded;
-          t.out = result + lane0;
-          t.out_stride = lanes.padded;
-          t.first = tap == 0;
-          t.add_run = true;
-          run_tiles(kernel, kAccess, lanes.vectors_at(lane0), rows, t);
-        }
-      }
-      out_rows.for_each_run(j0, j0 + rows, [&](std::int64_t row, std::int64_t pixel,
-                                               std::int64_t count) {
-        transpose_into(result + (row - j0) * lanes.padded, lanes.padded, count, g.c,
-                       dx_n + pixel, pixels);
-      });
-    }
-  });
+  pixel_conv_backward_data(pool, scratch, g, dy, w, dx, kernel);
 }
 
 }  // namespace ra::backend::cpu

@@ -26,9 +26,14 @@ struct Avx2 {
 
 }  // namespace
 
-TileFunction avx2_tile(TileAccess access, int rows, int vectors) {
+TileFunction avx2_pixel_tile(bool strided_depth, int rows) {
+  static const PixelTileTable<Avx2, kAvx2PixelTile.lanes / Avx2::kWidth, kAvx2PixelTile.rows> table;
+  return table.get(strided_depth, rows);
+}
+
+TileFunction avx2_tile(int rows, int vectors) {
   static const TileTable<Avx2, kAvx2TileLimits.max_vectors, avx2_tile_rows> table;
-  return table.get(access, rows, vectors);
+  return table.get(rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail
@@ -37,7 +42,10 @@ TileFunction avx2_tile(TileAccess access, int rows, int vectors) {
 #else
 
 namespace ra::backend::cpu::direct_detail {
-TileFunction avx2_tile(TileAccess, int, int) {
+TileFunction avx2_pixel_tile(bool, int) {
+  throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
+}
+TileFunction avx2_tile(int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail

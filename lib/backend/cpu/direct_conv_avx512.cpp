@@ -26,9 +26,14 @@ struct Avx512 {
 
 }  // namespace
 
-TileFunction avx512_tile(TileAccess access, int rows, int vectors) {
+TileFunction avx512_pixel_tile(bool strided_depth, int rows) {
+  static const PixelTileTable<Avx512, kAvx512PixelTile.lanes / Avx512::kWidth, kAvx512PixelTile.rows> table;
+  return table.get(strided_depth, rows);
+}
+
+TileFunction avx512_tile(int rows, int vectors) {
   static const TileTable<Avx512, kAvx512TileLimits.max_vectors, avx512_tile_rows> table;
-  return table.get(access, rows, vectors);
+  return table.get(rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail
@@ -37,7 +42,10 @@ TileFunction avx512_tile(TileAccess access, int rows, int vectors) {
 #else
 
 namespace ra::backend::cpu::direct_detail {
-TileFunction avx512_tile(TileAccess, int, int) {
+TileFunction avx512_pixel_tile(bool, int) {
+  throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
+}
+TileFunction avx512_tile(int, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail

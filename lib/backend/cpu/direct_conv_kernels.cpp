@@ -17,30 +17,57 @@ TileLimits tile_limits(GemmKernel kernel) {
   throw std::logic_error("tile_limits: unknown GEMM kernel");
 }
 
-int tile_rows(GemmKernel kernel, int vectors, TileAccess access) {
+int tile_rows(GemmKernel kernel, int vectors) {
   switch (kernel) {
     case GemmKernel::portable:
-      return portable_tile_rows(vectors, access);
+      return portable_tile_rows(vectors);
     case GemmKernel::avx2_fma:
-      return avx2_tile_rows(vectors, access);
+      return avx2_tile_rows(vectors);
     case GemmKernel::avx512_fma:
-      return avx512_tile_rows(vectors, access);
+      return avx512_tile_rows(vectors);
   }
   throw std::logic_error("tile_rows: unknown GEMM kernel");
 }
 
-TileFunction tile_function(GemmKernel kernel, TileAccess access, int rows, int vectors) {
+TileFunction tile_function(GemmKernel kernel, int rows, int vectors) {
   if (vectors < 1 || vectors > tile_limits(kernel).max_vectors || rows < 1 ||
-      rows > tile_rows(kernel, vectors, access)) {
+      rows > tile_rows(kernel, vectors)) {
     throw std::logic_error("direct convolution: no tile of this shape");
   }
   switch (kernel) {
     case GemmKernel::portable:
-      return portable_tile(access, rows, vectors);
+      return portable_tile(rows, vectors);
     case GemmKernel::avx2_fma:
-      return avx2_tile(access, rows, vectors);
+      return avx2_tile(rows, vectors);
     case GemmKernel::avx512_fma:
-      return avx512_tile(access, rows, vectors);
+      return avx512_tile(rows, vectors);
+  }
+  throw std::logic_error("direct convolution: unknown GEMM kernel");
+}
+
+PixelTileShape pixel_tile_shape(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::portable:
+      return kPortablePixelTile;
+    case GemmKernel::avx2_fma:
+      return kAvx2PixelTile;
+    case GemmKernel::avx512_fma:
+      return kAvx512PixelTile;
+  }
+  throw std::logic_error("pixel_tile_shape: unknown GEMM kernel");
+}
+
+TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows) {
+  if (rows < 1 || rows > pixel_tile_shape(kernel).rows) {
+    throw std::logic_error("direct convolution: no pixel tile of this shape");
+  }
+  switch (kernel) {
+    case GemmKernel::portable:
+      return portable_pixel_tile(strided_depth, rows);
+    case GemmKernel::avx2_fma:
+      return avx2_pixel_tile(strided_depth, rows);
+    case GemmKernel::avx512_fma:
+      return avx512_pixel_tile(strided_depth, rows);
   }
   throw std::logic_error("direct convolution: unknown GEMM kernel");
 }

@@ -2,9 +2,9 @@
 // The register tiles of the direct convolutions, per GEMM variant (internal to lib/backend/cpu;
 // direct_conv.cpp drives them, direct_conv_tile.h defines them).
 //
-// A tile computes MR x (NV * width) multiply-add chains: MR "rows" whose scalar operand is
-// broadcast from the source (an input pixel, or a (c, r, s) tap of it), and NV vectors of
-// "lanes" (filters or channels) read from a packed panel. Each chain is the variant's GEMM chain
+// A gathered tile computes MR x (NV * width) multiply-add chains: MR "rows" whose scalar operand
+// is broadcast from the source (an output pixel's window, or a (c, r, s) tap), and NV vectors
+// of "lanes" (filters) read from a packed panel; a pixel tile (below) is the transpose. Each chain is the variant's GEMM chain
 // (gemm.h): c = fma(a, b, c) for the FMA variants, c = c + a * b (rounded product) for the
 // portable one, over the depth in ascending order -- which is why a direct convolution gives the
 // bits of im2col + gemm() of the same variant.
@@ -14,20 +14,12 @@
 
 namespace ra::backend::cpu::direct_detail {
 
-// How a tile addresses its broadcast operand: step d of row i reads base + row(i) + depth(d).
-enum class TileAccess : int {
-  gathered,                        // row(i) = row_offsets[i], depth(d) = depth_offsets[d]
-  consecutive_rows,                // row(i) = row_offsets[0] + i, depth(d) = depth_offsets[d]
-  consecutive_rows_strided_depth,  // row(i) = row_offsets[0] + i, depth(d) = d * depth_stride
-};
-inline constexpr int kTileAccessKinds = 3;
-
 struct TileArgs {
   std::int64_t depth = 0;                       // chain length
   const float* base = nullptr;                  // the broadcast operand's memory
-  const std::int64_t* row_offsets = nullptr;    // see TileAccess
-  const std::int64_t* depth_offsets = nullptr;  // see TileAccess
-  std::int64_t depth_stride = 0;                // see TileAccess
+  const std::int64_t* row_offsets = nullptr;    // gathered tiles: one per row
+  const std::int64_t* depth_offsets = nullptr;  // one per depth step (unless strided)
+  std::int64_t depth_stride = 0;                // strided pixel tiles: depth step d at d * stride
   const float* panel = nullptr;                 // [depth][panel_stride], lanes at the start
   std::int64_t panel_stride = 0;
   float* out = nullptr;  // [rows][out_stride]: the chains' start (unless first) and result
@@ -51,28 +43,40 @@ inline constexpr TileLimits kAvx2TileLimits{8, 2};
 inline constexpr TileLimits kAvx512TileLimits{16, 4};
 TileLimits tile_limits(GemmKernel kernel);
 
-// The rows of each variant's full tile: as many accumulators as the vector registers hold
-// beside the NV panel vectors and a broadcast. Gathered rows keep their offsets in general
-// registers, so at most 8 of them.
-inline constexpr int kMaxTileRows = 12;
-constexpr int portable_tile_rows(int, TileAccess) { return 4; }
-constexpr int avx2_tile_rows(int vectors, TileAccess access) {  // 16 ymm
-  return vectors == 2 ? 6 : (access == TileAccess::gathered ? 8 : 12);
-}
-constexpr int avx512_tile_rows(int vectors, TileAccess access) {  // 32 zmm
-  return vectors == 4 ? 6 : vectors == 3 ? 8 : (access == TileAccess::gathered ? 8 : 12);
-}
-int tile_rows(GemmKernel kernel, int vectors, TileAccess access);
+// The rows of each variant's full gathered tile: as many accumulators as the vector registers
+// hold beside the NV panel vectors and a broadcast, at most 8 so that the rows' offsets fit in
+// general registers.
+constexpr int portable_tile_rows(int) { return 4; }
+constexpr int avx2_tile_rows(int vectors) { return vectors == 2 ? 6 : 8; }    // 16 ymm
+constexpr int avx512_tile_rows(int vectors) { return vectors == 4 ? 6 : 8; }  // 32 zmm
+int tile_rows(GemmKernel kernel, int vectors);
 
-// The most floats a tile holds (rows x lanes), for callers that buffer one.
-inline constexpr int kMaxTileFloats = kMaxTileRows * 64;
+// The gathered tile for rows x vectors (1 <= rows <= tile_rows(kernel, vectors)).
+TileFunction tile_function(GemmKernel kernel, int rows, int vectors);
 
-// The tile function for rows x vectors (1 <= rows <= tile_rows(kernel, vectors, access)).
-TileFunction tile_function(GemmKernel kernel, TileAccess access, int rows, int vectors);
+// Pixel-lane tiles: the transposed arrangement, for stride-1 convolutions over wide rows. The
+// lanes are output pixels, loaded as vectors straight from the source (no table per row); the
+// rows are filters or channels, broadcast from a panel packed [tile][depth][rows]. Results come
+// out in NCHW order, so nothing is transposed afterwards. The source must stay readable for
+// lanes - 1 floats past the source of the last output position (callers pad their copies).
+struct PixelTileShape {
+  int rows = 0;   // MR
+  int lanes = 0;  // NV * width
+};
+inline constexpr PixelTileShape kPortablePixelTile{4, 8};
+inline constexpr PixelTileShape kAvx2PixelTile{6, 16};
+inline constexpr PixelTileShape kAvx512PixelTile{8, 48};
+PixelTileShape pixel_tile_shape(GemmKernel kernel);
+// The tile for `rows` rows (1 <= rows <= pixel_tile_shape(kernel).rows); depth addressed by
+// depth_offsets, or by depth_stride when strided_depth.
+TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows);
 
 // Per variant (direct_conv_{portable,avx2,avx512}.cpp).
-TileFunction portable_tile(TileAccess access, int rows, int vectors);
-TileFunction avx2_tile(TileAccess access, int rows, int vectors);
-TileFunction avx512_tile(TileAccess access, int rows, int vectors);
+TileFunction portable_pixel_tile(bool strided_depth, int rows);
+TileFunction avx2_pixel_tile(bool strided_depth, int rows);
+TileFunction avx512_pixel_tile(bool strided_depth, int rows);
+TileFunction portable_tile(int rows, int vectors);
+TileFunction avx2_tile(int rows, int vectors);
+TileFunction avx512_tile(int rows, int vectors);
 
 }  // namespace ra::backend::cpu::direct_detail

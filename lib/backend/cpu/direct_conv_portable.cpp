@@ -38,9 +38,14 @@ struct Portable {
 
 }  // namespace
 
-TileFunction portable_tile(TileAccess access, int rows, int vectors) {
+TileFunction portable_pixel_tile(bool strided_depth, int rows) {
+  static const PixelTileTable<Portable, kPortablePixelTile.lanes / Portable::kWidth, kPortablePixelTile.rows> table;
+  return table.get(strided_depth, rows);
+}
+
+TileFunction portable_tile(int rows, int vectors) {
   static const TileTable<Portable, kPortableTileLimits.max_vectors, portable_tile_rows> table;
-  return table.get(access, rows, vectors);
+  return table.get(rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

@@ -13,34 +13,25 @@
 
 namespace ra::backend::cpu::direct_detail {
 
-// The tile of direct_conv_kernels.h for MR rows and NV vectors, with the row and depth addressing
-// of Access. The loop is issue-bound rather than FMA-bound when every broadcast needs its own
-// address arithmetic, hence the consecutive-row and strided-depth forms: there a broadcast is one
-// instruction with a constant displacement.
-template <class V, int MR, int NV, TileAccess Access>
+// The gathered tile of direct_conv_kernels.h for MR rows and NV vectors: step d of row i
+// broadcasts base[row_offsets[i] + depth_offsets[d]]. The MR row offsets stay in general
+// registers (MR <= 8), so a step costs one offset load, NV vector loads, MR broadcasts and
+// MR * NV multiply-adds.
+template <class V, int MR, int NV>
 void tile(const TileArgs& t) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
-  constexpr bool kConsecutiveRows = Access != TileAccess::gathered;
-  constexpr bool kStridedDepth = Access == TileAccess::consecutive_rows_strided_depth;
   std::int64_t rows[MR];
-  for (int i = 0; i < MR; ++i) rows[i] = kConsecutiveRows ? i : t.row_offsets[i];
-  const float* row_base = kConsecutiveRows ? t.base + t.row_offsets[0] : t.base;
-
+  for (int i = 0; i < MR; ++i) rows[i] = t.row_offsets[i];
   T acc[MR][NV];
   for (int i = 0; i < MR; ++i) {
     for (int v = 0; v < NV; ++v) {
-      acc[i][v] = t.first || t.add_run ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
+      acc[i][v] = t.first ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
     }
   }
   const float* panel = t.panel;
-  // Strided depth: the offset of step d, an integer so that no pointer is ever formed past the
-  // source (a pointer one stride beyond the last step is undefined behaviour, and GCC -O3 did load
-  // through it).
-  std::int64_t strided = 0;
   for (std::int64_t d = 0; d < t.depth; ++d, panel += t.panel_stride) {
-    const float* source = row_base + (kStridedDepth ? strided : t.depth_offsets[d]);
-    if constexpr (kStridedDepth) strided += t.depth_stride;
+    const float* source = t.base + t.depth_offsets[d];
     T b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(panel + v * W);
     for (int i = 0; i < MR; ++i) {
@@ -49,9 +40,40 @@ void tile(const TileArgs& t) {
     }
   }
   for (int i = 0; i < MR; ++i) {
+    for (int v = 0; v < NV; ++v) V::store(t.out + i * t.out_stride + v * W, acc[i][v]);
+  }
+}
+
+// The pixel-lane tile (direct_conv_kernels.h, PixelTile): step d multiplies NV vectors of
+// consecutive source floats, base + depth(d) + [0, NV * kWidth), with MR broadcasts from the panel
+// row panel + d * panel_stride + [0, MR); the results are out[i][l], rows i < MR (filters or
+// channels), lanes l < NV * kWidth (consecutive output pixels).
+template <class V, int MR, int NV, bool kStridedDepth>
+void pixel_tile(const TileArgs& t) {
+  using T = typename V::T;
+  constexpr int W = V::kWidth;
+  T acc[MR][NV];
+  for (int i = 0; i < MR; ++i) {
+    for (int v = 0; v < NV; ++v) {
+      acc[i][v] = t.first || t.add_run ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
+    }
+  }
+  const float* panel = t.panel;
+  std::int64_t strided = 0;  // an integer: no pointer is formed past the source
+  for (std::int64_t d = 0; d < t.depth; ++d, panel += t.panel_stride) {
+    const float* source = t.base + (kStridedDepth ? strided : t.depth_offsets[d]);
+    if constexpr (kStridedDepth) strided += t.depth_stride;
+    T b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = V::load(source + v * W);
+    for (int i = 0; i < MR; ++i) {
+      const T a = V::broadcast(panel + i);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::mul_add(a, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
     for (int v = 0; v < NV; ++v) {
       float* out = t.out + i * t.out_stride + v * W;
-      if (t.add_run) {  // a sum of runs from +0, in call order (col2im's order of the taps)
+      if (t.add_run) {
         V::store(out, V::add(t.first ? V::zero() : V::load(out), acc[i][v]));
       } else {
         V::store(out, acc[i][v]);
@@ -60,33 +82,47 @@ void tile(const TileArgs& t) {
   }
 }
 
-// The table of tile<V, rows, vectors, access> for every access, 1 <= vectors <= MaxVectors and
-// 1 <= rows <= MaxRows(vectors, access).
-template <class V, int MaxVectors, int (*MaxRows)(int, TileAccess)>
-class TileTable {
+// The table of pixel_tile<V, rows, NV, strided> for 1 <= rows <= MaxRows.
+template <class V, int NV, int MaxRows>
+class PixelTileTable {
  public:
-  TileTable() {
-    fill<TileAccess::gathered, 1>();
-    fill<TileAccess::consecutive_rows, 1>();
-    fill<TileAccess::consecutive_rows_strided_depth, 1>();
-  }
-  TileFunction get(TileAccess access, int rows, int vectors) const {
-    return table_[static_cast<int>(access)][vectors - 1][rows - 1];
+  PixelTileTable() { fill<1>(); }
+  TileFunction get(bool strided_depth, int rows) const {
+    return table_[strided_depth ? 1 : 0][rows - 1];
   }
 
  private:
-  template <TileAccess Access, int NV>
+  template <int MR>
   void fill() {
-    fill_rows<Access, NV, 1>();
-    if constexpr (NV < MaxVectors) fill<Access, NV + 1>();
+    table_[0][MR - 1] = &pixel_tile<V, MR, NV, false>;
+    table_[1][MR - 1] = &pixel_tile<V, MR, NV, true>;
+    if constexpr (MR < MaxRows) fill<MR + 1>();
   }
-  template <TileAccess Access, int NV, int MR>
+  TileFunction table_[2][MaxRows] = {};
+};
+
+// The table of tile<V, rows, vectors> for 1 <= vectors <= MaxVectors and
+// 1 <= rows <= MaxRows(vectors).
+template <class V, int MaxVectors, int (*MaxRows)(int)>
+class TileTable {
+ public:
+  TileTable() { fill<1>(); }
+  TileFunction get(int rows, int vectors) const { return table_[vectors - 1][rows - 1]; }
+
+ private:
+  static constexpr int kRowsCap = 8;
+  template <int NV>
+  void fill() {
+    fill_rows<NV, 1>();
+    if constexpr (NV < MaxVectors) fill<NV + 1>();
+  }
+  template <int NV, int MR>
   void fill_rows() {
-    static_assert(MR <= kMaxTileRows);
-    table_[static_cast<int>(Access)][NV - 1][MR - 1] = &tile<V, MR, NV, Access>;
-    if constexpr (MR < MaxRows(NV, Access)) fill_rows<Access, NV, MR + 1>();
+    static_assert(MR <= kRowsCap);
+    table_[NV - 1][MR - 1] = &tile<V, MR, NV>;
+    if constexpr (MR < MaxRows(NV)) fill_rows<NV, MR + 1>();
   }
-  TileFunction table_[kTileAccessKinds][MaxVectors][kMaxTileRows] = {};
+  TileFunction table_[MaxVectors][kRowsCap] = {};
 };
 
 }  // namespace ra::backend::cpu::direct_detail
