@@ -1,10 +1,11 @@
 #pragma once
 // The CPU backend: every op of ops.h on host memory, multi-threaded on an owned ThreadPool.
 //
-// Structure (one file per op family): cpu_conv.cpp (im2col + GEMM), cpu_dense.cpp (GEMM),
-// cpu_pool.cpp, cpu_elementwise.cpp (activations, dropout), cpu_loss.cpp. Building blocks:
-// gemm.h (blocked single-thread SGEMM), parallel_gemm.h, im2col.h, reduction.h (the two
-// reduction modes), scratch.h (buffers reused across calls). reference_ops.h holds the plain
+// Structure (one file per op family): cpu_conv.cpp (direct convolutions, GEMM + col2im for the
+// rest), cpu_dense.cpp (GEMM), cpu_pool.cpp, cpu_elementwise.cpp (activations, dropout),
+// cpu_loss.cpp. Building blocks: direct_conv.h, gemm.h (blocked single-thread SGEMM),
+// parallel_gemm.h, im2col.h, transpose.h, reduction.h (the two reduction modes), scratch.h
+// (buffers reused across calls). reference_ops.h holds the plain
 // reference implementation the tests compare against.
 //
 // Determinism contract (ops.h): forward and elementwise ops write each output from one task with

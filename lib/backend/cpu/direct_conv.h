@@ -1,15 +1,17 @@
 #pragma once
 // Direct convolutions: the three conv2d GEMMs computed straight from the images, with no column
-// matrix (im2col.h) and no packing of it. One register tile (direct_conv_kernels.h) broadcasts
-// scalars from the image (or its zero-padded copy) through a table of offsets and multiplies
-// them with vectors of a small packed panel:
+// matrix (im2col.h) and no packing of it. Two register tiles (direct_conv_kernels.h):
 //
-//   forward          rows = output pixels, lanes = filters k,  depth = taps (c, r, s)
-//                    panel = w^T [CRS][K] (packed once per call)
-//   backward filter  rows = taps (c, r, s), lanes = filters k, depth = output pixels (p, q)
-//                    panel = dy_n^T [PQ][K] (packed per image)
-//   backward data    rows = input pixels,  lanes = channels c,  depth = filters k, one chain
-//                    per tap (r, s); panel = w [R S][K][C], source = dy_n zero-padded
+//   pixel tiles (stride 1): lanes = consecutive output positions over "wide rows" (every column
+//   of the source, the extra ones discarded), loaded as vectors from the zero-padded image copy;
+//   rows = filters or channels, broadcast from a small packed panel. Results land in NCHW order.
+//     forward          rows = filters k,   depth = taps (c, r, s) through an offset table
+//     backward data    rows = channels c,  depth = filters k (one plane apart), one run per
+//                      tap (r, s), source = dy_n zero-padded
+//   gathered tiles: rows broadcast from the source through a table of offsets, lanes = filters
+//   read from a packed panel.
+//     forward, strided rows = output pixels, depth = taps; results transposed into NCHW
+//     backward filter  rows = taps (c, r, s), depth = output pixels, panel = dy_n^T [PQ][K]
 //
 // Bits: every chain is the chain that im2col + gemm() (or gemm() + col2im) computes for the same
 // GEMM variant, element for element and in the same order -- forward: one chain over (c, r, s)

@@ -1,5 +1,5 @@
 #pragma once
-// Scratch memory owned by one CpuOps: per-worker buffers (GEMM packing panels, im2col columns,
+// Scratch memory owned by one CpuOps: per-worker buffers (GEMM packing panels, column matrices,
 // partial sums) and buffers that one call shares between its tasks (per-chunk partials).
 // Buffers grow to the largest request and are then reused, so a training loop allocates only
 // during its first step. Not thread-safe across calls: one CpuOps serves one run, one op at a time.
