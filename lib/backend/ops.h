@@ -44,9 +44,10 @@ class Ops {
   virtual nlohmann::json device_fingerprint() const { return nullptr; }
 
   // ---- convolution ----
-  // y = conv(x, w) (+ bias[k] when bias != nullptr).
+  // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the
+  // store, the same bits as a separate activation_forward over the biased output.
   virtual void conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
-                              const float* bias, float* y) = 0;
+                              const float* bias, Activation act, float* y) = 0;
   // dx = conv_transpose(dy, w): each dx element sums over filters and kernel taps.
   virtual void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                     float* dx, KernelMode mode) = 0;
@@ -58,9 +59,9 @@ class Ops {
                                     KernelMode mode) = 0;
 
   // ---- dense ----
-  // y = x w^T (+ b).
+  // y = act(x w^T (+ b)), fused as for conv2d_forward.
   virtual void dense_forward(const DenseGeometry& g, const float* x, const float* w,
-                             const float* bias, float* y) = 0;
+                             const float* bias, Activation act, float* y) = 0;
   // dx = dy w.
   virtual void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w,
                                    float* dx, KernelMode mode) = 0;

@@ -90,11 +90,8 @@ void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const S
   const auto g = conv_geometry(info(), batch_of(x));
   y.resize(batched(g.n, info().output));
   ops.conv2d_forward(g, x.data(), weight_.value.data(),
-                     info().spec.use_bias ? bias_.value.data() : nullptr, y.data());
-  if (info().spec.activation != Activation::none) {
-    ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(y.size()), y.data(),
-                           y.data());
-  }
+                     info().spec.use_bias ? bias_.value.data() : nullptr, info().spec.activation,
+                     y.data());
 }
 
 void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -130,11 +127,8 @@ void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const St
   const auto g = dense_geometry(info(), batch_of(x));
   y.resize({g.n, g.out});
   ops.dense_forward(g, x.data(), weight_.value.data(),
-                    info().spec.use_bias ? bias_.value.data() : nullptr, y.data());
-  if (info().spec.activation != Activation::none) {
-    ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(y.size()), y.data(),
-                           y.data());
-  }
+                    info().spec.use_bias ? bias_.value.data() : nullptr, info().spec.activation,
+                    y.data());
 }
 
 void DenseLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,

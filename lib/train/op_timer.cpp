@@ -73,9 +73,9 @@ void TimingOps::reset() noexcept {
 }
 
 void TimingOps::conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
-                               const float* bias, float* y) {
+                               const float* bias, backend::Activation act, float* y) {
   const auto t0 = Clock::now();
-  inner_->conv2d_forward(g, x, w, bias, y);
+  inner_->conv2d_forward(g, x, w, bias, act, y);
   add(Op::conv2d_forward, 0, t0);
 }
 void TimingOps::conv2d_backward_data(const backend::ConvGeometry& g, const float* dy,
@@ -97,9 +97,9 @@ void TimingOps::conv2d_backward_bias(const backend::ConvGeometry& g, const float
   add(Op::conv2d_backward_bias, slot(mode), t0);
 }
 void TimingOps::dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
-                              const float* bias, float* y) {
+                              const float* bias, backend::Activation act, float* y) {
   const auto t0 = Clock::now();
-  inner_->dense_forward(g, x, w, bias, y);
+  inner_->dense_forward(g, x, w, bias, act, y);
   add(Op::dense_forward, 0, t0);
 }
 void TimingOps::dense_backward_data(const backend::DenseGeometry& g, const float* dy,

@@ -48,7 +48,7 @@ class TimingOps final : public backend::Ops {
   nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
 
   void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
-                      const float* bias, float* y) override;
+                      const float* bias, backend::Activation act, float* y) override;
   void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
                             float* dx, KernelMode mode) override;
   void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
@@ -56,7 +56,7 @@ class TimingOps final : public backend::Ops {
   void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
   void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
-                     const float* bias, float* y) override;
+                     const float* bias, backend::Activation act, float* y) override;
   void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
                            float* dx, KernelMode mode) override;
   void dense_backward_weight(const backend::DenseGeometry& g, const float* x, const float* dy,

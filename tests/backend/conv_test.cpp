@@ -55,7 +55,7 @@ TEST_CASE("conv2d forward matches the reference", "[backend][conv]") {
         const float* bias = with_bias ? d.b.data() : nullptr;
         auto y = nan_filled(g.y_size());
         std::vector<float> expected(y.size()), scale(y.size());
-        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, y.data());
+        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, ra::backend::Activation::none, y.data());
         ref::conv2d_forward(g, d.x.data(), d.w.data(), bias, expected.data());
         ref::conv2d_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
         REQUIRE_CLOSE(y, expected, test::sum_rtol(std::int64_t(g.c) * g.r * g.s + 1), 0.0, &scale);
@@ -108,7 +108,7 @@ TEST_CASE("conv2d forward on a hand-computed case", "[backend][conv]") {
     const auto g = test::conv(1, 1, 3, 3, 1, 2, 2);
     REQUIRE((g.p == 2 && g.q == 2));
     std::vector<float> y(4), expected{37.5f, 47.5f, 67.5f, 77.5f};
-    ops.conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    ops.conv2d_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::none, y.data());
     REQUIRE(y == expected);
     ref::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
     REQUIRE(y == expected);
@@ -120,7 +120,7 @@ TEST_CASE("conv2d forward on a hand-computed case", "[backend][conv]") {
     const auto g = test::conv(1, 1, 3, 3, 1, 2, 2, 2, 2, 1, 1, 1, 1);
     REQUIRE((g.p == 2 && g.q == 2));
     std::vector<float> y(4), expected{4.5f, 18.5f, 36.5f, 77.5f};
-    ops.conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+    ops.conv2d_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::none, y.data());
     REQUIRE(y == expected);
     ref::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
     REQUIRE(y == expected);

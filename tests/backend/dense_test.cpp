@@ -64,7 +64,7 @@ TEST_CASE("dense forward matches the reference", "[backend][dense]") {
         INFO("bias " << with_bias);
         auto y = nan_filled(std::size_t(g.n) * g.out);
         std::vector<float> expected(y.size()), scale(y.size());
-        ops.dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr, y.data());
+        ops.dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr, ra::backend::Activation::none, y.data());
         ref::dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr,
                            expected.data());
         ref::dense_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
@@ -111,7 +111,7 @@ TEST_CASE("dense on a hand-computed case", "[backend][dense]") {
   const std::vector<float> x{1, 2}, w{1, 0, -1, 2, 3, 1}, b{0.5f, 0, -1};
   ra::backend::CpuOps ops(1);
   std::vector<float> y(3);
-  ops.dense_forward(g, x.data(), w.data(), b.data(), y.data());
+  ops.dense_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::none, y.data());
   REQUIRE(y == std::vector<float>{1.5f, 3, 4});
   // dy = [1 -1 2]: dx = dy w = [1 + 1 + 6, 0 - 2 + 2] = [8 0]; dw = dy^T x; db = dy.
   const std::vector<float> dy{1, -1, 2};

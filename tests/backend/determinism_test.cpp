@@ -187,9 +187,9 @@ TEST_CASE("forward ops give the same bits for any thread count", "[backend][dete
   auto run = [&](Ops& ops) {
     std::vector<float> out(cg.y_size() + std::size_t(dg.n) * dg.out + pg.y_size());
     std::vector<std::int32_t> argmax(pg.y_size());
-    ops.conv2d_forward(cg, x.data(), w.data(), b.data(), out.data());
+    ops.conv2d_forward(cg, x.data(), w.data(), b.data(), ra::backend::Activation::none, out.data());
     float* dense_out = out.data() + cg.y_size();
-    ops.dense_forward(dg, dx.data(), dw.data(), db.data(), dense_out);
+    ops.dense_forward(dg, dx.data(), dw.data(), db.data(), ra::backend::Activation::none, dense_out);
     ops.maxpool2d_forward(pg, px.data(), dense_out + dg.n * dg.out, argmax.data());
     return std::pair{out, argmax};
   };

@@ -128,7 +128,8 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
         ra::ThreadPool pool(threads);
         ScratchArena scratch(threads);
         std::vector<float> y(g.y_size(), -7.0f), dw(g.w_size(), -7.0f), dx(g.x_size(), -7.0f);
-        direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(), y.data(), kernel);
+        direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(), ra::spec::Activation::none, y.data(),
+                            kernel);
         REQUIRE(test::same_bits(y, y_twin));
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(),
                                     ra::spec::KernelMode::deterministic, kernel);
@@ -164,7 +165,8 @@ TEST_CASE("direct forward without bias is the chain alone; zero padding keeps -0
     ra::ThreadPool pool(2);
     ScratchArena scratch(2);
     std::vector<float> y(g.y_size(), 1.0f);
-    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, y.data(), kernel);
+    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::spec::Activation::none, y.data(),
+                            kernel);
     REQUIRE(test::same_bits(y, expected));
   }
 }

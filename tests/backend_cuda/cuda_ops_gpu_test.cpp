@@ -134,7 +134,7 @@ TEST_CASE("CudaOps conv2d against the reference, all modes", "[gpu][cuda_ops]") 
       reference::conv2d_backward_bias<float>(g, dy.data(), ref_db.data());
       reference::conv2d_backward_bias<float>(g, ady.data(), scale_db.data());
 
-      ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), y.get());
+      ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
       ops->conv2d_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
       ops->conv2d_backward_filter(g, dx_.get(), ddy.get(), gw.get(), mode);
       ops->conv2d_backward_bias(g, ddy.get(), gb.get(), mode);
@@ -148,12 +148,12 @@ TEST_CASE("CudaOps conv2d against the reference, all modes", "[gpu][cuda_ops]") 
       // Without bias: the plain convolution.
       std::vector<float> ref_y0(g.y_size());
       reference::conv2d_forward<float>(g, x.data(), w.data(), nullptr, ref_y0.data());
-      ops->conv2d_forward(g, dx_.get(), dw_.get(), nullptr, y.get());
+      ops->conv2d_forward(g, dx_.get(), dw_.get(), nullptr, ra::backend::Activation::none, y.get());
       REQUIRE_CLOSE(y.host(), ref_y0, conv_rtol(mode, std::int64_t(g.c) * g.r * g.s), 0, &scale_y);
 
       if (mode == KernelMode::deterministic) {  // the same bits on every call
         for (int repeat = 0; repeat < 2; ++repeat) {
-          ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), y.get());
+          ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
           ops->conv2d_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
           ops->conv2d_backward_filter(g, dx_.get(), ddy.get(), gw.get(), mode);
           ops->conv2d_backward_bias(g, ddy.get(), gb.get(), mode);
@@ -222,7 +222,7 @@ TEST_CASE("CudaOps dense against the reference", "[gpu][cuda_ops]") {
       reference::dense_backward_bias<float>(g, dy.data(), rdb.data());
       reference::dense_backward_bias<float>(g, ady.data(), sdb.data());
 
-      ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), y.get());
+      ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
       ops->dense_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
       ops->dense_backward_weight(g, dx_.get(), ddy.get(), gw.get(), mode);
       ops->dense_backward_bias(g, ddy.get(), gb.get(), mode);
@@ -232,7 +232,7 @@ TEST_CASE("CudaOps dense against the reference", "[gpu][cuda_ops]") {
       REQUIRE_CLOSE(odw, rdw, test::sum_rtol(g.n), 0, &sdw);
       REQUIRE_CLOSE(odb, rdb, test::sum_rtol(g.n), 0, &sdb);
       if (mode == KernelMode::deterministic) {
-        ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), y.get());
+        ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
         ops->dense_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
         ops->dense_backward_weight(g, dx_.get(), ddy.get(), gw.get(), mode);
         ops->dense_backward_bias(g, ddy.get(), gb.get(), mode);

@@ -12,8 +12,8 @@ class ForwardingOps : public backend::Ops {
   int threads() const override { return cpu_.threads(); }
   Memory& memory() override { return cpu_.memory(); }
   void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
-                      const float* b, float* y) override {
-    cpu_.conv2d_forward(g, x, w, b, y);
+                      const float* b, backend::Activation act, float* y) override {
+    cpu_.conv2d_forward(g, x, w, b, act, y);
   }
   void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
                             float* dx, spec::KernelMode m) override {
@@ -28,8 +28,8 @@ class ForwardingOps : public backend::Ops {
     cpu_.conv2d_backward_bias(g, dy, db, m);
   }
   void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
-                     const float* b, float* y) override {
-    cpu_.dense_forward(g, x, w, b, y);
+                     const float* b, backend::Activation act, float* y) override {
+    cpu_.dense_forward(g, x, w, b, act, y);
   }
   void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
                            float* dx, spec::KernelMode m) override {

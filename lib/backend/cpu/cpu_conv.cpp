@@ -89,8 +89,8 @@ float plane_sum(const float* plane, std::int64_t count) {
 }  // namespace
 
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
-                            const float* bias, float* y) {
-  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, y, cpu::gemm_kernel());
+                            const float* bias, Activation act, float* y) {
+  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::gemm_kernel());
 }
 
 void CpuOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,

@@ -9,6 +9,7 @@
 // the output alone already offers plenty of independent tiles to the threads.
 #include <algorithm>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/parallel_gemm.h"
@@ -21,17 +22,20 @@ using cpu::row_major;
 using cpu::transpose_of;
 
 void CpuOps::dense_forward(const DenseGeometry& g, const float* x, const float* w,
-                           const float* bias, float* y) {
+                           const float* bias, Activation act, float* y) {
   cpu::parallel_gemm(pool_, scratch_, g.n, g.out, g.in, row_major(x, g.in), transpose_of(w, g.in),
                      y, g.out, GemmOutput::overwrite);
-  if (bias == nullptr) return;
+  if (bias == nullptr && act == Activation::none) return;
   const std::int64_t rows_per_task =
       std::max<std::int64_t>(1, cpu::kElementBlock / std::max(1, g.out));
   cpu::parallel_for(pool_, (g.n + rows_per_task - 1) / rows_per_task, [&](std::int64_t task, int) {
     const std::int64_t end = std::min<std::int64_t>(g.n, (task + 1) * rows_per_task);
     for (std::int64_t i = task * rows_per_task; i < end; ++i) {
       float* row = y + i * g.out;
-      for (std::int64_t o = 0; o < g.out; ++o) row[o] += bias[o];
+      if (bias != nullptr) {
+        for (std::int64_t o = 0; o < g.out; ++o) row[o] += bias[o];
+      }
+      cpu::activate(act, row, row, g.out);
     }
   });
 }

@@ -3,19 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 
 namespace ra::backend {
 namespace {
-
-// Logistic function without overflow: exp is only ever taken of a non-positive number.
-float sigmoid(float v) {
-  if (v >= 0.0f) return 1.0f / (1.0f + std::exp(-v));
-  const float e = std::exp(v);
-  return e / (1.0f + e);
-}
 
 template <class Body>
 void for_blocks(ThreadPool& pool, std::int64_t count, const Body& body) {
@@ -29,20 +23,7 @@ void for_blocks(ThreadPool& pool, std::int64_t count, const Body& body) {
 
 void CpuOps::activation_forward(Activation act, std::int64_t count, const float* x, float* y) {
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
-    switch (act) {
-      case Activation::none:
-        if (x != y) std::copy(x + begin, x + end, y + begin);
-        break;
-      case Activation::relu:
-        for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-      case Activation::tanh:
-        for (std::int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
-        break;
-      case Activation::sigmoid:
-        for (std::int64_t i = begin; i < end; ++i) y[i] = sigmoid(x[i]);
-        break;
-    }
+    cpu::activate(act, x + begin, y + begin, end - begin);
   });
 }
 

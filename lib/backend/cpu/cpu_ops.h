@@ -37,7 +37,7 @@ class CpuOps final : public Ops {
                         const float* grad, float* s0, float* s1) override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                      float* y) override;
+                      Activation act, float* y) override;
   void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                             KernelMode mode) override;
   void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
@@ -46,7 +46,7 @@ class CpuOps final : public Ops {
                             KernelMode mode) override;
 
   void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
-                     float* y) override;
+                     Activation act, float* y) override;
   void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
                            KernelMode mode) override;
   void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/direct_conv_kernels.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
@@ -188,11 +189,11 @@ void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const 
   }
 }
 
-// Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output
-// (+ addend[row] when given): out[row][pixel] = band[row][position - j0] (+ addend[row]).
+// Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
+// out[row][pixel] = act(band[row][position - j0] (+ addend[row])).
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
                 const float* band, std::int64_t band_stride, std::int64_t rows,
-                const float* addend, float* out, std::int64_t out_stride) {
+                const float* addend, spec::Activation act, float* out, std::int64_t out_stride) {
   wide.for_each_run(j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel,
                                            std::int64_t count) {
     for (std::int64_t row = 0; row < rows; ++row) {
@@ -201,8 +202,9 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
       if (addend != nullptr) {
         const float a = addend[row];
         for (std::int64_t j = 0; j < count; ++j) to[j] = from[j] + a;
+        activate(act, to, to, count);
       } else {
-        for (std::int64_t j = 0; j < count; ++j) to[j] = from[j];
+        activate(act, from, to, count);
       }
     }
   });
@@ -211,8 +213,8 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
 // Forward, stride 1: rows = filters (broadcast from w packed per tile of filters), lanes = wide
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                        const float* x, const float* w, const float* bias, float* y,
-                        GemmKernel kernel) {
+                        const float* x, const float* w, const float* bias, spec::Activation act,
+                        float* y, GemmKernel kernel) {
   const direct_detail::PixelTileShape shape = direct_detail::pixel_tile_shape(kernel);
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -261,7 +263,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           (t + 1 < row_tiles ? full : last)(a);
         }
       }
-      store_band(wide, j0, positions, out, band, g.k, bias, y_n, pixels);
+      store_band(wide, j0, positions, out, band, g.k, bias, act, y_n, pixels);
     }
   });
 }
@@ -329,7 +331,8 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
           }
         }
       }
-      store_band(wide, j0, positions, out, band, g.c, nullptr, dx_n, pixels);
+      store_band(wide, j0, positions, out, band, g.c, nullptr, spec::Activation::none, dx_n,
+                 pixels);
     }
   });
 }
@@ -337,10 +340,10 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
 }  // namespace
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                         const float* x, const float* w, const float* bias, float* y,
-                         GemmKernel kernel) {
+                         const float* x, const float* w, const float* bias, spec::Activation act,
+                         float* y, GemmKernel kernel) {
   if (g.stride_h == 1 && g.stride_w == 1) {
-    pixel_conv_forward(pool, scratch, g, x, w, bias, y, kernel);
+    pixel_conv_forward(pool, scratch, g, x, w, bias, act, y, kernel);
     return;
   }
   // Strided: rows are the output pixels, gathered through a table of window corners.
@@ -390,6 +393,9 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
         transpose_add_into(result, lanes.padded, rows, g.k, y_n + p0, pixels, bias);
       } else {
         transpose_into(result, lanes.padded, rows, g.k, y_n + p0, pixels);
+      }
+      for (std::int64_t k = 0; k < g.k; ++k) {
+        activate(act, y_n + k * pixels + p0, y_n + k * pixels + p0, rows);
       }
     }
   });

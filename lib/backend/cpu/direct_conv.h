@@ -29,10 +29,11 @@
 
 namespace ra::backend::cpu {
 
-// y = conv(x, w) (+ bias[k]); all images, parallel over images.
+// y = act(conv(x, w) (+ bias[k])); all images, parallel over images. The bias and the
+// activation are applied as each band of results is stored (cpu/activation.h).
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                         const float* x, const float* w, const float* bias, float* y,
-                         GemmKernel kernel);
+                         const float* x, const float* w, const float* bias, spec::Activation act,
+                         float* y, GemmKernel kernel);
 
 // dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h).
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,

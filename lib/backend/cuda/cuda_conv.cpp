@@ -45,7 +45,7 @@ const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
 }
 
 void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
-                             const float* bias, float* y) {
+                             const float* bias, Activation act, float* y) {
   cuda::ConvPlan& plan = conv_plan(g);
   const cuda::ConvAlgorithm& algo =
       plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_, ledger_);
@@ -59,6 +59,8 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
     kernels::bias_add(stream(), y, bias, g.n, g.k, g.p * g.q);
     RA_CUDA_CHECK(cudaGetLastError());
   }
+  // In place, as the layer did after the op before the activation was fused into it.
+  if (act != Activation::none) activation_forward(act, g.y_size(), y, y);
 }
 
 void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,

@@ -44,7 +44,7 @@ void CudaOps::note_dense(const DenseGeometry& g, int direction, KernelMode mode)
 }
 
 void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float* w,
-                            const float* bias, float* y) {
+                            const float* bias, Activation act, float* y) {
   if (g.n == 0 || g.out == 0) return;
   note_dense(g, kForward, KernelMode::deterministic);
   set_cublas_mode(KernelMode::deterministic);
@@ -54,6 +54,8 @@ void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float*
     kernels::bias_add(stream(), y, bias, g.n, g.out, 1);
     RA_CUDA_CHECK(cudaGetLastError());
   }
+  // In place, as the layer did after the op before the activation was fused into it.
+  if (act != Activation::none) activation_forward(act, std::int64_t(g.n) * g.out, y, y);
 }
 
 void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const float* w,

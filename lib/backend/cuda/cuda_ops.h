@@ -55,7 +55,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream() const noexcept { return stream_.get(); }
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                      float* y) override;
+                      Activation act, float* y) override;
   void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                             KernelMode mode) override;
   void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
@@ -64,7 +64,7 @@ class CudaOps final : public Ops {
                             KernelMode mode) override;
 
   void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
-                     float* y) override;
+                     Activation act, float* y) override;
   void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
                            KernelMode mode) override;
   void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,
