@@ -56,14 +56,15 @@ std::int64_t rows_per_band(GemmKernel kernel, const Lanes& lanes) {
 
 // The tiles over rows [0, rows) of one lane block and one depth range. `args` addresses row 0.
 void run_tiles(GemmKernel kernel, int vectors, std::int64_t rows, const TileArgs& args) {
+  const bool grid = args.depth_cols > 0;
   const int full_rows = direct_detail::tile_rows(kernel, vectors);
-  const TileFunction full = direct_detail::tile_function(kernel, full_rows, vectors);
+  const TileFunction full = direct_detail::tile_function(kernel, full_rows, vectors, grid);
   for (std::int64_t i0 = 0; i0 < rows; i0 += full_rows) {
     const int n = static_cast<int>(std::min<std::int64_t>(full_rows, rows - i0));
     TileArgs t = args;
     t.row_offsets += i0;
     t.out += i0 * t.out_stride;
-    (n == full_rows ? full : direct_detail::tile_function(kernel, n, vectors))(t);
+    (n == full_rows ? full : direct_detail::tile_function(kernel, n, vectors, grid))(t);
   }
 }
 
@@ -337,6 +338,36 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
   });
 }
 
+// Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
+// filters, depth = the output pixels in ascending order as a grid of whole output rows (blocks of
+// about 96 pixels, so that a block of the dy_n^T panel stays in L1).
+void accumulate_filter_image(const ConvGeometry& g, const Source& source, GemmKernel kernel,
+                             const Lanes& lanes, const float* src, const float* dy_t,
+                             const std::int64_t* tap_offsets, float* partial) {
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
+  for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
+    const int vectors = lanes.vectors_at(lane0);
+    const std::int64_t block_rows =
+        std::max<std::int64_t>(1, depth_block(vectors, lanes.width) / g.q);
+    for (std::int64_t p0 = 0; p0 < g.p; p0 += block_rows) {
+      const std::int64_t rows = std::min(block_rows, std::int64_t(g.p) - p0);
+      TileArgs t;
+      t.depth = rows * g.q;
+      t.base = src + p0 * g.stride_h * source.width;
+      t.row_offsets = tap_offsets;
+      t.depth_cols = g.q;
+      t.depth_row_stride = g.stride_h * source.width;
+      t.depth_col_stride = g.stride_w;
+      t.panel = dy_t + p0 * g.q * lanes.padded + lane0;
+      t.panel_stride = lanes.padded;
+      t.out = partial + lane0;
+      t.out_stride = lanes.padded;
+      t.first = false;
+      run_tiles(kernel, vectors, taps, t);
+    }
+  }
+}
+
 }  // namespace
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
@@ -411,10 +442,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
 
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(taps));
-  std::int64_t* pixel_offsets =
-      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(pixels));
   fill_tap_offsets(g, source, tap_offsets);
-  fill_pixel_offsets(g, source, pixel_offsets);
 
   // The reduction runs on dw^T [CRS][K padded]; the chunk plan is that of the [K][CRS] result, so
   // the reduction tree (and the bits) do not depend on the lane padding.
@@ -430,23 +458,8 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
                     transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t,
                                    lanes.padded);
                     zero_padding_lanes(dy_t, pixels, lanes);
-                    for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
-                      const int vectors = lanes.vectors_at(lane0);
-                      const std::int64_t step = depth_block(vectors, lanes.width);
-                      for (std::int64_t d0 = 0; d0 < pixels; d0 += step) {
-                        TileArgs t;
-                        t.depth = std::min(step, pixels - d0);
-                        t.base = src;
-                        t.row_offsets = tap_offsets;
-                        t.depth_offsets = pixel_offsets + d0;
-                        t.panel = dy_t + d0 * lanes.padded + lane0;
-                        t.panel_stride = lanes.padded;
-                        t.out = partial + lane0;
-                        t.out_stride = lanes.padded;
-                        t.first = false;
-                        run_tiles(kernel, vectors, taps, t);
-                      }
-                    }
+                    accumulate_filter_image(g, source, kernel, lanes, src, dy_t, tap_offsets,
+                                            partial);
                   }
                 });
   transpose_into(result, lanes.padded, taps, g.k, dw, taps);

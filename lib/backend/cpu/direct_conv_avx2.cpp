@@ -31,9 +31,9 @@ TileFunction avx2_pixel_tile(bool strided_depth, int rows) {
   return table.get(strided_depth, rows);
 }
 
-TileFunction avx2_tile(int rows, int vectors) {
+TileFunction avx2_tile(bool grid, int rows, int vectors) {
   static const TileTable<Avx2, kAvx2TileLimits.max_vectors, avx2_tile_rows> table;
-  return table.get(rows, vectors);
+  return table.get(grid, rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail
@@ -45,7 +45,7 @@ namespace ra::backend::cpu::direct_detail {
 TileFunction avx2_pixel_tile(bool, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
-TileFunction avx2_tile(int, int) {
+TileFunction avx2_tile(bool, int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail

@@ -31,9 +31,9 @@ TileFunction avx512_pixel_tile(bool strided_depth, int rows) {
   return table.get(strided_depth, rows);
 }
 
-TileFunction avx512_tile(int rows, int vectors) {
+TileFunction avx512_tile(bool grid, int rows, int vectors) {
   static const TileTable<Avx512, kAvx512TileLimits.max_vectors, avx512_tile_rows> table;
-  return table.get(rows, vectors);
+  return table.get(grid, rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail
@@ -45,7 +45,7 @@ namespace ra::backend::cpu::direct_detail {
 TileFunction avx512_pixel_tile(bool, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
-TileFunction avx512_tile(int, int) {
+TileFunction avx512_tile(bool, int, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail

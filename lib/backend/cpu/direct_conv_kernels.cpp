@@ -29,18 +29,18 @@ int tile_rows(GemmKernel kernel, int vectors) {
   throw std::logic_error("tile_rows: unknown GEMM kernel");
 }
 
-TileFunction tile_function(GemmKernel kernel, int rows, int vectors) {
+TileFunction tile_function(GemmKernel kernel, int rows, int vectors, bool grid) {
   if (vectors < 1 || vectors > tile_limits(kernel).max_vectors || rows < 1 ||
       rows > tile_rows(kernel, vectors)) {
     throw std::logic_error("direct convolution: no tile of this shape");
   }
   switch (kernel) {
     case GemmKernel::portable:
-      return portable_tile(rows, vectors);
+      return portable_tile(grid, rows, vectors);
     case GemmKernel::avx2_fma:
-      return avx2_tile(rows, vectors);
+      return avx2_tile(grid, rows, vectors);
     case GemmKernel::avx512_fma:
-      return avx512_tile(rows, vectors);
+      return avx512_tile(grid, rows, vectors);
   }
   throw std::logic_error("direct convolution: unknown GEMM kernel");
 }

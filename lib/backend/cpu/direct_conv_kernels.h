@@ -20,6 +20,9 @@ struct TileArgs {
   const std::int64_t* row_offsets = nullptr;    // gathered tiles: one per row
   const std::int64_t* depth_offsets = nullptr;  // one per depth step (unless strided)
   std::int64_t depth_stride = 0;                // strided pixel tiles: depth step d at d * stride
+  // Grid gathered tiles: depth step (row, col) at row * depth_row_stride + col * depth_col_stride,
+  // depth_cols steps per row (depth a multiple of it).
+  std::int64_t depth_cols = 0, depth_row_stride = 0, depth_col_stride = 0;
   const float* panel = nullptr;                 // [depth][panel_stride], lanes at the start
   std::int64_t panel_stride = 0;
   float* out = nullptr;  // [rows][out_stride]: the chains' start (unless first) and result
@@ -51,8 +54,9 @@ constexpr int avx2_tile_rows(int vectors) { return vectors == 2 ? 6 : 8; }    //
 constexpr int avx512_tile_rows(int vectors) { return vectors == 4 ? 6 : 8; }  // 32 zmm
 int tile_rows(GemmKernel kernel, int vectors);
 
-// The gathered tile for rows x vectors (1 <= rows <= tile_rows(kernel, vectors)).
-TileFunction tile_function(GemmKernel kernel, int rows, int vectors);
+// The gathered tile for rows x vectors (1 <= rows <= tile_rows(kernel, vectors)); depth through
+// depth_offsets, or as a grid (TileArgs::depth_cols) when grid.
+TileFunction tile_function(GemmKernel kernel, int rows, int vectors, bool grid = false);
 
 // Pixel-lane tiles: the transposed arrangement, for stride-1 convolutions over wide rows. The
 // lanes are output pixels, loaded as vectors straight from the source (no table per row); the
@@ -75,8 +79,8 @@ TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows
 TileFunction portable_pixel_tile(bool strided_depth, int rows);
 TileFunction avx2_pixel_tile(bool strided_depth, int rows);
 TileFunction avx512_pixel_tile(bool strided_depth, int rows);
-TileFunction portable_tile(int rows, int vectors);
-TileFunction avx2_tile(int rows, int vectors);
-TileFunction avx512_tile(int rows, int vectors);
+TileFunction portable_tile(bool grid, int rows, int vectors);
+TileFunction avx2_tile(bool grid, int rows, int vectors);
+TileFunction avx512_tile(bool grid, int rows, int vectors);
 
 }  // namespace ra::backend::cpu::direct_detail

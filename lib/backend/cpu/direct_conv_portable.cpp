@@ -43,9 +43,9 @@ TileFunction portable_pixel_tile(bool strided_depth, int rows) {
   return table.get(strided_depth, rows);
 }
 
-TileFunction portable_tile(int rows, int vectors) {
+TileFunction portable_tile(bool grid, int rows, int vectors) {
   static const TileTable<Portable, kPortableTileLimits.max_vectors, portable_tile_rows> table;
-  return table.get(rows, vectors);
+  return table.get(grid, rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

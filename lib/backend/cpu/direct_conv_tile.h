@@ -17,7 +17,11 @@ namespace ra::backend::cpu::direct_detail {
 // broadcasts base[row_offsets[i] + depth_offsets[d]]. The MR row offsets stay in general
 // registers (MR <= 8), so a step costs one offset load, NV vector loads, MR broadcasts and
 // MR * NV multiply-adds.
-template <class V, int MR, int NV>
+//
+// With kGrid, the depth is a grid of depth / depth_cols rows of depth_cols steps, step (row, col)
+// at row * depth_row_stride + col * depth_col_stride (output pixels, for the filter gradient):
+// pointer increments instead of one table load per step.
+template <class V, int MR, int NV, bool kGrid>
 void tile(const TileArgs& t) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
@@ -30,14 +34,24 @@ void tile(const TileArgs& t) {
     }
   }
   const float* panel = t.panel;
-  for (std::int64_t d = 0; d < t.depth; ++d, panel += t.panel_stride) {
-    const float* source = t.base + t.depth_offsets[d];
+  const auto step = [&](const float* source) {
     T b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(panel + v * W);
     for (int i = 0; i < MR; ++i) {
       const T a = V::broadcast(source + rows[i]);
       for (int v = 0; v < NV; ++v) acc[i][v] = V::mul_add(a, b[v], acc[i][v]);
     }
+    panel += t.panel_stride;
+  };
+  if constexpr (kGrid) {
+    const std::int64_t grid_rows = t.depth / t.depth_cols;
+    for (std::int64_t r = 0; r < grid_rows; ++r) {
+      // Integer offsets: no pointer is formed past the source.
+      const std::int64_t row = r * t.depth_row_stride;
+      for (std::int64_t c = 0; c < t.depth_cols; ++c) step(t.base + (row + c * t.depth_col_stride));
+    }
+  } else {
+    for (std::int64_t d = 0; d < t.depth; ++d) step(t.base + t.depth_offsets[d]);
   }
   for (int i = 0; i < MR; ++i) {
     for (int v = 0; v < NV; ++v) V::store(t.out + i * t.out_stride + v * W, acc[i][v]);
@@ -101,13 +115,15 @@ class PixelTileTable {
   TileFunction table_[2][MaxRows] = {};
 };
 
-// The table of tile<V, rows, vectors> for 1 <= vectors <= MaxVectors and
+// The table of tile<V, rows, vectors, grid> for 1 <= vectors <= MaxVectors and
 // 1 <= rows <= MaxRows(vectors).
 template <class V, int MaxVectors, int (*MaxRows)(int)>
 class TileTable {
  public:
   TileTable() { fill<1>(); }
-  TileFunction get(int rows, int vectors) const { return table_[vectors - 1][rows - 1]; }
+  TileFunction get(bool grid, int rows, int vectors) const {
+    return table_[grid ? 1 : 0][vectors - 1][rows - 1];
+  }
 
  private:
   static constexpr int kRowsCap = 8;
@@ -119,10 +135,11 @@ class TileTable {
   template <int NV, int MR>
   void fill_rows() {
     static_assert(MR <= kRowsCap);
-    table_[NV - 1][MR - 1] = &tile<V, MR, NV>;
+    table_[0][NV - 1][MR - 1] = &tile<V, MR, NV, false>;
+    table_[1][NV - 1][MR - 1] = &tile<V, MR, NV, true>;
     if constexpr (MR < MaxRows(NV)) fill_rows<NV, MR + 1>();
   }
-  TileFunction table_[MaxVectors][kRowsCap] = {};
+  TileFunction table_[2][MaxVectors][kRowsCap] = {};
 };
 
 }  // namespace ra::backend::cpu::direct_detail
