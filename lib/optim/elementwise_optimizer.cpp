@@ -61,13 +61,13 @@ void ElementwiseOptimizer::step(const std::vector<Parameter>& params) {
     float* s0 = state_kinds_.size() > 0 ? state_[i][0].data() : nullptr;
     float* s1 = state_kinds_.size() > 1 ? state_[i][1].data() : nullptr;
     const auto n = static_cast<std::int64_t>(params[i].value->size());
-    if (!params[i].value->on_host()) {
-      if (!device_update_) {
-        throw std::logic_error("optimizer: parameter '" + params[i].name +
-                               "' is in device memory and no device update is set");
-      }
+    if (device_update_) {  // the backend's update (the trainer sets one for every backend)
       device_update_(rule, n, value, grad, s0, s1);
       continue;
+    }
+    if (!params[i].value->on_host()) {
+      throw std::logic_error("optimizer: parameter '" + params[i].name +
+                             "' is in device memory and no device update is set");
     }
     for (std::int64_t j = 0; j < n; ++j) {
       apply_update(rule, value[j], grad[j], s0 ? s0 + j : nullptr, s1 ? s1 + j : nullptr);

@@ -71,12 +71,12 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   staged_images_ = Tensor(Shape{0}, ops_->memory());
   staged_labels_ = Buffer<std::int32_t>(ops_->memory());
   optimizer_ = optim::make_optimizer(spec_.optimizer);
-  if (!ops_->memory().host_accessible()) {
-    optimizer_->set_device_update(
-        [ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n, float* value,
-                           const float* grad, float* s0,
-                           float* s1) { ops->optimizer_update(rule, n, value, grad, s0, s1); });
-  }
+  // Every backend applies the updates (the CPU one on its threads, vectorised), so that they
+  // run where the parameters are and `bench` times them as an op.
+  optimizer_->set_device_update(
+      [ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n, float* value,
+                         const float* grad, float* s0,
+                         float* s1) { ops->optimizer_update(rule, n, value, grad, s0, s1); });
 }
 
 Trainer::~Trainer() = default;

@@ -122,7 +122,7 @@ TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
 }
 
-TEST_CASE("varying the data stream changes batches, not initial weights; init the reverse",
+TEST_CASE("varying the data stream changes batches, not initial weights, and init the reverse",
           "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 2);

@@ -143,7 +143,7 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
   }
 }
 
-TEST_CASE("direct forward without bias is the chain alone; zero padding keeps -0 rules",
+TEST_CASE("direct forward without bias is the chain alone, and zero padding keeps -0 rules",
           "[direct_conv]") {
   // No bias: y is the GEMM result itself. Inputs of -0 and a padded border exercise the one place
   // where adding a product of 0 changes bits (-0 + +0 = +0), which both paths must do alike.

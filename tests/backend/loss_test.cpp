@@ -53,7 +53,7 @@ TEST_CASE("softmax cross-entropy is stable for large logits", "[backend][loss]")
   REQUIRE(dlogits == std::vector<float>{0, 0, 0, 0.5f, -0.5f, 0});
 }
 
-TEST_CASE("losses reject labels outside [0, classes)", "[backend][loss]") {
+TEST_CASE("losses reject labels outside 0 .. classes - 1", "[backend][loss]") {
   const std::vector<float> logits(6, 0.0f);
   ra::backend::CpuOps ops(2);
   for (const std::vector<std::int32_t>& labels :

@@ -180,7 +180,7 @@ TEST_CASE("fill writes the value into every element and nothing past the end", "
   require_same_bits(got, want, "x");
 }
 
-TEST_CASE("bias_add adds bias[k] to every element of channel k", "[gpu][kernels]") {
+TEST_CASE("bias_add adds the bias of channel k to every element of channel k", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const int n = 3, k = 5, spatial = 7 * 6;
@@ -450,7 +450,7 @@ TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "
   }
 }
 
-TEST_CASE("losses flag a label outside [0, classes)", "[gpu][kernels]") {
+TEST_CASE("losses flag a label outside 0 .. classes - 1", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
   const int n = 4, classes = 3;

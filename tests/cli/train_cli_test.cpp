@@ -49,7 +49,7 @@ TEST_CASE("train --json keeps stdout pure JSON and agrees with the final line", 
   REQUIRE(last_line(text.out).find(doc.at("weights_xxh3").get<std::string>()) != std::string::npos);
 }
 
-TEST_CASE("train --seed changes the run; --mode nondeterministic stays close", "[cli]") {
+TEST_CASE("train --seed changes the run, and --mode nondeterministic stays close", "[cli]") {
   const std::string spec = "'" + source_path("configs/quick.json") + "'";
   const auto base = nlohmann::json::parse(run_cli("train " + spec + " --json").out);
   const auto seeded = nlohmann::json::parse(run_cli("train " + spec + " --json --seed 43").out);

@@ -106,7 +106,7 @@ TEST_CASE("derive_key is stable and separates names and seeds", "[rng][stream]")
   REQUIRE(ra::rng::dropout_stream("dropout_0") == "dropout/dropout_0");
 }
 
-TEST_CASE("uniform_from_bits is k * 2^-24 from the top 24 bits, in [0, 1)", "[rng][uniform]") {
+TEST_CASE("uniform_from_bits is k * 2^-24 from the top 24 bits, 0 <= u < 1", "[rng][uniform]") {
   CHECK(ra::rng::uniform_from_bits(0x00000000u) == 0.0f);
   CHECK(ra::rng::uniform_from_bits(0x000000ffu) == 0.0f);  // the low 8 bits are dropped
   CHECK(ra::rng::uniform_from_bits(0x00000100u) == std::ldexp(1.0f, -24));

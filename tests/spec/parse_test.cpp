@@ -238,7 +238,7 @@ TEST_CASE("optimizer defaults follow Keras 2.x per type", "[spec]") {
   CHECK(adadelta.type == OptimizerType::adadelta);
 }
 
-TEST_CASE("integers may be written as whole floats; seeds use all 64 bits", "[spec]") {
+TEST_CASE("integers may be written as whole floats, and seeds use all 64 bits", "[spec]") {
   json doc = small_doc();
   doc["seed"] = 18446744073709551615ull;
   doc["data"]["batch_size"] = 16.0;

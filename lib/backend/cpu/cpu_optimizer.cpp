@@ -1,20 +1,58 @@
-// Optimizer updates on the CPU backend: the shared per-element rule over fixed-size chunks.
-// Elementwise, so any split gives the same bits.
+// Optimizer updates on the CPU backend: the shared per-element rule (optim/update_rules.h) over
+// fixed-size chunks. Elementwise, so any split gives the same bits.
+//
+// The rule's kind is made a compile-time constant per loop (update_span<kind>), so the switch in
+// apply_update folds away and each loop vectorises; this unit is compiled with -fno-math-errno
+// (lib/CMakeLists.txt), without which GCC keeps sqrtf scalar to set errno. Vector square roots and
+// divisions are correctly rounded like the scalar ones, and -ffp-contract=off still forbids FMA
+// contraction, so the bits are those of apply_update element by element (tested).
 #include <algorithm>
 
 #include "backend/cpu/cpu_ops.h"
 
 namespace ra::backend {
+namespace {
+
+template <optim::RuleKind Kind>
+void update_span(const optim::UpdateRule& rule, std::int64_t count, float* __restrict value,
+                 const float* __restrict grad, float* __restrict s0, float* __restrict s1) {
+  optim::UpdateRule r = rule;
+  r.kind = Kind;
+  if (s0 != nullptr && s1 != nullptr) {
+    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], s0 + j, s1 + j);
+  } else if (s0 != nullptr) {
+    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], s0 + j, nullptr);
+  } else {
+    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], nullptr, nullptr);
+  }
+}
+
+void update_chunk(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                  const float* grad, float* s0, float* s1) {
+  switch (rule.kind) {
+    case optim::RuleKind::sgd:
+      return update_span<optim::RuleKind::sgd>(rule, count, value, grad, s0, s1);
+    case optim::RuleKind::sgd_momentum:
+      return update_span<optim::RuleKind::sgd_momentum>(rule, count, value, grad, s0, s1);
+    case optim::RuleKind::adam:
+      return update_span<optim::RuleKind::adam>(rule, count, value, grad, s0, s1);
+    case optim::RuleKind::rmsprop:
+      return update_span<optim::RuleKind::rmsprop>(rule, count, value, grad, s0, s1);
+    case optim::RuleKind::adadelta:
+      return update_span<optim::RuleKind::adadelta>(rule, count, value, grad, s0, s1);
+  }
+}
+
+}  // namespace
 
 void CpuOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                               const float* grad, float* s0, float* s1) {
   constexpr std::int64_t kChunk = 1 << 14;  // 64 KiB of values: enough work per task
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
   pool_.parallel_for(chunks, [&](std::int64_t c, int) {
-    const std::int64_t end = std::min(count, (c + 1) * kChunk);
-    for (std::int64_t j = c * kChunk; j < end; ++j) {
-      optim::apply_update(rule, value[j], grad[j], s0 ? s0 + j : nullptr, s1 ? s1 + j : nullptr);
-    }
+    const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
+                 s1 ? s1 + begin : nullptr);
   });
 }
 
