@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
+#include "rng/philox_batch.h"
 
 namespace ra::backend {
 namespace {
@@ -56,16 +57,20 @@ void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, f
                              rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
                              std::uint8_t* mask) {
   // kElementBlock is a multiple of 4, so every Philox block (4 words) is computed by one task.
+  // The words come kWords at a time from the vectorised generator (rng/philox_batch.h).
   static_assert(cpu::kElementBlock % 4 == 0);
+  constexpr std::int64_t kWords = 1024;
+  static_assert(cpu::kElementBlock % kWords == 0);
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; i += 4) {
-      const rng::PhiloxBlock bits =
-          rng::philox_block(key, static_cast<std::uint64_t>(i) >> 2, draw);
-      const std::int64_t lanes = std::min<std::int64_t>(4, end - i);
-      for (std::int64_t lane = 0; lane < lanes; ++lane) {
-        const bool keep = (bits.v[lane] >> 8) >= drop_threshold;
-        y[i + lane] = keep ? x[i + lane] * scale : 0.0f;
-        mask[i + lane] = keep ? 1 : 0;
+    std::uint32_t words[kWords];
+    for (std::int64_t i0 = begin; i0 < end; i0 += kWords) {
+      const std::int64_t n = std::min(kWords, end - i0);
+      rng::philox_blocks(key, static_cast<std::uint64_t>(i0) >> 2, draw, (n + 3) / 4, words);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const bool keep = (words[j] >> 8) >= drop_threshold;
+        const float v = x[i0 + j];
+        y[i0 + j] = keep ? v * scale : 0.0f;
+        mask[i0 + j] = keep ? 1 : 0;
       }
     }
   });
