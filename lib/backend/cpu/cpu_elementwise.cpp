@@ -1,6 +1,7 @@
 // Elementwise ops: activations and inverted dropout. No reductions: blocks of kElementBlock
 // elements per task, every output written once, so any thread count gives the same bits.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "backend/cpu/activation.h"
@@ -63,14 +64,23 @@ void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, f
   static_assert(cpu::kElementBlock % kWords == 0);
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
     std::uint32_t words[kWords];
+    const std::uint32_t threshold = drop_threshold;
+    const float keep_scale = scale;
     for (std::int64_t i0 = begin; i0 < end; i0 += kWords) {
       const std::int64_t n = std::min(kWords, end - i0);
       rng::philox_blocks(key, static_cast<std::uint64_t>(i0) >> 2, draw, (n + 3) / 4, words);
+      // Locals and a select the compiler turns into blends: with the captured pointers reloaded
+      // after every store and a branch per element (a quarter of them mispredicted at rate 0.25),
+      // this loop cost 4 ns per element.
+      const float* __restrict in = x + i0;
+      float* __restrict out = y + i0;
+      std::uint8_t* __restrict keep_mask = mask + i0;
       for (std::int64_t j = 0; j < n; ++j) {
-        const bool keep = (words[j] >> 8) >= drop_threshold;
-        const float v = x[i0 + j];
-        y[i0 + j] = keep ? v * scale : 0.0f;
-        mask[i0 + j] = keep ? 1 : 0;
+        const std::uint32_t keep = (words[j] >> 8) >= threshold ? 1u : 0u;
+        // kept * scale, or +0 (all bits cleared) when dropped: a select without a branch.
+        const std::uint32_t kept = std::bit_cast<std::uint32_t>(in[j] * keep_scale);
+        out[j] = std::bit_cast<float>(kept & (0u - keep));
+        keep_mask[j] = static_cast<std::uint8_t>(keep);
       }
     }
   });
@@ -79,7 +89,14 @@ void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, f
 void CpuOps::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                               const float* dy, float* dx) {
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) dx[i] = mask[i] != 0 ? dy[i] * scale : 0.0f;
+    const std::uint8_t* keep = mask + begin;
+    const float* in = dy + begin;
+    float* out = dx + begin;
+    const float keep_scale = scale;
+    for (std::int64_t i = 0; i < end - begin; ++i) {
+      const float kept = in[i] * keep_scale;
+      out[i] = keep[i] != 0 ? kept : 0.0f;
+    }
   });
 }
 
