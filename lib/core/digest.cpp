@@ -1,6 +1,15 @@
 #include "core/digest.h"
 
 #include <xxhash.h>
+#if defined(__x86_64__) && __has_include(<xxh_x86dispatch.h>)
+// libxxhash's runtime dispatch picks its AVX-512 / AVX2 / SSE2 kernel for the CPU (the plain
+// entry point is the SSE2 build): the same hash, ~25% faster on the 64 KiB chunks (recording).
+#define XXH_DISPATCH_DISABLE_REPLACE
+#include <xxh_x86dispatch.h>
+#define RA_XXH3_128 XXH3_128bits_dispatch
+#else
+#define RA_XXH3_128 XXH3_128bits
+#endif
 
 #include <cstdio>
 #include <algorithm>
@@ -67,8 +76,8 @@ std::size_t digest_chunk_count(std::size_t bytes) {
 
 xxh3::Hash128 digest_chunk(const void* data, std::size_t bytes, std::size_t index) {
   const std::size_t begin = index * kDigestChunkBytes;
-  const XXH128_hash_t h = XXH3_128bits(static_cast<const unsigned char*>(data) + begin,
-                                       std::min(kDigestChunkBytes, bytes - begin));
+  const XXH128_hash_t h = RA_XXH3_128(static_cast<const unsigned char*>(data) + begin,
+                                      std::min(kDigestChunkBytes, bytes - begin));
   return xxh3::Hash128{h.low64, h.high64};
 }
 
