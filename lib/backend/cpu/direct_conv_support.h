@@ -1,0 +1,51 @@
+#pragma once
+// Pieces shared by the direct-convolution drivers (internal to lib/backend/cpu): the zero-padded
+// image copy, the offsets of kernel taps, and the pixel-lane drivers that direct_conv.cpp
+// dispatches stride-1 convolutions to (direct_conv_pixel.cpp).
+#include <cstdint>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/scratch.h"
+#include "backend/geometry.h"
+#include "core/thread_pool.h"
+#include "spec/spec.h"
+
+namespace ra::backend::cpu::direct_detail {
+
+inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// The image a forward or filter-gradient tile reads: x itself, or a zero-padded copy when the
+// convolution pads (then every read lands inside the copy and padding reads 0, as im2col writes).
+struct Source {
+  std::int64_t height = 0, width = 0;
+  bool padded = false;
+};
+
+inline Source source_of(const ConvGeometry& g) {
+  if (g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0) {
+    return {g.h, g.w, false};
+  }
+  return {std::int64_t(g.p - 1) * g.stride_h + g.r, std::int64_t(g.q - 1) * g.stride_w + g.s,
+          true};
+}
+
+// dst[c][i][j] = src[c][i - row_shift][j - col_shift] where that lies inside src's [height][width]
+// plane, else 0; dst planes are [dst_height][dst_width].
+void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, std::int64_t width,
+                  std::int64_t row_shift, std::int64_t col_shift, float* dst,
+                  std::int64_t dst_height, std::int64_t dst_width);
+
+// Offset of tap (c, r, s) from a window corner of the source, for each tap (c * R + r) * S + s.
+void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t* offsets);
+
+// Stride-1 convolutions with pixel tiles (direct_conv.h): y = act(conv(x, w) (+ bias)), and the
+// deterministic backward data.
+void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                        const float* x, const float* w, const float* bias, spec::Activation act,
+                        float* y, GemmKernel kernel);
+void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                              const float* dy, const float* w, float* dx, GemmKernel kernel);
+
+}  // namespace ra::backend::cpu::direct_detail
