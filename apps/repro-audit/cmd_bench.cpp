@@ -236,8 +236,7 @@ int run_bench(const BenchOptions& o) {
       jt["modes"][static_cast<std::size_t>(m)]["untimed_ms_per_step"] = untimed_ms[m];
     }
     if (!o.json)
-      std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)", untimed_ms[0],
-                  untimed_ms[1]);
+      std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)", untimed_ms[0], untimed_ms[1]);
     const double det_ms = results[0].median_seconds(), nondet_ms = results[1].median_seconds();
     jt["step_ratio"] = nondet_ms > 0 ? det_ms / nondet_ms : 0.0;
     if (!o.json)

@@ -11,8 +11,8 @@
 #define RA_XXH3_128 XXH3_128bits
 #endif
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>

@@ -58,10 +58,10 @@ __attribute__((target("avx512f"))) void avx512_16(PhiloxKey key, std::uint64_t f
     const __m512i o1 = _mm512_mul_epu32(_mm512_srli_epi64(c2, 32), m1);
     const __m512i hi1 = _mm512_mask_blend_epi32(kOdd, _mm512_srli_epi64(e1, 32), o1);
     const __m512i lo1 = _mm512_mask_blend_epi32(kOdd, e1, _mm512_slli_epi64(o1, 32));
-    const __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1),
-                                        _mm512_set1_epi32(static_cast<int>(k0)));
-    const __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3),
-                                        _mm512_set1_epi32(static_cast<int>(k1)));
+    const __m512i n0 =
+        _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32(static_cast<int>(k0)));
+    const __m512i n2 =
+        _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32(static_cast<int>(k1)));
     c0 = n0;
     c1 = lo1;
     c2 = n2;
@@ -76,15 +76,15 @@ __attribute__((target("avx512f"))) void avx512_16(PhiloxKey key, std::uint64_t f
   _mm512_store_si512(w3, c3);
   for (int l = 0; l < 16; ++l) {
     words[4 * l] = w0[l], words[4 * l + 1] = w1[l], words[4 * l + 2] = w2[l],
-                  words[4 * l + 3] = w3[l];
+              words[4 * l + 3] = w3[l];
   }
 }
 
 #pragma GCC diagnostic pop
 
 // 8 consecutive blocks from `first`.
-__attribute__((target("avx2"))) void avx2_8(PhiloxKey key, std::uint64_t first,
-                                            std::uint64_t draw, std::uint32_t* words) {
+__attribute__((target("avx2"))) void avx2_8(PhiloxKey key, std::uint64_t first, std::uint64_t draw,
+                                            std::uint32_t* words) {
   alignas(32) std::uint32_t lo[8], hi[8];
   for (int l = 0; l < 8; ++l) {
     const std::uint64_t a = first + static_cast<std::uint64_t>(l);
@@ -108,10 +108,10 @@ __attribute__((target("avx2"))) void avx2_8(PhiloxKey key, std::uint64_t first,
     const __m256i o1 = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
     const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(e1, 32), o1, kOdd);
     const __m256i lo1 = _mm256_blend_epi32(e1, _mm256_slli_epi64(o1, 32), kOdd);
-    const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1),
-                                        _mm256_set1_epi32(static_cast<int>(k0)));
-    const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3),
-                                        _mm256_set1_epi32(static_cast<int>(k1)));
+    const __m256i n0 =
+        _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(k0)));
+    const __m256i n2 =
+        _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(k1)));
     c0 = n0;
     c1 = lo1;
     c2 = n2;
@@ -126,7 +126,7 @@ __attribute__((target("avx2"))) void avx2_8(PhiloxKey key, std::uint64_t first,
   _mm256_store_si256(reinterpret_cast<__m256i*>(w3), c3);
   for (int l = 0; l < 8; ++l) {
     words[4 * l] = w0[l], words[4 * l + 1] = w1[l], words[4 * l + 2] = w2[l],
-                  words[4 * l + 3] = w3[l];
+              words[4 * l + 3] = w3[l];
   }
 }
 

@@ -34,8 +34,10 @@ std::vector<test::ConvCase> cases() {
   all.push_back({"K 70, C 33: two lane blocks, ragged lanes, pad 1",
                  test::conv(2, 33, 7, 8, 70, 3, 3, 1, 1, 1, 1, 1, 1)});
   all.push_back({"Keras MNIST conv2 shape, batch 3", test::conv(3, 32, 26, 26, 64, 3, 3)});
-  all.push_back({"Keras MNIST conv1 shape (C 1, K 32), batch 2", test::conv(2, 1, 28, 28, 32, 3, 3)});
-  all.push_back({"5x5, K 16, stride (2,1), pad 2", test::conv(2, 6, 11, 9, 16, 5, 5, 2, 1, 2, 2, 2, 2)});
+  all.push_back(
+      {"Keras MNIST conv1 shape (C 1, K 32), batch 2", test::conv(2, 1, 28, 28, 32, 3, 3)});
+  all.push_back(
+      {"5x5, K 16, stride (2,1), pad 2", test::conv(2, 6, 11, 9, 16, 5, 5, 2, 1, 2, 2, 2, 2)});
   all.push_back({"1 output pixel, K 5", test::conv(2, 4, 3, 3, 5, 3, 3)});
   return all;
 }
@@ -128,8 +130,8 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
         ra::ThreadPool pool(threads);
         ScratchArena scratch(threads);
         std::vector<float> y(g.y_size(), -7.0f), dw(g.w_size(), -7.0f), dx(g.x_size(), -7.0f);
-        direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(), ra::spec::Activation::none, y.data(),
-                            kernel);
+        direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(),
+                            ra::spec::Activation::none, y.data(), kernel);
         REQUIRE(test::same_bits(y, y_twin));
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(),
                                     ra::spec::KernelMode::deterministic, kernel);
@@ -165,8 +167,8 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
     ra::ThreadPool pool(2);
     ScratchArena scratch(2);
     std::vector<float> y(g.y_size(), 1.0f);
-    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::spec::Activation::none, y.data(),
-                            kernel);
+    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::spec::Activation::none,
+                        y.data(), kernel);
     REQUIRE(test::same_bits(y, expected));
   }
 }

@@ -28,8 +28,7 @@ TEST_CASE("fused conv bias + activation equals the separate activation pass bit 
     const auto b = test::random_values(static_cast<std::size_t>(g.k), 43);
     for (const bool with_bias : {true, false}) {
       for (const Activation act : kActivations) {
-        INFO("stride " << g.stride_h << ", bias " << with_bias << ", "
-                       << ra::spec::to_string(act));
+        INFO("stride " << g.stride_h << ", bias " << with_bias << ", " << ra::spec::to_string(act));
         const float* bias = with_bias ? b.data() : nullptr;
         std::vector<float> fused(g.y_size(), -1.0f), separate(g.y_size(), -1.0f);
         ops.conv2d_forward(g, x.data(), w.data(), bias, act, fused.data());
@@ -55,8 +54,7 @@ TEST_CASE("fused dense bias + activation equals the separate activation pass bit
       std::vector<float> fused(std::size_t(g.n) * g.out, -1.0f), separate(fused.size(), -1.0f);
       ops.dense_forward(g, x.data(), w.data(), bias, act, fused.data());
       ops.dense_forward(g, x.data(), w.data(), bias, Activation::none, separate.data());
-      ops.activation_forward(act, std::int64_t(separate.size()), separate.data(),
-                             separate.data());
+      ops.activation_forward(act, std::int64_t(separate.size()), separate.data(), separate.data());
       REQUIRE(test::same_bits(fused, separate));
     }
   }

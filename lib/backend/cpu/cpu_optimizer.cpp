@@ -19,11 +19,14 @@ void update_span(const optim::UpdateRule& rule, std::int64_t count, float* __res
   optim::UpdateRule r = rule;
   r.kind = Kind;
   if (s0 != nullptr && s1 != nullptr) {
-    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], s0 + j, s1 + j);
+    for (std::int64_t j = 0; j < count; ++j)
+      optim::apply_update(r, value[j], grad[j], s0 + j, s1 + j);
   } else if (s0 != nullptr) {
-    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], s0 + j, nullptr);
+    for (std::int64_t j = 0; j < count; ++j)
+      optim::apply_update(r, value[j], grad[j], s0 + j, nullptr);
   } else {
-    for (std::int64_t j = 0; j < count; ++j) optim::apply_update(r, value[j], grad[j], nullptr, nullptr);
+    for (std::int64_t j = 0; j < count; ++j)
+      optim::apply_update(r, value[j], grad[j], nullptr, nullptr);
   }
 }
 

@@ -83,7 +83,8 @@ const float* source_image(const ConvGeometry& g, const Source& source, const flo
   if (!source.padded) return x_image;
   float* copy = scratch.worker(worker, WorkerBuffer::columns,
                                static_cast<std::size_t>(g.c * source.height * source.width));
-  direct_detail::shifted_copy(x_image, g.c, g.h, g.w, g.pad_top, g.pad_left, copy, source.height, source.width);
+  direct_detail::shifted_copy(x_image, g.c, g.h, g.w, g.pad_top, g.pad_left, copy, source.height,
+                              source.width);
   return copy;
 }
 
@@ -213,8 +214,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
                                                static_cast<std::size_t>(pixels * lanes.padded));
                   for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
                     const float* src = source_image(g, source, x + n * image, scratch, worker);
-                    transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t,
-                                   lanes.padded);
+                    transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
                     zero_padding_lanes(dy_t, pixels, lanes);
                     accumulate_filter_image(g, source, kernel, lanes, src, dy_t, tap_offsets,
                                             partial);

@@ -27,7 +27,9 @@ struct Avx512 {
 }  // namespace
 
 TileFunction avx512_pixel_tile(bool strided_depth, int rows) {
-  static const PixelTileTable<Avx512, kAvx512PixelTile.lanes / Avx512::kWidth, kAvx512PixelTile.rows> table;
+  static const PixelTileTable<Avx512, kAvx512PixelTile.lanes / Avx512::kWidth,
+                              kAvx512PixelTile.rows>
+      table;
   return table.get(strided_depth, rows);
 }
 

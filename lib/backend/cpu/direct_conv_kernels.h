@@ -4,10 +4,10 @@
 //
 // A gathered tile computes MR x (NV * width) multiply-add chains: MR "rows" whose scalar operand
 // is broadcast from the source (an output pixel's window, or a (c, r, s) tap), and NV vectors
-// of "lanes" (filters) read from a packed panel; a pixel tile (below) is the transpose. Each chain is the variant's GEMM chain
-// (gemm.h): c = fma(a, b, c) for the FMA variants, c = c + a * b (rounded product) for the
-// portable one, over the depth in ascending order -- which is why a direct convolution gives the
-// bits of im2col + gemm() of the same variant.
+// of "lanes" (filters) read from a packed panel; a pixel tile (below) is the transpose. Each chain
+// is the variant's GEMM chain (gemm.h): c = fma(a, b, c) for the FMA variants, c = c + a * b
+// (rounded product) for the portable one, over the depth in ascending order -- which is why a
+// direct convolution gives the bits of im2col + gemm() of the same variant.
 #include <cstdint>
 
 #include "backend/cpu/gemm.h"
@@ -23,7 +23,7 @@ struct TileArgs {
   // Grid gathered tiles: depth step (row, col) at row * depth_row_stride + col * depth_col_stride,
   // depth_cols steps per row (depth a multiple of it).
   std::int64_t depth_cols = 0, depth_row_stride = 0, depth_col_stride = 0;
-  const float* panel = nullptr;                 // [depth][panel_stride], lanes at the start
+  const float* panel = nullptr;  // [depth][panel_stride], lanes at the start
   std::int64_t panel_stride = 0;
   float* out = nullptr;  // [rows][out_stride]: the chains' start (unless first) and result
   std::int64_t out_stride = 0;
@@ -49,9 +49,15 @@ TileLimits tile_limits(GemmKernel kernel);
 // The rows of each variant's full gathered tile: as many accumulators as the vector registers
 // hold beside the NV panel vectors and a broadcast, at most 8 so that the rows' offsets fit in
 // general registers.
-constexpr int portable_tile_rows(int) { return 4; }
-constexpr int avx2_tile_rows(int vectors) { return vectors == 2 ? 6 : 8; }    // 16 ymm
-constexpr int avx512_tile_rows(int vectors) { return vectors == 4 ? 6 : 8; }  // 32 zmm
+constexpr int portable_tile_rows(int) {
+  return 4;
+}
+constexpr int avx2_tile_rows(int vectors) {
+  return vectors == 2 ? 6 : 8;
+}  // 16 ymm
+constexpr int avx512_tile_rows(int vectors) {
+  return vectors == 4 ? 6 : 8;
+}  // 32 zmm
 int tile_rows(GemmKernel kernel, int vectors);
 
 // The gathered tile for rows x vectors (1 <= rows <= tile_rows(kernel, vectors)); depth through

@@ -26,7 +26,8 @@ struct OutputRows {
     for (std::int64_t row = begin; row < end;) {
       const std::int64_t line = row / pitch, column = row % pitch;
       const std::int64_t next = std::min(end, (line + 1) * pitch);
-      if (column < width) copy(row, line * width + column, std::min(next, line * pitch + width) - row);
+      if (column < width)
+        copy(row, line * width + column, std::min(next, line * pitch + width) - row);
       row = next;
     }
   }
@@ -55,23 +56,23 @@ void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const 
 
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])).
-void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
-                const float* band, std::int64_t band_stride, std::int64_t rows,
-                const float* addend, spec::Activation act, float* out, std::int64_t out_stride) {
-  wide.for_each_run(j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel,
-                                           std::int64_t count) {
-    for (std::int64_t row = 0; row < rows; ++row) {
-      const float* from = band + row * band_stride + (position - j0);
-      float* to = out + row * out_stride + pixel;
-      if (addend != nullptr) {
-        const float a = addend[row];
-        for (std::int64_t j = 0; j < count; ++j) to[j] = from[j] + a;
-        activate(act, to, to, count);
-      } else {
-        activate(act, from, to, count);
-      }
-    }
-  });
+void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
+                std::int64_t band_stride, std::int64_t rows, const float* addend,
+                spec::Activation act, float* out, std::int64_t out_stride) {
+  wide.for_each_run(j0, j0 + positions,
+                    [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
+                      for (std::int64_t row = 0; row < rows; ++row) {
+                        const float* from = band + row * band_stride + (position - j0);
+                        float* to = out + row * out_stride + pixel;
+                        if (addend != nullptr) {
+                          const float a = addend[row];
+                          for (std::int64_t j = 0; j < count; ++j) to[j] = from[j] + a;
+                          activate(act, to, to, count);
+                        } else {
+                          activate(act, from, to, count);
+                        }
+                      }
+                    });
 }
 
 }  // namespace
@@ -93,20 +94,21 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 
   float* panel = scratch.shared(SharedBuffer::packed_weights,
                                 static_cast<std::size_t>(row_tiles * taps * shape.rows));
-  pack_row_tiles(g.k, taps, shape.rows,
-                 [&](std::int64_t k, std::int64_t d) { return w[k * taps + d]; }, panel);
+  pack_row_tiles(
+      g.k, taps, shape.rows, [&](std::int64_t k, std::int64_t d) { return w[k * taps + d]; },
+      panel);
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
   fill_tap_offsets(g, source, tap_offsets);
 
   // The tile functions, looked up once: a full tile and the last filter tile's.
   const TileFunction full = pixel_tile_function(kernel, false, shape.rows);
-  const TileFunction last = pixel_tile_function(
-      kernel, false, static_cast<int>(g.k - (row_tiles - 1) * shape.rows));
+  const TileFunction last =
+      pixel_tile_function(kernel, false, static_cast<int>(g.k - (row_tiles - 1) * shape.rows));
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    float* src = scratch.worker(worker, WorkerBuffer::columns,
-                                static_cast<std::size_t>(copy_floats));
+    float* src =
+        scratch.worker(worker, WorkerBuffer::columns, static_cast<std::size_t>(copy_floats));
     shifted_copy(x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left, src, source.height,
                  source.width);
     std::fill(src + copy_floats - shape.lanes, src + copy_floats, 0.0f);
@@ -152,12 +154,13 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
 
   // [tap][channel tile][k][tile rows]: one tap's and tile's panel is K x MR consecutive floats.
   const std::int64_t tap_panel = row_tiles * g.k * shape.rows;
-  float* panel = scratch.shared(SharedBuffer::packed_weights,
-                                static_cast<std::size_t>(taps * tap_panel));
+  float* panel =
+      scratch.shared(SharedBuffer::packed_weights, static_cast<std::size_t>(taps * tap_panel));
   for (std::int64_t tap = 0; tap < taps; ++tap) {
-    pack_row_tiles(g.c, g.k, shape.rows,
-                   [&](std::int64_t c, std::int64_t k) { return w[(k * g.c + c) * taps + tap]; },
-                   panel + tap * tap_panel);
+    pack_row_tiles(
+        g.c, g.k, shape.rows,
+        [&](std::int64_t c, std::int64_t k) { return w[(k * g.c + c) * taps + tap]; },
+        panel + tap * tap_panel);
   }
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
@@ -166,12 +169,12 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
   }
 
   const TileFunction full = pixel_tile_function(kernel, true, shape.rows);
-  const TileFunction last = pixel_tile_function(
-      kernel, true, static_cast<int>(g.c - (row_tiles - 1) * shape.rows));
+  const TileFunction last =
+      pixel_tile_function(kernel, true, static_cast<int>(g.c - (row_tiles - 1) * shape.rows));
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    float* padded = scratch.worker(worker, WorkerBuffer::packed_operand,
-                                   static_cast<std::size_t>(copy_floats));
+    float* padded =
+        scratch.worker(worker, WorkerBuffer::packed_operand, static_cast<std::size_t>(copy_floats));
     shifted_copy(dy + n * g.k * g.p * g.q, g.k, g.p, g.q, row_shift, col_shift, padded, height,
                  width);
     std::fill(padded + copy_floats - shape.lanes, padded + copy_floats, 0.0f);

@@ -39,7 +39,9 @@ struct Portable {
 }  // namespace
 
 TileFunction portable_pixel_tile(bool strided_depth, int rows) {
-  static const PixelTileTable<Portable, kPortablePixelTile.lanes / Portable::kWidth, kPortablePixelTile.rows> table;
+  static const PixelTileTable<Portable, kPortablePixelTile.lanes / Portable::kWidth,
+                              kPortablePixelTile.rows>
+      table;
   return table.get(strided_depth, rows);
 }
 

@@ -27,15 +27,13 @@ struct TileGrid {
   // packs its rows of A and its columns of B over the whole k range, so the grid packs
   // cols * m * k + rows * n * k floats. Small grids matter when k is long: the dense 9216 -> 128
   // forward pass in 4 row tiles packed its 4.7 MB B operand four times.
-  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel, std::int64_t tasks)
-      : m(m_), n(n_) {
+  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel, std::int64_t tasks) : m(m_), n(n_) {
     const GemmTile tile = gemm_tile(kernel);
     const std::int64_t max_rows = (m + tile.rows - 1) / tile.rows;
     const std::int64_t max_cols = (n + tile.cols - 1) / tile.cols;
     std::int64_t best_cost = -1;
     for (std::int64_t row_tiles = 1; row_tiles <= std::min(max_rows, tasks); ++row_tiles) {
-      const std::int64_t col_tiles =
-          std::min(max_cols, (tasks + row_tiles - 1) / row_tiles);
+      const std::int64_t col_tiles = std::min(max_cols, (tasks + row_tiles - 1) / row_tiles);
       const std::int64_t rows_each = round_up((m + row_tiles - 1) / row_tiles, tile.rows);
       const std::int64_t cols_each = round_up((n + col_tiles - 1) / col_tiles, tile.cols);
       const std::int64_t real_rows = (m + rows_each - 1) / rows_each;

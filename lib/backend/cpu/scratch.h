@@ -15,12 +15,12 @@
 namespace ra::backend::cpu {
 
 enum class WorkerBuffer : int {
-  gemm_pack_a,  // packed panels of A (see gemm.h)
-  gemm_pack_b,  // packed panels of B
-  columns,      // im2col / col2im matrix of one image, or a zero-padded copy of an image
-  partial,      // a worker's private partial result (tile, image gradient, lane sum)
-  packed_operand,      // an image's operand in the layout a direct convolution reads
-  transposed_output,   // an image's result in [pixel][lane] layout, before transposition
+  gemm_pack_a,        // packed panels of A (see gemm.h)
+  gemm_pack_b,        // packed panels of B
+  columns,            // im2col / col2im matrix of one image, or a zero-padded copy of an image
+  partial,            // a worker's private partial result (tile, image gradient, lane sum)
+  packed_operand,     // an image's operand in the layout a direct convolution reads
+  transposed_output,  // an image's result in [pixel][lane] layout, before transposition
   count
 };
 
@@ -32,12 +32,7 @@ enum class SharedBuffer : int {
 };
 
 // Offset tables of the direct convolutions (element offsets into an image or a panel).
-enum class SharedIndexBuffer : int {
-  row_offsets,
-  depth_offsets,
-  tap_offsets,
-  count
-};
+enum class SharedIndexBuffer : int { row_offsets, depth_offsets, tap_offsets, count };
 
 class ScratchArena {
  public:

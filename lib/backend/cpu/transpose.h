@@ -15,8 +15,8 @@ namespace transpose_detail {
 // The rows [r0, r1) of a transposition (r1 - r0 a multiple of 4 when SSE is used).
 template <bool kAdd>
 inline void transpose_rows(const float* src, std::int64_t src_stride, std::int64_t r0,
-                           std::int64_t r1, std::int64_t cols, float* dst,
-                           std::int64_t dst_stride, const float* addend) {
+                           std::int64_t r1, std::int64_t cols, float* dst, std::int64_t dst_stride,
+                           const float* addend) {
   std::int64_t c = 0;
 #if defined(__SSE2__)
   for (; c + 4 <= cols; c += 4) {
@@ -53,8 +53,7 @@ inline void transpose_rows(const float* src, std::int64_t src_stride, std::int64
 
 template <bool kAdd>
 inline void transpose(const float* src, std::int64_t src_stride, std::int64_t rows,
-                      std::int64_t cols, float* dst, std::int64_t dst_stride,
-                      const float* addend) {
+                      std::int64_t cols, float* dst, std::int64_t dst_stride, const float* addend) {
   // Bands of 16 source rows: a band writes 16 consecutive floats (one cache line) of each
   // destination row before moving on, so every destination line is filled while it is in L1.
   // (Row by row, each 16-byte store of a large transposition missed L1 and read the line from L2
