@@ -77,10 +77,15 @@ class Ops {
   // winner of y[i] (the first maximum in row-major window order on ties).
   virtual void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                                  std::int32_t* argmax) = 0;
-  // dx = 0, then dx[argmax[i]] += dy[i]. Overlapping windows (stride < pool) make this a
-  // reduction; with stride >= pool every dx element has at most one writer.
+  // dx = 0, then dx[argmax[i]] += g_i, g_i = dy[i], or, with relu_gate (the pooled output y of
+  // a relu output), g_i = relu_gate[i] > 0 ? dy[i] : 0. Max-pooling commutes with relu and y[i]
+  // is the winner's value, so the gate applies the relu backward of the layer before as well
+  // (elements that win nothing get 0 either way): the bits of this op without gate followed by
+  // activation_backward(relu). Overlapping windows (stride < pool) make this a reduction; with
+  // stride >= pool every dx element has at most one writer.
   virtual void maxpool2d_backward(const PoolGeometry& g, const float* dy,
-                                  const std::int32_t* argmax, float* dx, KernelMode mode) = 0;
+                                  const std::int32_t* argmax, const float* relu_gate, float* dx,
+                                  KernelMode mode) = 0;
 
   // ---- elementwise ----
   // y = act(x); x and y may alias.

@@ -52,7 +52,15 @@ class Layer {
 
   virtual std::vector<Param*> params() { return {}; }
 
+  // Whether this layer's activation backward may be left to the layer after it (conv and dense
+  // layers with relu: a max-pool after them gates its gradient instead, see
+  // Ops::maxpool2d_backward), and the Model's note that it is: dy then arrives with the
+  // activation's backward already applied.
+  virtual bool can_hand_over_relu_backward() const { return false; }
+  void hand_over_relu_backward() noexcept { relu_backward_handed_over_ = true; }
+
  protected:
+  bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }
   // [N] + per-sample shape.
   static Shape batched(std::int64_t n, const Shape& sample);
   Memory& memory() const noexcept { return *memory_; }
@@ -60,6 +68,7 @@ class Layer {
  private:
   spec::ResolvedLayer info_;
   Memory* memory_;
+  bool relu_backward_handed_over_ = false;
 };
 
 }  // namespace ra::nn

@@ -97,7 +97,9 @@ void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const S
 void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                            Tensor* dx, const StepContext& ctx) {
   const auto g = conv_geometry(info(), batch_of(x));
-  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
+  const Tensor& dz = relu_backward_handed_over() ? dy
+                                                 : through_activation(ops, info().spec.activation,
+                                                                      y, dy, pre_activation_grad_);
   ops.conv2d_backward_filter(g, x.data(), dz.data(), weight_.grad.data(),
                              ctx.mode(ReducingOp::conv2d_backward_filter));
   if (info().spec.use_bias) {
@@ -134,7 +136,9 @@ void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const St
 void DenseLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx, const StepContext& ctx) {
   const auto g = dense_geometry(info(), batch_of(x));
-  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
+  const Tensor& dz = relu_backward_handed_over() ? dy
+                                                 : through_activation(ops, info().spec.activation,
+                                                                      y, dy, pre_activation_grad_);
   ops.dense_backward_weight(g, x.data(), dz.data(), weight_.grad.data(),
                             ctx.mode(ReducingOp::dense_backward_weight));
   if (info().spec.use_bias) {
@@ -161,13 +165,13 @@ void MaxPool2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, cons
   ops.maxpool2d_forward(g, x.data(), y.data(), argmax_.data());
 }
 
-void MaxPool2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, const Tensor& dy,
+void MaxPool2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                               Tensor* dx, const StepContext& ctx) {
   if (dx == nullptr) return;
   const auto g = pool_geometry(info(), batch_of(x));
   dx->resize(x.shape());
-  ops.maxpool2d_backward(g, dy.data(), argmax_.data(), dx->data(),
-                         ctx.mode(ReducingOp::maxpool2d_backward));
+  ops.maxpool2d_backward(g, dy.data(), argmax_.data(), gate_with_output_ ? y.data() : nullptr,
+                         dx->data(), ctx.mode(ReducingOp::maxpool2d_backward));
 }
 
 // ---- dropout ---------------------------------------------------------------------------------

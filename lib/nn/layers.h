@@ -22,6 +22,9 @@ class Conv2dLayer final : public Layer {
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
   std::vector<Param*> params() override;
+  bool can_hand_over_relu_backward() const override {
+    return info().spec.activation == spec::Activation::relu;
+  }
 
  private:
   Param weight_, bias_;
@@ -36,6 +39,9 @@ class DenseLayer final : public Layer {
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
   std::vector<Param*> params() override;
+  bool can_hand_over_relu_backward() const override {
+    return info().spec.activation == spec::Activation::relu;
+  }
 
  private:
   Param weight_, bias_;
@@ -48,9 +54,13 @@ class MaxPool2dLayer final : public Layer {
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
+  // The layer before ends in relu and handed its relu backward over: gate dy by this layer's
+  // output (one pass over the pooled gradient instead of one over the whole input gradient).
+  void take_over_relu_backward() noexcept { gate_with_output_ = true; }
 
  private:
   Buffer<std::int32_t> argmax_{memory()};
+  bool gate_with_output_ = false;
 };
 
 // Inverted dropout; identity outside training. The mask of step s is drawn from the layer's

@@ -127,9 +127,10 @@ void TimingOps::maxpool2d_forward(const backend::PoolGeometry& g, const float* x
   add(Op::maxpool2d_forward, 0, t0);
 }
 void TimingOps::maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
-                                   const std::int32_t* argmax, float* dx, KernelMode mode) {
+                                   const std::int32_t* argmax, const float* relu_gate, float* dx,
+                                   KernelMode mode) {
   const auto t0 = Clock::now();
-  inner_->maxpool2d_backward(g, dy, argmax, dx, mode);
+  inner_->maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
   add(Op::maxpool2d_backward, slot(mode), t0);
 }
 void TimingOps::activation_forward(backend::Activation act, std::int64_t count, const float* x,

@@ -66,7 +66,8 @@ class TimingOps final : public backend::Ops {
   void maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
                          std::int32_t* argmax) override;
   void maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
-                          const std::int32_t* argmax, float* dx, KernelMode mode) override;
+                          const std::int32_t* argmax, const float* relu_gate, float* dx,
+                          KernelMode mode) override;
   void activation_forward(backend::Activation act, std::int64_t count, const float* x,
                           float* y) override;
   void activation_backward(backend::Activation act, std::int64_t count, const float* y,

@@ -102,7 +102,7 @@ std::vector<ReducingCase> reducing_cases() {
     cases.push_back({"maxpool2d.backward",
                      [=](Ops& ops, KernelMode mode) {
                        std::vector<float> dx(g.x_size());
-                       ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode);
+                       ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode);
                        return dx;
                      },
                      sdx, test::sum_rtol(4)});

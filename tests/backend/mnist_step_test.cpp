@@ -74,7 +74,7 @@ struct MnistStep {
     ops.dense_backward_weight(dense1, y3.data(), d4.data(), g_w3.data(), mode);
     ops.dense_backward_bias(dense1, d4.data(), g_b3.data(), mode);
     ops.dense_backward_data(dense1, d4.data(), w3.data(), d3.data(), mode);
-    ops.maxpool2d_backward(pool, d3.data(), argmax.data(), d2.data(), mode);
+    ops.maxpool2d_backward(pool, d3.data(), argmax.data(), nullptr, d2.data(), mode);
     ops.activation_backward(Activation::relu, d2.size(), y2.data(), d2.data(), d2.data());
     ops.conv2d_backward_filter(conv2, y1.data(), d2.data(), g_w2.data(), mode);
     ops.conv2d_backward_bias(conv2, d2.data(), g_b2.data(), mode);

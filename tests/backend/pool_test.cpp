@@ -97,7 +97,7 @@ TEST_CASE("maxpool2d forward on a hand-computed case, with ties and padding", "[
     const std::vector<float> dy{1, 2, 4, 8};
     for (const KernelMode mode : kModes) {
       std::vector<float> dx(16, -1.0f);
-      ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode);
+      ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode);
       std::vector<float> expected(16, 0.0f);
       expected[1] = 3, expected[8] = 4, expected[9] = 8;
       REQUIRE(dx == expected);
@@ -133,7 +133,7 @@ TEST_CASE("maxpool2d backward matches the reference in both modes", "[backend][p
       for (const KernelMode mode : kModes) {
         INFO(c.name << ", " << threads << " threads, mode " << int(mode));
         std::vector<float> dx(g.x_size(), std::numeric_limits<float>::quiet_NaN());
-        ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode);
+        ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode);
         REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(9), 0.0, &dx_scale);
       }
     }
@@ -147,7 +147,7 @@ TEST_CASE("maxpool2d backward rejects an argmax outside its plane", "[backend][p
   std::vector<float> dx(g.x_size());
   ra::backend::CpuOps ops(1);
   for (const KernelMode mode : kModes) {
-    REQUIRE_THROWS_AS(ops.maxpool2d_backward(g, dy.data(), argmax.data(), dx.data(), mode),
+    REQUIRE_THROWS_AS(ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode),
                       ra::RuntimeFailure);
   }
 }
@@ -175,10 +175,39 @@ TEST_CASE("maxpool2d gradient matches central differences", "[backend][pool][gra
     ops.maxpool2d_forward(g, xf.data(), y.data(), argmax.data());
     for (const KernelMode mode : kModes) {
       std::vector<float> dx(g.x_size());
-      ops.maxpool2d_backward(g, r.data(), argmax.data(), dx.data(), mode);
+      ops.maxpool2d_backward(g, r.data(), argmax.data(), nullptr, dx.data(), mode);
       const auto check = ra::backend::compare_gradients(dx, numeric, 1e-6, 1e-6);
       INFO("mode " << int(mode) << " " << check.describe());
       REQUIRE(check.ok);
+    }
+  }
+}
+
+TEST_CASE("max-pool backward with a relu gate equals max-pool backward then relu backward",
+          "[backend][pool]") {
+  // The pooled input is a relu output (zeros included, so that the gate closes), pooled with
+  // overlapping windows (stride < pool: several windows add into one element) and disjoint ones.
+  ra::backend::CpuOps ops(2);
+  const ra::backend::PoolGeometry cases[] = {test::pool(3, 4, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1),
+                                             test::pool(3, 4, 8, 8, 2, 2, 2, 2)};
+  for (const auto& g : cases) {
+    auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 71);
+    for (float& v : x) v = v > 0.0f ? v : 0.0f;  // relu output
+    const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 72);
+    std::vector<float> y(g.y_size());
+    std::vector<std::int32_t> argmax(g.y_size());
+    ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    for (const KernelMode mode : kModes) {
+      std::vector<float> fused(g.x_size(), -1.0f), separate(g.x_size(), -1.0f);
+      ops.maxpool2d_backward(g, dy.data(), argmax.data(), y.data(), fused.data(), mode);
+      ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, separate.data(), mode);
+      ops.activation_backward(ra::spec::Activation::relu, g.x_size(), x.data(), separate.data(),
+                              separate.data());
+      if (mode == KernelMode::deterministic) {
+        REQUIRE(test::same_bits(fused, separate));
+      } else {  // atomic adds: the order of the adds may differ between the two calls
+        REQUIRE_CLOSE(fused, separate, 4 * test::kUnitRoundoff, 0.0, nullptr);
+      }
     }
   }
 }

@@ -278,13 +278,13 @@ TEST_CASE("CudaOps max-pooling equals the CPU bit for bit", "[gpu][cuda_ops]") {
 
     std::vector<float> rdx(g.x_size()), cpu_dx(g.x_size());
     reference::maxpool2d_backward<float>(g, dy.data(), rarg.data(), rdx.data());
-    cpu->maxpool2d_backward(g, dy.data(), rarg.data(), cpu_dx.data(), KernelMode::deterministic);
+    cpu->maxpool2d_backward(g, dy.data(), rarg.data(), nullptr, cpu_dx.data(), KernelMode::deterministic);
     const std::vector<float> ady = test::abs_of(dy);
     std::vector<float> scale(g.x_size());
     reference::maxpool2d_backward<float>(g, ady.data(), rarg.data(), scale.data());
     for (KernelMode mode : {KernelMode::deterministic, KernelMode::nondeterministic}) {
       INFO(mode_name(mode));
-      ops->maxpool2d_backward(g, ddy.get(), arg.get(), gx.get(), mode);
+      ops->maxpool2d_backward(g, ddy.get(), arg.get(), nullptr, gx.get(), mode);
       const auto out = gx.host();
       // At most pool_h * pool_w windows add into one element.
       REQUIRE_CLOSE(out, rdx, test::sum_rtol(std::int64_t(g.pool_h) * g.pool_w), 0, &scale);

@@ -51,9 +51,10 @@ class SpyOps final : public ra::test::ForwardingOps {
     ForwardingOps::dense_backward_bias(g, dy, db, m);
   }
   void maxpool2d_backward(const ra::backend::PoolGeometry& g, const float* dy,
-                          const std::int32_t* argmax, float* dx, KernelMode m) override {
+                          const std::int32_t* argmax, const float* gate, float* dx,
+                          KernelMode m) override {
     seen[ReducingOp::maxpool2d_backward] = m;
-    ForwardingOps::maxpool2d_backward(g, dy, argmax, dx, m);
+    ForwardingOps::maxpool2d_backward(g, dy, argmax, gate, dx, m);
   }
   float softmax_cross_entropy(int n, int c, const float* logits, const std::int32_t* labels,
                               float* d, KernelMode m) override {

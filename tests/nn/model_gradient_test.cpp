@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_ops.h"
@@ -142,4 +143,49 @@ TEST_CASE("dropout is identity in evaluation and masks by step in training", "[n
   REQUIRE(ra::bitwise_equal(run(true, 1), run(true, 1)));
   REQUIRE_FALSE(ra::bitwise_equal(run(true, 1), run(true, 2)));
   REQUIRE_FALSE(ra::bitwise_equal(run(true, 1), run(false, 1)));
+}
+
+TEST_CASE("a max-pool after a relu layer takes over its relu backward with the same bits", "[nn]") {
+  // A: conv with fused relu, then max-pool (the model hands the relu backward to the pool's
+  // gate). B: the same conv without activation, a relu layer, then max-pool (no hand-over).
+  // Same parameter names, so the same initial weights: gradients must be bit for bit equal.
+  auto spec_of = [](const char* conv_and_relu) {
+    return ra::spec::parse_spec(nlohmann::json::parse(std::string(R"({
+      "data": {"train": {"format": "random", "samples": 8, "shape": [2, 9, 9], "classes": 3}},
+      "model": {"input": [2, 9, 9], "layers": [)") + conv_and_relu +
+                                                      R"(,
+        {"type": "maxpool2d", "pool": 3, "stride": 2},
+        {"type": "flatten"},
+        {"type": "dense", "units": 3}]}})"),
+                                ".");
+  };
+  const auto fused = spec_of(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same",
+                                "activation": "relu"})");
+  const auto separate = spec_of(R"({"type": "conv2d", "filters": 4, "kernel": 3,
+                                   "padding": "same"}, {"type": "relu"})");
+  const ra::Tensor x = random_input({4, 2, 9, 9}, 7);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  auto gradients = [&](const ra::spec::ExperimentSpec& spec) {
+    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+    ra::backend::CpuOps ops(2);
+    ra::nn::StepContext ctx{true, 3, &spec.determinism};
+    ra::Tensor dout;
+    const ra::Tensor& out = model.forward(ops, x, ctx);
+    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+    model.backward(ops, dout, ctx);
+    std::vector<std::pair<std::string, std::vector<float>>> grads;
+    for (ra::nn::Param* p : model.params()) {
+      grads.emplace_back(p->name, std::vector<float>(p->grad.begin(), p->grad.end()));
+    }
+    return grads;
+  };
+  const auto a = gradients(fused), b = gradients(separate);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    REQUIRE(a[i].first == b[i].first);
+    REQUIRE(a[i].second.size() == b[i].second.size());
+    REQUIRE(std::memcmp(a[i].second.data(), b[i].second.data(),
+                        a[i].second.size() * sizeof(float)) == 0);
+  }
 }

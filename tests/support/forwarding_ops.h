@@ -48,8 +48,9 @@ class ForwardingOps : public backend::Ops {
     cpu_.maxpool2d_forward(g, x, y, argmax);
   }
   void maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
-                          const std::int32_t* argmax, float* dx, spec::KernelMode m) override {
-    cpu_.maxpool2d_backward(g, dy, argmax, dx, m);
+                          const std::int32_t* argmax, const float* gate, float* dx,
+                          spec::KernelMode m) override {
+    cpu_.maxpool2d_backward(g, dy, argmax, gate, dx, m);
   }
   void activation_forward(spec::Activation a, std::int64_t n, const float* x, float* y) override {
     cpu_.activation_forward(a, n, x, y);

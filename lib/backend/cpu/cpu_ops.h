@@ -57,7 +57,7 @@ class CpuOps final : public Ops {
   void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                          std::int32_t* argmax) override;
   void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                          float* dx, KernelMode mode) override;
+                          const float* relu_gate, float* dx, KernelMode mode) override;
 
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,

@@ -169,7 +169,11 @@ void CpuOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
 }
 
 void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                                float* dx, KernelMode mode) {
+                                const float* relu_gate, float* dx, KernelMode mode) {
+  // dy[i] through the gate: +0 where the pooled value is not positive (the relu backward's 0).
+  const auto gated = [&](std::int64_t i) {
+    return relu_gate == nullptr || relu_gate[i] > 0.0f ? dy[i] : 0.0f;
+  };
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
   if (mode != KernelMode::nondeterministic || windows_disjoint(g)) {
@@ -180,7 +184,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
         std::fill_n(dx + plane * plane_size(g), plane_size(g), 0.0f);
         for (std::int64_t i = plane * pooled_size(g); i < (plane + 1) * pooled_size(g); ++i) {
           const std::int64_t target = target_of(g, argmax, plane, i);
-          if (target >= 0) dx[target] += dy[i];
+          if (target >= 0) dx[target] += gated(i);
         }
       }
     });
@@ -201,7 +205,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
       const std::int64_t plane = row / std::max(1, g.p);
       for (std::int64_t i = row * g.q; i < (row + 1) * g.q; ++i) {
         const std::int64_t target = target_of(g, argmax, plane, i);
-        if (target >= 0) cpu::atomic_add(dx + target, dy[i]);
+        if (target >= 0) cpu::atomic_add(dx + target, gated(i));
       }
     }
   });

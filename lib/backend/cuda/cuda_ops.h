@@ -75,7 +75,7 @@ class CudaOps final : public Ops {
   void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                          std::int32_t* argmax) override;
   void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                          float* dx, KernelMode mode) override;
+                          const float* relu_gate, float* dx, KernelMode mode) override;
 
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
@@ -113,6 +113,7 @@ class CudaOps final : public Ops {
   cuda::DeviceBuffer cublas_workspace_;
   cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
   cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
+  cuda::DeviceBuffer gated_dy_;       // max-pool backward with a relu gate: the gated dy
   cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
   cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
