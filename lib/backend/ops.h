@@ -48,9 +48,11 @@ class Ops {
   // store, the same bits as a separate activation_forward over the biased output.
   virtual void conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                               const float* bias, Activation act, float* y) = 0;
-  // dx = conv_transpose(dy, w): each dx element sums over filters and kernel taps.
+  // dx = conv_transpose(dy, w): each dx element sums over filters and kernel taps. With
+  // relu_gate (the conv's input x, when it is a relu output): dx = relu_gate > 0 ? dx : 0, the
+  // relu backward of the layer before, with the bits of activation_backward(relu) after the op.
   virtual void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
-                                    float* dx, KernelMode mode) = 0;
+                                    const float* relu_gate, float* dx, KernelMode mode) = 0;
   // dw = sum over batch and output positions of dy * x.
   virtual void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                       float* dw, KernelMode mode) = 0;

@@ -58,6 +58,10 @@ class Layer {
   // activation's backward already applied.
   virtual bool can_hand_over_relu_backward() const { return false; }
   void hand_over_relu_backward() noexcept { relu_backward_handed_over_ = true; }
+  // Whether this layer can apply that relu backward to the input gradient it computes (max-pool:
+  // gated by its output; conv: gated by its input), and the Model's note that it must.
+  virtual bool can_take_over_relu_backward() const { return false; }
+  virtual void take_over_relu_backward() {}
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }

@@ -108,7 +108,8 @@ void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, 
   }
   if (dx != nullptr) {
     dx->resize(x.shape());
-    ops.conv2d_backward_data(g, dz.data(), weight_.value.data(), dx->data(),
+    ops.conv2d_backward_data(g, dz.data(), weight_.value.data(),
+                             gate_input_gradient_ ? x.data() : nullptr, dx->data(),
                              ctx.mode(ReducingOp::conv2d_backward_data));
   }
 }

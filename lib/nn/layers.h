@@ -25,10 +25,14 @@ class Conv2dLayer final : public Layer {
   bool can_hand_over_relu_backward() const override {
     return info().spec.activation == spec::Activation::relu;
   }
+  // The layer before ends in relu: its relu backward is applied as dx is stored, gated by x.
+  bool can_take_over_relu_backward() const override { return true; }
+  void take_over_relu_backward() override { gate_input_gradient_ = true; }
 
  private:
   Param weight_, bias_;
   Tensor pre_activation_grad_{Shape{0}, memory()};  // dy * act'(y), reused between steps
+  bool gate_input_gradient_ = false;
 };
 
 // dense (PyTorch Linear layout) with optional bias and fused activation.
@@ -56,7 +60,8 @@ class MaxPool2dLayer final : public Layer {
                 const StepContext& ctx) override;
   // The layer before ends in relu and handed its relu backward over: gate dy by this layer's
   // output (one pass over the pooled gradient instead of one over the whole input gradient).
-  void take_over_relu_backward() noexcept { gate_with_output_ = true; }
+  bool can_take_over_relu_backward() const override { return true; }
+  void take_over_relu_backward() override { gate_with_output_ = true; }
 
  private:
   Buffer<std::int32_t> argmax_{memory()};

@@ -65,12 +65,13 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
     outputs_.emplace_back(Shape{0}, memory);
     grads_.emplace_back(Shape{0}, memory);
   }
-  // A max-pool right after a relu layer applies that relu's backward while it scatters its
-  // gradient (Ops::maxpool2d_backward's gate): the same bits, one memory-bound pass less.
+  // A max-pool or conv right after a relu layer applies that relu's backward to the input
+  // gradient it computes (the gates of Ops::maxpool2d_backward and conv2d_backward_data): the
+  // same bits, one memory-bound pass less.
   for (std::size_t i = 1; i < layers_.size(); ++i) {
-    auto* pool = dynamic_cast<MaxPool2dLayer*>(layers_[i].get());
-    if (pool != nullptr && layers_[i - 1]->can_hand_over_relu_backward()) {
-      pool->take_over_relu_backward();
+    if (layers_[i]->can_take_over_relu_backward() &&
+        layers_[i - 1]->can_hand_over_relu_backward()) {
+      layers_[i]->take_over_relu_backward();
       layers_[i - 1]->hand_over_relu_backward();
     }
   }

@@ -79,9 +79,10 @@ void TimingOps::conv2d_forward(const backend::ConvGeometry& g, const float* x, c
   add(Op::conv2d_forward, 0, t0);
 }
 void TimingOps::conv2d_backward_data(const backend::ConvGeometry& g, const float* dy,
-                                     const float* w, float* dx, KernelMode mode) {
+                                     const float* w, const float* relu_gate, float* dx,
+                                     KernelMode mode) {
   const auto t0 = Clock::now();
-  inner_->conv2d_backward_data(g, dy, w, dx, mode);
+  inner_->conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
   add(Op::conv2d_backward_data, slot(mode), t0);
 }
 void TimingOps::conv2d_backward_filter(const backend::ConvGeometry& g, const float* x,

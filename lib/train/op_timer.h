@@ -50,7 +50,7 @@ class TimingOps final : public backend::Ops {
   void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
                       const float* bias, backend::Activation act, float* y) override;
   void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
-                            float* dx, KernelMode mode) override;
+                            const float* relu_gate, float* dx, KernelMode mode) override;
   void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
                               float* dw, KernelMode mode) override;
   void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,

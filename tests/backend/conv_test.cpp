@@ -55,7 +55,8 @@ TEST_CASE("conv2d forward matches the reference", "[backend][conv]") {
         const float* bias = with_bias ? d.b.data() : nullptr;
         auto y = nan_filled(g.y_size());
         std::vector<float> expected(y.size()), scale(y.size());
-        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, ra::backend::Activation::none, y.data());
+        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, ra::backend::Activation::none,
+                           y.data());
         ref::conv2d_forward(g, d.x.data(), d.w.data(), bias, expected.data());
         ref::conv2d_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
         REQUIRE_CLOSE(y, expected, test::sum_rtol(std::int64_t(g.c) * g.r * g.s + 1), 0.0, &scale);
@@ -87,7 +88,7 @@ TEST_CASE("conv2d backward ops match the reference in both modes", "[backend][co
       for (const KernelMode mode : kModes) {
         INFO(c.name << ", " << threads << " threads, " << mode_name(mode));
         auto dx = nan_filled(g.x_size()), dw = nan_filled(g.w_size()), db = nan_filled(g.k);
-        ops.conv2d_backward_data(g, d.dy.data(), d.w.data(), dx.data(), mode);
+        ops.conv2d_backward_data(g, d.dy.data(), d.w.data(), nullptr, dx.data(), mode);
         ops.conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw.data(), mode);
         ops.conv2d_backward_bias(g, d.dy.data(), db.data(), mode);
         REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(data_terms), 0.0, &dx_scale);
@@ -151,7 +152,7 @@ TEST_CASE("conv2d gradients match central differences", "[backend][conv][gradien
   for (const KernelMode mode : kModes) {
     INFO(mode_name(mode));
     std::vector<float> dx(g.x_size()), dw(g.w_size()), db(g.k);
-    ops.conv2d_backward_data(g, r.data(), d.w.data(), dx.data(), mode);
+    ops.conv2d_backward_data(g, r.data(), d.w.data(), nullptr, dx.data(), mode);
     ops.conv2d_backward_filter(g, d.x.data(), r.data(), dw.data(), mode);
     ops.conv2d_backward_bias(g, r.data(), db.data(), mode);
     for (const auto& [name, analytic, numeric] :

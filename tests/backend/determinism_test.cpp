@@ -53,7 +53,7 @@ std::vector<ReducingCase> reducing_cases() {
     cases.push_back({"conv2d.backward_data",
                      [=](Ops& ops, KernelMode mode) {
                        std::vector<float> dx(g.x_size());
-                       ops.conv2d_backward_data(g, dy.data(), w.data(), dx.data(), mode);
+                       ops.conv2d_backward_data(g, dy.data(), w.data(), nullptr, dx.data(), mode);
                        return dx;
                      },
                      sdx, test::sum_rtol(std::int64_t(g.k) * g.r * g.s)});
@@ -102,7 +102,8 @@ std::vector<ReducingCase> reducing_cases() {
     cases.push_back({"maxpool2d.backward",
                      [=](Ops& ops, KernelMode mode) {
                        std::vector<float> dx(g.x_size());
-                       ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode);
+                       ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(),
+                                              mode);
                        return dx;
                      },
                      sdx, test::sum_rtol(4)});
@@ -189,7 +190,8 @@ TEST_CASE("forward ops give the same bits for any thread count", "[backend][dete
     std::vector<std::int32_t> argmax(pg.y_size());
     ops.conv2d_forward(cg, x.data(), w.data(), b.data(), ra::backend::Activation::none, out.data());
     float* dense_out = out.data() + cg.y_size();
-    ops.dense_forward(dg, dx.data(), dw.data(), db.data(), ra::backend::Activation::none, dense_out);
+    ops.dense_forward(dg, dx.data(), dw.data(), db.data(), ra::backend::Activation::none,
+                      dense_out);
     ops.maxpool2d_forward(pg, px.data(), dense_out + dg.n * dg.out, argmax.data());
     return std::pair{out, argmax};
   };

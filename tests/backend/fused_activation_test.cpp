@@ -59,3 +59,31 @@ TEST_CASE("fused dense bias + activation equals the separate activation pass bit
     }
   }
 }
+
+TEST_CASE("conv backward data with a relu gate equals the op then relu backward", "[conv][fused]") {
+  // The gate is the conv's input x, a relu output (zeros included). Stride 1 takes the direct
+  // pixel path (gated as it stores), stride 2 the GEMM + col2im path (gated in a pass of its own).
+  CpuOps ops(2);
+  const ConvGeometry cases[] = {test::conv(3, 5, 9, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1),
+                                test::conv(3, 5, 9, 8, 7, 3, 3, 2, 2)};
+  for (const ConvGeometry& g : cases) {
+    auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 81);
+    for (float& v : x) v = v > 0.0f ? v : 0.0f;
+    const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 82);
+    const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 83);
+    for (const ra::spec::KernelMode mode :
+         {ra::spec::KernelMode::deterministic, ra::spec::KernelMode::nondeterministic}) {
+      INFO("stride " << g.stride_h << ", mode " << ra::spec::to_string(mode));
+      std::vector<float> gated(g.x_size(), -1.0f), separate(g.x_size(), -1.0f);
+      ops.conv2d_backward_data(g, dy.data(), w.data(), x.data(), gated.data(), mode);
+      ops.conv2d_backward_data(g, dy.data(), w.data(), nullptr, separate.data(), mode);
+      ops.activation_backward(Activation::relu, g.x_size(), x.data(), separate.data(),
+                              separate.data());
+      if (mode == ra::spec::KernelMode::deterministic) {
+        REQUIRE(test::same_bits(gated, separate));
+      } else {  // atomic adds: the two calls may add in other orders
+        REQUIRE_CLOSE(gated, separate, 64 * test::kUnitRoundoff, 1e-6, nullptr);
+      }
+    }
+  }
+}

@@ -57,14 +57,18 @@ struct MnistStep {
 
   // Forward and backward; returns the loss. d1 (the input gradient) is not needed, as in training.
   float run(Ops& ops, KernelMode mode) {
-    ops.conv2d_forward(conv1, x.data(), w1.data(), b1.data(), ra::backend::Activation::none, y1.data());
+    ops.conv2d_forward(conv1, x.data(), w1.data(), b1.data(), ra::backend::Activation::none,
+                       y1.data());
     ops.activation_forward(Activation::relu, y1.size(), y1.data(), y1.data());
-    ops.conv2d_forward(conv2, y1.data(), w2.data(), b2.data(), ra::backend::Activation::none, y2.data());
+    ops.conv2d_forward(conv2, y1.data(), w2.data(), b2.data(), ra::backend::Activation::none,
+                       y2.data());
     ops.activation_forward(Activation::relu, y2.size(), y2.data(), y2.data());
     ops.maxpool2d_forward(pool, y2.data(), y3.data(), argmax.data());
-    ops.dense_forward(dense1, y3.data(), w3.data(), b3.data(), ra::backend::Activation::none, y4.data());
+    ops.dense_forward(dense1, y3.data(), w3.data(), b3.data(), ra::backend::Activation::none,
+                      y4.data());
     ops.activation_forward(Activation::relu, y4.size(), y4.data(), y4.data());
-    ops.dense_forward(dense2, y4.data(), w4.data(), b4.data(), ra::backend::Activation::none, y5.data());
+    ops.dense_forward(dense2, y4.data(), w4.data(), b4.data(), ra::backend::Activation::none,
+                      y5.data());
     const float loss =
         ops.softmax_cross_entropy(batch, 10, y5.data(), labels.data(), d5.data(), mode);
     ops.dense_backward_weight(dense2, y4.data(), d5.data(), g_w4.data(), mode);
@@ -78,7 +82,7 @@ struct MnistStep {
     ops.activation_backward(Activation::relu, d2.size(), y2.data(), d2.data(), d2.data());
     ops.conv2d_backward_filter(conv2, y1.data(), d2.data(), g_w2.data(), mode);
     ops.conv2d_backward_bias(conv2, d2.data(), g_b2.data(), mode);
-    ops.conv2d_backward_data(conv2, d2.data(), w2.data(), d1.data(), mode);
+    ops.conv2d_backward_data(conv2, d2.data(), w2.data(), nullptr, d1.data(), mode);
     ops.activation_backward(Activation::relu, d1.size(), y1.data(), d1.data(), d1.data());
     ops.conv2d_backward_filter(conv1, x.data(), d1.data(), g_w1.data(), mode);
     ops.conv2d_backward_bias(conv1, d1.data(), g_b1.data(), mode);

@@ -134,8 +134,9 @@ TEST_CASE("CudaOps conv2d against the reference, all modes", "[gpu][cuda_ops]") 
       reference::conv2d_backward_bias<float>(g, dy.data(), ref_db.data());
       reference::conv2d_backward_bias<float>(g, ady.data(), scale_db.data());
 
-      ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
-      ops->conv2d_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
+      ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none,
+                          y.get());
+      ops->conv2d_backward_data(g, ddy.get(), dw_.get(), nullptr, gx.get(), mode);
       ops->conv2d_backward_filter(g, dx_.get(), ddy.get(), gw.get(), mode);
       ops->conv2d_backward_bias(g, ddy.get(), gb.get(), mode);
       const std::int64_t pq = std::int64_t(g.p) * g.q;
@@ -153,8 +154,9 @@ TEST_CASE("CudaOps conv2d against the reference, all modes", "[gpu][cuda_ops]") 
 
       if (mode == KernelMode::deterministic) {  // the same bits on every call
         for (int repeat = 0; repeat < 2; ++repeat) {
-          ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
-          ops->conv2d_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
+          ops->conv2d_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none,
+                              y.get());
+          ops->conv2d_backward_data(g, ddy.get(), dw_.get(), nullptr, gx.get(), mode);
           ops->conv2d_backward_filter(g, dx_.get(), ddy.get(), gw.get(), mode);
           ops->conv2d_backward_bias(g, ddy.get(), gb.get(), mode);
           REQUIRE(test::same_bits(y.host(), out_y));
@@ -222,7 +224,8 @@ TEST_CASE("CudaOps dense against the reference", "[gpu][cuda_ops]") {
       reference::dense_backward_bias<float>(g, dy.data(), rdb.data());
       reference::dense_backward_bias<float>(g, ady.data(), sdb.data());
 
-      ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
+      ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none,
+                         y.get());
       ops->dense_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
       ops->dense_backward_weight(g, dx_.get(), ddy.get(), gw.get(), mode);
       ops->dense_backward_bias(g, ddy.get(), gb.get(), mode);
@@ -232,7 +235,8 @@ TEST_CASE("CudaOps dense against the reference", "[gpu][cuda_ops]") {
       REQUIRE_CLOSE(odw, rdw, test::sum_rtol(g.n), 0, &sdw);
       REQUIRE_CLOSE(odb, rdb, test::sum_rtol(g.n), 0, &sdb);
       if (mode == KernelMode::deterministic) {
-        ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none, y.get());
+        ops->dense_forward(g, dx_.get(), dw_.get(), db_.get(), ra::backend::Activation::none,
+                           y.get());
         ops->dense_backward_data(g, ddy.get(), dw_.get(), gx.get(), mode);
         ops->dense_backward_weight(g, dx_.get(), ddy.get(), gw.get(), mode);
         ops->dense_backward_bias(g, ddy.get(), gb.get(), mode);
@@ -278,7 +282,8 @@ TEST_CASE("CudaOps max-pooling equals the CPU bit for bit", "[gpu][cuda_ops]") {
 
     std::vector<float> rdx(g.x_size()), cpu_dx(g.x_size());
     reference::maxpool2d_backward<float>(g, dy.data(), rarg.data(), rdx.data());
-    cpu->maxpool2d_backward(g, dy.data(), rarg.data(), nullptr, cpu_dx.data(), KernelMode::deterministic);
+    cpu->maxpool2d_backward(g, dy.data(), rarg.data(), nullptr, cpu_dx.data(),
+                            KernelMode::deterministic);
     const std::vector<float> ady = test::abs_of(dy);
     std::vector<float> scale(g.x_size());
     reference::maxpool2d_backward<float>(g, ady.data(), rarg.data(), scale.data());

@@ -21,9 +21,9 @@ class SpyOps final : public ra::test::ForwardingOps {
  public:
   std::map<ReducingOp, KernelMode> seen;
   void conv2d_backward_data(const ra::backend::ConvGeometry& g, const float* dy, const float* w,
-                            float* dx, KernelMode m) override {
+                            const float* gate, float* dx, KernelMode m) override {
     seen[ReducingOp::conv2d_backward_data] = m;
-    ForwardingOps::conv2d_backward_data(g, dy, w, dx, m);
+    ForwardingOps::conv2d_backward_data(g, dy, w, gate, dx, m);
   }
   void conv2d_backward_filter(const ra::backend::ConvGeometry& g, const float* x, const float* dy,
                               float* dw, KernelMode m) override {

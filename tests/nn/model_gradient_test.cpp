@@ -145,9 +145,11 @@ TEST_CASE("dropout is identity in evaluation and masks by step in training", "[n
   REQUIRE_FALSE(ra::bitwise_equal(run(true, 1), run(false, 1)));
 }
 
-TEST_CASE("a max-pool after a relu layer takes over its relu backward with the same bits", "[nn]") {
-  // A: conv with fused relu, then max-pool (the model hands the relu backward to the pool's
-  // gate). B: the same conv without activation, a relu layer, then max-pool (no hand-over).
+TEST_CASE("a max-pool or conv after a relu layer takes over its relu backward with the same bits",
+          "[nn]") {
+  // A: convs with fused relu, then max-pool (the model hands each relu backward to the next
+  // layer's gate). B: the same convs without activation, relu layers, then max-pool (no
+  // hand-over).
   // Same parameter names, so the same initial weights: gradients must be bit for bit equal.
   auto spec_of = [](const char* conv_and_relu) {
     return ra::spec::parse_spec(nlohmann::json::parse(std::string(R"({
@@ -159,9 +161,15 @@ TEST_CASE("a max-pool after a relu layer takes over its relu backward with the s
         {"type": "dense", "units": 3}]}})"),
                                 ".");
   };
-  const auto fused = spec_of(R"({"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same",
+  // Two convs: the second takes over the first one's relu backward (gated by its input), the
+  // max-pool the second one's.
+  const auto fused = spec_of(R"({"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same",
+                                "activation": "relu"},
+                               {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same",
                                 "activation": "relu"})");
-  const auto separate = spec_of(R"({"type": "conv2d", "filters": 4, "kernel": 3,
+  const auto separate = spec_of(R"({"type": "conv2d", "filters": 3, "kernel": 3,
+                                   "padding": "same"}, {"type": "relu"},
+                                  {"type": "conv2d", "filters": 4, "kernel": 3,
                                    "padding": "same"}, {"type": "relu"})");
   const ra::Tensor x = random_input({4, 2, 9, 9}, 7);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};

@@ -16,8 +16,8 @@ class ForwardingOps : public backend::Ops {
     cpu_.conv2d_forward(g, x, w, b, act, y);
   }
   void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
-                            float* dx, spec::KernelMode m) override {
-    cpu_.conv2d_backward_data(g, dy, w, dx, m);
+                            const float* gate, float* dx, spec::KernelMode m) override {
+    cpu_.conv2d_backward_data(g, dy, w, gate, dx, m);
   }
   void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
                               float* dw, spec::KernelMode m) override {

@@ -112,16 +112,34 @@ void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float*
                      });
 }
 
-void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                                  KernelMode mode) {
+void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                                  const float* relu_gate, float* dx, KernelMode mode) {
+  if (mode != KernelMode::nondeterministic && cpu::direct_backward_data_applies(g)) {
+    // The gate is applied as each band of dx is stored.
+    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::gemm_kernel());
+    return;
+  }
+  conv2d_backward_data_gemm(g, dy, w, dx, mode);
+  if (relu_gate == nullptr) return;
+  // GEMM + col2im paths: the gate as a pass of its own, as the separate relu backward did.
+  const std::int64_t count = g.x_size();
+  cpu::parallel_for(pool_, cpu::block_count(count), [&](std::int64_t block, int) {
+    const std::int64_t begin = block * cpu::kElementBlock;
+    const std::int64_t end = std::min(count, begin + cpu::kElementBlock);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const float v = dx[i];
+      dx[i] = relu_gate[i] > 0.0f ? v : 0.0f;
+    }
+  });
+}
+
+// The GEMM + col2im backward data (strided geometries, and the nondeterministic mode).
+void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, const float* w,
+                                       float* dx, KernelMode mode) {
   const std::int64_t crs = cpu::col_rows(g), pq = cpu::col_cols(g), chw = image_size(g);
   const bool identity = cpu::im2col_is_identity(g);
   const auto col_floats = static_cast<std::size_t>(crs * pq);
 
-  if (mode != KernelMode::nondeterministic && cpu::direct_backward_data_applies(g)) {
-    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, dx, cpu::gemm_kernel());
-    return;
-  }
   if (mode != KernelMode::nondeterministic) {
     // Strided: one task per image: the GEMM sums over filters k ascending, col2im over taps in a
     // fixed order.

@@ -38,8 +38,8 @@ class CpuOps final : public Ops {
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;
-  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                            KernelMode mode) override;
+  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                            const float* relu_gate, float* dx, KernelMode mode) override;
   void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                               KernelMode mode) override;
   void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
@@ -74,6 +74,10 @@ class CpuOps final : public Ops {
                            float* dpred, KernelMode mode) override;
 
  private:
+  // conv2d_backward_data through gemm() + col2im, without the relu gate.
+  void conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, const float* w, float* dx,
+                                 KernelMode mode);
+
   ThreadPool pool_;
   cpu::ScratchArena scratch_;
 };

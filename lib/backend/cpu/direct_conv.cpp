@@ -228,8 +228,9 @@ bool direct_backward_data_applies(const ConvGeometry& g) {
 }
 
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                               const float* dy, const float* w, float* dx, GemmKernel kernel) {
-  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, dx, kernel);
+                               const float* dy, const float* w, const float* relu_gate, float* dx,
+                               GemmKernel kernel) {
+  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, relu_gate, dx, kernel);
 }
 
 }  // namespace ra::backend::cpu

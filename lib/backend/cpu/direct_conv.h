@@ -44,8 +44,10 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
 // (every other geometry goes through gemm() + col2im).
 bool direct_backward_data_applies(const ConvGeometry& g);
 
-// dx = conv_transpose(dy, w), deterministic: one image per task.
+// dx = conv_transpose(dy, w), deterministic: one image per task; with relu_gate (same layout as
+// dx), dx = relu_gate > 0 ? dx : 0 as each band is stored.
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                               const float* dy, const float* w, float* dx, GemmKernel kernel);
+                               const float* dy, const float* w, const float* relu_gate, float* dx,
+                               GemmKernel kernel);
 
 }  // namespace ra::backend::cpu

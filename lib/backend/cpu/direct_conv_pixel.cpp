@@ -55,10 +55,11 @@ void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const 
 }
 
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
-// out[row][pixel] = act(band[row][position - j0] (+ addend[row])).
+// out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
+// as out), out = gate > 0 ? out : 0.
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
                 std::int64_t band_stride, std::int64_t rows, const float* addend,
-                spec::Activation act, float* out, std::int64_t out_stride) {
+                spec::Activation act, const float* gate, float* out, std::int64_t out_stride) {
   wide.for_each_run(j0, j0 + positions,
                     [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
                       for (std::int64_t row = 0; row < rows; ++row) {
@@ -70,6 +71,13 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
                           activate(act, to, to, count);
                         } else {
                           activate(act, from, to, count);
+                        }
+                        if (gate != nullptr) {
+                          const float* pass = gate + row * out_stride + pixel;
+                          for (std::int64_t j = 0; j < count; ++j) {
+                            const float v = to[j];
+                            to[j] = pass[j] > 0.0f ? v : 0.0f;
+                          }
                         }
                       }
                     });
@@ -131,7 +139,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           (t + 1 < row_tiles ? full : last)(a);
         }
       }
-      store_band(wide, j0, positions, out, band, g.k, bias, act, y_n, pixels);
+      store_band(wide, j0, positions, out, band, g.k, bias, act, nullptr, y_n, pixels);
     }
   });
 }
@@ -140,7 +148,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 // lanes = wide dx positions read straight from the zero-padded dy_n, depth = filters k (one plane
 // apart), one run per tap added in col2im's order.
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                              const float* dy, const float* w, float* dx, GemmKernel kernel) {
+                              const float* dy, const float* w, const float* relu_gate, float* dx,
+                              GemmKernel kernel) {
   const PixelTileShape shape = pixel_tile_shape(kernel);
   const std::int64_t taps = std::int64_t(g.r) * g.s, pixels = std::int64_t(g.h) * g.w;
   // dy_n zero-padded so that input pixel (h, w) and tap (r, s) read output pixel
@@ -200,8 +209,8 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
           }
         }
       }
-      store_band(wide, j0, positions, out, band, g.c, nullptr, spec::Activation::none, dx_n,
-                 pixels);
+      store_band(wide, j0, positions, out, band, g.c, nullptr, spec::Activation::none,
+                 relu_gate == nullptr ? nullptr : relu_gate + n * g.c * pixels, dx_n, pixels);
     }
   });
 }

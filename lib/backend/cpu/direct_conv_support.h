@@ -45,6 +45,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                         const float* x, const float* w, const float* bias, spec::Activation act,
                         float* y, GemmKernel kernel);
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                              const float* dy, const float* w, float* dx, GemmKernel kernel);
+                              const float* dy, const float* w, const float* relu_gate, float* dx,
+                              GemmKernel kernel);
 
 }  // namespace ra::backend::cpu::direct_detail

@@ -64,7 +64,7 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
 }
 
 void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
-                                   float* dx, KernelMode mode) {
+                                   const float* relu_gate, float* dx, KernelMode mode) {
   cuda::ConvPlan& plan = conv_plan(g);
   const cuda::ConvAlgorithm& algo =
       plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode, ledger_);
@@ -82,6 +82,8 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
   if (out != dx) {
     cuda::copy_from_padded(stream(), out, dx, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
   }
+  // The relu backward of the layer before, in place (the CPU gates as it stores: same values).
+  if (relu_gate != nullptr) activation_backward(Activation::relu, g.x_size(), relu_gate, dx, dx);
 }
 
 void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,

@@ -56,8 +56,8 @@ class CudaOps final : public Ops {
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;
-  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx,
-                            KernelMode mode) override;
+  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                            const float* relu_gate, float* dx, KernelMode mode) override;
   void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                               KernelMode mode) override;
   void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
