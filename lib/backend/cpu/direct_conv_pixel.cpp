@@ -54,6 +54,19 @@ void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const 
   }
 }
 
+// The zero-padded copy a pixel tile reads (shifted_copy into `which`), followed by `slack` zeros:
+// the last tile's full vectors may read that far past the last output position's source.
+const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which, const float* src,
+                           std::int64_t channels, std::int64_t height, std::int64_t width,
+                           std::int64_t row_shift, std::int64_t col_shift, std::int64_t copy_height,
+                           std::int64_t copy_width, std::int64_t slack) {
+  const std::int64_t floats = channels * copy_height * copy_width + slack;
+  float* copy = scratch.worker(worker, which, static_cast<std::size_t>(floats));
+  shifted_copy(src, channels, height, width, row_shift, col_shift, copy, copy_height, copy_width);
+  std::fill(copy + floats - slack, copy + floats, 0.0f);
+  return copy;
+}
+
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
 // as out), out = gate > 0 ? out : 0.
@@ -95,7 +108,6 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
   const Source source{std::int64_t(g.p) + g.r - 1, std::int64_t(g.q) + g.s - 1, true};
-  const std::int64_t copy_floats = g.c * source.height * source.width + shape.lanes;
   const OutputRows wide = wide_rows(g.p, g.q, source.width);
   const std::int64_t row_tiles = (g.k + shape.rows - 1) / shape.rows;
   const std::int64_t band = 2 * std::int64_t(shape.lanes);
@@ -115,11 +127,9 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       pixel_tile_function(kernel, false, static_cast<int>(g.k - (row_tiles - 1) * shape.rows));
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    float* src =
-        scratch.worker(worker, WorkerBuffer::columns, static_cast<std::size_t>(copy_floats));
-    shifted_copy(x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left, src, source.height,
-                 source.width);
-    std::fill(src + copy_floats - shape.lanes, src + copy_floats, 0.0f);
+    const float* src =
+        padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
+                      g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
     float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
                                 static_cast<std::size_t>(row_tiles * shape.rows * band));
     float* y_n = y + n * g.k * pixels;
@@ -156,7 +166,6 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
   // (h + pad_top - r, w + pad_left - s) at (h + R-1 - r, w + S-1 - s) of the copy.
   const std::int64_t height = g.h + g.r - 1, width = g.w + g.s - 1, plane = height * width;
   const std::int64_t row_shift = g.r - 1 - g.pad_top, col_shift = g.s - 1 - g.pad_left;
-  const std::int64_t copy_floats = g.k * plane + shape.lanes;
   const OutputRows wide = wide_rows(g.h, g.w, width);
   const std::int64_t row_tiles = (g.c + shape.rows - 1) / shape.rows;
   const std::int64_t band = 2 * std::int64_t(shape.lanes);
@@ -182,11 +191,9 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
       pixel_tile_function(kernel, true, static_cast<int>(g.c - (row_tiles - 1) * shape.rows));
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    float* padded =
-        scratch.worker(worker, WorkerBuffer::packed_operand, static_cast<std::size_t>(copy_floats));
-    shifted_copy(dy + n * g.k * g.p * g.q, g.k, g.p, g.q, row_shift, col_shift, padded, height,
-                 width);
-    std::fill(padded + copy_floats - shape.lanes, padded + copy_floats, 0.0f);
+    const float* padded =
+        padded_source(scratch, worker, WorkerBuffer::packed_operand, dy + n * g.k * g.p * g.q, g.k,
+                      g.p, g.q, row_shift, col_shift, height, width, shape.lanes);
     float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
                                 static_cast<std::size_t>(row_tiles * shape.rows * band));
     float* dx_n = dx + n * g.c * pixels;
