@@ -13,6 +13,10 @@
 
 namespace ra::backend::cpu::direct_detail {
 
+// Full unrolling of the register-tile loops: a loop GCC leaves rolled keeps its accumulators in
+// memory, spilled around the depth loop.
+#define RA_UNROLL _Pragma("GCC unroll 32")
+
 // The gathered tile of direct_conv_kernels.h for MR rows and NV vectors: step d of row i
 // broadcasts base[row_offsets[i] + depth_offsets[d]]. The MR row offsets stay in general
 // registers (MR <= 8), so a step costs one offset load, NV vector loads, MR broadcasts and
@@ -26,9 +30,12 @@ void tile(const TileArgs& t) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
   std::int64_t rows[MR];
+  RA_UNROLL
   for (int i = 0; i < MR; ++i) rows[i] = t.row_offsets[i];
   T acc[MR][NV];
+  RA_UNROLL
   for (int i = 0; i < MR; ++i) {
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) {
       acc[i][v] = t.first ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
     }
@@ -36,9 +43,12 @@ void tile(const TileArgs& t) {
   const float* panel = t.panel;
   const auto step = [&](const float* source) {
     T b[NV];
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) b[v] = V::load(panel + v * W);
+    RA_UNROLL
     for (int i = 0; i < MR; ++i) {
       const T a = V::broadcast(source + rows[i]);
+      RA_UNROLL
       for (int v = 0; v < NV; ++v) acc[i][v] = V::mul_add(a, b[v], acc[i][v]);
     }
     panel += t.panel_stride;
@@ -53,7 +63,9 @@ void tile(const TileArgs& t) {
   } else {
     for (std::int64_t d = 0; d < t.depth; ++d) step(t.base + t.depth_offsets[d]);
   }
+  RA_UNROLL
   for (int i = 0; i < MR; ++i) {
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) V::store(t.out + i * t.out_stride + v * W, acc[i][v]);
   }
 }
@@ -67,7 +79,9 @@ void pixel_tile(const TileArgs& t) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
   T acc[MR][NV];
+  RA_UNROLL
   for (int i = 0; i < MR; ++i) {
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) {
       acc[i][v] = t.first || t.add_run ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
     }
@@ -78,13 +92,18 @@ void pixel_tile(const TileArgs& t) {
     const float* source = t.base + (kStridedDepth ? strided : t.depth_offsets[d]);
     if constexpr (kStridedDepth) strided += t.depth_stride;
     T b[NV];
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) b[v] = V::load(source + v * W);
+    RA_UNROLL
     for (int i = 0; i < MR; ++i) {
       const T a = V::broadcast(panel + i);
+      RA_UNROLL
       for (int v = 0; v < NV; ++v) acc[i][v] = V::mul_add(a, b[v], acc[i][v]);
     }
   }
+  RA_UNROLL
   for (int i = 0; i < MR; ++i) {
+    RA_UNROLL
     for (int v = 0; v < NV; ++v) {
       float* out = t.out + i * t.out_stride + v * W;
       if (t.add_run) {
