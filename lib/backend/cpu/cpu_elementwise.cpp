@@ -21,6 +21,12 @@ void for_blocks(ThreadPool& pool, std::int64_t count, const Body& body) {
   });
 }
 
+// kept where keep is 1, +0 (all bits cleared) where it is 0: a select without a branch, which
+// the compiler turns into vector ands.
+inline float kept_or_zero(float kept, std::uint32_t keep) {
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(kept) & (0u - keep));
+}
+
 }  // namespace
 
 void CpuOps::activation_forward(Activation act, std::int64_t count, const float* x, float* y) {
@@ -77,9 +83,7 @@ void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, f
       std::uint8_t* __restrict keep_mask = mask + i0;
       for (std::int64_t j = 0; j < n; ++j) {
         const std::uint32_t keep = (words[j] >> 8) >= threshold ? 1u : 0u;
-        // kept * scale, or +0 (all bits cleared) when dropped: a select without a branch.
-        const std::uint32_t kept = std::bit_cast<std::uint32_t>(in[j] * keep_scale);
-        out[j] = std::bit_cast<float>(kept & (0u - keep));
+        out[j] = kept_or_zero(in[j] * keep_scale, keep);
         keep_mask[j] = static_cast<std::uint8_t>(keep);
       }
     }
@@ -89,13 +93,15 @@ void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, f
 void CpuOps::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                               const float* dy, float* dx) {
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    // A select, as in dropout_forward: with a branch per element this loop stayed scalar (1.5 ms
+    // per step for the Keras MNIST dropout, twice the forward pass). No __restrict on in and out:
+    // dx may be dy.
     const std::uint8_t* keep = mask + begin;
     const float* in = dy + begin;
     float* out = dx + begin;
     const float keep_scale = scale;
     for (std::int64_t i = 0; i < end - begin; ++i) {
-      const float kept = in[i] * keep_scale;
-      out[i] = keep[i] != 0 ? kept : 0.0f;
+      out[i] = kept_or_zero(in[i] * keep_scale, keep[i] != 0 ? 1u : 0u);
     }
   });
 }
