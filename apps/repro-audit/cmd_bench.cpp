@@ -13,14 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_ops.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
-#include "train/op_timer.h"
-#include "train/trainer.h"
+#include "train/bench.h"
 
 namespace ra::app {
 namespace {
@@ -32,9 +30,6 @@ struct BenchOptions {
   std::string threads;  // "" = 1 and the spec's thread count
   bool json = false;
 };
-
-constexpr spec::KernelMode kModes[] = {spec::KernelMode::deterministic,
-                                       spec::KernelMode::nondeterministic};
 
 // "1,2,all" -> {1, 2, hardware threads}; duplicates dropped, order kept.
 std::vector<int> parse_thread_list(const std::string& text, int spec_threads) {
@@ -74,96 +69,21 @@ std::vector<int> parse_thread_list(const std::string& text, int spec_threads) {
   return list;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-// Collects the wall time of the measured steps and zeroes the op timer when warmup ends, so the
-// op table covers exactly the measured steps.
-class StepTimer final : public train::Observer {
- public:
-  StepTimer(std::int64_t warmup, train::TimingOps*& timer) : warmup_(warmup), timer_(timer) {}
-  void on_start(const train::Trainer&) override {
-    if (warmup_ == 0) timer_->reset();  // parameter initialisation is not a step
-  }
-  void on_step(const train::Trainer&, const train::StepEvent& e) override {
-    if (e.step >= warmup_) seconds.push_back(e.seconds);
-    if (e.step + 1 == warmup_) timer_->reset();
-  }
-  std::vector<double> seconds;
-
- private:
-  std::int64_t warmup_;
-  train::TimingOps*& timer_;
-};
-
-struct ModeResult {
-  spec::KernelMode mode{};
-  std::vector<double> step_seconds;
-  std::vector<train::OpTime> ops;
-  double median_seconds() const { return median(step_seconds); }
-};
-
-ModeResult bench_one(const spec::ExperimentSpec& s, const train::LoadedData& data, int threads,
-                     spec::KernelMode mode, std::int64_t warmup) {
-  train::TimingOps* timer = nullptr;
-  train::RunOptions options;
-  options.threads = threads;
-  options.mode = mode;
-  // The trainer owns the backend; TimingOps owns the CPU Ops it wraps and we keep a pointer to
-  // read its table after the run.
-  options.make_backend = [&timer](int t) {
-    auto ops = std::make_unique<train::TimingOps>(backend::make_cpu_ops(t));
-    timer = ops.get();
-    return std::unique_ptr<backend::Ops>(std::move(ops));
-  };
-  train::Trainer trainer(s, data, options);
-  StepTimer steps(warmup, timer);
-  trainer.run(&steps);
-  return ModeResult{mode, std::move(steps.seconds), timer->times()};
-}
-
-// Per-op time per measured step, summed over the kernel modes an op ran in.
-struct OpRow {
-  std::string op;
-  double ms_per_step[2] = {0.0, 0.0};  // indexed like kModes
-};
-
-std::vector<OpRow> op_rows(const ModeResult (&results)[2]) {
-  std::vector<OpRow> rows;
-  for (int m = 0; m < 2; ++m) {
-    const double steps = static_cast<double>(results[m].step_seconds.size());
-    for (const train::OpTime& t : results[m].ops) {
-      auto it =
-          std::find_if(rows.begin(), rows.end(), [&](const OpRow& r) { return r.op == t.op; });
-      if (it == rows.end()) it = rows.insert(rows.end(), OpRow{t.op, {0.0, 0.0}});
-      it->ms_per_step[m] += steps > 0 ? t.seconds * 1e3 / steps : 0.0;
-    }
-  }
-  return rows;
-}
-
 int run_bench(const BenchOptions& o) {
-  if (o.steps < 1) throw InputError("--steps: expected at least 1");
-  if (o.warmup < 0) throw InputError("--warmup: expected 0 or more");
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
-  const std::vector<int> thread_counts = parse_thread_list(o.threads, s.threads);
-  s.device = spec::Device::cpu;
-  s.data.eval.reset();  // only training steps are timed
+  train::BenchPlan plan;
+  plan.steps = o.steps;
+  plan.warmup = o.warmup;
+  plan.threads = parse_thread_list(o.threads, s.threads);
+  s.data.eval.reset();  // only training steps are timed: do not load it
 
   spdlog::info("loading data for {}", s.name);
   const train::LoadedData data = train::load_data(s);
-  // Enough epochs for warmup + steps; max_steps stops the run exactly there.
   const std::int64_t wanted = o.warmup + o.steps;
-  const std::int64_t per_epoch =
-      data::BatchLoader(*data.train, s.data.batch_size, false, s.data.drop_last, {}, 0)
-          .batches_per_epoch();
-  if (per_epoch < 1) throw InputError(o.spec_path + ": data.train holds no full batch");
-  s.train.epochs = static_cast<int>((wanted + per_epoch - 1) / per_epoch);
-  s.train.max_steps = wanted;
+  const std::vector<train::ThreadTiming> timings =
+      train::run_bench(s, data, plan, [wanted](int threads, spec::KernelMode mode) {
+        spdlog::info("{} thread(s), {} mode: {} steps", threads, spec::to_string(mode), wanted);
+      });
 
   // Forward + backward ~ 3x forward FLOPs (backward = data grad + weight grad, each about one
   // forward's worth of multiply-adds).
@@ -186,35 +106,30 @@ int run_bench(const BenchOptions& o) {
         s.name.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.warmup),
         s.data.batch_size, flops_per_step * 1e-9);
 
-  for (const int threads : thread_counts) {
-    ModeResult results[2];
-    for (int m = 0; m < 2; ++m) {
-      spdlog::info("{} thread(s), {} mode: {} steps", threads, spec::to_string(kModes[m]), wanted);
-      results[m] = bench_one(s, data, threads, kModes[m], o.warmup);
-    }
-    nlohmann::json jt = {
-        {"threads", threads}, {"modes", nlohmann::json::array()}, {"ops", nlohmann::json::array()}};
-    if (!o.json) std::printf("\nthreads %d\n", threads);
-    for (const ModeResult& r : results) {
-      const double sec = r.median_seconds();
+  for (const train::ThreadTiming& timing : timings) {
+    nlohmann::json jt = {{"threads", timing.threads},
+                         {"modes", nlohmann::json::array()},
+                         {"ops", nlohmann::json::array()}};
+    if (!o.json) std::printf("\nthreads %d\n", timing.threads);
+    for (const train::ModeTiming& r : timing.modes) {
+      const double sec = r.median_step_seconds();
       const double samples = sec > 0 ? s.data.batch_size / sec : 0.0;
       const double gflops = sec > 0 ? flops_per_step / sec * 1e-9 : 0.0;
+      std::vector<double> step_ms;
+      for (double x : r.step_seconds) step_ms.push_back(x * 1e3);
       jt["modes"].push_back({{"mode", spec::to_string(r.mode)},
                              {"median_step_ms", sec * 1e3},
                              {"samples_per_second", samples},
                              {"gflops", gflops},
-                             {"step_ms", [&] {
-                                std::vector<double> ms;
-                                for (double x : r.step_seconds) ms.push_back(x * 1e3);
-                                return ms;
-                              }()}});
+                             {"step_ms", step_ms},
+                             {"untimed_ms_per_step", r.untimed_seconds_per_step() * 1e3}});
       if (!o.json)
         std::printf("  %-16s median %9.3f ms/step  %10.1f samples/s  %8.2f GFLOP/s\n",
                     spec::to_string(r.mode), sec * 1e3, samples, gflops);
     }
     if (!o.json)
       std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
-    for (const OpRow& row : op_rows(results)) {
+    for (const train::OpRow& row : train::op_rows(timing)) {
       const double det = row.ms_per_step[0], nondet = row.ms_per_step[1];
       const double ratio = nondet > 0 ? det / nondet : 0.0;
       jt["ops"].push_back({{"op", row.op},
@@ -223,21 +138,13 @@ int run_bench(const BenchOptions& o) {
                            {"ratio", ratio}});
       if (!o.json) std::printf("  %-24s %12.4f %12.4f %8.3f\n", row.op.c_str(), det, nondet, ratio);
     }
-    // What the op table does not see: batch staging, the loader and the trainer's own work. Mean
-    // step time minus the ops' time per step, from the same measured steps.
-    double untimed_ms[2] = {0.0, 0.0};
-    for (int m = 0; m < 2; ++m) {
-      const auto& st = results[m].step_seconds;
-      double step_ms = 0.0, ops_ms = 0.0;
-      for (double x : st) step_ms += x * 1e3 / static_cast<double>(st.size());
-      for (const train::OpTime& t : results[m].ops)
-        ops_ms += t.seconds * 1e3 / static_cast<double>(st.size());
-      untimed_ms[m] = std::max(0.0, step_ms - ops_ms);
-      jt["modes"][static_cast<std::size_t>(m)]["untimed_ms_per_step"] = untimed_ms[m];
-    }
+    // What the op table does not see: batch staging, the loader and the trainer's own work.
     if (!o.json)
-      std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)", untimed_ms[0], untimed_ms[1]);
-    const double det_ms = results[0].median_seconds(), nondet_ms = results[1].median_seconds();
+      std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
+                  timing.modes[0].untimed_seconds_per_step() * 1e3,
+                  timing.modes[1].untimed_seconds_per_step() * 1e3);
+    const double det_ms = timing.modes[0].median_step_seconds();
+    const double nondet_ms = timing.modes[1].median_step_seconds();
     jt["step_ratio"] = nondet_ms > 0 ? det_ms / nondet_ms : 0.0;
     if (!o.json)
       std::printf("  step time deterministic / nondeterministic: %.3f\n",

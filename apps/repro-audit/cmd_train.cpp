@@ -75,11 +75,7 @@ int run_train(const TrainOptions& o) {
   train::LoadedData data = train::load_data(s);
   train::Trainer trainer(s, data, options);
   if (!trainer.backend_notice().empty()) spdlog::warn("{}", trainer.backend_notice());
-  const std::int64_t per_epoch =
-      data::BatchLoader(*data.train, s.data.batch_size, false, s.data.drop_last, {}, 0)
-          .batches_per_epoch();
-  std::int64_t total = per_epoch * s.train.epochs;
-  if (s.train.max_steps > 0 && s.train.max_steps < total) total = s.train.max_steps;
+  const std::int64_t total = train::planned_steps(s, *data.train);
   spdlog::info("training {} on {} with {} thread(s), {} mode, {} steps", s.name,
                trainer.ops().name(), trainer.threads(), spec::to_string(trainer.determinism().mode),
                total);

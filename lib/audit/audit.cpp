@@ -227,11 +227,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     relay.progress = &progress;
     relay.mutex = &progress_mutex;
     relay.run = p.index;
-    const std::int64_t per_epoch =
-        data::BatchLoader(*data.train, spec.data.batch_size, false, spec.data.drop_last, {}, 0)
-            .batches_per_epoch();
-    relay.total = per_epoch * spec.train.epochs;
-    if (spec.train.max_steps > 0) relay.total = std::min(relay.total, spec.train.max_steps);
+    relay.total = train::planned_steps(spec, *data.train);
 
     train::ObserverList observers;
     if (injector) observers.add(&*injector);

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/statistics.h"
 #include "core/thread_pool.h"
 #include "nn/loss.h"
 #include "rng/stream.h"
@@ -16,17 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  double m = values[mid];
-  if (values.size() % 2 == 0) {
-    m = (m + *std::max_element(values.begin(), values.begin() + mid)) / 2.0;
-  }
-  return m;
 }
 
 }  // namespace
@@ -49,6 +39,16 @@ LoadedData load_data(const spec::ExperimentSpec& spec) {
     }
   }
   return loaded;
+}
+
+std::int64_t batches_per_epoch(const spec::ExperimentSpec& spec, const data::Dataset& train) {
+  return data::BatchLoader(train, spec.data.batch_size, false, spec.data.drop_last, {}, 0)
+      .batches_per_epoch();
+}
+
+std::int64_t planned_steps(const spec::ExperimentSpec& spec, const data::Dataset& train) {
+  const std::int64_t total = batches_per_epoch(spec, train) * spec.train.epochs;
+  return spec.train.max_steps > 0 ? std::min(total, spec.train.max_steps) : total;
 }
 
 Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOptions& options)

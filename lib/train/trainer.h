@@ -45,6 +45,11 @@ struct LoadedData {
 };
 LoadedData load_data(const spec::ExperimentSpec& spec);
 
+// Batches of one epoch of `train` under the spec's batch size and drop_last.
+std::int64_t batches_per_epoch(const spec::ExperimentSpec& spec, const data::Dataset& train);
+// The steps Trainer::run takes: batches per epoch x epochs, capped by train.max_steps.
+std::int64_t planned_steps(const spec::ExperimentSpec& spec, const data::Dataset& train);
+
 struct EpochSummary {
   std::int64_t epoch = 0;  // 0-based
   std::int64_t steps = 0;  // steps run in this epoch

@@ -1,0 +1,55 @@
+#pragma once
+// Step timing behind `repro-audit bench`: trains a spec for warmup + N steps per thread count, in
+// deterministic and then nondeterministic mode, through a TimingOps decorator over the CPU
+// backend, and returns the measured step times and the per-op times of the measured steps.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "spec/spec.h"
+#include "train/op_timer.h"
+#include "train/trainer.h"
+
+namespace ra::train {
+
+inline constexpr spec::KernelMode kBenchModes[2] = {spec::KernelMode::deterministic,
+                                                    spec::KernelMode::nondeterministic};
+
+struct BenchPlan {
+  std::int64_t steps = 20;  // measured steps per thread count and mode, >= 1
+  std::int64_t warmup = 3;  // steps run first and not measured, >= 0
+  std::vector<int> threads;
+};
+
+struct ModeTiming {
+  spec::KernelMode mode{};
+  std::vector<double> step_seconds;  // the measured steps
+  std::vector<OpTime> ops;           // summed over the measured steps
+  double median_step_seconds() const;
+  // Mean step time minus the ops' time per step (batch staging, the loader, the trainer's own
+  // work), at least 0.
+  double untimed_seconds_per_step() const;
+};
+
+struct ThreadTiming {
+  int threads = 1;
+  ModeTiming modes[2];  // indexed like kBenchModes
+};
+
+// One row per op: its time per measured step in each mode, summed over the modes it ran in.
+struct OpRow {
+  std::string op;
+  double ms_per_step[2] = {0.0, 0.0};  // indexed like kBenchModes
+};
+std::vector<OpRow> op_rows(const ThreadTiming& timing);
+
+// Called before each (thread count, mode) is trained.
+using BenchProgress = std::function<void(int threads, spec::KernelMode mode)>;
+
+// Runs the plan on the CPU backend. The spec's device and eval set are ignored and its epochs and
+// max_steps replaced so that each run takes exactly warmup + steps steps. InputError when `data`
+// has no full batch.
+std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData& data,
+                                    const BenchPlan& plan, const BenchProgress& progress = {});
+
+}  // namespace ra::train
