@@ -135,6 +135,8 @@ int run_bench(const BenchOptions& o) {
       jt["ops"].push_back({{"op", row.op},
                            {"deterministic_ms_per_step", det},
                            {"nondeterministic_ms_per_step", nondet},
+                           {"deterministic_calls", row.calls[0]},
+                           {"nondeterministic_calls", row.calls[1]},
                            {"ratio", ratio}});
       if (!o.json) std::printf("  %-24s %12.4f %12.4f %8.3f\n", row.op.c_str(), det, nondet, ratio);
     }

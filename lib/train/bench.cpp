@@ -11,6 +11,9 @@
 namespace ra::train {
 namespace {
 
+// The most epochs a spec may ask for (spec/parse.cpp's train.epochs range).
+constexpr std::int64_t kMaxEpochs = 100000;
+
 // Collects the wall time of the measured steps and zeroes the op table when warmup ends, so the
 // table covers exactly the measured steps.
 class StepTimer final : public Observer {
@@ -71,6 +74,7 @@ std::vector<OpRow> op_rows(const ThreadTiming& timing) {
           std::find_if(rows.begin(), rows.end(), [&](const OpRow& row) { return row.op == t.op; });
       if (it == rows.end()) it = rows.insert(rows.end(), OpRow{t.op});
       it->ms_per_step[m] += steps > 0 ? t.seconds * 1e3 / steps : 0.0;
+      it->calls[m] += t.calls;
     }
   }
   return rows;
@@ -87,6 +91,12 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
   // Enough epochs for warmup + steps; max_steps stops the run exactly there.
   const std::int64_t wanted = plan.warmup + plan.steps;
   const std::int64_t epochs = (wanted + per_epoch - 1) / per_epoch;
+  if (plan.steps > kMaxEpochs * per_epoch || epochs > kMaxEpochs) {
+    throw InputError("bench: " + std::to_string(plan.warmup) + " warmup + " +
+                     std::to_string(plan.steps) + " measured steps need " +
+                     std::to_string(epochs) + " epochs of " + std::to_string(per_epoch) +
+                     " steps; a spec may have at most " + std::to_string(kMaxEpochs));
+  }
   spec.train.epochs = static_cast<int>(epochs);
   spec.train.max_steps = wanted;
 

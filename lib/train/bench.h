@@ -40,6 +40,7 @@ struct ThreadTiming {
 struct OpRow {
   std::string op;
   double ms_per_step[2] = {0.0, 0.0};  // indexed like kBenchModes
+  std::int64_t calls[2] = {0, 0};      // during the measured steps
 };
 std::vector<OpRow> op_rows(const ThreadTiming& timing);
 
@@ -48,7 +49,7 @@ using BenchProgress = std::function<void(int threads, spec::KernelMode mode)>;
 
 // Runs the plan on the CPU backend. The spec's device and eval set are ignored and its epochs and
 // max_steps replaced so that each run takes exactly warmup + steps steps. InputError when `data`
-// has no full batch.
+// has no full batch or when warmup + steps needs more epochs than a spec may have.
 std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData& data,
                                     const BenchPlan& plan, const BenchProgress& progress = {});
 

@@ -50,8 +50,7 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
     const double ms = m.at("median_step_ms").get<double>();
     REQUIRE(ms > 0.0);
     REQUIRE(m.at("step_ms").size() == 3);
-    REQUIRE(m.at("untimed_ms_per_step").get<double>() >=
-            0.0);  // the measured steps only, warmup excluded
+    REQUIRE(m.at("untimed_ms_per_step").get<double>() >= 0.0);
     REQUIRE(m.at("samples_per_second").get<double>() == Approx(32.0 / (ms * 1e-3)));
     REQUIRE(m.at("gflops").get<double>() ==
             Approx(doc.at("flops_per_step").get<double>() / (ms * 1e-3) * 1e-9));
@@ -70,6 +69,18 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
   for (const char* op : {"conv2d_forward", "conv2d_backward_filter", "dense_forward",
                          "dense_backward_weight", "softmax_cross_entropy"})
     REQUIRE(ops.count(op) == 1);
+  // The table covers the 3 measured steps only, not the warmup step: quick.json has one conv
+  // layer and two dense layers, each called once per step in each mode.
+  for (const auto& op : t1.at("ops")) {
+    const std::string name = op.at("op").get<std::string>();
+    const int per_step = name == "conv2d_forward" || name == "softmax_cross_entropy" ? 1
+                         : name == "dense_forward"                                   ? 2
+                                                                                     : 0;
+    if (per_step == 0) continue;
+    INFO(name);
+    REQUIRE(op.at("deterministic_calls") == 3 * per_step);
+    REQUIRE(op.at("nondeterministic_calls") == 3 * per_step);
+  }
   REQUIRE(t1.at("step_ratio").get<double>() > 0.0);
 }
 
@@ -78,4 +89,12 @@ TEST_CASE("bench rejects a malformed thread list with exit code 2", "[cli]") {
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.out.empty());
   REQUIRE(r.err.find("--threads") != std::string::npos);
+}
+
+TEST_CASE("bench rejects more steps than a spec may train with exit code 2", "[cli]") {
+  // 2^40 steps of quick.json's 16-step epochs need ~6.9e10 epochs; the spec limit is 100000.
+  const auto r = run_cli("bench " + quoted_quick_spec() + " --steps 1099511627776 --threads 1");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("epochs") != std::string::npos);
 }
