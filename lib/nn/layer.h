@@ -52,10 +52,10 @@ class Layer {
 
   virtual std::vector<Param*> params() { return {}; }
 
-  // Whether this layer's activation backward may be left to the layer after it (conv and dense
-  // layers with relu: a max-pool after them gates its gradient instead, see
-  // Ops::maxpool2d_backward), and the Model's note that it is: dy then arrives with the
-  // activation's backward already applied.
+  // Whether this layer's activation backward may be left to the layer after it (conv layers with
+  // relu: a max-pool or conv after them gates its gradient instead, see Ops::maxpool2d_backward
+  // and Ops::conv2d_backward_data; dense layers are never followed by either), and the Model's
+  // note that it is: dy then arrives with the activation's backward already applied.
   virtual bool can_hand_over_relu_backward() const { return false; }
   void hand_over_relu_backward() noexcept { relu_backward_handed_over_ = true; }
   // Whether this layer can apply that relu backward to the input gradient it computes (max-pool:

@@ -137,9 +137,7 @@ void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const St
 void DenseLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx, const StepContext& ctx) {
   const auto g = dense_geometry(info(), batch_of(x));
-  const Tensor& dz = relu_backward_handed_over() ? dy
-                                                 : through_activation(ops, info().spec.activation,
-                                                                      y, dy, pre_activation_grad_);
+  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
   ops.dense_backward_weight(g, x.data(), dz.data(), weight_.grad.data(),
                             ctx.mode(ReducingOp::dense_backward_weight));
   if (info().spec.use_bias) {

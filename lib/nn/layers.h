@@ -43,9 +43,6 @@ class DenseLayer final : public Layer {
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
   std::vector<Param*> params() override;
-  bool can_hand_over_relu_backward() const override {
-    return info().spec.activation == spec::Activation::relu;
-  }
 
  private:
   Param weight_, bias_;
