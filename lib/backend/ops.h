@@ -6,10 +6,9 @@
 // - Pointers address memory the backend can read and write (host memory for the CPU backend).
 // - "=" methods overwrite their output; none of them accumulates into it ("+=") unless it says so.
 // - Ops that reduce (sum many products into one value) take a KernelMode:
-//     deterministic    - a reduction tree fixed by the data size: the same bits for any thread
-//     count nondeterministic - per-worker partials added into the output with atomic adds in
-//     completion
-//                        order, the same physics as GPU atomics: bits may differ run to run.
+//     deterministic: a reduction tree fixed by the data size, the same bits for any thread count;
+//     nondeterministic: per-worker partials added into the output with atomic adds in completion
+//       order, the same physics as GPU atomics: bits may differ run to run.
 //   Ops without a reduction are deterministic by construction and take no mode.
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/ops.h"
+#include "backend/forwarding_ops.h"
 
 namespace ra::train {
 
@@ -25,28 +25,19 @@ struct OpTime {
   std::int64_t calls = 0;
 };
 
-class TimingOps final : public backend::Ops {
+class TimingOps final : public backend::ForwardingOps {
  public:
   using KernelMode = backend::KernelMode;
-  // Wraps `inner`, which must outlive this object.
-  explicit TimingOps(backend::Ops& inner) : inner_(&inner) {}
   // Wraps and owns `inner` (for RunOptions::make_backend, which hands out one owning pointer).
   explicit TimingOps(std::unique_ptr<backend::Ops> inner)
-      : owned_(std::move(inner)), inner_(owned_.get()) {}
+      : ForwardingOps(*inner), owned_(std::move(inner)) {}
 
   // One entry per (op, mode) that was called at least once since the last reset, in the order of
-  // the op list below (forward ops first), then by mode.
+  // the Op list below (forward ops first), then by mode.
   std::vector<OpTime> times() const;
   void reset() noexcept;
 
-  backend::Ops& inner() noexcept { return *inner_; }
-
-  std::string name() const override { return inner_->name(); }
-  int threads() const override { return inner_->threads(); }
-  Memory& memory() override { return inner_->memory(); }
-  nlohmann::json ledger() const override { return inner_->ledger(); }
-  nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
-
+  // The timed ops; the rest (name, memory, ledger, ...) are forwarded untimed.
   void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
                       const float* bias, backend::Activation act, float* y) override;
   void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
@@ -85,7 +76,7 @@ class TimingOps final : public backend::Ops {
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
                            float* dpred, KernelMode mode) override;
 
-  // The ops timed, in report order. Public so the table in times() and its tests share one list.
+  // The ops timed, in report order.
   enum class Op {
     conv2d_forward,
     conv2d_backward_data,
@@ -118,11 +109,25 @@ class TimingOps final : public backend::Ops {
     std::int64_t calls = 0;
   };
   using Clock = std::chrono::steady_clock;
+  // Adds the time from its construction to its destruction to (op, mode slot).
+  class Stopwatch {
+   public:
+    Stopwatch(TimingOps& owner, Op op, int mode_slot) noexcept
+        : owner_(owner), op_(op), slot_(mode_slot), start_(Clock::now()) {}
+    ~Stopwatch() { owner_.add(op_, slot_, start_); }
+    Stopwatch(const Stopwatch&) = delete;
+    Stopwatch& operator=(const Stopwatch&) = delete;
+
+   private:
+    TimingOps& owner_;
+    Op op_;
+    int slot_;
+    Clock::time_point start_;
+  };
   void add(Op op, int mode_slot, Clock::time_point start) noexcept;
   static int slot(KernelMode mode) noexcept { return static_cast<int>(mode) + 1; }
 
   std::unique_ptr<backend::Ops> owned_;
-  backend::Ops* inner_;
   std::array<std::array<Accumulator, kModeSlots>, static_cast<std::size_t>(Op::count_)> table_{};
 };
 

@@ -1,0 +1,96 @@
+#pragma once
+// An Ops that forwards every call to another backend. Decorators derive from it and override
+// only what they observe: TimingOps (train/op_timer.h) times the ops, tests count calls or stand
+// in for a device backend. One list of forwards, so an Ops signature change is made here once.
+#include "backend/ops.h"
+
+namespace ra::backend {
+
+class ForwardingOps : public Ops {
+ public:
+  // `inner` must outlive this object; it is not used during construction.
+  explicit ForwardingOps(Ops& inner) noexcept : inner_(&inner) {}
+
+  std::string name() const override { return inner_->name(); }
+  int threads() const override { return inner_->threads(); }
+  Memory& memory() override { return inner_->memory(); }
+  nlohmann::json ledger() const override { return inner_->ledger(); }
+  nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
+
+  void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                      Activation act, float* y) override {
+    inner_->conv2d_forward(g, x, w, bias, act, y);
+  }
+  void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
+                            const float* relu_gate, float* dx, KernelMode mode) override {
+    inner_->conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
+  }
+  void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                              KernelMode mode) override {
+    inner_->conv2d_backward_filter(g, x, dy, dw, mode);
+  }
+  void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
+                            KernelMode mode) override {
+    inner_->conv2d_backward_bias(g, dy, db, mode);
+  }
+  void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
+                     Activation act, float* y) override {
+    inner_->dense_forward(g, x, w, bias, act, y);
+  }
+  void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
+                           KernelMode mode) override {
+    inner_->dense_backward_data(g, dy, w, dx, mode);
+  }
+  void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,
+                             KernelMode mode) override {
+    inner_->dense_backward_weight(g, x, dy, dw, mode);
+  }
+  void dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
+                           KernelMode mode) override {
+    inner_->dense_backward_bias(g, dy, db, mode);
+  }
+  void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
+                         std::int32_t* argmax) override {
+    inner_->maxpool2d_forward(g, x, y, argmax);
+  }
+  void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                          const float* relu_gate, float* dx, KernelMode mode) override {
+    inner_->maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
+  }
+  void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override {
+    inner_->activation_forward(act, count, x, y);
+  }
+  void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
+                           float* dx) override {
+    inner_->activation_backward(act, count, y, dy, dx);
+  }
+  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                       std::uint8_t* mask) override {
+    inner_->dropout_forward(count, drop_threshold, scale, key, draw, x, y, mask);
+  }
+  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
+                        float* dx) override {
+    inner_->dropout_backward(count, scale, mask, dy, dx);
+  }
+  std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override {
+    return inner_->digest(tensors);
+  }
+  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                        const float* grad, float* s0, float* s1) override {
+    inner_->optimizer_update(rule, count, value, grad, s0, s1);
+  }
+  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits, KernelMode mode) override {
+    return inner_->softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
+  }
+  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                           float* dpred, KernelMode mode) override {
+    return inner_->mean_squared_error(n, classes, pred, labels, dpred, mode);
+  }
+
+ private:
+  Ops* inner_;
+};
+
+}  // namespace ra::backend
