@@ -13,6 +13,7 @@
 #include "nn/model_digest.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
+#include "support/forwarding_ops.h"
 
 namespace {
 
@@ -195,5 +196,66 @@ TEST_CASE("a max-pool or conv after a relu layer takes over its relu backward wi
     REQUIRE(a[i].second.size() == b[i].second.size());
     REQUIRE(std::memcmp(a[i].second.data(), b[i].second.data(),
                         a[i].second.size() * sizeof(float)) == 0);
+  }
+}
+
+namespace {
+// Counts relu backward passes and records which gradient ops got a relu gate.
+class GateSpy final : public ra::test::ForwardingOps {
+ public:
+  int relu_backward_calls = 0;
+  int gated_conv_backward_data = 0, gated_maxpool_backward = 0;
+  void activation_backward(ra::spec::Activation a, std::int64_t n, const float* y, const float* dy,
+                           float* dx) override {
+    if (a == ra::spec::Activation::relu) ++relu_backward_calls;
+    ForwardingOps::activation_backward(a, n, y, dy, dx);
+  }
+  void conv2d_backward_data(const ra::backend::ConvGeometry& g, const float* dy, const float* w,
+                            const float* gate, float* dx, ra::spec::KernelMode m) override {
+    if (gate != nullptr) ++gated_conv_backward_data;
+    ForwardingOps::conv2d_backward_data(g, dy, w, gate, dx, m);
+  }
+  void maxpool2d_backward(const ra::backend::PoolGeometry& g, const float* dy,
+                          const std::int32_t* argmax, const float* gate, float* dx,
+                          ra::spec::KernelMode m) override {
+    if (gate != nullptr) ++gated_maxpool_backward;
+    ForwardingOps::maxpool2d_backward(g, dy, argmax, gate, dx, m);
+  }
+};
+}  // namespace
+
+TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[nn]") {
+  // conv(relu) -> conv(relu) -> maxpool -> dense: the second conv gates the first one's relu
+  // backward, the max-pool the second one's, and no relu backward pass runs; with a dense relu
+  // before the output (nothing can take it over) exactly one does.
+  auto spec_of = [](const char* dense_activation) {
+    return ra::spec::parse_spec(
+        nlohmann::json::parse(std::string(R"({
+      "data": {"train": {"format": "random", "samples": 8, "shape": [2, 9, 9], "classes": 3}},
+      "model": {"input": [2, 9, 9], "layers": [
+        {"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same", "activation": "relu"},
+        {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same", "activation": "relu"},
+        {"type": "maxpool2d", "pool": 3, "stride": 2},
+        {"type": "flatten"},
+        {"type": "dense", "units": 5, "activation": ")") +
+                              dense_activation + R"("},
+        {"type": "dense", "units": 3}]}})"),
+        ".");
+  };
+  const ra::Tensor x = random_input({4, 2, 9, 9}, 7);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  for (const char* dense_activation : {"none", "relu"}) {
+    INFO(dense_activation);
+    const auto spec = spec_of(dense_activation);
+    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+    GateSpy ops;
+    ra::nn::StepContext ctx{true, 3, &spec.determinism};
+    ra::Tensor dout;
+    const ra::Tensor& out = model.forward(ops, x, ctx);
+    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+    model.backward(ops, dout, ctx);
+    REQUIRE(ops.gated_maxpool_backward == 1);
+    REQUIRE(ops.gated_conv_backward_data == 1);
+    REQUIRE(ops.relu_backward_calls == (std::string(dense_activation) == "relu" ? 1 : 0));
   }
 }
