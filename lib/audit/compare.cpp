@@ -8,6 +8,7 @@
 
 #include "audit/environment.h"
 #include "core/error.h"
+#include "spec/spec.h"
 
 namespace ra::audit {
 namespace {
@@ -145,12 +146,16 @@ std::string describe_mode(const nlohmann::json& determinism) {
   return text;
 }
 
-// Every reducing op of the run was in deterministic mode (the policy recorded in its header).
+// Every reducing op of the run was in deterministic mode (the policy recorded in its header):
+// its override, else the run's mode. (A nondeterministic run with every op overridden to
+// deterministic counts.)
 bool fully_deterministic(const Trace& t) {
   const nlohmann::json& d = t.header.determinism;
-  if (d.value("mode", "") != "deterministic") return false;
-  for (const auto& [op, mode] : d.value("ops", nlohmann::json::object()).items()) {
-    if (mode != "deterministic") return false;
+  const std::string mode = d.value("mode", "");
+  const nlohmann::json ops = d.value("ops", nlohmann::json::object());
+  for (int i = 0; i < spec::kReducingOpCount; ++i) {
+    const char* op = spec::to_string(static_cast<spec::ReducingOp>(i));
+    if (ops.value(op, mode) != "deterministic") return false;
   }
   return true;
 }

@@ -199,3 +199,23 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   REQUIRE(strip_sources(ra::audit::to_json(from_files)) ==
           strip_sources(ra::audit::to_json(in_process.comparison)));
 }
+
+TEST_CASE("a nondeterministic policy with every reducing op overridden expects identity",
+          "[audit]") {
+  // Identity is expected when every reducing op ran deterministic (docs/report.md), whatever
+  // the policy's default mode says.
+  TempDir dir;
+  auto spec = small_spec();
+  spec.determinism.mode = ra::spec::KernelMode::nondeterministic;
+  for (int i = 0; i < ra::spec::kReducingOpCount; ++i) {
+    spec.determinism.ops[static_cast<ra::spec::ReducingOp>(i)] =
+        ra::spec::KernelMode::deterministic;
+  }
+  const auto result = ra::audit::run_audit(spec, options_in(dir, 2));
+  REQUIRE(result.comparison.expect_identical);
+  REQUIRE(result.comparison.identical);
+  // One op left nondeterministic: identity is no longer expected.
+  TempDir dir2;
+  spec.determinism.ops.erase(ra::spec::ReducingOp::conv2d_backward_filter);
+  REQUIRE_FALSE(ra::audit::run_audit(spec, options_in(dir2, 2)).comparison.expect_identical);
+}
