@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -75,6 +77,32 @@ ComparisonOptions with_snapshots(ComparisonOptions options,
   };
   return options;
 }
+
+// The output folder of an audit, created up front. If the audit fails before writing anything
+// into a folder it created (missing data, no usable GPU), the folder is removed again, so a failed
+// command leaves nothing behind; a folder that existed, or holds files, is kept.
+class OutputFolder {
+ public:
+  explicit OutputFolder(const std::filesystem::path& path) : path_(path) {
+    std::error_code ec;
+    created_ = std::filesystem::create_directories(path, ec);
+    if (ec) throw InputError("cannot create output folder " + path.string() + ": " + ec.message());
+  }
+  ~OutputFolder() {
+    std::error_code ec;
+    if (created_ && std::uncaught_exceptions() > exceptions_ &&
+        std::filesystem::is_empty(path_, ec) && !ec) {
+      std::filesystem::remove(path_, ec);
+    }
+  }
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  bool created_ = false;
+  int exceptions_ = std::uncaught_exceptions();
+};
 
 }  // namespace
 
@@ -155,10 +183,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     throw InputError("--inject-fault: run " + std::to_string(o.fault->run) + " is not in 0.." +
                      std::to_string(plan.size() - 1));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  if (ec)
-    throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
+  const OutputFolder out_folder(o.out_dir);
 
   const nlohmann::json canonical = spec::to_json(spec);
   const std::string spec_text = canonical.dump();

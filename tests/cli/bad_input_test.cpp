@@ -2,6 +2,7 @@
 // names the JSON path or the file.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -107,6 +108,12 @@ TEST_CASE("missing data file names the file", "[cli]") {
                            {"images", (dir.path() / "no-images.gz").string()},
                            {"labels", (dir.path() / "no-labels.gz").string()}};
   require_bad_input(train_with(dir, spec), "no-images.gz");
+  // An audit fails the same way and leaves no empty output folder behind.
+  const auto path = dir.write("audit-spec.json", spec.dump());
+  require_bad_input(run_cli("run '" + path.string() + "' --runs 2 --out '" +
+                            (dir.path() / "out").string() + "'"),
+                    "no-images.gz");
+  REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out"));
 }
 
 TEST_CASE("corrupt and truncated IDX files name the file", "[cli]") {
@@ -190,6 +197,7 @@ TEST_CASE("the device option overrides the spec: cuda without a GPU exits 3, cpu
   const auto audit = run_cli("run '" + path.string() + "' --device cuda --runs 2 --out '" +
                              (dir.path() / "out").string() + "'");
   REQUIRE(audit.exit_code == 3);
+  REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out"));  // nothing left behind
   REQUIRE(run_cli("train '" + path.string() + "' --device cpu").exit_code == 0);
   REQUIRE(run_cli("train '" + path.string() + "' --device tpu").exit_code == 2);
 }
