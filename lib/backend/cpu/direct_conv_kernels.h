@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_kernels.h"
 
 namespace ra::backend::cpu::direct_detail {
 
@@ -73,9 +74,11 @@ struct PixelTileShape {
   int rows = 0;   // MR
   int lanes = 0;  // NV * width
 };
-inline constexpr PixelTileShape kPortablePixelTile{4, 8};
-inline constexpr PixelTileShape kAvx2PixelTile{6, 16};
-inline constexpr PixelTileShape kAvx512PixelTile{8, 48};
+// The GEMM variants' register tiles (gemm_kernels.h): the GEMMs run on these pixel tiles.
+inline constexpr PixelTileShape kPortablePixelTile{gemm_detail::kPortableMR,
+                                                   gemm_detail::kPortableNR};
+inline constexpr PixelTileShape kAvx2PixelTile{gemm_detail::kAvx2MR, gemm_detail::kAvx2NR};
+inline constexpr PixelTileShape kAvx512PixelTile{gemm_detail::kAvx512MR, gemm_detail::kAvx512NR};
 PixelTileShape pixel_tile_shape(GemmKernel kernel);
 // The tile for `rows` rows (1 <= rows <= pixel_tile_shape(kernel).rows); depth addressed by
 // depth_offsets, or by depth_stride when strided_depth.

@@ -1,5 +1,5 @@
-// Choice of the GEMM variant and dispatch to it (the variants: gemm_portable.cpp, gemm_avx2.cpp,
-// gemm_avx512.cpp).
+// Choice of the GEMM variant and dispatch to it (the variants: gemm_variants.cpp, whose tiles are
+// the direct convolutions' pixel tiles).
 #include "backend/cpu/gemm.h"
 
 #include <cstdlib>

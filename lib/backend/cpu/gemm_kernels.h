@@ -15,7 +15,8 @@ void gemm_avx2_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a,
 void gemm_avx512_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
                      float* c, std::int64_t ldc, GemmOutput output, GemmBuffers buffers);
 
-// Register tile of each variant (the parallel GEMM cuts C into whole tiles).
+// Register tile of each variant (the parallel GEMM cuts C into whole tiles); the pixel tiles of
+// direct_conv_kernels.h that compute them have these shapes.
 inline constexpr int kPortableMR = 4, kPortableNR = 8;
 inline constexpr int kAvx2MR = 6, kAvx2NR = 16;
 inline constexpr int kAvx512MR = 8, kAvx512NR = 48;

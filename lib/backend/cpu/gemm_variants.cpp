@@ -1,0 +1,108 @@
+// The three GEMM variants behind gemm.h's dispatch. The FMA variants' micro-kernel is the pixel
+// tile of the direct convolutions (direct_conv_tile.h), instantiated for each instruction set in
+// direct_conv_{avx2,avx512}.cpp: a GEMM tile is a pixel tile whose "source" is the packed B panel
+// (NR lanes per depth step) and whose broadcast panel is packed A (MR rows per step). The chains:
+//     portable:          c = c0; for p ascending: c = c + a(i,p) * b(p,j)   (rounded product)
+//     avx2-fma, avx512:  c = c0; for p ascending: c = fma(a(i,p), b(p,j), c)
+// The two FMA variants give identical bits; the portable one gives the naive loop's bits on any
+// machine.
+//
+// This unit is baseline code: the blocking loops and packing (gemm_driver.h) never carry a target
+// attribute; only the tiles do, and a variant is reached only after gemm.cpp has checked the CPU.
+#include "backend/cpu/direct_conv_kernels.h"
+#include "backend/cpu/gemm_driver.h"
+#include "backend/cpu/gemm_kernels.h"
+
+namespace ra::backend::cpu::gemm_detail {
+namespace {
+
+// Calls the variant's pixel tile for one MR x NR tile of C over `depth` steps of packed A and B.
+template <GemmKernel kKernel, int kMR, int kNR>
+void pixel_tile_gemm(std::int64_t depth, const float* a, const float* b, float* c,
+                     std::int64_t ldc, bool first) {
+  // Looked up once per process (the table is built on first use, thread-safe).
+  static const direct_detail::TileFunction tile =
+      direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, kMR);
+  direct_detail::TileArgs t;
+  t.depth = depth;
+  t.base = b;
+  t.depth_stride = kNR;
+  t.panel = a;
+  t.panel_stride = kMR;
+  t.out = c;
+  t.out_stride = ldc;
+  t.first = first;
+  tile(t);
+}
+
+// 4 x 8 accumulators = 8 SSE registers. A KC x NR panel of B is 8 KiB (L1); an MC x KC block of A
+// 128 KiB. Its own loop, not the portable pixel tile: that one reads its broadcasts with an atomic
+// load (direct_conv_portable.cpp says why), which made it ~40% slower as a GEMM tile
+// (1.07 -> 1.5 ms for 64 x 576 x 288 on one core). The i and j loops have constant bounds, so
+// the compiler unrolls them and vectorises along j; the chain is the pixel tile's.
+struct PortableKernel {
+  static constexpr int MR = kPortableMR, NR = kPortableNR;
+  static constexpr int KC = 256, MC = 128, NC = 1024;
+  static void tile(std::int64_t depth, const float* __restrict a, const float* __restrict b,
+                   float* __restrict c, std::int64_t ldc, bool first) {
+    float acc[MR][NR];
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NR; ++j) acc[i][j] = first ? 0.0f : c[i * ldc + j];
+    }
+    for (std::int64_t p = 0; p < depth; ++p) {
+      const float* ap = a + p * MR;
+      const float* bp = b + p * NR;
+      for (int i = 0; i < MR; ++i) {
+        const float ai = ap[i];
+        for (int j = 0; j < NR; ++j) acc[i][j] += ai * bp[j];
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+    }
+  }
+};
+
+// 6 x 16 tile = 6 rows x 2 ymm = 12 accumulators; with 2 B vectors and 1 broadcast, 15 of the 16
+// ymm registers. Per p: 2 loads + 6 broadcasts feed 12 FMAs. KC x NR of B = 16 KiB (L1).
+struct Avx2Kernel {
+  static constexpr int MR = kAvx2MR, NR = kAvx2NR;
+  static constexpr int KC = 256, MC = 126, NC = 1024;
+  static void tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
+                   bool first) {
+    pixel_tile_gemm<GemmKernel::avx2_fma, MR, NR>(depth, a, b, c, ldc, first);
+  }
+};
+
+// 8 x 48 tile = 8 rows x 3 zmm = 24 accumulators; with 3 B vectors and 1 broadcast, 28 of the 32
+// zmm registers. Per p: 3 loads + 8 broadcasts feed 24 FMAs (two FMA ports stay busy).
+// m = 64 filters and n = 576 / 288 pixels of the MNIST convs are whole tiles (64 = 8 * 8,
+// 576 = 12 * 48). A KC x NR panel of B: 192 * 48 * 4 B = 36 KiB of a 48 KiB L1 (blocked_gemm
+// splits k evenly: k = 288 -> 2 x 144, 27 KiB); an MC x KC block of A: 96 KiB (L2).
+struct Avx512Kernel {
+  static constexpr int MR = kAvx512MR, NR = kAvx512NR;
+  static constexpr int KC = 192, MC = 128, NC = 1008;
+  static void tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
+                   bool first) {
+    pixel_tile_gemm<GemmKernel::avx512_fma, MR, NR>(depth, a, b, c, ldc, first);
+  }
+};
+
+}  // namespace
+
+void gemm_portable(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                   float* c, std::int64_t ldc, GemmOutput output, GemmBuffers buffers) {
+  blocked_gemm<PortableKernel>(m, n, k, a, b, c, ldc, output, buffers);
+}
+
+void gemm_avx2_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                   float* c, std::int64_t ldc, GemmOutput output, GemmBuffers buffers) {
+  blocked_gemm<Avx2Kernel>(m, n, k, a, b, c, ldc, output, buffers);
+}
+
+void gemm_avx512_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
+                     float* c, std::int64_t ldc, GemmOutput output, GemmBuffers buffers) {
+  blocked_gemm<Avx512Kernel>(m, n, k, a, b, c, ldc, output, buffers);
+}
+
+}  // namespace ra::backend::cpu::gemm_detail
