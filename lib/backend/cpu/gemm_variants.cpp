@@ -16,25 +16,6 @@
 namespace ra::backend::cpu::gemm_detail {
 namespace {
 
-// Calls the variant's pixel tile for one MR x NR tile of C over `depth` steps of packed A and B.
-template <GemmKernel kKernel, int kMR, int kNR>
-void pixel_tile_gemm(std::int64_t depth, const float* a, const float* b, float* c,
-                     std::int64_t ldc, bool first) {
-  // Looked up once per process (the table is built on first use, thread-safe).
-  static const direct_detail::TileFunction tile =
-      direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, kMR);
-  direct_detail::TileArgs t;
-  t.depth = depth;
-  t.base = b;
-  t.depth_stride = kNR;
-  t.panel = a;
-  t.panel_stride = kMR;
-  t.out = c;
-  t.out_stride = ldc;
-  t.first = first;
-  tile(t);
-}
-
 // 4 x 8 accumulators = 8 SSE registers. A KC x NR panel of B is 8 KiB (L1); an MC x KC block of A
 // 128 KiB. Its own loop, not the portable pixel tile: that one reads its broadcasts with an atomic
 // load (direct_conv_portable.cpp says why), which made it ~40% slower as a GEMM tile
@@ -63,30 +44,40 @@ struct PortableKernel {
   }
 };
 
-// 6 x 16 tile = 6 rows x 2 ymm = 12 accumulators; with 2 B vectors and 1 broadcast, 15 of the 16
-// ymm registers. Per p: 2 loads + 6 broadcasts feed 12 FMAs. KC x NR of B = 16 KiB (L1).
-struct Avx2Kernel {
-  static constexpr int MR = kAvx2MR, NR = kAvx2NR;
-  static constexpr int KC = 256, MC = 126, NC = 1024;
+// A GEMM kernel (gemm_driver.h's blocked_gemm) whose MR x NR tile is the variant's pixel tile over
+// `depth` steps of packed A and B, with the given cache blocking.
+template <GemmKernel kKernel, int kMR, int kNR, int kKC, int kMC, int kNC>
+struct PixelTileKernel {
+  static constexpr int MR = kMR, NR = kNR;
+  static constexpr int KC = kKC, MC = kMC, NC = kNC;
   static void tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
                    bool first) {
-    pixel_tile_gemm<GemmKernel::avx2_fma, MR, NR>(depth, a, b, c, ldc, first);
+    // Looked up once per process (the table is built on first use, thread-safe).
+    static const direct_detail::TileFunction tile =
+        direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, MR);
+    direct_detail::TileArgs t;
+    t.depth = depth;
+    t.base = b;
+    t.depth_stride = NR;
+    t.panel = a;
+    t.panel_stride = MR;
+    t.out = c;
+    t.out_stride = ldc;
+    t.first = first;
+    tile(t);
   }
 };
+
+// 6 x 16 tile = 6 rows x 2 ymm = 12 accumulators; with 2 B vectors and 1 broadcast, 15 of the 16
+// ymm registers. Per p: 2 loads + 6 broadcasts feed 12 FMAs. KC x NR of B = 16 KiB (L1).
+using Avx2Kernel = PixelTileKernel<GemmKernel::avx2_fma, kAvx2MR, kAvx2NR, 256, 126, 1024>;
 
 // 8 x 48 tile = 8 rows x 3 zmm = 24 accumulators; with 3 B vectors and 1 broadcast, 28 of the 32
 // zmm registers. Per p: 3 loads + 8 broadcasts feed 24 FMAs (two FMA ports stay busy).
 // m = 64 filters and n = 576 / 288 pixels of the MNIST convs are whole tiles (64 = 8 * 8,
 // 576 = 12 * 48). A KC x NR panel of B: 192 * 48 * 4 B = 36 KiB of a 48 KiB L1 (blocked_gemm
 // splits k evenly: k = 288 -> 2 x 144, 27 KiB); an MC x KC block of A: 96 KiB (L2).
-struct Avx512Kernel {
-  static constexpr int MR = kAvx512MR, NR = kAvx512NR;
-  static constexpr int KC = 192, MC = 128, NC = 1008;
-  static void tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
-                   bool first) {
-    pixel_tile_gemm<GemmKernel::avx512_fma, MR, NR>(depth, a, b, c, ldc, first);
-  }
-};
+using Avx512Kernel = PixelTileKernel<GemmKernel::avx512_fma, kAvx512MR, kAvx512NR, 192, 128, 1008>;
 
 }  // namespace
 
