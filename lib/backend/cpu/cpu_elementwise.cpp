@@ -43,12 +43,7 @@ void CpuOps::activation_backward(Activation act, std::int64_t count, const float
         if (dy != dx) std::copy(dy + begin, dy + end, dx + begin);
         break;
       case Activation::relu:
-        // dy[i] is loaded whether or not it is selected: a load under the condition is one the
-        // vectoriser may not speculate (it cannot prove it safe), which left this loop scalar.
-        for (std::int64_t i = begin; i < end; ++i) {
-          const float grad = dy[i];
-          dx[i] = y[i] > 0.0f ? grad : 0.0f;
-        }
+        cpu::relu_backward(y + begin, dy + begin, dx + begin, end - begin);
         break;
       case Activation::tanh:
         for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);

@@ -11,6 +11,7 @@
 #endif
 #include <string>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
@@ -172,7 +173,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
                                 const float* relu_gate, float* dx, KernelMode mode) {
   // dy[i] through the gate: +0 where the pooled value is not positive (the relu backward's 0).
   const auto gated = [&](std::int64_t i) {
-    return relu_gate == nullptr || relu_gate[i] > 0.0f ? dy[i] : 0.0f;
+    return relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]);
   };
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
