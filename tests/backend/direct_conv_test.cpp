@@ -39,6 +39,11 @@ std::vector<test::ConvCase> cases() {
   all.push_back(
       {"5x5, K 16, stride (2,1), pad 2", test::conv(2, 6, 11, 9, 16, 5, 5, 2, 1, 2, 2, 2, 2)});
   all.push_back({"1 output pixel, K 5", test::conv(2, 4, 3, 3, 5, 3, 3)});
+  // Padding at or beyond the kernel size: outputs whose window holds only padding, and a dy copy
+  // shifted the other way in the direct backward data (R-1 - pad < 0).
+  all.push_back(
+      {"3x3, pad (3,4,3,2) >= kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 4, 3, 2)});
+  all.push_back({"1x1, pad 1 > kernel", test::conv(2, 4, 5, 5, 6, 1, 1, 1, 1, 1, 1, 1, 1)});
   return all;
 }
 
@@ -136,6 +141,8 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(),
                                     ra::spec::KernelMode::deterministic, kernel);
         REQUIRE(test::same_bits(dw, dw_twin));
+        // Every stride-1 geometry takes the direct backward data, whatever its padding.
+        REQUIRE(direct_backward_data_applies(g) == (g.stride_h == 1 && g.stride_w == 1));
         if (direct_backward_data_applies(g)) {
           direct_conv_backward_data(pool, scratch, g, dy.data(), w.data(), nullptr, dx.data(),
                                     kernel);
