@@ -21,14 +21,6 @@ using namespace ra::backend::cpu;
 
 namespace {
 
-std::vector<GemmKernel> supported_kernels() {
-  std::vector<GemmKernel> kernels;
-  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
-    if (gemm_kernel_supported(kernel)) kernels.push_back(kernel);
-  }
-  return kernels;
-}
-
 std::vector<test::ConvCase> cases() {
   std::vector<test::ConvCase> all = test::conv_cases();
   all.push_back({"K 70, C 33: two lane blocks, ragged lanes, pad 1",
@@ -119,7 +111,7 @@ std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy
 
 TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant and case",
           "[direct_conv]") {
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     for (const test::ConvCase& c : cases()) {
       const ConvGeometry& g = c.g;
       INFO(c.name << ", GEMM variant " << gemm_kernel_name(kernel));
@@ -162,7 +154,7 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
   std::vector<float> w = test::random_values(static_cast<std::size_t>(g.w_size()), 21);
   for (std::size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;
   const std::vector<float> zeros(static_cast<std::size_t>(g.k), 0.0f);
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     INFO(gemm_kernel_name(kernel));
     Twin twin;
     const std::int64_t crs = crs_of(g), pq = col_cols(g);

@@ -1,7 +1,7 @@
 // conv2d on the CPU. The three products, as GEMMs over the column matrix of an image (im2col.h):
 //   forward          y_n[K, PQ]    = W[K, CRS] col_n[CRS, PQ]          (+ bias[k] afterwards)
-//   backward filter  dW[K, CRS]    = sum_n dY_n[K, PQ] col_n^T[PQ, CRS] (a reduction over the
-//   batch) backward data    dcol[CRS, PQ] = W^T[CRS, K] dY_n[K, PQ], then dx_n = col2im(dcol)
+//   backward filter  dW[K, CRS]    = sum_n dY_n[K, PQ] col_n^T[PQ, CRS]  (reduced over the batch)
+//   backward data    dcol[CRS, PQ] = W^T[CRS, K] dY_n[K, PQ], then dx_n = col2im(dcol)
 //   backward bias    db[k]         = sum over n, p, q of dY[n, k, p, q]
 // Forward, backward filter and the deterministic stride-1 backward data run as direct
 // convolutions (direct_conv.h: the same chains, without building or packing col_n, which cost

@@ -8,6 +8,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/direct_conv_kernels.h"
 #include "backend/cpu/direct_conv_support.h"
+#include "backend/cpu/integer_math.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/transpose.h"
@@ -15,7 +16,6 @@
 namespace ra::backend::cpu {
 namespace {
 
-using direct_detail::round_up;
 using direct_detail::Source;
 using direct_detail::source_of;
 using direct_detail::TileArgs;
