@@ -28,6 +28,15 @@ struct UpdateRule {
   float eps = 0;
 };
 
+// The state arrays a rule reads and writes; apply_update dereferences no other, so a caller may
+// pass null for the rest. Constant per kind, so a loop per kind knows its states at compile time.
+RA_HOST_DEVICE constexpr bool uses_s0(RuleKind kind) {
+  return kind != RuleKind::sgd;  // momentum buffer, first moment, mean square, accumulated g^2
+}
+RA_HOST_DEVICE constexpr bool uses_s1(RuleKind kind) {
+  return kind == RuleKind::adam || kind == RuleKind::adadelta;  // second moment, accumulated u^2
+}
+
 RA_HOST_DEVICE float decayed_gradient(const UpdateRule& r, float g, float p) {
   // With no weight decay g is returned untouched (adding 0 * p could turn -0 into +0).
   return r.weight_decay == 0.0f ? g : g + r.weight_decay * p;

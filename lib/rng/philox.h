@@ -13,6 +13,12 @@
 
 namespace ra::rng {
 
+// The round multipliers and the key increments of Philox4x32 (the increments are the golden ratio
+// and sqrt(3) - 1 as 32-bit fractions). At namespace scope so that the vector paths
+// (philox_lanes.h) use these very numbers; constexpr scalars, which device code may read too.
+inline constexpr std::uint32_t kPhiloxMul0 = 0xD2511F53u, kPhiloxMul1 = 0xCD9E8D57u;
+inline constexpr std::uint32_t kPhiloxWeyl0 = 0x9E3779B9u, kPhiloxWeyl1 = 0xBB67AE85u;
+
 struct PhiloxKey {
   std::uint32_t k0 = 0, k1 = 0;
 };
@@ -31,21 +37,19 @@ RA_HOST_DEVICE void philox_mulhilo(std::uint32_t a, std::uint32_t b, std::uint32
 // The 128-bit counter is given as four 32-bit words, c0 least significant.
 RA_HOST_DEVICE PhiloxBlock philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2,
                                          std::uint32_t c3, PhiloxKey key) {
-  constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   std::uint32_t k0 = key.k0, k1 = key.k1;
   for (int round = 0; round < 10; ++round) {
     std::uint32_t hi0, lo0, hi1, lo1;
-    philox_mulhilo(kMul0, c0, hi0, lo0);
-    philox_mulhilo(kMul1, c2, hi1, lo1);
+    philox_mulhilo(kPhiloxMul0, c0, hi0, lo0);
+    philox_mulhilo(kPhiloxMul1, c2, hi1, lo1);
     const std::uint32_t n0 = hi1 ^ c1 ^ k0;
     const std::uint32_t n2 = hi0 ^ c3 ^ k1;
     c0 = n0;
     c1 = lo1;
     c2 = n2;
     c3 = lo0;
-    k0 += kWeyl0;
-    k1 += kWeyl1;
+    k0 += kPhiloxWeyl0;
+    k1 += kPhiloxWeyl1;
   }
   return PhiloxBlock{{c0, c1, c2, c3}};
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/gemm.h"
 #include "backend/geometry.h"
 #include "rng/philox.h"
 
@@ -40,6 +41,16 @@ inline std::vector<float> random_values(std::size_t count, std::uint32_t seed, f
     v[i] = lo + (hi - lo) * ra::rng::uniform_from_bits(ra::rng::philox_word(key, i, 0));
   }
   return v;
+}
+
+// The GEMM variants this CPU runs, portable first: the tests of every variant loop over them.
+inline std::vector<ra::backend::cpu::GemmKernel> supported_kernels() {
+  using ra::backend::cpu::GemmKernel;
+  std::vector<GemmKernel> kernels;
+  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
+    if (ra::backend::cpu::gemm_kernel_supported(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
 }
 
 inline std::vector<float> abs_of(std::vector<float> v) {

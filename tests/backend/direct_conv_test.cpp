@@ -21,14 +21,6 @@ using namespace ra::backend::cpu;
 
 namespace {
 
-std::vector<GemmKernel> supported_kernels() {
-  std::vector<GemmKernel> kernels;
-  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
-    if (gemm_kernel_supported(kernel)) kernels.push_back(kernel);
-  }
-  return kernels;
-}
-
 std::vector<test::ConvCase> cases() {
   std::vector<test::ConvCase> all = test::conv_cases();
   all.push_back({"K 70, C 33: two lane blocks, ragged lanes, pad 1",
@@ -39,6 +31,11 @@ std::vector<test::ConvCase> cases() {
   all.push_back(
       {"5x5, K 16, stride (2,1), pad 2", test::conv(2, 6, 11, 9, 16, 5, 5, 2, 1, 2, 2, 2, 2)});
   all.push_back({"1 output pixel, K 5", test::conv(2, 4, 3, 3, 5, 3, 3)});
+  // Padding at or beyond the kernel size: outputs whose window holds only padding, and a dy copy
+  // shifted the other way in the direct backward data (R-1 - pad < 0).
+  all.push_back(
+      {"3x3, pad (3,4,3,2) >= kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 4, 3, 2)});
+  all.push_back({"1x1, pad 1 > kernel", test::conv(2, 4, 5, 5, 6, 1, 1, 1, 1, 1, 1, 1, 1)});
   return all;
 }
 
@@ -114,7 +111,7 @@ std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy
 
 TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant and case",
           "[direct_conv]") {
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     for (const test::ConvCase& c : cases()) {
       const ConvGeometry& g = c.g;
       INFO(c.name << ", GEMM variant " << gemm_kernel_name(kernel));
@@ -136,6 +133,8 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(),
                                     ra::spec::KernelMode::deterministic, kernel);
         REQUIRE(test::same_bits(dw, dw_twin));
+        // Every stride-1 geometry takes the direct backward data, whatever its padding.
+        REQUIRE(direct_backward_data_applies(g) == (g.stride_h == 1 && g.stride_w == 1));
         if (direct_backward_data_applies(g)) {
           direct_conv_backward_data(pool, scratch, g, dy.data(), w.data(), nullptr, dx.data(),
                                     kernel);
@@ -155,7 +154,7 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
   std::vector<float> w = test::random_values(static_cast<std::size_t>(g.w_size()), 21);
   for (std::size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;
   const std::vector<float> zeros(static_cast<std::size_t>(g.k), 0.0f);
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     INFO(gemm_kernel_name(kernel));
     Twin twin;
     const std::int64_t crs = crs_of(g), pq = col_cols(g);

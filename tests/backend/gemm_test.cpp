@@ -8,14 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string_view>
 #include <vector>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
-
-#include <cstring>
 #include "backend/cpu/parallel_gemm.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/scratch.h"
@@ -41,14 +40,6 @@ void naive_gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, Ma
     }
 }
 
-std::vector<GemmKernel> supported_kernels() {
-  std::vector<GemmKernel> kernels;
-  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
-    if (gemm_kernel_supported(kernel)) kernels.push_back(kernel);
-  }
-  return kernels;
-}
-
 struct Shape {
   std::int64_t m, n, k;
 };
@@ -65,7 +56,7 @@ TEST_CASE("every gemm variant equals its naive loop bit for bit", "[backend][gem
                           {127, 95, 33}, {17, 1010, 9},  {64, 100, 145}, {16, 96, 64}};
   ScratchArena scratch(1);
   const GemmBuffers buffers = gemm_buffers(scratch, 0);
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     for (const Shape& s : shapes) {
       const auto a_data = test::random_values(std::size_t(s.m * s.k) + 1, 1);
       const auto b_data = test::random_values(std::size_t(s.k * s.n) + 1, 2);
@@ -101,7 +92,7 @@ TEST_CASE("gemm variants round as documented: a hand-computed case", "[backend][
   const float one_plus = 1.0f + std::ldexp(1.0f, -12);
   const std::vector<float> a(m, one_plus), b(n, one_plus);
   ScratchArena scratch(1);
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     INFO(gemm_kernel_name(kernel));
     std::vector<float> c(std::size_t(m * n), -(1.0f + std::ldexp(1.0f, -11)));
     gemm(m, n, 1, row_major(a.data(), 1), row_major(b.data(), n), c.data(), n,
@@ -164,7 +155,7 @@ TEST_CASE("parallel gemm is bitwise independent of the thread count", "[backend]
   const auto aa = test::abs_of(a), ab = test::abs_of(b);
   naive_gemm(m, n, k, row_major(aa.data(), k), row_major(ab.data(), n), scale.data(), n,
              GemmOutput::overwrite, GemmKernel::portable);
-  for (const GemmKernel kernel : supported_kernels()) {
+  for (const GemmKernel kernel : test::supported_kernels()) {
     std::vector<float> expected(std::size_t(m * n));
     naive_gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), expected.data(), n,
                GemmOutput::overwrite, kernel);
@@ -268,7 +259,7 @@ TEST_CASE("benchmark: gemm variants on the Keras MNIST shapes", "[.bench]") {
         t.b_transposed ? transpose_of(b_data.data(), t.k) : row_major(b_data.data(), t.n);
     const double flops = 2.0 * double(t.m) * double(t.n) * double(t.k);
     const int reps = std::max(3, int(2e9 / flops));  // ~2 GFLOP per variant and shape
-    for (const GemmKernel kernel : supported_kernels()) {
+    for (const GemmKernel kernel : test::supported_kernels()) {
       gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), kernel);
       double best = 1e30;  // the best of 3 rounds: the least disturbed by other processes
       for (int round = 0; round < 3; ++round) {

@@ -51,12 +51,15 @@ std::vector<UpdateRule> rules() {
   return all;
 }
 
-bool uses_s0(RuleKind k) {
-  return k != RuleKind::sgd;
-}
-bool uses_s1(RuleKind k) {
-  return k == RuleKind::adam || k == RuleKind::adadelta;
-}
+using optim::uses_s0;
+using optim::uses_s1;
+
+// The table the CPU loops and these tests rely on, spelled out.
+static_assert(!uses_s0(RuleKind::sgd) && !uses_s1(RuleKind::sgd));
+static_assert(uses_s0(RuleKind::sgd_momentum) && !uses_s1(RuleKind::sgd_momentum));
+static_assert(uses_s0(RuleKind::adam) && uses_s1(RuleKind::adam));
+static_assert(uses_s0(RuleKind::rmsprop) && !uses_s1(RuleKind::rmsprop));
+static_assert(uses_s0(RuleKind::adadelta) && uses_s1(RuleKind::adadelta));
 
 }  // namespace
 
@@ -87,5 +90,31 @@ TEST_CASE("CpuOps::optimizer_update equals apply_update element by element, bit 
         REQUIRE(test::same_bits(s1, e1));
       }
     }
+  }
+}
+
+TEST_CASE("CpuOps::optimizer_update leaves the states a rule does not use untouched",
+          "[optimizer]") {
+  // Both state arrays passed for every kind: the result is that of the null-state call, and an
+  // unused array keeps its bits.
+  for (const UpdateRule& rule : rules()) {
+    INFO("kind " << int(rule.kind) << " decay " << rule.weight_decay);
+    const std::size_t n = 1001;
+    const std::vector<float> value0 = test::random_values(n, 71, -2.0f, 2.0f);
+    const std::vector<float> grad = test::random_values(n, 72, -1.0f, 1.0f);
+    const std::vector<float> s0_0 = test::abs_of(test::random_values(n, 73));
+    const std::vector<float> s1_0 = test::abs_of(test::random_values(n, 74));
+    std::vector<float> value = value0, s0 = s0_0, s1 = s1_0;
+    std::vector<float> ev = value0, e0 = s0_0, e1 = s1_0;
+    backend::CpuOps ops(2);
+    ops.optimizer_update(rule, std::int64_t(n), value.data(), grad.data(), s0.data(), s1.data());
+    ops.optimizer_update(rule, std::int64_t(n), ev.data(), grad.data(),
+                         uses_s0(rule.kind) ? e0.data() : nullptr,
+                         uses_s1(rule.kind) ? e1.data() : nullptr);
+    REQUIRE(test::same_bits(value, ev));
+    REQUIRE(test::same_bits(s0, e0));
+    REQUIRE(test::same_bits(s1, e1));
+    if (!uses_s0(rule.kind)) REQUIRE(test::same_bits(s0, s0_0));
+    if (!uses_s1(rule.kind)) REQUIRE(test::same_bits(s1, s1_0));
   }
 }

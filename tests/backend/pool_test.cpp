@@ -2,6 +2,8 @@
 // finite differences.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -112,6 +114,53 @@ TEST_CASE("maxpool2d forward on a hand-computed case, with ties and padding", "[
     ops.maxpool2d_forward(g, neg.data(), y.data(), argmax.data());
     REQUIRE(y == std::vector<float>{-5, -4, -4, -3, -2, -2, -3, -2, -2});
     REQUIRE(argmax == std::vector<std::int32_t>{0, 1, 1, 2, 3, 3, 2, 3, 3});
+  }
+}
+
+TEST_CASE("maxpool2d 2x2/2 fast path keeps the reference's ties, signed zeros and NaNs",
+          "[backend][pool]") {
+  // 10x10 planes: q = 5 outputs per row, so the SSE path takes q 0-3 and the scalar tail q 4.
+  const auto g = test::pool(2, 2, 10, 10, 2, 2, 2, 2);
+  REQUIRE((g.p == 5 && g.q == 5));
+  std::vector<float> x(g.x_size());
+  // Background of 0, 1, 2: ties in most windows.
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i * 7 % 3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Window (p, q) of `plane` gets values {top-left, top-right, bottom-left, bottom-right}.
+  const auto plant = [&](int plane, int p, int q, std::array<float, 4> v) {
+    for (int k = 0; k < 4; ++k)
+      x[std::size_t(plane * 100 + (2 * p + k / 2) * 10 + 2 * q + k % 2)] = v[k];
+  };
+  plant(0, 0, 0, {1, 1, 1, 1});          // four-way tie: top-left
+  plant(0, 0, 1, {nan, 3, 4, 5});        // NaN first: it stays (nothing compares greater)
+  plant(0, 0, 2, {0, 3, 3, nan});        // NaN last never wins; tie of 3: top-right
+  plant(0, 0, 3, {-0.0f, 0, 0, 0});      // -0 first: it stays, sign and all
+  plant(0, 0, 4, {nan, 1, 2, 3});        // the tail: NaN first
+  plant(0, 1, 4, {-0.0f, 0, -0.0f, 0});  // the tail: signed-zero tie
+  plant(0, 2, 4, {1, nan, 5, 5});        // the tail: NaN in the middle, tie of 5: bottom-left
+  plant(0, 1, 0, {0, -0.0f, -0.0f, 0});  // +0 first stays
+  plant(0, 1, 1, {2, nan, nan, 2});      // NaNs between a tie
+  plant(1, 3, 2, {nan, nan, nan, nan});  // all NaN: the first
+  for (const int threads : {1, 3}) {
+    INFO(threads << " thread(s)");
+    ra::backend::CpuOps ops(threads);
+    std::vector<float> y(g.y_size()), y_ref(g.y_size());
+    std::vector<std::int32_t> argmax(g.y_size(), -7), argmax_ref(g.y_size());
+    ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    ref::maxpool2d_forward(g, x.data(), y_ref.data(), argmax_ref.data());
+    REQUIRE(test::same_bits(y, y_ref));  // bits: NaN != NaN, and -0 == +0
+    REQUIRE(argmax == argmax_ref);
+    // The planted windows, spelled out (the reference could share a mistake).
+    REQUIRE(argmax[0] == 0);
+    REQUIRE((std::isnan(y[1]) && argmax[1] == 2));
+    REQUIRE((y[2] == 3 && argmax[2] == 5));
+    REQUIRE((y[3] == 0 && std::signbit(y[3]) && argmax[3] == 6));
+    REQUIRE((std::isnan(y[4]) && argmax[4] == 8));
+    REQUIRE((y[9] == 0 && std::signbit(y[9]) && argmax[9] == 28));
+    REQUIRE((y[14] == 5 && argmax[14] == 58));
+    REQUIRE((y[5] == 0 && !std::signbit(y[5]) && argmax[5] == 20));
+    REQUIRE((y[6] == 2 && argmax[6] == 22));
+    REQUIRE((std::isnan(y[25 + 17]) && argmax[25 + 17] == 100 + 64));
   }
 }
 

@@ -16,6 +16,20 @@ inline float sigmoid(float v) {
   return e / (1.0f + e);
 }
 
+// The relu backward: dy where the relu output y is positive, +0 elsewhere (also where y is -0 or
+// NaN). dy is an argument, so it is loaded whether or not it is selected: a load under the
+// condition is one the vectoriser may not speculate (it cannot prove it safe), which left such
+// loops scalar. Every relu backward of the backend (the op, and the relu gates fused into
+// conv2d and maxpool2d backward) goes through this one select, so all give the same bits.
+inline float relu_backward(float y, float dy) {
+  return y > 0.0f ? dy : 0.0f;
+}
+
+// dx[i] = relu_backward(y[i], dy[i]) for i < count; dx may be dy.
+inline void relu_backward(const float* y, const float* dy, float* dx, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) dx[i] = relu_backward(y[i], dy[i]);
+}
+
 // y[i] = act(x[i]) for i < count; x and y may be the same array. The switch sits outside the
 // loops so that relu vectorises.
 inline void activate(spec::Activation act, const float* x, float* y, std::int64_t count) {

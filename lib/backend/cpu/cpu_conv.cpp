@@ -1,7 +1,7 @@
 // conv2d on the CPU. The three products, as GEMMs over the column matrix of an image (im2col.h):
 //   forward          y_n[K, PQ]    = W[K, CRS] col_n[CRS, PQ]          (+ bias[k] afterwards)
-//   backward filter  dW[K, CRS]    = sum_n dY_n[K, PQ] col_n^T[PQ, CRS] (a reduction over the
-//   batch) backward data    dcol[CRS, PQ] = W^T[CRS, K] dY_n[K, PQ], then dx_n = col2im(dcol)
+//   backward filter  dW[K, CRS]    = sum_n dY_n[K, PQ] col_n^T[PQ, CRS]  (reduced over the batch)
+//   backward data    dcol[CRS, PQ] = W^T[CRS, K] dY_n[K, PQ], then dx_n = col2im(dcol)
 //   backward bias    db[k]         = sum over n, p, q of dY[n, k, p, q]
 // Forward, backward filter and the deterministic stride-1 backward data run as direct
 // convolutions (direct_conv.h: the same chains, without building or packing col_n, which cost
@@ -10,6 +10,7 @@
 // 128: 2 * 64 * 288 * 576 * 128 = 2.7 GFLOP per direction.
 #include <algorithm>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/direct_conv.h"
 #include "backend/cpu/im2col.h"
@@ -126,10 +127,7 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
   cpu::parallel_for(pool_, cpu::block_count(count), [&](std::int64_t block, int) {
     const std::int64_t begin = block * cpu::kElementBlock;
     const std::int64_t end = std::min(count, begin + cpu::kElementBlock);
-    for (std::int64_t i = begin; i < end; ++i) {
-      const float v = dx[i];
-      dx[i] = relu_gate[i] > 0.0f ? v : 0.0f;
-    }
+    cpu::relu_backward(relu_gate + begin, dx + begin, dx + begin, end - begin);
   });
 }
 

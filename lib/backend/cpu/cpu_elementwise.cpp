@@ -43,12 +43,7 @@ void CpuOps::activation_backward(Activation act, std::int64_t count, const float
         if (dy != dx) std::copy(dy + begin, dy + end, dx + begin);
         break;
       case Activation::relu:
-        // dy[i] is loaded whether or not it is selected: a load under the condition is one the
-        // vectoriser may not speculate (it cannot prove it safe), which left this loop scalar.
-        for (std::int64_t i = begin; i < end; ++i) {
-          const float grad = dy[i];
-          dx[i] = y[i] > 0.0f ? grad : 0.0f;
-        }
+        cpu::relu_backward(y + begin, dy + begin, dx + begin, end - begin);
         break;
       case Activation::tanh:
         for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
@@ -63,11 +58,11 @@ void CpuOps::activation_backward(Activation act, std::int64_t count, const float
 void CpuOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
                              rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
                              std::uint8_t* mask) {
-  // kElementBlock is a multiple of 4, so every Philox block (4 words) is computed by one task.
-  // The words come kWords at a time from the vectorised generator (rng/philox_batch.h).
-  static_assert(cpu::kElementBlock % 4 == 0);
+  // The words come kWords at a time from the vectorised generator (rng/philox_batch.h). Tasks and
+  // batches of words start at multiples of kWords, itself a multiple of 4, so every Philox block
+  // (4 words) is computed whole, by one task.
   constexpr std::int64_t kWords = 1024;
-  static_assert(cpu::kElementBlock % kWords == 0);
+  static_assert(kWords % 4 == 0 && cpu::kElementBlock % kWords == 0);
   for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
     std::uint32_t words[kWords];
     const std::uint32_t threshold = drop_threshold;

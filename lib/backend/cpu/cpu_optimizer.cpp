@@ -18,15 +18,11 @@ void update_span(const optim::UpdateRule& rule, std::int64_t count, float* __res
                  const float* __restrict grad, float* __restrict s0, float* __restrict s1) {
   optim::UpdateRule r = rule;
   r.kind = Kind;
-  if (s0 != nullptr && s1 != nullptr) {
-    for (std::int64_t j = 0; j < count; ++j)
-      optim::apply_update(r, value[j], grad[j], s0 + j, s1 + j);
-  } else if (s0 != nullptr) {
-    for (std::int64_t j = 0; j < count; ++j)
-      optim::apply_update(r, value[j], grad[j], s0 + j, nullptr);
-  } else {
-    for (std::int64_t j = 0; j < count; ++j)
-      optim::apply_update(r, value[j], grad[j], nullptr, nullptr);
+  // The kind decides which states the rule touches, so one loop per kind (not one per null
+  // pattern of s0 and s1, 10 of the 15 unreachable).
+  constexpr bool kS0 = optim::uses_s0(Kind), kS1 = optim::uses_s1(Kind);
+  for (std::int64_t j = 0; j < count; ++j) {
+    optim::apply_update(r, value[j], grad[j], kS0 ? s0 + j : nullptr, kS1 ? s1 + j : nullptr);
   }
 }
 

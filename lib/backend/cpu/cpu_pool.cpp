@@ -11,6 +11,7 @@
 #endif
 #include <string>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
@@ -129,11 +130,12 @@ void CpuOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                          " elements is too large for int32 argmax indices");
   }
   const std::int64_t per_task = planes_per_task(g);
+  const bool plain_2x2 = is_plain_2x2(g);  // a property of g: decided once, not per plane
   cpu::parallel_for(pool_, (planes(g) + per_task - 1) / per_task, [&](std::int64_t task, int) {
     const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
     for (std::int64_t plane = task * per_task; plane < end; ++plane) {
       const std::int64_t base = plane * plane_size(g);
-      if (is_plain_2x2(g)) {
+      if (plain_2x2) {
         maxpool_plane_2x2(g, x, base, y + plane * pooled_size(g), argmax + plane * pooled_size(g));
         continue;
       }
@@ -172,7 +174,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
                                 const float* relu_gate, float* dx, KernelMode mode) {
   // dy[i] through the gate: +0 where the pooled value is not positive (the relu backward's 0).
   const auto gated = [&](std::int64_t i) {
-    return relu_gate == nullptr || relu_gate[i] > 0.0f ? dy[i] : 0.0f;
+    return relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]);
   };
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;

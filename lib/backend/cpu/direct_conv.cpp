@@ -8,6 +8,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/direct_conv_kernels.h"
 #include "backend/cpu/direct_conv_support.h"
+#include "backend/cpu/integer_math.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/transpose.h"
@@ -15,7 +16,6 @@
 namespace ra::backend::cpu {
 namespace {
 
-using direct_detail::round_up;
 using direct_detail::Source;
 using direct_detail::source_of;
 using direct_detail::TileArgs;
@@ -56,17 +56,46 @@ std::int64_t rows_per_band(GemmKernel kernel, const Lanes& lanes) {
   return band;
 }
 
+// The gathered tiles of one lane-block width, by row count, looked up once per op: run_tiles runs
+// per image (or band) and depth block, and a lookup checks the shape and goes through a
+// function-local table.
+struct TileSet {
+  int vectors = 0, full_rows = 0;
+  TileFunction by_rows[direct_detail::kMaxTileRows + 1] = {};  // [n]: the tile of n rows
+
+  TileSet(GemmKernel kernel, int vectors_, bool grid)
+      : vectors(vectors_), full_rows(direct_detail::tile_rows(kernel, vectors_)) {
+    for (int n = 1; n <= full_rows; ++n) {
+      by_rows[n] = direct_detail::tile_function(kernel, n, vectors, grid);
+    }
+  }
+};
+
+// The first lane of the last lane block (0 for no lanes: then no tile runs, and `last` is a
+// valid shape all the same).
+std::int64_t last_block(const Lanes& lanes) {
+  return std::max<std::int64_t>(0, lanes.padded - 1) / lanes.block() * lanes.block();
+}
+
+// The TileSets of the lane blocks of a call: every block is max_vectors wide but the last, which
+// may be narrower.
+struct BlockTiles {
+  TileSet wide, last;
+
+  BlockTiles(GemmKernel kernel, const Lanes& lanes, bool grid)
+      : wide(kernel, lanes.max_vectors, grid),
+        last(kernel, std::max(1, lanes.vectors_at(last_block(lanes))), grid) {}
+  const TileSet& of(int vectors) const { return vectors == last.vectors ? last : wide; }
+};
+
 // The tiles over rows [0, rows) of one lane block and one depth range. `args` addresses row 0.
-void run_tiles(GemmKernel kernel, int vectors, std::int64_t rows, const TileArgs& args) {
-  const bool grid = args.depth_cols > 0;
-  const int full_rows = direct_detail::tile_rows(kernel, vectors);
-  const TileFunction full = direct_detail::tile_function(kernel, full_rows, vectors, grid);
-  for (std::int64_t i0 = 0; i0 < rows; i0 += full_rows) {
-    const int n = static_cast<int>(std::min<std::int64_t>(full_rows, rows - i0));
+void run_tiles(const TileSet& tiles, std::int64_t rows, const TileArgs& args) {
+  for (std::int64_t i0 = 0; i0 < rows; i0 += tiles.full_rows) {
+    const int n = static_cast<int>(std::min<std::int64_t>(tiles.full_rows, rows - i0));
     TileArgs t = args;
     t.row_offsets += i0;
     t.out += i0 * t.out_stride;
-    (n == full_rows ? full : direct_detail::tile_function(kernel, n, vectors, grid))(t);
+    tiles.by_rows[n](t);
   }
 }
 
@@ -100,7 +129,7 @@ void fill_pixel_offsets(const ConvGeometry& g, const Source& source, std::int64_
 // Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
 // filters, depth = the output pixels in ascending order as a grid of whole output rows (blocks of
 // about 96 pixels, so that a block of the dy_n^T panel stays in L1).
-void accumulate_filter_image(const ConvGeometry& g, const Source& source, GemmKernel kernel,
+void accumulate_filter_image(const ConvGeometry& g, const Source& source, const BlockTiles& tiles,
                              const Lanes& lanes, const float* src, const float* dy_t,
                              const std::int64_t* tap_offsets, float* partial) {
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
@@ -122,7 +151,7 @@ void accumulate_filter_image(const ConvGeometry& g, const Source& source, GemmKe
       t.out = partial + lane0;
       t.out_stride = lanes.padded;
       t.first = false;
-      run_tiles(kernel, vectors, taps, t);
+      run_tiles(tiles.of(vectors), taps, t);
     }
   }
 }
@@ -154,6 +183,7 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
       scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
   direct_detail::fill_tap_offsets(g, source, tap_offsets);
   const std::int64_t band_rows = rows_per_band(kernel, lanes);
+  const BlockTiles tiles(kernel, lanes, false);
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src = source_image(g, source, x + n * image, scratch, worker);
@@ -176,7 +206,7 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
           t.out = result + lane0;
           t.out_stride = lanes.padded;
           t.first = d0 == 0;
-          run_tiles(kernel, vectors, rows, t);
+          run_tiles(tiles.of(vectors), rows, t);
         }
       }
       if (bias != nullptr) {
@@ -208,15 +238,19 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   const std::int64_t size = taps * lanes.padded;
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
+  const BlockTiles tiles(kernel, lanes, true);
   reduce_chunks(pool, scratch, mode, plan.chunks, size, result,
                 [&](std::int64_t chunk, float* partial, int worker) {
                   float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand,
                                                static_cast<std::size_t>(pixels * lanes.padded));
+                  // Once per chunk, not per image: transpose_into writes lanes [0, K) only, and
+                  // nothing else writes this worker's buffer until the chunk ends (other ops may
+                  // between chunks, hence not once per call).
+                  zero_padding_lanes(dy_t, pixels, lanes);
                   for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
                     const float* src = source_image(g, source, x + n * image, scratch, worker);
                     transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
-                    zero_padding_lanes(dy_t, pixels, lanes);
-                    accumulate_filter_image(g, source, kernel, lanes, src, dy_t, tap_offsets,
+                    accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets,
                                             partial);
                   }
                 });

@@ -40,8 +40,9 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
                                  const float* x, const float* dy, float* dw, spec::KernelMode mode,
                                  GemmKernel kernel);
 
-// Whether direct_conv_backward_data handles g: stride 1 and padding no larger than the kernel
-// (every other geometry goes through gemm() + col2im).
+// Whether direct_conv_backward_data handles g: stride 1, with any padding (the zero-padded dy
+// copy is shifted by R-1 - pad, S-1 - pad, which shifted_copy takes of either sign; tested with
+// padding at and beyond the kernel size). Strided geometries go through gemm() + col2im.
 bool direct_backward_data_applies(const ConvGeometry& g);
 
 // dx = conv_transpose(dy, w), deterministic: one image per task; with relu_gate (same layout as

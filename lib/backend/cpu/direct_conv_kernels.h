@@ -49,7 +49,8 @@ TileLimits tile_limits(GemmKernel kernel);
 
 // The rows of each variant's full gathered tile: as many accumulators as the vector registers
 // hold beside the NV panel vectors and a broadcast, at most 8 so that the rows' offsets fit in
-// general registers.
+// general registers (kMaxTileRows, which the tile tables check).
+inline constexpr int kMaxTileRows = 8;
 constexpr int portable_tile_rows(int) {
   return 4;
 }

@@ -69,7 +69,7 @@ const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which
 
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
-// as out), out = gate > 0 ? out : 0.
+// as out), out = relu_backward(gate, out).
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
                 std::int64_t band_stride, std::int64_t rows, const float* addend,
                 spec::Activation act, const float* gate, float* out, std::int64_t out_stride) {
@@ -86,11 +86,7 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
                           activate(act, from, to, count);
                         }
                         if (gate != nullptr) {
-                          const float* pass = gate + row * out_stride + pixel;
-                          for (std::int64_t j = 0; j < count; ++j) {
-                            const float v = to[j];
-                            to[j] = pass[j] > 0.0f ? v : 0.0f;
-                          }
+                          relu_backward(gate + row * out_stride + pixel, to, to, count);
                         }
                       }
                     });

@@ -12,10 +12,6 @@
 
 namespace ra::backend::cpu::direct_detail {
 
-inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 // The image a forward or filter-gradient tile reads: x itself, or a zero-padded copy when the
 // convolution pads (then every read lands inside the copy and padding reads 0, as im2col writes).
 struct Source {

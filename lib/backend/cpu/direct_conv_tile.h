@@ -145,7 +145,6 @@ class TileTable {
   }
 
  private:
-  static constexpr int kRowsCap = 8;
   template <int NV>
   void fill() {
     fill_rows<NV, 1>();
@@ -153,12 +152,12 @@ class TileTable {
   }
   template <int NV, int MR>
   void fill_rows() {
-    static_assert(MR <= kRowsCap);
+    static_assert(MR <= kMaxTileRows);
     table_[0][NV - 1][MR - 1] = &tile<V, MR, NV, false>;
     table_[1][NV - 1][MR - 1] = &tile<V, MR, NV, true>;
     if constexpr (MR < MaxRows(NV)) fill_rows<NV, MR + 1>();
   }
-  TileFunction table_[2][MaxVectors][kRowsCap] = {};
+  TileFunction table_[2][MaxVectors][kMaxTileRows] = {};
 };
 
 }  // namespace ra::backend::cpu::direct_detail

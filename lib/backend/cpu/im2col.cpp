@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
+#include "backend/cpu/integer_math.h"
+
 namespace ra::backend::cpu {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // The output columns q whose input column q*stride_w - pad_left + s lies inside [0, W):
 // q in [begin, end). Outside that range the tap reads padding.

@@ -2,15 +2,12 @@
 
 #include <algorithm>
 
+#include "backend/cpu/integer_math.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 
 namespace ra::backend::cpu {
 namespace {
-
-std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
 
 // C cut into task tiles of whole register tiles (a partial register tile would waste lanes).
 struct TileGrid {
@@ -34,8 +31,8 @@ struct TileGrid {
     std::int64_t best_cost = -1;
     for (std::int64_t row_tiles = 1; row_tiles <= std::min(max_rows, tasks); ++row_tiles) {
       const std::int64_t col_tiles = std::min(max_cols, (tasks + row_tiles - 1) / row_tiles);
-      const std::int64_t rows_each = round_up((m + row_tiles - 1) / row_tiles, tile.rows);
-      const std::int64_t cols_each = round_up((n + col_tiles - 1) / col_tiles, tile.cols);
+      const std::int64_t rows_each = round_up(ceil_div(m, row_tiles), tile.rows);
+      const std::int64_t cols_each = round_up(ceil_div(n, col_tiles), tile.cols);
       const std::int64_t real_rows = (m + rows_each - 1) / rows_each;
       const std::int64_t real_cols = (n + cols_each - 1) / cols_each;
       const std::int64_t cost = real_cols * m + real_rows * n;
