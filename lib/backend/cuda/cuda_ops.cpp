@@ -52,7 +52,6 @@ CudaOps::CudaOps(KernelMode forward_mode)
       loss_scalars_(sizeof(LossScalars)) {
   RA_CUBLAS_CHECK(
       cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), cublas_workspace_.size()));
-  RA_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), cuda::cublas_policy(forward_mode_).math));
   set_cublas_mode(KernelMode::deterministic);
 }
 

@@ -100,8 +100,11 @@ class CudaOps final : public Ops {
   // x itself, or (asymmetric padding) x copied into padded_input_.
   const float* conv_input(const cuda::ConvPlan& plan, const float* x);
   void* workspace(std::size_t bytes);
+  // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);
-  void note_dense(const DenseGeometry& g, int direction, KernelMode mode);
+  // Appends the ledger entry of a dense product the first time its geometry, direction and the
+  // cuBLAS modes now set are seen.
+  void note_dense(const DenseGeometry& g, int direction);
   template <class Launch>
   float loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
 
@@ -119,7 +122,7 @@ class CudaOps final : public Ops {
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
-  std::set<std::array<int, 5>> dense_noted_;  // {n, in, out, direction, atomics allowed}
+  std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}
 };
 
 // The backend for a run: `mode` is the spec's determinism mode (it chooses pinned or autotuned

@@ -127,15 +127,13 @@ FilterDescriptor::FilterDescriptor(int k, int c, int r, int s) {
       cudnnSetFilter4dDescriptor(get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s));
 }
 
-ConvolutionDescriptor::ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w,
-                                             cudnnMathType_t math) {
+ConvolutionDescriptor::ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w) {
   cudnnConvolutionDescriptor_t d = nullptr;
   RA_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
   UniqueHandle::operator=(UniqueHandle(d));
   RA_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(get(), pad_h, pad_w, stride_h, stride_w,
                                                  /*dilation*/ 1, 1, CUDNN_CROSS_CORRELATION,
                                                  CUDNN_DATA_FLOAT));
-  RA_CUDNN_CHECK(cudnnSetConvolutionMathType(get(), math));
 }
 
 }  // namespace ra::backend::cuda

@@ -113,14 +113,15 @@ class FilterDescriptor
   FilterDescriptor(int k, int c, int r, int s);
 };
 
-// 2-D cross-correlation (what PyTorch and Keras call convolution), fp32 compute, with the given
-// math type (CUDNN_FMA_MATH: no tensor cores, no TF32). cuDNN accepts only SYMMETRIC padding
+// 2-D cross-correlation (what PyTorch and Keras call convolution), fp32 compute. The math type is
+// left at cuDNN's default: its owner (ConvPlan) sets the policy's before any use. cuDNN accepts
+// only SYMMETRIC padding
 // (one pad per dimension); asymmetric padding is handled by the caller (conv_plan.h: the input
 // is copied into a tensor padded by the difference, the symmetric part stays with cuDNN).
 class ConvolutionDescriptor
     : public UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor> {
  public:
-  ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w, cudnnMathType_t math);
+  ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w);
 };
 
 }  // namespace ra::backend::cuda
