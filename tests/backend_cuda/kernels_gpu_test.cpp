@@ -525,15 +525,37 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
     }
     DeviceArray<float> d_dy(dy), d_dx(x.size());
     for (int call = 0; call < 3; ++call) {
-      kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_argmax.get(), d_dx.get(), true);
+      kernels::maxpool_backward(stream.get(), g, d_dy.get(), nullptr, d_argmax.get(), d_dx.get(),
+                                true);
       RA_TEST_SYNC(stream.get());
       require_same_bits(d_dx.download(), cpu_twin, "dx (deterministic) vs CPU order");
     }
     // At most 9 float additions per element of values in [-1, 1): 1e-6 absolute.
     require_close(cpu_twin, want_dx, 1e-6, 0.0, "CPU-order dx vs reference");
-    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_argmax.get(), d_dx.get(), false);
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), nullptr, d_argmax.get(), d_dx.get(),
+                              false);
     RA_TEST_SYNC(stream.get());
     require_close(d_dx.download(), want_dx, 1e-6, 0.0, "dx (nondeterministic)");
+
+    // With a relu gate (the output of the layer before; about half of it <= 0, zeros included):
+    // the CPU backend gates each dy as it adds it, gate > 0 ? dy : 0.0f, in the same order.
+    std::vector<float> gate = uniform(want_y.size(), 16, -1.0f, 1.0f);
+    for (std::size_t i = 0; i < gate.size(); i += 7) gate[i] = 0.0f;
+    std::vector<float> gated_twin(x.size(), 0.0f);
+    for (std::size_t i = 0; i < dy.size(); ++i) {
+      if (want_argmax[i] >= 0) {
+        gated_twin[std::size_t(want_argmax[i])] += gate[i] > 0.0f ? dy[i] : 0.0f;
+      }
+    }
+    DeviceArray<float> d_gate(gate);
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_gate.get(), d_argmax.get(), d_dx.get(),
+                              true);
+    RA_TEST_SYNC(stream.get());
+    require_same_bits(d_dx.download(), gated_twin, "gated dx (deterministic) vs CPU order");
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_gate.get(), d_argmax.get(), d_dx.get(),
+                              false);
+    RA_TEST_SYNC(stream.get());
+    require_close(d_dx.download(), gated_twin, 1e-6, 0.0, "gated dx (nondeterministic)");
   }
 }
 

@@ -145,15 +145,10 @@ void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
 void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                                  const float* relu_gate, float* dx, KernelMode mode) {
   if (g.x_size() == 0) return;
-  if (relu_gate != nullptr) {
-    // The gate applied to dy first (the relu backward kernel: gate > 0 ? dy : 0), then the
-    // scatter: the same values enter the same sums as on the CPU.
-    gated_dy_.reserve(static_cast<std::size_t>(g.y_size()) * sizeof(float));
-    float* gated = gated_dy_.as<float>();
-    activation_backward(Activation::relu, g.y_size(), relu_gate, dy, gated);
-    dy = gated;
-  }
-  kernels::maxpool_backward(stream(), g, dy, argmax, dx, cuda::kernels_deterministic(mode));
+  // The relu gate is applied as each dy is read (gate > 0 ? dy : 0, the relu backward's rule):
+  // the same values enter the same sums as on the CPU.
+  kernels::maxpool_backward(stream(), g, dy, relu_gate, argmax, dx,
+                            cuda::kernels_deterministic(mode));
   RA_CUDA_CHECK(cudaGetLastError());
 }
 

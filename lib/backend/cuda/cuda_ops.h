@@ -116,7 +116,6 @@ class CudaOps final : public Ops {
   cuda::DeviceBuffer cublas_workspace_;
   cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
   cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
-  cuda::DeviceBuffer gated_dy_;       // max-pool backward with a relu gate: the gated dy
   cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
   cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
