@@ -110,6 +110,9 @@ TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[
   REQUIRE(g.header.backend == "cuda");
   REQUIRE(c.header.backend == "cpu");
   REQUIRE(g.initial_weights == c.initial_weights);
+  // The loop below indexes both traces by the CPU's steps: the same count, and some.
+  REQUIRE(g.steps.size() == c.steps.size());
+  REQUIRE_FALSE(c.steps.empty());
   for (std::size_t s = 0; s < c.steps.size(); ++s) {
     REQUIRE(g.steps[s].batch_indices == c.steps[s].batch_indices);
     REQUIRE(g.steps[s].batch_inputs == c.steps[s].batch_inputs);
@@ -139,6 +142,7 @@ TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
       audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   REQUIRE(g.steps.size() == c.steps.size());
+  REQUIRE_FALSE(c.steps.empty());  // steps[0] is read below
   // Different summation orders (cuDNN/cuBLAS vs the CPU's blocked GEMM) give ~1e-6 relative
   // differences per step that training amplifies; over 40 Adadelta steps the losses should stay
   // within 2% of each other (the first step within 1e-4: same weights, same batch, one forward).
