@@ -41,10 +41,6 @@ static_assert(kernels::kActivationRelu == static_cast<int>(Activation::relu));
 static_assert(kernels::kActivationTanh == static_cast<int>(Activation::tanh));
 static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoid));
 
-// Empty when a device can run kernels, else why not.
-
-// One check for every CUDA runtime call, naming the call that failed.
-
 // After launches: the launch error (bad configuration) and any fault while the stream ran.
 #define RA_TEST_SYNC(stream)                     \
   do {                                           \
@@ -52,17 +48,7 @@ static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoi
     RA_TEST_CUDA(cudaStreamSynchronize(stream)); \
   } while (false)
 
-class Stream {
- public:
-  Stream() { RA_TEST_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
+using gpu_test::Stream;
 
 // Device array of `size` T, filled with 0xFF bytes (NaN for floats) so that an element a kernel
 // forgot to write shows up in the comparison.
