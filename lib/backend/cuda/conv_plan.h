@@ -69,7 +69,6 @@ class ConvPlan {
   explicit ConvPlan(const ConvGeometry& g);
 
   const ConvGeometry& geometry() const noexcept { return g_; }
-  const std::string& key() const noexcept { return key_; }
   const ConvPadding& padding() const noexcept { return padding_; }
   cudnnTensorDescriptor_t x() const noexcept { return x_.get(); }  // the (padded) input
   cudnnTensorDescriptor_t y() const noexcept { return y_.get(); }

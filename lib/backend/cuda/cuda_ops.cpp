@@ -47,8 +47,8 @@ CudaOps::CudaOps(KernelMode forward_mode)
     : forward_mode_(require_usable_device(forward_mode)),
       stream_(),
       cudnn_(stream_.get()),
-      cublas_(stream_.get()),
       cublas_workspace_(kCublasWorkspaceBytes),
+      cublas_(stream_.get()),
       loss_scalars_(sizeof(LossScalars)) {
   RA_CUBLAS_CHECK(
       cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), cublas_workspace_.size()));
@@ -104,24 +104,6 @@ std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors
                            std::span<const xxh3::Hash128>(chunks.data() + jobs[i].first_chunk, n)));
   }
   return out;
-}
-
-void CudaOps::synchronize() const {
-  stream_.synchronize();
-}
-
-std::vector<cuda::LedgerEntry> CudaOps::ledger_entries() const {
-  std::vector<cuda::LedgerEntry> distinct;
-  for (const cuda::LedgerEntry& e : ledger_) {
-    bool seen = false;
-    for (const cuda::LedgerEntry& d : distinct) {
-      seen =
-          seen || (d.layer == e.layer && d.direction == e.direction && d.algorithm == e.algorithm &&
-                   d.chosen_by == e.chosen_by && d.deterministic == e.deterministic);
-    }
-    if (!seen) distinct.push_back(e);
-  }
-  return distinct;
 }
 
 void* CudaOps::workspace(std::size_t bytes) {

@@ -44,14 +44,13 @@ class CudaOps final : public Ops {
   Memory& memory() override;
 
   // What ran for each convolution and dense geometry and direction, in first-use order, each
-  // distinct entry once.
-  std::vector<cuda::LedgerEntry> ledger_entries() const;
+  // once: ConvPlan records an algorithm once per geometry, direction and mode, note_dense once per
+  // geometry, direction and cuBLAS modes, so no entry repeats another.
+  const std::vector<cuda::LedgerEntry>& ledger_entries() const noexcept { return ledger_; }
   nlohmann::json ledger() const override { return cuda::to_json(ledger_entries()); }
   nlohmann::json device_fingerprint() const override;
   // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
-  // Waits for all queued work (results read through memory() need no call: copies wait).
-  void synchronize() const;
   cudaStream_t stream() const noexcept { return stream_.get(); }
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
@@ -111,9 +110,11 @@ class CudaOps final : public Ops {
   KernelMode forward_mode_;
   cuda::Stream stream_;
   cuda::CudnnHandle cudnn_;
-  cuda::CublasHandle cublas_;
-  cuda::DeviceBuffer workspace_;  // cuDNN, bias and loss scratch (grow-only, shared)
+  // Before the handle that is given it (cublasSetWorkspace): destroyed after it, so the handle
+  // never holds a freed workspace.
   cuda::DeviceBuffer cublas_workspace_;
+  cuda::CublasHandle cublas_;
+  cuda::DeviceBuffer workspace_;      // cuDNN, bias and loss scratch (grow-only, shared)
   cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
   cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
   cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}

@@ -79,16 +79,6 @@ class Stream : public UniqueHandle<cudaStream_t, cudaStreamDestroy> {
   void synchronize() const;
 };
 
-// An event with timing, for measuring device time between two records.
-class Event : public UniqueHandle<cudaEvent_t, cudaEventDestroy> {
- public:
-  Event();
-  void record(cudaStream_t stream) const;
-  void synchronize() const;
-  // Milliseconds between two completed events (start recorded before this one).
-  float elapsed_ms_since(const Event& start) const;
-};
-
 class CudnnHandle : public UniqueHandle<cudnnHandle_t, cudnnDestroy> {
  public:
   explicit CudnnHandle(cudaStream_t stream);
