@@ -4,6 +4,9 @@
 //     contain the element, in increasing output index (p, then q), from 0.0f - the order of the
 //     CPU's scatter, so the same bits. No atomics.
 //   backward nondeterministic: dx = 0, then one thread per output: atomicAdd(dx + argmax, dy).
+//   backward with a relu gate: each dy[i] enters as gate[i] > 0 ? dy[i] : 0.0f (the relu backward
+//     of the layer before), read where it is added: the values and order of a separate gating
+//     pass into a buffer, without the buffer.
 #include <cmath>
 
 #include "kernels/fill.cuh"
@@ -52,6 +55,11 @@ __global__ void maxpool_forward_kernel(PoolGeometry g, std::int64_t outputs, con
   }
 }
 
+// dy[out] through the relu gate (nullptr: none): activation.cu's relu backward, y > 0 ? dy : 0.
+__device__ __forceinline__ float gated_dy(const float* dy, const float* gate, std::int64_t out) {
+  return gate == nullptr || gate[out] > 0.0f ? dy[out] : 0.0f;
+}
+
 // First and last output coordinate whose window [o * stride - pad, o * stride - pad + pool)
 // contains input coordinate i: o * stride <= i + pad < o * stride + pool.
 __device__ __forceinline__ std::int64_t first_window(std::int64_t i, int stride, int pad,
@@ -65,7 +73,8 @@ __device__ __forceinline__ std::int64_t last_window(std::int64_t i, int stride, 
 }
 
 __global__ void maxpool_backward_gather_kernel(PoolGeometry g, std::int64_t inputs, const float* dy,
-                                               const std::int32_t* argmax, float* dx) {
+                                               const float* gate, const std::int32_t* argmax,
+                                               float* dx) {
   const std::int64_t plane_outputs = std::int64_t(g.p) * g.q;
   for (std::int64_t in = detail::grid_first(); in < inputs; in += detail::grid_stride()) {
     const std::int64_t iw = in % g.w;
@@ -78,7 +87,7 @@ __global__ void maxpool_backward_gather_kernel(PoolGeometry g, std::int64_t inpu
     for (std::int64_t p = first_window(ih, g.stride_h, g.pad_top, g.pool_h); p <= p_end; ++p) {
       for (std::int64_t q = q_begin; q <= q_end; ++q) {
         const std::int64_t out = plane * plane_outputs + p * g.q + q;
-        if (argmax[out] == in) sum += dy[out];
+        if (argmax[out] == in) sum += gated_dy(dy, gate, out);
       }
     }
     dx[in] = sum;
@@ -86,10 +95,11 @@ __global__ void maxpool_backward_gather_kernel(PoolGeometry g, std::int64_t inpu
 }
 
 __global__ void maxpool_backward_scatter_kernel(std::int64_t outputs, const float* dy,
-                                                const std::int32_t* argmax, float* dx) {
+                                                const float* gate, const std::int32_t* argmax,
+                                                float* dx) {
   for (std::int64_t out = detail::grid_first(); out < outputs; out += detail::grid_stride()) {
     const std::int32_t target = argmax[out];
-    if (target >= 0) atomicAdd(dx + target, dy[out]);  // -1: a window of padding only
+    if (target >= 0) atomicAdd(dx + target, gated_dy(dy, gate, out));  // -1: padding only
   }
 }
 
@@ -104,19 +114,20 @@ void maxpool_forward(cudaStream_t stream, const PoolGeometry& g, const float* x,
 }
 
 void maxpool_backward(cudaStream_t stream, const PoolGeometry& g, const float* dy,
-                      const std::int32_t* argmax, float* dx, bool deterministic) {
+                      const float* gate, const std::int32_t* argmax, float* dx,
+                      bool deterministic) {
   const std::int64_t inputs = g.x_size();
   if (inputs <= 0) return;
   if (deterministic) {
     maxpool_backward_gather_kernel<<<detail::grid_for(inputs), detail::kThreads, 0, stream>>>(
-        g, inputs, dy, argmax, dx);
+        g, inputs, dy, gate, argmax, dx);
     return;
   }
   fill(stream, dx, inputs, 0.0f);
   const std::int64_t outputs = g.y_size();
   if (outputs <= 0) return;
   maxpool_backward_scatter_kernel<<<detail::grid_for(outputs), detail::kThreads, 0, stream>>>(
-      outputs, dy, argmax, dx);
+      outputs, dy, gate, argmax, dx);
 }
 
 }  // namespace ra::kernels

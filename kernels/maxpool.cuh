@@ -8,7 +8,11 @@
 //                     the first maximum wins ties, padded cells never win, a window of padding
 //                     only gives -inf and argmax -1. One writer per output: bit-identical to the
 //                     CPU. Requires x_size() <= INT32_MAX (the caller checks, as the CPU does).
-//   maxpool_backward  dx = 0, then dx[argmax[i]] += dy[i]                         ('=')
+//   maxpool_backward  dx = 0, then dx[argmax[i]] += g(i)                          ('=')
+//                     g(i) = dy[i] when gate is nullptr or gate[i] > 0, else 0.0f: the relu
+//                     backward of the layer before (gate = its output, y[N, C, P, Q]'s shape),
+//                     fused so that no gated copy of dy is written. 0.0f is still added, so the
+//                     sums are those of gating first and pooling after.
 //       deterministic    one thread per dx element gathers the dy of the windows that contain it
 //                        and chose it, in increasing output order starting from 0.0f: the order
 //                        in which the CPU's deterministic scatter adds them, hence the CPU's bits.
@@ -25,6 +29,6 @@ namespace ra::kernels {
 void maxpool_forward(cudaStream_t stream, const ra::backend::PoolGeometry& g, const float* x,
                      float* y, std::int32_t* argmax);
 void maxpool_backward(cudaStream_t stream, const ra::backend::PoolGeometry& g, const float* dy,
-                      const std::int32_t* argmax, float* dx, bool deterministic);
+                      const float* gate, const std::int32_t* argmax, float* dx, bool deterministic);
 
 }  // namespace ra::kernels

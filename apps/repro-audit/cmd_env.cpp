@@ -24,7 +24,8 @@ int run_env(const EnvOptions& o) {
     return 0;
   }
   for (const auto& [key, value] : doc.items()) {
-    std::printf("%-14s %s\n", key.c_str(),
+    // 15: the longest key, "cpu_gemm_kernel".
+    std::printf("%-15s %s\n", key.c_str(),
                 value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
   }
   return 0;

@@ -10,7 +10,8 @@
 namespace ra::train {
 namespace {
 
-// Why no GPU can be used ("" when one can).
+// Why no GPU can be used ("" when one can). One device query per call: callers keep the answer
+// rather than asking again.
 std::string gpu_unusable_reason() {
 #ifdef RA_HAVE_CUDA
   const backend::cuda::DeviceInfo info = backend::cuda::query_device();
@@ -20,15 +21,21 @@ std::string gpu_unusable_reason() {
 #endif
 }
 
+// The notice of `auto` falling back to the CPU, from a reason already in hand.
+std::string notice_for(spec::Device device, const std::string& reason) {
+  if (device != spec::Device::auto_select || reason.empty()) return "";
+  return "device auto: no usable GPU (" + reason + "); training on the CPU";
+}
+
 }  // namespace
 
 std::string fallback_notice(spec::Device device) {
   if (device != spec::Device::auto_select) return "";
-  const std::string reason = gpu_unusable_reason();
-  return reason.empty() ? "" : "device auto: no usable GPU (" + reason + "); training on the CPU";
+  return notice_for(device, gpu_unusable_reason());
 }
 
-BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mode) {
+BackendChoice make_backend(spec::Device device, int threads,
+                           [[maybe_unused]] spec::KernelMode mode) {
   BackendChoice choice;
   if (device == spec::Device::cpu) {
     choice.ops = backend::make_cpu_ops(threads);
@@ -44,18 +51,27 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
   if (device == spec::Device::cuda) {
     throw RuntimeFailure("device 'cuda' was asked for, but no GPU is usable: " + reason);
   }
-  choice.notice = fallback_notice(device);
+  choice.notice = notice_for(device, reason);
   choice.ops = backend::make_cpu_ops(threads);
-  (void)mode;
   return choice;
 }
 
 nlohmann::json gpu_fingerprint() {
 #ifdef RA_HAVE_CUDA
+  // The whole fingerprint either way: driver and library versions are known without a device and
+  // are what one compares first when a machine has none.
   const backend::cuda::DeviceInfo info = backend::cuda::query_device();
-  if (info.usable) return backend::cuda::device_fingerprint(info);
-#endif
+  nlohmann::json j = backend::cuda::device_fingerprint(info);
+  j["available"] = info.usable;
+  if (!info.usable) {
+    // Under the key every build uses ("reason"), once: the trace's name for it is redundant here.
+    j.erase("unusable_reason");
+    j["reason"] = info.reason;
+  }
+  return j;
+#else
   return {{"available", false}, {"reason", gpu_unusable_reason()}};
+#endif
 }
 
 }  // namespace ra::train

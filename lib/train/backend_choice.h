@@ -23,7 +23,9 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
 // the spec says cpu, else the fallback notice.
 std::string fallback_notice(spec::Device device);
 
-// The GPU as the environment fingerprint records it, or {"available": false, "reason": ...}.
+// The GPU as the environment fingerprint records it (cuda::device_fingerprint) with "available"
+// and, when false, "reason" in place of "unusable_reason"; {"available": false, "reason": ...} in
+// a build without CUDA.
 nlohmann::json gpu_fingerprint();
 
 }  // namespace ra::train

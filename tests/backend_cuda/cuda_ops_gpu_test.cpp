@@ -247,7 +247,10 @@ TEST_CASE("CudaOps dense against the reference", "[gpu][cuda_ops]") {
       }
     }
   }
-  for (const cuda::LedgerEntry& e : ops->ledger_entries()) {
+  // Every product was noted: an empty ledger would pass the loop below without checking anything.
+  const auto& dense_ledger = ops->ledger_entries();
+  REQUIRE_FALSE(dense_ledger.empty());
+  for (const cuda::LedgerEntry& e : dense_ledger) {
     CHECK(e.algorithm.rfind("cublasSgemm", 0) == 0);
     CHECK(e.math_type == "CUBLAS_DEFAULT_MATH");
   }

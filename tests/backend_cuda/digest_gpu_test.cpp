@@ -32,8 +32,6 @@ static_assert(kernels::kDigestChunkBytes == ra::kDigestChunkBytes,
 static_assert(sizeof(Hash128) == 16 && sizeof(XXH128_hash_t) == 16,
               "chunk digests are 16 bytes, low word first, on both sides");
 
-// Empty when a device can run kernels, else why not.
-
 // Device bytes, freed on scope exit; filled with 0xA5 so an unwritten output shows up.
 class DeviceBytes {
  public:
@@ -62,21 +60,7 @@ class DeviceBytes {
   std::size_t bytes_;
 };
 
-class Stream {
- public:
-  Stream() { RA_TEST_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-  void finish() const {
-    RA_TEST_CUDA(cudaGetLastError());
-    RA_TEST_CUDA(cudaStreamSynchronize(stream_));
-  }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
+using gpu_test::Stream;
 
 std::vector<unsigned char> random_bytes(std::size_t count, std::uint64_t seed) {
   std::mt19937_64 engine(seed);

@@ -41,10 +41,6 @@ static_assert(kernels::kActivationRelu == static_cast<int>(Activation::relu));
 static_assert(kernels::kActivationTanh == static_cast<int>(Activation::tanh));
 static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoid));
 
-// Empty when a device can run kernels, else why not.
-
-// One check for every CUDA runtime call, naming the call that failed.
-
 // After launches: the launch error (bad configuration) and any fault while the stream ran.
 #define RA_TEST_SYNC(stream)                     \
   do {                                           \
@@ -52,17 +48,7 @@ static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoi
     RA_TEST_CUDA(cudaStreamSynchronize(stream)); \
   } while (false)
 
-class Stream {
- public:
-  Stream() { RA_TEST_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
+using gpu_test::Stream;
 
 // Device array of `size` T, filled with 0xFF bytes (NaN for floats) so that an element a kernel
 // forgot to write shows up in the comparison.
@@ -525,15 +511,37 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
     }
     DeviceArray<float> d_dy(dy), d_dx(x.size());
     for (int call = 0; call < 3; ++call) {
-      kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_argmax.get(), d_dx.get(), true);
+      kernels::maxpool_backward(stream.get(), g, d_dy.get(), nullptr, d_argmax.get(), d_dx.get(),
+                                true);
       RA_TEST_SYNC(stream.get());
       require_same_bits(d_dx.download(), cpu_twin, "dx (deterministic) vs CPU order");
     }
     // At most 9 float additions per element of values in [-1, 1): 1e-6 absolute.
     require_close(cpu_twin, want_dx, 1e-6, 0.0, "CPU-order dx vs reference");
-    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_argmax.get(), d_dx.get(), false);
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), nullptr, d_argmax.get(), d_dx.get(),
+                              false);
     RA_TEST_SYNC(stream.get());
     require_close(d_dx.download(), want_dx, 1e-6, 0.0, "dx (nondeterministic)");
+
+    // With a relu gate (the output of the layer before; about half of it <= 0, zeros included):
+    // the CPU backend gates each dy as it adds it, gate > 0 ? dy : 0.0f, in the same order.
+    std::vector<float> gate = uniform(want_y.size(), 16, -1.0f, 1.0f);
+    for (std::size_t i = 0; i < gate.size(); i += 7) gate[i] = 0.0f;
+    std::vector<float> gated_twin(x.size(), 0.0f);
+    for (std::size_t i = 0; i < dy.size(); ++i) {
+      if (want_argmax[i] >= 0) {
+        gated_twin[std::size_t(want_argmax[i])] += gate[i] > 0.0f ? dy[i] : 0.0f;
+      }
+    }
+    DeviceArray<float> d_gate(gate);
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_gate.get(), d_argmax.get(), d_dx.get(),
+                              true);
+    RA_TEST_SYNC(stream.get());
+    require_same_bits(d_dx.download(), gated_twin, "gated dx (deterministic) vs CPU order");
+    kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_gate.get(), d_argmax.get(), d_dx.get(),
+                              false);
+    RA_TEST_SYNC(stream.get());
+    require_close(d_dx.download(), gated_twin, 1e-6, 0.0, "gated dx (nondeterministic)");
   }
 }
 

@@ -1,5 +1,8 @@
 // Training on the GPU against the CPU reference, end to end ([gpu]: each case skips with the
-// reason where no GPU is usable, as on every machine of this project's CI):
+// reason where no GPU is usable, as on every machine of this project's CI, or where the
+// Fashion-MNIST training files are not in $RA_FASHION_MNIST_DIR, default the folder of Debian's
+// dataset-fashion-mnist package; scripts/gpu-verify points it at the copy scripts/gpu-bundle
+// carries to a lent GPU machine, which has no Debian packages):
 // - the same initial weights and the same batches, bit for bit (digests from the traces);
 // - deterministic GPU audits of the Keras MNIST convnet are bitwise identical over 5 runs;
 // - the loss trajectory of a GPU run follows the CPU run within a stated tolerance.
@@ -9,6 +12,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -33,6 +37,36 @@ struct TempDir {
   }
 };
 
+// The folder of the Fashion-MNIST IDX files.
+std::filesystem::path fashion_mnist_dir() {
+  const char* dir = std::getenv("RA_FASHION_MNIST_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/usr/share/datasets/fashion-mnist";
+}
+
+const char* const kTrainImages = "train-images-idx3-ubyte.gz";
+const char* const kTrainLabels = "train-labels-idx1-ubyte.gz";
+
+// The first training file that is missing, or "" when both are there.
+std::string missing_fashion_mnist() {
+  for (const char* name : {kTrainImages, kTrainLabels}) {
+    const std::filesystem::path file = fashion_mnist_dir() / name;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return file.string();
+  }
+  return "";
+}
+
+// Like RA_SKIP_WITHOUT_USABLE_GPU: a machine without the data cannot run the case, which is not a
+// failure of the code under test.
+#define RA_SKIP_WITHOUT_FASHION_MNIST()                                                       \
+  do {                                                                                        \
+    const std::string missing_ = missing_fashion_mnist();                                     \
+    if (!missing_.empty()) {                                                                  \
+      WARN("skipped: " << missing_ << " not found (set RA_FASHION_MNIST_DIR to its folder)"); \
+      return;                                                                                 \
+    }                                                                                         \
+  } while (false)
+
 // The Keras MNIST convnet on a Fashion-MNIST subset, 40 steps.
 ra::spec::ExperimentSpec keras_mnist(const std::string& device, int max_steps) {
   auto doc = nlohmann::json::parse(std::string(R"({"name": "keras-mnist-gpu", "device": ")") +
@@ -46,10 +80,10 @@ ra::spec::ExperimentSpec keras_mnist(const std::string& device, int max_steps) {
       {"type": "dense", "units": 10}]},
     "optimizer": {"type": "adadelta", "lr": 1.0, "rho": 0.95, "eps": 1e-7},
     "train": {"epochs": 1}})");
-  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  const std::filesystem::path dir = fashion_mnist_dir();
   doc["data"]["train"] = {{"format", "idx"},
-                          {"images", dir + "train-images-idx3-ubyte.gz"},
-                          {"labels", dir + "train-labels-idx1-ubyte.gz"},
+                          {"images", (dir / kTrainImages).string()},
+                          {"labels", (dir / kTrainLabels).string()},
                           {"limit", 128 * max_steps}};
   return ra::spec::parse_spec(doc, ".");
 }
@@ -67,6 +101,7 @@ ra::audit::AuditResult audit(const ra::spec::ExperimentSpec& spec, int runs, con
 
 TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
+  RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir gpu_dir, cpu_dir;
   const auto gpu = audit(keras_mnist("cuda", 5), 1, gpu_dir, ra::spec::KernelMode::deterministic);
   const auto cpu = audit(keras_mnist("cpu", 5), 1, cpu_dir, ra::spec::KernelMode::deterministic);
@@ -75,6 +110,9 @@ TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[
   REQUIRE(g.header.backend == "cuda");
   REQUIRE(c.header.backend == "cpu");
   REQUIRE(g.initial_weights == c.initial_weights);
+  // The loop below indexes both traces by the CPU's steps: the same count, and some.
+  REQUIRE(g.steps.size() == c.steps.size());
+  REQUIRE_FALSE(c.steps.empty());
   for (std::size_t s = 0; s < c.steps.size(); ++s) {
     REQUIRE(g.steps[s].batch_indices == c.steps[s].batch_indices);
     REQUIRE(g.steps[s].batch_inputs == c.steps[s].batch_inputs);
@@ -86,6 +124,7 @@ TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[
 
 TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise identical", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
+  RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   const auto r = audit(keras_mnist("cuda", 40), 5, dir, ra::spec::KernelMode::deterministic);
   REQUIRE(r.comparison.identical);
@@ -94,6 +133,7 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
 
 TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
+  RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir gpu_dir, cpu_dir;
   const auto g = ra::audit::read_trace(
       audit(keras_mnist("cuda", 40), 1, gpu_dir, ra::spec::KernelMode::deterministic)
@@ -102,6 +142,7 @@ TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
       audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   REQUIRE(g.steps.size() == c.steps.size());
+  REQUIRE_FALSE(c.steps.empty());  // steps[0] is read below
   // Different summation orders (cuDNN/cuBLAS vs the CPU's blocked GEMM) give ~1e-6 relative
   // differences per step that training amplifies; over 40 Adadelta steps the losses should stay
   // within 2% of each other (the first step within 1e-4: same weights, same batch, one forward).

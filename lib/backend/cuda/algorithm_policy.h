@@ -15,8 +15,9 @@
 // algorithm), never a silent switch to another algorithm: the auditor must report what ran.
 //
 // Math: fp32 everywhere, no TF32 and no tensor cores: cuDNN CUDNN_FMA_MATH, cuBLAS
-// CUBLAS_DEFAULT_MATH without the TF32 flag (sgemm then computes in fp32 FMA). The spec has no
-// TF32 switch yet; adding one would change only these two functions.
+// CUBLAS_DEFAULT_MATH without the TF32 flag (sgemm then computes in fp32 FMA). ConvPlan sets the
+// convolution descriptor's math type and CudaOps the cuBLAS handle's math mode from these
+// policies, and the ledger records what cuDNN and cuBLAS report back as set.
 // cuBLAS atomics (used by some sgemm split-k kernels): ALLOWED only in nondeterministic mode.
 // Custom kernels (bias, loss, pooling) take `deterministic` = mode != nondeterministic, as the
 // CPU backend does (autotune chooses algorithms, it does not ask for atomics).

@@ -67,7 +67,11 @@ ConvPlan::ConvPlan(const ConvGeometry& g)
       x_(g.n, g.c, padding_.in_h, padding_.in_w),
       y_(g.n, g.k, g.p, g.q),
       w_(g.k, g.c, g.r, g.s),
-      conv_(padding_.pad_h, padding_.pad_w, g.stride_h, g.stride_w, CUDNN_FMA_MATH) {
+      conv_(padding_.pad_h, padding_.pad_w, g.stride_h, g.stride_w),
+      math_(CUDNN_DEFAULT_MATH) {
+  // A new descriptor holds cuDNN's default math type; the policy's is set before any algorithm is
+  // chosen or run (set_math, conv_for). Read it rather than assume it.
+  RA_CUDNN_CHECK(cudnnGetConvolutionMathType(conv_.get(), &math_));
   // The geometry's output extent and cuDNN's must agree, or every index below would be wrong.
   int n = 0, k = 0, p = 0, q = 0;
   RA_CUDNN_CHECK(
@@ -86,10 +90,12 @@ const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection dir
   if (auto it = chosen_.find(slot); it != chosen_.end()) return it->second;
 
   const ConvAlgorithmPolicy policy = conv_algorithm_policy(mode, direction);
+  // Before choosing: cudnnFind times, and the workspace query sizes, the algorithm under the
+  // descriptor's math type.
+  const cudnnMathType_t math = set_math(policy.math);
   LedgerEntry entry;
   entry.layer = key_;
   entry.direction = to_string(direction);
-  entry.math_type = cudnn_math_type_name(policy.math);
   ConvAlgorithm chosen;
   if (policy.autotune) {
     bool deterministic = false;
@@ -101,10 +107,27 @@ const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection dir
     entry.deterministic = cudnn_algorithm_is_deterministic(direction, policy.algorithm);
     entry.chosen_by = "pinned";
   }
+  chosen.math = math;
+  // What the descriptor holds, not what the policy asked for: the two differ only if cuDNN
+  // refused or altered the setting, which the ledger must then show.
+  entry.math_type = cudnn_math_type_name(chosen.math);
   entry.algorithm = cudnn_algorithm_name(direction, chosen.algorithm);
   entry.workspace_bytes = chosen.workspace_bytes;
   ledger.push_back(std::move(entry));
   return chosen_.emplace(slot, chosen).first->second;
+}
+
+cudnnMathType_t ConvPlan::set_math(cudnnMathType_t math) {
+  if (math != math_) {
+    RA_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_.get(), math));
+    RA_CUDNN_CHECK(cudnnGetConvolutionMathType(conv_.get(), &math_));
+  }
+  return math_;
+}
+
+cudnnConvolutionDescriptor_t ConvPlan::conv_for(const ConvAlgorithm& chosen) {
+  set_math(chosen.math);
+  return conv_.get();
 }
 
 ConvAlgorithm ConvPlan::choose_pinned(cudnnHandle_t handle, ConvDirection direction,
@@ -147,8 +170,9 @@ ConvAlgorithm ConvPlan::choose_pinned(cudnnHandle_t handle, ConvDirection direct
 ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
                                          bool& deterministic) const {
   // cudnnFind*Algorithm runs every algorithm on scratch buffers it allocates and returns them
-  // fastest first. Results that failed or that would use tensor cores (TF32) are skipped; the
-  // descriptor's CUDNN_FMA_MATH keeps the run itself on fp32 FMA either way.
+  // fastest first. Results that failed or that would use tensor cores (TF32) are skipped; the run
+  // itself uses the descriptor's math type (the policy's, CUDNN_FMA_MATH: fp32 FMA) either way,
+  // and that is what the ledger records.
   auto pick = [&](const auto* perf, int returned, const char* find) -> ConvAlgorithm {
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;

@@ -59,6 +59,9 @@ void copy_from_padded(cudaStream_t stream, const float* padded, float* x, std::i
 struct ConvAlgorithm {
   int algorithm = 0;  // value of the direction's cuDNN enum
   std::size_t workspace_bytes = 0;
+  // The descriptor's math type when the algorithm was chosen, as cuDNN reports it
+  // (cudnnGetConvolutionMathType): the one it runs with (conv_for sets it back if needed).
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
 class ConvPlan {
@@ -66,17 +69,20 @@ class ConvPlan {
   explicit ConvPlan(const ConvGeometry& g);
 
   const ConvGeometry& geometry() const noexcept { return g_; }
-  const std::string& key() const noexcept { return key_; }
   const ConvPadding& padding() const noexcept { return padding_; }
   cudnnTensorDescriptor_t x() const noexcept { return x_.get(); }  // the (padded) input
   cudnnTensorDescriptor_t y() const noexcept { return y_.get(); }
   cudnnFilterDescriptor_t w() const noexcept { return w_.get(); }
   cudnnConvolutionDescriptor_t conv() const noexcept { return conv_.get(); }
+  // The descriptor with the math type `chosen` was chosen under (one descriptor serves every
+  // direction and mode of the geometry, and their policies could set different math types).
+  cudnnConvolutionDescriptor_t conv_for(const ConvAlgorithm& chosen);
 
   // The algorithm of `direction` under `mode`: the pinned one (its workspace size queried, which
   // fails for a shape it does not support: CudaError naming layer, direction and algorithm), or
-  // the fastest by cudnnFind*Algorithm for autotune. Chosen once; a new choice is appended to
-  // `ledger`.
+  // the fastest by cudnnFind*Algorithm for autotune, with the descriptor's math type set from the
+  // policy first. Chosen once; a new choice is appended to `ledger`, with the math type cuDNN
+  // reports as set.
   const ConvAlgorithm& algorithm(cudnnHandle_t handle, ConvDirection direction,
                                  spec::KernelMode mode, std::vector<LedgerEntry>& ledger);
 
@@ -84,6 +90,9 @@ class ConvPlan {
   ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
                                  bool& deterministic) const;
+  // Sets the descriptor's math type (no call when it already holds it) and returns what cuDNN
+  // then reports.
+  cudnnMathType_t set_math(cudnnMathType_t math);
 
   ConvGeometry g_;
   std::string key_;
@@ -91,6 +100,7 @@ class ConvPlan {
   TensorDescriptor x_, y_;
   FilterDescriptor w_;
   ConvolutionDescriptor conv_;
+  cudnnMathType_t math_;  // what conv_ holds (read back from cuDNN)
   std::map<std::pair<ConvDirection, spec::KernelMode>, ConvAlgorithm> chosen_;
 };
 

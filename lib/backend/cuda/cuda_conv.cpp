@@ -52,7 +52,7 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
   void* scratch = workspace(algo.workspace_bytes);
   const float* input = conv_input(plan, x);
   RA_CUDNN_CHECK(cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
-                                         plan.conv(),
+                                         plan.conv_for(algo),
                                          static_cast<cudnnConvolutionFwdAlgo_t>(algo.algorithm),
                                          scratch, algo.workspace_bytes, &kZero, plan.y(), y));
   if (bias != nullptr) {
@@ -75,10 +75,10 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
     padded_grad_.reserve(padded_bytes(plan));
     out = padded_grad_.as<float>();
   }
-  RA_CUDNN_CHECK(
-      cudnnConvolutionBackwardData(cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy, plan.conv(),
-                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm),
-                                   scratch, algo.workspace_bytes, &kZero, plan.x(), out));
+  RA_CUDNN_CHECK(cudnnConvolutionBackwardData(
+      cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy, plan.conv_for(algo),
+      static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm), scratch, algo.workspace_bytes,
+      &kZero, plan.x(), out));
   if (out != dx) {
     cuda::copy_from_padded(stream(), out, dx, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
   }
@@ -94,7 +94,7 @@ void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, cons
   void* scratch = workspace(algo.workspace_bytes);
   const float* input = conv_input(plan, x);
   RA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy, plan.conv(),
+      cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy, plan.conv_for(algo),
       static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algorithm), scratch, algo.workspace_bytes,
       &kZero, plan.w(), dw));
 }

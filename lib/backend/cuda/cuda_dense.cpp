@@ -7,7 +7,8 @@
 //   backward weight dw[OUT,IN] = dy^T x               ->  dw^T = x^T op_T(dy^T)  m=IN  n=OUT k=N
 //
 // beta = 0 everywhere: outputs are overwritten ('='). Bias by kernels/bias.cuh (spatial = 1).
-// The reducing products set cuBLAS's atomics mode from their KernelMode (algorithm_policy.h).
+// Every product first sets cuBLAS's atomics and math modes from its KernelMode
+// (algorithm_policy.h); the ledger records the modes cuBLAS then reports.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "kernels/bias.cuh"
@@ -23,13 +24,24 @@ const char* const kDenseDirectionNames[] = {"forward", "backward_data", "backwar
 }  // namespace
 
 void CudaOps::set_cublas_mode(KernelMode mode) {
-  RA_CUBLAS_CHECK(cublasSetAtomicsMode(cublas_.get(), cuda::cublas_policy(mode).atomics));
+  // Both per call: they are fields of the handle (no device work), and products of different
+  // modes share the handle.
+  const cuda::CublasPolicy policy = cuda::cublas_policy(mode);
+  RA_CUBLAS_CHECK(cublasSetAtomicsMode(cublas_.get(), policy.atomics));
+  RA_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), policy.math));
 }
 
-void CudaOps::note_dense(const DenseGeometry& g, int direction, KernelMode mode) {
-  const cuda::CublasPolicy policy = cuda::cublas_policy(mode);
-  const bool atomics = policy.atomics == CUBLAS_ATOMICS_ALLOWED;
-  if (!dense_noted_.insert({g.n, g.in, g.out, direction, atomics ? 1 : 0}).second) return;
+void CudaOps::note_dense(const DenseGeometry& g, int direction) {
+  // What the handle holds now (set_cublas_mode ran just before), not what the policy asked for.
+  cublasAtomicsMode_t atomics_mode = CUBLAS_ATOMICS_NOT_ALLOWED;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  RA_CUBLAS_CHECK(cublasGetAtomicsMode(cublas_.get(), &atomics_mode));
+  RA_CUBLAS_CHECK(cublasGetMathMode(cublas_.get(), &math));
+  const bool atomics = atomics_mode == CUBLAS_ATOMICS_ALLOWED;
+  if (!dense_noted_.insert({g.n, g.in, g.out, direction, atomics ? 1 : 0, static_cast<int>(math)})
+           .second) {
+    return;
+  }
   cuda::LedgerEntry entry;
   entry.layer = cuda::dense_geometry_key(g);
   entry.direction = kDenseDirectionNames[direction];
@@ -37,7 +49,7 @@ void CudaOps::note_dense(const DenseGeometry& g, int direction, KernelMode mode)
   // cuBLAS guarantees the same bits run to run (same architecture and SM count) unless atomics
   // are allowed; it does not say whether an atomic kernel was picked, so allowed = "may not be".
   entry.deterministic = !atomics;
-  entry.math_type = cuda::cublas_math_name(policy.math);
+  entry.math_type = cuda::cublas_math_name(math);
   entry.workspace_bytes = cublas_workspace_.size();
   entry.chosen_by = "pinned";
   ledger_.push_back(std::move(entry));
@@ -46,8 +58,8 @@ void CudaOps::note_dense(const DenseGeometry& g, int direction, KernelMode mode)
 void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float* w,
                             const float* bias, Activation act, float* y) {
   if (g.n == 0 || g.out == 0) return;
-  note_dense(g, kForward, KernelMode::deterministic);
   set_cublas_mode(KernelMode::deterministic);
+  note_dense(g, kForward);
   RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kOne, w,
                               g.in, x, g.in, &kZero, y, g.out));
   if (bias != nullptr) {
@@ -61,8 +73,8 @@ void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float*
 void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const float* w,
                                   float* dx, KernelMode mode) {
   if (g.n == 0 || g.in == 0) return;
-  note_dense(g, kBackwardData, mode);
   set_cublas_mode(mode);
+  note_dense(g, kBackwardData);
   RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, g.in, g.n, g.out, &kOne, w,
                               g.in, dy, g.out, &kZero, dx, g.in));
 }
@@ -70,8 +82,8 @@ void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const
 void CudaOps::dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy,
                                     float* dw, KernelMode mode) {
   if (g.in == 0 || g.out == 0) return;
-  note_dense(g, kBackwardWeight, mode);
   set_cublas_mode(mode);
+  note_dense(g, kBackwardWeight);
   RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, g.in, g.out, g.n, &kOne, x,
                               g.in, dy, g.out, &kZero, dw, g.in));
 }

@@ -47,12 +47,11 @@ CudaOps::CudaOps(KernelMode forward_mode)
     : forward_mode_(require_usable_device(forward_mode)),
       stream_(),
       cudnn_(stream_.get()),
-      cublas_(stream_.get()),
       cublas_workspace_(kCublasWorkspaceBytes),
+      cublas_(stream_.get()),
       loss_scalars_(sizeof(LossScalars)) {
   RA_CUBLAS_CHECK(
       cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), cublas_workspace_.size()));
-  RA_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), cuda::cublas_policy(forward_mode_).math));
   set_cublas_mode(KernelMode::deterministic);
 }
 
@@ -107,24 +106,6 @@ std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors
   return out;
 }
 
-void CudaOps::synchronize() const {
-  stream_.synchronize();
-}
-
-std::vector<cuda::LedgerEntry> CudaOps::ledger_entries() const {
-  std::vector<cuda::LedgerEntry> distinct;
-  for (const cuda::LedgerEntry& e : ledger_) {
-    bool seen = false;
-    for (const cuda::LedgerEntry& d : distinct) {
-      seen =
-          seen || (d.layer == e.layer && d.direction == e.direction && d.algorithm == e.algorithm &&
-                   d.chosen_by == e.chosen_by && d.deterministic == e.deterministic);
-    }
-    if (!seen) distinct.push_back(e);
-  }
-  return distinct;
-}
-
 void* CudaOps::workspace(std::size_t bytes) {
   workspace_.reserve(bytes);
   return workspace_.data();
@@ -146,15 +127,10 @@ void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
 void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                                  const float* relu_gate, float* dx, KernelMode mode) {
   if (g.x_size() == 0) return;
-  if (relu_gate != nullptr) {
-    // The gate applied to dy first (the relu backward kernel: gate > 0 ? dy : 0), then the
-    // scatter: the same values enter the same sums as on the CPU.
-    gated_dy_.reserve(static_cast<std::size_t>(g.y_size()) * sizeof(float));
-    float* gated = gated_dy_.as<float>();
-    activation_backward(Activation::relu, g.y_size(), relu_gate, dy, gated);
-    dy = gated;
-  }
-  kernels::maxpool_backward(stream(), g, dy, argmax, dx, cuda::kernels_deterministic(mode));
+  // The relu gate is applied as each dy is read (gate > 0 ? dy : 0, the relu backward's rule):
+  // the same values enter the same sums as on the CPU.
+  kernels::maxpool_backward(stream(), g, dy, relu_gate, argmax, dx,
+                            cuda::kernels_deterministic(mode));
   RA_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -44,14 +44,13 @@ class CudaOps final : public Ops {
   Memory& memory() override;
 
   // What ran for each convolution and dense geometry and direction, in first-use order, each
-  // distinct entry once.
-  std::vector<cuda::LedgerEntry> ledger_entries() const;
+  // once: ConvPlan records an algorithm once per geometry, direction and mode, note_dense once per
+  // geometry, direction and cuBLAS modes, so no entry repeats another.
+  const std::vector<cuda::LedgerEntry>& ledger_entries() const noexcept { return ledger_; }
   nlohmann::json ledger() const override { return cuda::to_json(ledger_entries()); }
   nlohmann::json device_fingerprint() const override;
   // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
-  // Waits for all queued work (results read through memory() need no call: copies wait).
-  void synchronize() const;
   cudaStream_t stream() const noexcept { return stream_.get(); }
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
@@ -100,26 +99,30 @@ class CudaOps final : public Ops {
   // x itself, or (asymmetric padding) x copied into padded_input_.
   const float* conv_input(const cuda::ConvPlan& plan, const float* x);
   void* workspace(std::size_t bytes);
+  // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);
-  void note_dense(const DenseGeometry& g, int direction, KernelMode mode);
+  // Appends the ledger entry of a dense product the first time its geometry, direction and the
+  // cuBLAS modes now set are seen.
+  void note_dense(const DenseGeometry& g, int direction);
   template <class Launch>
   float loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
 
   KernelMode forward_mode_;
   cuda::Stream stream_;
   cuda::CudnnHandle cudnn_;
-  cuda::CublasHandle cublas_;
-  cuda::DeviceBuffer workspace_;  // cuDNN, bias and loss scratch (grow-only, shared)
+  // Before the handle that is given it (cublasSetWorkspace): destroyed after it, so the handle
+  // never holds a freed workspace.
   cuda::DeviceBuffer cublas_workspace_;
+  cuda::CublasHandle cublas_;
+  cuda::DeviceBuffer workspace_;      // cuDNN, bias and loss scratch (grow-only, shared)
   cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
   cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
-  cuda::DeviceBuffer gated_dy_;       // max-pool backward with a relu gate: the gated dy
   cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
   cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
-  std::set<std::array<int, 5>> dense_noted_;  // {n, in, out, direction, atomics allowed}
+  std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}
 };
 
 // The backend for a run: `mode` is the spec's determinism mode (it chooses pinned or autotuned

@@ -42,71 +42,32 @@ void DeviceBuffer::reserve(std::size_t bytes) {
   bytes_ = bytes;
 }
 
-// ---- Stream, Event ----
+// ---- Stream and library handles ----
+// Like the descriptors below: created, then owned (so a failing call after it destroys it).
 
-namespace {
-cudaStream_t create_stream() {
+Stream::Stream() {
   cudaStream_t s = nullptr;
   RA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
-  return s;
+  UniqueHandle::operator=(UniqueHandle(s));
 }
-cudaEvent_t create_event() {
-  cudaEvent_t e = nullptr;
-  RA_CUDA_CHECK(cudaEventCreate(&e));
-  return e;
-}
-}  // namespace
-
-Stream::Stream() : UniqueHandle(create_stream()) {}
 
 void Stream::synchronize() const {
   RA_CUDA_CHECK(cudaStreamSynchronize(get()));
 }
 
-Event::Event() : UniqueHandle(create_event()) {}
-
-void Event::record(cudaStream_t stream) const {
-  RA_CUDA_CHECK(cudaEventRecord(get(), stream));
-}
-
-void Event::synchronize() const {
-  RA_CUDA_CHECK(cudaEventSynchronize(get()));
-}
-
-float Event::elapsed_ms_since(const Event& start) const {
-  float ms = 0;
-  RA_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), get()));
-  return ms;
-}
-
-// ---- library handles ----
-
-namespace {
-cudnnHandle_t create_cudnn(cudaStream_t stream) {
+CudnnHandle::CudnnHandle(cudaStream_t stream) {
   cudnnHandle_t h = nullptr;
   RA_CUDNN_CHECK(cudnnCreate(&h));
-  const cudnnStatus_t status = cudnnSetStream(h, stream);
-  if (status != CUDNN_STATUS_SUCCESS) {
-    cudnnDestroy(h);
-    RA_CUDNN_CHECK(status);
-  }
-  return h;
+  UniqueHandle::operator=(UniqueHandle(h));
+  RA_CUDNN_CHECK(cudnnSetStream(get(), stream));
 }
-cublasHandle_t create_cublas(cudaStream_t stream) {
+
+CublasHandle::CublasHandle(cudaStream_t stream) {
   cublasHandle_t h = nullptr;
   RA_CUBLAS_CHECK(cublasCreate(&h));
-  const cublasStatus_t status = cublasSetStream(h, stream);
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    cublasDestroy(h);
-    RA_CUBLAS_CHECK(status);
-  }
-  return h;
+  UniqueHandle::operator=(UniqueHandle(h));
+  RA_CUBLAS_CHECK(cublasSetStream(get(), stream));
 }
-}  // namespace
-
-CudnnHandle::CudnnHandle(cudaStream_t stream) : UniqueHandle(create_cudnn(stream)) {}
-
-CublasHandle::CublasHandle(cudaStream_t stream) : UniqueHandle(create_cublas(stream)) {}
 
 // ---- cuDNN descriptors ----
 // Each is created, then owned (so a failing Set* call below destroys it), then set.
@@ -127,15 +88,13 @@ FilterDescriptor::FilterDescriptor(int k, int c, int r, int s) {
       cudnnSetFilter4dDescriptor(get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s));
 }
 
-ConvolutionDescriptor::ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w,
-                                             cudnnMathType_t math) {
+ConvolutionDescriptor::ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w) {
   cudnnConvolutionDescriptor_t d = nullptr;
   RA_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
   UniqueHandle::operator=(UniqueHandle(d));
   RA_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(get(), pad_h, pad_w, stride_h, stride_w,
                                                  /*dilation*/ 1, 1, CUDNN_CROSS_CORRELATION,
                                                  CUDNN_DATA_FLOAT));
-  RA_CUDNN_CHECK(cudnnSetConvolutionMathType(get(), math));
 }
 
 }  // namespace ra::backend::cuda

@@ -79,16 +79,6 @@ class Stream : public UniqueHandle<cudaStream_t, cudaStreamDestroy> {
   void synchronize() const;
 };
 
-// An event with timing, for measuring device time between two records.
-class Event : public UniqueHandle<cudaEvent_t, cudaEventDestroy> {
- public:
-  Event();
-  void record(cudaStream_t stream) const;
-  void synchronize() const;
-  // Milliseconds between two completed events (start recorded before this one).
-  float elapsed_ms_since(const Event& start) const;
-};
-
 class CudnnHandle : public UniqueHandle<cudnnHandle_t, cudnnDestroy> {
  public:
   explicit CudnnHandle(cudaStream_t stream);
@@ -113,14 +103,15 @@ class FilterDescriptor
   FilterDescriptor(int k, int c, int r, int s);
 };
 
-// 2-D cross-correlation (what PyTorch and Keras call convolution), fp32 compute, with the given
-// math type (CUDNN_FMA_MATH: no tensor cores, no TF32). cuDNN accepts only SYMMETRIC padding
+// 2-D cross-correlation (what PyTorch and Keras call convolution), fp32 compute. The math type is
+// left at cuDNN's default: its owner (ConvPlan) sets the policy's before any use. cuDNN accepts
+// only SYMMETRIC padding
 // (one pad per dimension); asymmetric padding is handled by the caller (conv_plan.h: the input
 // is copied into a tensor padded by the difference, the symmetric part stays with cuDNN).
 class ConvolutionDescriptor
     : public UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor> {
  public:
-  ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w, cudnnMathType_t math);
+  ConvolutionDescriptor(int pad_h, int pad_w, int stride_h, int stride_w);
 };
 
 }  // namespace ra::backend::cuda
