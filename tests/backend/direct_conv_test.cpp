@@ -11,6 +11,7 @@
 #include "backend/cpu/direct_conv.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/im2col.h"
+#include "backend/cpu/parallel_gemm.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/scratch.h"
 #include "backend_test_util.h"
@@ -39,23 +40,18 @@ std::vector<test::ConvCase> cases() {
   return all;
 }
 
+// The packing panels of the GEMM twin, as the backend allocates them (gemm.h: 64-byte aligned).
 struct Twin {
-  GemmBuffers buffers;
-  std::vector<float> pack_a = std::vector<float>(kGemmPackAFloats + 16);
-  std::vector<float> pack_b = std::vector<float>(kGemmPackBFloats + 16);
-  Twin() { buffers = {pack_a.data(), pack_b.data()}; }
+  ScratchArena scratch{1};
+  GemmBuffers buffers = gemm_buffers(scratch, 0);
 };
-
-std::int64_t crs_of(const ConvGeometry& g) {
-  return col_rows(g);
-}
 
 // y_n = W col_n (+ bias afterwards), as the GEMM path computed it.
 std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>& x,
                                 const std::vector<float>& w, const std::vector<float>& bias,
                                 GemmKernel kernel) {
   Twin twin;
-  const std::int64_t crs = crs_of(g), pq = col_cols(g);
+  const std::int64_t crs = col_rows(g), pq = col_cols(g);
   std::vector<float> col(static_cast<std::size_t>(crs * pq)), y(g.y_size());
   for (std::int64_t n = 0; n < g.n; ++n) {
     im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
@@ -74,7 +70,7 @@ std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>&
 std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& x,
                                const std::vector<float>& dy, GemmKernel kernel) {
   Twin twin;
-  const std::int64_t crs = crs_of(g), pq = col_cols(g), size = g.k * crs;
+  const std::int64_t crs = col_rows(g), pq = col_cols(g), size = g.k * crs;
   const ChunkPlan plan = plan_chunks(g.n, size);
   std::vector<float> col(static_cast<std::size_t>(crs * pq)), dw(size, 0.0f), partial(size);
   for (std::int64_t chunk = 0; chunk < plan.chunks; ++chunk) {
@@ -97,7 +93,7 @@ std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& 
 std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy,
                              const std::vector<float>& w, GemmKernel kernel) {
   Twin twin;
-  const std::int64_t crs = crs_of(g), pq = col_cols(g);
+  const std::int64_t crs = col_rows(g), pq = col_cols(g);
   std::vector<float> dcol(static_cast<std::size_t>(crs * pq)), dx(g.x_size());
   for (std::int64_t n = 0; n < g.n; ++n) {
     gemm(crs, pq, g.k, transpose_of(w.data(), crs), row_major(dy.data() + n * g.k * pq, pq),
@@ -157,7 +153,7 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
   for (const GemmKernel kernel : test::supported_kernels()) {
     INFO(gemm_kernel_name(kernel));
     Twin twin;
-    const std::int64_t crs = crs_of(g), pq = col_cols(g);
+    const std::int64_t crs = col_rows(g), pq = col_cols(g);
     std::vector<float> col(static_cast<std::size_t>(crs * pq)), expected(g.y_size());
     for (std::int64_t n = 0; n < g.n; ++n) {
       im2col(g, x.data() + n * g.c * g.h * g.w, col.data());

@@ -133,17 +133,6 @@ TEST_CASE("the process's gemm variant follows REPRO_AUDIT_GEMM", "[backend][gemm
   } else {  // "avx2" -> "avx2-fma", "avx512" -> "avx512-fma", "portable" -> "portable"
     REQUIRE(name.substr(0, std::string_view(forced).size()) == forced);
   }
-  // gemm() without a variant is gemm() with the process's variant.
-  const std::int64_t m = 9, n = 50, k = 31;
-  const auto a = test::random_values(std::size_t(m * k), 14);
-  const auto b = test::random_values(std::size_t(k * n), 15);
-  ScratchArena scratch(1);
-  std::vector<float> implicit(std::size_t(m * n)), explicit_(std::size_t(m * n));
-  gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), implicit.data(), n,
-       GemmOutput::overwrite, gemm_buffers(scratch, 0));
-  gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), explicit_.data(), n,
-       GemmOutput::overwrite, gemm_buffers(scratch, 0), gemm_kernel());
-  REQUIRE(test::same_bits(implicit, explicit_));
 }
 
 TEST_CASE("parallel gemm is bitwise independent of the thread count", "[backend][gemm]") {

@@ -2,8 +2,11 @@
 // names the JSON path or the file.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "cli/cli_runner.h"
 
@@ -214,4 +217,42 @@ TEST_CASE("env prints the fingerprint a trace records, GPU availability included
   const auto& gpu = doc.at("gpu");
   REQUIRE((gpu.contains("gpu") ||
            (gpu.at("available") == false && !gpu.at("reason").get<std::string>().empty())));
+}
+
+namespace {
+// Sets an environment variable for the child processes of one test, and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+}  // namespace
+
+TEST_CASE("REPRO_AUDIT_GEMM forces the CPU GEMM variant, which the fingerprint records", "[cli]") {
+  {
+    const ScopedEnv forced("REPRO_AUDIT_GEMM", "portable");
+    const auto r = run_cli("env --json");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(nlohmann::json::parse(r.out).at("cpu_gemm_kernel") == "portable");
+  }
+  const ScopedEnv bogus("REPRO_AUDIT_GEMM", "bogus");
+  const auto r = run_cli("env --json");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("REPRO_AUDIT_GEMM") != std::string::npos);
 }
