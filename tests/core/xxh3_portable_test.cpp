@@ -73,7 +73,9 @@ std::vector<std::size_t> long_lengths() {
       239, 240, 241, 242, 255, 256, 257, 65535, 65536, 65537, kMaxLength - 1, kMaxLength};
   for (std::size_t k = 1; k * 1024 + 1 <= kMaxLength; ++k) {
     for (std::size_t len : {k * 1024 - 1, k * 1024, k * 1024 + 1, k * 1024 + 64, k * 1024 + 960}) {
-      lengths.push_back(len);
+      // Within the buffer: k * 1024 + 960 passes kMaxLength for the last k (ASan caught both
+      // hashes reading past the buffer, equal only by luck).
+      if (len <= kMaxLength) lengths.push_back(len);
     }
   }
   for (std::size_t len = 2049; len <= kMaxLength; len += 997) lengths.push_back(len);
