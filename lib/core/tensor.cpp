@@ -89,11 +89,35 @@ void Tensor::reshape(Shape shape) {
   shape_ = std::move(shape);
 }
 
-void Tensor::resize(Shape shape) {
-  const auto count = static_cast<std::size_t>(element_count(shape));
+// The three resizes allocate before they change the shape, so a failed allocation leaves the
+// tensor as it was; the shape goes into shape_'s own storage (assign reuses its capacity), so a
+// shape the tensor has held before costs no heap allocation: the training step resizes every step.
+void Tensor::reserve_elements(std::size_t count) {
   if (count > capacity_ || !data_) allocate(count);
   size_ = count;
-  shape_ = std::move(shape);
+}
+
+void Tensor::resize(const Shape& shape) {
+  reserve_elements(static_cast<std::size_t>(element_count(shape)));
+  if (&shape != &shape_) shape_.assign(shape.begin(), shape.end());
+}
+
+void Tensor::resize(std::initializer_list<std::int64_t> dims) {
+  std::int64_t count = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0) throw InputError("negative dimension in shape " + to_string(Shape(dims)));
+    count *= d;
+  }
+  reserve_elements(static_cast<std::size_t>(count));
+  shape_.assign(dims.begin(), dims.end());
+}
+
+void Tensor::resize_batched(std::int64_t n, const Shape& sample) {
+  if (n < 0) throw InputError("negative batch dimension " + std::to_string(n));
+  reserve_elements(static_cast<std::size_t>(n * element_count(sample)));
+  shape_.resize(sample.size() + 1);
+  shape_[0] = n;
+  std::copy(sample.begin(), sample.end(), shape_.begin() + 1);
 }
 
 void Tensor::fill(float value) {

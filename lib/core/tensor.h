@@ -83,8 +83,11 @@ class Tensor {
   // Changes the shape without touching data; the element count must stay the same.
   void reshape(Shape shape);
   // Resizes to a new shape in the same memory, reusing the buffer when it is large enough
-  // (contents unspecified).
-  void resize(Shape shape);
+  // (contents unspecified). A shape the tensor has held before allocates nothing.
+  void resize(const Shape& shape);
+  void resize(std::initializer_list<std::int64_t> dims);
+  // resize to [n] + sample.
+  void resize_batched(std::int64_t n, const Shape& sample);
   void fill(float value);  // host only
   // Copies the contents of `src` (same element count, any memory) into this tensor: a copy, an
   // upload or a download as the two memories require.
@@ -94,6 +97,8 @@ class Tensor {
 
  private:
   void allocate(std::size_t count);
+  // Makes room for `count` elements (allocating only when the buffer is too small); sets size_.
+  void reserve_elements(std::size_t count);
 
   Shape shape_;
   Memory* memory_ = &host_memory();

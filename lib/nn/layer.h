@@ -65,8 +65,6 @@ class Layer {
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }
-  // [N] + per-sample shape.
-  static Shape batched(std::int64_t n, const Shape& sample);
   Memory& memory() const noexcept { return *memory_; }
 
  private:

@@ -30,12 +30,6 @@ Param make_param(const std::string& layer, const char* kind, Shape shape, Memory
 
 }  // namespace
 
-Shape Layer::batched(std::int64_t n, const Shape& sample) {
-  Shape s{n};
-  s.insert(s.end(), sample.begin(), sample.end());
-  return s;
-}
-
 backend::ConvGeometry conv_geometry(const spec::ResolvedLayer& info, int batch) {
   backend::ConvGeometry g;
   g.n = batch;
@@ -88,7 +82,7 @@ Conv2dLayer::Conv2dLayer(const spec::ResolvedLayer& info, Memory& memory)
 
 void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
   const auto g = conv_geometry(info(), batch_of(x));
-  y.resize(batched(g.n, info().output));
+  y.resize_batched(g.n, info().output);
   ops.conv2d_forward(g, x.data(), weight_.value.data(),
                      info().spec.use_bias ? bias_.value.data() : nullptr, info().spec.activation,
                      y.data());
@@ -159,7 +153,7 @@ std::vector<Param*> DenseLayer::params() {
 // ---- maxpool2d -------------------------------------------------------------------------------
 void MaxPool2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
   const auto g = pool_geometry(info(), batch_of(x));
-  y.resize(batched(g.n, info().output));
+  y.resize_batched(g.n, info().output);
   argmax_.resize(y.size());
   ops.maxpool2d_forward(g, x.data(), y.data(), argmax_.data());
 }
@@ -228,7 +222,7 @@ void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&
 
 // ---- flatten ---------------------------------------------------------------------------------
 void FlattenLayer::forward(backend::Ops&, const Tensor& x, Tensor& y, const StepContext&) {
-  y.resize(batched(x.dim(0), info().output));
+  y.resize_batched(x.dim(0), info().output);
   y.copy_from(x);
 }
 

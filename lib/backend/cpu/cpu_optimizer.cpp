@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel_for.h"
 
 namespace ra::backend {
 namespace {
@@ -48,7 +49,7 @@ void CpuOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count,
                               const float* grad, float* s0, float* s1) {
   constexpr std::int64_t kChunk = 1 << 14;  // 64 KiB of values: enough work per task
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-  pool_.parallel_for(chunks, [&](std::int64_t c, int) {
+  cpu::parallel_for(pool_, chunks, [&](std::int64_t c, int) {
     const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
     update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
                  s1 ? s1 + begin : nullptr);

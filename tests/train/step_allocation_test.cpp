@@ -1,0 +1,128 @@
+// "No allocation in the step loop" (issue 6): after warm-up steps have grown every buffer, the
+// training steps of a Keras-like convnet on the CPU backend make no heap allocation at all --
+// loader, staging, forward, loss, backward, optimizer and the trainer's own bookkeeping.
+//
+// Counts through replacements of the global operator new (this test binary only); counting is
+// switched on by an observer between the end of one step and the end of a later one.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <nlohmann/json.hpp>
+
+#include "spec/parse.h"
+#include "train/trainer.h"
+
+namespace {
+
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocations{0};
+
+void* counted_allocation(std::size_t bytes, std::size_t alignment) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  if (bytes == 0) bytes = 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(bytes)
+                : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  return counted_allocation(bytes, 0);
+}
+void* operator new[](std::size_t bytes) {
+  return counted_allocation(bytes, 0);
+}
+void* operator new(std::size_t bytes, std::align_val_t a) {
+  return counted_allocation(bytes, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t bytes, std::align_val_t a) {
+  return counted_allocation(bytes, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+// Counts allocations from the end of step `from` to the end of step `to`.
+class AllocationWindow final : public ra::train::Observer {
+ public:
+  AllocationWindow(std::int64_t from, std::int64_t to) : from_(from), to_(to) {}
+  void on_step(const ra::train::Trainer&, const ra::train::StepEvent& e) override {
+    if (e.step == from_) {
+      g_allocations = 0;
+      g_counting = true;
+    } else if (e.step == to_) {
+      g_counting = false;
+      counted = g_allocations.load();
+      closed = true;
+    }
+  }
+  long counted = -1;
+  bool closed = false;
+
+ private:
+  std::int64_t from_, to_;
+};
+
+ra::spec::ExperimentSpec keras_like(int workers) {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "name": "alloc", "seed": 4, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 256, "shape": [1, 12, 12], "classes": 10},
+             "batch_size": 16, "workers": )" + std::to_string(workers) + R"(},
+    "model": {"input": [1, 12, 12], "layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3, "activation": "relu"},
+      {"type": "conv2d", "filters": 16, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 2},
+      {"type": "dropout", "rate": 0.25},
+      {"type": "flatten"},
+      {"type": "dense", "units": 32, "activation": "relu"},
+      {"type": "dropout", "rate": 0.5},
+      {"type": "dense", "units": 10}]},
+    "optimizer": {"type": "adadelta", "lr": 1.0},
+    "train": {"epochs": 1, "max_steps": 12}})"),
+                              ".");
+}
+
+}  // namespace
+
+TEST_CASE("training steps after warm-up make no heap allocation", "[train]") {
+  for (const int workers : {0, 2}) {
+    INFO("loader workers: " << workers);
+    const auto spec = keras_like(workers);
+    ra::train::Trainer trainer(spec, ra::train::load_data(spec));
+    // Steps 0-2 grow the buffers; steps 3..10 (the loader's next batch included) must not
+    // allocate.
+    AllocationWindow window(2, 10);
+    const auto result = trainer.run(&window);
+    REQUIRE(result.steps == 12);
+    REQUIRE(window.closed);
+    CHECK(window.counted == 0);
+  }
+}
