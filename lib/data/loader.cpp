@@ -20,15 +20,16 @@ using Order = std::shared_ptr<const std::vector<std::int64_t>>;
 // Resizes `images` to [count, sample_shape...] unless it already has that shape; Tensor::resize
 // keeps the buffer whenever it is large enough, so a smaller last batch never reallocates either.
 void shape_batch_images(Tensor& images, std::int64_t count, const Shape& sample_shape) {
-  const Shape& current = images.shape();
-  const bool same = current.size() == sample_shape.size() + 1 && current[0] == count &&
-                    std::equal(sample_shape.begin(), sample_shape.end(), current.begin() + 1);
-  if (same) return;
-  Shape shape;
-  shape.reserve(sample_shape.size() + 1);
-  shape.push_back(count);
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  images.resize(std::move(shape));
+  images.resize_batched(count, sample_shape);  // no allocation once the tensor has held a batch
+}
+
+// Sizes a batch's buffers for a full batch up front. The loader's batches circulate between the
+// workers, the ring and the consumer by swapping, so one that was never filled could otherwise
+// reach a worker many steps into training and allocate there.
+void reserve_batch(Batch& batch, int batch_size, const Shape& sample_shape) {
+  batch.images.resize_batched(batch_size, sample_shape);
+  batch.labels.reserve(static_cast<std::size_t>(batch_size));
+  batch.sample_indices.reserve(static_cast<std::size_t>(batch_size));
 }
 
 // Batch `index` of an epoch: samples order[index*B .. min((index+1)*B, n)). The one definition
@@ -96,6 +97,7 @@ struct BatchLoader::State {
   std::uint64_t generation = 0;  // bumped by start_epoch; older work is discarded
   std::int64_t next_claim = 0;   // index of the batch the next idle worker assembles
   std::vector<Slot> slots;       // ring: batch k lives in slots[k % slots.size()]
+  std::vector<Batch> worker_batches;  // one per worker: the batch it assembles into
   Batch handoff;                 // consumer-side staging, swapped with a ready slot
   std::vector<std::thread> threads;
 
@@ -123,8 +125,8 @@ struct BatchLoader::State {
            next_claim < next_consume + static_cast<std::int64_t>(slots.size());
   }
 
-  void worker_main() {
-    Batch scratch;
+  void worker_main(std::size_t w) {
+    Batch& scratch = worker_batches[w];
     std::unique_lock lock(mutex);
     for (;;) {
       work_cv.wait(lock, [&] { return stopping || claimable(); });
@@ -169,9 +171,16 @@ BatchLoader::BatchLoader(const Dataset& data, int batch_size, bool shuffle, bool
   state_ = std::make_unique<State>(data, batch_size, shuffle, drop_last, order_key);
   if (workers > 0) {
     state_->slots.resize(2 * static_cast<std::size_t>(workers));
+    // Every batch buffer sized here, before the workers start: a worker thread may first run
+    // many steps into training on a loaded machine.
+    state_->worker_batches.resize(static_cast<std::size_t>(workers));
+    for (Batch& b : state_->worker_batches) reserve_batch(b, batch_size, data.sample_shape);
+    for (State::Slot& slot : state_->slots) reserve_batch(slot.batch, batch_size, data.sample_shape);
+    reserve_batch(state_->handoff, batch_size, data.sample_shape);
     state_->threads.reserve(static_cast<std::size_t>(workers));
     for (int w = 0; w < workers; ++w) {
-      state_->threads.emplace_back([s = state_.get()] { s->worker_main(); });
+      state_->threads.emplace_back(
+          [s = state_.get(), w = static_cast<std::size_t>(w)] { s->worker_main(w); });
     }
   }
 }
