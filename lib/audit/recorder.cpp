@@ -1,5 +1,6 @@
 #include "audit/recorder.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <span>
@@ -98,24 +99,50 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   r.loss_bits = std::bit_cast<std::uint32_t>(e.loss);
   r.seconds = e.seconds;
 
-  // All tensors of the step in one parallel batch: inputs, gradients, weights, optimizer state.
   const nn::Model& model = trainer.model();
   const auto state = trainer.optimizer().state();
   if (trace_.header.optimizer_state.empty()) {
     for (const auto& [name, tensor] : state) trace_.header.optimizer_state.push_back(name);
   }
-  std::vector<const Tensor*> tensors{&e.batch->images};
-  const auto grads = grads_of(model), values = values_of(model);
-  tensors.insert(tensors.end(), grads.begin(), grads.end());
-  tensors.insert(tensors.end(), values.begin(), values.end());
-  for (const auto& [name, tensor] : state) tensors.push_back(tensor);
-  const std::vector<Digest128> d = digest_all(trainer, tensors);
-
-  const std::size_t n = grads.size();
-  r.batch_inputs = d[0];
-  r.grads.assign(d.begin() + 1, d.begin() + 1 + n);
-  r.weights.assign(d.begin() + 1 + n, d.begin() + 1 + 2 * n);
-  r.optimizer_state = combine(std::vector<Digest128>(d.begin() + 1 + 2 * n, d.end()));
+  std::vector<Digest128> state_digests;
+  if (const optim::UpdateDigests* u = e.update_digests) {
+    // The update hashed every chunk of the gradients, weights and state: combine them. Its
+    // hashing time, summed over the backend's threads, counts as recording time spread over
+    // those threads (they hashed in parallel, inside the step).
+    r.batch_inputs = digest_all(trainer, {&e.batch->images})[0];
+    const auto params = model.params();
+    const auto from_chunks = [](const Tensor& t, const std::vector<xxh3::Hash128>& chunks) {
+      return digest_from_chunks(DType::f32, t.shape(), chunks);
+    };
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      r.grads.push_back(from_chunks(params[i]->grad, u->params[i].grad));
+      r.weights.push_back(from_chunks(params[i]->value, u->params[i].value));
+    }
+    // state() lists each parameter's state kinds in order, as the update digested them.
+    const std::size_t kinds = params.empty() ? 0 : state.size() / params.size();
+    for (std::size_t k = 0; k < state.size(); ++k) {
+      state_digests.push_back(
+          from_chunks(*state[k].second, u->params[k / kinds].state[k % kinds]));
+    }
+    const std::int64_t hashed = u->hash_nanoseconds.load(std::memory_order_relaxed);
+    recording_seconds_ += static_cast<double>(hashed - counted_hash_nanoseconds_) * 1e-9 /
+                          std::max(1, trainer.ops().threads());
+    counted_hash_nanoseconds_ = hashed;
+  } else {
+    // All tensors of the step in one parallel batch: inputs, gradients, weights, optimizer state.
+    std::vector<const Tensor*> tensors{&e.batch->images};
+    const auto grads = grads_of(model), values = values_of(model);
+    tensors.insert(tensors.end(), grads.begin(), grads.end());
+    tensors.insert(tensors.end(), values.begin(), values.end());
+    for (const auto& [name, tensor] : state) tensors.push_back(tensor);
+    const std::vector<Digest128> d = digest_all(trainer, tensors);
+    const std::size_t n = grads.size();
+    r.batch_inputs = d[0];
+    r.grads.assign(d.begin() + 1, d.begin() + 1 + n);
+    r.weights.assign(d.begin() + 1 + n, d.begin() + 1 + 2 * n);
+    state_digests.assign(d.begin() + 1 + 2 * n, d.end());
+  }
+  r.optimizer_state = combine(state_digests);
   trace_.steps.push_back(std::move(r));
   recording_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

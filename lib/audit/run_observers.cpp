@@ -82,8 +82,8 @@ void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {
   std::swap(batch.sample_indices[0], batch.sample_indices[1]);
 }
 
-void FaultInjector::after_update(nn::Model& model, std::int64_t step) {
-  if (step != fault_.step || fault_.tensor == "batch") return;
+bool FaultInjector::after_update(nn::Model& model, std::int64_t step) {
+  if (step != fault_.step || fault_.tensor == "batch") return false;
   for (nn::Param* p : model.params()) {
     if (p->name != fault_.tensor) continue;
     if (fault_.element < 0 || fault_.element >= static_cast<std::int64_t>(p->value.size())) {
@@ -95,7 +95,7 @@ void FaultInjector::after_update(nn::Model& model, std::int64_t step) {
     float& v = host[fault_.element];
     v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) ^ (1u << fault_.bit));
     p->value.copy_from(host);
-    return;
+    return true;
   }
   throw InputError("fault injection: no parameter named '" + fault_.tensor + "'");
 }

@@ -38,7 +38,7 @@ class FaultInjector final : public train::Observer {
  public:
   explicit FaultInjector(FaultSpec fault) : fault_(std::move(fault)) {}
   void before_step(data::Batch& batch, std::int64_t step) override;
-  void after_update(nn::Model& model, std::int64_t step) override;
+  bool after_update(nn::Model& model, std::int64_t step) override;
 
  private:
   FaultSpec fault_;

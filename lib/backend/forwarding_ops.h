@@ -80,6 +80,11 @@ class ForwardingOps : public Ops {
                         const float* grad, float* s0, float* s1) override {
     inner_->optimizer_update(rule, count, value, grad, s0, s1);
   }
+  bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                 const float* grad, float* s0, float* s1,
+                                 const optim::ChunkDigestTargets& digests) override {
+    return inner_->optimizer_update_digested(rule, count, value, grad, s0, s1, digests);
+  }
   float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
                               float* dlogits, KernelMode mode) override {
     return inner_->softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);

@@ -19,6 +19,7 @@
 #include "core/digest.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "optim/update_digests.h"
 #include "optim/update_rules.h"
 #include "rng/philox.h"
 #include "spec/spec.h"
@@ -118,6 +119,16 @@ class Ops {
   // deterministic on every backend; the same fp32 operations as the host optimizer.
   virtual void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                                 const float* grad, float* s0, float* s1) = 0;
+  // The same update, also writing the chunk digests (core/digest.h) of value, grad, s0 and s1 as
+  // they are after it into `digests` (optim/update_digests.h), hashed while each chunk is still in
+  // cache. Returns false, having changed nothing, on a backend that does not fuse the two (the
+  // default): the caller then calls optimizer_update and digests the tensors from memory.
+  virtual bool optimizer_update_digested(const optim::UpdateRule& /*rule*/, std::int64_t /*count*/,
+                                         float* /*value*/, const float* /*grad*/, float* /*s0*/,
+                                         float* /*s1*/,
+                                         const optim::ChunkDigestTargets& /*digests*/) {
+    return false;
+  }
 
   // ---- losses (mean over the batch) ----
   // The gradient output (dlogits, dpred) may be nullptr when only the value is wanted (evaluation).

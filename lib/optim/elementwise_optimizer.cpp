@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/digest.h"
+
 namespace ra::optim {
 
 ElementwiseOptimizer::ElementwiseOptimizer(double lr, double decay, double weight_decay,
@@ -49,9 +51,26 @@ void ElementwiseOptimizer::record_layout_and_create_state(const std::vector<Para
   has_layout_ = true;
 }
 
-void ElementwiseOptimizer::step(const std::vector<Parameter>& params) {
+void ElementwiseOptimizer::size_digests(UpdateDigests& digests) const {
+  digests.params.resize(names_.size());
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    const std::size_t chunks =
+        digest_chunk_count(static_cast<std::size_t>(element_count(shapes_[i])) * sizeof(float));
+    UpdateDigests::Param& d = digests.params[i];
+    d.value.resize(chunks);
+    d.grad.resize(chunks);
+    for (std::size_t k = 0; k < 2; ++k) d.state[k].resize(k < state_kinds_.size() ? chunks : 0);
+  }
+}
+
+void ElementwiseOptimizer::step(const std::vector<Parameter>& params, UpdateDigests* digests) {
   check_layout(params);  // before anything changes: a rejected step leaves no trace
   if (!has_layout_) record_layout_and_create_state(params);
+  if (digests != nullptr) {
+    size_digests(*digests);
+    // Digests come only from a backend's fused update; the host loop below takes none.
+    digests->complete = static_cast<bool>(device_update_);
+  }
 
   UpdateRule rule = begin_step(learning_rate(), iterations_ + 1);
   rule.weight_decay = weight_decay_;
@@ -62,7 +81,16 @@ void ElementwiseOptimizer::step(const std::vector<Parameter>& params) {
     float* s1 = state_kinds_.size() > 1 ? state_[i][1].data() : nullptr;
     const auto n = static_cast<std::int64_t>(params[i].value->size());
     if (device_update_) {  // the backend's update (the trainer sets one for every backend)
-      device_update_(rule, n, value, grad, s0, s1);
+      if (digests == nullptr) {
+        device_update_(rule, n, value, grad, s0, s1, nullptr);
+        continue;
+      }
+      UpdateDigests::Param& d = digests->params[i];
+      const ChunkDigestTargets targets{d.value.data(), d.grad.data(),
+                                       s0 ? d.state[0].data() : nullptr,
+                                       s1 ? d.state[1].data() : nullptr,
+                                       &digests->hash_nanoseconds};
+      if (!device_update_(rule, n, value, grad, s0, s1, &targets)) digests->complete = false;
       continue;
     }
     if (!params[i].value->on_host()) {

@@ -18,7 +18,7 @@ namespace ra::optim {
 
 class ElementwiseOptimizer : public Optimizer {
  public:
-  void step(const std::vector<Parameter>& params) final;
+  void step(const std::vector<Parameter>& params, UpdateDigests* digests = nullptr) final;
   std::vector<std::pair<std::string, const Tensor*>> state() const final;
 
  protected:
@@ -36,6 +36,8 @@ class ElementwiseOptimizer : public Optimizer {
   // Throws std::logic_error naming the first difference from the recorded layout.
   void check_layout(const std::vector<Parameter>& params) const;
   void record_layout_and_create_state(const std::vector<Parameter>& params);
+  // Sizes `digests` for the recorded layout (no allocation once sized).
+  void size_digests(UpdateDigests& digests) const;
 
   float weight_decay_;
   std::vector<std::string> state_kinds_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "optim/update_digests.h"
 #include "optim/update_rules.h"
 #include "spec/spec.h"
 
@@ -32,8 +33,10 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update of every parameter. The list (names, shapes, order) must be the same at every call
-  // (state is created on the first call); a mismatch throws std::logic_error.
-  virtual void step(const std::vector<Parameter>& params) = 0;
+  // (state is created on the first call); a mismatch throws std::logic_error. With `digests`, the
+  // update also takes the chunk digests of every tensor it touches where the backend can fuse them
+  // (digests->complete says whether it did).
+  virtual void step(const std::vector<Parameter>& params, UpdateDigests* digests = nullptr) = 0;
 
   // Completed steps.
   std::int64_t iterations() const noexcept { return iterations_; }
@@ -46,9 +49,11 @@ class Optimizer {
   virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
 
   // How a step's rule is applied to parameters in device memory: the device backend's
-  // Ops::optimizer_update. Without one, parameters must be in host memory.
-  using DeviceUpdate = std::function<void(const UpdateRule&, std::int64_t n, float* value,
-                                          const float* grad, float* s0, float* s1)>;
+  // Ops::optimizer_update. Without one, parameters must be in host memory. With non-null
+  // `digests` it also writes their chunk digests where it can, and returns whether it did.
+  using DeviceUpdate =
+      std::function<bool(const UpdateRule&, std::int64_t n, float* value, const float* grad,
+                         float* s0, float* s1, const ChunkDigestTargets* digests)>;
   void set_device_update(DeviceUpdate update) { device_update_ = std::move(update); }
 
  protected:

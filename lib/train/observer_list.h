@@ -17,8 +17,16 @@ class ObserverList final : public Observer {
   void before_step(data::Batch& b, std::int64_t step) override {
     for (Observer* o : observers_) o->before_step(b, step);
   }
-  void after_update(nn::Model& m, std::int64_t step) override {
-    for (Observer* o : observers_) o->after_update(m, step);
+  bool after_update(nn::Model& m, std::int64_t step) override {
+    bool changed = false;
+    for (Observer* o : observers_) changed = o->after_update(m, step) || changed;
+    return changed;
+  }
+  bool wants_update_digests() const override {
+    for (const Observer* o : observers_) {
+      if (o->wants_update_digests()) return true;
+    }
+    return false;
   }
   void on_step(const Trainer& t, const StepEvent& e) override {
     for (Observer* o : observers_) o->on_step(t, e);

@@ -152,6 +152,12 @@ void TimingOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t cou
   const Stopwatch watch(*this, Op::optimizer_update, 0);
   ForwardingOps::optimizer_update(rule, count, value, grad, s0, s1);
 }
+bool TimingOps::optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count,
+                                          float* value, const float* grad, float* s0, float* s1,
+                                          const optim::ChunkDigestTargets& digests) {
+  const Stopwatch watch(*this, Op::optimizer_update, 0);
+  return ForwardingOps::optimizer_update_digested(rule, count, value, grad, s0, s1, digests);
+}
 float TimingOps::softmax_cross_entropy(int n, int classes, const float* logits,
                                        const std::int32_t* labels, float* dlogits,
                                        KernelMode mode) {

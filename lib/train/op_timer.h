@@ -71,6 +71,9 @@ class TimingOps final : public backend::ForwardingOps {
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                         const float* grad, float* s0, float* s1) override;
+  bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                 const float* grad, float* s0, float* s1,
+                                 const optim::ChunkDigestTargets& digests) override;
   float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
                               float* dlogits, KernelMode mode) override;
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,

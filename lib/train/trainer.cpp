@@ -75,8 +75,15 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   // run where the parameters are and `bench` times them as an op.
   optimizer_->set_device_update(
       [ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n, float* value,
-                         const float* grad, float* s0,
-                         float* s1) { ops->optimizer_update(rule, n, value, grad, s0, s1); });
+                         const float* grad, float* s0, float* s1,
+                         const optim::ChunkDigestTargets* digests) {
+        if (digests != nullptr &&
+            ops->optimizer_update_digested(rule, n, value, grad, s0, s1, *digests)) {
+          return true;
+        }
+        ops->optimizer_update(rule, n, value, grad, s0, s1);
+        return false;
+      });
 }
 
 Trainer::~Trainer() = default;
@@ -127,6 +134,9 @@ TrainResult Trainer::run(Observer* observer) {
   for (nn::Param* p : model_->params()) params.push_back({p->name, &p->value, &p->grad});
 
   if (observer) observer->on_start(*this);
+  // Asked for once: the fused update's digests, reused every step.
+  optim::UpdateDigests* digests =
+      observer && observer->wants_update_digests() ? &update_digests_ : nullptr;
   TrainResult result;
   std::vector<double> step_seconds;
   // Reserved: no allocation inside the step loop.
@@ -151,12 +161,13 @@ TrainResult Trainer::run(Observer* observer) {
       const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &output_grad,
                                           determinism_.mode_for(spec::ReducingOp::loss));
       model_->backward(*ops_, output_grad, ctx);
-      optimizer_->step(params);
+      optimizer_->step(params, digests);
       const double seconds = seconds_since(step_start);
       step_seconds.push_back(seconds);
-      if (observer) observer->after_update(*model_, result.steps);
+      const bool changed = observer && observer->after_update(*model_, result.steps);
 
       StepEvent event{epoch, result.steps, &batch, loss, seconds};
+      if (digests != nullptr && digests->complete && !changed) event.update_digests = digests;
       ++result.steps;
       ++summary.steps;
       loss_sum += loss;

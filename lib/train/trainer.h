@@ -65,6 +65,10 @@ struct StepEvent {
   const data::Batch* batch = nullptr;
   float loss = 0.0f;
   double seconds = 0.0;  // wall time of the step (batch fetch excluded)
+  // The chunk digests of every gradient, updated weight and optimizer state, taken by the fused
+  // update (optim/update_digests.h) when an observer asked for them, the backend could fuse them
+  // and no after_update hook changed the parameters since; else null.
+  const optim::UpdateDigests* update_digests = nullptr;
 };
 
 class Trainer;
@@ -78,9 +82,13 @@ class Observer {
   virtual void on_start(const Trainer&) {}
   // Mutating hooks, for test-only fault injection (a perturbed batch, a flipped weight bit):
   // before_step sees the batch before the forward pass, after_update the parameters right after
-  // the optimizer step (before on_step records them).
+  // the optimizer step (before on_step records them); after_update returns true when it changed
+  // them (the update's digests are then stale).
   virtual void before_step(data::Batch&, std::int64_t /*step*/) {}
-  virtual void after_update(nn::Model&, std::int64_t /*step*/) {}
+  virtual bool after_update(nn::Model&, std::int64_t /*step*/) { return false; }
+  // True when on_step wants StepEvent::update_digests: the optimizer update then digests what it
+  // writes, while it is in cache.
+  virtual bool wants_update_digests() const { return false; }
   virtual void on_step(const Trainer&, const StepEvent&) {}
   virtual void on_epoch(const Trainer&, const EpochSummary&) {}
 };
@@ -145,6 +153,7 @@ class Trainer {
   std::unique_ptr<backend::Ops> ops_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  optim::UpdateDigests update_digests_;  // filled by the optimizer step when an observer asks
   Tensor staged_images_;
   Buffer<std::int32_t> staged_labels_;
 };

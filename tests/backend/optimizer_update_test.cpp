@@ -2,11 +2,14 @@
 // scalar rule it must equal: optim::apply_update element by element, bit for bit, for every rule
 // kind, with and without weight decay, odd counts and 1-3 threads.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend_test_util.h"
+#include "core/digest.h"
+#include "optim/update_digests.h"
 #include "optim/update_rules.h"
 
 using namespace ra;
@@ -116,5 +119,55 @@ TEST_CASE("CpuOps::optimizer_update leaves the states a rule does not use untouc
     REQUIRE(test::same_bits(s1, e1));
     if (!uses_s0(rule.kind)) REQUIRE(test::same_bits(s0, s0_0));
     if (!uses_s1(rule.kind)) REQUIRE(test::same_bits(s1, s1_0));
+  }
+}
+
+TEST_CASE("CpuOps::optimizer_update_digested updates like optimizer_update and digests the result",
+          "[optimizer][digest]") {
+  // The fused update must change nothing in the update, and its chunk digests must be those of
+  // the tensors hashed afterwards from memory (digest_chunk), chunk by chunk: last chunks short,
+  // a single short chunk, an exact chunk.
+  for (const UpdateRule& rule : rules()) {
+    for (const std::int64_t count : {1, 17, 16384, 16385, 50001}) {
+      for (const int threads : {1, 3}) {
+        INFO("kind " << int(rule.kind) << " decay " << rule.weight_decay << " count " << count
+                     << " threads " << threads);
+        const auto n = static_cast<std::size_t>(count);
+        const std::vector<float> grad = test::random_values(n, 82, -1.0f, 1.0f);
+        std::vector<float> value = test::random_values(n, 81, -2.0f, 2.0f);
+        std::vector<float> s0 = test::abs_of(test::random_values(n, 83));
+        std::vector<float> s1 = test::abs_of(test::random_values(n, 84));
+        std::vector<float> ev = value, e0 = s0, e1 = s1;
+        float* const s0p = uses_s0(rule.kind) ? s0.data() : nullptr;
+        float* const s1p = uses_s1(rule.kind) ? s1.data() : nullptr;
+
+        backend::CpuOps ops(threads);
+        ops.optimizer_update(rule, count, ev.data(), grad.data(),
+                             uses_s0(rule.kind) ? e0.data() : nullptr,
+                             uses_s1(rule.kind) ? e1.data() : nullptr);
+        const std::size_t bytes = n * sizeof(float);
+        const std::size_t chunks = digest_chunk_count(bytes);
+        std::vector<xxh3::Hash128> dv(chunks), dg(chunks), d0(chunks), d1(chunks);
+        std::atomic<std::int64_t> hash_ns{0};
+        const optim::ChunkDigestTargets targets{dv.data(), dg.data(), s0p ? d0.data() : nullptr,
+                                                s1p ? d1.data() : nullptr, &hash_ns};
+        REQUIRE(ops.optimizer_update_digested(rule, count, value.data(), grad.data(), s0p, s1p,
+                                              targets));
+        REQUIRE(test::same_bits(value, ev));
+        REQUIRE(test::same_bits(s0, e0));
+        REQUIRE(test::same_bits(s1, e1));
+        CHECK(hash_ns.load() > 0);
+        for (std::size_t c = 0; c < chunks; ++c) {
+          INFO("chunk " << c << " of " << chunks);
+          REQUIRE(dv[c] == digest_chunk(value.data(), bytes, c));
+          REQUIRE(dg[c] == digest_chunk(grad.data(), bytes, c));
+          if (s0p) REQUIRE(d0[c] == digest_chunk(s0.data(), bytes, c));
+          if (s1p) REQUIRE(d1[c] == digest_chunk(s1.data(), bytes, c));
+        }
+        // And combined, the digest of the whole tensor.
+        REQUIRE(digest_from_chunks(DType::f32, Shape{count}, dv) ==
+                digest_bytes(DType::f32, Shape{count}, value.data(), bytes));
+      }
+    }
   }
 }

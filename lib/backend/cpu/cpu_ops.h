@@ -35,6 +35,9 @@ class CpuOps final : public Ops {
   Memory& memory() override { return host_memory(); }
   void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                         const float* grad, float* s0, float* s1) override;
+  bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                 const float* grad, float* s0, float* s1,
+                                 const optim::ChunkDigestTargets& digests) override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;

@@ -6,10 +6,15 @@
 // (lib/CMakeLists.txt), without which GCC keeps sqrtf scalar to set errno. Vector square roots and
 // divisions are correctly rounded like the scalar ones, and -ffp-contract=off still forbids FMA
 // contraction, so the bits are those of apply_update element by element (tested).
+//
+// optimizer_update_digested runs the same loop and hashes each chunk of value, grad and states
+// (64 KiB: the digest chunk of core/digest.h) right after updating it, from cache.
 #include <algorithm>
+#include <chrono>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel_for.h"
+#include "core/digest.h"
 
 namespace ra::backend {
 namespace {
@@ -45,15 +50,44 @@ void update_chunk(const optim::UpdateRule& rule, std::int64_t count, float* valu
 
 }  // namespace
 
+// 64 KiB of values: enough work per task, and the digest chunk, so that a task can hash what it
+// has just updated.
+constexpr std::int64_t kChunk = kDigestChunkBytes / sizeof(float);
+static_assert(kChunk * sizeof(float) == kDigestChunkBytes);
+
 void CpuOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                               const float* grad, float* s0, float* s1) {
-  constexpr std::int64_t kChunk = 1 << 14;  // 64 KiB of values: enough work per task
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
   cpu::parallel_for(pool_, chunks, [&](std::int64_t c, int) {
     const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
     update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
                  s1 ? s1 + begin : nullptr);
   });
+}
+
+bool CpuOps::optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count,
+                                       float* value, const float* grad, float* s0, float* s1,
+                                       const optim::ChunkDigestTargets& digests) {
+  using Clock = std::chrono::steady_clock;
+  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  cpu::parallel_for(pool_, chunks, [&](std::int64_t c, int) {
+    const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
+                 s1 ? s1 + begin : nullptr);
+    const Clock::time_point hash_start = Clock::now();
+    const auto chunk = static_cast<std::size_t>(c);
+    digests.value[chunk] = digest_chunk(value, bytes, chunk);
+    digests.grad[chunk] = digest_chunk(grad, bytes, chunk);
+    if (s0 != nullptr && digests.s0 != nullptr) digests.s0[chunk] = digest_chunk(s0, bytes, chunk);
+    if (s1 != nullptr && digests.s1 != nullptr) digests.s1[chunk] = digest_chunk(s1, bytes, chunk);
+    if (digests.hash_nanoseconds != nullptr) {
+      digests.hash_nanoseconds->fetch_add(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - hash_start).count(),
+          std::memory_order_relaxed);
+    }
+  });
+  return true;
 }
 
 }  // namespace ra::backend
