@@ -59,6 +59,15 @@ class Ops {
   // db[k] = sum over batch and output positions of dy[n,k,p,q].
   virtual void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                                     KernelMode mode) = 0;
+  // Both gradients of a conv with a bias, each reduction in its own mode. The default makes the
+  // two calls above (through any decorator, which then sees them); the CPU backend fuses them
+  // into one pass over dy when the modes agree, with the bits of the two calls.
+  virtual void conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
+                                           float* dw, float* db, KernelMode filter_mode,
+                                           KernelMode bias_mode) {
+    conv2d_backward_filter(g, x, dy, dw, filter_mode);
+    conv2d_backward_bias(g, dy, db, bias_mode);
+  }
 
   // ---- dense ----
   // y = act(x w^T (+ b)), fused as for conv2d_forward.

@@ -94,11 +94,14 @@ void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, 
   const Tensor& dz = relu_backward_handed_over() ? dy
                                                  : through_activation(ops, info().spec.activation,
                                                                       y, dy, pre_activation_grad_);
-  ops.conv2d_backward_filter(g, x.data(), dz.data(), weight_.grad.data(),
-                             ctx.mode(ReducingOp::conv2d_backward_filter));
   if (info().spec.use_bias) {
-    ops.conv2d_backward_bias(g, dz.data(), bias_.grad.data(),
-                             ctx.mode(ReducingOp::conv2d_backward_bias));
+    ops.conv2d_backward_filter_bias(g, x.data(), dz.data(), weight_.grad.data(),
+                                    bias_.grad.data(),
+                                    ctx.mode(ReducingOp::conv2d_backward_filter),
+                                    ctx.mode(ReducingOp::conv2d_backward_bias));
+  } else {
+    ops.conv2d_backward_filter(g, x.data(), dz.data(), weight_.grad.data(),
+                               ctx.mode(ReducingOp::conv2d_backward_filter));
   }
   if (dx != nullptr) {
     dx->resize(x.shape());

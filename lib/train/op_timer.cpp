@@ -12,6 +12,8 @@ const char* TimingOps::op_name(Op op) noexcept {
       return "conv2d_backward_filter";
     case Op::conv2d_backward_bias:
       return "conv2d_backward_bias";
+    case Op::conv2d_backward_filter_bias:
+      return "conv2d_backward_filter_bias";
     case Op::dense_forward:
       return "dense_forward";
     case Op::dense_backward_data:
@@ -90,6 +92,13 @@ void TimingOps::conv2d_backward_bias(const backend::ConvGeometry& g, const float
                                      KernelMode mode) {
   const Stopwatch watch(*this, Op::conv2d_backward_bias, slot(mode));
   ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
+}
+void TimingOps::conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
+                                            const float* dy, float* dw, float* db,
+                                            KernelMode filter_mode, KernelMode bias_mode) {
+  // One mode slot per call: the filter's (the bias takes the same one where the pass is fused).
+  const Stopwatch watch(*this, Op::conv2d_backward_filter_bias, slot(filter_mode));
+  inner().conv2d_backward_filter_bias(g, x, dy, dw, db, filter_mode, bias_mode);
 }
 void TimingOps::dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
                               const float* bias, backend::Activation act, float* y) {

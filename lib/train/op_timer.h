@@ -46,6 +46,10 @@ class TimingOps final : public backend::ForwardingOps {
                               float* dw, KernelMode mode) override;
   void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
+  // Timed whole, as its own op: the backend's fused pass (not its two parts).
+  void conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
+                                   const float* dy, float* dw, float* db, KernelMode filter_mode,
+                                   KernelMode bias_mode) override;
   void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
                      const float* bias, backend::Activation act, float* y) override;
   void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
@@ -85,6 +89,7 @@ class TimingOps final : public backend::ForwardingOps {
     conv2d_backward_data,
     conv2d_backward_filter,
     conv2d_backward_bias,
+    conv2d_backward_filter_bias,
     dense_forward,
     dense_backward_data,
     dense_backward_weight,

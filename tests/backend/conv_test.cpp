@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/direct_conv.h"
 #include "backend/cpu/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
@@ -94,6 +95,52 @@ TEST_CASE("conv2d backward ops match the reference in both modes", "[backend][co
         REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(data_terms), 0.0, &dx_scale);
         REQUIRE_CLOSE(dw, dw_ref, test::sum_rtol(batch_terms), 0.0, &dw_scale);
         REQUIRE_CLOSE(db, db_ref, test::sum_rtol(batch_terms), 0.0, &db_scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("fused filter and bias gradients equal the two separate ops", "[backend][conv]") {
+  // Same mode for both: one pass over dy with the bits of the two calls (deterministic), or
+  // within the reference's bound (nondeterministic). Different modes: the two calls. The last case
+  // cuts the batch differently for dw (partial budget: 28 chunks, so 3 images each) and db (2 each): the two calls too.
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back({"filter and bias chunk plans differ", test::conv(64, 64, 5, 5, 256, 3, 3)});
+  REQUIRE(!ra::backend::cpu::fuses_bias_gradient(cases.back().g));
+  // The Keras MNIST convs are fused.
+  REQUIRE(ra::backend::cpu::fuses_bias_gradient(test::conv(128, 1, 28, 28, 32, 3, 3)));
+  REQUIRE(ra::backend::cpu::fuses_bias_gradient(test::conv(128, 32, 26, 26, 64, 3, 3)));
+  for (int threads : {1, 2, 7}) {
+    ra::backend::CpuOps ops(threads);
+    for (const ConvCase& c : cases) {
+      const ConvGeometry& g = c.g;
+      const ConvData d = conv_data(g, 29);
+      const auto ax = test::abs_of(d.x), ady = test::abs_of(d.dy);
+      std::vector<float> dw_ref(g.w_size()), dw_scale(g.w_size()), db_ref(g.k), db_scale(g.k);
+      ref::conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw_ref.data());
+      ref::conv2d_backward_filter(g, ax.data(), ady.data(), dw_scale.data());
+      ref::conv2d_backward_bias(g, d.dy.data(), db_ref.data());
+      ref::conv2d_backward_bias(g, ady.data(), db_scale.data());
+      const std::int64_t batch_terms = std::int64_t(g.n) * g.p * g.q;
+      for (const KernelMode filter_mode : kModes) {
+        for (const KernelMode bias_mode : kModes) {
+          INFO(c.name << ", " << threads << " threads, filter " << mode_name(filter_mode)
+                      << ", bias " << mode_name(bias_mode));
+          auto dw = nan_filled(g.w_size()), db = nan_filled(g.k);
+          ops.conv2d_backward_filter_bias(g, d.x.data(), d.dy.data(), dw.data(), db.data(),
+                                          filter_mode, bias_mode);
+          REQUIRE_CLOSE(dw, dw_ref, test::sum_rtol(batch_terms), 0.0, &dw_scale);
+          REQUIRE_CLOSE(db, db_ref, test::sum_rtol(batch_terms), 0.0, &db_scale);
+          if (filter_mode == KernelMode::nondeterministic ||
+              bias_mode == KernelMode::nondeterministic) {
+            continue;  // atomics: no bits to compare
+          }
+          auto dw_apart = nan_filled(g.w_size()), db_apart = nan_filled(g.k);
+          ops.conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw_apart.data(), filter_mode);
+          ops.conv2d_backward_bias(g, d.dy.data(), db_apart.data(), bias_mode);
+          REQUIRE(test::same_bits(dw, dw_apart));
+          REQUIRE(test::same_bits(db, db_apart));
+        }
       }
     }
   }

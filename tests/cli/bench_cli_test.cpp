@@ -66,7 +66,7 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
     REQUIRE(nondet > 0.0);
     REQUIRE(op.at("ratio").get<double>() == Approx(det / nondet));
   }
-  for (const char* op : {"conv2d_forward", "conv2d_backward_filter", "dense_forward",
+  for (const char* op : {"conv2d_forward", "conv2d_backward_filter_bias", "dense_forward",
                          "dense_backward_weight", "softmax_cross_entropy"})
     REQUIRE(ops.count(op) == 1);
   // The table covers the 3 measured steps only, not the warmup step: quick.json has one conv

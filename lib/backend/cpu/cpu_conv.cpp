@@ -71,22 +71,6 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
   }
 }
 
-// The sum of one output plane in 8 interleaved lanes (lane l sums elements j = l mod 8 in order),
-// combined in a fixed tree: a fixed order that depends on the plane size only, so deterministic,
-// and one the compiler vectorises; a single running sum is a chain of dependent adds (4 cycles
-// each: ~5 ms for the 4.7 M floats of the Keras MNIST conv2 gradient at batch 128).
-float plane_sum(const float* plane, std::int64_t count) {
-  constexpr std::int64_t kLanes = 8;
-  float lanes[kLanes] = {};
-  const std::int64_t whole = count - count % kLanes;
-  for (std::int64_t j = 0; j < whole; j += kLanes) {
-    for (std::int64_t l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
-  }
-  for (std::int64_t j = whole; j < count; ++j) lanes[j - whole] += plane[j];
-  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
-         ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-}
-
 }  // namespace
 
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
@@ -96,21 +80,27 @@ void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* 
 
 void CpuOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                     float* dw, KernelMode mode) {
-  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, mode, cpu::gemm_kernel());
+  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, nullptr, mode,
+                                   cpu::gemm_kernel());
 }
 
 void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                                   KernelMode mode) {
-  const std::int64_t pq = cpu::col_cols(g);
-  const cpu::ChunkPlan plan = cpu::plan_chunks(g.n, g.k);
-  cpu::reduce_chunks(pool_, scratch_, mode, plan.chunks, g.k, db,
-                     [&](std::int64_t chunk, float* partial, int) {
-                       for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
-                         for (std::int64_t k = 0; k < g.k; ++k) {
-                           partial[k] += plane_sum(dy + (n * g.k + k) * pq, pq);
-                         }
-                       }
-                     });
+  cpu::conv_bias_gradient(pool_, scratch_, g, dy, db, mode);
+}
+
+void CpuOps::conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
+                                         float* dw, float* db, KernelMode filter_mode,
+                                         KernelMode bias_mode) {
+  // One pass when both reductions run in the same mode and cut the batch alike (the bits are
+  // then those of the two ops; tested): db's planes are summed while dy is in cache for dw.
+  if (filter_mode == bias_mode && cpu::fuses_bias_gradient(g)) {
+    cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, db, filter_mode,
+                                     cpu::gemm_kernel());
+    return;
+  }
+  conv2d_backward_filter(g, x, dy, dw, filter_mode);
+  conv2d_backward_bias(g, dy, db, bias_mode);
 }
 
 void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,

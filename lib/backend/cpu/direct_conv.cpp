@@ -222,8 +222,8 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
 }
 
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                 const float* x, const float* dy, float* dw, spec::KernelMode mode,
-                                 GemmKernel kernel) {
+                                 const float* x, const float* dy, float* dw, float* db,
+                                 spec::KernelMode mode, GemmKernel kernel) {
   const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -233,9 +233,11 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
       scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(taps));
   direct_detail::fill_tap_offsets(g, source, tap_offsets);
 
-  // The reduction runs on dw^T [CRS][K padded]; the chunk plan is that of the [K][CRS] result, so
-  // the reduction tree (and the bits) do not depend on the lane padding.
-  const std::int64_t size = taps * lanes.padded;
+  // The reduction runs on dw^T [CRS][K padded], followed by db [K] when it is fused; the chunk
+  // plan is that of the [K][CRS] result, so the reduction tree (and the bits) do not depend on the
+  // lane padding.
+  const std::int64_t filter_size = taps * lanes.padded;
+  const std::int64_t size = filter_size + (db != nullptr ? g.k : 0);
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
   const BlockTiles tiles(kernel, lanes, true);
@@ -249,12 +251,39 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
                   zero_padding_lanes(dy_t, pixels, lanes);
                   for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
                     const float* src = source_image(g, source, x + n * image, scratch, worker);
-                    transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
+                    const float* dy_n = dy + n * g.k * pixels;
+                    transpose_into(dy_n, pixels, g.k, pixels, dy_t, lanes.padded);
                     accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets,
                                             partial);
+                    if (db != nullptr) {  // dy_n was just read: its planes are in cache
+                      float* bias_partial = partial + filter_size;
+                      for (std::int64_t k = 0; k < g.k; ++k) {
+                        bias_partial[k] += plane_sum(dy_n + k * pixels, pixels);
+                      }
+                    }
                   }
                 });
   transpose_into(result, lanes.padded, taps, g.k, dw, taps);
+  if (db != nullptr) std::copy(result + filter_size, result + size, db);
+}
+
+bool fuses_bias_gradient(const ConvGeometry& g) {
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
+  return plan_chunks(g.n, taps * g.k).per_chunk == plan_chunks(g.n, g.k).per_chunk;
+}
+
+void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                        const float* dy, float* db, spec::KernelMode mode) {
+  const std::int64_t pixels = std::int64_t(g.p) * g.q;
+  const ChunkPlan plan = plan_chunks(g.n, g.k);
+  reduce_chunks(pool, scratch, mode, plan.chunks, g.k, db,
+                [&](std::int64_t chunk, float* partial, int) {
+                  for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
+                    for (std::int64_t k = 0; k < g.k; ++k) {
+                      partial[k] += plane_sum(dy + (n * g.k + k) * pixels, pixels);
+                    }
+                  }
+                });
 }
 
 bool direct_backward_data_applies(const ConvGeometry& g) {

@@ -36,9 +36,18 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
                          float* y, GemmKernel kernel);
 
 // dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h).
+// With db (else null), also db[k] = the bias gradient, summed from each dy image while it is in
+// cache for dw: conv_bias_gradient's bits, when fuses_bias_gradient(g) (the same chunk plan).
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                 const float* x, const float* dy, float* dw, spec::KernelMode mode,
-                                 GemmKernel kernel);
+                                 const float* x, const float* dy, float* dw, float* db,
+                                 spec::KernelMode mode, GemmKernel kernel);
+// Whether the filter gradient's chunk plan is the bias gradient's, so that summing db inside
+// direct_conv_backward_filter gives conv_bias_gradient's bits.
+bool fuses_bias_gradient(const ConvGeometry& g);
+// db[k] = sum over images and output pixels of dy[n, k], alone: per chunk of images (plan_chunks
+// over a [K] result), images in order, each plane by plane_sum; chunks added in chunk order.
+void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                        const float* dy, float* db, spec::KernelMode mode);
 
 // Whether direct_conv_backward_data handles g: stride 1, with any padding (the zero-padded dy
 // copy is shifted by R-1 - pad, S-1 - pad, which shifted_copy takes of either sign; tested with

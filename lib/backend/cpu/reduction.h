@@ -66,6 +66,22 @@ inline std::int64_t block_count(std::int64_t count) {
   return (count + kElementBlock - 1) / kElementBlock;
 }
 
+// The sum of one output plane in 8 interleaved lanes (lane l sums elements j = l mod 8 in order),
+// combined in a fixed tree: a fixed order that depends on the plane size only, so deterministic,
+// and one the compiler vectorises; a single running sum is a chain of dependent adds (4 cycles
+// each: ~5 ms for the 4.7 M floats of the Keras MNIST conv2 gradient at batch 128).
+inline float plane_sum(const float* plane, std::int64_t count) {
+  constexpr std::int64_t kLanes = 8;
+  float lanes[kLanes] = {};
+  const std::int64_t whole = count - count % kLanes;
+  for (std::int64_t j = 0; j < whole; j += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
+  }
+  for (std::int64_t j = whole; j < count; ++j) lanes[j - whole] += plane[j];
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+         ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
 // out[0, size) = the sum over chunks c in [0, chunks) of contribution(c), where
 // accumulate(c, partial, worker) ADDS chunk c's contribution into partial[0, size) in an order
 // fixed by c (worker only selects that worker's scratch buffers, and accumulate must leave
