@@ -162,7 +162,7 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
                          const float* x, const float* w, const float* bias, spec::Activation act,
                          float* y, GemmKernel kernel) {
   if (g.stride_h == 1 && g.stride_w == 1) {
-    direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, y, kernel);
+    direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, y, kernel);
     return;
   }
   // Strided: rows are the output pixels, gathered through a table of window corners.

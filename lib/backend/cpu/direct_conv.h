@@ -6,21 +6,22 @@
 //   of the source, the extra ones discarded), loaded as vectors from the zero-padded image copy;
 //   rows = filters or channels, broadcast from a small packed panel. Results land in NCHW order.
 //     forward          rows = filters k,   depth = taps (c, r, s) through an offset table
-//     backward data    rows = channels c,  depth = filters k (one plane apart), one run per
-//                      tap (r, s), source = dy_n zero-padded
+//     backward data    the forward convolution of dy_n zero-padded by R-1 - pad with the
+//                      filters transposed and flipped: rows = channels c, depth = (k, r, s)
 //   gathered tiles: rows broadcast from the source through a table of offsets, lanes = filters
 //   read from a packed panel.
 //     forward, strided rows = output pixels, depth = taps; results transposed into NCHW
 //     backward filter  rows = taps (c, r, s), depth = output pixels, panel = dy_n^T [PQ][K]
 //
-// Bits: every chain is the chain that im2col + gemm() (or gemm() + col2im) computes for the same
-// GEMM variant, element for element and in the same order -- forward: one chain over (c, r, s)
-// ascending, then + bias; backward filter: chains over (image, p, q) ascending into the chunk's
-// partial; backward data: per tap (r, s) ascending a chain over k from zero, added to a sum that
-// starts at +0. Padding reads zeros from a padded copy, which is what the column matrix holds
-// there (a product with 0 added to a chain changes nothing but a -0 into +0, as it does in the
-// GEMM). So a direct convolution returns exactly the bits of the GEMM path it replaces (tested),
-// for any thread count.
+// Bits: every chain is the chain that im2col + gemm() computes for the same GEMM variant, element
+// for element and in the same order -- forward: one chain over (c, r, s) ascending, then + bias;
+// backward filter: chains over (image, p, q) ascending into the chunk's partial; backward data:
+// the forward chain of its transposed convolution, over (k, R-1 - r, S-1 - s) ascending, i.e.
+// im2col + gemm() of that convolution (not gemm() + col2im, which adds the taps one by one: the
+// GEMM path that strided and nondeterministic backward data take). Padding reads zeros from a
+// padded copy, which is what the column matrix holds there (a product with 0 added to a chain
+// changes nothing but a -0 into +0, as it does in the GEMM). So a direct convolution returns
+// exactly the bits of its im2col + gemm() twin (tested), for any thread count.
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/scratch.h"
 #include "backend/geometry.h"

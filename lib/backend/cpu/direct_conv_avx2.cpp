@@ -21,7 +21,6 @@ struct Avx2 {
   static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static T mul_add(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T add(T a, T b) { return _mm256_add_ps(a, b); }
 };
 
 }  // namespace

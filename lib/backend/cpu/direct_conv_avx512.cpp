@@ -21,7 +21,6 @@ struct Avx512 {
   static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static T mul_add(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static T add(T a, T b) { return _mm512_add_ps(a, b); }
 };
 
 }  // namespace

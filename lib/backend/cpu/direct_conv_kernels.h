@@ -28,11 +28,8 @@ struct TileArgs {
   std::int64_t panel_stride = 0;
   float* out = nullptr;  // [rows][out_stride]: the chains' start (unless first) and result
   std::int64_t out_stride = 0;
-  // Chain mode: the chains continue from out (start from zero if first) and are stored back.
-  // Run mode (add_run): the chains start from zero and are added to out: out = (first ? +0 : out)
-  // + chain -- backward data adds its kernel taps so, in col2im's order.
+  // The chains continue from out (start from zero if first) and are stored back.
   bool first = true;
-  bool add_run = false;
 };
 
 using TileFunction = void (*)(const TileArgs&);

@@ -98,7 +98,7 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        float* y, GemmKernel kernel) {
+                        const float* relu_gate, float* y, GemmKernel kernel) {
   const PixelTileShape shape = pixel_tile_shape(kernel);
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -145,77 +145,47 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           (t + 1 < row_tiles ? full : last)(a);
         }
       }
-      store_band(wide, j0, positions, out, band, g.k, bias, act, nullptr, y_n, pixels);
+      store_band(wide, j0, positions, out, band, g.k, bias, act,
+                 relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels, y_n, pixels);
     }
   });
 }
 
-// Backward data, stride 1: rows = channels c (broadcast from w packed per tap and channel tile),
-// lanes = wide dx positions read straight from the zero-padded dy_n, depth = filters k (one plane
-// apart), one run per tap added in col2im's order.
+// Backward data, stride 1, as the forward convolution it is: dx = conv(dy zero-padded by R-1 - pad,
+// filters transposed (k <-> c) and flipped (r, s -> R-1 - r, S-1 - s)). The same pixel tiles with
+// the whole depth (k, r, s) in one chain: no per-tap partial sums stored and reloaded, and the
+// relu gate applied as each band is stored.
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
                               GemmKernel kernel) {
-  const PixelTileShape shape = pixel_tile_shape(kernel);
-  const std::int64_t taps = std::int64_t(g.r) * g.s, pixels = std::int64_t(g.h) * g.w;
-  // dy_n zero-padded so that input pixel (h, w) and tap (r, s) read output pixel
-  // (h + pad_top - r, w + pad_left - s) at (h + R-1 - r, w + S-1 - s) of the copy.
-  const std::int64_t height = g.h + g.r - 1, width = g.w + g.s - 1, plane = height * width;
-  const std::int64_t row_shift = g.r - 1 - g.pad_top, col_shift = g.s - 1 - g.pad_left;
-  const OutputRows wide = wide_rows(g.h, g.w, width);
-  const std::int64_t row_tiles = (g.c + shape.rows - 1) / shape.rows;
-  const std::int64_t band = 2 * std::int64_t(shape.lanes);
-
-  // [tap][channel tile][k][tile rows]: one tap's and tile's panel is K x MR consecutive floats.
-  const std::int64_t tap_panel = row_tiles * g.k * shape.rows;
-  float* panel =
-      scratch.shared(SharedBuffer::packed_weights, static_cast<std::size_t>(taps * tap_panel));
-  for (std::int64_t tap = 0; tap < taps; ++tap) {
-    pack_row_tiles(
-        g.c, g.k, shape.rows,
-        [&](std::int64_t c, std::int64_t k) { return w[(k * g.c + c) * taps + tap]; },
-        panel + tap * tap_panel);
-  }
-  std::int64_t* tap_offsets =
-      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
-  for (std::int64_t tap = 0; tap < taps; ++tap) {
-    tap_offsets[tap] = (g.r - 1 - tap / g.s) * width + (g.s - 1 - tap % g.s);
-  }
-
-  const TileFunction full = pixel_tile_function(kernel, true, shape.rows);
-  const TileFunction last =
-      pixel_tile_function(kernel, true, static_cast<int>(g.c - (row_tiles - 1) * shape.rows));
-
-  parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    const float* padded =
-        padded_source(scratch, worker, WorkerBuffer::packed_operand, dy + n * g.k * g.p * g.q, g.k,
-                      g.p, g.q, row_shift, col_shift, height, width, shape.lanes);
-    float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
-                                static_cast<std::size_t>(row_tiles * shape.rows * band));
-    float* dx_n = dx + n * g.c * pixels;
-    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
-      const std::int64_t positions = std::min(band, wide.count - j0);
+  // The forward geometry: dy's K channels of P x Q in, C filters, dx's H x W out.
+  ConvGeometry t;
+  t.n = g.n;
+  t.c = g.k;
+  t.h = g.p;
+  t.w = g.q;
+  t.k = g.c;
+  t.r = g.r;
+  t.s = g.s;
+  t.pad_top = g.r - 1 - g.pad_top;
+  t.pad_left = g.s - 1 - g.pad_left;
+  t.p = g.h;
+  t.q = g.w;
+  t.pad_bottom = t.p + t.r - 1 - t.h - t.pad_top;
+  t.pad_right = t.q + t.s - 1 - t.w - t.pad_left;
+  // wt[c][k][tap] = w[k][c][taps - 1 - tap]: tap (r, s) of the forward filter is (R-1 - r,
+  // S-1 - s) of the original, flattened r * S + s.
+  const std::int64_t taps = std::int64_t(g.r) * g.s;
+  float* wt = scratch.shared(SharedBuffer::flipped_filters, static_cast<std::size_t>(g.w_size()));
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    for (std::int64_t k = 0; k < g.k; ++k) {
       for (std::int64_t tap = 0; tap < taps; ++tap) {
-        for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
-          for (std::int64_t t = 0; t < row_tiles; ++t) {
-            TileArgs a;
-            a.depth = g.k;
-            a.base = padded + tap_offsets[tap] + j0 + jv;
-            a.depth_stride = plane;
-            a.panel = panel + tap * tap_panel + t * g.k * shape.rows;
-            a.panel_stride = shape.rows;
-            a.out = out + t * shape.rows * band + jv;
-            a.out_stride = band;
-            a.first = tap == 0;
-            a.add_run = true;
-            (t + 1 < row_tiles ? full : last)(a);
-          }
-        }
+        wt[(c * g.k + k) * taps + tap] = w[(k * g.c + c) * taps + (taps - 1 - tap)];
       }
-      store_band(wide, j0, positions, out, band, g.c, nullptr, spec::Activation::none,
-                 relu_gate == nullptr ? nullptr : relu_gate + n * g.c * pixels, dx_n, pixels);
     }
-  });
+  }
+  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx,
+                     kernel);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

@@ -29,11 +29,6 @@ struct Portable {
     for (int l = 0; l < kWidth; ++l) r.lane[l] = c.lane[l] + a.lane[l] * b.lane[l];
     return r;
   }
-  static T add(T a, T b) {
-    T r;
-    for (int l = 0; l < kWidth; ++l) r.lane[l] = a.lane[l] + b.lane[l];
-    return r;
-  }
 };
 
 }  // namespace

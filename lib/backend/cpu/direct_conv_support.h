@@ -35,11 +35,12 @@ void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, 
 // Offset of tap (c, r, s) from a window corner of the source, for each tap (c * R + r) * S + s.
 void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t* offsets);
 
-// Stride-1 convolutions with pixel tiles (direct_conv.h): y = act(conv(x, w) (+ bias)), and the
-// deterministic backward data.
+// Stride-1 convolutions with pixel tiles (direct_conv.h): y = act(conv(x, w) (+ bias)), then
+// y = relu_backward(relu_gate, y) with a gate (laid out as y); and the deterministic backward
+// data, computed as a forward convolution.
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        float* y, GemmKernel kernel);
+                        const float* relu_gate, float* y, GemmKernel kernel);
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
                               GemmKernel kernel);

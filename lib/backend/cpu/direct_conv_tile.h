@@ -5,8 +5,7 @@
 // instantiations stay inside that unit) between `#pragma GCC push_options / target(...)`.
 //
 // V provides: type T, constexpr int kWidth, zero(), load(p), store(p, v), broadcast(p),
-// mul_add(a, b, c) = the variant's GEMM step (fma, or a rounded product then a rounded add),
-// add(a, b) = a + b.
+// mul_add(a, b, c) = the variant's GEMM step (fma, or a rounded product then a rounded add).
 #include <cstdint>
 
 #include "backend/cpu/direct_conv_kernels.h"
@@ -83,7 +82,7 @@ void pixel_tile(const TileArgs& t) {
   for (int i = 0; i < MR; ++i) {
     RA_UNROLL
     for (int v = 0; v < NV; ++v) {
-      acc[i][v] = t.first || t.add_run ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
+      acc[i][v] = t.first ? V::zero() : V::load(t.out + i * t.out_stride + v * W);
     }
   }
   const float* panel = t.panel;
@@ -104,14 +103,7 @@ void pixel_tile(const TileArgs& t) {
   RA_UNROLL
   for (int i = 0; i < MR; ++i) {
     RA_UNROLL
-    for (int v = 0; v < NV; ++v) {
-      float* out = t.out + i * t.out_stride + v * W;
-      if (t.add_run) {
-        V::store(out, V::add(t.first ? V::zero() : V::load(out), acc[i][v]));
-      } else {
-        V::store(out, acc[i][v]);
-      }
-    }
+    for (int v = 0; v < NV; ++v) V::store(t.out + i * t.out_stride + v * W, acc[i][v]);
   }
 }
 

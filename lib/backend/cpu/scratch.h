@@ -28,6 +28,7 @@ enum class SharedBuffer : int {
   chunk_partials,     // one partial per fixed-size chunk of a deterministic reduction
   packed_weights,     // the filters in the layout a direct convolution reads
   transposed_result,  // a reduction's result in [tap][filter] layout, before transposition
+  flipped_filters,    // the filters of a backward data pass as those of a forward convolution
   count
 };
 
