@@ -25,9 +25,9 @@ struct Avx2 {
 
 }  // namespace
 
-TileFunction avx2_pixel_tile(bool strided_depth, int rows) {
+TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors) {
   static const PixelTileTable<Avx2, kAvx2PixelTile.lanes / Avx2::kWidth, kAvx2PixelTile.rows> table;
-  return table.get(strided_depth, rows);
+  return table.get(strided_depth, rows, vectors);
 }
 
 TileFunction avx2_tile(bool grid, int rows, int vectors) {
@@ -41,7 +41,7 @@ TileFunction avx2_tile(bool grid, int rows, int vectors) {
 #else
 
 namespace ra::backend::cpu::direct_detail {
-TileFunction avx2_pixel_tile(bool, int) {
+TileFunction avx2_pixel_tile(bool, int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 TileFunction avx2_tile(bool, int, int) {

@@ -25,11 +25,11 @@ struct Avx512 {
 
 }  // namespace
 
-TileFunction avx512_pixel_tile(bool strided_depth, int rows) {
+TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors) {
   static const PixelTileTable<Avx512, kAvx512PixelTile.lanes / Avx512::kWidth,
                               kAvx512PixelTile.rows>
       table;
-  return table.get(strided_depth, rows);
+  return table.get(strided_depth, rows, vectors);
 }
 
 TileFunction avx512_tile(bool grid, int rows, int vectors) {
@@ -43,7 +43,7 @@ TileFunction avx512_tile(bool grid, int rows, int vectors) {
 #else
 
 namespace ra::backend::cpu::direct_detail {
-TileFunction avx512_pixel_tile(bool, int) {
+TileFunction avx512_pixel_tile(bool, int, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
 TileFunction avx512_tile(bool, int, int) {

@@ -57,17 +57,26 @@ PixelTileShape pixel_tile_shape(GemmKernel kernel) {
   throw std::logic_error("pixel_tile_shape: unknown GEMM kernel");
 }
 
-TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows) {
-  if (rows < 1 || rows > pixel_tile_shape(kernel).rows) {
+static_assert(kPortablePixelTile.lanes / kPortableTileLimits.width <= kMaxPixelTileVectors &&
+              kAvx2PixelTile.lanes / kAvx2TileLimits.width <= kMaxPixelTileVectors &&
+              kAvx512PixelTile.lanes / kAvx512TileLimits.width <= kMaxPixelTileVectors);
+
+int pixel_tile_vectors(GemmKernel kernel) {
+  return pixel_tile_shape(kernel).lanes / tile_limits(kernel).width;
+}
+
+TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows, int vectors) {
+  if (rows < 1 || rows > pixel_tile_shape(kernel).rows || vectors < 1 ||
+      vectors > pixel_tile_vectors(kernel)) {
     throw std::logic_error("direct convolution: no pixel tile of this shape");
   }
   switch (kernel) {
     case GemmKernel::portable:
-      return portable_pixel_tile(strided_depth, rows);
+      return portable_pixel_tile(strided_depth, rows, vectors);
     case GemmKernel::avx2_fma:
-      return avx2_pixel_tile(strided_depth, rows);
+      return avx2_pixel_tile(strided_depth, rows, vectors);
     case GemmKernel::avx512_fma:
-      return avx512_pixel_tile(strided_depth, rows);
+      return avx512_pixel_tile(strided_depth, rows, vectors);
   }
   throw std::logic_error("direct convolution: unknown GEMM kernel");
 }

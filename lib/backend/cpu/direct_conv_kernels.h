@@ -78,14 +78,19 @@ inline constexpr PixelTileShape kPortablePixelTile{gemm_detail::kPortableMR,
 inline constexpr PixelTileShape kAvx2PixelTile{gemm_detail::kAvx2MR, gemm_detail::kAvx2NR};
 inline constexpr PixelTileShape kAvx512PixelTile{gemm_detail::kAvx512MR, gemm_detail::kAvx512NR};
 PixelTileShape pixel_tile_shape(GemmKernel kernel);
-// The tile for `rows` rows (1 <= rows <= pixel_tile_shape(kernel).rows); depth addressed by
-// depth_offsets, or by depth_stride when strided_depth.
-TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows);
+// Vectors in a full pixel tile of the variant (lanes / vector width), at most kMaxPixelTileVectors.
+inline constexpr int kMaxPixelTileVectors = 4;
+int pixel_tile_vectors(GemmKernel kernel);
+// The tile for `rows` rows (1 <= rows <= pixel_tile_shape(kernel).rows) and `vectors` vectors of
+// lanes (1 <= vectors <= pixel_tile_vectors(kernel); fewer for the last positions of a row, so
+// that no full tile is spent on a few lanes); depth addressed by depth_offsets, or by depth_stride
+// when strided_depth.
+TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows, int vectors);
 
 // Per variant (direct_conv_{portable,avx2,avx512}.cpp).
-TileFunction portable_pixel_tile(bool strided_depth, int rows);
-TileFunction avx2_pixel_tile(bool strided_depth, int rows);
-TileFunction avx512_pixel_tile(bool strided_depth, int rows);
+TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
+TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors);
+TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction portable_tile(bool grid, int rows, int vectors);
 TileFunction avx2_tile(bool grid, int rows, int vectors);
 TileFunction avx512_tile(bool grid, int rows, int vectors);

@@ -117,10 +117,15 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
   fill_tap_offsets(g, source, tap_offsets);
 
-  // The tile functions, looked up once: a full tile and the last filter tile's.
-  const TileFunction full = pixel_tile_function(kernel, false, shape.rows);
-  const TileFunction last =
-      pixel_tile_function(kernel, false, static_cast<int>(g.k - (row_tiles - 1) * shape.rows));
+  // The tile functions, looked up once: full tiles and the last filter tile's, each with every
+  // vector count (the last vectors of a band cover only the positions left).
+  const int width = tile_limits(kernel).width, vectors = pixel_tile_vectors(kernel);
+  const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
+  TileFunction full[kMaxPixelTileVectors], last[kMaxPixelTileVectors];
+  for (int v = 1; v <= vectors; ++v) {
+    full[v - 1] = pixel_tile_function(kernel, false, shape.rows, v);
+    last[v - 1] = pixel_tile_function(kernel, false, last_rows, v);
+  }
 
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src =
@@ -132,6 +137,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
+        const auto v = static_cast<int>(
+            std::min<std::int64_t>(vectors, (positions - jv + width - 1) / width));
         for (std::int64_t t = 0; t < row_tiles; ++t) {
           TileArgs a;
           a.depth = taps;
@@ -142,7 +149,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           a.out = out + t * shape.rows * band + jv;
           a.out_stride = band;
           a.first = true;
-          (t + 1 < row_tiles ? full : last)(a);
+          (t + 1 < row_tiles ? full : last)[v - 1](a);
         }
       }
       store_band(wide, j0, positions, out, band, g.k, bias, act,

@@ -33,11 +33,11 @@ struct Portable {
 
 }  // namespace
 
-TileFunction portable_pixel_tile(bool strided_depth, int rows) {
+TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors) {
   static const PixelTileTable<Portable, kPortablePixelTile.lanes / Portable::kWidth,
                               kPortablePixelTile.rows>
       table;
-  return table.get(strided_depth, rows);
+  return table.get(strided_depth, rows, vectors);
 }
 
 TileFunction portable_tile(bool grid, int rows, int vectors) {

@@ -107,23 +107,29 @@ void pixel_tile(const TileArgs& t) {
   }
 }
 
-// The table of pixel_tile<V, rows, NV, strided> for 1 <= rows <= MaxRows.
-template <class V, int NV, int MaxRows>
+// The table of pixel_tile<V, rows, vectors, strided> for 1 <= rows <= MaxRows and
+// 1 <= vectors <= MaxVectors (fewer vectors: the last lanes of a row of output positions).
+template <class V, int MaxVectors, int MaxRows>
 class PixelTileTable {
  public:
   PixelTileTable() { fill<1>(); }
-  TileFunction get(bool strided_depth, int rows) const {
-    return table_[strided_depth ? 1 : 0][rows - 1];
+  TileFunction get(bool strided_depth, int rows, int vectors) const {
+    return table_[strided_depth ? 1 : 0][vectors - 1][rows - 1];
   }
 
  private:
-  template <int MR>
+  template <int NV>
   void fill() {
-    table_[0][MR - 1] = &pixel_tile<V, MR, NV, false>;
-    table_[1][MR - 1] = &pixel_tile<V, MR, NV, true>;
-    if constexpr (MR < MaxRows) fill<MR + 1>();
+    fill_rows<NV, 1>();
+    if constexpr (NV < MaxVectors) fill<NV + 1>();
   }
-  TileFunction table_[2][MaxRows] = {};
+  template <int NV, int MR>
+  void fill_rows() {
+    table_[0][NV - 1][MR - 1] = &pixel_tile<V, MR, NV, false>;
+    table_[1][NV - 1][MR - 1] = &pixel_tile<V, MR, NV, true>;
+    if constexpr (MR < MaxRows) fill_rows<NV, MR + 1>();
+  }
+  TileFunction table_[2][MaxVectors][MaxRows] = {};
 };
 
 // The table of tile<V, rows, vectors, grid> for 1 <= vectors <= MaxVectors and

@@ -54,7 +54,8 @@ struct PixelTileKernel {
                    bool first) {
     // Looked up once per process (the table is built on first use, thread-safe).
     static const direct_detail::TileFunction tile =
-        direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, MR);
+        direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, MR,
+                                           direct_detail::pixel_tile_vectors(kKernel));
     direct_detail::TileArgs t;
     t.depth = depth;
     t.base = b;
