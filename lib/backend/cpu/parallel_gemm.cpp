@@ -20,10 +20,14 @@ struct TileGrid {
     const GemmTile tile = gemm_tile(kernel);
     set(round_up(kTileRows, tile.rows), round_up(kTileCols, tile.cols));
   }
-  // At least `tasks` tiles (when C has that many register tiles) that pack the least: a task
-  // packs its rows of A and its columns of B over the whole k range, so the grid packs
-  // cols * m * k + rows * n * k floats. Small grids matter when k is long: the dense 9216 -> 128
-  // forward pass in 4 row tiles packed its 4.7 MB B operand four times.
+  // At least `tasks` tiles (when C has that many register tiles), cut for the shortest makespan:
+  // the threads run ceil(tiles / tasks) waves, each as long as the largest tile, which packs its
+  // rows of A and its columns of B over the whole k range (about 2 MAC-times per packed float:
+  // a copy moves one float while the tile does two vector FMAs per cycle) and computes rows x
+  // cols multiply-adds per k (columns rounded up to whole register tiles: a partial one costs a
+  // full one). Packing alone is not the measure: the dense 9216 -> 128 forward pass in 4 row
+  // tiles packed its 4.7 MB B operand four times; cut by columns into 96 + 32 (whole 48-wide
+  // register tiles) it left one thread a third of the other's work.
   TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel, std::int64_t tasks) : m(m_), n(n_) {
     const GemmTile tile = gemm_tile(kernel);
     const std::int64_t max_rows = (m + tile.rows - 1) / tile.rows;
@@ -35,7 +39,11 @@ struct TileGrid {
       const std::int64_t cols_each = round_up(ceil_div(n, col_tiles), tile.cols);
       const std::int64_t real_rows = (m + rows_each - 1) / rows_each;
       const std::int64_t real_cols = (n + cols_each - 1) / cols_each;
-      const std::int64_t cost = real_cols * m + real_rows * n;
+      const std::int64_t waves = ceil_div(real_rows * real_cols, tasks);
+      const std::int64_t largest_rows = std::min(rows_each, m);
+      const std::int64_t largest_cols = std::min(cols_each, round_up(n, tile.cols));
+      const std::int64_t cost =
+          waves * (2 * (largest_rows + largest_cols) + largest_rows * largest_cols);
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;
         tile_rows = rows_each;
