@@ -260,3 +260,35 @@ TEST_CASE("max-pool backward with a relu gate equals max-pool backward then relu
     }
   }
 }
+
+TEST_CASE("maxpool2d 2x2/2 backward writes the bits of the reference scatter", "[backend][pool]") {
+  // The fast path writes each 2x2 block of dx once instead of zeroing dx and adding dy: the bits
+  // must be the reference's (0 + dy: a -0 becomes +0, a NaN stays), with odd planes (the last row
+  // and column belong to no window: +0), a relu gate, and rows of more than 4 outputs.
+  for (const auto& g : {test::pool(2, 3, 7, 9, 2, 2, 2, 2), test::pool(1, 2, 12, 10, 2, 2, 2, 2)}) {
+    const auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 81);
+    auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 82);
+    for (std::size_t i = 0; i < dy.size(); i += 5) dy[i] = -0.0f;
+    dy[1] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> y(g.y_size());
+    std::vector<std::int32_t> argmax(g.y_size());
+    ra::backend::CpuOps ops(3);
+    ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    for (const bool gate : {false, true}) {
+      // The gate closes where the pooled value is not positive (about half the windows here).
+      std::vector<float> gated = dy;
+      if (gate) {
+        for (std::size_t i = 0; i < gated.size(); ++i) gated[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      }
+      std::vector<float> expected(g.x_size());
+      ref::maxpool2d_backward(g, gated.data(), argmax.data(), expected.data());
+      for (const KernelMode mode : kModes) {
+        INFO("gate " << gate << ", mode " << int(mode) << ", plane " << g.h << "x" << g.w);
+        std::vector<float> dx(g.x_size(), std::numeric_limits<float>::quiet_NaN());
+        ops.maxpool2d_backward(g, dy.data(), argmax.data(), gate ? y.data() : nullptr, dx.data(),
+                               mode);
+        REQUIRE(test::same_bits(dx, expected));
+      }
+    }
+  }
+}

@@ -115,6 +115,38 @@ void maxpool_plane_2x2(const PoolGeometry& g, const float* x, std::int64_t base,
   }
 }
 
+// Backward of maxpool_plane_2x2 for one plane: each 2x2 block of dx is written once, the
+// argmax's element = +0 + dy (the general path's add into a zeroed dx, -0 included) and the
+// other three +0, row pair by row pair; rows and columns no window covers get +0. One pass of
+// sequential stores instead of a fill followed by scattered adds.
+void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                      const float* relu_gate, std::int64_t plane, float* dx) {
+  const std::int64_t W = g.w, base = plane * plane_size(g);
+  const std::int64_t out_base = plane * pooled_size(g);
+  float* dx_plane = dx + base;
+  for (std::int64_t p = 0; p < g.p; ++p) {
+    float* __restrict__ top = dx_plane + 2 * p * W;
+    float* __restrict__ bottom = top + W;
+    const std::int64_t row_index = base + 2 * p * W;
+    for (std::int64_t q = 0; q < g.q; ++q) {
+      const std::int64_t i = out_base + p * g.q + q;
+      const float v =
+          0.0f + (relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]));
+      const std::int64_t offset = std::int64_t(argmax[i]) - (row_index + 2 * q);
+      if (offset != 0 && offset != 1 && offset != W && offset != W + 1) {
+        throw_bad_argmax(i, argmax[i]);
+      }
+      top[2 * q] = offset == 0 ? v : 0.0f;
+      top[2 * q + 1] = offset == 1 ? v : 0.0f;
+      bottom[2 * q] = offset == W ? v : 0.0f;
+      bottom[2 * q + 1] = offset == W + 1 ? v : 0.0f;
+    }
+    std::fill(top + 2 * g.q, top + W, 0.0f);  // an odd last column
+    std::fill(bottom + 2 * g.q, bottom + W, 0.0f);
+  }
+  std::fill(dx_plane + 2 * g.p * W, dx_plane + plane_size(g), 0.0f);  // an odd last row
+}
+
 // Windows that cannot overlap (stride >= pool): each dx element receives at most one dy value,
 // so the backward pass is a scatter, not a reduction, and both modes give the same bits.
 bool windows_disjoint(const PoolGeometry& g) {
@@ -178,6 +210,15 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
   };
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
+  if (is_plain_2x2(g)) {
+    cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
+      const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
+      for (std::int64_t plane = task * per_task; plane < end; ++plane) {
+        unpool_plane_2x2(g, dy, argmax, relu_gate, plane, dx);
+      }
+    });
+    return;
+  }
   if (mode != KernelMode::nondeterministic || windows_disjoint(g)) {
     // Each plane's dx is written by one task, adding dy in output order.
     cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
