@@ -201,6 +201,27 @@ TEST_CASE("maxpool2d backward rejects an argmax outside its plane", "[backend][p
   }
 }
 
+TEST_CASE("maxpool2d 2x2/2 backward rejects an argmax outside its window", "[backend][pool]") {
+  // Inside the plane but not in the output's own 2x2 block: the fast path's check, in its vector
+  // part (outputs 0-3 of a row of 5) and in its scalar tail (output 4).
+  const auto g = test::pool(1, 1, 10, 10, 2, 2, 2, 2);
+  std::vector<float> x = test::random_values(static_cast<std::size_t>(g.x_size()), 91);
+  std::vector<float> y(g.y_size());
+  std::vector<std::int32_t> good(g.y_size());
+  ra::backend::CpuOps ops(1);
+  ops.maxpool2d_forward(g, x.data(), y.data(), good.data());
+  const std::vector<float> dy(g.y_size(), 1.0f);
+  std::vector<float> dx(g.x_size());
+  for (const int output : {2, 4}) {
+    std::vector<std::int32_t> argmax = good;
+    argmax[output] = good[output] ^ 2;  // a column of the next (or previous) block
+    INFO("output " << output);
+    REQUIRE_THROWS_AS(ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(),
+                                             KernelMode::deterministic),
+                      ra::RuntimeFailure);
+  }
+}
+
 TEST_CASE("maxpool2d gradient matches central differences", "[backend][pool][gradient]") {
   // L = sum(maxpool(x) * r) is piecewise linear; with values 1/64 apart and h = 1e-3 no window
   // changes its winner, so the central difference is exact up to double rounding.

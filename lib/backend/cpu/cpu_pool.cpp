@@ -128,7 +128,45 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
     float* __restrict__ top = dx_plane + 2 * p * W;
     float* __restrict__ bottom = top + W;
     const std::int64_t row_index = base + 2 * p * W;
-    for (std::int64_t q = 0; q < g.q; ++q) {
+    std::int64_t q = 0;
+#if defined(__SSE2__)
+    // 4 outputs at a time: the masks of the argmax's offset in its block select v into the even
+    // and odd columns of both rows, interleaved into 8 consecutive floats per row.
+    const __m128i lane_columns = _mm_setr_epi32(0, 2, 4, 6);
+    const __m128i offsets[4] = {_mm_setzero_si128(), _mm_set1_epi32(1),
+                                _mm_set1_epi32(static_cast<std::int32_t>(W)),
+                                _mm_set1_epi32(static_cast<std::int32_t>(W + 1))};
+    for (; q + 4 <= g.q; q += 4) {
+      const std::int64_t i = out_base + p * g.q + q;
+      __m128 v = _mm_loadu_ps(dy + i);
+      if (relu_gate != nullptr) {
+        v = _mm_and_ps(_mm_cmpgt_ps(_mm_loadu_ps(relu_gate + i), _mm_setzero_ps()), v);
+      }
+      v = _mm_add_ps(_mm_setzero_ps(), v);
+      const __m128i first = _mm_add_epi32(
+          _mm_set1_epi32(static_cast<std::int32_t>(row_index + 2 * q)), lane_columns);
+      const __m128i offset =
+          _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(argmax + i)), first);
+      __m128 picked[4];
+      __m128i any = _mm_setzero_si128();
+      for (int k = 0; k < 4; ++k) {
+        const __m128i hit = _mm_cmpeq_epi32(offset, offsets[k]);
+        any = _mm_or_si128(any, hit);
+        picked[k] = _mm_and_ps(_mm_castsi128_ps(hit), v);
+      }
+      if (_mm_movemask_epi8(any) != 0xFFFF) {
+        for (int k = 0; k < 4; ++k) {
+          const std::int64_t o = std::int64_t(argmax[i + k]) - (row_index + 2 * (q + k));
+          if (o != 0 && o != 1 && o != W && o != W + 1) throw_bad_argmax(i + k, argmax[i + k]);
+        }
+      }
+      _mm_storeu_ps(top + 2 * q, _mm_unpacklo_ps(picked[0], picked[1]));
+      _mm_storeu_ps(top + 2 * q + 4, _mm_unpackhi_ps(picked[0], picked[1]));
+      _mm_storeu_ps(bottom + 2 * q, _mm_unpacklo_ps(picked[2], picked[3]));
+      _mm_storeu_ps(bottom + 2 * q + 4, _mm_unpackhi_ps(picked[2], picked[3]));
+    }
+#endif
+    for (; q < g.q; ++q) {
       const std::int64_t i = out_base + p * g.q + q;
       const float v =
           0.0f + (relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]));
