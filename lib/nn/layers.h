@@ -95,6 +95,7 @@ class ActivationLayer final : public Layer {
 class FlattenLayer final : public Layer {
  public:
   using Layer::Layer;
+  bool is_reshape() const override { return true; }
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;

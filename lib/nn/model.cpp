@@ -64,7 +64,10 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     outputs_.emplace_back(Shape{0}, memory);
     grads_.emplace_back(Shape{0}, memory);
+    // The last layer's output is the model's, whose shape the loss and the metrics read.
+    passed_through_.push_back(layers_[i]->is_reshape() && i + 1 < layers_.size());
   }
+  inputs_.assign(layers_.size(), nullptr);
   // A max-pool or conv right after a relu layer applies that relu's backward to the input
   // gradient it computes (the gates of Ops::maxpool2d_backward and conv2d_backward_data): the
   // same bits, one memory-bound pass less.
@@ -81,6 +84,8 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
   input_ = &input;
   const Tensor* x = &input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
+    inputs_[i] = x;
+    if (passed_through_[i]) continue;  // the next layer reads x itself
     layers_[i]->forward(ops, *x, outputs_[i], ctx);
     x = &outputs_[i];
   }
@@ -91,9 +96,12 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
   if (input_ == nullptr) throw std::logic_error("Model::backward before forward");
   const Tensor* dy = &output_grad;
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    const Tensor& x = i == 0 ? *input_ : outputs_[i - 1];
-    // The first layer's input gradient is never needed: skip that (costly) computation.
-    Tensor* dx = i == 0 ? nullptr : &grads_[i];
+    if (passed_through_[i]) continue;  // dy is the layer before's gradient as it is
+    const Tensor& x = *inputs_[i];
+    // The model input's gradient is never needed: skip that (costly) computation in the first
+    // layer that computes anything (a flatten before it passes its input through).
+    const bool reads_model_input = inputs_[i] == input_;
+    Tensor* dx = reads_model_input ? nullptr : &grads_[i];
     layers_[i]->backward(ops, x, outputs_[i], *dy, dx, ctx);
     dy = dx;
   }

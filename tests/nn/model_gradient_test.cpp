@@ -259,3 +259,60 @@ TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[
     REQUIRE(ops.relu_backward_calls == (std::string(dense_activation) == "relu" ? 1 : 0));
   }
 }
+
+TEST_CASE("a flatten passes its input through to the next layer and its gradient back", "[nn]") {
+  // The Model hands a flatten's input to the next layer and the next layer's input gradient back
+  // (Layer::is_reshape): an MLP behind a leading flatten gives the bits of its two dense layers
+  // called on the unflattened input, and the first dense layer's input gradient (the model
+  // input's) is not computed. A flatten between layers is covered by the finite differences above.
+  const auto spec = ra::spec::parse_spec(nlohmann::json::parse(R"({
+      "data": {"train": {"format": "random", "samples": 8, "shape": [2, 3, 3], "classes": 3}},
+      "model": {"input": [2, 3, 3], "layers": [{"type": "flatten"},
+        {"type": "dense", "units": 5, "activation": "relu"}, {"type": "dense", "units": 3}]}})"),
+                                         ".");
+  struct CountingOps final : ra::test::ForwardingOps {
+    int dense_data_calls = 0;
+    void dense_backward_data(const ra::backend::DenseGeometry& g, const float* dy, const float* w,
+                             float* dx, ra::spec::KernelMode m) override {
+      ++dense_data_calls;
+      ForwardingOps::dense_backward_data(g, dy, w, dx, m);
+    }
+  };
+  ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+  const ra::Tensor x = random_input({4, 2, 3, 3}, 7);
+  CountingOps ops;
+  ra::nn::StepContext ctx{true, 0, &spec.determinism};
+  const ra::Tensor& out = model.forward(ops, x, ctx);
+  REQUIRE(out.shape() == ra::Shape{4, 3});
+  const auto& p = model.params();  // dense_0 weight, bias, dense_1 weight, bias
+  std::vector<float> hidden(4 * 5), expected(4 * 3);
+  ops.dense_forward({4, 18, 5}, x.data(), p[0]->value.data(), p[1]->value.data(),
+                    ra::spec::Activation::relu, hidden.data());
+  ops.dense_forward({4, 5, 3}, hidden.data(), p[2]->value.data(), p[3]->value.data(),
+                    ra::spec::Activation::none, expected.data());
+  REQUIRE(std::memcmp(out.data(), expected.data(), out.bytes()) == 0);
+  ra::Tensor dout;
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+  model.backward(ops, dout, ctx);
+  REQUIRE(ops.dense_data_calls == 1);  // dense_1's input gradient only
+}
+
+TEST_CASE("a flatten as the last layer still shapes the model output", "[nn]") {
+  const auto spec = ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [1, 2, 3], "classes": 4}},
+    "model": {"input": [1, 2, 3], "layers": [{"type": "flatten"}, {"type": "dense", "units": 4},
+                                              {"type": "flatten"}]}})"),
+                                         ".");
+  ra::nn::Model model(ra::spec::resolve_model(spec.model), {1, 2});
+  ra::backend::CpuOps ops(1);
+  ra::nn::StepContext ctx{true, 0, &spec.determinism};
+  const ra::Tensor x = random_input({3, 1, 2, 3}, 5);
+  const ra::Tensor& out = model.forward(ops, x, ctx);
+  REQUIRE(out.shape() == ra::Shape{3, 4});
+  ra::Tensor dout;
+  const std::vector<std::int32_t> labels{0, 3, 1};
+  ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+  model.backward(ops, dout, ctx);
+  REQUIRE(model.params()[0]->grad.shape() == ra::Shape{4, 6});
+}
