@@ -51,4 +51,25 @@ inline void activate(spec::Activation act, const float* x, float* y, std::int64_
   }
 }
 
+// y[i] = act(x[i] + addend) for i < count: the bias add and the activation in one pass, with
+// the bits of the add followed by activate() (x and y may be the same array).
+inline void add_then_activate(spec::Activation act, const float* x, float addend, float* y,
+                              std::int64_t count) {
+  switch (act) {
+    case spec::Activation::none:
+      for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] + addend;
+      break;
+    case spec::Activation::relu:
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float v = x[i] + addend;
+        y[i] = v > 0.0f ? v : 0.0f;
+      }
+      break;
+    default:
+      for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] + addend;
+      activate(act, y, y, count);
+      break;
+  }
+}
+
 }  // namespace ra::backend::cpu

@@ -78,16 +78,18 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
                       for (std::int64_t row = 0; row < rows; ++row) {
                         const float* from = band + row * band_stride + (position - j0);
                         float* to = out + row * out_stride + pixel;
+                        // One pass per row run, with the bits of the separate steps.
+                        const float* gate_run =
+                            gate == nullptr ? nullptr : gate + row * out_stride + pixel;
                         if (addend != nullptr) {
-                          const float a = addend[row];
-                          for (std::int64_t j = 0; j < count; ++j) to[j] = from[j] + a;
-                          activate(act, to, to, count);
+                          add_then_activate(act, from, addend[row], to, count);
+                        } else if (act == spec::Activation::none && gate_run != nullptr) {
+                          relu_backward(gate_run, from, to, count);
+                          continue;
                         } else {
                           activate(act, from, to, count);
                         }
-                        if (gate != nullptr) {
-                          relu_backward(gate + row * out_stride + pixel, to, to, count);
-                        }
+                        if (gate_run != nullptr) relu_backward(gate_run, to, to, count);
                       }
                     });
 }
