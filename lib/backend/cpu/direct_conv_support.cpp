@@ -4,6 +4,12 @@
 
 namespace ra::backend::cpu::direct_detail {
 
+// The zero fills here are a float or two per row (the padding columns): as memset calls, which
+// GCC makes of such loops unless told not to, they cost 2% of the MNIST backward data
+// convolution, calls alone.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, std::int64_t width,
                   std::int64_t row_shift, std::int64_t col_shift, float* dst,
                   std::int64_t dst_height, std::int64_t dst_width) {
@@ -14,16 +20,16 @@ void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, 
       float* out = dst + (c * dst_height + i) * dst_width;
       const std::int64_t row = i - row_shift;
       if (row < 0 || row >= height) {
-        std::fill_n(out, dst_width, 0.0f);
+        for (std::int64_t j = 0; j < dst_width; ++j) out[j] = 0.0f;
         continue;
       }
       const float* in = src + (c * height + row) * width;
-      std::fill(out, out + j0, 0.0f);
+      for (std::int64_t j = 0; j < j0; ++j) out[j] = 0.0f;
       // A loop rather than std::copy: rows are short (24 floats for the MNIST conv), and a
       // memmove call per row cost 7% of the backward data convolution.
       const float* from = in + (j0 - col_shift);
       for (std::int64_t j = 0; j < j1 - j0; ++j) out[j0 + j] = from[j];
-      std::fill(out + j1, out + dst_width, 0.0f);
+      for (std::int64_t j = j1; j < dst_width; ++j) out[j] = 0.0f;
     }
   }
 }
