@@ -51,6 +51,8 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
   const std::int64_t round_images = std::min<std::int64_t>(g.n, 2 * pool.threads());
   float* dcols = scratch.shared(cpu::SharedBuffer::chunk_partials,
                                 static_cast<std::size_t>(round_images * col_floats));
+  cpu::reserve_gemm_buffers(scratch);
+  scratch.reserve_workers(cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
   for (std::int64_t n0 = 0; n0 < g.n; n0 += round_images) {
     const std::int64_t images = std::min(round_images, g.n - n0);
     cpu::parallel_for(pool, images, [&](std::int64_t i, int worker) {
@@ -131,6 +133,8 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   if (mode != KernelMode::nondeterministic) {
     // Strided: one task per image: the GEMM sums over filters k ascending, col2im over taps in a
     // fixed order.
+    cpu::reserve_gemm_buffers(scratch_);
+    if (!identity) scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
     cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int worker) {
       float* dx_n = dx + n * chw;
       float* dcol =
@@ -155,6 +159,11 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   const std::int64_t group =
       std::max<std::int64_t>(1, (g.k + cpu::kSplitKParts - 1) / cpu::kSplitKParts);
   const std::int64_t groups = (g.k + group - 1) / group;
+  cpu::reserve_gemm_buffers(scratch_);
+  scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
+  if (!identity) {
+    scratch_.reserve_workers(cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+  }
   cpu::parallel_for(pool_, g.n * groups, [&](std::int64_t task, int worker) {
     const std::int64_t n = task / groups, k0 = (task % groups) * group;
     const std::int64_t filters = std::min(group, g.k - k0);

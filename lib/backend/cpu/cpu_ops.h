@@ -79,6 +79,9 @@ class CpuOps final : public Ops {
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
                            float* dpred, KernelMode mode) override;
 
+  // The scratch arena (for tests: ScratchArena::late_growths).
+  const cpu::ScratchArena& scratch() const noexcept { return scratch_; }
+
  private:
   // conv2d_backward_data through gemm() + col2im, without the relu gate.
   void conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, const float* w, float* dx,

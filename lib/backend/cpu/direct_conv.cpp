@@ -107,11 +107,14 @@ void zero_padding_lanes(float* panel, std::int64_t rows, const Lanes& lanes) {
   }
 }
 
+std::size_t source_floats(const ConvGeometry& g, const Source& source) {
+  return source.padded ? static_cast<std::size_t>(g.c * source.height * source.width) : 0;
+}
+
 const float* source_image(const ConvGeometry& g, const Source& source, const float* x_image,
                           ScratchArena& scratch, int worker) {
   if (!source.padded) return x_image;
-  float* copy = scratch.worker(worker, WorkerBuffer::columns,
-                               static_cast<std::size_t>(g.c * source.height * source.width));
+  float* copy = scratch.worker(worker, WorkerBuffer::columns, source_floats(g, source));
   direct_detail::shifted_copy(x_image, g.c, g.h, g.w, g.pad_top, g.pad_left, copy, source.height,
                               source.width);
   return copy;
@@ -185,6 +188,9 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
   const std::int64_t band_rows = rows_per_band(kernel, lanes);
   const BlockTiles tiles(kernel, lanes, false);
 
+  scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
+  scratch.reserve_workers(WorkerBuffer::transposed_output,
+                          static_cast<std::size_t>(band_rows * lanes.padded));
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src = source_image(g, source, x + n * image, scratch, worker);
     float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
@@ -241,6 +247,9 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
   const BlockTiles tiles(kernel, lanes, true);
+  scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
+  scratch.reserve_workers(WorkerBuffer::packed_operand,
+                          static_cast<std::size_t>(pixels * lanes.padded));
   reduce_chunks(pool, scratch, mode, plan.chunks, size, result,
                 [&](std::int64_t chunk, float* partial, int worker) {
                   float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand,

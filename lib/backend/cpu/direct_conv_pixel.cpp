@@ -56,11 +56,17 @@ void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const 
 
 // The zero-padded copy a pixel tile reads (shifted_copy into `which`), followed by `slack` zeros:
 // the last tile's full vectors may read that far past the last output position's source.
+std::size_t padded_source_floats(std::int64_t channels, std::int64_t copy_height,
+                                 std::int64_t copy_width, std::int64_t slack) {
+  return static_cast<std::size_t>(channels * copy_height * copy_width + slack);
+}
+
 const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which, const float* src,
                            std::int64_t channels, std::int64_t height, std::int64_t width,
                            std::int64_t row_shift, std::int64_t col_shift, std::int64_t copy_height,
                            std::int64_t copy_width, std::int64_t slack) {
-  const std::int64_t floats = channels * copy_height * copy_width + slack;
+  const auto floats =
+      static_cast<std::int64_t>(padded_source_floats(channels, copy_height, copy_width, slack));
   float* copy = scratch.worker(worker, which, static_cast<std::size_t>(floats));
   shifted_copy(src, channels, height, width, row_shift, col_shift, copy, copy_height, copy_width);
   std::fill(copy + floats - slack, copy + floats, 0.0f);
@@ -129,6 +135,10 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     last[v - 1] = pixel_tile_function(kernel, false, last_rows, v);
   }
 
+  scratch.reserve_workers(WorkerBuffer::columns,
+                          padded_source_floats(g.c, source.height, source.width, shape.lanes));
+  scratch.reserve_workers(WorkerBuffer::transposed_output,
+                          static_cast<std::size_t>(row_tiles * shape.rows * band));
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src =
         padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,

@@ -72,6 +72,11 @@ GemmBuffers gemm_buffers(ScratchArena& scratch, int worker) {
           scratch.worker(worker, WorkerBuffer::gemm_pack_b, kGemmPackBFloats)};
 }
 
+void reserve_gemm_buffers(ScratchArena& scratch) {
+  scratch.reserve_workers(WorkerBuffer::gemm_pack_a, kGemmPackAFloats);
+  scratch.reserve_workers(WorkerBuffer::gemm_pack_b, kGemmPackBFloats);
+}
+
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
                    GemmOutput output) {
@@ -84,6 +89,7 @@ void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std:
   if (m <= 0 || n <= 0) return;
   // One tile per thread: tile boundaries never change a sum, so the grid may follow the threads.
   const TileGrid grid(m, n, kernel, pool.threads());
+  reserve_gemm_buffers(scratch);
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int worker) {
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
     gemm(grid.rows_of(tile), grid.cols_of(tile), k, a.shifted(i0, 0), b.shifted(0, j0),
@@ -109,6 +115,9 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
   });
   const std::int64_t part_depth = std::max<std::int64_t>(1, (k + kSplitKParts - 1) / kSplitKParts);
   const std::int64_t parts = (k + part_depth - 1) / part_depth;
+  reserve_gemm_buffers(scratch);
+  scratch.reserve_workers(WorkerBuffer::partial,
+                          static_cast<std::size_t>(grid.tile_rows * grid.tile_cols));
   parallel_for(pool, grid.count() * parts, [&](std::int64_t task, int worker) {
     const std::int64_t tile = task / parts, part = task % parts;
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);

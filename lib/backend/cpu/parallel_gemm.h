@@ -39,5 +39,8 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
 
 // A worker's packing buffers for gemm().
 GemmBuffers gemm_buffers(ScratchArena& scratch, int worker);
+// Reserves every worker's packing panels (ScratchArena::reserve_workers): before a parallel loop
+// whose tasks call gemm_buffers.
+void reserve_gemm_buffers(ScratchArena& scratch);
 
 }  // namespace ra::backend::cpu

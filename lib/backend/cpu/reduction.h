@@ -118,6 +118,7 @@ void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, spec::KernelMode mod
   std::fill_n(out, size, 0.0f);
   std::atomic<std::int64_t> next_chunk{0};
   const std::int64_t lanes = std::min<std::int64_t>(pool.threads(), chunks);
+  scratch.reserve_workers(WorkerBuffer::partial, usize);
   parallel_for(pool, lanes, [&](std::int64_t, int worker) {
     float* partial = scratch.worker(worker, WorkerBuffer::partial, usize);
     bool took_any = false;

@@ -17,8 +17,14 @@ auto* grown(Vector& buffer, std::size_t count) {
 ScratchArena::ScratchArena(int workers) : per_worker_(static_cast<std::size_t>(workers)) {}
 
 float* ScratchArena::worker(int worker, WorkerBuffer which, std::size_t floats) {
-  return grown(per_worker_.at(static_cast<std::size_t>(worker))[static_cast<std::size_t>(which)],
-               floats);
+  auto& buffer =
+      per_worker_.at(static_cast<std::size_t>(worker))[static_cast<std::size_t>(which)];
+  if (buffer.size() < floats) late_growths_.fetch_add(1, std::memory_order_relaxed);
+  return grown(buffer, floats);
+}
+
+void ScratchArena::reserve_workers(WorkerBuffer which, std::size_t floats) {
+  for (auto& buffers : per_worker_) grown(buffers[static_cast<std::size_t>(which)], floats);
 }
 
 float* ScratchArena::shared(SharedBuffer which, std::size_t floats) {

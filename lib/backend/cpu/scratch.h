@@ -5,7 +5,15 @@
 // during its first step. Not thread-safe across calls: one CpuOps serves one run, one op at a time.
 // Within a call, worker w touches only its own buffers, and shared buffers are requested by the
 // calling thread before the parallel loop starts.
+//
+// Per-worker buffers are reserved for EVERY worker by the calling thread before the loop
+// (reserve_workers): a worker that happens to run no task of an op during the first steps (the
+// calling thread took them all, the worker woke late on a loaded machine) would otherwise size
+// its buffer steps later, an allocation inside the training loop. worker() still grows a buffer
+// it finds too small (never wrong, only late) and counts it: late_growths() is 0 when every
+// request was reserved (tested for every op path).
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,6 +50,13 @@ class ScratchArena {
   // At least `floats` floats for `worker` (in [0, workers)); contents unspecified. The pointer
   // stays valid until the next request for the same buffer.
   float* worker(int worker, WorkerBuffer which, std::size_t floats);
+  // Grows buffer `which` of every worker to at least `floats` floats (calling thread only, before
+  // the parallel loop whose tasks request it).
+  void reserve_workers(WorkerBuffer which, std::size_t floats);
+  // Requests worker() had to grow a buffer for: each a reserve_workers call missing before a loop.
+  std::int64_t late_growths() const noexcept {
+    return late_growths_.load(std::memory_order_relaxed);
+  }
   float* shared(SharedBuffer which, std::size_t floats);
   std::int64_t* shared(SharedIndexBuffer which, std::size_t count);
 
@@ -53,6 +68,8 @@ class ScratchArena {
   std::vector<std::array<AlignedVector<float>, kWorkerBuffers>> per_worker_;
   std::array<AlignedVector<float>, kSharedBuffers> shared_;
   std::array<std::vector<std::int64_t>, kIndexBuffers> indices_;
+  // Written by worker threads, read between calls: atomic, relaxed (a count, nothing ordered).
+  std::atomic<std::int64_t> late_growths_{0};
 };
 
 }  // namespace ra::backend::cpu
