@@ -98,6 +98,19 @@ class Ops {
                                   const std::int32_t* argmax, const float* relu_gate, float* dx,
                                   KernelMode mode) = 0;
 
+  // ---- conv + pool ----
+  // y, argmax = maxpool2d_forward(pool, act(conv(x, w) (+ bias))): the two ops in one call, for a
+  // conv whose output only its max-pool reads. conv_out ([N, K, P, Q]) is where the default
+  // stores the conv output between the two; a backend that fuses them (the CPU backend, for the
+  // Keras 2x2/2 pool) may leave it unwritten, keeping each image's output in cache. The values
+  // and argmax are those of the two ops.
+  virtual void conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
+                                      const float* bias, Activation act, const PoolGeometry& pool,
+                                      float* conv_out, float* y, std::int32_t* argmax) {
+    conv2d_forward(g, x, w, bias, act, conv_out);
+    maxpool2d_forward(pool, conv_out, y, argmax);
+  }
+
   // ---- elementwise ----
   // y = act(x); x and y may alias.
   virtual void activation_forward(Activation act, std::int64_t count, const float* x, float* y) = 0;

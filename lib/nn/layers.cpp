@@ -88,6 +88,17 @@ void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const S
                      y.data());
 }
 
+void Conv2dLayer::forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y,
+                                 MaxPool2dLayer& pool, Tensor& pooled) {
+  const auto g = conv_geometry(info(), batch_of(x));
+  y.resize_batched(g.n, info().output);
+  std::int32_t* argmax = pool.prepare_forward(y, pooled);
+  ops.conv2d_forward_maxpool(g, x.data(), weight_.value.data(),
+                             info().spec.use_bias ? bias_.value.data() : nullptr,
+                             info().spec.activation, pool_geometry(pool.info(), g.n), y.data(),
+                             pooled.data(), argmax);
+}
+
 void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                            Tensor* dx, const StepContext& ctx) {
   const auto g = conv_geometry(info(), batch_of(x));
@@ -154,11 +165,15 @@ std::vector<Param*> DenseLayer::params() {
 }
 
 // ---- maxpool2d -------------------------------------------------------------------------------
-void MaxPool2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
-  const auto g = pool_geometry(info(), batch_of(x));
-  y.resize_batched(g.n, info().output);
+std::int32_t* MaxPool2dLayer::prepare_forward(const Tensor& x, Tensor& y) {
+  y.resize_batched(batch_of(x), info().output);
   argmax_.resize(y.size());
-  ops.maxpool2d_forward(g, x.data(), y.data(), argmax_.data());
+  return argmax_.data();
+}
+
+void MaxPool2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
+  std::int32_t* argmax = prepare_forward(x, y);
+  ops.maxpool2d_forward(pool_geometry(info(), batch_of(x)), x.data(), y.data(), argmax);
 }
 
 void MaxPool2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,

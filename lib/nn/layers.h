@@ -14,6 +14,8 @@ backend::ConvGeometry conv_geometry(const spec::ResolvedLayer& info, int batch);
 backend::PoolGeometry pool_geometry(const spec::ResolvedLayer& info, int batch);
 backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch);
 
+class MaxPool2dLayer;
+
 // conv2d with optional bias and fused activation: y = act(conv(x, w) + b).
 class Conv2dLayer final : public Layer {
  public:
@@ -28,6 +30,19 @@ class Conv2dLayer final : public Layer {
   // The layer before ends in relu: its relu backward is applied as dx is stored, gated by x.
   bool can_take_over_relu_backward() const override { return true; }
   void take_over_relu_backward() override { gate_input_gradient_ = true; }
+
+  // Whether the max-pool after this layer may take its input straight from forward_pooled: only
+  // if the backward pass never reads this layer's output y, which a fusing backend leaves
+  // unwritten (no activation, or a relu whose backward the pool took over).
+  bool output_read_only_by_next() const {
+    const spec::Activation act = info().spec.activation;
+    return act == spec::Activation::none ||
+           (act == spec::Activation::relu && relu_backward_handed_over());
+  }
+  // This layer's forward and the max-pool's after it in one backend call
+  // (Ops::conv2d_forward_maxpool): y keeps the conv output's shape, pooled gets the pool's output.
+  void forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y, MaxPool2dLayer& pool,
+                      Tensor& pooled);
 
  private:
   Param weight_, bias_;
@@ -59,6 +74,9 @@ class MaxPool2dLayer final : public Layer {
   // output (one pass over the pooled gradient instead of one over the whole input gradient).
   bool can_take_over_relu_backward() const override { return true; }
   void take_over_relu_backward() override { gate_with_output_ = true; }
+
+  // What forward does before pooling: sizes y for input x and the argmax; returns the argmax.
+  std::int32_t* prepare_forward(const Tensor& x, Tensor& y);
 
  private:
   Buffer<std::int32_t> argmax_{memory()};

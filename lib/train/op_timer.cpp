@@ -6,6 +6,8 @@ const char* TimingOps::op_name(Op op) noexcept {
   switch (op) {
     case Op::conv2d_forward:
       return "conv2d_forward";
+    case Op::conv2d_forward_maxpool:
+      return "conv2d_forward_maxpool";
     case Op::conv2d_backward_data:
       return "conv2d_backward_data";
     case Op::conv2d_backward_filter:
@@ -92,6 +94,13 @@ void TimingOps::conv2d_backward_bias(const backend::ConvGeometry& g, const float
                                      KernelMode mode) {
   const Stopwatch watch(*this, Op::conv2d_backward_bias, slot(mode));
   ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
+}
+void TimingOps::conv2d_forward_maxpool(const backend::ConvGeometry& g, const float* x,
+                                       const float* w, const float* bias, backend::Activation act,
+                                       const backend::PoolGeometry& pool, float* conv_out,
+                                       float* y, std::int32_t* argmax) {
+  const Stopwatch watch(*this, Op::conv2d_forward_maxpool, 0);
+  inner().conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
 }
 void TimingOps::conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
                                             const float* dy, float* dw, float* db,

@@ -46,7 +46,11 @@ class TimingOps final : public backend::ForwardingOps {
                               float* dw, KernelMode mode) override;
   void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
-  // Timed whole, as its own op: the backend's fused pass (not its two parts).
+  // Timed whole, as their own ops: the backend's fused passes (not their parts).
+  void conv2d_forward_maxpool(const backend::ConvGeometry& g, const float* x, const float* w,
+                              const float* bias, backend::Activation act,
+                              const backend::PoolGeometry& pool, float* conv_out, float* y,
+                              std::int32_t* argmax) override;
   void conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
                                    const float* dy, float* dw, float* db, KernelMode filter_mode,
                                    KernelMode bias_mode) override;
@@ -86,6 +90,7 @@ class TimingOps final : public backend::ForwardingOps {
   // The ops timed, in report order.
   enum class Op {
     conv2d_forward,
+    conv2d_forward_maxpool,
     conv2d_backward_data,
     conv2d_backward_filter,
     conv2d_backward_bias,

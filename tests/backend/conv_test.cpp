@@ -3,6 +3,7 @@
 // the GEMM tiles, depth past one cache block), a hand-computed case, and finite differences.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -141,6 +142,51 @@ TEST_CASE("fused filter and bias gradients equal the two separate ops", "[backen
           REQUIRE(test::same_bits(dw, dw_apart));
           REQUIRE(test::same_bits(db, db_apart));
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "[backend][conv]") {
+  // Fused where the CPU backend can (stride-1 conv, 2x2/2 pool): the conv output buffer is then
+  // left unwritten. Elsewhere the two ops. Odd conv outputs (the pool drops the last row and
+  // column), same padding, batch 1, filters not a multiple of the tile rows, three activations.
+  struct Case {
+    const char* name;
+    ConvGeometry g;
+    int pool, stride;
+    bool fused;
+  };
+  const Case cases[] = {
+      {"Keras conv2 shape, batch 3", test::conv(3, 32, 26, 26, 64, 3, 3), 2, 2, true},
+      {"odd 7x9 output, 5 filters", test::conv(2, 3, 9, 11, 5, 3, 3), 2, 2, true},
+      {"same padding, batch 1, 13 filters",
+       test::conv(1, 4, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1), 2, 2, true},
+      {"3x3/2 pool (overlapping): the two ops", test::conv(2, 3, 9, 9, 6, 3, 3), 3, 2, false},
+      {"strided conv: the two ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2, false},
+  };
+  for (const int threads : {1, 3}) {
+    ra::backend::CpuOps ops(threads);
+    for (const Case& c : cases) {
+      const ConvGeometry& g = c.g;
+      const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
+      REQUIRE(ra::backend::cpu::fuses_maxpool(g, pg) == c.fused);
+      const ConvData d = conv_data(g, 41);
+      for (const auto act : {ra::spec::Activation::relu, ra::spec::Activation::none,
+                             ra::spec::Activation::tanh}) {
+        INFO(c.name << ", " << threads << " threads, activation " << int(act));
+        std::vector<float> conv_y(g.y_size()), y_ref(pg.y_size());
+        std::vector<std::int32_t> argmax_ref(pg.y_size());
+        ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), act, conv_y.data());
+        ops.maxpool2d_forward(pg, conv_y.data(), y_ref.data(), argmax_ref.data());
+        auto conv_out = nan_filled(g.y_size()), y = nan_filled(pg.y_size());
+        std::vector<std::int32_t> argmax(pg.y_size(), -7);
+        ops.conv2d_forward_maxpool(g, d.x.data(), d.w.data(), d.b.data(), act, pg,
+                                   conv_out.data(), y.data(), argmax.data());
+        REQUIRE(test::same_bits(y, y_ref));
+        REQUIRE(argmax == argmax_ref);
+        // The fused pass never stores the conv output; the two ops do.
+        REQUIRE(std::isnan(conv_out[0]) == c.fused);
       }
     }
   }

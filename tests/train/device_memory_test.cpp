@@ -1,7 +1,9 @@
 // The device path of the trainer, exercised without a GPU: a backend whose memory the host may
 // not touch (host-backed here, but reported as device memory) makes the trainer stage batches,
 // upload initial weights, run the optimizer through Ops::optimizer_update and download what it
-// reports. The run must be bitwise identical to the plain CPU run.
+// reports. The run must be bitwise identical to the plain CPU run -- which also pins the CPU
+// backend's fused ops (conv + max-pool forward, filter + bias gradients) to the bits of their
+// parts, which the forwarding backend calls one by one.
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -9,6 +9,7 @@
 // backward data run gemm() + col2im. Flops of the Keras MNIST conv 32->64 k3 on 26x26, batch
 // 128: 2 * 64 * 288 * 576 * 128 = 2.7 GFLOP per direction.
 #include <algorithm>
+#include <limits>
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
@@ -78,6 +79,18 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                             const float* bias, Activation act, float* y) {
   cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::gemm_kernel());
+}
+
+void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
+                                    const float* bias, Activation act, const PoolGeometry& pool,
+                                    float* conv_out, float* y, std::int32_t* argmax) {
+  // int32 argmax: a larger conv output takes the two ops (maxpool2d_forward reports it).
+  if (cpu::fuses_maxpool(g, pool) && g.y_size() <= std::numeric_limits<std::int32_t>::max()) {
+    cpu::direct_conv_forward_maxpool(pool_, scratch_, g, x, w, bias, act, pool, y, argmax,
+                                     cpu::gemm_kernel());
+    return;
+  }
+  Ops::conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
 }
 
 void CpuOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,

@@ -47,6 +47,9 @@ class CpuOps final : public Ops {
                               KernelMode mode) override;
   void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
+  void conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
+                              const float* bias, Activation act, const PoolGeometry& pool,
+                              float* conv_out, float* y, std::int32_t* argmax) override;
   void conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
                                    float* dw, float* db, KernelMode filter_mode,
                                    KernelMode bias_mode) override;

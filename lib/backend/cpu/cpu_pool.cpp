@@ -13,6 +13,7 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 #include "core/error.h"
@@ -47,72 +48,6 @@ std::int64_t target_of(const PoolGeometry& g, const std::int32_t* argmax, std::i
   if (a < 0) return -1;
   if (a < plane * plane_size(g) || a >= (plane + 1) * plane_size(g)) throw_bad_argmax(i, a);
   return a;
-}
-
-// The Keras 2x2 stride-2 unpadded pool, every window inside the image: the general loop below
-// with its bounds and window loops unrolled (same comparisons in the same order, so same bits and
-// same argmax), which the compiler turns into straight-line code instead of 4 nested loops.
-bool is_plain_2x2(const PoolGeometry& g) {
-  return g.pool_h == 2 && g.pool_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_top == 0 &&
-         g.pad_left == 0 && 2 * std::int64_t(g.p) <= g.h && 2 * std::int64_t(g.q) <= g.w;
-}
-
-void maxpool_plane_2x2(const PoolGeometry& g, const float* x, std::int64_t base, float* y,
-                       std::int32_t* argmax) {
-  const std::int64_t W = g.w;
-  for (std::int64_t p = 0; p < g.p; ++p) {
-    const float* __restrict__ top = x + base + 2 * p * W;
-    const float* __restrict__ bottom = top + W;
-    float* __restrict__ y_row = y + p * g.q;
-    std::int32_t* __restrict__ argmax_row = argmax + p * g.q;
-    const auto row_index = static_cast<std::int32_t>(base + 2 * p * W);
-    std::int64_t q = 0;
-#if defined(__SSE2__)
-    // 4 outputs at a time: the even and odd columns of two 8-float loads per input row are the
-    // window's left and right candidates; the same strict > sequence as below, lane by lane
-    // (_mm_cmpgt_ps is false for NaN, like the scalar >).
-    const __m128i lane_columns = _mm_setr_epi32(0, 2, 4, 6);
-    for (; q + 4 <= g.q; q += 4) {
-      const __m128 top_lo = _mm_loadu_ps(top + 2 * q), top_hi = _mm_loadu_ps(top + 2 * q + 4);
-      const __m128 bottom_lo = _mm_loadu_ps(bottom + 2 * q);
-      const __m128 bottom_hi = _mm_loadu_ps(bottom + 2 * q + 4);
-      const __m128 candidates[3] = {_mm_shuffle_ps(top_lo, top_hi, _MM_SHUFFLE(3, 1, 3, 1)),
-                                    _mm_shuffle_ps(bottom_lo, bottom_hi, _MM_SHUFFLE(2, 0, 2, 0)),
-                                    _mm_shuffle_ps(bottom_lo, bottom_hi, _MM_SHUFFLE(3, 1, 3, 1))};
-      const __m128i offsets[3] = {_mm_set1_epi32(1), _mm_set1_epi32(static_cast<std::int32_t>(W)),
-                                  _mm_set1_epi32(static_cast<std::int32_t>(W + 1))};
-      __m128 best = _mm_shuffle_ps(top_lo, top_hi, _MM_SHUFFLE(2, 0, 2, 0));
-      __m128i offset = _mm_setzero_si128();
-      for (int k = 0; k < 3; ++k) {
-        const __m128 wins = _mm_cmpgt_ps(candidates[k], best);
-        const __m128i wins_i = _mm_castps_si128(wins);
-        best = _mm_or_ps(_mm_and_ps(wins, candidates[k]), _mm_andnot_ps(wins, best));
-        offset = _mm_or_si128(_mm_and_si128(wins_i, offsets[k]), _mm_andnot_si128(wins_i, offset));
-      }
-      _mm_storeu_ps(y_row + q, best);
-      const __m128i first = _mm_set1_epi32(row_index + static_cast<std::int32_t>(2 * q));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(argmax_row + q),
-                       _mm_add_epi32(_mm_add_epi32(first, lane_columns), offset));
-    }
-#endif
-    for (; q < g.q; ++q) {
-      // Candidates in row-major window order; strict > keeps the first maximum (NaN never
-      // wins a comparison, as in the general loop). Selects, not branches: after a ReLU the
-      // winner is a coin toss that a branch predictor loses half the time.
-      float best = top[2 * q];
-      std::int32_t offset = 0;
-      const float candidates[3] = {top[2 * q + 1], bottom[2 * q], bottom[2 * q + 1]};
-      const std::int32_t offsets[3] = {1, static_cast<std::int32_t>(W),
-                                       static_cast<std::int32_t>(W + 1)};
-      for (int k = 0; k < 3; ++k) {
-        const bool wins = candidates[k] > best;
-        best = wins ? candidates[k] : best;
-        offset = wins ? offsets[k] : offset;
-      }
-      y_row[q] = best;
-      argmax_row[q] = row_index + static_cast<std::int32_t>(2 * q) + offset;
-    }
-  }
 }
 
 // Backward of maxpool_plane_2x2 for one plane: each 2x2 block of dx is written once, the
@@ -200,13 +135,14 @@ void CpuOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                          " elements is too large for int32 argmax indices");
   }
   const std::int64_t per_task = planes_per_task(g);
-  const bool plain_2x2 = is_plain_2x2(g);  // a property of g: decided once, not per plane
+  const bool plain_2x2 = cpu::is_plain_2x2(g);  // a property of g: decided once, not per plane
   cpu::parallel_for(pool_, (planes(g) + per_task - 1) / per_task, [&](std::int64_t task, int) {
     const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
     for (std::int64_t plane = task * per_task; plane < end; ++plane) {
       const std::int64_t base = plane * plane_size(g);
       if (plain_2x2) {
-        maxpool_plane_2x2(g, x, base, y + plane * pooled_size(g), argmax + plane * pooled_size(g));
+        cpu::maxpool_plane_2x2(g, x + base, base, y + plane * pooled_size(g),
+                               argmax + plane * pooled_size(g));
         continue;
       }
       for (std::int64_t p = 0; p < g.p; ++p) {
@@ -248,7 +184,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
   };
   const std::int64_t per_task = planes_per_task(g);
   const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
-  if (is_plain_2x2(g)) {
+  if (cpu::is_plain_2x2(g)) {
     cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
       const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
       for (std::int64_t plane = task * per_task; plane < end; ++plane) {

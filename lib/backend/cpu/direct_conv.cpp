@@ -9,6 +9,7 @@
 #include "backend/cpu/direct_conv_kernels.h"
 #include "backend/cpu/direct_conv_support.h"
 #include "backend/cpu/integer_math.h"
+#include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/transpose.h"
@@ -293,6 +294,20 @@ void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                     }
                   }
                 });
+}
+
+bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool) {
+  return g.stride_h == 1 && g.stride_w == 1 && is_plain_2x2(pool) && pool.n == g.n &&
+         pool.c == g.k && pool.h == g.p && pool.w == g.q;
+}
+
+void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                 const float* x, const float* w, const float* bias,
+                                 spec::Activation act, const PoolGeometry& pool_g, float* y,
+                                 std::int32_t* argmax, GemmKernel kernel) {
+  const direct_detail::PooledOutput pooled{pool_g, y, argmax};
+  direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, nullptr, kernel,
+                                    &pooled);
 }
 
 bool direct_backward_data_applies(const ConvGeometry& g) {

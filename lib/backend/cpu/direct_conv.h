@@ -36,6 +36,16 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
                          const float* x, const float* w, const float* bias, spec::Activation act,
                          float* y, GemmKernel kernel);
 
+// Whether direct_conv_forward_maxpool applies: a stride-1 conv whose output the 2x2/2 pool
+// (cpu/maxpool_2x2.h) covers as maxpool2d_forward would.
+bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool);
+// y, argmax = maxpool(act(conv(x, w) (+ bias))) as direct_conv_forward then maxpool2d_forward
+// give them, without storing the conv output: each image's stays in the worker's cache.
+void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                 const float* x, const float* w, const float* bias,
+                                 spec::Activation act, const PoolGeometry& pool_g, float* y,
+                                 std::int32_t* argmax, GemmKernel kernel);
+
 // dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h).
 // With db (else null), also db[k] = the bias gradient, summed from each dy image while it is in
 // cache for dw: conv_bias_gradient's bits, when fuses_bias_gradient(g) (the same chunk plan).

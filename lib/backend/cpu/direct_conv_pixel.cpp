@@ -6,6 +6,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/direct_conv_kernels.h"
 #include "backend/cpu/direct_conv_support.h"
+#include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/parallel_for.h"
 
 namespace ra::backend::cpu::direct_detail {
@@ -106,7 +107,8 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        const float* relu_gate, float* y, GemmKernel kernel) {
+                        const float* relu_gate, float* y, GemmKernel kernel,
+                        const PooledOutput* pooled) {
   const PixelTileShape shape = pixel_tile_shape(kernel);
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -139,13 +141,17 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
   scratch.reserve_workers(WorkerBuffer::transposed_output,
                           static_cast<std::size_t>(row_tiles * shape.rows * band));
+  const auto image_floats = static_cast<std::size_t>(g.k * pixels);
+  if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src =
         padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
                       g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
     float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
                                 static_cast<std::size_t>(row_tiles * shape.rows * band));
-    float* y_n = y + n * g.k * pixels;
+    float* y_n = pooled != nullptr
+                     ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
+                     : y + n * g.k * pixels;
     for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
@@ -166,6 +172,13 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       }
       store_band(wide, j0, positions, out, band, g.k, bias, act,
                  relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels, y_n, pixels);
+    }
+    if (pooled == nullptr) return;
+    const std::int64_t pooled_pixels = std::int64_t(pooled->g.p) * pooled->g.q;
+    for (std::int64_t k = 0; k < g.k; ++k) {
+      const std::int64_t plane = n * g.k + k;
+      maxpool_plane_2x2(pooled->g, y_n + k * pixels, plane * pixels,
+                        pooled->y + plane * pooled_pixels, pooled->argmax + plane * pooled_pixels);
     }
   });
 }

@@ -38,9 +38,18 @@ void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t*
 // Stride-1 convolutions with pixel tiles (direct_conv.h): y = act(conv(x, w) (+ bias)), then
 // y = relu_backward(relu_gate, y) with a gate (laid out as y); and the deterministic backward
 // data, computed as a forward convolution.
+// Where a forward convolution max-pools its output (2x2/2: cpu/maxpool_2x2.h) instead of
+// storing it: each image's output stays in the worker's buffer, in cache, and only the pooled
+// values and their argmax (indices into the unstored [N, K, P, Q] output) are written.
+struct PooledOutput {
+  PoolGeometry g;
+  float* y = nullptr;
+  std::int32_t* argmax = nullptr;
+};
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        const float* relu_gate, float* y, GemmKernel kernel);
+                        const float* relu_gate, float* y, GemmKernel kernel,
+                        const PooledOutput* pooled = nullptr);
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
                               GemmKernel kernel);

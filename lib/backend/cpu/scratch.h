@@ -29,6 +29,7 @@ enum class WorkerBuffer : int {
   partial,            // a worker's private partial result (tile, image gradient, lane sum)
   packed_operand,     // an image's operand in the layout a direct convolution reads
   transposed_output,  // an image's result in [pixel][lane] layout, before transposition
+  image_output,       // an image's conv output, pooled before it leaves the worker
   count
 };
 
