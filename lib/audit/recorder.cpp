@@ -121,8 +121,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     // state() lists each parameter's state kinds in order, as the update digested them.
     const std::size_t kinds = params.empty() ? 0 : state.size() / params.size();
     for (std::size_t k = 0; k < state.size(); ++k) {
-      state_digests.push_back(
-          from_chunks(*state[k].second, u->params[k / kinds].state[k % kinds]));
+      state_digests.push_back(from_chunks(*state[k].second, u->params[k / kinds].state[k % kinds]));
     }
     const std::int64_t hashed = u->hash_nanoseconds.load(std::memory_order_relaxed);
     recording_seconds_ += static_cast<double>(hashed - counted_hash_nanoseconds_) * 1e-9 /

@@ -93,10 +93,9 @@ void Conv2dLayer::forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y,
   const auto g = conv_geometry(info(), batch_of(x));
   y.resize_batched(g.n, info().output);
   std::int32_t* argmax = pool.prepare_forward(y, pooled);
-  ops.conv2d_forward_maxpool(g, x.data(), weight_.value.data(),
-                             info().spec.use_bias ? bias_.value.data() : nullptr,
-                             info().spec.activation, pool_geometry(pool.info(), g.n), y.data(),
-                             pooled.data(), argmax);
+  ops.conv2d_forward_maxpool(
+      g, x.data(), weight_.value.data(), info().spec.use_bias ? bias_.value.data() : nullptr,
+      info().spec.activation, pool_geometry(pool.info(), g.n), y.data(), pooled.data(), argmax);
 }
 
 void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -106,8 +105,7 @@ void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, 
                                                  : through_activation(ops, info().spec.activation,
                                                                       y, dy, pre_activation_grad_);
   if (info().spec.use_bias) {
-    ops.conv2d_backward_filter_bias(g, x.data(), dz.data(), weight_.grad.data(),
-                                    bias_.grad.data(),
+    ops.conv2d_backward_filter_bias(g, x.data(), dz.data(), weight_.grad.data(), bias_.grad.data(),
                                     ctx.mode(ReducingOp::conv2d_backward_filter),
                                     ctx.mode(ReducingOp::conv2d_backward_bias));
   } else {

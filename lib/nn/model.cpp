@@ -99,9 +99,8 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
     if (passed_through_[i]) continue;  // the next layer reads x itself
     if (pooled_by_[i] == nullptr) {
       if (i + 1 < layers_.size() && pooled_by_[i + 1] != nullptr) {
-        pooled_by_[i + 1]->forward_pooled(ops, *x, outputs_[i],
-                                          static_cast<MaxPool2dLayer&>(*layers_[i + 1]),
-                                          outputs_[i + 1]);
+        pooled_by_[i + 1]->forward_pooled(
+            ops, *x, outputs_[i], static_cast<MaxPool2dLayer&>(*layers_[i + 1]), outputs_[i + 1]);
       } else {
         layers_[i]->forward(ops, *x, outputs_[i], ctx);
       }

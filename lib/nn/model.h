@@ -46,13 +46,15 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Param*> params_;
   const Tensor* input_ = nullptr;
-  std::vector<Tensor> outputs_;  // outputs_[i] = output of layer i (unused for a passed-through reshape)
+  std::vector<Tensor>
+      outputs_;  // outputs_[i] = output of layer i (unused for a passed-through reshape)
   std::vector<const Tensor*> inputs_;  // inputs_[i] = what layer i read in the last forward pass
-  std::vector<bool> passed_through_;   // reshape layers (not last) the Model skips: Layer::is_reshape
+  std::vector<bool>
+      passed_through_;  // reshape layers (not last) the Model skips: Layer::is_reshape
   // pooled_by_[i]: the conv that computes max-pool layer i with its own forward pass
   // (Conv2dLayer::forward_pooled), else null.
   std::vector<Conv2dLayer*> pooled_by_;
-  std::vector<Tensor> grads_;    // grads_[i] = gradient w.r.t. the input of layer i (scratch)
+  std::vector<Tensor> grads_;  // grads_[i] = gradient w.r.t. the input of layer i (scratch)
 };
 
 }  // namespace ra::nn

@@ -86,10 +86,9 @@ void ElementwiseOptimizer::step(const std::vector<Parameter>& params, UpdateDige
         continue;
       }
       UpdateDigests::Param& d = digests->params[i];
-      const ChunkDigestTargets targets{d.value.data(), d.grad.data(),
-                                       s0 ? d.state[0].data() : nullptr,
-                                       s1 ? d.state[1].data() : nullptr,
-                                       &digests->hash_nanoseconds};
+      const ChunkDigestTargets targets{
+          d.value.data(), d.grad.data(), s0 ? d.state[0].data() : nullptr,
+          s1 ? d.state[1].data() : nullptr, &digests->hash_nanoseconds};
       if (!device_update_(rule, n, value, grad, s0, s1, &targets)) digests->complete = false;
       continue;
     }

@@ -97,8 +97,8 @@ void TimingOps::conv2d_backward_bias(const backend::ConvGeometry& g, const float
 }
 void TimingOps::conv2d_forward_maxpool(const backend::ConvGeometry& g, const float* x,
                                        const float* w, const float* bias, backend::Activation act,
-                                       const backend::PoolGeometry& pool, float* conv_out,
-                                       float* y, std::int32_t* argmax) {
+                                       const backend::PoolGeometry& pool, float* conv_out, float* y,
+                                       std::int32_t* argmax) {
   const Stopwatch watch(*this, Op::conv2d_forward_maxpool, 0);
   inner().conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
 }

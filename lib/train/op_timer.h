@@ -51,8 +51,8 @@ class TimingOps final : public backend::ForwardingOps {
                               const float* bias, backend::Activation act,
                               const backend::PoolGeometry& pool, float* conv_out, float* y,
                               std::int32_t* argmax) override;
-  void conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
-                                   const float* dy, float* dw, float* db, KernelMode filter_mode,
+  void conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x, const float* dy,
+                                   float* dw, float* db, KernelMode filter_mode,
                                    KernelMode bias_mode) override;
   void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
                      const float* bias, backend::Activation act, float* y) override;

@@ -73,17 +73,17 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   optimizer_ = optim::make_optimizer(spec_.optimizer);
   // Every backend applies the updates (the CPU one on its threads, vectorised), so that they
   // run where the parameters are and `bench` times them as an op.
-  optimizer_->set_device_update(
-      [ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n, float* value,
-                         const float* grad, float* s0, float* s1,
-                         const optim::ChunkDigestTargets* digests) {
-        if (digests != nullptr &&
-            ops->optimizer_update_digested(rule, n, value, grad, s0, s1, *digests)) {
-          return true;
-        }
-        ops->optimizer_update(rule, n, value, grad, s0, s1);
-        return false;
-      });
+  optimizer_->set_device_update([ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n,
+                                                   float* value, const float* grad, float* s0,
+                                                   float* s1,
+                                                   const optim::ChunkDigestTargets* digests) {
+    if (digests != nullptr &&
+        ops->optimizer_update_digested(rule, n, value, grad, s0, s1, *digests)) {
+      return true;
+    }
+    ops->optimizer_update(rule, n, value, grad, s0, s1);
+    return false;
+  });
 }
 
 Trainer::~Trainer() = default;

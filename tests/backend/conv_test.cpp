@@ -104,7 +104,8 @@ TEST_CASE("conv2d backward ops match the reference in both modes", "[backend][co
 TEST_CASE("fused filter and bias gradients equal the two separate ops", "[backend][conv]") {
   // Same mode for both: one pass over dy with the bits of the two calls (deterministic), or
   // within the reference's bound (nondeterministic). Different modes: the two calls. The last case
-  // cuts the batch differently for dw (partial budget: 28 chunks, so 3 images each) and db (2 each): the two calls too.
+  // cuts the batch differently for dw (partial budget: 28 chunks, so 3 images each) and db (2
+  // each): the two calls too.
   std::vector<ConvCase> cases = conv_cases();
   cases.push_back({"filter and bias chunk plans differ", test::conv(64, 64, 5, 5, 256, 3, 3)});
   REQUIRE(!ra::backend::cpu::fuses_bias_gradient(cases.back().g));
@@ -160,8 +161,8 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
   const Case cases[] = {
       {"Keras conv2 shape, batch 3", test::conv(3, 32, 26, 26, 64, 3, 3), 2, 2, true},
       {"odd 7x9 output, 5 filters", test::conv(2, 3, 9, 11, 5, 3, 3), 2, 2, true},
-      {"same padding, batch 1, 13 filters",
-       test::conv(1, 4, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1), 2, 2, true},
+      {"same padding, batch 1, 13 filters", test::conv(1, 4, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1), 2,
+       2, true},
       {"3x3/2 pool (overlapping): the two ops", test::conv(2, 3, 9, 9, 6, 3, 3), 3, 2, false},
       {"strided conv: the two ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2, false},
   };
@@ -172,8 +173,8 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
       const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
       REQUIRE(ra::backend::cpu::fuses_maxpool(g, pg) == c.fused);
       const ConvData d = conv_data(g, 41);
-      for (const auto act : {ra::spec::Activation::relu, ra::spec::Activation::none,
-                             ra::spec::Activation::tanh}) {
+      for (const auto act :
+           {ra::spec::Activation::relu, ra::spec::Activation::none, ra::spec::Activation::tanh}) {
         INFO(c.name << ", " << threads << " threads, activation " << int(act));
         std::vector<float> conv_y(g.y_size()), y_ref(pg.y_size());
         std::vector<std::int32_t> argmax_ref(pg.y_size());
@@ -181,8 +182,8 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
         ops.maxpool2d_forward(pg, conv_y.data(), y_ref.data(), argmax_ref.data());
         auto conv_out = nan_filled(g.y_size()), y = nan_filled(pg.y_size());
         std::vector<std::int32_t> argmax(pg.y_size(), -7);
-        ops.conv2d_forward_maxpool(g, d.x.data(), d.w.data(), d.b.data(), act, pg,
-                                   conv_out.data(), y.data(), argmax.data());
+        ops.conv2d_forward_maxpool(g, d.x.data(), d.w.data(), d.b.data(), act, pg, conv_out.data(),
+                                   y.data(), argmax.data());
         REQUIRE(test::same_bits(y, y_ref));
         REQUIRE(argmax == argmax_ref);
         // The fused pass never stores the conv output; the two ops do.

@@ -141,8 +141,8 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
       const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 14);
       const auto y_twin = gemm_forward(g, x, w, bias, kernel);
       const auto dw_twin = gemm_filter(g, x, dy, kernel);
-      const auto dx_twin = g.stride_h == 1 && g.stride_w == 1 ? gemm_data(g, dy, w, kernel)
-                                                              : std::vector<float>();
+      const auto dx_twin =
+          g.stride_h == 1 && g.stride_w == 1 ? gemm_data(g, dy, w, kernel) : std::vector<float>();
       for (const int threads : {1, 3}) {
         INFO(threads << " thread(s)");
         ra::ThreadPool pool(threads);

@@ -1,8 +1,8 @@
 // CpuOps::optimizer_update (per-kind vectorised loops, on the backend's threads) against the
 // scalar rule it must equal: optim::apply_update element by element, bit for bit, for every rule
 // kind, with and without weight decay, odd counts and 1-3 threads.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
 

@@ -74,8 +74,8 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
   for (const auto& op : t1.at("ops")) {
     const std::string name = op.at("op").get<std::string>();
     const int per_step = name == "conv2d_forward_maxpool" || name == "softmax_cross_entropy" ? 1
-                         : name == "dense_forward"                                   ? 2
-                                                                                     : 0;
+                         : name == "dense_forward"                                           ? 2
+                                                                                             : 0;
     if (per_step == 0) continue;
     INFO(name);
     REQUIRE(op.at("deterministic_calls") == 3 * per_step);

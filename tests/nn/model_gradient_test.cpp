@@ -229,8 +229,7 @@ TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[
   // backward, the max-pool the second one's, and no relu backward pass runs; with a dense relu
   // before the output (nothing can take it over) exactly one does.
   auto spec_of = [](const char* dense_activation) {
-    return ra::spec::parse_spec(
-        nlohmann::json::parse(std::string(R"({
+    return ra::spec::parse_spec(nlohmann::json::parse(std::string(R"({
       "data": {"train": {"format": "random", "samples": 8, "shape": [2, 9, 9], "classes": 3}},
       "model": {"input": [2, 9, 9], "layers": [
         {"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same", "activation": "relu"},
@@ -238,9 +237,9 @@ TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[
         {"type": "maxpool2d", "pool": 3, "stride": 2},
         {"type": "flatten"},
         {"type": "dense", "units": 5, "activation": ")") +
-                              dense_activation + R"("},
+                                                      dense_activation + R"("},
         {"type": "dense", "units": 3}]}})"),
-        ".");
+                                ".");
   };
   const ra::Tensor x = random_input({4, 2, 9, 9}, 7);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};

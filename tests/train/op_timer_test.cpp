@@ -54,7 +54,8 @@ TEST_CASE("TimingOps forwards calls bit for bit and counts them per op and mode"
   const auto dy = ramp(static_cast<std::size_t>(g.y_size()), 0.01f);
 
   std::vector<float> y_ref(static_cast<std::size_t>(g.y_size())), y(y_ref.size());
-  reference.conv2d_forward(g, x.data(), w.data(), bias.data(), ra::backend::Activation::none, y_ref.data());
+  reference.conv2d_forward(g, x.data(), w.data(), bias.data(), ra::backend::Activation::none,
+                           y_ref.data());
   timed.conv2d_forward(g, x.data(), w.data(), bias.data(), ra::backend::Activation::none, y.data());
   REQUIRE(same_bits(y, y_ref));
 
@@ -73,8 +74,10 @@ TEST_CASE("TimingOps forwards calls bit for bit and counts them per op and mode"
   const auto dx_in = ramp(15, 0.05f), dw_in = ramp(10, 0.04f);
   const std::vector<std::int32_t> labels = {0, 1, 1};
   std::vector<float> logits_ref(6), logits(6), grad_ref(6), grad(6);
-  reference.dense_forward(d, dx_in.data(), dw_in.data(), nullptr, ra::backend::Activation::none, logits_ref.data());
-  timed.dense_forward(d, dx_in.data(), dw_in.data(), nullptr, ra::backend::Activation::none, logits.data());
+  reference.dense_forward(d, dx_in.data(), dw_in.data(), nullptr, ra::backend::Activation::none,
+                          logits_ref.data());
+  timed.dense_forward(d, dx_in.data(), dw_in.data(), nullptr, ra::backend::Activation::none,
+                      logits.data());
   REQUIRE(same_bits(logits, logits_ref));
   const float loss_ref = reference.softmax_cross_entropy(
       3, 2, logits_ref.data(), labels.data(), grad_ref.data(), KernelMode::deterministic);

@@ -98,9 +98,11 @@ class AllocationWindow final : public ra::train::Observer {
 
 ra::spec::ExperimentSpec keras_like(int threads, int workers) {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
-    "name": "alloc", "seed": 4, "threads": )" + std::to_string(threads) + R"(,
+    "name": "alloc", "seed": 4, "threads": )" + std::to_string(threads) +
+                                                    R"(,
     "data": {"train": {"format": "random", "samples": 256, "shape": [1, 12, 12], "classes": 10},
-             "batch_size": 16, "workers": )" + std::to_string(workers) + R"(},
+             "batch_size": 16, "workers": )" + std::to_string(workers) +
+                                                    R"(},
     "model": {"input": [1, 12, 12], "layers": [
       {"type": "conv2d", "filters": 8, "kernel": 3, "activation": "relu"},
       {"type": "conv2d", "filters": 16, "kernel": 3, "activation": "relu"},

@@ -78,8 +78,8 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
         v = _mm_and_ps(_mm_cmpgt_ps(_mm_loadu_ps(relu_gate + i), _mm_setzero_ps()), v);
       }
       v = _mm_add_ps(_mm_setzero_ps(), v);
-      const __m128i first = _mm_add_epi32(
-          _mm_set1_epi32(static_cast<std::int32_t>(row_index + 2 * q)), lane_columns);
+      const __m128i first =
+          _mm_add_epi32(_mm_set1_epi32(static_cast<std::int32_t>(row_index + 2 * q)), lane_columns);
       const __m128i offset =
           _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(argmax + i)), first);
       __m128 picked[4];

@@ -80,25 +80,24 @@ const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
                 std::int64_t band_stride, std::int64_t rows, const float* addend,
                 spec::Activation act, const float* gate, float* out, std::int64_t out_stride) {
-  wide.for_each_run(j0, j0 + positions,
-                    [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
-                      for (std::int64_t row = 0; row < rows; ++row) {
-                        const float* from = band + row * band_stride + (position - j0);
-                        float* to = out + row * out_stride + pixel;
-                        // One pass per row run, with the bits of the separate steps.
-                        const float* gate_run =
-                            gate == nullptr ? nullptr : gate + row * out_stride + pixel;
-                        if (addend != nullptr) {
-                          add_then_activate(act, from, addend[row], to, count);
-                        } else if (act == spec::Activation::none && gate_run != nullptr) {
-                          relu_backward(gate_run, from, to, count);
-                          continue;
-                        } else {
-                          activate(act, from, to, count);
-                        }
-                        if (gate_run != nullptr) relu_backward(gate_run, to, to, count);
-                      }
-                    });
+  wide.for_each_run(
+      j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
+        for (std::int64_t row = 0; row < rows; ++row) {
+          const float* from = band + row * band_stride + (position - j0);
+          float* to = out + row * out_stride + pixel;
+          // One pass per row run, with the bits of the separate steps.
+          const float* gate_run = gate == nullptr ? nullptr : gate + row * out_stride + pixel;
+          if (addend != nullptr) {
+            add_then_activate(act, from, addend[row], to, count);
+          } else if (act == spec::Activation::none && gate_run != nullptr) {
+            relu_backward(gate_run, from, to, count);
+            continue;
+          } else {
+            activate(act, from, to, count);
+          }
+          if (gate_run != nullptr) relu_backward(gate_run, to, to, count);
+        }
+      });
 }
 
 }  // namespace
@@ -155,8 +154,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
-        const auto v = static_cast<int>(
-            std::min<std::int64_t>(vectors, (positions - jv + width - 1) / width));
+        const auto v =
+            static_cast<int>(std::min<std::int64_t>(vectors, (positions - jv + width - 1) / width));
         for (std::int64_t t = 0; t < row_tiles; ++t) {
           TileArgs a;
           a.depth = taps;

@@ -53,9 +53,8 @@ struct PixelTileKernel {
   static void tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
                    bool first) {
     // Looked up once per process (the table is built on first use, thread-safe).
-    static const direct_detail::TileFunction tile =
-        direct_detail::pixel_tile_function(kKernel, /*strided_depth=*/true, MR,
-                                           direct_detail::pixel_tile_vectors(kKernel));
+    static const direct_detail::TileFunction tile = direct_detail::pixel_tile_function(
+        kKernel, /*strided_depth=*/true, MR, direct_detail::pixel_tile_vectors(kKernel));
     direct_detail::TileArgs t;
     t.depth = depth;
     t.base = b;

@@ -17,8 +17,7 @@ auto* grown(Vector& buffer, std::size_t count) {
 ScratchArena::ScratchArena(int workers) : per_worker_(static_cast<std::size_t>(workers)) {}
 
 float* ScratchArena::worker(int worker, WorkerBuffer which, std::size_t floats) {
-  auto& buffer =
-      per_worker_.at(static_cast<std::size_t>(worker))[static_cast<std::size_t>(which)];
+  auto& buffer = per_worker_.at(static_cast<std::size_t>(worker))[static_cast<std::size_t>(which)];
   if (buffer.size() < floats) late_growths_.fetch_add(1, std::memory_order_relaxed);
   return grown(buffer, floats);
 }
