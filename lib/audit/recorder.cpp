@@ -100,10 +100,14 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   r.seconds = e.seconds;
 
   const nn::Model& model = trainer.model();
-  const auto state = trainer.optimizer().state();
-  if (trace_.header.optimizer_state.empty()) {
-    for (const auto& [name, tensor] : state) trace_.header.optimizer_state.push_back(name);
+  if (!state_listed_) {  // created by the first step; the pointers stay valid (optimizer.h)
+    for (const auto& [name, tensor] : trainer.optimizer().state()) {
+      trace_.header.optimizer_state.push_back(name);
+      state_.push_back(tensor);
+    }
+    state_listed_ = true;
   }
+  const std::vector<const Tensor*>& state = state_;
   std::vector<Digest128> state_digests;
   if (const optim::UpdateDigests* u = e.update_digests) {
     // The update hashed every chunk of the gradients, weights and state: combine them. Its
@@ -121,7 +125,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     // state() lists each parameter's state kinds in order, as the update digested them.
     const std::size_t kinds = params.empty() ? 0 : state.size() / params.size();
     for (std::size_t k = 0; k < state.size(); ++k) {
-      state_digests.push_back(from_chunks(*state[k].second, u->params[k / kinds].state[k % kinds]));
+      state_digests.push_back(from_chunks(*state[k], u->params[k / kinds].state[k % kinds]));
     }
     const std::int64_t hashed = u->hash_nanoseconds.load(std::memory_order_relaxed);
     recording_seconds_ += static_cast<double>(hashed - counted_hash_nanoseconds_) * 1e-9 /
@@ -133,7 +137,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     const auto grads = grads_of(model), values = values_of(model);
     tensors.insert(tensors.end(), grads.begin(), grads.end());
     tensors.insert(tensors.end(), values.begin(), values.end());
-    for (const auto& [name, tensor] : state) tensors.push_back(tensor);
+    tensors.insert(tensors.end(), state.begin(), state.end());
     const std::vector<Digest128> d = digest_all(trainer, tensors);
     const std::size_t n = grads.size();
     r.batch_inputs = d[0];

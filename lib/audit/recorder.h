@@ -33,6 +33,9 @@ class Recorder final : public train::Observer {
   Trace trace_;
   ThreadPool pool_;
   double recording_seconds_ = 0.0;
+  // The optimizer's state tensors in state() order, listed at the first step.
+  std::vector<const Tensor*> state_;
+  bool state_listed_ = false;
   // The fused digests' hashing time already counted (UpdateDigests::hash_nanoseconds).
   std::int64_t counted_hash_nanoseconds_ = 0;
 };

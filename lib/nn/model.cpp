@@ -81,13 +81,11 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
   // A max-pool right after a conv whose output nothing else reads is computed by the conv's
   // forward pass (Ops::conv2d_forward_maxpool): the CPU backend then never stores the conv
   // output (18.9 MB written and read back per step in the Keras MNIST convnet).
-  pooled_by_.assign(layers_.size(), nullptr);
+  pooled_by_previous_.assign(layers_.size(), false);
   for (std::size_t i = 1; i < layers_.size(); ++i) {
-    auto* conv = dynamic_cast<Conv2dLayer*>(layers_[i - 1].get());
-    if (conv != nullptr && dynamic_cast<MaxPool2dLayer*>(layers_[i].get()) != nullptr &&
-        conv->output_read_only_by_next()) {
-      pooled_by_[i] = conv;
-    }
+    const auto* conv = dynamic_cast<const Conv2dLayer*>(layers_[i - 1].get());
+    pooled_by_previous_[i] = conv != nullptr && conv->output_read_only_by_next() &&
+                             dynamic_cast<const MaxPool2dLayer*>(layers_[i].get()) != nullptr;
   }
 }
 
@@ -97,14 +95,13 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     inputs_[i] = x;
     if (passed_through_[i]) continue;  // the next layer reads x itself
-    if (pooled_by_[i] == nullptr) {
-      if (i + 1 < layers_.size() && pooled_by_[i + 1] != nullptr) {
-        pooled_by_[i + 1]->forward_pooled(
-            ops, *x, outputs_[i], static_cast<MaxPool2dLayer&>(*layers_[i + 1]), outputs_[i + 1]);
-      } else {
-        layers_[i]->forward(ops, *x, outputs_[i], ctx);
-      }
-    }  // else: computed with the conv before it
+    if (i + 1 < layers_.size() && pooled_by_previous_[i + 1]) {
+      static_cast<Conv2dLayer&>(*layers_[i])
+          .forward_pooled(ops, *x, outputs_[i], static_cast<MaxPool2dLayer&>(*layers_[i + 1]),
+                          outputs_[i + 1]);
+    } else if (!pooled_by_previous_[i]) {  // else: computed with the conv before it
+      layers_[i]->forward(ops, *x, outputs_[i], ctx);
+    }
     x = &outputs_[i];
   }
   return *x;

@@ -10,9 +10,6 @@
 
 namespace ra::nn {
 
-class Conv2dLayer;
-class MaxPool2dLayer;
-
 // Seeds of the model's random streams; each may differ from the others so that an audit can vary
 // one source of randomness and pin the rest.
 struct ModelSeeds {
@@ -51,9 +48,9 @@ class Model {
   std::vector<const Tensor*> inputs_;  // inputs_[i] = what layer i read in the last forward pass
   std::vector<bool>
       passed_through_;  // reshape layers (not last) the Model skips: Layer::is_reshape
-  // pooled_by_[i]: the conv that computes max-pool layer i with its own forward pass
-  // (Conv2dLayer::forward_pooled), else null.
-  std::vector<Conv2dLayer*> pooled_by_;
+  // Max-pool layers that the conv before them computes with its own forward pass
+  // (Conv2dLayer::forward_pooled).
+  std::vector<bool> pooled_by_previous_;
   std::vector<Tensor> grads_;  // grads_[i] = gradient w.r.t. the input of layer i (scratch)
 };
 

@@ -52,8 +52,9 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
   const std::int64_t round_images = std::min<std::int64_t>(g.n, 2 * pool.threads());
   float* dcols = scratch.shared(cpu::SharedBuffer::chunk_partials,
                                 static_cast<std::size_t>(round_images * col_floats));
+  const auto image_floats = static_cast<std::size_t>(chw);
   cpu::reserve_gemm_buffers(scratch);
-  scratch.reserve_workers(cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+  scratch.reserve_workers(cpu::WorkerBuffer::partial, image_floats);
   for (std::int64_t n0 = 0; n0 < g.n; n0 += round_images) {
     const std::int64_t images = std::min(round_images, g.n - n0);
     cpu::parallel_for(pool, images, [&](std::int64_t i, int worker) {
@@ -65,8 +66,7 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
     // Image-major: the parts of one image are taken by different workers at the same time.
     cpu::parallel_for(pool, images * parts, [&](std::int64_t task, int worker) {
       const std::int64_t i = task / parts, part = task % parts;
-      float* share =
-          scratch.worker(worker, cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+      float* share = scratch.worker(worker, cpu::WorkerBuffer::partial, image_floats);
       cpu::col2im_taps(g, dcols + i * col_floats, part * taps / parts, (part + 1) * taps / parts,
                        share);
       cpu::atomic_add(dx + (n0 + i) * chw, share, chw);
@@ -142,6 +142,7 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   const std::int64_t crs = cpu::col_rows(g), pq = cpu::col_cols(g), chw = image_size(g);
   const bool identity = cpu::im2col_is_identity(g);
   const auto col_floats = static_cast<std::size_t>(crs * pq);
+  const auto image_floats = static_cast<std::size_t>(chw);
 
   if (mode != KernelMode::nondeterministic) {
     // Strided: one task per image: the GEMM sums over filters k ascending, col2im over taps in a
@@ -175,7 +176,7 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   cpu::reserve_gemm_buffers(scratch_);
   scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
   if (!identity) {
-    scratch_.reserve_workers(cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+    scratch_.reserve_workers(cpu::WorkerBuffer::partial, image_floats);
   }
   cpu::parallel_for(pool_, g.n * groups, [&](std::int64_t task, int worker) {
     const std::int64_t n = task / groups, k0 = (task % groups) * group;
@@ -186,8 +187,7 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
               cpu::gemm_buffers(scratch_, worker));
     const float* share = dcol;
     if (!identity) {
-      float* image =
-          scratch_.worker(worker, cpu::WorkerBuffer::partial, static_cast<std::size_t>(chw));
+      float* image = scratch_.worker(worker, cpu::WorkerBuffer::partial, image_floats);
       cpu::col2im(g, dcol, image);
       share = image;
     }

@@ -48,45 +48,55 @@ void update_chunk(const optim::UpdateRule& rule, std::int64_t count, float* valu
   }
 }
 
-}  // namespace
-
 // 64 KiB of values: enough work per task, and the digest chunk, so that a task can hash what it
 // has just updated.
 constexpr std::int64_t kChunk = kDigestChunkBytes / sizeof(float);
 static_assert(kChunk * sizeof(float) == kDigestChunkBytes);
 
-void CpuOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
-                              const float* grad, float* s0, float* s1) {
+// The chunk digests of the tensors of chunk `c` as they are after its update (digests: see
+// optim/update_digests.h), with the hashing time added to digests.hash_nanoseconds.
+void digest_updated_chunk(std::int64_t c, std::int64_t count, const float* value, const float* grad,
+                          const float* s0, const float* s1,
+                          const optim::ChunkDigestTargets& digests) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  const auto chunk = static_cast<std::size_t>(c);
+  digests.value[chunk] = digest_chunk(value, bytes, chunk);
+  digests.grad[chunk] = digest_chunk(grad, bytes, chunk);
+  if (s0 != nullptr && digests.s0 != nullptr) digests.s0[chunk] = digest_chunk(s0, bytes, chunk);
+  if (s1 != nullptr && digests.s1 != nullptr) digests.s1[chunk] = digest_chunk(s1, bytes, chunk);
+  if (digests.hash_nanoseconds != nullptr) {
+    digests.hash_nanoseconds->fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+        std::memory_order_relaxed);
+  }
+}
+
+// The update in chunks on the pool's threads; with `digests`, each chunk hashed right after.
+void update_chunks(ThreadPool& pool, const optim::UpdateRule& rule, std::int64_t count,
+                   float* value, const float* grad, float* s0, float* s1,
+                   const optim::ChunkDigestTargets* digests) {
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-  cpu::parallel_for(pool_, chunks, [&](std::int64_t c, int) {
+  cpu::parallel_for(pool, chunks, [&](std::int64_t c, int) {
     const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
     update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
                  s1 ? s1 + begin : nullptr);
+    if (digests != nullptr) digest_updated_chunk(c, count, value, grad, s0, s1, *digests);
   });
+}
+
+}  // namespace
+
+void CpuOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                              const float* grad, float* s0, float* s1) {
+  update_chunks(pool_, rule, count, value, grad, s0, s1, nullptr);
 }
 
 bool CpuOps::optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count,
                                        float* value, const float* grad, float* s0, float* s1,
                                        const optim::ChunkDigestTargets& digests) {
-  using Clock = std::chrono::steady_clock;
-  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
-  cpu::parallel_for(pool_, chunks, [&](std::int64_t c, int) {
-    const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
-    update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,
-                 s1 ? s1 + begin : nullptr);
-    const Clock::time_point hash_start = Clock::now();
-    const auto chunk = static_cast<std::size_t>(c);
-    digests.value[chunk] = digest_chunk(value, bytes, chunk);
-    digests.grad[chunk] = digest_chunk(grad, bytes, chunk);
-    if (s0 != nullptr && digests.s0 != nullptr) digests.s0[chunk] = digest_chunk(s0, bytes, chunk);
-    if (s1 != nullptr && digests.s1 != nullptr) digests.s1[chunk] = digest_chunk(s1, bytes, chunk);
-    if (digests.hash_nanoseconds != nullptr) {
-      digests.hash_nanoseconds->fetch_add(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - hash_start).count(),
-          std::memory_order_relaxed);
-    }
-  });
+  update_chunks(pool_, rule, count, value, grad, s0, s1, &digests);
   return true;
 }
 

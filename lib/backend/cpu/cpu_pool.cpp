@@ -50,6 +50,17 @@ std::int64_t target_of(const PoolGeometry& g, const std::int32_t* argmax, std::i
   return a;
 }
 
+// The offset of output i's argmax in its 2x2 window, whose top-left element has flat index
+// `corner`: 0, 1, W or W + 1; anything else is an argmax no 2x2/2 forward pass wrote.
+std::int64_t offset_in_window(const std::int32_t* argmax, std::int64_t i, std::int64_t corner,
+                              std::int64_t W) {
+  const std::int64_t offset = std::int64_t(argmax[i]) - corner;
+  if (offset != 0 && offset != 1 && offset != W && offset != W + 1) {
+    throw_bad_argmax(i, argmax[i]);
+  }
+  return offset;
+}
+
 // Backward of maxpool_plane_2x2 for one plane: each 2x2 block of dx is written once, the
 // argmax's element = +0 + dy (the general path's add into a zeroed dx, -0 included) and the
 // other three +0, row pair by row pair; rows and columns no window covers get +0. One pass of
@@ -90,10 +101,7 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
         picked[k] = _mm_and_ps(_mm_castsi128_ps(hit), v);
       }
       if (_mm_movemask_epi8(any) != 0xFFFF) {
-        for (int k = 0; k < 4; ++k) {
-          const std::int64_t o = std::int64_t(argmax[i + k]) - (row_index + 2 * (q + k));
-          if (o != 0 && o != 1 && o != W && o != W + 1) throw_bad_argmax(i + k, argmax[i + k]);
-        }
+        for (int k = 0; k < 4; ++k) offset_in_window(argmax, i + k, row_index + 2 * (q + k), W);
       }
       _mm_storeu_ps(top + 2 * q, _mm_unpacklo_ps(picked[0], picked[1]));
       _mm_storeu_ps(top + 2 * q + 4, _mm_unpackhi_ps(picked[0], picked[1]));
@@ -105,10 +113,7 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
       const std::int64_t i = out_base + p * g.q + q;
       const float v =
           0.0f + (relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]));
-      const std::int64_t offset = std::int64_t(argmax[i]) - (row_index + 2 * q);
-      if (offset != 0 && offset != 1 && offset != W && offset != W + 1) {
-        throw_bad_argmax(i, argmax[i]);
-      }
+      const std::int64_t offset = offset_in_window(argmax, i, row_index + 2 * q, W);
       top[2 * q] = offset == 0 ? v : 0.0f;
       top[2 * q + 1] = offset == 1 ? v : 0.0f;
       bottom[2 * q] = offset == W ? v : 0.0f;

@@ -190,12 +190,11 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
   const BlockTiles tiles(kernel, lanes, false);
 
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
-  scratch.reserve_workers(WorkerBuffer::transposed_output,
-                          static_cast<std::size_t>(band_rows * lanes.padded));
+  const auto band_floats = static_cast<std::size_t>(band_rows * lanes.padded);
+  scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src = source_image(g, source, x + n * image, scratch, worker);
-    float* result = scratch.worker(worker, WorkerBuffer::transposed_output,
-                                   static_cast<std::size_t>(band_rows * lanes.padded));
+    float* result = scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
     float* y_n = y + n * g.k * pixels;
     for (std::int64_t p0 = 0; p0 < pixels; p0 += band_rows) {
       const std::int64_t rows = std::min(band_rows, pixels - p0);
@@ -249,12 +248,11 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
   const BlockTiles tiles(kernel, lanes, true);
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
-  scratch.reserve_workers(WorkerBuffer::packed_operand,
-                          static_cast<std::size_t>(pixels * lanes.padded));
+  const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
+  scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
   reduce_chunks(pool, scratch, mode, plan.chunks, size, result,
                 [&](std::int64_t chunk, float* partial, int worker) {
-                  float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand,
-                                               static_cast<std::size_t>(pixels * lanes.padded));
+                  float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand, dy_t_floats);
                   // Once per chunk, not per image: transpose_into writes lanes [0, K) only, and
                   // nothing else writes this worker's buffer until the chunk ends (other ops may
                   // between chunks, hence not once per call).

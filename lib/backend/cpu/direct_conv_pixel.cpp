@@ -138,16 +138,15 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 
   scratch.reserve_workers(WorkerBuffer::columns,
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
-  scratch.reserve_workers(WorkerBuffer::transposed_output,
-                          static_cast<std::size_t>(row_tiles * shape.rows * band));
+  const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
+  scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src =
         padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
                       g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
-    float* out = scratch.worker(worker, WorkerBuffer::transposed_output,
-                                static_cast<std::size_t>(row_tiles * shape.rows * band));
+    float* out = scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
     float* y_n = pooled != nullptr
                      ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
                      : y + n * g.k * pixels;

@@ -116,15 +116,14 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
   const std::int64_t part_depth = std::max<std::int64_t>(1, (k + kSplitKParts - 1) / kSplitKParts);
   const std::int64_t parts = (k + part_depth - 1) / part_depth;
   reserve_gemm_buffers(scratch);
-  scratch.reserve_workers(WorkerBuffer::partial,
-                          static_cast<std::size_t>(grid.tile_rows * grid.tile_cols));
+  const auto tile_floats = static_cast<std::size_t>(grid.tile_rows * grid.tile_cols);
+  scratch.reserve_workers(WorkerBuffer::partial, tile_floats);
   parallel_for(pool, grid.count() * parts, [&](std::int64_t task, int worker) {
     const std::int64_t tile = task / parts, part = task % parts;
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
     const std::int64_t rows = grid.rows_of(tile), cols = grid.cols_of(tile);
     const std::int64_t p0 = part * part_depth, depth = std::min(part_depth, k - p0);
-    float* partial = scratch.worker(worker, WorkerBuffer::partial,
-                                    static_cast<std::size_t>(grid.tile_rows * grid.tile_cols));
+    float* partial = scratch.worker(worker, WorkerBuffer::partial, tile_floats);
     gemm(rows, cols, depth, a.shifted(i0, p0), b.shifted(p0, j0), partial, cols,
          GemmOutput::overwrite, gemm_buffers(scratch, worker), kernel);
     for (std::int64_t i = 0; i < rows; ++i)
