@@ -23,7 +23,68 @@ struct Avx512 {
   static T mul_add(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
 };
 
+// The storing pixel tile (direct_conv_kernels.h, PixelStore): the chains, then per vector the
+// epilogue on all lanes and a compress of the output lanes into consecutive floats, stored under
+// a mask (a masked store never touches the floats past the output lanes). The gate is read the
+// other way round: the consecutive gate floats of the output lanes, expanded onto those lanes.
+template <int MR, int NV>
+void pixel_store_tile(const TileArgs& t) {
+  __m512 acc[MR][NV];
+  pixel_chains<Avx512, MR, NV, false>(t, acc);
+  const PixelStore& s = t.store;
+  const std::int64_t* vectors = s.vectors + s.position / Avx512::kWidth * kPixelStoreEntries;
+  const __m512 zero = _mm512_setzero_ps();
+  RA_UNROLL
+  for (int v = 0; v < NV; ++v) {
+    const std::int64_t* entry = vectors + v * kPixelStoreEntries;
+    const auto lanes = static_cast<__mmask16>(entry[0]);
+    const auto packed = static_cast<__mmask16>(entry[1]);
+    const std::int64_t pixel = entry[2];
+    RA_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      __m512 value = acc[i][v];
+      if (s.addend != nullptr) value = _mm512_add_ps(value, _mm512_set1_ps(s.addend[i]));
+      // relu and relu_backward (activation.h): the value, or +0, where x > 0 is false (NaN too).
+      if (s.relu) value = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(value, zero, _CMP_GT_OQ), value);
+      const std::int64_t at = i * t.out_stride + pixel;
+      if (s.gate != nullptr) {
+        const __m512 gate =
+            _mm512_maskz_expand_ps(lanes, _mm512_maskz_loadu_ps(packed, s.gate + at));
+        value = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gate, zero, _CMP_GT_OQ), value);
+      }
+      _mm512_mask_storeu_ps(t.out + at, packed, _mm512_maskz_compress_ps(lanes, value));
+    }
+  }
+}
+
+// pixel_store_tile<rows, vectors> for every shape of the avx512-fma pixel tile.
+class PixelStoreTileTable {
+ public:
+  static constexpr int kRows = kAvx512PixelTile.rows;
+  static constexpr int kVectors = kAvx512PixelTile.lanes / Avx512::kWidth;
+  PixelStoreTileTable() { fill<1>(); }
+  TileFunction get(int rows, int vectors) const { return table_[vectors - 1][rows - 1]; }
+
+ private:
+  template <int NV>
+  void fill() {
+    fill_rows<NV, 1>();
+    if constexpr (NV < kVectors) fill<NV + 1>();
+  }
+  template <int NV, int MR>
+  void fill_rows() {
+    table_[NV - 1][MR - 1] = &pixel_store_tile<MR, NV>;
+    if constexpr (MR < kRows) fill_rows<NV, MR + 1>();
+  }
+  TileFunction table_[kVectors][kRows] = {};
+};
+
 }  // namespace
+
+TileFunction avx512_pixel_store_tile(int rows, int vectors) {
+  static const PixelStoreTileTable table;
+  return table.get(rows, vectors);
+}
 
 TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors) {
   static const PixelTileTable<Avx512, kAvx512PixelTile.lanes / Avx512::kWidth,
@@ -47,6 +108,9 @@ TileFunction avx512_pixel_tile(bool, int, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
 TileFunction avx512_tile(bool, int, int) {
+  throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
+}
+TileFunction avx512_pixel_store_tile(int, int) {
   throw RuntimeFailure("the avx512-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail

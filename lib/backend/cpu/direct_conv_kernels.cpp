@@ -81,4 +81,13 @@ TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows
   throw std::logic_error("direct convolution: unknown GEMM kernel");
 }
 
+TileFunction pixel_store_tile_function(GemmKernel kernel, int rows, int vectors) {
+  if (kernel != GemmKernel::avx512_fma) return nullptr;
+  if (rows < 1 || rows > pixel_tile_shape(kernel).rows || vectors < 1 ||
+      vectors > pixel_tile_vectors(kernel)) {
+    throw std::logic_error("direct convolution: no storing pixel tile of this shape");
+  }
+  return avx512_pixel_store_tile(rows, vectors);
+}
+
 }  // namespace ra::backend::cpu::direct_detail

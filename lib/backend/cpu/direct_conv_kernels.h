@@ -15,6 +15,23 @@
 
 namespace ra::backend::cpu::direct_detail {
 
+// The epilogue of a storing pixel tile (pixel_store_tile_function): the tile writes the output
+// pixels among its lanes straight into row i's NCHW plane, out + i * out_stride, instead of a band
+// buffer for store_band (direct_conv_pixel.cpp) to copy: value (+ addend[i]), then relu if relu,
+// then relu_backward(gate, value) if gate -- store_band's float operations, so its bits.
+struct PixelStore {
+  // Per vector of positions (position / width; the tile's first position is a multiple of the
+  // width), three entries: the bit mask of its lanes that are output pixels, the mask of as many
+  // low bits, and the output pixel of its first such lane (the output lanes of a vector are
+  // consecutive output pixels: positions past a row's pixels are skipped, not stored).
+  const std::int64_t* vectors = nullptr;
+  std::int64_t position = 0;      // the tile's first position
+  const float* addend = nullptr;  // row i's at addend[i], or none
+  bool relu = false;
+  const float* gate = nullptr;  // laid out as the tile's output (row i at gate + i * out_stride)
+};
+inline constexpr int kPixelStoreEntries = 3;  // entries of PixelStore::vectors per vector
+
 struct TileArgs {
   std::int64_t depth = 0;                       // chain length
   const float* base = nullptr;                  // the broadcast operand's memory
@@ -30,6 +47,7 @@ struct TileArgs {
   std::int64_t out_stride = 0;
   // The chains continue from out (start from zero if first) and are stored back.
   bool first = true;
+  PixelStore store;  // storing pixel tiles only (they start from zero)
 };
 
 using TileFunction = void (*)(const TileArgs&);
@@ -87,10 +105,16 @@ int pixel_tile_vectors(GemmKernel kernel);
 // when strided_depth.
 TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows, int vectors);
 
+// The storing pixel tile for rows x vectors (pixel_tile_function's shapes, depth through
+// depth_offsets, chains from zero), or nullptr where the variant has none (it needs masked
+// compressing stores: avx512-fma only). Callers then store bands with store_band.
+TileFunction pixel_store_tile_function(GemmKernel kernel, int rows, int vectors);
+
 // Per variant (direct_conv_{portable,avx2,avx512}.cpp).
 TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors);
+TileFunction avx512_pixel_store_tile(int rows, int vectors);
 TileFunction portable_tile(bool grid, int rows, int vectors);
 TileFunction avx2_tile(bool grid, int rows, int vectors);
 TileFunction avx512_tile(bool grid, int rows, int vectors);

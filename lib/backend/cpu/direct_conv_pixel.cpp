@@ -38,6 +38,30 @@ OutputRows wide_rows(std::int64_t height, std::int64_t width, std::int64_t pitch
   return {(height - 1) * pitch + width, pitch, width};
 }
 
+// PixelStore::vectors for the positions of `wide`, `width` lanes per vector: the vectors that
+// cover [0, wide.count), the last one's lanes past it no output lanes.
+std::int64_t vector_store_entries(const OutputRows& wide, int width) {
+  return (wide.count + width - 1) / width * kPixelStoreEntries;
+}
+
+void fill_vector_stores(const OutputRows& wide, int width, std::int64_t* entries) {
+  const std::int64_t vectors = vector_store_entries(wide, width) / kPixelStoreEntries;
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    std::int64_t lanes = 0, stored = 0, first_pixel = 0;
+    for (int lane = 0; lane < width; ++lane) {
+      const std::int64_t position = v * width + lane;
+      const std::int64_t line = position / wide.pitch, column = position % wide.pitch;
+      if (position >= wide.count || column >= wide.width) continue;
+      if (stored++ == 0) first_pixel = line * wide.width + column;
+      lanes |= std::int64_t(1) << lane;
+    }
+    std::int64_t* entry = entries + v * kPixelStoreEntries;
+    entry[0] = lanes;
+    entry[1] = (std::int64_t(1) << stored) - 1;
+    entry[2] = first_pixel;
+  }
+}
+
 // Packs rows x depth values, value(row, d), as [row tile][depth][tile rows] panels, rows past
 // `rows` zero.
 template <class Value>
@@ -127,29 +151,42 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   fill_tap_offsets(g, source, tap_offsets);
 
   // The tile functions, looked up once: full tiles and the last filter tile's, each with every
-  // vector count (the last vectors of a band cover only the positions left).
+  // vector count (the last vectors of a band cover only the positions left). Storing tiles where
+  // the variant has them and the epilogue is one they apply (tanh and sigmoid are store_band's).
   const int width = tile_limits(kernel).width, vectors = pixel_tile_vectors(kernel);
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
+  const bool stores = (act == spec::Activation::none || act == spec::Activation::relu) &&
+                      pixel_store_tile_function(kernel, shape.rows, 1) != nullptr;
   TileFunction full[kMaxPixelTileVectors], last[kMaxPixelTileVectors];
   for (int v = 1; v <= vectors; ++v) {
-    full[v - 1] = pixel_tile_function(kernel, false, shape.rows, v);
-    last[v - 1] = pixel_tile_function(kernel, false, last_rows, v);
+    full[v - 1] = stores ? pixel_store_tile_function(kernel, shape.rows, v)
+                         : pixel_tile_function(kernel, false, shape.rows, v);
+    last[v - 1] = stores ? pixel_store_tile_function(kernel, last_rows, v)
+                         : pixel_tile_function(kernel, false, last_rows, v);
+  }
+  std::int64_t* vector_stores = nullptr;
+  if (stores) {
+    vector_stores = scratch.shared(SharedIndexBuffer::vector_stores,
+                                   static_cast<std::size_t>(vector_store_entries(wide, width)));
+    fill_vector_stores(wide, width, vector_stores);
   }
 
   scratch.reserve_workers(WorkerBuffer::columns,
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
   const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
-  scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
+  if (!stores) scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src =
         padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
                       g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
-    float* out = scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
+    float* out =
+        stores ? nullptr : scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
     float* y_n = pooled != nullptr
                      ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
                      : y + n * g.k * pixels;
+    const float* gate_n = relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels;
     for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
@@ -162,14 +199,24 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           a.depth_offsets = tap_offsets;
           a.panel = panel + t * taps * shape.rows;
           a.panel_stride = shape.rows;
-          a.out = out + t * shape.rows * band + jv;
-          a.out_stride = band;
           a.first = true;
+          if (stores) {
+            const std::int64_t row0 = t * shape.rows;
+            a.out = y_n + row0 * pixels;
+            a.out_stride = pixels;
+            a.store.vectors = vector_stores;
+            a.store.position = j0 + jv;
+            a.store.addend = bias == nullptr ? nullptr : bias + row0;
+            a.store.relu = act == spec::Activation::relu;
+            a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+          } else {
+            a.out = out + t * shape.rows * band + jv;
+            a.out_stride = band;
+          }
           (t + 1 < row_tiles ? full : last)[v - 1](a);
         }
       }
-      store_band(wide, j0, positions, out, band, g.k, bias, act,
-                 relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels, y_n, pixels);
+      if (!stores) store_band(wide, j0, positions, out, band, g.k, bias, act, gate_n, y_n, pixels);
     }
     if (pooled == nullptr) return;
     const std::int64_t pooled_pixels = std::int64_t(pooled->g.p) * pooled->g.q;

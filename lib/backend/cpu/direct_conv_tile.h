@@ -69,15 +69,15 @@ void tile(const TileArgs& t) {
   }
 }
 
-// The pixel-lane tile (direct_conv_kernels.h, PixelTile): step d multiplies NV vectors of
-// consecutive source floats, base + depth(d) + [0, NV * kWidth), with MR broadcasts from the panel
-// row panel + d * panel_stride + [0, MR); the results are out[i][l], rows i < MR (filters or
-// channels), lanes l < NV * kWidth (consecutive output pixels).
+// The chains of the pixel-lane tile (direct_conv_kernels.h, PixelTile) into acc: step d multiplies
+// NV vectors of consecutive source floats, base + depth(d) + [0, NV * kWidth), with MR broadcasts
+// from the panel row panel + d * panel_stride + [0, MR); acc[i][v] holds rows i < MR (filters or
+// channels), lanes v * kWidth + [0, kWidth) (consecutive output positions). Inlined into each
+// tile, so that acc stays in registers.
 template <class V, int MR, int NV, bool kStridedDepth>
-void pixel_tile(const TileArgs& t) {
+[[gnu::always_inline]] inline void pixel_chains(const TileArgs& t, typename V::T (&acc)[MR][NV]) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
-  T acc[MR][NV];
   RA_UNROLL
   for (int i = 0; i < MR; ++i) {
     RA_UNROLL
@@ -100,6 +100,14 @@ void pixel_tile(const TileArgs& t) {
       for (int v = 0; v < NV; ++v) acc[i][v] = V::mul_add(a, b[v], acc[i][v]);
     }
   }
+}
+
+// The pixel-lane tile: the chains, stored as out[i][l] (rows i < MR, lanes l < NV * kWidth).
+template <class V, int MR, int NV, bool kStridedDepth>
+void pixel_tile(const TileArgs& t) {
+  constexpr int W = V::kWidth;
+  typename V::T acc[MR][NV];
+  pixel_chains<V, MR, NV, kStridedDepth>(t, acc);
   RA_UNROLL
   for (int i = 0; i < MR; ++i) {
     RA_UNROLL

@@ -42,7 +42,13 @@ enum class SharedBuffer : int {
 };
 
 // Offset tables of the direct convolutions (element offsets into an image or a panel).
-enum class SharedIndexBuffer : int { row_offsets, depth_offsets, tap_offsets, count };
+enum class SharedIndexBuffer : int {
+  row_offsets,
+  depth_offsets,
+  tap_offsets,
+  vector_stores,  // where a storing pixel tile's vectors go (direct_conv_kernels.h, PixelStore)
+  count
+};
 
 class ScratchArena {
  public:
