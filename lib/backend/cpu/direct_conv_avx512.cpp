@@ -1,5 +1,7 @@
 // The AVX-512F + FMA tiles of the direct convolutions: 16-float vectors, c = fma(a, b, c) -- the
 // chain of the avx512-fma GEMM (and of avx2-fma: the two give the same bits).
+#include <cstdint>
+
 #include "backend/cpu/direct_conv_kernels.h"
 #include "core/error.h"
 
@@ -23,16 +25,42 @@ struct Avx512 {
   static T mul_add(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
 };
 
+// Requests the line of float `index` of `base`, its address formed as an integer: the index
+// may lie past the array (a prefetch never faults; the line is then merely not used).
+inline void prefetch_float(const float* base, std::int64_t index) {
+  const std::uintptr_t address =
+      reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * sizeof(float);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
 // The storing pixel tile (direct_conv_kernels.h, PixelStore): the chains, then per vector the
 // epilogue on all lanes and a compress of the output lanes into consecutive floats, stored under
 // a mask (a masked store never touches the floats past the output lanes). The gate is read the
 // other way round: the consecutive gate floats of the output lanes, expanded onto those lanes.
 template <int MR, int NV>
 void pixel_store_tile(const TileArgs& t) {
-  __m512 acc[MR][NV];
-  pixel_chains<Avx512, MR, NV, false>(t, acc);
   const PixelStore& s = t.store;
   const std::int64_t* vectors = s.vectors + s.position / Avx512::kWidth * kPixelStoreEntries;
+  // The gate and output lines the epilogue touches, requested before the chains so that they
+  // arrive while the chains run: the gate of a backward data pass comes from memory, and a
+  // load miss in the epilogue stalled the tile as long as the epilogue saved.
+  RA_UNROLL
+  for (int v = 0; v < NV; ++v) {
+    const std::int64_t pixel = vectors[v * kPixelStoreEntries + 2];
+    RA_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      const std::int64_t at = i * t.out_stride + pixel;
+      // A vector's 16 floats span at most two lines: its last float's, and its first float's,
+      // which is the previous vector's last line unless this is the first vector.
+      for (const std::int64_t lane : {std::int64_t(0), std::int64_t(15)}) {
+        if (lane == 0 && v > 0) continue;
+        if (s.gate != nullptr) prefetch_float(s.gate, at + lane);
+        prefetch_float(t.out, at + lane);
+      }
+    }
+  }
+  __m512 acc[MR][NV];
+  pixel_chains<Avx512, MR, NV, false>(t, acc);
   const __m512 zero = _mm512_setzero_ps();
   RA_UNROLL
   for (int v = 0; v < NV; ++v) {
