@@ -2,11 +2,11 @@
 // An Ops that forwards every call to another backend. Decorators derive from it and override
 // only what they observe: TimingOps (train/op_timer.h) times the ops, tests count calls or stand
 // in for a device backend. One list of forwards, so an Ops signature change is made here once.
-// Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias) are
-// not forwarded whole: the default calls their parts through the decorator, so a decorator
-// observing the parts sees them (and a training run through one takes the unfused paths: tests
-// compare it with the plain backend bit for bit). A decorator that wants the backend's fused
-// version forwards it through inner().
+// Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
+// conv2d_backward_maxpool) are not forwarded whole: the default calls their parts through the
+// decorator, so a decorator observing the parts sees them (and a training run through one takes
+// the unfused paths: tests compare it with the plain backend bit for bit). A decorator that wants
+// the backend's fused version forwards it through inner().
 #include "backend/ops.h"
 
 namespace ra::backend {

@@ -29,6 +29,20 @@ namespace ra::backend {
 using spec::Activation;
 using spec::KernelMode;
 
+// The pool's side of a conv + max-pool backward (Ops::conv2d_backward_maxpool): the arguments of
+// maxpool2d_backward but its output.
+struct MaxPoolGradient {
+  const float* dy = nullptr;             // the pooled output's gradient
+  const std::int32_t* argmax = nullptr;  // from the forward pass
+  const float* relu_gate = nullptr;      // the pooled output, or none
+};
+
+// The modes of the reductions of a conv + max-pool backward, one per op it stands for.
+struct ConvPoolBackwardModes {
+  KernelMode pool = KernelMode::deterministic, filter = KernelMode::deterministic,
+             bias = KernelMode::deterministic, data = KernelMode::deterministic;
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -109,6 +123,27 @@ class Ops {
                                       float* conv_out, float* y, std::int32_t* argmax) {
     conv2d_forward(g, x, w, bias, act, conv_out);
     maxpool2d_forward(pool, conv_out, y, argmax);
+  }
+
+  // The backward of the same pair, from the pool's output gradient: conv_dy =
+  // maxpool2d_backward(pool, pooled...), then conv2d_backward_filter_bias (conv2d_backward_filter
+  // when db is null) and, when dx is not null, conv2d_backward_data(g, conv_dy, w, relu_gate, dx).
+  // conv_dy ([N, K, P, Q]) is where the default stores the conv output's gradient between the
+  // calls; a backend that fuses them (the CPU backend, for the Keras 2x2/2 pool) may leave it
+  // unwritten, building each image's gradient in cache for each use. The values are those of the
+  // calls.
+  virtual void conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& pool,
+                                       const MaxPoolGradient& pooled, const float* x,
+                                       const float* w, const float* relu_gate, float* conv_dy,
+                                       float* dx, float* dw, float* db,
+                                       const ConvPoolBackwardModes& modes) {
+    maxpool2d_backward(pool, pooled.dy, pooled.argmax, pooled.relu_gate, conv_dy, modes.pool);
+    if (db != nullptr) {
+      conv2d_backward_filter_bias(g, x, conv_dy, dw, db, modes.filter, modes.bias);
+    } else {
+      conv2d_backward_filter(g, x, conv_dy, dw, modes.filter);
+    }
+    if (dx != nullptr) conv2d_backward_data(g, conv_dy, w, relu_gate, dx, modes.data);
   }
 
   // ---- elementwise ----

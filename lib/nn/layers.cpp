@@ -120,6 +120,28 @@ void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, 
   }
 }
 
+void Conv2dLayer::backward_pooled(backend::Ops& ops, const Tensor& x, const MaxPool2dLayer& pool,
+                                  const Tensor& pooled, const Tensor& pooled_dy, Tensor& dy,
+                                  Tensor* dx, const StepContext& ctx) {
+  // (forward_pooled's condition: this layer's output y is never read here.)
+  if (!output_read_only_by_next()) {
+    throw std::logic_error("Conv2dLayer::backward_pooled: the backward reads the conv output");
+  }
+  const auto g = conv_geometry(info(), batch_of(x));
+  dy.resize_batched(g.n, info().output);
+  if (dx != nullptr) dx->resize(x.shape());
+  backend::ConvPoolBackwardModes modes;
+  modes.pool = ctx.mode(ReducingOp::maxpool2d_backward);
+  modes.filter = ctx.mode(ReducingOp::conv2d_backward_filter);
+  modes.bias = ctx.mode(ReducingOp::conv2d_backward_bias);
+  modes.data = ctx.mode(ReducingOp::conv2d_backward_data);
+  ops.conv2d_backward_maxpool(g, pool_geometry(pool.info(), g.n), pool.gradient(pooled, pooled_dy),
+                              x.data(), weight_.value.data(),
+                              gate_input_gradient_ ? x.data() : nullptr, dy.data(),
+                              dx == nullptr ? nullptr : dx->data(), weight_.grad.data(),
+                              info().spec.use_bias ? bias_.grad.data() : nullptr, modes);
+}
+
 std::vector<Param*> Conv2dLayer::params() {
   if (info().spec.use_bias) return {&weight_, &bias_};
   return {&weight_};

@@ -43,6 +43,12 @@ class Conv2dLayer final : public Layer {
   // (Ops::conv2d_forward_maxpool): y keeps the conv output's shape, pooled gets the pool's output.
   void forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y, MaxPool2dLayer& pool,
                       Tensor& pooled);
+  // The max-pool's backward and this layer's in one backend call (Ops::conv2d_backward_maxpool),
+  // from the pool's output gradient pooled_dy: dy gets this layer's output gradient where the
+  // backend stores it (it need not), dx (when not null) this layer's input gradient.
+  void backward_pooled(backend::Ops& ops, const Tensor& x, const MaxPool2dLayer& pool,
+                       const Tensor& pooled, const Tensor& pooled_dy, Tensor& dy, Tensor* dx,
+                       const StepContext& ctx);
 
  private:
   Param weight_, bias_;
@@ -77,6 +83,10 @@ class MaxPool2dLayer final : public Layer {
 
   // What forward does before pooling: sizes y for input x and the argmax; returns the argmax.
   std::int32_t* prepare_forward(const Tensor& x, Tensor& y);
+  // What backward passes to Ops::maxpool2d_backward but dx, for output y and its gradient dy.
+  backend::MaxPoolGradient gradient(const Tensor& y, const Tensor& dy) const {
+    return {dy.data(), argmax_.data(), gate_with_output_ ? y.data() : nullptr};
+  }
 
  private:
   Buffer<std::int32_t> argmax_{memory()};

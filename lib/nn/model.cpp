@@ -117,6 +117,19 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
     // layer that computes anything (a flatten before it passes its input through).
     const bool reads_model_input = inputs_[i] == input_;
     Tensor* dx = reads_model_input ? nullptr : &grads_[i];
+    if (pooled_by_previous_[i]) {
+      // The pool and the conv before it in one call, as in forward: grads_[i] (the conv output's
+      // gradient) is where the backend may store the pool's dx; the conv's dx goes on as usual.
+      const std::size_t c = i - 1;
+      const bool conv_reads_model_input = inputs_[c] == input_;
+      Tensor* conv_dx = conv_reads_model_input ? nullptr : &grads_[c];
+      static_cast<Conv2dLayer&>(*layers_[c])
+          .backward_pooled(ops, *inputs_[c], static_cast<const MaxPool2dLayer&>(*layers_[i]),
+                           outputs_[i], *dy, grads_[i], conv_dx, ctx);
+      dy = conv_dx;
+      --i;  // the conv is done
+      continue;
+    }
     layers_[i]->backward(ops, x, outputs_[i], *dy, dx, ctx);
     dy = dx;
   }

@@ -16,6 +16,8 @@ const char* TimingOps::op_name(Op op) noexcept {
       return "conv2d_backward_bias";
     case Op::conv2d_backward_filter_bias:
       return "conv2d_backward_filter_bias";
+    case Op::conv2d_backward_maxpool:
+      return "conv2d_backward_maxpool";
     case Op::dense_forward:
       return "dense_forward";
     case Op::dense_backward_data:
@@ -108,6 +110,16 @@ void TimingOps::conv2d_backward_filter_bias(const backend::ConvGeometry& g, cons
   // One mode slot per call: the filter's (the bias takes the same one where the pass is fused).
   const Stopwatch watch(*this, Op::conv2d_backward_filter_bias, slot(filter_mode));
   inner().conv2d_backward_filter_bias(g, x, dy, dw, db, filter_mode, bias_mode);
+}
+void TimingOps::conv2d_backward_maxpool(const backend::ConvGeometry& g,
+                                        const backend::PoolGeometry& pool,
+                                        const backend::MaxPoolGradient& pooled, const float* x,
+                                        const float* w, const float* relu_gate, float* conv_dy,
+                                        float* dx, float* dw, float* db,
+                                        const backend::ConvPoolBackwardModes& modes) {
+  // One mode slot per call: the filter gradient's, the largest reduction of the four.
+  const Stopwatch watch(*this, Op::conv2d_backward_maxpool, slot(modes.filter));
+  inner().conv2d_backward_maxpool(g, pool, pooled, x, w, relu_gate, conv_dy, dx, dw, db, modes);
 }
 void TimingOps::dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
                               const float* bias, backend::Activation act, float* y) {

@@ -54,6 +54,11 @@ class TimingOps final : public backend::ForwardingOps {
   void conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x, const float* dy,
                                    float* dw, float* db, KernelMode filter_mode,
                                    KernelMode bias_mode) override;
+  void conv2d_backward_maxpool(const backend::ConvGeometry& g, const backend::PoolGeometry& pool,
+                               const backend::MaxPoolGradient& pooled, const float* x,
+                               const float* w, const float* relu_gate, float* conv_dy, float* dx,
+                               float* dw, float* db,
+                               const backend::ConvPoolBackwardModes& modes) override;
   void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
                      const float* bias, backend::Activation act, float* y) override;
   void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
@@ -95,6 +100,7 @@ class TimingOps final : public backend::ForwardingOps {
     conv2d_backward_filter,
     conv2d_backward_bias,
     conv2d_backward_filter_bias,
+    conv2d_backward_maxpool,
     dense_forward,
     dense_backward_data,
     dense_backward_weight,

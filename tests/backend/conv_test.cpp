@@ -12,6 +12,7 @@
 #include "backend/cpu/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
+#include "core/error.h"
 
 namespace ref = ra::backend::reference;
 using ra::backend::ConvGeometry;
@@ -191,6 +192,107 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
       }
     }
   }
+}
+
+TEST_CASE("conv2d_backward_maxpool gives the gradients of the three ops", "[backend][conv]") {
+  // Fused where the CPU backend can (the pooled forward's shapes, direct data and filter paths in
+  // modes it fuses): each image's conv output gradient is then unpooled where it is used and
+  // conv_dy left unwritten. Elsewhere the three ops, which write it. The pool's gate (its
+  // output), the data gradient's relu gate (the conv input), with and without bias and dx.
+  struct Case {
+    const char* name;
+    ConvGeometry g;
+    int pool, stride;
+  };
+  const Case cases[] = {
+      {"Keras conv2 shape, batch 3", test::conv(3, 32, 26, 26, 64, 3, 3), 2, 2},
+      {"odd 7x9 output, 5 filters", test::conv(2, 3, 9, 11, 5, 3, 3), 2, 2},
+      {"same padding, batch 1, 13 filters", test::conv(1, 4, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1), 2,
+       2},
+      {"3x3/2 pool (overlapping): the three ops", test::conv(2, 3, 9, 9, 6, 3, 3), 3, 2},
+      {"strided conv: the three ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2},
+  };
+  using ra::spec::KernelMode;
+  for (const int threads : {1, 3}) {
+    ra::backend::CpuOps ops(threads);
+    for (const Case& c : cases) {
+      const ConvGeometry& g = c.g;
+      const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
+      ConvData d = conv_data(g, 43);
+      for (float& v : d.x) v = v > 0.0f ? v : 0.0f;  // a relu output: the data gradient's gate
+      // The pooled relu output and its argmax, as the forward pass leaves them.
+      std::vector<float> conv_y(g.y_size()), pooled(pg.y_size());
+      std::vector<std::int32_t> argmax(pg.y_size());
+      ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::spec::Activation::relu,
+                         conv_y.data());
+      ops.maxpool2d_forward(pg, conv_y.data(), pooled.data(), argmax.data());
+      const auto pooled_dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 44);
+      for (const KernelMode filter_mode :
+           {KernelMode::deterministic, KernelMode::nondeterministic}) {
+        for (const bool with_bias : {true, false}) {
+          for (const bool with_dx : {true, false}) {
+            INFO(c.name << ", " << threads << " threads, filter mode " << int(filter_mode)
+                        << ", bias " << with_bias << ", dx " << with_dx);
+            ra::backend::ConvPoolBackwardModes modes;
+            modes.filter = modes.bias = filter_mode;
+            // The separate ops.
+            std::vector<float> conv_dy_ref(g.y_size());
+            auto dx_ref = nan_filled(g.x_size()), dw_ref = nan_filled(g.w_size()),
+                 db_ref = nan_filled(g.k);
+            ops.maxpool2d_backward(pg, pooled_dy.data(), argmax.data(), pooled.data(),
+                                   conv_dy_ref.data(), modes.pool);
+            ops.conv2d_backward_filter(g, d.x.data(), conv_dy_ref.data(), dw_ref.data(),
+                                       filter_mode);
+            ops.conv2d_backward_bias(g, conv_dy_ref.data(), db_ref.data(), filter_mode);
+            ops.conv2d_backward_data(g, conv_dy_ref.data(), d.w.data(), d.x.data(), dx_ref.data(),
+                                     modes.data);
+            // The composite.
+            auto conv_dy = nan_filled(g.y_size()), dx = nan_filled(g.x_size()),
+                 dw = nan_filled(g.w_size()), db = nan_filled(g.k);
+            ops.conv2d_backward_maxpool(g, pg, {pooled_dy.data(), argmax.data(), pooled.data()},
+                                        d.x.data(), d.w.data(), d.x.data(), conv_dy.data(),
+                                        with_dx ? dx.data() : nullptr, dw.data(),
+                                        with_bias ? db.data() : nullptr, modes);
+            if (filter_mode == KernelMode::deterministic) {
+              REQUIRE(test::same_bits(dw, dw_ref));
+              if (with_bias) REQUIRE(test::same_bits(db, db_ref));
+            } else {  // atomic adds: other orders
+              REQUIRE_CLOSE(dw, dw_ref, 64 * test::kUnitRoundoff, 1e-5, nullptr);
+              if (with_bias) REQUIRE_CLOSE(db, db_ref, 64 * test::kUnitRoundoff, 1e-5, nullptr);
+            }
+            if (!with_bias) REQUIRE(std::isnan(db[0]));
+            if (with_dx) REQUIRE(test::same_bits(dx, dx_ref));
+            if (!with_dx) REQUIRE(std::isnan(dx[0]));
+            // The fused pass never stores the conv output's gradient; the three ops do.
+            const bool fused = ra::backend::cpu::fuses_maxpool(g, pg) &&
+                               (!with_bias || ra::backend::cpu::fuses_bias_gradient(g));
+            REQUIRE(std::isnan(conv_dy[0]) == fused);
+            if (!fused) REQUIRE(test::same_bits(conv_dy, conv_dy_ref));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("conv2d_backward_maxpool rejects an argmax outside its window", "[backend][conv]") {
+  // The fused path reports a corrupt argmax as maxpool2d_backward does, from inside its loops.
+  const ConvGeometry g = test::conv(2, 3, 9, 11, 5, 3, 3);
+  const auto pg = test::pool(g.n, g.k, g.p, g.q, 2, 2, 2, 2);
+  REQUIRE(ra::backend::cpu::fuses_maxpool(g, pg));
+  const ConvData d = conv_data(g, 45);
+  std::vector<float> conv_y(g.y_size()), pooled(pg.y_size());
+  std::vector<std::int32_t> argmax(pg.y_size());
+  ra::backend::CpuOps ops(2);
+  ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::spec::Activation::relu,
+                     conv_y.data());
+  ops.maxpool2d_forward(pg, conv_y.data(), pooled.data(), argmax.data());
+  argmax[pg.y_size() - 1] = 0;  // the last window's winner, moved to the first plane
+  std::vector<float> conv_dy(g.y_size()), dx(g.x_size()), dw(g.w_size()), db(g.k);
+  REQUIRE_THROWS_AS(ops.conv2d_backward_maxpool(g, pg, {d.dy.data(), argmax.data(), nullptr},
+                                                d.x.data(), d.w.data(), nullptr, conv_dy.data(),
+                                                dx.data(), dw.data(), db.data(), {}),
+                    ra::RuntimeFailure);
 }
 
 TEST_CASE("conv2d forward on a hand-computed case", "[backend][conv]") {

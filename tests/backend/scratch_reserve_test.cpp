@@ -94,6 +94,13 @@ TEST_CASE("conv ops reserve every worker's scratch before their parallel loops",
                                          ra::spec::Activation::relu, pg, y.data(), pooled.data(),
                                          argmax.data());
             }) == 0);
+      // Its backward (worker buffer unpooled_gradient), from the argmax just computed.
+      const auto pooled_dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 9);
+      CHECK(late_growths_of([&](CpuOps& ops) {
+              ops.conv2d_backward_maxpool(g, pg, {pooled_dy.data(), argmax.data(), pooled.data()},
+                                          x.data(), w.data(), x.data(), y.data(), dx.data(),
+                                          dw.data(), db.data(), {});
+            }) == 0);
     }
     for (const KernelMode mode : kModes) {
       INFO("mode " << int(mode));

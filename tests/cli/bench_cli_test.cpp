@@ -66,16 +66,18 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
     REQUIRE(nondet > 0.0);
     REQUIRE(op.at("ratio").get<double>() == Approx(det / nondet));
   }
-  for (const char* op : {"conv2d_forward_maxpool", "conv2d_backward_filter_bias", "dense_forward",
+  for (const char* op : {"conv2d_forward_maxpool", "conv2d_backward_maxpool", "dense_forward",
                          "dense_backward_weight", "softmax_cross_entropy"})
     REQUIRE(ops.count(op) == 1);
   // The table covers the 3 measured steps only, not the warmup step: quick.json has one conv
   // layer and two dense layers, each called once per step in each mode.
   for (const auto& op : t1.at("ops")) {
     const std::string name = op.at("op").get<std::string>();
-    const int per_step = name == "conv2d_forward_maxpool" || name == "softmax_cross_entropy" ? 1
-                         : name == "dense_forward"                                           ? 2
-                                                                                             : 0;
+    const int per_step = name == "conv2d_forward_maxpool" || name == "conv2d_backward_maxpool" ||
+                                 name == "softmax_cross_entropy"
+                             ? 1
+                         : name == "dense_forward" ? 2
+                                                   : 0;
     if (per_step == 0) continue;
     INFO(name);
     REQUIRE(op.at("deterministic_calls") == 3 * per_step);

@@ -118,6 +118,34 @@ void CpuOps::conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, 
   conv2d_backward_bias(g, dy, db, bias_mode);
 }
 
+void CpuOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& pool,
+                                     const MaxPoolGradient& pooled, const float* x, const float* w,
+                                     const float* relu_gate, float* conv_dy, float* dx, float* dw,
+                                     float* db, const ConvPoolBackwardModes& modes) {
+  // Fused where every use of the conv output's gradient reads it an image at a time: the
+  // 2x2/2 pool of the fused forward, the direct filter gradient (with db in the same pass) and
+  // the direct backward data. Each image's gradient is then unpooled in the worker's cache for
+  // the filter gradient and again for the data gradient: 18.9 MB per Keras MNIST step neither
+  // written nor read back twice. The maxpool backward reduces nothing (disjoint windows), so its
+  // mode does not matter.
+  const bool filter_fuses =
+      db == nullptr || (modes.bias == modes.filter && cpu::fuses_bias_gradient(g));
+  const bool data_fuses = dx == nullptr || (modes.data != KernelMode::nondeterministic &&
+                                            cpu::direct_backward_data_applies(g));
+  if (!cpu::fuses_maxpool(g, pool) || g.y_size() > std::numeric_limits<std::int32_t>::max() ||
+      !filter_fuses || !data_fuses) {
+    Ops::conv2d_backward_maxpool(g, pool, pooled, x, w, relu_gate, conv_dy, dx, dw, db, modes);
+    return;
+  }
+  const cpu::PooledGradient unpooled{pool, pooled.dy, pooled.argmax, pooled.relu_gate};
+  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, nullptr, dw, db, modes.filter,
+                                   cpu::gemm_kernel(), &unpooled);
+  if (dx != nullptr) {
+    cpu::direct_conv_backward_data(pool_, scratch_, g, nullptr, w, relu_gate, dx,
+                                   cpu::gemm_kernel(), &unpooled);
+  }
+}
+
 void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                   const float* relu_gate, float* dx, KernelMode mode) {
   if (mode != KernelMode::nondeterministic && cpu::direct_backward_data_applies(g)) {

@@ -53,6 +53,10 @@ class CpuOps final : public Ops {
   void conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
                                    float* dw, float* db, KernelMode filter_mode,
                                    KernelMode bias_mode) override;
+  void conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& pool,
+                               const MaxPoolGradient& pooled, const float* x, const float* w,
+                               const float* relu_gate, float* conv_dy, float* dx, float* dw,
+                               float* db, const ConvPoolBackwardModes& modes) override;
 
   void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
                      Activation act, float* y) override;

@@ -229,7 +229,8 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
 
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, GemmKernel kernel) {
+                                 spec::KernelMode mode, GemmKernel kernel,
+                                 const PooledGradient* pooled_dy) {
   const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -250,27 +251,30 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
   const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
   scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
-  reduce_chunks(pool, scratch, mode, plan.chunks, size, result,
-                [&](std::int64_t chunk, float* partial, int worker) {
-                  float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand, dy_t_floats);
-                  // Once per chunk, not per image: transpose_into writes lanes [0, K) only, and
-                  // nothing else writes this worker's buffer until the chunk ends (other ops may
-                  // between chunks, hence not once per call).
-                  zero_padding_lanes(dy_t, pixels, lanes);
-                  for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
-                    const float* src = source_image(g, source, x + n * image, scratch, worker);
-                    const float* dy_n = dy + n * g.k * pixels;
-                    transpose_into(dy_n, pixels, g.k, pixels, dy_t, lanes.padded);
-                    accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets,
-                                            partial);
-                    if (db != nullptr) {  // dy_n was just read: its planes are in cache
-                      float* bias_partial = partial + filter_size;
-                      for (std::int64_t k = 0; k < g.k; ++k) {
-                        bias_partial[k] += plane_sum(dy_n + k * pixels, pixels);
-                      }
-                    }
-                  }
-                });
+  if (pooled_dy != nullptr) direct_detail::reserve_unpooled(scratch, *pooled_dy);
+  reduce_chunks(
+      pool, scratch, mode, plan.chunks, size, result,
+      [&](std::int64_t chunk, float* partial, int worker) {
+        float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand, dy_t_floats);
+        // Once per chunk, not per image: transpose_into writes lanes [0, K) only, and
+        // nothing else writes this worker's buffer until the chunk ends (other ops may
+        // between chunks, hence not once per call).
+        zero_padding_lanes(dy_t, pixels, lanes);
+        for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
+          const float* src = source_image(g, source, x + n * image, scratch, worker);
+          const float* dy_n = pooled_dy != nullptr
+                                  ? direct_detail::unpooled_image(scratch, worker, *pooled_dy, n)
+                                  : dy + n * g.k * pixels;
+          transpose_into(dy_n, pixels, g.k, pixels, dy_t, lanes.padded);
+          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial);
+          if (db != nullptr) {  // dy_n was just read: its planes are in cache
+            float* bias_partial = partial + filter_size;
+            for (std::int64_t k = 0; k < g.k; ++k) {
+              bias_partial[k] += plane_sum(dy_n + k * pixels, pixels);
+            }
+          }
+        }
+      });
   transpose_into(result, lanes.padded, taps, g.k, dw, taps);
   if (db != nullptr) std::copy(result + filter_size, result + size, db);
 }
@@ -314,8 +318,9 @@ bool direct_backward_data_applies(const ConvGeometry& g) {
 
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                const float* dy, const float* w, const float* relu_gate, float* dx,
-                               GemmKernel kernel) {
-  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, relu_gate, dx, kernel);
+                               GemmKernel kernel, const PooledGradient* pooled_dy) {
+  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, relu_gate, dx, kernel,
+                                          pooled_dy);
 }
 
 }  // namespace ra::backend::cpu

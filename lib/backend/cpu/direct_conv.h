@@ -46,12 +46,25 @@ void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const 
                                  spec::Activation act, const PoolGeometry& pool_g, float* y,
                                  std::int32_t* argmax, GemmKernel kernel);
 
-// dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h).
-// With db (else null), also db[k] = the bias gradient, summed from each dy image while it is in
-// cache for dw: conv_bias_gradient's bits, when fuses_bias_gradient(g) (the same chunk plan).
+// A conv output gradient given as what the backward of the 2x2/2 max-pool over that output
+// (fuses_maxpool) reads: the gradient ops below that take one unpool each image's gradient into
+// the worker's buffer (unpool_plane_2x2) as they need it, instead of reading a stored dy:
+// maxpool2d_backward's values, never written whole.
+struct PooledGradient {
+  PoolGeometry g;
+  const float* dy = nullptr;  // the pool output's gradient
+  const std::int32_t* argmax = nullptr;
+  const float* relu_gate = nullptr;  // the pool output, or none
+};
+
+// dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h); with
+// pooled_dy, dy is null. With db (else null), also db[k] = the bias gradient, summed from each dy
+// image while it is in cache for dw: conv_bias_gradient's bits, when fuses_bias_gradient(g) (the
+// same chunk plan).
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, GemmKernel kernel);
+                                 spec::KernelMode mode, GemmKernel kernel,
+                                 const PooledGradient* pooled_dy = nullptr);
 // Whether the filter gradient's chunk plan is the bias gradient's, so that summing db inside
 // direct_conv_backward_filter gives conv_bias_gradient's bits.
 bool fuses_bias_gradient(const ConvGeometry& g);
@@ -66,9 +79,9 @@ void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 bool direct_backward_data_applies(const ConvGeometry& g);
 
 // dx = conv_transpose(dy, w), deterministic: one image per task; with relu_gate (same layout as
-// dx), dx = relu_gate > 0 ? dx : 0 as each band is stored.
+// dx), dx = relu_gate > 0 ? dx : 0 as each band is stored. With pooled_dy, dy is null.
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                const float* dy, const float* w, const float* relu_gate, float* dx,
-                               GemmKernel kernel);
+                               GemmKernel kernel, const PooledGradient* pooled_dy = nullptr);
 
 }  // namespace ra::backend::cpu

@@ -131,7 +131,7 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
                         const float* relu_gate, float* y, GemmKernel kernel,
-                        const PooledOutput* pooled) {
+                        const PooledOutput* pooled, const PooledGradient* unpooled_x) {
   const PixelTileShape shape = pixel_tile_shape(kernel);
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -177,10 +177,13 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   if (!stores) scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
+  if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
+    const float* x_n =
+        unpooled_x != nullptr ? unpooled_image(scratch, worker, *unpooled_x, n) : x + n * image;
     const float* src =
-        padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
-                      g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
+        padded_source(scratch, worker, WorkerBuffer::columns, x_n, g.c, g.h, g.w, g.pad_top,
+                      g.pad_left, source.height, source.width, shape.lanes);
     float* out =
         stores ? nullptr : scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
     float* y_n = pooled != nullptr
@@ -234,7 +237,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 // relu gate applied as each band is stored.
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
-                              GemmKernel kernel) {
+                              GemmKernel kernel, const PooledGradient* pooled_dy) {
   // The forward geometry: dy's K channels of P x Q in, C filters, dx's H x W out.
   ConvGeometry t;
   t.n = g.n;
@@ -262,7 +265,7 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
     }
   }
   pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx,
-                     kernel);
+                     kernel, nullptr, pooled_dy);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backend/cpu/maxpool_2x2.h"
+
 namespace ra::backend::cpu::direct_detail {
 
 // The zero fills here are a float or two per row (the padding columns): as memset calls, which
@@ -42,6 +44,27 @@ void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t*
       }
     }
   }
+}
+
+namespace {
+std::size_t unpooled_floats(const PooledGradient& pooled) {
+  return static_cast<std::size_t>(std::int64_t(pooled.g.c) * pooled.g.h * pooled.g.w);
+}
+}  // namespace
+
+void reserve_unpooled(ScratchArena& scratch, const PooledGradient& pooled) {
+  scratch.reserve_workers(WorkerBuffer::unpooled_gradient, unpooled_floats(pooled));
+}
+
+const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradient& pooled,
+                            std::int64_t n) {
+  float* image = scratch.worker(worker, WorkerBuffer::unpooled_gradient, unpooled_floats(pooled));
+  const std::int64_t plane_floats = std::int64_t(pooled.g.h) * pooled.g.w;
+  for (std::int64_t c = 0; c < pooled.g.c; ++c) {
+    unpool_plane_2x2(pooled.g, pooled.dy, pooled.argmax, pooled.relu_gate, n * pooled.g.c + c,
+                     image + c * plane_floats);
+  }
+  return image;
 }
 
 }  // namespace ra::backend::cpu::direct_detail

@@ -4,6 +4,7 @@
 // dispatches stride-1 convolutions to (direct_conv_pixel.cpp).
 #include <cstdint>
 
+#include "backend/cpu/direct_conv.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/scratch.h"
 #include "backend/geometry.h"
@@ -46,12 +47,21 @@ struct PooledOutput {
   float* y = nullptr;
   std::int32_t* argmax = nullptr;
 };
+// With unpooled_x, x is null and each image is unpooled from it (direct_conv.h, PooledGradient).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
                         const float* relu_gate, float* y, GemmKernel kernel,
-                        const PooledOutput* pooled = nullptr);
+                        const PooledOutput* pooled = nullptr,
+                        const PooledGradient* unpooled_x = nullptr);
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
-                              GemmKernel kernel);
+                              GemmKernel kernel, const PooledGradient* pooled_dy = nullptr);
+
+// Image n of a PooledGradient's conv output gradient ([planes][H][W], planes = its channels),
+// unpooled into the worker's WorkerBuffer::unpooled_gradient (reserve_unpooled before the
+// parallel loop).
+void reserve_unpooled(ScratchArena& scratch, const PooledGradient& pooled);
+const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradient& pooled,
+                            std::int64_t n);
 
 }  // namespace ra::backend::cpu::direct_detail

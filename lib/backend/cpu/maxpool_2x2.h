@@ -80,4 +80,15 @@ inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::in
   }
 }
 
+// The error of an argmax[i] = a that no forward pass over that input plane wrote.
+[[noreturn]] void throw_bad_argmax(std::int64_t i, std::int32_t a);
+
+// The backward of maxpool_plane_2x2 for plane `plane` of a 2x2/2 pool (is_plain_2x2): dy,
+// argmax and relu_gate are the whole tensors (plane p's outputs at p * P * Q), dx_plane the
+// plane's input gradient [H][W], every element written: the argmax's element = +0 + g (g = dy,
+// or relu_backward(relu_gate, dy) with a gate), the rest +0. Throws for an argmax outside its
+// window.
+void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
+                      const float* relu_gate, std::int64_t plane, float* dx_plane);
+
 }  // namespace ra::backend::cpu

@@ -30,6 +30,7 @@ enum class WorkerBuffer : int {
   packed_operand,     // an image's operand in the layout a direct convolution reads
   transposed_output,  // an image's result in [pixel][lane] layout, before transposition
   image_output,       // an image's conv output, pooled before it leaves the worker
+  unpooled_gradient,  // an image's conv output gradient, unpooled from its max-pool's
   count
 };
 
