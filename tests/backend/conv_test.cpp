@@ -209,6 +209,8 @@ TEST_CASE("conv2d_backward_maxpool gives the gradients of the three ops", "[back
       {"odd 7x9 output, 5 filters", test::conv(2, 3, 9, 11, 5, 3, 3), 2, 2},
       {"same padding, batch 1, 13 filters", test::conv(1, 4, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1), 2,
        2},
+      // Padding beyond the kernel: dy's copy for the data gradient is cropped, not just padded.
+      {"3x3, pad 3 > kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 3, 3, 3), 2, 2},
       {"3x3/2 pool (overlapping): the three ops", test::conv(2, 3, 9, 9, 6, 3, 3), 3, 2},
       {"strided conv: the three ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2},
   };

@@ -110,7 +110,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
     cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
       const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
       for (std::int64_t plane = task * per_task; plane < end; ++plane) {
-        cpu::unpool_plane_2x2(g, dy, argmax, relu_gate, plane, dx + plane * plane_size(g));
+        cpu::unpool_plane_2x2(g, dy, argmax, relu_gate, plane, dx + plane * plane_size(g), g.w);
       }
     });
     return;

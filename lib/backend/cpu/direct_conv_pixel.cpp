@@ -98,6 +98,24 @@ const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which
   return copy;
 }
 
+// padded_source of image n of a PooledGradient: unpooled straight into the copy where that
+// holds the whole image, else unpooled whole and then copied.
+const float* padded_unpooled_source(ScratchArena& scratch, int worker, const PooledGradient& pooled,
+                                    std::int64_t n, std::int64_t row_shift, std::int64_t col_shift,
+                                    std::int64_t copy_height, std::int64_t copy_width,
+                                    std::int64_t slack) {
+  const auto floats =
+      static_cast<std::int64_t>(padded_source_floats(pooled.g.c, copy_height, copy_width, slack));
+  float* copy = scratch.worker(worker, WorkerBuffer::columns, static_cast<std::size_t>(floats));
+  if (!unpool_shifted(pooled, n, row_shift, col_shift, copy, copy_height, copy_width)) {
+    return padded_source(scratch, worker, WorkerBuffer::columns,
+                         unpooled_image(scratch, worker, pooled, n), pooled.g.c, pooled.g.h,
+                         pooled.g.w, row_shift, col_shift, copy_height, copy_width, slack);
+  }
+  std::fill(copy + floats - slack, copy + floats, 0.0f);
+  return copy;
+}
+
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
 // as out), out = relu_backward(gate, out).
@@ -179,11 +197,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
-    const float* x_n =
-        unpooled_x != nullptr ? unpooled_image(scratch, worker, *unpooled_x, n) : x + n * image;
     const float* src =
-        padded_source(scratch, worker, WorkerBuffer::columns, x_n, g.c, g.h, g.w, g.pad_top,
-                      g.pad_left, source.height, source.width, shape.lanes);
+        unpooled_x != nullptr
+            ? padded_unpooled_source(scratch, worker, *unpooled_x, n, g.pad_top, g.pad_left,
+                                     source.height, source.width, shape.lanes)
+            : padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
+                            g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
     float* out =
         stores ? nullptr : scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
     float* y_n = pooled != nullptr

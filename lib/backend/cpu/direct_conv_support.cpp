@@ -46,6 +46,34 @@ void fill_tap_offsets(const ConvGeometry& g, const Source& source, std::int64_t*
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))  // as shifted_copy
+#endif
+bool unpool_shifted(const PooledGradient& pooled, std::int64_t n, std::int64_t row_shift,
+                    std::int64_t col_shift, float* dst, std::int64_t dst_height,
+                    std::int64_t dst_width) {
+  const std::int64_t height = pooled.g.h, width = pooled.g.w;
+  if (row_shift < 0 || col_shift < 0 || row_shift + height > dst_height ||
+      col_shift + width > dst_width) {
+    return false;
+  }
+  for (std::int64_t c = 0; c < pooled.g.c; ++c) {
+    float* plane = dst + c * dst_height * dst_width;
+    for (std::int64_t i = 0; i < dst_height; ++i) {
+      float* out = plane + i * dst_width;
+      if (i < row_shift || i >= row_shift + height) {
+        for (std::int64_t j = 0; j < dst_width; ++j) out[j] = 0.0f;
+        continue;
+      }
+      for (std::int64_t j = 0; j < col_shift; ++j) out[j] = 0.0f;
+      for (std::int64_t j = col_shift + width; j < dst_width; ++j) out[j] = 0.0f;
+    }
+    unpool_plane_2x2(pooled.g, pooled.dy, pooled.argmax, pooled.relu_gate, n * pooled.g.c + c,
+                     plane + row_shift * dst_width + col_shift, dst_width);
+  }
+  return true;
+}
+
 namespace {
 std::size_t unpooled_floats(const PooledGradient& pooled) {
   return static_cast<std::size_t>(std::int64_t(pooled.g.c) * pooled.g.h * pooled.g.w);
@@ -62,7 +90,7 @@ const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradi
   const std::int64_t plane_floats = std::int64_t(pooled.g.h) * pooled.g.w;
   for (std::int64_t c = 0; c < pooled.g.c; ++c) {
     unpool_plane_2x2(pooled.g, pooled.dy, pooled.argmax, pooled.relu_gate, n * pooled.g.c + c,
-                     image + c * plane_floats);
+                     image + c * plane_floats, pooled.g.w);
   }
   return image;
 }

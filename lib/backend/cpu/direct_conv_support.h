@@ -57,6 +57,12 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
                               const float* dy, const float* w, const float* relu_gate, float* dx,
                               GemmKernel kernel, const PooledGradient* pooled_dy = nullptr);
 
+// shifted_copy of image n of a PooledGradient's conv output gradient, unpooled straight into dst:
+// false (nothing written) unless the shifts keep the whole image inside dst.
+bool unpool_shifted(const PooledGradient& pooled, std::int64_t n, std::int64_t row_shift,
+                    std::int64_t col_shift, float* dst, std::int64_t dst_height,
+                    std::int64_t dst_width);
+
 // Image n of a PooledGradient's conv output gradient ([planes][H][W], planes = its channels),
 // unpooled into the worker's WorkerBuffer::unpooled_gradient (reserve_unpooled before the
 // parallel loop).

@@ -43,12 +43,13 @@ void throw_bad_argmax(std::int64_t i, std::int32_t a) {
 // other three +0, row pair by row pair; rows and columns no window covers get +0. One pass of
 // sequential stores instead of a fill followed by scattered adds.
 void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                      const float* relu_gate, std::int64_t plane, float* dx_plane) {
+                      const float* relu_gate, std::int64_t plane, float* dx_plane,
+                      std::int64_t dx_pitch) {
   const std::int64_t W = g.w, base = plane * plane_size(g);
   const std::int64_t out_base = plane * pooled_size(g);
   for (std::int64_t p = 0; p < g.p; ++p) {
-    float* __restrict__ top = dx_plane + 2 * p * W;
-    float* __restrict__ bottom = top + W;
+    float* __restrict__ top = dx_plane + 2 * p * dx_pitch;
+    float* __restrict__ bottom = top + dx_pitch;
     const std::int64_t row_index = base + 2 * p * W;
     std::int64_t q = 0;
 #if defined(__SSE2__)
@@ -97,7 +98,9 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
     std::fill(top + 2 * g.q, top + W, 0.0f);  // an odd last column
     std::fill(bottom + 2 * g.q, bottom + W, 0.0f);
   }
-  std::fill(dx_plane + 2 * g.p * W, dx_plane + plane_size(g), 0.0f);  // an odd last row
+  for (std::int64_t row = 2 * std::int64_t(g.p); row < g.h; ++row) {  // an odd last row
+    std::fill(dx_plane + row * dx_pitch, dx_plane + row * dx_pitch + W, 0.0f);
+  }
 }
 
 }  // namespace ra::backend::cpu
