@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/direct_conv_support.h"
 #include "backend/cpu/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
@@ -309,6 +310,50 @@ TEST_CASE("maxpool2d 2x2/2 backward writes the bits of the reference scatter", "
         ops.maxpool2d_backward(g, dy.data(), argmax.data(), gate ? y.data() : nullptr, dx.data(),
                                mode);
         REQUIRE(test::same_bits(dx, expected));
+      }
+    }
+  }
+}
+
+TEST_CASE("unpool_shifted writes maxpool2d_backward's planes into a zero-padded copy",
+          "[backend][pool]") {
+  // The data gradient of conv2d_backward_maxpool unpools dy straight into its padded copy: every
+  // float of the copy must be written (the buffer is scratch, holding whatever came before), the
+  // image where shifted_copy of the unpooled image puts it, and nothing when the shifts would
+  // crop the image (then the caller copies).
+  using ra::backend::cpu::PooledGradient;
+  const auto pg = test::pool(2, 3, 7, 9, 2, 2, 2, 2);  // odd H and W: a last row and column
+  const auto x = test::random_values(static_cast<std::size_t>(pg.x_size()), 61);
+  std::vector<float> pooled(pg.y_size());
+  std::vector<std::int32_t> argmax(pg.y_size());
+  ra::backend::CpuOps ops(1);
+  ops.maxpool2d_forward(pg, x.data(), pooled.data(), argmax.data());
+  const auto dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 62);
+  std::vector<float> unpooled(pg.x_size());
+  ops.maxpool2d_backward(pg, dy.data(), argmax.data(), pooled.data(), unpooled.data(),
+                         ra::spec::KernelMode::deterministic);
+  const PooledGradient gradient{pg, dy.data(), argmax.data(), pooled.data()};
+  struct Shift {
+    std::int64_t row, col, height, width;
+    bool fits;
+  };
+  for (const Shift s :
+       {Shift{2, 1, 12, 13, true}, Shift{0, 3, 7, 12, true}, Shift{1, 0, 9, 9, true},
+        Shift{0, -1, 7, 9, false}, Shift{-1, 0, 7, 9, false}, Shift{1, 1, 7, 10, false}}) {
+    INFO("shift (" << s.row << ", " << s.col << ") into " << s.height << " x " << s.width);
+    const std::size_t image = static_cast<std::size_t>(pg.c * s.height * s.width);
+    for (std::int64_t n = 0; n < pg.n; ++n) {
+      std::vector<float> expected(image), copy(image, std::numeric_limits<float>::quiet_NaN());
+      ra::backend::cpu::direct_detail::shifted_copy(unpooled.data() + n * pg.c * pg.h * pg.w, pg.c,
+                                                    pg.h, pg.w, s.row, s.col, expected.data(),
+                                                    s.height, s.width);
+      const bool wrote = ra::backend::cpu::direct_detail::unpool_shifted(
+          gradient, n, s.row, s.col, copy.data(), s.height, s.width);
+      REQUIRE(wrote == s.fits);
+      if (s.fits) {
+        REQUIRE(test::same_bits(copy, expected));
+      } else {
+        REQUIRE(std::isnan(copy[0]));
       }
     }
   }
