@@ -9,7 +9,6 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/direct_conv_support.h"
-#include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
@@ -356,49 +355,6 @@ TEST_CASE("unpool_shifted writes maxpool2d_backward's planes into a zero-padded 
       } else {
         REQUIRE(std::isnan(copy[0]));
       }
-    }
-  }
-}
-
-TEST_CASE("unpool_plane_2x2 gives the same bits 16 and 4 outputs at a time", "[backend][pool]") {
-  // The AVX-512 row pairs (masked last group) against the SSE ones, for pooled widths around the
-  // vector widths, odd input sizes (a last row and column no window covers), with and without the
-  // gate; both throw for an argmax outside its window.
-  if (!ra::backend::cpu::unpool_has_avx512()) {
-    WARN("skipped: this CPU has no AVX-512");
-    return;
-  }
-  ra::backend::CpuOps ops(1);
-  for (const int width : {2, 7, 24, 25, 32, 33, 34, 66}) {
-    const auto pg = test::pool(2, 3, 5, width, 2, 2, 2, 2);
-    INFO("input width " << width << ", pooled width " << pg.q);
-    auto x = test::random_values(static_cast<std::size_t>(pg.x_size()), 71);
-    x[3] = -0.0f;
-    std::vector<float> pooled(pg.y_size());
-    std::vector<std::int32_t> argmax(pg.y_size());
-    ops.maxpool2d_forward(pg, x.data(), pooled.data(), argmax.data());
-    auto dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 72);
-    dy[0] = -0.0f;  // +0 + -0 = +0 on both paths
-    const std::int64_t plane_floats = std::int64_t(pg.h) * pg.w;
-    for (const float* gate :
-         {static_cast<const float*>(nullptr), static_cast<const float*>(pooled.data())}) {
-      for (std::int64_t plane = 0; plane < std::int64_t(pg.n) * pg.c; ++plane) {
-        std::vector<float> wide(plane_floats, 1.0f), narrow(plane_floats, 2.0f);
-        ra::backend::cpu::unpool_plane_2x2(pg, dy.data(), argmax.data(), gate, plane, wide.data(),
-                                           pg.w, true);
-        ra::backend::cpu::unpool_plane_2x2(pg, dy.data(), argmax.data(), gate, plane, narrow.data(),
-                                           pg.w, false);
-        REQUIRE(test::same_bits(wide, narrow));
-      }
-    }
-    auto bad = argmax;
-    bad[pg.y_size() - 1] = -5;  // no window's element
-    std::vector<float> out(plane_floats);
-    const std::int64_t last = std::int64_t(pg.n) * pg.c - 1;
-    for (const bool avx512 : {true, false}) {
-      REQUIRE_THROWS_AS(ra::backend::cpu::unpool_plane_2x2(pg, dy.data(), bad.data(), nullptr, last,
-                                                           out.data(), pg.w, avx512),
-                        ra::RuntimeFailure);
     }
   }
 }

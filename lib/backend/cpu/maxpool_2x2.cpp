@@ -2,9 +2,7 @@
 // backward that unpools its output gradient per image (conv2d_backward_maxpool).
 #include <algorithm>
 #include <string>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__SSE2__)
+#if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -33,70 +31,7 @@ std::int64_t offset_in_window(const std::int32_t* argmax, std::int64_t i, std::i
   return offset;
 }
 
-#if defined(__x86_64__)
-// One row pair of unpool_plane_2x2 (below) with AVX-512: up to 16 outputs at a time (a masked
-// last group: the Keras MNIST rows have 12), the picked values interleaved into the even and odd
-// columns by one two-source permutation per 16 floats. The SSE loop's operations, so its bits.
-__attribute__((target("avx512f"))) void unpool_row_pair_avx512(
-    const float* dy, const std::int32_t* argmax, const float* relu_gate, std::int64_t i0,
-    std::int64_t count, std::int64_t row_index, std::int64_t W, float* top, float* bottom) {
-  const __m512i lane_columns =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i low_half =
-      _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i high_half =
-      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  const __m512i offsets[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
-                              _mm512_set1_epi32(static_cast<std::int32_t>(W)),
-                              _mm512_set1_epi32(static_cast<std::int32_t>(W + 1))};
-  const __m512 zero = _mm512_setzero_ps();
-  for (std::int64_t q = 0; q < count; q += 16) {
-    const std::int64_t n = std::min<std::int64_t>(16, count - q), i = i0 + q;
-    const auto lanes = static_cast<__mmask16>((1u << n) - 1u);
-    __m512 v = _mm512_maskz_loadu_ps(lanes, dy + i);
-    if (relu_gate != nullptr) {
-      const __m512 gate = _mm512_maskz_loadu_ps(lanes, relu_gate + i);
-      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gate, zero, _CMP_GT_OQ), v);
-    }
-    v = _mm512_add_ps(zero, v);
-    const __m512i first = _mm512_add_epi32(
-        _mm512_set1_epi32(static_cast<std::int32_t>(row_index + 2 * q)), lane_columns);
-    const __m512i offset = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(lanes, argmax + i), first);
-    __m512 picked[4];
-    __mmask16 any = 0;
-    for (int k = 0; k < 4; ++k) {
-      const __mmask16 hit = _mm512_cmpeq_epi32_mask(offset, offsets[k]);
-      any = static_cast<__mmask16>(any | hit);
-      picked[k] = _mm512_maskz_mov_ps(hit, v);
-    }
-    if ((any & lanes) != lanes) {
-      for (std::int64_t k = 0; k < n; ++k)
-        offset_in_window(argmax, i + k, row_index + 2 * (q + k), W);
-    }
-    // 2n floats per row: the first 16 from the low halves, the rest from the high halves.
-    const auto low = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1u);
-    const auto high = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * n - 16)) - 1u);
-    _mm512_mask_storeu_ps(top + 2 * q, low, _mm512_permutex2var_ps(picked[0], low_half, picked[1]));
-    _mm512_mask_storeu_ps(top + 2 * q + 16, high,
-                          _mm512_permutex2var_ps(picked[0], high_half, picked[1]));
-    _mm512_mask_storeu_ps(bottom + 2 * q, low,
-                          _mm512_permutex2var_ps(picked[2], low_half, picked[3]));
-    _mm512_mask_storeu_ps(bottom + 2 * q + 16, high,
-                          _mm512_permutex2var_ps(picked[2], high_half, picked[3]));
-  }
-}
-#endif
-
 }  // namespace
-
-bool unpool_has_avx512() {
-#if defined(__x86_64__)
-  static const bool available = __builtin_cpu_supports("avx512f");
-  return available;
-#else
-  return false;
-#endif
-}
 
 void throw_bad_argmax(std::int64_t i, std::int32_t a) {
   throw RuntimeFailure("maxpool2d_backward: argmax[" + std::to_string(i) +
@@ -109,7 +44,7 @@ void throw_bad_argmax(std::int64_t i, std::int32_t a) {
 // sequential stores instead of a fill followed by scattered adds.
 void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                       const float* relu_gate, std::int64_t plane, float* dx_plane,
-                      std::int64_t dx_pitch, bool avx512) {
+                      std::int64_t dx_pitch) {
   const std::int64_t W = g.w, base = plane * plane_size(g);
   const std::int64_t out_base = plane * pooled_size(g);
   for (std::int64_t p = 0; p < g.p; ++p) {
@@ -117,13 +52,6 @@ void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t
     float* __restrict__ bottom = top + dx_pitch;
     const std::int64_t row_index = base + 2 * p * W;
     std::int64_t q = 0;
-#if defined(__x86_64__)
-    if (avx512) {
-      unpool_row_pair_avx512(dy, argmax, relu_gate, out_base + p * g.q, g.q, row_index, W, top,
-                             bottom);
-      q = g.q;
-    }
-#endif
 #if defined(__SSE2__)
     // 4 outputs at a time: the masks of the argmax's offset in its block select v into the even
     // and odd columns of both rows, interleaved into 8 consecutive floats per row.

@@ -87,11 +87,9 @@ inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::in
 // argmax and relu_gate are the whole tensors (plane p's outputs at p * P * Q), dx_plane the
 // plane's input gradient [H][W], rows dx_pitch floats apart, every element written: the argmax's
 // element = +0 + g (g = dy, or relu_backward(relu_gate, dy) with a gate), the rest +0. Throws for
-// an argmax outside its window. With avx512 (where unpool_has_avx512()), 16 outputs at a time,
-// else 4 (SSE2): the same operations, so the same bits (tested both ways).
-bool unpool_has_avx512();
+// an argmax outside its window.
 void unpool_plane_2x2(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                       const float* relu_gate, std::int64_t plane, float* dx_plane,
-                      std::int64_t dx_pitch, bool avx512 = unpool_has_avx512());
+                      std::int64_t dx_pitch);
 
 }  // namespace ra::backend::cpu
