@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/geometry.h"
+#include "backend/pool_gradient.h"
 #include "core/digest.h"
 #include "core/memory.h"
 #include "core/tensor.h"
@@ -28,14 +29,6 @@ namespace ra::backend {
 
 using spec::Activation;
 using spec::KernelMode;
-
-// The pool's side of a conv + max-pool backward (Ops::conv2d_backward_maxpool): the arguments of
-// maxpool2d_backward but its output.
-struct MaxPoolGradient {
-  const float* dy = nullptr;             // the pooled output's gradient
-  const std::int32_t* argmax = nullptr;  // from the forward pass
-  const float* relu_gate = nullptr;      // the pooled output, or none
-};
 
 // The modes of the reductions of a conv + max-pool backward, one per op it stands for.
 struct ConvPoolBackwardModes {

@@ -109,20 +109,19 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
 
 void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepContext& ctx) {
   if (input_ == nullptr) throw std::logic_error("Model::backward before forward");
+  // Where layer j's input gradient goes. The model input's is never needed: the first layer that
+  // computes anything (a flatten before it passes its input through) skips that costly part.
+  const auto input_gradient = [&](std::size_t j) {
+    return inputs_[j] == input_ ? nullptr : &grads_[j];
+  };
   const Tensor* dy = &output_grad;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     if (passed_through_[i]) continue;  // dy is the layer before's gradient as it is
-    const Tensor& x = *inputs_[i];
-    // The model input's gradient is never needed: skip that (costly) computation in the first
-    // layer that computes anything (a flatten before it passes its input through).
-    const bool reads_model_input = inputs_[i] == input_;
-    Tensor* dx = reads_model_input ? nullptr : &grads_[i];
     if (pooled_by_previous_[i]) {
       // The pool and the conv before it in one call, as in forward: grads_[i] (the conv output's
       // gradient) is where the backend may store the pool's dx; the conv's dx goes on as usual.
       const std::size_t c = i - 1;
-      const bool conv_reads_model_input = inputs_[c] == input_;
-      Tensor* conv_dx = conv_reads_model_input ? nullptr : &grads_[c];
+      Tensor* conv_dx = input_gradient(c);
       static_cast<Conv2dLayer&>(*layers_[c])
           .backward_pooled(ops, *inputs_[c], static_cast<const MaxPool2dLayer&>(*layers_[i]),
                            outputs_[i], *dy, grads_[i], conv_dx, ctx);
@@ -130,7 +129,8 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
       --i;  // the conv is done
       continue;
     }
-    layers_[i]->backward(ops, x, outputs_[i], *dy, dx, ctx);
+    Tensor* dx = input_gradient(i);
+    layers_[i]->backward(ops, *inputs_[i], outputs_[i], *dy, dx, ctx);
     dy = dx;
   }
 }

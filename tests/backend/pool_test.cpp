@@ -332,7 +332,7 @@ TEST_CASE("unpool_shifted writes maxpool2d_backward's planes into a zero-padded 
   std::vector<float> unpooled(pg.x_size());
   ops.maxpool2d_backward(pg, dy.data(), argmax.data(), pooled.data(), unpooled.data(),
                          ra::spec::KernelMode::deterministic);
-  const PooledGradient gradient{pg, dy.data(), argmax.data(), pooled.data()};
+  const PooledGradient gradient{pg, {dy.data(), argmax.data(), pooled.data()}};
   struct Shift {
     std::int64_t row, col, height, width;
     bool fits;

@@ -26,6 +26,23 @@ using cpu::GemmOutput;
 using cpu::row_major;
 using cpu::transpose_of;
 
+// The conditions of the CPU backend's fused paths, each stated once: the composite ops choose
+// between fusing and their parts by the same tests the parts use.
+// The conv forward and its pool in one pass (int32 argmax: a larger conv output takes two ops).
+bool pools_in_conv(const ConvGeometry& g, const PoolGeometry& pool) {
+  return cpu::fuses_maxpool(g, pool) && g.y_size() <= std::numeric_limits<std::int32_t>::max();
+}
+// Both reductions in the same mode and cutting the batch alike: db summed in dw's pass, with the
+// bits of the two ops (tested).
+bool filter_and_bias_in_one_pass(const ConvGeometry& g, KernelMode filter_mode,
+                                 KernelMode bias_mode) {
+  return filter_mode == bias_mode && cpu::fuses_bias_gradient(g);
+}
+// The direct backward data (stride 1, deterministic) rather than GEMM + col2im.
+bool backward_data_is_direct(const ConvGeometry& g, KernelMode mode) {
+  return mode != KernelMode::nondeterministic && cpu::direct_backward_data_applies(g);
+}
+
 std::int64_t image_size(const ConvGeometry& g) {
   return std::int64_t(g.c) * g.h * g.w;
 }
@@ -84,8 +101,7 @@ void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* 
 void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
                                     const float* bias, Activation act, const PoolGeometry& pool,
                                     float* conv_out, float* y, std::int32_t* argmax) {
-  // int32 argmax: a larger conv output takes the two ops (maxpool2d_forward reports it).
-  if (cpu::fuses_maxpool(g, pool) && g.y_size() <= std::numeric_limits<std::int32_t>::max()) {
+  if (pools_in_conv(g, pool)) {
     cpu::direct_conv_forward_maxpool(pool_, scratch_, g, x, w, bias, act, pool, y, argmax,
                                      cpu::gemm_kernel());
     return;
@@ -107,9 +123,8 @@ void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float*
 void CpuOps::conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
                                          float* dw, float* db, KernelMode filter_mode,
                                          KernelMode bias_mode) {
-  // One pass when both reductions run in the same mode and cut the batch alike (the bits are
-  // then those of the two ops; tested): db's planes are summed while dy is in cache for dw.
-  if (filter_mode == bias_mode && cpu::fuses_bias_gradient(g)) {
+  // db's planes are summed while dy is in cache for dw.
+  if (filter_and_bias_in_one_pass(g, filter_mode, bias_mode)) {
     cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, db, filter_mode,
                                      cpu::gemm_kernel());
     return;
@@ -129,15 +144,13 @@ void CpuOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& 
   // written nor read back twice. The maxpool backward reduces nothing (disjoint windows), so its
   // mode does not matter.
   const bool filter_fuses =
-      db == nullptr || (modes.bias == modes.filter && cpu::fuses_bias_gradient(g));
-  const bool data_fuses = dx == nullptr || (modes.data != KernelMode::nondeterministic &&
-                                            cpu::direct_backward_data_applies(g));
-  if (!cpu::fuses_maxpool(g, pool) || g.y_size() > std::numeric_limits<std::int32_t>::max() ||
-      !filter_fuses || !data_fuses) {
+      db == nullptr || filter_and_bias_in_one_pass(g, modes.filter, modes.bias);
+  const bool data_fuses = dx == nullptr || backward_data_is_direct(g, modes.data);
+  if (!pools_in_conv(g, pool) || !filter_fuses || !data_fuses) {
     Ops::conv2d_backward_maxpool(g, pool, pooled, x, w, relu_gate, conv_dy, dx, dw, db, modes);
     return;
   }
-  const cpu::PooledGradient unpooled{pool, pooled.dy, pooled.argmax, pooled.relu_gate};
+  const cpu::PooledGradient unpooled{pool, pooled};
   cpu::direct_conv_backward_filter(pool_, scratch_, g, x, nullptr, dw, db, modes.filter,
                                    cpu::gemm_kernel(), &unpooled);
   if (dx != nullptr) {
@@ -148,7 +161,7 @@ void CpuOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& 
 
 void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                   const float* relu_gate, float* dx, KernelMode mode) {
-  if (mode != KernelMode::nondeterministic && cpu::direct_backward_data_applies(g)) {
+  if (backward_data_is_direct(g, mode)) {
     // The gate is applied as each band of dx is stored.
     cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::gemm_kernel());
     return;

@@ -18,12 +18,9 @@
 namespace ra::backend {
 namespace {
 
-std::int64_t plane_size(const PoolGeometry& g) {
-  return std::int64_t(g.h) * g.w;
-}
-std::int64_t pooled_size(const PoolGeometry& g) {
-  return std::int64_t(g.p) * g.q;
-}
+using cpu::plane_size;
+using cpu::pooled_size;
+
 std::int64_t planes(const PoolGeometry& g) {
   return std::int64_t(g.n) * g.c;
 }

@@ -25,6 +25,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/scratch.h"
 #include "backend/geometry.h"
+#include "backend/pool_gradient.h"
 #include "core/thread_pool.h"
 #include "spec/spec.h"
 
@@ -52,9 +53,7 @@ void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const 
 // maxpool2d_backward's values, never written whole.
 struct PooledGradient {
   PoolGeometry g;
-  const float* dy = nullptr;  // the pool output's gradient
-  const std::int32_t* argmax = nullptr;
-  const float* relu_gate = nullptr;  // the pool output, or none
+  MaxPoolGradient gradient;  // the pool output's gradient, its argmax and gate
 };
 
 // dw = sum over images and output pixels of dy * x, in either reduction mode (reduction.h); with

@@ -85,32 +85,20 @@ void pixel_store_tile(const TileArgs& t) {
   }
 }
 
-// pixel_store_tile<rows, vectors> for every shape of the avx512-fma pixel tile.
-class PixelStoreTileTable {
- public:
-  static constexpr int kRows = kAvx512PixelTile.rows;
-  static constexpr int kVectors = kAvx512PixelTile.lanes / Avx512::kWidth;
-  PixelStoreTileTable() { fill<1>(); }
-  TileFunction get(int rows, int vectors) const { return table_[vectors - 1][rows - 1]; }
-
- private:
-  template <int NV>
-  void fill() {
-    fill_rows<NV, 1>();
-    if constexpr (NV < kVectors) fill<NV + 1>();
+struct PixelStoreTiles {
+  template <int MR, int NV>
+  static constexpr TileFunction of() {
+    return &pixel_store_tile<MR, NV>;
   }
-  template <int NV, int MR>
-  void fill_rows() {
-    table_[NV - 1][MR - 1] = &pixel_store_tile<MR, NV>;
-    if constexpr (MR < kRows) fill_rows<NV, MR + 1>();
-  }
-  TileFunction table_[kVectors][kRows] = {};
 };
 
 }  // namespace
 
 TileFunction avx512_pixel_store_tile(int rows, int vectors) {
-  static const PixelStoreTileTable table;
+  // Every shape of the avx512-fma pixel tile.
+  static const TileShapeTable<PixelStoreTiles, kAvx512PixelTile.lanes / Avx512::kWidth,
+                              kAvx512PixelTile.rows>
+      table;
   return table.get(rows, vectors);
 }
 

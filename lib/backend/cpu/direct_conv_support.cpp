@@ -68,7 +68,8 @@ bool unpool_shifted(const PooledGradient& pooled, std::int64_t n, std::int64_t r
       for (std::int64_t j = 0; j < col_shift; ++j) out[j] = 0.0f;
       for (std::int64_t j = col_shift + width; j < dst_width; ++j) out[j] = 0.0f;
     }
-    unpool_plane_2x2(pooled.g, pooled.dy, pooled.argmax, pooled.relu_gate, n * pooled.g.c + c,
+    unpool_plane_2x2(pooled.g, pooled.gradient.dy, pooled.gradient.argmax,
+                     pooled.gradient.relu_gate, n * pooled.g.c + c,
                      plane + row_shift * dst_width + col_shift, dst_width);
   }
   return true;
@@ -87,11 +88,8 @@ void reserve_unpooled(ScratchArena& scratch, const PooledGradient& pooled) {
 const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradient& pooled,
                             std::int64_t n) {
   float* image = scratch.worker(worker, WorkerBuffer::unpooled_gradient, unpooled_floats(pooled));
-  const std::int64_t plane_floats = std::int64_t(pooled.g.h) * pooled.g.w;
-  for (std::int64_t c = 0; c < pooled.g.c; ++c) {
-    unpool_plane_2x2(pooled.g, pooled.dy, pooled.argmax, pooled.relu_gate, n * pooled.g.c + c,
-                     image + c * plane_floats, pooled.g.w);
-  }
+  // The unshifted copy: the image fits by construction.
+  unpool_shifted(pooled, n, 0, 0, image, pooled.g.h, pooled.g.w);
   return image;
 }
 

@@ -115,15 +115,14 @@ void pixel_tile(const TileArgs& t) {
   }
 }
 
-// The table of pixel_tile<V, rows, vectors, strided> for 1 <= rows <= MaxRows and
-// 1 <= vectors <= MaxVectors (fewer vectors: the last lanes of a row of output positions).
-template <class V, int MaxVectors, int MaxRows>
-class PixelTileTable {
+// table[vectors - 1][rows - 1] = Tiles::template of<rows, vectors>(), for 1 <= rows <= MaxRows
+// and 1 <= vectors <= MaxVectors: the instantiations of one tile template, filled at compile
+// time, looked up by shape at run time.
+template <class Tiles, int MaxVectors, int MaxRows>
+class TileShapeTable {
  public:
-  PixelTileTable() { fill<1>(); }
-  TileFunction get(bool strided_depth, int rows, int vectors) const {
-    return table_[strided_depth ? 1 : 0][vectors - 1][rows - 1];
-  }
+  TileShapeTable() { fill<1>(); }
+  TileFunction get(int rows, int vectors) const { return table_[vectors - 1][rows - 1]; }
 
  private:
   template <int NV>
@@ -133,11 +132,32 @@ class PixelTileTable {
   }
   template <int NV, int MR>
   void fill_rows() {
-    table_[0][NV - 1][MR - 1] = &pixel_tile<V, MR, NV, false>;
-    table_[1][NV - 1][MR - 1] = &pixel_tile<V, MR, NV, true>;
+    table_[NV - 1][MR - 1] = Tiles::template of<MR, NV>();
     if constexpr (MR < MaxRows) fill_rows<NV, MR + 1>();
   }
-  TileFunction table_[2][MaxVectors][MaxRows] = {};
+  TileFunction table_[MaxVectors][MaxRows] = {};
+};
+
+template <class V, bool kStridedDepth>
+struct PixelTiles {
+  template <int MR, int NV>
+  static constexpr TileFunction of() {
+    return &pixel_tile<V, MR, NV, kStridedDepth>;
+  }
+};
+
+// The table of pixel_tile<V, rows, vectors, strided> for 1 <= rows <= MaxRows and
+// 1 <= vectors <= MaxVectors (fewer vectors: the last lanes of a row of output positions).
+template <class V, int MaxVectors, int MaxRows>
+class PixelTileTable {
+ public:
+  TileFunction get(bool strided_depth, int rows, int vectors) const {
+    return strided_depth ? strided_.get(rows, vectors) : offsets_.get(rows, vectors);
+  }
+
+ private:
+  TileShapeTable<PixelTiles<V, false>, MaxVectors, MaxRows> offsets_;
+  TileShapeTable<PixelTiles<V, true>, MaxVectors, MaxRows> strided_;
 };
 
 // The table of tile<V, rows, vectors, grid> for 1 <= vectors <= MaxVectors and

@@ -13,13 +13,6 @@
 namespace ra::backend::cpu {
 namespace {
 
-std::int64_t plane_size(const PoolGeometry& g) {
-  return std::int64_t(g.h) * g.w;
-}
-std::int64_t pooled_size(const PoolGeometry& g) {
-  return std::int64_t(g.p) * g.q;
-}
-
 // The offset of output i's argmax in its 2x2 window, whose top-left element has flat index
 // `corner`: 0, 1, W or W + 1; anything else is an argmax no 2x2/2 forward pass wrote.
 std::int64_t offset_in_window(const std::int32_t* argmax, std::int64_t i, std::int64_t corner,

@@ -11,6 +11,14 @@
 
 namespace ra::backend::cpu {
 
+// Floats per input plane (H x W) and per output plane (P x Q) of a pool.
+inline std::int64_t plane_size(const PoolGeometry& g) {
+  return std::int64_t(g.h) * g.w;
+}
+inline std::int64_t pooled_size(const PoolGeometry& g) {
+  return std::int64_t(g.p) * g.q;
+}
+
 // The Keras 2x2 stride-2 unpadded pool, every window inside the image: the general loop of
 // maxpool2d_forward (cpu_pool.cpp) with its bounds and window loops unrolled (same comparisons in
 // the same order, so same bits and same argmax), which the compiler turns into straight-line code
