@@ -13,6 +13,7 @@
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/transpose.h"
+#include "backend/cpu/unpool_transposed.h"
 
 namespace ra::backend::cpu {
 namespace {
@@ -251,27 +252,25 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
   const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
   scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
-  if (pooled_dy != nullptr) direct_detail::reserve_unpooled(scratch, *pooled_dy);
   reduce_chunks(
       pool, scratch, mode, plan.chunks, size, result,
       [&](std::int64_t chunk, float* partial, int worker) {
         float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand, dy_t_floats);
-        // Once per chunk, not per image: transpose_into writes lanes [0, K) only, and
+        // Once per chunk, not per image: dy_t's images are written in lanes [0, K) only, and
         // nothing else writes this worker's buffer until the chunk ends (other ops may
         // between chunks, hence not once per call).
         zero_padding_lanes(dy_t, pixels, lanes);
         for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
           const float* src = source_image(g, source, x + n * image, scratch, worker);
-          const float* dy_n = pooled_dy != nullptr
-                                  ? direct_detail::unpooled_image(scratch, worker, *pooled_dy, n)
-                                  : dy + n * g.k * pixels;
-          transpose_into(dy_n, pixels, g.k, pixels, dy_t, lanes.padded);
+          if (pooled_dy != nullptr) {  // unpooled straight into the pixel-major layout
+            unpool_image_transposed(pooled_dy->g, pooled_dy->gradient, n, dy_t, lanes.padded,
+                                    kernel);
+          } else {
+            transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
+          }
           accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial);
-          if (db != nullptr) {  // dy_n was just read: its planes are in cache
-            float* bias_partial = partial + filter_size;
-            for (std::int64_t k = 0; k < g.k; ++k) {
-              bias_partial[k] += plane_sum(dy_n + k * pixels, pixels);
-            }
+          if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
+            add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, kernel);
           }
         }
       });
