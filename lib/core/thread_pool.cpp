@@ -24,16 +24,33 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::run_tasks(int worker) {
-  for (;;) {
-    std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= tasks_) return;
-    try {
+void ThreadPool::run_body(std::int64_t task, std::int64_t next, int worker) {
+  try {
+    if (ahead_body_ != nullptr) {
+      (*ahead_body_)(task, next, worker);
+    } else {
       (*body_)(task, worker);
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      if (!error_) error_ = std::current_exception();
     }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
+void ThreadPool::run_tasks(int worker) {
+  if (ahead_body_ != nullptr) {
+    std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    while (task < tasks_) {
+      const std::int64_t next = next_task_.fetch_add(1, std::memory_order_relaxed);
+      run_body(task, next < tasks_ ? next : -1, worker);
+      task = next;
+    }
+    return;
+  }
+  for (;;) {
+    const std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= tasks_) return;
+    run_body(task, -1, worker);
   }
 }
 
@@ -55,14 +72,29 @@ void ThreadPool::worker_loop(int worker) {
 }
 
 void ThreadPool::parallel_for(std::int64_t tasks, const Body& body) {
+  run(tasks, &body, nullptr);
+}
+
+void ThreadPool::parallel_for_ahead(std::int64_t tasks, const AheadBody& body) {
+  run(tasks, nullptr, &body);
+}
+
+void ThreadPool::run(std::int64_t tasks, const Body* body, const AheadBody* ahead_body) {
   if (tasks <= 0) return;
   if (workers_.empty() || tasks == 1) {
-    for (std::int64_t t = 0; t < tasks; ++t) body(t, 0);
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      if (ahead_body != nullptr) {
+        (*ahead_body)(t, t + 1 < tasks ? t + 1 : -1, 0);
+      } else {
+        (*body)(t, 0);
+      }
+    }
     return;
   }
   {
     std::lock_guard lock(mutex_);
-    body_ = &body;
+    body_ = body;
+    ahead_body_ = ahead_body;
     tasks_ = tasks;
     next_task_.store(0, std::memory_order_relaxed);
     busy_workers_ = static_cast<int>(workers_.size());
@@ -76,6 +108,7 @@ void ThreadPool::parallel_for(std::int64_t tasks, const Body& body) {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return busy_workers_ == 0; });
     body_ = nullptr;
+    ahead_body_ = nullptr;
     error = error_;
   }
   if (error) std::rethrow_exception(error);

@@ -32,9 +32,19 @@ class ThreadPool {
   using Body = std::function<void(std::int64_t task, int worker)>;
   void parallel_for(std::int64_t tasks, const Body& body);
 
+  // The same, but each worker claims its next task before it runs the current one and passes it
+  // as `next` (-1 when it has none): a task can prepare the next one's inputs (prefetch them)
+  // while it computes. At the end a worker may hold one claimed task while another is idle, so
+  // the imbalance is at most one task more than parallel_for's.
+  using AheadBody = std::function<void(std::int64_t task, std::int64_t next, int worker)>;
+  void parallel_for_ahead(std::int64_t tasks, const AheadBody& body);
+
  private:
   void worker_loop(int worker);
   void run_tasks(int worker);
+  void run_tasks_ahead(int worker);
+  void run(std::int64_t tasks, const Body* body, const AheadBody* ahead_body);
+  void run_body(std::int64_t task, std::int64_t next, int worker);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -42,7 +52,8 @@ class ThreadPool {
   std::condition_variable done_;
   std::uint64_t generation_ = 0;  // bumped once per parallel_for call
   bool stopping_ = false;
-  const Body* body_ = nullptr;
+  const Body* body_ = nullptr;             // one of the two is set during a call
+  const AheadBody* ahead_body_ = nullptr;
   std::int64_t tasks_ = 0;
   std::atomic<std::int64_t> next_task_{0};
   int busy_workers_ = 0;  // helper threads still inside the current call

@@ -35,3 +35,48 @@ TEST_CASE("parallel_for rethrows the first task exception after all tasks end", 
   pool.parallel_for(10, [&](std::int64_t, int) { again.fetch_add(1); });
   REQUIRE(again.load() == 10);
 }
+
+TEST_CASE("parallel_for_ahead tells each task the task its worker runs next", "[core]") {
+  for (int threads : {1, 2, 7}) {
+    for (std::int64_t tasks : {1, 2, 5, 1000}) {
+      INFO(threads << " threads, " << tasks << " tasks");
+      ra::ThreadPool pool(threads);
+      // Each worker's (task, next) pairs in the order it ran them: only that worker writes its
+      // list, so no lock is needed.
+      std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> runs(threads);
+      std::atomic<bool> bad_worker{false};
+      pool.parallel_for_ahead(tasks, [&](std::int64_t task, std::int64_t next, int worker) {
+        if (worker < 0 || worker >= threads) {
+          bad_worker = true;
+          return;
+        }
+        runs[worker].emplace_back(task, next);
+      });
+      REQUIRE_FALSE(bad_worker.load());
+      std::vector<int> hits(static_cast<std::size_t>(tasks));
+      for (const auto& run : runs) {
+        for (std::size_t i = 0; i < run.size(); ++i) {
+          ++hits[static_cast<std::size_t>(run[i].first)];
+          const std::int64_t expected_next = i + 1 < run.size() ? run[i + 1].first : -1;
+          REQUIRE(run[i].second == expected_next);
+        }
+      }
+      for (int h : hits) REQUIRE(h == 1);
+    }
+  }
+}
+
+TEST_CASE("parallel_for_ahead rethrows a task exception after all tasks end", "[core]") {
+  ra::ThreadPool pool(3);
+  std::atomic<int> ran{0};
+  REQUIRE_THROWS_AS(pool.parallel_for_ahead(40,
+                                            [&](std::int64_t t, std::int64_t, int) {
+                                              ran.fetch_add(1);
+                                              if (t == 11) throw std::runtime_error("task 11");
+                                            }),
+                    std::runtime_error);
+  REQUIRE(ran.load() == 40);
+  std::atomic<int> again{0};
+  pool.parallel_for(10, [&](std::int64_t, int) { again.fetch_add(1); });
+  REQUIRE(again.load() == 10);
+}

@@ -11,6 +11,7 @@
 #include "backend/cpu/integer_math.h"
 #include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/parallel_for.h"
+#include "backend/cpu/prefetch_ahead.h"
 #include "backend/cpu/reduction.h"
 #include "backend/cpu/transpose.h"
 #include "backend/cpu/unpool_transposed.h"
@@ -91,13 +92,16 @@ struct BlockTiles {
 };
 
 // The tiles over rows [0, rows) of one lane block and one depth range. `args` addresses row 0.
-void run_tiles(const TileSet& tiles, std::int64_t rows, const TileArgs& args) {
+// With `ahead`, a step of it after each tile.
+void run_tiles(const TileSet& tiles, std::int64_t rows, const TileArgs& args,
+               PrefetchAhead* ahead = nullptr) {
   for (std::int64_t i0 = 0; i0 < rows; i0 += tiles.full_rows) {
     const int n = static_cast<int>(std::min<std::int64_t>(tiles.full_rows, rows - i0));
     TileArgs t = args;
     t.row_offsets += i0;
     t.out += i0 * t.out_stride;
     tiles.by_rows[n](t);
+    if (ahead != nullptr) ahead->step();
   }
 }
 
@@ -134,31 +138,54 @@ void fill_pixel_offsets(const ConvGeometry& g, const Source& source, std::int64_
 // Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
 // filters, depth = the output pixels in ascending order as a grid of whole output rows (blocks of
 // about 96 pixels, so that a block of the dy_n^T panel stays in L1).
-void accumulate_filter_image(const ConvGeometry& g, const Source& source, const BlockTiles& tiles,
-                             const Lanes& lanes, const float* src, const float* dy_t,
-                             const std::int64_t* tap_offsets, float* partial) {
-  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
+// The depth blocks of an image's filter gradient: fn(lane0, vectors, p0, rows) for each lane
+// block and each block of output rows.
+template <class Fn>
+void for_each_filter_block(const ConvGeometry& g, const Lanes& lanes, const Fn& fn) {
   for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
     const int vectors = lanes.vectors_at(lane0);
     const std::int64_t block_rows =
         std::max<std::int64_t>(1, depth_block(vectors, lanes.width) / g.q);
     for (std::int64_t p0 = 0; p0 < g.p; p0 += block_rows) {
-      const std::int64_t rows = std::min(block_rows, std::int64_t(g.p) - p0);
-      TileArgs t;
-      t.depth = rows * g.q;
-      t.base = src + p0 * g.stride_h * source.width;
-      t.row_offsets = tap_offsets;
-      t.depth_cols = g.q;
-      t.depth_row_stride = g.stride_h * source.width;
-      t.depth_col_stride = g.stride_w;
-      t.panel = dy_t + p0 * g.q * lanes.padded + lane0;
-      t.panel_stride = lanes.padded;
-      t.out = partial + lane0;
-      t.out_stride = lanes.padded;
-      t.first = false;
-      run_tiles(tiles.of(vectors), taps, t);
+      fn(lane0, vectors, p0, std::min(block_rows, std::int64_t(g.p) - p0));
     }
   }
+}
+
+// One image's filter gradient added into partial ([CRS][K padded]): tiles of taps x filter lanes
+// over depth blocks of output pixels (dy_t's rows), stepping `ahead` after each tile.
+void accumulate_filter_image(const ConvGeometry& g, const Source& source, const BlockTiles& tiles,
+                             const Lanes& lanes, const float* src, const float* dy_t,
+                             const std::int64_t* tap_offsets, float* partial,
+                             PrefetchAhead& ahead) {
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
+  for_each_filter_block(g, lanes, [&](std::int64_t lane0, int vectors, std::int64_t p0,
+                                      std::int64_t rows) {
+    TileArgs t;
+    t.depth = rows * g.q;
+    t.base = src + p0 * g.stride_h * source.width;
+    t.row_offsets = tap_offsets;
+    t.depth_cols = g.q;
+    t.depth_row_stride = g.stride_h * source.width;
+    t.depth_col_stride = g.stride_w;
+    t.panel = dy_t + p0 * g.q * lanes.padded + lane0;
+    t.panel_stride = lanes.padded;
+    t.out = partial + lane0;
+    t.out_stride = lanes.padded;
+    t.first = false;
+    run_tiles(tiles.of(vectors), taps, t, &ahead);
+  });
+}
+
+// The tile calls of accumulate_filter_image per image.
+std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, const Lanes& lanes) {
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
+  std::int64_t calls = 0;
+  for_each_filter_block(g, lanes, [&](std::int64_t, int vectors, std::int64_t, std::int64_t) {
+    const int rows = tiles.of(vectors).full_rows;
+    calls += (taps + rows - 1) / rows;
+  });
+  return calls;
 }
 
 }  // namespace
@@ -252,6 +279,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
   const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
   scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
+  const std::int64_t tile_calls = filter_tile_calls(g, tiles, lanes);
   reduce_chunks(
       pool, scratch, mode, plan.chunks, size, result,
       [&](std::int64_t chunk, float* partial, int worker) {
@@ -261,6 +289,18 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
         // between chunks, hence not once per call).
         zero_padding_lanes(dy_t, pixels, lanes);
         for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
+          // The next image's inputs, requested while this one's tiles run.
+          PrefetchAhead ahead;
+          if (n + 1 < plan.end(chunk)) {
+            ahead.add(x + (n + 1) * image, static_cast<std::size_t>(image) * sizeof(float));
+            if (pooled_dy != nullptr) {
+              direct_detail::add_pooled_image(ahead, *pooled_dy, n + 1);
+            } else {
+              ahead.add(dy + (n + 1) * g.k * pixels,
+                        static_cast<std::size_t>(g.k * pixels) * sizeof(float));
+            }
+          }
+          ahead.spread(tile_calls);
           const float* src = source_image(g, source, x + n * image, scratch, worker);
           if (pooled_dy != nullptr) {  // unpooled straight into the pixel-major layout
             unpool_image_transposed(pooled_dy->g, pooled_dy->gradient, n, dy_t, lanes.padded,
@@ -268,7 +308,8 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           } else {
             transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
           }
-          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial);
+          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
+                                  ahead);
           if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
             add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, kernel);
           }

@@ -85,6 +85,14 @@ void reserve_unpooled(ScratchArena& scratch, const PooledGradient& pooled) {
   scratch.reserve_workers(WorkerBuffer::unpooled_gradient, unpooled_floats(pooled));
 }
 
+void add_pooled_image(PrefetchAhead& ahead, const PooledGradient& pooled, std::int64_t n) {
+  const auto floats = static_cast<std::size_t>(pooled_size(pooled.g) * pooled.g.c);
+  const MaxPoolGradient& u = pooled.gradient;
+  ahead.add(u.dy + n * floats, floats * sizeof(float));
+  ahead.add(u.argmax + n * floats, floats * sizeof(std::int32_t));
+  if (u.relu_gate != nullptr) ahead.add(u.relu_gate + n * floats, floats * sizeof(float));
+}
+
 const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradient& pooled,
                             std::int64_t n) {
   float* image = scratch.worker(worker, WorkerBuffer::unpooled_gradient, unpooled_floats(pooled));

@@ -15,4 +15,10 @@ void parallel_for(ThreadPool& pool, std::int64_t tasks, const Body& body) {
   pool.parallel_for(tasks, std::cref(body));
 }
 
+// body(task, next, worker); see ThreadPool::parallel_for_ahead.
+template <class Body>
+void parallel_for_ahead(ThreadPool& pool, std::int64_t tasks, const Body& body) {
+  pool.parallel_for_ahead(tasks, std::cref(body));
+}
+
 }  // namespace ra::backend::cpu
