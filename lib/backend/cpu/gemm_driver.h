@@ -49,10 +49,27 @@ void pack_a(MatrixView a, std::int64_t i0, std::int64_t rows, std::int64_t p0, s
 }
 
 // Packs B[p0 .. p0+depth, j0 .. j0+cols) as consecutive NR-column panels, each [depth][NR];
-// columns past `cols` are zero.
+// columns past `cols` are zero. With contiguous rows, the whole panels are filled row by row of
+// B: each row piece is read in one sweep (the dense layers' B rows are 36 KB apart, and panel by
+// panel every 192-byte read began a new page, where the hardware prefetchers do not follow;
+// 0.95 of the dense backward passes' time measured side by side).
 template <int NR>
 void pack_b(MatrixView b, std::int64_t p0, std::int64_t depth, std::int64_t j0, std::int64_t cols,
             float* dst) {
+  const std::int64_t whole = cols / NR * NR;
+  if (b.col_stride == 1 && whole > 0) {
+    for (std::int64_t p = 0; p < depth; ++p) {
+      const float* src = &b(p0 + p, j0);
+      for (std::int64_t jr = 0; jr < whole; jr += NR) {
+        float* out = dst + jr * depth + p * NR;
+        for (int j = 0; j < NR; ++j) out[j] = src[jr + j];
+      }
+    }
+    if (whole == cols) return;
+    dst += whole * depth;
+    j0 += whole;
+    cols -= whole;
+  }
   for (std::int64_t jr = 0; jr < cols; jr += NR, dst += NR * depth) {
     const std::int64_t valid = std::min<std::int64_t>(NR, cols - jr);
     const MatrixView panel = b.shifted(p0, j0 + jr);
