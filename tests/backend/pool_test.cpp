@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/direct_conv_support.h"
+#include "backend/cpu/maxpool_2x2.h"
 #include "backend/cpu/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
@@ -162,6 +163,36 @@ TEST_CASE("maxpool2d 2x2/2 fast path keeps the reference's ties, signed zeros an
     REQUIRE((y[5] == 0 && !std::signbit(y[5]) && argmax[5] == 20));
     REQUIRE((y[6] == 2 && argmax[6] == 22));
     REQUIRE((std::isnan(y[25 + 17]) && argmax[25 + 17] == 100 + 64));
+  }
+}
+
+TEST_CASE("maxpool_plane_2x2 gives the reference's values and argmax with every kernel's code",
+          "[backend][pool]") {
+  // Rows of 35 outputs: two whole 16-output steps of the AVX-512 loop and a masked one of 3; 19
+  // input rows (the last one dropped). Values in {0, 1, 2, 3}, -0 and NaN: ties everywhere.
+  const auto g = test::pool(1, 2, 19, 71, 2, 2, 2, 2);
+  REQUIRE((g.p == 9 && g.q == 35));
+  std::vector<float> x(g.x_size());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t r = i * 2654435761u % 97;
+    x[i] = r < 5 ? nan : r < 12 ? -0.0f : float(r % 4);
+  }
+  std::vector<float> y_ref(g.y_size());
+  std::vector<std::int32_t> argmax_ref(g.y_size());
+  ref::maxpool2d_forward(g, x.data(), y_ref.data(), argmax_ref.data());
+  const std::int64_t plane_in = std::int64_t(g.h) * g.w, plane_out = std::int64_t(g.p) * g.q;
+  for (const auto kernel : test::supported_kernels()) {
+    INFO(ra::backend::cpu::gemm_kernel_name(kernel));
+    std::vector<float> y(g.y_size(), 9.0f);
+    std::vector<std::int32_t> argmax(g.y_size(), -7);
+    for (std::int64_t plane = 0; plane < std::int64_t(g.n) * g.c; ++plane) {
+      ra::backend::cpu::maxpool_plane_2x2(g, x.data() + plane * plane_in, plane * plane_in,
+                                          y.data() + plane * plane_out,
+                                          argmax.data() + plane * plane_out, kernel);
+    }
+    REQUIRE(test::same_bits(y, y_ref));
+    REQUIRE(argmax == argmax_ref);
   }
 }
 

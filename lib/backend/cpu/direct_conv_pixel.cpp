@@ -261,7 +261,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     for (std::int64_t k = 0; k < g.k; ++k) {
       const std::int64_t plane = n * g.k + k;
       maxpool_plane_2x2(pooled->g, y_n + k * pixels, plane * pixels,
-                        pooled->y + plane * pooled_pixels, pooled->argmax + plane * pooled_pixels);
+                        pooled->y + plane * pooled_pixels, pooled->argmax + plane * pooled_pixels,
+                        kernel);
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "backend/cpu/gemm.h"
 #include "backend/geometry.h"
 
 namespace ra::backend::cpu {
@@ -85,6 +86,21 @@ inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::in
       y_row[q] = best;
       argmax_row[q] = row_index + static_cast<std::int32_t>(2 * q) + offset;
     }
+  }
+}
+
+// The same in AVX-512F (maxpool_2x2_avx512.cpp): 16 outputs per step, the same comparisons lane
+// by lane, so the same values and argmax. Only where the CPU has AVX-512F.
+void maxpool_plane_2x2_avx512(const PoolGeometry& g, const float* plane, std::int64_t index_base,
+                              float* y, std::int32_t* argmax);
+
+// maxpool_plane_2x2 by the code of `kernel`'s instruction set (avx512-fma: the AVX-512 loop).
+inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::int64_t index_base,
+                              float* y, std::int32_t* argmax, GemmKernel kernel) {
+  if (kernel == GemmKernel::avx512_fma) {
+    maxpool_plane_2x2_avx512(g, plane, index_base, y, argmax);
+  } else {
+    maxpool_plane_2x2(g, plane, index_base, y, argmax);
   }
 }
 
