@@ -135,11 +135,9 @@ void fill_pixel_offsets(const ConvGeometry& g, const Source& source, std::int64_
   }
 }
 
-// Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
-// filters, depth = the output pixels in ascending order as a grid of whole output rows (blocks of
-// about 96 pixels, so that a block of the dy_n^T panel stays in L1).
-// The depth blocks of an image's filter gradient: fn(lane0, vectors, p0, rows) for each lane
-// block and each block of output rows.
+// The blocks of an image's filter gradient: fn(lane0, vectors, p0, rows) for each lane block and
+// each depth block of whole output rows (about 96 pixels, so that a block of the dy_t panel stays
+// in L1).
 template <class Fn>
 void for_each_filter_block(const ConvGeometry& g, const Lanes& lanes, const Fn& fn) {
   for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
@@ -152,8 +150,9 @@ void for_each_filter_block(const ConvGeometry& g, const Lanes& lanes, const Fn& 
   }
 }
 
-// One image's filter gradient added into partial ([CRS][K padded]): tiles of taps x filter lanes
-// over depth blocks of output pixels (dy_t's rows), stepping `ahead` after each tile.
+// Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
+// filters, depth = the output pixels in ascending order (dy_t's rows), block by block; `ahead`
+// takes a step after each tile.
 void accumulate_filter_image(const ConvGeometry& g, const Source& source, const BlockTiles& tiles,
                              const Lanes& lanes, const float* src, const float* dy_t,
                              const std::int64_t* tap_offsets, float* partial,

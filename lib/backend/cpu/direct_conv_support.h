@@ -68,9 +68,10 @@ bool unpool_shifted(const PooledGradient& pooled, std::int64_t n, std::int64_t r
 // unpooled into the worker's WorkerBuffer::unpooled_gradient (reserve_unpooled before the
 // parallel loop).
 void reserve_unpooled(ScratchArena& scratch, const PooledGradient& pooled);
-// Adds the pooled gradient, argmax and gate of image n to `ahead` (what unpooling it reads).
-void add_pooled_image(PrefetchAhead& ahead, const PooledGradient& pooled, std::int64_t n);
 const float* unpooled_image(ScratchArena& scratch, int worker, const PooledGradient& pooled,
                             std::int64_t n);
+
+// Adds the pooled gradient, argmax and gate of image n to `ahead` (what unpooling it reads).
+void add_pooled_image(PrefetchAhead& ahead, const PooledGradient& pooled, std::int64_t n);
 
 }  // namespace ra::backend::cpu::direct_detail
