@@ -22,7 +22,8 @@ namespace ra::backend::cpu {
 // at the argmax of each window +0 + v (v = dy, or relu_backward(relu_gate, dy) with a gate), +0
 // elsewhere, rows and columns no window covers included. Lanes [g.c, stride) are left alone.
 // Throws ra::RuntimeFailure for an argmax outside its window. `kernel` picks the code
-// (avx512-fma: AVX-512 register transposes; else portable loops); the floats are the same.
+// (avx512-fma: 16 x 16 AVX-512 register transposes; else 4 x 4 SSE2 ones on x86, scalar loops
+// elsewhere); the floats are the same.
 void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient,
                              std::int64_t n, float* dy_t, std::int64_t stride, GemmKernel kernel);
 
