@@ -18,7 +18,8 @@ class PrefetchAhead {
  public:
   static constexpr int kMaxRanges = 4;
 
-  // Adds the lines of bytes [data, data + bytes); nothing for null data or no bytes.
+  // Adds the lines of bytes [data, data + bytes); nothing for null data, no bytes, or once
+  // kMaxRanges ranges are held (a request dropped costs time, never a result).
   void add(const void* data, std::size_t bytes) {
     if (data == nullptr || bytes == 0 || count_ == kMaxRanges) return;
     const auto begin = reinterpret_cast<std::uintptr_t>(data) & ~std::uintptr_t(kLine - 1);
