@@ -32,6 +32,12 @@ class PrefetchAhead {
     for (int r = 0; r < count_; ++r) lines += ranges_[r].lines;
     per_step_ = steps > 0 ? (lines + static_cast<std::size_t>(steps) - 1) / steps : lines;
   }
+  // The lines added and not yet requested.
+  std::size_t lines_left() const {
+    std::size_t lines = 0;
+    for (int r = range_; r < count_; ++r) lines += ranges_[r].lines;
+    return lines - line_;
+  }
   // Requests the next slice of lines into L2.
   void step() {
     for (std::size_t left = per_step_; left > 0 && range_ < count_; --left) {
