@@ -94,6 +94,12 @@ inline ra::backend::PoolGeometry pool(int n, int c, int h, int w, int pool_h, in
   return g;
 }
 
+// A named pool shape, for tests that loop over several.
+struct PoolCase {
+  const char* name;
+  ra::backend::PoolGeometry g;
+};
+
 // Elementwise |actual - expected| <= atol + rtol * scale (scale defaults to |expected|), reporting
 // the element closest to (or furthest past) its bound.
 struct Closeness {

@@ -21,10 +21,7 @@ using ra::spec::KernelMode;
 
 namespace {
 
-struct PoolCase {
-  const char* name;
-  PoolGeometry g;
-};
+using test::PoolCase;
 
 std::vector<PoolCase> pool_cases() {
   return {

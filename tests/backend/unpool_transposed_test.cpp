@@ -19,12 +19,10 @@ using ra::backend::cpu::gemm_kernel_name;
 
 namespace {
 
-struct PooledCase {
-  const char* name;
-  PoolGeometry g;
-};
+using test::PoolCase;
 
-std::vector<PooledCase> pooled_cases() {
+// 2x2/2 pools of several shapes.
+std::vector<PoolCase> pooled_cases() {
   return {
       // The Keras MNIST conv2 pool: whole 16 x 16 blocks of channels and pooled outputs.
       {"64 channels, 24 x 24", test::pool(2, 64, 24, 24, 2, 2, 2, 2)},
@@ -78,7 +76,7 @@ std::vector<float> expected_transposed(const PoolGeometry& g, const PooledData& 
 
 TEST_CASE("unpool_image_transposed is maxpool2d_backward's image, transposed, bit for bit",
           "[backend][pool]") {
-  for (const PooledCase& pc : pooled_cases()) {
+  for (const PoolCase& pc : pooled_cases()) {
     const PoolGeometry& g = pc.g;
     const PooledData data(g);
     const std::int64_t stride = g.c + 3;  // lanes past the channels must be left alone

@@ -16,6 +16,7 @@
 // -Wmaybe-uninitialized reports inside the header (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "backend/cpu/unpool_transposed_blocks.h"
 
 namespace ra::backend::cpu::unpool_detail {
 namespace {
@@ -52,75 +53,66 @@ inline void transpose_16x16(__m512 (&r)[kBlock]) {
   }
 }
 
+// The AVX-512 block (unpool_transposed_blocks.h).
+struct Avx512Block {
+  static constexpr int kWidth = kBlock;
+
+  static bool unpool(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                     std::int64_t c0, std::int64_t j0, const std::int32_t* corner, float* dy_t,
+                     std::int64_t stride) {
+    const std::int64_t W = g.w, plane = plane_size(g), pooled = pooled_size(g);
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512i offsets[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
+                                _mm512_set1_epi32(static_cast<std::int32_t>(W)),
+                                _mm512_set1_epi32(static_cast<std::int32_t>(W + 1))};
+    const __m512i corners = _mm512_loadu_si512(corner);
+    __m512 value[kBlock], offset[kBlock];
+    __mmask16 outside = 0;
+    for (int t = 0; t < kBlock; ++t) {
+      const std::int64_t first_plane = n * g.c + c0 + t;
+      const std::int64_t i = first_plane * pooled + j0;
+      __m512 v = _mm512_loadu_ps(gradient.dy + i);
+      if (gradient.relu_gate != nullptr) {  // relu_backward: dy where the gate > 0, else +0
+        const __m512 gate = _mm512_loadu_ps(gradient.relu_gate + i);
+        v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gate, zero, _CMP_GT_OQ), v);
+      }
+      value[t] = _mm512_add_ps(zero, v);
+      const __m512i o = _mm512_sub_epi32(
+          _mm512_loadu_si512(gradient.argmax + i),
+          _mm512_add_epi32(_mm512_set1_epi32(static_cast<std::int32_t>(first_plane * plane)),
+                           corners));
+      const __mmask16 inside = _mm512_cmpeq_epi32_mask(o, offsets[0]) |
+                               _mm512_cmpeq_epi32_mask(o, offsets[1]) |
+                               _mm512_cmpeq_epi32_mask(o, offsets[2]) |
+                               _mm512_cmpeq_epi32_mask(o, offsets[3]);
+      outside |= static_cast<__mmask16>(~inside);
+      offset[t] = _mm512_castsi512_ps(o);
+    }
+    if (outside != 0) return false;
+    transpose_16x16(value);
+    transpose_16x16(offset);
+    for (int jj = 0; jj < kBlock; ++jj) {
+      float* top = dy_t + std::int64_t(corner[jj]) * stride + c0;
+      float* bottom = top + W * stride;
+      const __m512i o = _mm512_castps_si512(offset[jj]);
+      const __m512 v = value[jj];
+      const auto pick = [&](int k) {
+        return _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(o, offsets[k]), v);
+      };
+      _mm512_storeu_ps(top, pick(0));
+      _mm512_storeu_ps(top + stride, pick(1));
+      _mm512_storeu_ps(bottom, pick(2));
+      _mm512_storeu_ps(bottom + stride, pick(3));
+    }
+    return true;
+  }
+};
+
 }  // namespace
 
 void unpool_image_transposed_avx512(const PoolGeometry& g, const MaxPoolGradient& gradient,
                                     std::int64_t n, float* dy_t, std::int64_t stride) {
-  const std::int64_t W = g.w, plane = plane_size(g), pooled = pooled_size(g);
-  const std::int64_t whole_channels = g.c / kBlock * kBlock;
-  const std::int64_t whole_outputs = pooled / kBlock * kBlock;
-  zero_uncovered_pixels(g, dy_t, stride);
-  const __m512 zero = _mm512_setzero_ps();
-  const __m512i offsets[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
-                              _mm512_set1_epi32(static_cast<std::int32_t>(W)),
-                              _mm512_set1_epi32(static_cast<std::int32_t>(W + 1))};
-  for (std::int64_t j0 = 0; j0 < whole_outputs; j0 += kBlock) {
-    // The flat index, in its plane, of each window's top-left element.
-    alignas(64) std::int32_t corner[kBlock];
-    for (int jj = 0; jj < kBlock; ++jj) {
-      const std::int64_t j = j0 + jj;
-      corner[jj] = static_cast<std::int32_t>(2 * (j / g.q) * W + 2 * (j % g.q));
-    }
-    const __m512i corners = _mm512_load_si512(corner);
-    for (std::int64_t c0 = 0; c0 < whole_channels; c0 += kBlock) {
-      __m512 value[kBlock], offset[kBlock];
-      __mmask16 outside = 0;
-      for (int t = 0; t < kBlock; ++t) {
-        const std::int64_t first_plane = n * g.c + c0 + t;
-        const std::int64_t i = first_plane * pooled + j0;
-        __m512 v = _mm512_loadu_ps(gradient.dy + i);
-        if (gradient.relu_gate != nullptr) {  // relu_backward: dy where the gate > 0, else +0
-          const __m512 gate = _mm512_loadu_ps(gradient.relu_gate + i);
-          v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gate, zero, _CMP_GT_OQ), v);
-        }
-        value[t] = _mm512_add_ps(zero, v);
-        const __m512i o = _mm512_sub_epi32(
-            _mm512_loadu_si512(gradient.argmax + i),
-            _mm512_add_epi32(_mm512_set1_epi32(static_cast<std::int32_t>(first_plane * plane)),
-                             corners));
-        const __mmask16 inside = _mm512_cmpeq_epi32_mask(o, offsets[0]) |
-                                 _mm512_cmpeq_epi32_mask(o, offsets[1]) |
-                                 _mm512_cmpeq_epi32_mask(o, offsets[2]) |
-                                 _mm512_cmpeq_epi32_mask(o, offsets[3]);
-        outside |= static_cast<__mmask16>(~inside);
-        offset[t] = _mm512_castsi512_ps(o);
-      }
-      if (outside != 0) {  // the portable code names the first bad argmax and throws
-        unpool_block_transposed(g, gradient, n, c0, c0 + kBlock, j0, j0 + kBlock, dy_t, stride);
-        continue;
-      }
-      transpose_16x16(value);
-      transpose_16x16(offset);
-      for (int jj = 0; jj < kBlock; ++jj) {
-        float* top = dy_t + std::int64_t(corner[jj]) * stride + c0;
-        float* bottom = top + W * stride;
-        const __m512i o = _mm512_castps_si512(offset[jj]);
-        const __m512 v = value[jj];
-        _mm512_storeu_ps(top, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(o, offsets[0]), v));
-        _mm512_storeu_ps(top + stride,
-                         _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(o, offsets[1]), v));
-        _mm512_storeu_ps(bottom, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(o, offsets[2]), v));
-        _mm512_storeu_ps(bottom + stride,
-                         _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(o, offsets[3]), v));
-      }
-    }
-    if (whole_channels < g.c) {
-      unpool_block_transposed(g, gradient, n, whole_channels, g.c, j0, j0 + kBlock, dy_t, stride);
-    }
-  }
-  if (whole_outputs < pooled) {
-    unpool_block_transposed(g, gradient, n, 0, g.c, whole_outputs, pooled, dy_t, stride);
-  }
+  unpool_image_in_blocks<Avx512Block>(g, gradient, n, dy_t, stride);
 }
 
 void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::int64_t stride,
@@ -139,6 +131,8 @@ void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::in
     for (std::int64_t j = whole; j < count; ++j) {
       lanes[j - whole] = _mm512_add_ps(lanes[j - whole], _mm512_loadu_ps(column + j * stride));
     }
+    // plane_sum_tree's order (reduction.h), written out: that template is defined outside this
+    // unit's target region, so an instantiation of it would not be AVX-512 code.
     const __m512 tree =
         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(lanes[0], lanes[4]),
                                     _mm512_add_ps(lanes[2], lanes[6])),
