@@ -1,7 +1,6 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace ra {
 namespace {
@@ -69,21 +69,6 @@ void sync_parent_folder(const std::filesystem::path& path) noexcept {
   (void)::fsync(fd);
   (void)::close(fd);
 }
-
-// Owns a read-only file descriptor.
-class ReadFd {
- public:
-  explicit ReadFd(int fd) : fd_(fd) {}
-  ReadFd(const ReadFd&) = delete;
-  ReadFd& operator=(const ReadFd&) = delete;
-  ~ReadFd() {
-    if (fd_ >= 0) (void)::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -170,29 +155,28 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
   writer.commit();
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  ReadFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
-    throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
-  }
-  if (S_ISDIR(info.st_mode)) throw InputError("cannot read " + path.string() + ": is a folder");
+std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes,
+                      std::string_view kind) {
+  InputFile file(path);
+  const auto too_large = [&] {
+    return InputError(path.string() + ": larger than " + byte_size_text(max_bytes) +
+                      ", the limit for " + std::string(kind));
+  };
+  if (file.size() > max_bytes) throw too_large();
   std::string bytes;
-  // st_size is a hint (0 for /proc files and pipes); read until end of file either way.
-  if (S_ISREG(info.st_mode) && info.st_size > 0)
-    bytes.reserve(static_cast<std::size_t>(info.st_size));
+  // st_size is a hint (0 for /proc files); read until end of file either way, and stop one byte
+  // past the cap, so that a file growing while it is read cannot slip past it.
+  bytes.reserve(static_cast<std::size_t>(file.size()));
   std::array<char, 1 << 16> chunk;
   for (;;) {
-    const ssize_t got = ::read(fd.get(), chunk.data(), chunk.size());
+    const ssize_t got = ::read(file.fd(), chunk.data(), chunk.size());
     if (got < 0) {
       if (errno == EINTR) continue;
-      throw InputError("cannot read " + path.string() + ": " + std::strerror(errno));
+      throw InputError(path.string() + ": cannot read (" + std::strerror(errno) + ")");
     }
     if (got == 0) break;
     bytes.append(chunk.data(), static_cast<std::size_t>(got));
+    if (bytes.size() > max_bytes) throw too_large();
   }
   return bytes;
 }

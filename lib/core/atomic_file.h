@@ -5,6 +5,7 @@
 // folder, is flushed and fsync'ed, and only then renamed over the final name (rename(2) within
 // one file system is atomic). A crash or a full disk leaves the old file, or none, never a torso.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -56,8 +57,17 @@ class AtomicFileWriter {
   bool finished_ = false;  // committed, or failed and discarded
 };
 
-// Reads a whole file. ra::InputError naming `path` and the reason if it is missing or unreadable.
-std::string read_file(const std::filesystem::path& path);
+// Files read whole are capped, so that a mistaken argument (a 50 GB disk image) fails at once
+// with a message instead of exhausting memory. 4 GiB is above any snapshot of a model this tool
+// trains; callers that know their file kind pass a tighter cap (spec 16 MiB, trace 1 GiB).
+inline constexpr std::uint64_t kMaxReadFileBytes = std::uint64_t{4} << 30;
+
+// Reads a whole regular file (see InputFile: directories, FIFOs, devices and sockets are refused
+// without blocking). ra::InputError "<path>: ..." if it is missing, unreadable, not a regular file,
+// or larger than `max_bytes` ("larger than 16 MiB, the limit for a spec file", `kind` naming it).
+std::string read_file(const std::filesystem::path& path,
+                      std::uint64_t max_bytes = kMaxReadFileBytes,
+                      std::string_view kind = "a file read whole");
 
 namespace detail {
 

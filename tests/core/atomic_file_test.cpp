@@ -208,7 +208,7 @@ TEST_CASE("read_file names the path when it cannot read", "[atomic_file]") {
                     Catch::Contains(missing.string()) && Catch::Contains("No such file"));
   CHECK_THROWS_AS(ra::read_file(missing), ra::InputError);
   CHECK_THROWS_WITH(ra::read_file(dir.path),
-                    Catch::Contains(dir.path.string()) && Catch::Contains("is a folder"));
+                    Catch::Contains(dir.path.string()) && Catch::Contains("is a directory"));
   // Files whose size stat() does not know (procfs reports 0) are still read to the end.
   CHECK(ra::read_file("/proc/self/status").find("Pid:") != std::string::npos);
 }
