@@ -1,43 +1,20 @@
 #include "spec/json_file.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "core/error.h"
+#include "core/atomic_file.h"
+#include "spec/json_text.h"
 
 namespace ra::spec::detail {
 namespace {
 
-// nlohmann's message is "[json.exception.parse_error.101] parse error at line 3, column 12:
-// syntax error while parsing value - unexpected ','; ..."; keep what follows "parse error ".
-std::string syntax_error_text(const nlohmann::json::parse_error& e) {
-  const std::string what = e.what();
-  const std::string marker = "parse error ";
-  const auto at = what.find(marker);
-  if (at != std::string::npos) return what.substr(at + marker.size());
-  return "at byte " + std::to_string(e.byte) + ": " + what;
-}
+// A spec is a few KB; 16 MiB is thousands of times that and still parses in a fraction of a
+// second, so a wrong argument (a data file, a disk image) fails at once instead of filling memory.
+constexpr std::uint64_t kMaxSpecBytes = std::uint64_t{16} << 20;
 
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError(path + ": is a directory, expected a JSON file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": cannot read (" + std::strerror(errno) + ")");
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path + ": invalid JSON " + syntax_error_text(e));
-  }
+  const std::string text = read_file(path, kMaxSpecBytes, "a spec file");
+  return parse_json_text(text, path);
 }
 
 }  // namespace ra::spec::detail

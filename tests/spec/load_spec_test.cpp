@@ -2,6 +2,8 @@
 // is the base of relative data paths; the file stem is the default name; the shipped configs load.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,10 +74,37 @@ TEST_CASE("malformed JSON names the file, the line and the column", "[spec]") {
   const std::string path = dir.write("broken.json", "{\n  \"name\": \"x\",\n  \"seed\": ,\n}\n");
   const std::string message = input_error_of(path);
   INFO(message);
-  CHECK(message.find(path + ": invalid JSON at line 3, column 11") == 0);
+  CHECK(message.find(path + ":3:11: invalid JSON: expected a value, found ','") == 0);
 
   const std::string empty = dir.write("empty.json", "");
-  CHECK(input_error_of(empty).find(empty + ": invalid JSON at line 1, column 1") == 0);
+  CHECK(input_error_of(empty).find(empty + ":1:1: invalid JSON") == 0);
+}
+
+TEST_CASE("a spec with a repeated key, a number out of range or deep nesting is refused",
+          "[spec]") {
+  TempDir dir;
+  const std::string twice = dir.write("twice.json", "{\n  \"seed\": 1,\n  \"seed\": 2\n}\n");
+  CHECK(input_error_of(twice).find(twice + ":3:3: duplicate key \"seed\"") == 0);
+  const std::string huge = dir.write("huge.json", "{\"seed\": 1, \"optimizer\": {\"lr\": 1e400}}");
+  CHECK(input_error_of(huge).find(huge + ":1:33: number 1e400 is out of range") == 0);
+  const std::string deep = dir.write("deep.json", "{\"name\": " + std::string(50000, '[') + "}");
+  CHECK(input_error_of(deep).find(deep + ":1:73: objects and arrays nest deeper than 64") == 0);
+}
+
+TEST_CASE("a spec path that is not a regular file is refused without blocking", "[spec]") {
+  TempDir dir;
+  // A FIFO with no writer: opening it for reading would wait forever without O_NONBLOCK.
+  const std::string fifo = (dir.path() / "spec.fifo").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(input_error_of(fifo).find(fifo + ": is a FIFO (named pipe), not a regular file") == 0);
+  // /dev/zero never ends.
+  CHECK(input_error_of("/dev/zero").find("/dev/zero: is a character device") == 0);
+  const std::string loop = (dir.path() / "loop.json").string();
+  fs::create_symlink(loop, loop);
+  CHECK(input_error_of(loop).find(loop + ": cannot open (a loop of symbolic links)") == 0);
+  // Over 16 MiB (a data file given by mistake): refused by its size, before parsing.
+  const std::string big = dir.write("big.json", std::string((16 << 20) + 1, ' '));
+  CHECK(input_error_of(big).find(big + ": larger than 16 MiB, the limit for a spec file") == 0);
 }
 
 TEST_CASE("validation problems of a file keep their JSON paths", "[spec]") {
