@@ -5,6 +5,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/text_excerpt.h"
+#include "spec/json_text.h"
+
 namespace ra::spec::detail {
 namespace {
 
@@ -61,7 +64,10 @@ std::optional<std::int64_t> integral_value(const Json& v) {
 }  // namespace
 
 std::string child_path(const std::string& parent, std::string_view key) {
-  if (!is_plain_key(key)) return parent + "[" + Json(std::string(key)).dump() + "]";
+  // Keys longer than an excerpt are shown cut, like any echoed input (core/text_excerpt.h).
+  if (key.size() > kExcerptBytes || !is_plain_key(key)) {
+    return parent + "[" + json_string_excerpt(key) + "]";
+  }
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
 }
 
@@ -70,52 +76,75 @@ std::string index_path(const std::string& parent, std::size_t index) {
 }
 
 std::string describe(const Json& value) {
-  if (value.is_null()) return "null";
   if (value.is_object() || value.is_array()) {
-    // Short arrays read best as themselves ([1, 28]); anything longer by its kind.
-    const std::string text = value.dump();
-    if (text.size() <= 24) return text;
+    // Short arrays read best as themselves ([1, 28]); anything longer by its kind. The excerpt
+    // stops early, so a huge or deeply nested value costs no more than a short one.
+    const std::string text = json_excerpt(value, 24);
+    if (text.size() <= 24 && text.find("...") == std::string::npos) return text;
     return value.is_object() ? "an object" : "an array of " + std::to_string(value.size());
   }
-  return value.dump();
+  return json_excerpt(value);
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
+std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
+  // Every edit changes the length by at most one, so the length difference is a lower bound.
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
   auto lower = [](char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   };
-  // d[i][j]: distance between the first i letters of a and the first j of b.
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  // d[i][j]: distance between the first i letters of a and the first j of b. A cell off the
+  // diagonal by more than `limit` exceeds it, so only the band |i - j| <= limit is computed, and
+  // values are capped at `over` (limit + 1): O(|a| (2 limit + 1)) time. Three rows are kept
+  // (i - 2 for transpositions, i - 1, i): O(|b|) memory instead of O(|a| |b|).
+  const std::size_t over = limit + 1;
+  std::vector<std::size_t> before(b.size() + 1, over), above(b.size() + 1), row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) above[j] = std::min(j, over);
+  std::size_t above_min = 0;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
+    const std::size_t lo = i > limit ? i - limit : 1;
+    const std::size_t hi = b.size() - std::min(b.size(), i) <= limit ? b.size() : i + limit;
+    // The cell left of the band reads as "over" (row 0 of each row holds i while it fits).
+    row[lo - 1] = lo == 1 ? std::min(i, over) : over;
+    std::size_t row_min = row[lo - 1];
+    for (std::size_t j = lo; j <= hi; ++j) {
       const std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      std::size_t d = std::min({above[j] + 1, row[j - 1] + 1, above[j - 1] + cost});
       if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
           lower(a[i - 2]) == lower(b[j - 1])) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        d = std::min(d, before[j - 2] + 1);
       }
+      row[j] = std::min(d, over);
+      row_min = std::min(row_min, row[j]);
     }
+    // The next row reads one cell right of this band: it must read as "over", not a stale value.
+    if (hi < b.size()) row[hi + 1] = over;
+    // Each cell comes from the two rows above it at no smaller cost: once two consecutive rows
+    // exceed the limit, every later one does too.
+    if (row_min > limit && above_min > limit) return over;
+    above_min = row_min;
+    std::swap(before, above);
+    std::swap(above, row);
   }
-  return d[a.size()][b.size()];
+  return std::min(above[b.size()], over);
 }
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
+  // Keys of this tool are short words; a long one is no typo of them (and comparing a 5 MB key
+  // with each candidate is what made an unknown key cost seconds and hundreds of MB).
+  if (word.size() > kMaxSuggestionLength) return {};
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const std::string& c : candidates) {
-    const std::size_t distance = edit_distance(word, c);
+    const std::size_t length = std::max(word.size(), c.size());
+    const std::size_t allowed = length <= 4 ? 1 : length <= 8 ? 2 : 3;
+    const std::size_t distance = edit_distance(word, c, allowed);
+    if (distance > allowed) continue;
     if (!best || distance < best_distance) {
       best = c;
       best_distance = distance;
     }
   }
-  if (!best) return {};
-  const std::size_t length = std::max(word.size(), best->size());
-  const std::size_t allowed = length <= 4 ? 1 : length <= 8 ? 2 : 3;
-  if (best_distance > allowed) return {};
   return best;
 }
 
@@ -267,7 +296,7 @@ void ObjectReader::report_unknown_keys(const std::vector<std::string>& allowed,
   if (object_ == nullptr) return;
   for (const auto& [key, value] : object_->items()) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string message = "unknown key " + single_quoted(key);
+    std::string message = "unknown key " + quoted_excerpt(key);
     if (auto near = closest_match(key, allowed)) {
       message += " (did you mean " + single_quoted(*near) + "?)";
     } else {

@@ -23,13 +23,20 @@ using Problems = std::vector<Problem>;
 std::string child_path(const std::string& parent, std::string_view key);
 // "model.layers" + 2 -> "model.layers[2]".
 std::string index_path(const std::string& parent, std::size_t index);
-// A short rendering of a value for "got ..." in messages: -3, 1.5, "sixteen", true, an object.
+// A short rendering of a value for "got ..." in messages: -3, 1.5, "sixteen", true, an object;
+// bounded in length and work whatever the value (spec/json_text.h json_excerpt).
 std::string describe(const Json& value);
 
 // Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.
-std::size_t edit_distance(std::string_view a, std::string_view b);
+// Work stops as soon as the distance is known to exceed `limit` (limit + 1 is returned then):
+// O(|a| |b|) time at worst, O(|b|) memory, and O(1) when the lengths differ by more than `limit`.
+std::size_t edit_distance(std::string_view a, std::string_view b,
+                          std::size_t limit = std::numeric_limits<std::size_t>::max() - 1);
+// Words longer than this get no "did you mean": no key or name of a spec is half as long.
+inline constexpr std::size_t kMaxSuggestionLength = 64;
 // The candidate closest to `word` when it is close enough to be a likely typo: distance <= 1 for
-// words of up to 4 letters, <= 2 up to 8, <= 3 beyond.
+// words of up to 4 letters, <= 2 up to 8, <= 3 beyond (the longer of the word and the candidate).
+// Ties go to the first candidate.
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 

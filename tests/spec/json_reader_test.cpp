@@ -1,6 +1,9 @@
 // The helpers behind the spec's error messages: typo distance, suggestions, paths, integers.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <string>
+
 #include "spec/json_reader.h"
 
 using namespace ra::spec::detail;
@@ -24,6 +27,58 @@ TEST_CASE("suggestions are made only for likely typos", "[spec]") {
   CHECK_FALSE(closest_match("momentum", keys));
   CHECK_FALSE(closest_match("x", keys));  // 2 edits from "lr", its nearest; 1 is the limit here
   CHECK_FALSE(closest_match("filter", {}));
+}
+
+TEST_CASE("edit distance stops once it exceeds its limit", "[spec]") {
+  CHECK(edit_distance("kitten", "sitting", 3) == 3);
+  CHECK(edit_distance("kitten", "sitting", 2) == 3);  // limit + 1: "more than 2"
+  CHECK(edit_distance("abcdefgh", "stuvwxyz", 1) == 2);
+  CHECK(edit_distance("ab", "ba", 1) == 1);  // a swap right at the limit
+  // The bounded computation agrees with the full one below its limit, on random short words of a
+  // small alphabet (many near matches, swaps and length differences).
+  std::uint32_t x = 12345;
+  const auto word = [&x] {
+    std::string w((x = x * 1664525u + 1013904223u) >> 29, ' ');
+    for (char& c : w) c = static_cast<char>('a' + ((x = x * 1664525u + 1013904223u) >> 30));
+    return w;
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::string a = word(), b = word();
+    const std::size_t full = edit_distance(a, b);
+    for (std::size_t limit = 0; limit <= 4; ++limit) {
+      INFO(a << " / " << b << " limit " << limit);
+      REQUIRE(edit_distance(a, b, limit) == std::min(full, limit + 1));
+    }
+  }
+  // A 5 MB word against a short one: the length difference answers at once.
+  const std::string huge(5 << 20, 'x');
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(edit_distance(huge, "filters", 3) == 4);
+  CHECK(edit_distance(huge, huge.substr(1), 3) == 1);  // O(n) memory even when the DP runs
+  CHECK_FALSE(closest_match(huge, {"filters", "kernel", "x"}));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE("long keys are cut in paths and messages", "[spec]") {
+  const std::string huge(5 << 20, 'k');
+  const std::string path = child_path("model", huge);
+  CHECK(path.size() < 120);
+  CHECK(path.find("(5242880 bytes)") != std::string::npos);
+
+  const Json doc = {{huge, 1}, {"filter", 2}};
+  Problems problems;
+  ObjectReader r(doc, "model.layers[0]", problems);
+  const auto start = std::chrono::steady_clock::now();
+  r.report_unknown_keys({"filters", "kernel"}, "conv2d layers");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].message == "unknown key 'filter' (did you mean 'filters'?)");
+  const ra::Problem& big = problems[1];
+  CHECK(big.path.size() + big.message.size() < 400);
+  CHECK(big.message.find("unknown key 'kkkk") == 0);
+  CHECK(big.message.find("(5242880 bytes)") != std::string::npos);
+  // The value of a "got ..." is cut too.
+  CHECK(describe(Json(huge)).size() < 80);
 }
 
 TEST_CASE("paths and value descriptions", "[spec]") {
