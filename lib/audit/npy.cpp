@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_excerpt.h"
 
 namespace ra::audit {
 namespace {
@@ -49,7 +50,8 @@ class HeaderParser {
       std::string key = parse_string();
       expect(':');
       Literal value = parse_value();
-      if (!dict.emplace(key, std::move(value)).second) fail("key '" + key + "' appears twice");
+      if (!dict.emplace(key, std::move(value)).second)
+        fail("key '" + excerpt(key) + "' appears twice");
       if (!peek_is('}')) expect(',');
     }
     expect('}');
@@ -206,7 +208,7 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
   const auto* descr = std::get_if<std::string>(&get("descr"));
   if (!descr) fail_npy(source, "'descr' is not a string");
   if (*descr != "<i8")
-    fail_npy(source, "dtype '" + *descr + "' is not supported (expected '<i8', int64)");
+    fail_npy(source, "dtype '" + excerpt(*descr) + "' is not supported (expected '<i8', int64)");
   const auto* fortran = std::get_if<bool>(&get("fortran_order"));
   if (!fortran) fail_npy(source, "'fortran_order' is not True or False");
   if (*fortran) fail_npy(source, "fortran_order True is not supported (expected C order)");

@@ -11,6 +11,8 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_excerpt.h"
+#include "spec/json_text.h"
 
 namespace ra::audit {
 namespace {
@@ -84,25 +86,15 @@ class Decoder {
   }
 
   nlohmann::json parse_header(std::string_view header) const {
-    // nlohmann keeps the last of duplicate keys silently; a duplicate tensor name would then hide
-    // a tensor, so the parser callback rejects it while parsing (depth 1 = keys of the top object).
-    std::set<std::string> names;
-    std::string duplicate;
-    const auto on_event = [&](int depth, nlohmann::json::parse_event_t event,
-                              nlohmann::json& parsed) {
-      if (event == nlohmann::json::parse_event_t::key && depth == 1 &&
-          !names.insert(parsed.get<std::string>()).second && duplicate.empty()) {
-        duplicate = parsed.get<std::string>();
-      }
-      return true;
-    };
+    // The strict parser refuses duplicate keys (nlohmann alone keeps the last, so a repeated
+    // tensor name would hide a tensor), numbers out of range and deep nesting, and locates the
+    // problem in the header text: "header:1:38: duplicate key ...".
     nlohmann::json json;
     try {
-      json = nlohmann::json::parse(header.begin(), header.end(), on_event);
-    } catch (const nlohmann::json::exception& e) {
-      fail(std::string("header is not JSON: ") + e.what());
+      json = spec::parse_json_text(header, "header");
+    } catch (const InputError& e) {
+      fail(e.what());
     }
-    if (!duplicate.empty()) fail("name \"" + duplicate + "\" appears twice in the header");
     if (!json.is_object()) fail("header is not a JSON object");
     return json;
   }
@@ -111,21 +103,22 @@ class Decoder {
     if (!value.is_object()) fail("__metadata__ is not an object of strings");
     std::map<std::string, std::string> metadata;
     for (const auto& [key, v] : value.items()) {
-      if (!v.is_string()) fail("__metadata__." + key + " is not a string");
+      if (!v.is_string()) fail("__metadata__." + excerpt(key) + " is not a string");
       metadata[key] = v.get<std::string>();
     }
     return metadata;
   }
 
   Entry parse_entry(const std::string& name, const nlohmann::json& value) const {
-    const std::string where = "tensor \"" + name + "\": ";
+    const std::string where = "tensor \"" + excerpt(name) + "\": ";
     if (!value.is_object()) fail(where + "entry is not an object");
     Entry e;
     e.name = name;
     const auto dtype = value.find("dtype");
     if (dtype == value.end() || !dtype->is_string()) fail(where + "missing \"dtype\" string");
     if (*dtype != "F32") {
-      fail(where + "dtype " + dtype->get<std::string>() + " is not supported (expected F32)");
+      fail(where + "dtype " + excerpt(dtype->get<std::string>()) +
+           " is not supported (expected F32)");
     }
 
     const auto shape = value.find("shape");
@@ -135,7 +128,7 @@ class Decoder {
     bool overflow = false;
     for (const nlohmann::json& d : *shape) {
       if (!d.is_number_unsigned())
-        fail(where + "shape " + shape->dump() + " is not a list of sizes");
+        fail(where + "shape " + spec::json_excerpt(*shape) + " is not a list of sizes");
       const std::uint64_t dim = d.get<std::uint64_t>();
       if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         overflow = true;
@@ -143,7 +136,7 @@ class Decoder {
       count = overflow ? 0 : count * dim;
       e.shape.push_back(static_cast<std::int64_t>(dim));
     }
-    if (overflow) fail(where + "shape " + shape->dump() + " is too large");
+    if (overflow) fail(where + "shape " + spec::json_excerpt(*shape) + " is too large");
 
     const auto offsets = value.find("data_offsets");
     if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2 ||
@@ -152,11 +145,12 @@ class Decoder {
     }
     e.begin = (*offsets)[0].get<std::uint64_t>();
     e.end = (*offsets)[1].get<std::uint64_t>();
-    if (e.end < e.begin) fail(where + "data_offsets " + offsets->dump() + " end before they begin");
+    if (e.end < e.begin)
+      fail(where + "data_offsets " + spec::json_excerpt(*offsets) + " end before they begin");
     if (e.end - e.begin != count * sizeof(float)) {
-      fail(where + "data_offsets " + offsets->dump() + " span " + std::to_string(e.end - e.begin) +
-           " bytes, but shape " + shape->dump() + " of F32 needs " +
-           std::to_string(count * sizeof(float)));
+      fail(where + "data_offsets " + spec::json_excerpt(*offsets) + " span " +
+           std::to_string(e.end - e.begin) + " bytes, but shape " + spec::json_excerpt(*shape) +
+           " of F32 needs " + std::to_string(count * sizeof(float)));
     }
     return e;
   }
@@ -170,13 +164,13 @@ class Decoder {
     std::uint64_t expected = 0;
     const Entry* previous = nullptr;
     for (const Entry& e : entries) {
-      const std::string where = "tensor \"" + e.name + "\": ";
+      const std::string where = "tensor \"" + excerpt(e.name) + "\": ";
       if (e.end > data_size) {
         fail(where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
              "] go beyond the " + std::to_string(data_size) + " bytes of data");
       }
       if (e.begin < expected) {
-        fail(where + "data overlaps tensor \"" + previous->name + "\"");
+        fail(where + "data overlaps tensor \"" + excerpt(previous->name) + "\"");
       }
       if (e.begin > expected) {
         fail(where + "data begins at byte " + std::to_string(e.begin) + ", expected " +

@@ -5,6 +5,8 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_excerpt.h"
+#include "spec/json_text.h"
 
 namespace ra::audit {
 namespace {
@@ -109,11 +111,9 @@ class TraceParser {
       pos_ = end + 1;
       ++line_;
       if (line.empty()) continue;
-      try {
-        rec = json::parse(line);
-      } catch (const json::parse_error& e) {
-        fail(std::string("malformed JSON: ") + e.what());
-      }
+      // Strict: "<source>:<line>:<column>: ..." for syntax errors, duplicate keys, numbers out of
+      // range and nesting deeper than spec::kMaxJsonDepth.
+      rec = spec::parse_json_text(line, source_, line_);
       if (!rec.is_object()) fail("a record must be a JSON object");
       return true;
     }
@@ -248,7 +248,7 @@ std::string bits_hex(std::uint32_t bits) {
 std::uint32_t bits_from_hex(const std::string& text) {
   if (text.size() != 10 || text[0] != '0' || text[1] != 'x' ||
       text.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) {
-    throw InputError("malformed float bits '" + text + "': expected 0x and 8 hex digits");
+    throw InputError("malformed float bits '" + excerpt(text) + "': expected 0x and 8 hex digits");
   }
   return static_cast<std::uint32_t>(std::stoul(text.substr(2), nullptr, 16));
 }
@@ -306,7 +306,9 @@ Trace parse_trace(std::string_view text, const std::string& source) {
 }
 
 Trace read_trace(const std::filesystem::path& path) {
-  return parse_trace(read_file(path), path.string());
+  // 1 GiB: a step record is ~0.7 KB for a model of 8 tensors, so this is over a million steps.
+  constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{1} << 30;
+  return parse_trace(read_file(path, kMaxTraceBytes, "a trace"), path.string());
 }
 
 }  // namespace ra::audit

@@ -173,7 +173,9 @@ TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fau
       {"short header", std::string("\x10\x00\x00", 3), "short header: 3 bytes"},
       {"header beyond file", u64_le(100) + "{}", "header length 100 goes beyond the end"},
       {"huge header length", u64_le(~std::uint64_t{0}) + "{}", "goes beyond the end"},
-      {"bad JSON", file_from("{\"a\": ", ""), "header is not JSON"},
+      {"bad JSON", file_from("{\"a\": ", ""), "header:1:7: invalid JSON"},
+      {"deep JSON", file_from(std::string(100000, '['), ""), "deeper than 64 levels"},
+      {"number out of range", file_from("{\"a\": 1e400}", ""), "number 1e400 is out of range"},
       {"not an object", file_from("[1, 2]", ""), "header is not a JSON object"},
       {"entry not an object", file_from(R"({"a": 3})", ""), "tensor \"a\": entry is not an object"},
       {"F16", file_from(object(entry("a", "[2]", "[0, 4]", "F16")), one),
@@ -202,7 +204,7 @@ TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fau
        "5 trailing bytes"},
       {"duplicate name",
        file_from(object(entry("a", "[1]", "[0, 4]") + ", " + entry("a", "[1]", "[4, 8]")), two),
-       "name \"a\" appears twice"},
+       "header:1:63: duplicate key \"a\""},
       {"metadata not strings", file_from(R"({"__metadata__": {"run": 3}})", ""),
        "__metadata__.run is not a string"},
       {"metadata not an object", file_from(R"({"__metadata__": "x"})", ""),
@@ -223,4 +225,7 @@ TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fau
   const fs::path missing = fs::temp_directory_path() / "ra_missing_snapshot.safetensors";
   CHECK_THROWS_WITH(ra::audit::read_safetensors(missing),
                     Catch::Contains(missing.string()) && Catch::Contains("No such file"));
+  // Special files are refused, not read forever.
+  CHECK_THROWS_WITH(ra::audit::read_safetensors("/dev/zero"),
+                    Catch::Contains("/dev/zero: is a character device"));
 }
