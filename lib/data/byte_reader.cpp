@@ -1,5 +1,6 @@
 #include "data/byte_reader.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -7,10 +8,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace ra::data {
 namespace {
@@ -37,24 +37,25 @@ struct ByteReader::Source {
 };
 
 ByteReader::ByteReader(std::string path) : path_(std::move(path)), source_(new Source) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path_, ec);
-  if (!std::filesystem::exists(status)) fail(path_, "no such file");
-  if (std::filesystem::is_directory(status)) fail(path_, "is a directory, expected a file");
-
-  source_->raw = std::fopen(path_.c_str(), "rb");
-  if (!source_->raw) fail(path_, std::string("cannot open: ") + std::strerror(errno));
+  // Refuses directories, FIFOs and devices (/dev/zero would inflate forever) before any read.
+  InputFile file(path_);
+  file_bytes_ = file.size();
   unsigned char magic[2] = {0, 0};
-  const std::size_t got = std::fread(magic, 1, 2, source_->raw);
-  if (std::ferror(source_->raw)) fail(path_, std::string("cannot read: ") + std::strerror(errno));
+  ssize_t got = 0;
+  do {
+    got = ::pread(file.fd(), magic, 2, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) fail(path_, std::string("cannot read (") + std::strerror(errno) + ")");
+  // The stream takes over the checked descriptor (at offset 0): no second open by name.
   if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    std::fclose(source_->raw);
-    source_->raw = nullptr;
-    source_->gz = gzopen(path_.c_str(), "rb");
+    source_->gz = gzdopen(file.fd(), "rb");
     if (!source_->gz) fail(path_, "cannot open as gzip");
+    file.release();
     gzbuffer(source_->gz, kGzipBufferBytes);
   } else {
-    std::rewind(source_->raw);
+    source_->raw = ::fdopen(file.fd(), "rb");
+    if (!source_->raw) fail(path_, std::string("cannot open (") + std::strerror(errno) + ")");
+    file.release();
   }
 }
 

@@ -11,7 +11,8 @@ namespace ra::data {
 
 class ByteReader {
  public:
-  // Opens `path`; InputError naming the file when it is missing, not a regular file or unreadable.
+  // Opens `path`; InputError naming the file when it is missing, unreadable or not a regular file
+  // (a directory, a FIFO, a device like /dev/zero: see core/input_file.h).
   explicit ByteReader(std::string path);
   ~ByteReader();
   ByteReader(const ByteReader&) = delete;
@@ -19,6 +20,8 @@ class ByteReader {
 
   const std::string& path() const noexcept { return path_; }
   bool compressed() const noexcept;
+  // The size of the file on disk (compressed size for gzip), as stat reported it at open.
+  std::uint64_t file_bytes() const noexcept { return file_bytes_; }
 
   // Reads up to `size` bytes into `out`, looping over short reads; returns the count read, which
   // is less than `size` only at the end of the (decompressed) data. InputError naming the file
@@ -29,6 +32,7 @@ class ByteReader {
   struct Source;  // raw FILE* or gzFile; defined in the .cpp so that zlib.h stays private
   std::string path_;
   std::unique_ptr<Source> source_;
+  std::uint64_t file_bytes_ = 0;
 };
 
 }  // namespace ra::data

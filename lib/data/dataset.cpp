@@ -24,32 +24,44 @@ std::int64_t limited_count(std::int64_t available, std::int64_t limit, std::stri
   return limit == 0 ? available : limit;
 }
 
-Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role) {
-  const IdxArray images = read_idx(spec.images);
-  const IdxArray labels = read_idx(spec.labels);
+Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
+                         const Shape& expected_sample_shape) {
+  // Both headers are read and checked against each other, the limit and the model before any
+  // data: a mismatched or oversized file is refused after a few bytes, not after inflating it.
+  IdxReader images_file(spec.images);
+  IdxReader labels_file(spec.labels);
+  const std::vector<std::int64_t>& image_dims = images_file.dims();
+  const std::vector<std::int64_t>& label_dims = labels_file.dims();
 
   Dataset set;
   set.role = std::string(role);
-  if (images.dims.size() == 3) {
-    set.sample_shape = {1, images.dims[1], images.dims[2]};
-  } else if (images.dims.size() == 4) {
-    set.sample_shape = {images.dims[1], images.dims[2], images.dims[3]};
+  if (image_dims.size() == 3) {
+    set.sample_shape = {1, image_dims[1], image_dims[2]};
+  } else if (image_dims.size() == 4) {
+    set.sample_shape = {image_dims[1], image_dims[2], image_dims[3]};
   } else {
-    throw InputError(spec.images + ": images file has dims " + to_string(images.dims) +
+    throw InputError(spec.images + ": images file has dims " + to_string(image_dims) +
                      "; expected [N, H, W] or [N, C, H, W]");
   }
-  if (labels.dims.size() != 1) {
-    throw InputError(spec.labels + ": labels file has dims " + to_string(labels.dims) +
+  if (label_dims.size() != 1) {
+    throw InputError(spec.labels + ": labels file has dims " + to_string(label_dims) +
                      "; expected [N]");
   }
-  const std::int64_t n = images.dims[0];
-  if (labels.dims[0] != n) {
+  const std::int64_t n = image_dims[0];
+  if (label_dims[0] != n) {
     throw InputError(spec.images + " holds " + std::to_string(n) + " images but " + spec.labels +
-                     " holds " + std::to_string(labels.dims[0]) + " labels");
+                     " holds " + std::to_string(label_dims[0]) + " labels");
+  }
+  if (!expected_sample_shape.empty() && set.sample_shape != expected_sample_shape) {
+    throw InputError("data." + set.role + ": " + spec.images + " holds images of shape " +
+                     to_string(set.sample_shape) + " but model.input is " +
+                     to_string(expected_sample_shape));
   }
   const std::int64_t count = limited_count(n, spec.limit, role, spec.images);
+  const std::vector<std::uint8_t> image_bytes = images_file.read_data();
+  const std::vector<std::uint8_t> label_bytes = labels_file.read_data();
 
-  const std::uint8_t max_label = *std::max_element(labels.bytes.begin(), labels.bytes.end());
+  const std::uint8_t max_label = *std::max_element(label_bytes.begin(), label_bytes.end());
   set.classes = std::max(kDefaultIdxClasses, int{max_label} + 1);
 
   // A 256-entry table gives the same bits as float(byte) * scale, without a multiply per pixel.
@@ -57,9 +69,9 @@ Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string
   for (int b = 0; b < 256; ++b) pixel_value[b] = static_cast<float>(b) * scale;
   const std::int64_t values = count * set.sample_elements();
   set.images.resize(static_cast<std::size_t>(values));
-  std::transform(images.bytes.begin(), images.bytes.begin() + values, set.images.begin(),
+  std::transform(image_bytes.begin(), image_bytes.begin() + values, set.images.begin(),
                  [&](std::uint8_t b) { return pixel_value[b]; });
-  set.labels.assign(labels.bytes.begin(), labels.bytes.begin() + count);
+  set.labels.assign(label_bytes.begin(), label_bytes.begin() + count);
   return set;
 }
 
@@ -81,10 +93,11 @@ void check_synthetic(const spec::DatasetSpec& spec, std::string_view role) {
 
 }  // namespace
 
-Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role) {
+Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
+                     const Shape& expected_sample_shape) {
   switch (spec.format) {
     case spec::DataFormat::idx:
-      return load_idx_dataset(spec, scale, role);
+      return load_idx_dataset(spec, scale, role, expected_sample_shape);
     case spec::DataFormat::random:
     case spec::DataFormat::constant: {
       check_synthetic(spec, role);

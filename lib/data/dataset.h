@@ -36,7 +36,10 @@ struct Dataset {
 //       lo = philox_word(key, 2i, /*draw*/ 1), hi = philox_word(key, 2i + 1, /*draw*/ 1)
 //   so sample i is the same whatever the limit, run seed or thread count.
 // constant: every pixel = spec.value * scale; label of sample i = i % classes.
+// idx files are checked by their headers before their data is read: dims, labels count, `limit`
+// and, when `expected_sample_shape` is not empty (the model's input), the sample shape.
 // Errors name the file (idx) or the JSON path "data.<role>.<field>" (limit, samples, shape, ...).
-Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role);
+Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
+                     const Shape& expected_sample_shape = {});
 
 }  // namespace ra::data

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 #include "core/error.h"
 #include "core/tensor.h"
@@ -13,9 +12,6 @@ namespace {
 
 constexpr std::uint8_t kTypeUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;
-// Above any data set this tool trains on (Fashion-MNIST train: 47 MB) by ~350x; a header that
-// declares more is corrupt, and refusing it avoids a multi-GiB allocation for a broken file.
-constexpr std::int64_t kMaxDataBytes = std::int64_t{1} << 34;  // 16 GiB
 // Gzip data is read in 16 MiB chunks into a buffer that only grows as data actually arrives, so a
 // corrupt header in a small .gz file cannot make us allocate what the header claims.
 constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
@@ -52,9 +48,10 @@ const char* idx_type_name(std::uint8_t type) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) {
-  ByteReader in(path);
-
+IdxReader::IdxReader(std::string file_path)
+    : path_(std::move(file_path)), in_(std::make_unique<ByteReader>(path_)) {
+  ByteReader& in = *in_;
+  const std::string& path = path_;
   std::uint8_t magic[4];
   if (in.read(magic, 4) != 4) fail(path, "not an IDX file (shorter than its 4-byte magic)");
   if (magic[0] != 0 || magic[1] != 0) {
@@ -71,7 +68,6 @@ IdxArray read_idx(const std::string& path) {
                    std::to_string(kMaxDims));
   }
 
-  IdxArray array;
   std::int64_t total = 1;
   for (int d = 0; d < ndim; ++d) {
     std::uint8_t be[4];
@@ -79,49 +75,65 @@ IdxArray read_idx(const std::string& path) {
     const std::int64_t size = (std::int64_t{be[0]} << 24) | (std::int64_t{be[1]} << 16) |
                               (std::int64_t{be[2]} << 8) | std::int64_t{be[3]};
     if (size == 0) fail(path, "IDX dimension " + std::to_string(d) + " is zero");
-    array.dims.push_back(size);
-    // Checked by division before multiplying: total <= 2^34 and size < 2^32 could overflow
-    // int64 (2^66) if multiplied first.
-    if (total > kMaxDataBytes / size) {
-      fail(path, "IDX dimensions declare more than 16 GiB of data; the header is corrupt");
+    dims_.push_back(size);
+    // Checked by division before multiplying, so the product of up to four 32-bit dims (2^128)
+    // never overflows: the check stops it at the cap.
+    if (total > kMaxIdxDataBytes / size) {
+      std::string declared = to_string(dims_);
+      if (d + 1 < ndim) declared.insert(declared.size() - 1, ", ...");
+      fail(path, "IDX header declares more than 1 GiB of data (dims " + declared +
+                     "); this tool reads at most 1 GiB from one IDX file");
     }
     total *= size;
   }
-  const std::string dims_text = to_string(array.dims);
+  data_bytes_ = total;
 
   // Raw files: compare with the file size first, so a corrupt header fails before allocating.
   if (!in.compressed()) {
-    std::error_code ec;
-    const auto file_bytes = std::filesystem::file_size(path, ec);
+    const auto file_bytes = static_cast<std::int64_t>(in.file_bytes());
     const std::int64_t header_bytes = 4 + 4 * std::int64_t{ndim};
-    if (!ec && static_cast<std::int64_t>(file_bytes) < header_bytes + total) {
-      fail(path, "truncated: dims " + dims_text + " need " + std::to_string(total) +
-                     " data bytes, the file holds " +
-                     std::to_string(static_cast<std::int64_t>(file_bytes) - header_bytes));
+    if (file_bytes < header_bytes + total) {
+      fail(path, "truncated: dims " + to_string(dims_) + " need " + std::to_string(total) +
+                     " data bytes, the file holds " + std::to_string(file_bytes - header_bytes));
     }
   }
+}
 
-  const auto expected = static_cast<std::size_t>(total);
-  array.bytes.reserve(std::min(expected, kMaxUpfrontReserve));
+IdxReader::~IdxReader() = default;
+
+std::vector<std::uint8_t> IdxReader::read_data() {
+  const std::string& path = path_;
+  const auto expected = static_cast<std::size_t>(data_bytes_);
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(std::min(expected, kMaxUpfrontReserve));
   std::size_t have = 0;
   while (have < expected) {
     const std::size_t want = std::min(kChunkBytes, expected - have);
-    array.bytes.resize(have + want);
-    const std::size_t got = in.read(array.bytes.data() + have, want);
+    bytes.resize(have + want);
+    const std::size_t got = in_->read(bytes.data() + have, want);
     have += got;
     if (got < want) break;
   }
   if (have < expected) {
-    fail(path, "truncated: dims " + dims_text + " need " + std::to_string(total) +
+    fail(path, "truncated: dims " + to_string(dims_) + " need " + std::to_string(data_bytes_) +
                    " data bytes, the file holds " + std::to_string(have));
   }
-  // Reading one byte past the data also makes zlib check the gzip trailer (CRC-32 and length),
+  // Reading one byte past the data, and no more, tells whether anything follows (an error: the
+  // file is not what its header says) and makes zlib check the gzip trailer (CRC-32 and length),
   // which is what catches a stream corrupted in a way that still inflates.
   std::uint8_t extra;
-  if (in.read(&extra, 1) != 0) {
-    fail(path, "trailing bytes after the " + std::to_string(total) + " data bytes that dims " +
-                   dims_text + " declare");
+  if (in_->read(&extra, 1) != 0) {
+    fail(path, "trailing bytes after the " + std::to_string(data_bytes_) +
+                   " data bytes that dims " + to_string(dims_) + " declare");
   }
+  return bytes;
+}
+
+IdxArray read_idx(const std::string& path) {
+  IdxReader reader(path);
+  IdxArray array;
+  array.dims = reader.dims();
+  array.bytes = reader.read_data();
   return array;
 }
 

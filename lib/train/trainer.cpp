@@ -24,10 +24,10 @@ double seconds_since(Clock::time_point start) {
 LoadedData load_data(const spec::ExperimentSpec& spec) {
   LoadedData loaded;
   loaded.train = std::make_shared<const data::Dataset>(
-      data::load_dataset(spec.data.train, spec.data.scale, "train"));
+      data::load_dataset(spec.data.train, spec.data.scale, "train", spec.model.input));
   if (spec.data.eval) {
     loaded.eval = std::make_shared<const data::Dataset>(
-        data::load_dataset(*spec.data.eval, spec.data.scale, "eval"));
+        data::load_dataset(*spec.data.eval, spec.data.scale, "eval", spec.model.input));
   }
   // Shapes of idx files are only known now: check them against the model.
   for (const auto* set : {loaded.train.get(), loaded.eval.get()}) {

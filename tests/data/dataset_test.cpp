@@ -2,6 +2,8 @@
 // synthetic random and constant sets.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -124,6 +126,56 @@ TEST_CASE("idx data sets: shape, scale, classes, limit", "[dataset]") {
     CHECK_THAT(input_error_message(idx_spec(dir.file("nope.gz"), labels)),
                Contains(dir.file("nope.gz")));
   }
+}
+
+TEST_CASE("idx sets are checked by their headers before any data is read", "[dataset]") {
+  TempDir dir;
+  // Images whose header is fine and whose data is cut off: any error about the headers (shape,
+  // counts, limit) must come first, which proves the data was not needed to find it.
+  const Bytes whole = idx_file({3, 2, 2}, Bytes(12, 1));
+  const std::string cut_images = dir.file("cut-images.gz");
+  write_gz(cut_images, Bytes(whole.begin(), whole.end() - 6));
+  const std::string labels = dir.file("labels");
+  write_raw(labels, idx_file({3}, {1, 2, 3}));
+
+  const auto error_with_shape = [&](const DatasetSpec& spec, const ra::Shape& expected) {
+    try {
+      load_dataset(spec, 1.0f, "train", expected);
+    } catch (const ra::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  CHECK_THAT(error_with_shape(idx_spec(cut_images, labels), {1, 28, 28}),
+             Contains("data.train: " + cut_images +
+                      " holds images of shape [1, 2, 2] but "
+                      "model.input is [1, 28, 28]"));
+  CHECK_THAT(input_error_message(idx_spec(cut_images, labels, 5)),
+             Contains("data.train.limit") && Contains("exceeds the 3 samples"));
+  const std::string labels4 = dir.file("labels4");
+  write_raw(labels4, idx_file({4}, {1, 2, 3, 4}));
+  CHECK_THAT(input_error_message(idx_spec(cut_images, labels4)), Contains("4 labels"));
+  // With headers that agree, the cut-off data is what fails.
+  CHECK_THAT(error_with_shape(idx_spec(cut_images, labels), {1, 2, 2}),
+             Contains(cut_images) && Contains("truncated"));
+}
+
+TEST_CASE("a gzip bomb as images fails at its header, a FIFO at once", "[dataset]") {
+  TempDir dir;
+  const std::uint32_t n = 5478274;  // 4 GiB of 28 x 28 zeros in about 4 MB
+  const std::string bomb = dir.file("bomb.gz");
+  write_gz_zeros(bomb, idx_header({n, 28, 28}), std::uint64_t{n} * 28 * 28);
+  const std::string labels = dir.file("labels.gz");
+  write_gz_zeros(labels, idx_header({n}), n);
+  CHECK_THAT(input_error_message(idx_spec(bomb, labels)),
+             Contains(bomb) && Contains("more than 1 GiB"));
+  const std::string fifo = dir.file("labels.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(input_error_message(idx_spec(dir.file("no-images"), fifo)),
+             Contains("no-images") && Contains("No such file"));
+  const std::string images = dir.file("images");
+  write_raw(images, idx_file({1, 1, 1}, {0}));
+  CHECK_THAT(input_error_message(idx_spec(images, fifo)), Contains(fifo) && Contains("FIFO"));
 }
 
 TEST_CASE("the real Fashion-MNIST training set", "[dataset][fashion-mnist]") {

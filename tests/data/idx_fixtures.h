@@ -76,4 +76,58 @@ inline void write_gz(const std::string& path, const Bytes& bytes) {
   if (n != static_cast<int>(bytes.size())) throw std::runtime_error("gzwrite failed: " + path);
 }
 
+// `in` as raw deflate data that starts a fresh block at a byte boundary and refers to nothing
+// before it (a fresh stream), ending byte-aligned and not final (Z_FULL_FLUSH) or final
+// (Z_FINISH). Such pieces can be concatenated into one valid deflate stream.
+inline Bytes raw_deflate_piece(const Bytes& in, int flush) {
+  z_stream s{};
+  if (deflateInit2(&s, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("deflateInit2 failed");
+  }
+  Bytes out(deflateBound(&s, static_cast<uLong>(in.size())) + 64);
+  s.next_in = const_cast<Bytef*>(in.data());
+  s.avail_in = static_cast<uInt>(in.size());
+  s.next_out = out.data();
+  s.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&s, flush);
+  const bool done = s.avail_in == 0 && (flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK);
+  out.resize(out.size() - s.avail_out);
+  deflateEnd(&s);
+  if (!done) throw std::runtime_error("raw deflate failed");
+  return out;
+}
+
+// A valid gzip file holding `prefix` followed by `zeros` zero bytes, made in time and space that
+// do not grow with `zeros`: 1 MiB of zeros is deflated once (about 1 KB) and the piece repeated,
+// the CRC-32 combined arithmetically. This is a gzip bomb: 4 GiB of zeros fit in about 4 MB.
+inline void write_gz_zeros(const std::string& path, const Bytes& prefix, std::uint64_t zeros) {
+  constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+  std::ofstream out(path, std::ios::binary);
+  const auto put = [&](const Bytes& b) {
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  };
+  put({0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3});  // gzip header: deflate, no name, no mtime, Unix
+  put(raw_deflate_piece(prefix, Z_FULL_FLUSH));
+  uLong crc = crc32(0L, prefix.data(), static_cast<uInt>(prefix.size()));
+  const Bytes chunk_zeros(kChunk, 0);
+  const Bytes chunk = raw_deflate_piece(chunk_zeros, Z_FULL_FLUSH);
+  const uLong chunk_crc = crc32(0L, chunk_zeros.data(), static_cast<uInt>(kChunk));
+  for (std::uint64_t i = 0; i < zeros / kChunk; ++i) {
+    put(chunk);
+    crc = crc32_combine(crc, chunk_crc, static_cast<z_off_t>(kChunk));
+  }
+  const Bytes rest_zeros(zeros % kChunk, 0);
+  put(raw_deflate_piece(rest_zeros, Z_FULL_FLUSH));
+  crc = crc32_combine(crc, crc32(0L, rest_zeros.data(), static_cast<uInt>(rest_zeros.size())),
+                      static_cast<z_off_t>(rest_zeros.size()));
+  put(raw_deflate_piece({}, Z_FINISH));
+  const std::uint64_t size = prefix.size() + zeros;  // ISIZE: the length mod 2^32
+  Bytes trailer;
+  for (const std::uint64_t v : {std::uint64_t{crc}, size}) {
+    for (int i = 0; i < 4; ++i) trailer.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  put(trailer);
+  if (!out) throw std::runtime_error("cannot write fixture " + path);
+}
+
 }  // namespace ra::data::testing

@@ -2,6 +2,10 @@
 // InputError that names the file.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,7 +89,7 @@ TEST_CASE("read_idx rejects malformed files with an InputError naming the file",
   const Bytes good = idx_file({4, 3}, iota_bytes(12));
 
   SECTION("missing file") {
-    require_input_error(dir.file("absent.gz"), "no such file");
+    require_input_error(dir.file("absent.gz"), "No such file");
   }
   SECTION("a directory") {
     require_input_error(dir.file(""), "directory");
@@ -128,8 +132,8 @@ TEST_CASE("read_idx rejects malformed files with an InputError naming the file",
     const std::string gz = dir.file("absurd.idx.gz");
     write_raw(raw, b);
     write_gz(gz, b);
-    require_input_error(raw, "16 GiB");
-    require_input_error(gz, "16 GiB");
+    require_input_error(raw, "more than 1 GiB of data (dims [65536, 65536, ...])");
+    require_input_error(gz, "more than 1 GiB of data");
   }
   SECTION("header cut off inside the dims") {
     const std::string path = dir.file("short-header.idx");
@@ -178,4 +182,57 @@ TEST_CASE("read_idx rejects malformed files with an InputError naming the file",
     write_raw(cut_path, cut);
     require_input_error(cut_path, "truncated");
   }
+}
+
+TEST_CASE("read_idx refuses what is not a regular file, without blocking", "[idx]") {
+  TempDir dir;
+  const std::string fifo = dir.file("images.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  require_input_error(fifo, "is a FIFO (named pipe), not a regular file");
+  require_input_error("/dev/zero", "is a character device, not a regular file");
+  require_input_error(dir.file(""), "is a directory, not a regular file");
+}
+
+TEST_CASE("a gzip bomb is refused by its header, before any inflating", "[idx]") {
+  TempDir dir;
+  // 5,478,274 images of 28 x 28: 4 GiB of zeros in a 4 MB gzip file. The header declares more
+  // than the 1 GiB cap, which is all that is read.
+  const std::uint32_t n = 5478274;
+  const std::string bomb = dir.file("bomb-images.gz");
+  write_gz_zeros(bomb, idx_header({n, 28, 28}), std::uint64_t{n} * 28 * 28);
+  CHECK(std::filesystem::file_size(bomb) < (8u << 20));
+  const auto start = std::chrono::steady_clock::now();
+  require_input_error(bomb, "IDX header declares more than 1 GiB of data (dims [5478274, 28, 28])");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+}
+
+TEST_CASE("reading stops one byte past the declared data", "[idx]") {
+  TempDir dir;
+  // The header declares 1000 bytes; 1 GiB of zeros follows. Only 1001 bytes are inflated: the
+  // extra one is an error ("trailing bytes"), found at once.
+  const std::string path = dir.file("trailing-bomb.gz");
+  write_gz_zeros(path, idx_header({1000}), std::uint64_t{1} << 30);
+  const auto start = std::chrono::steady_clock::now();
+  require_input_error(path, "trailing bytes after the 1000 data bytes");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+
+  // The fixture itself is a valid gzip file: the same construction with a matching header
+  // reads back whole.
+  const std::string honest = dir.file("zeros.gz");
+  write_gz_zeros(honest, idx_header({3u << 20}), 3u << 20);
+  const IdxArray a = read_idx(honest);
+  CHECK(a.bytes.size() == (3u << 20));
+  CHECK(std::all_of(a.bytes.begin(), a.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_CASE("IdxReader gives the header's dims before reading any data", "[idx]") {
+  TempDir dir;
+  // A header for 4 x 3 bytes and a payload cut off after 5: the dims are known, the data is not.
+  const Bytes whole = idx_file({4, 3}, iota_bytes(12));
+  const std::string path = dir.file("cut.gz");
+  write_gz(path, Bytes(whole.begin(), whole.end() - 7));
+  IdxReader reader(path);
+  CHECK(reader.dims() == std::vector<std::int64_t>{4, 3});
+  CHECK(reader.data_bytes() == 12);
+  CHECK_THROWS_WITH(reader.read_data(), Contains(path) && Contains("truncated"));
 }
