@@ -306,7 +306,7 @@ Trace parse_trace(std::string_view text, const std::string& source) {
 }
 
 Trace read_trace(const std::filesystem::path& path) {
-  // 1 GiB: a step record is ~0.7 KB for a model of 8 tensors, so this is over a million steps.
+  // 1 GiB: a step record is ~1 KB for a model of 8 tensors, so this is about a million steps.
   constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{1} << 30;
   return parse_trace(read_file(path, kMaxTraceBytes, "a trace"), path.string());
 }
