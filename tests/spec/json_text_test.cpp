@@ -155,12 +155,13 @@ TEST_CASE("json_excerpt renders values briefly whatever their size or depth", "[
 }
 
 TEST_CASE("json_text parses large documents in linear time", "[spec][json]") {
-  // 1 MB of small records and a 5 MB string: well under a second each.
+  // 1 MB of small records and a 5 MB string: a fraction of a second each (the bound is loose for
+  // loaded machines; quadratic work would take minutes).
   std::string records = "[";
   for (int i = 0; i < 20000; ++i) records += R"({"step": 1, "loss": 0.5, "id": "abcdefgh"},)";
   records += "{}]";
   const auto start = std::chrono::steady_clock::now();
   CHECK(parse_json_text(records, "doc.json").size() == 20001);
   CHECK(parse_json_text("\"" + std::string(5 << 20, 'q') + "\"", "doc.json").size() == 1);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
