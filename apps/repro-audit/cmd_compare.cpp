@@ -1,6 +1,7 @@
 // `repro-audit compare TRACE... | DIR`: the report of an audit from trace files made anywhere.
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "audit/audit.h"
@@ -20,7 +21,10 @@ struct CompareOptions {
 int run_compare(const CompareOptions& o) {
   std::vector<std::filesystem::path> files;
   for (const std::string& input : o.inputs) {
-    if (std::filesystem::is_directory(input)) {
+    // The error_code form: a path stat cannot follow (a symlink loop) is not a folder, and the
+    // trace reader then names the problem (exit 2) instead of an exception escaping (exit 3).
+    std::error_code ec;
+    if (std::filesystem::is_directory(input, ec)) {
       for (const auto& f : audit::trace_files_in(input)) files.push_back(f);
     } else {
       files.emplace_back(input);

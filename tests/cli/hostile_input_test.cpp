@@ -189,6 +189,10 @@ TEST_CASE("hostile traces are refused by compare", "[cli][hostile]") {
                   twice.string() + ":1:22:", "duplicate key \"record\"");
   const fs::path fifo = dir.path() / "c.trace.jsonl";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const fs::path loop = dir.path() / "loop.trace.jsonl";
+  fs::create_symlink(loop, loop);
+  require_refused(run_timed("compare " + quoted(loop) + " " + quoted(twice)), loop.string(),
+                  "a loop of symbolic links");
   require_refused(run_timed("compare " + quoted(fifo) + " " + quoted(twice)), fifo.string(),
                   "is a FIFO", 1.0);
 }
