@@ -122,6 +122,11 @@ struct ComparisonResult {
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<std::string> ledger_differences;
+  // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
+  // of run indices; allowed, but each group gets a warning.
+  std::vector<std::vector<int>> copies;
+  // What the reader of the report must know before trusting the verdict.
+  std::vector<std::string> warnings;
   bool diverged() const { return expect_identical && !identical; }
 };
 

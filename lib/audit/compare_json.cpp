@@ -107,6 +107,7 @@ json to_json(const ComparisonResult& r) {
   return {{"report_version", 1},
           {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
           {"mode", r.mode_summary},
+          {"warnings", r.warnings},
           {"verdict",
            {{"identical", r.identical},
             {"expect_identical", r.expect_identical},
@@ -127,6 +128,7 @@ json to_json(const ComparisonResult& r) {
             {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
           {"environment_differences", r.environment_differences},
           {"ledger_differences", r.ledger_differences},
+          {"copies", r.copies},
           {"runs", runs}};
 }
 

@@ -87,6 +87,11 @@ std::string render_text(const audit::ComparisonResult& r) {
   std::string out = "repro-audit: " + r.spec_name + ", " + std::to_string(r.runs.size()) +
                     " runs, mode " + r.mode_summary + "\n";
   out += verdict(r);
+  for (const std::string& w : r.warnings) {
+    out += "WARNING: ";
+    out += w;
+    out += "\n";
+  }
   if (r.first_divergence) {
     const auto& d = *r.first_divergence;
     out += "first divergence: " + where(d) + ", " + category_title(d.category) + " of " + d.tensor +

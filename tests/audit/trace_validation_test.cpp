@@ -1,6 +1,6 @@
 // A trace is whole or it is rejected: a real trace (written by an audit) is edited or damaged in
 // every way the reader checks, and each must be an InputError naming the file, the line and the
-// field.
+// field. Comparing one run with itself is allowed, with a warning.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -420,4 +420,51 @@ TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[
   const auto back = ra::audit::parse_trace(text, "nan.trace.jsonl");
   REQUIRE(back.final->final_loss_bits == nan_bits);
   REQUIRE(std::isnan(back.epochs[0].mean_train_loss));
+}
+
+TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][trace]") {
+  ra::audit::ComparisonOptions options;
+  SECTION("the same path twice") {
+    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings[0].find("runs 0 and 1 are the same file") != std::string::npos);
+  }
+  SECTION("two paths to one file") {
+    TempDir dir;
+    const auto link = dir.path / "link.trace.jsonl";
+    std::filesystem::create_symlink(run_file(0), link);
+    const auto r = ra::audit::compare_trace_files({run_file(1), run_file(0), link}, options);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{1, 2}});
+    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings[0].find("runs 1 and 2 are the same file") != std::string::npos);
+  }
+  SECTION("a copy of the file") {
+    TempDir dir;
+    const auto copy = dir.path / "copy.trace.jsonl";
+    std::filesystem::copy_file(run_file(0), copy);
+    const auto r = ra::audit::compare_trace_files({run_file(0), copy}, options);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.warnings[0].find("copies of one run") != std::string::npos);
+  }
+  SECTION("two runs of one audit are not copies") {
+    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(1)}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.copies.empty());
+    REQUIRE(r.warnings.empty());
+  }
+  SECTION("one run of each of two audits: same header, other timings, not copies") {
+    TempDir dir;
+    ra::audit::AuditOptions o;
+    o.runs = 1;
+    o.out_dir = dir.path;
+    const auto again = ra::audit::run_audit(small_spec(), o).trace_files.at(0);
+    const auto a = ra::audit::read_trace(run_file(0)), b = ra::audit::read_trace(again);
+    REQUIRE(json::parse(lines_of(read_text(run_file(0)))[0]) ==
+            json::parse(lines_of(read_text(again))[0]));
+    const auto r = ra::audit::compare_trace_files({run_file(0), again}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.warnings.empty());
+  }
 }
