@@ -23,6 +23,9 @@ struct TensorInfo {
 struct TraceHeader {
   int format_version = kTraceFormatVersion;
   std::string tool_version;
+  // The audit the run belongs to (its folder's manifest, audit.json); empty in traces written
+  // before audit ids existed, which are read as such.
+  std::string audit_id;
   nlohmann::json spec;      // canonical resolved spec (spec::to_json)
   std::string spec_digest;  // XXH3-128 of spec.dump()
   int run_index = 0;

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdio>
 
+#include "audit/manifest.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -36,22 +37,25 @@ std::string epoch_line(const EpochRecord& e) {
 json header_json(const TraceHeader& h) {
   json params = json::array();
   for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
-  return {{"record", "header"},
-          {"format_version", h.format_version},
-          {"tool_version", h.tool_version},
-          {"spec", h.spec},
-          {"spec_digest", h.spec_digest},
-          {"run_index", h.run_index},
-          {"seed_group", h.seed_group},
-          {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
-          {"backend", h.backend},
-          {"threads", h.threads},
-          {"determinism", h.determinism},
-          {"environment", h.environment},
-          {"ledger", h.ledger},
-          {"params", params},
-          {"optimizer_state", h.optimizer_state},
-          {"fault", h.fault}};
+  json header = {
+      {"record", "header"},
+      {"format_version", h.format_version},
+      {"tool_version", h.tool_version},
+      {"spec", h.spec},
+      {"spec_digest", h.spec_digest},
+      {"run_index", h.run_index},
+      {"seed_group", h.seed_group},
+      {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
+      {"backend", h.backend},
+      {"threads", h.threads},
+      {"determinism", h.determinism},
+      {"environment", h.environment},
+      {"ledger", h.ledger},
+      {"params", params},
+      {"optimizer_state", h.optimizer_state},
+      {"fault", h.fault}};
+  if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  return header;
 }
 
 // Reads a trace line by line, naming the source and line in every error.
@@ -170,6 +174,11 @@ class TraceParser {
            "; this tool reads version " + std::to_string(kTraceFormatVersion));
     }
     h.tool_version = get<std::string>(rec, "tool_version");
+    // Optional: traces written before audit ids existed have none.
+    if (rec.contains("audit_id")) {
+      h.audit_id = get<std::string>(rec, "audit_id");
+      if (!is_audit_id(h.audit_id)) fail("field 'audit_id' must be 32 lowercase hex digits");
+    }
     h.spec = get<json>(rec, "spec");
     h.spec_digest = get<std::string>(rec, "spec_digest");
     h.run_index = get<int>(rec, "run_index");
