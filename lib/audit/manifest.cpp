@@ -107,10 +107,6 @@ std::string utc_now() {
   return text;
 }
 
-bool is_audit_id(const std::string& text) {
-  return text.size() == 32 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
 json to_json(const AuditManifest& m) {
   json runs = json::array();
   for (const PlannedRun& r : m.runs) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/trace.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -49,8 +50,6 @@ struct AuditManifest {
 std::string new_audit_id();
 // The current time, UTC, ISO 8601 to the second.
 std::string utc_now();
-// True for 32 lowercase hex digits.
-bool is_audit_id(const std::string& text);
 
 nlohmann::json to_json(const AuditManifest& manifest);
 // InputError naming `source` and the field for a manifest that is not one (a JSON value of the

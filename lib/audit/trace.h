@@ -15,6 +15,11 @@ namespace ra::audit {
 
 inline constexpr int kTraceFormatVersion = 1;
 
+// An audit id (audit/manifest.h): 32 lowercase hex digits.
+inline bool is_audit_id(const std::string& text) {
+  return text.size() == 32 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 struct TensorInfo {
   std::string name;
   Shape shape;

@@ -3,7 +3,6 @@
 #include <bit>
 #include <cstdio>
 
-#include "audit/manifest.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -34,26 +33,30 @@ std::string epoch_line(const EpochRecord& e) {
          "\n";
 }
 
-json header_json(const TraceHeader& h) {
+json header_fields(const TraceHeader& h) {
   json params = json::array();
   for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
-  json header = {
-      {"record", "header"},
-      {"format_version", h.format_version},
-      {"tool_version", h.tool_version},
-      {"spec", h.spec},
-      {"spec_digest", h.spec_digest},
-      {"run_index", h.run_index},
-      {"seed_group", h.seed_group},
-      {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
-      {"backend", h.backend},
-      {"threads", h.threads},
-      {"determinism", h.determinism},
-      {"environment", h.environment},
-      {"ledger", h.ledger},
-      {"params", params},
-      {"optimizer_state", h.optimizer_state},
-      {"fault", h.fault}};
+  return {{"record", "header"},
+          {"format_version", h.format_version},
+          {"tool_version", h.tool_version},
+          {"spec", h.spec},
+          {"spec_digest", h.spec_digest},
+          {"run_index", h.run_index},
+          {"seed_group", h.seed_group},
+          {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
+          {"backend", h.backend},
+          {"threads", h.threads},
+          {"determinism", h.determinism},
+          {"environment", h.environment},
+          {"ledger", h.ledger},
+          {"params", params},
+          {"optimizer_state", h.optimizer_state},
+          {"fault", h.fault}};
+}
+
+// audit_id only when set: a trace made outside an audit folder reads as before.
+json header_json(const TraceHeader& h) {
+  json header = header_fields(h);
   if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
   return header;
 }

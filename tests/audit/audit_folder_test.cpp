@@ -146,7 +146,7 @@ TEST_CASE("a second lock on an audit folder fails at once and names the holder",
   const ra::audit::FolderLock again(dir.path);
 }
 
-TEST_CASE("a folder holding an audit is refused; --overwrite removes only the tool's files",
+TEST_CASE("a folder holding an audit is refused, and overwriting removes only the tool's files",
           "[audit][folder]") {
   TempDir dir;
   auto o = options_in(dir.path, 2);
@@ -210,7 +210,7 @@ TEST_CASE("a folder holding an audit is refused; --overwrite removes only the to
   }
 }
 
-TEST_CASE("--resume trains only the runs without a whole trace and gives the same report",
+TEST_CASE("resuming trains only the runs without a whole trace and gives the same report",
           "[audit][folder]") {
   TempDir whole_dir, dir;
   auto o = options_in(whole_dir.path, 3);

@@ -137,7 +137,7 @@ nlohmann::json without_timings(nlohmann::json report) {
 
 }  // namespace
 
-TEST_CASE("run into a folder holding an audit exits 2 with guidance; --overwrite replaces it",
+TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwrite replaces it",
           "[cli][folder]") {
   TempDir dir;
   const auto spec = q(write_spec(dir));
