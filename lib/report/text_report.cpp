@@ -95,6 +95,8 @@ std::string audit_folder_lines(const audit::ComparisonResult& r) {
         renumbered |= f.runs[i] != static_cast<int>(i);
       if (renumbered) out += " (the report's runs are its runs " + run_list(f.runs) + ")";
       out += "\n";
+    } else if (!f.foreign_files.empty() || !f.notes.empty()) {
+      out += "audit " + f.audit_id + " in " + f.folder + ":\n";
     }
     for (const auto& m : f.missing_runs) {
       out += format("  missing run %d: %s\n", m.run, m.reason.c_str());
