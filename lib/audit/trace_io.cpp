@@ -39,7 +39,7 @@ std::string epoch_line(const EpochRecord& e) {
          "\n";
 }
 
-json header_json(const TraceHeader& h) {
+json header_fields(const TraceHeader& h) {
   json params = json::array();
   for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
   return {{"record", "header"},
@@ -58,6 +58,13 @@ json header_json(const TraceHeader& h) {
           {"params", params},
           {"optimizer_state", h.optimizer_state},
           {"fault", h.fault}};
+}
+
+// audit_id only when set: a trace made outside an audit folder reads as before.
+json header_json(const TraceHeader& h) {
+  json header = header_fields(h);
+  if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  return header;
 }
 
 // Reads a trace line by line, naming the source and line in every error. Every field is read
@@ -151,6 +158,12 @@ class TraceParser {
     }
     h.format_version = kTraceFormatVersion;
     h.tool_version = r["tool_version"].string();
+    // Optional: traces written before audit ids existed have none.
+    if (r.has("audit_id")) {
+      const Field id = r["audit_id"];
+      h.audit_id = id.string();
+      if (!is_audit_id(h.audit_id)) id.fail("must be 32 lowercase hex digits");
+    }
     const Field spec = r["spec"];
     spec["name"].string();  // the report names the spec
     h.spec = spec.json();
