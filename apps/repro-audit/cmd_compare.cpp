@@ -1,7 +1,7 @@
-// `repro-audit compare TRACE... | DIR`: the report of an audit from trace files made anywhere.
+// `repro-audit compare TRACE... | DIR`: the report of an audit from trace files made anywhere, or
+// of the runs an audit folder's manifest names (missing runs and foreign files named).
 #include <filesystem>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "audit/audit.h"
@@ -19,22 +19,12 @@ struct CompareOptions {
 };
 
 int run_compare(const CompareOptions& o) {
-  std::vector<std::filesystem::path> files;
-  for (const std::string& input : o.inputs) {
-    // The error_code form: a path stat cannot follow (a symlink loop) is not a folder, and the
-    // trace reader then names the problem (exit 2) instead of an exception escaping (exit 3).
-    std::error_code ec;
-    if (std::filesystem::is_directory(input, ec)) {
-      for (const auto& f : audit::trace_files_in(input)) files.push_back(f);
-    } else {
-      files.emplace_back(input);
-    }
-  }
+  const std::vector<std::filesystem::path> inputs(o.inputs.begin(), o.inputs.end());
   audit::ComparisonOptions options;
   // Without --expect, identity is expected when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);
   options.loss_tolerance = o.tolerance;
-  return emit_report(audit::compare_trace_files(files, options), o.json_path);
+  return emit_report(audit::compare_inputs(inputs, options), o.json_path);
 }
 
 }  // namespace
@@ -42,7 +32,9 @@ int run_compare(const CompareOptions& o) {
 void register_compare(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<CompareOptions>();
   CLI::App* cmd = app.add_subcommand("compare", "Compare trace files (or folders of them)");
-  cmd->add_option("traces", o->inputs, "Trace files (*.trace.jsonl) or folders")->required();
+  cmd->add_option("traces", o->inputs,
+                  "Trace files (*.trace.jsonl) or audit folders (their audit.json's runs)")
+      ->required();
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "

@@ -28,6 +28,8 @@ struct RunCommandOptions {
   std::string expect;
   std::string fault;
   std::string device;  // "" = the spec's
+  bool overwrite = false;
+  bool resume = false;
 };
 
 audit::VariedStreams parse_vary(const std::string& text) {
@@ -108,6 +110,10 @@ int run_run(RunCommandOptions& o) {
   a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
                             : std::filesystem::path(o.out);
   a.tool_version = REPRO_AUDIT_VERSION;
+  a.folder_use = o.resume      ? audit::FolderUse::resume
+                 : o.overwrite ? audit::FolderUse::overwrite
+                               : audit::FolderUse::fresh;
+  if (!o.json_path.empty() && o.json_path != "-") a.report_file = o.json_path;
 
   Progress progress;
   audit::AuditProgress hooks;
@@ -116,6 +122,7 @@ int run_run(RunCommandOptions& o) {
     progress.step(run, e, total);
   };
   hooks.run_finished = [&](int run, const std::filesystem::path& t) { progress.finished(run, t); };
+  hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
   if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
     spdlog::warn("{}", notice);
   }
@@ -157,6 +164,14 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--out", o->out,
                   "Folder for traces and snapshots (default repro-audit-out/<name>)");
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  auto* overwrite = cmd->add_flag(
+      "--overwrite", o->overwrite,
+      "Replace the audit already in --out: removes only repro-audit's own files there (manifest, "
+      "traces, snapshots, temporaries, its reports) and leaves anything else in place");
+  cmd->add_flag("--resume", o->resume,
+                "Finish the interrupted audit in --out: train only the runs without a whole "
+                "trace, then report on all (the spec and options must be the audit's)")
+      ->excludes(overwrite);
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
                   "identical in deterministic mode with same seeds)")

@@ -1,5 +1,7 @@
 #include "report_output.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 
 #include "core/atomic_file.h"
@@ -9,6 +11,8 @@
 namespace ra::app {
 
 int emit_report(const audit::ComparisonResult& result, const std::string& json_path) {
+  // On stderr too: with --json - the report itself may go unread by a person.
+  for (const std::string& w : result.warnings) spdlog::warn("{}", w);
   const std::string json = audit::to_json(result).dump(2) + "\n";
   if (json_path == "-") {
     std::fputs(json.c_str(), stdout);

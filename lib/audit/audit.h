@@ -1,7 +1,9 @@
 #pragma once
 // An audit: N training runs of one spec under controlled seeds, each recorded into a trace file
 // (written atomically as soon as its run ends, so an interrupted audit keeps every finished run),
-// then compared.
+// then compared. The folder holds one audit: its manifest (audit.json) names the audit and its
+// planned runs, every trace and snapshot carries the audit id, and a lock keeps a second audit
+// out while one runs (audit/manifest.h, audit/audit_folder.h).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -41,6 +43,13 @@ struct SnapshotOptions {
   bool batches = false;          // the sample indices of every batch (batches.json)
 };
 
+// What `run` does with an output folder that already holds files of an audit.
+enum class FolderUse {
+  fresh,      // refuse (InputError) a folder holding another audit or unrecognised run-* files
+  overwrite,  // remove the tool's own files (only those), then start a new audit
+  resume,     // finish the folder's audit: train only the runs without a whole trace
+};
+
 struct AuditOptions {
   int runs = 3;
   SeedPolicy seeds = SeedPolicy::same;
@@ -49,6 +58,10 @@ struct AuditOptions {
   std::optional<int> threads;
   int jobs = 1;
   std::filesystem::path out_dir;
+  FolderUse folder_use = FolderUse::fresh;
+  // The JSON report's path (--json FILE): recorded in the manifest when it lies in out_dir, so
+  // that --overwrite knows it as the tool's own file.
+  std::filesystem::path report_file;
   SnapshotOptions snapshots;
   std::optional<FaultSpec> fault;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
@@ -61,10 +74,15 @@ struct AuditProgress {
   std::function<void(int run, int of)> run_started;
   std::function<void(int run, const train::StepEvent&, std::int64_t total_steps)> step;
   std::function<void(int run, const std::filesystem::path& trace)> run_finished;
+  // What the audit did with its folder (files removed or left in place, runs resumed): for the
+  // user to read, once per event.
+  std::function<void(const std::string& message)> notice;
 };
 
 struct AuditResult {
-  std::vector<std::filesystem::path> trace_files;
+  std::string audit_id;
+  std::vector<std::filesystem::path> trace_files;  // every planned run's, in run order
+  std::vector<int> trained_runs;                   // the runs this call trained (all but resumed)
   ComparisonResult comparison;
 };
 
@@ -72,10 +90,19 @@ struct AuditResult {
 // across versions (part of the trace contract).
 std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
 
+// InputError (exit 2) when the folder is locked by another audit, holds another audit (fresh), or
+// holds an audit other than the one requested (resume: the message lists what differs).
 AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& options,
                       const AuditProgress& progress = {});
 
-// Compares trace files (and the snapshots beside them); what `repro-audit compare` does.
+// What `repro-audit compare` does. A folder with a manifest contributes exactly the manifest's
+// runs that have a whole trace of its audit, and names missing runs and foreign files in the
+// result's audit_folders; a folder without one (written before manifests) every *.trace.jsonl in
+// it, with a note that nothing vouches for them; a file itself (traces from anywhere). Snapshots
+// beside a trace are used only when they carry the trace's audit id.
+ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
+                                const ComparisonOptions& options);
+// Compares trace files given by name (and the snapshots beside them).
 ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
                                      const ComparisonOptions& options);
 // The trace files of a folder (*.trace.jsonl), sorted by name.

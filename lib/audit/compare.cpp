@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "audit/duplicate_runs.h"
 #include "audit/environment.h"
 #include "core/error.h"
 #include "spec/spec.h"
@@ -252,6 +253,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
       traces.begin(), traces.end(), [](const Trace& t) { return fully_deterministic(t); }));
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
+  result.copies = copies_of_one_run(traces);
+  for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
 
   // Runs and outcome classes.
   std::vector<Digest128> class_signatures;

@@ -81,6 +81,26 @@ struct RunSummary {
   std::string source;
 };
 
+// Where the compared runs came from when they came from an audit folder (compare DIR, run):
+// docs/report.md "Audit folders".
+struct MissingRun {
+  int run = 0;         // the audit's run number (run-NNN)
+  std::string reason;  // "no trace", "partial trace run-001.trace.jsonl.tmp-... (interrupted)"
+};
+struct ForeignFile {
+  std::string file;    // relative to the folder
+  std::string reason;  // "run 7 is not in the manifest", "belongs to audit 3f..."
+};
+struct AuditFolderCheck {
+  std::string folder;
+  std::string audit_id;   // empty: no manifest vouches for the traces
+  int planned_runs = 0;   // the manifest's runs (0 without one)
+  std::vector<int> runs;  // the audit's run number of each compared trace, in report order
+  std::vector<MissingRun> missing_runs;
+  std::vector<ForeignFile> foreign_files;
+  std::vector<std::string> notes;  // no manifest; an audit still running in the folder
+};
+
 struct GroupStatistics {
   std::string group;  // "same" or "different"
   Summary final_loss, eval_accuracy, median_step_ms;
@@ -122,6 +142,15 @@ struct ComparisonResult {
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<std::string> ledger_differences;
+  // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
+  // of run indices; allowed, but each group gets a warning.
+  std::vector<std::vector<int>> copies;
+  // What the reader of the report must know before trusting the verdict.
+  std::vector<std::string> warnings;
+  // Filled by whoever read the traces from audit folders (compare_inputs, run_audit).
+  std::vector<AuditFolderCheck> audit_folders;
+  // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
+  std::vector<std::string> ignored_snapshots;
   bool diverged() const { return expect_identical && !identical; }
 };
 

@@ -50,6 +50,25 @@ json ratio_json(const std::optional<RatioEstimate>& r) {
           {"warning", r->warning}};
 }
 
+json audit_folders_json(const std::vector<AuditFolderCheck>& folders) {
+  json out = json::array();
+  for (const AuditFolderCheck& f : folders) {
+    json missing = json::array(), foreign = json::array();
+    for (const MissingRun& m : f.missing_runs)
+      missing.push_back({{"run", m.run}, {"reason", m.reason}});
+    for (const ForeignFile& x : f.foreign_files)
+      foreign.push_back({{"file", x.file}, {"reason", x.reason}});
+    out.push_back({{"folder", f.folder},
+                   {"audit_id", f.audit_id.empty() ? json(nullptr) : json(f.audit_id)},
+                   {"planned_runs", f.planned_runs},
+                   {"runs", f.runs},
+                   {"missing_runs", missing},
+                   {"foreign_files", foreign},
+                   {"notes", f.notes}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json to_json(const ComparisonResult& r) {
@@ -107,6 +126,7 @@ json to_json(const ComparisonResult& r) {
   return {{"report_version", 1},
           {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
           {"mode", r.mode_summary},
+          {"warnings", r.warnings},
           {"verdict",
            {{"identical", r.identical},
             {"expect_identical", r.expect_identical},
@@ -127,6 +147,9 @@ json to_json(const ComparisonResult& r) {
             {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
           {"environment_differences", r.environment_differences},
           {"ledger_differences", r.ledger_differences},
+          {"copies", r.copies},
+          {"audit_folders", audit_folders_json(r.audit_folders)},
+          {"ignored_snapshots", r.ignored_snapshots},
           {"runs", runs}};
 }
 

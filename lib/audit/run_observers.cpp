@@ -65,7 +65,12 @@ void SnapshotWriter::finish(const train::Trainer& t) {
     for (std::size_t i = 0; i < batches_.size(); ++i) {
       steps.push_back({{"step", i}, {"epoch", batch_epochs_[i]}, {"indices", batches_[i]}});
     }
-    write_file_atomic(dir_ / "batches.json", nlohmann::json{{"steps", steps}}.dump() + "\n");
+    nlohmann::json batches = {{"steps", steps}};
+    // Tagged like the safetensors files (their metadata), so a stale file is recognisable.
+    for (const char* key : {"audit_id", "run"}) {
+      if (const auto it = metadata_.find(key); it != metadata_.end()) batches[key] = it->second;
+    }
+    write_file_atomic(dir_ / "batches.json", batches.dump() + "\n");
   }
 }
 

@@ -15,6 +15,11 @@ namespace ra::audit {
 
 inline constexpr int kTraceFormatVersion = 1;
 
+// An audit id (audit/manifest.h): 32 lowercase hex digits.
+inline bool is_audit_id(const std::string& text) {
+  return text.size() == 32 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 struct TensorInfo {
   std::string name;
   Shape shape;
@@ -23,6 +28,9 @@ struct TensorInfo {
 struct TraceHeader {
   int format_version = kTraceFormatVersion;
   std::string tool_version;
+  // The audit the run belongs to (its folder's manifest, audit.json); empty in traces written
+  // before audit ids existed, which are read as such.
+  std::string audit_id;
   nlohmann::json spec;      // canonical resolved spec (spec::to_json)
   std::string spec_digest;  // XXH3-128 of spec.dump()
   int run_index = 0;

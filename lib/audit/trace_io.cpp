@@ -1,12 +1,18 @@
 #include "audit/trace_io.h"
 
 #include <bit>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <set>
 
+#include "audit/trace_fields.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/statistics.h"
 #include "core/text_excerpt.h"
 #include "spec/json_text.h"
+#include "spec/spec.h"
 
 namespace ra::audit {
 namespace {
@@ -35,7 +41,7 @@ std::string epoch_line(const EpochRecord& e) {
          "\n";
 }
 
-json header_json(const TraceHeader& h) {
+json header_fields(const TraceHeader& h) {
   json params = json::array();
   for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
   return {{"record", "header"},
@@ -56,7 +62,20 @@ json header_json(const TraceHeader& h) {
           {"fault", h.fault}};
 }
 
-// Reads a trace line by line, naming the source and line in every error.
+// audit_id only when set: a trace made outside an audit folder reads as before.
+json header_json(const TraceHeader& h) {
+  json header = header_fields(h);
+  if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  return header;
+}
+
+// Reads a trace line by line, naming the source and line in every error. Every field is read
+// through a checked Field (trace_fields.h), and every record is checked against the records
+// before it, so that a trace is whole or rejected: steps consecutive from 0; epochs numbered from
+// 0, each step in the epoch after the last epoch record, batches consecutive within their epoch;
+// each epoch record counting its steps and averaging their losses; the end record counting the
+// steps and repeating the last step's loss and weights (the initial weights when there are
+// none), the last epoch's evaluation and the median step time.
 class TraceParser {
  public:
   TraceParser(std::string_view text, std::string source)
@@ -66,29 +85,28 @@ class TraceParser {
     Trace t;
     t.source = source_;
     json rec;
-    if (!next(rec) || rec.value("record", "") != "header")
-      fail("the first record must be the header");
-    t.header = header(rec);
+    if (!next(rec) || kind_of(rec) != "header") fail("the first record must be the header");
+    t.header = header(field(rec));
     const std::size_t n = t.header.params.size();
-    if (!next(rec) || rec.value("record", "") != "init") fail("the second record must be 'init'");
-    t.initial_weights = digests(rec, "weights", n);
+    if (!next(rec) || kind_of(rec) != "init") fail("the second record must be 'init'");
+    t.initial_weights = field(rec)["weights"].digests(n, "parameters");
     bool ended = false;
     while (next(rec)) {
       if (ended) fail("records after the end record");
-      const std::string kind = rec.value("record", "");
+      const Field r = field(rec);
+      const std::string kind = kind_of(rec);
       if (kind == "step") {
-        t.steps.push_back(step(rec, n));
-        if (t.steps.back().step != static_cast<std::int64_t>(t.steps.size()) - 1) {
-          fail("step " + std::to_string(t.steps.back().step) + " out of order (expected " +
-               std::to_string(t.steps.size() - 1) + ")");
-        }
+        t.steps.push_back(step(r, n));
+        check_step(r, t);
       } else if (kind == "epoch") {
-        t.epochs.push_back(epoch(rec));
+        t.epochs.push_back(epoch(r));
+        check_epoch(r, t);
       } else if (kind == "end") {
-        t.final = final_record(rec, n);
+        t.final = final_record(r, n);
+        check_end(r, t);
         ended = true;
       } else {
-        fail("unknown record '" + kind + "'");
+        r["record"].fail("unknown record '" + excerpt(kind) + "'");
       }
     }
     if (!ended) {
@@ -120,121 +138,304 @@ class TraceParser {
     return false;
   }
 
-  template <class T>
-  T get(const json& rec, const char* key) const {
-    try {
-      return rec.at(key).get<T>();
-    } catch (const json::exception&) {
-      fail(std::string("missing or malformed field '") + key + "'");
+  Field field(const json& rec) const { return Field(rec, RecordLocation{&source_, line_}); }
+
+  std::string kind_of(const json& rec) const { return field(rec)["record"].string(); }
+
+  // ---- Records: the type and range of every field.
+
+  TraceHeader header(const Field& r) const {
+    TraceHeader h;
+    const Field version = r["format_version"];
+    if (!version.json().is_number_integer()) {  // 1.0, "1" and true are not the version 1
+      version.fail("expected the trace format version, the integer " +
+                   std::to_string(kTraceFormatVersion) + ", found " +
+                   describe_json(version.json()));
+    }
+    if (version.json() != kTraceFormatVersion) {
+      version.fail("trace format version " + version.json().dump() + "; this tool reads version " +
+                   std::to_string(kTraceFormatVersion));
+    }
+    h.format_version = kTraceFormatVersion;
+    h.tool_version = r["tool_version"].string();
+    // Optional: traces written before audit ids existed have none.
+    if (r.has("audit_id")) {
+      const Field id = r["audit_id"];
+      h.audit_id = id.string();
+      if (!is_audit_id(h.audit_id)) id.fail("must be 32 lowercase hex digits");
+    }
+    const Field spec = r["spec"];
+    spec["name"].string();  // the report names the spec
+    h.spec = spec.json();
+    const Field digest = r["spec_digest"];
+    const Digest128 recorded = digest.digest();
+    const Digest128 actual = spec_digest_of(h.spec);
+    if (recorded != actual) {
+      digest.fail("is not the digest of the header's spec (that is " + actual.hex() +
+                  "): the spec or its digest was changed after the run");
+    }
+    h.spec_digest = actual.hex();
+    h.run_index = static_cast<int>(r["run_index"].integer(0, kMaxInt));
+    const Field group = r["seed_group"];
+    h.seed_group = group.string();
+    if (h.seed_group != "same" && h.seed_group != "different") {
+      group.fail("expected \"same\" or \"different\", found " + describe_json(group.json()));
+    }
+    const Field seeds = r["seeds"];
+    h.seed_init = seeds["init"].uint64();
+    h.seed_data = seeds["data"].uint64();
+    h.seed_dropout = seeds["dropout"].uint64();
+    h.backend = r["backend"].nonempty_string();
+    h.threads = static_cast<int>(r["threads"].integer(1, kMaxInt));
+    h.determinism = determinism(r["determinism"]);
+    const Field environment = r["environment"];
+    environment.expect_object();
+    h.environment = environment.json();
+    h.ledger = ledger(r["ledger"]);
+    h.params = params(r["params"]);
+    for (const Field& name : r["optimizer_state"].elements()) {
+      h.optimizer_state.push_back(name.string());
+    }
+    // Older writers of format 1 may leave the fault out: absent means none.
+    if (r.has("fault") && !r["fault"].is_null()) h.fault = fault(r["fault"], h.run_index);
+    return h;
+  }
+
+  static void kernel_mode(const Field& mode) {
+    if (!spec::kernel_mode_from_string(mode.string())) {
+      mode.fail("expected deterministic, nondeterministic or autotune, found " +
+                describe_json(mode.json()));
     }
   }
 
-  Digest128 digest_field(const json& rec, const char* key) const {
-    try {
-      return Digest128::from_hex(get<std::string>(rec, key));
-    } catch (const InputError& e) {
-      fail(std::string("field '") + key + "': " + e.what());
+  static json determinism(const Field& d) {
+    kernel_mode(d["mode"]);
+    for (const auto& [op, mode] : d["ops"].members()) {
+      if (!spec::reducing_op_from_string(op)) mode.fail("not a reducing op");
+      kernel_mode(mode);
     }
+    return d.json();
   }
 
-  std::vector<Digest128> digests(const json& rec, const char* key, std::size_t expected) const {
-    const auto texts = get<std::vector<std::string>>(rec, key);
-    if (texts.size() != expected) {
-      fail(std::string("field '") + key + "' has " + std::to_string(texts.size()) +
-           " digests, the header names " + std::to_string(expected) + " parameters");
-    }
-    std::vector<Digest128> out;
-    for (const std::string& s : texts) {
-      try {
-        out.push_back(Digest128::from_hex(s));
-      } catch (const InputError& e) {
-        fail(std::string("field '") + key + "': " + e.what());
+  static json ledger(const Field& l) {
+    for (const Field& entry : l.elements()) {
+      for (const char* key : {"layer", "direction", "algorithm", "math_type", "chosen_by"}) {
+        entry[key].string();
       }
+      entry["deterministic"].boolean();
+      entry["workspace_bytes"].uint64();
+    }
+    return l.json();
+  }
+
+  static std::vector<TensorInfo> params(const Field& list) {
+    std::vector<TensorInfo> out;
+    std::set<std::string> names;
+    for (const Field& p : list.elements()) {
+      TensorInfo info;
+      const Field name = p["name"];
+      info.name = name.nonempty_string();
+      if (!names.insert(info.name).second)
+        name.fail("parameter '" + excerpt(info.name) + "' named twice");
+      const Field shape = p["shape"];
+      for (const Field& dim : shape.elements()) {
+        info.shape.push_back(dim.integer(1, std::numeric_limits<std::int64_t>::max()));
+      }
+      if (info.shape.empty()) shape.fail("a parameter has at least one dimension");
+      out.push_back(std::move(info));
     }
     return out;
   }
 
-  std::uint32_t bits(const json& rec, const char* key) const {
-    try {
-      return bits_from_hex(get<std::string>(rec, key));
-    } catch (const InputError& e) {
-      fail(std::string("field '") + key + "': " + e.what());
+  static json fault(const Field& f, int run_index) {
+    const Field run = f["run"];
+    if (run.integer(0, kMaxInt) != run_index) {
+      run.fail("the fault of run " + run.json().dump() + " is in the trace of run " +
+               std::to_string(run_index));
+    }
+    f["step"].integer(std::numeric_limits<std::int64_t>::min(),
+                      std::numeric_limits<std::int64_t>::max());
+    f["element"].integer(std::numeric_limits<std::int64_t>::min(),
+                         std::numeric_limits<std::int64_t>::max());
+    f["tensor"].string();
+    f["bit"].integer(0, 31);
+    return f.json();
+  }
+
+  // A float kept as exact bits and, for reading, as a JSON number: the two must agree (the
+  // writer writes a NaN or an infinity as null).
+  static void check_float_copy(const Field& value, std::uint32_t bits, const char* bits_field) {
+    const float exact = std::bit_cast<float>(bits);
+    if (!std::isfinite(exact)) {
+      if (!value.is_null()) {
+        value.fail("expected null (" + std::string(bits_field) + " " + bits_hex(bits) +
+                   " is not finite), found " + describe_json(value.json()));
+      }
+    } else if (value.is_null() || value.number() != static_cast<double>(exact)) {
+      value.fail("is " + describe_json(value.json()) + ", but " + bits_field + " " +
+                 bits_hex(bits) + " is " + json(exact).dump());
     }
   }
 
-  TraceHeader header(const json& rec) const {
-    TraceHeader h;
-    h.format_version = get<int>(rec, "format_version");
-    if (h.format_version != kTraceFormatVersion) {
-      fail("trace format version " + std::to_string(h.format_version) +
-           "; this tool reads version " + std::to_string(kTraceFormatVersion));
-    }
-    h.tool_version = get<std::string>(rec, "tool_version");
-    h.spec = get<json>(rec, "spec");
-    h.spec_digest = get<std::string>(rec, "spec_digest");
-    h.run_index = get<int>(rec, "run_index");
-    h.seed_group = get<std::string>(rec, "seed_group");
-    const json seeds = get<json>(rec, "seeds");
-    h.seed_init = get<std::uint64_t>(seeds, "init");
-    h.seed_data = get<std::uint64_t>(seeds, "data");
-    h.seed_dropout = get<std::uint64_t>(seeds, "dropout");
-    h.backend = get<std::string>(rec, "backend");
-    h.threads = get<int>(rec, "threads");
-    h.determinism = get<json>(rec, "determinism");
-    h.environment = get<json>(rec, "environment");
-    h.ledger = get<json>(rec, "ledger");
-    for (const json& p : get<json>(rec, "params")) {
-      h.params.push_back({get<std::string>(p, "name"), get<Shape>(p, "shape")});
-    }
-    h.optimizer_state = get<std::vector<std::string>>(rec, "optimizer_state");
-    h.fault = rec.value("fault", json(nullptr));
-    return h;
+  static StepRecord step(const Field& r, std::size_t n) {
+    StepRecord s;
+    s.step = r["step"].count();
+    s.epoch = r["epoch"].count();
+    s.batch = r["batch"].count();
+    s.batch_indices = r["indices"].digest();
+    s.batch_inputs = r["inputs"].digest();
+    s.batch_labels = r["labels"].digest();
+    s.loss_bits = r["loss_bits"].float_bits();
+    check_float_copy(r["loss"], s.loss_bits, "loss_bits");
+    s.grads = r["grads"].digests(n, "parameters");
+    s.weights = r["weights"].digests(n, "parameters");
+    s.optimizer_state = r["optimizer_state"].digest();
+    s.seconds = r["seconds"].nonnegative_number();
+    return s;
   }
 
-  StepRecord step(const json& rec, std::size_t n) const {
-    StepRecord r;
-    r.step = get<std::int64_t>(rec, "step");
-    r.epoch = get<std::int64_t>(rec, "epoch");
-    r.batch = get<std::int64_t>(rec, "batch");
-    r.batch_indices = digest_field(rec, "indices");
-    r.batch_inputs = digest_field(rec, "inputs");
-    r.batch_labels = digest_field(rec, "labels");
-    r.loss_bits = bits(rec, "loss_bits");
-    r.grads = digests(rec, "grads", n);
-    r.weights = digests(rec, "weights", n);
-    r.optimizer_state = digest_field(rec, "optimizer_state");
-    r.seconds = get<double>(rec, "seconds");
-    return r;
+  static EpochRecord epoch(const Field& r) {
+    EpochRecord e;
+    e.epoch = r["epoch"].count();
+    e.steps = r["steps"].count();
+    // The writer writes a mean loss that is not finite (a run that diverged to NaN) as null.
+    const Field loss = r["train_loss"];
+    e.mean_train_loss = loss.is_null() ? std::numeric_limits<double>::quiet_NaN() : loss.number();
+    e.eval_loss = r["eval_loss"].number_or_null();
+    e.eval_accuracy = r["eval_accuracy"].number_or_null();
+    e.seconds = r["seconds"].nonnegative_number();
+    return e;
   }
 
-  std::optional<double> optional_number(const json& rec, const char* key) const {
-    if (!rec.contains(key) || rec.at(key).is_null()) return std::nullopt;
-    return get<double>(rec, key);
-  }
-
-  EpochRecord epoch(const json& rec) const {
-    return EpochRecord{get<std::int64_t>(rec, "epoch"),       get<std::int64_t>(rec, "steps"),
-                       get<double>(rec, "train_loss"),        optional_number(rec, "eval_loss"),
-                       optional_number(rec, "eval_accuracy"), get<double>(rec, "seconds")};
-  }
-
-  FinalRecord final_record(const json& rec, std::size_t n) const {
+  static FinalRecord final_record(const Field& r, std::size_t n) {
     FinalRecord f;
-    f.steps = get<std::int64_t>(rec, "steps");
-    f.final_loss_bits = bits(rec, "final_loss_bits");
-    f.eval_loss = optional_number(rec, "eval_loss");
-    f.eval_accuracy = optional_number(rec, "eval_accuracy");
-    f.median_step_seconds = get<double>(rec, "median_step_seconds");
-    f.total_seconds = get<double>(rec, "total_seconds");
-    f.recording_seconds = get<double>(rec, "recording_seconds");
-    f.weights = digests(rec, "weights", n);
+    f.steps = r["steps"].count();
+    f.final_loss_bits = r["final_loss_bits"].float_bits();
+    check_float_copy(r["final_loss"], f.final_loss_bits, "final_loss_bits");
+    f.eval_loss = r["eval_loss"].number_or_null();
+    f.eval_accuracy = r["eval_accuracy"].number_or_null();
+    f.median_step_seconds = r["median_step_seconds"].nonnegative_number();
+    f.total_seconds = r["total_seconds"].nonnegative_number();
+    f.recording_seconds = r["recording_seconds"].nonnegative_number();
+    f.weights = r["weights"].digests(n, "parameters");
     return f;
   }
+
+  // ---- Whole: each record against the records before it.
+
+  void check_step(const Field& r, const Trace& t) {
+    const StepRecord& s = t.steps.back();
+    const auto expected_step = static_cast<std::int64_t>(t.steps.size()) - 1;
+    if (s.step != expected_step) {
+      r["step"].fail("step " + std::to_string(s.step) + " out of order (expected " +
+                     std::to_string(expected_step) + ")");
+    }
+    // A step belongs to the epoch after the last epoch record (written after its last step).
+    const auto open_epoch = static_cast<std::int64_t>(t.epochs.size());
+    if (s.epoch != open_epoch) {
+      r["epoch"].fail("step " + std::to_string(s.step) + " is in epoch " + std::to_string(s.epoch) +
+                      ", but after " + std::to_string(open_epoch) +
+                      " epoch record(s) the open epoch is " + std::to_string(open_epoch));
+    }
+    if (s.batch != steps_in_epoch_) {
+      r["batch"].fail("batch " + std::to_string(s.batch) + " of epoch " + std::to_string(s.epoch) +
+                      " out of order (expected " + std::to_string(steps_in_epoch_) + ")");
+    }
+    ++steps_in_epoch_;
+    epoch_loss_sum_ += std::bit_cast<float>(s.loss_bits);  // summed as the trainer sums them
+  }
+
+  void check_epoch(const Field& r, const Trace& t) {
+    const EpochRecord& e = t.epochs.back();
+    const auto expected_epoch = static_cast<std::int64_t>(t.epochs.size()) - 1;
+    if (e.epoch != expected_epoch) {
+      r["epoch"].fail("epoch " + std::to_string(e.epoch) + " out of order (expected " +
+                      std::to_string(expected_epoch) + ")");
+    }
+    if (e.steps != steps_in_epoch_) {
+      r["steps"].fail("epoch " + std::to_string(e.epoch) + " counts " + std::to_string(e.steps) +
+                      " steps, but the trace has " + std::to_string(steps_in_epoch_) +
+                      " step records in it");
+    }
+    const double mean =
+        steps_in_epoch_ ? epoch_loss_sum_ / static_cast<double>(steps_in_epoch_) : 0.0;
+    const bool agrees =
+        std::isfinite(mean) ? e.mean_train_loss == mean : !std::isfinite(e.mean_train_loss);
+    if (!agrees) {
+      r["train_loss"].fail("is " + number_text(e.mean_train_loss) + ", but the mean of the " +
+                           std::to_string(steps_in_epoch_) + " step losses of epoch " +
+                           std::to_string(e.epoch) + " is " + number_text(mean));
+    }
+    steps_in_epoch_ = 0;
+    epoch_loss_sum_ = 0.0;
+  }
+
+  void check_end(const Field& r, const Trace& t) const {
+    const FinalRecord& f = *t.final;
+    if (f.steps != static_cast<std::int64_t>(t.steps.size())) {
+      r["steps"].fail("the end record counts " + std::to_string(f.steps) +
+                      " steps, but the trace has " + std::to_string(t.steps.size()) +
+                      " step records");
+    }
+    if (steps_in_epoch_ > 0) {
+      r.fail("epoch " + std::to_string(t.steps.back().epoch) +
+             " has no epoch record after its last step");
+    }
+    // The final loss is the last step's loss; the final weights are the last step's weights
+    // (the initial weights of a run without steps).
+    const std::string last = t.steps.empty() ? std::string("the init record")
+                                             : "step " + std::to_string(t.steps.back().step);
+    if (!t.steps.empty() && f.final_loss_bits != t.steps.back().loss_bits) {
+      r["final_loss_bits"].fail("is " + bits_hex(f.final_loss_bits) + ", but the loss of " + last +
+                                " is " + bits_hex(t.steps.back().loss_bits));
+    }
+    const std::vector<Digest128>& weights =
+        t.steps.empty() ? t.initial_weights : t.steps.back().weights;
+    const std::vector<Field> digests = r["weights"].elements();
+    for (std::size_t p = 0; p < weights.size(); ++p) {
+      if (f.weights[p] != weights[p]) {
+        digests[p].fail("the final digest of " + t.header.params[p].name +
+                        " is not its digest in " + last + " (" + weights[p].hex() + ")");
+      }
+    }
+    // The run's evaluation is its last epoch's.
+    const EpochRecord* last_epoch = t.epochs.empty() ? nullptr : &t.epochs.back();
+    const auto check_eval = [&](const char* key, const std::optional<double>& value,
+                                const std::optional<double>& epoch_value) {
+      if (value != epoch_value) {
+        r[key].fail("is " + optional_text(value) + ", but the last epoch record says " +
+                    optional_text(epoch_value));
+      }
+    };
+    check_eval("eval_loss", f.eval_loss, last_epoch ? last_epoch->eval_loss : std::nullopt);
+    check_eval("eval_accuracy", f.eval_accuracy,
+               last_epoch ? last_epoch->eval_accuracy : std::nullopt);
+    std::vector<double> seconds;
+    seconds.reserve(t.steps.size());
+    for (const StepRecord& s : t.steps) seconds.push_back(s.seconds);
+    const double median_seconds = median(std::move(seconds));
+    if (f.median_step_seconds != median_seconds) {
+      r["median_step_seconds"].fail("is " + number_text(f.median_step_seconds) +
+                                    ", but the median of the " + std::to_string(t.steps.size()) +
+                                    " step times is " + number_text(median_seconds));
+    }
+  }
+
+  static std::string number_text(double v) {
+    return std::isfinite(v) ? json(v).dump() : std::string("not finite");
+  }
+  static std::string optional_text(const std::optional<double>& v) {
+    return v ? number_text(*v) : std::string("null");
+  }
+
+  static constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
   std::string_view text_;
   std::string source_;
   std::size_t pos_ = 0;
   std::size_t line_ = 0;
+  std::int64_t steps_in_epoch_ = 0;  // step records since the last epoch record
+  double epoch_loss_sum_ = 0.0;      // their losses, summed in order
 };
 
 }  // namespace
@@ -299,6 +500,12 @@ std::string serialize_trace(const Trace& t) {
 
 void write_trace(const std::filesystem::path& path, const Trace& trace) {
   write_file_atomic(path, serialize_trace(trace));
+}
+
+Digest128 spec_digest_of(const nlohmann::json& spec) {
+  const std::string text = spec.dump();
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
+                      text.size());
 }
 
 Trace parse_trace(std::string_view text, const std::string& source) {

@@ -10,12 +10,20 @@
 namespace ra::audit {
 
 std::string serialize_trace(const Trace& trace);
+// The digest a trace header records as `spec_digest`: that of the compact serialisation of the
+// canonical spec (spec.dump()) as a u8 tensor (docs/trace-format.md, Digests).
+Digest128 spec_digest_of(const nlohmann::json& spec);
 // Atomic: the file appears whole under its name or not at all.
 void write_trace(const std::filesystem::path& path, const Trace& trace);
 
-// InputError naming `source` and the line for: malformed JSON, a missing or misplaced record, a
-// format version this tool does not read, a malformed digest, lists whose length does not match
-// the header, steps out of order, a missing end record (truncated file).
+// A trace is whole or it is rejected: InputError naming `source`, the line and the field for
+// malformed JSON; a missing or misplaced record; a field missing or of the wrong type or range
+// (format_version exactly the integer 1, seeds unsigned integers, digests of 32 hex digits, ...);
+// digest lists whose length does not match the header; a spec_digest that is not the digest of the
+// header's spec; records that disagree with each other (steps, epochs or batches out of order, an
+// epoch record miscounting its steps or their mean loss, an end record whose step count, loss,
+// weights, evaluation or median step time is not what the records before it say); a missing end
+// record (truncated file).
 Trace parse_trace(std::string_view text, const std::string& source);
 Trace read_trace(const std::filesystem::path& path);
 

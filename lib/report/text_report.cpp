@@ -81,18 +81,53 @@ std::string verdict(const audit::ComparisonResult& r) {
   return head + "\n" + classes + "\n";
 }
 
+// Where the runs came from, when from audit folders: what is missing or foreign, never hidden.
+std::string audit_folder_lines(const audit::ComparisonResult& r) {
+  std::string out;
+  for (const auto& f : r.audit_folders) {
+    if (f.audit_id.empty()) {
+      out += f.folder + ": no manifest\n";
+    } else if (!f.missing_runs.empty()) {
+      out += format("INCOMPLETE AUDIT %s in %s: %zu of %d planned runs have a whole trace",
+                    f.audit_id.c_str(), f.folder.c_str(), f.runs.size(), f.planned_runs);
+      bool renumbered = false;
+      for (std::size_t i = 0; i < f.runs.size(); ++i)
+        renumbered |= f.runs[i] != static_cast<int>(i);
+      if (renumbered) out += " (the report's runs are its runs " + run_list(f.runs) + ")";
+      out += "\n";
+    } else if (!f.foreign_files.empty() || !f.notes.empty()) {
+      out += "audit " + f.audit_id + " in " + f.folder + ":\n";
+    }
+    for (const auto& m : f.missing_runs) {
+      out += format("  missing run %d: %s\n", m.run, m.reason.c_str());
+    }
+    for (const auto& x : f.foreign_files) {
+      out += "  not of this audit, not compared: " + x.file + " (" + x.reason + ")\n";
+    }
+    for (const auto& n : f.notes) out += "  note: " + n + "\n";
+  }
+  for (const auto& s : r.ignored_snapshots) out += "ignored snapshot " + s + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string render_text(const audit::ComparisonResult& r) {
   std::string out = "repro-audit: " + r.spec_name + ", " + std::to_string(r.runs.size()) +
                     " runs, mode " + r.mode_summary + "\n";
   out += verdict(r);
+  for (const std::string& w : r.warnings) {
+    out += "WARNING: ";
+    out += w;
+    out += "\n";
+  }
   if (r.first_divergence) {
     const auto& d = *r.first_divergence;
     out += "first divergence: " + where(d) + ", " + category_title(d.category) + " of " + d.tensor +
            " (runs " + run_list(d.runs_differing) + " differ from run " +
            std::to_string(r.compared_runs.empty() ? 0 : r.compared_runs[0]) + ")\n";
   }
+  out += audit_folder_lines(r);
   for (const std::string& e : r.environment_differences) out += "environment differs: " + e + "\n";
   for (const std::string& l : r.ledger_differences) out += "algorithm ledger differs: " + l + "\n";
 

@@ -1,0 +1,390 @@
+#include "audit/audit_folder.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "audit/trace_io.h"
+#include "core/error.h"
+
+namespace ra::audit {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// The run of "run-NNN" spelt exactly as run_name() spells it.
+std::optional<int> run_of_stem(std::string_view stem) {
+  if (!stem.starts_with("run-")) return std::nullopt;
+  const std::string_view digits = stem.substr(4);
+  if (!all_digits(digits) || digits.size() > 9) return std::nullopt;
+  const int run = std::stoi(std::string(digits));
+  if (run_name(run) != stem) return std::nullopt;
+  return run;
+}
+
+std::string join(const std::vector<std::string>& items, std::size_t max_items = 8) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max_items; ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  if (items.size() > max_items) out += " and " + std::to_string(items.size() - max_items) + " more";
+  return out;
+}
+
+void remove_file(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec) throw RuntimeFailure("cannot remove " + path.string() + ": " + ec.message());
+}
+
+// Classifies the entries of one run-NNN/ folder into `c` (names prefixed with the folder's).
+void scan_run_folder(const fs::path& dir, const std::string& folder, FolderContents& c) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir / folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string relative = folder + "/" + name;
+    const bool file = entry.is_regular_file(ec) && !entry.is_symlink(ec);
+    if (file && is_snapshot_file_name(name)) {
+      c.own.push_back(relative);
+    } else if (file && atomic_write_target(name) &&
+               is_snapshot_file_name(*atomic_write_target(name))) {
+      c.debris.push_back(relative);
+    } else {
+      c.unrecognised.push_back(relative);
+    }
+  }
+  if (ec) throw InputError("cannot read folder " + (dir / folder).string() + ": " + ec.message());
+}
+
+std::string seeds_text(std::uint64_t init, std::uint64_t data, std::uint64_t dropout) {
+  return "init " + std::to_string(init) + ", data " + std::to_string(data) + ", dropout " +
+         std::to_string(dropout);
+}
+
+// Why a whole trace under planned run `run`'s name is not that run of `m`; "" when it is.
+std::string not_of_audit(const Trace& t, const AuditManifest& m, int run) {
+  const TraceHeader& h = t.header;
+  if (h.audit_id.empty()) return "has no audit id (written by an older repro-audit or elsewhere)";
+  if (h.audit_id != m.audit_id) return "belongs to audit " + h.audit_id;
+  if (h.run_index != run) return "its header says run " + std::to_string(h.run_index);
+  if (h.spec_digest != m.spec_digest) return "its spec digest differs from the manifest's";
+  const PlannedRun& p = m.runs[static_cast<std::size_t>(run)];
+  if (h.seed_group != p.group || h.seed_init != p.seeds.init || h.seed_data != p.seeds.data ||
+      h.seed_dropout != p.seeds.dropout) {
+    return "its seeds (" + h.seed_group + ": " +
+           seeds_text(h.seed_init, h.seed_data, h.seed_dropout) + ") are not the manifest's (" +
+           p.group + ": " + seeds_text(p.seeds.init, p.seeds.data, p.seeds.dropout) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string run_name(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "run-%03d", index);
+  return name;
+}
+
+std::string trace_name(int index) {
+  return run_name(index) + ".trace.jsonl";
+}
+
+std::optional<int> run_of_trace_name(const std::string& name) {
+  const std::string suffix = ".trace.jsonl";
+  if (!name.ends_with(suffix)) return std::nullopt;
+  return run_of_stem(std::string_view(name).substr(0, name.size() - suffix.size()));
+}
+
+std::optional<int> run_of_snapshot_folder_name(const std::string& name) {
+  return run_of_stem(name);
+}
+
+std::optional<std::string> atomic_write_target(const std::string& name) {
+  // "<target>.tmp-<pid>-<n>" (core/atomic_file.cpp temporary_for).
+  const std::size_t tmp = name.rfind(".tmp-");
+  if (tmp == std::string::npos || tmp == 0) return std::nullopt;
+  const std::string_view rest = std::string_view(name).substr(tmp + 5);
+  const std::size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || !all_digits(rest.substr(0, dash)) ||
+      !all_digits(rest.substr(dash + 1))) {
+    return std::nullopt;
+  }
+  return name.substr(0, tmp);
+}
+
+bool is_snapshot_file_name(const std::string& name) {
+  if (name == "batches.json" || name == "weights-initial.safetensors" ||
+      name == "weights-final.safetensors") {
+    return true;
+  }
+  const std::string suffix = ".safetensors";
+  if (!name.ends_with(suffix)) return false;
+  const std::string_view stem = std::string_view(name).substr(0, name.size() - suffix.size());
+  for (std::string_view prefix : {"weights-epoch-", "weights-step-"}) {
+    if (stem.starts_with(prefix) && all_digits(stem.substr(prefix.size()))) return true;
+  }
+  return false;
+}
+
+bool FolderContents::holds_audit() const {
+  return has_manifest || !trace_runs.empty() ||
+         std::any_of(own.begin(), own.end(),
+                     [](const std::string& f) { return f.find('/') != std::string::npos; });
+}
+
+FolderContents scan_audit_folder(const fs::path& dir,
+                                 const std::vector<std::string>& report_files) {
+  FolderContents c;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return c;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_dir = entry.is_directory(ec) && !entry.is_symlink(ec);
+    const bool is_file = entry.is_regular_file(ec) && !entry.is_symlink(ec);
+    const std::optional<std::string> target = atomic_write_target(name);
+    if (is_file && name == kManifestName) {
+      c.has_manifest = true;
+      c.own.push_back(name);
+    } else if (is_file && name == kLockName) {
+      c.own.push_back(name);
+    } else if (const auto run = run_of_trace_name(name); is_file && run) {
+      c.trace_runs.push_back(*run);
+      c.own.push_back(name);
+    } else if (const auto folder_run = run_of_snapshot_folder_name(name); is_dir && folder_run) {
+      c.snapshot_runs.push_back(*folder_run);
+      scan_run_folder(dir, name, c);
+    } else if (is_file && target && (*target == kManifestName || run_of_trace_name(*target))) {
+      c.debris.push_back(name);
+    } else if (is_file &&
+               std::find(report_files.begin(), report_files.end(), name) != report_files.end()) {
+      c.own.push_back(name);
+    } else if (name.starts_with("run-") || name.ends_with(".trace.jsonl")) {
+      c.unrecognised.push_back(name);
+    } else {
+      c.other.push_back(name);
+    }
+  }
+  if (ec) throw InputError("cannot read folder " + dir.string() + ": " + ec.message());
+  for (auto* list : {&c.own, &c.debris, &c.unrecognised, &c.other})
+    std::sort(list->begin(), list->end());
+  std::sort(c.trace_runs.begin(), c.trace_runs.end());
+  std::sort(c.snapshot_runs.begin(), c.snapshot_runs.end());
+  return c;
+}
+
+std::vector<std::string> remove_own_files(const fs::path& dir, const FolderContents& c) {
+  for (const std::string& f : c.own) {
+    if (f != kLockName) remove_file(dir / f);  // the lock file is the lock of this audit
+  }
+  remove_debris(dir, c);
+  for (int run : c.snapshot_runs) {
+    std::error_code ec;
+    if (fs::is_empty(dir / run_name(run), ec) && !ec) fs::remove(dir / run_name(run), ec);
+  }
+  std::vector<std::string> left = c.unrecognised;
+  left.insert(left.end(), c.other.begin(), c.other.end());
+  std::sort(left.begin(), left.end());
+  return left;
+}
+
+void remove_debris(const fs::path& dir, const FolderContents& c) {
+  for (const std::string& f : c.debris) remove_file(dir / f);
+}
+
+void remove_run_snapshots(const fs::path& dir, int run) {
+  const fs::path folder = dir / run_name(run);
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return;
+  std::vector<fs::path> doomed;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    const auto target = atomic_write_target(name);
+    if (is_snapshot_file_name(name) || (target && is_snapshot_file_name(*target))) {
+      doomed.push_back(entry.path());
+    }
+  }
+  if (ec) throw InputError("cannot read folder " + folder.string() + ": " + ec.message());
+  for (const fs::path& f : doomed) remove_file(f);
+  if (fs::is_empty(folder, ec) && !ec) fs::remove(folder, ec);
+}
+
+FolderLock::FolderLock(const fs::path& dir) : path_(dir / kLockName) {
+  // An older lock file may be replaced or removed between open and flock (its owner removes it
+  // when done): the lock only counts when the locked file is still the one under the name.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      throw InputError("cannot lock audit folder " + dir.string() + ": cannot open " +
+                       path_.string() + ": " + std::strerror(errno));
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      ::close(fd_);
+      fd_ = -1;
+      if (e == EWOULDBLOCK || e == EINTR) {
+        const std::optional<long> pid = holder(dir);
+        throw InputError("audit folder " + dir.string() + " is in use by another audit" +
+                         (pid && *pid > 0 ? " (pid " + std::to_string(*pid) + ")" : "") +
+                         ": two audits cannot share a folder; wait for it to end, or give "
+                         "another --out");
+      }
+      throw RuntimeFailure("cannot lock " + path_.string() + ": " + std::strerror(e));
+    }
+    struct stat locked {
+    }, named{};
+    if (::fstat(fd_, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+        locked.st_dev == named.st_dev && locked.st_ino == named.st_ino) {
+      const std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
+      if (::ftruncate(fd_, 0) == 0) (void)!::write(fd_, pid.data(), pid.size());
+      return;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+  throw RuntimeFailure("cannot lock " + path_.string() + ": it keeps being replaced");
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ < 0) return;
+  // Removed while still locked: whoever opened it meanwhile sees the name gone and retries.
+  (void)::unlink(path_.c_str());
+  (void)::close(fd_);
+}
+
+std::optional<long> FolderLock::holder(const fs::path& dir) {
+  const fs::path path = dir / kLockName;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  std::optional<long> pid;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    char text[32] = {};
+    const ssize_t got = ::read(fd, text, sizeof text - 1);
+    pid = got > 0 ? std::strtol(text, nullptr, 10) : 0;
+    if (*pid < 0) pid = 0;
+  }
+  ::close(fd);
+  return pid;
+}
+
+ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
+  const FolderContents c = scan_audit_folder(dir, m.report_files);
+  ManifestRuns out;
+  AuditFolderCheck& check = out.check;
+  check.folder = dir.string();
+  check.audit_id = m.audit_id;
+  check.planned_runs = static_cast<int>(m.runs.size());
+  out.traces.resize(m.runs.size());
+  const std::set<int> traced(c.trace_runs.begin(), c.trace_runs.end());
+
+  // Partial traces of killed writers, by run: the reason a run is missing.
+  std::map<int, std::string> partial;
+  for (const std::string& f : c.debris) {
+    if (const auto run = run_of_trace_name(atomic_write_target(f).value_or(""))) partial[*run] = f;
+  }
+  for (const PlannedRun& p : m.runs) {
+    const std::string name = trace_name(p.index);
+    std::string reason;
+    if (!traced.contains(p.index)) {
+      reason = partial.contains(p.index) ? "no whole trace, only the partial " + partial[p.index] +
+                                               " (the audit was interrupted, or is still running)"
+                                         : "no trace " + name;
+    } else {
+      std::optional<Trace> t;
+      if (damaged == DamagedTrace::reject) {
+        t = read_trace(dir / name);
+      } else {
+        try {
+          t = read_trace(dir / name);
+        } catch (const InputError& e) {
+          reason = std::string("its trace is not whole: ") + e.what();
+        }
+      }
+      if (t) {
+        if (const std::string why = not_of_audit(*t, m, p.index); why.empty()) {
+          out.traces[static_cast<std::size_t>(p.index)] = std::move(t);
+          check.runs.push_back(p.index);
+          continue;
+        } else {
+          check.foreign_files.push_back({name, why});
+          reason = "its trace " + name + " is not of this audit";
+        }
+      }
+    }
+    check.missing_runs.push_back({p.index, reason});
+  }
+  const int planned = static_cast<int>(m.runs.size());
+  for (int run : c.trace_runs) {
+    if (run >= planned)
+      check.foreign_files.push_back(
+          {trace_name(run), "run " + std::to_string(run) + " is not in the manifest"});
+  }
+  for (int run : c.snapshot_runs) {
+    if (run >= planned)
+      check.foreign_files.push_back(
+          {run_name(run) + "/", "run " + std::to_string(run) + " is not in the manifest"});
+  }
+  for (const std::string& f : c.unrecognised) {
+    check.foreign_files.push_back({f, "not a file repro-audit writes"});
+  }
+  std::sort(check.foreign_files.begin(), check.foreign_files.end(),
+            [](const ForeignFile& a, const ForeignFile& b) { return a.file < b.file; });
+  // (Not when the holder is this process: an audit reading its own folder for its report.)
+  if (const auto pid = FolderLock::holder(dir); pid && *pid != static_cast<long>(::getpid())) {
+    check.notes.push_back("an audit is running in this folder" +
+                          (*pid > 0 ? " (pid " + std::to_string(*pid) + ")" : std::string()) +
+                          ": its missing runs may still come");
+  }
+  return out;
+}
+
+UnvouchedTraces traces_without_manifest(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().ends_with(".trace.jsonl")) files.push_back(entry.path());
+  }
+  if (ec) throw InputError("cannot read folder " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    throw InputError("no audit.json and no *.trace.jsonl files in " + dir.string());
+
+  UnvouchedTraces out;
+  out.check.folder = dir.string();
+  std::map<std::string, std::vector<std::string>> by_audit;  // audit id -> files
+  for (const fs::path& f : files) {
+    out.traces.push_back(read_trace(f));
+    const std::string& id = out.traces.back().header.audit_id;
+    by_audit[id.empty() ? "(none)" : id].push_back(f.filename().string());
+    out.check.runs.push_back(out.traces.back().header.run_index);
+  }
+  // Traces that say they are of different audits are never compared as one audit.
+  if (by_audit.size() > 1) {
+    std::vector<std::string> groups;
+    for (const auto& [id, names] : by_audit)
+      groups.push_back("audit " + id + ": " + join(names, 4));
+    throw InputError(dir.string() + " has no audit.json and its traces are of " +
+                     std::to_string(by_audit.size()) + " audits (" + join(groups) +
+                     "); compare the trace files you mean by name");
+  }
+  out.check.notes.push_back(
+      "no audit.json: no manifest vouches that these traces are one audit's (a folder written "
+      "before audit folders had manifests, or by hand); every *.trace.jsonl in it is compared");
+  return out;
+}
+
+}  // namespace ra::audit

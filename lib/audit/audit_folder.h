@@ -1,0 +1,106 @@
+#pragma once
+// The files of an audit folder and what the tool may do with them (docs/trace-format.md "The
+// audit folder"): which names are its own, what a folder holds, removing only its own files
+// (--overwrite) or the debris of a killed audit (--resume), and which traces of a folder are the
+// whole traces of its manifest's runs (compare DIR, --resume).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+#include "audit/manifest.h"
+#include "audit/trace.h"
+
+namespace ra::audit {
+
+inline constexpr const char* kManifestName = "audit.json";
+inline constexpr const char* kLockName = "audit.lock";
+
+std::string run_name(int index);    // "run-003" (the run's snapshot folder)
+std::string trace_name(int index);  // "run-003.trace.jsonl"
+// The run of a name the tool writes ("run-003.trace.jsonl", "run-003"), or none. Only the exact
+// spelling run_name() gives: "run-3.trace.jsonl" or "run-0003" are not the tool's.
+std::optional<int> run_of_trace_name(const std::string& name);
+std::optional<int> run_of_snapshot_folder_name(const std::string& name);
+// "<name>.tmp-<pid>-<n>", the temporary file of an atomic write of <name> (core/atomic_file.h):
+// <name>, or none.
+std::optional<std::string> atomic_write_target(const std::string& name);
+// A file the snapshot writer puts into run-NNN/ (weights-initial/final/epoch-E/step-S.safetensors,
+// batches.json).
+bool is_snapshot_file_name(const std::string& name);
+
+// What a folder holds, classified by name (nothing is read). Names are relative to the folder
+// ("run-001/weights-final.safetensors"), sorted.
+struct FolderContents {
+  bool has_manifest = false;
+  std::vector<std::string> own;     // the tool's files: manifest, traces, snapshots, lock, reports
+  std::vector<std::string> debris;  // temporaries of atomic writes (a killed or running writer)
+  std::vector<std::string> unrecognised;  // run-* and *.trace.jsonl names the tool does not write
+  std::vector<std::string> other;         // anything else: never touched
+  std::vector<int> trace_runs;            // runs with a run-NNN.trace.jsonl
+  std::vector<int> snapshot_runs;         // runs with a run-NNN/ folder
+  // An audit (or part of one) is there: a manifest, traces or snapshot files.
+  bool holds_audit() const;
+};
+// `report_files`: names the folder's manifest lists as reports the tool wrote there.
+FolderContents scan_audit_folder(const std::filesystem::path& dir,
+                                 const std::vector<std::string>& report_files = {});
+
+// Removes the tool's own files and debris (and run-NNN/ folders left empty); returns what was
+// left in place (unrecognised and other files), as names relative to `dir`. RuntimeFailure naming
+// the file when one cannot be removed.
+std::vector<std::string> remove_own_files(const std::filesystem::path& dir,
+                                          const FolderContents& contents);
+// Removes the debris of atomic writes (temporary files) in `dir` and its run-NNN/ folders.
+void remove_debris(const std::filesystem::path& dir, const FolderContents& contents);
+// Removes the snapshot files of one run (run-NNN/'s known files; the folder when left empty):
+// what a killed attempt at the run left, before the run trains again.
+void remove_run_snapshots(const std::filesystem::path& dir, int run);
+
+// The exclusive lock of an audit folder, held by one audit from before it looks at the folder
+// until its report is made: flock(LOCK_EX | LOCK_NB) on `dir`/audit.lock, which holds the owner's
+// pid. A second audit on the folder fails at once (InputError naming the folder and the holder's
+// pid) instead of mixing its files with the first's. The kernel drops the lock when the owner dies
+// (kill -9 included), so a killed audit never leaves a folder locked. Released (and the lock file
+// removed) by the destructor.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& dir);
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock();
+
+  // The pid holding `dir`'s lock (0 when it did not say), or none when no audit holds it.
+  static std::optional<long> holder(const std::filesystem::path& dir);
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// The manifest's runs as found in its folder: a run's trace is used when it is whole (it parses
+// with its end record) and is of this audit (its audit id, run index, spec digest and seeds are
+// the manifest's). Anything else is named: runs without such a trace as missing, trace files and
+// run folders that are not of this audit as foreign.
+struct ManifestRuns {
+  std::vector<std::optional<Trace>> traces;  // per planned run; none = missing
+  AuditFolderCheck check;
+};
+// `damaged`: what a trace under a planned run's name that does not parse is. For compare it is
+// bad input (InputError naming file and line); for --resume the run is retrained (missing, with
+// the reason).
+enum class DamagedTrace { reject, retrain };
+ManifestRuns read_manifest_runs(const std::filesystem::path& dir, const AuditManifest& manifest,
+                                DamagedTrace damaged);
+
+// The traces of a folder without a manifest (made before manifests existed): every *.trace.jsonl
+// in it, sorted by name, read, with a note that no manifest vouches for them. InputError when there
+// are none, or when their audit ids say they are of more than one audit.
+struct UnvouchedTraces {
+  std::vector<Trace> traces;
+  AuditFolderCheck check;
+};
+UnvouchedTraces traces_without_manifest(const std::filesystem::path& dir);
+
+}  // namespace ra::audit

@@ -1,0 +1,240 @@
+#include "audit/manifest.h"
+
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "audit/audit_folder.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "spec/json_text.h"
+
+namespace ra::audit {
+namespace {
+
+using nlohmann::json;
+
+json seeds_json(const train::RunSeeds& s) {
+  return {{"init", s.init}, {"data", s.data}, {"dropout", s.dropout}};
+}
+
+// Reads fields of one JSON object, naming the source and the field in every error.
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string source, std::string where)
+      : object_(object), source_(std::move(source)), where_(std::move(where)) {
+    if (!object_.is_object()) fail(where_.empty() ? "the manifest" : where_, "a JSON object");
+  }
+
+  template <class T>
+  T get(const char* key, const char* expected) const {
+    const std::string path = where_.empty() ? key : where_ + "." + key;
+    if (!object_.contains(key)) {
+      throw InputError(source_ + ": missing field '" + path + "'");
+    }
+    const json& value = object_.at(key);
+    try {
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (!value.is_string()) fail(path, expected);
+      } else if constexpr (std::is_same_v<T, json>) {
+      } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+        if (!value.is_number_unsigned()) fail(path, expected);
+      } else if constexpr (std::is_integral_v<T>) {
+        if (!value.is_number_integer()) fail(path, expected);
+      }
+      return value.get<T>();
+    } catch (const json::exception&) {
+      fail(path, expected);
+    }
+  }
+  const json& object(const char* key) const {
+    const std::string path = where_.empty() ? key : where_ + "." + key;
+    if (!object_.contains(key)) throw InputError(source_ + ": missing field '" + path + "'");
+    return object_.at(key);
+  }
+  std::string path(const char* key) const { return where_.empty() ? key : where_ + "." + key; }
+
+  [[noreturn]] void fail(const std::string& path, const char* expected) const {
+    throw InputError(source_ + ": field '" + path + "' must be " + expected);
+  }
+
+ private:
+  const json& object_;
+  std::string source_;
+  std::string where_;
+};
+
+std::string runs_line(const std::vector<PlannedRun>& runs) {
+  std::string out;
+  for (const PlannedRun& r : runs) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(r.index) + " " + r.group + " (init " + std::to_string(r.seeds.init) +
+           ", data " + std::to_string(r.seeds.data) + ", dropout " +
+           std::to_string(r.seeds.dropout) + ")";
+  }
+  return out;
+}
+
+bool same_runs(const std::vector<PlannedRun>& a, const std::vector<PlannedRun>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].index != b[i].index || a[i].group != b[i].group ||
+        a[i].seeds.init != b[i].seeds.init || a[i].seeds.data != b[i].seeds.data ||
+        a[i].seeds.dropout != b[i].seeds.dropout)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string new_audit_id() {
+  std::random_device entropy;
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(entropy()));
+    id += word;
+  }
+  return id;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+json to_json(const AuditManifest& m) {
+  json runs = json::array();
+  for (const PlannedRun& r : m.runs) {
+    runs.push_back({{"run", r.index},
+                    {"trace", trace_name(r.index)},
+                    {"snapshots", run_name(r.index)},
+                    {"seed_group", r.group},
+                    {"seeds", seeds_json(r.seeds)}});
+  }
+  return {{"record", "repro-audit manifest"},
+          {"format_version", m.format_version},
+          {"audit_id", m.audit_id},
+          {"tool_version", m.tool_version},
+          {"created", m.created},
+          {"spec", m.spec},
+          {"spec_digest", m.spec_digest},
+          {"device", m.device},
+          {"backend", m.backend},
+          {"threads", m.threads},
+          {"determinism", m.determinism},
+          {"seed_policy", m.seed_policy},
+          {"snapshots", m.snapshots},
+          {"fault", m.fault},
+          {"runs", runs},
+          {"report_files", m.report_files}};
+}
+
+AuditManifest manifest_from_json(const json& j, const std::string& source) {
+  const FieldReader top(j, source, "");
+  if (top.get<std::string>("record", "a string") != "repro-audit manifest") {
+    throw InputError(source + ": not a repro-audit manifest (field 'record')");
+  }
+  AuditManifest m;
+  m.format_version = top.get<int>("format_version", "an integer");
+  if (m.format_version != kManifestFormatVersion) {
+    throw InputError(source + ": manifest format version " + std::to_string(m.format_version) +
+                     "; this tool reads version " + std::to_string(kManifestFormatVersion));
+  }
+  m.audit_id = top.get<std::string>("audit_id", "a string");
+  if (!is_audit_id(m.audit_id)) top.fail("audit_id", "32 lowercase hex digits");
+  m.tool_version = top.get<std::string>("tool_version", "a string");
+  m.created = top.get<std::string>("created", "a string");
+  m.spec = top.object("spec");
+  if (!m.spec.is_object()) top.fail("spec", "a JSON object");
+  m.spec_digest = top.get<std::string>("spec_digest", "a string");
+  m.device = top.get<std::string>("device", "a string");
+  m.backend = top.get<std::string>("backend", "a string");
+  m.threads = top.get<int>("threads", "an integer");
+  m.determinism = top.object("determinism");
+  if (!m.determinism.is_object()) top.fail("determinism", "a JSON object");
+  m.seed_policy = top.get<std::string>("seed_policy", "a string");
+  m.snapshots = top.object("snapshots");
+  if (!m.snapshots.is_object()) top.fail("snapshots", "a JSON object");
+  m.fault = top.object("fault");
+  if (!m.fault.is_null() && !m.fault.is_object()) top.fail("fault", "null or a JSON object");
+  const json& runs = top.object("runs");
+  if (!runs.is_array()) top.fail("runs", "an array");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = "runs[" + std::to_string(i) + "]";
+    const FieldReader run(runs[i], source, where);
+    PlannedRun r;
+    r.index = run.get<int>("run", "an integer");
+    if (r.index != static_cast<int>(i)) {
+      throw InputError(source + ": field '" + where + ".run' is " + std::to_string(r.index) +
+                       ", expected " + std::to_string(i) + " (runs are numbered in order)");
+    }
+    r.group = run.get<std::string>("seed_group", "a string");
+    const FieldReader seeds(run.object("seeds"), source, where + ".seeds");
+    r.seeds.init = seeds.get<std::uint64_t>("init", "an unsigned integer");
+    r.seeds.data = seeds.get<std::uint64_t>("data", "an unsigned integer");
+    r.seeds.dropout = seeds.get<std::uint64_t>("dropout", "an unsigned integer");
+    m.runs.push_back(r);
+  }
+  if (m.runs.empty()) top.fail("runs", "a non-empty array");
+  const json& reports = top.object("report_files");
+  if (!reports.is_array()) top.fail("report_files", "an array of file names");
+  for (const json& name : reports) {
+    // Plain names inside the folder only: --overwrite removes them, so nothing may point out.
+    if (!name.is_string() || name.get<std::string>().empty() ||
+        name.get<std::string>().find('/') != std::string::npos || name == "." || name == "..") {
+      top.fail("report_files", "an array of file names inside the folder");
+    }
+    m.report_files.push_back(name.get<std::string>());
+  }
+  return m;
+}
+
+void write_manifest(const std::filesystem::path& dir, const AuditManifest& manifest) {
+  write_file_atomic(dir / kManifestName, to_json(manifest).dump(2) + "\n");
+}
+
+AuditManifest read_manifest(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kManifestName;
+  // A manifest holds the spec and the planned runs: a few KB. 16 MiB bounds a damaged one. The
+  // strict parser names file, line and column (duplicate keys, numbers out of range, depth).
+  constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{16} << 20;
+  const std::string text = read_file(path, kMaxManifestBytes, "a manifest");
+  return manifest_from_json(spec::parse_json_text(text, path.string()), path.string());
+}
+
+std::vector<std::string> manifest_differences(const AuditManifest& a, const AuditManifest& b) {
+  std::vector<std::string> out;
+  auto differ = [&](const std::string& field, const std::string& in_folder,
+                    const std::string& requested) {
+    if (in_folder != requested) {
+      out.push_back(field + ": " + in_folder + " in the folder, " + requested + " requested");
+    }
+  };
+  differ("spec digest", a.spec_digest, b.spec_digest);
+  if (a.spec_digest != b.spec_digest &&
+      a.spec.value("name", json()) != b.spec.value("name", json()))
+    differ("spec name", a.spec.value("name", json()).dump(), b.spec.value("name", json()).dump());
+  differ("device", a.device, b.device);
+  differ("backend", a.backend, b.backend);
+  differ("threads", std::to_string(a.threads), std::to_string(b.threads));
+  differ("determinism", a.determinism.dump(), b.determinism.dump());
+  differ("seeds", a.seed_policy, b.seed_policy);
+  if (a.runs.size() != b.runs.size()) {
+    differ("runs", std::to_string(a.runs.size()) + " planned",
+           std::to_string(b.runs.size()) + " planned");
+  } else if (!same_runs(a.runs, b.runs)) {
+    differ("planned runs (index, seed group, seeds)", runs_line(a.runs), runs_line(b.runs));
+  }
+  differ("snapshot options", a.snapshots.dump(), b.snapshots.dump());
+  differ("fault injection", a.fault.dump(), b.fault.dump());
+  differ("tool version", a.tool_version, b.tool_version);
+  return out;
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,70 @@
+#pragma once
+// The manifest of an audit folder (audit.json, docs/trace-format.md "The audit folder"): which
+// audit the folder holds, and everything that decides the bits of its runs. It is written
+// atomically before the first run trains; every trace and snapshot of the audit carries its
+// audit id, so `compare DIR` reads exactly the manifest's runs and `run --resume` can tell whether
+// the audit it is asked to finish is the one in the folder.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/trace.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+inline constexpr int kManifestFormatVersion = 1;
+
+// One planned run: its index (run-NNN), seed group and the seeds of its random streams.
+struct PlannedRun {
+  int index = 0;
+  std::string group;  // "same" or "different"
+  train::RunSeeds seeds;
+};
+
+struct AuditManifest {
+  int format_version = kManifestFormatVersion;
+  std::string audit_id;  // 32 lowercase hex digits (128 random bits)
+  std::string tool_version;
+  std::string created;  // UTC, "2024-05-01T12:34:56Z"
+  // What decides the bits of the runs (all compared by --resume):
+  nlohmann::json spec;  // canonical resolved spec (spec::to_json), --device already applied
+  std::string spec_digest;
+  std::string device;          // the spec's device: auto, cpu, cuda
+  std::string backend;         // what the device resolved to on the machine that started it
+  int threads = 0;             // worker threads per run (resolved: never 0)
+  nlohmann::json determinism;  // the policy the runs use: {"mode": ..., "ops": {...}}
+  std::string seed_policy;     // same, different, both
+  nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
+  nlohmann::json fault;        // the test-only fault injection, or null
+  std::vector<PlannedRun> runs;
+  // Not part of the audit's identity: report files (names inside the folder) that `run --json`
+  // wrote there, so that --overwrite may remove them as its own.
+  std::vector<std::string> report_files;
+};
+
+// 128 random bits as 32 lowercase hex digits (std::random_device: the kernel's entropy pool).
+std::string new_audit_id();
+// The current time, UTC, ISO 8601 to the second.
+std::string utc_now();
+
+nlohmann::json to_json(const AuditManifest& manifest);
+// InputError naming `source` and the field for a manifest that is not one (a JSON value of the
+// wrong kind, a missing field, a format version this tool does not read, a malformed audit id).
+AuditManifest manifest_from_json(const nlohmann::json& json, const std::string& source);
+
+// `dir`/audit.json, written atomically.
+void write_manifest(const std::filesystem::path& dir, const AuditManifest& manifest);
+// InputError naming the file when it is unreadable, not JSON or not a manifest.
+AuditManifest read_manifest(const std::filesystem::path& dir);
+
+// What differs between the audit in a folder and the one requested, one line per field in the
+// user's words ("runs: 3 planned in the folder, 4 requested"); empty when the same audit.
+// Identity, provenance and report files are not compared.
+std::vector<std::string> manifest_differences(const AuditManifest& in_folder,
+                                              const AuditManifest& requested);
+
+}  // namespace ra::audit

@@ -1,0 +1,475 @@
+// A trace is whole or it is rejected: a real trace (written by an audit) is edited or damaged in
+// every way the reader checks, and each must be an InputError naming the file, the line and the
+// field. Comparing one run with itself is allowed, with a warning.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+#include "audit/trace_io.h"
+#include "core/error.h"
+#include "spec/parse.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::random_device rd;
+    path = std::filesystem::temp_directory_path() / ("ra-trace-" + std::to_string(rd()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// 2 epochs of 3 steps, with an eval set: lines 1 header, 2 init, 3-5 steps, 6 epoch 0, 7-9 steps,
+// 10 epoch 1, 11 end.
+ra::spec::ExperimentSpec small_spec() {
+  return ra::spec::parse_spec(json::parse(R"({
+    "name": "trace-validation", "seed": 9, "threads": 1,
+    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 3},
+             "eval": {"format": "random", "samples": 16, "shape": [1, 6, 6], "classes": 3, "seed": 2},
+             "batch_size": 16},
+    "model": {"input": [1, 6, 6], "layers": [
+      {"type": "conv2d", "filters": 2, "kernel": 3, "activation": "relu"},
+      {"type": "flatten"}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "adam", "lr": 0.01},
+    "train": {"epochs": 2}})"),
+                              ".");
+}
+
+constexpr int kHeader = 1, kInit = 2, kFirstStep = 3, kEpoch0 = 6, kLastStep = 9, kEpoch1 = 10,
+              kEnd = 11;
+
+// Two runs of one audit, written once for all tests.
+const std::filesystem::path& trace_dir() {
+  static TempDir dir;
+  static const bool written = [] {
+    ra::audit::AuditOptions o;
+    o.runs = 2;
+    o.out_dir = dir.path / "out";
+    ra::audit::run_audit(small_spec(), o);
+    return true;
+  }();
+  (void)written;
+  return dir.path;
+}
+
+std::filesystem::path run_file(int run) {
+  return trace_dir() / "out" / (run == 0 ? "run-000.trace.jsonl" : "run-001.trace.jsonl");
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  return text;
+}
+
+// The trace of run 0 with line `line` (1-based) changed by `edit`.
+std::string edited(int line, const std::function<void(json&)>& edit) {
+  std::vector<std::string> lines = lines_of(read_text(run_file(0)));
+  json record = json::parse(lines.at(line - 1));
+  edit(record);
+  lines[line - 1] = record.dump();
+  return join(lines);
+}
+
+std::string without_line(const std::string& text, int line) {
+  std::vector<std::string> lines = lines_of(text);
+  lines.erase(lines.begin() + (line - 1));
+  return join(lines);
+}
+
+// parse_trace must reject `text`, naming the file, `line`, the field (when given) and `problem`.
+void require_rejected(const std::string& text, int line, const std::string& field,
+                      const std::string& problem = "") {
+  const std::string source = "edited.trace.jsonl";
+  try {
+    ra::audit::parse_trace(text, source);
+    FAIL("the damaged trace was accepted");
+  } catch (const ra::InputError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    REQUIRE(message.find(source + ":" + std::to_string(line) + ": ") == 0);
+    if (!field.empty()) REQUIRE(message.find("field '" + field + "'") != std::string::npos);
+    if (!problem.empty()) REQUIRE(message.find(problem) != std::string::npos);
+  }
+}
+
+std::string other_digest(const std::string& hex) {
+  std::string d = hex;
+  d[31] = d[31] == '0' ? '1' : '0';
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
+  const auto t = ra::audit::read_trace(run_file(0));
+  REQUIRE(lines_of(read_text(run_file(0))).size() == kEnd);
+  REQUIRE(t.steps.size() == 6);
+  REQUIRE(t.epochs.size() == 2);
+  REQUIRE(t.final);
+  REQUIRE(t.final->steps == 6);
+  REQUIRE(t.header.spec_digest == ra::audit::spec_digest_of(t.header.spec).hex());
+  // What the reader reads, the writer writes back byte for byte.
+  REQUIRE(ra::audit::serialize_trace(t) == read_text(run_file(0)));
+}
+
+TEST_CASE("a trace with step records removed is rejected", "[audit][trace]") {
+  const std::string text = read_text(run_file(0));
+  SECTION("a step in the middle of an epoch: the next step is out of order") {
+    require_rejected(without_line(text, kFirstStep + 1), kFirstStep + 1, "step", "out of order");
+  }
+  SECTION("the last step of an epoch: its epoch record miscounts") {
+    require_rejected(without_line(text, kEpoch0 - 1), kEpoch0 - 1, "steps",
+                     "epoch 0 counts 3 steps, but the trace has 2 step records");
+  }
+  SECTION("the last step, with the epoch record mended: the end record miscounts") {
+    std::vector<std::string> lines = lines_of(text);
+    json epoch = json::parse(lines[kEpoch1 - 1]);
+    epoch["steps"] = 2;
+    double sum = 0;
+    for (int l = kEpoch0 + 1; l < kLastStep; ++l) {
+      sum += std::bit_cast<float>(ra::audit::bits_from_hex(json::parse(lines[l - 1])["loss_bits"]));
+    }
+    epoch["train_loss"] = sum / 2;
+    lines[kEpoch1 - 1] = epoch.dump();
+    lines.erase(lines.begin() + (kLastStep - 1));
+    require_rejected(join(lines), kEnd - 1, "steps",
+                     "the end record counts 6 steps, but the trace has 5 step records");
+    // ... and with the count mended too, the final loss and weights are not the last step's.
+    json end = json::parse(lines[kEnd - 2]);
+    end["steps"] = 5;
+    lines[kEnd - 2] = end.dump();
+    require_rejected(join(lines), kEnd - 1, "final_loss_bits", "the loss of step 4");
+  }
+}
+
+TEST_CASE("an end record that disagrees with the steps is rejected", "[audit][trace]") {
+  SECTION("steps") {
+    require_rejected(edited(kEnd, [](json& r) { r["steps"] = 7; }), kEnd, "steps",
+                     "counts 7 steps");
+  }
+  SECTION("weights") {
+    require_rejected(edited(kEnd, [](json& r) { r["weights"][1] = other_digest(r["weights"][1]); }),
+                     kEnd, "weights[1]", "is not its digest in step 5");
+  }
+  SECTION("final loss, its bits and its number changed together") {
+    require_rejected(edited(kEnd,
+                            [](json& r) {
+                              r["final_loss_bits"] = "0x3f800000";
+                              r["final_loss"] = 1.0;
+                            }),
+                     kEnd, "final_loss_bits", "the loss of step 5");
+  }
+  SECTION("final loss number without its bits") {
+    require_rejected(edited(kEnd, [](json& r) { r["final_loss"] = 12.5; }), kEnd, "final_loss",
+                     "final_loss_bits");
+  }
+  SECTION("evaluation") {
+    require_rejected(edited(kEnd, [](json& r) { r["eval_accuracy"] = 0.125; }), kEnd,
+                     "eval_accuracy", "the last epoch record says");
+  }
+  SECTION("median step time") {
+    require_rejected(edited(kEnd, [](json& r) { r["median_step_seconds"] = 1e-9; }), kEnd,
+                     "median_step_seconds", "median of the 6 step times");
+  }
+  SECTION("the last epoch record removed") {
+    require_rejected(without_line(read_text(run_file(0)), kEpoch1), kEnd - 1, "",
+                     "epoch 1 has no epoch record");
+  }
+  SECTION("records after the end") {
+    const std::string text = read_text(run_file(0));
+    const auto lines = lines_of(text);
+    require_rejected(text + lines[kEnd - 1] + "\n", kEnd + 1, "", "after the end record");
+  }
+}
+
+TEST_CASE("epoch records must agree with the steps", "[audit][trace]") {
+  SECTION("epoch numbering") {
+    require_rejected(edited(kEpoch0, [](json& r) { r["epoch"] = 1; }), kEpoch0, "epoch",
+                     "out of order (expected 0)");
+  }
+  SECTION("step count") {
+    require_rejected(edited(kEpoch0, [](json& r) { r["steps"] = 4; }), kEpoch0, "steps",
+                     "counts 4 steps");
+  }
+  SECTION("mean train loss") {
+    require_rejected(
+        edited(kEpoch0, [](json& r) { r["train_loss"] = r["train_loss"].get<double>() * 2; }),
+        kEpoch0, "train_loss", "mean of the 3 step losses");
+  }
+  SECTION("a step claiming another epoch") {
+    require_rejected(edited(kFirstStep + 1, [](json& r) { r["epoch"] = 1; }), kFirstStep + 1,
+                     "epoch", "is in epoch 1");
+  }
+  SECTION("a batch index out of order") {
+    require_rejected(edited(kFirstStep + 1, [](json& r) { r["batch"] = 2; }), kFirstStep + 1,
+                     "batch", "out of order (expected 1)");
+  }
+  SECTION("an epoch record moved after a step of the next epoch") {
+    std::vector<std::string> lines = lines_of(read_text(run_file(0)));
+    std::swap(lines[kEpoch0 - 1], lines[kEpoch0]);
+    require_rejected(join(lines), kEpoch0, "epoch", "is in epoch 1");
+  }
+  SECTION("a step's loss number without its bits") {
+    require_rejected(edited(kFirstStep, [](json& r) { r["loss"] = 3.5; }), kFirstStep, "loss",
+                     "loss_bits");
+  }
+}
+
+TEST_CASE("the spec digest must be the spec's", "[audit][trace]") {
+  SECTION("spec changed, digest kept") {
+    require_rejected(edited(kHeader, [](json& r) { r["spec"]["seed"] = 10; }), kHeader,
+                     "spec_digest", "is not the digest of the header's spec");
+  }
+  SECTION("digest changed") {
+    require_rejected(
+        edited(kHeader, [](json& r) { r["spec_digest"] = other_digest(r["spec_digest"]); }),
+        kHeader, "spec_digest", "changed after the run");
+  }
+  SECTION("digest malformed") {
+    require_rejected(edited(kHeader, [](json& r) { r["spec_digest"] = "abc"; }), kHeader,
+                     "spec_digest", "32 hex digits");
+  }
+}
+
+TEST_CASE("format_version must be exactly the integer 1", "[audit][trace]") {
+  const auto with_version = [](json v) {
+    return edited(kHeader, [&](json& r) { r["format_version"] = v; });
+  };
+  require_rejected(with_version(1.0), kHeader, "format_version", "found the number 1.0");
+  require_rejected(with_version("1"), kHeader, "format_version", "found the string \"1\"");
+  require_rejected(with_version(true), kHeader, "format_version", "found true");
+  require_rejected(with_version(2), kHeader, "format_version", "trace format version 2");
+  require_rejected(with_version(json::array({1})), kHeader, "format_version", "found an array");
+}
+
+TEST_CASE("every header field must have its type", "[audit][trace]") {
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* field;
+    const char* problem;
+  };
+  const std::vector<Case> cases = {
+      {"determinism array", [](json& h) { h["determinism"] = json::array(); }, "determinism",
+       "expected an object, found an array"},
+      {"params object", [](json& h) { h["params"] = json::object(); }, "params",
+       "expected an array, found an object"},
+      {"seeds string", [](json& h) { h["seeds"] = "x"; }, "seeds",
+       "expected an object, found the string \"x\""},
+      {"negative seed", [](json& h) { h["seeds"]["init"] = -1; }, "seeds.init",
+       "found the integer -1"},
+      {"seed as float", [](json& h) { h["seeds"]["data"] = 1.5; }, "seeds.data",
+       "found the number 1.5"},
+      {"threads string", [](json& h) { h["threads"] = "2"; }, "threads", "expected an integer"},
+      {"threads zero", [](json& h) { h["threads"] = 0; }, "threads", "in [1, "},
+      {"run index float", [](json& h) { h["run_index"] = 0.5; }, "run_index",
+       "expected an integer"},
+      {"seed group", [](json& h) { h["seed_group"] = "maybe"; }, "seed_group",
+       "\"same\" or \"different\""},
+      {"environment array", [](json& h) { h["environment"] = json::array(); }, "environment",
+       "expected an object"},
+      {"ledger object", [](json& h) { h["ledger"] = json::object(); }, "ledger",
+       "expected an array"},
+      {"ledger entry", [](json& h) { h["ledger"] = json::array({json::object()}); },
+       "ledger[0].layer", "is missing"},
+      {"unknown mode", [](json& h) { h["determinism"]["mode"] = "fast"; }, "determinism.mode",
+       "expected deterministic, nondeterministic or autotune"},
+      {"unknown op",
+       [](json& h) {
+         h["determinism"]["ops"] = {{"conv", "deterministic"}};
+       },
+       "determinism.ops.conv", "not a reducing op"},
+      {"shape element", [](json& h) { h["params"][0]["shape"][1] = "x"; }, "params[0].shape[1]",
+       "expected an integer"},
+      {"shape zero", [](json& h) { h["params"][1]["shape"][0] = 0; }, "params[1].shape[0]",
+       "in [1, "},
+      {"parameter named twice", [](json& h) { h["params"][1]["name"] = h["params"][0]["name"]; },
+       "params[1].name", "named twice"},
+      {"optimizer state name", [](json& h) { h["optimizer_state"][0] = 1; }, "optimizer_state[0]",
+       "expected a string"},
+      {"fault string", [](json& h) { h["fault"] = "x"; }, "fault", "expected an object"},
+      {"fault of another run",
+       [](json& h) {
+         h["fault"] = {{"run", 1}, {"step", 0}, {"tensor", "batch"}, {"element", 0}, {"bit", 0}};
+       },
+       "fault.run", "in the trace of run 0"},
+      {"tool version number", [](json& h) { h["tool_version"] = 1; }, "tool_version",
+       "expected a string"},
+      {"spec array", [](json& h) { h["spec"] = json::array(); }, "spec", "expected an object"},
+      {"missing seeds", [](json& h) { h.erase("seeds"); }, "seeds", "is missing"},
+      {"missing params", [](json& h) { h.erase("params"); }, "params", "is missing"},
+      {"record kind number", [](json& h) { h["record"] = 1; }, "record", "expected a string"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    require_rejected(edited(kHeader, c.edit), kHeader, c.field, c.problem);
+  }
+}
+
+TEST_CASE("every record field must have its type", "[audit][trace]") {
+  struct Case {
+    int line;
+    std::function<void(json&)> edit;
+    const char* field;
+    const char* problem;
+  };
+  const std::vector<Case> cases = {
+      {kInit, [](json& r) { r["weights"] = "x"; }, "weights", "expected an array"},
+      {kInit, [](json& r) { r["weights"].erase(0); }, "weights",
+       "has 3 digests, the header names 4 parameters"},
+      {kFirstStep, [](json& r) { r["grads"][1] = "xyz"; }, "grads[1]", "32 hex digits"},
+      {kFirstStep, [](json& r) { r["grads"][1] = std::string(32, 'g'); }, "grads[1]",
+       "32 hex digits"},
+      {kFirstStep, [](json& r) { r["indices"] = 123; }, "indices", "expected a string"},
+      {kFirstStep, [](json& r) { r["weights"].push_back(r["weights"][0]); }, "weights",
+       "has 5 digests"},
+      {kFirstStep, [](json& r) { r["loss_bits"] = "0x3f80"; }, "loss_bits", "0x and 8 hex"},
+      {kFirstStep, [](json& r) { r["step"] = "0"; }, "step", "expected an integer"},
+      {kFirstStep, [](json& r) { r["step"] = -1; }, "step", "found the integer -1"},
+      {kFirstStep, [](json& r) { r["seconds"] = -1.0; }, "seconds", ">= 0"},
+      {kFirstStep, [](json& r) { r.erase("seconds"); }, "seconds", "is missing"},
+      {kFirstStep, [](json& r) { r["optimizer_state"] = json::object(); }, "optimizer_state",
+       "expected a string"},
+      {kEpoch0, [](json& r) { r["eval_loss"] = "low"; }, "eval_loss", "a number or null"},
+      {kEpoch0, [](json& r) { r["seconds"] = json::array(); }, "seconds", "expected a number"},
+      {kEnd, [](json& r) { r["weights"] = json::object(); }, "weights", "expected an array"},
+      {kEnd, [](json& r) { r.erase("total_seconds"); }, "total_seconds", "is missing"},
+      {kEnd, [](json& r) { r["record"] = "finish"; }, "record", "unknown record 'finish'"},
+  };
+  for (const Case& c : cases) {
+    INFO("line " << c.line << ", field " << c.field);
+    require_rejected(edited(c.line, c.edit), c.line, c.field, c.problem);
+  }
+}
+
+TEST_CASE("echoed values of a damaged trace are truncated", "[audit][trace]") {
+  const std::string huge(100000, 'a');
+  try {
+    ra::audit::parse_trace(edited(kHeader,
+                                  [&](json& h) {
+                                    h["backend"] = {{"x", huge}};
+                                  }),
+                           "t.jsonl");
+    FAIL("accepted");
+  } catch (const ra::InputError& e) {
+    REQUIRE(std::string(e.what()).size() < 200);
+  }
+  try {
+    ra::audit::parse_trace(edited(kFirstStep, [&](json& r) { r["inputs"] = huge; }), "t.jsonl");
+    FAIL("accepted");
+  } catch (const ra::InputError& e) {
+    REQUIRE(std::string(e.what()).find("field 'inputs'") != std::string::npos);
+    REQUIRE(std::string(e.what()).size() < 200);
+  }
+}
+
+TEST_CASE("a trace without its end record stays a truncated trace", "[audit][trace]") {
+  const std::string text = without_line(read_text(run_file(0)), kEnd);
+  try {
+    ra::audit::parse_trace(text, "cut.trace.jsonl");
+    FAIL("accepted");
+  } catch (const ra::InputError& e) {
+    REQUIRE(std::string(e.what()).find("cut.trace.jsonl: trace is truncated") == 0);
+  }
+}
+
+TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[audit][trace]") {
+  // nlohmann/json writes NaN as null: the reader takes null for a mean loss that is not finite.
+  ra::audit::Trace t = ra::audit::read_trace(run_file(0));
+  const std::uint32_t nan_bits =
+      std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN());
+  for (auto& s : t.steps) s.loss_bits = nan_bits;
+  for (auto& e : t.epochs) e.mean_train_loss = std::numeric_limits<double>::quiet_NaN();
+  t.final->final_loss_bits = nan_bits;
+  const std::string text = ra::audit::serialize_trace(t);
+  REQUIRE(text.find("\"train_loss\":null") != std::string::npos);
+  const auto back = ra::audit::parse_trace(text, "nan.trace.jsonl");
+  REQUIRE(back.final->final_loss_bits == nan_bits);
+  REQUIRE(std::isnan(back.epochs[0].mean_train_loss));
+}
+
+TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][trace]") {
+  ra::audit::ComparisonOptions options;
+  SECTION("the same path twice") {
+    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings[0].find("runs 0 and 1 are the same file") != std::string::npos);
+  }
+  SECTION("two paths to one file") {
+    TempDir dir;
+    const auto link = dir.path / "link.trace.jsonl";
+    std::filesystem::create_symlink(run_file(0), link);
+    const auto r = ra::audit::compare_trace_files({run_file(1), run_file(0), link}, options);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{1, 2}});
+    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings[0].find("runs 1 and 2 are the same file") != std::string::npos);
+  }
+  SECTION("a copy of the file") {
+    TempDir dir;
+    const auto copy = dir.path / "copy.trace.jsonl";
+    std::filesystem::copy_file(run_file(0), copy);
+    const auto r = ra::audit::compare_trace_files({run_file(0), copy}, options);
+    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.warnings[0].find("copies of one run") != std::string::npos);
+  }
+  SECTION("two runs of one audit are not copies") {
+    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(1)}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.copies.empty());
+    REQUIRE(r.warnings.empty());
+  }
+  SECTION("one run of each of two audits: same header, other timings, not copies") {
+    TempDir dir;
+    ra::audit::AuditOptions o;
+    o.runs = 1;
+    o.out_dir = dir.path;
+    const auto again = ra::audit::run_audit(small_spec(), o).trace_files.at(0);
+    const auto a = ra::audit::read_trace(run_file(0)), b = ra::audit::read_trace(again);
+    // The headers differ only in the audit id: the copies criterion must not lean on it.
+    json first = json::parse(lines_of(read_text(run_file(0)))[0]);
+    json second = json::parse(lines_of(read_text(again))[0]);
+    REQUIRE(first.at("audit_id") != second.at("audit_id"));
+    first.erase("audit_id");
+    second.erase("audit_id");
+    REQUIRE(first == second);
+    const auto r = ra::audit::compare_trace_files({run_file(0), again}, options);
+    REQUIRE(r.identical);
+    REQUIRE(r.warnings.empty());
+  }
+}
