@@ -16,6 +16,7 @@
 #include "audit/safetensors.h"
 #include "audit/trace_io.h"
 #include "core/error.h"
+#include "core/thread_start.h"
 #include "spec/parse.h"
 #include "train/observer_list.h"
 
@@ -285,8 +286,21 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     std::exception_ptr error;
     std::mutex error_mutex;
     std::vector<std::thread> workers;
+    // A job thread the system refuses (core/thread_start.h) stops the audit like a failed run:
+    // the jobs already started see the error, finish their run and are joined.
+    const auto start_job = [&](int j, std::function<void()> body) {
+      try {
+        workers.push_back(start_thread(
+            "audit job " + std::to_string(j + 1) + " of " + std::to_string(jobs), std::move(body)));
+        return true;
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        return false;
+      }
+    };
     for (int j = 0; j < jobs; ++j) {
-      workers.emplace_back([&] {
+      const bool started = start_job(j, [&] {
         for (;;) {
           {
             std::lock_guard lock(error_mutex);
@@ -302,6 +316,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
           }
         }
       });
+      if (!started) break;
     }
     for (std::thread& t : workers) t.join();
     if (error) std::rethrow_exception(error);
