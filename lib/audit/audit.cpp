@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "audit/environment.h"
+#include "audit/fault_check.h"
 #include "audit/recorder.h"
 #include "audit/run_observers.h"
 #include "audit/safetensors.h"
@@ -112,42 +113,7 @@ std::uint64_t derived_seed(std::uint64_t spec_seed, int run) {
   return XXH3_64bits_withSeed(name.data(), name.size(), spec_seed);
 }
 
-FaultSpec parse_fault(const std::string& text) {
-  FaultSpec f;
-  bool has_tensor = false;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos)
-      throw InputError("--inject-fault: '" + item + "' is not key=value");
-    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    try {
-      if (key == "run")
-        f.run = std::stoi(value);
-      else if (key == "step")
-        f.step = std::stoll(value);
-      else if (key == "element")
-        f.element = std::stoll(value);
-      else if (key == "bit")
-        f.bit = std::stoi(value);
-      else if (key == "tensor") {
-        f.tensor = value;
-        has_tensor = true;
-      } else
-        throw InputError("--inject-fault: unknown key '" + key +
-                         "' (run, step, tensor, element, bit)");
-    } catch (const std::logic_error&) {
-      throw InputError("--inject-fault: '" + value + "' is not a number for '" + key + "'");
-    }
-  }
-  if (!has_tensor) throw InputError("--inject-fault needs tensor=<parameter name or batch>");
-  if (f.bit < 0 || f.bit > 31) throw InputError("--inject-fault: bit must be in 0..31");
-  return f;
-}
+// parse_fault: audit/fault_check.cpp.
 
 std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file) {
   std::string name = trace_file.filename().string();
@@ -193,6 +159,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
                    spec_text.size())
           .hex();
   const train::LoadedData data = train::load_data(spec);
+  if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
 
   AuditResult result;
   result.trace_files.resize(plan.size());
