@@ -98,7 +98,7 @@ std::string render_text(const audit::ComparisonResult& r) {
   out += verdict(r);
   for (const std::string& w : r.warnings) {
     out += "WARNING: ";
-    out += w;
+    out += shown(w);  // names trace files
     out += "\n";
   }
   if (r.first_divergence) {
