@@ -194,7 +194,7 @@ TEST_CASE("a forged verdict in a trace's spec name cannot reach the text report"
   CHECK_FALSE(has(j.out, "\x1b"));
 }
 
-TEST_CASE("--tolerance must be a finite positive number", "[cli][options]") {
+TEST_CASE("run and compare: --tolerance must be a finite positive number", "[cli][options]") {
   TempDir dir;
   for (const char* value : {"nan", "inf", "-1", "0", "1e400"}) {
     const auto r = run_cli("run " + write_spec(dir, small_spec()) + " --runs 1 --out " +
@@ -205,7 +205,8 @@ TEST_CASE("--tolerance must be a finite positive number", "[cli][options]") {
   require_exit(c, 2, {"--tolerance", "finite"});
 }
 
-TEST_CASE("--seed refuses negative and out-of-range values instead of wrapping", "[cli][options]") {
+TEST_CASE("train: --seed refuses negative and out-of-range values instead of wrapping",
+          "[cli][options]") {
   TempDir dir;
   for (const char* value : {"-1", "18446744073709551616", "1x", "' '"}) {
     const auto r = run_cli("train " + write_spec(dir, small_spec()) + " --seed " + value);
@@ -218,7 +219,8 @@ TEST_CASE("--seed refuses negative and out-of-range values instead of wrapping",
   CHECK(json::parse(ok.out).at("seed") == std::uint64_t{18446744073709551615u});
 }
 
-TEST_CASE("--inject-fault that would never fire is refused before training", "[cli][options]") {
+TEST_CASE("run: an --inject-fault that would never fire is refused before training",
+          "[cli][options]") {
   TempDir dir;
   const std::string spec = write_spec(dir, small_spec());  // 3 steps, 1 run of 2
   const auto run = [&](const std::string& fault) {

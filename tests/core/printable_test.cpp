@@ -34,7 +34,7 @@ TEST_CASE("printable escapes line separators and bidirectional overrides", "[cor
   CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069");
 }
 
-TEST_CASE("printable writes bytes that are not UTF-8 as \\xNN", "[core][printable]") {
+TEST_CASE("printable writes bytes that are not UTF-8 as hex escapes", "[core][printable]") {
   CHECK(printable("bad\xff") == "bad\\xff");
   CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                    // overlong '/'
   CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");           // a UTF-16 surrogate
