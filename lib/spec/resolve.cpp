@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/printable.h"
 #include "spec/limits.h"
 #include "spec/resolve_steps.h"
 
@@ -19,6 +20,14 @@ using Problems = std::vector<Problem>;
 
 std::string layer_path(std::size_t i) {
   return "model.layers[" + std::to_string(i) + "]";
+}
+
+// A refused name as a message shows it: escaped (core/printable.h) and cut after 64 bytes, so a
+// megabyte name is not echoed whole.
+std::string shown_name(const std::string& name) {
+  constexpr std::size_t kShown = 64;
+  return "\"" + printable(std::string_view(name).substr(0, kShown)) + "\"" +
+         (name.size() > kShown ? "... (" + std::to_string(name.size()) + " bytes)" : "");
 }
 
 bool is_valid_name(const std::string& name) {
@@ -219,7 +228,7 @@ void name_layers(std::vector<LayerSpec>& layers, Problems& problems) {
       // Layer names become tensor names ("conv1.weight"), so they stay plain identifiers.
       problems.push_back(
           {layer_path(i) + ".name",
-           "expected letters, digits and underscores ([A-Za-z0-9_]+), got \"" + l.name + "\""});
+           "expected letters, digits and underscores ([A-Za-z0-9_]+), got " + shown_name(l.name)});
       continue;
     }
     const auto [it, inserted] = first_use.emplace(l.name, i);

@@ -217,3 +217,12 @@ TEST_CASE("load_spec demands a name: its own or a usable file stem", "[spec][nam
   CHECK(load_spec(write("fine.json", small_doc())).name == "fine");
   fs::remove_all(dir);
 }
+
+TEST_CASE("a refused layer name is echoed escaped and cut short", "[spec][name]") {
+  json doc = small_doc();
+  doc["model"]["layers"][0]["name"] = "a\x1b[2K" + std::string(100000, 'x');
+  const std::string message = only_problem(doc, "model.layers[0].name");
+  CHECK(contains(message, "got \"a\\x1b[2Kxxx"));
+  CHECK(contains(message, "... (100005 bytes)"));
+  CHECK(message.size() < 200);
+}
