@@ -33,10 +33,14 @@ nlohmann::json read_json_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path + ": cannot read (" + std::strerror(errno) + ")");
+  return parse_json_text(text.str(), path);
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path + ": invalid JSON " + syntax_error_text(e));
+    throw InputError(source + ": invalid JSON " + syntax_error_text(e));
   }
 }
 

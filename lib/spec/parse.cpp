@@ -398,4 +398,9 @@ ExperimentSpec load_spec(const std::string& path) {
   return std::move(*s);
 }
 
+ExperimentSpec parse_spec_text(std::string_view text, const std::string& source,
+                               const std::string& base_dir) {
+  return parse_spec(detail::parse_json_text(text, source), base_dir);
+}
+
 }  // namespace ra::spec
