@@ -4,9 +4,23 @@ target_compile_options(ra_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>
   # Floating-point contraction (a*b+c -> fma) changes results between builds and machines; an
   # auditor of bitwise reproducibility must not let the compiler decide that silently.
-  $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
-if(REPRO_AUDIT_SANITIZE)
-  target_compile_options(ra_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
-                                              -fno-sanitize-recover=undefined)
+  $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
+  # The kernels silence GCC-only warnings by name (#pragma GCC diagnostic), unknown to clang.
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:Clang>>:-Wno-unknown-warning-option>)
+# Sanitizer builds: every UBSan finding is fatal (-fno-sanitize-recover=all), so a test or a fuzz
+# input that triggers one fails instead of printing a line nobody reads.
+if(REPRO_AUDIT_SANITIZE OR REPRO_AUDIT_FUZZ)
+  target_compile_options(ra_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer
+                              -fno-sanitize-recover=all>)
   target_link_options(ra_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(REPRO_AUDIT_FUZZ)
+  # Coverage feedback for libFuzzer in every library; the fuzz targets add -fsanitize=fuzzer.
+  target_compile_options(ra_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()
+if(REPRO_AUDIT_TSAN)
+  target_compile_options(ra_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread -fno-omit-frame-pointer>)
+  target_link_options(ra_options INTERFACE -fsanitize=thread)
 endif()

@@ -15,7 +15,9 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/thread_pool.h"
+#include "json_output.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
 #include "train/bench.h"
@@ -103,8 +105,8 @@ int run_bench(const BenchOptions& o) {
     std::printf(
         "bench %s: %lld measured steps after %lld warmup, batch %d, %.3f GFLOP/step "
         "(3 x forward)\n",
-        s.name.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.warmup),
-        s.data.batch_size, flops_per_step * 1e-9);
+        printable(s.name).c_str(), static_cast<long long>(o.steps),
+        static_cast<long long>(o.warmup), s.data.batch_size, flops_per_step * 1e-9);
 
   for (const train::ThreadTiming& timing : timings) {
     nlohmann::json jt = {{"threads", timing.threads},
@@ -138,7 +140,8 @@ int run_bench(const BenchOptions& o) {
                            {"deterministic_calls", row.calls[0]},
                            {"nondeterministic_calls", row.calls[1]},
                            {"ratio", ratio}});
-      if (!o.json) std::printf("  %-24s %12.4f %12.4f %8.3f\n", row.op.c_str(), det, nondet, ratio);
+      if (!o.json)
+        std::printf("  %-24s %12.4f %12.4f %8.3f\n", printable(row.op).c_str(), det, nondet, ratio);
     }
     // What the op table does not see: batch staging, the loader and the trainer's own work.
     if (!o.json)
@@ -153,7 +156,7 @@ int run_bench(const BenchOptions& o) {
                   jt["step_ratio"].get<double>());
     doc["results"].push_back(std::move(jt));
   }
-  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
+  if (o.json) std::printf("%s\n", json_text(doc).c_str());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "audit/audit.h"
 #include "commands.h"
+#include "option_checks.h"
 #include "report_output.h"
 
 namespace ra::app {
@@ -41,7 +42,7 @@ void register_compare(CLI::App& app, CommandRun& run) {
                   "identical when every run was fully deterministic)")
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_positive_number());
   cmd->callback([&run, o] { run = [o] { return run_compare(*o); }; });
 }
 

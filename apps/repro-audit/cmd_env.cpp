@@ -6,7 +6,9 @@
 
 #include "audit/environment.h"
 #include "commands.h"
+#include "core/printable.h"
 #include "core/thread_pool.h"
+#include "json_output.h"
 #include "train/backend_choice.h"
 
 namespace ra::app {
@@ -20,13 +22,16 @@ int run_env(const EnvOptions& o) {
   nlohmann::json doc = audit::environment_fingerprint(hardware_threads(), "cpu");
   doc["gpu"] = train::gpu_fingerprint();
   if (o.json) {
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", json_text(doc).c_str());
     return 0;
   }
   for (const auto& [key, value] : doc.items()) {
     // 15: the longest key, "cpu_gemm_kernel".
-    std::printf("%-15s %s\n", key.c_str(),
-                value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
+    // Values come from the machine (/proc/cpuinfo, driver strings): printed escaped all the same.
+    const std::string text =
+        value.is_string() ? value.get<std::string>()
+                          : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("%-15s %s\n", printable(key).c_str(), printable(text).c_str());
   }
   return 0;
 }

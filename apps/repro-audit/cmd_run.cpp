@@ -10,6 +10,7 @@
 #include "audit/audit.h"
 #include "commands.h"
 #include "core/error.h"
+#include "option_checks.h"
 #include "report_output.h"
 #include "spec/parse.h"
 #include "train/backend_choice.h"
@@ -179,7 +180,7 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--tolerance", o->audit.loss_tolerance,
                   "Relative tolerance of the within-tolerance verdict on final losses")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finite_positive_number());
   cmd->add_flag("--snapshot-epochs", o->audit.snapshots.epochs,
                 "Snapshot weights after every epoch");
   cmd->add_option("--snapshot-every", o->audit.snapshots.every_steps,

@@ -13,7 +13,9 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "json_output.h"
 #include "nn/model_digest.h"
+#include "option_checks.h"
 #include "spec/parse.h"
 #include "train/trainer.h"
 
@@ -115,7 +117,7 @@ int run_train(const TrainOptions& o) {
       doc["eval_loss"] = *last.eval_loss;
       doc["eval_accuracy"] = *last.eval_accuracy;
     }
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", json_text(doc).c_str());
     return 0;
   }
   // The final line: stable format, documented in the README. %.9g round-trips a float.
@@ -135,7 +137,8 @@ void register_train(CLI::App& app, CommandRun& run) {
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
       ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
-  cmd->add_option("--seed", o->seed, "Seed (overrides the spec)");
+  cmd->add_option("--seed", o->seed, "Seed (overrides the spec), 0..2^64-1")
+      ->check(unsigned_integer());
   cmd->add_option("--device", o->device,
                   "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
                   "(overrides the spec)")

@@ -6,6 +6,10 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/printable.h"
+#include "json_output.h"
+#include "spec/limits.h"
+#include "spec/memory_plan.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
 
@@ -36,10 +40,19 @@ int run_validate(const ValidateOptions& o) {
     nlohmann::json problems = nlohmann::json::array();
     for (const Problem& p : e.problems())
       problems.push_back({{"path", p.path}, {"message", p.message}});
-    std::printf("%s\n", nlohmann::json{{"valid", false}, {"problems", problems}}.dump(2).c_str());
+    std::printf("%s\n",
+                json_text(nlohmann::json{{"valid", false}, {"problems", problems}}).c_str());
     throw;
   }
   const spec::ResolvedModel m = spec::resolve_model(s.model);
+  // The memory one run plans (docs/spec.md, "Limits"); idx sets without a limit count as empty
+  // until their files are read.
+  const auto train_samples = spec::samples_used(s.data.train);
+  const auto eval_samples =
+      s.data.eval ? spec::samples_used(*s.data.eval) : std::optional<std::int64_t>(0);
+  const bool data_counted = train_samples && eval_samples;
+  const spec::MemoryPlan plan =
+      spec::plan_memory(s, m, train_samples.value_or(0), eval_samples.value_or(0));
   if (o.json) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : m.layers) {
@@ -52,19 +65,33 @@ int run_validate(const ValidateOptions& o) {
     nlohmann::json doc = {{"name", s.name},          {"valid", true},      {"input", m.input},
                           {"layers", layers},        {"params", m.params}, {"flops", m.flops},
                           {"spec", spec::to_json(s)}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    doc["memory"] = {{"parameters", plan.parameters},
+                     {"gradients", plan.gradients},
+                     {"optimizer_state", plan.optimizer_state},
+                     {"activations", plan.activations},
+                     {"data", plan.data},
+                     {"step_records", plan.step_records},
+                     {"steps", data_counted ? nlohmann::json(plan.steps) : nlohmann::json()},
+                     {"total", plan.total()},
+                     {"limit", spec::kMaxPlannedBytes},
+                     {"idx_sets_counted", data_counted}};
+    std::printf("%s\n", json_text(doc).c_str());
     return 0;
   }
-  std::printf("spec %s is valid\n", s.name.c_str());
+  std::printf("spec %s is valid\n", printable(s.name).c_str());
   std::printf("%-16s %-11s %-16s %12s %16s\n", "layer", "type", "output", "params", "FLOPs/sample");
   std::printf("%-16s %-11s %-16s %12s %16s\n", "input", "", to_string(m.input).c_str(), "", "");
   for (const auto& l : m.layers) {
-    std::printf("%-16s %-11s %-16s %12s %16s\n", l.spec.name.c_str(), spec::to_string(l.spec.type),
-                to_string(l.output).c_str(), with_thousands(l.params).c_str(),
-                with_thousands(l.flops).c_str());
+    std::printf("%-16s %-11s %-16s %12s %16s\n", printable(l.spec.name).c_str(),
+                spec::to_string(l.spec.type), to_string(l.output).c_str(),
+                with_thousands(l.params).c_str(), with_thousands(l.flops).c_str());
   }
   std::printf("%-16s %-11s %-16s %12s %16s\n", "total", "", to_string(m.output).c_str(),
               with_thousands(m.params).c_str(), with_thousands(m.flops).c_str());
+  std::printf("memory of one run: %s of at most %s (%s)%s\n",
+              spec::format_bytes(plan.total()).c_str(),
+              spec::format_bytes(spec::kMaxPlannedBytes).c_str(), spec::describe(plan).c_str(),
+              data_counted ? "" : "; idx sets are counted when their files are read");
   return 0;
 }
 

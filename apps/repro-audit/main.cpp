@@ -9,13 +9,16 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/printable.h"
+#include "printable_log.h"
 
 namespace {
 
 void setup_logging(int verbosity, bool quiet) {
   // Logs and progress go to stderr so stdout carries results only.
   auto logger = spdlog::stderr_color_mt("repro-audit");
-  logger->set_pattern("%^[%l]%$ %v");
+  // Messages carry names, paths and keys from specs and traces: escaped (printable_log.h).
+  logger->set_formatter(ra::app::make_printable_formatter("%^[%l]%$ %v"));
   logger->set_level(quiet ? spdlog::level::warn
                           : (verbosity > 0 ? spdlog::level::debug : spdlog::level::info));
   spdlog::set_default_logger(logger);
@@ -31,6 +34,11 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "More log detail on stderr");
   app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+  // Usage errors repeat the offending argument: escaped like everything else printed
+  // (core/printable.h). Set before the subcommands are added, which inherit it.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return ra::printable(e.what()) + "\nRun with --help for more information.\n";
+  });
 
   ra::app::CommandRun run;
   ra::app::register_run(app, run);
@@ -56,6 +64,14 @@ int main(int argc, char** argv) {
   setup_logging(verbosity, quiet);
   try {
     return run();
+  } catch (const ra::ValidationError& e) {
+    // One record per problem: the log escapes line breaks inside a record (printable_log.h).
+    const std::size_t n = e.problems().size();
+    spdlog::error("{} {} found:", n, n == 1 ? "problem" : "problems");
+    for (const ra::Problem& p : e.problems()) {
+      spdlog::error("  {}: {}", p.path.empty() ? "(document)" : p.path, p.message);
+    }
+    return static_cast<int>(ra::ExitCode::bad_input);
   } catch (const ra::InputError& e) {
     spdlog::error("{}", e.what());
     return static_cast<int>(ra::ExitCode::bad_input);

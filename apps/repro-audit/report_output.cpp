@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "json_output.h"
 #include "report/text_report.h"
 
 namespace ra::app {
@@ -13,7 +14,7 @@ namespace ra::app {
 int emit_report(const audit::ComparisonResult& result, const std::string& json_path) {
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
-  const std::string json = audit::to_json(result).dump(2) + "\n";
+  const std::string json = json_text(audit::to_json(result)) + "\n";
   if (json_path == "-") {
     std::fputs(json.c_str(), stdout);
   } else {

@@ -15,12 +15,14 @@
 
 #include "audit/audit_folder.h"
 #include "audit/environment.h"
+#include "audit/fault_check.h"
 #include "audit/recorder.h"
 #include "audit/run_observers.h"
 #include "audit/safetensors.h"
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/thread_start.h"
 #include "spec/parse.h"
 #include "train/backend_choice.h"
 #include "train/observer_list.h"
@@ -399,42 +401,7 @@ std::uint64_t derived_seed(std::uint64_t spec_seed, int run) {
   return XXH3_64bits_withSeed(name.data(), name.size(), spec_seed);
 }
 
-FaultSpec parse_fault(const std::string& text) {
-  FaultSpec f;
-  bool has_tensor = false;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos)
-      throw InputError("--inject-fault: '" + item + "' is not key=value");
-    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    try {
-      if (key == "run")
-        f.run = std::stoi(value);
-      else if (key == "step")
-        f.step = std::stoll(value);
-      else if (key == "element")
-        f.element = std::stoll(value);
-      else if (key == "bit")
-        f.bit = std::stoi(value);
-      else if (key == "tensor") {
-        f.tensor = value;
-        has_tensor = true;
-      } else
-        throw InputError("--inject-fault: unknown key '" + key +
-                         "' (run, step, tensor, element, bit)");
-    } catch (const std::logic_error&) {
-      throw InputError("--inject-fault: '" + value + "' is not a number for '" + key + "'");
-    }
-  }
-  if (!has_tensor) throw InputError("--inject-fault needs tensor=<parameter name or batch>");
-  if (f.bit < 0 || f.bit > 31) throw InputError("--inject-fault: bit must be in 0..31");
-  return f;
-}
+// parse_fault: audit/fault_check.cpp.
 
 std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file) {
   std::string name = trace_file.filename().string();
@@ -504,6 +471,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   AuditFolderSetup setup(o.out_dir, o, requested_manifest(spec, o, plan), progress);
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
+  if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
   const FolderPlan folder = setup.apply();
   const AuditManifest& manifest = folder.manifest;
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
@@ -603,8 +571,21 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     std::exception_ptr error;
     std::mutex error_mutex;
     std::vector<std::thread> workers;
+    // A job thread the system refuses (core/thread_start.h) stops the audit like a failed run:
+    // the jobs already started see the error, finish their run and are joined.
+    const auto start_job = [&](int j, std::function<void()> body) {
+      try {
+        workers.push_back(start_thread(
+            "audit job " + std::to_string(j + 1) + " of " + std::to_string(jobs), std::move(body)));
+        return true;
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        return false;
+      }
+    };
     for (int j = 0; j < jobs; ++j) {
-      workers.emplace_back([&] {
+      const bool started = start_job(j, [&] {
         for (;;) {
           {
             std::lock_guard lock(error_mutex);
@@ -620,6 +601,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
           }
         }
       });
+      if (!started) break;
     }
     for (std::thread& t : workers) t.join();
     if (error) std::rethrow_exception(error);

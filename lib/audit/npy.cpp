@@ -215,22 +215,33 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
   const auto* shape = std::get_if<Shape>(&get("shape"));
   if (!shape) fail_npy(source, "'shape' is not a tuple of integers");
 
-  // The element count must match the bytes present. It is computed against that bound, so a
-  // corrupt shape like (2**40, 2**40) is reported as too large instead of wrapping around.
+  // The element count must match the bytes present. It is computed with an overflow check, so a
+  // corrupt shape like (2**40, 2**40) is reported as needing more data instead of wrapping around.
   const std::uint64_t data_bytes = bytes.size() - prefix - header_length;
   const std::uint64_t fits = data_bytes / 8;
-  std::uint64_t count = 1;
-  bool too_large = false;
+  // NumPy refuses ("array is too big") a shape whose nonzero dimensions multiply beyond what its
+  // byte count can address, even when a zero dimension makes the array empty; so does this
+  // reader, so that element_count(shape) of what it returns cannot overflow: (2**62, 2**62, 0)
+  // would otherwise be read as an empty array.
+  constexpr std::uint64_t kMaxElements = std::numeric_limits<std::int64_t>::max() / 8;
+  std::uint64_t count = 1;  // of the nonzero dimensions, at most kMaxElements
+  bool empty = false, overflow = false;
   for (std::int64_t d : *shape) {
     const auto dim = static_cast<std::uint64_t>(d);
     if (dim == 0) {
-      count = 0;
-      too_large = false;
-      break;
+      empty = true;
+    } else if (overflow || count > kMaxElements / dim) {
+      overflow = true;
+    } else {
+      count *= dim;
     }
-    if (!too_large && count > fits / dim) too_large = true;
-    if (!too_large) count *= dim;
   }
+  if (overflow && empty) {
+    fail_npy(source, "shape " + to_string(*shape) + " is too large (its nonzero dimensions " +
+                         "multiply beyond 2^60 elements)");
+  }
+  const bool too_large = overflow;
+  if (empty) count = 0;
   if (too_large || count > fits) {
     fail_npy(source, "shape " + to_string(*shape) + " needs more data than the " +
                          std::to_string(data_bytes) + " bytes present (truncated)");

@@ -1,6 +1,9 @@
 #include "core/thread_pool.h"
 
 #include <stdexcept>
+#include <string>
+
+#include "core/thread_start.h"
 
 namespace ra {
 
@@ -9,10 +12,28 @@ int hardware_threads() noexcept {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+// A worker the system refuses (start_thread throws ra::RuntimeFailure: ulimit -u, pids.max,
+// memory) ends the constructor with that exception. The destructor does not run for a
+// constructor that throws, so the workers already started are stopped and joined here:
+// destroying them joinable would call std::terminate.
 ThreadPool::ThreadPool(int threads) {
   if (threads < 1) throw std::invalid_argument("ThreadPool needs at least one thread");
   workers_.reserve(threads - 1);
-  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  try {
+    for (int w = 1; w < threads; ++w) {
+      workers_.push_back(start_thread("thread pool worker " + std::to_string(w) + " of " +
+                                          std::to_string(threads - 1),
+                                      [this, w] { worker_loop(w); }));
+    }
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -35,6 +35,7 @@ Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string
 
   Dataset set;
   set.role = std::string(role);
+  set.source = spec.labels;
   if (image_dims.size() == 3) {
     set.sample_shape = {1, image_dims[1], image_dims[2]};
   } else if (image_dims.size() == 4) {
@@ -101,14 +102,29 @@ Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_vie
     case spec::DataFormat::random:
     case spec::DataFormat::constant: {
       check_synthetic(spec, role);
-      const std::string source = "the " + std::string(role) + " synthetic set";
+      const std::string source =
+          "the " + std::string(role) + " " + spec::to_string(spec.format) + " set";
       const std::int64_t count = limited_count(spec.samples, spec.limit, role, source);
-      return spec.format == spec::DataFormat::random
-                 ? make_random_dataset(spec, count, scale, role)
-                 : make_constant_dataset(spec, count, scale, role);
+      Dataset set = spec.format == spec::DataFormat::random
+                        ? make_random_dataset(spec, count, scale, role)
+                        : make_constant_dataset(spec, count, scale, role);
+      set.source = source;
+      return set;
     }
   }
   throw InputError("data." + std::string(role) + ".format: unknown data format");
+}
+
+void check_labels(const Dataset& set, int classes) {
+  for (std::size_t i = 0; i < set.labels.size(); ++i) {
+    const std::int32_t label = set.labels[i];
+    if (label >= 0 && label < classes) continue;
+    throw InputError("data." + set.role + ": label " + std::to_string(label) + " of sample " +
+                     std::to_string(i) + " in " + set.source + " is outside the model's " +
+                     std::to_string(classes) + " classes (0.." + std::to_string(classes - 1) +
+                     "); give the last layer " + std::to_string(label + 1) +
+                     " units or more, or use a data set without that label");
+  }
 }
 
 }  // namespace ra::data

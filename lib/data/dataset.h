@@ -13,6 +13,7 @@ namespace ra::data {
 
 struct Dataset {
   std::string role;    // "train" or "eval"
+  std::string source;  // where the samples come from: the labels file, or "the train random set"
   Shape sample_shape;  // [C, H, W]
   int classes = 0;
   std::vector<float> images;  // size() * sample_elements() values, already multiplied by scale
@@ -41,5 +42,11 @@ struct Dataset {
 // Errors name the file (idx) or the JSON path "data.<role>.<field>" (limit, samples, shape, ...).
 Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
                      const Shape& expected_sample_shape = {});
+
+// Every label of `set` in [0, classes) (the width of the model's output), or InputError naming
+// the first one outside by its index in the data set and its file: "data.train: label 12 of
+// sample 3041 in .../train-labels-idx1-ubyte.gz is outside the model's 10 classes (0..9)". The
+// loss would otherwise meet it in some batch, many steps in, and could name only its batch row.
+void check_labels(const Dataset& set, int classes);
 
 }  // namespace ra::data

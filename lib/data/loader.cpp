@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/thread_start.h"
 
 namespace ra::data {
 namespace {
@@ -94,11 +95,11 @@ struct BatchLoader::State {
   std::condition_variable work_cv;   // workers wait for a claimable batch or stop
   std::condition_variable ready_cv;  // next() waits for its batch
   bool stopping = false;
-  std::uint64_t generation = 0;  // bumped by start_epoch; older work is discarded
-  std::int64_t next_claim = 0;   // index of the batch the next idle worker assembles
-  std::vector<Slot> slots;       // ring: batch k lives in slots[k % slots.size()]
+  std::uint64_t generation = 0;       // bumped by start_epoch; older work is discarded
+  std::int64_t next_claim = 0;        // index of the batch the next idle worker assembles
+  std::vector<Slot> slots;            // ring: batch k lives in slots[k % slots.size()]
   std::vector<Batch> worker_batches;  // one per worker: the batch it assembles into
-  Batch handoff;                 // consumer-side staging, swapped with a ready slot
+  Batch handoff;                      // consumer-side staging, swapped with a ready slot
   std::vector<std::thread> threads;
 
   State(const Dataset& d, int b, bool s, bool dl, rng::PhiloxKey key)
@@ -175,12 +176,15 @@ BatchLoader::BatchLoader(const Dataset& data, int batch_size, bool shuffle, bool
     // many steps into training on a loaded machine.
     state_->worker_batches.resize(static_cast<std::size_t>(workers));
     for (Batch& b : state_->worker_batches) reserve_batch(b, batch_size, data.sample_shape);
-    for (State::Slot& slot : state_->slots) reserve_batch(slot.batch, batch_size, data.sample_shape);
+    for (State::Slot& slot : state_->slots)
+      reserve_batch(slot.batch, batch_size, data.sample_shape);
     reserve_batch(state_->handoff, batch_size, data.sample_shape);
     state_->threads.reserve(static_cast<std::size_t>(workers));
+    // A thread the system refuses throws RuntimeFailure; ~State joins those already started.
     for (int w = 0; w < workers; ++w) {
-      state_->threads.emplace_back(
-          [s = state_.get(), w = static_cast<std::size_t>(w)] { s->worker_main(w); });
+      state_->threads.push_back(start_thread(
+          "data loader worker " + std::to_string(w + 1) + " of " + std::to_string(workers),
+          [s = state_.get(), w = static_cast<std::size_t>(w)] { s->worker_main(w); }));
     }
   }
 }

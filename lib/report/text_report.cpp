@@ -5,10 +5,19 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "core/printable.h"
+
 namespace ra::report {
 namespace {
 
 using audit::Category;
+
+// Every string of the result that came from a spec or a trace (names, tensors, groups, points,
+// environment values) goes through `shown` before it reaches the text: a name holding a newline
+// or an ANSI escape must not forge or hide a line of the report (core/printable.h).
+std::string shown(const std::string& text) {
+  return printable(text);
+}
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
@@ -86,50 +95,54 @@ std::string audit_folder_lines(const audit::ComparisonResult& r) {
   std::string out;
   for (const auto& f : r.audit_folders) {
     if (f.audit_id.empty()) {
-      out += f.folder + ": no manifest\n";
+      out += shown(f.folder) + ": no manifest\n";
     } else if (!f.missing_runs.empty()) {
       out += format("INCOMPLETE AUDIT %s in %s: %zu of %d planned runs have a whole trace",
-                    f.audit_id.c_str(), f.folder.c_str(), f.runs.size(), f.planned_runs);
+                    f.audit_id.c_str(), shown(f.folder).c_str(), f.runs.size(), f.planned_runs);
       bool renumbered = false;
       for (std::size_t i = 0; i < f.runs.size(); ++i)
         renumbered |= f.runs[i] != static_cast<int>(i);
       if (renumbered) out += " (the report's runs are its runs " + run_list(f.runs) + ")";
       out += "\n";
     } else if (!f.foreign_files.empty() || !f.notes.empty()) {
-      out += "audit " + f.audit_id + " in " + f.folder + ":\n";
+      out += "audit " + f.audit_id + " in " + shown(f.folder) + ":\n";
     }
     for (const auto& m : f.missing_runs) {
-      out += format("  missing run %d: %s\n", m.run, m.reason.c_str());
+      out += format("  missing run %d: %s\n", m.run, shown(m.reason).c_str());
     }
     for (const auto& x : f.foreign_files) {
-      out += "  not of this audit, not compared: " + x.file + " (" + x.reason + ")\n";
+      out += "  not of this audit, not compared: " + shown(x.file) + " (" + shown(x.reason) + ")\n";
     }
-    for (const auto& n : f.notes) out += "  note: " + n + "\n";
+    for (const auto& n : f.notes) out += "  note: " + shown(n) + "\n";
   }
-  for (const auto& s : r.ignored_snapshots) out += "ignored snapshot " + s + "\n";
+  for (const auto& s : r.ignored_snapshots) out += "ignored snapshot " + shown(s) + "\n";
   return out;
 }
 
 }  // namespace
 
 std::string render_text(const audit::ComparisonResult& r) {
-  std::string out = "repro-audit: " + r.spec_name + ", " + std::to_string(r.runs.size()) +
-                    " runs, mode " + r.mode_summary + "\n";
+  std::string out = "repro-audit: " + shown(r.spec_name) + ", " + std::to_string(r.runs.size()) +
+                    " runs, mode " + shown(r.mode_summary) + "\n";
   out += verdict(r);
   for (const std::string& w : r.warnings) {
     out += "WARNING: ";
-    out += w;
+    out += shown(w);  // names trace files
     out += "\n";
   }
   if (r.first_divergence) {
     const auto& d = *r.first_divergence;
-    out += "first divergence: " + where(d) + ", " + category_title(d.category) + " of " + d.tensor +
-           " (runs " + run_list(d.runs_differing) + " differ from run " +
+    out += "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
+           shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
            std::to_string(r.compared_runs.empty() ? 0 : r.compared_runs[0]) + ")\n";
   }
   out += audit_folder_lines(r);
-  for (const std::string& e : r.environment_differences) out += "environment differs: " + e + "\n";
-  for (const std::string& l : r.ledger_differences) out += "algorithm ledger differs: " + l + "\n";
+  for (const std::string& e : r.environment_differences) {
+    out += "environment differs: " + shown(e) + "\n";
+  }
+  for (const std::string& l : r.ledger_differences) {
+    out += "algorithm ledger differs: " + shown(l) + "\n";
+  }
 
   if (r.compared_runs.size() >= 2) {
     out += "\n";
@@ -138,11 +151,11 @@ std::string render_text(const audit::ComparisonResult& r) {
       if (v.identical) {
         out += "identical\n";
       } else if (!v.first->step) {
-        out +=
-            "differ at " + v.first->tensor + " (runs " + run_list(v.first->runs_differing) + ")\n";
+        out += "differ at " + shown(v.first->tensor) + " (runs " +
+               run_list(v.first->runs_differing) + ")\n";
       } else {
         out += format("differ from step %lld at %s (%lld steps differ)\n",
-                      static_cast<long long>(*v.first->step), v.first->tensor.c_str(),
+                      static_cast<long long>(*v.first->step), shown(v.first->tensor).c_str(),
                       static_cast<long long>(v.steps_differing));
       }
     }
@@ -181,16 +194,16 @@ std::string render_text(const audit::ComparisonResult& r) {
     for (const auto& t : s.tensors) tensors_differing += t.difference.differing > 0;
     out +=
         format("snapshot %s: %d of %zu tensors differ, %lld elements, max abs %.3g, max %llu ulp\n",
-               s.point.c_str(), tensors_differing, s.tensors.size(),
+               shown(s.point).c_str(), tensors_differing, s.tensors.size(),
                static_cast<long long>(s.total.differing), s.total.max_abs,
                static_cast<unsigned long long>(s.total.max_ulp));
   }
 
   out += "\n";
   for (const auto& g : r.statistics) {
-    out += format("%s-seed runs (%zu): final loss %.6g +- %.3g [%.6g, %.6g]", g.group.c_str(),
-                  g.final_loss.n, g.final_loss.mean, g.final_loss.std, g.final_loss.min,
-                  g.final_loss.max);
+    out += format("%s-seed runs (%zu): final loss %.6g +- %.3g [%.6g, %.6g]",
+                  shown(g.group).c_str(), g.final_loss.n, g.final_loss.mean, g.final_loss.std,
+                  g.final_loss.min, g.final_loss.max);
     if (g.eval_accuracy.n > 0) {
       out += format("; eval accuracy %.4f +- %.4f [%.4f, %.4f]", g.eval_accuracy.mean,
                     g.eval_accuracy.std, g.eval_accuracy.min, g.eval_accuracy.max);
@@ -204,12 +217,12 @@ std::string render_text(const audit::ComparisonResult& r) {
         "same-seed std / different-seed std of %s: %.0f%% (%.0f%% interval %.0f%%..%.0f%%)%s\n",
         ratio == &r.loss_std_ratio ? "final loss" : "eval accuracy", e.ratio * 100,
         e.confidence * 100, e.low * 100, e.high * 100,
-        e.trustworthy ? "" : (" WARNING: " + e.warning).c_str());
+        e.trustworthy ? "" : (" WARNING: " + shown(e.warning)).c_str());
   }
   for (const auto& g : r.statistics) {
     out += format(
         "cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
-        g.group.c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
+        shown(g.group).c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
   }
   double recording = 0;
   for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);

@@ -5,8 +5,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 #include "rng/philox_lanes.h"
 
 namespace ra::rng::philox_detail {
@@ -34,6 +40,10 @@ void avx2_groups(PhiloxKey key, std::uint64_t first, std::uint64_t draw, std::in
 }
 
 }  // namespace ra::rng::philox_detail
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #endif

@@ -5,8 +5,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#endif
 // GCC 12's AVX-512 intrinsic headers trip its own -Wuninitialized (the "undefined" source
 // operand of the masked forms they expand to): a known false positive, silenced here only.
 #pragma GCC diagnostic push
@@ -40,6 +46,10 @@ void avx512_groups(PhiloxKey key, std::uint64_t first, std::uint64_t draw, std::
 
 }  // namespace ra::rng::philox_detail
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #endif

@@ -4,8 +4,11 @@
 #include <limits>
 #include <optional>
 
+#include "spec/experiment_name.h"
 #include "spec/json_file.h"
 #include "spec/json_reader.h"
+#include "spec/limits.h"
+#include "spec/memory_plan.h"
 #include "spec/parse_model.h"
 #include "spec/resolve_steps.h"
 
@@ -19,8 +22,6 @@ using detail::kPositive;
 using detail::kUnitInterval;
 using detail::ObjectReader;
 using detail::Problems;
-
-constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
 // Relative paths are taken from the spec's folder and stored absolute, so that the resolved spec
 // means the same from any working directory and parse_spec(to_json(s), s.base_dir) is stable.
@@ -67,7 +68,7 @@ bool parse_dataset(const Json& value, const std::string& path, const std::string
           {"format", "samples", "shape", "classes", random ? "seed" : "value", "limit"},
           random ? "random data sets" : "constant data sets");
       if (r.require("samples", "a positive integer")) {
-        r.integer("samples", set.samples, IntRange{1, std::numeric_limits<std::int64_t>::max()});
+        r.integer("samples", set.samples, IntRange{1, kMaxSamples});
       }
       if (const Json* shape = r.require("shape", "[C, H, W] of positive integers")) {
         const std::string at = r.path_of("shape");
@@ -78,14 +79,14 @@ bool parse_dataset(const Json& value, const std::string& path, const std::string
           Shape dims;
           for (std::size_t i = 0; i < 3; ++i) {
             if (auto d = detail::read_integer((*shape)[i], detail::index_path(at, i),
-                                              IntRange{1, kIntMax}, problems)) {
+                                              IntRange{1, kMaxDimension}, problems)) {
               dims.push_back(*d);
             }
           }
           if (dims.size() == 3) set.shape = dims;
         }
       }
-      r.integer("classes", set.classes, IntRange{2, kIntMax});
+      r.integer("classes", set.classes, IntRange{2, kMaxClasses});
       if (random) {
         r.uint64("seed", set.seed);
       } else {
@@ -94,8 +95,8 @@ bool parse_dataset(const Json& value, const std::string& path, const std::string
       break;
     }
   }
-  if (r.integer("limit", set.limit, IntRange{0, std::numeric_limits<std::int64_t>::max()}) &&
-      set.format != DataFormat::idx && set.samples > 0 && set.limit > set.samples) {
+  if (r.integer("limit", set.limit, IntRange{0, kMaxSamples}) && set.format != DataFormat::idx &&
+      set.samples > 0 && set.limit > set.samples) {
     problems.push_back({r.path_of("limit"), "expected at most the " + std::to_string(set.samples) +
                                                 " samples of the set (0 = all), got " +
                                                 std::to_string(set.limit)});
@@ -122,10 +123,10 @@ ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& 
     parsed.eval_ok = parse_dataset(*eval, r.path_of("eval"), base_dir, *data.eval, problems);
   }
   r.real("scale", data.scale, kPositive);
-  r.integer("batch_size", data.batch_size, IntRange{1, 65536});
+  r.integer("batch_size", data.batch_size, IntRange{1, kMaxBatchSize});
   r.boolean("shuffle", data.shuffle);
   r.boolean("drop_last", data.drop_last);
-  r.integer("workers", data.workers, IntRange{0, 64});
+  r.integer("workers", data.workers, IntRange{0, kMaxWorkers});
   return parsed;
 }
 
@@ -216,8 +217,8 @@ void parse_optimizer(const Json& value, OptimizerSpec& o, Problems& problems) {
 void parse_train(const Json& value, TrainSpec& t, Problems& problems) {
   ObjectReader r(value, "train", problems);
   r.report_unknown_keys({"epochs", "max_steps"}, "train sections");
-  r.integer("epochs", t.epochs, IntRange{1, 100000});
-  r.integer("max_steps", t.max_steps, IntRange{0, std::numeric_limits<std::int64_t>::max()});
+  r.integer("epochs", t.epochs, IntRange{1, kMaxEpochs});
+  r.integer("max_steps", t.max_steps, IntRange{0, kMaxSteps});
 }
 
 const std::vector<KernelMode> kModes{KernelMode::deterministic, KernelMode::nondeterministic,
@@ -287,6 +288,40 @@ void check_data_against_model(const ExperimentSpec& s, const ParsedData& data, b
   }
 }
 
+// The memory a run would hold (spec/memory_plan.h) against kMaxPlannedBytes, reported at the
+// path of what is largest, with what to change. idx sets count as empty here (their size is known
+// once the files are read; train::load_data checks again then), so the plan is a lower bound.
+void check_planned_memory(const ExperimentSpec& s, const ResolvedModel& model, Problems& problems) {
+  const std::int64_t train = samples_used(s.data.train).value_or(0);
+  const std::int64_t eval = s.data.eval ? samples_used(*s.data.eval).value_or(0) : 0;
+  const MemoryPlan plan = plan_memory(s, model, train, eval);
+  if (plan.total() <= kMaxPlannedBytes) return;
+  const std::uint64_t model_bytes =
+      saturating_add(saturating_add(plan.parameters, plan.gradients), plan.optimizer_state);
+  std::string path, hint;
+  if (model_bytes >= plan.activations && model_bytes >= plan.data &&
+      model_bytes >= plan.step_records) {
+    path = "model.layers[" + std::to_string(plan.largest_layer) + "]";
+    hint = "it holds " +
+           format_bytes(saturating_mul(
+               static_cast<std::uint64_t>(model.layers[plan.largest_layer].params), 4)) +
+           " of parameters; use fewer filters or units, or a smaller input";
+  } else if (plan.activations >= plan.data && plan.activations >= plan.step_records) {
+    path = "data.batch_size";
+    hint = "use a smaller batch_size";
+  } else if (plan.data >= plan.step_records) {
+    const DatasetSpec& set = s.data.train;
+    path = set.limit > 0 ? "data.train.limit" : "data.train.samples";
+    hint = "use fewer samples, or a limit";
+  } else {
+    path = s.train.max_steps > 0 ? "train.max_steps" : "train.epochs";
+    hint = "train fewer steps";
+  }
+  problems.push_back({path, "the run would hold " + format_bytes(plan.total()) +
+                                " of memory, more than the " + format_bytes(kMaxPlannedBytes) +
+                                " a spec may plan (" + describe(plan) + "); " + hint});
+}
+
 }  // namespace
 
 ExperimentSpec parse_spec(const nlohmann::json& doc, const std::string& base_dir) {
@@ -297,10 +332,13 @@ ExperimentSpec parse_spec(const nlohmann::json& doc, const std::string& base_dir
   root.report_unknown_keys({"name", "seed", "device", "threads", "data", "model", "loss",
                             "optimizer", "train", "determinism"},
                            "specs");
-  root.string("name", s.name);
+  if (root.string("name", s.name) && !s.name.empty()) {
+    // "" is the canonical form of an unnamed spec (to_json); load_spec demands a name.
+    if (auto why = name_problem(s.name)) problems.push_back({"name", "expected " + *why});
+  }
   root.uint64("seed", s.seed);
   root.choice("device", s.device, {Device::auto_select, Device::cpu, Device::cuda});
-  root.integer("threads", s.threads, IntRange{0, 1024});
+  root.integer("threads", s.threads, IntRange{0, kMaxThreads});
 
   ParsedData data;
   if (const Json* d = root.require("data", "an object with at least \"train\"")) {
@@ -320,6 +358,9 @@ ExperimentSpec parse_spec(const nlohmann::json& doc, const std::string& base_dir
   if (const Json* d = root.find("determinism")) parse_determinism(*d, s.determinism, problems);
 
   check_data_against_model(s, data, input_ok, resolved, problems);
+  if (resolved && data.train_ok && (!s.data.eval || data.eval_ok)) {
+    check_planned_memory(s, *resolved, problems);
+  }
   if (!problems.empty()) throw ValidationError(std::move(problems));
   return s;
 }
@@ -329,9 +370,37 @@ ExperimentSpec load_spec(const std::string& path) {
   const Json doc = detail::read_json_file(path);
   const fs::path folder = fs::path(path).parent_path();
   const std::string base_dir = folder.empty() ? std::string(".") : folder.string();
-  ExperimentSpec s = parse_spec(doc, base_dir);
-  if (!doc.contains("name")) s.name = fs::path(path).stem().string();
-  return s;
+  // A spec from a file becomes a folder and a report title: it needs a usable name, its own or
+  // its file's stem. Problems of the name join the document's.
+  Problems problems;
+  std::optional<ExperimentSpec> s;
+  try {
+    s = parse_spec(doc, base_dir);
+  } catch (const ValidationError& e) {
+    problems = e.problems();
+  }
+  const bool named = doc.is_object() && doc.contains("name");
+  const std::string name =
+      named ? (s ? s->name : std::string("?")) : fs::path(path).stem().string();
+  if (named && s && name.empty()) {
+    problems.push_back({"name", "expected " + *name_problem("")});
+  } else if (!named) {
+    if (auto why = name_problem(name)) {
+      problems.insert(problems.begin(),
+                      {"name",
+                       "the spec has no \"name\", and its file name does not give one: "
+                       "expected " +
+                           *why + "; add a \"name\""});
+    }
+  }
+  if (!problems.empty()) throw ValidationError(std::move(problems));
+  s->name = name;
+  return std::move(*s);
+}
+
+ExperimentSpec parse_spec_text(std::string_view text, const std::string& source,
+                               const std::string& base_dir) {
+  return parse_spec(detail::parse_json_text(text, source), base_dir);
 }
 
 }  // namespace ra::spec

@@ -3,6 +3,7 @@
 // range) is documented in docs/spec.md.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "spec/spec.h"
 
@@ -20,6 +21,12 @@ ExperimentSpec parse_spec(const nlohmann::json& doc, const std::string& base_dir
 // file (and line/column for JSON syntax errors); then parse_spec with base_dir = the file's folder.
 // "name" defaults to the file's stem ("configs/quick.json" -> "quick").
 ExperimentSpec load_spec(const std::string& path);
+
+// Spec JSON text, parsed and validated as load_spec does a file's contents: `source` names the
+// text in messages, relative data paths resolve against `base_dir`, and "name" is not defaulted
+// (no file stem). For callers that hold the text, such as the fuzz target fuzz/fuzz_spec.cpp.
+ExperimentSpec parse_spec_text(std::string_view text, const std::string& source,
+                               const std::string& base_dir);
 
 // Canonical JSON of a resolved spec: every key present with its resolved value, keys sorted
 // (nlohmann::json default), so equal specs give equal dumps (used for the trace header digest).

@@ -2,13 +2,14 @@
 
 #include <limits>
 
+#include "spec/limits.h"
 #include "spec/resolve_steps.h"
 
 namespace ra::spec::detail {
 namespace {
 
-constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
-constexpr IntRange kPositiveInt{1, kIntMax};
+constexpr IntRange kWindowRange{1, kMaxWindow};  // kernel, pool, stride
+constexpr IntRange kDimensionRange{1, kMaxDimension};
 
 const std::vector<Activation> kActivations{Activation::none, Activation::relu, Activation::tanh,
                                            Activation::sigmoid};
@@ -67,8 +68,8 @@ bool read_pair(ObjectReader& r, std::string_view key, int& h, int& w) {
           {path, "expected a positive integer or [height, width], got " + describe(*v)});
       return false;
     }
-    auto vh = read_integer((*v)[0], index_path(path, 0), kPositiveInt, r.problems());
-    auto vw = read_integer((*v)[1], index_path(path, 1), kPositiveInt, r.problems());
+    auto vh = read_integer((*v)[0], index_path(path, 0), kWindowRange, r.problems());
+    auto vw = read_integer((*v)[1], index_path(path, 1), kWindowRange, r.problems());
     if (!vh || !vw) return false;
     h = static_cast<int>(*vh);
     w = static_cast<int>(*vw);
@@ -79,7 +80,7 @@ bool read_pair(ObjectReader& r, std::string_view key, int& h, int& w) {
         {path, "expected a positive integer or [height, width], got " + describe(*v)});
     return false;
   }
-  auto n = read_integer(*v, path, kPositiveInt, r.problems());
+  auto n = read_integer(*v, path, kWindowRange, r.problems());
   if (!n) return false;
   h = w = static_cast<int>(*n);
   return true;
@@ -126,7 +127,8 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
   }
   switch (l.type) {
     case LayerType::conv2d:
-      if (r.require("filters", "a positive integer")) r.integer("filters", l.filters, kPositiveInt);
+      if (r.require("filters", "a positive integer"))
+        r.integer("filters", l.filters, IntRange{1, kMaxFilters});
       if (r.require("kernel", kPairExpected)) read_pair(r, "kernel", l.kernel_h, l.kernel_w);
       read_pair(r, "stride", l.stride_h, l.stride_w);
       r.choice("padding", l.padding, kPaddings);
@@ -141,7 +143,8 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
       r.choice("padding", l.padding, kPaddings);
       break;
     case LayerType::dense:
-      if (r.require("units", "a positive integer")) r.integer("units", l.units, kPositiveInt);
+      if (r.require("units", "a positive integer"))
+        r.integer("units", l.units, IntRange{1, kMaxUnits});
       read_weighted_options(r, l);
       break;
     case LayerType::dropout:
@@ -168,7 +171,7 @@ std::optional<Shape> read_input_shape(const Json& v, const std::string& path, Pr
   }
   Shape shape;
   for (std::size_t i = 0; i < 3; ++i) {
-    auto d = read_integer(v[i], index_path(path, i), kPositiveInt, problems);
+    auto d = read_integer(v[i], index_path(path, i), kDimensionRange, problems);
     if (!d) return std::nullopt;
     shape.push_back(*d);
   }
@@ -195,6 +198,10 @@ ParsedModel parse_model(const Json& value, Problems& problems) {
     if (!layers->is_array() || layers->empty()) {
       problems.push_back(
           {r.path_of("layers"), "expected a non-empty array of layers, got " + describe(*layers)});
+    } else if (layers->size() > static_cast<std::size_t>(kMaxLayers)) {
+      problems.push_back({r.path_of("layers"), "expected at most " + std::to_string(kMaxLayers) +
+                                                   " layers, got " +
+                                                   std::to_string(layers->size())});
     } else {
       all_typed = all_fields_ok = true;
       for (std::size_t i = 0; i < layers->size(); ++i) {

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "core/printable.h"
+#include "spec/limits.h"
 #include "spec/resolve_steps.h"
 
 namespace ra::spec {
@@ -16,12 +18,16 @@ namespace {
 
 using Problems = std::vector<Problem>;
 
-// Kernels index one sample's elements with 32-bit ints (backend/geometry.h), so every per-sample
-// shape is capped at 2^31 - 1 elements.
-constexpr std::int64_t kMaxSampleElements = std::numeric_limits<std::int32_t>::max();
-
 std::string layer_path(std::size_t i) {
   return "model.layers[" + std::to_string(i) + "]";
+}
+
+// A refused name as a message shows it: escaped (core/printable.h) and cut after 64 bytes, so a
+// megabyte name is not echoed whole.
+std::string shown_name(const std::string& name) {
+  constexpr std::size_t kShown = 64;
+  return "\"" + printable(std::string_view(name).substr(0, kShown)) + "\"" +
+         (name.size() > kShown ? "... (" + std::to_string(name.size()) + " bytes)" : "");
 }
 
 bool is_valid_name(const std::string& name) {
@@ -78,24 +84,28 @@ std::string hw(int h, int w) {
 // Field ranges that a ModelSpec built in code could break (the JSON reader checks them too).
 void check_layer_fields(const LayerSpec& l, std::size_t i, Problems& problems) {
   const std::string at = layer_path(i);
-  auto positive = [&](int v, const char* field) {
-    if (v <= 0) {
-      problems.push_back(
-          {at + "." + field, "expected a positive integer, got " + std::to_string(v)});
+  // Each value in 1..max (spec/limits.h); a pair reports its worst member.
+  auto in_range = [&](std::initializer_list<int> values, std::int64_t max, const char* field) {
+    for (int v : values) {
+      if (v < 1 || v > max) {
+        problems.push_back({at + "." + field, "expected an integer in 1.." + std::to_string(max) +
+                                                  ", got " + std::to_string(v)});
+        return;
+      }
     }
   };
   switch (l.type) {
     case LayerType::conv2d:
-      positive(l.filters, "filters");
-      positive(std::min(l.kernel_h, l.kernel_w), "kernel");
-      positive(std::min(l.stride_h, l.stride_w), "stride");
+      in_range({l.filters}, kMaxFilters, "filters");
+      in_range({l.kernel_h, l.kernel_w}, kMaxWindow, "kernel");
+      in_range({l.stride_h, l.stride_w}, kMaxWindow, "stride");
       break;
     case LayerType::maxpool2d:
-      positive(std::min(l.pool_h, l.pool_w), "pool");
-      positive(std::min(l.stride_h, l.stride_w), "stride");
+      in_range({l.pool_h, l.pool_w}, kMaxWindow, "pool");
+      in_range({l.stride_h, l.stride_w}, kMaxWindow, "stride");
       break;
     case LayerType::dense:
-      positive(l.units, "units");
+      in_range({l.units}, kMaxUnits, "units");
       break;
     case LayerType::dropout:
       if (!(l.rate >= 0.0f && l.rate < 1.0f)) {
@@ -218,7 +228,7 @@ void name_layers(std::vector<LayerSpec>& layers, Problems& problems) {
       // Layer names become tensor names ("conv1.weight"), so they stay plain identifiers.
       problems.push_back(
           {layer_path(i) + ".name",
-           "expected letters, digits and underscores ([A-Za-z0-9_]+), got \"" + l.name + "\""});
+           "expected letters, digits and underscores ([A-Za-z0-9_]+), got " + shown_name(l.name)});
       continue;
     }
     const auto [it, inserted] = first_use.emplace(l.name, i);
@@ -231,24 +241,30 @@ void name_layers(std::vector<LayerSpec>& layers, Problems& problems) {
 }
 
 std::optional<ResolvedModel> resolve_shapes(const ModelSpec& model, Problems& problems) {
-  const bool input_ok =
-      model.input.size() == 3 &&
-      std::all_of(model.input.begin(), model.input.end(), [](std::int64_t d) { return d > 0; }) &&
-      element_count(model.input) <= kMaxSampleElements;
+  // Each dimension is checked before the product is taken, so the product fits (2^60 at most).
+  const bool input_ok = model.input.size() == 3 &&
+                        std::all_of(model.input.begin(), model.input.end(),
+                                    [](std::int64_t d) { return d > 0 && d <= kMaxDimension; }) &&
+                        element_count(model.input) <= kMaxSampleElements;
   if (!input_ok) {
-    problems.push_back({"model.input",
-                        "expected [C, H, W] of positive integers with at most "
-                        "2^31 - 1 elements, got " +
-                            ra::to_string(model.input)});
+    problems.push_back(
+        {"model.input", "expected [C, H, W] of integers in 1.." + std::to_string(kMaxDimension) +
+                            " with at most 2^31 - 1 elements, got " + ra::to_string(model.input)});
   }
   if (model.layers.empty()) {
     problems.push_back({"model.layers", "expected at least one layer"});
+  } else if (model.layers.size() > static_cast<std::size_t>(kMaxLayers)) {
+    problems.push_back({"model.layers", "expected at most " + std::to_string(kMaxLayers) +
+                                            " layers, got " + std::to_string(model.layers.size())});
   }
   const std::size_t before = problems.size();
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     check_layer_fields(model.layers[i], i, problems);
   }
-  if (!input_ok || model.layers.empty() || problems.size() != before) return std::nullopt;
+  if (!input_ok || model.layers.empty() ||
+      model.layers.size() > static_cast<std::size_t>(kMaxLayers) || problems.size() != before) {
+    return std::nullopt;
+  }
 
   ResolvedModel resolved;
   resolved.input = model.input;

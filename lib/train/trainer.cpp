@@ -8,7 +8,10 @@
 #include "core/thread_pool.h"
 #include "nn/loss.h"
 #include "rng/stream.h"
+#include "spec/memory_plan.h"
+#include "spec/resolve.h"
 #include "train/backend_choice.h"
+#include "train/memory_check.h"
 
 namespace ra::train {
 namespace {
@@ -22,6 +25,13 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 LoadedData load_data(const spec::ExperimentSpec& spec) {
+  // Synthetic sets' sizes are known from the spec: check the memory before generating them.
+  const auto train_known = spec::samples_used(spec.data.train);
+  const auto eval_known =
+      spec.data.eval ? spec::samples_used(*spec.data.eval) : std::optional<std::int64_t>(0);
+  const std::uint64_t available = available_memory_bytes();
+  if (train_known && eval_known) check_memory(spec, *train_known, *eval_known, available);
+
   LoadedData loaded;
   loaded.train = std::make_shared<const data::Dataset>(
       data::load_dataset(spec.data.train, spec.data.scale, "train", spec.model.input));
@@ -36,6 +46,18 @@ LoadedData load_data(const spec::ExperimentSpec& spec) {
       throw InputError("data." + set->role + ": samples have shape " +
                        to_string(set->sample_shape) + " but model.input is " +
                        to_string(spec.model.input));
+    }
+  }
+  // ... and so are their sizes (the steps of a run and their records follow from them).
+  if (!train_known || !eval_known) {
+    check_memory(spec, loaded.train->size(), loaded.eval ? loaded.eval->size() : 0, available);
+  }
+  // Labels against the width of the model's output, by sample and file (idx sets may hold
+  // labels the model has no output for; synthetic sets are validated with the spec).
+  const spec::ResolvedModel model = spec::resolve_model(spec.model);
+  if (model.output.size() == 1) {
+    for (const auto* set : {loaded.train.get(), loaded.eval.get()}) {
+      if (set != nullptr) data::check_labels(*set, static_cast<int>(model.output[0]));
     }
   }
   return loaded;

@@ -179,6 +179,13 @@ TEST_CASE("malformed .npy files are InputErrors naming the file and the fault", 
        npy_v1("{'descr': '<i8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }",
               two),
        "needs more data"},
+      // Empty by its zero, but (2**62)**2 elements were it not: NumPy refuses it, and reading it
+      // as empty would hand element_count a shape it overflows on.
+      {"overflowing empty shape",
+       npy_v1("{'descr': '<i8', 'fortran_order': False, 'shape': (4611686018427387904, "
+              "4611686018427387904, 0), }",
+              ""),
+       "is too large"},
   };
   for (const Case& c : cases) {
     INFO(c.what);

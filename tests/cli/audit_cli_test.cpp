@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -168,11 +169,15 @@ TEST_CASE("a full disk is a clear error and leaves no partial trace", "[cli][aud
 
 TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]") {
   TempDir dir;
-  // Run 2's fault names an element that does not exist: runs 0 and 1 finish first.
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
-                         " --inject-fault run=2,step=1,tensor=dense_0.weight,element=999999");
-  REQUIRE(r.exit_code == 2);
-  REQUIRE(r.err.find("element 999999") != std::string::npos);
+  // Each run starts two pool workers ("threads": 2: the backend's and the recorder's); the test
+  // hook lets the system refuse the fifth (core/thread_start.h), so runs 0 and 1 finish and run
+  // 2 fails. (A fault that cannot fire, the way this test once stopped run 2, is now refused
+  // before any run.)
+  ::setenv("REPRO_AUDIT_TEST_THREAD_LIMIT", "4", 1);
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out"));
+  ::unsetenv("REPRO_AUDIT_TEST_THREAD_LIMIT");
+  REQUIRE(r.exit_code == 3);
+  REQUIRE(r.err.find("cannot start thread pool worker") != std::string::npos);
   REQUIRE(std::filesystem::exists(dir.path() / "out" / "run-000.trace.jsonl"));
   REQUIRE(std::filesystem::exists(dir.path() / "out" / "run-001.trace.jsonl"));
   REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out" / "run-002.trace.jsonl"));

@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/thread_start.h"
 
 TEST_CASE("parallel_for runs every task exactly once", "[core]") {
   for (int threads : {1, 2, 7}) {
@@ -79,4 +82,33 @@ TEST_CASE("parallel_for_ahead rethrows a task exception after all tasks end", "[
   std::atomic<int> again{0};
   pool.parallel_for(10, [&](std::int64_t, int) { again.fetch_add(1); });
   REQUIRE(again.load() == 10);
+}
+
+TEST_CASE("a thread the system refuses is a RuntimeFailure, not a hang or a terminate",
+          "[core][threads]") {
+  // The hook refuses the third start: the pool has started two workers, must join them and
+  // throw. Before, the exception left two joinable std::threads behind (std::terminate).
+  ra::testing::limit_thread_starts(2);
+  try {
+    ra::ThreadPool pool(8);
+    ra::testing::limit_thread_starts(-1);
+    FAIL("the pool started its 7 workers past the limit");
+  } catch (const ra::RuntimeFailure& e) {
+    ra::testing::limit_thread_starts(-1);
+    const std::string message = e.what();
+    CHECK(message.find("cannot start thread pool worker 3 of 7") != std::string::npos);
+    CHECK(message.find("ulimit -u") != std::string::npos);
+  }
+  // Threads can be started again once the limit is lifted.
+  ra::ThreadPool pool(3);
+  std::atomic<int> ran{0};
+  pool.parallel_for(10, [&](std::int64_t, int) { ran.fetch_add(1); });
+  CHECK(ran.load() == 10);
+}
+
+TEST_CASE("start_thread runs its body on a new thread", "[core][threads]") {
+  std::atomic<bool> ran{false};
+  std::thread t = ra::start_thread("a test thread", [&] { ran = true; });
+  t.join();
+  CHECK(ran.load());
 }

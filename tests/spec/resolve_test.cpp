@@ -273,9 +273,18 @@ TEST_CASE("resolve_model rejects impossible models built in code", "[spec]") {
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].path == "model.layers[1].name");
 
-  // Counts that overflow 64 bits are reported, not wrapped: K*C*R*S = 2^30 * 2^30 * 2^30.
+  // Fields past their limits (spec/limits.h) are reported at the field.
   m.input = {1, 1, 1};
   m.layers = {conv(1 << 30, 1 << 30, 1 << 30, 1, 1, Padding::same)};
+  problems = resolve_problems(m);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].path == "model.layers[0].filters");
+  CHECK(problems[1].path == "model.layers[0].kernel");
+
+  // Counts that overflow 64 bits within the limits are reported, not wrapped:
+  // K*C*R*S = 2^16 * 2^20 * 2^16 * 2^16 = 2^68.
+  m.input = {1 << 20, 1, 1};
+  m.layers = {conv(1 << 16, 1 << 16, 1 << 16, 1, 1, Padding::same)};
   problems = resolve_problems(m);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].path == "model.layers[0]");

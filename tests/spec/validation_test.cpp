@@ -62,7 +62,7 @@ TEST_CASE("wrong types name the path and the expectation", "[spec]") {
 
   doc = small_doc();
   doc["model"]["layers"][0]["filters"] = 1.5;
-  CHECK(only_problem(doc, "model.layers[0].filters") == "expected a positive integer, got 1.5");
+  CHECK(only_problem(doc, "model.layers[0].filters") == "expected an integer in 1..65536, got 1.5");
 
   doc = small_doc();
   doc["threads"] = true;  // booleans are not numbers
@@ -78,7 +78,8 @@ TEST_CASE("wrong types name the path and the expectation", "[spec]") {
 
   doc = small_doc();
   doc["model"]["layers"][0]["kernel"] = json::array({3, "3"});
-  CHECK(only_problem(doc, "model.layers[0].kernel[1]") == "expected a positive integer, got \"3\"");
+  CHECK(only_problem(doc, "model.layers[0].kernel[1]") ==
+        "expected an integer in 1..65536, got \"3\"");
 
   doc = small_doc();
   doc["model"]["layers"][0]["kernel"] = json::array({3, 3, 3});
@@ -106,7 +107,7 @@ TEST_CASE("wrong types name the path and the expectation", "[spec]") {
 TEST_CASE("out-of-range values name the path and the range", "[spec]") {
   json doc = small_doc();
   doc["model"]["layers"][0]["filters"] = -3;
-  CHECK(only_problem(doc, "model.layers[0].filters") == "expected a positive integer, got -3");
+  CHECK(only_problem(doc, "model.layers[0].filters") == "expected an integer in 1..65536, got -3");
 
   doc = small_doc();
   doc["optimizer"] = {{"type", "sgd"}, {"lr", -1}};
@@ -136,7 +137,7 @@ TEST_CASE("out-of-range values name the path and the range", "[spec]") {
 
   doc = small_doc();
   doc["data"]["train"]["classes"] = 1;
-  CHECK(only_problem(doc, "data.train.classes") == "expected an integer >= 2, got 1");
+  CHECK(only_problem(doc, "data.train.classes") == "expected an integer in 2..16777216, got 1");
 
   doc = small_doc();
   doc["data"]["scale"] = 0;

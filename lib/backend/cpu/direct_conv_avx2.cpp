@@ -6,8 +6,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 #include "backend/cpu/direct_conv_tile.h"
 
 namespace ra::backend::cpu::direct_detail {
@@ -36,7 +42,11 @@ TileFunction avx2_tile(bool grid, int rows, int vectors) {
 }
 
 }  // namespace ra::backend::cpu::direct_detail
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 

@@ -8,8 +8,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
+#endif
 #include "backend/cpu/direct_conv_tile.h"
 
 namespace ra::backend::cpu::direct_detail {
@@ -115,7 +121,11 @@ TileFunction avx512_tile(bool grid, int rows, int vectors) {
 }
 
 }  // namespace ra::backend::cpu::direct_detail
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 

@@ -9,8 +9,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#endif
 
 namespace ra::backend::cpu {
 
@@ -58,7 +64,11 @@ void maxpool_plane_2x2_avx512(const PoolGeometry& g, const float* plane, std::in
 }
 
 }  // namespace ra::backend::cpu
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 

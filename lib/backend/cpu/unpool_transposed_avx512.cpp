@@ -10,8 +10,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+// clang ignores GCC's target pragmas; its own pragma gives every function defined in the region
+// the same target attribute.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#endif
 // GCC 12's unmasked shuffle intrinsics pass _mm512_undefined_ps() as their merge source, which
 // -Wmaybe-uninitialized reports inside the header (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic push
@@ -145,7 +151,11 @@ void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::in
 
 }  // namespace ra::backend::cpu::unpool_detail
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 

@@ -1,0 +1,20 @@
+#pragma once
+// --inject-fault (audit.h, FaultSpec; a test facility): parse_fault reads the option, defined
+// here beside the check that the fault will fire. A fault that never fires (a step past the
+// run's end, an element outside its tensor, a tensor the model does not have) would let a test
+// that expects a divergence read "identical" as a pass of the auditor; it is refused up front.
+#include "audit/audit.h"
+#include "data/dataset.h"
+#include "spec/spec.h"
+
+namespace ra::audit {
+
+// Throws InputError (exit 2) naming --inject-fault and the problem when `fault` cannot fire in
+// a run of `spec` over `train` (the loaded training set): step outside the planned steps, a
+// tensor that is neither "batch" nor a parameter of the model (the message lists them), an
+// element outside the parameter, or "batch" at a step whose batch has fewer than 2 samples.
+// The run index is checked by run_audit against the planned runs.
+void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
+                    const data::Dataset& train);
+
+}  // namespace ra::audit
