@@ -18,8 +18,12 @@
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "spec/parse.h"
+#include "support/text_lines.h"
 
 namespace {
+
+using ra::test::join_lines;
+using ra::test::lines_of;
 
 using nlohmann::json;
 
@@ -78,36 +82,19 @@ std::string read_text(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = text.find('\n', pos);
-    lines.push_back(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return lines;
-}
-
-std::string join(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& l : lines) text += l + "\n";
-  return text;
-}
-
 // The trace of run 0 with line `line` (1-based) changed by `edit`.
 std::string edited(int line, const std::function<void(json&)>& edit) {
   std::vector<std::string> lines = lines_of(read_text(run_file(0)));
   json record = json::parse(lines.at(line - 1));
   edit(record);
   lines[line - 1] = record.dump();
-  return join(lines);
+  return join_lines(lines);
 }
 
 std::string without_line(const std::string& text, int line) {
   std::vector<std::string> lines = lines_of(text);
   lines.erase(lines.begin() + (line - 1));
-  return join(lines);
+  return join_lines(lines);
 }
 
 // parse_trace must reject `text`, naming the file, `line`, the field (when given) and `problem`.
@@ -166,13 +153,13 @@ TEST_CASE("a trace with step records removed is rejected", "[audit][trace]") {
     epoch["train_loss"] = sum / 2;
     lines[kEpoch1 - 1] = epoch.dump();
     lines.erase(lines.begin() + (kLastStep - 1));
-    require_rejected(join(lines), kEnd - 1, "steps",
+    require_rejected(join_lines(lines), kEnd - 1, "steps",
                      "the end record counts 6 steps, but the trace has 5 step records");
     // ... and with the count mended too, the final loss and weights are not the last step's.
     json end = json::parse(lines[kEnd - 2]);
     end["steps"] = 5;
     lines[kEnd - 2] = end.dump();
-    require_rejected(join(lines), kEnd - 1, "final_loss_bits", "the loss of step 4");
+    require_rejected(join_lines(lines), kEnd - 1, "final_loss_bits", "the loss of step 4");
   }
 }
 
@@ -241,7 +228,7 @@ TEST_CASE("epoch records must agree with the steps", "[audit][trace]") {
   SECTION("an epoch record moved after a step of the next epoch") {
     std::vector<std::string> lines = lines_of(read_text(run_file(0)));
     std::swap(lines[kEpoch0 - 1], lines[kEpoch0]);
-    require_rejected(join(lines), kEpoch0, "epoch", "is in epoch 1");
+    require_rejected(join_lines(lines), kEpoch0, "epoch", "is in epoch 1");
   }
   SECTION("a step's loss number without its bits") {
     require_rejected(edited(kFirstStep, [](json& r) { r["loss"] = 3.5; }), kFirstStep, "loss",

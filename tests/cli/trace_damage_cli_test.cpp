@@ -7,11 +7,15 @@
 #include <vector>
 
 #include "cli/cli_runner.h"
+#include "support/text_lines.h"
 
 using ra::test::run_cli;
 using ra::test::TempDir;
 
 namespace {
+
+using ra::test::join_lines;
+using ra::test::lines_of;
 
 std::string q(const std::filesystem::path& p) {
   return "'" + p.string() + "'";
@@ -32,22 +36,6 @@ void run_audit(const TempDir& dir) {
   REQUIRE(r.exit_code == 0);
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  for (std::size_t pos = 0; pos < text.size();) {
-    const std::size_t end = text.find('\n', pos);
-    lines.push_back(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return lines;
-}
-
-std::string join(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& l : lines) text += l + "\n";
-  return text;
-}
-
 }  // namespace
 
 TEST_CASE("compare: a trace with a step record removed exits 2 naming file, line and field",
@@ -56,7 +44,7 @@ TEST_CASE("compare: a trace with a step record removed exits 2 naming file, line
   run_audit(dir);
   auto lines = lines_of(ra::test::read_text(dir.path() / "out" / "run-001.trace.jsonl"));
   lines.erase(lines.begin() + 3);  // step 1 (line 4)
-  const auto damaged = dir.write("damaged.trace.jsonl", join(lines));
+  const auto damaged = dir.write("damaged.trace.jsonl", join_lines(lines));
   const auto r =
       run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " + q(damaged));
   INFO(r.err);
@@ -73,7 +61,7 @@ TEST_CASE("compare: a header field of the wrong type exits 2, not 3", "[cli][aud
   auto header = nlohmann::json::parse(lines[0]);
   header["determinism"] = nlohmann::json::array();
   lines[0] = header.dump();
-  const auto damaged = dir.write("edited.trace.jsonl", join(lines));
+  const auto damaged = dir.write("edited.trace.jsonl", join_lines(lines));
   const auto r = run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " +
                          q(damaged) + " --json -");
   INFO(r.err);
@@ -91,7 +79,7 @@ TEST_CASE("compare: an end record edited to another step count exits 2", "[cli][
   auto end = nlohmann::json::parse(lines.back());
   end["steps"] = 5;
   lines.back() = end.dump();
-  const auto damaged = dir.write("steps.trace.jsonl", join(lines));
+  const auto damaged = dir.write("steps.trace.jsonl", join_lines(lines));
   const auto r = run_cli("compare " + q(damaged) + " " + q(dir.path() / "out"));
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.err.find("steps.trace.jsonl:11: field 'steps': the end record counts 5 steps") !=
