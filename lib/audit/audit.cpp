@@ -69,12 +69,6 @@ nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
           {"bit", f->bit}};
 }
 
-std::string digest_of(const std::string& text) {
-  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
-                      text.size())
-      .hex();
-}
-
 // Loads the snapshots beside compared traces: run i's folder is snapshot_dir_of(its source), and
 // a snapshot counts only when it carries the trace's audit id (both empty for older files): a
 // stale file of another audit in the same folder is never measured, and is named in `ignored`.
@@ -184,7 +178,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = spec::to_json(spec);
-  m.spec_digest = digest_of(m.spec.dump());
+  m.spec_digest = spec_digest_of(m.spec).hex();  // as the trace header's
   m.device = spec::to_string(spec.device);
   // What the device resolves to here (a CPU run and a GPU run of one audit would differ).
   m.backend = spec.device == spec::Device::cpu || !train::fallback_notice(spec.device).empty()
