@@ -15,26 +15,15 @@
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "spec/parse.h"
+#include "support/temp_dir.h"
 
 namespace {
+
+using ra::test::TempDir;
 
 namespace fs = std::filesystem;
 using ra::audit::AuditOptions;
 using ra::audit::FolderUse;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("ra-folder-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 ra::spec::ExperimentSpec tiny_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({

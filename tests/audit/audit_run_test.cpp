@@ -8,21 +8,11 @@
 #include "audit/audit.h"
 #include "audit/trace_io.h"
 #include "spec/parse.h"
+#include "support/temp_dir.h"
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("ra-audit-" + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using ra::test::TempDir;
 
 ra::spec::ExperimentSpec small_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({

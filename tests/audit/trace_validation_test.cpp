@@ -18,27 +18,17 @@
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "spec/parse.h"
+#include "support/temp_dir.h"
 #include "support/text_lines.h"
 
 namespace {
+
+using ra::test::TempDir;
 
 using ra::test::join_lines;
 using ra::test::lines_of;
 
 using nlohmann::json;
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("ra-trace-" + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // 2 epochs of 3 steps, with an eval set: lines 1 header, 2 init, 3-5 steps, 6 epoch 0, 7-9 steps,
 // 10 epoch 1, 11 end.

@@ -21,21 +21,11 @@
 #include "audit/trace_io.h"
 #include "backend/cuda/device.h"
 #include "spec/parse.h"
+#include "support/temp_dir.h"
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("ra-gpu-" + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using ra::test::TempDir;
 
 // The folder of the Fashion-MNIST IDX files.
 std::filesystem::path fashion_mnist_dir() {
