@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "rng/philox.h"  // RA_HOST_DEVICE
+#include "core/host_device.h"
 
 namespace ra::xxh3 {
 

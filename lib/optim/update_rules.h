@@ -7,7 +7,7 @@
 // Formulas and sources: docs/optimizers.md.
 #include <cmath>
 
-#include "rng/philox.h"  // RA_HOST_DEVICE
+#include "core/host_device.h"
 
 namespace ra::optim {
 

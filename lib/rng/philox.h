@@ -5,11 +5,7 @@
 // Header-only and free of the standard library so that kernels/*.cu can include it.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define RA_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define RA_HOST_DEVICE inline
-#endif
+#include "core/host_device.h"
 
 namespace ra::rng {
 
