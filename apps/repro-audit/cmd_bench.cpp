@@ -71,6 +71,67 @@ std::vector<int> parse_thread_list(const std::string& text, int spec_threads) {
   return list;
 }
 
+// One kernel mode at one thread count: median step time, throughput and every measured step, as
+// JSON; also one text line unless the output is JSON.
+nlohmann::json mode_figures(const train::ModeTiming& r, int batch_size, double flops_per_step,
+                            bool text) {
+  const double sec = r.median_step_seconds();
+  const double samples = sec > 0 ? batch_size / sec : 0.0;
+  const double gflops = sec > 0 ? flops_per_step / sec * 1e-9 : 0.0;
+  std::vector<double> step_ms;
+  for (double x : r.step_seconds) step_ms.push_back(x * 1e3);
+  if (text)
+    std::printf("  %-16s median %9.3f ms/step  %10.1f samples/s  %8.2f GFLOP/s\n",
+                spec::to_string(r.mode), sec * 1e3, samples, gflops);
+  return {{"mode", spec::to_string(r.mode)},
+          {"median_step_ms", sec * 1e3},
+          {"samples_per_second", samples},
+          {"gflops", gflops},
+          {"step_ms", step_ms},
+          {"untimed_ms_per_step", r.untimed_seconds_per_step() * 1e3}};
+}
+
+// One op's time per step in both modes and their ratio (what its reproducible kernel costs).
+nlohmann::json op_figures(const train::OpRow& row, bool text) {
+  const double det = row.ms_per_step[0], nondet = row.ms_per_step[1];
+  const double ratio = nondet > 0 ? det / nondet : 0.0;
+  if (text)
+    std::printf("  %-24s %12.4f %12.4f %8.3f\n", printable(row.op).c_str(), det, nondet, ratio);
+  return {{"op", row.op},
+          {"deterministic_ms_per_step", det},
+          {"nondeterministic_ms_per_step", nondet},
+          {"deterministic_calls", row.calls[0]},
+          {"nondeterministic_calls", row.calls[1]},
+          {"ratio", ratio}};
+}
+
+// Everything measured at one thread count: both modes, the per-op table, the time outside the
+// ops and the deterministic / nondeterministic step-time ratio.
+nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
+                              double flops_per_step, bool text) {
+  nlohmann::json jt = {{"threads", timing.threads},
+                       {"modes", nlohmann::json::array()},
+                       {"ops", nlohmann::json::array()}};
+  if (text) std::printf("\nthreads %d\n", timing.threads);
+  for (const train::ModeTiming& r : timing.modes)
+    jt["modes"].push_back(mode_figures(r, batch_size, flops_per_step, text));
+  if (text)
+    std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
+  for (const train::OpRow& row : train::op_rows(timing)) jt["ops"].push_back(op_figures(row, text));
+  // What the op table does not see: batch staging, the loader and the trainer's own work.
+  if (text)
+    std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
+                timing.modes[0].untimed_seconds_per_step() * 1e3,
+                timing.modes[1].untimed_seconds_per_step() * 1e3);
+  const double det_ms = timing.modes[0].median_step_seconds();
+  const double nondet_ms = timing.modes[1].median_step_seconds();
+  jt["step_ratio"] = nondet_ms > 0 ? det_ms / nondet_ms : 0.0;
+  if (text)
+    std::printf("  step time deterministic / nondeterministic: %.3f\n",
+                jt["step_ratio"].get<double>());
+  return jt;
+}
+
 int run_bench(const BenchOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   train::BenchPlan plan;
@@ -107,55 +168,8 @@ int run_bench(const BenchOptions& o) {
         "(3 x forward)\n",
         printable(s.name).c_str(), static_cast<long long>(o.steps),
         static_cast<long long>(o.warmup), s.data.batch_size, flops_per_step * 1e-9);
-
-  for (const train::ThreadTiming& timing : timings) {
-    nlohmann::json jt = {{"threads", timing.threads},
-                         {"modes", nlohmann::json::array()},
-                         {"ops", nlohmann::json::array()}};
-    if (!o.json) std::printf("\nthreads %d\n", timing.threads);
-    for (const train::ModeTiming& r : timing.modes) {
-      const double sec = r.median_step_seconds();
-      const double samples = sec > 0 ? s.data.batch_size / sec : 0.0;
-      const double gflops = sec > 0 ? flops_per_step / sec * 1e-9 : 0.0;
-      std::vector<double> step_ms;
-      for (double x : r.step_seconds) step_ms.push_back(x * 1e3);
-      jt["modes"].push_back({{"mode", spec::to_string(r.mode)},
-                             {"median_step_ms", sec * 1e3},
-                             {"samples_per_second", samples},
-                             {"gflops", gflops},
-                             {"step_ms", step_ms},
-                             {"untimed_ms_per_step", r.untimed_seconds_per_step() * 1e3}});
-      if (!o.json)
-        std::printf("  %-16s median %9.3f ms/step  %10.1f samples/s  %8.2f GFLOP/s\n",
-                    spec::to_string(r.mode), sec * 1e3, samples, gflops);
-    }
-    if (!o.json)
-      std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
-    for (const train::OpRow& row : train::op_rows(timing)) {
-      const double det = row.ms_per_step[0], nondet = row.ms_per_step[1];
-      const double ratio = nondet > 0 ? det / nondet : 0.0;
-      jt["ops"].push_back({{"op", row.op},
-                           {"deterministic_ms_per_step", det},
-                           {"nondeterministic_ms_per_step", nondet},
-                           {"deterministic_calls", row.calls[0]},
-                           {"nondeterministic_calls", row.calls[1]},
-                           {"ratio", ratio}});
-      if (!o.json)
-        std::printf("  %-24s %12.4f %12.4f %8.3f\n", printable(row.op).c_str(), det, nondet, ratio);
-    }
-    // What the op table does not see: batch staging, the loader and the trainer's own work.
-    if (!o.json)
-      std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
-                  timing.modes[0].untimed_seconds_per_step() * 1e3,
-                  timing.modes[1].untimed_seconds_per_step() * 1e3);
-    const double det_ms = timing.modes[0].median_step_seconds();
-    const double nondet_ms = timing.modes[1].median_step_seconds();
-    jt["step_ratio"] = nondet_ms > 0 ? det_ms / nondet_ms : 0.0;
-    if (!o.json)
-      std::printf("  step time deterministic / nondeterministic: %.3f\n",
-                  jt["step_ratio"].get<double>());
-    doc["results"].push_back(std::move(jt));
-  }
+  for (const train::ThreadTiming& timing : timings)
+    doc["results"].push_back(thread_figures(timing, s.data.batch_size, flops_per_step, !o.json));
   if (o.json) std::printf("%s\n", json_text(doc).c_str());
   return 0;
 }
