@@ -197,7 +197,8 @@ std::int64_t BatchLoader::batches_per_epoch() const {
 
 void BatchLoader::start_epoch(std::int64_t epoch) {
   State& s = *state_;
-  // Computed outside the lock: a 60000-sample shuffle takes ~1 ms the workers need not wait on.
+  // Computed outside the lock: shuffling 60000 samples is 60000 draws and swaps, work the
+  // workers need not wait on.
   auto order = std::make_shared<const std::vector<std::int64_t>>(
       epoch_order(s.data.size(), s.shuffle, s.order_key, epoch));
   {
