@@ -69,9 +69,7 @@ json audit_folders_json(const std::vector<AuditFolderCheck>& folders) {
   return out;
 }
 
-}  // namespace
-
-json to_json(const ComparisonResult& r) {
+json runs_json(const ComparisonResult& r) {
   json runs = json::array();
   for (const RunSummary& s : r.runs) {
     runs.push_back(
@@ -88,12 +86,20 @@ json to_json(const ComparisonResult& r) {
          {"recording_fraction", s.recording_fraction},
          {"outcome_class", s.outcome_class}});
   }
+  return runs;
+}
+
+json categories_json(const ComparisonResult& r) {
   json categories = json::object();
   for (const CategoryVerdict& v : r.categories) {
     categories[to_string(v.category)] = {{"identical", v.identical},
                                          {"first_divergence", divergence_json(v.first)},
                                          {"steps_differing", v.steps_differing}};
   }
+  return categories;
+}
+
+json growth_json(const ComparisonResult& r) {
   json growth = json::array();
   for (const EpochGrowth& g : r.growth) {
     growth.push_back(
@@ -104,6 +110,10 @@ json to_json(const ComparisonResult& r) {
          {"max_abs_eval_accuracy_difference", optional_json(g.max_abs_eval_accuracy_difference)},
          {"snapshot", g.snapshot ? difference_json(*g.snapshot) : json(nullptr)}});
   }
+  return growth;
+}
+
+json snapshots_json(const ComparisonResult& r) {
   json snapshots = json::array();
   for (const SnapshotDivergence& s : r.snapshots) {
     json tensors = json::array();
@@ -117,12 +127,22 @@ json to_json(const ComparisonResult& r) {
                          {"total", difference_json(s.total)},
                          {"tensors", tensors}});
   }
+  return snapshots;
+}
+
+json statistics_json(const ComparisonResult& r) {
   json statistics = json::object();
   for (const GroupStatistics& g : r.statistics) {
     statistics[g.group] = {{"final_loss", summary_json(g.final_loss)},
                            {"eval_accuracy", summary_json(g.eval_accuracy)},
                            {"median_step_ms", summary_json(g.median_step_ms)}};
   }
+  return statistics;
+}
+
+}  // namespace
+
+json to_json(const ComparisonResult& r) {
   return {{"report_version", 1},
           {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
           {"mode", r.mode_summary},
@@ -136,12 +156,12 @@ json to_json(const ComparisonResult& r) {
             {"classes", r.classes},
             {"compared_runs", r.compared_runs}}},
           {"first_divergence", divergence_json(r.first_divergence)},
-          {"categories", categories},
+          {"categories", categories_json(r)},
           {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
           {"final_loss_difference", loss_difference_json(r.final_loss_difference)},
-          {"growth", growth},
-          {"snapshots", snapshots},
-          {"statistics", statistics},
+          {"growth", growth_json(r)},
+          {"snapshots", snapshots_json(r)},
+          {"statistics", statistics_json(r)},
           {"std_ratio",
            {{"final_loss", ratio_json(r.loss_std_ratio)},
             {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
@@ -150,7 +170,7 @@ json to_json(const ComparisonResult& r) {
           {"copies", r.copies},
           {"audit_folders", audit_folders_json(r.audit_folders)},
           {"ignored_snapshots", r.ignored_snapshots},
-          {"runs", runs}};
+          {"runs", runs_json(r)}};
 }
 
 }  // namespace ra::audit

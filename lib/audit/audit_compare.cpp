@@ -1,0 +1,142 @@
+// Comparison of traces read from files and audit folders, with the snapshots beside them
+// (`repro-audit compare`, and the report of `run`): audit/audit_compare.h.
+#include "audit/audit_compare.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "audit/run_observers.h"
+#include "audit/safetensors.h"
+#include "audit/trace_io.h"
+#include "core/error.h"
+
+namespace ra::audit {
+namespace {
+
+// Loads the snapshots beside compared traces: run i's folder is snapshot_dir_of(its source), and
+// a snapshot counts only when it carries the trace's audit id (both empty for older files): a
+// stale file of another audit in the same folder is never measured, and is named in `ignored`.
+ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Trace>& traces,
+                                 std::shared_ptr<std::set<std::string>> ignored) {
+  struct Source {
+    std::filesystem::path dir;
+    std::string audit_id;
+  };
+  std::vector<Source> sources;
+  for (const Trace& t : traces) sources.push_back({snapshot_dir_of(t.source), t.header.audit_id});
+  options.load_snapshot = [sources = std::move(sources), ignored = std::move(ignored)](
+                              int run, const std::string& point,
+                              std::vector<std::pair<std::string, Tensor>>& out) {
+    const Source& source = sources.at(static_cast<std::size_t>(run));
+    const auto path = SnapshotWriter::file_for(source.dir, point);
+    if (!std::filesystem::exists(path)) return false;
+    SafetensorsFile file = read_safetensors(path);
+    const auto id = file.metadata.find("audit_id");
+    const std::string snapshot_audit = id == file.metadata.end() ? "" : id->second;
+    if (snapshot_audit != source.audit_id) {
+      ignored->insert(
+          path.string() + ": " +
+          (snapshot_audit.empty() ? "has no audit id" : "belongs to audit " + snapshot_audit) +
+          ", its trace to " + (source.audit_id.empty() ? "none" : "audit " + source.audit_id));
+      return false;
+    }
+    out = std::move(file.tensors);
+    return true;
+  };
+  return options;
+}
+
+}  // namespace
+
+ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
+                                        const ComparisonOptions& options,
+                                        std::vector<AuditFolderCheck> folders) {
+  auto ignored = std::make_shared<std::set<std::string>>();
+  ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
+  result.audit_folders = std::move(folders);
+  result.ignored_snapshots.assign(ignored->begin(), ignored->end());
+  return result;
+}
+
+// The manifest's runs with a whole trace of its audit, read from the folder (InputError when
+// there are none: nothing to compare).
+std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs) {
+  std::vector<Trace> traces;
+  for (auto& t : runs.traces) {
+    if (t) traces.push_back(std::move(*t));
+  }
+  if (traces.empty()) {
+    std::string why;
+    for (const MissingRun& m : runs.check.missing_runs) {
+      why += "\n  run " + std::to_string(m.run) + ": " + m.reason;
+    }
+    throw InputError(dir.string() + ": none of the " + std::to_string(runs.check.planned_runs) +
+                     " runs of audit " + runs.check.audit_id + " has a whole trace:" + why);
+  }
+  return traces;
+}
+
+ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                      const AuditManifest& manifest,
+                                      const ComparisonOptions& options) {
+  ManifestRuns runs = read_manifest_runs(dir, manifest, DamagedTrace::reject);
+  std::vector<Trace> traces = whole_runs(dir, runs);
+  std::vector<AuditFolderCheck> checks;
+  checks.push_back(std::move(runs.check));
+  return compare_with_snapshots(traces, options, std::move(checks));
+}
+
+std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file) {
+  std::string name = trace_file.filename().string();
+  const std::string suffix = ".trace.jsonl";
+  if (name.size() > suffix.size() && name.ends_with(suffix))
+    name.resize(name.size() - suffix.size());
+  return trace_file.parent_path() / name;
+}
+
+std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().ends_with(".trace.jsonl")) files.push_back(entry.path());
+  }
+  if (ec) throw InputError("cannot read folder " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError("no *.trace.jsonl files in " + dir.string());
+  return files;
+}
+
+ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
+                                     const ComparisonOptions& options) {
+  std::vector<Trace> traces;
+  for (const auto& f : files) traces.push_back(read_trace(f));
+  return compare_with_snapshots(traces, options, {});
+}
+
+ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
+                                const ComparisonOptions& options) {
+  std::vector<Trace> traces;
+  std::vector<AuditFolderCheck> folders;
+  for (const std::filesystem::path& input : inputs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(input, ec)) {
+      traces.push_back(read_trace(input));
+      continue;
+    }
+    std::vector<Trace> found;
+    if (std::filesystem::exists(input / kManifestName, ec)) {
+      ManifestRuns runs = read_manifest_runs(input, read_manifest(input), DamagedTrace::reject);
+      found = whole_runs(input, runs);
+      folders.push_back(std::move(runs.check));
+    } else {
+      UnvouchedTraces unvouched = traces_without_manifest(input);
+      found = std::move(unvouched.traces);
+      folders.push_back(std::move(unvouched.check));
+    }
+    for (Trace& t : found) traces.push_back(std::move(t));
+  }
+  return compare_with_snapshots(traces, options, std::move(folders));
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,30 @@
+#pragma once
+// Comparison of traces read from files and audit folders, with the snapshots beside them: what
+// `repro-audit compare` does (audit/audit.h compare_inputs) and how `run` makes its report, from
+// the folder through its manifest, exactly as `compare DIR` would.
+#include <filesystem>
+#include <vector>
+
+#include "audit/audit.h"
+#include "audit/audit_folder.h"
+#include "audit/manifest.h"
+
+namespace ra::audit {
+
+// compare_traces with the snapshots beside each trace (snapshot_dir_of its source), counted only
+// when they carry the trace's audit id: a stale file of another audit is named in the result's
+// ignored_snapshots, never measured. `folders` goes to the result's audit_folders.
+ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
+                                        const ComparisonOptions& options,
+                                        std::vector<AuditFolderCheck> folders);
+
+// The manifest's runs with a whole trace of its audit, read from the folder (InputError when
+// there are none: nothing to compare, listing why each run is missing).
+std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
+
+// The report of an audit folder: its manifest's whole runs, compared with their snapshots.
+ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                      const AuditManifest& manifest,
+                                      const ComparisonOptions& options);
+
+}  // namespace ra::audit

@@ -1,0 +1,88 @@
+// Planning an audit: runs, seeds and the requested manifest (audit/audit_plan.h).
+#include "audit/audit_plan.h"
+
+#include <xxhash.h>
+
+#include "audit/trace_io.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "spec/parse.h"
+#include "train/backend_choice.h"
+
+namespace ra::audit {
+
+std::uint64_t derived_seed(std::uint64_t spec_seed, int run) {
+  const std::string name = "run-seed/" + std::to_string(run);
+  return XXH3_64bits_withSeed(name.data(), name.size(), spec_seed);
+}
+
+std::vector<PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditOptions& o) {
+  if (o.runs < 1) throw InputError("--runs must be at least 1");
+  std::vector<PlannedRun> runs;
+  auto add = [&](const std::string& group) {
+    PlannedRun r;
+    r.index = static_cast<int>(runs.size());
+    r.group = group;
+    r.seeds = train::RunSeeds::all(spec.seed);
+    if (group == "different") {
+      const std::uint64_t s = derived_seed(spec.seed, r.index);
+      if (o.vary.init) r.seeds.init = s;
+      if (o.vary.data) r.seeds.data = s;
+      if (o.vary.dropout) r.seeds.dropout = s;
+    }
+    runs.push_back(r);
+  };
+  if (o.seeds != SeedPolicy::different) {
+    for (int i = 0; i < o.runs; ++i) add("same");
+  }
+  if (o.seeds != SeedPolicy::same) {
+    for (int i = 0; i < o.runs; ++i) add("different");
+  }
+  if (o.fault && (o.fault->run < 0 || o.fault->run >= static_cast<int>(runs.size()))) {
+    throw InputError("--inject-fault: run " + std::to_string(o.fault->run) + " is not in 0.." +
+                     std::to_string(runs.size() - 1));
+  }
+  return runs;
+}
+
+nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [op, mode] : d.ops) ops[spec::to_string(op)] = spec::to_string(mode);
+  return {{"mode", spec::to_string(d.mode)}, {"ops", ops}};
+}
+
+nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
+  if (!f) return nullptr;
+  return {{"run", f->run},
+          {"step", f->step},
+          {"tensor", f->tensor},
+          {"element", f->element},
+          {"bit", f->bit}};
+}
+
+AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& o,
+                                 const std::vector<PlannedRun>& plan) {
+  AuditManifest m;
+  m.tool_version = o.tool_version;
+  m.spec = spec::to_json(spec);
+  m.spec_digest = spec_digest_of(m.spec).hex();  // as the trace header's
+  m.device = spec::to_string(spec.device);
+  // What the device resolves to here (a CPU run and a GPU run of one audit would differ).
+  m.backend = spec.device == spec::Device::cpu || !train::fallback_notice(spec.device).empty()
+                  ? "cpu"
+                  : "cuda";
+  m.threads = o.threads.value_or(spec.threads);
+  if (m.threads <= 0) m.threads = hardware_threads();
+  m.determinism = determinism_json(o.mode ? spec::DeterminismSpec{*o.mode, {}} : spec.determinism);
+  m.seed_policy = o.seeds == SeedPolicy::same        ? "same"
+                  : o.seeds == SeedPolicy::different ? "different"
+                                                     : "both";
+  m.snapshots = {{"epochs", o.snapshots.epochs},
+                 {"every_steps", o.snapshots.every_steps},
+                 {"batches", o.snapshots.batches}};
+  m.fault = fault_json(o.fault);
+  m.runs = plan;
+  return m;
+}
+
+}  // namespace ra::audit

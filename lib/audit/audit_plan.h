@@ -1,0 +1,28 @@
+#pragma once
+// Planning an audit, before anything is trained or written: the runs and their seeds, and the
+// manifest that names the audit (audit/audit.h, audit/manifest.h).
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit.h"
+#include "audit/manifest.h"
+
+namespace ra::audit {
+
+// The planned runs: the "same" group first, then the "different" group (each `runs` long, as
+// options.seeds asks); a "different" run varies the streams of options.vary with derived_seed.
+// InputError when --runs is below 1 or --inject-fault names a run outside the plan.
+std::vector<PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditOptions& options);
+
+// The audit as this call would start it: everything that decides the bits of its runs (a resumed
+// audit must match it field for field). Id and creation time are left to the caller.
+AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& options,
+                                 const std::vector<PlannedRun>& plan);
+
+// {"mode": ..., "ops": {op: mode}}: the policy as trace headers and manifests record it.
+nlohmann::json determinism_json(const spec::DeterminismSpec& d);
+// The fault injection as recorded (null: none).
+nlohmann::json fault_json(const std::optional<FaultSpec>& f);
+
+}  // namespace ra::audit

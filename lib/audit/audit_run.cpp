@@ -1,0 +1,113 @@
+// One planned run of an audit, trained, recorded and written (audit/audit_run.h).
+#include "audit/audit_run.h"
+
+#include <optional>
+
+#include "audit/audit_folder.h"
+#include "audit/audit_plan.h"
+#include "audit/environment.h"
+#include "audit/recorder.h"
+#include "audit/run_observers.h"
+#include "audit/trace_io.h"
+#include "core/error.h"
+#include "train/observer_list.h"
+
+namespace ra::audit {
+namespace {
+
+// Relays each step to the audit's progress callback, one call at a time over all job threads.
+class ProgressRelay final : public train::Observer {
+ public:
+  ProgressRelay(const AuditProgress& progress, std::mutex& mutex, int run, std::int64_t total)
+      : progress_(progress), mutex_(mutex), run_(run), total_(total) {}
+  void on_step(const train::Trainer&, const train::StepEvent& e) override {
+    if (!progress_.step) return;
+    std::lock_guard lock(mutex_);
+    progress_.step(run_, e, total_);
+  }
+
+ private:
+  const AuditProgress& progress_;
+  std::mutex& mutex_;
+  int run_;
+  std::int64_t total_;
+};
+
+}  // namespace
+
+TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
+                       const train::Trainer& trainer, const AuditOptions& o) {
+  TraceHeader h;
+  h.tool_version = o.tool_version;
+  h.audit_id = manifest.audit_id;
+  h.spec = manifest.spec;
+  h.spec_digest = manifest.spec_digest;
+  h.run_index = p.index;
+  h.seed_group = p.group;
+  h.seed_init = p.seeds.init;
+  h.seed_data = p.seeds.data;
+  h.seed_dropout = p.seeds.dropout;
+  h.backend = trainer.ops().name();
+  h.threads = trainer.threads();
+  h.determinism = determinism_json(trainer.determinism());
+  h.environment = environment_fingerprint(trainer.threads(), trainer.ops().name());
+  if (const nlohmann::json gpu = trainer.ops().device_fingerprint(); !gpu.is_null()) {
+    h.environment["gpu"] = gpu;
+  }
+  if (o.fault && o.fault->run == p.index) h.fault = fault_json(o.fault);
+  return h;
+}
+
+RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
+                     const AuditManifest& manifest, const AuditOptions& options,
+                     const AuditProgress& progress, int planned_runs)
+    : spec_(spec),
+      data_(data),
+      manifest_(manifest),
+      options_(options),
+      progress_(progress),
+      planned_runs_(planned_runs),
+      total_steps_(train::planned_steps(spec, *data.train)) {}
+
+void RunWorker::run(const PlannedRun& p) {
+  train::RunOptions run_options;
+  run_options.threads = options_.threads;
+  run_options.mode = options_.mode;
+  run_options.seeds = p.seeds;
+  train::Trainer trainer(spec_, data_, run_options);
+  if (trainer.ops().name() != manifest_.backend) {
+    throw RuntimeFailure("run " + std::to_string(p.index) + " would train on " +
+                         trainer.ops().name() + ", the audit's runs train on " + manifest_.backend +
+                         " (" + options_.out_dir.string() + "/audit.json)");
+  }
+
+  const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
+  Recorder recorder(run_header(manifest_, p, trainer, options_), trainer.threads());
+  SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
+                           {{"run", std::to_string(p.index)},
+                            {"spec_digest", manifest_.spec_digest},
+                            {"audit_id", manifest_.audit_id}});
+  std::optional<FaultInjector> injector;
+  if (options_.fault && options_.fault->run == p.index) injector.emplace(*options_.fault);
+  ProgressRelay relay(progress_, progress_mutex_, p.index, total_steps_);
+
+  train::ObserverList observers;
+  if (injector) observers.add(&*injector);
+  observers.add(&recorder);
+  observers.add(&snapshots);
+  observers.add(&relay);
+  if (progress_.run_started) {
+    std::lock_guard lock(progress_mutex_);
+    progress_.run_started(p.index, planned_runs_);
+  }
+  const train::TrainResult r = trainer.run(&observers);
+  snapshots.finish(trainer);
+  // The trace last: a whole trace under its name means the run's snapshots are complete too.
+  write_trace(trace_file, recorder.finish(trainer, r));
+  if (progress_.run_finished) {
+    std::lock_guard lock(progress_mutex_);
+    progress_.run_finished(p.index, trace_file);
+  }
+}
+
+}  // namespace ra::audit

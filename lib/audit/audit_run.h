@@ -1,0 +1,44 @@
+#pragma once
+// One planned run of an audit: train it under its seeds with the recorder, the snapshot writer,
+// the fault injector (when the run is the faulty one) and a progress relay observing each step,
+// then write its snapshots and, last, its trace (a whole trace under its name means the run's
+// snapshots are complete too).
+#include <cstdint>
+#include <mutex>
+
+#include "audit/audit.h"
+#include "audit/manifest.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+// The trace header of a run about to train: the audit's identity (from its manifest), the run's
+// seeds and what this machine and trainer will use (backend, threads, policy, environment).
+TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& run,
+                       const train::Trainer& trainer, const AuditOptions& options);
+
+// Runs planned runs of one audit; run() may be called from several job threads at once (progress
+// callbacks are serialised here).
+class RunWorker {
+ public:
+  RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
+            const AuditManifest& manifest, const AuditOptions& options,
+            const AuditProgress& progress, int planned_runs);
+  RunWorker(const RunWorker&) = delete;
+  RunWorker& operator=(const RunWorker&) = delete;
+
+  // RuntimeFailure when the run would train on another backend than the audit's manifest says.
+  void run(const PlannedRun& run);
+
+ private:
+  const spec::ExperimentSpec& spec_;
+  const train::LoadedData& data_;
+  const AuditManifest& manifest_;
+  const AuditOptions& options_;
+  const AuditProgress& progress_;
+  int planned_runs_;
+  std::int64_t total_steps_;
+  std::mutex progress_mutex_;
+};
+
+}  // namespace ra::audit

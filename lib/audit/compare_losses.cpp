@@ -1,0 +1,61 @@
+// Phase of the comparison: how far the compared runs' losses are from the reference run's, from
+// the traces alone: the first step whose loss differs, the final loss, and the within-tolerance
+// verdict on final losses (compare_phases.h).
+#include <bit>
+#include <cmath>
+
+#include "audit/compare_phases.h"
+
+namespace ra::audit::phases {
+namespace {
+
+float loss_value(std::uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
+
+std::uint32_t step_loss_bits(const Trace& t, std::int64_t step) {
+  return t.steps[step].loss_bits;
+}
+std::uint32_t final_loss_bits(const Trace& t, std::int64_t) {
+  return t.final->final_loss_bits;
+}
+
+// The run (other than the reference) whose loss at `step` is farthest from the reference's.
+std::optional<LossDifference> worst_loss_difference(const ComparedRuns& compared,
+                                                    std::uint32_t (*bits_at)(const Trace&,
+                                                                             std::int64_t),
+                                                    std::int64_t step) {
+  const std::vector<const Trace*>& runs = compared.traces;
+  std::optional<LossDifference> worst;
+  const std::uint32_t ref = bits_at(*runs[0], step);
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    const std::uint32_t other = bits_at(*runs[i], step);
+    if (other == ref) continue;
+    LossDifference d{step, compared.ids[i], loss_value(ref), loss_value(other),
+                     ulp_distance(loss_value(ref), loss_value(other))};
+    if (!worst || d.ulp > worst->ulp) worst = d;
+  }
+  return worst;
+}
+
+}  // namespace
+
+LossDifferences loss_differences(const ComparedRuns& compared, double tolerance) {
+  LossDifferences out;
+  if (compared.traces.size() >= 2) {
+    for (std::int64_t s = 0; s < compared.common_steps && !out.first; ++s) {
+      out.first = worst_loss_difference(compared, step_loss_bits, s);
+    }
+    out.final = worst_loss_difference(compared, final_loss_bits, 0);
+  }
+  for (const Trace* t : compared.traces) {
+    const double ref = loss_value(compared.traces[0]->final->final_loss_bits);
+    const double other = loss_value(t->final->final_loss_bits);
+    // NaN compares false: a NaN loss is never within tolerance (equal infinities are).
+    const bool close = std::abs(other - ref) <= tolerance * std::abs(ref);
+    if (!close && other != ref) out.within_tolerance = false;
+  }
+  return out;
+}
+
+}  // namespace ra::audit::phases

@@ -1,0 +1,96 @@
+#pragma once
+// The phases of compare_traces (audit/compare.h), in the order it runs them. Each is a function
+// of the traces (and of what earlier phases found), so each can be tested on traces built in
+// memory. One file each:
+//   compare_runs.cpp         which traces can be compared; per-run summaries and outcome classes;
+//                            the same-seed runs expected to agree
+//   compare_categories.cpp   per category, the first divergence and the steps that differ
+//   compare_losses.cpp       how far losses part: first and final difference, tolerance verdict
+//   compare_growth.cpp       per epoch, how far the runs have drifted
+//   compare_snapshots.cpp    divergence measured from weight snapshots
+//   compare_seed_groups.cpp  outcome statistics per seed group, same/different std ratios
+//   compare_environment.cpp  environment fingerprint and algorithm ledger differences
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+
+namespace ra::audit::phases {
+
+// InputError when the traces cannot be compared: none given, a run without its end record,
+// different specs (digests), different parameter lists.
+void check_comparable(const std::vector<Trace>& traces);
+
+// Whether every trace ran every reducing op deterministic (then identity is expected by default).
+bool all_fully_deterministic(const std::vector<Trace>& traces);
+
+// One summary per run, in trace order; the classes of bitwise-identical outcome (everything
+// recorded, timings excluded), numbered by first appearance; the kernel-mode policy of the runs
+// ("mixed" when they differ).
+struct RunSummaries {
+  std::vector<RunSummary> runs;
+  std::vector<std::vector<int>> classes;
+  std::string mode_summary;
+};
+RunSummaries summarize_runs(const std::vector<Trace>& traces);
+
+// The runs expected to agree: those not in the "different" seed group, the first the reference;
+// and the number of steps every one of them recorded.
+struct ComparedRuns {
+  std::vector<const Trace*> traces;
+  std::vector<int> ids;  // their indices among all traces
+  std::int64_t common_steps = 0;
+};
+ComparedRuns same_seed_runs(const std::vector<Trace>& traces);
+// Whether the compared runs share one outcome class (`runs`: summarize_runs's): the verdict.
+bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs);
+
+// For each category (kCategories order): the first divergence from the reference run and the
+// number of steps at which some compared run differs. All identical with fewer than two runs.
+std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);
+// The earliest of the categories' first divergences, ties broken by causal (category) order.
+std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts);
+
+// The first step whose loss differs, the final loss difference (each: the run farthest in ulp
+// from the reference) and whether every final loss is within `tolerance` (relative) of the
+// reference's.
+struct LossDifferences {
+  std::optional<LossDifference> first, final;
+  bool within_tolerance = true;
+};
+LossDifferences loss_differences(const ComparedRuns& compared, double tolerance);
+
+// Snapshot divergence at `point` ("initial", "epoch-1", ...) between the reference and every
+// other compared run; none when no snapshots are loaded or the reference has none there.
+std::optional<SnapshotDivergence> snapshot_divergence(const ComparisonOptions& options,
+                                                      const std::vector<int>& ids,
+                                                      const std::string& point,
+                                                      std::optional<std::int64_t> step);
+// The snapshots a report shows: initial, after the first divergence step, final.
+std::vector<SnapshotDivergence> snapshot_divergences(const ComparisonOptions& options,
+                                                     const ComparedRuns& compared,
+                                                     const std::optional<Divergence>& first);
+
+// Per epoch of the reference run (none with fewer than two compared runs): loss distance over its
+// steps, parameters differing at its last step, eval accuracy distance, snapshot distance.
+std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
+                                      const ComparisonOptions& options);
+
+// Final loss, eval accuracy and median step time per seed group (a run without a group counts as
+// "same"), by group name; with both groups, the same/different std ratios.
+struct SeedGroupStatistics {
+  std::vector<GroupStatistics> groups;
+  std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;
+};
+SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
+
+// Environment keys and algorithm ledgers that differ from run 0's, one line each (each distinct
+// environment line once).
+struct TraceDifferences {
+  std::vector<std::string> environment, ledger;
+};
+TraceDifferences environment_differences(const std::vector<Trace>& traces);
+
+}  // namespace ra::audit::phases

@@ -1,0 +1,155 @@
+// Phases of the comparison about whole runs: whether the traces can be compared, what each run
+// did (its summary and outcome class) and which runs are expected to agree (compare_phases.h).
+#include <algorithm>
+#include <bit>
+#include <set>
+
+#include "audit/compare_phases.h"
+#include "core/error.h"
+#include "spec/spec.h"
+
+namespace ra::audit::phases {
+namespace {
+
+// Everything a run did, as one digest: two runs share it iff every recorded digest and every loss
+// bit is equal (timings excluded).
+Digest128 outcome_signature(const Trace& t) {
+  std::vector<Digest128> parts = t.initial_weights;
+  for (const StepRecord& r : t.steps) {
+    parts.push_back(r.batch_indices);
+    parts.push_back(r.batch_inputs);
+    parts.push_back(r.batch_labels);
+    parts.push_back(Digest128{r.loss_bits, static_cast<std::uint64_t>(r.step)});
+    parts.insert(parts.end(), r.grads.begin(), r.grads.end());
+    parts.insert(parts.end(), r.weights.begin(), r.weights.end());
+    parts.push_back(r.optimizer_state);
+  }
+  if (t.final) {
+    parts.push_back(
+        Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
+    parts.insert(parts.end(), t.final->weights.begin(), t.final->weights.end());
+  }
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
+                      parts.size() * sizeof(Digest128));
+}
+
+std::string describe_mode(const nlohmann::json& determinism) {
+  std::string text = determinism.value("mode", "?");
+  const auto ops = determinism.value("ops", nlohmann::json::object());
+  if (!ops.empty()) {
+    text += " (";
+    bool first = true;
+    for (const auto& [op, mode] : ops.items()) {
+      text += (first ? "" : ", ") + op + ": " + mode.get<std::string>();
+      first = false;
+    }
+    text += ")";
+  }
+  return text;
+}
+
+// Every reducing op of the run was in deterministic mode (the policy recorded in its header):
+// its override, else the run's mode. (A nondeterministic run with every op overridden to
+// deterministic counts.)
+bool fully_deterministic(const Trace& t) {
+  const nlohmann::json& d = t.header.determinism;
+  const std::string mode = d.value("mode", "");
+  const nlohmann::json ops = d.value("ops", nlohmann::json::object());
+  for (int i = 0; i < spec::kReducingOpCount; ++i) {
+    const char* op = spec::to_string(static_cast<spec::ReducingOp>(i));
+    if (ops.value(op, mode) != "deterministic") return false;
+  }
+  return true;
+}
+
+RunSummary summary_of(const Trace& t, int run) {
+  RunSummary s;
+  s.run = run;
+  s.seed_group = t.header.seed_group;
+  s.seed_init = t.header.seed_init;
+  s.seed_data = t.header.seed_data;
+  s.seed_dropout = t.header.seed_dropout;
+  s.steps = t.final->steps;
+  s.final_loss_bits = t.final->final_loss_bits;
+  s.final_loss = std::bit_cast<float>(s.final_loss_bits);
+  s.eval_accuracy = t.final->eval_accuracy;
+  s.eval_loss = t.final->eval_loss;
+  s.median_step_seconds = t.final->median_step_seconds;
+  if (s.steps > 0 && s.median_step_seconds > 0) {
+    s.recording_fraction = t.final->recording_seconds / (s.median_step_seconds * s.steps);
+  }
+  s.source = t.source;
+  return s;
+}
+
+}  // namespace
+
+void check_comparable(const std::vector<Trace>& traces) {
+  if (traces.empty()) throw InputError("no traces to compare");
+  const Trace& ref = traces[0];
+  for (const Trace& t : traces) {
+    if (!t.final) throw InputError(t.source + ": the run did not finish (no end record)");
+    if (t.header.spec_digest != ref.header.spec_digest) {
+      throw InputError("traces come from different specs: " + ref.source + " has spec digest " +
+                       ref.header.spec_digest + ", " + t.source + " has " + t.header.spec_digest);
+    }
+    bool same_params = t.header.params.size() == ref.header.params.size();
+    for (std::size_t p = 0; same_params && p < t.header.params.size(); ++p) {
+      same_params = t.header.params[p].name == ref.header.params[p].name &&
+                    t.header.params[p].shape == ref.header.params[p].shape;
+    }
+    if (!same_params) {
+      throw InputError("traces have different parameter lists: " + ref.source + " and " + t.source);
+    }
+  }
+}
+
+bool all_fully_deterministic(const std::vector<Trace>& traces) {
+  return std::all_of(traces.begin(), traces.end(),
+                     [](const Trace& t) { return fully_deterministic(t); });
+}
+
+RunSummaries summarize_runs(const std::vector<Trace>& traces) {
+  RunSummaries out;
+  std::vector<Digest128> class_signatures;
+  std::set<std::string> modes;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    RunSummary s = summary_of(traces[i], static_cast<int>(i));
+    const Digest128 sig = outcome_signature(traces[i]);
+    auto it = std::find(class_signatures.begin(), class_signatures.end(), sig);
+    s.outcome_class = static_cast<int>(it - class_signatures.begin());
+    if (it == class_signatures.end()) {
+      class_signatures.push_back(sig);
+      out.classes.emplace_back();
+    }
+    out.classes[s.outcome_class].push_back(s.run);
+    modes.insert(describe_mode(traces[i].header.determinism));
+    out.runs.push_back(s);
+  }
+  out.mode_summary = modes.size() == 1 ? *modes.begin() : "mixed";
+  return out;
+}
+
+ComparedRuns same_seed_runs(const std::vector<Trace>& traces) {
+  ComparedRuns out;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    if (traces[i].header.seed_group != "different") {
+      out.traces.push_back(&traces[i]);
+      out.ids.push_back(static_cast<int>(i));
+    }
+  }
+  if (!out.traces.empty()) {
+    out.common_steps = static_cast<std::int64_t>(out.traces[0]->steps.size());
+    for (const Trace* t : out.traces)
+      out.common_steps = std::min<std::int64_t>(out.common_steps, t->steps.size());
+  }
+  return out;
+}
+
+bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs) {
+  std::set<int> classes;
+  for (int id : compared.ids) classes.insert(runs[id].outcome_class);
+  return classes.size() <= 1;
+}
+
+}  // namespace ra::audit::phases

@@ -1,0 +1,137 @@
+// Writing traces: the records as JSON lines, in time order (audit/trace_io.h,
+// docs/trace-format.md). Reading them back: trace_read.cpp.
+#include "audit/trace_io.h"
+
+#include <bit>
+#include <cstdio>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/text_excerpt.h"
+
+namespace ra::audit {
+namespace {
+
+using nlohmann::json;
+
+json digests_json(const std::vector<Digest128>& ds) {
+  json a = json::array();
+  for (const Digest128& d : ds) a.push_back(d.hex());
+  return a;
+}
+
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+std::string epoch_line(const EpochRecord& e) {
+  return json{{"record", "epoch"},
+              {"epoch", e.epoch},
+              {"steps", e.steps},
+              {"train_loss", e.mean_train_loss},
+              {"eval_loss", optional_json(e.eval_loss)},
+              {"eval_accuracy", optional_json(e.eval_accuracy)},
+              {"seconds", e.seconds}}
+             .dump() +
+         "\n";
+}
+
+json header_fields(const TraceHeader& h) {
+  json params = json::array();
+  for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
+  return {{"record", "header"},
+          {"format_version", h.format_version},
+          {"tool_version", h.tool_version},
+          {"spec", h.spec},
+          {"spec_digest", h.spec_digest},
+          {"run_index", h.run_index},
+          {"seed_group", h.seed_group},
+          {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
+          {"backend", h.backend},
+          {"threads", h.threads},
+          {"determinism", h.determinism},
+          {"environment", h.environment},
+          {"ledger", h.ledger},
+          {"params", params},
+          {"optimizer_state", h.optimizer_state},
+          {"fault", h.fault}};
+}
+
+// audit_id only when set: a trace made outside an audit folder reads as before.
+json header_json(const TraceHeader& h) {
+  json header = header_fields(h);
+  if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  return header;
+}
+
+}  // namespace
+
+std::string bits_hex(std::uint32_t bits) {
+  char text[12];
+  std::snprintf(text, sizeof text, "0x%08x", bits);
+  return text;
+}
+
+std::uint32_t bits_from_hex(const std::string& text) {
+  if (text.size() != 10 || text[0] != '0' || text[1] != 'x' ||
+      text.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) {
+    throw InputError("malformed float bits '" + excerpt(text) + "': expected 0x and 8 hex digits");
+  }
+  return static_cast<std::uint32_t>(std::stoul(text.substr(2), nullptr, 16));
+}
+
+std::string serialize_trace(const Trace& t) {
+  std::string out = header_json(t.header).dump() + "\n";
+  out += json{{"record", "init"}, {"weights", digests_json(t.initial_weights)}}.dump() + "\n";
+  std::size_t next_epoch = 0;
+  for (const StepRecord& r : t.steps) {
+    // Epoch records go right after their epoch's last step, keeping the file in time order.
+    while (next_epoch < t.epochs.size() && t.epochs[next_epoch].epoch < r.epoch) {
+      out += epoch_line(t.epochs[next_epoch++]);
+    }
+    out += json{{"record", "step"},
+                {"step", r.step},
+                {"epoch", r.epoch},
+                {"batch", r.batch},
+                {"indices", r.batch_indices.hex()},
+                {"inputs", r.batch_inputs.hex()},
+                {"labels", r.batch_labels.hex()},
+                {"loss_bits", bits_hex(r.loss_bits)},
+                {"loss", std::bit_cast<float>(r.loss_bits)},
+                {"grads", digests_json(r.grads)},
+                {"weights", digests_json(r.weights)},
+                {"optimizer_state", r.optimizer_state.hex()},
+                {"seconds", r.seconds}}
+               .dump() +
+           "\n";
+  }
+  for (; next_epoch < t.epochs.size(); ++next_epoch) out += epoch_line(t.epochs[next_epoch]);
+  if (t.final) {
+    const FinalRecord& f = *t.final;
+    out += json{{"record", "end"},
+                {"steps", f.steps},
+                {"final_loss_bits", bits_hex(f.final_loss_bits)},
+                {"final_loss", std::bit_cast<float>(f.final_loss_bits)},
+                {"eval_loss", optional_json(f.eval_loss)},
+                {"eval_accuracy", optional_json(f.eval_accuracy)},
+                {"median_step_seconds", f.median_step_seconds},
+                {"total_seconds", f.total_seconds},
+                {"recording_seconds", f.recording_seconds},
+                {"weights", digests_json(f.weights)}}
+               .dump() +
+           "\n";
+  }
+  return out;
+}
+
+void write_trace(const std::filesystem::path& path, const Trace& trace) {
+  write_file_atomic(path, serialize_trace(trace));
+}
+
+Digest128 spec_digest_of(const nlohmann::json& spec) {
+  const std::string text = spec.dump();
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
+                      text.size());
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,99 @@
+// The sections of the text report that say how much: losses, growth, snapshots, the statistics
+// of the seed groups and what the runs cost (report/text_sections.h).
+#include <algorithm>
+#include <cmath>
+
+#include "report/text_format.h"
+#include "report/text_sections.h"
+
+namespace ra::report::text {
+
+std::string loss_differences(const ComparisonResult& r) {
+  std::string out;
+  if (r.first_loss_difference) {
+    const auto& d = *r.first_loss_difference;
+    out += format("\nfirst differing loss: step %lld: %.9g vs %.9g (run %d), %llu ulp\n",
+                  static_cast<long long>(d.step), d.reference, d.other, d.run,
+                  static_cast<unsigned long long>(d.ulp));
+  }
+  if (r.final_loss_difference) {
+    const auto& d = *r.final_loss_difference;
+    out += format("final loss: %.9g vs %.9g (run %d), %llu ulp, %.3g relative\n", d.reference,
+                  d.other, d.run, static_cast<unsigned long long>(d.ulp),
+                  std::abs(static_cast<double>(d.other) - d.reference) /
+                      std::max(1e-30, std::abs(static_cast<double>(d.reference))));
+  }
+  return out;
+}
+
+std::string growth_table(const ComparisonResult& r) {
+  if (r.identical || r.growth.empty()) return "";
+  std::string out =
+      "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
+      "max|dw|\n";
+  for (const auto& g : r.growth) {
+    out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch + 1),
+                  g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp),
+                  g.weights_differing);
+    out += g.max_abs_eval_accuracy_difference
+               ? format(" %17.4f", *g.max_abs_eval_accuracy_difference)
+               : format(" %17s", "-");
+    out += g.snapshot ? format(" %18.3g", g.snapshot->max_abs) : format(" %18s", "-");
+    out += "\n";
+  }
+  return out;
+}
+
+std::string snapshots(const ComparisonResult& r) {
+  std::string out;
+  for (const auto& s : r.snapshots) {
+    if (s.total.differing == 0) continue;
+    int tensors_differing = 0;
+    for (const auto& t : s.tensors) tensors_differing += t.difference.differing > 0;
+    out +=
+        format("snapshot %s: %d of %zu tensors differ, %lld elements, max abs %.3g, max %llu ulp\n",
+               shown(s.point).c_str(), tensors_differing, s.tensors.size(),
+               static_cast<long long>(s.total.differing), s.total.max_abs,
+               static_cast<unsigned long long>(s.total.max_ulp));
+  }
+  return out;
+}
+
+std::string seed_groups(const ComparisonResult& r) {
+  std::string out;
+  for (const auto& g : r.statistics) {
+    out += format("%s-seed runs (%zu): final loss %.6g +- %.3g [%.6g, %.6g]",
+                  shown(g.group).c_str(), g.final_loss.n, g.final_loss.mean, g.final_loss.std,
+                  g.final_loss.min, g.final_loss.max);
+    if (g.eval_accuracy.n > 0) {
+      out += format("; eval accuracy %.4f +- %.4f [%.4f, %.4f]", g.eval_accuracy.mean,
+                    g.eval_accuracy.std, g.eval_accuracy.min, g.eval_accuracy.max);
+    }
+    out += "\n";
+  }
+  for (const auto* ratio : {&r.loss_std_ratio, &r.accuracy_std_ratio}) {
+    if (!*ratio) continue;
+    const auto& e = **ratio;
+    out += format(
+        "same-seed std / different-seed std of %s: %.0f%% (%.0f%% interval %.0f%%..%.0f%%)%s\n",
+        ratio == &r.loss_std_ratio ? "final loss" : "eval accuracy", e.ratio * 100,
+        e.confidence * 100, e.low * 100, e.high * 100,
+        e.trustworthy ? "" : (" WARNING: " + shown(e.warning)).c_str());
+  }
+  return out;
+}
+
+std::string timing(const ComparisonResult& r) {
+  std::string out;
+  for (const auto& g : r.statistics) {
+    out += format(
+        "cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
+        shown(g.group).c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
+  }
+  double recording = 0;
+  for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);
+  out += format("recording the trace cost at most %.2f%% of step time\n", recording * 100);
+  return out;
+}
+
+}  // namespace ra::report::text

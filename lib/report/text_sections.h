@@ -1,0 +1,30 @@
+#pragma once
+// The sections of the text report, in the order render_text (report/text_report.h) prints them.
+// Each returns its lines, newline-terminated, or "" when it has nothing to say.
+//   text_verdict_sections.cpp   what the reader needs first: header, verdict, warnings, first
+//                               divergence, audit folders, environment, per-category table
+//   text_measure_sections.cpp   how much: loss differences, growth per epoch, snapshots, seed
+//                               group statistics, timing and recording cost
+#include <string>
+
+#include "audit/compare.h"
+
+namespace ra::report::text {
+
+using audit::ComparisonResult;
+
+std::string header(const ComparisonResult& r);            // spec, run count, mode
+std::string verdict(const ComparisonResult& r);           // the verdict and the outcome classes
+std::string warnings(const ComparisonResult& r);          // WARNING: lines
+std::string first_divergence(const ComparisonResult& r);  // where the compared runs first part
+std::string audit_folders(const ComparisonResult& r);     // missing runs, foreign files, notes
+std::string environment(const ComparisonResult& r);       // environment and ledger differences
+std::string category_table(const ComparisonResult& r);    // one line per category
+
+std::string loss_differences(const ComparisonResult& r);  // first differing and final loss
+std::string growth_table(const ComparisonResult& r);      // per epoch, when runs differ
+std::string snapshots(const ComparisonResult& r);         // snapshot points that differ
+std::string seed_groups(const ComparisonResult& r);       // statistics per group, std ratios
+std::string timing(const ComparisonResult& r);            // step time per group, recording cost
+
+}  // namespace ra::report::text

@@ -1,0 +1,120 @@
+// The first sections of the text report: what a reader needs before anything else
+// (report/text_sections.h).
+#include <algorithm>
+
+#include "report/text_format.h"
+#include "report/text_sections.h"
+
+namespace ra::report::text {
+
+std::string header(const ComparisonResult& r) {
+  return "repro-audit: " + shown(r.spec_name) + ", " + std::to_string(r.runs.size()) +
+         " runs, mode " + shown(r.mode_summary) + "\n";
+}
+
+std::string verdict(const ComparisonResult& r) {
+  const std::size_t n = r.compared_runs.size();
+  std::size_t classes_among_compared = 0;
+  for (const auto& c : r.classes) {
+    for (int run : c) {
+      if (std::find(r.compared_runs.begin(), r.compared_runs.end(), run) != r.compared_runs.end()) {
+        ++classes_among_compared;
+        break;
+      }
+    }
+  }
+  std::string head;
+  if (n < 2) {
+    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs)";
+  } else if (r.identical) {
+    head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
+  } else {
+    head = format("%s: %zu distinct outcomes among %zu same-seed runs",
+                  r.diverged() ? "DIVERGED" : "NOT BITWISE IDENTICAL (allowed)",
+                  classes_among_compared, n);
+    if (r.within_tolerance) {
+      head += format("; final losses within %.0e relative", r.loss_tolerance);
+    } else {
+      head += format("; final losses NOT within %.0e relative", r.loss_tolerance);
+    }
+  }
+  std::string classes = "outcome classes:";
+  for (const auto& c : r.classes) classes += " {" + run_list(c) + "}";
+  return head + "\n" + classes + "\n";
+}
+
+std::string warnings(const ComparisonResult& r) {
+  std::string out;
+  for (const std::string& w : r.warnings) out += "WARNING: " + shown(w) + "\n";  // names files
+  return out;
+}
+
+std::string first_divergence(const ComparisonResult& r) {
+  if (!r.first_divergence) return "";
+  const auto& d = *r.first_divergence;
+  return "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
+         shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
+         std::to_string(r.compared_runs.empty() ? 0 : r.compared_runs[0]) + ")\n";
+}
+
+// Where the runs came from, when from audit folders: what is missing or foreign, never hidden.
+std::string audit_folders(const ComparisonResult& r) {
+  std::string out;
+  for (const auto& f : r.audit_folders) {
+    if (f.audit_id.empty()) {
+      out += shown(f.folder) + ": no manifest\n";
+    } else if (!f.missing_runs.empty()) {
+      out += format("INCOMPLETE AUDIT %s in %s: %zu of %d planned runs have a whole trace",
+                    f.audit_id.c_str(), shown(f.folder).c_str(), f.runs.size(), f.planned_runs);
+      bool renumbered = false;
+      for (std::size_t i = 0; i < f.runs.size(); ++i)
+        renumbered |= f.runs[i] != static_cast<int>(i);
+      if (renumbered) out += " (the report's runs are its runs " + run_list(f.runs) + ")";
+      out += "\n";
+    } else if (!f.foreign_files.empty() || !f.notes.empty()) {
+      out += "audit " + f.audit_id + " in " + shown(f.folder) + ":\n";
+    }
+    for (const auto& m : f.missing_runs) {
+      out += format("  missing run %d: %s\n", m.run, shown(m.reason).c_str());
+    }
+    for (const auto& x : f.foreign_files) {
+      out += "  not of this audit, not compared: " + shown(x.file) + " (" + shown(x.reason) + ")\n";
+    }
+    for (const auto& n : f.notes) out += "  note: " + shown(n) + "\n";
+  }
+  for (const auto& s : r.ignored_snapshots) out += "ignored snapshot " + shown(s) + "\n";
+  return out;
+}
+
+std::string environment(const ComparisonResult& r) {
+  std::string out;
+  for (const std::string& e : r.environment_differences) {
+    out += "environment differs: " + shown(e) + "\n";
+  }
+  for (const std::string& l : r.ledger_differences) {
+    out += "algorithm ledger differs: " + shown(l) + "\n";
+  }
+  return out;
+}
+
+// After a blank line; only when there are runs to compare.
+std::string category_table(const ComparisonResult& r) {
+  if (r.compared_runs.size() < 2) return "";
+  std::string out = "\n";
+  for (const auto& v : r.categories) {
+    out += format("  %-16s ", category_title(v.category).c_str());
+    if (v.identical) {
+      out += "identical\n";
+    } else if (!v.first->step) {
+      out += "differ at " + shown(v.first->tensor) + " (runs " + run_list(v.first->runs_differing) +
+             ")\n";
+    } else {
+      out += format("differ from step %lld at %s (%lld steps differ)\n",
+                    static_cast<long long>(*v.first->step), shown(v.first->tensor).c_str(),
+                    static_cast<long long>(v.steps_differing));
+    }
+  }
+  return out;
+}
+
+}  // namespace ra::report::text

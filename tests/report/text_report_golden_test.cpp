@@ -1,0 +1,183 @@
+// Golden-text tests of the report: comparisons of traces built in memory
+// (tests/audit/in_memory_traces.h) rendered as text (report::render_text) and as JSON
+// (audit::to_json, dumped as `--json` writes it), each compared byte for byte with a file checked
+// in under tests/report/golden/ (<case>.txt, <case>.json).
+//
+// When a change of the report is intended, regenerate the goldens and review the diff:
+//     REPRO_AUDIT_UPDATE_GOLDEN=1 build/tests/test_report
+//     git diff tests/report/golden
+// (docs/report.md, "Golden tests"). A mismatch names the golden file and its first differing line.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+#include "audit/in_memory_traces.h"
+#include "report/text_report.h"
+
+namespace {
+
+using ra::audit::ComparisonResult;
+using ra::audit::Trace;
+using ra::test::TraceBuilder;
+
+const std::filesystem::path kGoldenDir =
+    std::filesystem::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "report" / "golden";
+
+bool updating_goldens() {
+  const char* v = std::getenv("REPRO_AUDIT_UPDATE_GOLDEN");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// "" when equal, else where they first part, readable in a test log.
+std::string first_difference(const std::string& expected, const std::string& actual) {
+  if (expected == actual) return "";
+  const auto want = split_lines(expected), got = split_lines(actual);
+  for (std::size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
+    const std::string w = i < want.size() ? want[i] : "<end of golden>";
+    const std::string g = i < got.size() ? got[i] : "<end of output>";
+    if (w != g) {
+      return "first difference at line " + std::to_string(i + 1) + ":\n  golden: " + w +
+             "\n  actual: " + g;
+    }
+  }
+  return "the texts differ only in their final newline";
+}
+
+void check_golden(const std::string& name, const std::string& actual) {
+  const auto path = kGoldenDir / name;
+  if (updating_goldens()) {
+    std::filesystem::create_directories(kGoldenDir);
+    std::ofstream(path, std::ios::binary) << actual;
+    WARN("rewrote " << path.string());
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  INFO("golden " << path.string() << " (regenerate: REPRO_AUDIT_UPDATE_GOLDEN=1 test_report)");
+  REQUIRE(in.good());
+  const std::string expected((std::istreambuf_iterator<char>(in)), {});
+  const std::string difference = first_difference(expected, actual);
+  INFO(difference);
+  CHECK(difference.empty());
+}
+
+void check_report(const std::string& name, const ComparisonResult& result) {
+  check_golden(name + ".txt", ra::report::render_text(result));
+  check_golden(name + ".json", ra::audit::to_json(result).dump(2) + "\n");
+}
+
+std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
+  std::vector<Trace> traces;
+  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
+  return traces;
+}
+
+// Snapshots of the divergence case: one weight element of run 2 is off from epoch 1 on.
+bool divergence_snapshot(int run, const std::string& point,
+                         std::vector<std::pair<std::string, ra::Tensor>>& out) {
+  if (point == "step-3") return false;  // only steps that were snapshotted exist
+  out.clear();
+  for (const char* name : {"conv2d_0.weight", "conv2d_0.bias", "dense_1.weight"})
+    out.emplace_back(name, ra::Tensor(ra::Shape{2, 3}, 0.5f));
+  if (run == 2 && point != "initial" && point != "epoch-0") out[2].second.data()[4] = 0.50048828f;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("report golden: all runs bitwise identical", "[report][golden]") {
+  TraceBuilder b;
+  b.eval_accuracy = {0.8125, 0.875};
+  check_report("identical", ra::audit::compare_traces(runs_of(b, 3), {}));
+}
+
+TEST_CASE("report golden: divergence at a step in one tensor", "[report][golden]") {
+  TraceBuilder b;
+  b.steps = 6;
+  b.eval_accuracy = {0.75, 0.8125, 0.875};
+  std::vector<Trace> traces = runs_of(b, 3);
+  ra::test::diverge(traces[2], 2, 2);  // dense_1.weight's gradient at step 2
+  traces[2].epochs[1].eval_accuracy = 0.8;
+  traces[2].epochs[2].eval_accuracy = 0.86;
+  traces[2].final->eval_accuracy = 0.86;
+  ra::audit::ComparisonOptions options;
+  options.load_snapshot = divergence_snapshot;
+  check_report("divergence", ra::audit::compare_traces(traces, options));
+}
+
+TEST_CASE("report golden: an audit folder with missing runs", "[report][golden]") {
+  TraceBuilder b;
+  std::vector<Trace> traces = runs_of(b, 3);
+  ComparisonResult result = ra::audit::compare_traces(traces, {});
+  ra::audit::AuditFolderCheck folder;
+  folder.folder = "out";
+  folder.audit_id = "00112233445566778899aabbccddeeff";
+  folder.planned_runs = 4;
+  folder.runs = {0, 1, 3};
+  folder.missing_runs = {{2, "partial trace run-002.trace.jsonl.tmp-1234 (interrupted)"}};
+  folder.foreign_files = {{"run-007.trace.jsonl", "run 7 is not in the manifest"}};
+  folder.notes = {"an audit is still running in the folder"};
+  result.audit_folders.push_back(folder);
+  result.ignored_snapshots = {
+      "out/run-001/weights-final.safetensors: belongs to audit "
+      "ffeeddccbbaa99887766554433221100, its trace to audit "
+      "00112233445566778899aabbccddeeff"};
+  check_report("missing_runs", result);
+}
+
+TEST_CASE("report golden: same and different seed groups", "[report][golden]") {
+  TraceBuilder same;
+  same.eval_accuracy = {0.8, 0.85};
+  std::vector<Trace> traces = runs_of(same, 3);
+  const double accuracy[] = {0.83, 0.86, 0.81};
+  for (int i = 0; i < 3; ++i) {
+    TraceBuilder different = same;
+    different.seed_group = "different";
+    different.seed = 1000 + static_cast<std::uint64_t>(i);
+    different.eval_accuracy = {0.8, accuracy[i]};
+    different.step_seconds = 0.0021 + 0.0001 * i;
+    traces.push_back(different.build(3 + i));
+  }
+  check_report("seed_groups", ra::audit::compare_traces(traces, {}));
+}
+
+TEST_CASE("report golden: environment and ledger differences", "[report][golden]") {
+  TraceBuilder b;
+  std::vector<Trace> traces = runs_of(b, 2);
+  traces[1].header.environment["hostname"] = "host-b";
+  traces[1].header.environment["cpu_model"] = "Other CPU";
+  traces[1].header.ledger = nlohmann::json::array({nlohmann::json{{"layer", "conv2d_0"}}});
+  ra::test::diverge(traces[1], 0, 0);
+  ra::audit::ComparisonOptions options;
+  options.expect_identical = false;
+  check_report("environment", ra::audit::compare_traces(traces, options));
+}
+
+TEST_CASE("report golden: nondeterministic runs and their timing", "[report][golden]") {
+  TraceBuilder b;
+  b.mode = "nondeterministic";
+  b.mode_ops = {{"conv2d.backward_filter", "deterministic"}};
+  b.steps = 4;
+  std::vector<Trace> traces;
+  const double seconds[] = {0.0020, 0.0031, 0.0024, 0.0027};
+  for (int i = 0; i < 4; ++i) {
+    b.step_seconds = seconds[i];
+    b.recording_seconds = 0.00004 * (i + 1);
+    traces.push_back(b.build(i));
+  }
+  ra::test::diverge(traces[1], 1, 1, 1);
+  ra::test::diverge(traces[3], 3, 0, 200);
+  check_report("nondeterministic_timing", ra::audit::compare_traces(traces, {}));
+}
