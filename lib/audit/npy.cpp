@@ -173,8 +173,15 @@ void write_npy_int64(const std::filesystem::path& path, const std::vector<std::i
   write_file_atomic(path, encode_npy_int64(values, shape));
 }
 
-std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::string& source,
-                                           Shape* shape_out) {
+namespace {
+
+// Where the header of a .npy file lies: after the magic, the version and the header length.
+struct NpyPreamble {
+  std::size_t header_offset = 0;
+  std::uint64_t header_length = 0;
+};
+
+NpyPreamble read_preamble(std::string_view bytes, const std::string& source) {
   if (bytes.size() < kMagic.size() + 2 || !bytes.starts_with(kMagic)) {
     fail_npy(source, "does not start with \"\\x93NUMPY\"");
   }
@@ -188,16 +195,20 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
     fail_npy(source, "format version " + std::to_string(major) + "." + std::to_string(byte(7)) +
                          " is not supported (expected 1.0, 2.0 or 3.0)");
   }
-  const std::size_t prefix = kMagic.size() + 2 + length_bytes;
-  if (bytes.size() < prefix) fail_npy(source, "file ends inside the header length");
-  std::uint64_t header_length = 0;
-  for (std::size_t i = 0; i < length_bytes; ++i) header_length |= byte(8 + i) << (8 * i);
-  if (header_length > bytes.size() - prefix) {
-    fail_npy(source,
-             "header length " + std::to_string(header_length) + " goes beyond the end of the file");
+  NpyPreamble preamble;
+  preamble.header_offset = kMagic.size() + 2 + length_bytes;
+  if (bytes.size() < preamble.header_offset) fail_npy(source, "file ends inside the header length");
+  for (std::size_t i = 0; i < length_bytes; ++i) preamble.header_length |= byte(8 + i) << (8 * i);
+  if (preamble.header_length > bytes.size() - preamble.header_offset) {
+    fail_npy(source, "header length " + std::to_string(preamble.header_length) +
+                         " goes beyond the end of the file");
   }
+  return preamble;
+}
 
-  const auto dict = HeaderParser(bytes.substr(prefix, header_length), source).parse();
+// The shape of the header's dict, after checking that it describes C-ordered little-endian int64.
+Shape shape_of_int64_header(std::string_view header, const std::string& source) {
+  const auto dict = HeaderParser(header, source).parse();
   const auto get = [&](const char* key) -> const Literal& {
     const auto it = dict.find(key);
     if (it == dict.end()) fail_npy(source, std::string("header has no '") + key + "'");
@@ -214,10 +225,14 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
   if (*fortran) fail_npy(source, "fortran_order True is not supported (expected C order)");
   const auto* shape = std::get_if<Shape>(&get("shape"));
   if (!shape) fail_npy(source, "'shape' is not a tuple of integers");
+  return *shape;
+}
 
-  // The element count must match the bytes present. It is computed with an overflow check, so a
-  // corrupt shape like (2**40, 2**40) is reported as needing more data instead of wrapping around.
-  const std::uint64_t data_bytes = bytes.size() - prefix - header_length;
+// The element count of `shape`, which must match the data bytes present. It is computed with an
+// overflow check, so a corrupt shape like (2**40, 2**40) is reported as needing more data instead
+// of wrapping around.
+std::uint64_t element_count_for(const Shape& shape, std::uint64_t data_bytes,
+                                const std::string& source) {
   const std::uint64_t fits = data_bytes / 8;
   // NumPy refuses ("array is too big") a shape whose nonzero dimensions multiply beyond what its
   // byte count can address, even when a zero dimension makes the array empty; so does this
@@ -226,7 +241,7 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
   constexpr std::uint64_t kMaxElements = std::numeric_limits<std::int64_t>::max() / 8;
   std::uint64_t count = 1;  // of the nonzero dimensions, at most kMaxElements
   bool empty = false, overflow = false;
-  for (std::int64_t d : *shape) {
+  for (std::int64_t d : shape) {
     const auto dim = static_cast<std::uint64_t>(d);
     if (dim == 0) {
       empty = true;
@@ -237,23 +252,34 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
     }
   }
   if (overflow && empty) {
-    fail_npy(source, "shape " + to_string(*shape) + " is too large (its nonzero dimensions " +
+    fail_npy(source, "shape " + to_string(shape) + " is too large (its nonzero dimensions " +
                          "multiply beyond 2^60 elements)");
   }
-  const bool too_large = overflow;
   if (empty) count = 0;
-  if (too_large || count > fits) {
-    fail_npy(source, "shape " + to_string(*shape) + " needs more data than the " +
+  if (overflow || count > fits) {
+    fail_npy(source, "shape " + to_string(shape) + " needs more data than the " +
                          std::to_string(data_bytes) + " bytes present (truncated)");
   }
   if (count * 8 != data_bytes) {
-    fail_npy(source, "shape " + to_string(*shape) + " needs " + std::to_string(count * 8) +
+    fail_npy(source, "shape " + to_string(shape) + " needs " + std::to_string(count * 8) +
                          " bytes of data, found " + std::to_string(data_bytes) +
                          " (trailing bytes)");
   }
+  return count;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::string& source,
+                                           Shape* shape_out) {
+  const NpyPreamble preamble = read_preamble(bytes, source);
+  const Shape shape =
+      shape_of_int64_header(bytes.substr(preamble.header_offset, preamble.header_length), source);
+  const std::size_t data_offset = preamble.header_offset + preamble.header_length;
+  const std::uint64_t count = element_count_for(shape, bytes.size() - data_offset, source);
   std::vector<std::int64_t> values(count);
-  if (count > 0) std::memcpy(values.data(), bytes.data() + prefix + header_length, count * 8);
-  if (shape_out) *shape_out = *shape;
+  if (count > 0) std::memcpy(values.data(), bytes.data() + data_offset, count * 8);
+  if (shape_out) *shape_out = shape;
   return values;
 }
 
