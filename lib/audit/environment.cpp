@@ -1,6 +1,6 @@
 #include "audit/environment.h"
 
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm/gemm.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
 // parser on fixed text, and the differences between two fingerprints.
 #include "audit/environment.h"
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm/gemm.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>

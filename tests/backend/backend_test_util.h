@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/geometry.h"
 #include "rng/philox.h"
 

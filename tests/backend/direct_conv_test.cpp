@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/gemm.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/conv/direct_conv.h"
+#include "backend/cpu/conv/im2col.h"
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
 #include "core/thread_pool.h"
 

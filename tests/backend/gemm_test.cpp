@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/cpu/gemm.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/conv/im2col.h"
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
 
 using namespace ra::backend::cpu;

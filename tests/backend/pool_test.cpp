@@ -7,10 +7,10 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/cpu/conv/direct_conv_support.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv_support.h"
-#include "backend/cpu/maxpool_2x2.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/pool/maxpool_2x2.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 #include "core/error.h"

@@ -15,10 +15,10 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
 #include "core/thread_pool.h"
 

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/unpool_transposed.h"
+#include "backend/cpu/pool/unpool_transposed.h"
+#include "backend/cpu/reduce/reduction.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 

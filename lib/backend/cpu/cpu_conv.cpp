@@ -12,12 +12,12 @@
 #include <limits>
 
 #include "backend/cpu/activation.h"
+#include "backend/cpu/conv/direct_conv.h"
+#include "backend/cpu/conv/im2col.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
 
 namespace ra::backend {
 namespace {

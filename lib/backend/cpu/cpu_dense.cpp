@@ -11,9 +11,9 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
 
 namespace ra::backend {
 

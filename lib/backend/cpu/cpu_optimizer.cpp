@@ -13,7 +13,7 @@
 #include <chrono>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/runtime/parallel_for.h"
 #include "core/digest.h"
 
 namespace ra::backend {

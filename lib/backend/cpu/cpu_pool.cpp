@@ -10,9 +10,9 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/maxpool_2x2.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/pool/maxpool_2x2.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
 #include "core/error.h"
 
 namespace ra::backend {
