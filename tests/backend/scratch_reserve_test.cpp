@@ -149,7 +149,7 @@ TEST_CASE("dense ops reserve every worker's scratch before their parallel loops"
   }
 }
 
-TEST_CASE("parallel GEMMs reserve every worker's scratch for each kernel variant", "[backend]") {
+TEST_CASE("parallel GEMMs reserve every worker's scratch for each instruction set", "[backend]") {
   // The tile grids (and so the split-k partial tiles) follow the variant's register tiles: every
   // variant this CPU runs, not only the one the process picked.
   using namespace ra::backend::cpu;
@@ -157,19 +157,19 @@ TEST_CASE("parallel GEMMs reserve every worker's scratch for each kernel variant
   const auto a = test::random_values(std::size_t(m * k), 9);
   const auto bm = test::random_values(std::size_t(k * n), 10);
   std::vector<float> c(std::size_t(m * n));
-  for (const GemmKernel kernel : test::supported_kernels()) {
-    INFO(gemm_kernel_name(kernel));
+  for (const Isa isa : test::supported_isas()) {
+    INFO(isa_name(isa));
     ra::ThreadPool pool(kThreads);
     {
       ScratchArena scratch(kThreads);
       parallel_gemm(pool, scratch, m, n, k, row_major(a.data(), k), row_major(bm.data(), n),
-                    c.data(), n, GemmOutput::overwrite, kernel);
+                    c.data(), n, GemmOutput::overwrite, isa);
       CHECK(scratch.late_growths() == 0);
     }
     {
       ScratchArena scratch(kThreads);
       parallel_gemm_split_k_atomic(pool, scratch, m, n, k, row_major(a.data(), k),
-                                   row_major(bm.data(), n), c.data(), n, kernel);
+                                   row_major(bm.data(), n), c.data(), n, isa);
       CHECK(scratch.late_growths() == 0);
     }
   }

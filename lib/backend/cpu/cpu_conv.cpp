@@ -95,7 +95,7 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
 
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                             const float* bias, Activation act, float* y) {
-  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::gemm_kernel());
+  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::active_isa());
 }
 
 void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
@@ -103,7 +103,7 @@ void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const
                                     float* conv_out, float* y, std::int32_t* argmax) {
   if (pools_in_conv(g, pool)) {
     cpu::direct_conv_forward_maxpool(pool_, scratch_, g, x, w, bias, act, pool, y, argmax,
-                                     cpu::gemm_kernel());
+                                     cpu::active_isa());
     return;
   }
   Ops::conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
@@ -111,8 +111,7 @@ void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const
 
 void CpuOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                     float* dw, KernelMode mode) {
-  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, nullptr, mode,
-                                   cpu::gemm_kernel());
+  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, nullptr, mode, cpu::active_isa());
 }
 
 void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
@@ -126,7 +125,7 @@ void CpuOps::conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, 
   // db's planes are summed while dy is in cache for dw.
   if (filter_and_bias_in_one_pass(g, filter_mode, bias_mode)) {
     cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, db, filter_mode,
-                                     cpu::gemm_kernel());
+                                     cpu::active_isa());
     return;
   }
   conv2d_backward_filter(g, x, dy, dw, filter_mode);
@@ -152,10 +151,10 @@ void CpuOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& 
   }
   const cpu::PooledGradient unpooled{pool, pooled};
   cpu::direct_conv_backward_filter(pool_, scratch_, g, x, nullptr, dw, db, modes.filter,
-                                   cpu::gemm_kernel(), &unpooled);
+                                   cpu::active_isa(), &unpooled);
   if (dx != nullptr) {
-    cpu::direct_conv_backward_data(pool_, scratch_, g, nullptr, w, relu_gate, dx,
-                                   cpu::gemm_kernel(), &unpooled);
+    cpu::direct_conv_backward_data(pool_, scratch_, g, nullptr, w, relu_gate, dx, cpu::active_isa(),
+                                   &unpooled);
   }
 }
 
@@ -163,7 +162,7 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
                                   const float* relu_gate, float* dx, KernelMode mode) {
   if (backward_data_is_direct(g, mode)) {
     // The gate is applied as each band of dx is stored.
-    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::gemm_kernel());
+    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::active_isa());
     return;
   }
   conv2d_backward_data_gemm(g, dy, w, dx, mode);

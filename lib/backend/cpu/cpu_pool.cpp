@@ -55,14 +55,14 @@ void CpuOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
   }
   const std::int64_t per_task = planes_per_task(g);
   const bool plain_2x2 = cpu::is_plain_2x2(g);  // a property of g: decided once, not per plane
-  const cpu::GemmKernel kernel = cpu::gemm_kernel();
+  const cpu::Isa isa = cpu::active_isa();
   cpu::parallel_for(pool_, (planes(g) + per_task - 1) / per_task, [&](std::int64_t task, int) {
     const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
     for (std::int64_t plane = task * per_task; plane < end; ++plane) {
       const std::int64_t base = plane * plane_size(g);
       if (plain_2x2) {
         cpu::maxpool_plane_2x2(g, x + base, base, y + plane * pooled_size(g),
-                               argmax + plane * pooled_size(g), kernel);
+                               argmax + plane * pooled_size(g), isa);
         continue;
       }
       for (std::int64_t p = 0; p < g.p; ++p) {

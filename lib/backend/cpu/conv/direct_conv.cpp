@@ -51,10 +51,10 @@ std::int64_t depth_block(int vectors, int width) {
 // Output pixels per band of the strided forward pass: a band's chains are finished, then
 // transposed into y while they are in L1. About 48 (three cache lines of each output row), in
 // whole tiles of every lane block.
-std::int64_t rows_per_band(GemmKernel kernel, const Lanes& lanes) {
+std::int64_t rows_per_band(Isa isa, const Lanes& lanes) {
   std::int64_t band = 48;
   for (std::int64_t lane0 = 0; lane0 < lanes.padded; lane0 += lanes.block()) {
-    band = round_up(band, direct_detail::tile_rows(kernel, lanes.vectors_at(lane0)));
+    band = round_up(band, direct_detail::tile_rows(isa, lanes.vectors_at(lane0)));
   }
   return band;
 }
@@ -66,10 +66,10 @@ struct TileSet {
   int vectors = 0, full_rows = 0;
   TileFunction by_rows[direct_detail::kMaxTileRows + 1] = {};  // [n]: the tile of n rows
 
-  TileSet(GemmKernel kernel, int vectors_, bool grid)
-      : vectors(vectors_), full_rows(direct_detail::tile_rows(kernel, vectors_)) {
+  TileSet(Isa isa, int vectors_, bool grid)
+      : vectors(vectors_), full_rows(direct_detail::tile_rows(isa, vectors_)) {
     for (int n = 1; n <= full_rows; ++n) {
-      by_rows[n] = direct_detail::tile_function(kernel, n, vectors, grid);
+      by_rows[n] = direct_detail::tile_function(isa, n, vectors, grid);
     }
   }
 };
@@ -85,9 +85,9 @@ std::int64_t last_block(const Lanes& lanes) {
 struct BlockTiles {
   TileSet wide, last;
 
-  BlockTiles(GemmKernel kernel, const Lanes& lanes, bool grid)
-      : wide(kernel, lanes.max_vectors, grid),
-        last(kernel, std::max(1, lanes.vectors_at(last_block(lanes))), grid) {}
+  BlockTiles(Isa isa, const Lanes& lanes, bool grid)
+      : wide(isa, lanes.max_vectors, grid),
+        last(isa, std::max(1, lanes.vectors_at(last_block(lanes))), grid) {}
   const TileSet& of(int vectors) const { return vectors == last.vectors ? last : wide; }
 };
 
@@ -191,13 +191,13 @@ std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, c
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                          const float* x, const float* w, const float* bias, spec::Activation act,
-                         float* y, GemmKernel kernel) {
+                         float* y, Isa isa) {
   if (g.stride_h == 1 && g.stride_w == 1) {
-    direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, y, kernel);
+    direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, y, isa);
     return;
   }
   // Strided: rows are the output pixels, gathered through a table of window corners.
-  const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
+  const Lanes lanes(g.k, direct_detail::tile_limits(isa));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   const Source source = source_of(g);
@@ -213,8 +213,8 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
   direct_detail::fill_tap_offsets(g, source, tap_offsets);
-  const std::int64_t band_rows = rows_per_band(kernel, lanes);
-  const BlockTiles tiles(kernel, lanes, false);
+  const std::int64_t band_rows = rows_per_band(isa, lanes);
+  const BlockTiles tiles(isa, lanes, false);
 
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
   const auto band_floats = static_cast<std::size_t>(band_rows * lanes.padded);
@@ -256,9 +256,8 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
 
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, GemmKernel kernel,
-                                 const PooledGradient* pooled_dy) {
-  const Lanes lanes(g.k, direct_detail::tile_limits(kernel));
+                                 spec::KernelMode mode, Isa isa, const PooledGradient* pooled_dy) {
+  const Lanes lanes(g.k, direct_detail::tile_limits(isa));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   const Source source = source_of(g);
@@ -274,7 +273,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   const std::int64_t size = filter_size + (db != nullptr ? g.k : 0);
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
-  const BlockTiles tiles(kernel, lanes, true);
+  const BlockTiles tiles(isa, lanes, true);
   scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
   const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
   scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
@@ -302,15 +301,14 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           ahead.spread(tile_calls);
           const float* src = source_image(g, source, x + n * image, scratch, worker);
           if (pooled_dy != nullptr) {  // unpooled straight into the pixel-major layout
-            unpool_image_transposed(pooled_dy->g, pooled_dy->gradient, n, dy_t, lanes.padded,
-                                    kernel);
+            unpool_image_transposed(pooled_dy->g, pooled_dy->gradient, n, dy_t, lanes.padded, isa);
           } else {
             transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
           }
           accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
                                   ahead);
           if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
-            add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, kernel);
+            add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, isa);
           }
         }
       });
@@ -345,9 +343,9 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool) {
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* w, const float* bias,
                                  spec::Activation act, const PoolGeometry& pool_g, float* y,
-                                 std::int32_t* argmax, GemmKernel kernel) {
+                                 std::int32_t* argmax, Isa isa) {
   const direct_detail::PooledOutput pooled{pool_g, y, argmax};
-  direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, nullptr, kernel,
+  direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, nullptr, isa,
                                     &pooled);
 }
 
@@ -357,9 +355,8 @@ bool direct_backward_data_applies(const ConvGeometry& g) {
 
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                const float* dy, const float* w, const float* relu_gate, float* dx,
-                               GemmKernel kernel, const PooledGradient* pooled_dy) {
-  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, relu_gate, dx, kernel,
-                                          pooled_dy);
+                               Isa isa, const PooledGradient* pooled_dy) {
+  direct_detail::pixel_conv_backward_data(pool, scratch, g, dy, w, relu_gate, dx, isa, pooled_dy);
 }
 
 }  // namespace ra::backend::cpu

@@ -35,7 +35,7 @@ namespace ra::backend::cpu {
 // activation are applied as each band of results is stored (cpu/activation.h).
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                          const float* x, const float* w, const float* bias, spec::Activation act,
-                         float* y, GemmKernel kernel);
+                         float* y, Isa isa);
 
 // Whether direct_conv_forward_maxpool applies: a stride-1 conv whose output the 2x2/2 pool
 // (cpu/maxpool_2x2.h) covers as maxpool2d_forward would.
@@ -45,7 +45,7 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool);
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* w, const float* bias,
                                  spec::Activation act, const PoolGeometry& pool_g, float* y,
-                                 std::int32_t* argmax, GemmKernel kernel);
+                                 std::int32_t* argmax, Isa isa);
 
 // A conv output gradient given as what the backward of the 2x2/2 max-pool over that output
 // (fuses_maxpool) reads: the gradient ops below that take one unpool each image's gradient into
@@ -62,7 +62,7 @@ struct PooledGradient {
 // same chunk plan).
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, GemmKernel kernel,
+                                 spec::KernelMode mode, Isa isa,
                                  const PooledGradient* pooled_dy = nullptr);
 // Whether the filter gradient's chunk plan is the bias gradient's, so that summing db inside
 // direct_conv_backward_filter gives conv_bias_gradient's bits.
@@ -81,6 +81,6 @@ bool direct_backward_data_applies(const ConvGeometry& g);
 // dx), dx = relu_gate > 0 ? dx : 0 as each band is stored. With pooled_dy, dy is null.
 void direct_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                const float* dy, const float* w, const float* relu_gate, float* dx,
-                               GemmKernel kernel, const PooledGradient* pooled_dy = nullptr);
+                               Isa isa, const PooledGradient* pooled_dy = nullptr);
 
 }  // namespace ra::backend::cpu

@@ -149,9 +149,9 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        const float* relu_gate, float* y, GemmKernel kernel,
-                        const PooledOutput* pooled, const PooledGradient* unpooled_x) {
-  const PixelTileShape shape = pixel_tile_shape(kernel);
+                        const float* relu_gate, float* y, Isa isa, const PooledOutput* pooled,
+                        const PooledGradient* unpooled_x) {
+  const PixelTileShape shape = pixel_tile_shape(isa);
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
@@ -172,16 +172,16 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   // The tile functions, looked up once: full tiles and the last filter tile's, each with every
   // vector count (the last vectors of a band cover only the positions left). Storing tiles where
   // the variant has them and the epilogue is one they apply (tanh and sigmoid are store_band's).
-  const int width = tile_limits(kernel).width, vectors = pixel_tile_vectors(kernel);
+  const int width = tile_limits(isa).width, vectors = pixel_tile_vectors(isa);
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
   const bool stores = (act == spec::Activation::none || act == spec::Activation::relu) &&
-                      pixel_store_tile_function(kernel, shape.rows, 1) != nullptr;
+                      pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
   TileFunction full[kMaxPixelTileVectors], last[kMaxPixelTileVectors];
   for (int v = 1; v <= vectors; ++v) {
-    full[v - 1] = stores ? pixel_store_tile_function(kernel, shape.rows, v)
-                         : pixel_tile_function(kernel, false, shape.rows, v);
-    last[v - 1] = stores ? pixel_store_tile_function(kernel, last_rows, v)
-                         : pixel_tile_function(kernel, false, last_rows, v);
+    full[v - 1] = stores ? pixel_store_tile_function(isa, shape.rows, v)
+                         : pixel_tile_function(isa, false, shape.rows, v);
+    last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
+                         : pixel_tile_function(isa, false, last_rows, v);
   }
   std::int64_t* vector_stores = nullptr;
   if (stores) {
@@ -262,7 +262,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       const std::int64_t plane = n * g.k + k;
       maxpool_plane_2x2(pooled->g, y_n + k * pixels, plane * pixels,
                         pooled->y + plane * pooled_pixels, pooled->argmax + plane * pooled_pixels,
-                        kernel);
+                        isa);
     }
   });
 }
@@ -273,7 +273,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
 // relu gate applied as each band is stored.
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
-                              GemmKernel kernel, const PooledGradient* pooled_dy) {
+                              Isa isa, const PooledGradient* pooled_dy) {
   // The forward geometry: dy's K channels of P x Q in, C filters, dx's H x W out.
   ConvGeometry t;
   t.n = g.n;
@@ -300,8 +300,8 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
       }
     }
   }
-  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx,
-                     kernel, nullptr, pooled_dy);
+  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx, isa,
+                     nullptr, pooled_dy);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

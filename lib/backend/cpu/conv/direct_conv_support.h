@@ -51,12 +51,12 @@ struct PooledOutput {
 // With unpooled_x, x is null and each image is unpooled from it (direct_conv.h, PooledGradient).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
-                        const float* relu_gate, float* y, GemmKernel kernel,
+                        const float* relu_gate, float* y, Isa isa,
                         const PooledOutput* pooled = nullptr,
                         const PooledGradient* unpooled_x = nullptr);
 void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                               const float* dy, const float* w, const float* relu_gate, float* dx,
-                              GemmKernel kernel, const PooledGradient* pooled_dy = nullptr);
+                              Isa isa, const PooledGradient* pooled_dy = nullptr);
 
 // shifted_copy of image n of a PooledGradient's conv output gradient, unpooled straight into dst:
 // false (nothing written) unless the shifts keep the whole image inside dst.

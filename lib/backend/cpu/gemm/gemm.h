@@ -2,9 +2,8 @@
 // Single-threaded, cache-blocked SGEMM: C[m,n] (=|+=) A[m,k] B[k,n], C row-major with leading
 // dimension ldc, A and B read through strides (so transposes cost nothing but a packing order).
 //
-// Kernel variants, chosen once per process (gemm_kernel()): "avx512-fma" (AVX-512F), "avx2-fma"
-// (AVX2 + FMA) or "portable" (baseline x86-64), the best the CPU runs unless the environment
-// variable REPRO_AUDIT_GEMM=portable|avx2|avx512 forces one (to reproduce another machine's bits).
+// One variant per instruction set (../simd/isa.h: "avx512-fma", "avx2-fma" or "portable"); gemm()
+// runs the process's, active_isa(), unless given one.
 //
 // Determinism: every C element is ONE sequential float chain over k, in ascending order,
 //     portable:          c = c0; for p = 0 .. k-1: c = c + A[i,p] * B[p,j]  (product rounded)
@@ -15,6 +14,8 @@
 // variants. The portable variant equals the naive triple loop under -ffp-contract=off.
 #include <cstddef>
 #include <cstdint>
+
+#include "backend/cpu/simd/isa.h"
 
 namespace ra::backend::cpu {
 
@@ -55,28 +56,17 @@ struct GemmBuffers {
 
 enum class GemmOutput { overwrite, accumulate };
 
-enum class GemmKernel { portable, avx2_fma, avx512_fma };
-
-// "portable", "avx2-fma", "avx512-fma": the name the trace records.
-const char* gemm_kernel_name(GemmKernel kernel);
-// Whether this CPU runs the variant (portable: always).
-bool gemm_kernel_supported(GemmKernel kernel);
-// The variant gemm() uses in this process: REPRO_AUDIT_GEMM if set, else the best supported.
-// Decided on the first call. Throws ra::InputError for an unknown REPRO_AUDIT_GEMM value and
-// ra::RuntimeFailure when it names a variant this CPU cannot run (never a silent fallback).
-GemmKernel gemm_kernel();
-const char* gemm_kernel_name();  // gemm_kernel_name(gemm_kernel())
-
 // The register tile of a variant: the parallel GEMM cuts C into whole tiles.
 struct GemmTile {
   int rows = 0, cols = 0;
 };
-GemmTile gemm_tile(GemmKernel kernel);
+GemmTile gemm_tile(Isa isa);
 
-// With the process's variant (gemm_kernel()), or with an explicit one (it must be supported).
+// With the process's instruction set (active_isa()), or with an explicit one (it must be
+// supported).
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b, float* c,
           std::int64_t ldc, GemmOutput output, GemmBuffers buffers);
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b, float* c,
-          std::int64_t ldc, GemmOutput output, GemmBuffers buffers, GemmKernel kernel);
+          std::int64_t ldc, GemmOutput output, GemmBuffers buffers, Isa isa);
 
 }  // namespace ra::backend::cpu

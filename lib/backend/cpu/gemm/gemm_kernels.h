@@ -1,7 +1,7 @@
 #pragma once
 // The GEMM variants behind gemm.h's dispatch, one translation unit each (internal to
 // lib/backend/cpu). Each has gemm()'s contract; a variant may be called only when
-// gemm_kernel_supported() says the CPU runs it.
+// isa_supported() says the CPU runs it.
 #include <cstdint>
 
 #include "backend/cpu/gemm/gemm.h"

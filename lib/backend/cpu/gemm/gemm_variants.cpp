@@ -47,7 +47,7 @@ struct PortableKernel {
 
 // A GEMM kernel (gemm_driver.h's blocked_gemm) whose MR x NR tile is the variant's pixel tile over
 // `depth` steps of packed A and B, with the given cache blocking.
-template <GemmKernel kKernel, int kMR, int kNR, int kKC, int kMC, int kNC>
+template <Isa kIsa, int kMR, int kNR, int kKC, int kMC, int kNC>
 struct PixelTileKernel {
   static constexpr int MR = kMR, NR = kNR;
   static constexpr int KC = kKC, MC = kMC, NC = kNC;
@@ -55,7 +55,7 @@ struct PixelTileKernel {
                    bool first) {
     // Looked up once per process (the table is built on first use, thread-safe).
     static const direct_detail::TileFunction tile = direct_detail::pixel_tile_function(
-        kKernel, /*strided_depth=*/true, MR, direct_detail::pixel_tile_vectors(kKernel));
+        kIsa, /*strided_depth=*/true, MR, direct_detail::pixel_tile_vectors(kIsa));
     direct_detail::TileArgs t;
     t.depth = depth;
     t.base = b;
@@ -71,14 +71,14 @@ struct PixelTileKernel {
 
 // 6 x 16 tile = 6 rows x 2 ymm = 12 accumulators; with 2 B vectors and 1 broadcast, 15 of the 16
 // ymm registers. Per p: 2 loads + 6 broadcasts feed 12 FMAs. KC x NR of B = 16 KiB (L1).
-using Avx2Kernel = PixelTileKernel<GemmKernel::avx2_fma, kAvx2MR, kAvx2NR, 256, 126, 1024>;
+using Avx2Kernel = PixelTileKernel<Isa::avx2_fma, kAvx2MR, kAvx2NR, 256, 126, 1024>;
 
 // 8 x 48 tile = 8 rows x 3 zmm = 24 accumulators; with 3 B vectors and 1 broadcast, 28 of the 32
 // zmm registers. Per p: 3 loads + 8 broadcasts feed 24 FMAs (two FMA ports stay busy).
 // m = 64 filters and n = 576 / 288 pixels of the MNIST convs are whole tiles (64 = 8 * 8,
 // 576 = 12 * 48). A KC x NR panel of B: 192 * 48 * 4 B = 36 KiB of a 48 KiB L1 (blocked_gemm
 // splits k evenly: k = 288 -> 2 x 144, 27 KiB); an MC x KC block of A: 96 KiB (L2).
-using Avx512Kernel = PixelTileKernel<GemmKernel::avx512_fma, kAvx512MR, kAvx512NR, 192, 128, 1008>;
+using Avx512Kernel = PixelTileKernel<Isa::avx512_fma, kAvx512MR, kAvx512NR, 192, 128, 1008>;
 
 }  // namespace
 

@@ -16,8 +16,8 @@ struct TileGrid {
   std::int64_t rows = 0, cols = 0;  // tiles along m and n
 
   // Tiles of about kTileRows x kTileCols.
-  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel) : m(m_), n(n_) {
-    const GemmTile tile = gemm_tile(kernel);
+  TileGrid(std::int64_t m_, std::int64_t n_, Isa isa) : m(m_), n(n_) {
+    const GemmTile tile = gemm_tile(isa);
     set(round_up(kTileRows, tile.rows), round_up(kTileCols, tile.cols));
   }
   // At least `tasks` tiles (when C has that many register tiles), cut for the shortest makespan:
@@ -28,8 +28,8 @@ struct TileGrid {
   // full one). Packing alone is not the measure: the dense 9216 -> 128 forward pass in 4 row
   // tiles packed its 4.7 MB B operand four times; cut by columns into 96 + 32 (whole 48-wide
   // register tiles) it left one thread a third of the other's work.
-  TileGrid(std::int64_t m_, std::int64_t n_, GemmKernel kernel, std::int64_t tasks) : m(m_), n(n_) {
-    const GemmTile tile = gemm_tile(kernel);
+  TileGrid(std::int64_t m_, std::int64_t n_, Isa isa, std::int64_t tasks) : m(m_), n(n_) {
+    const GemmTile tile = gemm_tile(isa);
     const std::int64_t max_rows = (m + tile.rows - 1) / tile.rows;
     const std::int64_t max_cols = (n + tile.cols - 1) / tile.cols;
     std::int64_t best_cost = -1;
@@ -80,34 +80,34 @@ void reserve_gemm_buffers(ScratchArena& scratch) {
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
                    GemmOutput output) {
-  parallel_gemm(pool, scratch, m, n, k, a, b, c, ldc, output, gemm_kernel());
+  parallel_gemm(pool, scratch, m, n, k, a, b, c, ldc, output, active_isa());
 }
 
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
-                   GemmOutput output, GemmKernel kernel) {
+                   GemmOutput output, Isa isa) {
   if (m <= 0 || n <= 0) return;
   // One tile per thread: tile boundaries never change a sum, so the grid may follow the threads.
-  const TileGrid grid(m, n, kernel, pool.threads());
+  const TileGrid grid(m, n, isa, pool.threads());
   reserve_gemm_buffers(scratch);
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int worker) {
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile);
     gemm(grid.rows_of(tile), grid.cols_of(tile), k, a.shifted(i0, 0), b.shifted(0, j0),
-         c + i0 * ldc + j0, ldc, output, gemm_buffers(scratch, worker), kernel);
+         c + i0 * ldc + j0, ldc, output, gemm_buffers(scratch, worker), isa);
   });
 }
 
 void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
                                   std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
                                   float* c, std::int64_t ldc) {
-  parallel_gemm_split_k_atomic(pool, scratch, m, n, k, a, b, c, ldc, gemm_kernel());
+  parallel_gemm_split_k_atomic(pool, scratch, m, n, k, a, b, c, ldc, active_isa());
 }
 
 void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
                                   std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
-                                  float* c, std::int64_t ldc, GemmKernel kernel) {
+                                  float* c, std::int64_t ldc, Isa isa) {
   if (m <= 0 || n <= 0) return;
-  const TileGrid grid(m, n, kernel);
+  const TileGrid grid(m, n, isa);
   parallel_for(pool, grid.count(), [&](std::int64_t tile, int) {
     const std::int64_t i0 = grid.row0(tile), j0 = grid.col0(tile), cols = grid.cols_of(tile);
     for (std::int64_t i = 0; i < grid.rows_of(tile); ++i)
@@ -125,7 +125,7 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
     const std::int64_t p0 = part * part_depth, depth = std::min(part_depth, k - p0);
     float* partial = scratch.worker(worker, WorkerBuffer::partial, tile_floats);
     gemm(rows, cols, depth, a.shifted(i0, p0), b.shifted(p0, j0), partial, cols,
-         GemmOutput::overwrite, gemm_buffers(scratch, worker), kernel);
+         GemmOutput::overwrite, gemm_buffers(scratch, worker), isa);
     for (std::int64_t i = 0; i < rows; ++i)
       atomic_add(c + (i0 + i) * ldc + j0, partial + i * cols, cols);
   });

@@ -25,7 +25,7 @@ void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std:
                    GemmOutput output);
 void parallel_gemm(ThreadPool& pool, ScratchArena& scratch, std::int64_t m, std::int64_t n,
                    std::int64_t k, MatrixView a, MatrixView b, float* c, std::int64_t ldc,
-                   GemmOutput output, GemmKernel kernel);
+                   GemmOutput output, Isa isa);
 
 // Nondeterministic: C = A B (overwritten). The k range is cut into kSplitKParts parts; the task
 // for (tile, part) computes that part's partial tile in its own buffer and adds it into C with
@@ -35,7 +35,7 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
                                   float* c, std::int64_t ldc);
 void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::int64_t m,
                                   std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
-                                  float* c, std::int64_t ldc, GemmKernel kernel);
+                                  float* c, std::int64_t ldc, Isa isa);
 
 // A worker's packing buffers for gemm().
 GemmBuffers gemm_buffers(ScratchArena& scratch, int worker);

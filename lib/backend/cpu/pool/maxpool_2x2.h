@@ -7,7 +7,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/simd/isa.h"
 #include "backend/geometry.h"
 
 namespace ra::backend::cpu {
@@ -94,10 +94,10 @@ inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::in
 void maxpool_plane_2x2_avx512(const PoolGeometry& g, const float* plane, std::int64_t index_base,
                               float* y, std::int32_t* argmax);
 
-// maxpool_plane_2x2 by the code of `kernel`'s instruction set (avx512-fma: the AVX-512 loop).
+// maxpool_plane_2x2 by the code of instruction set `isa` (avx512-fma: the AVX-512 loop).
 inline void maxpool_plane_2x2(const PoolGeometry& g, const float* plane, std::int64_t index_base,
-                              float* y, std::int32_t* argmax, GemmKernel kernel) {
-  if (kernel == GemmKernel::avx512_fma) {
+                              float* y, std::int32_t* argmax, Isa isa) {
+  if (isa == Isa::avx512_fma) {
     maxpool_plane_2x2_avx512(g, plane, index_base, y, argmax);
   } else {
     maxpool_plane_2x2(g, plane, index_base, y, argmax);

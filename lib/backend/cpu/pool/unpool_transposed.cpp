@@ -150,9 +150,9 @@ struct SseBlock {
 
 }  // namespace
 
-void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient,
-                             std::int64_t n, float* dy_t, std::int64_t stride, GemmKernel kernel) {
-  if (kernel == GemmKernel::avx512_fma) {
+void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                             float* dy_t, std::int64_t stride, Isa isa) {
+  if (isa == Isa::avx512_fma) {
     unpool_detail::unpool_image_transposed_avx512(g, gradient, n, dy_t, stride);
     return;
   }
@@ -165,8 +165,8 @@ void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradi
 }
 
 void add_column_plane_sums(const float* rows, std::int64_t count, std::int64_t stride,
-                           std::int64_t channels, float* sums, GemmKernel kernel) {
-  if (kernel == GemmKernel::avx512_fma) {
+                           std::int64_t channels, float* sums, Isa isa) {
+  if (isa == Isa::avx512_fma) {
     unpool_detail::add_column_plane_sums_avx512(rows, count, stride, channels, sums);
     return;
   }

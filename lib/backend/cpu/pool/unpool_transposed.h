@@ -11,7 +11,7 @@
 // written once, as four 16-channel vectors.
 #include <cstdint>
 
-#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/simd/isa.h"
 #include "backend/geometry.h"
 #include "backend/pool_gradient.h"
 
@@ -21,17 +21,17 @@ namespace ra::backend::cpu {
 // c < g.c: image n's input gradient of the 2x2/2 pool g (is_plain_2x2), from its output gradient:
 // at the argmax of each window +0 + v (v = dy, or relu_backward(relu_gate, dy) with a gate), +0
 // elsewhere, rows and columns no window covers included. Lanes [g.c, stride) are left alone.
-// Throws ra::RuntimeFailure for an argmax outside its window. `kernel` picks the code
+// Throws ra::RuntimeFailure for an argmax outside its window. `isa` picks the code
 // (avx512-fma: 16 x 16 AVX-512 register transposes; else 4 x 4 SSE2 ones on x86, scalar loops
 // elsewhere); the floats are the same.
-void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient,
-                             std::int64_t n, float* dy_t, std::int64_t stride, GemmKernel kernel);
+void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                             float* dy_t, std::int64_t stride, Isa isa);
 
 // sums[c] += plane_sum(the column c of rows[j * stride + c], j < count) for c < channels:
 // plane_sum's lanes (element j into lane j % 8, ascending j) and its tree, the channels side by
 // side. So the bias gradient summed from dy_t has the bits of the sum over dy's planes.
 void add_column_plane_sums(const float* rows, std::int64_t count, std::int64_t stride,
-                           std::int64_t channels, float* sums, GemmKernel kernel);
+                           std::int64_t channels, float* sums, Isa isa);
 
 namespace unpool_detail {
 // The portable code of both, for blocks of channels [c0, c1) and pooled outputs [j0, j1) (the
@@ -45,7 +45,7 @@ void add_column_plane_sums_portable(const float* rows, std::int64_t count, std::
                                     std::int64_t c0, std::int64_t c1, float* sums);
 
 // The avx512-fma versions (unpool_transposed_avx512.cpp); callable only where the CPU has
-// AVX-512F (gemm_kernel_supported).
+// AVX-512F (isa_supported).
 void unpool_image_transposed_avx512(const PoolGeometry& g, const MaxPoolGradient& gradient,
                                     std::int64_t n, float* dy_t, std::int64_t stride);
 void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::int64_t stride,

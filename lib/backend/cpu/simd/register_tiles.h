@@ -1,6 +1,6 @@
 #pragma once
-// The register tiles of the direct convolutions, per GEMM variant (internal to lib/backend/cpu;
-// direct_conv.cpp drives them, simd/register_tile_templates.h defines them).
+// The register tiles of the GEMMs and direct convolutions, per instruction set (internal to
+// lib/backend/cpu; direct_conv.cpp drives them, simd/register_tile_templates.h defines them).
 //
 // A gathered tile computes MR x (NV * width) multiply-add chains: MR "rows" whose scalar operand
 // is broadcast from the source (an output pixel's window, or a (c, r, s) tap), and NV vectors
@@ -10,8 +10,8 @@
 // direct convolution gives the bits of im2col + gemm() of the same variant.
 #include <cstdint>
 
-#include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/gemm/gemm_kernels.h"
+#include "backend/cpu/simd/isa.h"
 
 namespace ra::backend::cpu::direct_detail {
 
@@ -60,7 +60,7 @@ struct TileLimits {
 inline constexpr TileLimits kPortableTileLimits{4, 2};
 inline constexpr TileLimits kAvx2TileLimits{8, 2};
 inline constexpr TileLimits kAvx512TileLimits{16, 4};
-TileLimits tile_limits(GemmKernel kernel);
+TileLimits tile_limits(Isa isa);
 
 // The rows of each variant's full gathered tile: as many accumulators as the vector registers
 // hold beside the NV panel vectors and a broadcast, at most 8 so that the rows' offsets fit in
@@ -75,11 +75,11 @@ constexpr int avx2_tile_rows(int vectors) {
 constexpr int avx512_tile_rows(int vectors) {
   return vectors == 4 ? 6 : 8;
 }  // 32 zmm
-int tile_rows(GemmKernel kernel, int vectors);
+int tile_rows(Isa isa, int vectors);
 
-// The gathered tile for rows x vectors (1 <= rows <= tile_rows(kernel, vectors)); depth through
+// The gathered tile for rows x vectors (1 <= rows <= tile_rows(isa, vectors)); depth through
 // depth_offsets, or as a grid (TileArgs::depth_cols) when grid.
-TileFunction tile_function(GemmKernel kernel, int rows, int vectors, bool grid = false);
+TileFunction tile_function(Isa isa, int rows, int vectors, bool grid = false);
 
 // Pixel-lane tiles: the transposed arrangement, for stride-1 convolutions over wide rows. The
 // lanes are output pixels, loaded as vectors straight from the source (no table per row); the
@@ -95,20 +95,20 @@ inline constexpr PixelTileShape kPortablePixelTile{gemm_detail::kPortableMR,
                                                    gemm_detail::kPortableNR};
 inline constexpr PixelTileShape kAvx2PixelTile{gemm_detail::kAvx2MR, gemm_detail::kAvx2NR};
 inline constexpr PixelTileShape kAvx512PixelTile{gemm_detail::kAvx512MR, gemm_detail::kAvx512NR};
-PixelTileShape pixel_tile_shape(GemmKernel kernel);
+PixelTileShape pixel_tile_shape(Isa isa);
 // Vectors in a full pixel tile of the variant (lanes / vector width), at most kMaxPixelTileVectors.
 inline constexpr int kMaxPixelTileVectors = 4;
-int pixel_tile_vectors(GemmKernel kernel);
-// The tile for `rows` rows (1 <= rows <= pixel_tile_shape(kernel).rows) and `vectors` vectors of
-// lanes (1 <= vectors <= pixel_tile_vectors(kernel); fewer for the last positions of a row, so
+int pixel_tile_vectors(Isa isa);
+// The tile for `rows` rows (1 <= rows <= pixel_tile_shape(isa).rows) and `vectors` vectors of
+// lanes (1 <= vectors <= pixel_tile_vectors(isa); fewer for the last positions of a row, so
 // that no full tile is spent on a few lanes); depth addressed by depth_offsets, or by depth_stride
 // when strided_depth.
-TileFunction pixel_tile_function(GemmKernel kernel, bool strided_depth, int rows, int vectors);
+TileFunction pixel_tile_function(Isa isa, bool strided_depth, int rows, int vectors);
 
 // The storing pixel tile for rows x vectors (pixel_tile_function's shapes, depth through
 // depth_offsets, chains from zero), or nullptr where the variant has none (it needs masked
 // compressing stores: avx512-fma only). Callers then store bands with store_band.
-TileFunction pixel_store_tile_function(GemmKernel kernel, int rows, int vectors);
+TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors);
 
 // Per variant (simd/register_tiles_{portable,avx2,avx512}.cpp).
 TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
