@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/simd/register_tiles.h"
 
 namespace ra::backend::cpu::gemm_detail {
 
@@ -15,10 +16,13 @@ void gemm_avx2_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a,
 void gemm_avx512_fma(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
                      float* c, std::int64_t ldc, GemmOutput output, GemmBuffers buffers);
 
-// Register tile of each variant (the parallel GEMM cuts C into whole tiles); the pixel tiles of
-// simd/register_tiles.h that compute them have these shapes.
-inline constexpr int kPortableMR = 4, kPortableNR = 8;
-inline constexpr int kAvx2MR = 6, kAvx2NR = 16;
-inline constexpr int kAvx512MR = 8, kAvx512NR = 48;
+// Register tile of each variant (the parallel GEMM cuts C into whole tiles): the pixel tile of
+// its instruction set (simd/register_tiles.h), which computes it.
+inline constexpr int kPortableMR = direct_detail::kPortablePixelTile.rows;
+inline constexpr int kPortableNR = direct_detail::kPortablePixelTile.lanes;
+inline constexpr int kAvx2MR = direct_detail::kAvx2PixelTile.rows;
+inline constexpr int kAvx2NR = direct_detail::kAvx2PixelTile.lanes;
+inline constexpr int kAvx512MR = direct_detail::kAvx512PixelTile.rows;
+inline constexpr int kAvx512NR = direct_detail::kAvx512PixelTile.lanes;
 
 }  // namespace ra::backend::cpu::gemm_detail

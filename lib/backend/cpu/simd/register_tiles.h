@@ -10,7 +10,6 @@
 // direct convolution gives the bits of im2col + gemm() of the same variant.
 #include <cstdint>
 
-#include "backend/cpu/gemm/gemm_kernels.h"
 #include "backend/cpu/simd/isa.h"
 
 namespace ra::backend::cpu::direct_detail {
@@ -90,11 +89,11 @@ struct PixelTileShape {
   int rows = 0;   // MR
   int lanes = 0;  // NV * width
 };
-// The GEMM variants' register tiles (gemm_kernels.h): the GEMMs run on these pixel tiles.
-inline constexpr PixelTileShape kPortablePixelTile{gemm_detail::kPortableMR,
-                                                   gemm_detail::kPortableNR};
-inline constexpr PixelTileShape kAvx2PixelTile{gemm_detail::kAvx2MR, gemm_detail::kAvx2NR};
-inline constexpr PixelTileShape kAvx512PixelTile{gemm_detail::kAvx512MR, gemm_detail::kAvx512NR};
+// The register tile of each instruction set, also the tile of its GEMM variant (gemm_kernels.h):
+// the GEMMs run on these pixel tiles.
+inline constexpr PixelTileShape kPortablePixelTile{4, 8};
+inline constexpr PixelTileShape kAvx2PixelTile{6, 16};
+inline constexpr PixelTileShape kAvx512PixelTile{8, 48};
 PixelTileShape pixel_tile_shape(Isa isa);
 // Vectors in a full pixel tile of the variant (lanes / vector width), at most kMaxPixelTileVectors.
 inline constexpr int kMaxPixelTileVectors = 4;
