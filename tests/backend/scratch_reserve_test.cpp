@@ -51,7 +51,7 @@ TEST_CASE("ScratchArena counts the worker buffers grown inside a task", "[backen
   REQUIRE(scratch.worker(1, WorkerBuffer::partial, 60) != nullptr);  // smaller: reused
   REQUIRE(scratch.late_growths() == 0);
   // Unreserved, and larger than reserved: grown anyway (never wrong, only late), and counted.
-  REQUIRE(scratch.worker(2, WorkerBuffer::columns, 10) != nullptr);
+  REQUIRE(scratch.worker(2, WorkerBuffer::column_matrix, 10) != nullptr);
   REQUIRE(scratch.worker(0, WorkerBuffer::partial, 101) != nullptr);
   REQUIRE(scratch.late_growths() == 2);
   REQUIRE(scratch.worker(0, WorkerBuffer::partial, 101) != nullptr);  // now big enough

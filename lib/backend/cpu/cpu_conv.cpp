@@ -67,7 +67,7 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
   const std::int64_t parts = std::min<std::int64_t>(kTapParts, taps);
   const std::int64_t col_floats = crs * pq;
   const std::int64_t round_images = std::min<std::int64_t>(g.n, 2 * pool.threads());
-  float* dcols = scratch.shared(cpu::SharedBuffer::chunk_partials,
+  float* dcols = scratch.shared(cpu::SharedBuffer::column_matrices,
                                 static_cast<std::size_t>(round_images * col_floats));
   const auto image_floats = static_cast<std::size_t>(chw);
   cpu::reserve_gemm_buffers(scratch);
@@ -188,11 +188,11 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
     // Strided: one task per image: the GEMM sums over filters k ascending, col2im over taps in a
     // fixed order.
     cpu::reserve_gemm_buffers(scratch_);
-    if (!identity) scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
+    if (!identity) scratch_.reserve_workers(cpu::WorkerBuffer::column_matrix, col_floats);
     cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int worker) {
       float* dx_n = dx + n * chw;
       float* dcol =
-          identity ? dx_n : scratch_.worker(worker, cpu::WorkerBuffer::columns, col_floats);
+          identity ? dx_n : scratch_.worker(worker, cpu::WorkerBuffer::column_matrix, col_floats);
       cpu::gemm(crs, pq, g.k, transpose_of(w, crs), row_major(dy + n * g.k * pq, pq), dcol, pq,
                 GemmOutput::overwrite, cpu::gemm_buffers(scratch_, worker));
       if (!identity) cpu::col2im(g, dcol, dx_n);
@@ -214,14 +214,14 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
       std::max<std::int64_t>(1, (g.k + cpu::kSplitKParts - 1) / cpu::kSplitKParts);
   const std::int64_t groups = (g.k + group - 1) / group;
   cpu::reserve_gemm_buffers(scratch_);
-  scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
+  scratch_.reserve_workers(cpu::WorkerBuffer::column_matrix, col_floats);
   if (!identity) {
     scratch_.reserve_workers(cpu::WorkerBuffer::partial, image_floats);
   }
   cpu::parallel_for(pool_, g.n * groups, [&](std::int64_t task, int worker) {
     const std::int64_t n = task / groups, k0 = (task % groups) * group;
     const std::int64_t filters = std::min(group, g.k - k0);
-    float* dcol = scratch_.worker(worker, cpu::WorkerBuffer::columns, col_floats);
+    float* dcol = scratch_.worker(worker, cpu::WorkerBuffer::column_matrix, col_floats);
     cpu::gemm(crs, pq, filters, transpose_of(w, crs).shifted(0, k0),
               row_major(dy + n * g.k * pq, pq).shifted(k0, 0), dcol, pq, GemmOutput::overwrite,
               cpu::gemm_buffers(scratch_, worker));

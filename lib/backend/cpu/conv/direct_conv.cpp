@@ -120,7 +120,7 @@ std::size_t source_floats(const ConvGeometry& g, const Source& source) {
 const float* source_image(const ConvGeometry& g, const Source& source, const float* x_image,
                           ScratchArena& scratch, int worker) {
   if (!source.padded) return x_image;
-  float* copy = scratch.worker(worker, WorkerBuffer::columns, source_floats(g, source));
+  float* copy = scratch.worker(worker, WorkerBuffer::padded_image, source_floats(g, source));
   direct_detail::shifted_copy(x_image, g.c, g.h, g.w, g.pad_top, g.pad_left, copy, source.height,
                               source.width);
   return copy;
@@ -208,20 +208,20 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
   transpose_into(w, taps, g.k, taps, panel, lanes.padded);
   zero_padding_lanes(panel, taps, lanes);
   std::int64_t* pixel_offsets =
-      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(pixels));
+      scratch.shared(SharedIndexBuffer::pixel_offsets, static_cast<std::size_t>(pixels));
   fill_pixel_offsets(g, source, pixel_offsets);
   std::int64_t* tap_offsets =
-      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
   direct_detail::fill_tap_offsets(g, source, tap_offsets);
   const std::int64_t band_rows = rows_per_band(isa, lanes);
   const BlockTiles tiles(isa, lanes, false);
 
-  scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
+  scratch.reserve_workers(WorkerBuffer::padded_image, source_floats(g, source));
   const auto band_floats = static_cast<std::size_t>(band_rows * lanes.padded);
-  scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
+  scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
   parallel_for(pool, g.n, [&](std::int64_t n, int worker) {
     const float* src = source_image(g, source, x + n * image, scratch, worker);
-    float* result = scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
+    float* result = scratch.worker(worker, WorkerBuffer::result_band, band_floats);
     float* y_n = y + n * g.k * pixels;
     for (std::int64_t p0 = 0; p0 < pixels; p0 += band_rows) {
       const std::int64_t rows = std::min(band_rows, pixels - p0);
@@ -263,7 +263,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   const Source source = source_of(g);
 
   std::int64_t* tap_offsets =
-      scratch.shared(SharedIndexBuffer::row_offsets, static_cast<std::size_t>(taps));
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
   direct_detail::fill_tap_offsets(g, source, tap_offsets);
 
   // The reduction runs on dw^T [CRS][K padded], followed by db [K] when it is fused; the chunk
@@ -274,14 +274,14 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
   const BlockTiles tiles(isa, lanes, true);
-  scratch.reserve_workers(WorkerBuffer::columns, source_floats(g, source));
+  scratch.reserve_workers(WorkerBuffer::padded_image, source_floats(g, source));
   const auto dy_t_floats = static_cast<std::size_t>(pixels * lanes.padded);
-  scratch.reserve_workers(WorkerBuffer::packed_operand, dy_t_floats);
+  scratch.reserve_workers(WorkerBuffer::pixel_major_gradient, dy_t_floats);
   const std::int64_t tile_calls = filter_tile_calls(g, tiles, lanes);
   reduce_chunks(
       pool, scratch, mode, plan.chunks, size, result,
       [&](std::int64_t chunk, float* partial, int worker) {
-        float* dy_t = scratch.worker(worker, WorkerBuffer::packed_operand, dy_t_floats);
+        float* dy_t = scratch.worker(worker, WorkerBuffer::pixel_major_gradient, dy_t_floats);
         // Once per chunk, not per image: dy_t's images are written in lanes [0, K) only, and
         // nothing else writes this worker's buffer until the chunk ends (other ops may
         // between chunks, hence not once per call).

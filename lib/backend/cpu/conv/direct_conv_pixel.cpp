@@ -87,13 +87,14 @@ std::size_t padded_source_floats(std::int64_t channels, std::int64_t copy_height
   return static_cast<std::size_t>(channels * copy_height * copy_width + slack);
 }
 
-const float* padded_source(ScratchArena& scratch, int worker, WorkerBuffer which, const float* src,
+const float* padded_source(ScratchArena& scratch, int worker, const float* src,
                            std::int64_t channels, std::int64_t height, std::int64_t width,
                            std::int64_t row_shift, std::int64_t col_shift, std::int64_t copy_height,
                            std::int64_t copy_width, std::int64_t slack) {
   const auto floats =
       static_cast<std::int64_t>(padded_source_floats(channels, copy_height, copy_width, slack));
-  float* copy = scratch.worker(worker, which, static_cast<std::size_t>(floats));
+  float* copy =
+      scratch.worker(worker, WorkerBuffer::padded_image, static_cast<std::size_t>(floats));
   shifted_copy(src, channels, height, width, row_shift, col_shift, copy, copy_height, copy_width);
   std::fill(copy + floats - slack, copy + floats, 0.0f);
   return copy;
@@ -107,11 +108,12 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
                                     std::int64_t slack) {
   const auto floats =
       static_cast<std::int64_t>(padded_source_floats(pooled.g.c, copy_height, copy_width, slack));
-  float* copy = scratch.worker(worker, WorkerBuffer::columns, static_cast<std::size_t>(floats));
+  float* copy =
+      scratch.worker(worker, WorkerBuffer::padded_image, static_cast<std::size_t>(floats));
   if (!unpool_shifted(pooled, n, row_shift, col_shift, copy, copy_height, copy_width)) {
-    return padded_source(scratch, worker, WorkerBuffer::columns,
-                         unpooled_image(scratch, worker, pooled, n), pooled.g.c, pooled.g.h,
-                         pooled.g.w, row_shift, col_shift, copy_height, copy_width, slack);
+    return padded_source(scratch, worker, unpooled_image(scratch, worker, pooled, n), pooled.g.c,
+                         pooled.g.h, pooled.g.w, row_shift, col_shift, copy_height, copy_width,
+                         slack);
   }
   std::fill(copy + floats - slack, copy + floats, 0.0f);
   return copy;
@@ -166,7 +168,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       g.k, taps, shape.rows, [&](std::int64_t k, std::int64_t d) { return w[k * taps + d]; },
       panel);
   std::int64_t* tap_offsets =
-      scratch.shared(SharedIndexBuffer::depth_offsets, static_cast<std::size_t>(taps));
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
   fill_tap_offsets(g, source, tap_offsets);
 
   // The tile functions, looked up once: full tiles and the last filter tile's, each with every
@@ -190,10 +192,10 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     fill_vector_stores(wide, width, vector_stores);
   }
 
-  scratch.reserve_workers(WorkerBuffer::columns,
+  scratch.reserve_workers(WorkerBuffer::padded_image,
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
   const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
-  if (!stores) scratch.reserve_workers(WorkerBuffer::transposed_output, band_floats);
+  if (!stores) scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
@@ -216,10 +218,9 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
         unpooled_x != nullptr
             ? padded_unpooled_source(scratch, worker, *unpooled_x, n, g.pad_top, g.pad_left,
                                      source.height, source.width, shape.lanes)
-            : padded_source(scratch, worker, WorkerBuffer::columns, x + n * image, g.c, g.h, g.w,
-                            g.pad_top, g.pad_left, source.height, source.width, shape.lanes);
-    float* out =
-        stores ? nullptr : scratch.worker(worker, WorkerBuffer::transposed_output, band_floats);
+            : padded_source(scratch, worker, x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left,
+                            source.height, source.width, shape.lanes);
+    float* out = stores ? nullptr : scratch.worker(worker, WorkerBuffer::result_band, band_floats);
     float* y_n = pooled != nullptr
                      ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
                      : y + n * g.k * pixels;

@@ -23,19 +23,21 @@
 namespace ra::backend::cpu {
 
 enum class WorkerBuffer : int {
-  gemm_pack_a,        // packed panels of A (see gemm.h)
-  gemm_pack_b,        // packed panels of B
-  columns,            // im2col / col2im matrix of one image, or a zero-padded copy of an image
-  partial,            // a worker's private partial result (tile, image gradient, lane sum)
-  packed_operand,     // an image's operand in the layout a direct convolution reads
-  transposed_output,  // an image's result in [pixel][lane] layout, before transposition
-  image_output,       // an image's conv output, pooled before it leaves the worker
-  unpooled_gradient,  // an image's conv output gradient, unpooled from its max-pool's
+  gemm_pack_a,           // packed panels of A (see gemm.h)
+  gemm_pack_b,           // packed panels of B
+  column_matrix,         // im2col / col2im matrix of one image (cpu_conv.cpp's GEMM route)
+  padded_image,          // a zero-padded copy of an image, the source of a direct convolution
+  partial,               // a worker's private partial result (tile, image gradient, lane sum)
+  pixel_major_gradient,  // an image's output gradient as dy_t[pixel][filter] (backward filter)
+  result_band,           // a band of tile results, before it is copied (or transposed) into y
+  image_output,          // an image's conv output, pooled before it leaves the worker
+  unpooled_gradient,     // an image's conv output gradient, unpooled from its max-pool's
   count
 };
 
 enum class SharedBuffer : int {
   chunk_partials,     // one partial per fixed-size chunk of a deterministic reduction
+  column_matrices,    // the col2im input matrices of a round of images (backward data, GEMM)
   packed_weights,     // the filters in the layout a direct convolution reads
   transposed_result,  // a reduction's result in [tap][filter] layout, before transposition
   flipped_filters,    // the filters of a backward data pass as those of a forward convolution
@@ -44,9 +46,8 @@ enum class SharedBuffer : int {
 
 // Offset tables of the direct convolutions (element offsets into an image or a panel).
 enum class SharedIndexBuffer : int {
-  row_offsets,
-  depth_offsets,
-  tap_offsets,
+  pixel_offsets,  // the window corner of each output pixel
+  tap_offsets,    // each kernel tap (c, r, s) from a window corner
   vector_stores,  // where a storing pixel tile's vectors go (simd/register_tiles.h, PixelStore)
   count
 };
