@@ -18,6 +18,7 @@
 #include "backend/cpu/gemm/parallel_gemm.h"
 #include "backend/cpu/reduce/reduction.h"
 #include "backend/cpu/runtime/parallel_for.h"
+#include "core/integer_math.h"
 
 namespace ra::backend {
 namespace {
@@ -210,9 +211,8 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   // own buffer and adds it with atomic adds. (Each group needs its own GEMM and col2im: 4x the
   // col2im work.)
   cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int) { std::fill_n(dx + n * chw, chw, 0.0f); });
-  const std::int64_t group =
-      std::max<std::int64_t>(1, (g.k + cpu::kSplitKParts - 1) / cpu::kSplitKParts);
-  const std::int64_t groups = (g.k + group - 1) / group;
+  const std::int64_t group = std::max<std::int64_t>(1, ceil_div(g.k, cpu::kSplitKParts));
+  const std::int64_t groups = ceil_div(g.k, group);
   cpu::reserve_gemm_buffers(scratch_);
   scratch_.reserve_workers(cpu::WorkerBuffer::column_matrix, col_floats);
   if (!identity) {

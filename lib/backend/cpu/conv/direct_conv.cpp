@@ -7,7 +7,6 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/conv/direct_conv_support.h"
-#include "backend/cpu/integer_math.h"
 #include "backend/cpu/pool/maxpool_2x2.h"
 #include "backend/cpu/pool/unpool_transposed.h"
 #include "backend/cpu/reduce/reduction.h"
@@ -15,6 +14,7 @@
 #include "backend/cpu/runtime/prefetch_ahead.h"
 #include "backend/cpu/simd/register_tiles.h"
 #include "backend/cpu/simd/transpose.h"
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu {
 namespace {
@@ -182,7 +182,7 @@ std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, c
   std::int64_t calls = 0;
   for_each_filter_block(g, lanes, [&](std::int64_t, int vectors, std::int64_t, std::int64_t) {
     const int rows = tiles.of(vectors).full_rows;
-    calls += (taps + rows - 1) / rows;
+    calls += ceil_div(taps, rows);
   });
   return calls;
 }

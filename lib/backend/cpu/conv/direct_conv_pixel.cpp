@@ -9,6 +9,7 @@
 #include "backend/cpu/runtime/parallel_for.h"
 #include "backend/cpu/runtime/prefetch_ahead.h"
 #include "backend/cpu/simd/register_tiles.h"
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu::direct_detail {
 namespace {
@@ -42,7 +43,7 @@ OutputRows wide_rows(std::int64_t height, std::int64_t width, std::int64_t pitch
 // PixelStore::vectors for the positions of `wide`, `width` lanes per vector: the vectors that
 // cover [0, wide.count), the last one's lanes past it no output lanes.
 std::int64_t vector_store_entries(const OutputRows& wide, int width) {
-  return (wide.count + width - 1) / width * kPixelStoreEntries;
+  return ceil_div(wide.count, width) * kPixelStoreEntries;
 }
 
 void fill_vector_stores(const OutputRows& wide, int width, std::int64_t* entries) {
@@ -68,7 +69,7 @@ void fill_vector_stores(const OutputRows& wide, int width, std::int64_t* entries
 template <class Value>
 void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const Value& value,
                     float* panel) {
-  const std::int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+  const std::int64_t tiles = ceil_div(rows, tile_rows);
   for (std::int64_t t = 0; t < tiles; ++t) {
     for (std::int64_t d = 0; d < depth; ++d) {
       float* out = panel + (t * depth + d) * tile_rows;
@@ -159,7 +160,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
   const Source source{std::int64_t(g.p) + g.r - 1, std::int64_t(g.q) + g.s - 1, true};
   const OutputRows wide = wide_rows(g.p, g.q, source.width);
-  const std::int64_t row_tiles = (g.k + shape.rows - 1) / shape.rows;
+  const std::int64_t row_tiles = ceil_div(g.k, shape.rows);
   const std::int64_t band = 2 * std::int64_t(shape.lanes);
 
   float* panel = scratch.shared(SharedBuffer::packed_weights,
@@ -202,7 +203,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
   std::int64_t tile_calls = 0;
   for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
-    tile_calls += (std::min(band, wide.count - j0) + shape.lanes - 1) / shape.lanes * row_tiles;
+    tile_calls += ceil_div(std::min(band, wide.count - j0), shape.lanes) * row_tiles;
   }
   parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
     // The next image's source (not its relu gate: requesting that too made the backward data
@@ -229,7 +230,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
-            static_cast<int>(std::min<std::int64_t>(vectors, (positions - jv + width - 1) / width));
+            static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
         for (std::int64_t t = 0; t < row_tiles; ++t) {
           TileArgs a;
           a.depth = taps;

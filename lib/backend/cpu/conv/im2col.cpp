@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/cpu/integer_math.h"
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu {
 namespace {

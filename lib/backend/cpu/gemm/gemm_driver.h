@@ -19,6 +19,7 @@
 
 #include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/simd/transpose.h"
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu::gemm_detail {
 
@@ -127,8 +128,8 @@ void blocked_gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, 
   }
   // Equal k blocks of at most KC (k = 288 -> 2 x 144, not 256 + 32): the last block is not a
   // sliver whose C loads and stores cost as much as its arithmetic. Blocking never changes bits.
-  const std::int64_t k_blocks = (k + Kernel::KC - 1) / Kernel::KC;
-  const std::int64_t kc_step = (k + k_blocks - 1) / k_blocks;
+  const std::int64_t k_blocks = ceil_div(k, Kernel::KC);
+  const std::int64_t kc_step = ceil_div(k, k_blocks);
   for (std::int64_t jc = 0; jc < n; jc += Kernel::NC) {
     const std::int64_t nc = std::min<std::int64_t>(Kernel::NC, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_step) {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "backend/cpu/integer_math.h"
 #include "backend/cpu/reduce/reduction.h"
 #include "backend/cpu/runtime/parallel_for.h"
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu {
 namespace {
@@ -30,15 +30,15 @@ struct TileGrid {
   // register tiles) it left one thread a third of the other's work.
   TileGrid(std::int64_t m_, std::int64_t n_, Isa isa, std::int64_t tasks) : m(m_), n(n_) {
     const GemmTile tile = gemm_tile(isa);
-    const std::int64_t max_rows = (m + tile.rows - 1) / tile.rows;
-    const std::int64_t max_cols = (n + tile.cols - 1) / tile.cols;
+    const std::int64_t max_rows = ceil_div(m, tile.rows);
+    const std::int64_t max_cols = ceil_div(n, tile.cols);
     std::int64_t best_cost = -1;
     for (std::int64_t row_tiles = 1; row_tiles <= std::min(max_rows, tasks); ++row_tiles) {
-      const std::int64_t col_tiles = std::min(max_cols, (tasks + row_tiles - 1) / row_tiles);
+      const std::int64_t col_tiles = std::min(max_cols, ceil_div(tasks, row_tiles));
       const std::int64_t rows_each = round_up(ceil_div(m, row_tiles), tile.rows);
       const std::int64_t cols_each = round_up(ceil_div(n, col_tiles), tile.cols);
-      const std::int64_t real_rows = (m + rows_each - 1) / rows_each;
-      const std::int64_t real_cols = (n + cols_each - 1) / cols_each;
+      const std::int64_t real_rows = ceil_div(m, rows_each);
+      const std::int64_t real_cols = ceil_div(n, cols_each);
       const std::int64_t waves = ceil_div(real_rows * real_cols, tasks);
       const std::int64_t largest_rows = std::min(rows_each, m);
       const std::int64_t largest_cols = std::min(cols_each, round_up(n, tile.cols));
@@ -55,8 +55,8 @@ struct TileGrid {
   void set(std::int64_t tile_rows_, std::int64_t tile_cols_) {
     tile_rows = tile_rows_;
     tile_cols = tile_cols_;
-    rows = (m + tile_rows - 1) / tile_rows;
-    cols = (n + tile_cols - 1) / tile_cols;
+    rows = ceil_div(m, tile_rows);
+    cols = ceil_div(n, tile_cols);
   }
   std::int64_t count() const { return rows * cols; }
   std::int64_t row0(std::int64_t tile) const { return (tile / cols) * tile_rows; }
@@ -113,8 +113,8 @@ void parallel_gemm_split_k_atomic(ThreadPool& pool, ScratchArena& scratch, std::
     for (std::int64_t i = 0; i < grid.rows_of(tile); ++i)
       std::fill_n(c + (i0 + i) * ldc + j0, cols, 0.0f);
   });
-  const std::int64_t part_depth = std::max<std::int64_t>(1, (k + kSplitKParts - 1) / kSplitKParts);
-  const std::int64_t parts = (k + part_depth - 1) / part_depth;
+  const std::int64_t part_depth = std::max<std::int64_t>(1, ceil_div(k, kSplitKParts));
+  const std::int64_t parts = ceil_div(k, part_depth);
   reserve_gemm_buffers(scratch);
   const auto tile_floats = static_cast<std::size_t>(grid.tile_rows * grid.tile_cols);
   scratch.reserve_workers(WorkerBuffer::partial, tile_floats);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu {
 namespace {
@@ -85,8 +86,8 @@ ChunkPlan plan_chunks(std::int64_t items, std::int64_t partial_size) {
   const std::int64_t by_memory =
       std::max<std::int64_t>(1, kPartialBudgetFloats / std::max<std::int64_t>(1, partial_size));
   const std::int64_t wanted = std::min({items, kMaxReductionChunks, by_memory});
-  plan.per_chunk = (items + wanted - 1) / wanted;
-  plan.chunks = (items + plan.per_chunk - 1) / plan.per_chunk;
+  plan.per_chunk = ceil_div(items, wanted);
+  plan.chunks = ceil_div(items, plan.per_chunk);
   return plan;
 }
 

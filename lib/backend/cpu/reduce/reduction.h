@@ -17,6 +17,7 @@
 
 #include "backend/cpu/runtime/parallel_for.h"
 #include "backend/cpu/runtime/scratch.h"
+#include "core/integer_math.h"
 #include "core/thread_pool.h"
 #include "spec/spec.h"
 
@@ -63,7 +64,7 @@ void atomic_add(float* target, const float* values, std::int64_t count);
 // Elementwise loops are cut into blocks of this many elements (64 KiB of floats per task).
 inline constexpr std::int64_t kElementBlock = 16384;
 inline std::int64_t block_count(std::int64_t count) {
-  return (count + kElementBlock - 1) / kElementBlock;
+  return ceil_div(count, kElementBlock);
 }
 
 // The sum of one output plane in 8 interleaved lanes (lane l sums elements j = l mod 8 in order),

@@ -11,6 +11,7 @@
 // only: nothing is read or written, so no result depends on them.
 #include <cstddef>
 #include <cstdint>
+#include "core/integer_math.h"
 
 namespace ra::backend::cpu {
 
@@ -24,7 +25,7 @@ class PrefetchAhead {
     if (data == nullptr || bytes == 0 || count_ == kMaxRanges) return;
     const auto begin = reinterpret_cast<std::uintptr_t>(data) & ~std::uintptr_t(kLine - 1);
     const auto end = reinterpret_cast<std::uintptr_t>(data) + bytes;
-    ranges_[count_++] = {begin, (end - begin + kLine - 1) / kLine};
+    ranges_[count_++] = {begin, ceil_div(end - begin, kLine)};
   }
   // Spreads the lines added so far evenly over `steps` calls of step().
   void spread(std::int64_t steps) {
