@@ -146,10 +146,56 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
       });
 }
 
+// The tile functions of a forward pass, looked up once: full tiles and the last filter tile's,
+// each with every vector count (the last vectors of a band cover only the positions left);
+// storing tiles when `stores`.
+struct ForwardTiles {
+  ForwardTiles(Isa isa, bool stores, int full_rows, int last_rows, int vectors) {
+    for (int v = 1; v <= vectors; ++v) {
+      full[v - 1] = stores ? pixel_store_tile_function(isa, full_rows, v)
+                           : pixel_tile_function(isa, false, full_rows, v);
+      last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
+                           : pixel_tile_function(isa, false, last_rows, v);
+    }
+  }
+  TileFunction full[kMaxPixelTileVectors] = {}, last[kMaxPixelTileVectors] = {};
+};
+
+// Tile calls per image of a forward pass: bands of `band` wide positions, each cut into tiles
+// of `lanes` positions, times the filter tiles.
+std::int64_t tile_calls_per_image(const OutputRows& wide, std::int64_t band, std::int64_t lanes,
+                                  std::int64_t row_tiles) {
+  std::int64_t calls = 0;
+  for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+    calls += ceil_div(std::min(band, wide.count - j0), lanes) * row_tiles;
+  }
+  return calls;
+}
+
+// The PixelStore::vectors of a storing forward pass over `wide` (SharedIndexBuffer::vector_stores).
+const std::int64_t* vector_store_table(ScratchArena& scratch, const OutputRows& wide, int width) {
+  std::int64_t* table = scratch.shared(SharedIndexBuffer::vector_stores,
+                                       static_cast<std::size_t>(vector_store_entries(wide, width)));
+  fill_vector_stores(wide, width, table);
+  return table;
+}
+
+// Max-pools image n's output y_n ([filters][pixels], kept in the worker's buffer) into pooled.
+void pool_image(const PooledOutput& pooled, std::int64_t n, std::int64_t filters,
+                std::int64_t pixels, const float* y_n, Isa isa) {
+  const std::int64_t pooled_pixels = std::int64_t(pooled.g.p) * pooled.g.q;
+  for (std::int64_t k = 0; k < filters; ++k) {
+    const std::int64_t plane = n * filters + k;
+    maxpool_plane_2x2(pooled.g, y_n + k * pixels, plane * pixels, pooled.y + plane * pooled_pixels,
+                      pooled.argmax + plane * pooled_pixels, isa);
+  }
+}
+
 }  // namespace
 
 // Forward, stride 1: rows = filters (broadcast from w packed per tile of filters), lanes = wide
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
+// Over 80 lines: the per-image loop fills each tile's arguments in place, in its innermost loop.
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, spec::Activation act,
                         const float* relu_gate, float* y, Isa isa, const PooledOutput* pooled,
@@ -172,26 +218,14 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
   fill_tap_offsets(g, source, tap_offsets);
 
-  // The tile functions, looked up once: full tiles and the last filter tile's, each with every
-  // vector count (the last vectors of a band cover only the positions left). Storing tiles where
-  // the variant has them and the epilogue is one they apply (tanh and sigmoid are store_band's).
+  // Storing tiles where the instruction set has them and the epilogue is one they apply (tanh
+  // and sigmoid are store_band's).
   const int width = tile_limits(isa).width, vectors = pixel_tile_vectors(isa);
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
   const bool stores = (act == spec::Activation::none || act == spec::Activation::relu) &&
                       pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
-  TileFunction full[kMaxPixelTileVectors], last[kMaxPixelTileVectors];
-  for (int v = 1; v <= vectors; ++v) {
-    full[v - 1] = stores ? pixel_store_tile_function(isa, shape.rows, v)
-                         : pixel_tile_function(isa, false, shape.rows, v);
-    last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
-                         : pixel_tile_function(isa, false, last_rows, v);
-  }
-  std::int64_t* vector_stores = nullptr;
-  if (stores) {
-    vector_stores = scratch.shared(SharedIndexBuffer::vector_stores,
-                                   static_cast<std::size_t>(vector_store_entries(wide, width)));
-    fill_vector_stores(wide, width, vector_stores);
-  }
+  const ForwardTiles tiles(isa, stores, shape.rows, last_rows, vectors);
+  const std::int64_t* vector_stores = stores ? vector_store_table(scratch, wide, width) : nullptr;
 
   scratch.reserve_workers(WorkerBuffer::padded_image,
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
@@ -201,10 +235,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
   // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
-  std::int64_t tile_calls = 0;
-  for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
-    tile_calls += ceil_div(std::min(band, wide.count - j0), shape.lanes) * row_tiles;
-  }
+  const std::int64_t tile_calls = tile_calls_per_image(wide, band, shape.lanes, row_tiles);
   parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
     // The next image's source (not its relu gate: requesting that too made the backward data
     // pass 2% slower; the storing tiles request each gate line shortly before they read it).
@@ -252,20 +283,13 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
             a.out = out + t * shape.rows * band + jv;
             a.out_stride = band;
           }
-          (t + 1 < row_tiles ? full : last)[v - 1](a);
+          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
           ahead.step();
         }
       }
       if (!stores) store_band(wide, j0, positions, out, band, g.k, bias, act, gate_n, y_n, pixels);
     }
-    if (pooled == nullptr) return;
-    const std::int64_t pooled_pixels = std::int64_t(pooled->g.p) * pooled->g.q;
-    for (std::int64_t k = 0; k < g.k; ++k) {
-      const std::int64_t plane = n * g.k + k;
-      maxpool_plane_2x2(pooled->g, y_n + k * pixels, plane * pixels,
-                        pooled->y + plane * pooled_pixels, pooled->argmax + plane * pooled_pixels,
-                        isa);
-    }
+    if (pooled != nullptr) pool_image(*pooled, n, g.k, pixels, y_n, isa);
   });
 }
 
