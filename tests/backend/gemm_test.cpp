@@ -140,7 +140,7 @@ TEST_CASE("the process's instruction set follows REPRO_AUDIT_ISA or REPRO_AUDIT_
   }
 }
 
-TEST_CASE("REPRO_AUDIT_GEMM is an alias of REPRO_AUDIT_ISA; the two may not disagree",
+TEST_CASE("REPRO_AUDIT_GEMM is an alias of REPRO_AUDIT_ISA, and the two may not disagree",
           "[backend][gemm]") {
   REQUIRE(choose_isa(nullptr, "portable") == Isa::portable);
   REQUIRE(choose_isa("portable", nullptr) == Isa::portable);
