@@ -1,6 +1,6 @@
 #include "audit/environment.h"
 
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/simd/isa.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -129,7 +129,7 @@ nlohmann::json environment_fingerprint(int threads, const std::string& backend) 
           {"backend", backend},
           // Which GEMM micro-kernel the CPU backend runs (FMA kernels give other bits than the
           // portable one): the likely explanation when CPU traces of two machines differ.
-          {"cpu_gemm_kernel", backend::cpu::gemm_kernel_name()},
+          {"cpu_gemm_kernel", backend::cpu::active_isa_name()},
           {"compiler", compiler()},
           {"build_type", kBuildType},
           {"cxx_flags", trim(kCxxFlags)},

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/integer_math.h"
 
 namespace ra {
 
@@ -72,7 +73,7 @@ Digest128 digest_from_chunks(DType dtype, const Shape& shape,
 }
 
 std::size_t digest_chunk_count(std::size_t bytes) {
-  return (bytes + kDigestChunkBytes - 1) / kDigestChunkBytes;
+  return ceil_div(bytes, kDigestChunkBytes);
 }
 
 xxh3::Hash128 digest_chunk(const void* data, std::size_t bytes, std::size_t index) {

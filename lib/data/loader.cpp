@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/integer_math.h"
 #include "core/thread_start.h"
 
 namespace ra::data {
@@ -107,7 +108,7 @@ struct BatchLoader::State {
         batch_size(b),
         shuffle(s),
         order_key(key),
-        batches(dl ? d.size() / b : (d.size() + b - 1) / b) {}
+        batches(dl ? d.size() / b : ceil_div(d.size(), b)) {}
 
   // Joins the workers here rather than in ~BatchLoader so that a constructor that fails after
   // starting some threads still joins them.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <limits>
+#include "core/integer_math.h"
 
 namespace ra::spec {
 namespace {
@@ -46,8 +47,7 @@ std::uint64_t set_bytes(const Shape& shape, std::int64_t samples) {
 
 std::int64_t planned_steps(const ExperimentSpec& spec, std::int64_t train_samples) {
   const std::int64_t b = spec.data.batch_size > 0 ? spec.data.batch_size : 1;
-  const std::int64_t batches =
-      spec.data.drop_last ? train_samples / b : (train_samples + b - 1) / b;
+  const std::int64_t batches = spec.data.drop_last ? train_samples / b : ceil_div(train_samples, b);
   std::int64_t total = 0;
   if (__builtin_mul_overflow(batches, std::int64_t{spec.train.epochs}, &total)) {
     total = std::numeric_limits<std::int64_t>::max();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/integer_math.h"
 #include "core/printable.h"
 #include "spec/limits.h"
 #include "spec/resolve_steps.h"
@@ -69,7 +70,7 @@ struct Window {
 //      in 28, k 3, stride 2: out = 14, total = 13*2 + 3 - 28 = 1 -> pads 0 and 1.
 std::optional<Window> slide(std::int64_t in, int k, int stride, Padding padding) {
   if (padding == Padding::same) {
-    const std::int64_t out = (in + stride - 1) / stride;
+    const std::int64_t out = ceil_div(in, stride);
     const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + k - in, 0);
     return Window{out, static_cast<int>(total / 2), static_cast<int>(total - total / 2)};
   }

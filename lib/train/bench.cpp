@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
+#include "core/integer_math.h"
 #include "core/statistics.h"
 
 namespace ra::train {
@@ -90,7 +91,7 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
   if (per_epoch < 1) throw InputError("bench: data.train holds no full batch");
   // Enough epochs for warmup + steps; max_steps stops the run exactly there.
   const std::int64_t wanted = plan.warmup + plan.steps;
-  const std::int64_t epochs = (wanted + per_epoch - 1) / per_epoch;
+  const std::int64_t epochs = ceil_div(wanted, per_epoch);
   if (plan.steps > kMaxEpochs * per_epoch || epochs > kMaxEpochs) {
     throw InputError("bench: " + std::to_string(plan.warmup) + " warmup + " +
                      std::to_string(plan.steps) + " measured steps need " +

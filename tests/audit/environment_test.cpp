@@ -1,7 +1,7 @@
 // Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
 // parser on fixed text, and the differences between two fingerprints.
 #include "audit/environment.h"
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/simd/isa.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
@@ -102,5 +102,5 @@ TEST_CASE("fingerprint_differences lists the keys that differ", "[environment]")
 
 TEST_CASE("the fingerprint names the GEMM kernel the CPU backend runs", "[environment]") {
   const auto env = ra::audit::environment_fingerprint(1, "cpu");
-  CHECK(env["cpu_gemm_kernel"] == std::string(ra::backend::cpu::gemm_kernel_name()));
+  CHECK(env["cpu_gemm_kernel"] == std::string(ra::backend::cpu::active_isa_name()));
 }

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/geometry.h"
 #include "rng/philox.h"
 
@@ -44,13 +44,13 @@ inline std::vector<float> random_values(std::size_t count, std::uint32_t seed, f
 }
 
 // The GEMM variants this CPU runs, portable first: the tests of every variant loop over them.
-inline std::vector<ra::backend::cpu::GemmKernel> supported_kernels() {
-  using ra::backend::cpu::GemmKernel;
-  std::vector<GemmKernel> kernels;
-  for (GemmKernel kernel : {GemmKernel::portable, GemmKernel::avx2_fma, GemmKernel::avx512_fma}) {
-    if (ra::backend::cpu::gemm_kernel_supported(kernel)) kernels.push_back(kernel);
+inline std::vector<ra::backend::cpu::Isa> supported_isas() {
+  using ra::backend::cpu::Isa;
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::portable, Isa::avx2_fma, Isa::avx512_fma}) {
+    if (ra::backend::cpu::isa_supported(isa)) isas.push_back(isa);
   }
-  return kernels;
+  return isas;
 }
 
 inline std::vector<float> abs_of(std::vector<float> v) {
@@ -67,8 +67,8 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // Output size from input, kernel, stride and the two pads, as every framework computes it.
-inline int out_extent(int in, int kernel, int stride, int pad_before, int pad_after) {
-  return (in + pad_before + pad_after - kernel) / stride + 1;
+inline int out_extent(int in, int isa, int stride, int pad_before, int pad_after) {
+  return (in + pad_before + pad_after - isa) / stride + 1;
 }
 
 inline ra::backend::ConvGeometry conv(int n, int c, int h, int w, int k, int r, int s,

@@ -7,9 +7,9 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 #include "core/error.h"

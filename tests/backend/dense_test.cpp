@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/gemm.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/conv/direct_conv.h"
+#include "backend/cpu/conv/im2col.h"
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
 #include "core/thread_pool.h"
 
@@ -50,7 +50,7 @@ struct Twin {
 // y_n = W col_n (+ bias afterwards), as the GEMM path computed it.
 std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>& x,
                                 const std::vector<float>& w, const std::vector<float>& bias,
-                                GemmKernel kernel) {
+                                Isa isa) {
   Twin twin;
   const std::int64_t crs = col_rows(g), pq = col_cols(g);
   std::vector<float> col(static_cast<std::size_t>(crs * pq)), y(g.y_size());
@@ -58,7 +58,7 @@ std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>&
     im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
     float* y_n = y.data() + n * g.k * pq;
     gemm(g.k, pq, crs, row_major(w.data(), crs), row_major(col.data(), pq), y_n, pq,
-         GemmOutput::overwrite, twin.buffers, kernel);
+         GemmOutput::overwrite, twin.buffers, isa);
     for (std::int64_t k = 0; k < g.k; ++k) {
       for (std::int64_t j = 0; j < pq; ++j) y_n[k * pq + j] += bias[k];
     }
@@ -69,7 +69,7 @@ std::vector<float> gemm_forward(const ConvGeometry& g, const std::vector<float>&
 // dw = sum over the chunks of plan_chunks (in chunk order) of the chunk's images' GEMMs, each
 // accumulated into the chunk's partial -- the deterministic reduction of the GEMM path.
 std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& x,
-                               const std::vector<float>& dy, GemmKernel kernel) {
+                               const std::vector<float>& dy, Isa isa) {
   Twin twin;
   const std::int64_t crs = col_rows(g), pq = col_cols(g), size = g.k * crs;
   const ChunkPlan plan = plan_chunks(g.n, size);
@@ -79,7 +79,7 @@ std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& 
     for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
       im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
       gemm(g.k, crs, pq, row_major(dy.data() + n * g.k * pq, pq), transpose_of(col.data(), pq),
-           partial.data(), crs, GemmOutput::accumulate, twin.buffers, kernel);
+           partial.data(), crs, GemmOutput::accumulate, twin.buffers, isa);
     }
     if (chunk == 0) {
       dw = partial;
@@ -93,7 +93,7 @@ std::vector<float> gemm_filter(const ConvGeometry& g, const std::vector<float>& 
 // The stride-1 backward data as a forward convolution: dy zero-padded by R-1 - pad, C filters
 // of K channels, filter (c, k) = w[k][c] rotated by 180 degrees; dx_n = W' im2col(dy_n).
 std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy,
-                             const std::vector<float>& w, GemmKernel kernel) {
+                             const std::vector<float>& w, Isa isa) {
   ConvGeometry t = g;
   t.c = g.k;
   t.h = g.p;
@@ -122,7 +122,7 @@ std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy
   for (std::int64_t n = 0; n < g.n; ++n) {
     im2col(t, dy.data() + n * t.c * t.h * t.w, col.data());
     gemm(t.k, pq, crs, row_major(flipped.data(), crs), row_major(col.data(), pq),
-         dx.data() + n * t.k * pq, pq, GemmOutput::overwrite, twin.buffers, kernel);
+         dx.data() + n * t.k * pq, pq, GemmOutput::overwrite, twin.buffers, isa);
   }
   return dx;
 }
@@ -131,34 +131,33 @@ std::vector<float> gemm_data(const ConvGeometry& g, const std::vector<float>& dy
 
 TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant and case",
           "[direct_conv]") {
-  for (const GemmKernel kernel : test::supported_kernels()) {
+  for (const Isa isa : test::supported_isas()) {
     for (const test::ConvCase& c : cases()) {
       const ConvGeometry& g = c.g;
-      INFO(c.name << ", GEMM variant " << gemm_kernel_name(kernel));
+      INFO(c.name << ", GEMM variant " << isa_name(isa));
       const auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 11);
       const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 12);
       const auto bias = test::random_values(static_cast<std::size_t>(g.k), 13);
       const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 14);
-      const auto y_twin = gemm_forward(g, x, w, bias, kernel);
-      const auto dw_twin = gemm_filter(g, x, dy, kernel);
+      const auto y_twin = gemm_forward(g, x, w, bias, isa);
+      const auto dw_twin = gemm_filter(g, x, dy, isa);
       const auto dx_twin =
-          g.stride_h == 1 && g.stride_w == 1 ? gemm_data(g, dy, w, kernel) : std::vector<float>();
+          g.stride_h == 1 && g.stride_w == 1 ? gemm_data(g, dy, w, isa) : std::vector<float>();
       for (const int threads : {1, 3}) {
         INFO(threads << " thread(s)");
         ra::ThreadPool pool(threads);
         ScratchArena scratch(threads);
         std::vector<float> y(g.y_size(), -7.0f), dw(g.w_size(), -7.0f), dx(g.x_size(), -7.0f);
         direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(),
-                            ra::spec::Activation::none, y.data(), kernel);
+                            ra::spec::Activation::none, y.data(), isa);
         REQUIRE(test::same_bits(y, y_twin));
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(), nullptr,
-                                    ra::spec::KernelMode::deterministic, kernel);
+                                    ra::spec::KernelMode::deterministic, isa);
         REQUIRE(test::same_bits(dw, dw_twin));
         // Every stride-1 geometry takes the direct backward data, whatever its padding.
         REQUIRE(direct_backward_data_applies(g) == (g.stride_h == 1 && g.stride_w == 1));
         if (direct_backward_data_applies(g)) {
-          direct_conv_backward_data(pool, scratch, g, dy.data(), w.data(), nullptr, dx.data(),
-                                    kernel);
+          direct_conv_backward_data(pool, scratch, g, dy.data(), w.data(), nullptr, dx.data(), isa);
           REQUIRE(test::same_bits(dx, dx_twin));
         }
       }
@@ -175,21 +174,21 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
   std::vector<float> w = test::random_values(static_cast<std::size_t>(g.w_size()), 21);
   for (std::size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;
   const std::vector<float> zeros(static_cast<std::size_t>(g.k), 0.0f);
-  for (const GemmKernel kernel : test::supported_kernels()) {
-    INFO(gemm_kernel_name(kernel));
+  for (const Isa isa : test::supported_isas()) {
+    INFO(isa_name(isa));
     Twin twin;
     const std::int64_t crs = col_rows(g), pq = col_cols(g);
     std::vector<float> col(static_cast<std::size_t>(crs * pq)), expected(g.y_size());
     for (std::int64_t n = 0; n < g.n; ++n) {
       im2col(g, x.data() + n * g.c * g.h * g.w, col.data());
       gemm(g.k, pq, crs, row_major(w.data(), crs), row_major(col.data(), pq),
-           expected.data() + n * g.k * pq, pq, GemmOutput::overwrite, twin.buffers, kernel);
+           expected.data() + n * g.k * pq, pq, GemmOutput::overwrite, twin.buffers, isa);
     }
     ra::ThreadPool pool(2);
     ScratchArena scratch(2);
     std::vector<float> y(g.y_size(), 1.0f);
     direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::spec::Activation::none,
-                        y.data(), kernel);
+                        y.data(), isa);
     REQUIRE(test::same_bits(y, expected));
   }
 }
@@ -202,16 +201,16 @@ TEST_CASE("nondeterministic direct filter gradient stays within rounding of the 
   ra::ThreadPool pool(3);
   ScratchArena scratch(3);
   std::vector<float> det(g.w_size()), nondet(g.w_size());
-  const GemmKernel kernel = gemm_kernel();
+  const Isa isa = active_isa();
   direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), det.data(), nullptr,
-                              ra::spec::KernelMode::deterministic, kernel);
+                              ra::spec::KernelMode::deterministic, isa);
   direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), nondet.data(), nullptr,
-                              ra::spec::KernelMode::nondeterministic, kernel);
+                              ra::spec::KernelMode::nondeterministic, isa);
   // Both are sums of the same products in different orders: within terms * u * sum |products|.
   std::vector<float> scale(g.w_size());
   const auto ax = test::abs_of(x), ady = test::abs_of(dy);
   direct_conv_backward_filter(pool, scratch, g, ax.data(), ady.data(), scale.data(), nullptr,
-                              ra::spec::KernelMode::deterministic, kernel);
+                              ra::spec::KernelMode::deterministic, isa);
   const std::int64_t terms = std::int64_t(g.n) * g.p * g.q;
   REQUIRE_CLOSE(nondet, det, 2 * test::sum_rtol(terms), 0.0, &scale);
 }

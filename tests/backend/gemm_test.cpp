@@ -10,15 +10,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "backend/cpu/gemm.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/conv/im2col.h"
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
+#include "core/error.h"
 
 using namespace ra::backend::cpu;
 
@@ -28,8 +30,8 @@ namespace {
 // promises. Portable: product rounded, then the add (-ffp-contract=off holds in this file too);
 // the FMA variants: c = fma(a, b, c), one rounding per step.
 void naive_gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixView a, MatrixView b,
-                float* c, std::int64_t ldc, GemmOutput output, GemmKernel kernel) {
-  const bool fused = kernel != GemmKernel::portable;
+                float* c, std::int64_t ldc, GemmOutput output, Isa isa) {
+  const bool fused = isa != Isa::portable;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       float sum = output == GemmOutput::accumulate ? c[i * ldc + j] : 0.0f;
@@ -56,7 +58,7 @@ TEST_CASE("every gemm variant equals its naive loop bit for bit", "[backend][gem
                           {127, 95, 33}, {17, 1010, 9},  {64, 100, 145}, {16, 96, 64}};
   ScratchArena scratch(1);
   const GemmBuffers buffers = gemm_buffers(scratch, 0);
-  for (const GemmKernel kernel : test::supported_kernels()) {
+  for (const Isa isa : test::supported_isas()) {
     for (const Shape& s : shapes) {
       const auto a_data = test::random_values(std::size_t(s.m * s.k) + 1, 1);
       const auto b_data = test::random_values(std::size_t(s.k * s.n) + 1, 2);
@@ -64,17 +66,17 @@ TEST_CASE("every gemm variant equals its naive loop bit for bit", "[backend][gem
       for (const bool a_transposed : {false, true}) {
         for (const bool b_transposed : {false, true}) {
           for (const GemmOutput output : {GemmOutput::overwrite, GemmOutput::accumulate}) {
-            INFO(gemm_kernel_name(kernel) << " m " << s.m << " n " << s.n << " k " << s.k << " A^T "
-                                          << a_transposed << " B^T " << b_transposed
-                                          << " accumulate " << (output == GemmOutput::accumulate));
+            INFO(isa_name(isa) << " m " << s.m << " n " << s.n << " k " << s.k << " A^T "
+                               << a_transposed << " B^T " << b_transposed << " accumulate "
+                               << (output == GemmOutput::accumulate));
             const MatrixView a =
                 a_transposed ? transpose_of(a_data.data(), s.m) : row_major(a_data.data(), s.k);
             const MatrixView b =
                 b_transposed ? transpose_of(b_data.data(), s.k) : row_major(b_data.data(), s.n);
             // ldc = n + 3: C is a submatrix of a wider array; the 3 extra columns must stay intact.
             std::vector<float> c = c0, expected = c0;
-            gemm(s.m, s.n, s.k, a, b, c.data(), s.n + 3, output, buffers, kernel);
-            naive_gemm(s.m, s.n, s.k, a, b, expected.data(), s.n + 3, output, kernel);
+            gemm(s.m, s.n, s.k, a, b, c.data(), s.n + 3, output, buffers, isa);
+            naive_gemm(s.m, s.n, s.k, a, b, expected.data(), s.n + 3, output, isa);
             REQUIRE(test::same_bits(c, expected));
           }
         }
@@ -92,19 +94,18 @@ TEST_CASE("gemm variants round as documented: a hand-computed case", "[backend][
   const float one_plus = 1.0f + std::ldexp(1.0f, -12);
   const std::vector<float> a(m, one_plus), b(n, one_plus);
   ScratchArena scratch(1);
-  for (const GemmKernel kernel : test::supported_kernels()) {
-    INFO(gemm_kernel_name(kernel));
+  for (const Isa isa : test::supported_isas()) {
+    INFO(isa_name(isa));
     std::vector<float> c(std::size_t(m * n), -(1.0f + std::ldexp(1.0f, -11)));
     gemm(m, n, 1, row_major(a.data(), 1), row_major(b.data(), n), c.data(), n,
-         GemmOutput::accumulate, gemm_buffers(scratch, 0), kernel);
-    const float expected = kernel == GemmKernel::portable ? 0.0f : std::ldexp(1.0f, -24);
+         GemmOutput::accumulate, gemm_buffers(scratch, 0), isa);
+    const float expected = isa == Isa::portable ? 0.0f : std::ldexp(1.0f, -24);
     for (float value : c) REQUIRE(value == expected);
   }
 }
 
 TEST_CASE("the avx2 and avx512 variants give the same bits", "[backend][gemm]") {
-  if (!gemm_kernel_supported(GemmKernel::avx2_fma) ||
-      !gemm_kernel_supported(GemmKernel::avx512_fma)) {
+  if (!isa_supported(Isa::avx2_fma) || !isa_supported(Isa::avx512_fma)) {
     WARN("skipped: this CPU lacks one of the FMA variants");
     return;
   }
@@ -116,22 +117,59 @@ TEST_CASE("the avx2 and avx512 variants give the same bits", "[backend][gemm]") 
   ScratchArena scratch(1);
   std::vector<float> c2 = c0, c512 = c0;
   gemm(m, n, k, row_major(a.data(), k), transpose_of(col.data(), k), c2.data(), n,
-       GemmOutput::accumulate, gemm_buffers(scratch, 0), GemmKernel::avx2_fma);
+       GemmOutput::accumulate, gemm_buffers(scratch, 0), Isa::avx2_fma);
   gemm(m, n, k, row_major(a.data(), k), transpose_of(col.data(), k), c512.data(), n,
-       GemmOutput::accumulate, gemm_buffers(scratch, 0), GemmKernel::avx512_fma);
+       GemmOutput::accumulate, gemm_buffers(scratch, 0), Isa::avx512_fma);
   REQUIRE(test::same_bits(c2, c512));
 }
 
-TEST_CASE("the process's gemm variant follows REPRO_AUDIT_GEMM", "[backend][gemm]") {
-  const char* forced = std::getenv("REPRO_AUDIT_GEMM");
-  const std::string_view name = gemm_kernel_name();
+TEST_CASE("the process's instruction set follows REPRO_AUDIT_ISA or REPRO_AUDIT_GEMM",
+          "[backend][gemm]") {
+  const char* isa_variable = std::getenv("REPRO_AUDIT_ISA");
+  const char* gemm_variable = std::getenv("REPRO_AUDIT_GEMM");
+  const char* forced =
+      isa_variable != nullptr && *isa_variable != '\0' ? isa_variable : gemm_variable;
+  const std::string_view name = active_isa_name();
   if (forced == nullptr || *forced == '\0') {  // the best this CPU runs
-    const GemmKernel best = gemm_kernel_supported(GemmKernel::avx512_fma) ? GemmKernel::avx512_fma
-                            : gemm_kernel_supported(GemmKernel::avx2_fma) ? GemmKernel::avx2_fma
-                                                                          : GemmKernel::portable;
-    REQUIRE(gemm_kernel() == best);
+    const Isa best = isa_supported(Isa::avx512_fma) ? Isa::avx512_fma
+                     : isa_supported(Isa::avx2_fma) ? Isa::avx2_fma
+                                                    : Isa::portable;
+    REQUIRE(active_isa() == best);
   } else {  // "avx2" -> "avx2-fma", "avx512" -> "avx512-fma", "portable" -> "portable"
     REQUIRE(name.substr(0, std::string_view(forced).size()) == forced);
+  }
+}
+
+TEST_CASE("REPRO_AUDIT_GEMM is an alias of REPRO_AUDIT_ISA, and the two may not disagree",
+          "[backend][gemm]") {
+  REQUIRE(choose_isa(nullptr, "portable") == Isa::portable);
+  REQUIRE(choose_isa("portable", nullptr) == Isa::portable);
+  REQUIRE(choose_isa("portable", "portable") == Isa::portable);
+  REQUIRE(choose_isa("portable", "") == Isa::portable);
+  REQUIRE(choose_isa("", "portable") == Isa::portable);
+  const Isa best = choose_isa(nullptr, nullptr);
+  REQUIRE(isa_supported(best));
+  REQUIRE(choose_isa("", "") == best);
+  // Both set, different: an input error naming both variables and both values.
+  try {
+    choose_isa("portable", "avx2");
+    FAIL("no error for REPRO_AUDIT_ISA=portable with REPRO_AUDIT_GEMM=avx2");
+  } catch (const ra::InputError& e) {
+    const std::string message = e.what();
+    REQUIRE(message.find("REPRO_AUDIT_ISA=portable") != std::string::npos);
+    REQUIRE(message.find("REPRO_AUDIT_GEMM=avx2") != std::string::npos);
+  }
+  // An unknown value names the variable it came from.
+  for (const bool through_alias : {false, true}) {
+    try {
+      through_alias ? choose_isa(nullptr, "sse9") : choose_isa("sse9", nullptr);
+      FAIL("no error for an unknown instruction set");
+    } catch (const ra::InputError& e) {
+      const std::string message = e.what();
+      REQUIRE(message.find(through_alias ? "REPRO_AUDIT_GEMM=sse9" : "REPRO_AUDIT_ISA=sse9") !=
+              std::string::npos);
+      REQUIRE(message.find("expected portable, avx2 or avx512") != std::string::npos);
+    }
   }
 }
 
@@ -143,23 +181,23 @@ TEST_CASE("parallel gemm is bitwise independent of the thread count", "[backend]
   std::vector<float> scale(std::size_t(m * n));
   const auto aa = test::abs_of(a), ab = test::abs_of(b);
   naive_gemm(m, n, k, row_major(aa.data(), k), row_major(ab.data(), n), scale.data(), n,
-             GemmOutput::overwrite, GemmKernel::portable);
-  for (const GemmKernel kernel : test::supported_kernels()) {
+             GemmOutput::overwrite, Isa::portable);
+  for (const Isa isa : test::supported_isas()) {
     std::vector<float> expected(std::size_t(m * n));
     naive_gemm(m, n, k, row_major(a.data(), k), row_major(b.data(), n), expected.data(), n,
-               GemmOutput::overwrite, kernel);
+               GemmOutput::overwrite, isa);
     for (int threads : {1, 2, 3, 7}) {
-      INFO(gemm_kernel_name(kernel) << ", " << threads << " threads");
+      INFO(isa_name(isa) << ", " << threads << " threads");
       ra::ThreadPool pool(threads);
       ScratchArena scratch(threads);
       std::vector<float> c(expected.size(), -1.0f);
       parallel_gemm(pool, scratch, m, n, k, row_major(a.data(), k), row_major(b.data(), n),
-                    c.data(), n, GemmOutput::overwrite, kernel);
+                    c.data(), n, GemmOutput::overwrite, isa);
       REQUIRE(test::same_bits(c, expected));
       // Split-k with atomic adds: another summation tree, the same value within rounding.
       std::vector<float> split(expected.size(), -1.0f);
       parallel_gemm_split_k_atomic(pool, scratch, m, n, k, row_major(a.data(), k),
-                                   row_major(b.data(), n), split.data(), n, kernel);
+                                   row_major(b.data(), n), split.data(), n, isa);
       REQUIRE_CLOSE(split, expected, test::sum_rtol(k), 0.0, &scale);
     }
   }
@@ -248,19 +286,18 @@ TEST_CASE("benchmark: gemm variants on the Keras MNIST shapes", "[.bench]") {
         t.b_transposed ? transpose_of(b_data.data(), t.k) : row_major(b_data.data(), t.n);
     const double flops = 2.0 * double(t.m) * double(t.n) * double(t.k);
     const int reps = std::max(3, int(2e9 / flops));  // ~2 GFLOP per variant and shape
-    for (const GemmKernel kernel : test::supported_kernels()) {
-      gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), kernel);
+    for (const Isa isa : test::supported_isas()) {
+      gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), isa);
       double best = 1e30;  // the best of 3 rounds: the least disturbed by other processes
       for (int round = 0; round < 3; ++round) {
         const auto start = std::chrono::steady_clock::now();
         for (int r = 0; r < reps; ++r)
-          gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), kernel);
+          gemm(t.m, t.n, t.k, a, b, c.data(), t.n, t.output, gemm_buffers(scratch, 0), isa);
         best = std::min(
             best,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps);
       }
-      std::cout << t.name << "  " << gemm_kernel_name(kernel) << ": " << flops / best * 1e-9
-                << " GFLOP/s\n";
+      std::cout << t.name << "  " << isa_name(isa) << ": " << flops / best * 1e-9 << " GFLOP/s\n";
     }
   }
 }

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 #include "core/error.h"

@@ -7,10 +7,10 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/cpu/conv/direct_conv_support.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv_support.h"
-#include "backend/cpu/maxpool_2x2.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/pool/maxpool_2x2.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 #include "core/error.h"
@@ -163,8 +163,9 @@ TEST_CASE("maxpool2d 2x2/2 fast path keeps the reference's ties, signed zeros an
   }
 }
 
-TEST_CASE("maxpool_plane_2x2 gives the reference's values and argmax with every kernel's code",
-          "[backend][pool]") {
+TEST_CASE(
+    "maxpool_plane_2x2 gives the reference's values and argmax with every instruction set's code",
+    "[backend][pool]") {
   // Rows of 35 outputs: two whole 16-output steps of the AVX-512 loop and a masked one of 3; 19
   // input rows (the last one dropped). Values in {0, 1, 2, 3}, -0 and NaN: ties everywhere.
   const auto g = test::pool(1, 2, 19, 71, 2, 2, 2, 2);
@@ -179,14 +180,14 @@ TEST_CASE("maxpool_plane_2x2 gives the reference's values and argmax with every 
   std::vector<std::int32_t> argmax_ref(g.y_size());
   ref::maxpool2d_forward(g, x.data(), y_ref.data(), argmax_ref.data());
   const std::int64_t plane_in = std::int64_t(g.h) * g.w, plane_out = std::int64_t(g.p) * g.q;
-  for (const auto kernel : test::supported_kernels()) {
-    INFO(ra::backend::cpu::gemm_kernel_name(kernel));
+  for (const auto isa : test::supported_isas()) {
+    INFO(ra::backend::cpu::isa_name(isa));
     std::vector<float> y(g.y_size(), 9.0f);
     std::vector<std::int32_t> argmax(g.y_size(), -7);
     for (std::int64_t plane = 0; plane < std::int64_t(g.n) * g.c; ++plane) {
       ra::backend::cpu::maxpool_plane_2x2(g, x.data() + plane * plane_in, plane * plane_in,
                                           y.data() + plane * plane_out,
-                                          argmax.data() + plane * plane_out, kernel);
+                                          argmax.data() + plane * plane_out, isa);
     }
     REQUIRE(test::same_bits(y, y_ref));
     REQUIRE(argmax == argmax_ref);

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backend/cpu/prefetch_ahead.h"
+#include "backend/cpu/runtime/prefetch_ahead.h"
 
 using ra::backend::cpu::PrefetchAhead;
 

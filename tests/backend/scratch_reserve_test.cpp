@@ -15,10 +15,10 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend_test_util.h"
 #include "core/thread_pool.h"
 
@@ -51,7 +51,7 @@ TEST_CASE("ScratchArena counts the worker buffers grown inside a task", "[backen
   REQUIRE(scratch.worker(1, WorkerBuffer::partial, 60) != nullptr);  // smaller: reused
   REQUIRE(scratch.late_growths() == 0);
   // Unreserved, and larger than reserved: grown anyway (never wrong, only late), and counted.
-  REQUIRE(scratch.worker(2, WorkerBuffer::columns, 10) != nullptr);
+  REQUIRE(scratch.worker(2, WorkerBuffer::column_matrix, 10) != nullptr);
   REQUIRE(scratch.worker(0, WorkerBuffer::partial, 101) != nullptr);
   REQUIRE(scratch.late_growths() == 2);
   REQUIRE(scratch.worker(0, WorkerBuffer::partial, 101) != nullptr);  // now big enough
@@ -149,7 +149,7 @@ TEST_CASE("dense ops reserve every worker's scratch before their parallel loops"
   }
 }
 
-TEST_CASE("parallel GEMMs reserve every worker's scratch for each kernel variant", "[backend]") {
+TEST_CASE("parallel GEMMs reserve every worker's scratch for each instruction set", "[backend]") {
   // The tile grids (and so the split-k partial tiles) follow the variant's register tiles: every
   // variant this CPU runs, not only the one the process picked.
   using namespace ra::backend::cpu;
@@ -157,19 +157,19 @@ TEST_CASE("parallel GEMMs reserve every worker's scratch for each kernel variant
   const auto a = test::random_values(std::size_t(m * k), 9);
   const auto bm = test::random_values(std::size_t(k * n), 10);
   std::vector<float> c(std::size_t(m * n));
-  for (const GemmKernel kernel : test::supported_kernels()) {
-    INFO(gemm_kernel_name(kernel));
+  for (const Isa isa : test::supported_isas()) {
+    INFO(isa_name(isa));
     ra::ThreadPool pool(kThreads);
     {
       ScratchArena scratch(kThreads);
       parallel_gemm(pool, scratch, m, n, k, row_major(a.data(), k), row_major(bm.data(), n),
-                    c.data(), n, GemmOutput::overwrite, kernel);
+                    c.data(), n, GemmOutput::overwrite, isa);
       CHECK(scratch.late_growths() == 0);
     }
     {
       ScratchArena scratch(kThreads);
       parallel_gemm_split_k_atomic(pool, scratch, m, n, k, row_major(a.data(), k),
-                                   row_major(bm.data(), n), c.data(), n, kernel);
+                                   row_major(bm.data(), n), c.data(), n, isa);
       CHECK(scratch.late_growths() == 0);
     }
   }

@@ -7,15 +7,15 @@
 #include <limits>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reduction.h"
-#include "backend/cpu/unpool_transposed.h"
+#include "backend/cpu/pool/unpool_transposed.h"
+#include "backend/cpu/reduce/reduction.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 
 using ra::backend::MaxPoolGradient;
 using ra::backend::PoolGeometry;
-using ra::backend::cpu::GemmKernel;
-using ra::backend::cpu::gemm_kernel_name;
+using ra::backend::cpu::Isa;
+using ra::backend::cpu::isa_name;
 
 namespace {
 
@@ -81,11 +81,10 @@ TEST_CASE("unpool_image_transposed is maxpool2d_backward's image, transposed, bi
     const PooledData data(g);
     const std::int64_t stride = g.c + 3;  // lanes past the channels must be left alone
     const std::int64_t pixels = std::int64_t(g.h) * g.w;
-    for (const GemmKernel kernel : test::supported_kernels()) {
+    for (const Isa isa : test::supported_isas()) {
       for (const bool gated : {false, true}) {
         for (std::int64_t n = 0; n < g.n; ++n) {
-          INFO(pc.name << ", " << gemm_kernel_name(kernel) << (gated ? ", gated" : "")
-                       << ", image " << n);
+          INFO(pc.name << ", " << isa_name(isa) << (gated ? ", gated" : "") << ", image " << n);
           // The buffer holds whatever came before: every float in lanes [0, C) must be written.
           std::vector<float> actual(static_cast<std::size_t>(pixels * stride), 7.0f);
           for (std::int64_t pixel = 0; pixel < pixels; ++pixel) {
@@ -94,7 +93,7 @@ TEST_CASE("unpool_image_transposed is maxpool2d_backward's image, transposed, bi
             }
           }
           ra::backend::cpu::unpool_image_transposed(g, data.gradient(gated), n, actual.data(),
-                                                    stride, kernel);
+                                                    stride, isa);
           const std::vector<float> expected = expected_transposed(g, data, gated, n, stride);
           REQUIRE(test::same_bits(actual, expected));
         }
@@ -112,10 +111,10 @@ TEST_CASE("unpool_image_transposed throws for an argmax outside its window", "[b
     PooledData data(g);
     data.argmax[static_cast<std::size_t>(bad)] += 2;  // the next window's element
     std::vector<float> dy_t(static_cast<std::size_t>(std::int64_t(g.h) * g.w * g.c));
-    for (const GemmKernel kernel : test::supported_kernels()) {
-      INFO(gemm_kernel_name(kernel) << ", pooled output " << bad);
+    for (const Isa isa : test::supported_isas()) {
+      INFO(isa_name(isa) << ", pooled output " << bad);
       REQUIRE_THROWS_AS(ra::backend::cpu::unpool_image_transposed(g, data.gradient(true), 0,
-                                                                  dy_t.data(), g.c, kernel),
+                                                                  dy_t.data(), g.c, isa),
                         ra::RuntimeFailure);
     }
   }
@@ -135,11 +134,11 @@ TEST_CASE("add_column_plane_sums has plane_sum's bits per column", "[backend][re
         for (std::int64_t j = 0; j < count; ++j) column[j] = rows[j * stride + c];
         expected[c] += ra::backend::cpu::plane_sum(column.data(), count);
       }
-      for (const GemmKernel kernel : test::supported_kernels()) {
-        INFO(gemm_kernel_name(kernel) << ", " << count << " rows, " << channels << " channels");
+      for (const Isa isa : test::supported_isas()) {
+        INFO(isa_name(isa) << ", " << count << " rows, " << channels << " channels");
         std::vector<float> sums = start;
         ra::backend::cpu::add_column_plane_sums(rows.data(), count, stride, channels, sums.data(),
-                                                kernel);
+                                                isa);
         REQUIRE(test::same_bits(sums, expected));
       }
     }

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend_test_util.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/cuda/algorithm_policy.h"
 #include "backend/cuda/conv_plan.h"
 #include "backend/cuda/cuda_check.h"

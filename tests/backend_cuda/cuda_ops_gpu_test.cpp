@@ -1,6 +1,6 @@
 // CudaOps (backend/cuda/cuda_ops.h), every op, against the CPU reference ops
-// (backend/cpu/reference_ops.h, double accumulation) on the shapes the CPU backend tests use
-// (tests/backend/{conv,dense,pool}_test.cpp), each with its stated tolerance; deterministic ops
+// (backend/cpu/reference/reference_ops.h, double accumulation) on the shapes the CPU backend tests
+// use (tests/backend/{conv,dense,pool}_test.cpp), each with its stated tolerance; deterministic ops
 // must give the same bits on repeated calls; dropout masks, max-pool results and optimizer updates
 // must equal the CPU's bit for bit. All cases need a device: tagged [gpu], each skips with the
 // reason when query_device() finds none.
@@ -22,7 +22,7 @@
 
 #include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/device.h"
 #include "core/error.h"

@@ -1,6 +1,6 @@
 // The custom CUDA kernels (kernels/*.cuh) against the CPU reference ops
-// (backend/cpu/reference_ops.h, double accumulation) and, where the kernels promise the CPU
-// backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
+// (backend/cpu/reference/reference_ops.h, double accumulation) and, where the kernels promise the
+// CPU backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
 // case. Deterministic kernels must also give the same bits on 3 calls. Every case needs a device:
 // tagged [gpu], each skips with the reason when no usable GPU is present.
 #include <cuda_runtime_api.h>
@@ -16,7 +16,7 @@
 #include <vector>
 #include "backend_cuda/gpu_test_support.h"
 
-#include "backend/cpu/reference_ops.h"
+#include "backend/cpu/reference/reference_ops.h"
 #include "kernels/activation.cuh"
 #include "kernels/bias.cuh"
 #include "kernels/dropout.cuh"

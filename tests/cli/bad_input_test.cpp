@@ -242,16 +242,46 @@ class ScopedEnv {
 };
 }  // namespace
 
-TEST_CASE("REPRO_AUDIT_GEMM forces the CPU GEMM variant, which the fingerprint records", "[cli]") {
+TEST_CASE("REPRO_AUDIT_ISA forces the CPU instruction set, which the fingerprint records",
+          "[cli]") {
+  const ScopedEnv no_alias("REPRO_AUDIT_GEMM", "");  // empty: unset
   {
+    const ScopedEnv forced("REPRO_AUDIT_ISA", "portable");
+    const auto r = run_cli("env --json");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(nlohmann::json::parse(r.out).at("cpu_gemm_kernel") == "portable");
+  }
+  const ScopedEnv bogus("REPRO_AUDIT_ISA", "bogus");
+  const auto r = run_cli("env --json");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("REPRO_AUDIT_ISA=bogus") != std::string::npos);
+}
+
+TEST_CASE(
+    "REPRO_AUDIT_GEMM still forces the instruction set, and may not contradict "
+    "REPRO_AUDIT_ISA",
+    "[cli]") {
+  {
+    const ScopedEnv no_isa("REPRO_AUDIT_ISA", "");  // empty: unset
     const ScopedEnv forced("REPRO_AUDIT_GEMM", "portable");
     const auto r = run_cli("env --json");
     REQUIRE(r.exit_code == 0);
     REQUIRE(nlohmann::json::parse(r.out).at("cpu_gemm_kernel") == "portable");
   }
-  const ScopedEnv bogus("REPRO_AUDIT_GEMM", "bogus");
+  {
+    const ScopedEnv no_isa("REPRO_AUDIT_ISA", "");
+    const ScopedEnv bogus("REPRO_AUDIT_GEMM", "bogus");
+    const auto r = run_cli("env --json");
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.out.empty());
+    REQUIRE(r.err.find("REPRO_AUDIT_GEMM=bogus") != std::string::npos);
+  }
+  const ScopedEnv isa("REPRO_AUDIT_ISA", "portable");
+  const ScopedEnv gemm("REPRO_AUDIT_GEMM", "avx2");
   const auto r = run_cli("env --json");
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.out.empty());
-  REQUIRE(r.err.find("REPRO_AUDIT_GEMM") != std::string::npos);
+  REQUIRE(r.err.find("REPRO_AUDIT_ISA=portable") != std::string::npos);
+  REQUIRE(r.err.find("REPRO_AUDIT_GEMM=avx2") != std::string::npos);
 }

@@ -12,12 +12,13 @@
 #include <limits>
 
 #include "backend/cpu/activation.h"
+#include "backend/cpu/conv/direct_conv.h"
+#include "backend/cpu/conv/im2col.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/direct_conv.h"
-#include "backend/cpu/im2col.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
+#include "core/integer_math.h"
 
 namespace ra::backend {
 namespace {
@@ -67,7 +68,7 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
   const std::int64_t parts = std::min<std::int64_t>(kTapParts, taps);
   const std::int64_t col_floats = crs * pq;
   const std::int64_t round_images = std::min<std::int64_t>(g.n, 2 * pool.threads());
-  float* dcols = scratch.shared(cpu::SharedBuffer::chunk_partials,
+  float* dcols = scratch.shared(cpu::SharedBuffer::column_matrices,
                                 static_cast<std::size_t>(round_images * col_floats));
   const auto image_floats = static_cast<std::size_t>(chw);
   cpu::reserve_gemm_buffers(scratch);
@@ -95,7 +96,7 @@ void backward_data_tap_split(ThreadPool& pool, cpu::ScratchArena& scratch, const
 
 void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                             const float* bias, Activation act, float* y) {
-  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::gemm_kernel());
+  cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::active_isa());
 }
 
 void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
@@ -103,7 +104,7 @@ void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const
                                     float* conv_out, float* y, std::int32_t* argmax) {
   if (pools_in_conv(g, pool)) {
     cpu::direct_conv_forward_maxpool(pool_, scratch_, g, x, w, bias, act, pool, y, argmax,
-                                     cpu::gemm_kernel());
+                                     cpu::active_isa());
     return;
   }
   Ops::conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
@@ -111,8 +112,7 @@ void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const
 
 void CpuOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                     float* dw, KernelMode mode) {
-  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, nullptr, mode,
-                                   cpu::gemm_kernel());
+  cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, nullptr, mode, cpu::active_isa());
 }
 
 void CpuOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
@@ -126,7 +126,7 @@ void CpuOps::conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, 
   // db's planes are summed while dy is in cache for dw.
   if (filter_and_bias_in_one_pass(g, filter_mode, bias_mode)) {
     cpu::direct_conv_backward_filter(pool_, scratch_, g, x, dy, dw, db, filter_mode,
-                                     cpu::gemm_kernel());
+                                     cpu::active_isa());
     return;
   }
   conv2d_backward_filter(g, x, dy, dw, filter_mode);
@@ -152,10 +152,10 @@ void CpuOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& 
   }
   const cpu::PooledGradient unpooled{pool, pooled};
   cpu::direct_conv_backward_filter(pool_, scratch_, g, x, nullptr, dw, db, modes.filter,
-                                   cpu::gemm_kernel(), &unpooled);
+                                   cpu::active_isa(), &unpooled);
   if (dx != nullptr) {
-    cpu::direct_conv_backward_data(pool_, scratch_, g, nullptr, w, relu_gate, dx,
-                                   cpu::gemm_kernel(), &unpooled);
+    cpu::direct_conv_backward_data(pool_, scratch_, g, nullptr, w, relu_gate, dx, cpu::active_isa(),
+                                   &unpooled);
   }
 }
 
@@ -163,7 +163,7 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
                                   const float* relu_gate, float* dx, KernelMode mode) {
   if (backward_data_is_direct(g, mode)) {
     // The gate is applied as each band of dx is stored.
-    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::gemm_kernel());
+    cpu::direct_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::active_isa());
     return;
   }
   conv2d_backward_data_gemm(g, dy, w, dx, mode);
@@ -189,11 +189,11 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
     // Strided: one task per image: the GEMM sums over filters k ascending, col2im over taps in a
     // fixed order.
     cpu::reserve_gemm_buffers(scratch_);
-    if (!identity) scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
+    if (!identity) scratch_.reserve_workers(cpu::WorkerBuffer::column_matrix, col_floats);
     cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int worker) {
       float* dx_n = dx + n * chw;
       float* dcol =
-          identity ? dx_n : scratch_.worker(worker, cpu::WorkerBuffer::columns, col_floats);
+          identity ? dx_n : scratch_.worker(worker, cpu::WorkerBuffer::column_matrix, col_floats);
       cpu::gemm(crs, pq, g.k, transpose_of(w, crs), row_major(dy + n * g.k * pq, pq), dcol, pq,
                 GemmOutput::overwrite, cpu::gemm_buffers(scratch_, worker));
       if (!identity) cpu::col2im(g, dcol, dx_n);
@@ -211,18 +211,17 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   // own buffer and adds it with atomic adds. (Each group needs its own GEMM and col2im: 4x the
   // col2im work.)
   cpu::parallel_for(pool_, g.n, [&](std::int64_t n, int) { std::fill_n(dx + n * chw, chw, 0.0f); });
-  const std::int64_t group =
-      std::max<std::int64_t>(1, (g.k + cpu::kSplitKParts - 1) / cpu::kSplitKParts);
-  const std::int64_t groups = (g.k + group - 1) / group;
+  const std::int64_t group = std::max<std::int64_t>(1, ceil_div(g.k, cpu::kSplitKParts));
+  const std::int64_t groups = ceil_div(g.k, group);
   cpu::reserve_gemm_buffers(scratch_);
-  scratch_.reserve_workers(cpu::WorkerBuffer::columns, col_floats);
+  scratch_.reserve_workers(cpu::WorkerBuffer::column_matrix, col_floats);
   if (!identity) {
     scratch_.reserve_workers(cpu::WorkerBuffer::partial, image_floats);
   }
   cpu::parallel_for(pool_, g.n * groups, [&](std::int64_t task, int worker) {
     const std::int64_t n = task / groups, k0 = (task % groups) * group;
     const std::int64_t filters = std::min(group, g.k - k0);
-    float* dcol = scratch_.worker(worker, cpu::WorkerBuffer::columns, col_floats);
+    float* dcol = scratch_.worker(worker, cpu::WorkerBuffer::column_matrix, col_floats);
     cpu::gemm(crs, pq, filters, transpose_of(w, crs).shifted(0, k0),
               row_major(dy + n * g.k * pq, pq).shifted(k0, 0), dcol, pq, GemmOutput::overwrite,
               cpu::gemm_buffers(scratch_, worker));

@@ -11,9 +11,10 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/parallel_gemm.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/gemm/parallel_gemm.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
+#include "core/integer_math.h"
 
 namespace ra::backend {
 
@@ -28,7 +29,7 @@ void CpuOps::dense_forward(const DenseGeometry& g, const float* x, const float* 
   if (bias == nullptr && act == Activation::none) return;
   const std::int64_t rows_per_task =
       std::max<std::int64_t>(1, cpu::kElementBlock / std::max(1, g.out));
-  cpu::parallel_for(pool_, (g.n + rows_per_task - 1) / rows_per_task, [&](std::int64_t task, int) {
+  cpu::parallel_for(pool_, ceil_div(g.n, rows_per_task), [&](std::int64_t task, int) {
     const std::int64_t end = std::min<std::int64_t>(g.n, (task + 1) * rows_per_task);
     for (std::int64_t i = task * rows_per_task; i < end; ++i) {
       float* row = y + i * g.out;

@@ -6,8 +6,8 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
 #include "rng/philox_batch.h"
 
 namespace ra::backend {

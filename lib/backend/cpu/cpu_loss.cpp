@@ -4,7 +4,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/reduce/reduction.h"
 #include "core/error.h"
 
 namespace ra::backend {

@@ -3,10 +3,11 @@
 //
 // Structure (one file per op family): cpu_conv.cpp (direct convolutions, GEMM + col2im for the
 // rest), cpu_dense.cpp (GEMM), cpu_pool.cpp, cpu_elementwise.cpp (activations, dropout),
-// cpu_loss.cpp. Building blocks: direct_conv.h, gemm.h (blocked single-thread SGEMM),
-// parallel_gemm.h, im2col.h, transpose.h, reduction.h (the two reduction modes), scratch.h
-// (buffers reused across calls). reference_ops.h holds the plain
-// reference implementation the tests compare against.
+// cpu_loss.cpp, cpu_optimizer.cpp. Building blocks, by folder (README.md lists them): conv/
+// (direct_conv.h, im2col.h), gemm/ (gemm.h: blocked single-thread SGEMM; parallel_gemm.h), pool/,
+// simd/ (register tiles, transpose.h), reduce/ (reduction.h: the two reduction modes), runtime/
+// (scratch.h: buffers reused across calls). reference/reference_ops.h holds the plain reference
+// implementation the tests compare against.
 //
 // Determinism contract (ops.h): forward and elementwise ops write each output from one task with
 // a fixed summation order; reducing ops follow KernelMode (see reduction.h). Results in
@@ -16,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/scratch.h"
+#include "backend/cpu/runtime/scratch.h"
 #include "backend/ops.h"
 #include "core/thread_pool.h"
 

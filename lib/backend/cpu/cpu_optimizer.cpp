@@ -13,8 +13,9 @@
 #include <chrono>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/runtime/parallel_for.h"
 #include "core/digest.h"
+#include "core/integer_math.h"
 
 namespace ra::backend {
 namespace {
@@ -77,7 +78,7 @@ void digest_updated_chunk(std::int64_t c, std::int64_t count, const float* value
 void update_chunks(ThreadPool& pool, const optim::UpdateRule& rule, std::int64_t count,
                    float* value, const float* grad, float* s0, float* s1,
                    const optim::ChunkDigestTargets* digests) {
-  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+  const std::int64_t chunks = ceil_div(count, kChunk);
   cpu::parallel_for(pool, chunks, [&](std::int64_t c, int) {
     const std::int64_t begin = c * kChunk, end = std::min(count, begin + kChunk);
     update_chunk(rule, end - begin, value + begin, grad + begin, s0 ? s0 + begin : nullptr,

@@ -10,10 +10,11 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/maxpool_2x2.h"
-#include "backend/cpu/parallel_for.h"
-#include "backend/cpu/reduction.h"
+#include "backend/cpu/pool/maxpool_2x2.h"
+#include "backend/cpu/reduce/reduction.h"
+#include "backend/cpu/runtime/parallel_for.h"
 #include "core/error.h"
+#include "core/integer_math.h"
 
 namespace ra::backend {
 namespace {
@@ -55,14 +56,14 @@ void CpuOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
   }
   const std::int64_t per_task = planes_per_task(g);
   const bool plain_2x2 = cpu::is_plain_2x2(g);  // a property of g: decided once, not per plane
-  const cpu::GemmKernel kernel = cpu::gemm_kernel();
-  cpu::parallel_for(pool_, (planes(g) + per_task - 1) / per_task, [&](std::int64_t task, int) {
+  const cpu::Isa isa = cpu::active_isa();
+  cpu::parallel_for(pool_, ceil_div(planes(g), per_task), [&](std::int64_t task, int) {
     const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
     for (std::int64_t plane = task * per_task; plane < end; ++plane) {
       const std::int64_t base = plane * plane_size(g);
       if (plain_2x2) {
         cpu::maxpool_plane_2x2(g, x + base, base, y + plane * pooled_size(g),
-                               argmax + plane * pooled_size(g), kernel);
+                               argmax + plane * pooled_size(g), isa);
         continue;
       }
       for (std::int64_t p = 0; p < g.p; ++p) {
@@ -103,7 +104,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
     return relu_gate == nullptr ? dy[i] : cpu::relu_backward(relu_gate[i], dy[i]);
   };
   const std::int64_t per_task = planes_per_task(g);
-  const std::int64_t plane_tasks = (planes(g) + per_task - 1) / per_task;
+  const std::int64_t plane_tasks = ceil_div(planes(g), per_task);
   if (cpu::is_plain_2x2(g)) {
     cpu::parallel_for(pool_, plane_tasks, [&](std::int64_t task, int) {
       const std::int64_t end = std::min(planes(g), (task + 1) * per_task);
@@ -136,7 +137,7 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
   // of neighbouring rows overlap when stride < pool, so runs that meet race on those dx rows.
   const std::int64_t rows = planes(g) * g.p;
   const std::int64_t rows_per_task = std::max<std::int64_t>(1, 2048 / std::max(1, g.q));
-  cpu::parallel_for(pool_, (rows + rows_per_task - 1) / rows_per_task, [&](std::int64_t task, int) {
+  cpu::parallel_for(pool_, ceil_div(rows, rows_per_task), [&](std::int64_t task, int) {
     const std::int64_t row_end = std::min(rows, (task + 1) * rows_per_task);
     for (std::int64_t row = task * rows_per_task; row < row_end; ++row) {
       const std::int64_t plane = row / std::max(1, g.p);

@@ -1,0 +1,333 @@
+// The pixel-lane direct convolutions (stride 1): lanes are consecutive wide-row positions read
+// straight from a zero-padded copy of the source; results land in NCHW (direct_conv.h).
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cpu/activation.h"
+#include "backend/cpu/conv/direct_conv_support.h"
+#include "backend/cpu/pool/maxpool_2x2.h"
+#include "backend/cpu/runtime/parallel_for.h"
+#include "backend/cpu/runtime/prefetch_ahead.h"
+#include "backend/cpu/simd/register_tiles.h"
+#include "core/integer_math.h"
+
+namespace ra::backend::cpu::direct_detail {
+namespace {
+
+// The output positions of a stride-1 convolution as "wide rows": every position of the source
+// image's rows, so that consecutive positions read consecutive source floats; the last
+// (source width - output width) positions of each row are computed and discarded.
+struct OutputRows {
+  std::int64_t count = 0;  // positions computed: (height - 1) * pitch + width
+  std::int64_t pitch = 0;  // positions per image row
+  std::int64_t width = 0;  // output pixels per image row
+
+  // Calls copy(position, pixel, n) for the runs of n positions from `position` that are output
+  // pixels from `pixel` on, within positions [begin, end).
+  template <class Copy>
+  void for_each_run(std::int64_t begin, std::int64_t end, const Copy& copy) const {
+    for (std::int64_t row = begin; row < end;) {
+      const std::int64_t line = row / pitch, column = row % pitch;
+      const std::int64_t next = std::min(end, (line + 1) * pitch);
+      if (column < width)
+        copy(row, line * width + column, std::min(next, line * pitch + width) - row);
+      row = next;
+    }
+  }
+};
+
+OutputRows wide_rows(std::int64_t height, std::int64_t width, std::int64_t pitch) {
+  return {(height - 1) * pitch + width, pitch, width};
+}
+
+// PixelStore::vectors for the positions of `wide`, `width` lanes per vector: the vectors that
+// cover [0, wide.count), the last one's lanes past it no output lanes.
+std::int64_t vector_store_entries(const OutputRows& wide, int width) {
+  return ceil_div(wide.count, width) * kPixelStoreEntries;
+}
+
+void fill_vector_stores(const OutputRows& wide, int width, std::int64_t* entries) {
+  const std::int64_t vectors = vector_store_entries(wide, width) / kPixelStoreEntries;
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    std::int64_t lanes = 0, stored = 0, first_pixel = 0;
+    for (int lane = 0; lane < width; ++lane) {
+      const std::int64_t position = v * width + lane;
+      const std::int64_t line = position / wide.pitch, column = position % wide.pitch;
+      if (position >= wide.count || column >= wide.width) continue;
+      if (stored++ == 0) first_pixel = line * wide.width + column;
+      lanes |= std::int64_t(1) << lane;
+    }
+    std::int64_t* entry = entries + v * kPixelStoreEntries;
+    entry[0] = lanes;
+    entry[1] = (std::int64_t(1) << stored) - 1;
+    entry[2] = first_pixel;
+  }
+}
+
+// Packs rows x depth values, value(row, d), as [row tile][depth][tile rows] panels, rows past
+// `rows` zero.
+template <class Value>
+void pack_row_tiles(std::int64_t rows, std::int64_t depth, int tile_rows, const Value& value,
+                    float* panel) {
+  const std::int64_t tiles = ceil_div(rows, tile_rows);
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t d = 0; d < depth; ++d) {
+      float* out = panel + (t * depth + d) * tile_rows;
+      for (int i = 0; i < tile_rows; ++i) {
+        const std::int64_t row = t * tile_rows + i;
+        out[i] = row < rows ? value(row, d) : 0.0f;
+      }
+    }
+  }
+}
+
+// The zero-padded copy a pixel tile reads (shifted_copy into `which`), followed by `slack` zeros:
+// the last tile's full vectors may read that far past the last output position's source.
+std::size_t padded_source_floats(std::int64_t channels, std::int64_t copy_height,
+                                 std::int64_t copy_width, std::int64_t slack) {
+  return static_cast<std::size_t>(channels * copy_height * copy_width + slack);
+}
+
+const float* padded_source(ScratchArena& scratch, int worker, const float* src,
+                           std::int64_t channels, std::int64_t height, std::int64_t width,
+                           std::int64_t row_shift, std::int64_t col_shift, std::int64_t copy_height,
+                           std::int64_t copy_width, std::int64_t slack) {
+  const auto floats =
+      static_cast<std::int64_t>(padded_source_floats(channels, copy_height, copy_width, slack));
+  float* copy =
+      scratch.worker(worker, WorkerBuffer::padded_image, static_cast<std::size_t>(floats));
+  shifted_copy(src, channels, height, width, row_shift, col_shift, copy, copy_height, copy_width);
+  std::fill(copy + floats - slack, copy + floats, 0.0f);
+  return copy;
+}
+
+// padded_source of image n of a PooledGradient: unpooled straight into the copy where that
+// holds the whole image, else unpooled whole and then copied.
+const float* padded_unpooled_source(ScratchArena& scratch, int worker, const PooledGradient& pooled,
+                                    std::int64_t n, std::int64_t row_shift, std::int64_t col_shift,
+                                    std::int64_t copy_height, std::int64_t copy_width,
+                                    std::int64_t slack) {
+  const auto floats =
+      static_cast<std::int64_t>(padded_source_floats(pooled.g.c, copy_height, copy_width, slack));
+  float* copy =
+      scratch.worker(worker, WorkerBuffer::padded_image, static_cast<std::size_t>(floats));
+  if (!unpool_shifted(pooled, n, row_shift, col_shift, copy, copy_height, copy_width)) {
+    return padded_source(scratch, worker, unpooled_image(scratch, worker, pooled, n), pooled.g.c,
+                         pooled.g.h, pooled.g.w, row_shift, col_shift, copy_height, copy_width,
+                         slack);
+  }
+  std::fill(copy + floats - slack, copy + floats, 0.0f);
+  return copy;
+}
+
+// Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
+// out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
+// as out), out = relu_backward(gate, out).
+void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
+                std::int64_t band_stride, std::int64_t rows, const float* addend,
+                spec::Activation act, const float* gate, float* out, std::int64_t out_stride) {
+  wide.for_each_run(
+      j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
+        for (std::int64_t row = 0; row < rows; ++row) {
+          const float* from = band + row * band_stride + (position - j0);
+          float* to = out + row * out_stride + pixel;
+          // One pass per row run, with the bits of the separate steps.
+          const float* gate_run = gate == nullptr ? nullptr : gate + row * out_stride + pixel;
+          if (addend != nullptr) {
+            add_then_activate(act, from, addend[row], to, count);
+          } else if (act == spec::Activation::none && gate_run != nullptr) {
+            relu_backward(gate_run, from, to, count);
+            continue;
+          } else {
+            activate(act, from, to, count);
+          }
+          if (gate_run != nullptr) relu_backward(gate_run, to, to, count);
+        }
+      });
+}
+
+// The tile functions of a forward pass, looked up once: full tiles and the last filter tile's,
+// each with every vector count (the last vectors of a band cover only the positions left);
+// storing tiles when `stores`.
+struct ForwardTiles {
+  ForwardTiles(Isa isa, bool stores, int full_rows, int last_rows, int vectors) {
+    for (int v = 1; v <= vectors; ++v) {
+      full[v - 1] = stores ? pixel_store_tile_function(isa, full_rows, v)
+                           : pixel_tile_function(isa, false, full_rows, v);
+      last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
+                           : pixel_tile_function(isa, false, last_rows, v);
+    }
+  }
+  TileFunction full[kMaxPixelTileVectors] = {}, last[kMaxPixelTileVectors] = {};
+};
+
+// Tile calls per image of a forward pass: bands of `band` wide positions, each cut into tiles
+// of `lanes` positions, times the filter tiles.
+std::int64_t tile_calls_per_image(const OutputRows& wide, std::int64_t band, std::int64_t lanes,
+                                  std::int64_t row_tiles) {
+  std::int64_t calls = 0;
+  for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+    calls += ceil_div(std::min(band, wide.count - j0), lanes) * row_tiles;
+  }
+  return calls;
+}
+
+// The PixelStore::vectors of a storing forward pass over `wide` (SharedIndexBuffer::vector_stores).
+const std::int64_t* vector_store_table(ScratchArena& scratch, const OutputRows& wide, int width) {
+  std::int64_t* table = scratch.shared(SharedIndexBuffer::vector_stores,
+                                       static_cast<std::size_t>(vector_store_entries(wide, width)));
+  fill_vector_stores(wide, width, table);
+  return table;
+}
+
+// Max-pools image n's output y_n ([filters][pixels], kept in the worker's buffer) into pooled.
+void pool_image(const PooledOutput& pooled, std::int64_t n, std::int64_t filters,
+                std::int64_t pixels, const float* y_n, Isa isa) {
+  const std::int64_t pooled_pixels = std::int64_t(pooled.g.p) * pooled.g.q;
+  for (std::int64_t k = 0; k < filters; ++k) {
+    const std::int64_t plane = n * filters + k;
+    maxpool_plane_2x2(pooled.g, y_n + k * pixels, plane * pixels, pooled.y + plane * pooled_pixels,
+                      pooled.argmax + plane * pooled_pixels, isa);
+  }
+}
+
+}  // namespace
+
+// Forward, stride 1: rows = filters (broadcast from w packed per tile of filters), lanes = wide
+// output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
+// Over 80 lines: the per-image loop fills each tile's arguments in place, in its innermost loop.
+void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                        const float* x, const float* w, const float* bias, spec::Activation act,
+                        const float* relu_gate, float* y, Isa isa, const PooledOutput* pooled,
+                        const PooledGradient* unpooled_x) {
+  const PixelTileShape shape = pixel_tile_shape(isa);
+  const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
+  const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
+  // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
+  const Source source{std::int64_t(g.p) + g.r - 1, std::int64_t(g.q) + g.s - 1, true};
+  const OutputRows wide = wide_rows(g.p, g.q, source.width);
+  const std::int64_t row_tiles = ceil_div(g.k, shape.rows);
+  const std::int64_t band = 2 * std::int64_t(shape.lanes);
+
+  float* panel = scratch.shared(SharedBuffer::packed_weights,
+                                static_cast<std::size_t>(row_tiles * taps * shape.rows));
+  pack_row_tiles(
+      g.k, taps, shape.rows, [&](std::int64_t k, std::int64_t d) { return w[k * taps + d]; },
+      panel);
+  std::int64_t* tap_offsets =
+      scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
+  fill_tap_offsets(g, source, tap_offsets);
+
+  // Storing tiles where the instruction set has them and the epilogue is one they apply (tanh
+  // and sigmoid are store_band's).
+  const int width = tile_limits(isa).width, vectors = pixel_tile_vectors(isa);
+  const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
+  const bool stores = (act == spec::Activation::none || act == spec::Activation::relu) &&
+                      pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
+  const ForwardTiles tiles(isa, stores, shape.rows, last_rows, vectors);
+  const std::int64_t* vector_stores = stores ? vector_store_table(scratch, wide, width) : nullptr;
+
+  scratch.reserve_workers(WorkerBuffer::padded_image,
+                          padded_source_floats(g.c, source.height, source.width, shape.lanes));
+  const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
+  if (!stores) scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
+  const auto image_floats = static_cast<std::size_t>(g.k * pixels);
+  if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
+  if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
+  // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
+  const std::int64_t tile_calls = tile_calls_per_image(wide, band, shape.lanes, row_tiles);
+  parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
+    // The next image's source (not its relu gate: requesting that too made the backward data
+    // pass 2% slower; the storing tiles request each gate line shortly before they read it).
+    PrefetchAhead ahead;
+    if (next >= 0 && unpooled_x != nullptr) {
+      add_pooled_image(ahead, *unpooled_x, next);
+    } else if (next >= 0) {
+      ahead.add(x + next * image, static_cast<std::size_t>(image) * sizeof(float));
+    }
+    ahead.spread(tile_calls);
+    const float* src =
+        unpooled_x != nullptr
+            ? padded_unpooled_source(scratch, worker, *unpooled_x, n, g.pad_top, g.pad_left,
+                                     source.height, source.width, shape.lanes)
+            : padded_source(scratch, worker, x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left,
+                            source.height, source.width, shape.lanes);
+    float* out = stores ? nullptr : scratch.worker(worker, WorkerBuffer::result_band, band_floats);
+    float* y_n = pooled != nullptr
+                     ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
+                     : y + n * g.k * pixels;
+    const float* gate_n = relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels;
+    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+      const std::int64_t positions = std::min(band, wide.count - j0);
+      for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
+        const auto v =
+            static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
+        for (std::int64_t t = 0; t < row_tiles; ++t) {
+          TileArgs a;
+          a.depth = taps;
+          a.base = src + j0 + jv;
+          a.depth_offsets = tap_offsets;
+          a.panel = panel + t * taps * shape.rows;
+          a.panel_stride = shape.rows;
+          a.first = true;
+          if (stores) {
+            const std::int64_t row0 = t * shape.rows;
+            a.out = y_n + row0 * pixels;
+            a.out_stride = pixels;
+            a.store.vectors = vector_stores;
+            a.store.position = j0 + jv;
+            a.store.addend = bias == nullptr ? nullptr : bias + row0;
+            a.store.relu = act == spec::Activation::relu;
+            a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+          } else {
+            a.out = out + t * shape.rows * band + jv;
+            a.out_stride = band;
+          }
+          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
+          ahead.step();
+        }
+      }
+      if (!stores) store_band(wide, j0, positions, out, band, g.k, bias, act, gate_n, y_n, pixels);
+    }
+    if (pooled != nullptr) pool_image(*pooled, n, g.k, pixels, y_n, isa);
+  });
+}
+
+// Backward data, stride 1, as the forward convolution it is: dx = conv(dy zero-padded by R-1 - pad,
+// filters transposed (k <-> c) and flipped (r, s -> R-1 - r, S-1 - s)). The same pixel tiles with
+// the whole depth (k, r, s) in one chain: no per-tap partial sums stored and reloaded, and the
+// relu gate applied as each band is stored.
+void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                              const float* dy, const float* w, const float* relu_gate, float* dx,
+                              Isa isa, const PooledGradient* pooled_dy) {
+  // The forward geometry: dy's K channels of P x Q in, C filters, dx's H x W out.
+  ConvGeometry t;
+  t.n = g.n;
+  t.c = g.k;
+  t.h = g.p;
+  t.w = g.q;
+  t.k = g.c;
+  t.r = g.r;
+  t.s = g.s;
+  t.pad_top = g.r - 1 - g.pad_top;
+  t.pad_left = g.s - 1 - g.pad_left;
+  t.p = g.h;
+  t.q = g.w;
+  t.pad_bottom = t.p + t.r - 1 - t.h - t.pad_top;
+  t.pad_right = t.q + t.s - 1 - t.w - t.pad_left;
+  // wt[c][k][tap] = w[k][c][taps - 1 - tap]: tap (r, s) of the forward filter is (R-1 - r,
+  // S-1 - s) of the original, flattened r * S + s.
+  const std::int64_t taps = std::int64_t(g.r) * g.s;
+  float* wt = scratch.shared(SharedBuffer::flipped_filters, static_cast<std::size_t>(g.w_size()));
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    for (std::int64_t k = 0; k < g.k; ++k) {
+      for (std::int64_t tap = 0; tap < taps; ++tap) {
+        wt[(c * g.k + k) * taps + tap] = w[(k * g.c + c) * taps + (taps - 1 - tap)];
+      }
+    }
+  }
+  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx, isa,
+                     nullptr, pooled_dy);
+}
+
+}  // namespace ra::backend::cpu::direct_detail
