@@ -16,6 +16,7 @@ using ra::backend::ConvGeometry;
 std::vector<test::ConvCase> conv_shapes() {
   std::vector<test::ConvCase> shapes = test::conv_cases();
   shapes.push_back({"3x3, pad 3 > kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 3, 3, 3)});
+  shapes.push_back({"MNIST conv1, batch 8", test::conv(8, 1, 28, 28, 32, 3, 3)});
   return shapes;
 }
 

@@ -19,14 +19,16 @@ struct DenseShape {
   DenseGeometry g;
 };
 
-// One element; sizes no multiple of any tile; a reduction longer than one GEMM k block (256); the
-// Keras head (128 x 9216 -> 128 is too slow for a reference loop: 600 inputs stand in for it).
+// One element; depth past one GEMM k block (256); edge tiles everywhere; dx wider than one n
+// block; uneven reduction chunks; several tiles of dw.
 const DenseShape kDenseShapes[] = {
-    {"1x1x1", {1, 1, 1}},
-    {"5x7 -> 3", {5, 7, 3}},
-    {"17x33 -> 10", {17, 33, 10}},
-    {"4x600 -> 9 (k > one block)", {4, 600, 9}},
-    {"64x300 -> 31", {64, 300, 31}},
+    {"1 -> 1, batch 1", {1, 1, 1}},
+    {"17 -> 5, batch 3", {3, 17, 5}},
+    {"300 -> 13 (depth past one k block), batch 7", {7, 300, 13}},
+    {"65 -> 129 (edge tiles everywhere), batch 33", {33, 65, 129}},
+    {"1030 -> 40 (dx wider than one n block), batch 2", {2, 1030, 40}},
+    {"20 -> 33, batch 37 (uneven chunks)", {37, 20, 33}},
+    {"9 -> 300 (several tiles of dw), batch 70", {70, 9, 300}},
 };
 
 Arrays dense_inputs(const DenseGeometry& g) {
@@ -133,6 +135,7 @@ std::vector<PoolShape> pool_shapes() {
       {"2x2/2, odd 7x9 plane", test::pool(3, 2, 7, 9, 2, 2, 2, 2), false},
       {"3x3/2 overlapping", test::pool(2, 3, 9, 10, 3, 3, 2, 2), false},
       {"3x3/1 pad 1, ties", test::pool(1, 4, 6, 7, 3, 3, 1, 1, 1, 1, 1, 1), true},
+      {"3x3/2 pad 1, 40 planes", test::pool(5, 8, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1), false},
       {"2x3 stride (2,1), pads t1 l2 b0 r2", test::pool(2, 2, 7, 8, 2, 3, 2, 1, 1, 2, 0, 2), false},
   };
 }
