@@ -1,6 +1,6 @@
-// conv2d: the fast CPU kernels against the reference on shapes that stress every edge (1x1,
-// strides, asymmetric "same" padding, rectangular kernels, batch 1, sizes that are no multiple of
-// the GEMM tiles, depth past one cache block), a hand-computed case, and finite differences.
+// conv2d beyond the op table (tests/ops, which checks every conv op against the reference on
+// shapes that stress every edge): fused ops against the separate ones bit for bit, a corrupt
+// argmax, a hand-computed case, and finite differences.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -44,63 +44,6 @@ const char* mode_name(KernelMode m) {
 }
 
 }  // namespace
-
-TEST_CASE("conv2d forward matches the reference", "[backend][conv]") {
-  for (int threads : {1, 2, 7}) {
-    ra::backend::CpuOps ops(threads);
-    for (const ConvCase& c : conv_cases()) {
-      INFO(c.name << ", " << threads << " threads");
-      const ConvGeometry& g = c.g;
-      const ConvData d = conv_data(g, 11);
-      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ab = test::abs_of(d.b);
-      for (const bool with_bias : {true, false}) {
-        INFO("bias " << with_bias);
-        const float* bias = with_bias ? d.b.data() : nullptr;
-        auto y = nan_filled(g.y_size());
-        std::vector<float> expected(y.size()), scale(y.size());
-        ops.conv2d_forward(g, d.x.data(), d.w.data(), bias, ra::backend::Activation::none,
-                           y.data());
-        ref::conv2d_forward(g, d.x.data(), d.w.data(), bias, expected.data());
-        ref::conv2d_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
-        REQUIRE_CLOSE(y, expected, test::sum_rtol(std::int64_t(g.c) * g.r * g.s + 1), 0.0, &scale);
-      }
-    }
-  }
-}
-
-TEST_CASE("conv2d backward ops match the reference in both modes", "[backend][conv]") {
-  for (int threads : {1, 2, 7}) {
-    ra::backend::CpuOps ops(threads);
-    for (const ConvCase& c : conv_cases()) {
-      const ConvGeometry& g = c.g;
-      const ConvData d = conv_data(g, 23);
-      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ady = test::abs_of(d.dy);
-      std::vector<float> dx_ref(g.x_size()), dx_scale(g.x_size());
-      std::vector<float> dw_ref(g.w_size()), dw_scale(g.w_size());
-      std::vector<float> db_ref(g.k), db_scale(g.k);
-      ref::conv2d_backward_data(g, d.dy.data(), d.w.data(), dx_ref.data());
-      ref::conv2d_backward_data(g, ady.data(), aw.data(), dx_scale.data());
-      ref::conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw_ref.data());
-      ref::conv2d_backward_filter(g, ax.data(), ady.data(), dw_scale.data());
-      ref::conv2d_backward_bias(g, d.dy.data(), db_ref.data());
-      ref::conv2d_backward_bias(g, ady.data(), db_scale.data());
-      // Terms per output: an input element receives at most K*R*S products; a filter tap and a
-      // bias sum over N*P*Q outputs.
-      const std::int64_t data_terms = std::int64_t(g.k) * g.r * g.s;
-      const std::int64_t batch_terms = std::int64_t(g.n) * g.p * g.q;
-      for (const KernelMode mode : kModes) {
-        INFO(c.name << ", " << threads << " threads, " << mode_name(mode));
-        auto dx = nan_filled(g.x_size()), dw = nan_filled(g.w_size()), db = nan_filled(g.k);
-        ops.conv2d_backward_data(g, d.dy.data(), d.w.data(), nullptr, dx.data(), mode);
-        ops.conv2d_backward_filter(g, d.x.data(), d.dy.data(), dw.data(), mode);
-        ops.conv2d_backward_bias(g, d.dy.data(), db.data(), mode);
-        REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(data_terms), 0.0, &dx_scale);
-        REQUIRE_CLOSE(dw, dw_ref, test::sum_rtol(batch_terms), 0.0, &dw_scale);
-        REQUIRE_CLOSE(db, db_ref, test::sum_rtol(batch_terms), 0.0, &db_scale);
-      }
-    }
-  }
-}
 
 TEST_CASE("fused filter and bias gradients equal the two separate ops", "[backend][conv]") {
   // Same mode for both: one pass over dy with the bits of the two calls (deterministic), or

@@ -1,5 +1,5 @@
-// dense: the fast GEMM-based kernels against the reference (shapes around the GEMM tile and
-// cache-block sizes), a hand-computed case, and finite differences.
+// dense beyond the op table (tests/ops checks every dense op against the reference): a
+// hand-computed case and finite differences.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -16,23 +16,6 @@ using ra::spec::KernelMode;
 
 namespace {
 
-struct DenseCase {
-  const char* name;
-  DenseGeometry g;
-};
-
-std::vector<DenseCase> dense_cases() {
-  return {
-      {"1 -> 1, batch 1", {1, 1, 1}},
-      {"17 -> 5, batch 3", {3, 17, 5}},
-      {"300 -> 13 (depth past one k block), batch 7", {7, 300, 13}},
-      {"65 -> 129 (edge tiles everywhere), batch 33", {33, 65, 129}},
-      {"1030 -> 40 (dx wider than one n block), batch 2", {2, 1030, 40}},
-      {"20 -> 33, batch 37 (uneven chunks)", {37, 20, 33}},
-      {"9 -> 300 (several tiles of dw), batch 70", {70, 9, 300}},
-  };
-}
-
 struct DenseData {
   std::vector<float> x, w, b, dy;
 };
@@ -44,65 +27,9 @@ DenseData dense_data(const DenseGeometry& g, std::uint32_t seed) {
           test::random_values(std::size_t(g.n) * g.out, seed + 3)};
 }
 
-std::vector<float> nan_filled(std::size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
 const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
 
 }  // namespace
-
-TEST_CASE("dense forward matches the reference", "[backend][dense]") {
-  for (int threads : {1, 2, 7}) {
-    ra::backend::CpuOps ops(threads);
-    for (const DenseCase& c : dense_cases()) {
-      INFO(c.name << ", " << threads << " threads");
-      const DenseGeometry& g = c.g;
-      const DenseData d = dense_data(g, 5);
-      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ab = test::abs_of(d.b);
-      for (const bool with_bias : {true, false}) {
-        INFO("bias " << with_bias);
-        auto y = nan_filled(std::size_t(g.n) * g.out);
-        std::vector<float> expected(y.size()), scale(y.size());
-        ops.dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr, ra::backend::Activation::none, y.data());
-        ref::dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr,
-                           expected.data());
-        ref::dense_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());
-        REQUIRE_CLOSE(y, expected, test::sum_rtol(g.in + 1), 0.0, &scale);
-      }
-    }
-  }
-}
-
-TEST_CASE("dense backward ops match the reference in both modes", "[backend][dense]") {
-  for (int threads : {1, 2, 7}) {
-    ra::backend::CpuOps ops(threads);
-    for (const DenseCase& c : dense_cases()) {
-      const DenseGeometry& g = c.g;
-      const DenseData d = dense_data(g, 17);
-      const auto ax = test::abs_of(d.x), aw = test::abs_of(d.w), ady = test::abs_of(d.dy);
-      std::vector<float> dx_ref(d.x.size()), dx_scale(d.x.size());
-      std::vector<float> dw_ref(d.w.size()), dw_scale(d.w.size());
-      std::vector<float> db_ref(g.out), db_scale(g.out);
-      ref::dense_backward_data(g, d.dy.data(), d.w.data(), dx_ref.data());
-      ref::dense_backward_data(g, ady.data(), aw.data(), dx_scale.data());
-      ref::dense_backward_weight(g, d.x.data(), d.dy.data(), dw_ref.data());
-      ref::dense_backward_weight(g, ax.data(), ady.data(), dw_scale.data());
-      ref::dense_backward_bias(g, d.dy.data(), db_ref.data());
-      ref::dense_backward_bias(g, ady.data(), db_scale.data());
-      for (const KernelMode mode : kModes) {
-        INFO(c.name << ", " << threads << " threads, mode " << int(mode));
-        auto dx = nan_filled(d.x.size()), dw = nan_filled(d.w.size()), db = nan_filled(g.out);
-        ops.dense_backward_data(g, d.dy.data(), d.w.data(), dx.data(), mode);
-        ops.dense_backward_weight(g, d.x.data(), d.dy.data(), dw.data(), mode);
-        ops.dense_backward_bias(g, d.dy.data(), db.data(), mode);
-        REQUIRE_CLOSE(dx, dx_ref, test::sum_rtol(g.out), 0.0, &dx_scale);
-        REQUIRE_CLOSE(dw, dw_ref, test::sum_rtol(g.n), 0.0, &dw_scale);
-        REQUIRE_CLOSE(db, db_ref, test::sum_rtol(g.n), 0.0, &db_scale);
-      }
-    }
-  }
-}
 
 TEST_CASE("dense on a hand-computed case", "[backend][dense]") {
   // x = [1 2], w = [[1 0] [-1 2] [3 1]] (PyTorch [out, in]), b = [0.5 0 -1]:

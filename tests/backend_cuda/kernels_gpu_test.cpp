@@ -1,6 +1,7 @@
-// The custom CUDA kernels (kernels/*.cuh) against the CPU reference ops
-// (backend/cpu/reference/reference_ops.h, double accumulation) and, where the kernels promise the
-// CPU backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
+// The custom CUDA kernels (kernels/*.cuh) at the launcher level (the op table, tests/ops, checks
+// them through CudaOps, activation_forward and dropout included) against the CPU reference ops
+// (backend/cpu/reference/reference_ops.h, double accumulation) and, where the kernels promise the CPU
+// backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
 // case. Deterministic kernels must also give the same bits on 3 calls. Every case needs a device:
 // tagged [gpu], each skips with the reason when no usable GPU is present.
 #include <cuda_runtime_api.h>
@@ -105,17 +106,6 @@ std::uint32_t bits_of(float v) {
   std::uint32_t bits;
   std::memcpy(&bits, &v, sizeof bits);
   return bits;
-}
-
-// Distance in units in the last place (0 for equal bits; +0 and -0 are 0 apart).
-std::int64_t ulp_distance(float a, float b) {
-  const auto ordered = [](float v) {
-    const auto bits = static_cast<std::int64_t>(bits_of(v));
-    // Negative floats count down from the sign bit: a monotone map of floats to integers.
-    return (bits & 0x80000000) != 0 ? 0x80000000 - bits : bits;
-  };
-  const std::int64_t d = ordered(a) - ordered(b);
-  return d < 0 ? -d : d;
 }
 
 // Bitwise equality of two arrays, reporting the first differing element.
@@ -226,39 +216,6 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
   }
 }
 
-TEST_CASE("activation_forward matches the reference: relu exactly, tanh and sigmoid within 6 ulp",
-          "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
-  // Wide range: sigmoid's two branches, tanh's saturation, exact zeros for relu.
-  std::vector<float> x = uniform(100003, 4, -20.0f, 20.0f);
-  x[0] = 0.0f, x[1] = -0.0f, x[2] = 80.0f, x[3] = -80.0f;  // saturated: 1 + e^-80 rounds to 1
-  DeviceArray<float> d_x(x), d_y(x.size());
-  for (Activation act :
-       {Activation::none, Activation::relu, Activation::tanh, Activation::sigmoid}) {
-    INFO("activation " << static_cast<int>(act));
-    std::vector<float> want(x.size());
-    reference::activation_forward(act, std::int64_t(x.size()), x.data(), want.data());
-    kernels::activation_forward(stream.get(), static_cast<int>(act), std::int64_t(x.size()),
-                                d_x.get(), d_y.get());
-    RA_TEST_SYNC(stream.get());
-    const std::vector<float> got = d_y.download();
-    if (act == Activation::none || act == Activation::relu) {
-      require_same_bits(got, want, "y");
-      continue;
-    }
-    // CUDA's tanhf and expf are within 2 ulp (CUDA Programming Guide, accuracy tables); the
-    // sigmoid adds a rounding for 1 + e, one for the division and the reference's own rounding:
-    // 3.5 ulp, which may read as up to 6 where the error crosses a power of two.
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (ulp_distance(got[i], want[i]) > 6) {
-        INFO("x = " << x[i] << ": got " << got[i] << ", want " << want[i]);
-        REQUIRE(false);
-      }
-    }
-  }
-}
-
 TEST_CASE("activation_forward works in place", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   Stream stream;
@@ -317,46 +274,6 @@ TEST_CASE("activation_backward gives the CPU backend's float bits and the refere
     // in float, times |dy| <= 2, plus the final rounding: 1e-6 absolute covers it.
     require_close(got, want, 1e-6, 1e-6, "dx vs reference");
   }
-}
-
-TEST_CASE("dropout gives the reference's mask and values bit for bit", "[gpu][kernels]") {
-  RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
-  // 10,007 elements: not a multiple of 4, so the last Philox block is partly used.
-  const std::size_t count = 10007;
-  const float rate = 0.25f;
-  const auto threshold = static_cast<std::uint32_t>(std::lround(rate * 16777216.0));
-  const float scale = 1.0f / (1.0f - rate);
-  const ra::rng::PhiloxKey key{0x12345678u, 0x9abcdef0u};
-  const std::uint64_t draw = (std::uint64_t(7) << 32) | 11u;  // both halves of the counter used
-  const std::vector<float> x = uniform(count, 8, -3.0f, 3.0f);
-  std::vector<float> want_y(count);
-  std::vector<std::uint8_t> want_mask(count);
-  reference::dropout_forward(std::int64_t(count), threshold, scale, key, draw, x.data(),
-                             want_y.data(), want_mask.data());
-  DeviceArray<float> d_x(x), d_y(count);
-  DeviceArray<std::uint8_t> d_mask(count);
-  kernels::dropout_forward(stream.get(), std::int64_t(count), threshold, scale, key, draw,
-                           d_x.get(), d_y.get(), d_mask.get());
-  RA_TEST_SYNC(stream.get());
-  const std::vector<std::uint8_t> mask = d_mask.download();
-  require_same_bits(mask, want_mask, "mask");
-  require_same_bits(d_y.download(), want_y, "y");
-  // The reference is right only if it drops about `rate` of the elements: 0.25 * 10,007 = 2,502
-  // expected, standard deviation sqrt(10,007 * 0.25 * 0.75) = 43; 6 sigma is 260.
-  std::int64_t dropped = 0;
-  for (std::uint8_t m : mask) dropped += m == 0 ? 1 : 0;
-  CHECK(std::abs(dropped - 2502) < 260);
-
-  const std::vector<float> dy = uniform(count, 9, -1.0f, 1.0f);
-  std::vector<float> want_dx(count);
-  reference::dropout_backward(std::int64_t(count), scale, want_mask.data(), dy.data(),
-                              want_dx.data());
-  DeviceArray<float> d_dy(dy);
-  kernels::dropout_backward(stream.get(), std::int64_t(count), scale, d_mask.get(), d_dy.get(),
-                            d_dy.get());  // in place, as the layers may call it
-  RA_TEST_SYNC(stream.get());
-  require_same_bits(d_dy.download(), want_dx, "dx");
 }
 
 namespace {

@@ -1,0 +1,60 @@
+// Every case of the op table on the CUDA backend, in its three modes: one [gpu] test, one section
+// per op (run one with -c conv2d_forward). It skips, saying why, where no GPU is usable (every
+// machine of this project's CI) or the CUDA backend is not built.
+//
+// Modes: ops with a KernelMode run in deterministic, nondeterministic and autotune (the call's
+// mode, and the mode the backend was made with, which pins or autotunes forward convolutions);
+// ops without one run once, convolutions also under autotune. Deterministic results must repeat
+// bit for bit; autotuned convolutions get the wider bound of OpCase::autotuned_convolution.
+#include <catch2/catch.hpp>
+
+#include "ops/harness.h"
+
+#ifdef RA_HAVE_CUDA
+#include "backend/cuda/cuda_ops.h"
+#include "backend_cuda/gpu_test_support.h"
+#endif
+
+namespace ops_test {
+namespace {
+
+#ifdef RA_HAVE_CUDA
+void run_cases_on_cuda(const std::string& op) {
+  const KernelMode modes[] = {KernelMode::deterministic, KernelMode::nondeterministic,
+                              KernelMode::autotune};
+  std::vector<std::unique_ptr<ra::backend::CudaOps>> backends;
+  for (const KernelMode mode : modes) backends.push_back(ra::backend::make_cuda_ops(mode));
+  for (const OpCase* c : cases_of(op)) {
+    INFO(op << " [" << c->shape << "]");
+    const Arrays arrays = c->arrays();
+    const Expected expected = c->reference(arrays);
+    for (std::size_t m = 0; m < std::size(modes); ++m) {
+      const KernelMode mode = modes[m];
+      const bool autotuned = mode == KernelMode::autotune && c->autotuned_convolution;
+      if (!c->takes_mode && mode != KernelMode::deterministic && !autotuned) continue;
+      INFO(mode_name(mode));
+      const Arrays out = run_case(*backends[m], *c, arrays, mode);
+      require_matches_reference(out, expected, autotuned);
+      if (mode == KernelMode::deterministic) {
+        require_same_bits(out, run_case(*backends[m], *c, arrays, mode), expected);
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace ops_test
+
+TEST_CASE("every op on CUDA", "[ops][gpu]") {
+#ifdef RA_HAVE_CUDA
+  RA_SKIP_WITHOUT_USABLE_GPU();
+  for (const std::string& op : ops_test::op_names()) {
+    DYNAMIC_SECTION(op) {
+      ops_test::run_cases_on_cuda(op);
+    }
+  }
+#else
+  WARN("skipped: the CUDA backend is not built (REPRO_AUDIT_CUDA=OFF or no CUDA toolkit)");
+#endif
+}
