@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/geometry.h"
+#include "backend/modes.h"
 #include "backend/pool_gradient.h"
 #include "core/digest.h"
 #include "core/memory.h"
@@ -23,12 +24,8 @@
 #include "optim/update_digests.h"
 #include "optim/update_rules.h"
 #include "rng/philox.h"
-#include "spec/spec.h"
 
 namespace ra::backend {
-
-using spec::Activation;
-using spec::KernelMode;
 
 // The modes of the reductions of a conv + max-pool backward, one per op it stands for.
 struct ConvPoolBackwardModes {

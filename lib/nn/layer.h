@@ -10,6 +10,7 @@
 #include "backend/ops.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "nn/backend_modes.h"
 #include "spec/resolve.h"
 #include "spec/spec.h"
 
@@ -29,7 +30,10 @@ struct StepContext {
   std::uint64_t step = 0;  // global step index (0-based); the dropout draw
   const spec::DeterminismSpec* determinism = nullptr;
 
-  spec::KernelMode mode(spec::ReducingOp op) const { return determinism->mode_for(op); }
+  // The spec's mode for `op`, as the backend takes it.
+  backend::KernelMode mode(spec::ReducingOp op) const {
+    return to_backend(determinism->mode_for(op));
+  }
 };
 
 class Layer {
@@ -42,6 +46,8 @@ class Layer {
 
   const spec::ResolvedLayer& info() const noexcept { return info_; }
   const std::string& name() const noexcept { return info_.spec.name; }
+  // The spec's activation of this layer, as the backend takes it.
+  backend::Activation activation() const { return to_backend(info_.spec.activation); }
 
   // y = layer(x). x is [N, input...]; y is resized to [N, output...].
   virtual void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) = 0;

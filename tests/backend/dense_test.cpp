@@ -12,7 +12,7 @@
 
 namespace ref = ra::backend::reference;
 using ra::backend::DenseGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 namespace {
 
@@ -64,7 +64,8 @@ TEST_CASE("dense forward matches the reference", "[backend][dense]") {
         INFO("bias " << with_bias);
         auto y = nan_filled(std::size_t(g.n) * g.out);
         std::vector<float> expected(y.size()), scale(y.size());
-        ops.dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr, ra::backend::Activation::none, y.data());
+        ops.dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr,
+                          ra::backend::Activation::none, y.data());
         ref::dense_forward(g, d.x.data(), d.w.data(), with_bias ? d.b.data() : nullptr,
                            expected.data());
         ref::dense_forward(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, scale.data());

@@ -14,8 +14,8 @@
 
 using ra::backend::MaxPoolGradient;
 using ra::backend::PoolGeometry;
-using ra::backend::cpu::GemmKernel;
 using ra::backend::cpu::gemm_kernel_name;
+using ra::backend::cpu::GemmKernel;
 
 namespace {
 
@@ -60,7 +60,7 @@ std::vector<float> expected_transposed(const PoolGeometry& g, const PooledData& 
   ra::backend::CpuOps ops(1);
   ops.maxpool2d_backward(g, data.dy.data(), data.argmax.data(),
                          gated ? data.pooled.data() : nullptr, dx.data(),
-                         ra::spec::KernelMode::deterministic);
+                         ra::backend::KernelMode::deterministic);
   const std::int64_t pixels = std::int64_t(g.h) * g.w;
   std::vector<float> t(static_cast<std::size_t>(pixels * stride),
                        std::numeric_limits<float>::quiet_NaN());
@@ -84,8 +84,8 @@ TEST_CASE("unpool_image_transposed is maxpool2d_backward's image, transposed, bi
     for (const GemmKernel kernel : test::supported_kernels()) {
       for (const bool gated : {false, true}) {
         for (std::int64_t n = 0; n < g.n; ++n) {
-          INFO(pc.name << ", " << gemm_kernel_name(kernel) << (gated ? ", gated" : "")
-                       << ", image " << n);
+          INFO(pc.name << ", " << gemm_kernel_name(kernel) << (gated ? ", gated" : "") << ", image "
+                       << n);
           // The buffer holds whatever came before: every float in lanes [0, C) must be written.
           std::vector<float> actual(static_cast<std::size_t>(pixels * stride), 7.0f);
           for (std::int64_t pixel = 0; pixel < pixels; ++pixel) {

@@ -30,12 +30,12 @@
 
 namespace {
 
+using ra::backend::Activation;
 using ra::backend::ConvGeometry;
 using ra::backend::CudaOps;
 using ra::backend::DenseGeometry;
+using ra::backend::KernelMode;
 using ra::backend::PoolGeometry;
-using ra::spec::Activation;
-using ra::spec::KernelMode;
 namespace reference = ra::backend::reference;
 namespace cuda = ra::backend::cuda;
 
@@ -70,7 +70,7 @@ DeviceArray<float> nan_array(ra::Memory& memory, std::int64_t count) {
 }
 
 const char* mode_name(KernelMode m) {
-  return ra::spec::to_string(m);
+  return ra::backend::to_string(m);
 }
 
 double conv_rtol(KernelMode forward_or_call_mode, std::int64_t terms) {
