@@ -36,6 +36,9 @@ struct StepContext {
   }
 };
 
+class Conv2dLayer;
+class MaxPool2dLayer;
+
 class Layer {
  public:
   // `memory`: where the layer's parameters and scratch live (the backend's memory).
@@ -75,6 +78,13 @@ class Layer {
   // gated by its output; conv: gated by its input), and the Model's note that it must.
   virtual bool can_take_over_relu_backward() const { return false; }
   virtual void take_over_relu_backward() {}
+
+  // What this layer can be fused with, for the Model to ask the backend whether to (a pair runs
+  // as one backend call only when Ops::fuses_conv_maxpool says so for its geometries):
+  // a conv whose output nothing but the max-pool after it reads returns itself here,
+  virtual Conv2dLayer* conv_before_pool() { return nullptr; }
+  // and a max-pool, which such a conv can compute in its own forward and backward, here.
+  virtual MaxPool2dLayer* pool_after_conv() { return nullptr; }
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }
