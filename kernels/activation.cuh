@@ -6,14 +6,14 @@
 //   activation_backward  dx = dy * act'(x), from the OUTPUT y:   ('=')
 //                        relu: y > 0 ? dy : 0; tanh: dy * (1 - y*y); sigmoid: dy * (y * (1 - y))
 //
-// `activation` is spec::Activation as an int (kernels/ compiles as CUDA C++17 without lib/spec).
+// `activation` is backend::Activation (backend/modes.h) as an int.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 namespace ra::kernels {
 
-// The values of spec::Activation (none, relu, tanh, sigmoid), in declaration order.
+// The values of backend::Activation (none, relu, tanh, sigmoid), in declaration order.
 inline constexpr int kActivationNone = 0;
 inline constexpr int kActivationRelu = 1;
 inline constexpr int kActivationTanh = 2;

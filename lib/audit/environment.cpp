@@ -1,7 +1,5 @@
 #include "audit/environment.h"
 
-#include "backend/cpu/simd/isa.h"
-
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -9,6 +7,7 @@
 #include <array>
 #include <set>
 
+#include "backend/fingerprint.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -122,21 +121,22 @@ nlohmann::json environment_fingerprint(int threads, const std::string& backend) 
     // No /proc (a restricted container): the model stays "unknown" rather than failing a run.
   }
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return {{"cpu_model", cpu.model},
-          {"cpu_flags", cpu.flags},
-          {"logical_cpus", cpus > 0 ? cpus : 0},
-          {"threads", threads},
-          {"backend", backend},
-          // Which GEMM micro-kernel the CPU backend runs (FMA kernels give other bits than the
-          // portable one): the likely explanation when CPU traces of two machines differ.
-          {"cpu_gemm_kernel", backend::cpu::active_isa_name()},
-          {"compiler", compiler()},
-          {"build_type", kBuildType},
-          {"cxx_flags", trim(kCxxFlags)},
-          {"os", os_description()},
-          {"glibc", glibc_version()},
-          {"tool_version", kToolVersion},
-          {"hostname", hostname()}};
+  nlohmann::json doc = {{"cpu_model", cpu.model},
+                        {"cpu_flags", cpu.flags},
+                        {"logical_cpus", cpus > 0 ? cpus : 0},
+                        {"threads", threads},
+                        {"backend", backend},
+                        {"compiler", compiler()},
+                        {"build_type", kBuildType},
+                        {"cxx_flags", trim(kCxxFlags)},
+                        {"os", os_description()},
+                        {"glibc", glibc_version()},
+                        {"tool_version", kToolVersion},
+                        {"hostname", hostname()}};
+  // The CPU backend's kernel choice ("cpu_gemm_kernel": FMA kernels give other bits than the
+  // portable one): the likely explanation when CPU traces of two machines differ.
+  doc.update(backend::cpu_fingerprint());
+  return doc;
 }
 
 std::vector<std::string> fingerprint_differences(const nlohmann::json& a, const nlohmann::json& b) {

@@ -21,6 +21,11 @@ class ForwardingOps : public Ops {
   Memory& memory() override { return inner_->memory(); }
   nlohmann::json ledger() const override { return inner_->ledger(); }
   nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
+  // The inner backend's answer, so that a run through a decorator makes the same calls (a
+  // decorator then sees a pair call's parts unless it forwards the pair through inner()).
+  bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {
+    return inner_->fuses_conv_maxpool(g, pool);
+  }
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/geometry.h"
+#include "backend/modes.h"
 #include "backend/pool_gradient.h"
 #include "core/digest.h"
 #include "core/memory.h"
@@ -23,12 +24,8 @@
 #include "optim/update_digests.h"
 #include "optim/update_rules.h"
 #include "rng/philox.h"
-#include "spec/spec.h"
 
 namespace ra::backend {
-
-using spec::Activation;
-using spec::KernelMode;
 
 // The modes of the reductions of a conv + max-pool backward, one per op it stands for.
 struct ConvPoolBackwardModes {
@@ -106,6 +103,14 @@ class Ops {
                                   KernelMode mode) = 0;
 
   // ---- conv + pool ----
+  // Whether this backend computes a conv and the max-pool that alone reads its output better in
+  // one call (conv2d_forward_maxpool, conv2d_backward_maxpool) than in separate ones, for these
+  // geometries: the caller then makes the pair's calls, else the separate ones. Either way the
+  // values are the same; only where the conv output lives (memory or cache) differs. The
+  // default, false, is right for a backend whose pair calls are the defaults below.
+  virtual bool fuses_conv_maxpool(const ConvGeometry& /*g*/, const PoolGeometry& /*pool*/) const {
+    return false;
+  }
   // y, argmax = maxpool2d_forward(pool, act(conv(x, w) (+ bias))): the two ops in one call, for a
   // conv whose output only its max-pool reads. conv_out ([N, K, P, Q]) is where the default
   // stores the conv output between the two; a backend that fuses them (the CPU backend, for the

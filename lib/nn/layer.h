@@ -10,6 +10,7 @@
 #include "backend/ops.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "nn/backend_modes.h"
 #include "spec/resolve.h"
 #include "spec/spec.h"
 
@@ -29,8 +30,14 @@ struct StepContext {
   std::uint64_t step = 0;  // global step index (0-based); the dropout draw
   const spec::DeterminismSpec* determinism = nullptr;
 
-  spec::KernelMode mode(spec::ReducingOp op) const { return determinism->mode_for(op); }
+  // The spec's mode for `op`, as the backend takes it.
+  backend::KernelMode mode(spec::ReducingOp op) const {
+    return to_backend(determinism->mode_for(op));
+  }
 };
+
+class Conv2dLayer;
+class MaxPool2dLayer;
 
 class Layer {
  public:
@@ -42,6 +49,8 @@ class Layer {
 
   const spec::ResolvedLayer& info() const noexcept { return info_; }
   const std::string& name() const noexcept { return info_.spec.name; }
+  // The spec's activation of this layer, as the backend takes it.
+  backend::Activation activation() const { return to_backend(info_.spec.activation); }
 
   // y = layer(x). x is [N, input...]; y is resized to [N, output...].
   virtual void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) = 0;
@@ -69,6 +78,13 @@ class Layer {
   // gated by its output; conv: gated by its input), and the Model's note that it must.
   virtual bool can_take_over_relu_backward() const { return false; }
   virtual void take_over_relu_backward() {}
+
+  // What this layer can be fused with, for the Model to ask the backend whether to (a pair runs
+  // as one backend call only when Ops::fuses_conv_maxpool says so for its geometries):
+  // a conv whose output nothing but the max-pool after it reads returns itself here,
+  virtual Conv2dLayer* conv_before_pool() { return nullptr; }
+  // and a max-pool, which such a conv can compute in its own forward and backward, here.
+  virtual MaxPool2dLayer* pool_after_conv() { return nullptr; }
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }

@@ -7,7 +7,7 @@
 namespace ra::nn {
 namespace {
 
-using spec::Activation;
+using backend::Activation;
 using spec::ReducingOp;
 
 int batch_of(const Tensor& x) {
@@ -84,8 +84,7 @@ void Conv2dLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const S
   const auto g = conv_geometry(info(), batch_of(x));
   y.resize_batched(g.n, info().output);
   ops.conv2d_forward(g, x.data(), weight_.value.data(),
-                     info().spec.use_bias ? bias_.value.data() : nullptr, info().spec.activation,
-                     y.data());
+                     info().spec.use_bias ? bias_.value.data() : nullptr, activation(), y.data());
 }
 
 void Conv2dLayer::forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y,
@@ -93,17 +92,17 @@ void Conv2dLayer::forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y,
   const auto g = conv_geometry(info(), batch_of(x));
   y.resize_batched(g.n, info().output);
   std::int32_t* argmax = pool.prepare_forward(y, pooled);
-  ops.conv2d_forward_maxpool(
-      g, x.data(), weight_.value.data(), info().spec.use_bias ? bias_.value.data() : nullptr,
-      info().spec.activation, pool_geometry(pool.info(), g.n), y.data(), pooled.data(), argmax);
+  ops.conv2d_forward_maxpool(g, x.data(), weight_.value.data(),
+                             info().spec.use_bias ? bias_.value.data() : nullptr, activation(),
+                             pool_geometry(pool.info(), g.n), y.data(), pooled.data(), argmax);
 }
 
 void Conv2dLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                            Tensor* dx, const StepContext& ctx) {
   const auto g = conv_geometry(info(), batch_of(x));
-  const Tensor& dz = relu_backward_handed_over() ? dy
-                                                 : through_activation(ops, info().spec.activation,
-                                                                      y, dy, pre_activation_grad_);
+  const Tensor& dz = relu_backward_handed_over()
+                         ? dy
+                         : through_activation(ops, activation(), y, dy, pre_activation_grad_);
   if (info().spec.use_bias) {
     ops.conv2d_backward_filter_bias(g, x.data(), dz.data(), weight_.grad.data(), bias_.grad.data(),
                                     ctx.mode(ReducingOp::conv2d_backward_filter),
@@ -158,14 +157,13 @@ void DenseLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const St
   const auto g = dense_geometry(info(), batch_of(x));
   y.resize({g.n, g.out});
   ops.dense_forward(g, x.data(), weight_.value.data(),
-                    info().spec.use_bias ? bias_.value.data() : nullptr, info().spec.activation,
-                    y.data());
+                    info().spec.use_bias ? bias_.value.data() : nullptr, activation(), y.data());
 }
 
 void DenseLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx, const StepContext& ctx) {
   const auto g = dense_geometry(info(), batch_of(x));
-  const Tensor& dz = through_activation(ops, info().spec.activation, y, dy, pre_activation_grad_);
+  const Tensor& dz = through_activation(ops, activation(), y, dy, pre_activation_grad_);
   ops.dense_backward_weight(g, x.data(), dz.data(), weight_.grad.data(),
                             ctx.mode(ReducingOp::dense_backward_weight));
   if (info().spec.use_bias) {
@@ -246,16 +244,15 @@ void DropoutLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, c
 // ---- activation ------------------------------------------------------------------------------
 void ActivationLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext&) {
   y.resize(x.shape());
-  ops.activation_forward(info().spec.activation, static_cast<std::int64_t>(x.size()), x.data(),
-                         y.data());
+  ops.activation_forward(activation(), static_cast<std::int64_t>(x.size()), x.data(), y.data());
 }
 
 void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y,
                                const Tensor& dy, Tensor* dx, const StepContext&) {
   if (dx == nullptr) return;
   dx->resize(x.shape());
-  ops.activation_backward(info().spec.activation, static_cast<std::int64_t>(dy.size()), y.data(),
-                          dy.data(), dx->data());
+  ops.activation_backward(activation(), static_cast<std::int64_t>(dy.size()), y.data(), dy.data(),
+                          dx->data());
 }
 
 // ---- flatten ---------------------------------------------------------------------------------

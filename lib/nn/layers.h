@@ -39,6 +39,7 @@ class Conv2dLayer final : public Layer {
     return act == spec::Activation::none ||
            (act == spec::Activation::relu && relu_backward_handed_over());
   }
+  Conv2dLayer* conv_before_pool() override { return output_read_only_by_next() ? this : nullptr; }
   // This layer's forward and the max-pool's after it in one backend call
   // (Ops::conv2d_forward_maxpool): y keeps the conv output's shape, pooled gets the pool's output.
   void forward_pooled(backend::Ops& ops, const Tensor& x, Tensor& y, MaxPool2dLayer& pool,
@@ -80,6 +81,7 @@ class MaxPool2dLayer final : public Layer {
   // output (one pass over the pooled gradient instead of one over the whole input gradient).
   bool can_take_over_relu_backward() const override { return true; }
   void take_over_relu_backward() override { gate_with_output_ = true; }
+  MaxPool2dLayer* pool_after_conv() override { return this; }
 
   // What forward does before pooling: sizes y for input x and the argmax; returns the argmax.
   std::int32_t* prepare_forward(const Tensor& x, Tensor& y);

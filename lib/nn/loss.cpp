@@ -1,5 +1,7 @@
 #include "nn/loss.h"
 
+#include "nn/backend_modes.h"
+
 namespace ra::nn {
 
 float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
@@ -13,9 +15,10 @@ float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
     grad = output_grad->data();
   }
   if (loss == spec::Loss::mean_squared_error) {
-    return ops.mean_squared_error(n, classes, output.data(), labels.data(), grad, mode);
+    return ops.mean_squared_error(n, classes, output.data(), labels.data(), grad, to_backend(mode));
   }
-  return ops.softmax_cross_entropy(n, classes, output.data(), labels.data(), grad, mode);
+  return ops.softmax_cross_entropy(n, classes, output.data(), labels.data(), grad,
+                                   to_backend(mode));
 }
 
 std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels) {

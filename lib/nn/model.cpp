@@ -78,27 +78,31 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
       layers_[i - 1]->hand_over_relu_backward();
     }
   }
-  // A max-pool right after a conv whose output nothing else reads is computed by the conv's
-  // forward pass (Ops::conv2d_forward_maxpool): the CPU backend then never stores the conv
-  // output (18.9 MB written and read back per step in the Keras MNIST convnet).
   pooled_by_previous_.assign(layers_.size(), false);
-  for (std::size_t i = 1; i < layers_.size(); ++i) {
-    const auto* conv = dynamic_cast<const Conv2dLayer*>(layers_[i - 1].get());
-    pooled_by_previous_[i] = conv != nullptr && conv->output_read_only_by_next() &&
-                             dynamic_cast<const MaxPool2dLayer*>(layers_[i].get()) != nullptr;
-  }
+}
+
+bool Model::pools_with_conv(backend::Ops& ops, std::size_t i, int batch) {
+  if (i == 0) return false;
+  Conv2dLayer* conv = layers_[i - 1]->conv_before_pool();
+  MaxPool2dLayer* pool = layers_[i]->pool_after_conv();
+  return conv != nullptr && pool != nullptr &&
+         ops.fuses_conv_maxpool(conv_geometry(conv->info(), batch),
+                                pool_geometry(pool->info(), batch));
 }
 
 const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepContext& ctx) {
   input_ = &input;
   const Tensor* x = &input;
+  const int batch = static_cast<int>(input.dim(0));
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    pooled_by_previous_[i] = pools_with_conv(ops, i, batch);
+  }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     inputs_[i] = x;
     if (passed_through_[i]) continue;  // the next layer reads x itself
     if (i + 1 < layers_.size() && pooled_by_previous_[i + 1]) {
-      static_cast<Conv2dLayer&>(*layers_[i])
-          .forward_pooled(ops, *x, outputs_[i], static_cast<MaxPool2dLayer&>(*layers_[i + 1]),
-                          outputs_[i + 1]);
+      layers_[i]->conv_before_pool()->forward_pooled(
+          ops, *x, outputs_[i], *layers_[i + 1]->pool_after_conv(), outputs_[i + 1]);
     } else if (!pooled_by_previous_[i]) {  // else: computed with the conv before it
       layers_[i]->forward(ops, *x, outputs_[i], ctx);
     }
@@ -122,9 +126,9 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
       // gradient) is where the backend may store the pool's dx; the conv's dx goes on as usual.
       const std::size_t c = i - 1;
       Tensor* conv_dx = input_gradient(c);
-      static_cast<Conv2dLayer&>(*layers_[c])
-          .backward_pooled(ops, *inputs_[c], static_cast<const MaxPool2dLayer&>(*layers_[i]),
-                           outputs_[i], *dy, grads_[i], conv_dx, ctx);
+      layers_[c]->conv_before_pool()->backward_pooled(ops, *inputs_[c],
+                                                      *layers_[i]->pool_after_conv(), outputs_[i],
+                                                      *dy, grads_[i], conv_dx, ctx);
       dy = conv_dx;
       --i;  // the conv is done
       continue;

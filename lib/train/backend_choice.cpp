@@ -2,6 +2,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
+#include "nn/backend_modes.h"
 #ifdef RA_HAVE_CUDA
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/device.h"
@@ -44,7 +45,7 @@ BackendChoice make_backend(spec::Device device, int threads,
   const std::string reason = gpu_unusable_reason();
   if (reason.empty()) {
 #ifdef RA_HAVE_CUDA
-    choice.ops = backend::make_cuda_ops(mode);
+    choice.ops = backend::make_cuda_ops(nn::to_backend(mode));
     return choice;
 #endif
   }

@@ -65,7 +65,7 @@ std::vector<OpTime> TimingOps::times() const {
       const Accumulator& a = table_[op][static_cast<std::size_t>(m)];
       if (a.calls == 0) continue;
       out.push_back(OpTime{op_name(static_cast<Op>(op)),
-                           m == 0 ? "" : spec::to_string(static_cast<KernelMode>(m - 1)),
+                           m == 0 ? "" : backend::to_string(static_cast<KernelMode>(m - 1)),
                            std::chrono::duration<double>(a.elapsed).count(), a.calls});
     }
   }

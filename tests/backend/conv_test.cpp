@@ -16,7 +16,7 @@
 
 namespace ref = ra::backend::reference;
 using ra::backend::ConvGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 namespace {
 
@@ -117,8 +117,8 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
       const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
       REQUIRE(ra::backend::cpu::fuses_maxpool(g, pg) == c.fused);
       const ConvData d = conv_data(g, 41);
-      for (const auto act :
-           {ra::spec::Activation::relu, ra::spec::Activation::none, ra::spec::Activation::tanh}) {
+      for (const auto act : {ra::backend::Activation::relu, ra::backend::Activation::none,
+                             ra::backend::Activation::tanh}) {
         INFO(c.name << ", " << threads << " threads, activation " << int(act));
         std::vector<float> conv_y(g.y_size()), y_ref(pg.y_size());
         std::vector<std::int32_t> argmax_ref(pg.y_size());
@@ -157,7 +157,7 @@ TEST_CASE("conv2d_backward_maxpool gives the gradients of the three ops", "[back
       {"3x3/2 pool (overlapping): the three ops", test::conv(2, 3, 9, 9, 6, 3, 3), 3, 2},
       {"strided conv: the three ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2},
   };
-  using ra::spec::KernelMode;
+  using ra::backend::KernelMode;
   for (const int threads : {1, 3}) {
     ra::backend::CpuOps ops(threads);
     for (const Case& c : cases) {
@@ -168,7 +168,7 @@ TEST_CASE("conv2d_backward_maxpool gives the gradients of the three ops", "[back
       // The pooled relu output and its argmax, as the forward pass leaves them.
       std::vector<float> conv_y(g.y_size()), pooled(pg.y_size());
       std::vector<std::int32_t> argmax(pg.y_size());
-      ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::spec::Activation::relu,
+      ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::backend::Activation::relu,
                          conv_y.data());
       ops.maxpool2d_forward(pg, conv_y.data(), pooled.data(), argmax.data());
       const auto pooled_dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 44);
@@ -229,7 +229,7 @@ TEST_CASE("conv2d_backward_maxpool rejects an argmax outside its window", "[back
   std::vector<float> conv_y(g.y_size()), pooled(pg.y_size());
   std::vector<std::int32_t> argmax(pg.y_size());
   ra::backend::CpuOps ops(2);
-  ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::spec::Activation::relu,
+  ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::backend::Activation::relu,
                      conv_y.data());
   ops.maxpool2d_forward(pg, conv_y.data(), pooled.data(), argmax.data());
   argmax[pg.y_size() - 1] = 0;  // the last window's winner, moved to the first plane

@@ -12,7 +12,7 @@
 
 namespace ref = ra::backend::reference;
 using ra::backend::DenseGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include "core/error.h"
 
 namespace ref = ra::backend::reference;
+using ra::backend::KernelMode;
 using ra::backend::Ops;
-using ra::spec::KernelMode;
 
 namespace {
 

@@ -149,10 +149,10 @@ TEST_CASE("direct convolutions give the bits of im2col + gemm for every variant 
         ScratchArena scratch(threads);
         std::vector<float> y(g.y_size(), -7.0f), dw(g.w_size(), -7.0f), dx(g.x_size(), -7.0f);
         direct_conv_forward(pool, scratch, g, x.data(), w.data(), bias.data(),
-                            ra::spec::Activation::none, y.data(), isa);
+                            ra::backend::Activation::none, y.data(), isa);
         REQUIRE(test::same_bits(y, y_twin));
         direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), dw.data(), nullptr,
-                                    ra::spec::KernelMode::deterministic, isa);
+                                    ra::backend::KernelMode::deterministic, isa);
         REQUIRE(test::same_bits(dw, dw_twin));
         // Every stride-1 geometry takes the direct backward data, whatever its padding.
         REQUIRE(direct_backward_data_applies(g) == (g.stride_h == 1 && g.stride_w == 1));
@@ -187,7 +187,7 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
     ra::ThreadPool pool(2);
     ScratchArena scratch(2);
     std::vector<float> y(g.y_size(), 1.0f);
-    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::spec::Activation::none,
+    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::backend::Activation::none,
                         y.data(), isa);
     REQUIRE(test::same_bits(y, expected));
   }
@@ -203,14 +203,14 @@ TEST_CASE("nondeterministic direct filter gradient stays within rounding of the 
   std::vector<float> det(g.w_size()), nondet(g.w_size());
   const Isa isa = active_isa();
   direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), det.data(), nullptr,
-                              ra::spec::KernelMode::deterministic, isa);
+                              ra::backend::KernelMode::deterministic, isa);
   direct_conv_backward_filter(pool, scratch, g, x.data(), dy.data(), nondet.data(), nullptr,
-                              ra::spec::KernelMode::nondeterministic, isa);
+                              ra::backend::KernelMode::nondeterministic, isa);
   // Both are sums of the same products in different orders: within terms * u * sum |products|.
   std::vector<float> scale(g.w_size());
   const auto ax = test::abs_of(x), ady = test::abs_of(dy);
   direct_conv_backward_filter(pool, scratch, g, ax.data(), ady.data(), scale.data(), nullptr,
-                              ra::spec::KernelMode::deterministic, isa);
+                              ra::backend::KernelMode::deterministic, isa);
   const std::int64_t terms = std::int64_t(g.n) * g.p * g.q;
   REQUIRE_CLOSE(nondet, det, 2 * test::sum_rtol(terms), 0.0, &scale);
 }

@@ -12,7 +12,7 @@
 #include "backend_test_util.h"
 
 namespace ref = ra::backend::reference;
-using ra::spec::Activation;
+using ra::backend::Activation;
 
 namespace {
 
@@ -37,7 +37,7 @@ TEST_CASE("activation forward matches the reference", "[backend][elementwise]") 
   const auto x = inputs_with_extremes(1);
   ra::backend::CpuOps one(1), seven(7);
   for (const Activation act : kActivations) {
-    INFO(ra::spec::to_string(act));
+    INFO(ra::backend::to_string(act));
     std::vector<float> y(kCount), y7(kCount), expected(kCount);
     one.activation_forward(act, kCount, x.data(), y.data());
     seven.activation_forward(act, kCount, x.data(), y7.data());
@@ -70,7 +70,7 @@ TEST_CASE("activations may work in place", "[backend][elementwise]") {
   const auto dy = test::random_values(kCount, 5);
   ra::backend::CpuOps ops(2);
   for (const Activation act : kActivations) {
-    INFO(ra::spec::to_string(act));
+    INFO(ra::backend::to_string(act));
     std::vector<float> y(kCount), inplace = x, dx(kCount), dx_inplace = dy;
     ops.activation_forward(act, kCount, x.data(), y.data());
     ops.activation_forward(act, kCount, inplace.data(), inplace.data());
@@ -95,7 +95,7 @@ TEST_CASE("activation gradients match central differences", "[backend][elementwi
   const std::vector<double> rd = test::to_double(r);
   ra::backend::CpuOps ops(2);
   for (const Activation act : kActivations) {
-    INFO(ra::spec::to_string(act));
+    INFO(ra::backend::to_string(act));
     std::vector<double> x = test::to_double(xf);
     auto objective = [&] {
       std::vector<double> y(count);

@@ -28,7 +28,8 @@ TEST_CASE("fused conv bias + activation equals the separate activation pass bit 
     const auto b = test::random_values(static_cast<std::size_t>(g.k), 43);
     for (const bool with_bias : {true, false}) {
       for (const Activation act : kActivations) {
-        INFO("stride " << g.stride_h << ", bias " << with_bias << ", " << ra::spec::to_string(act));
+        INFO("stride " << g.stride_h << ", bias " << with_bias << ", "
+                       << ra::backend::to_string(act));
         const float* bias = with_bias ? b.data() : nullptr;
         std::vector<float> fused(g.y_size(), -1.0f), separate(g.y_size(), -1.0f);
         ops.conv2d_forward(g, x.data(), w.data(), bias, act, fused.data());
@@ -49,7 +50,7 @@ TEST_CASE("fused dense bias + activation equals the separate activation pass bit
   const auto b = test::random_values(std::size_t(g.out), 53);
   for (const bool with_bias : {true, false}) {
     for (const Activation act : kActivations) {
-      INFO("bias " << with_bias << ", " << ra::spec::to_string(act));
+      INFO("bias " << with_bias << ", " << ra::backend::to_string(act));
       const float* bias = with_bias ? b.data() : nullptr;
       std::vector<float> fused(std::size_t(g.n) * g.out, -1.0f), separate(fused.size(), -1.0f);
       ops.dense_forward(g, x.data(), w.data(), bias, act, fused.data());
@@ -71,15 +72,15 @@ TEST_CASE("conv backward data with a relu gate equals the op then relu backward"
     for (float& v : x) v = v > 0.0f ? v : 0.0f;
     const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 82);
     const auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 83);
-    for (const ra::spec::KernelMode mode :
-         {ra::spec::KernelMode::deterministic, ra::spec::KernelMode::nondeterministic}) {
-      INFO("stride " << g.stride_h << ", mode " << ra::spec::to_string(mode));
+    for (const ra::backend::KernelMode mode :
+         {ra::backend::KernelMode::deterministic, ra::backend::KernelMode::nondeterministic}) {
+      INFO("stride " << g.stride_h << ", mode " << ra::backend::to_string(mode));
       std::vector<float> gated(g.x_size(), -1.0f), separate(g.x_size(), -1.0f);
       ops.conv2d_backward_data(g, dy.data(), w.data(), x.data(), gated.data(), mode);
       ops.conv2d_backward_data(g, dy.data(), w.data(), nullptr, separate.data(), mode);
       ops.activation_backward(Activation::relu, g.x_size(), x.data(), separate.data(),
                               separate.data());
-      if (mode == ra::spec::KernelMode::deterministic) {
+      if (mode == ra::backend::KernelMode::deterministic) {
         REQUIRE(test::same_bits(gated, separate));
       } else {  // atomic adds: the two calls may add in other orders
         REQUIRE_CLOSE(gated, separate, 64 * test::kUnitRoundoff, 1e-6, nullptr);

@@ -11,7 +11,7 @@
 #include "core/error.h"
 
 namespace ref = ra::backend::reference;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 namespace {
 const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};

@@ -13,9 +13,9 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend_test_util.h"
 
+using ra::backend::Activation;
+using ra::backend::KernelMode;
 using ra::backend::Ops;
-using ra::spec::Activation;
-using ra::spec::KernelMode;
 
 namespace {
 

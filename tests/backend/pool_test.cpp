@@ -17,8 +17,8 @@
 #include "core/error.h"
 
 namespace ref = ra::backend::reference;
+using ra::backend::KernelMode;
 using ra::backend::PoolGeometry;
-using ra::spec::KernelMode;
 
 namespace {
 
@@ -259,7 +259,7 @@ TEST_CASE("max-pool backward with a relu gate equals max-pool backward then relu
       std::vector<float> fused(g.x_size(), -1.0f), separate(g.x_size(), -1.0f);
       ops.maxpool2d_backward(g, dy.data(), argmax.data(), y.data(), fused.data(), mode);
       ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, separate.data(), mode);
-      ops.activation_backward(ra::spec::Activation::relu, g.x_size(), x.data(), separate.data(),
+      ops.activation_backward(ra::backend::Activation::relu, g.x_size(), x.data(), separate.data(),
                               separate.data());
       if (mode == KernelMode::deterministic) {
         REQUIRE(test::same_bits(fused, separate));
@@ -318,7 +318,7 @@ TEST_CASE("unpool_shifted writes maxpool2d_backward's planes into a zero-padded 
   const auto dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 62);
   std::vector<float> unpooled(pg.x_size());
   ops.maxpool2d_backward(pg, dy.data(), argmax.data(), pooled.data(), unpooled.data(),
-                         ra::spec::KernelMode::deterministic);
+                         ra::backend::KernelMode::deterministic);
   const PooledGradient gradient{pg, {dy.data(), argmax.data(), pooled.data()}};
   struct Shift {
     std::int64_t row, col, height, width;

@@ -25,7 +25,7 @@
 using ra::backend::ConvGeometry;
 using ra::backend::CpuOps;
 using ra::backend::DenseGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 namespace {
 
@@ -80,7 +80,7 @@ TEST_CASE("conv ops reserve every worker's scratch before their parallel loops",
     std::vector<float> y(g.y_size()), dx(g.x_size()), dw(g.w_size()), db(g.k);
     INFO(c.name);
     CHECK(late_growths_of([&](CpuOps& ops) {
-            ops.conv2d_forward(g, x.data(), w.data(), b.data(), ra::spec::Activation::relu,
+            ops.conv2d_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::relu,
                                y.data());
           }) == 0);
     // The pooled forward (worker buffer image_output) where the backend fuses the pair.
@@ -91,7 +91,7 @@ TEST_CASE("conv ops reserve every worker's scratch before their parallel loops",
       std::vector<std::int32_t> argmax(pg.y_size());
       CHECK(late_growths_of([&](CpuOps& ops) {
               ops.conv2d_forward_maxpool(g, x.data(), w.data(), b.data(),
-                                         ra::spec::Activation::relu, pg, y.data(), pooled.data(),
+                                         ra::backend::Activation::relu, pg, y.data(), pooled.data(),
                                          argmax.data());
             }) == 0);
       // Its backward (worker buffer unpooled_gradient), from the argmax just computed.
@@ -132,7 +132,7 @@ TEST_CASE("dense ops reserve every worker's scratch before their parallel loops"
     INFO("dense " << g.n << "x" << g.in << "->" << g.out);
     const auto b = test::random_values(static_cast<std::size_t>(g.out), 8);
     CHECK(late_growths_of([&](CpuOps& ops) {
-            ops.dense_forward(g, x.data(), w.data(), b.data(), ra::spec::Activation::relu,
+            ops.dense_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::relu,
                               y.data());
           }) == 0);
     for (const KernelMode mode : kModes) {

@@ -60,7 +60,7 @@ std::vector<float> expected_transposed(const PoolGeometry& g, const PooledData& 
   ra::backend::CpuOps ops(1);
   ops.maxpool2d_backward(g, data.dy.data(), data.argmax.data(),
                          gated ? data.pooled.data() : nullptr, dx.data(),
-                         ra::spec::KernelMode::deterministic);
+                         ra::backend::KernelMode::deterministic);
   const std::int64_t pixels = std::int64_t(g.h) * g.w;
   std::vector<float> t(static_cast<std::size_t>(pixels * stride),
                        std::numeric_limits<float>::quiet_NaN());

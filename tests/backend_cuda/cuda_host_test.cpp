@@ -24,7 +24,7 @@ namespace {
 
 using namespace ra::backend::cuda;
 using ra::backend::ConvGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 namespace reference = ra::backend::reference;
 
 cudnnStatus_t fake_cudnn_call(cudnnStatus_t result) {
@@ -133,7 +133,7 @@ TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
       {KernelMode::autotune, D::backward_filter, true, 0},
   };
   for (const Row& row : table) {
-    INFO(ra::spec::to_string(row.mode) << " " << to_string(row.direction));
+    INFO(ra::backend::to_string(row.mode) << " " << to_string(row.direction));
     const ConvAlgorithmPolicy policy = conv_algorithm_policy(row.mode, row.direction);
     CHECK(policy.autotune == row.autotune);
     if (!row.autotune) {

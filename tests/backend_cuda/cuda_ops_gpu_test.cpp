@@ -11,7 +11,7 @@
 
 namespace {
 
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 
 // A device array in the backend's memory, filled from the host.
 template <class T>

@@ -18,6 +18,7 @@
 #include "backend_cuda/gpu_test_support.h"
 
 #include "backend/cpu/reference/reference_ops.h"
+#include "backend/modes.h"
 #include "kernels/activation.cuh"
 #include "kernels/bias.cuh"
 #include "kernels/dropout.cuh"
@@ -25,18 +26,17 @@
 #include "kernels/loss.cuh"
 #include "kernels/maxpool.cuh"
 #include "rng/philox.h"
-#include "spec/spec.h"
 
 namespace {
 
+using ra::backend::Activation;
 using ra::backend::ConvGeometry;
 using ra::backend::DenseGeometry;
 using ra::backend::PoolGeometry;
-using ra::spec::Activation;
 namespace reference = ra::backend::reference;
 namespace kernels = ra::kernels;
 
-// The kernels take spec::Activation as an int: the constants must follow the enum.
+// The kernels take backend::Activation as an int: the constants must follow the enum.
 static_assert(kernels::kActivationNone == static_cast<int>(Activation::none));
 static_assert(kernels::kActivationRelu == static_cast<int>(Activation::relu));
 static_assert(kernels::kActivationTanh == static_cast<int>(Activation::tanh));

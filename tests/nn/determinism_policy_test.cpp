@@ -13,7 +13,7 @@
 
 namespace {
 
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 using ra::spec::ReducingOp;
 
 // Records the mode each reducing op was called with, then runs it on the CPU backend.

@@ -205,19 +205,19 @@ class GateSpy final : public ra::test::ForwardingOps {
  public:
   int relu_backward_calls = 0;
   int gated_conv_backward_data = 0, gated_maxpool_backward = 0;
-  void activation_backward(ra::spec::Activation a, std::int64_t n, const float* y, const float* dy,
-                           float* dx) override {
-    if (a == ra::spec::Activation::relu) ++relu_backward_calls;
+  void activation_backward(ra::backend::Activation a, std::int64_t n, const float* y,
+                           const float* dy, float* dx) override {
+    if (a == ra::backend::Activation::relu) ++relu_backward_calls;
     ForwardingOps::activation_backward(a, n, y, dy, dx);
   }
   void conv2d_backward_data(const ra::backend::ConvGeometry& g, const float* dy, const float* w,
-                            const float* gate, float* dx, ra::spec::KernelMode m) override {
+                            const float* gate, float* dx, ra::backend::KernelMode m) override {
     if (gate != nullptr) ++gated_conv_backward_data;
     ForwardingOps::conv2d_backward_data(g, dy, w, gate, dx, m);
   }
   void maxpool2d_backward(const ra::backend::PoolGeometry& g, const float* dy,
                           const std::int32_t* argmax, const float* gate, float* dx,
-                          ra::spec::KernelMode m) override {
+                          ra::backend::KernelMode m) override {
     if (gate != nullptr) ++gated_maxpool_backward;
     ForwardingOps::maxpool2d_backward(g, dy, argmax, gate, dx, m);
   }
@@ -272,7 +272,7 @@ TEST_CASE("a flatten passes its input through to the next layer and its gradient
   struct CountingOps final : ra::test::ForwardingOps {
     int dense_data_calls = 0;
     void dense_backward_data(const ra::backend::DenseGeometry& g, const float* dy, const float* w,
-                             float* dx, ra::spec::KernelMode m) override {
+                             float* dx, ra::backend::KernelMode m) override {
       ++dense_data_calls;
       ForwardingOps::dense_backward_data(g, dy, w, dx, m);
     }
@@ -286,9 +286,9 @@ TEST_CASE("a flatten passes its input through to the next layer and its gradient
   const auto& p = model.params();  // dense_0 weight, bias, dense_1 weight, bias
   std::vector<float> hidden(4 * 5), expected(4 * 3);
   ops.dense_forward({4, 18, 5}, x.data(), p[0]->value.data(), p[1]->value.data(),
-                    ra::spec::Activation::relu, hidden.data());
+                    ra::backend::Activation::relu, hidden.data());
   ops.dense_forward({4, 5, 3}, hidden.data(), p[2]->value.data(), p[3]->value.data(),
-                    ra::spec::Activation::none, expected.data());
+                    ra::backend::Activation::none, expected.data());
   REQUIRE(std::memcmp(out.data(), expected.data(), out.bytes()) == 0);
   ra::Tensor dout;
   const std::vector<std::int32_t> labels{0, 2, 1, 2};

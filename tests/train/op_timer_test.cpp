@@ -14,7 +14,7 @@
 
 using ra::backend::ConvGeometry;
 using ra::backend::DenseGeometry;
-using ra::spec::KernelMode;
+using ra::backend::KernelMode;
 using ra::train::OpTime;
 using ra::train::TimingOps;
 

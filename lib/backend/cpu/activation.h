@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cpu {
 
@@ -32,20 +32,20 @@ inline void relu_backward(const float* y, const float* dy, float* dx, std::int64
 
 // y[i] = act(x[i]) for i < count; x and y may be the same array. The switch sits outside the
 // loops so that relu vectorises.
-inline void activate(spec::Activation act, const float* x, float* y, std::int64_t count) {
+inline void activate(Activation act, const float* x, float* y, std::int64_t count) {
   switch (act) {
-    case spec::Activation::none:
+    case Activation::none:
       if (x != y) {
         for (std::int64_t i = 0; i < count; ++i) y[i] = x[i];
       }
       break;
-    case spec::Activation::relu:
+    case Activation::relu:
       for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
       break;
-    case spec::Activation::tanh:
+    case Activation::tanh:
       for (std::int64_t i = 0; i < count; ++i) y[i] = std::tanh(x[i]);
       break;
-    case spec::Activation::sigmoid:
+    case Activation::sigmoid:
       for (std::int64_t i = 0; i < count; ++i) y[i] = sigmoid(x[i]);
       break;
   }
@@ -53,13 +53,13 @@ inline void activate(spec::Activation act, const float* x, float* y, std::int64_
 
 // y[i] = act(x[i] + addend) for i < count: the bias add and the activation in one pass, with
 // the bits of the add followed by activate() (x and y may be the same array).
-inline void add_then_activate(spec::Activation act, const float* x, float addend, float* y,
+inline void add_then_activate(Activation act, const float* x, float addend, float* y,
                               std::int64_t count) {
   switch (act) {
-    case spec::Activation::none:
+    case Activation::none:
       for (std::int64_t i = 0; i < count; ++i) y[i] = x[i] + addend;
       break;
-    case spec::Activation::relu:
+    case Activation::relu:
       for (std::int64_t i = 0; i < count; ++i) {
         const float v = x[i] + addend;
         y[i] = v > 0.0f ? v : 0.0f;

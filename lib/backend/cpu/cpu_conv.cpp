@@ -99,6 +99,12 @@ void CpuOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* 
   cpu::direct_conv_forward(pool_, scratch_, g, x, w, bias, act, y, cpu::active_isa());
 }
 
+// The pools its direct convolution computes as it stores (the Keras 2x2/2): the conv output
+// then never reaches memory. Other pools would run the two ops anyway.
+bool CpuOps::fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const {
+  return pools_in_conv(g, pool);
+}
+
 void CpuOps::conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
                                     const float* bias, Activation act, const PoolGeometry& pool,
                                     float* conv_out, float* y, std::int32_t* argmax) {

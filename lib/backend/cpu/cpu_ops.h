@@ -48,6 +48,7 @@ class CpuOps final : public Ops {
                               KernelMode mode) override;
   void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
+  bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override;
   void conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
                               const float* bias, Activation act, const PoolGeometry& pool,
                               float* conv_out, float* y, std::int32_t* argmax) override;

@@ -2,8 +2,6 @@
 
 namespace ra::backend::cuda {
 
-using spec::KernelMode;
-
 const char* to_string(ConvDirection direction) {
   switch (direction) {
     case ConvDirection::forward:

@@ -24,7 +24,7 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cuda {
 
@@ -40,7 +40,7 @@ struct ConvAlgorithmPolicy {
   cudnnMathType_t math = CUDNN_FMA_MATH;
 };
 
-ConvAlgorithmPolicy conv_algorithm_policy(spec::KernelMode mode, ConvDirection direction);
+ConvAlgorithmPolicy conv_algorithm_policy(KernelMode mode, ConvDirection direction);
 
 // The documented determinism of a cuDNN algorithm (cudnn_ops.h marks BWD_DATA_ALGO_0,
 // BWD_FILTER_ALGO_0 and BWD_FILTER_ALGO_3 "non-deterministic"; every forward algorithm is
@@ -52,11 +52,11 @@ struct CublasPolicy {
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
 };
 
-CublasPolicy cublas_policy(spec::KernelMode mode);
+CublasPolicy cublas_policy(KernelMode mode);
 
 // What the custom kernels (kernels/*.cuh) are asked for.
-inline bool kernels_deterministic(spec::KernelMode mode) {
-  return mode != spec::KernelMode::nondeterministic;
+inline bool kernels_deterministic(KernelMode mode) {
+  return mode != KernelMode::nondeterministic;
 }
 
 }  // namespace ra::backend::cuda

@@ -85,7 +85,7 @@ ConvPlan::ConvPlan(const ConvGeometry& g)
 }
 
 const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction,
-                                         spec::KernelMode mode, std::vector<LedgerEntry>& ledger) {
+                                         KernelMode mode, std::vector<LedgerEntry>& ledger) {
   const auto slot = std::make_pair(direction, mode);
   if (auto it = chosen_.find(slot); it != chosen_.end()) return it->second;
 

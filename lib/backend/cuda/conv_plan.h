@@ -28,7 +28,7 @@
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/ledger.h"
 #include "backend/geometry.h"
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cuda {
 
@@ -83,8 +83,8 @@ class ConvPlan {
   // the fastest by cudnnFind*Algorithm for autotune, with the descriptor's math type set from the
   // policy first. Chosen once; a new choice is appended to `ledger`, with the math type cuDNN
   // reports as set.
-  const ConvAlgorithm& algorithm(cudnnHandle_t handle, ConvDirection direction,
-                                 spec::KernelMode mode, std::vector<LedgerEntry>& ledger);
+  const ConvAlgorithm& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
+                                 std::vector<LedgerEntry>& ledger);
 
  private:
   ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
@@ -101,7 +101,7 @@ class ConvPlan {
   FilterDescriptor w_;
   ConvolutionDescriptor conv_;
   cudnnMathType_t math_;  // what conv_ holds (read back from cuDNN)
-  std::map<std::pair<ConvDirection, spec::KernelMode>, ConvAlgorithm> chosen_;
+  std::map<std::pair<ConvDirection, KernelMode>, ConvAlgorithm> chosen_;
 };
 
 }  // namespace ra::backend::cuda

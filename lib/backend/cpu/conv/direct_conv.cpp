@@ -190,7 +190,7 @@ std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, c
 }  // namespace
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                         const float* x, const float* w, const float* bias, spec::Activation act,
+                         const float* x, const float* w, const float* bias, Activation act,
                          float* y, Isa isa) {
   if (g.stride_h == 1 && g.stride_w == 1) {
     direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, y, isa);
@@ -256,7 +256,7 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
 
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, Isa isa, const PooledGradient* pooled_dy) {
+                                 KernelMode mode, Isa isa, const PooledGradient* pooled_dy) {
   const Lanes lanes(g.k, direct_detail::tile_limits(isa));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -322,7 +322,7 @@ bool fuses_bias_gradient(const ConvGeometry& g) {
 }
 
 void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                        const float* dy, float* db, spec::KernelMode mode) {
+                        const float* dy, float* db, KernelMode mode) {
   const std::int64_t pixels = std::int64_t(g.p) * g.q;
   const ChunkPlan plan = plan_chunks(g.n, g.k);
   reduce_chunks(pool, scratch, mode, plan.chunks, g.k, db,
@@ -342,7 +342,7 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool) {
 
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* w, const float* bias,
-                                 spec::Activation act, const PoolGeometry& pool_g, float* y,
+                                 Activation act, const PoolGeometry& pool_g, float* y,
                                  std::int32_t* argmax, Isa isa) {
   const direct_detail::PooledOutput pooled{pool_g, y, argmax};
   direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, nullptr, isa,

@@ -27,14 +27,14 @@
 #include "backend/geometry.h"
 #include "backend/pool_gradient.h"
 #include "core/thread_pool.h"
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cpu {
 
 // y = act(conv(x, w) (+ bias[k])); all images, parallel over images. The bias and the
 // activation are applied as each band of results is stored (cpu/activation.h).
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                         const float* x, const float* w, const float* bias, spec::Activation act,
+                         const float* x, const float* w, const float* bias, Activation act,
                          float* y, Isa isa);
 
 // Whether direct_conv_forward_maxpool applies: a stride-1 conv whose output the 2x2/2 pool
@@ -44,7 +44,7 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool);
 // give them, without storing the conv output: each image's stays in the worker's cache.
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* w, const float* bias,
-                                 spec::Activation act, const PoolGeometry& pool_g, float* y,
+                                 Activation act, const PoolGeometry& pool_g, float* y,
                                  std::int32_t* argmax, Isa isa);
 
 // A conv output gradient given as what the backward of the 2x2/2 max-pool over that output
@@ -62,7 +62,7 @@ struct PooledGradient {
 // same chunk plan).
 void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                  const float* x, const float* dy, float* dw, float* db,
-                                 spec::KernelMode mode, Isa isa,
+                                 KernelMode mode, Isa isa,
                                  const PooledGradient* pooled_dy = nullptr);
 // Whether the filter gradient's chunk plan is the bias gradient's, so that summing db inside
 // direct_conv_backward_filter gives conv_bias_gradient's bits.
@@ -70,7 +70,7 @@ bool fuses_bias_gradient(const ConvGeometry& g);
 // db[k] = sum over images and output pixels of dy[n, k], alone: per chunk of images (plan_chunks
 // over a [K] result), images in order, each plane by plane_sum; chunks added in chunk order.
 void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                        const float* dy, float* db, spec::KernelMode mode);
+                        const float* dy, float* db, KernelMode mode);
 
 // Whether direct_conv_backward_data handles g: stride 1, with any padding (the zero-padded dy
 // copy is shifted by R-1 - pad, S-1 - pad, which shifted_copy takes of either sign; tested with

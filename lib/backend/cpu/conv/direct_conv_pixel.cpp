@@ -125,7 +125,7 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
 // as out), out = relu_backward(gate, out).
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
                 std::int64_t band_stride, std::int64_t rows, const float* addend,
-                spec::Activation act, const float* gate, float* out, std::int64_t out_stride) {
+                Activation act, const float* gate, float* out, std::int64_t out_stride) {
   wide.for_each_run(
       j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
         for (std::int64_t row = 0; row < rows; ++row) {
@@ -135,7 +135,7 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
           const float* gate_run = gate == nullptr ? nullptr : gate + row * out_stride + pixel;
           if (addend != nullptr) {
             add_then_activate(act, from, addend[row], to, count);
-          } else if (act == spec::Activation::none && gate_run != nullptr) {
+          } else if (act == Activation::none && gate_run != nullptr) {
             relu_backward(gate_run, from, to, count);
             continue;
           } else {
@@ -197,7 +197,7 @@ void pool_image(const PooledOutput& pooled, std::int64_t n, std::int64_t filters
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
 // Over 80 lines: the per-image loop fills each tile's arguments in place, in its innermost loop.
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                        const float* x, const float* w, const float* bias, spec::Activation act,
+                        const float* x, const float* w, const float* bias, Activation act,
                         const float* relu_gate, float* y, Isa isa, const PooledOutput* pooled,
                         const PooledGradient* unpooled_x) {
   const PixelTileShape shape = pixel_tile_shape(isa);
@@ -222,7 +222,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   // and sigmoid are store_band's).
   const int width = tile_limits(isa).width, vectors = pixel_tile_vectors(isa);
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
-  const bool stores = (act == spec::Activation::none || act == spec::Activation::relu) &&
+  const bool stores = (act == Activation::none || act == Activation::relu) &&
                       pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
   const ForwardTiles tiles(isa, stores, shape.rows, last_rows, vectors);
   const std::int64_t* vector_stores = stores ? vector_store_table(scratch, wide, width) : nullptr;
@@ -277,7 +277,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
             a.store.vectors = vector_stores;
             a.store.position = j0 + jv;
             a.store.addend = bias == nullptr ? nullptr : bias + row0;
-            a.store.relu = act == spec::Activation::relu;
+            a.store.relu = act == Activation::relu;
             a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
           } else {
             a.out = out + t * shape.rows * band + jv;
@@ -326,7 +326,7 @@ void pixel_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const Con
       }
     }
   }
-  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, spec::Activation::none, relu_gate, dx, isa,
+  pixel_conv_forward(pool, scratch, t, dy, wt, nullptr, Activation::none, relu_gate, dx, isa,
                      nullptr, pooled_dy);
 }
 

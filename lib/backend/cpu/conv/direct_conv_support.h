@@ -10,7 +10,7 @@
 #include "backend/cpu/runtime/scratch.h"
 #include "backend/geometry.h"
 #include "core/thread_pool.h"
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cpu::direct_detail {
 
@@ -50,7 +50,7 @@ struct PooledOutput {
 };
 // With unpooled_x, x is null and each image is unpooled from it (direct_conv.h, PooledGradient).
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                        const float* x, const float* w, const float* bias, spec::Activation act,
+                        const float* x, const float* w, const float* bias, Activation act,
                         const float* relu_gate, float* y, Isa isa,
                         const PooledOutput* pooled = nullptr,
                         const PooledGradient* unpooled_x = nullptr);

@@ -19,7 +19,7 @@
 #include "backend/cpu/runtime/scratch.h"
 #include "core/integer_math.h"
 #include "core/thread_pool.h"
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::cpu {
 
@@ -96,7 +96,7 @@ inline float plane_sum(const float* plane, std::int64_t count) {
 // fixed by c (worker only selects that worker's scratch buffers, and accumulate must leave
 // WorkerBuffer::partial alone: the lanes keep their sums there). Both modes described above.
 template <class Accumulate>
-void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, spec::KernelMode mode,
+void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, KernelMode mode,
                    std::int64_t chunks, std::int64_t size, float* out,
                    const Accumulate& accumulate) {
   if (size <= 0) return;
@@ -105,7 +105,7 @@ void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, spec::KernelMode mod
     std::fill_n(out, size, 0.0f);
     return;
   }
-  if (mode != spec::KernelMode::nondeterministic) {
+  if (mode != KernelMode::nondeterministic) {
     float* partials = scratch.shared(SharedBuffer::chunk_partials, usize * chunks);
     parallel_for(pool, chunks, [&](std::int64_t chunk, int worker) {
       float* partial = partials + chunk * size;

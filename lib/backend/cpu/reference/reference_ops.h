@@ -10,11 +10,9 @@
 
 #include "backend/geometry.h"
 #include "rng/philox.h"
-#include "spec/spec.h"
+#include "backend/modes.h"
 
 namespace ra::backend::reference {
-
-using spec::Activation;
 
 template <class T>
 void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y);

@@ -1,0 +1,11 @@
+#include "backend/fingerprint.h"
+
+#include "backend/cpu/simd/isa.h"
+
+namespace ra::backend {
+
+nlohmann::json cpu_fingerprint() {
+  return {{"cpu_gemm_kernel", cpu::active_isa_name()}};
+}
+
+}  // namespace ra::backend

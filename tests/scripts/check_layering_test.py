@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""scripts/check-layering: passes on the real tree, and catches each kind of violation planted in
+a tiny fixture tree (an undeclared include, one from kernels/, a declared module never included,
+a cycle, a file in no module)."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "check-layering")
+
+CMAKE = """\
+# A comment with ra_module(ghost DIRS ghost DEPS ra_core) is not a module.
+ra_module(core    DIRS core)
+ra_module(spec    DIRS spec    DEPS ra_core nlohmann_json::nlohmann_json)
+ra_module(backend DIRS backend backend/cpu DEPS ra_core
+                                          Threads::Threads)
+if(RA_HAVE_CUDA)
+  add_library(ra_kernels STATIC ${kernel_sources})
+  target_link_libraries(ra_kernels PUBLIC ra_core ra_backend)
+  ra_module(backend_cuda DIRS backend/cuda DEPS ra_backend ra_kernels)
+endif()
+ra_module(nn      DIRS nn      DEPS ra_spec ra_backend)
+"""
+
+FILES = {
+    "lib/core/error.h": "#pragma once\n#include <string>\n",
+    "lib/spec/spec.h": '#pragma once\n#include "core/error.h"\n#include <nlohmann/json.hpp>\n',
+    "lib/backend/ops.h": '#pragma once\n#include "core/error.h"\n',
+    "lib/backend/cpu/gemm.h": '#pragma once\n#include "backend/ops.h"\n#include "xxhash.h"\n',
+    "lib/backend/cuda/cuda_ops.h": '#pragma once\n#include "backend/ops.h"\n#include "kernels/a.cuh"\n',
+    "kernels/a.cuh": '#pragma once\n#include "backend/ops.h"\n#include "core/error.h"\n',
+    "kernels/a.cu": '#include "kernels/a.cuh"\n',
+    "lib/nn/model.cpp": '#include "spec/spec.h"\n#include "backend/ops.h"\n',
+}
+
+
+def run(root):
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--root", root], capture_output=True, text=True, check=False
+    )
+    return result.returncode, result.stdout.splitlines()
+
+
+class Fixture:
+    """A fixture tree: CMAKE and FILES with the given changes (None deletes a file)."""
+
+    def __init__(self, cmake=CMAKE, **changes):
+        self.dir = tempfile.TemporaryDirectory()
+        files = dict(FILES)
+        files["lib/CMakeLists.txt"] = cmake
+        for path, text in changes.items():
+            path = path.replace("__", "/").replace("_DOT_", ".")
+            if text is None:
+                files.pop(path, None)
+            else:
+                files[path] = text
+        for path, text in files.items():
+            full = os.path.join(self.dir.name, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as f:
+                f.write(text)
+
+    def __enter__(self):
+        return self.dir.name
+
+    def __exit__(self, *exc):
+        self.dir.cleanup()
+
+
+class CheckLayeringTest(unittest.TestCase):
+    def test_the_real_tree_keeps_its_layering(self):
+        code, lines = run(ROOT)
+        self.assertEqual(lines, [])
+        self.assertEqual(code, 0)
+
+    def test_a_clean_fixture_passes(self):
+        with Fixture() as root:
+            self.assertEqual(run(root), (0, []))
+
+    def test_an_include_of_an_undeclared_module_is_named_with_file_and_line(self):
+        gemm = '#pragma once\n#include "backend/ops.h"\n#include "spec/spec.h"\n'
+        with Fixture(lib__backend__cpu__gemm_DOT_h=gemm) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            ["lib/backend/cpu/gemm.h:3: module backend includes spec (spec/spec.h), not in its DEPS"],
+        )
+
+    def test_the_longest_folder_decides_the_module(self):
+        # backend/cuda is its own module: nn includes it without declaring it.
+        model = '#include "spec/spec.h"\n#include "backend/ops.h"\n#include "backend/cuda/cuda_ops.h"\n'
+        with Fixture(lib__nn__model_DOT_cpp=model) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "lib/nn/model.cpp:3: module nn includes backend_cuda (backend/cuda/cuda_ops.h), "
+                "not in its DEPS"
+            ],
+        )
+
+    def test_kernels_declare_through_their_target_link(self):
+        cmake = CMAKE.replace("target_link_libraries(ra_kernels PUBLIC ra_core ra_backend)",
+                              "target_link_libraries(ra_kernels PUBLIC ra_core)")
+        with Fixture(cmake=cmake) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            ["kernels/a.cuh:2: module kernels includes backend (backend/ops.h), not in its DEPS"],
+        )
+
+    def test_a_declared_module_never_included_is_named(self):
+        cmake = CMAKE.replace("DEPS ra_spec ra_backend)", "DEPS ra_core ra_spec ra_backend)")
+        with Fixture(cmake=cmake) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines, ["lib/CMakeLists.txt: module nn declares core but includes nothing from it"]
+        )
+
+    def test_a_cycle_in_the_declared_graph_is_named(self):
+        cmake = CMAKE.replace("ra_module(core    DIRS core)", "ra_module(core    DIRS core DEPS ra_spec)")
+        error = '#pragma once\n#include "spec/spec.h"\n'
+        with Fixture(cmake=cmake, lib__core__error_DOT_h=error) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertIn(
+            "lib/CMakeLists.txt: declared dependencies form a cycle: core -> spec -> core", lines
+        )
+
+    def test_a_file_in_no_module_is_named(self):
+        with Fixture(lib__report__text_DOT_cpp='#include "core/error.h"\n') as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(lines, ["lib/report/text.cpp: in no module's DIRS (lib/CMakeLists.txt)"])
+
+
+if __name__ == "__main__":
+    unittest.main()
