@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backend/cpu/gemm.h"
+#include "backend/cpu/simd/isa.h"
 #include "backend/fingerprint.h"
 
 TEST_CASE("the CPU fingerprint names the kernel variant this process runs", "[fingerprint]") {
@@ -13,6 +13,6 @@ TEST_CASE("the CPU fingerprint names the kernel variant this process runs", "[fi
   REQUIRE(fp.size() == 1);
   REQUIRE(fp.contains("cpu_gemm_kernel"));
   const std::string name = fp["cpu_gemm_kernel"];
-  CHECK(name == ra::backend::cpu::gemm_kernel_name());
+  CHECK(name == ra::backend::cpu::active_isa_name());
   CHECK((name == "portable" || name == "avx2-fma" || name == "avx512-fma"));
 }

@@ -79,7 +79,7 @@ ra::spec::ExperimentSpec keras_mnist(const std::string& device, int max_steps) {
 }
 
 ra::audit::AuditResult audit(const ra::spec::ExperimentSpec& spec, int runs, const TempDir& dir,
-                             ra::backend::KernelMode mode) {
+                             ra::spec::KernelMode mode) {
   ra::audit::AuditOptions o;
   o.runs = runs;
   o.mode = mode;
@@ -93,8 +93,8 @@ TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[
   RA_SKIP_WITHOUT_USABLE_GPU();
   RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir gpu_dir, cpu_dir;
-  const auto gpu = audit(keras_mnist("cuda", 5), 1, gpu_dir, ra::backend::KernelMode::deterministic);
-  const auto cpu = audit(keras_mnist("cpu", 5), 1, cpu_dir, ra::backend::KernelMode::deterministic);
+  const auto gpu = audit(keras_mnist("cuda", 5), 1, gpu_dir, ra::spec::KernelMode::deterministic);
+  const auto cpu = audit(keras_mnist("cpu", 5), 1, cpu_dir, ra::spec::KernelMode::deterministic);
   const auto g = ra::audit::read_trace(gpu.trace_files[0]);
   const auto c = ra::audit::read_trace(cpu.trace_files[0]);
   REQUIRE(g.header.backend == "cuda");
@@ -116,7 +116,7 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   RA_SKIP_WITHOUT_USABLE_GPU();
   RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
-  const auto r = audit(keras_mnist("cuda", 40), 5, dir, ra::backend::KernelMode::deterministic);
+  const auto r = audit(keras_mnist("cuda", 40), 5, dir, ra::spec::KernelMode::deterministic);
   REQUIRE(r.comparison.identical);
   REQUIRE(r.comparison.classes.size() == 1);
 }
@@ -126,10 +126,10 @@ TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
   RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir gpu_dir, cpu_dir;
   const auto g = ra::audit::read_trace(
-      audit(keras_mnist("cuda", 40), 1, gpu_dir, ra::backend::KernelMode::deterministic)
+      audit(keras_mnist("cuda", 40), 1, gpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   const auto c = ra::audit::read_trace(
-      audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::backend::KernelMode::deterministic)
+      audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   REQUIRE(g.steps.size() == c.steps.size());
   REQUIRE_FALSE(c.steps.empty());  // steps[0] is read below
