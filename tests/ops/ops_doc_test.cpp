@@ -28,6 +28,7 @@ std::vector<std::string> lines_of(const std::filesystem::path& path) {
 
 // The ops of ops.h (virtual methods after its first "// ---- family ----" line, which follow the
 // backend's identity: name, threads, memory, ledger, fingerprint) and their declaration lines.
+// A const method there is a question to the backend (fuses_conv_maxpool), not an op: skipped.
 std::map<std::string, int> declared_ops() {
   const std::vector<std::string> lines = lines_of(kSource / "lib/backend/ops.h");
   const std::regex declaration(R"(^\s*virtual\s.*?\b([a-z0-9_]+)\()");
@@ -36,7 +37,8 @@ std::map<std::string, int> declared_ops() {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find("// ---- ") != std::string::npos) in_ops = true;
     std::smatch match;
-    if (in_ops && std::regex_search(lines[i], match, declaration)) {
+    const bool query = lines[i].find(") const") != std::string::npos;
+    if (in_ops && !query && std::regex_search(lines[i], match, declaration)) {
       ops[match[1]] = int(i) + 1;
     }
   }
