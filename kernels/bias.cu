@@ -6,6 +6,7 @@
 //     the n * spatial items of its channel and atomicAdds the partial (completion order).
 #include <cstdint>
 
+#include "core/integer_math.h"
 #include "kernels/bias.cuh"
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
@@ -92,7 +93,7 @@ void bias_backward(cudaStream_t stream, const float* dy, float* db, int n, int k
     return;
   }
   fill(stream, db, k, 0.0f);
-  std::int64_t slices = (items + kItemsPerSlice - 1) / kItemsPerSlice;
+  std::int64_t slices = ra::ceil_div(items, kItemsPerSlice);
   if (slices > kMaxSlices) slices = kMaxSlices;
   const dim3 grid(static_cast<unsigned>(slices), channel_blocks);
   bias_backward_atomic_kernel<<<grid, detail::kThreads, 0, stream>>>(dy, db, k, spatial, items);

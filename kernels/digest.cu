@@ -8,6 +8,7 @@
 // blocks spread the chunks of a typical model (tens to hundreds) over many SMs instead of piling
 // them into one 256-thread block, which would share one SM's L1 and load/store units.
 // The bits do not depend on the launch shape: every output has exactly one writer.
+#include "core/integer_math.h"
 #include "kernels/digest.cuh"
 
 namespace ra::kernels {
@@ -17,7 +18,7 @@ constexpr int kChunkThreads = 32;
 constexpr std::size_t kMaxChunkBlocks = 65535;
 
 unsigned chunk_blocks(std::size_t chunks) {
-  const std::size_t blocks = (chunks + kChunkThreads - 1) / kChunkThreads;
+  const std::size_t blocks = ra::ceil_div(chunks, kChunkThreads);
   return static_cast<unsigned>(blocks < kMaxChunkBlocks ? blocks : kMaxChunkBlocks);
 }
 
@@ -66,7 +67,7 @@ __global__ void digest_chunks_batched_kernel(const DigestJob* jobs, int job_coun
     const DigestJob job = jobs[j];
     const std::size_t local = c - job.first_chunk;
     // Past this job's chunks: a gap between ranges (or an empty job), left untouched.
-    if (local >= (job.bytes + kDigestChunkBytes - 1) / kDigestChunkBytes) continue;
+    if (local >= ra::ceil_div(job.bytes, kDigestChunkBytes)) continue;
     out[c] = hash_chunk(job.data, job.bytes, local);
   }
 }
@@ -74,7 +75,7 @@ __global__ void digest_chunks_batched_kernel(const DigestJob* jobs, int job_coun
 }  // namespace
 
 std::size_t digest_chunk_count(std::size_t bytes) {
-  return (bytes + kDigestChunkBytes - 1) / kDigestChunkBytes;
+  return ra::ceil_div(bytes, kDigestChunkBytes);
 }
 
 void digest_chunks(cudaStream_t stream, const void* data, std::size_t bytes, xxh3::Hash128* out) {

@@ -6,6 +6,8 @@
 // below fix their tree by grid size, so it must not change between machines.
 #include <cstdint>
 
+#include "core/integer_math.h"
+
 namespace ra::kernels::detail {
 
 inline constexpr int kThreads = 256;
@@ -16,7 +18,7 @@ inline constexpr std::int64_t kMaxBlocks = 4096;
 
 // Blocks for one element per thread, capped at kMaxBlocks; count must be positive.
 inline unsigned grid_for(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
+  const std::int64_t blocks = ra::ceil_div(count, kThreads);
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 

@@ -11,6 +11,7 @@
 //   2. one block: deterministic - thread t adds partials t, t + 256, ... in order, then the fixed
 //      tree; nondeterministic - partials[0]. *loss_out = total / divisor (n, or n * classes).
 // The grid depends on n only, so the deterministic tree is the same on every run and device.
+#include "core/integer_math.h"
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
 #include "kernels/loss.cuh"
@@ -22,7 +23,7 @@ namespace {
 constexpr std::int64_t kMaxRowBlocks = 1024;
 
 unsigned row_blocks(int n) {
-  const std::int64_t blocks = (std::int64_t(n) + detail::kThreads - 1) / detail::kThreads;
+  const std::int64_t blocks = ra::ceil_div(std::int64_t(n), detail::kThreads);
   return static_cast<unsigned>(blocks < kMaxRowBlocks ? blocks : kMaxRowBlocks);
 }
 

@@ -9,6 +9,7 @@
 //     pass into a buffer, without the buffer.
 #include <cmath>
 
+#include "core/integer_math.h"
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
 #include "kernels/maxpool.cuh"
@@ -65,7 +66,7 @@ __device__ __forceinline__ float gated_dy(const float* dy, const float* gate, st
 __device__ __forceinline__ std::int64_t first_window(std::int64_t i, int stride, int pad,
                                                      int pool) {
   const std::int64_t lowest = i + pad - pool + 1;  // o * stride >= lowest
-  return lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
+  return lowest <= 0 ? 0 : ra::ceil_div(lowest, stride);
 }
 __device__ __forceinline__ std::int64_t last_window(std::int64_t i, int stride, int pad,
                                                     int extent) {
