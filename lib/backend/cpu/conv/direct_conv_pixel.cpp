@@ -195,7 +195,7 @@ void pool_image(const PooledOutput& pooled, std::int64_t n, std::int64_t filters
 
 // Forward, stride 1: rows = filters (broadcast from w packed per tile of filters), lanes = wide
 // output positions read straight from the (copied, padded) image, depth = taps (c, r, s).
-// Over 80 lines: the per-image loop fills each tile's arguments in place, in its innermost loop.
+// size: the per-image loop fills each tile's arguments in place, in its innermost loop.
 void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* x, const float* w, const float* bias, Activation act,
                         const float* relu_gate, float* y, Isa isa, const PooledOutput* pooled,
