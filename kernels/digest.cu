@@ -3,10 +3,11 @@
 //
 // Launch shape: 32-thread blocks, one chunk per thread, grid-stride beyond 65,535 blocks. The work
 // is latency-bound, not bandwidth-bound: a thread walks its chunk as 1,024 dependent 64-byte
-// stripes (each waits for its loads, ~0.5 us), so a chunk takes ~0.3-0.5 ms whatever else runs,
-// and even 10,000 chunks (640 MiB) read at ~1-2 TB/s in total, under an H100's bandwidth. Small
-// blocks spread the chunks of a typical model (tens to hundreds) over many SMs instead of piling
-// them into one 256-thread block, which would share one SM's L1 and load/store units.
+// stripes, each waiting for its loads, so a chunk's time is about 1,024 memory latencies in a row
+// whatever else runs, and one thread per chunk reads far below the memory bandwidth; what shortens
+// the pass is more chunks in flight at once. Small blocks spread the chunks of a typical model
+// (tens to hundreds) over many SMs instead of piling them into one 256-thread block, which would
+// share one SM's L1 and load/store units.
 // The bits do not depend on the launch shape: every output has exactly one writer.
 #include "core/integer_math.h"
 #include "kernels/digest.cuh"

@@ -63,9 +63,9 @@ class Layer {
 
   // Whether the output is the input's data under another shape (flatten): the Model then hands the
   // input itself to the next layer, and the next layer's input gradient back as this layer's,
-  // instead of copying both (4.7 MB each way per step in the Keras MNIST convnet). Every layer
-  // reads its input and gradients through their element counts and its own geometry, never their
-  // shapes, so the unflattened tensors serve as they are.
+  // instead of copying both (a memory pass each way: 128 x 9216 floats, 4.7 MB, per step in the
+  // Keras MNIST convnet). Every layer reads its input and gradients through their element counts
+  // and its own geometry, never their shapes, so the unflattened tensors serve as they are.
   virtual bool is_reshape() const { return false; }
 
   // Whether this layer's activation backward may be left to the layer after it (conv layers with

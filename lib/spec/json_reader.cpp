@@ -130,8 +130,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t li
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
-  // Keys of this tool are short words; a long one is no typo of them (and comparing a 5 MB key
-  // with each candidate is what made an unknown key cost seconds and hundreds of MB).
+  // Keys of this tool are short words; a long one is no typo of them (and refusing it here keeps a
+  // key megabytes long from being compared with every candidate).
   if (word.size() > kMaxSuggestionLength) return {};
   std::optional<std::string> best;
   std::size_t best_distance = 0;

@@ -237,8 +237,9 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
   const std::int64_t tile_calls = tile_calls_per_image(wide, band, shape.lanes, row_tiles);
   parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
-    // The next image's source (not its relu gate: requesting that too made the backward data
-    // pass 2% slower; the storing tiles request each gate line shortly before they read it).
+    // The next image's source (not its relu gate: the storing tiles already request each gate line
+    // shortly before they read it, and requesting it an image ahead as well would only compete with
+    // the source's requests for the core's few line fill buffers).
     PrefetchAhead ahead;
     if (next >= 0 && unpooled_x != nullptr) {
       add_pooled_image(ahead, *unpooled_x, next);

@@ -6,9 +6,8 @@
 
 namespace ra::backend::cpu::direct_detail {
 
-// The zero fills here are a float or two per row (the padding columns): as memset calls, which
-// GCC makes of such loops unless told not to, they cost 2% of the MNIST backward data
-// convolution, calls alone.
+// The zero fills here are a float or two per row (the padding columns): as memset calls, which GCC
+// makes of such loops unless told not to, each would be a library call to store a float or two.
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
@@ -27,8 +26,8 @@ void shifted_copy(const float* src, std::int64_t channels, std::int64_t height, 
       }
       const float* in = src + (c * height + row) * width;
       for (std::int64_t j = 0; j < j0; ++j) out[j] = 0.0f;
-      // A loop rather than std::copy: rows are short (24 floats for the MNIST conv), and a
-      // memmove call per row cost 7% of the backward data convolution.
+      // A loop rather than std::copy: rows are short (24 floats for the MNIST conv), too short to
+      // pay for a memmove call per row.
       const float* from = in + (j0 - col_shift);
       for (std::int64_t j = 0; j < j1 - j0; ++j) out[j0 + j] = from[j];
       for (std::int64_t j = j1; j < dst_width; ++j) out[j] = 0.0f;

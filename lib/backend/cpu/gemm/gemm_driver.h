@@ -49,11 +49,11 @@ void pack_a(MatrixView a, std::int64_t i0, std::int64_t rows, std::int64_t p0, s
   }
 }
 
-// Packs B[p0 .. p0+depth, j0 .. j0+cols) as consecutive NR-column panels, each [depth][NR];
-// columns past `cols` are zero. With contiguous rows, the whole panels are filled row by row of
-// B: each row piece is read in one sweep (the dense layers' B rows are 36 KB apart, and panel by
-// panel every 192-byte read began a new page, where the hardware prefetchers do not follow;
-// 0.95 of the dense backward passes' time measured side by side).
+// Packs B[p0 .. p0+depth, j0 .. j0+cols) as consecutive NR-column panels, each [depth][NR]; columns
+// past `cols` are zero. With contiguous rows, the whole panels are filled row by row of B: each row
+// piece is read in one sweep (the dense layers' B rows are 36 KB apart, so panel by panel every
+// 192-byte read would begin a new page, where the hardware prefetchers do not follow, and wait for
+// memory).
 template <int NR>
 void pack_b(MatrixView b, std::int64_t p0, std::int64_t depth, std::int64_t j0, std::int64_t cols,
             float* dst) {

@@ -19,9 +19,10 @@ namespace {
 
 // 4 x 8 accumulators = 8 SSE registers. A KC x NR panel of B is 8 KiB (L1); an MC x KC block of A
 // 128 KiB. Its own loop, not the portable pixel tile: that one reads its broadcasts with an atomic
-// load (simd/register_tiles_portable.cpp says why), which made it ~40% slower as a GEMM tile
-// (1.07 -> 1.5 ms for 64 x 576 x 288 on one core). The i and j loops have constant bounds, so
-// the compiler unrolls them and vectorises along j; the chain is the pixel tile's.
+// load (simd/register_tiles_portable.cpp says why), which the compiler may not merge or widen, so
+// every broadcast stays a scalar load of its own; the plain loads here carry no such constraint.
+// The i and j loops have constant bounds, so the compiler unrolls them and vectorises along j; the
+// chain is the pixel tile's.
 struct PortableKernel {
   static constexpr int MR = kPortableMR, NR = kPortableNR;
   static constexpr int KC = 256, MC = 128, NC = 1024;

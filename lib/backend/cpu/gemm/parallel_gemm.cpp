@@ -25,9 +25,10 @@ struct TileGrid {
   // rows of A and its columns of B over the whole k range (about 2 MAC-times per packed float:
   // a copy moves one float while the tile does two vector FMAs per cycle) and computes rows x
   // cols multiply-adds per k (columns rounded up to whole register tiles: a partial one costs a
-  // full one). Packing alone is not the measure: the dense 9216 -> 128 forward pass in 4 row
-  // tiles packed its 4.7 MB B operand four times; cut by columns into 96 + 32 (whole 48-wide
-  // register tiles) it left one thread a third of the other's work.
+  // full one). Packing alone is not the measure: cut into 4 row tiles, the dense 9216 -> 128
+  // forward pass would pack its whole B operand (9216 x 128 floats, 4.7 MB) once per tile, four
+  // times; cut by columns into 96 + 32 (whole 48-wide register tiles), it would leave one thread a
+  // third of the other's work.
   TileGrid(std::int64_t m_, std::int64_t n_, Isa isa, std::int64_t tasks) : m(m_), n(n_) {
     const GemmTile tile = gemm_tile(isa);
     const std::int64_t max_rows = ceil_div(m, tile.rows);

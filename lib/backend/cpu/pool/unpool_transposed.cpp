@@ -54,7 +54,8 @@ namespace {
 
 // add_column_plane_sums for kChannels channels from c: constant indices, so the 8 x kChannels lane
 // sums stay in registers and the compiler adds a row's channels as one vector (one channel at a
-// time, with lanes[j % 8], conv1's 1-thread bias gradient was 0.9 ms slower on AVX2).
+// time, with lanes[j % 8], the lanes are indexed at run time and live in memory: a scalar load, add
+// and store per float).
 template <int kChannels>
 void add_column_plane_sums_of(const float* rows, std::int64_t count, std::int64_t stride,
                               std::int64_t c, float* sums) {
@@ -93,9 +94,9 @@ void add_column_plane_sums_portable(const float* rows, std::int64_t count, std::
 namespace {
 
 #if defined(__SSE2__)
-// The baseline x86 block (unpool_transposed_blocks.h): 4 channels x 4 pooled outputs transposed
-// in SSE registers (element by element, the AVX2 machines' 1-thread MNIST step spent 6% of its
-// time here). The scalar loop's operations, so its floats.
+// The baseline x86 block (unpool_transposed_blocks.h): 4 channels x 4 pooled outputs transposed in
+// SSE registers (element by element, each float would be a scalar load and a strided store, as in
+// simd/transpose.h). The scalar loop's operations, so its floats.
 struct SseBlock {
   static constexpr int kWidth = 4;
 

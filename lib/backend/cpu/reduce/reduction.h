@@ -50,13 +50,13 @@ inline void atomic_add(float* target, float value) {
 // target[i] += values[i] for i in [0, count), atomic per span of up to kAtomicSpanFloats floats
 // (aligned by address): the span is locked (one of kAtomicStripes spin locks, picked by address),
 // added with one vectorisable pass, unlocked. Each element still receives each partial through an
-// atomic read-modify-write, in the order in which the adding tasks get there (completion order),
-// so the bits vary from run to run exactly as with one CAS per float; what changes is the price.
-// A CAS per float costs ~20 cycles uncontended: the 21 M floats of atomic adds in a Keras MNIST
-// step (batch 128) cost ~70 ms per thread, vs ~3 ms of plain vector adds plus one lock per 4 KiB.
-// The same coarsening as float4 atomicAdd on sm_90 GPUs. Holds one lock at a time: no deadlock.
-// Concurrent writers of `target` must all go through this function (or the scalar one on
-// elements no span add touches at the same time).
+// atomic read-modify-write, in the order in which the adding tasks get there (completion order), so
+// the bits vary from run to run exactly as with one CAS per float; what changes is the price. A CAS
+// is a locked instruction of tens of cycles even uncontended, and cannot be vectorised; a span pays
+// one lock per 4 KiB and plain vector adds, over the 21 M floats of atomic adds in a Keras MNIST
+// step (batch 128). The same coarsening as float4 atomicAdd on sm_90 GPUs. Holds one lock at a
+// time: no deadlock. Concurrent writers of `target` must all go through this function (or the
+// scalar one on elements no span add touches at the same time).
 inline constexpr std::int64_t kAtomicSpanFloats = 1024;
 inline constexpr std::size_t kAtomicStripes = 256;
 void atomic_add(float* target, const float* values, std::int64_t count);
@@ -69,8 +69,8 @@ inline std::int64_t block_count(std::int64_t count) {
 
 // The sum of one output plane in 8 interleaved lanes (lane l sums elements j = l mod 8 in order),
 // combined in a fixed tree: a fixed order that depends on the plane size only, so deterministic,
-// and one the compiler vectorises; a single running sum is a chain of dependent adds (4 cycles
-// each: ~5 ms for the 4.7 M floats of the Keras MNIST conv2 gradient at batch 128).
+// and one the compiler vectorises; a single running sum is a chain of dependent adds, one float per
+// add latency (4 cycles) over the 4.7 M floats of the Keras MNIST conv2 gradient at batch 128.
 // plane_sum's tree over its 8 lane sums lane(0) .. lane(7), added by add(a, b): the order stated
 // once for plane_sum and the portable column sums of unpool_transposed.cpp (the AVX-512 column
 // sums write it out in vectors).

@@ -1,14 +1,14 @@
 #pragma once
 // Requests for the next image's inputs, spread over this image's tiles.
 //
-// A convolution works image by image, and each image starts by copying or unpooling its inputs:
-// the conv input (86 KB per MNIST conv2 image), or the pooled gradient, its argmax and gate
-// (3 x 36 KB). Those come from L3 or memory, and the copies stalled on them: unpooling the 4.7 MB
-// pooled gradient ran at memory speed, about 1.7 ms per 1-thread step for each of the two
-// passes that read it. While image n's tiles run (compute-bound, tens of microseconds), the lines
-// of image n + 1 are requested into L2, a few after each tile; all at once, the requests would
-// stall the tiles instead (each miss holds one of the core's few line fill buffers). Requests
-// only: nothing is read or written, so no result depends on them.
+// A convolution works image by image, and each image starts by copying or unpooling its inputs: the
+// conv input (86 KB per MNIST conv2 image), or the pooled gradient, its argmax and gate (three
+// planes of 36 KB). Those come from L3 or memory, and a copy that meets them cold stalls on every
+// line: each of the two passes that unpool the pooled gradient (128 x 64 x 12 x 12 floats, 4.7 MB
+// per step) would then run at memory speed. While image n's tiles run (compute-bound), the next
+// image's lines are requested into L2, a few after each tile; all at once, the requests would stall
+// the tiles instead (each miss holds one of the core's few line fill buffers). Requests only:
+// nothing is read or written, so no result depends on them.
 #include <cstddef>
 #include <cstdint>
 #include "core/integer_math.h"

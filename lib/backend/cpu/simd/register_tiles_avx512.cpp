@@ -47,9 +47,9 @@ template <int MR, int NV>
 void pixel_store_tile(const TileArgs& t) {
   const PixelStore& s = t.store;
   const std::int64_t* vectors = s.vectors + s.position / Avx512::kWidth * kPixelStoreEntries;
-  // The gate and output lines the epilogue touches, requested before the chains so that they
-  // arrive while the chains run: the gate of a backward data pass comes from memory, and a
-  // load miss in the epilogue stalled the tile as long as the epilogue saved.
+  // The gate and output lines the epilogue touches, requested before the chains so that they arrive
+  // while the chains run: the gate of a backward data pass comes from memory, and a load miss in
+  // the epilogue would stall the tile on it after the chains, with nothing left to overlap it.
   RA_UNROLL
   for (int v = 0; v < NV; ++v) {
     const std::int64_t pixel = vectors[v * kPixelStoreEntries + 2];

@@ -55,9 +55,9 @@ template <bool kAdd>
 inline void transpose(const float* src, std::int64_t src_stride, std::int64_t rows,
                       std::int64_t cols, float* dst, std::int64_t dst_stride, const float* addend) {
   // Bands of 16 source rows: a band writes 16 consecutive floats (one cache line) of each
-  // destination row before moving on, so every destination line is filled while it is in L1.
-  // (Row by row, each 16-byte store of a large transposition missed L1 and read the line from L2
-  // first: the transposition of the conv output cost 15% of the convolution.)
+  // destination row before moving on, so every destination line is filled while it is in L1. (Row
+  // by row, each 16-byte store of a large transposition would miss L1 and read its line from L2
+  // first: four L2 reads per line instead of one.)
   constexpr std::int64_t kBand = 16;
   const std::int64_t vector_rows = rows - rows % 4;
   for (std::int64_t r0 = 0; r0 < vector_rows; r0 += kBand) {
@@ -79,10 +79,9 @@ inline void transpose(const float* src, std::int64_t src_stride, std::int64_t ro
 
 }  // namespace transpose_detail
 
-// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols. Element by element
-// this is a scalar load and a strided store per float (it was ~10% of an MNIST step in the GEMM
-// packing); 4 x 4 SSE transposes (baseline x86-64) move 16 floats in 8 loads/stores and 8
-// shuffles.
+// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols. Element by element this
+// is a scalar load and a strided store per float; 4 x 4 SSE transposes (baseline x86-64) move 16
+// floats in 8 loads/stores and 8 shuffles.
 inline void transpose_into(const float* src, std::int64_t src_stride, std::int64_t rows,
                            std::int64_t cols, float* dst, std::int64_t dst_stride) {
   transpose_detail::transpose<false>(src, src_stride, rows, cols, dst, dst_stride, nullptr);
