@@ -21,9 +21,9 @@ ThreadPool::ThreadPool(int threads) {
   workers_.reserve(threads - 1);
   try {
     for (int w = 1; w < threads; ++w) {
-      workers_.push_back(start_thread("thread pool worker " + std::to_string(w) + " of " +
-                                          std::to_string(threads - 1),
-                                      [this, w] { worker_loop(w); }));
+      workers_.push_back(start_thread(
+          "thread pool worker " + std::to_string(w) + " of " + std::to_string(threads - 1),
+          [this, w] { worker_loop(w); }));
     }
   } catch (...) {
     {

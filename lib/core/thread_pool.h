@@ -52,7 +52,7 @@ class ThreadPool {
   std::condition_variable done_;
   std::uint64_t generation_ = 0;  // bumped once per parallel_for call
   bool stopping_ = false;
-  const Body* body_ = nullptr;             // one of the two is set during a call
+  const Body* body_ = nullptr;  // one of the two is set during a call
   const AheadBody* ahead_body_ = nullptr;
   std::int64_t tasks_ = 0;
   std::atomic<std::int64_t> next_task_{0};

@@ -103,10 +103,10 @@ struct TrainSpec {
 };
 
 // ---- determinism ----------------------------------------------------------------------------
-// deterministic: fixed reduction order, same bits for any thread count; nondeterministic: atomic-add
-// reductions; autotune: (CUDA) convolution algorithms chosen by timing at start-up in each run,
-// as cudnn.benchmark=True does. The CPU backend has no algorithm to choose: autotune runs its
-// deterministic path there.
+// deterministic: fixed reduction order, same bits for any thread count; nondeterministic:
+// atomic-add reductions; autotune: (CUDA) convolution algorithms chosen by timing at start-up in
+// each run, as cudnn.benchmark=True does. The CPU backend has no algorithm to choose: autotune runs
+// its deterministic path there.
 enum class KernelMode { deterministic, nondeterministic, autotune };
 
 // Names of the reducing ops whose implementation the spec can choose, as written in the spec

@@ -94,8 +94,8 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
   const std::int64_t epochs = ceil_div(wanted, per_epoch);
   if (plan.steps > kMaxEpochs * per_epoch || epochs > kMaxEpochs) {
     throw InputError("bench: " + std::to_string(plan.warmup) + " warmup + " +
-                     std::to_string(plan.steps) + " measured steps need " +
-                     std::to_string(epochs) + " epochs of " + std::to_string(per_epoch) +
+                     std::to_string(plan.steps) + " measured steps need " + std::to_string(epochs) +
+                     " epochs of " + std::to_string(per_epoch) +
                      " steps; a spec may have at most " + std::to_string(kMaxEpochs));
   }
   spec.train.epochs = static_cast<int>(epochs);

@@ -187,8 +187,8 @@ TEST_CASE("direct forward without bias is the chain alone, and zero padding keep
     ra::ThreadPool pool(2);
     ScratchArena scratch(2);
     std::vector<float> y(g.y_size(), 1.0f);
-    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr, ra::backend::Activation::none,
-                        y.data(), isa);
+    direct_conv_forward(pool, scratch, g, x.data(), w.data(), nullptr,
+                        ra::backend::Activation::none, y.data(), isa);
     REQUIRE(test::same_bits(y, expected));
   }
 }

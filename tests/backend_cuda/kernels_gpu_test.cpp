@@ -1,7 +1,7 @@
 // The custom CUDA kernels (kernels/*.cuh) at the launcher level (the op table, tests/ops, checks
 // them through CudaOps, activation_forward and dropout included) against the CPU reference ops
-// (backend/cpu/reference/reference_ops.h, double accumulation) and, where the kernels promise the CPU
-// backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
+// (backend/cpu/reference/reference_ops.h, double accumulation) and, where the kernels promise the
+// CPU backend's exact bits, against a host float twin of the CPU formula. Tolerances are stated per
 // case. Deterministic kernels must also give the same bits on 3 calls. Every case needs a device:
 // tagged [gpu], each skips with the reason when no usable GPU is present.
 #include <cuda_runtime_api.h>

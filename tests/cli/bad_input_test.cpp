@@ -112,9 +112,9 @@ TEST_CASE("missing data file names the file", "[cli]") {
   require_bad_input(train_with(dir, spec), "no-images.gz");
   // An audit fails the same way and leaves no empty output folder behind.
   const auto path = dir.write("audit-spec.json", spec.dump());
-  require_bad_input(run_cli("run '" + path.string() + "' --runs 2 --out '" +
-                            (dir.path() / "out").string() + "'"),
-                    "no-images.gz");
+  require_bad_input(
+      run_cli("run '" + path.string() + "' --runs 2 --out '" + (dir.path() / "out").string() + "'"),
+      "no-images.gz");
   REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out"));
 }
 

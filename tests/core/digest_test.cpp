@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <xxhash.h>
 #include <bit>
 #include <cstring>
 #include <string>
-#include <xxhash.h>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -61,7 +61,8 @@ TEST_CASE("the digest is XXH3-128 over the header and per-chunk XXH3-128 digests
     message.append(reinterpret_cast<const char*>(&dim), 8);
     const auto* bytes = reinterpret_cast<const unsigned char*>(t.data());
     for (std::size_t at = 0; at < t.bytes(); at += 65536) {
-      const XXH128_hash_t h = XXH3_128bits(bytes + at, std::min<std::size_t>(65536, t.bytes() - at));
+      const XXH128_hash_t h =
+          XXH3_128bits(bytes + at, std::min<std::size_t>(65536, t.bytes() - at));
       message.append(reinterpret_cast<const char*>(&h.low64), 8);
       message.append(reinterpret_cast<const char*>(&h.high64), 8);
     }

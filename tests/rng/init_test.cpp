@@ -72,7 +72,8 @@ TEST_CASE("initializers are reproducible and address draws by element", "[init]"
   }
 }
 
-TEST_CASE("glorot_uniform: uniform on -limit <= w < limit, limit = sqrt(6 / (fan_in + fan_out))", "[init]") {
+TEST_CASE("glorot_uniform: uniform on -limit <= w < limit, limit = sqrt(6 / (fan_in + fan_out))",
+          "[init]") {
   // A dense [300, 200] kernel: fan_in = 200, fan_out = 300, limit = sqrt(6 / 500) = 0.109545.
   Tensor t({300, 200});
   ra::nn::initialize(t, Initializer::glorot_uniform, 200, 300, kKey);

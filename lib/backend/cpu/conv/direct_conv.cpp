@@ -158,22 +158,22 @@ void accumulate_filter_image(const ConvGeometry& g, const Source& source, const 
                              const std::int64_t* tap_offsets, float* partial,
                              PrefetchAhead& ahead) {
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
-  for_each_filter_block(g, lanes, [&](std::int64_t lane0, int vectors, std::int64_t p0,
-                                      std::int64_t rows) {
-    TileArgs t;
-    t.depth = rows * g.q;
-    t.base = src + p0 * g.stride_h * source.width;
-    t.row_offsets = tap_offsets;
-    t.depth_cols = g.q;
-    t.depth_row_stride = g.stride_h * source.width;
-    t.depth_col_stride = g.stride_w;
-    t.panel = dy_t + p0 * g.q * lanes.padded + lane0;
-    t.panel_stride = lanes.padded;
-    t.out = partial + lane0;
-    t.out_stride = lanes.padded;
-    t.first = false;
-    run_tiles(tiles.of(vectors), taps, t, &ahead);
-  });
+  for_each_filter_block(g, lanes,
+                        [&](std::int64_t lane0, int vectors, std::int64_t p0, std::int64_t rows) {
+                          TileArgs t;
+                          t.depth = rows * g.q;
+                          t.base = src + p0 * g.stride_h * source.width;
+                          t.row_offsets = tap_offsets;
+                          t.depth_cols = g.q;
+                          t.depth_row_stride = g.stride_h * source.width;
+                          t.depth_col_stride = g.stride_w;
+                          t.panel = dy_t + p0 * g.q * lanes.padded + lane0;
+                          t.panel_stride = lanes.padded;
+                          t.out = partial + lane0;
+                          t.out_stride = lanes.padded;
+                          t.first = false;
+                          run_tiles(tiles.of(vectors), taps, t, &ahead);
+                        });
 }
 
 // The tile calls of accumulate_filter_image per image.
@@ -305,8 +305,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           } else {
             transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
           }
-          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
-                                  ahead);
+          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial, ahead);
           if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
             add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, isa);
           }
@@ -341,9 +340,9 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool) {
 }
 
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                 const float* x, const float* w, const float* bias,
-                                 Activation act, const PoolGeometry& pool_g, float* y,
-                                 std::int32_t* argmax, Isa isa) {
+                                 const float* x, const float* w, const float* bias, Activation act,
+                                 const PoolGeometry& pool_g, float* y, std::int32_t* argmax,
+                                 Isa isa) {
   const direct_detail::PooledOutput pooled{pool_g, y, argmax};
   direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, nullptr, isa,
                                     &pooled);

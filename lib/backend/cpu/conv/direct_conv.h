@@ -25,9 +25,9 @@
 #include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/runtime/scratch.h"
 #include "backend/geometry.h"
+#include "backend/modes.h"
 #include "backend/pool_gradient.h"
 #include "core/thread_pool.h"
-#include "backend/modes.h"
 
 namespace ra::backend::cpu {
 
@@ -43,9 +43,9 @@ bool fuses_maxpool(const ConvGeometry& g, const PoolGeometry& pool);
 // y, argmax = maxpool(act(conv(x, w) (+ bias))) as direct_conv_forward then maxpool2d_forward
 // give them, without storing the conv output: each image's stays in the worker's cache.
 void direct_conv_forward_maxpool(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                 const float* x, const float* w, const float* bias,
-                                 Activation act, const PoolGeometry& pool_g, float* y,
-                                 std::int32_t* argmax, Isa isa);
+                                 const float* x, const float* w, const float* bias, Activation act,
+                                 const PoolGeometry& pool_g, float* y, std::int32_t* argmax,
+                                 Isa isa);
 
 // A conv output gradient given as what the backward of the 2x2/2 max-pool over that output
 // (fuses_maxpool) reads: the gradient ops below that take one unpool each image's gradient into

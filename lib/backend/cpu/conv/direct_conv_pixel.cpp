@@ -124,8 +124,8 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
 // as out), out = relu_backward(gate, out).
 void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions, const float* band,
-                std::int64_t band_stride, std::int64_t rows, const float* addend,
-                Activation act, const float* gate, float* out, std::int64_t out_stride) {
+                std::int64_t band_stride, std::int64_t rows, const float* addend, Activation act,
+                const float* gate, float* out, std::int64_t out_stride) {
   wide.for_each_run(
       j0, j0 + positions, [&](std::int64_t position, std::int64_t pixel, std::int64_t count) {
         for (std::int64_t row = 0; row < rows; ++row) {

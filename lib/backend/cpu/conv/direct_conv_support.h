@@ -9,8 +9,8 @@
 #include "backend/cpu/runtime/prefetch_ahead.h"
 #include "backend/cpu/runtime/scratch.h"
 #include "backend/geometry.h"
-#include "core/thread_pool.h"
 #include "backend/modes.h"
+#include "core/thread_pool.h"
 
 namespace ra::backend::cpu::direct_detail {
 

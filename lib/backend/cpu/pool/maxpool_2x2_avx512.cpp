@@ -56,8 +56,8 @@ void maxpool_plane_2x2_avx512(const PoolGeometry& g, const float* plane, std::in
         offset = _mm512_mask_mov_epi32(offset, wins, offsets[k]);
       }
       _mm512_mask_storeu_ps(y + p * g.q + q0, out_mask, best);
-      const __m512i first = _mm512_add_epi32(
-          _mm512_set1_epi32(row_index + static_cast<std::int32_t>(2 * q0)), even);
+      const __m512i first =
+          _mm512_add_epi32(_mm512_set1_epi32(row_index + static_cast<std::int32_t>(2 * q0)), even);
       _mm512_mask_storeu_epi32(argmax + p * g.q + q0, out_mask, _mm512_add_epi32(first, offset));
     }
   }

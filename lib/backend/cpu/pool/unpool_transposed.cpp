@@ -14,9 +14,9 @@
 namespace ra::backend::cpu {
 namespace unpool_detail {
 
-void unpool_block_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient,
-                             std::int64_t n, std::int64_t c0, std::int64_t c1, std::int64_t j0,
-                             std::int64_t j1, float* dy_t, std::int64_t stride) {
+void unpool_block_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                             std::int64_t c0, std::int64_t c1, std::int64_t j0, std::int64_t j1,
+                             float* dy_t, std::int64_t stride) {
   const std::int64_t W = g.w, plane = plane_size(g), pooled = pooled_size(g);
   for (std::int64_t j = j0; j < j1; ++j) {
     const std::int64_t corner = 2 * (j / g.q) * W + 2 * (j % g.q);
@@ -28,7 +28,8 @@ void unpool_block_transposed(const PoolGeometry& g, const MaxPoolGradient& gradi
       const float v = 0.0f + (gradient.relu_gate == nullptr
                                   ? gradient.dy[i]
                                   : relu_backward(gradient.relu_gate[i], gradient.dy[i]));
-      const std::int64_t offset = std::int64_t(gradient.argmax[i]) - ((n * g.c + c) * plane + corner);
+      const std::int64_t offset =
+          std::int64_t(gradient.argmax[i]) - ((n * g.c + c) * plane + corner);
       if (offset != 0 && offset != 1 && offset != W && offset != W + 1) {
         throw_bad_argmax(i, gradient.argmax[i]);
       }
@@ -72,8 +73,8 @@ void add_column_plane_sums_of(const float* rows, std::int64_t count, std::int64_
     for (int t = 0; t < kChannels; ++t) lanes[j - whole][t] += row[t];
   }
   for (int t = 0; t < kChannels; ++t) {
-    sums[c + t] += plane_sum_tree([&](int l) { return lanes[l][t]; },
-                                  [](float a, float b) { return a + b; });
+    sums[c + t] +=
+        plane_sum_tree([&](int l) { return lanes[l][t]; }, [](float a, float b) { return a + b; });
   }
 }
 
@@ -122,9 +123,9 @@ struct SseBlock {
       const __m128i o = _mm_sub_epi32(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(gradient.argmax + i)),
           _mm_add_epi32(_mm_set1_epi32(static_cast<std::int32_t>(first_plane * plane)), corners));
-      const __m128i inside =
-          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi32(o, offsets[0]), _mm_cmpeq_epi32(o, offsets[1])),
-                       _mm_or_si128(_mm_cmpeq_epi32(o, offsets[2]), _mm_cmpeq_epi32(o, offsets[3])));
+      const __m128i inside = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi32(o, offsets[0]), _mm_cmpeq_epi32(o, offsets[1])),
+          _mm_or_si128(_mm_cmpeq_epi32(o, offsets[2]), _mm_cmpeq_epi32(o, offsets[3])));
       outside = outside || _mm_movemask_epi8(inside) != 0xFFFF;
       offset[t] = _mm_castsi128_ps(o);
     }

@@ -36,9 +36,9 @@ void add_column_plane_sums(const float* rows, std::int64_t count, std::int64_t s
 namespace unpool_detail {
 // The portable code of both, for blocks of channels [c0, c1) and pooled outputs [j0, j1) (the
 // AVX-512 code calls it for the edges that do not fill its 16 x 16 blocks).
-void unpool_block_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient,
-                             std::int64_t n, std::int64_t c0, std::int64_t c1, std::int64_t j0,
-                             std::int64_t j1, float* dy_t, std::int64_t stride);
+void unpool_block_transposed(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                             std::int64_t c0, std::int64_t c1, std::int64_t j0, std::int64_t j1,
+                             float* dy_t, std::int64_t stride);
 // +0 in lanes [0, g.c) of the pixels no window covers (an odd last row or column).
 void zero_uncovered_pixels(const PoolGeometry& g, float* dy_t, std::int64_t stride);
 void add_column_plane_sums_portable(const float* rows, std::int64_t count, std::int64_t stride,

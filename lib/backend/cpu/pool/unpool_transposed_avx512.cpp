@@ -87,10 +87,9 @@ struct Avx512Block {
           _mm512_loadu_si512(gradient.argmax + i),
           _mm512_add_epi32(_mm512_set1_epi32(static_cast<std::int32_t>(first_plane * plane)),
                            corners));
-      const __mmask16 inside = _mm512_cmpeq_epi32_mask(o, offsets[0]) |
-                               _mm512_cmpeq_epi32_mask(o, offsets[1]) |
-                               _mm512_cmpeq_epi32_mask(o, offsets[2]) |
-                               _mm512_cmpeq_epi32_mask(o, offsets[3]);
+      const __mmask16 inside =
+          _mm512_cmpeq_epi32_mask(o, offsets[0]) | _mm512_cmpeq_epi32_mask(o, offsets[1]) |
+          _mm512_cmpeq_epi32_mask(o, offsets[2]) | _mm512_cmpeq_epi32_mask(o, offsets[3]);
       outside |= static_cast<__mmask16>(~inside);
       offset[t] = _mm512_castsi512_ps(o);
     }
@@ -139,11 +138,9 @@ void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::in
     }
     // plane_sum_tree's order (reduction.h), written out: that template is defined outside this
     // unit's target region, so an instantiation of it would not be AVX-512 code.
-    const __m512 tree =
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(lanes[0], lanes[4]),
-                                    _mm512_add_ps(lanes[2], lanes[6])),
-                      _mm512_add_ps(_mm512_add_ps(lanes[1], lanes[5]),
-                                    _mm512_add_ps(lanes[3], lanes[7])));
+    const __m512 tree = _mm512_add_ps(
+        _mm512_add_ps(_mm512_add_ps(lanes[0], lanes[4]), _mm512_add_ps(lanes[2], lanes[6])),
+        _mm512_add_ps(_mm512_add_ps(lanes[1], lanes[5]), _mm512_add_ps(lanes[3], lanes[7])));
     _mm512_storeu_ps(sums + c0, _mm512_add_ps(_mm512_loadu_ps(sums + c0), tree));
   }
   add_column_plane_sums_portable(rows, count, stride, whole_channels, channels, sums);
@@ -164,8 +161,7 @@ void unpool_image_transposed_avx512(const PoolGeometry&, const MaxPoolGradient&,
                                     float*, std::int64_t) {
   throw RuntimeFailure("the avx512-fma unpooling exists only in x86 builds");
 }
-void add_column_plane_sums_avx512(const float*, std::int64_t, std::int64_t, std::int64_t,
-                                  float*) {
+void add_column_plane_sums_avx512(const float*, std::int64_t, std::int64_t, std::int64_t, float*) {
   throw RuntimeFailure("the avx512-fma unpooling exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::unpool_detail

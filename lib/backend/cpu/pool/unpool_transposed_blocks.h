@@ -22,8 +22,8 @@
 namespace ra::backend::cpu::unpool_detail {
 
 template <class Block>
-void unpool_image_in_blocks(const PoolGeometry& g, const MaxPoolGradient& gradient,
-                            std::int64_t n, float* dy_t, std::int64_t stride) {
+void unpool_image_in_blocks(const PoolGeometry& g, const MaxPoolGradient& gradient, std::int64_t n,
+                            float* dy_t, std::int64_t stride) {
   constexpr int kWidth = Block::kWidth;
   const std::int64_t pooled = pooled_size(g);
   const std::int64_t whole_channels = g.c / kWidth * kWidth;

@@ -17,9 +17,9 @@
 
 #include "backend/cpu/runtime/parallel_for.h"
 #include "backend/cpu/runtime/scratch.h"
+#include "backend/modes.h"
 #include "core/integer_math.h"
 #include "core/thread_pool.h"
-#include "backend/modes.h"
 
 namespace ra::backend::cpu {
 
@@ -96,9 +96,8 @@ inline float plane_sum(const float* plane, std::int64_t count) {
 // fixed by c (worker only selects that worker's scratch buffers, and accumulate must leave
 // WorkerBuffer::partial alone: the lanes keep their sums there). Both modes described above.
 template <class Accumulate>
-void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, KernelMode mode,
-                   std::int64_t chunks, std::int64_t size, float* out,
-                   const Accumulate& accumulate) {
+void reduce_chunks(ThreadPool& pool, ScratchArena& scratch, KernelMode mode, std::int64_t chunks,
+                   std::int64_t size, float* out, const Accumulate& accumulate) {
   if (size <= 0) return;
   const auto usize = static_cast<std::size_t>(size);
   if (chunks <= 0) {

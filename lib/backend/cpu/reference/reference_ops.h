@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "backend/geometry.h"
-#include "rng/philox.h"
 #include "backend/modes.h"
+#include "rng/philox.h"
 
 namespace ra::backend::reference {
 
