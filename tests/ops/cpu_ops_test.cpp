@@ -46,7 +46,7 @@ void run_cases_here(const std::string& op, const std::string& isa) {
     for (const KernelMode mode : modes) {
       std::optional<Arrays> first;
       for (const auto& ops : backends) {
-        INFO(mode_name(mode) << ", " << ops->threads() << " threads");
+        INFO(ra::backend::to_string(mode) << ", " << ops->threads() << " threads");
         const Arrays out = run_case(*ops, *c, arrays, mode);
         require_matches_reference(out, expected, false);
         if (mode != KernelMode::deterministic) continue;  // atomics: bits may differ

@@ -32,7 +32,7 @@ void run_cases_on_cuda(const std::string& op) {
       const KernelMode mode = modes[m];
       const bool autotuned = mode == KernelMode::autotune && c->autotuned_convolution;
       if (!c->takes_mode && mode != KernelMode::deterministic && !autotuned) continue;
-      INFO(mode_name(mode));
+      INFO(ra::backend::to_string(mode));
       const Arrays out = run_case(*backends[m], *c, arrays, mode);
       require_matches_reference(out, expected, autotuned);
       if (mode == KernelMode::deterministic) {

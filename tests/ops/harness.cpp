@@ -44,18 +44,6 @@ Arrays run_case(Ops& ops, const OpCase& c, const Arrays& arrays, KernelMode mode
   return on_backend.download();
 }
 
-const char* mode_name(KernelMode mode) {
-  switch (mode) {
-    case KernelMode::deterministic:
-      return "deterministic";
-    case KernelMode::nondeterministic:
-      return "nondeterministic";
-    case KernelMode::autotune:
-      return "autotune";
-  }
-  return "?";
-}
-
 namespace {
 
 template <class T>

@@ -31,6 +31,4 @@ void require_matches_reference(const Arrays& actual, const Expected& expected,
 // REQUIREs the outputs (the reference's names) to have the same bits in both runs.
 void require_same_bits(const Arrays& a, const Arrays& b, const Expected& outputs);
 
-const char* mode_name(KernelMode mode);
-
 }  // namespace ops_test
