@@ -4,26 +4,23 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "ops/op_case.h"
+#include "support/text_lines.h"
 
 namespace {
 
 const std::filesystem::path kSource = REPRO_AUDIT_SOURCE_DIR;
 
+// The lines of a file of the source tree (core's read_file: a missing file is an InputError naming
+// it, which fails the test with that message).
 std::vector<std::string> lines_of(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  INFO(path.string());
-  REQUIRE(in.good());
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+  return ra::test::lines_of(ra::read_file(path));
 }
 
 // The ops of ops.h (virtual methods after its first "// ---- family ----" line, which follow the

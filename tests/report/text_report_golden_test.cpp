@@ -19,6 +19,7 @@
 #include "audit/compare.h"
 #include "audit/in_memory_traces.h"
 #include "report/text_report.h"
+#include "support/text_lines.h"
 
 namespace {
 
@@ -34,17 +35,10 @@ bool updating_goldens() {
   return v != nullptr && std::string(v) == "1";
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // "" when equal, else where they first part, readable in a test log.
 std::string first_difference(const std::string& expected, const std::string& actual) {
   if (expected == actual) return "";
-  const auto want = split_lines(expected), got = split_lines(actual);
+  const auto want = ra::test::lines_of(expected), got = ra::test::lines_of(actual);
   for (std::size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
     const std::string w = i < want.size() ? want[i] : "<end of golden>";
     const std::string g = i < got.size() ? got[i] : "<end of output>";
