@@ -7,6 +7,22 @@
 #include "audit/environment.h"
 
 namespace ra::audit::phases {
+namespace {
+
+// The ledger without what is measured anew in every run: the time cudnnFind took for an
+// autotuned algorithm (its "autotune.time_ms"). Which algorithm ran, its math type and workspace
+// are compared; a different time alone is no difference between the runs' algorithms.
+nlohmann::json comparable_ledger(nlohmann::json ledger) {
+  if (!ledger.is_array()) return ledger;
+  for (nlohmann::json& entry : ledger) {
+    if (entry.is_object() && entry.contains("autotune") && entry["autotune"].is_object()) {
+      entry["autotune"].erase("time_ms");
+    }
+  }
+  return ledger;
+}
+
+}  // namespace
 
 TraceDifferences environment_differences(const std::vector<Trace>& traces) {
   TraceDifferences out;
@@ -20,7 +36,7 @@ TraceDifferences environment_differences(const std::vector<Trace>& traces) {
                                " (run " + std::to_string(i) + ")";
       if (seen.insert(line).second) out.environment.push_back(line);
     }
-    if (h.ledger != ref.ledger) {
+    if (comparable_ledger(h.ledger) != comparable_ledger(ref.ledger)) {
       out.ledger.push_back("run " + std::to_string(i) + ": " + h.ledger.dump() +
                            " vs run 0: " + ref.ledger.dump());
     }

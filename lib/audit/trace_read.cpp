@@ -175,6 +175,13 @@ class TraceParser {
       }
       entry["deterministic"].boolean();
       entry["workspace_bytes"].uint64();
+      // Autotuned entries of newer traces: what cudnnFind measured for the chosen algorithm.
+      if (entry.has("autotune")) {
+        const Field measured = entry["autotune"];
+        measured["math_type"].string();
+        measured["time_ms"].nonnegative_number();
+        measured["workspace_bytes"].uint64();
+      }
     }
     return l.json();
   }

@@ -265,3 +265,18 @@ TEST_CASE("environment_differences: keys and ledgers against run 0", "[audit][co
                                  "hostname: \"host-a\" (run 0) vs \"host-c\" (run 2)"});
   CHECK(d.ledger == std::vector<std::string>{"run 1: [{\"layer\":\"dense_1\"}] vs run 0: []"});
 }
+
+TEST_CASE("environment_differences: an autotune time alone is no ledger difference",
+          "[audit][compare]") {
+  std::vector<Trace> traces = runs_of(TraceBuilder{}, 3);
+  const nlohmann::json entry = {
+      {"layer", "conv 2x1x8x8 k3 3x3 s1 p0"},
+      {"algorithm", "CUDNN_CONVOLUTION_FWD_ALGO_GEMM"},
+      {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}, {"workspace_bytes", 64}}}};
+  for (Trace& t : traces) t.header.ledger = nlohmann::json::array({entry});
+  traces[1].header.ledger[0]["autotune"]["time_ms"] = 0.5;  // measured anew: not a difference
+  traces[2].header.ledger[0]["autotune"]["workspace_bytes"] = 128;  // what ran differs
+  const phases::TraceDifferences d = phases::environment_differences(traces);
+  REQUIRE(d.ledger.size() == 1);
+  CHECK(d.ledger[0].rfind("run 2: ", 0) == 0);
+}

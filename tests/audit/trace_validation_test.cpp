@@ -450,3 +450,33 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     REQUIRE(r.warnings.empty());
   }
 }
+
+TEST_CASE("ledger entries: the autotune measurement is optional and checked", "[audit][trace]") {
+  const json pinned = {{"layer", "conv 2x1x8x8 k3 3x3 s1 p0"},
+                       {"direction", "forward"},
+                       {"algorithm", "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM"},
+                       {"deterministic", true},
+                       {"math_type", "CUDNN_FMA_MATH"},
+                       {"workspace_bytes", 0},
+                       {"chosen_by", "pinned"}};
+  json autotuned = pinned;
+  autotuned["chosen_by"] = "autotuned";
+  autotuned["autotune"] = {
+      {"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}, {"workspace_bytes", 4096}};
+  // Older traces have no "autotune" key; newer autotuned entries have it: both are read.
+  const std::string text = edited(kHeader, [&](json& h) { h["ledger"] = {pinned, autotuned}; });
+  const auto t = ra::audit::parse_trace(text, "ledger.trace.jsonl");
+  REQUIRE(t.header.ledger.size() == 2);
+  CHECK_FALSE(t.header.ledger[0].contains("autotune"));
+  CHECK(t.header.ledger[1]["autotune"]["time_ms"] == 0.25);
+
+  autotuned["autotune"]["time_ms"] = "fast";
+  require_rejected(edited(kHeader,
+                          [&](json& h) {
+                            h["ledger"] = {pinned, autotuned};
+                          }),
+                   kHeader, "ledger[1].autotune.time_ms", "expected a number");
+  autotuned["autotune"] = {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}};
+  require_rejected(edited(kHeader, [&](json& h) { h["ledger"] = {autotuned}; }), kHeader,
+                   "ledger[0].autotune.workspace_bytes", "is missing");
+}
