@@ -2,14 +2,17 @@
 // bias_backward: db[k] = sum_{n,s} dy[n,k,s]; '='.
 //   deterministic: blockIdx -> channel k; thread t sums items j = t, t + 256, ... (j = n * spatial
 //     + s, in increasing order), then block_sum's fixed tree. No atomics: bitwise repeatable.
-//   nondeterministic: db = 0; grid (slices, channels): each block sums one grid-stride slice of
-//     the n * spatial items of its channel and atomicAdds the partial (completion order).
+//   nondeterministic: db = 0; grid (slices, channels), slices = bias_atomic_slices(n * spatial)
+//     (kernels/reduction_split.h: at least min(items, 8)): block (s, channel) sums the contiguous
+//     slice s of its channel's items (thread t: items begin + t, + 256, ...; then block_sum) and
+//     atomicAdds the partial (completion order). Every slice is non-empty, so every block adds a
+//     real partial: with 3 or more the bits may vary from run to run.
 #include <cstdint>
 
-#include "core/integer_math.h"
 #include "kernels/bias.cuh"
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
+#include "kernels/reduction_split.h"
 
 namespace ra::kernels {
 namespace {
@@ -17,10 +20,6 @@ namespace {
 // gridDim.y (and the channel loop of the deterministic kernel) is capped at 65535 blocks;
 // kernels loop over channels past that.
 constexpr int kMaxChannelBlocks = 65535;
-// Nondeterministic: at most 64 slices per channel, each of at least 2048 items (8 per thread), so
-// that a large bias gradient has many atomic contributors per channel.
-constexpr std::int64_t kItemsPerSlice = 2048;
-constexpr std::int64_t kMaxSlices = 64;
 
 __global__ void bias_add_kernel(float* y, const float* bias, std::int64_t total, int k,
                                 int spatial) {
@@ -51,11 +50,13 @@ __global__ void bias_backward_deterministic_kernel(const float* dy, float* db, i
 }
 
 __global__ void bias_backward_atomic_kernel(const float* dy, float* db, int k, int spatial,
-                                            std::int64_t items) {
+                                            std::int64_t items, int slices) {
   __shared__ float scratch[detail::kThreads];
+  const std::int64_t begin = slice_begin(items, slices, blockIdx.x);
+  const std::int64_t end = slice_begin(items, slices, blockIdx.x + 1);
   for (int channel = blockIdx.y; channel < k; channel += gridDim.y) {
     float sum = 0.0f;
-    for (std::int64_t j = detail::grid_first(); j < items; j += detail::grid_stride()) {
+    for (std::int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
       sum += item(dy, j, channel, k, spatial);
     }
     const float partial = detail::block_sum(sum, scratch);
@@ -93,10 +94,11 @@ void bias_backward(cudaStream_t stream, const float* dy, float* db, int n, int k
     return;
   }
   fill(stream, db, k, 0.0f);
-  std::int64_t slices = ra::ceil_div(items, kItemsPerSlice);
-  if (slices > kMaxSlices) slices = kMaxSlices;
-  const dim3 grid(static_cast<unsigned>(slices), channel_blocks);
-  bias_backward_atomic_kernel<<<grid, detail::kThreads, 0, stream>>>(dy, db, k, spatial, items);
+  const int slices = bias_atomic_slices(items);
+  const GridShape shape = bias_atomic_grid(k, slices);
+  const dim3 grid(static_cast<unsigned>(shape.x), static_cast<unsigned>(shape.y));
+  bias_backward_atomic_kernel<<<grid, detail::kThreads, 0, stream>>>(dy, db, k, spatial, items,
+                                                                     slices);
 }
 
 }  // namespace ra::kernels

@@ -7,8 +7,12 @@
 //       deterministic    one block per k sums its n * spatial items by a fixed tree (each thread
 //                        adds items t, t + 256, ... in order, then a fixed tree over threads):
 //                        the same bits on every run and device. No float atomics.
-//       nondeterministic db = 0, then blocks each sum a slice of (n, s) and atomicAdd their partial
-//                        into db[k] in completion order: bits may differ from run to run.
+//       nondeterministic db = 0, then bias_atomic_slices(n * spatial) blocks per channel
+//                        (kernels/reduction_split.h: at least min(n * spatial, 8)) each sum one
+//                        contiguous, non-empty slice of (n, s) and atomicAdd their partial into
+//                        db[k] in completion order: with 3 or more slices (n * spatial >= 3) the
+//                        bits may differ from run to run; with 1 or 2 they cannot (two partials
+//                        added into 0 commute exactly).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>

@@ -4,10 +4,14 @@
 // expf / logf ulps (cross-entropy) or not at all (squared error).
 //
 // Batch sum, two passes:
-//   1. row_blocks(n) blocks; thread t of block b adds rows b*256 + t, then + grid stride, in
-//      order; block_sum's fixed tree gives the block partial.
-//        deterministic:    partials[b] = partial (workspace, one writer each).
-//        nondeterministic: atomicAdd(partials[0], partial), partials[0] zeroed first.
+//   1. deterministic: row_blocks(n) blocks; thread t of block b adds rows b*256 + t, then + grid
+//      stride, in order; block_sum's fixed tree gives the block partial; partials[b] = partial
+//      (workspace, one writer each).
+//      nondeterministic: loss_atomic_slices(n) blocks (kernels/reduction_split.h: at least
+//      min(n, 8), so a batch of 128 rows is 8 blocks of 16); block b sums the contiguous slice b
+//      of the rows (thread t: rows begin + t, + 256, ...; then block_sum) and atomicAdds its
+//      partial into partials[0], zeroed first. With 3 or more slices the order, hence the bits,
+//      may vary from run to run.
 //   2. one block: deterministic - thread t adds partials t, t + 256, ... in order, then the fixed
 //      tree; nondeterministic - partials[0]. *loss_out = total / divisor (n, or n * classes).
 // The grid depends on n only, so the deterministic tree is the same on every run and device.
@@ -15,6 +19,7 @@
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
 #include "kernels/loss.cuh"
+#include "kernels/reduction_split.h"
 
 namespace ra::kernels {
 namespace {
@@ -63,13 +68,15 @@ struct SquaredErrorRow {
   }
 };
 
+// This thread's sum of the losses of rows first, first + stride, ... below end, in order (and
+// their gradients). A bad label adds nothing and zeroes its gradient row.
 template <class Row>
-__global__ void loss_rows_kernel(Row row_loss, int n, int classes, const float* rows,
-                                 const std::int32_t* labels, float* grad, bool deterministic,
-                                 float* partials, int* bad_label_flag) {
-  __shared__ float scratch[detail::kThreads];
+__device__ __forceinline__ float thread_rows_sum(Row row_loss, int classes, const float* rows,
+                                                 const std::int32_t* labels, float* grad,
+                                                 int* bad_label_flag, std::int64_t first,
+                                                 std::int64_t end, std::int64_t stride) {
   float sum = 0.0f;
-  for (std::int64_t i = detail::grid_first(); i < n; i += detail::grid_stride()) {
+  for (std::int64_t i = first; i < end; i += stride) {
     const std::int32_t label = labels[i];
     float* grad_row = grad != nullptr ? grad + i * classes : nullptr;
     if (label < 0 || label >= classes) {
@@ -81,13 +88,34 @@ __global__ void loss_rows_kernel(Row row_loss, int n, int classes, const float* 
     }
     sum += row_loss(classes, rows + i * classes, label, grad_row);
   }
+  return sum;
+}
+
+// Deterministic: grid-stride rows, partials[blockIdx.x] = the block's partial.
+template <class Row>
+__global__ void loss_rows_kernel(Row row_loss, int n, int classes, const float* rows,
+                                 const std::int32_t* labels, float* grad, float* partials,
+                                 int* bad_label_flag) {
+  __shared__ float scratch[detail::kThreads];
+  const float sum = thread_rows_sum(row_loss, classes, rows, labels, grad, bad_label_flag,
+                                    detail::grid_first(), n, detail::grid_stride());
   const float partial = detail::block_sum(sum, scratch);
-  if (threadIdx.x != 0) return;
-  if (deterministic) {
-    partials[blockIdx.x] = partial;
-  } else {
-    atomicAdd(partials, partial);
-  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = partial;
+}
+
+// Nondeterministic: block b sums slice b of `slices` contiguous row slices and atomicAdds its
+// partial into partials[0].
+template <class Row>
+__global__ void loss_rows_atomic_kernel(Row row_loss, int n, int classes, const float* rows,
+                                        const std::int32_t* labels, float* grad, int slices,
+                                        float* partials, int* bad_label_flag) {
+  __shared__ float scratch[detail::kThreads];
+  const std::int64_t begin = slice_begin(n, slices, blockIdx.x);
+  const std::int64_t end = slice_begin(n, slices, blockIdx.x + 1);
+  const float sum = thread_rows_sum(row_loss, classes, rows, labels, grad, bad_label_flag,
+                                    begin + threadIdx.x, end, blockDim.x);
+  const float partial = detail::block_sum(sum, scratch);
+  if (threadIdx.x == 0) atomicAdd(partials, partial);
 }
 
 // One block: *loss_out = (sum of the `count` partials in a fixed order) / divisor.
@@ -106,12 +134,19 @@ void batch_loss(cudaStream_t stream, Row row_loss, float divisor, int n, int cla
                 bool deterministic, void* workspace, int* bad_label_flag) {
   if (n < 1 || classes < 1) return;
   float* partials = static_cast<float*>(workspace);
-  const unsigned blocks = row_blocks(n);
-  if (!deterministic) fill(stream, partials, 1, 0.0f);
-  loss_rows_kernel<<<blocks, detail::kThreads, 0, stream>>>(
-      row_loss, n, classes, rows, labels, grad, deterministic, partials, bad_label_flag);
-  loss_finish_kernel<<<1, detail::kThreads, 0, stream>>>(
-      partials, deterministic ? static_cast<int>(blocks) : 1, divisor, loss_out);
+  if (deterministic) {
+    const unsigned blocks = row_blocks(n);
+    loss_rows_kernel<<<blocks, detail::kThreads, 0, stream>>>(row_loss, n, classes, rows, labels,
+                                                              grad, partials, bad_label_flag);
+    loss_finish_kernel<<<1, detail::kThreads, 0, stream>>>(partials, static_cast<int>(blocks),
+                                                           divisor, loss_out);
+    return;
+  }
+  const int slices = loss_atomic_slices(n);
+  fill(stream, partials, 1, 0.0f);
+  loss_rows_atomic_kernel<<<static_cast<unsigned>(slices), detail::kThreads, 0, stream>>>(
+      row_loss, n, classes, rows, labels, grad, slices, partials, bad_label_flag);
+  loss_finish_kernel<<<1, detail::kThreads, 0, stream>>>(partials, 1, divisor, loss_out);
 }
 
 }  // namespace

@@ -13,7 +13,10 @@
 //   deterministic    every block writes its partial to workspace, then one block adds the
 //                    partials in index order with a fixed tree: the same bits on every run (not
 //                    necessarily the CPU's bits: its chunks differ).
-//   nondeterministic every block atomicAdds its partial (completion order): bits may vary.
+//   nondeterministic loss_atomic_slices(n) blocks (kernels/reduction_split.h: at least min(n,
+//                    8)) each sum a contiguous slice of the rows and atomicAdd their partial
+//                    (completion order): with n >= 3 the bits may vary; with n <= 2 they cannot
+//                    (two partials added into 0 commute exactly).
 // workspace: loss_workspace_bytes(n, classes) bytes of device scratch.
 // Labels outside [0, classes) set *bad_label_flag = 1 (a device int the kernel never clears: the
 // caller zeroes it beforehand and reads it after), contribute 0 to the sum and a 0 gradient row.

@@ -1,0 +1,99 @@
+#pragma once
+// How the nondeterministic (atomic) reductions of kernels/ cut their reduced dimension: pure
+// integer rules, compiled by the kernels (nvcc) and by the host (the ledger's plan,
+// lib/backend/cuda/split_plan.h, and its tests), so that what the ledger says and what the
+// kernels launch come from one source.
+//
+// A reduction of `length` terms into each output is cut into `slices` contiguous slices; each
+// slice's partial is added into the zeroed output with atomicAdd, in completion order. Slice s
+// covers [slice_begin(length, slices, s), slice_begin(length, slices, s + 1)): consecutive,
+// covering [0, length) exactly once, every slice non-empty when slices <= length, lengths
+// differing by at most one.
+//
+// Why at least 3: two partials added into a zero output commute exactly ((0 + a) + b ==
+// (0 + b) + a, signed zeros included), so only a third one can make the completion order
+// change the bits (the CPU backend's split-k uses at least 3 parts for the same reason). The
+// rules below ask for kPreferredSlices (8) whenever length allows, more for long reductions.
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "core/integer_math.h"
+
+namespace ra::kernels {
+
+// The fewest atomic partials per output whose completion order can change the result.
+inline constexpr int kMinRacingSlices = 3;
+// Slices asked for whenever the reduced length allows (one slice per term below that).
+inline constexpr int kPreferredSlices = 8;
+// CUDA's limit on gridDim.y and gridDim.z (gridDim.x allows 2^31 - 1).
+inline constexpr std::int64_t kMaxGridYZ = 65535;
+
+RA_HOST_DEVICE std::int64_t slice_begin(std::int64_t length, int slices, int s) {
+  return length * s / slices;
+}
+
+// Slices for an atomic reduction of `length` terms: 0 for an empty reduction; otherwise
+// min(length, max(kPreferredSlices, ceil(length / terms_per_slice))) capped at max_slices (itself
+// >= kPreferredSlices): at least min(length, 8), never an empty slice.
+inline int atomic_slices(std::int64_t length, std::int64_t terms_per_slice, int max_slices) {
+  if (length <= 0) return 0;
+  std::int64_t slices = ra::ceil_div(length, terms_per_slice);
+  if (slices < kPreferredSlices) slices = kPreferredSlices;
+  if (slices > max_slices) slices = max_slices;
+  if (slices > length) slices = length;
+  return static_cast<int>(slices);
+}
+
+// ---- the rules of each atomic kernel ----
+
+// bias_backward (kernels/bias.cu): n * spatial items per channel, about 2048 per slice (8 per
+// thread of a 256-thread block), at most 64 slices.
+inline constexpr std::int64_t kBiasTermsPerSlice = 2048;
+inline constexpr int kBiasMaxSlices = 64;
+inline int bias_atomic_slices(std::int64_t items) {
+  return atomic_slices(items, kBiasTermsPerSlice, kBiasMaxSlices);
+}
+
+// Losses (kernels/loss.cu): n rows, one block per slice, about 256 rows (one per thread) per
+// slice, at most 1024 slices (the deterministic path's block cap).
+inline constexpr std::int64_t kLossTermsPerSlice = 256;
+inline constexpr int kLossMaxSlices = 1024;
+inline int loss_atomic_slices(std::int64_t rows) {
+  return atomic_slices(rows, kLossTermsPerSlice, kLossMaxSlices);
+}
+
+// Split-k GEMM (kernels/splitk_gemm.cu): about 128 terms of k per slice, at most 64 slices, so a
+// batch-128 weight gradient runs 8 slices of 16.
+inline constexpr std::int64_t kGemmTermsPerSlice = 128;
+inline constexpr int kGemmMaxSlices = 64;
+inline int gemm_atomic_slices(std::int64_t k) {
+  return atomic_slices(k, kGemmTermsPerSlice, kGemmMaxSlices);
+}
+
+// The split-k GEMM's output tiles: kGemmTile x kGemmTile outputs per block. Grid x runs over the
+// column tiles, y over the row tiles (capped at kMaxGridYZ: blocks loop over the rest), z over the
+// slices.
+inline constexpr int kGemmTile = 64;
+struct GridShape {
+  std::int64_t x = 0, y = 0, z = 0;
+};
+inline GridShape splitk_grid(std::int64_t m, std::int64_t n, int slices) {
+  GridShape grid;
+  grid.x = ra::ceil_div(n, std::int64_t(kGemmTile));
+  if (grid.x > kMaxGridYZ) grid.x = kMaxGridYZ;  // blocks loop; keeps every dimension small
+  grid.y = ra::ceil_div(m, std::int64_t(kGemmTile));
+  if (grid.y > kMaxGridYZ) grid.y = kMaxGridYZ;
+  grid.z = slices;
+  return grid;
+}
+
+// bias_backward's atomic grid: x over the slices, y over the channels (capped; blocks loop).
+inline GridShape bias_atomic_grid(std::int64_t channels, int slices) {
+  GridShape grid;
+  grid.x = slices;
+  grid.y = channels < kMaxGridYZ ? channels : kMaxGridYZ;
+  grid.z = 1;
+  return grid;
+}
+
+}  // namespace ra::kernels

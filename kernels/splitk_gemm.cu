@@ -1,0 +1,117 @@
+// Atomic split-k GEMM: C[m, n] = sum over k of A(m, k) B(k, n), C zeroed then each (tile,
+// slice) block atomicAdds its partial tile. B is row-major [k, n]; A is either "k-major"
+// (A(m, k) = a[k * m + row]: dy as the transposed operand of the weight gradient) or row-major
+// [m, k] (dy of the data gradient). 256 threads per block as 16 x 16, each computing 4 x 4 outputs
+// of the 64 x 64 tile, rows ty + 16 i and columns tx + 16 j; the slice is walked kDepth terms at
+// a time through shared memory.
+#include <cstdint>
+
+#include "core/integer_math.h"
+#include "kernels/fill.cuh"
+#include "kernels/launch_config.cuh"
+#include "kernels/reduction_split.h"
+#include "kernels/splitk_gemm.cuh"
+
+namespace ra::kernels {
+namespace {
+
+constexpr int kTile = kGemmTile;     // 64
+constexpr int kDepth = 16;           // k terms per shared-memory step
+constexpr int kSide = 16;            // threads per tile side: 16 x 16 = detail::kThreads
+constexpr int kPer = kTile / kSide;  // 4 x 4 outputs per thread
+static_assert(kSide * kSide == detail::kThreads, "one thread per 4 x 4 outputs");
+
+template <bool kAKMajor>
+__device__ __forceinline__ float load_a(const float* a, std::int64_t m, std::int64_t k,
+                                        std::int64_t row, std::int64_t kk) {
+  return kAKMajor ? a[kk * m + row] : a[row * k + kk];
+}
+
+// Loads the kDepth x kTile panels of A and B at (row0, col0, k0) into shared memory, zeros
+// outside the matrix or past the slice (never added: the product loop stops at the slice end).
+template <bool kAKMajor>
+__device__ __forceinline__ void load_panels(const float* a, const float* b, std::int64_t m,
+                                            std::int64_t n, std::int64_t k, std::int64_t row0,
+                                            std::int64_t col0, std::int64_t k0, std::int64_t k_end,
+                                            float (*a_panel)[kTile + 1], float (*b_panel)[kTile]) {
+  for (int l = threadIdx.x; l < kDepth * kTile; l += blockDim.x) {
+    // B: consecutive threads read consecutive columns (coalesced).
+    const int b_kk = l / kTile, col = l % kTile;
+    const std::int64_t bk = k0 + b_kk, bc = col0 + col;
+    b_panel[b_kk][col] = bk < k_end && bc < n ? b[bk * n + bc] : 0.0f;
+    // A: consecutive threads read consecutive addresses in either layout.
+    const int a_kk = kAKMajor ? l / kTile : l % kDepth;
+    const int a_row = kAKMajor ? l % kTile : l / kDepth;
+    const std::int64_t ak = k0 + a_kk, ar = row0 + a_row;
+    a_panel[a_kk][a_row] = ak < k_end && ar < m ? load_a<kAKMajor>(a, m, k, ar, ak) : 0.0f;
+  }
+}
+
+template <bool kAKMajor>
+__global__ void __launch_bounds__(detail::kThreads)
+    splitk_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                       const float* b, float* c, int slices) {
+  // A's panel has one padding column so that the row-major loads do not all hit one bank.
+  __shared__ float a_panel[kDepth][kTile + 1];
+  __shared__ float b_panel[kDepth][kTile];
+  const std::int64_t k_begin = slice_begin(k, slices, blockIdx.z);
+  const std::int64_t k_end = slice_begin(k, slices, blockIdx.z + 1);
+  if (k_begin >= k_end) return;  // never planned; a whole block returns, no barrier is skipped
+  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  const std::int64_t tiles_m = ra::ceil_div(m, std::int64_t(kTile));
+  const std::int64_t tiles_n = ra::ceil_div(n, std::int64_t(kTile));
+  for (std::int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+    for (std::int64_t tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) {
+      const std::int64_t row0 = tm * kTile, col0 = tn * kTile;
+      float acc[kPer][kPer] = {};
+      for (std::int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
+        load_panels<kAKMajor>(a, b, m, n, k, row0, col0, k0, k_end, a_panel, b_panel);
+        __syncthreads();
+        const int depth = k_end - k0 < kDepth ? static_cast<int>(k_end - k0) : kDepth;
+        for (int kk = 0; kk < depth; ++kk) {
+          float av[kPer], bv[kPer];
+          for (int i = 0; i < kPer; ++i) av[i] = a_panel[kk][ty + kSide * i];
+          for (int j = 0; j < kPer; ++j) bv[j] = b_panel[kk][tx + kSide * j];
+          for (int i = 0; i < kPer; ++i)
+            for (int j = 0; j < kPer; ++j) acc[i][j] += av[i] * bv[j];
+        }
+        __syncthreads();  // the panels are reloaded by the next step
+      }
+      for (int i = 0; i < kPer; ++i) {
+        const std::int64_t row = row0 + ty + kSide * i;
+        for (int j = 0; j < kPer; ++j) {
+          const std::int64_t col = col0 + tx + kSide * j;
+          if (row < m && col < n) atomicAdd(c + row * n + col, acc[i][j]);
+        }
+      }
+    }
+  }
+}
+
+template <bool kAKMajor>
+void splitk_gemm(cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const float* a, const float* b, float* c, int slices) {
+  if (m <= 0 || n <= 0) return;
+  fill(stream, c, m * n, 0.0f);  // '=': the slices add into zeros (and k = 0 leaves zeros)
+  if (k <= 0 || slices <= 0) return;
+  const GridShape shape = splitk_grid(m, n, slices);
+  const dim3 grid(static_cast<unsigned>(shape.x), static_cast<unsigned>(shape.y),
+                  static_cast<unsigned>(shape.z));
+  splitk_gemm_kernel<kAKMajor><<<grid, detail::kThreads, 0, stream>>>(m, n, k, a, b, c, slices);
+}
+
+}  // namespace
+
+void dense_weight_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* x,
+                              const float* dy, float* dw, int slices) {
+  // m = out, n = in, k = batch; A(o, b) = dy[b * out + o] (k-major), B = x [batch, in].
+  splitk_gemm<true>(stream, out, in, n, dy, x, dw, slices);
+}
+
+void dense_data_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* dy,
+                            const float* w, float* dx, int slices) {
+  // m = batch, n = in, k = out; A = dy [batch, out] (row-major), B = w [out, in].
+  splitk_gemm<false>(stream, n, in, out, dy, w, dx, slices);
+}
+
+}  // namespace ra::kernels

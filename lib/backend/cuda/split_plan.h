@@ -1,0 +1,67 @@
+#pragma once
+// What each reducing op of the CUDA backend that runs a custom kernel (or, for dense gradients,
+// a custom kernel instead of cuBLAS) runs in a mode, and whether its result can vary from run to
+// run: the plan the op launches from and the ledger entry it records. Pure logic (no device);
+// the slicing rules themselves are kernels/reduction_split.h, shared with the kernels.
+//
+//   op (reduced length K)                 deterministic / autotune      nondeterministic
+//   dense weight gradient (K = batch)     cublasSgemm, atomics off      dense_weight_grad_splitk
+//   dense data gradient (K = out)         cublasSgemm, atomics off      dense_data_grad_splitk
+//   bias gradient (K = batch * spatial)   bias_backward, fixed tree     bias_backward, atomic
+//   slices loss batch sum (K = batch)            fixed tree of block partials  atomic slices
+//
+// Nondeterministic: K is cut into `slices` non-empty slices (at least min(K, 8)) whose partials
+// are atomically added into each zeroed output. The result can vary only with 3 or more slices
+// (two partials added into zero commute exactly), so K = 1 or 2 is planned, run and recorded as
+// deterministic even in nondeterministic mode: no label the kernel cannot earn.
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/ledger.h"
+#include "backend/geometry.h"
+#include "backend/modes.h"
+#include "kernels/reduction_split.h"
+
+namespace ra::backend::cuda {
+
+enum class ReductionOp { dense_weight_grad, dense_data_grad, bias_grad, loss };
+
+struct ReductionPlan {
+  ReductionOp op = ReductionOp::loss;
+  std::int64_t length = 0;   // K: terms summed into each output
+  std::int64_t outputs = 0;  // M: outputs (dense: out * in or n * in; bias: channels; loss: 1)
+  bool atomic = false;       // the atomic (sliced) kernel runs; otherwise the deterministic path
+  int slices = 0;            // atomic: partials added into each output (0 when K = 0)
+  kernels::GridShape grid;   // atomic: the kernel's launch grid (x, y, z)
+
+  // Whether two runs of the op on the same inputs can give different bits.
+  bool can_vary() const { return atomic && slices >= kernels::kMinRacingSlices; }
+  std::int64_t slice_begin(int s) const { return kernels::slice_begin(length, slices, s); }
+  std::int64_t slice_end(int s) const { return kernels::slice_begin(length, slices, s + 1); }
+};
+
+ReductionPlan plan_dense_weight_grad(KernelMode mode, const DenseGeometry& g);
+ReductionPlan plan_dense_data_grad(KernelMode mode, const DenseGeometry& g);
+// y[n, channels, spatial]: dense layers have spatial = 1, convolutions P * Q.
+ReductionPlan plan_bias_grad(KernelMode mode, int n, int channels, int spatial);
+ReductionPlan plan_loss(KernelMode mode, int n);
+
+// What the ledger calls the kernel that runs: "ra::kernels::dense_weight_grad_splitk (atomic, 8
+// slices)", "ra::kernels::bias_backward (fixed tree)", "ra::kernels::softmax_cross_entropy
+// (atomic, 2 slices: cannot vary)". `kernel` is the launcher's name. (Dense plans that are not
+// atomic run cuBLAS and are recorded by CudaOps::run_dense_product.)
+std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel);
+
+// The ledger entry of a custom-kernel reduction: deterministic = !can_vary(), math_type
+// kCustomKernelMath, chosen_by "pinned".
+LedgerEntry reduction_ledger_entry(const ReductionPlan& plan, const std::string& kernel,
+                                   std::string layer, std::string direction,
+                                   std::size_t workspace_bytes);
+
+// The math of kernels/: fp32 multiplies and adds, never contracted into FMAs (--fmad=false).
+inline constexpr const char* kCustomKernelMath = "FP32 (no FMA contraction)";
+
+// "softmax_cross_entropy 128x10": the loss's name, batch x classes (the ledger's layer key).
+std::string loss_geometry_key(const std::string& loss, int n, int classes);
+
+}  // namespace ra::backend::cuda
