@@ -4,6 +4,7 @@
 // machine without a usable GPU. Runs everywhere, CI included.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -168,17 +169,19 @@ TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
 TEST_CASE("ledger: JSON and names", "[cuda][host]") {
   const std::vector<LedgerEntry> entries = {
       {"conv 128x1x28x28 k32 3x3 s1 p0", "backward_filter", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0",
-       false, "CUDNN_FMA_MATH", 4096, "pinned"},
-      {"dense 128x9216->128", "forward", "cublasSgemm", true, "CUBLAS_DEFAULT_MATH", 33554432,
-       "autotuned"},
+       false, "CUDNN_FMA_MATH", 4096, "pinned", std::nullopt},
+      {"conv 128x32x26x26 k64 3x3 s1 p0", "forward", "CUDNN_CONVOLUTION_FWD_ALGO_GEMM", true,
+       "CUDNN_FMA_MATH", 33554432, "autotuned",
+       AutotuneMeasurement{"CUDNN_FMA_MATH", 0.5, 33554432}},
   };
   const nlohmann::json expected = nlohmann::json::parse(R"([
     {"layer": "conv 128x1x28x28 k32 3x3 s1 p0", "direction": "backward_filter",
      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", "deterministic": false,
      "math_type": "CUDNN_FMA_MATH", "workspace_bytes": 4096, "chosen_by": "pinned"},
-    {"layer": "dense 128x9216->128", "direction": "forward", "algorithm": "cublasSgemm",
-     "deterministic": true, "math_type": "CUBLAS_DEFAULT_MATH", "workspace_bytes": 33554432,
-     "chosen_by": "autotuned"}])");
+    {"layer": "conv 128x32x26x26 k64 3x3 s1 p0", "direction": "forward",
+     "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO_GEMM", "deterministic": true,
+     "math_type": "CUDNN_FMA_MATH", "workspace_bytes": 33554432, "chosen_by": "autotuned",
+     "autotune": {"math_type": "CUDNN_FMA_MATH", "time_ms": 0.5, "workspace_bytes": 33554432}}])");
   CHECK(to_json(entries) == expected);
   CHECK(to_json({}) == nlohmann::json::array());
 

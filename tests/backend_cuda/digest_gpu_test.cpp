@@ -32,12 +32,15 @@ static_assert(kernels::kDigestChunkBytes == ra::kDigestChunkBytes,
 static_assert(sizeof(Hash128) == 16 && sizeof(XXH128_hash_t) == 16,
               "chunk digests are 16 bytes, low word first, on both sides");
 
-// Device bytes, freed on scope exit; filled with 0xA5 so an unwritten output shows up.
+using gpu_test::Stream;
+
+// Device bytes, freed on scope exit; filled with 0xA5 so an unwritten output shows up. Fills and
+// copies are queued on the test's stream (gpu_test_support.h says why).
 class DeviceBytes {
  public:
-  explicit DeviceBytes(std::size_t bytes) : bytes_(bytes) {
+  DeviceBytes(const Stream& stream, std::size_t bytes) : stream_(stream), bytes_(bytes) {
     RA_TEST_CUDA(cudaMalloc(&data_, bytes == 0 ? 1 : bytes));
-    RA_TEST_CUDA(cudaMemset(data_, 0xA5, bytes == 0 ? 1 : bytes));
+    stream_.fill_bytes(data_, 0xA5, bytes == 0 ? 1 : bytes);
   }
   ~DeviceBytes() { cudaFree(data_); }
   DeviceBytes(const DeviceBytes&) = delete;
@@ -46,21 +49,21 @@ class DeviceBytes {
   unsigned char* get() const { return static_cast<unsigned char*>(data_); }
   void upload(std::size_t offset, const void* host, std::size_t bytes) {
     REQUIRE(offset + bytes <= bytes_);
-    RA_TEST_CUDA(cudaMemcpy(get() + offset, host, bytes, cudaMemcpyHostToDevice));
+    stream_.upload(get() + offset, host, bytes);
   }
+  // Waits for the stream: the kernels queued before have finished.
   std::vector<Hash128> download_hashes(std::size_t count) const {
     REQUIRE(count * sizeof(Hash128) <= bytes_);
     std::vector<Hash128> hashes(count);
-    RA_TEST_CUDA(cudaMemcpy(hashes.data(), data_, count * sizeof(Hash128), cudaMemcpyDeviceToHost));
+    stream_.download(hashes.data(), data_, count * sizeof(Hash128));
     return hashes;
   }
 
  private:
+  const Stream& stream_;
   void* data_ = nullptr;
   std::size_t bytes_;
 };
-
-using gpu_test::Stream;
 
 std::vector<unsigned char> random_bytes(std::size_t count, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
@@ -131,10 +134,10 @@ TEST_CASE("device chunk digests equal libxxhash's, aligned and unaligned", "[gpu
   for (std::size_t offset : {0, 4, 1}) {  // 8-aligned, 4-aligned, odd: the three load paths
     for (std::size_t bytes : sizes) {
       INFO("bytes " << bytes << ", offset " << offset);
-      DeviceBytes input(offset + bytes);
+      DeviceBytes input(stream, offset + bytes);
       input.upload(offset, source.data(), bytes);
       const std::size_t chunks = kernels::digest_chunk_count(bytes);
-      DeviceBytes output(chunks * sizeof(Hash128));
+      DeviceBytes output(stream, chunks * sizeof(Hash128));
       kernels::digest_chunks(stream.get(), input.get() + offset, bytes,
                              reinterpret_cast<Hash128*>(output.get()));
       stream.finish();
@@ -155,11 +158,11 @@ TEST_CASE("a digest assembled from device chunk digests equals ra::digest", "[gp
   for (float& v : tensor) v = uniform(engine);
   tensor[0] = -0.0f;  // digests are bitwise: -0.0 must survive the trip
 
-  DeviceBytes input(tensor.bytes());
+  DeviceBytes input(stream, tensor.bytes());
   input.upload(0, tensor.data(), tensor.bytes());
   const std::size_t chunks = kernels::digest_chunk_count(tensor.bytes());
   REQUIRE(chunks == 3);
-  DeviceBytes output(chunks * sizeof(Hash128));
+  DeviceBytes output(stream, chunks * sizeof(Hash128));
   kernels::digest_chunks(stream.get(), input.get(), tensor.bytes(),
                          reinterpret_cast<Hash128*>(output.get()));
   stream.finish();
@@ -179,7 +182,7 @@ TEST_CASE("batched chunk digests of many buffers equal libxxhash's", "[gpu][dige
   const std::size_t gap_before_last = 2;
   for (std::size_t i = 0; i < std::size(sizes); ++i) {
     const std::size_t bytes = sizes[i];
-    buffers.push_back(std::make_unique<DeviceBytes>(bytes));
+    buffers.push_back(std::make_unique<DeviceBytes>(stream, bytes));
     buffers.back()->upload(0, source.data() + i, bytes);  // a different window per buffer
     if (i + 1 == std::size(sizes)) expected.resize(expected.size() + gap_before_last);
     jobs.push_back({buffers.back()->get(), bytes, expected.size()});
@@ -188,9 +191,9 @@ TEST_CASE("batched chunk digests of many buffers equal libxxhash's", "[gpu][dige
   }
   const std::size_t total_chunks = expected.size();
 
-  DeviceBytes jobs_on_device(jobs.size() * sizeof(kernels::DigestJob));
+  DeviceBytes jobs_on_device(stream, jobs.size() * sizeof(kernels::DigestJob));
   jobs_on_device.upload(0, jobs.data(), jobs.size() * sizeof(kernels::DigestJob));
-  DeviceBytes output(total_chunks * sizeof(Hash128));  // 0xA5 bytes everywhere
+  DeviceBytes output(stream, total_chunks * sizeof(Hash128));  // 0xA5 bytes everywhere
   kernels::digest_chunks_batched(
       stream.get(), reinterpret_cast<const kernels::DigestJob*>(jobs_on_device.get()),
       static_cast<int>(jobs.size()), total_chunks, reinterpret_cast<Hash128*>(output.get()));

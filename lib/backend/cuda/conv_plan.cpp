@@ -1,8 +1,11 @@
 #include "backend/cuda/conv_plan.h"
 
 #include <algorithm>
-#include <array>
+#include <optional>
+#include <type_traits>
+#include <vector>
 
+#include "backend/cuda/conv_autotune.h"
 #include "backend/cuda/cuda_check.h"
 
 namespace ra::backend::cuda {
@@ -84,8 +87,7 @@ ConvPlan::ConvPlan(const ConvGeometry& g)
   }
 }
 
-const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction,
-                                         KernelMode mode, std::vector<LedgerEntry>& ledger) {
+ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode) {
   const auto slot = std::make_pair(direction, mode);
   if (auto it = chosen_.find(slot); it != chosen_.end()) return it->second;
 
@@ -98,10 +100,12 @@ const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection dir
   entry.direction = to_string(direction);
   ConvAlgorithm chosen;
   if (policy.autotune) {
-    bool deterministic = false;
-    chosen = choose_autotuned(handle, direction, deterministic);
-    entry.deterministic = deterministic;
+    ConvPerfResult measured;
+    chosen = choose_autotuned(handle, direction, measured);
+    entry.deterministic = measured.deterministic;
     entry.chosen_by = "autotuned";
+    entry.autotune = AutotuneMeasurement{cudnn_math_type_name(measured.math),
+                                         double(measured.time_ms), measured.memory};
   } else {
     chosen = choose_pinned(handle, direction, policy.algorithm);
     entry.deterministic = cudnn_algorithm_is_deterministic(direction, policy.algorithm);
@@ -113,8 +117,8 @@ const ConvAlgorithm& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection dir
   entry.math_type = cudnn_math_type_name(chosen.math);
   entry.algorithm = cudnn_algorithm_name(direction, chosen.algorithm);
   entry.workspace_bytes = chosen.workspace_bytes;
-  ledger.push_back(std::move(entry));
-  return chosen_.emplace(slot, chosen).first->second;
+  return chosen_.emplace(slot, ConvChoice{chosen, PendingLedgerEntry(std::move(entry))})
+      .first->second;
 }
 
 cudnnMathType_t ConvPlan::set_math(cudnnMathType_t math) {
@@ -168,46 +172,62 @@ ConvAlgorithm ConvPlan::choose_pinned(cudnnHandle_t handle, ConvDirection direct
 }
 
 ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
-                                         bool& deterministic) const {
-  // cudnnFind*Algorithm runs every algorithm on scratch buffers it allocates and returns them
-  // fastest first. Results that failed or that would use tensor cores (TF32) are skipped; the run
-  // itself uses the descriptor's math type (the policy's, CUDNN_FMA_MATH: fp32 FMA) either way,
-  // and that is what the ledger records.
-  auto pick = [&](const auto* perf, int returned, const char* find) -> ConvAlgorithm {
-    for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-          perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-        continue;
-      deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
-      return ConvAlgorithm{static_cast<int>(perf[i].algo), perf[i].memory};
+                                         ConvPerfResult& measured) const {
+  // cudnnFind*Algorithm runs every algorithm under the descriptor's math type on scratch buffers
+  // it allocates. Only an fp32 FMA result with status success is accepted (conv_autotune.h says
+  // why DEFAULT_MATH is not), so that what runs is what was timed. Asking for the library's
+  // maximum count (cudnnGetConvolution*AlgorithmMaxCount) rather than one per enum value means no
+  // result is cut off before the filter sees it.
+  std::vector<ConvPerfResult> results;
+  const char* call = "";
+  auto find = [&](auto query_max, auto run_find, auto perf_type_tag) {
+    using Perf = typename decltype(perf_type_tag)::type;
+    int max_count = 0;
+    RA_CUDNN_CHECK(query_max(&max_count));
+    std::vector<Perf> perf(std::size_t(std::max(max_count, 1)));
+    int returned = 0;
+    RA_CUDNN_CHECK(run_find(int(perf.size()), &returned, perf.data()));
+    for (int i = 0; i < std::min(returned, int(perf.size())); ++i) {
+      results.push_back(conv_perf_result(perf[std::size_t(i)]));
     }
-    throw CudaError(describe(key_, direction) + ": " + find + " found no fp32 (non-TF32) " +
-                    "algorithm that runs this shape");
   };
-  int returned = 0;
   switch (direction) {
-    case ConvDirection::forward: {
-      std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
-      RA_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(
-          handle, x(), w(), conv(), y(), int(perf.size()), &returned, perf.data()));
-      return pick(perf.data(), returned, "cudnnFindConvolutionForwardAlgorithm");
-    }
-    case ConvDirection::backward_data: {
-      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
-      RA_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
-          handle, w(), y(), conv(), x(), int(perf.size()), &returned, perf.data()));
-      return pick(perf.data(), returned, "cudnnFindConvolutionBackwardDataAlgorithm");
-    }
-    case ConvDirection::backward_filter: {
-      std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
-          perf{};
-      RA_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(
-          handle, x(), y(), conv(), w(), int(perf.size()), &returned, perf.data()));
-      return pick(perf.data(), returned, "cudnnFindConvolutionBackwardFilterAlgorithm");
-    }
+    case ConvDirection::forward:
+      call = "cudnnFindConvolutionForwardAlgorithm";
+      find([&](int* n) { return cudnnGetConvolutionForwardAlgorithmMaxCount(handle, n); },
+           [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+             return cudnnFindConvolutionForwardAlgorithm(handle, x(), w(), conv(), y(), requested,
+                                                         returned, perf);
+           },
+           std::type_identity<cudnnConvolutionFwdAlgoPerf_t>{});
+      break;
+    case ConvDirection::backward_data:
+      call = "cudnnFindConvolutionBackwardDataAlgorithm";
+      find([&](int* n) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
+           [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+             return cudnnFindConvolutionBackwardDataAlgorithm(handle, w(), y(), conv(), x(),
+                                                              requested, returned, perf);
+           },
+           std::type_identity<cudnnConvolutionBwdDataAlgoPerf_t>{});
+      break;
+    case ConvDirection::backward_filter:
+      call = "cudnnFindConvolutionBackwardFilterAlgorithm";
+      find([&](int* n) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, n); },
+           [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+             return cudnnFindConvolutionBackwardFilterAlgorithm(handle, x(), y(), conv(), w(),
+                                                                requested, returned, perf);
+           },
+           std::type_identity<cudnnConvolutionBwdFilterAlgoPerf_t>{});
+      break;
   }
-  throw CudaError(describe(key_, direction) + ": unknown convolution direction");
+  const std::optional<ConvPerfResult> best = pick_autotuned(results);
+  if (!best) {
+    throw CudaError(describe(key_, direction) + ": " +
+                    autotune_rejections(call, direction, results) +
+                    "; no other algorithm is substituted");
+  }
+  measured = *best;
+  return ConvAlgorithm{best->algorithm, best->memory};
 }
 
 }  // namespace ra::backend::cuda

@@ -25,8 +25,10 @@
 #include <vector>
 
 #include "backend/cuda/algorithm_policy.h"
+#include "backend/cuda/conv_autotune.h"
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/ledger.h"
+#include "backend/cuda/op_execution.h"
 #include "backend/geometry.h"
 #include "backend/modes.h"
 
@@ -64,6 +66,13 @@ struct ConvAlgorithm {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
+// An algorithm chosen for one direction and mode, and its ledger entry, which the op records
+// (ledger.record_once) only after the cuDNN call that runs it returned success (op_execution.h).
+struct ConvChoice {
+  ConvAlgorithm algorithm;
+  PendingLedgerEntry ledger;
+};
+
 class ConvPlan {
  public:
   explicit ConvPlan(const ConvGeometry& g);
@@ -81,15 +90,16 @@ class ConvPlan {
   // The algorithm of `direction` under `mode`: the pinned one (its workspace size queried, which
   // fails for a shape it does not support: CudaError naming layer, direction and algorithm), or
   // the fastest by cudnnFind*Algorithm for autotune, with the descriptor's math type set from the
-  // policy first. Chosen once; a new choice is appended to `ledger`, with the math type cuDNN
-  // reports as set.
-  const ConvAlgorithm& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
-                                 std::vector<LedgerEntry>& ledger);
+  // policy first. Chosen once and kept (the reference stays valid: a map node), with its pending
+  // ledger entry (the math type cuDNN reports as set); the caller records that entry once the
+  // algorithm ran.
+  ConvChoice& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode);
 
  private:
   ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
+  // The fastest fp32 FMA result of cudnnFind (conv_autotune.h); `measured` gets its perf facts.
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
-                                 bool& deterministic) const;
+                                 ConvPerfResult& measured) const;
   // Sets the descriptor's math type (no call when it already holds it) and returns what cuDNN
   // then reports.
   cudnnMathType_t set_math(cudnnMathType_t math);
@@ -101,7 +111,7 @@ class ConvPlan {
   FilterDescriptor w_;
   ConvolutionDescriptor conv_;
   cudnnMathType_t math_;  // what conv_ holds (read back from cuDNN)
-  std::map<std::pair<ConvDirection, KernelMode>, ConvAlgorithm> chosen_;
+  std::map<std::pair<ConvDirection, KernelMode>, ConvChoice> chosen_;
 };
 
 }  // namespace ra::backend::cuda

@@ -1,9 +1,12 @@
 // CudaOps convolutions: cuDNN forward, backward data and backward filter with the algorithm of
 // algorithm_policy.h (ConvPlan chooses and caches it per geometry); bias by kernels/bias.cuh.
 // Asymmetric padding goes through a padded copy of the input (conv_plan.h explains the split).
-// Every cuDNN call uses beta = 0: outputs are overwritten ('='), never accumulated.
+// Every cuDNN call uses beta = 0: outputs are overwritten ('='), never accumulated. The ledger
+// entry of a chosen algorithm is recorded after its cuDNN call returned success; a failing call
+// names the geometry, direction, algorithm, status and cuDNN's last error text (op_execution.h).
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/op_execution.h"
 #include "kernels/bias.cuh"
 
 namespace ra::backend {
@@ -47,14 +50,17 @@ const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
 void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                              const float* bias, Activation act, float* y) {
   cuda::ConvPlan& plan = conv_plan(g);
-  const cuda::ConvAlgorithm& algo =
-      plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_, ledger_);
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_);
+  const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   const float* input = conv_input(plan, x);
-  RA_CUDNN_CHECK(cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
-                                         plan.conv_for(algo),
-                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo.algorithm),
-                                         scratch, algo.workspace_bytes, &kZero, plan.y(), y));
+  cuda::check_cudnn_execution(
+      cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
+                              plan.conv_for(algo),
+                              static_cast<cudnnConvolutionFwdAlgo_t>(algo.algorithm), scratch,
+                              algo.workspace_bytes, &kZero, plan.y(), y),
+      "cudnnConvolutionForward", choice.ledger.entry());
+  choice.ledger.record_once(ledger_);
   if (bias != nullptr) {
     kernels::bias_add(stream(), y, bias, g.n, g.k, g.p * g.q);
     RA_CUDA_CHECK(cudaGetLastError());
@@ -66,8 +72,8 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
 void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                    const float* relu_gate, float* dx, KernelMode mode) {
   cuda::ConvPlan& plan = conv_plan(g);
-  const cuda::ConvAlgorithm& algo =
-      plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode, ledger_);
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode);
+  const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   float* out = dx;
   if (plan.padding().copies_input()) {
@@ -75,10 +81,13 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
     padded_grad_.reserve(padded_bytes(plan));
     out = padded_grad_.as<float>();
   }
-  RA_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy, plan.conv_for(algo),
-      static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm), scratch, algo.workspace_bytes,
-      &kZero, plan.x(), out));
+  cuda::check_cudnn_execution(
+      cudnnConvolutionBackwardData(cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy,
+                                   plan.conv_for(algo),
+                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm),
+                                   scratch, algo.workspace_bytes, &kZero, plan.x(), out),
+      "cudnnConvolutionBackwardData", choice.ledger.entry());
+  choice.ledger.record_once(ledger_);
   if (out != dx) {
     cuda::copy_from_padded(stream(), out, dx, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
   }
@@ -89,23 +98,22 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
 void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                      float* dw, KernelMode mode) {
   cuda::ConvPlan& plan = conv_plan(g);
-  const cuda::ConvAlgorithm& algo =
-      plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode, ledger_);
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode);
+  const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   const float* input = conv_input(plan, x);
-  RA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy, plan.conv_for(algo),
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algorithm), scratch, algo.workspace_bytes,
-      &kZero, plan.w(), dw));
+  cuda::check_cudnn_execution(
+      cudnnConvolutionBackwardFilter(cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy,
+                                     plan.conv_for(algo),
+                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algorithm),
+                                     scratch, algo.workspace_bytes, &kZero, plan.w(), dw),
+      "cudnnConvolutionBackwardFilter", choice.ledger.entry());
+  choice.ledger.record_once(ledger_);
 }
 
 void CudaOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                                    KernelMode mode) {
-  const int spatial = g.p * g.q;
-  void* scratch = workspace(kernels::bias_backward_workspace_bytes(g.n, g.k, spatial));
-  kernels::bias_backward(stream(), dy, db, g.n, g.k, spatial, cuda::kernels_deterministic(mode),
-                         scratch);
-  RA_CUDA_CHECK(cudaGetLastError());
+  bias_gradient(cuda::conv_geometry_key(g), dy, db, g.n, g.k, g.p * g.q, mode);
 }
 
 }  // namespace ra::backend

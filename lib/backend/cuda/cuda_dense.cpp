@@ -8,10 +8,18 @@
 //
 // beta = 0 everywhere: outputs are overwritten ('='). Bias by kernels/bias.cuh (spatial = 1).
 // Every product first sets cuBLAS's atomics and math modes from its KernelMode
-// (algorithm_policy.h); the ledger records the modes cuBLAS then reports.
+// (algorithm_policy.h); the ledger records the modes cuBLAS then reports, once the product ran.
+//
+// Nondeterministic gradients do not run cuBLAS: allowing cuBLAS atomics only permits an atomic
+// kernel, and cuBLAS documents its fp32 GEMMs as giving the same bits run to run. They run the
+// atomic split-k kernels of kernels/splitk_gemm.cuh as split_plan.h plans them (dy^T x over K =
+// batch, dy w over K = out), and the ledger names that kernel, its slices, and whether it can vary.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/op_execution.h"
+#include "backend/cuda/split_plan.h"
 #include "kernels/bias.cuh"
+#include "kernels/splitk_gemm.cuh"
 
 namespace ra::backend {
 namespace {
@@ -31,17 +39,15 @@ void CudaOps::set_cublas_mode(KernelMode mode) {
   RA_CUBLAS_CHECK(cublasSetMathMode(cublas_.get(), policy.math));
 }
 
-void CudaOps::note_dense(const DenseGeometry& g, int direction) {
-  // What the handle holds now (set_cublas_mode ran just before), not what the policy asked for.
+void CudaOps::run_dense_product(const DenseGeometry& g, int direction, KernelMode mode,
+                                const std::function<cublasStatus_t()>& product) {
+  set_cublas_mode(mode);
+  // What the handle holds now, not what the policy asked for.
   cublasAtomicsMode_t atomics_mode = CUBLAS_ATOMICS_NOT_ALLOWED;
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   RA_CUBLAS_CHECK(cublasGetAtomicsMode(cublas_.get(), &atomics_mode));
   RA_CUBLAS_CHECK(cublasGetMathMode(cublas_.get(), &math));
   const bool atomics = atomics_mode == CUBLAS_ATOMICS_ALLOWED;
-  if (!dense_noted_.insert({g.n, g.in, g.out, direction, atomics ? 1 : 0, static_cast<int>(math)})
-           .second) {
-    return;
-  }
   cuda::LedgerEntry entry;
   entry.layer = cuda::dense_geometry_key(g);
   entry.direction = kDenseDirectionNames[direction];
@@ -52,16 +58,20 @@ void CudaOps::note_dense(const DenseGeometry& g, int direction) {
   entry.math_type = cuda::cublas_math_name(math);
   entry.workspace_bytes = cublas_workspace_.size();
   entry.chosen_by = "pinned";
-  ledger_.push_back(std::move(entry));
+  cuda::check_cublas_execution(product(), "cublasSgemm", entry);
+  if (dense_noted_.insert({g.n, g.in, g.out, direction, atomics ? 1 : 0, static_cast<int>(math)})
+          .second) {
+    ledger_.push_back(std::move(entry));
+  }
 }
 
 void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float* w,
                             const float* bias, Activation act, float* y) {
   if (g.n == 0 || g.out == 0) return;
-  set_cublas_mode(KernelMode::deterministic);
-  note_dense(g, kForward);
-  RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kOne, w,
-                              g.in, x, g.in, &kZero, y, g.out));
+  run_dense_product(g, kForward, KernelMode::deterministic, [&] {
+    return cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kOne, w, g.in, x,
+                       g.in, &kZero, y, g.out);
+  });
   if (bias != nullptr) {
     kernels::bias_add(stream(), y, bias, g.n, g.out, 1);
     RA_CUDA_CHECK(cudaGetLastError());
@@ -73,28 +83,63 @@ void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float*
 void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const float* w,
                                   float* dx, KernelMode mode) {
   if (g.n == 0 || g.in == 0) return;
-  set_cublas_mode(mode);
-  note_dense(g, kBackwardData);
-  RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, g.in, g.n, g.out, &kOne, w,
-                              g.in, dy, g.out, &kZero, dx, g.in));
+  const cuda::ReductionPlan plan = cuda::plan_dense_data_grad(mode, g);
+  if (plan.atomic) {
+    kernels::dense_data_grad_splitk(stream(), g.n, g.in, g.out, dy, w, dx, plan.slices);
+    RA_CUDA_CHECK(cudaGetLastError());
+    note_reduction(cuda::reduction_ledger_entry(plan, "dense_data_grad_splitk",
+                                                cuda::dense_geometry_key(g),
+                                                kDenseDirectionNames[kBackwardData], 0));
+    return;
+  }
+  run_dense_product(g, kBackwardData, mode, [&] {
+    return cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, g.in, g.n, g.out, &kOne, w, g.in,
+                       dy, g.out, &kZero, dx, g.in);
+  });
 }
 
 void CudaOps::dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy,
                                     float* dw, KernelMode mode) {
   if (g.in == 0 || g.out == 0) return;
-  set_cublas_mode(mode);
-  note_dense(g, kBackwardWeight);
-  RA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, g.in, g.out, g.n, &kOne, x,
-                              g.in, dy, g.out, &kZero, dw, g.in));
+  const cuda::ReductionPlan plan = cuda::plan_dense_weight_grad(mode, g);
+  if (plan.atomic) {
+    kernels::dense_weight_grad_splitk(stream(), g.n, g.in, g.out, x, dy, dw, plan.slices);
+    RA_CUDA_CHECK(cudaGetLastError());
+    note_reduction(cuda::reduction_ledger_entry(plan, "dense_weight_grad_splitk",
+                                                cuda::dense_geometry_key(g),
+                                                kDenseDirectionNames[kBackwardWeight], 0));
+    return;
+  }
+  run_dense_product(g, kBackwardWeight, mode, [&] {
+    return cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, g.in, g.out, g.n, &kOne, x, g.in,
+                       dy, g.out, &kZero, dw, g.in);
+  });
 }
 
 void CudaOps::dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
                                   KernelMode mode) {
   if (g.out == 0) return;
-  void* scratch = workspace(kernels::bias_backward_workspace_bytes(g.n, g.out, 1));
-  kernels::bias_backward(stream(), dy, db, g.n, g.out, 1, cuda::kernels_deterministic(mode),
-                         scratch);
+  bias_gradient(cuda::dense_geometry_key(g), dy, db, g.n, g.out, 1, mode);
+}
+
+void CudaOps::bias_gradient(const std::string& layer, const float* dy, float* db, int n, int k,
+                            int spatial, KernelMode mode) {
+  const cuda::ReductionPlan plan = cuda::plan_bias_grad(mode, n, k, spatial);
+  const std::size_t scratch_bytes = kernels::bias_backward_workspace_bytes(n, k, spatial);
+  // The kernel takes its slices from the same rule (kernels/reduction_split.h) as the plan.
+  kernels::bias_backward(stream(), dy, db, n, k, spatial, !plan.atomic, workspace(scratch_bytes));
   RA_CUDA_CHECK(cudaGetLastError());
+  note_reduction(
+      cuda::reduction_ledger_entry(plan, "bias_backward", layer, "backward_bias", scratch_bytes));
+}
+
+void CudaOps::note_reduction(cuda::LedgerEntry entry) {
+  std::string key = entry.layer;
+  key += '\n';
+  key += entry.direction;
+  key += '\n';
+  key += entry.algorithm;
+  if (reductions_noted_.insert(std::move(key)).second) ledger_.push_back(std::move(entry));
 }
 
 }  // namespace ra::backend

@@ -1,50 +1,44 @@
 #include "backend/cuda/cuda_memory.h"
 
-#include <cuda_runtime_api.h>
-
 #include "backend/cuda/cuda_check.h"
 
 namespace ra::backend::cuda {
-namespace {
 
-class CudaDeviceMemory final : public Memory {
- public:
-  bool host_accessible() const noexcept override { return false; }
-  const char* name() const noexcept override { return "cuda"; }
-  // cudaMalloc aligns to at least 256 bytes, more than the 64 the interface promises.
-  void* allocate(std::size_t bytes) override {
-    void* p = nullptr;
-    RA_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
-    return p;
-  }
-  void deallocate(void* p) noexcept override {
-    if (p != nullptr) static_cast<void>(cudaFree(p));
-  }
-  void zero(void* p, std::size_t bytes) override {
-    if (bytes) RA_CUDA_CHECK(cudaMemset(p, 0, bytes));
-  }
-  // cudaMemcpy between device buffers may return before the copy ends; the interface promises
-  // completion, hence the synchronization of the legacy stream it ran on.
-  void copy(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes == 0) return;
-    RA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-    RA_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  void upload(void* dst, const void* host_src, std::size_t bytes) override {
-    if (bytes == 0) return;
-    RA_CUDA_CHECK(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice));
-    RA_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-  }
-  void download(void* host_dst, const void* src, std::size_t bytes) override {
-    if (bytes) RA_CUDA_CHECK(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost));
-  }
-};
+void* DeviceMemory::allocate(std::size_t bytes) {
+  void* p = nullptr;
+  RA_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  return p;
+}
 
-}  // namespace
+void DeviceMemory::deallocate(void* p) noexcept {
+  if (p == nullptr) return;
+  // A status here (a fault of earlier work) was or will be reported by the call that waits next;
+  // a destructor path cannot throw it.
+  static_cast<void>(cudaStreamSynchronize(stream_));
+  static_cast<void>(cudaFree(p));
+}
 
-Memory& cuda_device_memory() {
-  static CudaDeviceMemory memory;
-  return memory;
+void DeviceMemory::zero(void* p, std::size_t bytes) {
+  if (bytes) RA_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+}
+
+void DeviceMemory::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  RA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void DeviceMemory::upload(void* dst, const void* host_src, std::size_t bytes) {
+  if (bytes == 0) return;
+  RA_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  // The host source may be freed or rewritten on return.
+  RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void DeviceMemory::download(void* host_dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  RA_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 }  // namespace ra::backend::cuda

@@ -1,16 +1,42 @@
 #pragma once
-// Device memory for tensors and buffers of the CUDA backend (core/memory.h). One object for the
-// process (device 0), like host_memory().
+// Device memory for tensors and buffers of the CUDA backend (core/memory.h), bound to the stream
+// its owner's ops are queued on. Each CudaOps owns one (CudaOps::memory()); tensors allocated
+// through it must not outlive that CudaOps (the trainer destroys its model before its ops).
 //
-// Ordering: allocation, zeroing and copies use the plain runtime calls (cudaMemset, cudaMemcpy),
-// which run on the legacy default stream. CudaOps queues its work on a stream created WITHOUT
-// cudaStreamNonBlocking, and the legacy stream synchronizes with such streams both ways, so a
-// zero or copy here is ordered after the kernels queued before it and before those queued after,
-// with neither side knowing the other.
+// Ordering: every zero and copy is queued on that stream (cudaMemsetAsync, cudaMemcpyAsync), so it
+// runs after the kernels queued before it and before those queued after, by stream order alone:
+// nothing depends on the legacy default stream's implicit synchronization, which a per-thread
+// default stream (--default-stream per-thread) or a non-blocking stream would not give. Copies
+// then wait for that stream, as the interface promises completion on return.
+#include <cuda_runtime_api.h>
+
 #include "core/memory.h"
 
 namespace ra::backend::cuda {
 
-Memory& cuda_device_memory();
+class DeviceMemory final : public Memory {
+ public:
+  // `stream` must outlive this object (CudaOps declares its stream first).
+  explicit DeviceMemory(cudaStream_t stream) noexcept : stream_(stream) {}
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  bool host_accessible() const noexcept override { return false; }
+  const char* name() const noexcept override { return "cuda"; }
+  cudaStream_t stream() const noexcept { return stream_; }
+
+  // cudaMalloc aligns to at least 256 bytes, more than the 64 the interface promises.
+  void* allocate(std::size_t bytes) override;
+  // Waits for the stream first: cudaFree only "may" synchronize (cuda_runtime_api.h), and work
+  // queued before may still read the block.
+  void deallocate(void* p) noexcept override;
+  void zero(void* p, std::size_t bytes) override;  // queued; later work on the stream sees zeros
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void upload(void* dst, const void* host_src, std::size_t bytes) override;
+  void download(void* host_dst, const void* src, std::size_t bytes) override;
+
+ private:
+  cudaStream_t stream_;
+};
 
 }  // namespace ra::backend::cuda

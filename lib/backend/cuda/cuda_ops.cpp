@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/split_plan.h"
 #include "core/error.h"
 #include "kernels/activation.cuh"
 #include "kernels/dropout.cuh"
@@ -46,6 +47,7 @@ struct LossScalars {
 CudaOps::CudaOps(KernelMode forward_mode)
     : forward_mode_(require_usable_device(forward_mode)),
       stream_(),
+      memory_(stream_.get()),
       cudnn_(stream_.get()),
       cublas_workspace_(kCublasWorkspaceBytes),
       cublas_(stream_.get()),
@@ -62,7 +64,7 @@ std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode) {
 }
 
 Memory& CudaOps::memory() {
-  return cuda::cuda_device_memory();
+  return memory_;
 }
 
 nlohmann::json CudaOps::device_fingerprint() const {
@@ -183,8 +185,13 @@ float CudaOps::loss(const char* op, int n, int classes, KernelMode mode, Launch 
   auto* scalars = loss_scalars_.as<LossScalars>();
   // The kernels set the flag but never clear it.
   RA_CUDA_CHECK(cudaMemsetAsync(scalars, 0, sizeof(LossScalars), stream()));
-  launch(&scalars->loss, cuda::kernels_deterministic(mode), scratch, &scalars->bad_label);
+  // The kernels take their slices from the rule the plan reads (kernels/reduction_split.h).
+  const cuda::ReductionPlan plan = cuda::plan_loss(mode, n);
+  launch(&scalars->loss, !plan.atomic, scratch, &scalars->bad_label);
   RA_CUDA_CHECK(cudaGetLastError());
+  note_reduction(cuda::reduction_ledger_entry(plan, op, cuda::loss_geometry_key(op, n, classes),
+                                              "batch_sum",
+                                              kernels::loss_workspace_bytes(n, classes)));
   LossScalars host{};
   RA_CUDA_CHECK(
       cudaMemcpyAsync(&host, scalars, sizeof(LossScalars), cudaMemcpyDeviceToHost, stream()));

@@ -1,10 +1,11 @@
 #pragma once
 // The CUDA backend: every op of ops.h on DEVICE memory (every pointer argument, labels included,
-// points into cuda_device_memory()), queued on one stream.
+// points into memory()), queued on one stream; memory()'s zeros and copies are queued on it too.
 //
 //   convolution   cuDNN (legacy API), algorithms per algorithm_policy.h, descriptors and the
 //                 chosen algorithms cached per geometry (conv_plan.h); bias by kernels/bias.cuh
-//   dense         cuBLAS sgemm on row-major data (cuda_dense.cpp: the transposition trick)
+//   dense         cuBLAS sgemm on row-major data (cuda_dense.cpp: the transposition trick);
+//                 nondeterministic gradients: atomic split-k kernels (kernels/splitk_gemm.cuh)
 //   pooling, activations, dropout, losses, optimizer   kernels/*.cuh (custom, CPU-identical rules)
 //
 // Workspaces are grow-only buffers: after the first step of a run (every geometry seen once) no
@@ -17,6 +18,7 @@
 //
 // One CudaOps serves one run: calls must not overlap (its workspaces are shared by calls).
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "backend/cuda/conv_plan.h"
+#include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/ledger.h"
 #include "backend/ops.h"
@@ -41,11 +44,17 @@ class CudaOps final : public Ops {
 
   std::string name() const override { return "cuda"; }
   int threads() const override { return 1; }  // host threads; the device work is on one stream
+  // Device memory whose zeros and copies are queued on stream() (cuda_memory.h); what is
+  // allocated through it must not outlive this object.
   Memory& memory() override;
 
   // What ran for each convolution and dense geometry and direction, in first-use order, each
-  // once: ConvPlan records an algorithm once per geometry, direction and mode, note_dense once per
-  // geometry, direction and cuBLAS modes, so no entry repeats another.
+  // once: a convolution's entry (one per geometry, direction and mode, chosen by ConvPlan) is
+  // recorded after its cuDNN call first returned success, so an algorithm that never ran is never
+  // listed; run_dense_product once per geometry, direction and cuBLAS modes, so no entry repeats
+  // another. The custom-kernel reductions (bias and loss sums, nondeterministic dense gradients)
+  // are noted once per geometry key, direction and algorithm (note_reduction), with whether they
+  // can vary.
   const std::vector<cuda::LedgerEntry>& ledger_entries() const noexcept { return ledger_; }
   nlohmann::json ledger() const override { return cuda::to_json(ledger_entries()); }
   nlohmann::json device_fingerprint() const override;
@@ -101,14 +110,26 @@ class CudaOps final : public Ops {
   void* workspace(std::size_t bytes);
   // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);
-  // Appends the ledger entry of a dense product the first time its geometry, direction and the
-  // cuBLAS modes now set are seen.
-  void note_dense(const DenseGeometry& g, int direction);
+  // Runs one cuBLAS product of a dense layer in `mode`: sets the handle's modes, runs `product`
+  // (returning cublasSgemm's status), and only after it returned success appends its ledger
+  // entry, the first time its geometry, direction and the cuBLAS modes are seen. A failure
+  // throws a CudaError naming the geometry, direction, algorithm and status (op_execution.h).
+  void run_dense_product(const DenseGeometry& g, int direction, KernelMode mode,
+                         const std::function<cublasStatus_t()>& product);
   template <class Launch>
   float loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
+  // The bias gradient of dense (spatial 1) and conv layers by kernels::bias_backward, in the
+  // plan of split_plan.h, noted under `layer` (the geometry key).
+  void bias_gradient(const std::string& layer, const float* dy, float* db, int n, int k,
+                     int spatial, KernelMode mode);
+  // Appends the ledger entry of a custom-kernel reduction (split_plan.h: reduction_ledger_entry)
+  // the first time its layer, direction and algorithm are seen. Called after the launch
+  // succeeded, so an entry always names something that ran.
+  void note_reduction(cuda::LedgerEntry entry);
 
   KernelMode forward_mode_;
   cuda::Stream stream_;
+  cuda::DeviceMemory memory_;  // bound to stream_ (declared after it)
   cuda::CudnnHandle cudnn_;
   // Before the handle that is given it (cublasSetWorkspace): destroyed after it, so the handle
   // never holds a freed workspace.
@@ -123,6 +144,7 @@ class CudaOps final : public Ops {
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
   std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}
+  std::set<std::string> reductions_noted_;    // layer, direction, algorithm of note_reduction
 };
 
 // The backend for a run: `mode` is the spec's determinism mode (it chooses pinned or autotuned

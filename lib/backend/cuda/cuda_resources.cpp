@@ -27,7 +27,14 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 void DeviceBuffer::release() noexcept {
-  if (data_ != nullptr) static_cast<void>(cudaFree(data_));
+  if (data_ != nullptr) {
+    // cudaFree only "may perform implicit synchronization" (cuda_runtime_api.h), and the buffer
+    // does not know which stream uses it: wait for the whole device, then free. Buffers only grow
+    // (a few times in a run's first step) and die at the end, so this costs nothing in steady
+    // state. A status here is an earlier fault, reported by the next checked call.
+    static_cast<void>(cudaDeviceSynchronize());
+    static_cast<void>(cudaFree(data_));
+  }
   data_ = nullptr;
   bytes_ = 0;
 }

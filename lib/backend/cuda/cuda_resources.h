@@ -61,7 +61,8 @@ class DeviceBuffer {
   }
   std::size_t size() const noexcept { return bytes_; }
   // Ensures size() >= bytes. Growing frees the old block first and does NOT keep its contents
-  // (callers use buffers as scratch); cudaFree waits for work already queued that uses it.
+  // (callers use buffers as scratch). Freeing waits for the device first (release()), so work
+  // already queued that uses the old block finishes before it is freed.
   void reserve(std::size_t bytes);
 
  private:
@@ -70,9 +71,10 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// A stream that synchronizes with the legacy default stream (cudaStreamDefault flags): memory
-// operations of CudaMemory (plain cudaMemcpy/cudaMemset, legacy stream) are then ordered with the
-// kernels queued here without either side knowing the other.
+// The stream a CudaOps queues everything on: kernels, cuDNN and cuBLAS (their handles are set to
+// it) and the zeros and copies of its DeviceMemory (cuda_memory.h). Ordering comes from that one
+// stream alone; it is created with cudaStreamDefault flags, but nothing relies on its implicit
+// synchronization with the legacy default stream any more.
 class Stream : public UniqueHandle<cudaStream_t, cudaStreamDestroy> {
  public:
   Stream();

@@ -6,6 +6,13 @@
 #include <library_types.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "kernels/probe.cuh"
+
+// The configure step passes CMAKE_CUDA_ARCHITECTURES (lib/CMakeLists.txt); a build without it
+// still compiles and says so.
+#ifndef RA_CUDA_ARCHITECTURES
+#define RA_CUDA_ARCHITECTURES "unknown"
+#endif
 
 namespace ra::backend::cuda {
 namespace {
@@ -22,6 +29,8 @@ std::string cublas_version() {
   }
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
+
+void probe_kernels(DeviceInfo& info);
 
 void query_into(DeviceInfo& info) {
   // Library versions first: they need no device and belong in the fingerprint either way.
@@ -69,10 +78,43 @@ void query_into(DeviceInfo& info) {
                   std::to_string(CUDNN_MAJOR) + ".x) this program was built with";
     return;
   }
+  probe_kernels(info);
+}
+
+// Last: the checks above need no context, this one creates it. Device 0 is the one the backend
+// uses (CudaOps sets it too).
+void probe_kernels(DeviceInfo& info) {
+  const cudaError_t set = cudaSetDevice(0);
+  const cudaError_t status = set != cudaSuccess ? set : kernels::probe_kernel_image();
+  if (status == cudaErrorInvalidDeviceFunction || status == cudaErrorNoKernelImageForDevice) {
+    info.reason = no_kernel_image_reason(info.name, info.compute_capability_major,
+                                         info.compute_capability_minor, built_cuda_architectures(),
+                                         cuda_status_name(status));
+    return;
+  }
+  if (status != cudaSuccess) {
+    info.reason = std::string(set != cudaSuccess ? "cudaSetDevice(0)" : "probing a kernel") +
+                  " on " + info.name + ": " + cuda_status_name(status) + " (" +
+                  cuda_status_text(status) + ")";
+    return;
+  }
   info.usable = true;
 }
 
 }  // namespace
+
+const char* built_cuda_architectures() noexcept {
+  return RA_CUDA_ARCHITECTURES;
+}
+
+std::string no_kernel_image_reason(const std::string& name, int major, int minor,
+                                   const std::string& built_for, const std::string& status_name) {
+  const std::string capability = std::to_string(major) + "." + std::to_string(minor);
+  return name + " (compute capability " + capability +
+         ") cannot run this build's kernels: built for CUDA architectures " + built_for +
+         " (cudaFuncGetAttributes on a probe kernel: " + status_name +
+         "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(major * 10 + minor);
+}
 
 std::string cuda_version_string(int version) {
   if (version <= 0) return "none";

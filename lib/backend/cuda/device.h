@@ -22,8 +22,21 @@ struct DeviceInfo {
 
 // Device 0 of this process (CUDA_VISIBLE_DEVICES chooses which physical GPU that is). Never
 // throws: every failure becomes usable = false with the reason (no driver, no device, a
-// compute capability below 7.0, a cuDNN whose major version differs from the headers').
+// compute capability below 7.0, a cuDNN whose major version differs from the headers', a build
+// with no kernel code the device can run: the last is found by probing a kernel,
+// kernels/probe.cuh, which creates the device's context).
 DeviceInfo query_device() noexcept;
+
+// The CUDA architectures this binary's kernels were compiled for (CMAKE_CUDA_ARCHITECTURES at
+// configure time, commas for semicolons: "80,90").
+const char* built_cuda_architectures() noexcept;
+
+// The reason for a device the build has no kernel code for (pure, tested on the host):
+// "NVIDIA X (compute capability 12.0) cannot run this build's kernels: built for CUDA
+//  architectures 80,90 (cudaFuncGetAttributes on a probe kernel: cudaErrorNoKernelImageForDevice);
+//  rebuild with -DCMAKE_CUDA_ARCHITECTURES=120".
+std::string no_kernel_image_reason(const std::string& name, int major, int minor,
+                                   const std::string& built_for, const std::string& status_name);
 
 // {"gpu", "compute_capability", "memory_bytes", "driver", "cuda", "cudnn", "cublas"}; an unusable
 // device gives "gpu": null and "unusable_reason".

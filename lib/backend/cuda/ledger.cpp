@@ -1,6 +1,7 @@
 #include "backend/cuda/ledger.h"
 
 #include <sstream>
+#include <utility>
 
 namespace ra::backend::cuda {
 namespace {
@@ -18,13 +19,16 @@ std::string numbered(const char* prefix, int number) {
 nlohmann::json to_json(const std::vector<LedgerEntry>& entries) {
   nlohmann::json out = nlohmann::json::array();
   for (const LedgerEntry& e : entries) {
-    out.push_back({{"layer", e.layer},
-                   {"direction", e.direction},
-                   {"algorithm", e.algorithm},
-                   {"deterministic", e.deterministic},
-                   {"math_type", e.math_type},
-                   {"workspace_bytes", e.workspace_bytes},
-                   {"chosen_by", e.chosen_by}});
+    nlohmann::json entry = {{"layer", e.layer},         {"direction", e.direction},
+                            {"algorithm", e.algorithm}, {"deterministic", e.deterministic},
+                            {"math_type", e.math_type}, {"workspace_bytes", e.workspace_bytes},
+                            {"chosen_by", e.chosen_by}};
+    if (e.autotune) {
+      entry["autotune"] = {{"math_type", e.autotune->math_type},
+                           {"time_ms", e.autotune->time_ms},
+                           {"workspace_bytes", e.autotune->workspace_bytes}};
+    }
+    out.push_back(std::move(entry));
   }
   return out;
 }

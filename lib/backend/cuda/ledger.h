@@ -4,6 +4,7 @@
 // chose it. Written into the trace header so that a divergence can be traced to what ran.
 // Pure data and names (no device): tested on any machine.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@
 
 namespace ra::backend::cuda {
 
+// What cudnnFind*Algorithm measured for the result autotune chose (conv_autotune.h).
+struct AutotuneMeasurement {
+  std::string math_type;            // perf.mathType, "CUDNN_FMA_MATH" (the only one accepted)
+  double time_ms = 0.0;             // perf.time, milliseconds; varies run to run
+  std::size_t workspace_bytes = 0;  // perf.memory
+};
+
 struct LedgerEntry {
   std::string layer;      // the geometry key (Ops does not know layer names): conv_geometry_key()
   std::string direction;  // "forward", "backward_data", "backward_filter"
@@ -23,11 +31,15 @@ struct LedgerEntry {
   bool deterministic = true;
   std::string math_type;  // "CUDNN_FMA_MATH", "CUBLAS_DEFAULT_MATH"
   std::size_t workspace_bytes = 0;
-  std::string chosen_by;  // "pinned" or "autotuned"
+  std::string chosen_by;                        // "pinned" or "autotuned"
+  std::optional<AutotuneMeasurement> autotune;  // set exactly when chosen_by is "autotuned"
 };
 
 // [{"layer", "direction", "algorithm", "deterministic", "math_type", "workspace_bytes",
-//   "chosen_by"}, ...] in the order given.
+//   "chosen_by"}, ...] in the order given; an autotuned entry adds
+//   "autotune": {"math_type", "time_ms", "workspace_bytes"} (absent otherwise, as in older traces).
+// autotune.time_ms varies run to run: the audit's ledger comparison ignores it
+// (audit/compare_environment.cpp).
 nlohmann::json to_json(const std::vector<LedgerEntry>& entries);
 
 // "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", ...;

@@ -1,0 +1,38 @@
+// cuda::DeviceMemory (backend/cuda/cuda_memory.h) without a GPU: what it says it is, that it is
+// bound to the stream it was given (the backend's, so its copies are ordered with the ops by that
+// stream alone), and that empty requests make no CUDA call. The copies themselves run in the [gpu]
+// tests (cuda_ops_gpu_test.cpp, tests/ops).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <type_traits>
+
+#include "backend/cuda/cuda_memory.h"
+
+namespace {
+
+using ra::backend::cuda::DeviceMemory;
+
+// Any non-null value: no call below reaches the device.
+cudaStream_t fake_stream() {
+  return reinterpret_cast<cudaStream_t>(0x1234);
+}
+
+}  // namespace
+
+TEST_CASE("DeviceMemory is device memory bound to the stream it is given", "[cuda][host]") {
+  static_assert(!std::is_copy_constructible_v<DeviceMemory>);
+  static_assert(!std::is_copy_assignable_v<DeviceMemory>);
+  DeviceMemory memory(fake_stream());
+  CHECK(memory.stream() == fake_stream());
+  CHECK_FALSE(memory.host_accessible());
+  CHECK(std::string(memory.name()) == "cuda");
+  // Zero bytes and null pointers: nothing to queue, no CUDA call, works without a GPU.
+  float host = 1.0f;
+  REQUIRE_NOTHROW(memory.zero(nullptr, 0));
+  REQUIRE_NOTHROW(memory.copy(nullptr, nullptr, 0));
+  REQUIRE_NOTHROW(memory.upload(nullptr, &host, 0));
+  REQUIRE_NOTHROW(memory.download(&host, nullptr, 0));
+  memory.deallocate(nullptr);
+  CHECK(host == 1.0f);
+}
