@@ -97,13 +97,22 @@ Outcome run_many(const std::function<std::vector<float>()>& nondet, const std::v
     REQUIRE(got.size() == det.size());
     patterns.insert(std::hash<std::string_view>{}(
         std::string_view(reinterpret_cast<const char*>(got.data()), got.size() * sizeof(float))));
+    // One assertion per run on its worst element: a million INFO/REQUIRE pairs per run cost
+    // 19 s on an H200 and timed out under compute-sanitizer.
+    std::size_t worst = 0;
+    double worst_ratio = -1.0;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const double diff = std::abs(double(got[i]) - double(det[i]));
-      INFO("run " << run << ", element " << i << ": " << got[i] << " vs deterministic " << det[i]
-                  << ", bound " << bound[i]);
-      REQUIRE(diff <= bound[i]);
-      outcome.worst_ratio = std::max(outcome.worst_ratio, diff / bound[i]);
+      const double ratio = std::abs(double(got[i]) - double(det[i])) / bound[i];
+      if (std::isnan(ratio)) {  // a NaN is the worst there is
+        worst = i;
+        break;
+      }
+      if (ratio > worst_ratio) worst = i, worst_ratio = ratio;
     }
+    INFO("run " << run << ", element " << worst << ": " << got[worst] << " vs deterministic "
+                << det[worst] << ", bound " << bound[worst]);
+    REQUIRE(std::abs(double(got[worst]) - double(det[worst])) <= bound[worst]);
+    outcome.worst_ratio = std::max(outcome.worst_ratio, worst_ratio);
   }
   outcome.distinct = patterns.size();
   return outcome;
