@@ -121,6 +121,21 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   REQUIRE(r.comparison.classes.size() == 1);
 }
 
+// How far a GPU run may part from the CPU run. Different summation orders (cuDNN/cuBLAS against
+// the CPU's blocked GEMM) start as ~1e-7 relative differences that training amplifies
+// chaotically: between CPU runs that differ only in reduction order (nondeterministic mode,
+// 4 runs of this spec, 26 November 2026) the per-step losses parted by at most 1.1e-4 relative
+// up to step 6, then 2.7% at step 16, 7.5% at 22 and 48% at 28. The first H200 run parted from
+// the CPU run by 3.0% at step 18 and failed the earlier per-step 2% bound, which float noise
+// alone exceeds. So: the first steps tightly, where noise is still small and a wrong gradient is
+// not (H200, deterministic: at most 5.1e-5 up to step 5), and later training by its mean loss
+// (steps 20..39: 0.4% to 1.7% between CPU runs, 1.4% to 2.6% between H200 runs of the three
+// kernel modes and the CPU run; docs/gpu-results.md).
+constexpr std::size_t kTightSteps = 6;    // steps 0 .. 5
+constexpr float kTightTolerance = 1e-3f;  // ~20x what the H200 showed
+constexpr std::size_t kMeanFrom = 20;     // the mean of steps 20 .. 39
+constexpr double kMeanTolerance = 0.06;   // ~2x the largest difference seen
+
 TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   RA_SKIP_WITHOUT_FASHION_MNIST();
@@ -132,17 +147,23 @@ TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
       audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   REQUIRE(g.steps.size() == c.steps.size());
-  REQUIRE_FALSE(c.steps.empty());  // steps[0] is read below
-  // Different summation orders (cuDNN/cuBLAS vs the CPU's blocked GEMM) give ~1e-6 relative
-  // differences per step that training amplifies; over 40 Adadelta steps the losses should stay
-  // within 2% of each other (the first step within 1e-4: same weights, same batch, one forward).
-  const float first_gpu = std::bit_cast<float>(g.steps[0].loss_bits);
-  const float first_cpu = std::bit_cast<float>(c.steps[0].loss_bits);
-  REQUIRE(std::abs(first_gpu - first_cpu) <= 1e-4f * std::abs(first_cpu));
-  for (std::size_t s = 0; s < c.steps.size(); ++s) {
-    const float lg = std::bit_cast<float>(g.steps[s].loss_bits);
-    const float lc = std::bit_cast<float>(c.steps[s].loss_bits);
-    INFO("step " << s << ": gpu " << lg << " cpu " << lc);
-    REQUIRE(std::abs(lg - lc) <= 0.02f * std::abs(lc));
+  REQUIRE(c.steps.size() > kMeanFrom);
+  const auto loss = [](const auto& trace, std::size_t s) {
+    return std::bit_cast<float>(trace.steps[s].loss_bits);
+  };
+  // The first step: same weights, same batch, one forward pass.
+  REQUIRE(std::abs(loss(g, 0) - loss(c, 0)) <= 1e-4f * std::abs(loss(c, 0)));
+  for (std::size_t s = 0; s < kTightSteps; ++s) {
+    INFO("step " << s << ": gpu " << loss(g, s) << " cpu " << loss(c, s));
+    REQUIRE(std::abs(loss(g, s) - loss(c, s)) <= kTightTolerance * std::abs(loss(c, s)));
   }
+  double mean_gpu = 0.0, mean_cpu = 0.0;
+  for (std::size_t s = kMeanFrom; s < c.steps.size(); ++s) {
+    mean_gpu += loss(g, s);
+    mean_cpu += loss(c, s);
+  }
+  INFO("mean loss of steps " << kMeanFrom << ".." << c.steps.size() - 1 << ": gpu "
+                             << mean_gpu / double(c.steps.size() - kMeanFrom) << " cpu "
+                             << mean_cpu / double(c.steps.size() - kMeanFrom));
+  REQUIRE(std::abs(mean_gpu - mean_cpu) <= kMeanTolerance * mean_cpu);
 }
