@@ -100,7 +100,8 @@ struct OpCase {
   bool takes_mode = false;
   // The CUDA backend may pick its convolution algorithm by timing (autotune): Winograd and FFT
   // add rounding of their own, so those runs get at least 1e-4 * scale (fp32 Winograd F(4x4,3x3)
-  // errors are ~1e-5 relative, Lavin & Gray 2016), still far below any indexing error.
+  // errors are ~1e-5 relative, Lavin & Gray 2016), and, since FFT's error is normwise, at
+  // least 1e-6 of the output's largest scale (harness.cpp): still far below any indexing error.
   bool autotuned_convolution = false;
   // Inputs and the outputs' initial contents, from a fixed seed.
   std::function<Arrays()> arrays;
