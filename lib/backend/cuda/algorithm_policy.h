@@ -9,10 +9,11 @@
 //   backward_filter   BWD_FILTER_ALGO_1         BWD_FILTER_ALGO_0 (atomics) fastest by cudnnFind
 //   (*) cuDNN has no forward algorithm that adds with atomics: every forward is deterministic.
 // autotune is what PyTorch's cudnn.benchmark = True does: time every algorithm once per geometry
-// (cudnnFind*Algorithm) at the first call and keep the fastest; which one wins can change between
-// runs and machines, and some winners (ALGO_0, ALGO_3) are nondeterministic.
-// A pinned algorithm the shape does not support is an error (CudaError naming layer, direction and
-// algorithm), never a silent switch to another algorithm: the auditor must report what ran.
+// (cudnnFind*AlgorithmEx, on the op's own operands) at the first call and keep the fastest; which
+// one wins can change between runs and machines, and some winners (ALGO_0, ALGO_3) are
+// nondeterministic. A pinned algorithm the shape does not support is an error (CudaError naming
+// layer, direction and algorithm), never a silent switch to another algorithm: the auditor must
+// report what ran.
 //
 // Math: fp32 everywhere, no TF32 and no tensor cores: cuDNN CUDNN_FMA_MATH, cuBLAS
 // CUBLAS_DEFAULT_MATH without the TF32 flag (sgemm then computes in fp32 FMA). ConvPlan sets the
@@ -33,7 +34,7 @@ enum class ConvDirection { forward, backward_data, backward_filter };
 const char* to_string(ConvDirection direction);  // "forward", "backward_data", "backward_filter"
 
 struct ConvAlgorithmPolicy {
-  bool autotune = false;  // choose by cudnnFind*Algorithm timing; `algorithm` is then unused
+  bool autotune = false;  // choose by cudnnFind*AlgorithmEx timing; `algorithm` is then unused
   // The pinned algorithm as the value of cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t
   // or cudnnConvolutionBwdFilterAlgo_t (by direction).
   int algorithm = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Which result of cudnnFind*Algorithm autotune may run: pure logic over the perf results (no
+// Which result of cudnnFind*AlgorithmEx autotune may run: pure logic over the perf results (no
 // device), so the filter is tested on any machine with hand-built results.
 //
 // Math type. Autotune must run what it timed, in fp32 without tensor cores. cudnn_graph.h

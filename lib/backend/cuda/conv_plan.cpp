@@ -87,7 +87,8 @@ ConvPlan::ConvPlan(const ConvGeometry& g)
   }
 }
 
-ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode) {
+ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
+                                const ConvFindOperands& operands) {
   const auto slot = std::make_pair(direction, mode);
   if (auto it = chosen_.find(slot); it != chosen_.end()) return it->second;
 
@@ -101,7 +102,7 @@ ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, K
   ConvAlgorithm chosen;
   if (policy.autotune) {
     ConvPerfResult measured;
-    chosen = choose_autotuned(handle, direction, measured);
+    chosen = choose_autotuned(handle, direction, operands, measured);
     entry.deterministic = measured.deterministic;
     entry.chosen_by = "autotuned";
     entry.autotune = AutotuneMeasurement{cudnn_math_type_name(measured.math),
@@ -171,13 +172,53 @@ ConvAlgorithm ConvPlan::choose_pinned(cudnnHandle_t handle, ConvDirection direct
   return chosen;
 }
 
+std::size_t ConvPlan::find_workspace_bytes(cudnnHandle_t handle, ConvDirection direction) const {
+  std::size_t largest = 0;
+  auto consider = [&](cudnnStatus_t status, std::size_t bytes) {
+    // An algorithm that does not support the shape reports an error: it needs nothing.
+    if (status == CUDNN_STATUS_SUCCESS) largest = std::max(largest, bytes);
+  };
+  std::size_t bytes = 0;
+  switch (direction) {
+    case ConvDirection::forward:
+      for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+        consider(
+            cudnnGetConvolutionForwardWorkspaceSize(
+                handle, x(), w(), conv(), y(), static_cast<cudnnConvolutionFwdAlgo_t>(a), &bytes),
+            bytes);
+      }
+      break;
+    case ConvDirection::backward_data:
+      for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; ++a) {
+        consider(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                     handle, w(), y(), conv(), x(), static_cast<cudnnConvolutionBwdDataAlgo_t>(a),
+                     &bytes),
+                 bytes);
+      }
+      break;
+    case ConvDirection::backward_filter:
+      for (int a = 0; a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; ++a) {
+        consider(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                     handle, x(), y(), conv(), w(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(a),
+                     &bytes),
+                 bytes);
+      }
+      break;
+  }
+  return std::min(largest, kFindWorkspaceCap);
+}
+
 ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
+                                         const ConvFindOperands& operands,
                                          ConvPerfResult& measured) const {
-  // cudnnFind*Algorithm runs every algorithm under the descriptor's math type on scratch buffers
-  // it allocates. Only an fp32 FMA result with status success is accepted (conv_autotune.h says
-  // why DEFAULT_MATH is not), so that what runs is what was timed. Asking for the library's
-  // maximum count (cudnnGetConvolution*AlgorithmMaxCount) rather than one per enum value means no
-  // result is cut off before the filter sees it.
+  // cudnnFind*AlgorithmEx runs every algorithm under the descriptor's math type on the op's own
+  // operands (ConvFindOperands says why not cudnnFind*Algorithm's scratch tensors). Only an fp32
+  // FMA result with status success is accepted (conv_autotune.h says why DEFAULT_MATH is not),
+  // so that what runs is what was timed. Asking for the library's maximum count
+  // (cudnnGetConvolution*AlgorithmMaxCount) rather than one per enum value means no result is
+  // cut off before the filter sees it.
+  const std::size_t workspace_bytes = find_workspace_bytes(handle, direction);
+  void* const workspace = operands.workspace(workspace_bytes);
   std::vector<ConvPerfResult> results;
   const char* call = "";
   auto find = [&](auto query_max, auto run_find, auto perf_type_tag) {
@@ -193,29 +234,32 @@ ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection dir
   };
   switch (direction) {
     case ConvDirection::forward:
-      call = "cudnnFindConvolutionForwardAlgorithm";
+      call = "cudnnFindConvolutionForwardAlgorithmEx";
       find([&](int* n) { return cudnnGetConvolutionForwardAlgorithmMaxCount(handle, n); },
            [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
-             return cudnnFindConvolutionForwardAlgorithm(handle, x(), w(), conv(), y(), requested,
-                                                         returned, perf);
+             return cudnnFindConvolutionForwardAlgorithmEx(
+                 handle, x(), operands.first, w(), operands.second, conv(), y(), operands.output,
+                 requested, returned, perf, workspace, workspace_bytes);
            },
            std::type_identity<cudnnConvolutionFwdAlgoPerf_t>{});
       break;
     case ConvDirection::backward_data:
-      call = "cudnnFindConvolutionBackwardDataAlgorithm";
+      call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
       find([&](int* n) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
            [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-             return cudnnFindConvolutionBackwardDataAlgorithm(handle, w(), y(), conv(), x(),
-                                                              requested, returned, perf);
+             return cudnnFindConvolutionBackwardDataAlgorithmEx(
+                 handle, w(), operands.first, y(), operands.second, conv(), x(), operands.output,
+                 requested, returned, perf, workspace, workspace_bytes);
            },
            std::type_identity<cudnnConvolutionBwdDataAlgoPerf_t>{});
       break;
     case ConvDirection::backward_filter:
-      call = "cudnnFindConvolutionBackwardFilterAlgorithm";
+      call = "cudnnFindConvolutionBackwardFilterAlgorithmEx";
       find([&](int* n) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, n); },
            [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-             return cudnnFindConvolutionBackwardFilterAlgorithm(handle, x(), y(), conv(), w(),
-                                                                requested, returned, perf);
+             return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                 handle, x(), operands.first, y(), operands.second, conv(), w(), operands.output,
+                 requested, returned, perf, workspace, workspace_bytes);
            },
            std::type_identity<cudnnConvolutionBwdFilterAlgoPerf_t>{});
       break;

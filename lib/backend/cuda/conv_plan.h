@@ -19,6 +19,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -73,6 +74,24 @@ struct ConvChoice {
   PendingLedgerEntry ledger;
 };
 
+// What cudnnFind*AlgorithmEx times the algorithms on: the op's own operands, so that no
+// algorithm reads memory nobody wrote (cudnnFind*Algorithm allocates its own uninitialized
+// tensors: compute-sanitizer initcheck reported reads of them on an H200) and the timing sees real
+// data. The output is overwritten, as the op does right after. Per direction:
+//   forward          first = x (the padded copy if any), second = w,  output = y
+//   backward_data    first = w,                          second = dy, output = dx (padded if any)
+//   backward_filter  first = x (the padded copy if any), second = dy, output = dw
+struct ConvFindOperands {
+  const void* first = nullptr;
+  const void* second = nullptr;
+  void* output = nullptr;
+  std::function<void*(std::size_t bytes)> workspace;  // a device buffer of at least `bytes`
+};
+
+// The most workspace cudnnFind*AlgorithmEx is given; an algorithm that needs more is reported as
+// not run (its perf status) and so not chosen.
+inline constexpr std::size_t kFindWorkspaceCap = std::size_t(1) << 30;
+
 class ConvPlan {
  public:
   explicit ConvPlan(const ConvGeometry& g);
@@ -89,17 +108,21 @@ class ConvPlan {
 
   // The algorithm of `direction` under `mode`: the pinned one (its workspace size queried, which
   // fails for a shape it does not support: CudaError naming layer, direction and algorithm), or
-  // the fastest by cudnnFind*Algorithm for autotune, with the descriptor's math type set from the
-  // policy first. Chosen once and kept (the reference stays valid: a map node), with its pending
-  // ledger entry (the math type cuDNN reports as set); the caller records that entry once the
-  // algorithm ran.
-  ConvChoice& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode);
+  // the fastest by cudnnFind*AlgorithmEx on `operands` for autotune, with the descriptor's math
+  // type set from the policy first. Chosen once and kept (the reference stays valid: a map
+  // node), with its pending ledger entry (the math type cuDNN reports as set); the caller records
+  // that entry once the algorithm ran.
+  ConvChoice& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
+                        const ConvFindOperands& operands);
 
  private:
   ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
   // The fastest fp32 FMA result of cudnnFind (conv_autotune.h); `measured` gets its perf facts.
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
-                                 ConvPerfResult& measured) const;
+                                 const ConvFindOperands& operands, ConvPerfResult& measured) const;
+  // The largest workspace any algorithm of `direction` reports for this geometry, at most
+  // kFindWorkspaceCap: what cudnnFind*AlgorithmEx is given.
+  std::size_t find_workspace_bytes(cudnnHandle_t handle, ConvDirection direction) const;
   // Sets the descriptor's math type (no call when it already holds it) and returns what cuDNN
   // then reports.
   cudnnMathType_t set_math(cudnnMathType_t math);

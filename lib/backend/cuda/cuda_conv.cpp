@@ -35,6 +35,11 @@ cuda::ConvPlan& CudaOps::conv_plan(const ConvGeometry& g) {
   return *it->second;
 }
 
+cuda::ConvFindOperands CudaOps::find_operands(const float* first, const float* second,
+                                              float* output) {
+  return {first, second, output, [this](std::size_t bytes) { return workspace(bytes); }};
+}
+
 const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
   if (!plan.padding().copies_input()) return x;
   const ConvGeometry& g = plan.geometry();
@@ -50,10 +55,11 @@ const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
 void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                              const float* bias, Activation act, float* y) {
   cuda::ConvPlan& plan = conv_plan(g);
-  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_);
+  const float* input = conv_input(plan, x);
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_,
+                                            find_operands(input, w, y));
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
-  const float* input = conv_input(plan, x);
   cuda::check_cudnn_execution(
       cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
                               plan.conv_for(algo),
@@ -72,15 +78,16 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
 void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                    const float* relu_gate, float* dx, KernelMode mode) {
   cuda::ConvPlan& plan = conv_plan(g);
-  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode);
-  const cuda::ConvAlgorithm& algo = choice.algorithm;
-  void* scratch = workspace(algo.workspace_bytes);
   float* out = dx;
   if (plan.padding().copies_input()) {
     // The gradient of the padded input; its interior is dx.
     padded_grad_.reserve(padded_bytes(plan));
     out = padded_grad_.as<float>();
   }
+  cuda::ConvChoice& choice =
+      plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode, find_operands(w, dy, out));
+  const cuda::ConvAlgorithm& algo = choice.algorithm;
+  void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
       cudnnConvolutionBackwardData(cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy,
                                    plan.conv_for(algo),
@@ -98,10 +105,11 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
 void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                      float* dw, KernelMode mode) {
   cuda::ConvPlan& plan = conv_plan(g);
-  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode);
+  const float* input = conv_input(plan, x);
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode,
+                                            find_operands(input, dy, dw));
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
-  const float* input = conv_input(plan, x);
   cuda::check_cudnn_execution(
       cudnnConvolutionBackwardFilter(cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy,
                                      plan.conv_for(algo),

@@ -107,6 +107,9 @@ class CudaOps final : public Ops {
   cuda::ConvPlan& conv_plan(const ConvGeometry& g);
   // x itself, or (asymmetric padding) x copied into padded_input_.
   const float* conv_input(const cuda::ConvPlan& plan, const float* x);
+  // The operands autotune's cudnnFind*AlgorithmEx runs on (conv_plan.h), with this backend's
+  // workspace.
+  cuda::ConvFindOperands find_operands(const float* first, const float* second, float* output);
   void* workspace(std::size_t bytes);
   // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);

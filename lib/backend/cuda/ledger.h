@@ -15,7 +15,7 @@
 
 namespace ra::backend::cuda {
 
-// What cudnnFind*Algorithm measured for the result autotune chose (conv_autotune.h).
+// What cudnnFind*AlgorithmEx measured for the result autotune chose (conv_autotune.h).
 struct AutotuneMeasurement {
   std::string math_type;            // perf.mathType, "CUDNN_FMA_MATH" (the only one accepted)
   double time_ms = 0.0;             // perf.time, milliseconds; varies run to run
