@@ -208,6 +208,14 @@ class VerifyUsage(unittest.TestCase):
             self.assertIn("usage: scripts/gpu-verify STAGE...", out)
             self.assertEqual(os.listdir(d), [])
 
+    def test_stage_time_too_short_for_any_step_is_refused(self):
+        for seconds in ("30", "49", "ninety", "-60"):
+            with tempfile.TemporaryDirectory() as d:
+                rc, out = run(["bash", VERIFY, "env"], {"OUT": d, "RA_STAGE_SECONDS": seconds})
+                self.assertEqual(rc, 2, seconds)
+                self.assertIn("RA_STAGE_SECONDS=" + seconds + ": give a whole number", out)
+                self.assertEqual(os.listdir(d), [])
+
 
 if __name__ == "__main__":
     unittest.main()
