@@ -28,6 +28,7 @@ TraceDifferences environment_differences(const std::vector<Trace>& traces) {
   TraceDifferences out;
   std::set<std::string> seen;
   const TraceHeader& ref = traces[0].header;
+  const nlohmann::json ref_ledger = comparable_ledger(ref.ledger);  // once, not per run
   for (std::size_t i = 1; i < traces.size(); ++i) {
     const TraceHeader& h = traces[i].header;
     for (const std::string& key : fingerprint_differences(ref.environment, h.environment)) {
@@ -36,7 +37,7 @@ TraceDifferences environment_differences(const std::vector<Trace>& traces) {
                                " (run " + std::to_string(i) + ")";
       if (seen.insert(line).second) out.environment.push_back(line);
     }
-    if (comparable_ledger(h.ledger) != comparable_ledger(ref.ledger)) {
+    if (comparable_ledger(h.ledger) != ref_ledger) {
       out.ledger.push_back("run " + std::to_string(i) + ": " + h.ledger.dump() +
                            " vs run 0: " + ref.ledger.dump());
     }
