@@ -1,6 +1,5 @@
 #include "backend/cuda/ledger.h"
 
-#include <sstream>
 #include <utility>
 
 namespace ra::backend::cuda {
@@ -122,26 +121,6 @@ std::string cublas_math_name(cublasMath_t math) {
       break;  // flags and deprecated values
   }
   return numbered("CUBLAS_MATH_", static_cast<int>(math));
-}
-
-std::string conv_geometry_key(const ConvGeometry& g) {
-  std::ostringstream key;
-  key << "conv " << g.n << 'x' << g.c << 'x' << g.h << 'x' << g.w << " k" << g.k << ' ' << g.r
-      << 'x' << g.s << " s" << g.stride_h;
-  if (g.stride_w != g.stride_h) key << 'x' << g.stride_w;
-  if (g.pad_top == g.pad_left && g.pad_top == g.pad_bottom && g.pad_top == g.pad_right) {
-    key << " p" << g.pad_top;
-  } else {
-    key << " p(t" << g.pad_top << " l" << g.pad_left << " b" << g.pad_bottom << " r" << g.pad_right
-        << ')';
-  }
-  return key.str();
-}
-
-std::string dense_geometry_key(const DenseGeometry& g) {
-  std::ostringstream key;
-  key << "dense " << g.n << 'x' << g.in << "->" << g.out;
-  return key.str();
 }
 
 }  // namespace ra::backend::cuda

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/algorithm_policy.h"
 #include "backend/geometry.h"
+#include "backend/geometry_key.h"
 
 namespace ra::backend::cuda {
 
@@ -48,10 +49,8 @@ std::string cudnn_algorithm_name(ConvDirection direction, int algorithm);
 std::string cudnn_math_type_name(cudnnMathType_t math);
 std::string cublas_math_name(cublasMath_t math);
 
-// "conv 128x1x28x28 k32 3x3 s1 p0": input NxCxHxW, filters, kernel RxS, stride (one number when
-// equal, else "s2x1"), padding (one number when all four equal, else "p(t1 l0 b2 r1)").
-std::string conv_geometry_key(const ConvGeometry& g);
-// "dense 128x9216->128": batch x in -> out.
-std::string dense_geometry_key(const DenseGeometry& g);
+// The geometry keys of the entries (backend/geometry_key.h).
+using backend::conv_geometry_key;
+using backend::dense_geometry_key;
 
 }  // namespace ra::backend::cuda
