@@ -21,6 +21,7 @@ class ForwardingOps : public Ops {
   Memory& memory() override { return inner_->memory(); }
   nlohmann::json ledger() const override { return inner_->ledger(); }
   nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
+  void enter_layer(const std::string& name) override { inner_->enter_layer(name); }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).
   bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {

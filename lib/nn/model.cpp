@@ -79,6 +79,10 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
     }
   }
   pooled_by_previous_.assign(layers_.size(), false);
+  pair_names_.resize(layers_.size());
+  for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
+    pair_names_[i] = layers_[i]->name() + "+" + layers_[i + 1]->name();
+  }
 }
 
 bool Model::pools_with_conv(backend::Ops& ops, std::size_t i, int batch) {
@@ -101,9 +105,11 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
     inputs_[i] = x;
     if (passed_through_[i]) continue;  // the next layer reads x itself
     if (i + 1 < layers_.size() && pooled_by_previous_[i + 1]) {
+      ops.enter_layer(pair_names_[i]);
       layers_[i]->conv_before_pool()->forward_pooled(
           ops, *x, outputs_[i], *layers_[i + 1]->pool_after_conv(), outputs_[i + 1]);
     } else if (!pooled_by_previous_[i]) {  // else: computed with the conv before it
+      ops.enter_layer(layers_[i]->name());
       layers_[i]->forward(ops, *x, outputs_[i], ctx);
     }
     x = &outputs_[i];
@@ -126,6 +132,7 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
       // gradient) is where the backend may store the pool's dx; the conv's dx goes on as usual.
       const std::size_t c = i - 1;
       Tensor* conv_dx = input_gradient(c);
+      ops.enter_layer(pair_names_[c]);
       layers_[c]->conv_before_pool()->backward_pooled(ops, *inputs_[c],
                                                       *layers_[i]->pool_after_conv(), outputs_[i],
                                                       *dy, grads_[i], conv_dx, ctx);
@@ -134,6 +141,7 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
       continue;
     }
     Tensor* dx = input_gradient(i);
+    ops.enter_layer(layers_[i]->name());
     layers_[i]->backward(ops, *inputs_[i], outputs_[i], *dy, dx, ctx);
     dy = dx;
   }

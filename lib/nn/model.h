@@ -57,6 +57,9 @@ class Model {
   bool pools_with_conv(backend::Ops& ops, std::size_t i, int batch);
   // pools_with_conv of each layer in the last forward pass; backward makes the same calls.
   std::vector<bool> pooled_by_previous_;
+  // "conv2d_0+maxpool2d_0": the name a conv + pool pair computed in one call is announced under
+  // (Ops::enter_layer), by the conv's index; made once, so that steps allocate nothing.
+  std::vector<std::string> pair_names_;
   std::vector<Tensor> grads_;  // grads_[i] = gradient w.r.t. the input of layer i (scratch)
 };
 

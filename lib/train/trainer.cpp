@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The name the loss is announced under (Ops::enter_layer); a constant: steps allocate nothing.
+const std::string kLossLayer = "loss";
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -82,11 +85,16 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   threads_ = options.threads.value_or(spec_.threads);
   if (threads_ <= 0) threads_ = hardware_threads();
   if (options.make_backend) {
-    ops_ = options.make_backend(threads_);
+    backend_ = options.make_backend(threads_);
   } else {
     BackendChoice choice = make_backend(spec_.device, threads_, determinism_.mode);
-    ops_ = std::move(choice.ops);
+    backend_ = std::move(choice.ops);
     backend_notice_ = std::move(choice.notice);
+  }
+  if (options.wrap_backend) {
+    ops_ = options.wrap_backend(*backend_);
+  } else {
+    ops_ = std::move(backend_);
   }
   model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
                                        nn::ModelSeeds{seeds_.init, seeds_.dropout}, ops_->memory());
@@ -95,10 +103,16 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   optimizer_ = optim::make_optimizer(spec_.optimizer);
   // Every backend applies the updates (the CPU one on its threads, vectorised), so that they
   // run where the parameters are and `bench` times them as an op.
-  optimizer_->set_device_update([ops = ops_.get()](const optim::UpdateRule& rule, std::int64_t n,
-                                                   float* value, const float* grad, float* s0,
-                                                   float* s1,
-                                                   const optim::ChunkDigestTargets* digests) {
+  // Each update is announced under its parameter's name (Ops::enter_layer).
+  std::vector<std::pair<const float*, std::string>> param_names;
+  for (const nn::Param* p : model_->params()) param_names.emplace_back(p->value.data(), p->name);
+  optimizer_->set_device_update([ops = ops_.get(), names = std::move(param_names)](
+                                    const optim::UpdateRule& rule, std::int64_t n, float* value,
+                                    const float* grad, float* s0, float* s1,
+                                    const optim::ChunkDigestTargets* digests) {
+    for (const auto& [param_data, name] : names) {
+      if (param_data == value) ops->enter_layer(name);
+    }
     if (digests != nullptr &&
         ops->optimizer_update_digested(rule, n, value, grad, s0, s1, *digests)) {
       return true;
@@ -180,6 +194,7 @@ TrainResult Trainer::run(Observer* observer) {
                           &determinism_};
       const Staged in = stage(batch);
       const Tensor& out = model_->forward(*ops_, in.images, ctx);
+      ops_->enter_layer(kLossLayer);
       const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &output_grad,
                                           determinism_.mode_for(spec::ReducingOp::loss));
       model_->backward(*ops_, output_grad, ctx);

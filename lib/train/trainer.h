@@ -36,6 +36,9 @@ struct RunOptions {
   std::optional<RunSeeds> seeds;         // default: RunSeeds::all(spec.seed)
   // Builds the backend for a thread count; default: by spec.device (tests inject their own).
   std::function<std::unique_ptr<backend::Ops>(int threads)> make_backend;
+  // Wraps the backend in a decorator that sees every op call (audit/op_recorder.h): the run then
+  // computes through the decorator, which forwards to the backend; the trainer owns both.
+  std::function<std::unique_ptr<backend::Ops>(backend::Ops& backend)> wrap_backend;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.
@@ -150,7 +153,8 @@ class Trainer {
   spec::DeterminismSpec determinism_;
   int threads_ = 1;
   std::string backend_notice_;
-  std::unique_ptr<backend::Ops> ops_;
+  std::unique_ptr<backend::Ops> backend_;  // the backend that computes
+  std::unique_ptr<backend::Ops> ops_;      // what the run calls: backend_, or a decorator of it
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::UpdateDigests update_digests_;  // filled by the optimizer step when an observer asks
