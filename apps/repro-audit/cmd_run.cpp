@@ -8,6 +8,7 @@
 #include <string>
 
 #include "audit/audit.h"
+#include "audit/op_window.h"
 #include "commands.h"
 #include "core/error.h"
 #include "option_checks.h"
@@ -28,6 +29,7 @@ struct RunCommandOptions {
   std::string json_path;
   std::string expect;
   std::string fault;
+  std::string trace_ops;
   std::string device;  // "" = the spec's
   bool overwrite = false;
   bool resume = false;
@@ -108,6 +110,7 @@ int run_run(RunCommandOptions& o) {
   if (!o.mode.empty()) a.mode = spec::kernel_mode_from_string(o.mode);
   a.expect_identical = parse_expect(o.expect);
   if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
+  if (!o.trace_ops.empty()) a.trace_ops = audit::parse_op_window(o.trace_ops);
   a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
                             : std::filesystem::path(o.out);
   a.tool_version = REPRO_AUDIT_VERSION;
@@ -188,8 +191,11 @@ void register_run(CLI::App& app, CommandRun& run) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--save-batches", o->audit.snapshots.batches,
                 "Write the sample indices of every batch (batches.json) for replay elsewhere");
+  cmd->add_option("--trace-ops", o->trace_ops,
+                  "Also record every op of the steps in WINDOW (A:B, A: or all): inputs' and "
+                  "outputs' digests, so the report names the op where runs first part");
   cmd->add_option("--inject-fault", o->fault,
-                  "TESTING ONLY: run=J,step=K,tensor=NAME|batch[,element=E][,bit=B]")
+                  "TESTING ONLY: run=J,step=K,tensor=NAME|batch|op=LAYER/OP[,element=E][,bit=B]")
       ->group("Testing");
   cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
 }

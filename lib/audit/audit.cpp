@@ -12,6 +12,7 @@
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
 #include "audit/fault_check.h"
+#include "core/error.h"
 
 namespace ra::audit {
 
@@ -30,6 +31,11 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
   if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
+  if (o.fault && !o.fault->op.empty() && !o.trace_ops) {
+    throw InputError("--inject-fault op=" + o.fault->op +
+                     " needs --trace-ops (a window with step " + std::to_string(o.fault->step) +
+                     ")");
+  }
   const FolderPlan folder = setup.apply();
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 

@@ -33,9 +33,13 @@ struct FaultSpec {
   std::string tensor;        // a parameter name, or "batch" to swap samples 0 and 1 of the batch
   std::int64_t element = 0;  // element of the parameter
   int bit = 0;               // 0 = the lowest mantissa bit
+  // Or, instead of a tensor, "LAYER/OP" ("dense_0/dense.forward"): a bit of the first output of
+  // that op's first execution in the step, flipped right after it ran (needs --trace-ops).
+  std::string op;
 };
-FaultSpec parse_fault(
-    const std::string& text);  // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0"
+// "run=1,step=3,tensor=dense_0.weight,element=5,bit=0" or "run=1,step=3,op=dense_0/dense.forward,
+// element=5,bit=0".
+FaultSpec parse_fault(const std::string& text);
 
 struct SnapshotOptions {
   bool epochs = false;           // weights after every epoch
@@ -64,6 +68,8 @@ struct AuditOptions {
   std::filesystem::path report_file;
   SnapshotOptions snapshots;
   std::optional<FaultSpec> fault;
+  // --trace-ops: the steps whose ops every run records (trace format version 2).
+  std::optional<OpWindow> trace_ops;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";

@@ -3,6 +3,7 @@
 
 #include <xxhash.h>
 
+#include "audit/op_window.h"
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -53,11 +54,13 @@ nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
 
 nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
   if (!f) return nullptr;
-  return {{"run", f->run},
-          {"step", f->step},
-          {"tensor", f->tensor},
-          {"element", f->element},
-          {"bit", f->bit}};
+  nlohmann::json j{{"run", f->run},
+                   {"step", f->step},
+                   {"tensor", f->tensor},
+                   {"element", f->element},
+                   {"bit", f->bit}};
+  if (!f->op.empty()) j["op"] = f->op;  // (absent in tensor faults, as before op faults)
+  return j;
 }
 
 AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& o,
@@ -81,6 +84,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
                  {"every_steps", o.snapshots.every_steps},
                  {"batches", o.snapshots.batches}};
   m.fault = fault_json(o.fault);
+  if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
   m.runs = plan;
   return m;
 }

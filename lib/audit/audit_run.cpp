@@ -74,6 +74,22 @@ void RunWorker::run(const PlannedRun& p) {
   run_options.threads = options_.threads;
   run_options.mode = options_.mode;
   run_options.seeds = p.seeds;
+  // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
+  OpRecorder* op_recorder = nullptr;
+  const bool faulty = options_.fault && options_.fault->run == p.index;
+  if (options_.trace_ops) {
+    std::optional<OpFault> op_fault;
+    if (faulty && !options_.fault->op.empty()) {
+      const FaultSpec& f = *options_.fault;
+      const auto slash = f.op.find('/');
+      op_fault = OpFault{f.step, f.op.substr(0, slash), f.op.substr(slash + 1), f.element, f.bit};
+    }
+    run_options.wrap_backend = [&op_recorder, op_fault](backend::Ops& backend) {
+      auto ops = std::make_unique<OpRecorder>(backend, backend.threads(), op_fault);
+      op_recorder = ops.get();
+      return std::unique_ptr<backend::Ops>(std::move(ops));
+    };
+  }
   train::Trainer trainer(spec_, data_, run_options);
   if (trainer.ops().name() != manifest_.backend) {
     throw RuntimeFailure("run " + std::to_string(p.index) + " would train on " +
@@ -83,12 +99,13 @@ void RunWorker::run(const PlannedRun& p) {
 
   const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
   Recorder recorder(run_header(manifest_, p, trainer, options_), trainer.threads());
+  if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
   SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
                            {{"run", std::to_string(p.index)},
                             {"spec_digest", manifest_.spec_digest},
                             {"audit_id", manifest_.audit_id}});
   std::optional<FaultInjector> injector;
-  if (options_.fault && options_.fault->run == p.index) injector.emplace(*options_.fault);
+  if (faulty) injector.emplace(*options_.fault);
   ProgressRelay relay(progress_, progress_mutex_, p.index, total_steps_);
 
   train::ObserverList observers;
@@ -101,6 +118,10 @@ void RunWorker::run(const PlannedRun& p) {
     progress_.run_started(p.index, planned_runs_);
   }
   const train::TrainResult r = trainer.run(&observers);
+  if (faulty && !options_.fault->op.empty() && !op_recorder->fault_applied()) {
+    throw InputError("--inject-fault: op " + options_.fault->op + " did not run at step " +
+                     std::to_string(options_.fault->step) + " (op names: docs/trace-format.md)");
+  }
   snapshots.finish(trainer);
   // The trace last: a whole trace under its name means the run's snapshots are complete too.
   write_trace(trace_file, recorder.finish(trainer, r));

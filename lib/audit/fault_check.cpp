@@ -74,12 +74,21 @@ FaultSpec parse_fault(const std::string& text) {
     } else if (key == "tensor") {
       f.tensor = value;
       has_tensor = true;
+    } else if (key == "op") {
+      if (value.find('/') == std::string::npos) {
+        throw InputError("--inject-fault: op must be LAYER/OP (dense_0/dense.forward), got '" +
+                         printable(value) + "'");
+      }
+      f.op = value;
     } else {
       throw InputError("--inject-fault: unknown key '" + printable(key) +
-                       "' (run, step, tensor, element, bit)");
+                       "' (run, step, tensor, op, element, bit)");
     }
   }
-  if (!has_tensor) throw InputError("--inject-fault needs tensor=<parameter name or batch>");
+  if (has_tensor == !f.op.empty()) {
+    throw InputError(
+        "--inject-fault needs either tensor=<parameter name or batch> or op=<LAYER/OP>");
+  }
   return f;
 }
 
@@ -90,6 +99,22 @@ void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
     throw InputError("--inject-fault: step " + std::to_string(fault.step) +
                      " never runs: each run has " + std::to_string(steps) + " steps (0.." +
                      std::to_string(steps - 1) + ")");
+  }
+  if (!fault.op.empty()) {
+    // The layer here; the op name and the element when the op runs (audit/op_recorder.h).
+    const std::string layer = fault.op.substr(0, fault.op.find('/'));
+    const spec::ResolvedModel model = spec::resolve_model(spec.model);
+    std::string names = "loss";
+    for (const spec::ResolvedLayer& l : model.layers) {
+      if (l.spec.name == layer) return;
+      names += ", " + l.spec.name;
+    }
+    for (const ParamInfo& p : parameters_of(model)) {
+      if (p.name == layer) return;  // the layer of an optimizer.update is its parameter
+    }
+    if (layer == "loss") return;
+    throw InputError("--inject-fault: the model has no layer '" + printable(layer) + "' (" + names +
+                     ", or a parameter name for optimizer.update)");
   }
   if (fault.tensor == "batch") {
     // Batch k of an epoch holds min(B, n - k * B) samples (data/loader.h).

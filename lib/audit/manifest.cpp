@@ -131,6 +131,7 @@ json to_json(const AuditManifest& m) {
           {"seed_policy", m.seed_policy},
           {"snapshots", m.snapshots},
           {"fault", m.fault},
+          {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
           {"runs", runs},
           {"report_files", m.report_files}};
 }
@@ -163,6 +164,11 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
   if (!m.snapshots.is_object()) top.fail("snapshots", "a JSON object");
   m.fault = top.object("fault");
   if (!m.fault.is_null() && !m.fault.is_object()) top.fail("fault", "null or a JSON object");
+  // Absent in manifests of audits made before op records: none.
+  if (j.contains("trace_ops") && !j["trace_ops"].is_null()) {
+    if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
+    m.trace_ops = j["trace_ops"].get<std::string>();
+  }
   const json& runs = top.object("runs");
   if (!runs.is_array()) top.fail("runs", "an array");
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -233,6 +239,8 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   }
   differ("snapshot options", a.snapshots.dump(), b.snapshots.dump());
   differ("fault injection", a.fault.dump(), b.fault.dump());
+  differ("--trace-ops window", a.trace_ops.empty() ? "none" : a.trace_ops,
+         b.trace_ops.empty() ? "none" : b.trace_ops);
   differ("tool version", a.tool_version, b.tool_version);
   return out;
 }

@@ -40,6 +40,7 @@ struct AuditManifest {
   std::string seed_policy;     // same, different, both
   nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
   nlohmann::json fault;        // the test-only fault injection, or null
+  std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
   std::vector<PlannedRun> runs;
   // Not part of the audit's identity: report files (names inside the folder) that `run --json`
   // wrote there, so that --overwrite may remove them as its own.

@@ -80,6 +80,18 @@ std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
   return out;
 }
 
+void Recorder::record_ops(OpRecorder& ops, const OpWindow& window) {
+  ops_ = &ops;
+  trace_.header.trace_ops = window;
+  trace_.header.format_version = kTraceFormatVersionWithOps;
+}
+
+void Recorder::before_step(data::Batch& batch, std::int64_t step) {
+  if (ops_ == nullptr) return;
+  ops_->begin_step(step, trace_.header.trace_ops->contains(step));
+  ops_->record_batch(batch);
+}
+
 void Recorder::on_start(const train::Trainer& trainer) {
   trace_.header.params.clear();
   for (const nn::Param* p : trainer.model().params()) {
@@ -98,6 +110,14 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   r.batch_labels = digest(std::span<const std::int32_t>(e.batch->labels));
   r.loss_bits = std::bit_cast<std::uint32_t>(e.loss);
   r.seconds = e.seconds;
+  if (ops_ != nullptr && trace_.header.trace_ops->contains(e.step)) {
+    r.ops_recorded = true;
+    r.ops = ops_->take_records();
+  }
+  if (ops_ != nullptr) {  // the op records' digests, made inside the step, are recording time
+    recording_seconds_ += ops_->recording_seconds() - counted_op_seconds_;
+    counted_op_seconds_ = ops_->recording_seconds();
+  }
 
   const nn::Model& model = trainer.model();
   if (!state_listed_) {  // created by the first step; the pointers stay valid (optimizer.h)

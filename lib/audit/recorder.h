@@ -1,6 +1,7 @@
 #pragma once
 // Records one run into a Trace while it trains: the initial parameters' digests, then per step
 // the batch, the loss bits, every gradient, every updated weight and the optimizer state.
+#include "audit/op_recorder.h"
 #include "audit/trace.h"
 #include "core/thread_pool.h"
 #include "train/trainer.h"
@@ -14,7 +15,13 @@ class Recorder final : public train::Observer {
   // over tensors (they are independent), which keeps recording cheap next to a step.
   Recorder(TraceHeader header, int digest_threads);
 
+  // With --trace-ops: the steps in `window` also get the op records of `ops`, the decorator the
+  // run computes through (the trace is then format version 2). Call before the run starts.
+  void record_ops(OpRecorder& ops, const OpWindow& window);
+
   void on_start(const train::Trainer& trainer) override;
+  // Starts the op records of the step (its batch is the first).
+  void before_step(data::Batch& batch, std::int64_t step) override;
   void on_step(const train::Trainer& trainer, const train::StepEvent& event) override;
   void on_epoch(const train::Trainer& trainer, const train::EpochSummary& summary) override;
   // The update digests the gradients, weights and optimizer state while they are in cache, on
@@ -31,6 +38,8 @@ class Recorder final : public train::Observer {
                                     const std::vector<const Tensor*>& tensors);
 
   Trace trace_;
+  OpRecorder* ops_ = nullptr;  // set by record_ops
+  double counted_op_seconds_ = 0.0;
   ThreadPool pool_;
   double recording_seconds_ = 0.0;
   // The optimizer's state tensors in state() order, listed at the first step.

@@ -75,7 +75,7 @@ void SnapshotWriter::finish(const train::Trainer& t) {
 }
 
 void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {
-  if (step != fault_.step || fault_.tensor != "batch") return;
+  if (step != fault_.step || fault_.tensor != "batch") return;  // (op faults: OpRecorder)
   if (batch.size() < 2)
     throw InputError("fault injection: batch of step " + std::to_string(step) +
                      " has fewer than 2 samples");
@@ -88,7 +88,7 @@ void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {
 }
 
 bool FaultInjector::after_update(nn::Model& model, std::int64_t step) {
-  if (step != fault_.step || fault_.tensor == "batch") return false;
+  if (step != fault_.step || fault_.tensor == "batch" || !fault_.op.empty()) return false;
   for (nn::Param* p : model.params()) {
     if (p->name != fault_.tensor) continue;
     if (fault_.element < 0 || fault_.element >= static_cast<std::int64_t>(p->value.size())) {

@@ -13,7 +13,10 @@
 
 namespace ra::audit {
 
+// Version 1: no op records. Version 2: the run recorded its ops (--trace-ops): the header's
+// trace_ops window and the steps' op records; everything else as in version 1.
 inline constexpr int kTraceFormatVersion = 1;
+inline constexpr int kTraceFormatVersionWithOps = 2;
 
 // An audit id (audit/manifest.h): 32 lowercase hex digits.
 inline bool is_audit_id(const std::string& text) {
@@ -23,6 +26,25 @@ inline bool is_audit_id(const std::string& text) {
 struct TensorInfo {
   std::string name;
   Shape shape;
+};
+
+// The steps whose ops a run recorded (--trace-ops A:B, A: or all): steps first..last-1, to the
+// run's end when last is absent.
+struct OpWindow {
+  std::int64_t first = 0;
+  std::optional<std::int64_t> last;
+  bool contains(std::int64_t step) const { return step >= first && (!last || step < *last); }
+  friend bool operator==(const OpWindow&, const OpWindow&) = default;
+};
+
+// One op execution of a step, in execution order (audit/op_recorder.h, docs/trace-format.md).
+struct OpRecord {
+  std::string op;          // "conv2d.forward", "dense.backward_weight", "batch", "dropout_mask"...
+  std::string layer;       // "conv2d_0"; "loss"; the parameter of an optimizer.update; "" (batch)
+  std::string mode;        // kernel mode of a reducing op ("deterministic"...); "" for the others
+  std::string ledger_key;  // geometry key of a conv or dense op, as the algorithm ledger keys it
+  std::vector<Digest128> in, out;  // digests of the inputs and outputs, in the op's order
+  friend bool operator==(const OpRecord&, const OpRecord&) = default;
 };
 
 struct TraceHeader {
@@ -44,6 +66,7 @@ struct TraceHeader {
   std::vector<TensorInfo> params;                   // order of every per-parameter digest list
   std::vector<std::string> optimizer_state;         // names of the optimizer state tensors
   nlohmann::json fault;                             // test-only fault injection applied, or null
+  std::optional<OpWindow> trace_ops;  // set when the run recorded op records (format version 2)
 };
 
 // One training step, recorded after the optimizer update.
@@ -59,6 +82,8 @@ struct StepRecord {
   std::vector<Digest128> weights;  // per parameter after the update
   Digest128 optimizer_state;       // over all optimizer state tensors after the update
   double seconds = 0.0;
+  bool ops_recorded = false;  // the step is in the trace's op window
+  std::vector<OpRecord> ops;  // its op records, in execution order
 };
 
 struct EpochRecord {

@@ -49,6 +49,7 @@ class TraceParser {
       if (kind == "step") {
         t.steps.push_back(step(r, n));
         check_step(r, t);
+        read_ops(r, t.header, t.steps.back());
       } else if (kind == "epoch") {
         t.epochs.push_back(epoch(r));
         check_epoch(r, t);
@@ -100,14 +101,23 @@ class TraceParser {
     const Field version = r["format_version"];
     if (!version.json().is_number_integer()) {  // 1.0, "1" and true are not the version 1
       version.fail("expected the trace format version, the integer " +
-                   std::to_string(kTraceFormatVersion) + ", found " +
+                   std::to_string(kTraceFormatVersion) + " or " +
+                   std::to_string(kTraceFormatVersionWithOps) + ", found " +
                    describe_json(version.json()));
     }
-    if (version.json() != kTraceFormatVersion) {
-      version.fail("trace format version " + version.json().dump() + "; this tool reads version " +
-                   std::to_string(kTraceFormatVersion));
+    if (version.json() != kTraceFormatVersion && version.json() != kTraceFormatVersionWithOps) {
+      version.fail("trace format version " + version.json().dump() + "; this tool reads versions " +
+                   std::to_string(kTraceFormatVersion) + " and " +
+                   std::to_string(kTraceFormatVersionWithOps));
     }
-    h.format_version = kTraceFormatVersion;
+    h.format_version = version.json().get<int>();
+    // Version 2, and only version 2, records ops: its header says in which steps.
+    if (h.format_version == kTraceFormatVersionWithOps) {
+      h.trace_ops = op_window(r["trace_ops"]);
+    } else if (r.has("trace_ops")) {
+      r["trace_ops"].fail("op records need trace format version " +
+                          std::to_string(kTraceFormatVersionWithOps));
+    }
     h.tool_version = r["tool_version"].string();
     // Optional: traces written before audit ids existed have none.
     if (r.has("audit_id")) {
@@ -150,6 +160,43 @@ class TraceParser {
     // Older writers of format 1 may leave the fault out: absent means none.
     if (r.has("fault") && !r["fault"].is_null()) h.fault = fault(r["fault"], h.run_index);
     return h;
+  }
+
+  static OpWindow op_window(const Field& w) {
+    OpWindow window;
+    window.first = w["first"].count();
+    const Field last = w["last"];
+    if (!last.is_null()) {
+      window.last = last.count();
+      if (*window.last <= window.first) last.fail("must be greater than first");
+    }
+    return window;
+  }
+
+  // The op records of a step: present exactly when the step is in the header's window.
+  static void read_ops(const Field& r, const TraceHeader& h, StepRecord& s) {
+    const bool expected = h.trace_ops && h.trace_ops->contains(s.step);
+    if (!r.has("ops")) {
+      if (expected)
+        r["ops"].fail("missing: step " + std::to_string(s.step) + " is in the op window");
+      return;
+    }
+    const Field ops = r["ops"];
+    if (!expected) ops.fail("step " + std::to_string(s.step) + " is outside the op window");
+    s.ops_recorded = true;
+    for (const Field& o : ops.elements()) {
+      OpRecord rec;
+      rec.op = o["op"].nonempty_string();
+      if (o.has("layer")) rec.layer = o["layer"].string();
+      if (o.has("mode")) {
+        kernel_mode(o["mode"]);
+        rec.mode = o["mode"].string();
+      }
+      if (o.has("ledger_key")) rec.ledger_key = o["ledger_key"].string();
+      for (const Field& d : o["in"].elements()) rec.in.push_back(d.digest());
+      for (const Field& d : o["out"].elements()) rec.out.push_back(d.digest());
+      s.ops.push_back(std::move(rec));
+    }
   }
 
   static void kernel_mode(const Field& mode) {
@@ -216,6 +263,7 @@ class TraceParser {
     f["element"].integer(std::numeric_limits<std::int64_t>::min(),
                          std::numeric_limits<std::int64_t>::max());
     f["tensor"].string();
+    if (f.has("op")) f["op"].nonempty_string();
     f["bit"].integer(0, 31);
     return f.json();
   }

@@ -57,11 +57,49 @@ json header_fields(const TraceHeader& h) {
           {"fault", h.fault}};
 }
 
-// audit_id only when set: a trace made outside an audit folder reads as before.
+// audit_id only when set: a trace made outside an audit folder reads as before; trace_ops only
+// in a version 2 trace.
 json header_json(const TraceHeader& h) {
   json header = header_fields(h);
   if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  if (h.trace_ops) {
+    header["trace_ops"] = {{"first", h.trace_ops->first},
+                           {"last", h.trace_ops->last ? json(*h.trace_ops->last) : json(nullptr)}};
+  }
   return header;
+}
+
+// {"op", "layer", "mode", "ledger_key", "in", "out"}; layer, mode and ledger_key only when set.
+json op_json(const OpRecord& o) {
+  json r{{"op", o.op}};
+  if (!o.layer.empty()) r["layer"] = o.layer;
+  if (!o.mode.empty()) r["mode"] = o.mode;
+  if (!o.ledger_key.empty()) r["ledger_key"] = o.ledger_key;
+  r["in"] = digests_json(o.in);
+  r["out"] = digests_json(o.out);
+  return r;
+}
+
+json step_json(const StepRecord& r) {
+  json line{{"record", "step"},
+            {"step", r.step},
+            {"epoch", r.epoch},
+            {"batch", r.batch},
+            {"indices", r.batch_indices.hex()},
+            {"inputs", r.batch_inputs.hex()},
+            {"labels", r.batch_labels.hex()},
+            {"loss_bits", bits_hex(r.loss_bits)},
+            {"loss", std::bit_cast<float>(r.loss_bits)},
+            {"grads", digests_json(r.grads)},
+            {"weights", digests_json(r.weights)},
+            {"optimizer_state", r.optimizer_state.hex()},
+            {"seconds", r.seconds}};
+  if (r.ops_recorded) {
+    json ops = json::array();
+    for (const OpRecord& o : r.ops) ops.push_back(op_json(o));
+    line["ops"] = std::move(ops);
+  }
+  return line;
 }
 
 }  // namespace
@@ -89,21 +127,7 @@ std::string serialize_trace(const Trace& t) {
     while (next_epoch < t.epochs.size() && t.epochs[next_epoch].epoch < r.epoch) {
       out += epoch_line(t.epochs[next_epoch++]);
     }
-    out += json{{"record", "step"},
-                {"step", r.step},
-                {"epoch", r.epoch},
-                {"batch", r.batch},
-                {"indices", r.batch_indices.hex()},
-                {"inputs", r.batch_inputs.hex()},
-                {"labels", r.batch_labels.hex()},
-                {"loss_bits", bits_hex(r.loss_bits)},
-                {"loss", std::bit_cast<float>(r.loss_bits)},
-                {"grads", digests_json(r.grads)},
-                {"weights", digests_json(r.weights)},
-                {"optimizer_state", r.optimizer_state.hex()},
-                {"seconds", r.seconds}}
-               .dump() +
-           "\n";
+    out += step_json(r).dump() + "\n";
   }
   for (; next_epoch < t.epochs.size(); ++next_epoch) out += epoch_line(t.epochs[next_epoch]);
   if (t.final) {

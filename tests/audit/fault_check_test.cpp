@@ -53,7 +53,7 @@ TEST_CASE("parse_fault reads whole non-negative numbers", "[audit][fault]") {
                     Contains("element must be"));
   CHECK_THROWS_WITH(ra::audit::parse_fault("bit=32,tensor=x"), Contains("bit must be"));
   CHECK_THROWS_WITH(ra::audit::parse_fault("step=,tensor=x"), Contains("got ''"));
-  CHECK_THROWS_WITH(ra::audit::parse_fault("step=1"), Contains("needs tensor="));
+  CHECK_THROWS_WITH(ra::audit::parse_fault("step=1"), Contains("needs either tensor="));
 }
 
 TEST_CASE("validate_fault refuses faults that never fire", "[audit][fault]") {

@@ -1,0 +1,392 @@
+#include "audit/op_recorder.h"
+
+#include <bit>
+#include <cstring>
+#include <span>
+
+#include "backend/geometry_key.h"
+#include "core/error.h"
+
+namespace ra::audit {
+namespace {
+
+using backend::KernelMode;
+using Region = OpRecorder::Region;
+
+std::size_t dtype_bytes(DType t) {
+  switch (t) {
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::u8:
+      return 1;
+  }
+  return 1;
+}
+
+std::size_t bytes_of(const Region& r) {
+  return static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
+}
+
+Region f32(const float* data, std::int64_t count) {
+  return Region{DType::f32, data, count};
+}
+
+// Regions of optional buffers (a bias, a relu gate, an optimizer state) only when present.
+void add_if(std::vector<Region>& regions, const float* data, std::int64_t count) {
+  if (data != nullptr) regions.push_back(f32(data, count));
+}
+
+// Below this many bytes in all, the regions are hashed on the calling thread: the pool's hand-off
+// would cost more than the hashing (a bias, a loss value).
+constexpr std::size_t kParallelBytes = 256 * 1024;
+
+}  // namespace
+
+OpRecorder::OpRecorder(backend::Ops& inner, int digest_threads, std::optional<OpFault> fault)
+    : ForwardingOps(inner), pool_(std::max(1, digest_threads)), fault_(std::move(fault)) {}
+
+void OpRecorder::begin_step(std::int64_t step, bool record) {
+  step_ = step;
+  recording_ = record;
+  records_.clear();
+  cache_.clear();
+}
+
+std::vector<OpRecord> OpRecorder::take_records() {
+  recording_ = false;
+  return std::move(records_);
+}
+
+void OpRecorder::enter_layer(const std::string& name) {
+  // "conv+pool" (Ops::enter_layer): the conv's ops are the first layer's, the pool's the second's.
+  const auto plus = name.find('+');
+  layer_ = name.substr(0, plus);
+  pool_layer_ = plus == std::string::npos ? name : name.substr(plus + 1);
+  ForwardingOps::enter_layer(name);
+}
+
+void OpRecorder::record_batch(const data::Batch& batch) {
+  if (!recording_) return;
+  const auto start = std::chrono::steady_clock::now();
+  OpRecord r;
+  r.op = "batch";
+  // The batch is assembled on the host whatever the backend: hashed here, not through memory().
+  r.out = {ra::digest(std::span<const std::int64_t>(batch.sample_indices)),
+           digest_bytes(DType::f32, Shape{static_cast<std::int64_t>(batch.images.size())},
+                        batch.images.data(), batch.images.bytes()),
+           ra::digest(std::span<const std::int32_t>(batch.labels))};
+  records_.push_back(std::move(r));
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& regions) {
+  std::vector<Digest128> out(regions.size());
+  std::vector<std::size_t> misses;
+  std::size_t miss_bytes = 0;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const auto it = cache_.find(regions[i].data);
+    if (it != cache_.end() && it->second.dtype == regions[i].dtype &&
+        it->second.count == regions[i].count) {
+      out[i] = it->second.digest;
+    } else {
+      misses.push_back(i);
+      miss_bytes += bytes_of(regions[i]);
+    }
+  }
+  const bool host = memory().host_accessible();
+  if (!host || miss_bytes < kParallelBytes) {
+    for (const std::size_t i : misses) {
+      const Region& r = regions[i];
+      const void* data = r.data;
+      if (!host) {  // a device region: one download, then hashed as a host one
+        download_.resize(bytes_of(r));
+        memory().download(download_.data(), r.data, bytes_of(r));
+        data = download_.data();
+      }
+      out[i] = digest_bytes(r.dtype, Shape{r.count}, data, bytes_of(r));
+    }
+  } else {
+    // Every 64 KiB chunk of every missed region is a task (as Recorder::digest_all).
+    std::vector<std::size_t> first(misses.size() + 1, 0);
+    for (std::size_t m = 0; m < misses.size(); ++m) {
+      first[m + 1] = first[m] + digest_chunk_count(bytes_of(regions[misses[m]]));
+    }
+    std::vector<xxh3::Hash128> chunks(first.back());
+    std::vector<std::size_t> owner(first.back());
+    for (std::size_t m = 0; m < misses.size(); ++m) {
+      for (std::size_t c = first[m]; c < first[m + 1]; ++c) owner[c] = m;
+    }
+    pool_.parallel_for(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c, int) {
+      const std::size_t m = owner[c];
+      const Region& r = regions[misses[m]];
+      chunks[c] = digest_chunk(r.data, bytes_of(r), static_cast<std::size_t>(c) - first[m]);
+    });
+    for (std::size_t m = 0; m < misses.size(); ++m) {
+      const Region& r = regions[misses[m]];
+      out[misses[m]] = digest_from_chunks(
+          r.dtype, Shape{r.count},
+          std::span<const xxh3::Hash128>(chunks.data() + first[m], first[m + 1] - first[m]));
+    }
+  }
+  for (const std::size_t i : misses) {
+    cache_[regions[i].data] = Cached{regions[i].dtype, regions[i].count, out[i]};
+  }
+  return out;
+}
+
+const std::string& OpRecorder::records_layer(std::string_view op) const {
+  return op.starts_with("maxpool2d") ? pool_layer_ : layer_;
+}
+
+OpRecorder::Open OpRecorder::open(const char* op, const char* mode, std::string ledger_key,
+                                  const std::vector<Region>& inputs) {
+  Open call;
+  call.started = std::chrono::steady_clock::now();
+  call.record.op = op;
+  call.record.layer = records_layer(op);
+  call.record.mode = mode;
+  call.record.ledger_key = std::move(ledger_key);
+  call.record.in = digest_regions(inputs);
+  seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - call.started).count();
+  return call;
+}
+
+void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
+  if (!outputs.empty()) apply_fault(call.record.op, outputs.front());
+  const auto start = std::chrono::steady_clock::now();
+  // The op wrote its outputs: their old digests (if any) are stale.
+  for (const Region& r : outputs) cache_.erase(r.data);
+  call.record.out = digest_regions(outputs);
+  records_.push_back(std::move(call.record));
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void OpRecorder::apply_fault(const std::string& op, const Region& output) {
+  if (!fault_ || fault_applied_ || fault_->step != step_ || fault_->op != op ||
+      fault_->layer != records_layer(op)) {
+    return;
+  }
+  if (output.dtype != DType::f32) {
+    throw InputError("--inject-fault: " + op + " has no float output to flip a bit of");
+  }
+  if (fault_->element >= output.count) {
+    throw InputError("--inject-fault: element " + std::to_string(fault_->element) +
+                     " is outside the output of " + op + " in " + records_layer(op) + " (" +
+                     std::to_string(output.count) + " elements)");
+  }
+  // Through memory(): the output may be in device memory.
+  auto* target = static_cast<float*>(const_cast<void*>(output.data)) + fault_->element;
+  std::uint32_t bits = 0;
+  memory().download(&bits, target, sizeof bits);
+  bits ^= std::uint32_t(1) << fault_->bit;
+  memory().upload(target, &bits, sizeof bits);
+  fault_applied_ = true;
+}
+
+// ---- the ops: each forwards, and records when the step is in the window ---------------------
+
+void OpRecorder::conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
+                                const float* bias, backend::Activation act, float* y) {
+  if (!recording_) return ForwardingOps::conv2d_forward(g, x, w, bias, act, y);
+  std::vector<Region> in{f32(x, g.x_size()), f32(w, g.w_size())};
+  add_if(in, bias, g.k);
+  Open call = open("conv2d.forward", "", backend::conv_geometry_key(g), in);
+  ForwardingOps::conv2d_forward(g, x, w, bias, act, y);
+  close(call, {f32(y, g.y_size())});
+}
+
+void OpRecorder::conv2d_backward_data(const backend::ConvGeometry& g, const float* dy,
+                                      const float* w, const float* relu_gate, float* dx,
+                                      KernelMode mode) {
+  if (!recording_) return ForwardingOps::conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
+  std::vector<Region> in{f32(dy, g.y_size()), f32(w, g.w_size())};
+  add_if(in, relu_gate, g.x_size());
+  Open call = open("conv2d.backward_data", to_string(mode), backend::conv_geometry_key(g), in);
+  ForwardingOps::conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
+  close(call, {f32(dx, g.x_size())});
+}
+
+void OpRecorder::conv2d_backward_filter(const backend::ConvGeometry& g, const float* x,
+                                        const float* dy, float* dw, KernelMode mode) {
+  if (!recording_) return ForwardingOps::conv2d_backward_filter(g, x, dy, dw, mode);
+  Open call = open("conv2d.backward_filter", to_string(mode), backend::conv_geometry_key(g),
+                   {f32(x, g.x_size()), f32(dy, g.y_size())});
+  ForwardingOps::conv2d_backward_filter(g, x, dy, dw, mode);
+  close(call, {f32(dw, g.w_size())});
+}
+
+void OpRecorder::conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
+                                      KernelMode mode) {
+  if (!recording_) return ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
+  Open call = open("conv2d.backward_bias", to_string(mode), backend::conv_geometry_key(g),
+                   {f32(dy, g.y_size())});
+  ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
+  close(call, {f32(db, g.k)});
+}
+
+void OpRecorder::dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
+                               const float* bias, backend::Activation act, float* y) {
+  if (!recording_) return ForwardingOps::dense_forward(g, x, w, bias, act, y);
+  std::vector<Region> in{f32(x, std::int64_t(g.n) * g.in), f32(w, std::int64_t(g.out) * g.in)};
+  add_if(in, bias, g.out);
+  Open call = open("dense.forward", "", backend::dense_geometry_key(g), in);
+  ForwardingOps::dense_forward(g, x, w, bias, act, y);
+  close(call, {f32(y, std::int64_t(g.n) * g.out)});
+}
+
+void OpRecorder::dense_backward_data(const backend::DenseGeometry& g, const float* dy,
+                                     const float* w, float* dx, KernelMode mode) {
+  if (!recording_) return ForwardingOps::dense_backward_data(g, dy, w, dx, mode);
+  Open call = open("dense.backward_data", to_string(mode), backend::dense_geometry_key(g),
+                   {f32(dy, std::int64_t(g.n) * g.out), f32(w, std::int64_t(g.out) * g.in)});
+  ForwardingOps::dense_backward_data(g, dy, w, dx, mode);
+  close(call, {f32(dx, std::int64_t(g.n) * g.in)});
+}
+
+void OpRecorder::dense_backward_weight(const backend::DenseGeometry& g, const float* x,
+                                       const float* dy, float* dw, KernelMode mode) {
+  if (!recording_) return ForwardingOps::dense_backward_weight(g, x, dy, dw, mode);
+  Open call = open("dense.backward_weight", to_string(mode), backend::dense_geometry_key(g),
+                   {f32(x, std::int64_t(g.n) * g.in), f32(dy, std::int64_t(g.n) * g.out)});
+  ForwardingOps::dense_backward_weight(g, x, dy, dw, mode);
+  close(call, {f32(dw, std::int64_t(g.out) * g.in)});
+}
+
+void OpRecorder::dense_backward_bias(const backend::DenseGeometry& g, const float* dy, float* db,
+                                     KernelMode mode) {
+  if (!recording_) return ForwardingOps::dense_backward_bias(g, dy, db, mode);
+  Open call = open("dense.backward_bias", to_string(mode), backend::dense_geometry_key(g),
+                   {f32(dy, std::int64_t(g.n) * g.out)});
+  ForwardingOps::dense_backward_bias(g, dy, db, mode);
+  close(call, {f32(db, g.out)});
+}
+
+void OpRecorder::maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
+                                   std::int32_t* argmax) {
+  if (!recording_) return ForwardingOps::maxpool2d_forward(g, x, y, argmax);
+  Open call = open("maxpool2d.forward", "", "", {f32(x, g.x_size())});
+  ForwardingOps::maxpool2d_forward(g, x, y, argmax);
+  close(call, {f32(y, g.y_size()), Region{DType::i32, argmax, g.y_size()}});
+}
+
+void OpRecorder::maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
+                                    const std::int32_t* argmax, const float* relu_gate, float* dx,
+                                    KernelMode mode) {
+  if (!recording_) return ForwardingOps::maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
+  std::vector<Region> in{f32(dy, g.y_size()), Region{DType::i32, argmax, g.y_size()}};
+  add_if(in, relu_gate, g.y_size());
+  Open call = open("maxpool2d.backward", to_string(mode), "", in);
+  ForwardingOps::maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
+  close(call, {f32(dx, g.x_size())});
+}
+
+void OpRecorder::activation_forward(backend::Activation act, std::int64_t count, const float* x,
+                                    float* y) {
+  if (!recording_) return ForwardingOps::activation_forward(act, count, x, y);
+  Open call = open("activation.forward", "", "", {f32(x, count)});
+  ForwardingOps::activation_forward(act, count, x, y);
+  close(call, {f32(y, count)});
+}
+
+void OpRecorder::activation_backward(backend::Activation act, std::int64_t count, const float* y,
+                                     const float* dy, float* dx) {
+  if (!recording_) return ForwardingOps::activation_backward(act, count, y, dy, dx);
+  Open call = open("activation.backward", "", "", {f32(y, count), f32(dy, count)});
+  ForwardingOps::activation_backward(act, count, y, dy, dx);
+  close(call, {f32(dx, count)});
+}
+
+void OpRecorder::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                                 rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                                 std::uint8_t* mask) {
+  if (!recording_) {
+    return ForwardingOps::dropout_forward(count, drop_threshold, scale, key, draw, x, y, mask);
+  }
+  // The mask is a pseudo-op of its own: a function of (key, draw, threshold, count) only, so a
+  // mask that differs while these match is the random stream's fault, not the dropout's.
+  const std::uint64_t params[4] = {std::uint64_t(key.k0) | std::uint64_t(key.k1) << 32, draw,
+                                   drop_threshold, static_cast<std::uint64_t>(count)};
+  Open mask_call = open("dropout_mask", "", "", {});
+  mask_call.record.in = {ra::digest(std::span<const std::int64_t>(
+      reinterpret_cast<const std::int64_t*>(params), std::size(params)))};
+  Open call = open("dropout.forward", "", "", {f32(x, count)});
+  ForwardingOps::dropout_forward(count, drop_threshold, scale, key, draw, x, y, mask);
+  const Region mask_region{DType::u8, mask, count};
+  close(mask_call, {mask_region});
+  call.record.in.push_back(digest_regions({mask_region})[0]);
+  close(call, {f32(y, count)});
+}
+
+void OpRecorder::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
+                                  const float* dy, float* dx) {
+  if (!recording_) return ForwardingOps::dropout_backward(count, scale, mask, dy, dx);
+  Open call = open("dropout.backward", "", "", {Region{DType::u8, mask, count}, f32(dy, count)});
+  ForwardingOps::dropout_backward(count, scale, mask, dy, dx);
+  close(call, {f32(dx, count)});
+}
+
+void OpRecorder::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                  const float* grad, float* s0, float* s1) {
+  if (!recording_) return ForwardingOps::optimizer_update(rule, count, value, grad, s0, s1);
+  std::vector<Region> in{f32(value, count), f32(grad, count)};
+  add_if(in, s0, count);
+  add_if(in, s1, count);
+  Open call = open("optimizer.update", "", "", in);
+  ForwardingOps::optimizer_update(rule, count, value, grad, s0, s1);
+  std::vector<Region> out{f32(value, count)};
+  add_if(out, s0, count);
+  add_if(out, s1, count);
+  close(call, out);
+}
+
+bool OpRecorder::optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count,
+                                           float* value, const float* grad, float* s0, float* s1,
+                                           const optim::ChunkDigestTargets& digests) {
+  if (!recording_) {
+    return ForwardingOps::optimizer_update_digested(rule, count, value, grad, s0, s1, digests);
+  }
+  // Not fused while recording: the update's outputs are digested as every op's are (and an op
+  // fault may change them after the update), and the recorder digests the step's tensors itself.
+  return false;
+}
+
+float OpRecorder::softmax_cross_entropy(int n, int classes, const float* logits,
+                                        const std::int32_t* labels, float* dlogits,
+                                        KernelMode mode) {
+  if (!recording_) {
+    return ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
+  }
+  Open call = open("softmax_cross_entropy", to_string(mode), "",
+                   {f32(logits, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
+  const float loss =
+      ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
+  // The loss value is a host float: recorded as the op's first output, its bits hashed here.
+  std::vector<Region> out;
+  if (dlogits != nullptr) out.push_back(f32(dlogits, std::int64_t(n) * classes));
+  close(call, out);
+  records_.back().out.insert(records_.back().out.begin(),
+                             digest_bytes(DType::f32, Shape{1}, &loss, sizeof loss));
+  return loss;
+}
+
+float OpRecorder::mean_squared_error(int n, int classes, const float* pred,
+                                     const std::int32_t* labels, float* dpred, KernelMode mode) {
+  if (!recording_) {
+    return ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
+  }
+  Open call = open("mean_squared_error", to_string(mode), "",
+                   {f32(pred, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
+  const float loss = ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
+  std::vector<Region> out;
+  if (dpred != nullptr) out.push_back(f32(dpred, std::int64_t(n) * classes));
+  close(call, out);
+  records_.back().out.insert(records_.back().out.begin(),
+                             digest_bytes(DType::f32, Shape{1}, &loss, sizeof loss));
+  return loss;
+}
+
+}  // namespace ra::audit

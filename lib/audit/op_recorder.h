@@ -1,0 +1,137 @@
+#pragma once
+// The op-level trace (--trace-ops, docs/trace-format.md "Op records"): a decorator of the backend
+// that records, for every op execution of a step in the window, the op, its layer, its kernel
+// mode, the ledger key of its geometry and the digests of its inputs and outputs, in execution
+// order. The Recorder starts each step (begin_step) and moves the step's records into the trace.
+//
+// Digests are those of core/digest.h over the flat element array of each region (shape [count]),
+// computed on the recorder's threads. Within a step each buffer is hashed at most once: an input
+// that an earlier op of the step wrote or read reuses that digest (the cache is keyed by address
+// and size, and every write inside a recorded step goes through an op, except the copies of
+// flatten, which write buffers no op writes). The cache is emptied at every step start, since the
+// loader, the staging upload and the update of the step before write outside the window's ops.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "audit/trace.h"
+#include "backend/forwarding_ops.h"
+#include "core/thread_pool.h"
+#include "data/loader.h"
+
+namespace ra::audit {
+
+// Test-only (--inject-fault op=LAYER/OP): flips one bit of one element of the first output of the
+// first execution of OP in LAYER at `step`, right after the op ran (before its digest).
+struct OpFault {
+  std::int64_t step = 0;
+  std::string layer, op;
+  std::int64_t element = 0;
+  int bit = 0;
+};
+
+class OpRecorder final : public backend::ForwardingOps {
+ public:
+  OpRecorder(backend::Ops& inner, int digest_threads, std::optional<OpFault> fault = {});
+
+  // Starts step `step`: records its ops when `record`, else forwards them unrecorded.
+  void begin_step(std::int64_t step, bool record);
+  // The batch assembly of the step, recorded as the pseudo-op "batch" (no inputs; outputs: the
+  // sample indices, the images, the labels). Call after begin_step, before the forward pass.
+  void record_batch(const data::Batch& batch);
+  // The step's records, in execution order; stops recording until the next begin_step (so the
+  // evaluation after an epoch's last step is not recorded).
+  std::vector<OpRecord> take_records();
+  // Seconds spent digesting so far (the recording's cost to the run).
+  double recording_seconds() const noexcept { return seconds_; }
+  // Whether the fault (if any) was applied; an op fault that never matched an op is an input
+  // error the caller reports.
+  bool fault_applied() const noexcept { return fault_applied_; }
+
+  void enter_layer(const std::string& name) override;
+
+  void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
+                      const float* bias, backend::Activation act, float* y) override;
+  void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
+                            const float* relu_gate, float* dx, backend::KernelMode mode) override;
+  void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
+                              float* dw, backend::KernelMode mode) override;
+  void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
+                            backend::KernelMode mode) override;
+  void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
+                     const float* bias, backend::Activation act, float* y) override;
+  void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
+                           float* dx, backend::KernelMode mode) override;
+  void dense_backward_weight(const backend::DenseGeometry& g, const float* x, const float* dy,
+                             float* dw, backend::KernelMode mode) override;
+  void dense_backward_bias(const backend::DenseGeometry& g, const float* dy, float* db,
+                           backend::KernelMode mode) override;
+  void maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
+                         std::int32_t* argmax) override;
+  void maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
+                          const std::int32_t* argmax, const float* relu_gate, float* dx,
+                          backend::KernelMode mode) override;
+  void activation_forward(backend::Activation act, std::int64_t count, const float* x,
+                          float* y) override;
+  void activation_backward(backend::Activation act, std::int64_t count, const float* y,
+                           const float* dy, float* dx) override;
+  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
+                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
+                       std::uint8_t* mask) override;
+  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
+                        float* dx) override;
+  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                        const float* grad, float* s0, float* s1) override;
+  bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
+                                 const float* grad, float* s0, float* s1,
+                                 const optim::ChunkDigestTargets& digests) override;
+  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
+                              float* dlogits, backend::KernelMode mode) override;
+  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
+                           float* dpred, backend::KernelMode mode) override;
+
+  // One buffer an op reads or writes: `count` elements of `dtype` at `data` (backend memory).
+  struct Region {
+    DType dtype = DType::f32;
+    const void* data = nullptr;
+    std::int64_t count = 0;
+  };
+
+ private:
+  // An op call being recorded: inputs are digested when it opens (before the op may overwrite
+  // them: activations run in place), outputs when it closes.
+  struct Open {
+    OpRecord record;
+    std::chrono::steady_clock::time_point started;
+  };
+  Open open(const char* op, const char* mode, std::string ledger_key,
+            const std::vector<Region>& inputs);
+  void close(Open& call, const std::vector<Region>& outputs);
+
+  // The layer an op's record names: the announced one, the pool's for a conv + pool pair.
+  const std::string& records_layer(std::string_view op) const;
+  std::vector<Digest128> digest_regions(const std::vector<Region>& regions);
+  void apply_fault(const std::string& op, const Region& output);
+
+  ThreadPool pool_;
+  std::optional<OpFault> fault_;
+  bool fault_applied_ = false;
+  bool recording_ = false;
+  std::int64_t step_ = 0;
+  std::string layer_, pool_layer_;  // the announced layer (Ops::enter_layer); see there
+  std::vector<OpRecord> records_;
+  // Digest of each buffer hashed or written so far in this step, by address.
+  struct Cached {
+    DType dtype;
+    std::int64_t count;
+    Digest128 digest;
+  };
+  std::unordered_map<const void*, Cached> cache_;
+  std::vector<unsigned char> download_;  // host copy of a device region being hashed
+  double seconds_ = 0.0;
+};
+
+}  // namespace ra::audit

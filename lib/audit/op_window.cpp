@@ -1,0 +1,48 @@
+#include "audit/op_window.h"
+
+#include <charconv>
+
+#include "core/error.h"
+#include "core/printable.h"
+
+namespace ra::audit {
+namespace {
+
+std::int64_t step_number(const std::string& part, const std::string& text) {
+  std::int64_t n = 0;
+  const char* end = part.data() + part.size();
+  const auto [ptr, ec] = std::from_chars(part.data(), end, n);
+  if (part.empty() || ec != std::errc{} || ptr != end || n < 0) {
+    throw InputError("--trace-ops: '" + printable(text) +
+                     "' is not a step window (A:B, A: or all, A and B step numbers)");
+  }
+  return n;
+}
+
+}  // namespace
+
+OpWindow parse_op_window(const std::string& text) {
+  if (text == "all") return OpWindow{};
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    throw InputError("--trace-ops: '" + printable(text) +
+                     "' is not a step window (A:B, A: or all, A and B step numbers)");
+  }
+  OpWindow w;
+  w.first = step_number(text.substr(0, colon), text);
+  if (colon + 1 < text.size()) {
+    w.last = step_number(text.substr(colon + 1), text);
+    if (*w.last <= w.first) {
+      throw InputError("--trace-ops: the window " + printable(text) +
+                       " holds no step (B must be greater than A)");
+    }
+  }
+  return w;
+}
+
+std::string to_string(const OpWindow& window) {
+  if (window.first == 0 && !window.last) return "all";
+  return std::to_string(window.first) + ":" + (window.last ? std::to_string(*window.last) : "");
+}
+
+}  // namespace ra::audit

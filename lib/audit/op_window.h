@@ -1,0 +1,15 @@
+#pragma once
+// The --trace-ops window: which steps' ops a run records (audit/trace.h OpWindow).
+#include <string>
+
+#include "audit/trace.h"
+
+namespace ra::audit {
+
+// "A:B" (steps A..B-1, half open like a Python slice), "A:" (from A to the end) or "all".
+// InputError naming the text otherwise, or when B <= A.
+OpWindow parse_op_window(const std::string& text);
+// The same text back ("0:50", "10:", "all").
+std::string to_string(const OpWindow& window);
+
+}  // namespace ra::audit
