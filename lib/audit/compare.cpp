@@ -46,6 +46,11 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
 
   result.categories = phases::category_verdicts(compared);
   result.first_divergence = phases::first_divergence(result.categories);
+  for (const Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
+  if (result.ops_traced) {
+    result.op_window = compared.traces[0]->header.trace_ops;
+    result.root_causes = phases::root_causes(compared);
+  }
 
   const phases::LossDifferences losses = phases::loss_differences(compared, options.loss_tolerance);
   result.first_loss_difference = losses.first;

@@ -30,6 +30,39 @@ struct Divergence {
   std::vector<int> runs_differing;  // run indices that differ from the reference run there
 };
 
+// The root cause of a divergence, from op records (--trace-ops, docs/report.md "Root cause"): in
+// the first step where a run's op records differ from the reference run's, the first record that
+// differs. When its inputs matched and its outputs did not, that op made the difference.
+struct RootCause {
+  enum class Kind {
+    op,              // an op's inputs matched and its outputs did not: the op is the cause
+    outside_ops,     // a record's inputs differ with every earlier output the same, or the step's
+                     // state differs after identical ops: changed outside the traced ops
+    op_sequence,     // the runs executed different ops (a different op, layer or arity)
+    outside_window,  // the runs first differ at a step without op records
+  };
+  Kind kind = Kind::op;
+  std::int64_t step = 0;
+  std::int64_t epoch = 0, batch = 0;
+  std::size_t index = 0;  // the record's position in the step (kind op, outside_ops)
+  OpRecord record;        // the reference run's record there (op, layer, mode, ledger key)
+  std::vector<std::size_t> differing_inputs, differing_outputs;  // positions in record.in/out
+  // From the ledger of the run's trace header (GPU): the library algorithm the op ran, keyed by
+  // the record's ledger key and the op's direction; empty when the ledger has no such entry.
+  std::string algorithm;
+  std::optional<bool> algorithm_deterministic;
+  std::string detail;  // what differs, in words (outside_ops, op_sequence, outside_window)
+  // Every later record of the step whose outputs differ: how far the difference spread.
+  struct Link {
+    std::size_t index = 0;
+    std::string op, layer;
+  };
+  std::vector<Link> chain;
+  std::size_t step_records = 0;  // records in the step (the chain's denominator)
+  std::vector<int> runs;         // the runs with this root cause (indices among the traces)
+};
+const char* to_string(RootCause::Kind kind);
+
 struct CategoryVerdict {
   Category category = Category::initial_weights;
   bool identical = true;
@@ -134,6 +167,11 @@ struct ComparisonResult {
       true;  // every compared final loss within loss_tolerance (relative) of the reference's
   std::vector<CategoryVerdict> categories;
   std::optional<Divergence> first_divergence;
+  // With op records: the root cause of each differing run, grouped (runs with the same cause),
+  // earliest first (by step, then record). Empty when no trace has op records.
+  std::vector<RootCause> root_causes;
+  bool ops_traced = false;            // some trace has op records (format version 2)
+  std::optional<OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;

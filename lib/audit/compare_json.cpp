@@ -2,6 +2,8 @@
 #include <bit>
 
 #include "audit/compare.h"
+#include "audit/op_names.h"
+#include "audit/op_window.h"
 #include "audit/trace_io.h"
 
 namespace ra::audit {
@@ -89,6 +91,40 @@ json runs_json(const ComparisonResult& r) {
   return runs;
 }
 
+json root_cause_json(const RootCause& c) {
+  json in = json::array(), out = json::array(), chain = json::array();
+  for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record.op, i));
+  for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record.op, i));
+  for (const RootCause::Link& l : c.chain) {
+    chain.push_back({{"record", l.index}, {"op", l.op}, {"layer", l.layer}});
+  }
+  const bool before_steps = c.step < 0;  // the initial weights
+  return {{"kind", to_string(c.kind)},
+          {"step", before_steps ? json(nullptr) : json(c.step)},
+          {"epoch", before_steps ? json(nullptr) : json(c.epoch)},
+          {"batch", before_steps ? json(nullptr) : json(c.batch)},
+          {"record", c.record.op.empty() ? json(nullptr) : json(c.index)},
+          {"op", c.record.op.empty() ? json(nullptr) : json(c.record.op)},
+          {"layer", c.record.op.empty() ? json(nullptr) : json(c.record.layer)},
+          {"mode", c.record.mode.empty() ? json(nullptr) : json(c.record.mode)},
+          {"ledger_key", c.record.ledger_key.empty() ? json(nullptr) : json(c.record.ledger_key)},
+          {"algorithm", c.algorithm.empty() ? json(nullptr) : json(c.algorithm)},
+          {"algorithm_deterministic",
+           c.algorithm_deterministic ? json(*c.algorithm_deterministic) : json(nullptr)},
+          {"differing_inputs", in},
+          {"differing_outputs", out},
+          {"detail", c.detail},
+          {"chain", chain},
+          {"step_records", c.step_records},
+          {"runs", c.runs}};
+}
+
+json root_causes_json(const ComparisonResult& r) {
+  json causes = json::array();
+  for (const RootCause& c : r.root_causes) causes.push_back(root_cause_json(c));
+  return causes;
+}
+
 json categories_json(const ComparisonResult& r) {
   json categories = json::object();
   for (const CategoryVerdict& v : r.categories) {
@@ -143,34 +179,40 @@ json statistics_json(const ComparisonResult& r) {
 }  // namespace
 
 json to_json(const ComparisonResult& r) {
-  return {{"report_version", 1},
-          {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
-          {"mode", r.mode_summary},
-          {"warnings", r.warnings},
-          {"verdict",
-           {{"identical", r.identical},
-            {"expect_identical", r.expect_identical},
-            {"within_tolerance", r.within_tolerance},
-            {"loss_tolerance", r.loss_tolerance},
-            {"diverged", r.diverged()},
-            {"classes", r.classes},
-            {"compared_runs", r.compared_runs}}},
-          {"first_divergence", divergence_json(r.first_divergence)},
-          {"categories", categories_json(r)},
-          {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
-          {"final_loss_difference", loss_difference_json(r.final_loss_difference)},
-          {"growth", growth_json(r)},
-          {"snapshots", snapshots_json(r)},
-          {"statistics", statistics_json(r)},
-          {"std_ratio",
-           {{"final_loss", ratio_json(r.loss_std_ratio)},
-            {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
-          {"environment_differences", r.environment_differences},
-          {"ledger_differences", r.ledger_differences},
-          {"copies", r.copies},
-          {"audit_folders", audit_folders_json(r.audit_folders)},
-          {"ignored_snapshots", r.ignored_snapshots},
-          {"runs", runs_json(r)}};
+  json report{{"report_version", 1},
+              {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
+              {"mode", r.mode_summary},
+              {"warnings", r.warnings},
+              {"verdict",
+               {{"identical", r.identical},
+                {"expect_identical", r.expect_identical},
+                {"within_tolerance", r.within_tolerance},
+                {"loss_tolerance", r.loss_tolerance},
+                {"diverged", r.diverged()},
+                {"classes", r.classes},
+                {"compared_runs", r.compared_runs}}},
+              {"first_divergence", divergence_json(r.first_divergence)},
+              {"categories", categories_json(r)},
+              {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
+              {"final_loss_difference", loss_difference_json(r.final_loss_difference)},
+              {"growth", growth_json(r)},
+              {"snapshots", snapshots_json(r)},
+              {"statistics", statistics_json(r)},
+              {"std_ratio",
+               {{"final_loss", ratio_json(r.loss_std_ratio)},
+                {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
+              {"environment_differences", r.environment_differences},
+              {"ledger_differences", r.ledger_differences},
+              {"copies", r.copies},
+              {"audit_folders", audit_folders_json(r.audit_folders)},
+              {"ignored_snapshots", r.ignored_snapshots},
+              {"runs", runs_json(r)}};
+  // Only with op records (--trace-ops), so that reports of traces without them read as before.
+  if (r.ops_traced) {
+    report["op_window"] = r.op_window ? json(to_string(*r.op_window)) : json(nullptr);
+    report["root_causes"] = root_causes_json(r);
+  }
+  return report;
 }
 
 }  // namespace ra::audit

@@ -47,6 +47,10 @@ ComparedRuns same_seed_runs(const std::vector<Trace>& traces);
 // Whether the compared runs share one outcome class (`runs`: summarize_runs's): the verdict.
 bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs);
 
+// With op records, the root cause of each compared run that differs from the reference, grouped
+// by cause, earliest first (compare_root_cause.cpp).
+std::vector<RootCause> root_causes(const ComparedRuns& compared);
+
 // For each category (kCategories order): the first divergence from the reference run and the
 // number of steps at which some compared run differs. All identical with fewer than two runs.
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);

@@ -1,0 +1,210 @@
+// The root cause of each differing run, from op records (compare_phases.h, compare.h RootCause).
+// Identical code runs identical op sequences, so the records of two runs pair by position; the
+// first pair that differs is where the difference entered: an op whose inputs matched and whose
+// outputs did not made it, and an input that differs while every earlier output matched came
+// from outside the traced ops (a file read, an injected fault, a step outside the window).
+#include <algorithm>
+#include <tuple>
+
+#include "audit/compare_phases.h"
+
+namespace ra::audit {
+
+const char* to_string(RootCause::Kind kind) {
+  switch (kind) {
+    case RootCause::Kind::op:
+      return "op";
+    case RootCause::Kind::outside_ops:
+      return "outside_ops";
+    case RootCause::Kind::op_sequence:
+      return "op_sequence";
+    case RootCause::Kind::outside_window:
+      return "outside_window";
+  }
+  return "?";
+}
+
+namespace phases {
+namespace {
+
+using Kind = RootCause::Kind;
+
+std::vector<std::size_t> differing(const std::vector<Digest128>& a,
+                                   const std::vector<Digest128>& b) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] != b[i]) out.push_back(i);
+  }
+  return out;
+}
+
+// The names of what a step record holds that differ between two runs ("weights, optimizer
+// state"), or "" when the step records agree.
+std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
+  std::vector<std::string> names;
+  if (a.batch_indices != b.batch_indices || a.batch_inputs != b.batch_inputs ||
+      a.batch_labels != b.batch_labels) {
+    names.push_back("batch");
+  }
+  if (a.loss_bits != b.loss_bits) names.push_back("loss");
+  if (a.grads != b.grads) names.push_back("gradients");
+  if (a.weights != b.weights) names.push_back("weights");
+  if (a.optimizer_state != b.optimizer_state) names.push_back("optimizer state");
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The direction of an op as the ledger names it: the part of "conv2d.backward_filter" after the
+// dot ("forward", "backward_filter", ...).
+std::string direction_of(const std::string& op) {
+  const auto dot = op.find('.');
+  return dot == std::string::npos ? std::string() : op.substr(dot + 1);
+}
+
+void name_algorithm(RootCause& cause, const Trace& run) {
+  if (cause.record.ledger_key.empty() || !run.header.ledger.is_array()) return;
+  const std::string direction = direction_of(cause.record.op);
+  for (const nlohmann::json& entry : run.header.ledger) {
+    if (entry.value("layer", "") == cause.record.ledger_key &&
+        entry.value("direction", "") == direction) {
+      cause.algorithm = entry.value("algorithm", "");
+      if (entry.contains("deterministic") && entry["deterministic"].is_boolean()) {
+        cause.algorithm_deterministic = entry["deterministic"].get<bool>();
+      }
+      return;
+    }
+  }
+}
+
+void locate_step(const StepRecord& r, RootCause& cause) {
+  cause.step = r.step;
+  cause.epoch = r.epoch;
+  cause.batch = r.batch;
+}
+
+// Within one step whose op records differ: the first differing pair, and the chain after it.
+RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
+  RootCause cause;
+  locate_step(ref, cause);
+  cause.step_records = ref.ops.size();
+  const std::size_t common = std::min(ref.ops.size(), other.ops.size());
+  std::size_t i = 0;
+  for (; i < common; ++i) {
+    const OpRecord &a = ref.ops[i], &b = other.ops[i];
+    if (a.op != b.op || a.layer != b.layer || a.in.size() != b.in.size() ||
+        a.out.size() != b.out.size()) {
+      cause.kind = Kind::op_sequence;
+      cause.index = i;
+      cause.record = a;
+      cause.detail = "record " + std::to_string(i) + " is " + a.op + " (" + a.layer +
+                     ") in the reference run but " + b.op + " (" + b.layer + ")";
+      return cause;
+    }
+    if (a.mode != b.mode || a.ledger_key != b.ledger_key) {
+      cause.kind = Kind::op_sequence;
+      cause.index = i;
+      cause.record = a;
+      cause.detail = a.op + " (" + a.layer + ") ran in mode '" + a.mode + "' on '" + a.ledger_key +
+                     "' in the reference run but in mode '" + b.mode + "' on '" + b.ledger_key +
+                     "'";
+      return cause;
+    }
+    if (a.in != b.in || a.out != b.out) break;
+  }
+  if (i == common) {  // every common record agrees: one run executed more ops
+    cause.kind = Kind::op_sequence;
+    cause.index = i;
+    cause.detail = "the reference run recorded " + std::to_string(ref.ops.size()) +
+                   " ops in the step, this run " + std::to_string(other.ops.size());
+    return cause;
+  }
+  const OpRecord &a = ref.ops[i], &b = other.ops[i];
+  cause.index = i;
+  cause.record = a;
+  cause.differing_inputs = differing(a.in, b.in);
+  cause.differing_outputs = differing(a.out, b.out);
+  cause.kind = cause.differing_inputs.empty() ? Kind::op : Kind::outside_ops;
+  if (cause.kind == Kind::outside_ops) {
+    cause.detail = "an input differs while every earlier op's output matched";
+  }
+  for (std::size_t j = i + 1; j < common; ++j) {
+    if (ref.ops[j].out != other.ops[j].out) {
+      cause.chain.push_back({j, ref.ops[j].op, ref.ops[j].layer});
+    }
+  }
+  return cause;
+}
+
+// The root cause of one run against the reference, or none when they agree in every step.
+std::optional<RootCause> root_cause_of(const Trace& ref, const Trace& other,
+                                       std::int64_t common_steps) {
+  if (ref.initial_weights != other.initial_weights) {
+    RootCause c;
+    c.kind = Kind::outside_ops;
+    c.step = -1;
+    c.detail = "the initial weights differ (before step 0)";
+    return c;
+  }
+  for (std::int64_t s = 0; s < common_steps; ++s) {
+    const StepRecord &a = ref.steps[s], &b = other.steps[s];
+    const std::string state = step_state_differences(a, b);
+    if (a.ops_recorded && b.ops_recorded) {
+      if (a.ops != b.ops) {
+        RootCause c = localise_in_step(a, b);
+        name_algorithm(c, other);
+        return c;
+      }
+      if (state.empty()) continue;
+      RootCause c;  // the ops agree, what the step left behind does not
+      locate_step(a, c);
+      c.kind = Kind::outside_ops;
+      c.step_records = a.ops.size();
+      c.index = a.ops.size();
+      c.detail = "every op of the step matched, but its recorded " + state +
+                 " differ: changed after the ops, outside them";
+      return c;
+    }
+    if (state.empty()) continue;
+    RootCause c;
+    locate_step(a, c);
+    c.kind = Kind::outside_window;
+    c.detail = "the runs first differ at step " + std::to_string(a.step) + " (" + state +
+               "), which has no op records";
+    return c;
+  }
+  return std::nullopt;
+}
+
+bool same_cause(const RootCause& a, const RootCause& b) {
+  return a.kind == b.kind && a.step == b.step && a.index == b.index && a.record.op == b.record.op &&
+         a.record.layer == b.record.layer && a.detail == b.detail;
+}
+
+}  // namespace
+
+std::vector<RootCause> root_causes(const ComparedRuns& compared) {
+  std::vector<RootCause> causes;
+  if (compared.traces.size() < 2) return causes;
+  const Trace& ref = *compared.traces[0];
+  for (std::size_t i = 1; i < compared.traces.size(); ++i) {
+    std::optional<RootCause> c = root_cause_of(ref, *compared.traces[i], compared.common_steps);
+    if (!c) continue;
+    const int run = compared.ids[i];
+    auto same = std::find_if(causes.begin(), causes.end(),
+                             [&](const RootCause& known) { return same_cause(known, *c); });
+    if (same != causes.end()) {
+      same->runs.push_back(run);
+      continue;
+    }
+    c->runs.push_back(run);
+    causes.push_back(std::move(*c));
+  }
+  std::stable_sort(causes.begin(), causes.end(), [](const RootCause& a, const RootCause& b) {
+    return std::tie(a.step, a.index) < std::tie(b.step, b.index);
+  });
+  return causes;
+}
+
+}  // namespace phases
+}  // namespace ra::audit

@@ -1,0 +1,13 @@
+#pragma once
+// The names of the inputs and outputs of each recorded op, in the order of its record's digests
+// (audit/op_recorder.cpp writes them in this order; docs/trace-format.md lists them), for reports.
+#include <cstddef>
+#include <string>
+
+namespace ra::audit {
+
+// "weight", "dy", ...; "input 3" for a position the op does not have (a newer writer).
+std::string op_input_name(const std::string& op, std::size_t index);
+std::string op_output_name(const std::string& op, std::size_t index);
+
+}  // namespace ra::audit

@@ -1,0 +1,104 @@
+// The root-cause section of the text report (report/text_sections.h): where a divergence entered,
+// from op records (audit/compare.h RootCause).
+#include "audit/op_names.h"
+#include "audit/op_window.h"
+#include "report/text_format.h"
+#include "report/text_sections.h"
+
+namespace ra::report::text {
+namespace {
+
+using audit::RootCause;
+
+std::string step_text(const RootCause& c) {
+  return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(c.step),
+                static_cast<long long>(c.epoch + 1), static_cast<long long>(c.batch));
+}
+
+// "conv2d.backward_filter in conv2d_0 (nondeterministic, conv 32x1x16x16 k8 3x3 s1 p0)"
+std::string op_text(const audit::OpRecord& o) {
+  std::string out = shown(o.op);
+  if (!o.layer.empty()) out += " in " + shown(o.layer);
+  std::string how = o.mode;
+  if (!o.ledger_key.empty()) how += (how.empty() ? "" : ", ") + shown(o.ledger_key);
+  if (!how.empty()) out += " (" + how + ")";
+  return out;
+}
+
+std::string names(const std::vector<std::size_t>& positions, const std::string& op, bool input) {
+  std::string out;
+  for (std::size_t i : positions) {
+    out += (out.empty() ? "" : ", ") +
+           (input ? audit::op_input_name(op, i) : audit::op_output_name(op, i));
+  }
+  return out;
+}
+
+// At most this many ops of the chain are named; the rest are counted.
+constexpr std::size_t kChainShown = 6;
+
+std::string chain_text(const RootCause& c) {
+  if (c.chain.empty()) return "  no later op of the step differs\n";
+  std::string out = format("  spread to %zu of the %zu later ops of the step:", c.chain.size(),
+                           c.step_records - c.index - 1);
+  for (std::size_t i = 0; i < c.chain.size() && i < kChainShown; ++i) {
+    out += (i == 0 ? " " : ", ") + shown(c.chain[i].op) +
+           (c.chain[i].layer.empty() ? "" : " (" + shown(c.chain[i].layer) + ")");
+  }
+  if (c.chain.size() > kChainShown) out += format(", ... (%zu more)", c.chain.size() - kChainShown);
+  return out + "\n";
+}
+
+std::string cause_text(const RootCause& c) {
+  const std::string runs = " [runs " + run_list(c.runs) + "]";
+  switch (c.kind) {
+    case RootCause::Kind::op: {
+      std::string out = "root cause: " + step_text(c) +
+                        format(", op %zu of %zu: ", c.index + 1, c.step_records) +
+                        op_text(c.record) + runs + "\n";
+      if (c.record.op == "batch") {  // a pseudo-op with no inputs: the data, not a kernel
+        out += "  the batch differs: " + names(c.differing_outputs, c.record.op, false) +
+               " (the data order or the data read; no op computed it)\n";
+      } else {
+        out += "  inputs identical, output differs: " +
+               names(c.differing_outputs, c.record.op, false) + "\n";
+      }
+      if (!c.algorithm.empty()) {
+        out += "  algorithm: " + shown(c.algorithm);
+        if (c.algorithm_deterministic) {
+          out += *c.algorithm_deterministic ? " (deterministic)" : " (NOT deterministic)";
+        }
+        out += "\n";
+      }
+      return out + chain_text(c);
+    }
+    case RootCause::Kind::outside_ops: {
+      if (c.step < 0) return "root cause: outside the traced ops: " + shown(c.detail) + runs + "\n";
+      std::string out = "root cause: outside the traced ops, " + step_text(c);
+      if (c.index < c.step_records) {
+        out += format(", op %zu of %zu: ", c.index + 1, c.step_records) + op_text(c.record) + runs +
+               "\n  input differs: " + names(c.differing_inputs, c.record.op, true) +
+               ", while every earlier op's output matched: no op is blamed\n";
+        return out + chain_text(c);
+      }
+      return out + runs + "\n  " + shown(c.detail) + "\n";
+    }
+    case RootCause::Kind::op_sequence:
+      return "root cause: the runs executed different ops, " + step_text(c) + runs + "\n  " +
+             shown(c.detail) + "\n";
+    case RootCause::Kind::outside_window:
+      return "root cause: not localised: " + shown(c.detail) + runs + "\n";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string root_cause(const ComparisonResult& r) {
+  if (!r.ops_traced || r.root_causes.empty()) return "";
+  std::string out;
+  for (const RootCause& c : r.root_causes) out += cause_text(c);
+  return out;
+}
+
+}  // namespace ra::report::text
