@@ -178,7 +178,7 @@ class TraceParser {
     const bool expected = h.trace_ops && h.trace_ops->contains(s.step);
     if (!r.has("ops")) {
       if (expected)
-        r["ops"].fail("missing: step " + std::to_string(s.step) + " is in the op window");
+        r.fail("field 'ops' is missing: step " + std::to_string(s.step) + " is in the op window");
       return;
     }
     const Field ops = r["ops"];

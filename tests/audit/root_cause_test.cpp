@@ -1,0 +1,306 @@
+// The root-cause phase (compare_root_cause.cpp) on traces built in memory: each kind of cause,
+// the chain, the grouping of runs, the algorithm named from the ledger; and op records through
+// the trace file format (version 2) and back.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+#include "audit/compare.h"
+#include "audit/op_window.h"
+#include "audit/trace_io.h"
+#include "core/error.h"
+#include "in_memory_traces.h"
+#include "spec/parse.h"
+#include "support/temp_dir.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+using ra::Digest128;
+using ra::audit::OpRecord;
+using ra::audit::RootCause;
+using ra::audit::Trace;
+
+Digest128 d(std::uint64_t what, std::int64_t step, std::size_t i) {
+  return ra::test::made_up_digest(100 + what, step, i);
+}
+
+// Four records per step: batch -> conv2d.forward -> conv2d.backward_filter -> optimizer.update,
+// each reading the one before.
+std::vector<OpRecord> step_ops(std::int64_t step) {
+  std::vector<OpRecord> ops(4);
+  ops[0] = {"batch", "", "", "", {}, {d(1, step, 0), d(1, step, 1), d(1, step, 2)}};
+  ops[1] = {
+      "conv2d.forward", "conv2d_0", "", "conv 8x1x6x6 k2 3x3 s1 p0", {d(1, step, 1), d(2, step, 0)},
+      {d(3, step, 0)}};
+  ops[2] = {"conv2d.backward_filter",
+            "conv2d_0",
+            "nondeterministic",
+            "conv 8x1x6x6 k2 3x3 s1 p0",
+            {d(1, step, 1), d(3, step, 0)},
+            {d(4, step, 0)}};
+  ops[3] = {"optimizer.update", "conv2d_0.weight", "", "", {d(2, step, 0), d(4, step, 0)},
+            {d(2, step + 1, 0)}};
+  return ops;
+}
+
+std::vector<Trace> traced_runs(int runs, int steps = 4) {
+  ra::test::TraceBuilder b;
+  b.steps = steps;
+  std::vector<Trace> out;
+  for (int r = 0; r < runs; ++r) {
+    Trace t = b.build(r);
+    t.header.format_version = 2;
+    t.header.trace_ops = ra::audit::OpWindow{};
+    for (auto& s : t.steps) {
+      s.ops_recorded = true;
+      s.ops = step_ops(s.step);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+Digest128 changed(Digest128 x) {
+  return Digest128{x.high ^ 1, x.low};
+}
+
+// What a differing backward filter output at `step` does: its output, the update reading it, and
+// the step's gradients and weights differ.
+void differ_at_filter(Trace& t, std::int64_t step) {
+  auto& ops = t.steps[step].ops;
+  ops[2].out[0] = changed(ops[2].out[0]);
+  ops[3].in[1] = ops[2].out[0];
+  ops[3].out[0] = changed(ops[3].out[0]);
+  ra::test::diverge(t, step, 0);
+}
+
+ra::audit::ComparisonResult compare(const std::vector<Trace>& traces) {
+  ra::audit::ComparisonOptions o;
+  o.expect_identical = false;
+  return ra::audit::compare_traces(traces, o);
+}
+
+}  // namespace
+
+TEST_CASE("an op whose inputs match and output differs is the root cause", "[audit][ops]") {
+  auto traces = traced_runs(3);
+  differ_at_filter(traces[1], 2);
+  differ_at_filter(traces[2], 2);
+  traces[1].header.ledger = nlohmann::json::array(
+      {{{"layer", "conv 8x1x6x6 k2 3x3 s1 p0"}, {"direction", "forward"}, {"algorithm", "FWD_0"}},
+       {{"layer", "conv 8x1x6x6 k2 3x3 s1 p0"},
+        {"direction", "backward_filter"},
+        {"algorithm", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0"},
+        {"deterministic", false}}});
+  const auto r = compare(traces);
+  REQUIRE(r.ops_traced);
+  REQUIRE(r.root_causes.size() == 1);  // runs 1 and 2 share it
+  const RootCause& c = r.root_causes[0];
+  CHECK(c.kind == RootCause::Kind::op);
+  CHECK(c.step == 2);
+  CHECK(c.epoch == 1);
+  CHECK(c.batch == 0);
+  CHECK(c.index == 2);
+  CHECK(c.record.op == "conv2d.backward_filter");
+  CHECK(c.record.mode == "nondeterministic");
+  CHECK(c.differing_inputs.empty());
+  CHECK(c.differing_outputs == std::vector<std::size_t>{0});
+  CHECK(c.algorithm == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0");
+  CHECK(c.algorithm_deterministic == false);
+  REQUIRE(c.chain.size() == 1);
+  CHECK(c.chain[0].op == "optimizer.update");
+  CHECK(c.chain[0].index == 3);
+  CHECK(c.step_records == 4);
+  CHECK(c.runs == std::vector<int>{1, 2});
+}
+
+TEST_CASE("runs with different causes are listed earliest first", "[audit][ops]") {
+  auto traces = traced_runs(3);
+  differ_at_filter(traces[1], 3);
+  // Run 2: the conv forward differs at step 1.
+  auto& ops = traces[2].steps[1].ops;
+  ops[1].out[0] = changed(ops[1].out[0]);
+  ops[2].in[1] = ops[1].out[0];
+  ra::test::diverge(traces[2], 1, 0);
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 2);
+  CHECK(r.root_causes[0].step == 1);
+  CHECK(r.root_causes[0].record.op == "conv2d.forward");
+  CHECK(r.root_causes[0].runs == std::vector<int>{2});
+  CHECK(r.root_causes[1].step == 3);
+  CHECK(r.root_causes[1].runs == std::vector<int>{1});
+}
+
+TEST_CASE("a differing input with every earlier output the same blames no op", "[audit][ops]") {
+  auto traces = traced_runs(2);
+  // The weight read by the forward differs: nothing recorded before it produced that.
+  auto& ops = traces[1].steps[2].ops;
+  ops[1].in[1] = changed(ops[1].in[1]);
+  ops[1].out[0] = changed(ops[1].out[0]);
+  ra::test::diverge(traces[1], 2, 0);
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 1);
+  const RootCause& c = r.root_causes[0];
+  CHECK(c.kind == RootCause::Kind::outside_ops);
+  CHECK(c.step == 2);
+  CHECK(c.index == 1);
+  CHECK(c.differing_inputs == std::vector<std::size_t>{1});
+  CHECK(c.differing_outputs == std::vector<std::size_t>{0});
+}
+
+TEST_CASE("runs that executed other ops are reported as such", "[audit][ops]") {
+  SECTION("another op at the same place") {
+    auto traces = traced_runs(2);
+    traces[1].steps[1].ops[2].op = "conv2d.backward_data";
+    const auto r = compare(traces);
+    REQUIRE(r.root_causes.size() == 1);
+    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK(r.root_causes[0].index == 2);
+    CHECK_THAT(r.root_causes[0].detail, Contains("conv2d.backward_data"));
+  }
+  SECTION("another kernel mode") {
+    auto traces = traced_runs(2);
+    traces[1].steps[0].ops[2].mode = "deterministic";
+    const auto r = compare(traces);
+    REQUIRE(r.root_causes.size() == 1);
+    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK_THAT(r.root_causes[0].detail, Contains("mode 'deterministic'"));
+  }
+  SECTION("an op more") {
+    auto traces = traced_runs(2);
+    traces[1].steps[3].ops.push_back(traces[1].steps[3].ops.back());
+    const auto r = compare(traces);
+    REQUIRE(r.root_causes.size() == 1);
+    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK(r.root_causes[0].step == 3);
+    CHECK_THAT(r.root_causes[0].detail, Contains("4 ops in the step, this run 5"));
+  }
+}
+
+TEST_CASE("a divergence before the window or in the initial weights is not pinned on an op",
+          "[audit][ops]") {
+  SECTION("before the window") {
+    auto traces = traced_runs(2);
+    for (auto& t : traces) {
+      t.header.trace_ops = ra::audit::OpWindow{2, std::nullopt};
+      for (int s = 0; s < 2; ++s) {
+        t.steps[s].ops_recorded = false;
+        t.steps[s].ops.clear();
+      }
+    }
+    ra::test::diverge(traces[1], 1, 0);
+    const auto r = compare(traces);
+    REQUIRE(r.root_causes.size() == 1);
+    CHECK(r.root_causes[0].kind == RootCause::Kind::outside_window);
+    CHECK(r.root_causes[0].step == 1);
+    CHECK_THAT(r.root_causes[0].detail, Contains("no op records"));
+    CHECK(ra::audit::to_string(*r.op_window) == "2:");
+  }
+  SECTION("initial weights") {
+    auto traces = traced_runs(2);
+    traces[1].initial_weights[0] = changed(traces[1].initial_weights[0]);
+    const auto r = compare(traces);
+    REQUIRE(r.root_causes.size() == 1);
+    CHECK(r.root_causes[0].kind == RootCause::Kind::outside_ops);
+    CHECK(r.root_causes[0].step == -1);
+  }
+  SECTION("identical runs have none") {
+    const auto r = compare(traced_runs(3));
+    CHECK(r.ops_traced);
+    CHECK(r.root_causes.empty());
+  }
+}
+
+TEST_CASE("op records survive the trace file, version 2, and version 1 is unchanged",
+          "[audit][ops][trace]") {
+  const auto spec = ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "name": "io", "seed": 3, "threads": 1,
+    "data": {"train": {"format": "random", "samples": 24, "shape": [1, 6, 6], "classes": 3},
+             "batch_size": 8},
+    "model": {"input": [1, 6, 6], "layers": [
+      {"type": "conv2d", "filters": 2, "kernel": 3, "activation": "relu"},
+      {"type": "flatten"}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "sgd", "lr": 0.1}})"),
+                                         ".");
+  ra::test::TempDir dir;
+  ra::audit::AuditOptions o;
+  o.runs = 1;
+  o.out_dir = dir.path;
+  o.trace_ops = ra::audit::OpWindow{1, 3};
+  const auto result = ra::audit::run_audit(spec, o);
+  const std::string text = read_text(result.trace_files[0]);
+  const Trace t = ra::audit::parse_trace(text, "t.trace.jsonl");
+  CHECK(t.header.format_version == 2);
+  REQUIRE(t.header.trace_ops);
+  CHECK(*t.header.trace_ops == ra::audit::OpWindow{1, 3});
+  REQUIRE(t.steps.size() == 3);
+  CHECK_FALSE(t.steps[0].ops_recorded);
+  for (int s = 1; s < 3; ++s) {
+    REQUIRE(t.steps[s].ops_recorded);
+    std::vector<std::string> ops;
+    for (const OpRecord& r : t.steps[s].ops) ops.push_back(r.op + "@" + r.layer);
+    CHECK(ops == std::vector<std::string>{
+                     "batch@", "conv2d.forward@conv2d_0", "dense.forward@dense_0",
+                     "softmax_cross_entropy@loss", "dense.backward_weight@dense_0",
+                     "dense.backward_bias@dense_0", "dense.backward_data@dense_0",
+                     "activation.backward@conv2d_0", "conv2d.backward_filter@conv2d_0",
+                     "conv2d.backward_bias@conv2d_0", "optimizer.update@conv2d_0.weight",
+                     "optimizer.update@conv2d_0.bias", "optimizer.update@dense_0.weight",
+                     "optimizer.update@dense_0.bias"});
+  }
+  // Written back, the same text: nothing of the records is lost or reordered.
+  CHECK(ra::audit::serialize_trace(t) == text);
+
+  SECTION("a version 1 trace has neither the window nor op records") {
+    ra::test::TempDir plain_dir;
+    o.out_dir = plain_dir.path;
+    o.trace_ops.reset();
+    const std::string plain = read_text(ra::audit::run_audit(spec, o).trace_files[0]);
+    CHECK(plain.find("\"format_version\":1") != std::string::npos);
+    CHECK(plain.find("trace_ops") == std::string::npos);
+    CHECK(plain.find("\"ops\":[") == std::string::npos);
+  }
+  SECTION("op records outside the window are refused") {
+    std::string bad = text;
+    bad.replace(bad.find("\"first\":1"), 9, "\"first\":2");
+    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+                      Contains("step 1 is outside the op window"));
+  }
+  SECTION("a step of the window without op records is refused") {
+    std::string bad = text;
+    bad.replace(bad.find("\"first\":1"), 9, "\"first\":0");
+    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+                      Contains("field 'ops' is missing: step 0 is in the op window"));
+  }
+  SECTION("a version 1 header with a window is refused") {
+    std::string bad = text;
+    bad.replace(bad.find("\"format_version\":2"), 18, "\"format_version\":1");
+    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+                      Contains("op records need trace format version 2"));
+  }
+}
+
+TEST_CASE("--trace-ops windows are read strictly", "[audit][ops]") {
+  using ra::audit::parse_op_window;
+  CHECK(parse_op_window("all") == ra::audit::OpWindow{});
+  CHECK(parse_op_window("0:50") == ra::audit::OpWindow{0, 50});
+  CHECK(parse_op_window("7:") == ra::audit::OpWindow{7, std::nullopt});
+  CHECK(ra::audit::to_string(parse_op_window("3:9")) == "3:9");
+  CHECK(parse_op_window("3:9").contains(3));
+  CHECK_FALSE(parse_op_window("3:9").contains(9));
+  for (const char* bad : {"", "5", ":5", "a:b", "-1:3", "3:3", "9:3", "1:2:3", " 1:2"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_op_window(bad), ra::InputError);
+  }
+}
