@@ -1,0 +1,121 @@
+// --trace-ops through the binary: the root cause in the text and JSON reports of run and compare,
+// and the bad inputs around it (exit 2, named).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_runner.h"
+
+using ra::test::run_cli;
+using ra::test::TempDir;
+
+namespace {
+
+std::string q(const std::filesystem::path& p) {
+  return "'" + p.string() + "'";
+}
+
+// 3 steps per epoch, 2 epochs, a conv, a max-pool and two dense layers.
+std::string write_spec(const TempDir& dir) {
+  const auto spec = nlohmann::json::parse(R"({
+    "name": "cli-ops", "seed": 4, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 8, 8], "classes": 3},
+             "batch_size": 16},
+    "model": {"input": [1, 8, 8], "layers": [
+      {"type": "conv2d", "filters": 3, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 2}, {"type": "flatten"},
+      {"type": "dense", "units": 6, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "sgd", "lr": 0.05},
+    "train": {"epochs": 2}})");
+  return q(dir.write("spec.json", spec.dump()));
+}
+
+}  // namespace
+
+TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agrees",
+          "[cli][ops]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r =
+      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 0:4 --out " + q(out) +
+              " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
+              "bit=30 --json " + q(dir.path() / "report.json"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 1);  // deterministic: identity was expected
+  CHECK(r.out.find("root cause: step 2 (epoch 1, batch 2), op ") != std::string::npos);
+  CHECK(r.out.find("dense.backward_weight in dense_0 (deterministic, dense 16x27->6) [runs 1]") !=
+        std::string::npos);
+  CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
+  CHECK(r.out.find("  spread to ") != std::string::npos);
+
+  const auto report = nlohmann::json::parse(ra::test::read_text(dir.path() / "report.json"));
+  CHECK(report.at("op_window") == "0:4");
+  REQUIRE(report.at("root_causes").size() == 1);
+  const auto& cause = report.at("root_causes")[0];
+  CHECK(cause.at("kind") == "op");
+  CHECK(cause.at("step") == 2);
+  CHECK(cause.at("op") == "dense.backward_weight");
+  CHECK(cause.at("layer") == "dense_0");
+  CHECK(cause.at("mode") == "deterministic");
+  CHECK(cause.at("ledger_key") == "dense 16x27->6");
+  CHECK(cause.at("differing_inputs") == nlohmann::json::array());
+  CHECK(cause.at("differing_outputs") == nlohmann::json::array({"dw"}));
+  CHECK(cause.at("runs") == nlohmann::json::array({1}));
+  CHECK(cause.at("algorithm").is_null());  // the CPU has no ledger
+
+  // compare of the folder, from the files alone: the same cause, the same lines.
+  const auto c = run_cli("compare " + q(out) + " --json -");
+  REQUIRE(c.exit_code == 1);
+  const auto again = nlohmann::json::parse(c.out);
+  CHECK(again.at("root_causes") == report.at("root_causes"));
+}
+
+TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[cli][ops]") {
+  TempDir dir;
+  const auto r =
+      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out") + " --json -");
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  CHECK_FALSE(report.contains("root_causes"));
+  CHECK_FALSE(report.contains("op_window"));
+}
+
+TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  const auto out = q(dir.path() / "out");
+  const auto bad_window = run_cli("run " + spec + " --trace-ops 5 --out " + out);
+  CHECK(bad_window.exit_code == 2);
+  CHECK(bad_window.err.find("--trace-ops: '5' is not a step window") != std::string::npos);
+  const auto empty = run_cli("run " + spec + " --trace-ops 4:2 --out " + out);
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("holds no step") != std::string::npos);
+  const auto no_window = run_cli("run " + spec + " --out " + out +
+                                 " --inject-fault run=1,step=1,op=dense_0/dense.forward");
+  CHECK(no_window.exit_code == 2);
+  CHECK(no_window.err.find("needs --trace-ops") != std::string::npos);
+  const auto no_layer = run_cli("run " + spec + " --trace-ops all --out " + out +
+                                " --inject-fault run=1,step=1,op=dense_9/dense.forward");
+  CHECK(no_layer.exit_code == 2);
+  CHECK(no_layer.err.find("the model has no layer 'dense_9'") != std::string::npos);
+  const auto no_op = run_cli("run " + spec + " --trace-ops all --overwrite --out " + out +
+                             " --inject-fault run=1,step=1,op=dense_0/conv2d.forward");
+  CHECK(no_op.exit_code == 2);
+  CHECK(no_op.err.find("op dense_0/conv2d.forward did not run at step 1") != std::string::npos);
+}
+
+TEST_CASE("--resume keeps the audit's op window and refuses another", "[cli][ops]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  const auto out = dir.path() / "out";
+  REQUIRE(run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --out " + q(out)).exit_code == 0);
+  std::filesystem::remove(out / "run-001.trace.jsonl");
+  const auto other = run_cli("run " + spec + " --runs 2 --trace-ops 1:3 --resume --out " + q(out));
+  CHECK(other.exit_code == 2);
+  CHECK(other.err.find("--trace-ops window") != std::string::npos);
+  const auto same = run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --resume --out " + q(out));
+  INFO(same.err);
+  CHECK(same.exit_code == 0);
+  CHECK(same.out.find("BITWISE IDENTICAL") != std::string::npos);
+}
