@@ -56,8 +56,9 @@ std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
 }
 
 // The direction of an op as the ledger names it: the part of "conv2d.backward_filter" after the
-// dot ("forward", "backward_filter", ...).
+// dot ("forward", "backward_filter", ...); a loss's batch sum is "batch_sum".
 std::string direction_of(const std::string& op) {
+  if (op == "softmax_cross_entropy" || op == "mean_squared_error") return "batch_sum";
   const auto dot = op.find('.');
   return dot == std::string::npos ? std::string() : op.substr(dot + 1);
 }

@@ -360,7 +360,8 @@ float OpRecorder::softmax_cross_entropy(int n, int classes, const float* logits,
   if (!recording_) {
     return ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
   }
-  Open call = open("softmax_cross_entropy", to_string(mode), "",
+  Open call = open("softmax_cross_entropy", to_string(mode),
+                   backend::loss_geometry_key("softmax_cross_entropy", n, classes),
                    {f32(logits, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
   const float loss =
       ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
@@ -378,7 +379,8 @@ float OpRecorder::mean_squared_error(int n, int classes, const float* pred,
   if (!recording_) {
     return ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
   }
-  Open call = open("mean_squared_error", to_string(mode), "",
+  Open call = open("mean_squared_error", to_string(mode),
+                   backend::loss_geometry_key("mean_squared_error", n, classes),
                    {f32(pred, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
   const float loss = ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
   std::vector<Region> out;

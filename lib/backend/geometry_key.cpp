@@ -24,4 +24,8 @@ std::string dense_geometry_key(const DenseGeometry& g) {
   return key.str();
 }
 
+std::string loss_geometry_key(const std::string& loss, int n, int classes) {
+  return loss + ' ' + std::to_string(n) + 'x' + std::to_string(classes);
+}
+
 }  // namespace ra::backend

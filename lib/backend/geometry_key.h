@@ -12,5 +12,7 @@ namespace ra::backend {
 std::string conv_geometry_key(const ConvGeometry& g);
 // "dense 128x9216->128": batch x in -> out.
 std::string dense_geometry_key(const DenseGeometry& g);
+// "softmax_cross_entropy 128x10": the loss's name, batch x classes.
+std::string loss_geometry_key(const std::string& loss, int n, int classes);
 
 }  // namespace ra::backend

@@ -125,6 +125,32 @@ TEST_CASE("an op whose inputs match and output differs is the root cause", "[aud
   CHECK(c.runs == std::vector<int>{1, 2});
 }
 
+TEST_CASE("a loss's root cause names the batch-sum kernel of the ledger", "[audit][ops]") {
+  auto traces = traced_runs(2);
+  for (auto& t : traces) {
+    for (auto& s : t.steps) {
+      s.ops.insert(s.ops.begin() + 2, OpRecord{"softmax_cross_entropy",
+                                               "loss",
+                                               "nondeterministic",
+                                               "softmax_cross_entropy 8x10",
+                                               {d(3, s.step, 0), d(9, s.step, 0)},
+                                               {d(5, s.step, 0), d(6, s.step, 0)}});
+    }
+  }
+  traces[1].steps[0].ops[2].out[0] = changed(traces[1].steps[0].ops[2].out[0]);
+  ra::test::diverge(traces[1], 0, 0);
+  traces[1].header.ledger = nlohmann::json::array(
+      {{{"layer", "softmax_cross_entropy 8x10"},
+        {"direction", "batch_sum"},
+        {"algorithm", "ra::kernels::softmax_cross_entropy (atomic, 4 slices)"},
+        {"deterministic", false}}});
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 1);
+  CHECK(r.root_causes[0].record.op == "softmax_cross_entropy");
+  CHECK(r.root_causes[0].algorithm == "ra::kernels::softmax_cross_entropy (atomic, 4 slices)");
+  CHECK(r.root_causes[0].differing_outputs == std::vector<std::size_t>{0});
+}
+
 TEST_CASE("runs with different causes are listed earliest first", "[audit][ops]") {
   auto traces = traced_runs(3);
   differ_at_filter(traces[1], 3);

@@ -82,13 +82,4 @@ LedgerEntry reduction_ledger_entry(const ReductionPlan& plan, const std::string&
   return entry;
 }
 
-std::string loss_geometry_key(const std::string& loss, int n, int classes) {
-  std::string key = loss;
-  key += ' ';
-  key += std::to_string(n);
-  key += 'x';
-  key += std::to_string(classes);
-  return key;
-}
-
 }  // namespace ra::backend::cuda

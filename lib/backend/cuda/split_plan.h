@@ -19,6 +19,7 @@
 
 #include "backend/cuda/ledger.h"
 #include "backend/geometry.h"
+#include "backend/geometry_key.h"
 #include "backend/modes.h"
 #include "kernels/reduction_split.h"
 
@@ -61,7 +62,7 @@ LedgerEntry reduction_ledger_entry(const ReductionPlan& plan, const std::string&
 // The math of kernels/: fp32 multiplies and adds, never contracted into FMAs (--fmad=false).
 inline constexpr const char* kCustomKernelMath = "FP32 (no FMA contraction)";
 
-// "softmax_cross_entropy 128x10": the loss's name, batch x classes (the ledger's layer key).
-std::string loss_geometry_key(const std::string& loss, int n, int classes);
+// The ledger's layer key of a loss (backend/geometry_key.h).
+using backend::loss_geometry_key;
 
 }  // namespace ra::backend::cuda
