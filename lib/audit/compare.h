@@ -52,10 +52,12 @@ struct RootCause {
   std::string algorithm;
   std::optional<bool> algorithm_deterministic;
   std::string detail;  // what differs, in words (outside_ops, op_sequence, outside_window)
-  // Every later record of the step whose outputs differ: how far the difference spread.
+  // Every later record of the step whose outputs differ: how far the difference spread, and
+  // where an op's inputs matched too, another cause of its own (a second race in the step).
   struct Link {
     std::size_t index = 0;
     std::string op, layer;
+    bool inputs_identical = false;
   };
   std::vector<Link> chain;
   std::size_t step_records = 0;  // records in the step (the chain's denominator)

@@ -96,7 +96,10 @@ json root_cause_json(const RootCause& c) {
   for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record.op, i));
   for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record.op, i));
   for (const RootCause::Link& l : c.chain) {
-    chain.push_back({{"record", l.index}, {"op", l.op}, {"layer", l.layer}});
+    chain.push_back({{"record", l.index},
+                     {"op", l.op},
+                     {"layer", l.layer},
+                     {"inputs_identical", l.inputs_identical}});
   }
   const bool before_steps = c.step < 0;  // the initial weights
   return {{"kind", to_string(c.kind)},

@@ -131,7 +131,7 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
   }
   for (std::size_t j = i + 1; j < common; ++j) {
     if (ref.ops[j].out != other.ops[j].out) {
-      cause.chain.push_back({j, ref.ops[j].op, ref.ops[j].layer});
+      cause.chain.push_back({j, ref.ops[j].op, ref.ops[j].layer, ref.ops[j].in == other.ops[j].in});
     }
   }
   return cause;

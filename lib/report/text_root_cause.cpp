@@ -39,11 +39,13 @@ constexpr std::size_t kChainShown = 6;
 
 std::string chain_text(const RootCause& c) {
   if (c.chain.empty()) return "  no later op of the step differs\n";
-  std::string out = format("  spread to %zu of the %zu later ops of the step:", c.chain.size(),
+  std::string out = format("  then %zu of the %zu later ops of the step differ:", c.chain.size(),
                            c.step_records - c.index - 1);
   for (std::size_t i = 0; i < c.chain.size() && i < kChainShown; ++i) {
-    out += (i == 0 ? " " : ", ") + shown(c.chain[i].op) +
-           (c.chain[i].layer.empty() ? "" : " (" + shown(c.chain[i].layer) + ")");
+    const RootCause::Link& l = c.chain[i];
+    out +=
+        (i == 0 ? " " : ", ") + shown(l.op) + (l.layer.empty() ? "" : " (" + shown(l.layer) + ")");
+    if (l.inputs_identical) out += " [inputs identical: a cause of its own]";
   }
   if (c.chain.size() > kChainShown) out += format(", ... (%zu more)", c.chain.size() - kChainShown);
   return out + "\n";

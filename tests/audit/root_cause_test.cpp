@@ -121,6 +121,7 @@ TEST_CASE("an op whose inputs match and output differs is the root cause", "[aud
   REQUIRE(c.chain.size() == 1);
   CHECK(c.chain[0].op == "optimizer.update");
   CHECK(c.chain[0].index == 3);
+  CHECK_FALSE(c.chain[0].inputs_identical);  // it read the differing gradient
   CHECK(c.step_records == 4);
   CHECK(c.runs == std::vector<int>{1, 2});
 }

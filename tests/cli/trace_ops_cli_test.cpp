@@ -47,7 +47,7 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   CHECK(r.out.find("dense.backward_weight in dense_0 (deterministic, dense 16x27->6) [runs 1]") !=
         std::string::npos);
   CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
-  CHECK(r.out.find("  spread to ") != std::string::npos);
+  CHECK(r.out.find("  then ") != std::string::npos);
 
   const auto report = nlohmann::json::parse(ra::test::read_text(dir.path() / "report.json"));
   CHECK(report.at("op_window") == "0:4");
