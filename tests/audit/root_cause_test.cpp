@@ -318,7 +318,7 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
   }
 }
 
-TEST_CASE("--trace-ops windows are read strictly", "[audit][ops]") {
+TEST_CASE("op windows (--trace-ops) are read strictly", "[audit][ops]") {
   using ra::audit::parse_op_window;
   CHECK(parse_op_window("all") == ra::audit::OpWindow{});
   CHECK(parse_op_window("0:50") == ra::audit::OpWindow{0, 50});

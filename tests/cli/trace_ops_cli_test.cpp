@@ -105,7 +105,7 @@ TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   CHECK(no_op.err.find("op dense_0/conv2d.forward did not run at step 1") != std::string::npos);
 }
 
-TEST_CASE("--resume keeps the audit's op window and refuses another", "[cli][ops]") {
+TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
   const auto out = dir.path() / "out";
