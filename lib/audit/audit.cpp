@@ -31,10 +31,10 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
   if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
-  if (o.fault && !o.fault->op.empty() && !o.trace_ops) {
-    throw InputError("--inject-fault op=" + o.fault->op +
-                     " needs --trace-ops (a window with step " + std::to_string(o.fault->step) +
-                     ")");
+  // An op fault is applied where the op is recorded: its step must be in the window.
+  if (o.fault && !o.fault->op.empty() && (!o.trace_ops || !o.trace_ops->contains(o.fault->step))) {
+    throw InputError("--inject-fault op=" + o.fault->op + " needs --trace-ops with step " +
+                     std::to_string(o.fault->step) + " in its window");
   }
   const FolderPlan folder = setup.apply();
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);

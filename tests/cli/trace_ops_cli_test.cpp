@@ -94,7 +94,11 @@ TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   const auto no_window = run_cli("run " + spec + " --out " + out +
                                  " --inject-fault run=1,step=1,op=dense_0/dense.forward");
   CHECK(no_window.exit_code == 2);
-  CHECK(no_window.err.find("needs --trace-ops") != std::string::npos);
+  CHECK(no_window.err.find("needs --trace-ops with step 1 in its window") != std::string::npos);
+  const auto outside = run_cli("run " + spec + " --trace-ops 2: --out " + out +
+                               " --inject-fault run=1,step=1,op=dense_0/dense.forward");
+  CHECK(outside.exit_code == 2);
+  CHECK(outside.err.find("needs --trace-ops with step 1 in its window") != std::string::npos);
   const auto no_layer = run_cli("run " + spec + " --trace-ops all --out " + out +
                                 " --inject-fault run=1,step=1,op=dense_9/dense.forward");
   CHECK(no_layer.exit_code == 2);
