@@ -6,6 +6,7 @@
 
 #include "backend/geometry_key.h"
 #include "core/error.h"
+#include "core/parallel_digest.h"
 
 namespace ra::audit {
 namespace {
@@ -109,27 +110,13 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
       out[i] = digest_bytes(r.dtype, Shape{r.count}, data, bytes_of(r));
     }
   } else {
-    // Every 64 KiB chunk of every missed region is a task (as Recorder::digest_all).
-    std::vector<std::size_t> first(misses.size() + 1, 0);
-    for (std::size_t m = 0; m < misses.size(); ++m) {
-      first[m + 1] = first[m] + digest_chunk_count(bytes_of(regions[misses[m]]));
+    std::vector<DigestInput> inputs;
+    for (const std::size_t i : misses) {
+      const Region& r = regions[i];
+      inputs.push_back({r.dtype, Shape{r.count}, r.data, bytes_of(r)});
     }
-    std::vector<xxh3::Hash128> chunks(first.back());
-    std::vector<std::size_t> owner(first.back());
-    for (std::size_t m = 0; m < misses.size(); ++m) {
-      for (std::size_t c = first[m]; c < first[m + 1]; ++c) owner[c] = m;
-    }
-    pool_.parallel_for(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c, int) {
-      const std::size_t m = owner[c];
-      const Region& r = regions[misses[m]];
-      chunks[c] = digest_chunk(r.data, bytes_of(r), static_cast<std::size_t>(c) - first[m]);
-    });
-    for (std::size_t m = 0; m < misses.size(); ++m) {
-      const Region& r = regions[misses[m]];
-      out[misses[m]] = digest_from_chunks(
-          r.dtype, Shape{r.count},
-          std::span<const xxh3::Hash128>(chunks.data() + first[m], first[m + 1] - first[m]));
-    }
+    const std::vector<Digest128> d = digest_in_parallel(pool_, inputs);
+    for (std::size_t m = 0; m < misses.size(); ++m) out[misses[m]] = d[m];
   }
   for (const std::size_t i : misses) {
     cache_[regions[i].data] = Cached{regions[i].dtype, regions[i].count, out[i]};

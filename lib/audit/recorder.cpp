@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include "core/parallel_digest.h"
+
 namespace ra::audit {
 namespace {
 
@@ -36,11 +38,18 @@ Recorder::Recorder(TraceHeader header, int digest_threads) : pool_(std::max(1, d
 std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
                                             const std::vector<const Tensor*>& tensors) {
   std::vector<Digest128> out(tensors.size());
-  std::vector<const Tensor*> on_backend;  // tensors in device memory: digested where they are
-  std::vector<std::size_t> backend_slots;
+  // Device tensors are digested where they are, by the backend; host tensors chunk by chunk on
+  // the recorder's threads.
+  std::vector<const Tensor*> on_backend;
+  std::vector<DigestInput> on_host;
+  std::vector<std::size_t> backend_slots, host_slots;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!tensors[i]->on_host()) {
-      on_backend.push_back(tensors[i]);
+    const Tensor& t = *tensors[i];
+    if (t.on_host()) {
+      on_host.push_back({DType::f32, t.shape(), t.data(), t.bytes()});
+      host_slots.push_back(i);
+    } else {
+      on_backend.push_back(&t);
       backend_slots.push_back(i);
     }
   }
@@ -48,35 +57,8 @@ std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
     const std::vector<Digest128> d = trainer.backend_digests(on_backend);
     for (std::size_t k = 0; k < d.size(); ++k) out[backend_slots[k]] = d[k];
   }
-  // Host tensors: every 64 KiB chunk of every tensor is an independent task (one large weight
-  // would otherwise keep a single thread busy), then each tensor's chunk digests are combined.
-  struct ChunkRange {
-    std::size_t tensor, first;
-  };
-  std::vector<ChunkRange> ranges;
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!tensors[i]->on_host()) continue;
-    ranges.push_back({i, total});
-    total += digest_chunk_count(tensors[i]->bytes());
-  }
-  std::vector<xxh3::Hash128> chunks(total);
-  std::vector<std::size_t> owner(total);
-  for (std::size_t r = 0; r < ranges.size(); ++r) {
-    const std::size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : total;
-    for (std::size_t c = ranges[r].first; c < end; ++c) owner[c] = r;
-  }
-  pool_.parallel_for(static_cast<std::int64_t>(total), [&](std::int64_t c, int) {
-    const ChunkRange& range = ranges[owner[c]];
-    const Tensor& t = *tensors[range.tensor];
-    chunks[c] = digest_chunk(t.data(), t.bytes(), static_cast<std::size_t>(c) - range.first);
-  });
-  for (const ChunkRange& range : ranges) {
-    const Tensor& t = *tensors[range.tensor];
-    out[range.tensor] = digest_from_chunks(
-        DType::f32, t.shape(),
-        std::span<const xxh3::Hash128>(chunks.data() + range.first, digest_chunk_count(t.bytes())));
-  }
+  const std::vector<Digest128> d = digest_in_parallel(pool_, on_host);
+  for (std::size_t k = 0; k < d.size(); ++k) out[host_slots[k]] = d[k];
   return out;
 }
 

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "audit/compare.h"
 #include "audit/op_window.h"
 #include "audit/trace_io.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "in_memory_traces.h"
 #include "spec/parse.h"
@@ -64,11 +64,6 @@ std::vector<Trace> traced_runs(int runs, int steps = 4) {
     out.push_back(std::move(t));
   }
   return out;
-}
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 Digest128 changed(Digest128 x) {
@@ -266,7 +261,7 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
   o.out_dir = dir.path;
   o.trace_ops = ra::audit::OpWindow{1, 3};
   const auto result = ra::audit::run_audit(spec, o);
-  const std::string text = read_text(result.trace_files[0]);
+  const std::string text = ra::read_file(result.trace_files[0]);
   const Trace t = ra::audit::parse_trace(text, "t.trace.jsonl");
   CHECK(t.header.format_version == 2);
   REQUIRE(t.header.trace_ops);
@@ -293,7 +288,7 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
     ra::test::TempDir plain_dir;
     o.out_dir = plain_dir.path;
     o.trace_ops.reset();
-    const std::string plain = read_text(ra::audit::run_audit(spec, o).trace_files[0]);
+    const std::string plain = ra::read_file(ra::audit::run_audit(spec, o).trace_files[0]);
     CHECK(plain.find("\"format_version\":1") != std::string::npos);
     CHECK(plain.find("trace_ops") == std::string::npos);
     CHECK(plain.find("\"ops\":[") == std::string::npos);
