@@ -1,5 +1,6 @@
 #include "audit/op_recorder.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <span>
@@ -38,6 +39,21 @@ Region f32(const float* data, std::int64_t count) {
 // Regions of optional buffers (a bias, a relu gate, an optimizer state) only when present.
 void add_if(std::vector<Region>& regions, const float* data, std::int64_t count) {
   if (data != nullptr) regions.push_back(f32(data, count));
+}
+
+// Whether two regions share a byte.
+bool overlap(const Region& a, const Region& b) {
+  if (a.host != b.host) return false;
+  const auto* a0 = static_cast<const unsigned char*>(a.data);
+  const auto* b0 = static_cast<const unsigned char*>(b.data);
+  return a0 < b0 + bytes_of(b) && b0 < a0 + bytes_of(a);
+}
+
+// The output an op fault flips: the first in backend memory (a loss's gradient, not its value).
+std::size_t fault_output(const std::vector<Region>& outputs) {
+  std::size_t i = 0;
+  while (i < outputs.size() && outputs[i].host) ++i;
+  return i;
 }
 
 // Below this many bytes in all, the regions are hashed on the calling thread: the pool's hand-off
@@ -88,6 +104,11 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
   std::vector<std::size_t> misses;
   std::size_t miss_bytes = 0;
   for (std::size_t i = 0; i < regions.size(); ++i) {
+    if (regions[i].host) {  // a value on the caller's stack: hashed here, never cached
+      out[i] = digest_bytes(regions[i].dtype, Shape{regions[i].count}, regions[i].data,
+                            bytes_of(regions[i]));
+      continue;
+    }
     const auto it = cache_.find(regions[i].data);
     if (it != cache_.end() && it->second.dtype == regions[i].dtype &&
         it->second.count == regions[i].count) {
@@ -124,6 +145,65 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
   return out;
 }
 
+std::vector<unsigned char> OpRecorder::read(const Region& region) {
+  std::vector<unsigned char> bytes(bytes_of(region));
+  if (region.host) {
+    std::memcpy(bytes.data(), region.data, bytes.size());
+  } else {
+    memory().download(bytes.data(), region.data, bytes.size());
+  }
+  return bytes;
+}
+
+void OpRecorder::write(const Region& region, const std::vector<unsigned char>& bytes) {
+  void* target = const_cast<void*>(region.data);
+  if (region.host) {
+    std::memcpy(target, bytes.data(), bytes.size());
+  } else {
+    memory().upload(target, bytes.data(), bytes.size());
+  }
+}
+
+void OpRecorder::record(const char* op, const char* mode, std::string ledger_key,
+                        const std::vector<Region>& inputs, const std::vector<Region>& outputs,
+                        const std::function<void()>& compute) {
+  Open call = open(op, mode, std::move(ledger_key), inputs);
+  if (hook_) {
+    run_hook(call, inputs, outputs, compute);
+  } else {
+    compute();
+  }
+  close(call, outputs);
+}
+
+void OpRecorder::run_hook(const Open& call, const std::vector<Region>& inputs,
+                          const std::vector<Region>& outputs,
+                          const std::function<void()>& compute) {
+  // The inputs an output overlaps (an activation or an update in place) are kept, so that every
+  // execution starts from the same inputs; the others are only read.
+  std::vector<std::pair<Region, std::vector<unsigned char>>> kept;
+  for (const Region& in : inputs) {
+    const bool overwritten = std::any_of(outputs.begin(), outputs.end(),
+                                         [&](const Region& out) { return overlap(in, out); });
+    if (overwritten) kept.emplace_back(in, read(in));
+  }
+  bool first = true;
+  Call c;
+  c.step = step_;
+  c.index = records_.size();
+  c.opened = &call.record;
+  c.outputs = outputs;
+  c.fault_output = fault_output(outputs);
+  c.execute = [&] {
+    if (!first) {
+      for (const auto& [region, bytes] : kept) write(region, bytes);
+    }
+    first = false;
+    compute();
+  };
+  hook_(c);
+}
+
 const std::string& OpRecorder::records_layer(std::string_view op) const {
   return op.starts_with("maxpool2d") ? pool_layer_ : layer_;
 }
@@ -143,10 +223,13 @@ OpRecorder::Open OpRecorder::open(const char* op, const char* mode, std::string 
 }
 
 void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
-  if (!outputs.empty()) apply_fault(call.record.op, outputs.front());
+  const std::size_t target = fault_output(outputs);
+  if (target < outputs.size()) apply_fault(call.record.op, outputs[target]);
   const auto start = std::chrono::steady_clock::now();
   // The op wrote its outputs: their old digests (if any) are stale.
-  for (const Region& r : outputs) cache_.erase(r.data);
+  for (const Region& r : outputs) {
+    if (!r.host) cache_.erase(r.data);
+  }
   call.record.out = digest_regions(outputs);
   records_.push_back(std::move(call.record));
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -181,9 +264,8 @@ void OpRecorder::conv2d_forward(const backend::ConvGeometry& g, const float* x, 
   if (!recording_) return ForwardingOps::conv2d_forward(g, x, w, bias, act, y);
   std::vector<Region> in{f32(x, g.x_size()), f32(w, g.w_size())};
   add_if(in, bias, g.k);
-  Open call = open("conv2d.forward", "", backend::conv_geometry_key(g), in);
-  ForwardingOps::conv2d_forward(g, x, w, bias, act, y);
-  close(call, {f32(y, g.y_size())});
+  record("conv2d.forward", "", backend::conv_geometry_key(g), in, {f32(y, g.y_size())},
+         [&] { ForwardingOps::conv2d_forward(g, x, w, bias, act, y); });
 }
 
 void OpRecorder::conv2d_backward_data(const backend::ConvGeometry& g, const float* dy,
@@ -192,27 +274,25 @@ void OpRecorder::conv2d_backward_data(const backend::ConvGeometry& g, const floa
   if (!recording_) return ForwardingOps::conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
   std::vector<Region> in{f32(dy, g.y_size()), f32(w, g.w_size())};
   add_if(in, relu_gate, g.x_size());
-  Open call = open("conv2d.backward_data", to_string(mode), backend::conv_geometry_key(g), in);
-  ForwardingOps::conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
-  close(call, {f32(dx, g.x_size())});
+  record("conv2d.backward_data", to_string(mode), backend::conv_geometry_key(g), in,
+         {f32(dx, g.x_size())},
+         [&] { ForwardingOps::conv2d_backward_data(g, dy, w, relu_gate, dx, mode); });
 }
 
 void OpRecorder::conv2d_backward_filter(const backend::ConvGeometry& g, const float* x,
                                         const float* dy, float* dw, KernelMode mode) {
   if (!recording_) return ForwardingOps::conv2d_backward_filter(g, x, dy, dw, mode);
-  Open call = open("conv2d.backward_filter", to_string(mode), backend::conv_geometry_key(g),
-                   {f32(x, g.x_size()), f32(dy, g.y_size())});
-  ForwardingOps::conv2d_backward_filter(g, x, dy, dw, mode);
-  close(call, {f32(dw, g.w_size())});
+  record("conv2d.backward_filter", to_string(mode), backend::conv_geometry_key(g),
+         {f32(x, g.x_size()), f32(dy, g.y_size())}, {f32(dw, g.w_size())},
+         [&] { ForwardingOps::conv2d_backward_filter(g, x, dy, dw, mode); });
 }
 
 void OpRecorder::conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
                                       KernelMode mode) {
   if (!recording_) return ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
-  Open call = open("conv2d.backward_bias", to_string(mode), backend::conv_geometry_key(g),
-                   {f32(dy, g.y_size())});
-  ForwardingOps::conv2d_backward_bias(g, dy, db, mode);
-  close(call, {f32(db, g.k)});
+  record("conv2d.backward_bias", to_string(mode), backend::conv_geometry_key(g),
+         {f32(dy, g.y_size())}, {f32(db, g.k)},
+         [&] { ForwardingOps::conv2d_backward_bias(g, dy, db, mode); });
 }
 
 void OpRecorder::dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
@@ -220,44 +300,43 @@ void OpRecorder::dense_forward(const backend::DenseGeometry& g, const float* x, 
   if (!recording_) return ForwardingOps::dense_forward(g, x, w, bias, act, y);
   std::vector<Region> in{f32(x, std::int64_t(g.n) * g.in), f32(w, std::int64_t(g.out) * g.in)};
   add_if(in, bias, g.out);
-  Open call = open("dense.forward", "", backend::dense_geometry_key(g), in);
-  ForwardingOps::dense_forward(g, x, w, bias, act, y);
-  close(call, {f32(y, std::int64_t(g.n) * g.out)});
+  record("dense.forward", "", backend::dense_geometry_key(g), in,
+         {f32(y, std::int64_t(g.n) * g.out)},
+         [&] { ForwardingOps::dense_forward(g, x, w, bias, act, y); });
 }
 
 void OpRecorder::dense_backward_data(const backend::DenseGeometry& g, const float* dy,
                                      const float* w, float* dx, KernelMode mode) {
   if (!recording_) return ForwardingOps::dense_backward_data(g, dy, w, dx, mode);
-  Open call = open("dense.backward_data", to_string(mode), backend::dense_geometry_key(g),
-                   {f32(dy, std::int64_t(g.n) * g.out), f32(w, std::int64_t(g.out) * g.in)});
-  ForwardingOps::dense_backward_data(g, dy, w, dx, mode);
-  close(call, {f32(dx, std::int64_t(g.n) * g.in)});
+  record("dense.backward_data", to_string(mode), backend::dense_geometry_key(g),
+         {f32(dy, std::int64_t(g.n) * g.out), f32(w, std::int64_t(g.out) * g.in)},
+         {f32(dx, std::int64_t(g.n) * g.in)},
+         [&] { ForwardingOps::dense_backward_data(g, dy, w, dx, mode); });
 }
 
 void OpRecorder::dense_backward_weight(const backend::DenseGeometry& g, const float* x,
                                        const float* dy, float* dw, KernelMode mode) {
   if (!recording_) return ForwardingOps::dense_backward_weight(g, x, dy, dw, mode);
-  Open call = open("dense.backward_weight", to_string(mode), backend::dense_geometry_key(g),
-                   {f32(x, std::int64_t(g.n) * g.in), f32(dy, std::int64_t(g.n) * g.out)});
-  ForwardingOps::dense_backward_weight(g, x, dy, dw, mode);
-  close(call, {f32(dw, std::int64_t(g.out) * g.in)});
+  record("dense.backward_weight", to_string(mode), backend::dense_geometry_key(g),
+         {f32(x, std::int64_t(g.n) * g.in), f32(dy, std::int64_t(g.n) * g.out)},
+         {f32(dw, std::int64_t(g.out) * g.in)},
+         [&] { ForwardingOps::dense_backward_weight(g, x, dy, dw, mode); });
 }
 
 void OpRecorder::dense_backward_bias(const backend::DenseGeometry& g, const float* dy, float* db,
                                      KernelMode mode) {
   if (!recording_) return ForwardingOps::dense_backward_bias(g, dy, db, mode);
-  Open call = open("dense.backward_bias", to_string(mode), backend::dense_geometry_key(g),
-                   {f32(dy, std::int64_t(g.n) * g.out)});
-  ForwardingOps::dense_backward_bias(g, dy, db, mode);
-  close(call, {f32(db, g.out)});
+  record("dense.backward_bias", to_string(mode), backend::dense_geometry_key(g),
+         {f32(dy, std::int64_t(g.n) * g.out)}, {f32(db, g.out)},
+         [&] { ForwardingOps::dense_backward_bias(g, dy, db, mode); });
 }
 
 void OpRecorder::maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
                                    std::int32_t* argmax) {
   if (!recording_) return ForwardingOps::maxpool2d_forward(g, x, y, argmax);
-  Open call = open("maxpool2d.forward", "", "", {f32(x, g.x_size())});
-  ForwardingOps::maxpool2d_forward(g, x, y, argmax);
-  close(call, {f32(y, g.y_size()), Region{DType::i32, argmax, g.y_size()}});
+  record("maxpool2d.forward", "", "", {f32(x, g.x_size())},
+         {f32(y, g.y_size()), Region{DType::i32, argmax, g.y_size()}},
+         [&] { ForwardingOps::maxpool2d_forward(g, x, y, argmax); });
 }
 
 void OpRecorder::maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
@@ -266,25 +345,22 @@ void OpRecorder::maxpool2d_backward(const backend::PoolGeometry& g, const float*
   if (!recording_) return ForwardingOps::maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
   std::vector<Region> in{f32(dy, g.y_size()), Region{DType::i32, argmax, g.y_size()}};
   add_if(in, relu_gate, g.y_size());
-  Open call = open("maxpool2d.backward", to_string(mode), "", in);
-  ForwardingOps::maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
-  close(call, {f32(dx, g.x_size())});
+  record("maxpool2d.backward", to_string(mode), "", in, {f32(dx, g.x_size())},
+         [&] { ForwardingOps::maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode); });
 }
 
 void OpRecorder::activation_forward(backend::Activation act, std::int64_t count, const float* x,
                                     float* y) {
   if (!recording_) return ForwardingOps::activation_forward(act, count, x, y);
-  Open call = open("activation.forward", "", "", {f32(x, count)});
-  ForwardingOps::activation_forward(act, count, x, y);
-  close(call, {f32(y, count)});
+  record("activation.forward", "", "", {f32(x, count)}, {f32(y, count)},
+         [&] { ForwardingOps::activation_forward(act, count, x, y); });
 }
 
 void OpRecorder::activation_backward(backend::Activation act, std::int64_t count, const float* y,
                                      const float* dy, float* dx) {
   if (!recording_) return ForwardingOps::activation_backward(act, count, y, dy, dx);
-  Open call = open("activation.backward", "", "", {f32(y, count), f32(dy, count)});
-  ForwardingOps::activation_backward(act, count, y, dy, dx);
-  close(call, {f32(dx, count)});
+  record("activation.backward", "", "", {f32(y, count), f32(dy, count)}, {f32(dx, count)},
+         [&] { ForwardingOps::activation_backward(act, count, y, dy, dx); });
 }
 
 void OpRecorder::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
@@ -294,7 +370,8 @@ void OpRecorder::dropout_forward(std::int64_t count, std::uint32_t drop_threshol
     return ForwardingOps::dropout_forward(count, drop_threshold, scale, key, draw, x, y, mask);
   }
   // The mask is a pseudo-op of its own: a function of (key, draw, threshold, count) only, so a
-  // mask that differs while these match is the random stream's fault, not the dropout's.
+  // mask that differs while these match is the random stream's fault, not the dropout's. Two
+  // records from one call: not shown to a replay hook (the op is deterministic by construction).
   const std::uint64_t params[4] = {std::uint64_t(key.k0) | std::uint64_t(key.k1) << 32, draw,
                                    drop_threshold, static_cast<std::uint64_t>(count)};
   Open mask_call = open("dropout_mask", "", "", {});
@@ -311,9 +388,8 @@ void OpRecorder::dropout_forward(std::int64_t count, std::uint32_t drop_threshol
 void OpRecorder::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                                   const float* dy, float* dx) {
   if (!recording_) return ForwardingOps::dropout_backward(count, scale, mask, dy, dx);
-  Open call = open("dropout.backward", "", "", {Region{DType::u8, mask, count}, f32(dy, count)});
-  ForwardingOps::dropout_backward(count, scale, mask, dy, dx);
-  close(call, {f32(dx, count)});
+  record("dropout.backward", "", "", {Region{DType::u8, mask, count}, f32(dy, count)},
+         {f32(dx, count)}, [&] { ForwardingOps::dropout_backward(count, scale, mask, dy, dx); });
 }
 
 void OpRecorder::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
@@ -322,12 +398,11 @@ void OpRecorder::optimizer_update(const optim::UpdateRule& rule, std::int64_t co
   std::vector<Region> in{f32(value, count), f32(grad, count)};
   add_if(in, s0, count);
   add_if(in, s1, count);
-  Open call = open("optimizer.update", "", "", in);
-  ForwardingOps::optimizer_update(rule, count, value, grad, s0, s1);
   std::vector<Region> out{f32(value, count)};
   add_if(out, s0, count);
   add_if(out, s1, count);
-  close(call, out);
+  record("optimizer.update", "", "", in, out,
+         [&] { ForwardingOps::optimizer_update(rule, count, value, grad, s0, s1); });
 }
 
 bool OpRecorder::optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count,
@@ -341,23 +416,22 @@ bool OpRecorder::optimizer_update_digested(const optim::UpdateRule& rule, std::i
   return false;
 }
 
+// The losses: the value is a host float, recorded as the op's first output (its bits hashed
+// here); the gradient, when asked for, is the second.
 float OpRecorder::softmax_cross_entropy(int n, int classes, const float* logits,
                                         const std::int32_t* labels, float* dlogits,
                                         KernelMode mode) {
   if (!recording_) {
     return ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
   }
-  Open call = open("softmax_cross_entropy", to_string(mode),
-                   backend::loss_geometry_key("softmax_cross_entropy", n, classes),
-                   {f32(logits, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
-  const float loss =
-      ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
-  // The loss value is a host float: recorded as the op's first output, its bits hashed here.
-  std::vector<Region> out;
+  float loss = 0.0f;
+  std::vector<Region> out{Region{DType::f32, &loss, 1, true}};
   if (dlogits != nullptr) out.push_back(f32(dlogits, std::int64_t(n) * classes));
-  close(call, out);
-  records_.back().out.insert(records_.back().out.begin(),
-                             digest_bytes(DType::f32, Shape{1}, &loss, sizeof loss));
+  record("softmax_cross_entropy", to_string(mode),
+         backend::loss_geometry_key("softmax_cross_entropy", n, classes),
+         {f32(logits, std::int64_t(n) * classes), Region{DType::i32, labels, n}}, out, [&] {
+           loss = ForwardingOps::softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
+         });
   return loss;
 }
 
@@ -366,15 +440,13 @@ float OpRecorder::mean_squared_error(int n, int classes, const float* pred,
   if (!recording_) {
     return ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
   }
-  Open call = open("mean_squared_error", to_string(mode),
-                   backend::loss_geometry_key("mean_squared_error", n, classes),
-                   {f32(pred, std::int64_t(n) * classes), Region{DType::i32, labels, n}});
-  const float loss = ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode);
-  std::vector<Region> out;
+  float loss = 0.0f;
+  std::vector<Region> out{Region{DType::f32, &loss, 1, true}};
   if (dpred != nullptr) out.push_back(f32(dpred, std::int64_t(n) * classes));
-  close(call, out);
-  records_.back().out.insert(records_.back().out.begin(),
-                             digest_bytes(DType::f32, Shape{1}, &loss, sizeof loss));
+  record("mean_squared_error", to_string(mode),
+         backend::loss_geometry_key("mean_squared_error", n, classes),
+         {f32(pred, std::int64_t(n) * classes), Region{DType::i32, labels, n}}, out,
+         [&] { loss = ForwardingOps::mean_squared_error(n, classes, pred, labels, dpred, mode); });
   return loss;
 }
 

@@ -12,6 +12,7 @@
 // loader, the staging upload and the update of the step before write outside the window's ops.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -93,12 +94,35 @@ class OpRecorder final : public backend::ForwardingOps {
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
                            float* dpred, backend::KernelMode mode) override;
 
-  // One buffer an op reads or writes: `count` elements of `dtype` at `data` (backend memory).
+  // One buffer an op reads or writes: `count` elements of `dtype` at `data`, in backend memory,
+  // or in host memory when `host` (a loss value, returned to the caller).
   struct Region {
     DType dtype = DType::f32;
     const void* data = nullptr;
     std::int64_t count = 0;
+    bool host = false;
   };
+  // A host copy of a region's bytes, and a write of them back.
+  std::vector<unsigned char> read(const Region& region);
+  void write(const Region& region, const std::vector<unsigned char>& bytes);
+
+  // A replay (audit/op_replay.h) takes over the execution of every op it is shown: for each op of
+  // a recorded step except the dropout's (elementwise, and deterministic by construction), once
+  // its inputs are digested, the hook gets the call and must execute it at least once; the
+  // recorder then records what the last execution left in the outputs. The hook may throw to end
+  // the run.
+  struct Call {
+    std::int64_t step = 0;
+    std::size_t index = 0;         // the record's position in the step
+    const OpRecord* opened;        // op, layer, mode, ledger key and the inputs' digests
+    std::vector<Region> outputs;   // in the record's order
+    std::size_t fault_output = 0;  // the output an op fault flips (the first in backend memory)
+    // Runs the op on its inputs as they were before its first execution (inputs it overwrites,
+    // in place, are restored first).
+    std::function<void()> execute;
+  };
+  using ReplayHook = std::function<void(const Call&)>;
+  void set_replay_hook(ReplayHook hook) { hook_ = std::move(hook); }
 
  private:
   // An op call being recorded: inputs are digested when it opens (before the op may overwrite
@@ -110,6 +134,12 @@ class OpRecorder final : public backend::ForwardingOps {
   Open open(const char* op, const char* mode, std::string ledger_key,
             const std::vector<Region>& inputs);
   void close(Open& call, const std::vector<Region>& outputs);
+  // Records one op: open, `compute` (through the replay hook when set), close.
+  void record(const char* op, const char* mode, std::string ledger_key,
+              const std::vector<Region>& inputs, const std::vector<Region>& outputs,
+              const std::function<void()>& compute);
+  void run_hook(const Open& call, const std::vector<Region>& inputs,
+                const std::vector<Region>& outputs, const std::function<void()>& compute);
 
   // The layer an op's record names: the announced one, the pool's for a conv + pool pair.
   const std::string& records_layer(std::string_view op) const;
@@ -118,6 +148,7 @@ class OpRecorder final : public backend::ForwardingOps {
 
   ThreadPool pool_;
   std::optional<OpFault> fault_;
+  ReplayHook hook_;
   bool fault_applied_ = false;
   bool recording_ = false;
   std::int64_t step_ = 0;
