@@ -17,6 +17,7 @@ struct CompareOptions {
   std::string json_path;
   std::string expect;
   double tolerance = 1e-4;
+  bool no_magnitude = false;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -25,6 +26,7 @@ int run_compare(const CompareOptions& o) {
   // Without --expect, identity is expected when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);
   options.loss_tolerance = o.tolerance;
+  options.measure_magnitudes = !o.no_magnitude;
   return emit_report(audit::compare_inputs(inputs, options), o.json_path);
 }
 
@@ -43,6 +45,9 @@ void register_compare(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
       ->check(finite_positive_number());
+  cmd->add_flag("--no-magnitude", o->no_magnitude,
+                "Do not measure how much a root-cause op's outputs differ (a replay of the "
+                "reference run to the op, executing it until each run's outputs reappear)");
   cmd->callback([&run, o] { run = [o] { return run_compare(*o); }; });
 }
 

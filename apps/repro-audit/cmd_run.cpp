@@ -33,6 +33,7 @@ struct RunCommandOptions {
   std::string device;  // "" = the spec's
   bool overwrite = false;
   bool resume = false;
+  bool no_magnitude = false;
 };
 
 audit::VariedStreams parse_vary(const std::string& text) {
@@ -111,6 +112,7 @@ int run_run(RunCommandOptions& o) {
   a.expect_identical = parse_expect(o.expect);
   if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
   if (!o.trace_ops.empty()) a.trace_ops = audit::parse_op_window(o.trace_ops);
+  a.measure_magnitudes = !o.no_magnitude;
   a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
                             : std::filesystem::path(o.out);
   a.tool_version = REPRO_AUDIT_VERSION;
@@ -194,6 +196,9 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--trace-ops", o->trace_ops,
                   "Also record every op of the steps in WINDOW (A:B, A: or all): inputs' and "
                   "outputs' digests, so the report names the op where runs first part");
+  cmd->add_flag("--no-magnitude", o->no_magnitude,
+                "Do not measure how much a root-cause op's outputs differ (a replay of the "
+                "reference run to the op, executing it until each run's outputs reappear)");
   cmd->add_option("--inject-fault", o->fault,
                   "TESTING ONLY: run=J,step=K,tensor=NAME|batch|op=LAYER/OP[,element=E][,bit=B]")
       ->group("Testing");

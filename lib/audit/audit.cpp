@@ -53,6 +53,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   ComparisonOptions compare_options;
   compare_options.expect_identical = o.expect_identical;  // default: from the traces' policy
   compare_options.loss_tolerance = o.loss_tolerance;
+  compare_options.measure_magnitudes = o.measure_magnitudes;
   result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);
   return result;
 }

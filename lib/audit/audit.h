@@ -70,6 +70,8 @@ struct AuditOptions {
   std::optional<FaultSpec> fault;
   // --trace-ops: the steps whose ops every run records (trace format version 2).
   std::optional<OpWindow> trace_ops;
+  // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
+  bool measure_magnitudes = true;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";

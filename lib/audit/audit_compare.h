@@ -13,7 +13,9 @@ namespace ra::audit {
 
 // compare_traces with the snapshots beside each trace (snapshot_dir_of its source), counted only
 // when they carry the trace's audit id: a stale file of another audit is named in the result's
-// ignored_snapshots, never measured. `folders` goes to the result's audit_folders.
+// ignored_snapshots, never measured. With options.measure_magnitudes, each op root cause's
+// magnitude is measured by a replay (audit/op_replay.h). `folders` goes to the result's
+// audit_folders.
 ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
                                         const ComparisonOptions& options,
                                         std::vector<AuditFolderCheck> folders);

@@ -62,6 +62,28 @@ struct RootCause {
   std::vector<Link> chain;
   std::size_t step_records = 0;  // records in the step (the chain's denominator)
   std::vector<int> runs;         // the runs with this root cause (indices among the traces)
+
+  // How much the op's outputs differ (kind op): measured by replaying the reference run to the
+  // op and executing the op on the recorded inputs until each run's recorded outputs appear
+  // (audit/op_replay.h, docs/report.md "Magnitude"). The traces hold digests, not values.
+  struct OutputDifference {
+    std::size_t output = 0;  // position in record.out
+    DType dtype = DType::f32;
+    std::int64_t elements = 0;
+    TensorDifference difference;  // max_abs and max_ulp for f32 outputs only
+  };
+  struct RunMagnitude {
+    int run = 0;                            // index among the traces, as in `runs`
+    std::vector<OutputDifference> outputs;  // every output that differs from the reference's
+  };
+  struct Magnitude {
+    std::vector<RunMagnitude> runs;  // the runs whose outputs the replay reproduced
+    int replays = 0;                 // replays of the reference run started
+    int executions = 0;              // executions of the op in the last replay
+    int distinct_outputs = 0;        // distinct outputs among them
+    std::string note;  // why a run (or every run) has no magnitude; empty when all were measured
+  };
+  std::optional<Magnitude> magnitude;  // absent until measured (never for the other kinds)
 };
 const char* to_string(RootCause::Kind kind);
 
@@ -142,6 +164,10 @@ struct GroupStatistics {
 };
 
 struct ComparisonOptions {
+  // Whether compare_with_snapshots (audit/audit_compare.h) measures the magnitude of each op root
+  // cause by a replay (audit/op_replay.h): training the reference run to the op. compare_traces
+  // never trains. Off (--no-magnitude): the root causes say the magnitude was not measured.
+  bool measure_magnitudes = true;
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
   std::optional<bool> expect_identical;

@@ -91,6 +91,45 @@ json runs_json(const ComparisonResult& r) {
   return runs;
 }
 
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "f32";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::u8:
+      return "u8";
+  }
+  return "?";
+}
+
+json magnitude_json(const RootCause& c) {
+  if (!c.magnitude) return nullptr;
+  const RootCause::Magnitude& m = *c.magnitude;
+  json runs = json::array();
+  for (const RootCause::RunMagnitude& r : m.runs) {
+    json outputs = json::array();
+    for (const RootCause::OutputDifference& d : r.outputs) {
+      const bool f32 = d.dtype == DType::f32;
+      outputs.push_back({{"output", op_output_name(c.record.op, d.output)},
+                         {"index", d.output},
+                         {"dtype", dtype_name(d.dtype)},
+                         {"elements", d.elements},
+                         {"differing", d.difference.differing},
+                         {"max_abs", f32 ? json(d.difference.max_abs) : json(nullptr)},
+                         {"max_ulp", f32 ? json(d.difference.max_ulp) : json(nullptr)}});
+    }
+    runs.push_back({{"run", r.run}, {"outputs", outputs}});
+  }
+  return {{"runs", runs},
+          {"replays", m.replays},
+          {"executions", m.executions},
+          {"distinct_outputs", m.distinct_outputs},
+          {"note", m.note.empty() ? json(nullptr) : json(m.note)}};
+}
+
 json root_cause_json(const RootCause& c) {
   json in = json::array(), out = json::array(), chain = json::array();
   for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record.op, i));
@@ -119,7 +158,8 @@ json root_cause_json(const RootCause& c) {
           {"detail", c.detail},
           {"chain", chain},
           {"step_records", c.step_records},
-          {"runs", c.runs}};
+          {"runs", c.runs},
+          {"magnitude", magnitude_json(c)}};
 }
 
 json root_causes_json(const ComparisonResult& r) {

@@ -126,6 +126,15 @@ TensorDifference compare_tensors(const Tensor& a, const Tensor& b) {
     throw std::logic_error("compare_tensors: shapes differ: " + to_string(a.shape()) + " vs " +
                            to_string(b.shape()));
   }
+  return compare_values(std::span<const float>(a.data(), a.size()),
+                        std::span<const float>(b.data(), b.size()));
+}
+
+TensorDifference compare_values(std::span<const float> a, std::span<const float> b) {
+  if (a.size() != b.size()) {
+    throw std::logic_error("compare_values: " + std::to_string(a.size()) + " vs " +
+                           std::to_string(b.size()) + " values");
+  }
   TensorDifference d;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::uint64_t ulp = ulp_distance(a[i], b[i]);

@@ -57,5 +57,7 @@ struct TensorDifference {
 };
 // Shapes must match (std::logic_error naming both shapes otherwise).
 TensorDifference compare_tensors(const Tensor& a, const Tensor& b);
+// The same over two arrays of equal length (std::logic_error otherwise).
+TensorDifference compare_values(std::span<const float> a, std::span<const float> b);
 
 }  // namespace ra::audit

@@ -9,6 +9,7 @@ namespace ra::report::text {
 namespace {
 
 using audit::RootCause;
+using ra::DType;
 
 std::string step_text(const RootCause& c) {
   return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(c.step),
@@ -31,6 +32,41 @@ std::string names(const std::vector<std::size_t>& positions, const std::string& 
     out += (out.empty() ? "" : ", ") +
            (input ? audit::op_input_name(op, i) : audit::op_output_name(op, i));
   }
+  return out;
+}
+
+std::string plural(int n, const char* word) {
+  return format("%d %s%s", n, word, n == 1 ? "" : "s");
+}
+
+// "dw differs in 14 of 4096 elements, by at most 3 ULP (max |difference| 2.4e-07)"
+std::string difference_text(const std::string& op, const RootCause::OutputDifference& d) {
+  std::string out = audit::op_output_name(op, d.output) +
+                    format(" differs in %lld of %lld elements", (long long)d.difference.differing,
+                           (long long)d.elements);
+  if (d.dtype != DType::f32) return out;
+  if (d.difference.max_ulp == UINT64_MAX) return out + ", a NaN against a number";
+  return out + format(", by at most %llu ULP (max |difference| %.3g)",
+                      (unsigned long long)d.difference.max_ulp, d.difference.max_abs);
+}
+
+// The magnitude lines of an op cause (audit/op_replay.h): one per run measured, then the note.
+std::string magnitude_text(const RootCause& c) {
+  if (!c.magnitude) return "";
+  const RootCause::Magnitude& m = *c.magnitude;
+  std::string out;
+  for (const RootCause::RunMagnitude& r : m.runs) {
+    std::string what;
+    for (const RootCause::OutputDifference& d : r.outputs) {
+      what += (what.empty() ? "" : "; ") + difference_text(c.record.op, d);
+    }
+    out += format("  magnitude, run %d: ", r.run) + what + "\n";
+  }
+  if (m.executions > 0) {
+    out += "  (the reference run replayed to the op, which ran " + plural(m.executions, "time") +
+           " on the recorded inputs: " + plural(m.distinct_outputs, "distinct output") + ")\n";
+  }
+  if (!m.note.empty()) out += "  magnitude: " + shown(m.note) + "\n";
   return out;
 }
 
@@ -65,6 +101,7 @@ std::string cause_text(const RootCause& c) {
         out += "  inputs identical, output differs: " +
                names(c.differing_outputs, c.record.op, false) + "\n";
       }
+      out += magnitude_text(c);
       if (!c.algorithm.empty()) {
         out += "  algorithm: " + shown(c.algorithm);
         if (c.algorithm_deterministic) {

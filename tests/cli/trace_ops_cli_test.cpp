@@ -48,6 +48,11 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
         std::string::npos);
   CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
   CHECK(r.out.find("  then ") != std::string::npos);
+  // bit 30 of a float is its exponent's top bit: 2^30 ULP, in one of the 6 x 27 elements of dw.
+  CHECK(r.out.find("  magnitude, run 1: dw differs in 1 of 162 elements, by at most 1073741824 "
+                   "ULP") != std::string::npos);
+  CHECK(r.out.find("which ran 1 time on the recorded inputs: 1 distinct output") !=
+        std::string::npos);
 
   const auto report = nlohmann::json::parse(ra::test::read_text(dir.path() / "report.json"));
   CHECK(report.at("op_window") == "0:4");
@@ -63,12 +68,30 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   CHECK(cause.at("differing_outputs") == nlohmann::json::array({"dw"}));
   CHECK(cause.at("runs") == nlohmann::json::array({1}));
   CHECK(cause.at("algorithm").is_null());  // the CPU has no ledger
+  const auto& magnitude = cause.at("magnitude");
+  CHECK(magnitude.at("note").is_null());
+  CHECK(magnitude.at("executions") == 1);
+  REQUIRE(magnitude.at("runs").size() == 1);
+  CHECK(magnitude.at("runs")[0].at("run") == 1);
+  const auto& dw = magnitude.at("runs")[0].at("outputs")[0];
+  CHECK(dw.at("output") == "dw");
+  CHECK(dw.at("dtype") == "f32");
+  CHECK(dw.at("elements") == 162);
+  CHECK(dw.at("differing") == 1);
+  CHECK(dw.at("max_ulp") == 1u << 30);
 
   // compare of the folder, from the files alone: the same cause, the same lines.
   const auto c = run_cli("compare " + q(out) + " --json -");
   REQUIRE(c.exit_code == 1);
   const auto again = nlohmann::json::parse(c.out);
   CHECK(again.at("root_causes") == report.at("root_causes"));
+
+  // --no-magnitude: the cause without the replay.
+  const auto quick = run_cli("compare " + q(out) + " --no-magnitude --json -");
+  REQUIRE(quick.exit_code == 1);
+  const auto unmeasured = nlohmann::json::parse(quick.out).at("root_causes")[0];
+  CHECK(unmeasured.at("magnitude").is_null());
+  CHECK(unmeasured.at("op") == "dense.backward_weight");
 }
 
 TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[cli][ops]") {

@@ -1,0 +1,380 @@
+// The replay that measures an op root cause's magnitude (audit/op_replay.h).
+#include "audit/op_replay.h"
+
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <span>
+#include <stdexcept>
+
+#include "audit/op_recorder.h"
+#include "core/error.h"
+#include "spec/parse.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+namespace {
+
+using Call = OpRecorder::Call;
+using Region = OpRecorder::Region;
+using Bytes = std::vector<unsigned char>;
+
+// The replay left the reference run before the op: it may be started again.
+struct ReplayParted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The op's executions are done: ends the replay's training run.
+struct ReplayDone {};
+
+std::size_t element_bytes(DType t) {
+  return t == DType::i64 ? 8 : t == DType::u8 ? 1 : 4;
+}
+
+// Ops a replay cannot execute again: the batch comes from the loader, and the dropout's two
+// records come from one call the recorder does not show a replay (audit/op_recorder.h).
+bool re_executable(const std::string& op) {
+  return op != "batch" && op != "dropout_mask" && op != "dropout.forward";
+}
+
+const StepRecord* recorded_step(const Trace& t, std::int64_t step) {
+  for (const StepRecord& s : t.steps) {
+    if (s.step == step) return s.ops_recorded ? &s : nullptr;
+  }
+  return nullptr;
+}
+
+// An injected op fault (--inject-fault op=, trace header "fault"): the bit it flipped.
+struct Flip {
+  std::int64_t element = 0;
+  int bit = 0;
+};
+
+// The flip a run's fault made in the root-cause op's output: the fault names the op's layer and
+// the step, and hits the first execution of that op in the layer, so none may come before.
+std::optional<Flip> fault_at(const Trace& run, const RootCause& c, const StepRecord& step) {
+  const nlohmann::json& f = run.header.fault;
+  if (!f.is_object() || f.value("op", "") != c.record.layer + "/" + c.record.op ||
+      f.value("step", std::int64_t(-1)) != c.step) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < c.index && i < step.ops.size(); ++i) {
+    if (step.ops[i].op == c.record.op && step.ops[i].layer == c.record.layer) return std::nullopt;
+  }
+  return Flip{f.value("element", std::int64_t(0)), f.value("bit", 0)};
+}
+
+// One run whose outputs of the op the executions look for.
+struct Target {
+  int run = 0;
+  std::vector<Digest128> out;  // as recorded
+  std::optional<Flip> flip;
+  std::optional<std::vector<Bytes>> found;
+};
+
+Digest128 digest_of(const Region& r, const Bytes& bytes) {
+  return digest_bytes(r.dtype, Shape{r.count}, bytes.data(), bytes.size());
+}
+
+std::vector<Bytes> read_outputs(OpRecorder& recorder, const Call& call) {
+  std::vector<Bytes> out;
+  for (const Region& r : call.outputs) out.push_back(recorder.read(r));
+  return out;
+}
+
+std::vector<Digest128> digests_of(const Call& call, const std::vector<Bytes>& outputs) {
+  std::vector<Digest128> d;
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    d.push_back(digest_of(call.outputs[i], outputs[i]));
+  return d;
+}
+
+std::string where(const Call& c) {
+  return "op " + std::to_string(c.index + 1) + " of step " + std::to_string(c.step) + " (" +
+         c.opened->op + " in " + c.opened->layer + ")";
+}
+
+// One replay of the reference run, driven through the recorder's hook.
+class Replay {
+ public:
+  Replay(const Trace& reference, const RootCause& cause, std::vector<Target>& targets,
+         const ReplayLimits& limits)
+      : ref_(reference), cause_(cause), targets_(targets), limits_(limits) {}
+
+  void on_op(OpRecorder& recorder, const Call& call) {
+    if (call.step == cause_.step && call.index == cause_.index) {
+      execute_root_cause(recorder, call);
+      throw ReplayDone{};
+    }
+    steer(recorder, call);
+  }
+  int executions() const { return executions_; }
+  int distinct_outputs() const { return static_cast<int>(distinct_.size()); }
+  const std::vector<DType>& output_dtypes() const { return dtypes_; }
+
+ private:
+  // Executes an op on the way, again while its outputs are not the reference run's.
+  void steer(OpRecorder& recorder, const Call& call) {
+    call.execute();
+    const StepRecord* step = recorded_step(ref_, call.step);
+    if (step == nullptr || call.index >= step->ops.size()) return;  // nothing to steer by
+    const OpRecord& want = step->ops[call.index];
+    if (want.op != call.opened->op || want.layer != call.opened->layer) {
+      throw ReplayParted(where(call) + " is " + want.op + " in the reference run");
+    }
+    if (want.in != call.opened->in) {
+      throw ReplayParted("the inputs of " + where(call) + " differ from the reference run's");
+    }
+    for (int n = 1; digests_of(call, read_outputs(recorder, call)) != want.out; ++n) {
+      if (n >= limits_.executions) {
+        throw ReplayParted(std::to_string(n) + " executions of " + where(call) +
+                           " did not reproduce the reference run's outputs");
+      }
+      call.execute();
+    }
+  }
+
+  void execute_root_cause(OpRecorder& recorder, const Call& call) {
+    if (call.opened->op != cause_.record.op || call.opened->layer != cause_.record.layer) {
+      throw ReplayParted(where(call) + " is " + cause_.record.op + " in the reference run");
+    }
+    if (call.opened->in != cause_.record.in) {
+      throw ReplayParted("the inputs of the root-cause op differ from the reference run's");
+    }
+    for (const Region& r : call.outputs) dtypes_.push_back(r.dtype);
+    const auto start = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    while (executions_ < limits_.executions && (executions_ == 0 || elapsed() < limits_.seconds)) {
+      call.execute();
+      ++executions_;
+      const std::vector<Bytes> outputs = read_outputs(recorder, call);
+      const std::vector<Digest128> digests = digests_of(call, outputs);
+      std::string key;
+      for (const Digest128& d : digests) key += d.hex();
+      distinct_.insert(std::move(key));
+      bool all = true;
+      for (Target& t : targets_) {
+        if (!t.found) offer(call, outputs, digests, t);
+        all = all && t.found.has_value();
+      }
+      if (all) return;
+    }
+  }
+
+  // Whether this execution's outputs, with the target run's fault applied, are the run's.
+  static void offer(const Call& call, const std::vector<Bytes>& outputs,
+                    const std::vector<Digest128>& digests, Target& t) {
+    if (!t.flip) {
+      if (digests == t.out) t.found = outputs;
+      return;
+    }
+    const std::size_t k = call.fault_output;
+    if (k >= outputs.size() || call.outputs[k].dtype != DType::f32 ||
+        t.flip->element >= call.outputs[k].count) {
+      return;
+    }
+    std::vector<Bytes> flipped = outputs;
+    std::uint32_t bits = 0;
+    unsigned char* at = flipped[k].data() + t.flip->element * 4;
+    std::memcpy(&bits, at, 4);
+    bits ^= std::uint32_t(1) << t.flip->bit;
+    std::memcpy(at, &bits, 4);
+    std::vector<Digest128> d = digests;
+    d[k] = digest_of(call.outputs[k], flipped[k]);
+    if (d == t.out) t.found = std::move(flipped);
+  }
+
+  const Trace& ref_;
+  const RootCause& cause_;
+  std::vector<Target>& targets_;
+  const ReplayLimits& limits_;
+  int executions_ = 0;
+  std::set<std::string> distinct_;  // the executions' output digests, as hex
+  std::vector<DType> dtypes_;
+};
+
+// Starts each step of the replay on the recorder: recorded where the reference recorded it, up
+// to the root cause's step.
+class ReplaySteps final : public train::Observer {
+ public:
+  ReplaySteps(OpRecorder& recorder, const OpWindow& window, std::int64_t last)
+      : recorder_(recorder), window_(window), last_(last) {}
+  void before_step(data::Batch& batch, std::int64_t step) override {
+    recorder_.begin_step(step, window_.contains(step) && step <= last_);
+    recorder_.record_batch(batch);
+  }
+  void on_step(const train::Trainer&, const train::StepEvent&) override {
+    recorder_.take_records();
+  }
+
+ private:
+  OpRecorder& recorder_;
+  OpWindow window_;
+  std::int64_t last_;
+};
+
+// The reference run's spec as it ran: its policy, backend and thread count.
+spec::ExperimentSpec spec_of(const TraceHeader& h) {
+  nlohmann::json doc = h.spec;
+  doc["determinism"] = h.determinism;
+  doc["device"] = h.backend;
+  doc["threads"] = h.threads;
+  return spec::parse_spec(doc, "");
+}
+
+// One replay: true when it reached the op (its executions are done), false when it ended first.
+bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay,
+                 const RootCause& cause) {
+  const TraceHeader& h = ref.header;
+  train::RunOptions options;
+  options.threads = h.threads;
+  options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
+  OpRecorder* recorder = nullptr;
+  options.wrap_backend = [&recorder](backend::Ops& backend) {
+    auto ops = std::make_unique<OpRecorder>(backend, backend.threads());
+    recorder = ops.get();
+    return std::unique_ptr<backend::Ops>(std::move(ops));
+  };
+  train::Trainer trainer(spec_of(h), data, options);
+  if (trainer.ops().name() != h.backend) {
+    throw RuntimeFailure("the replay trains on " + trainer.ops().name() +
+                         ", the reference run trained on " + h.backend);
+  }
+  recorder->set_replay_hook([&](const Call& call) { replay.on_op(*recorder, call); });
+  ReplaySteps steps(*recorder, h.trace_ops.value_or(OpWindow{}), cause.step);
+  try {
+    trainer.run(&steps);
+  } catch (const ReplayDone&) {
+    return true;
+  }
+  return false;
+}
+
+// The differences of one run's outputs from the reference's, where their digests differ.
+RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
+                                     const std::vector<DType>& dtypes) {
+  RootCause::RunMagnitude m;
+  m.run = run.run;
+  for (std::size_t i = 0; i < ref.out.size(); ++i) {
+    if (ref.out[i] == run.out[i]) continue;
+    const Bytes &a = (*ref.found)[i], &b = (*run.found)[i];
+    RootCause::OutputDifference d;
+    d.output = i;
+    d.dtype = dtypes[i];
+    d.elements = static_cast<std::int64_t>(a.size() / element_bytes(d.dtype));
+    if (d.dtype == DType::f32) {
+      d.difference =
+          compare_values(std::span(reinterpret_cast<const float*>(a.data()), a.size() / 4),
+                         std::span(reinterpret_cast<const float*>(b.data()), b.size() / 4));
+    } else {
+      const std::size_t w = element_bytes(d.dtype);
+      for (std::size_t e = 0; e < a.size(); e += w) {
+        if (std::memcmp(a.data() + e, b.data() + e, w) != 0) ++d.difference.differing;
+      }
+    }
+    m.outputs.push_back(d);
+  }
+  return m;
+}
+
+std::string run_name(int run, bool reference) {
+  return (reference ? "the reference run " : "run ") + std::to_string(run);
+}
+
+// The targets: the reference run first, then each run of the cause.
+std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& traces,
+                               int reference) {
+  std::vector<Target> targets;
+  std::vector<int> runs{reference};
+  runs.insert(runs.end(), c.runs.begin(), c.runs.end());
+  for (int run : runs) {
+    const Trace& t = traces[static_cast<std::size_t>(run)];
+    const StepRecord* step = recorded_step(t, c.step);
+    Target target;
+    target.run = run;
+    if (step != nullptr && c.index < step->ops.size()) {
+      target.out = step->ops[c.index].out;
+      target.flip = fault_at(t, c, *step);
+    }
+    targets.push_back(std::move(target));
+  }
+  return targets;
+}
+
+// Replays until one reaches the op; the magnitude of every run whose outputs appeared.
+RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
+                             const train::LoadedData& data, const ReplayLimits& limits) {
+  RootCause::Magnitude m;
+  const Trace& ref = traces[static_cast<std::size_t>(reference)];
+  std::vector<Target> targets = targets_of(c, traces, reference);
+  std::string parted;
+  std::vector<DType> dtypes;
+  bool reached = false;
+  while (!reached && m.replays < limits.replays) {
+    ++m.replays;
+    Replay replay(ref, c, targets, limits);
+    try {
+      reached = replay_once(ref, data, replay, c);
+      if (!reached) return {{}, m.replays, 0, 0, "the replay ended before reaching the op"};
+    } catch (const ReplayParted& e) {
+      parted = e.what();
+      continue;
+    }
+    m.executions = replay.executions();
+    m.distinct_outputs = replay.distinct_outputs();
+    dtypes = replay.output_dtypes();
+  }
+  if (!reached) {
+    m.note = std::to_string(m.replays) + " replays of the reference run parted from it before " +
+             "the op; the last: " + parted;
+    return m;
+  }
+  const std::string seen = " in " + std::to_string(m.executions) + " executions of the op (" +
+                           std::to_string(m.distinct_outputs) + " distinct outputs)";
+  if (!targets[0].found) {
+    m.note = "the reference run's outputs did not appear" + seen;
+    return m;
+  }
+  for (std::size_t i = 1; i < targets.size(); ++i) {
+    if (!targets[i].found) {
+      m.note += (m.note.empty() ? "" : "; ") + run_name(targets[i].run, false) +
+                "'s outputs did not appear" + seen;
+      continue;
+    }
+    m.runs.push_back(magnitude_of(targets[0], targets[i], dtypes));
+  }
+  return m;
+}
+
+}  // namespace
+
+void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
+                        const ReplayLimits& limits) {
+  if (result.compared_runs.empty()) return;
+  const int reference = result.compared_runs.front();
+  std::optional<train::LoadedData> data;  // loaded once, for the first cause that needs it
+  for (RootCause& c : result.root_causes) {
+    if (c.kind != RootCause::Kind::op) continue;
+    if (!re_executable(c.record.op)) {
+      c.magnitude = RootCause::Magnitude{};
+      c.magnitude->note = c.record.op == "batch"
+                              ? "not measured: the loader assembles the batch, no op computes it"
+                              : "not measured: a replay does not execute " + c.record.op + " again";
+      continue;
+    }
+    try {
+      if (!data)
+        data = train::load_data(spec_of(traces[static_cast<std::size_t>(reference)].header));
+      c.magnitude = measure(c, traces, reference, *data, limits);
+    } catch (const InputError& e) {
+      c.magnitude = RootCause::Magnitude{};
+      c.magnitude->note = std::string("not measured: the replay cannot run here: ") + e.what();
+    } catch (const RuntimeFailure& e) {
+      c.magnitude = RootCause::Magnitude{};
+      c.magnitude->note = std::string("not measured: the replay cannot run here: ") + e.what();
+    }
+  }
+}
+
+}  // namespace ra::audit

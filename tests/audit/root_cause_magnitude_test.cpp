@@ -1,0 +1,231 @@
+// The magnitude of an op root cause (audit/op_replay.h): a replay of the reference run executes
+// the op again on the recorded inputs until each run's recorded outputs appear, then compares
+// them. A one-bit fault has a size known in advance: flipping mantissa bit k of any float moves
+// it by exactly 2^k ULP, in one element.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+#include "audit/audit_compare.h"
+#include "audit/trace_io.h"
+#include "spec/parse.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using ra::audit::RootCause;
+using ra::test::TempDir;
+
+// Two convs, an overlapping max-pool, a dropout and two dense layers (as in
+// root_cause_audit_test.cpp), with momentum: the update has state it changes in place.
+nlohmann::json spec_json() {
+  return nlohmann::json::parse(R"({
+    "name": "magnitude", "seed": 5, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 128, "shape": [2, 10, 10], "classes": 4},
+             "batch_size": 32},
+    "model": {"input": [2, 10, 10], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
+      {"type": "conv2d", "filters": 5, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 3, "stride": 2},
+      {"type": "dropout", "rate": 0.25},
+      {"type": "flatten"},
+      {"type": "dense", "units": 12, "activation": "relu"},
+      {"type": "dense", "units": 4}]},
+    "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+    "train": {"epochs": 1, "max_steps": 3}})");
+}
+
+ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
+  return ra::spec::parse_spec(j, ".");
+}
+
+ra::audit::AuditOptions traced(const TempDir& dir, int runs) {
+  ra::audit::AuditOptions o;
+  o.runs = runs;
+  o.out_dir = dir.path;
+  o.trace_ops = ra::audit::OpWindow{};
+  o.expect_identical = false;
+  return o;
+}
+
+ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
+  ra::audit::FaultSpec f;
+  f.run = run;
+  f.step = step;
+  f.op = layer_op;
+  f.element = 3;
+  f.bit = bit;
+  return f;
+}
+
+// The one op cause of a comparison, with its magnitude.
+const RootCause& only_cause(const ra::audit::ComparisonResult& r) {
+  REQUIRE(r.root_causes.size() == 1);
+  const RootCause& c = r.root_causes[0];
+  REQUIRE(c.kind == RootCause::Kind::op);
+  REQUIRE(c.magnitude);
+  INFO("note: " << c.magnitude->note);
+  return c;
+}
+
+// Exactly one element of one output, moved by exactly 2^bit ULP.
+void check_one_flip(const RootCause& c, int run, std::size_t output, int bit) {
+  const RootCause::Magnitude& m = *c.magnitude;
+  INFO(c.record.op << " in " << c.record.layer << "; note: " << m.note);
+  CHECK(m.note.empty());
+  REQUIRE(m.runs.size() == 1);
+  CHECK(m.runs[0].run == run);
+  REQUIRE(m.runs[0].outputs.size() == 1);
+  const RootCause::OutputDifference& d = m.runs[0].outputs[0];
+  CHECK(d.output == output);
+  CHECK(d.difference.differing == 1);
+  CHECK(d.difference.max_ulp == (std::uint64_t(1) << bit));
+  CHECK(d.elements > 3);
+  // The op is deterministic: its first execution gives the unfaulted outputs.
+  CHECK(m.replays == 1);
+  CHECK(m.executions == 1);
+  CHECK(m.distinct_outputs == 1);
+}
+
+struct FaultCase {
+  const char* layer_op;
+  std::size_t output;  // the output an op fault flips (a loss's gradient, not its value)
+};
+
+}  // namespace
+
+TEST_CASE("the magnitude of a one-bit fault is one element moved by 2^bit ULP", "[audit][ops]") {
+  const std::vector<FaultCase> cases = {
+      {"conv2d_1/conv2d.backward_filter", 0},
+      {"conv2d_1/conv2d.backward_data", 0},
+      {"conv2d_0/conv2d.forward", 0},
+      {"maxpool2d_0/maxpool2d.backward", 0},
+      {"dense_0/dense.backward_weight", 0},
+      {"dense_1/dense.backward_bias", 0},
+      {"loss/softmax_cross_entropy", 1},
+      // In place: the update overwrites the weight and its momentum, which each execution of the
+      // replay restores first (else a second execution would apply the update twice).
+      {"dense_0.weight/optimizer.update", 0}};
+  for (const FaultCase& f : cases) {
+    DYNAMIC_SECTION(f.layer_op) {
+      TempDir dir;
+      auto o = traced(dir, 2);
+      o.fault = op_fault(1, 1, f.layer_op, 4);
+      const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+      const RootCause& c = only_cause(r);
+      CHECK(c.step == 1);
+      check_one_flip(c, 1, f.output, 4);
+    }
+  }
+}
+
+TEST_CASE("a fault in the reference run is measured too, with the fault applied to it",
+          "[audit][ops]") {
+  TempDir dir;
+  auto o = traced(dir, 3);
+  o.fault = op_fault(0, 2, "dense_0/dense.backward_weight", 0);
+  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const RootCause& c = only_cause(r);
+  CHECK(c.runs == std::vector<int>{1, 2});
+  const RootCause::Magnitude& m = *c.magnitude;
+  CHECK(m.note.empty());
+  REQUIRE(m.runs.size() == 2);
+  for (const RootCause::RunMagnitude& run : m.runs) {
+    REQUIRE(run.outputs.size() == 1);
+    CHECK(run.outputs[0].difference.differing == 1);
+    CHECK(run.outputs[0].difference.max_ulp == 1);
+  }
+}
+
+TEST_CASE("compare of the trace files measures the magnitude the audit measured", "[audit][ops]") {
+  TempDir dir;
+  auto o = traced(dir, 2);
+  o.fault = op_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
+  const auto in_process = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto from_files = ra::audit::compare_inputs({dir.path}, {});
+  const nlohmann::json a = ra::audit::to_json(in_process)["root_causes"];
+  const nlohmann::json b = ra::audit::to_json(from_files)["root_causes"];
+  REQUIRE(a.size() == 1);
+  CHECK(a == b);
+  CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["max_ulp"] == 1 << 22);
+  CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["output"] == "dw");
+
+  SECTION("and measures nothing when told not to") {
+    ra::audit::ComparisonOptions options;
+    options.measure_magnitudes = false;
+    const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
+    REQUIRE(unmeasured.root_causes.size() == 1);
+    CHECK_FALSE(unmeasured.root_causes[0].magnitude);
+    CHECK(ra::audit::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
+  }
+}
+
+TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[audit][ops]") {
+  TempDir dir;
+  auto o = traced(dir, 2);
+  o.fault = op_fault(1, 1, "dense_1/dense.backward_weight", 2);
+  const auto result = ra::audit::run_audit(spec_from(spec_json()), o);
+  std::vector<ra::audit::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  // Traces of CPU runs, presented as GPU runs: without a GPU the replay cannot train, and with one
+  // its GPU kernels part from the CPU's records before the op. Either way: no magnitude, a reason.
+  for (auto& t : traces) t.header.backend = "cuda";
+  const auto r = ra::audit::compare_with_snapshots(traces, {}, {});
+  const RootCause& c = only_cause(r);
+  CHECK(c.magnitude->runs.empty());
+  CHECK_FALSE(c.magnitude->note.empty());
+  CHECK(r.identical == result.comparison.identical);
+}
+
+TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][ops]") {
+  TempDir dir;
+  auto o = traced(dir, 2);
+  o.fault = ra::audit::FaultSpec{1, 1, "batch", 0, 0, ""};
+  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const RootCause& c = only_cause(r);
+  CHECK(c.record.op == "batch");
+  CHECK(c.magnitude->runs.empty());
+  CHECK(c.magnitude->note.find("loader") != std::string::npos);
+}
+
+// Real races (on 4 threads): the replay steers every nondeterministic op before the cause to the
+// reference's outcome, then executes the cause until each run's outcome appears. Whether races
+// show, and whether an outcome reappears within the limits, is up to the scheduler: a run
+// without a race, or a magnitude with a note, is a warning; what is measured must be a real
+// difference within the output.
+TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[audit][ops]") {
+  nlohmann::json j = spec_json();
+  j["threads"] = 4;
+  j["data"]["train"] = {
+      {"format", "random"}, {"samples", 512}, {"shape", {4, 20, 20}}, {"classes", 10}};
+  j["data"]["batch_size"] = 256;
+  j["model"]["input"] = {4, 20, 20};
+  j["model"]["layers"][5]["units"] = 128;
+  j["model"]["layers"][6]["units"] = 10;
+  j["train"]["max_steps"] = 2;
+  j["determinism"] = {{"mode", "nondeterministic"}};
+  TempDir dir;
+  const auto r = ra::audit::run_audit(spec_from(j), traced(dir, 3)).comparison;
+  if (r.identical) WARN("no race showed in 3 runs of 2 steps");
+  for (const RootCause& c : r.root_causes) {
+    REQUIRE(c.kind == RootCause::Kind::op);
+    REQUIRE(c.magnitude);
+    const RootCause::Magnitude& m = *c.magnitude;
+    if (!m.note.empty()) WARN("magnitude of " << c.record.op << ": " << m.note);
+    if (m.note.empty()) CHECK(m.runs.size() == c.runs.size());
+    for (const RootCause::RunMagnitude& run : m.runs) {
+      CHECK(std::find(c.runs.begin(), c.runs.end(), run.run) != c.runs.end());
+      REQUIRE_FALSE(run.outputs.empty());
+      for (const RootCause::OutputDifference& d : run.outputs) {
+        CHECK(d.difference.differing >= 1);
+        CHECK(d.difference.differing <= d.elements);
+        CHECK(d.difference.max_ulp >= 1);
+      }
+    }
+    if (m.note.empty()) CHECK(m.distinct_outputs >= 2);
+  }
+}
