@@ -81,6 +81,10 @@ struct RootCause {
     int replays = 0;                 // replays of the reference run started
     int executions = 0;              // executions of the op in the last replay
     int distinct_outputs = 0;        // distinct outputs among them
+    // With more than one: how far the op's outcomes on the recorded inputs are from the first
+    // execution's, per output (the widest over the outcomes): the size of its nondeterminism
+    // there, measured also when a run's own outputs did not reappear.
+    std::vector<OutputDifference> spread;
     std::string note;  // why a run (or every run) has no magnitude; empty when all were measured
   };
   std::optional<Magnitude> magnitude;  // absent until measured (never for the other kinds)

@@ -105,28 +105,34 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
+json output_differences_json(const std::string& op,
+                             const std::vector<RootCause::OutputDifference>& differences) {
+  json outputs = json::array();
+  for (const RootCause::OutputDifference& d : differences) {
+    const bool f32 = d.dtype == DType::f32;
+    outputs.push_back({{"output", op_output_name(op, d.output)},
+                       {"index", d.output},
+                       {"dtype", dtype_name(d.dtype)},
+                       {"elements", d.elements},
+                       {"differing", d.difference.differing},
+                       {"max_abs", f32 ? json(d.difference.max_abs) : json(nullptr)},
+                       {"max_ulp", f32 ? json(d.difference.max_ulp) : json(nullptr)}});
+  }
+  return outputs;
+}
+
 json magnitude_json(const RootCause& c) {
   if (!c.magnitude) return nullptr;
   const RootCause::Magnitude& m = *c.magnitude;
   json runs = json::array();
   for (const RootCause::RunMagnitude& r : m.runs) {
-    json outputs = json::array();
-    for (const RootCause::OutputDifference& d : r.outputs) {
-      const bool f32 = d.dtype == DType::f32;
-      outputs.push_back({{"output", op_output_name(c.record.op, d.output)},
-                         {"index", d.output},
-                         {"dtype", dtype_name(d.dtype)},
-                         {"elements", d.elements},
-                         {"differing", d.difference.differing},
-                         {"max_abs", f32 ? json(d.difference.max_abs) : json(nullptr)},
-                         {"max_ulp", f32 ? json(d.difference.max_ulp) : json(nullptr)}});
-    }
-    runs.push_back({{"run", r.run}, {"outputs", outputs}});
+    runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record.op, r.outputs)}});
   }
   return {{"runs", runs},
           {"replays", m.replays},
           {"executions", m.executions},
           {"distinct_outputs", m.distinct_outputs},
+          {"spread", output_differences_json(c.record.op, m.spread)},
           {"note", m.note.empty() ? json(nullptr) : json(m.note)}};
 }
 

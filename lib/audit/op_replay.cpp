@@ -1,11 +1,13 @@
 // The replay that measures an op root cause's magnitude (audit/op_replay.h).
 #include "audit/op_replay.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
 #include <span>
 #include <stdexcept>
+#include <thread>
 
 #include "audit/op_recorder.h"
 #include "core/error.h"
@@ -88,9 +90,58 @@ std::vector<Digest128> digests_of(const Call& call, const std::vector<Bytes>& ou
   return d;
 }
 
+// Back to back, the executions of a racing op find the workers in the same state and tend to
+// finish in one order; in the run, other work came between. Pauses of varied length before each
+// execution (workers parked or still awake, caches cold or warm) bring the other orders out.
+void vary_timing(int execution) {
+  static constexpr int kMicroseconds[] = {0, 30, 300, 3000, 10, 1000, 100};
+  const int us = kMicroseconds[execution % std::size(kMicroseconds)];
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 std::string where(const Call& c) {
   return "op " + std::to_string(c.index + 1) + " of step " + std::to_string(c.step) + " (" +
          c.opened->op + " in " + c.opened->layer + ")";
+}
+
+// The element-wise difference of each output whose bytes differ between two executions.
+std::vector<RootCause::OutputDifference> output_differences(const std::vector<Bytes>& a,
+                                                            const std::vector<Bytes>& b,
+                                                            const std::vector<DType>& dtypes) {
+  std::vector<RootCause::OutputDifference> out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    RootCause::OutputDifference d;
+    d.output = i;
+    d.dtype = dtypes[i];
+    const std::size_t w = element_bytes(d.dtype);
+    d.elements = static_cast<std::int64_t>(a[i].size() / w);
+    if (d.dtype == DType::f32) {
+      d.difference =
+          compare_values(std::span(reinterpret_cast<const float*>(a[i].data()), a[i].size() / 4),
+                         std::span(reinterpret_cast<const float*>(b[i].data()), b[i].size() / 4));
+    } else {
+      for (std::size_t e = 0; e < a[i].size(); e += w) {
+        if (std::memcmp(a[i].data() + e, b[i].data() + e, w) != 0) ++d.difference.differing;
+      }
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Widens `spread` (one entry per output, by position) to cover `d`.
+void widen(std::vector<RootCause::OutputDifference>& spread, const RootCause::OutputDifference& d) {
+  auto it = std::find_if(spread.begin(), spread.end(), [&](const RootCause::OutputDifference& s) {
+    return s.output == d.output;
+  });
+  if (it == spread.end()) {
+    spread.push_back(d);
+    return;
+  }
+  it->difference.differing = std::max(it->difference.differing, d.difference.differing);
+  it->difference.max_ulp = std::max(it->difference.max_ulp, d.difference.max_ulp);
+  it->difference.max_abs = std::max(it->difference.max_abs, d.difference.max_abs);
 }
 
 // One replay of the reference run, driven through the recorder's hook.
@@ -110,6 +161,7 @@ class Replay {
   int executions() const { return executions_; }
   int distinct_outputs() const { return static_cast<int>(distinct_.size()); }
   const std::vector<DType>& output_dtypes() const { return dtypes_; }
+  const std::vector<RootCause::OutputDifference>& spread() const { return spread_; }
 
  private:
   // Executes an op on the way, again while its outputs are not the reference run's.
@@ -146,13 +198,14 @@ class Replay {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     while (executions_ < limits_.executions && (executions_ == 0 || elapsed() < limits_.seconds)) {
+      vary_timing(executions_);
       call.execute();
       ++executions_;
       const std::vector<Bytes> outputs = read_outputs(recorder, call);
       const std::vector<Digest128> digests = digests_of(call, outputs);
       std::string key;
       for (const Digest128& d : digests) key += d.hex();
-      distinct_.insert(std::move(key));
+      if (distinct_.insert(std::move(key)).second) note_outcome(outputs);
       bool all = true;
       for (Target& t : targets_) {
         if (!t.found) offer(call, outputs, digests, t);
@@ -160,6 +213,15 @@ class Replay {
       }
       if (all) return;
     }
+  }
+
+  // A new outcome: how far it is from the first execution's.
+  void note_outcome(const std::vector<Bytes>& outputs) {
+    if (first_.empty()) {
+      first_ = outputs;
+      return;
+    }
+    for (const auto& d : output_differences(first_, outputs, dtypes_)) widen(spread_, d);
   }
 
   // Whether this execution's outputs, with the target run's fault applied, are the run's.
@@ -192,6 +254,8 @@ class Replay {
   int executions_ = 0;
   std::set<std::string> distinct_;  // the executions' output digests, as hex
   std::vector<DType> dtypes_;
+  std::vector<Bytes> first_;  // the first execution's outputs
+  std::vector<RootCause::OutputDifference> spread_;
 };
 
 // Starts each step of the replay on the recorder: recorded where the reference recorded it, up
@@ -256,30 +320,15 @@ RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
                                      const std::vector<DType>& dtypes) {
   RootCause::RunMagnitude m;
   m.run = run.run;
-  for (std::size_t i = 0; i < ref.out.size(); ++i) {
-    if (ref.out[i] == run.out[i]) continue;
-    const Bytes &a = (*ref.found)[i], &b = (*run.found)[i];
-    RootCause::OutputDifference d;
-    d.output = i;
-    d.dtype = dtypes[i];
-    d.elements = static_cast<std::int64_t>(a.size() / element_bytes(d.dtype));
-    if (d.dtype == DType::f32) {
-      d.difference =
-          compare_values(std::span(reinterpret_cast<const float*>(a.data()), a.size() / 4),
-                         std::span(reinterpret_cast<const float*>(b.data()), b.size() / 4));
-    } else {
-      const std::size_t w = element_bytes(d.dtype);
-      for (std::size_t e = 0; e < a.size(); e += w) {
-        if (std::memcmp(a.data() + e, b.data() + e, w) != 0) ++d.difference.differing;
-      }
-    }
-    m.outputs.push_back(d);
+  for (RootCause::OutputDifference& d : output_differences(*ref.found, *run.found, dtypes)) {
+    if (ref.out[d.output] != run.out[d.output]) m.outputs.push_back(d);
   }
   return m;
 }
 
 std::string run_name(int run, bool reference) {
-  return (reference ? "the reference run " : "run ") + std::to_string(run);
+  return (reference ? "the reference run (" : "run ") + std::to_string(run) +
+         (reference ? ")" : "");
 }
 
 // The targets: the reference run first, then each run of the cause.
@@ -316,13 +365,17 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
     Replay replay(ref, c, targets, limits);
     try {
       reached = replay_once(ref, data, replay, c);
-      if (!reached) return {{}, m.replays, 0, 0, "the replay ended before reaching the op"};
     } catch (const ReplayParted& e) {
       parted = e.what();
       continue;
     }
+    if (!reached) {
+      m.note = "the replay ended before reaching the op";
+      return m;
+    }
     m.executions = replay.executions();
     m.distinct_outputs = replay.distinct_outputs();
+    m.spread = replay.spread();
     dtypes = replay.output_dtypes();
   }
   if (!reached) {
@@ -330,19 +383,17 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
              "the op; the last: " + parted;
     return m;
   }
-  const std::string seen = " in " + std::to_string(m.executions) + " executions of the op (" +
-                           std::to_string(m.distinct_outputs) + " distinct outputs)";
-  if (!targets[0].found) {
-    m.note = "the reference run's outputs did not appear" + seen;
-    return m;
+  std::string missing;  // the runs whose outputs did not appear
+  for (const Target& t : targets) {
+    if (!t.found) missing += (missing.empty() ? "" : ", ") + run_name(t.run, t.run == reference);
   }
+  if (!missing.empty()) {
+    m.note = "the outputs of " + missing + " did not appear in " + std::to_string(m.executions) +
+             " executions of the op (" + std::to_string(m.distinct_outputs) + " distinct)";
+  }
+  if (!targets[0].found) return m;
   for (std::size_t i = 1; i < targets.size(); ++i) {
-    if (!targets[i].found) {
-      m.note += (m.note.empty() ? "" : "; ") + run_name(targets[i].run, false) +
-                "'s outputs did not appear" + seen;
-      continue;
-    }
-    m.runs.push_back(magnitude_of(targets[0], targets[i], dtypes));
+    if (targets[i].found) m.runs.push_back(magnitude_of(targets[0], targets[i], dtypes));
   }
   return m;
 }

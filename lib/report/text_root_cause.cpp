@@ -66,6 +66,13 @@ std::string magnitude_text(const RootCause& c) {
     out += "  (the reference run replayed to the op, which ran " + plural(m.executions, "time") +
            " on the recorded inputs: " + plural(m.distinct_outputs, "distinct output") + ")\n";
   }
+  if (!m.spread.empty()) {
+    std::string what;
+    for (const RootCause::OutputDifference& d : m.spread) {
+      what += (what.empty() ? "" : "; ") + difference_text(c.record.op, d);
+    }
+    out += "  spread of its outcomes there, widest from the first: " + what + "\n";
+  }
   if (!m.note.empty()) out += "  magnitude: " + shown(m.note) + "\n";
   return out;
 }

@@ -89,6 +89,7 @@ void check_one_flip(const RootCause& c, int run, std::size_t output, int bit) {
   CHECK(m.replays == 1);
   CHECK(m.executions == 1);
   CHECK(m.distinct_outputs == 1);
+  CHECK(m.spread.empty());
 }
 
 struct FaultCase {
@@ -194,9 +195,10 @@ TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][o
 
 // Real races (on 4 threads): the replay steers every nondeterministic op before the cause to the
 // reference's outcome, then executes the cause until each run's outcome appears. Whether races
-// show, and whether an outcome reappears within the limits, is up to the scheduler: a run
-// without a race, or a magnitude with a note, is a warning; what is measured must be a real
-// difference within the output.
+// show, and whether an outcome reappears within the limits, is up to the scheduler (a worker's
+// share of the chunks varies, so a reduction has many possible outcomes): a run without a race,
+// or a magnitude with a note, is a warning; what is measured must be a real difference within
+// the output.
 TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[audit][ops]") {
   nlohmann::json j = spec_json();
   j["threads"] = 4;
@@ -227,5 +229,12 @@ TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[au
       }
     }
     if (m.note.empty()) CHECK(m.distinct_outputs >= 2);
+    // The spread of the op's outcomes on the recorded inputs: measured whenever it had several,
+    // even where a run's own outcome did not reappear.
+    CHECK(m.spread.empty() == (m.distinct_outputs < 2));
+    for (const RootCause::OutputDifference& d : m.spread) {
+      CHECK(d.difference.differing >= 1);
+      CHECK(d.difference.max_ulp >= 1);
+    }
   }
 }

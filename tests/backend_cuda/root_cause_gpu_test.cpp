@@ -1,6 +1,7 @@
 // Root causes on the GPU ([gpu]: each case skips with the reason where no GPU is usable, as on
 // every machine of this project's CI): op records of device tensors, and the cuDNN/cuBLAS
-// algorithm that the ledger says an op ran, named in the root cause.
+// algorithm that the ledger says an op ran, named in the root cause, and the magnitude of its
+// output difference, measured by a replay on the device.
 #include <catch2/catch.hpp>
 
 #include "backend_cuda/gpu_test_support.h"
@@ -60,6 +61,13 @@ TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran
   INFO("algorithm: " << c.algorithm);
   CHECK(c.algorithm.rfind("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_", 0) == 0);
   CHECK(c.algorithm_deterministic == true);
+  // The replay executes the cuDNN op again on the device: the fault is one element, 2^30 ULP.
+  REQUIRE(c.magnitude);
+  INFO("magnitude note: " << c.magnitude->note);
+  REQUIRE(c.magnitude->runs.size() == 1);
+  REQUIRE(c.magnitude->runs[0].outputs.size() == 1);
+  CHECK(c.magnitude->runs[0].outputs[0].difference.differing == 1);
+  CHECK(c.magnitude->runs[0].outputs[0].difference.max_ulp == std::uint64_t(1) << 30);
 }
 
 TEST_CASE("nondeterministic GPU runs are localised to a nondeterministic op", "[gpu]") {
@@ -76,5 +84,12 @@ TEST_CASE("nondeterministic GPU runs are localised to a nondeterministic op", "[
     CHECK(c.differing_inputs.empty());
     // Every conv and dense op has its ledger entry: the algorithm or reduction it ran is named.
     if (!c.record.ledger_key.empty()) CHECK_FALSE(c.algorithm.empty());
+    // A GPU reduction may have more outcomes than the replay's executions find: a note then.
+    REQUIRE(c.magnitude);
+    if (!c.magnitude->note.empty()) WARN("magnitude: " << c.magnitude->note);
+    for (const RootCause::RunMagnitude& m : c.magnitude->runs) {
+      REQUIRE_FALSE(m.outputs.empty());
+      CHECK(m.outputs[0].difference.max_ulp >= 1);
+    }
   }
 }
