@@ -15,6 +15,13 @@
 #include "core/error.h"
 
 namespace ra::audit {
+namespace {
+
+// Enough for the nondeterministic outputs of the first steps of the Keras MNIST convnet (about
+// 35 MiB a step at batch 128), where races first show.
+constexpr std::size_t kKeptOutputBytesPerRun = std::size_t(128) << 20;
+
+}  // namespace
 
 // parse_fault: audit/fault_check.cpp; derived_seed: audit/audit_plan.cpp; compare_inputs,
 // compare_trace_files, trace_files_in, snapshot_dir_of: audit/audit_compare.cpp.
@@ -44,7 +51,11 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   result.trained_runs = folder.to_train;
   for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
 
-  RunWorker worker(spec, data, folder.manifest, o, progress, static_cast<int>(plan.size()));
+  // Runs recording ops keep the outputs of their nondeterministic ops, for the magnitude of a
+  // root cause that a replay could not reproduce (audit/kept_outputs.h).
+  KeptOutputs kept(kKeptOutputBytesPerRun);
+  RunWorker worker(spec, data, folder.manifest, o, progress, static_cast<int>(plan.size()),
+                   o.trace_ops && o.measure_magnitudes ? &kept : nullptr);
   run_jobs(folder.to_train.size(), o.jobs,
            [&](std::size_t i) { worker.run(plan[static_cast<std::size_t>(folder.to_train[i])]); });
 
@@ -54,6 +65,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   compare_options.expect_identical = o.expect_identical;  // default: from the traces' policy
   compare_options.loss_tolerance = o.loss_tolerance;
   compare_options.measure_magnitudes = o.measure_magnitudes;
+  compare_options.kept_outputs = &kept;
   result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);
   return result;
 }

@@ -55,7 +55,7 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
                                         std::vector<AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
   ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
-  if (options.measure_magnitudes) measure_magnitudes(result, traces);
+  if (options.measure_magnitudes) measure_magnitudes(result, traces, {}, options.kept_outputs);
   result.audit_folders = std::move(folders);
   result.ignored_snapshots.assign(ignored->begin(), ignored->end());
   return result;

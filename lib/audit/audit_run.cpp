@@ -60,14 +60,15 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
 
 RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
                      const AuditManifest& manifest, const AuditOptions& options,
-                     const AuditProgress& progress, int planned_runs)
+                     const AuditProgress& progress, int planned_runs, KeptOutputs* kept_outputs)
     : spec_(spec),
       data_(data),
       manifest_(manifest),
       options_(options),
       progress_(progress),
       planned_runs_(planned_runs),
-      total_steps_(train::planned_steps(spec, *data.train)) {}
+      total_steps_(train::planned_steps(spec, *data.train)),
+      kept_outputs_(kept_outputs) {}
 
 void RunWorker::run(const PlannedRun& p) {
   train::RunOptions run_options;
@@ -84,8 +85,9 @@ void RunWorker::run(const PlannedRun& p) {
       const auto slash = f.op.find('/');
       op_fault = OpFault{f.step, f.op.substr(0, slash), f.op.substr(slash + 1), f.element, f.bit};
     }
-    run_options.wrap_backend = [&op_recorder, op_fault](backend::Ops& backend) {
+    run_options.wrap_backend = [&, op_fault](backend::Ops& backend) {
       auto ops = std::make_unique<OpRecorder>(backend, backend.threads(), op_fault);
+      if (kept_outputs_ != nullptr) ops->keep_outputs(*kept_outputs_, p.index);
       op_recorder = ops.get();
       return std::unique_ptr<backend::Ops>(std::move(ops));
     };

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "audit/audit.h"
+#include "audit/kept_outputs.h"
 #include "audit/manifest.h"
 #include "train/trainer.h"
 
@@ -23,7 +24,7 @@ class RunWorker {
  public:
   RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
             const AuditManifest& manifest, const AuditOptions& options,
-            const AuditProgress& progress, int planned_runs);
+            const AuditProgress& progress, int planned_runs, KeptOutputs* kept_outputs = nullptr);
   RunWorker(const RunWorker&) = delete;
   RunWorker& operator=(const RunWorker&) = delete;
 
@@ -38,6 +39,7 @@ class RunWorker {
   const AuditProgress& progress_;
   int planned_runs_;
   std::int64_t total_steps_;
+  KeptOutputs* kept_outputs_;  // where runs recording ops keep their nondeterministic outputs
   std::mutex progress_mutex_;
 };
 

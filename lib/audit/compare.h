@@ -14,6 +14,8 @@
 
 namespace ra::audit {
 
+class KeptOutputs;  // audit/kept_outputs.h
+
 // The categories of recorded state, in causal order within a step.
 enum class Category { initial_weights, batches, losses, gradients, weights, optimizer_state };
 inline constexpr Category kCategories[] = {Category::initial_weights, Category::batches,
@@ -78,9 +80,10 @@ struct RootCause {
   };
   struct Magnitude {
     std::vector<RunMagnitude> runs;  // the runs whose outputs the replay reproduced
-    int replays = 0;                 // replays of the reference run started
-    int executions = 0;              // executions of the op in the last replay
-    int distinct_outputs = 0;        // distinct outputs among them
+    int kept = 0;        // runs whose outputs were kept as they ran (the reference's included)
+    int replays = 0;     // replays of the reference run started
+    int executions = 0;  // executions of the op in the last replay
+    int distinct_outputs = 0;  // distinct outputs among them
     // With more than one: how far the op's outcomes on the recorded inputs are from the first
     // execution's, per output (the widest over the outcomes): the size of its nondeterminism
     // there, measured also when a run's own outputs did not reappear.
@@ -172,6 +175,8 @@ struct ComparisonOptions {
   // cause by a replay (audit/op_replay.h): training the reference run to the op. compare_traces
   // never trains. Off (--no-magnitude): the root causes say the magnitude was not measured.
   bool measure_magnitudes = true;
+  // Outputs the runs kept as they ran (an in-process audit): used before any replay.
+  const KeptOutputs* kept_outputs = nullptr;
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
   std::optional<bool> expect_identical;

@@ -129,6 +129,7 @@ json magnitude_json(const RootCause& c) {
     runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record.op, r.outputs)}});
   }
   return {{"runs", runs},
+          {"kept", m.kept},
           {"replays", m.replays},
           {"executions", m.executions},
           {"distinct_outputs", m.distinct_outputs},

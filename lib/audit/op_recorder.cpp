@@ -231,6 +231,14 @@ void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
     if (!r.host) cache_.erase(r.data);
   }
   call.record.out = digest_regions(outputs);
+  if (kept_ != nullptr && call.record.mode == to_string(KernelMode::nondeterministic)) {
+    KeptOutputs::Outputs kept;
+    for (const Region& r : outputs) {
+      kept.bytes.push_back(read(r));
+      kept.dtypes.push_back(r.dtype);
+    }
+    if (!kept_->keep(run_, step_, records_.size(), std::move(kept))) kept_ = nullptr;
+  }
   records_.push_back(std::move(call.record));
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

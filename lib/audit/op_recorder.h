@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "audit/kept_outputs.h"
 #include "audit/trace.h"
 #include "backend/forwarding_ops.h"
 #include "core/thread_pool.h"
@@ -124,6 +125,13 @@ class OpRecorder final : public backend::ForwardingOps {
   using ReplayHook = std::function<void(const Call&)>;
   void set_replay_hook(ReplayHook hook) { hook_ = std::move(hook); }
 
+  // Keeps the outputs of every recorded op that ran in nondeterministic mode into `store`, as run
+  // `run`, until the run's budget there is spent (audit/kept_outputs.h).
+  void keep_outputs(KeptOutputs& store, int run) {
+    kept_ = &store;
+    run_ = run;
+  }
+
  private:
   // An op call being recorded: inputs are digested when it opens (before the op may overwrite
   // them: activations run in place), outputs when it closes.
@@ -149,6 +157,8 @@ class OpRecorder final : public backend::ForwardingOps {
   ThreadPool pool_;
   std::optional<OpFault> fault_;
   ReplayHook hook_;
+  KeptOutputs* kept_ = nullptr;
+  int run_ = 0;
   bool fault_applied_ = false;
   bool recording_ = false;
   std::int64_t step_ = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -351,43 +352,81 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& tra
   return targets;
 }
 
-// Replays until one reaches the op; the magnitude of every run whose outputs appeared.
-RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
-                             const train::LoadedData& data, const ReplayLimits& limits) {
-  RootCause::Magnitude m;
-  const Trace& ref = traces[static_cast<std::size_t>(reference)];
-  std::vector<Target> targets = targets_of(c, traces, reference);
+// The outputs a run kept as it ran (audit/kept_outputs.h), when their digests are the ones its
+// trace recorded for the op.
+bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutputs* kept,
+               std::vector<DType>& dtypes) {
+  if (kept == nullptr || t.out.empty()) return false;
+  std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
+  if (!o || o->bytes.size() != t.out.size()) return false;
+  for (std::size_t i = 0; i < o->bytes.size(); ++i) {
+    const Region r{o->dtypes[i], nullptr,
+                   static_cast<std::int64_t>(o->bytes[i].size() / element_bytes(o->dtypes[i]))};
+    if (digest_of(r, o->bytes[i]) != t.out[i]) return false;
+  }
+  t.found = std::move(o->bytes);
+  dtypes = o->dtypes;
+  return true;
+}
+
+// Replays until one reaches the op, looking for the targets not found yet; false with the note
+// set when none did.
+bool replay_for(const RootCause& c, const Trace& ref, const train::LoadedData& data,
+                const ReplayLimits& limits, std::vector<Target>& targets,
+                std::vector<DType>& dtypes, RootCause::Magnitude& m) {
   std::string parted;
-  std::vector<DType> dtypes;
-  bool reached = false;
-  while (!reached && m.replays < limits.replays) {
+  while (m.replays < limits.replays) {
     ++m.replays;
     Replay replay(ref, c, targets, limits);
     try {
-      reached = replay_once(ref, data, replay, c);
+      if (!replay_once(ref, data, replay, c)) {
+        m.note = "the replay ended before reaching the op";
+        return false;
+      }
     } catch (const ReplayParted& e) {
       parted = e.what();
       continue;
-    }
-    if (!reached) {
-      m.note = "the replay ended before reaching the op";
-      return m;
     }
     m.executions = replay.executions();
     m.distinct_outputs = replay.distinct_outputs();
     m.spread = replay.spread();
     dtypes = replay.output_dtypes();
+    return true;
   }
-  if (!reached) {
-    m.note = std::to_string(m.replays) + " replays of the reference run parted from it before " +
-             "the op; the last: " + parted;
-    return m;
+  m.note = std::to_string(m.replays) + " replays of the reference run parted from it before " +
+           "the op; the last: " + parted;
+  return false;
+}
+
+// The magnitude of every run whose outputs were kept or appeared in a replay.
+RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
+                             const std::function<const train::LoadedData&()>& data,
+                             const ReplayLimits& limits, const KeptOutputs* kept) {
+  RootCause::Magnitude m;
+  std::vector<Target> targets = targets_of(c, traces, reference);
+  std::vector<DType> dtypes;
+  bool all_kept = true;
+  for (Target& t : targets) {
+    const bool taken = take_kept(t, traces[static_cast<std::size_t>(t.run)], c, kept, dtypes);
+    m.kept += taken ? 1 : 0;
+    all_kept = all_kept && taken;
   }
-  std::string missing;  // the runs whose outputs did not appear
+  bool replayed = false;
+  if (!all_kept) {
+    try {
+      replayed = replay_for(c, traces[static_cast<std::size_t>(reference)], data(), limits, targets,
+                            dtypes, m);
+    } catch (const InputError& e) {
+      m.note = std::string("the replay cannot run here: ") + e.what();
+    } catch (const RuntimeFailure& e) {
+      m.note = std::string("the replay cannot run here: ") + e.what();
+    }
+  }
+  std::string missing;  // the runs whose outputs were neither kept nor appeared
   for (const Target& t : targets) {
     if (!t.found) missing += (missing.empty() ? "" : ", ") + run_name(t.run, t.run == reference);
   }
-  if (!missing.empty()) {
+  if (replayed && !missing.empty()) {
     m.note = "the outputs of " + missing + " did not appear in " + std::to_string(m.executions) +
              " executions of the op (" + std::to_string(m.distinct_outputs) + " distinct)";
   }
@@ -401,10 +440,16 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
 }  // namespace
 
 void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
-                        const ReplayLimits& limits) {
+                        const ReplayLimits& limits, const KeptOutputs* kept) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
-  std::optional<train::LoadedData> data;  // loaded once, for the first cause that needs it
+  std::optional<train::LoadedData> loaded;  // once, for the first replay
+  const auto data = [&]() -> const train::LoadedData& {
+    if (!loaded) {
+      loaded = train::load_data(spec_of(traces[static_cast<std::size_t>(reference)].header));
+    }
+    return *loaded;
+  };
   for (RootCause& c : result.root_causes) {
     if (c.kind != RootCause::Kind::op) continue;
     if (!re_executable(c.record.op)) {
@@ -414,17 +459,7 @@ void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& trac
                               : "not measured: a replay does not execute " + c.record.op + " again";
       continue;
     }
-    try {
-      if (!data)
-        data = train::load_data(spec_of(traces[static_cast<std::size_t>(reference)].header));
-      c.magnitude = measure(c, traces, reference, *data, limits);
-    } catch (const InputError& e) {
-      c.magnitude = RootCause::Magnitude{};
-      c.magnitude->note = std::string("not measured: the replay cannot run here: ") + e.what();
-    } catch (const RuntimeFailure& e) {
-      c.magnitude = RootCause::Magnitude{};
-      c.magnitude->note = std::string("not measured: the replay cannot run here: ") + e.what();
-    }
+    c.magnitude = measure(c, traces, reference, data, limits, kept);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "audit/compare.h"
+#include "audit/kept_outputs.h"
 #include "audit/trace.h"
 
 namespace ra::audit {
@@ -31,7 +32,9 @@ struct ReplayLimits {
 // Fills `magnitude` of every root cause of kind op in `result` (a comparison of `traces`). Never
 // throws for what a replay cannot do here (data files missing, no GPU for a GPU run): the
 // magnitude's note says so.
+// Outputs in `kept` (an in-process audit's runs, keyed by their audit run numbers) are used as
+// found, before any replay; when every run's are there, no replay is made.
 void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
-                        const ReplayLimits& limits = {});
+                        const ReplayLimits& limits = {}, const KeptOutputs* kept = nullptr);
 
 }  // namespace ra::audit

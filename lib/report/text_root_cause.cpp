@@ -62,6 +62,10 @@ std::string magnitude_text(const RootCause& c) {
     }
     out += format("  magnitude, run %d: ", r.run) + what + "\n";
   }
+  if (m.kept > 0) {
+    out += format("  (from the values the runs kept as they ran: %d of %zu runs)\n", m.kept,
+                  c.runs.size() + 1);
+  }
   if (m.executions > 0) {
     out += "  (the reference run replayed to the op, which ran " + plural(m.executions, "time") +
            " on the recorded inputs: " + plural(m.distinct_outputs, "distinct output") + ")\n";

@@ -11,6 +11,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_compare.h"
+#include "audit/kept_outputs.h"
 #include "audit/trace_io.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
@@ -193,13 +194,15 @@ TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][o
   CHECK(c.magnitude->note.find("loader") != std::string::npos);
 }
 
-// Real races (on 4 threads): the replay steers every nondeterministic op before the cause to the
-// reference's outcome, then executes the cause until each run's outcome appears. Whether races
-// show, and whether an outcome reappears within the limits, is up to the scheduler (a worker's
-// share of the chunks varies, so a reduction has many possible outcomes): a run without a race,
-// or a magnitude with a note, is a warning; what is measured must be a real difference within
-// the output.
-TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[audit][ops]") {
+// A real race (4 threads, every reducing op nondeterministic). In the audit, each run kept the
+// values of its nondeterministic ops as it ran, so every run of every cause is measured exactly,
+// with no replay. compare of the files has no such values: it replays, steering each racing op
+// before the cause to the reference's outcome, then executes the cause until each run's outcome
+// appears. A racing reduction has many outcomes (a worker's share of the chunks varies), so that
+// may not happen within the limits (a warning); where it does, the two independent measurements
+// must agree exactly.
+TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a replay",
+          "[audit][ops]") {
   nlohmann::json j = spec_json();
   j["threads"] = 4;
   j["data"]["train"] = {
@@ -213,14 +216,19 @@ TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[au
   TempDir dir;
   const auto r = ra::audit::run_audit(spec_from(j), traced(dir, 3)).comparison;
   if (r.identical) WARN("no race showed in 3 runs of 2 steps");
-  for (const RootCause& c : r.root_causes) {
+  const auto replayed = ra::audit::compare_inputs({dir.path}, {});
+  REQUIRE(replayed.root_causes.size() == r.root_causes.size());
+  for (std::size_t k = 0; k < r.root_causes.size(); ++k) {
+    const RootCause& c = r.root_causes[k];
     REQUIRE(c.kind == RootCause::Kind::op);
     REQUIRE(c.magnitude);
     const RootCause::Magnitude& m = *c.magnitude;
-    if (!m.note.empty()) WARN("magnitude of " << c.record.op << ": " << m.note);
-    if (m.note.empty()) CHECK(m.runs.size() == c.runs.size());
+    INFO(c.record.op << " in " << c.record.layer << "; note: " << m.note);
+    CHECK(m.note.empty());
+    CHECK(m.kept == static_cast<int>(c.runs.size()) + 1);
+    CHECK(m.replays == 0);
+    REQUIRE(m.runs.size() == c.runs.size());
     for (const RootCause::RunMagnitude& run : m.runs) {
-      CHECK(std::find(c.runs.begin(), c.runs.end(), run.run) != c.runs.end());
       REQUIRE_FALSE(run.outputs.empty());
       for (const RootCause::OutputDifference& d : run.outputs) {
         CHECK(d.difference.differing >= 1);
@@ -228,13 +236,38 @@ TEST_CASE("the magnitude of a real race is measured by replaying outcomes", "[au
         CHECK(d.difference.max_ulp >= 1);
       }
     }
-    if (m.note.empty()) CHECK(m.distinct_outputs >= 2);
-    // The spread of the op's outcomes on the recorded inputs: measured whenever it had several,
-    // even where a run's own outcome did not reappear.
-    CHECK(m.spread.empty() == (m.distinct_outputs < 2));
-    for (const RootCause::OutputDifference& d : m.spread) {
-      CHECK(d.difference.differing >= 1);
-      CHECK(d.difference.max_ulp >= 1);
+    const RootCause::Magnitude& again = *replayed.root_causes[k].magnitude;
+    CHECK(again.replays >= 1);
+    CHECK(again.spread.empty() == (again.distinct_outputs < 2));
+    for (const RootCause::OutputDifference& d : again.spread) CHECK(d.difference.max_ulp >= 1);
+    if (!again.note.empty()) {
+      WARN("the replay of " << c.record.op << ": " << again.note);
+      continue;
+    }
+    REQUIRE(again.runs.size() == m.runs.size());
+    for (std::size_t i = 0; i < m.runs.size(); ++i) {
+      REQUIRE(again.runs[i].outputs.size() == m.runs[i].outputs.size());
+      for (std::size_t o = 0; o < m.runs[i].outputs.size(); ++o) {
+        const auto &a = m.runs[i].outputs[o].difference, &b = again.runs[i].outputs[o].difference;
+        CHECK(a.differing == b.differing);
+        CHECK(a.max_ulp == b.max_ulp);
+        CHECK(a.max_abs == b.max_abs);
+      }
     }
   }
+}
+
+TEST_CASE("kept outputs stop at the run's budget and stay a prefix", "[audit][ops]") {
+  ra::audit::KeptOutputs kept(10);
+  using Outputs = ra::audit::KeptOutputs::Outputs;
+  const Outputs four{{{1, 2, 3, 4}}, {ra::DType::f32}};
+  const Outputs eight{{{1, 2, 3, 4, 5, 6, 7, 8}}, {ra::DType::f32}};
+  CHECK(kept.keep(0, 0, 1, four));
+  CHECK_FALSE(kept.keep(0, 0, 2, eight));  // 12 bytes > 10
+  CHECK_FALSE(kept.keep(0, 1, 0, four));   // would fit, but the run's prefix has ended
+  CHECK(kept.keep(1, 0, 1, eight));        // each run has a budget of its own
+  REQUIRE(kept.find(0, 0, 1));
+  CHECK(kept.find(0, 0, 1)->bytes == four.bytes);
+  CHECK_FALSE(kept.find(0, 1, 0));
+  CHECK_FALSE(kept.find(2, 0, 1));
 }
