@@ -10,6 +10,7 @@
 #include "audit/audit.h"
 #include "audit/trace_io.h"
 #include "spec/parse.h"
+#include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -17,55 +18,12 @@ namespace {
 using ra::audit::RootCause;
 using ra::test::TempDir;
 
-// Every reducing op of the spec's list runs here: two convs (the second's backward data is
-// computed), an overlapping max-pool (stride < pool: its backward adds into shared inputs), a
-// dropout, two dense layers (the second's backward data is computed) and the loss.
-nlohmann::json spec_json() {
-  return nlohmann::json::parse(R"({
-    "name": "root-cause", "seed": 11, "threads": 2,
-    "data": {"train": {"format": "random", "samples": 192, "shape": [2, 12, 12], "classes": 5},
-             "batch_size": 32},
-    "model": {"input": [2, 12, 12], "layers": [
-      {"type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
-      {"type": "conv2d", "filters": 6, "kernel": 3, "activation": "relu"},
-      {"type": "maxpool2d", "pool": 3, "stride": 2},
-      {"type": "dropout", "rate": 0.25},
-      {"type": "flatten"},
-      {"type": "dense", "units": 16, "activation": "relu"},
-      {"type": "dense", "units": 5}]},
-    "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
-    "train": {"epochs": 1, "max_steps": 4}})");
-}
-
-// The same layers with enough work per reduction chunk (batch 256, wider layers) that, on 4
-// threads, the lanes' share of chunks and their completion order vary from run to run: measured,
-// every reducing op of it gave 2 or 3 outcomes in 3 runs of 3 steps (about 0.5 s an audit).
-nlohmann::json race_spec_json() {
-  nlohmann::json j = spec_json();
-  j["threads"] = 4;
-  j["data"]["train"] = {
-      {"format", "random"}, {"samples", 768}, {"shape", {4, 24, 24}}, {"classes", 10}};
-  j["data"]["batch_size"] = 256;
-  j["model"]["input"] = {4, 24, 24};
-  j["model"]["layers"][0]["filters"] = 16;
-  j["model"]["layers"][1]["filters"] = 16;
-  j["model"]["layers"][5]["units"] = 256;
-  j["model"]["layers"][6]["units"] = 10;
-  j["train"]["max_steps"] = 3;
-  return j;
-}
+using ra::test::race_spec_json;
+using ra::test::root_cause_spec_json;
+using ra::test::traced_audit;
 
 ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
-}
-
-ra::audit::AuditOptions traced(const TempDir& dir, int runs) {
-  ra::audit::AuditOptions o;
-  o.runs = runs;
-  o.out_dir = dir.path;
-  o.trace_ops = ra::audit::OpWindow{};  // all steps
-  o.expect_identical = false;
-  return o;
 }
 
 ra::audit::FaultSpec op_fault(std::int64_t step, const std::string& layer_op) {
@@ -118,9 +76,9 @@ TEST_CASE("a one-bit fault in any reducing op's output is localised to that op a
   for (const ReducingCase& c : kReducingOps) {
     DYNAMIC_SECTION(c.op << " in " << c.layer) {
       TempDir dir;
-      auto o = traced(dir, 2);
+      auto o = traced_audit(dir, 2);
       o.fault = op_fault(2, std::string(c.layer) + "/" + c.op);
-      const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+      const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
       REQUIRE_FALSE(r.identical);
       REQUIRE(r.root_causes.size() == 1);
       const RootCause& cause = r.root_causes[0];
@@ -139,9 +97,9 @@ TEST_CASE("a one-bit fault in any reducing op's output is localised to that op a
 TEST_CASE("a fault in a forward op's output is localised there, and spreads along the step",
           "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, "conv2d_0/conv2d.forward");
-  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
   REQUIRE(cause.kind == RootCause::Kind::op);
@@ -159,9 +117,9 @@ TEST_CASE("a fault in a forward op's output is localised there, and spreads alon
 
 TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = ra::audit::FaultSpec{1, 2, "batch", 0, 0, ""};
-  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
   CHECK(cause.kind == RootCause::Kind::op);
@@ -173,9 +131,9 @@ TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audi
 
 TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = ra::audit::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
-  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
   CHECK(cause.kind == RootCause::Kind::outside_ops);
@@ -184,10 +142,10 @@ TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[
 
   SECTION("and with the window starting after it, the next step's op blames nothing") {
     TempDir later;
-    auto windowed = traced(later, 2);
+    auto windowed = traced_audit(later, 2);
     windowed.fault = o.fault;
     windowed.trace_ops = ra::audit::OpWindow{2, std::nullopt};
-    const auto w = ra::audit::run_audit(spec_from(spec_json()), windowed).comparison;
+    const auto w = ra::audit::run_audit(spec_from(root_cause_spec_json()), windowed).comparison;
     REQUIRE(w.root_causes.size() == 1);
     CHECK(w.root_causes[0].kind == RootCause::Kind::outside_window);
     CHECK(w.root_causes[0].step == 1);
@@ -200,8 +158,8 @@ TEST_CASE("op records change no bit of a run, and runs without them stay format 
   ra::audit::AuditOptions plain;
   plain.runs = 1;
   plain.out_dir = without.path;
-  const auto a = ra::audit::run_audit(spec_from(spec_json()), traced(with, 1));
-  const auto b = ra::audit::run_audit(spec_from(spec_json()), plain);
+  const auto a = ra::audit::run_audit(spec_from(root_cause_spec_json()), traced_audit(with, 1));
+  const auto b = ra::audit::run_audit(spec_from(root_cause_spec_json()), plain);
   const ra::audit::Trace ta = ra::audit::read_trace(a.trace_files[0]);
   const ra::audit::Trace tb = ra::audit::read_trace(b.trace_files[0]);
   CHECK(ta.header.format_version == 2);
@@ -222,9 +180,9 @@ TEST_CASE("op records change no bit of a run, and runs without them stay format 
 TEST_CASE("compare of the trace files gives the root cause of the in-process audit",
           "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 3);
+  auto o = traced_audit(dir, 3);
   o.fault = op_fault(1, "dense_0/dense.backward_weight");
-  const auto in_process = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
   REQUIRE(in_process.root_causes.size() == 1);
   REQUIRE(from_files.root_causes.size() == 1);
@@ -250,7 +208,7 @@ TEST_CASE("a run where only one reducing op is nondeterministic is localised to 
       j["determinism"] = {{"mode", "deterministic"},
                           {"ops", {{c.policy_name, "nondeterministic"}}}};
       TempDir dir;
-      const auto result = ra::audit::run_audit(spec_from(j), traced(dir, 3));
+      const auto result = ra::audit::run_audit(spec_from(j), traced_audit(dir, 3));
       const auto& r = result.comparison;
       if (r.identical) {
         WARN("no race showed for " << c.policy_name << " in 3 runs of 3 steps");

@@ -14,43 +14,19 @@
 #include "audit/kept_outputs.h"
 #include "audit/trace_io.h"
 #include "spec/parse.h"
+#include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using ra::audit::RootCause;
+using ra::test::race_spec_json;
+using ra::test::root_cause_spec_json;
 using ra::test::TempDir;
-
-// Two convs, an overlapping max-pool, a dropout and two dense layers (as in
-// root_cause_audit_test.cpp), with momentum: the update has state it changes in place.
-nlohmann::json spec_json() {
-  return nlohmann::json::parse(R"({
-    "name": "magnitude", "seed": 5, "threads": 2,
-    "data": {"train": {"format": "random", "samples": 128, "shape": [2, 10, 10], "classes": 4},
-             "batch_size": 32},
-    "model": {"input": [2, 10, 10], "layers": [
-      {"type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
-      {"type": "conv2d", "filters": 5, "kernel": 3, "activation": "relu"},
-      {"type": "maxpool2d", "pool": 3, "stride": 2},
-      {"type": "dropout", "rate": 0.25},
-      {"type": "flatten"},
-      {"type": "dense", "units": 12, "activation": "relu"},
-      {"type": "dense", "units": 4}]},
-    "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
-    "train": {"epochs": 1, "max_steps": 3}})");
-}
+using ra::test::traced_audit;
 
 ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
-}
-
-ra::audit::AuditOptions traced(const TempDir& dir, int runs) {
-  ra::audit::AuditOptions o;
-  o.runs = runs;
-  o.out_dir = dir.path;
-  o.trace_ops = ra::audit::OpWindow{};
-  o.expect_identical = false;
-  return o;
 }
 
 ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
@@ -115,9 +91,9 @@ TEST_CASE("the magnitude of a one-bit fault is one element moved by 2^bit ULP", 
   for (const FaultCase& f : cases) {
     DYNAMIC_SECTION(f.layer_op) {
       TempDir dir;
-      auto o = traced(dir, 2);
+      auto o = traced_audit(dir, 2);
       o.fault = op_fault(1, 1, f.layer_op, 4);
-      const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+      const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
       const RootCause& c = only_cause(r);
       CHECK(c.step == 1);
       check_one_flip(c, 1, f.output, 4);
@@ -128,9 +104,9 @@ TEST_CASE("the magnitude of a one-bit fault is one element moved by 2^bit ULP", 
 TEST_CASE("a fault in the reference run is measured too, with the fault applied to it",
           "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 3);
+  auto o = traced_audit(dir, 3);
   o.fault = op_fault(0, 2, "dense_0/dense.backward_weight", 0);
-  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.runs == std::vector<int>{1, 2});
   const RootCause::Magnitude& m = *c.magnitude;
@@ -145,9 +121,9 @@ TEST_CASE("a fault in the reference run is measured too, with the fault applied 
 
 TEST_CASE("compare of the trace files measures the magnitude the audit measured", "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
-  const auto in_process = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
   const nlohmann::json a = ra::audit::to_json(in_process)["root_causes"];
   const nlohmann::json b = ra::audit::to_json(from_files)["root_causes"];
@@ -168,9 +144,9 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
 
 TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, 1, "dense_1/dense.backward_weight", 2);
-  const auto result = ra::audit::run_audit(spec_from(spec_json()), o);
+  const auto result = ra::audit::run_audit(spec_from(root_cause_spec_json()), o);
   std::vector<ra::audit::Trace> traces;
   for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
   // Traces of CPU runs, presented as GPU runs: without a GPU the replay cannot train, and with one
@@ -185,9 +161,9 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
 
 TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][ops]") {
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.fault = ra::audit::FaultSpec{1, 1, "batch", 0, 0, ""};
-  const auto r = ra::audit::run_audit(spec_from(spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.record.op == "batch");
   CHECK(c.magnitude->runs.empty());
@@ -203,18 +179,10 @@ TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][o
 // must agree exactly.
 TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a replay",
           "[audit][ops]") {
-  nlohmann::json j = spec_json();
-  j["threads"] = 4;
-  j["data"]["train"] = {
-      {"format", "random"}, {"samples", 512}, {"shape", {4, 20, 20}}, {"classes", 10}};
-  j["data"]["batch_size"] = 256;
-  j["model"]["input"] = {4, 20, 20};
-  j["model"]["layers"][5]["units"] = 128;
-  j["model"]["layers"][6]["units"] = 10;
-  j["train"]["max_steps"] = 2;
+  nlohmann::json j = race_spec_json();
   j["determinism"] = {{"mode", "nondeterministic"}};
   TempDir dir;
-  const auto r = ra::audit::run_audit(spec_from(j), traced(dir, 3)).comparison;
+  const auto r = ra::audit::run_audit(spec_from(j), traced_audit(dir, 3)).comparison;
   if (r.identical) WARN("no race showed in 3 runs of 2 steps");
   const auto replayed = ra::audit::compare_inputs({dir.path}, {});
   REQUIRE(replayed.root_causes.size() == r.root_causes.size());

@@ -11,12 +11,14 @@
 
 #include "audit/audit.h"
 #include "spec/parse.h"
+#include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using ra::audit::RootCause;
 using ra::test::TempDir;
+using ra::test::traced_audit;
 
 // Random data (no files needed): two convs, a max-pool, two dense layers.
 ra::spec::ExperimentSpec gpu_spec() {
@@ -34,21 +36,12 @@ ra::spec::ExperimentSpec gpu_spec() {
                               ".");
 }
 
-ra::audit::AuditOptions traced(const TempDir& dir, int runs) {
-  ra::audit::AuditOptions o;
-  o.runs = runs;
-  o.out_dir = dir.path;
-  o.trace_ops = ra::audit::OpWindow{};
-  o.expect_identical = false;
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   TempDir dir;
-  auto o = traced(dir, 2);
+  auto o = traced_audit(dir, 2);
   o.mode = ra::spec::KernelMode::deterministic;
   o.fault = ra::audit::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
@@ -73,7 +66,7 @@ TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran
 TEST_CASE("nondeterministic GPU runs are localised to a nondeterministic op", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   TempDir dir;
-  auto o = traced(dir, 4);
+  auto o = traced_audit(dir, 4);
   o.mode = ra::spec::KernelMode::nondeterministic;
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
   if (r.identical) WARN("no race showed in 4 nondeterministic GPU runs of 4 steps");
