@@ -140,6 +140,7 @@ struct RunSummary {
   std::uint32_t final_loss_bits = 0;
   std::optional<double> eval_accuracy, eval_loss;
   double median_step_seconds = 0;
+  double total_seconds = 0;       // the run's wall time, training and recording
   double recording_fraction = 0;  // recorder time / training step time
   int outcome_class = 0;
   std::string source;

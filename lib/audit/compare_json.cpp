@@ -85,6 +85,7 @@ json runs_json(const ComparisonResult& r) {
          {"eval_loss", optional_json(s.eval_loss)},
          {"eval_accuracy", optional_json(s.eval_accuracy)},
          {"median_step_ms", s.median_step_seconds * 1e3},
+         {"total_seconds", s.total_seconds},
          {"recording_fraction", s.recording_fraction},
          {"outcome_class", s.outcome_class}});
   }

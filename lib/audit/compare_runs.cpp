@@ -75,6 +75,7 @@ RunSummary summary_of(const Trace& t, int run) {
   s.eval_accuracy = t.final->eval_accuracy;
   s.eval_loss = t.final->eval_loss;
   s.median_step_seconds = t.final->median_step_seconds;
+  s.total_seconds = t.final->total_seconds;
   if (s.steps > 0 && s.median_step_seconds > 0) {
     s.recording_fraction = t.final->recording_seconds / (s.median_step_seconds * s.steps);
   }

@@ -125,6 +125,7 @@ nlohmann::json without_timings(nlohmann::json report) {
   for (auto& run : report.at("runs")) {
     run.erase("source");
     run.erase("median_step_ms");
+    run.erase("total_seconds");
     run.erase("recording_fraction");
   }
   for (auto& [group, stats] : report.at("statistics").items()) stats.erase("median_step_ms");

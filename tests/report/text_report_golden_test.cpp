@@ -1,7 +1,8 @@
 // Golden-text tests of the report: comparisons of traces built in memory
 // (tests/audit/in_memory_traces.h) rendered as text (report::render_text) and as JSON
-// (audit::to_json, dumped as `--json` writes it), each compared byte for byte with a file checked
-// in under tests/report/golden/ (<case>.txt, <case>.json).
+// (audit::to_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
+// compared byte for byte with a file checked in under tests/report/golden/ (<case>.txt,
+// <case>.json, <case>.xml).
 //
 // When a change of the report is intended, regenerate the goldens and review the diff:
 //     REPRO_AUDIT_UPDATE_GOLDEN=1 build/tests/test_report
@@ -18,6 +19,7 @@
 
 #include "audit/compare.h"
 #include "audit/in_memory_traces.h"
+#include "report/junit.h"
 #include "report/text_report.h"
 #include "support/text_lines.h"
 
@@ -70,6 +72,7 @@ void check_golden(const std::string& name, const std::string& actual) {
 void check_report(const std::string& name, const ComparisonResult& result) {
   check_golden(name + ".txt", ra::report::render_text(result));
   check_golden(name + ".json", ra::audit::to_json(result).dump(2) + "\n");
+  check_golden(name + ".xml", ra::report::render_junit(result));
 }
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {

@@ -1,0 +1,209 @@
+// The JUnit XML report (report/junit.h, docs/ci.md "JUnit XML").
+#include "report/junit.h"
+
+#include "core/printable.h"
+#include "report/text_format.h"
+#include "report/text_report.h"
+#include "report/text_sections.h"
+
+namespace ra::report {
+namespace {
+
+using audit::CategoryVerdict;
+using audit::ComparisonResult;
+using text::format;
+
+// An attribute value: printable first, so a newline in a name is a visible "\n", not a line
+// break a reader would fold into a space.
+std::string attribute(const std::string& text) {
+  return xml_escaped(printable(text));
+}
+
+std::string seconds(double s) {
+  return format("%.3f", s);
+}
+
+double total_seconds(const ComparisonResult& r) {
+  double total = 0;
+  for (const auto& run : r.runs) total += run.total_seconds;
+  return total;
+}
+
+// One testcase: passed, failed (with its message and detail), skipped, or passed with a note.
+struct Case {
+  std::string name;
+  double time = 0;
+  enum class Outcome { passed, failed, skipped } outcome = Outcome::passed;
+  std::string message;  // the failure's or skip's message; for a pass, a note (system-out)
+  std::string detail;   // the failure's text
+};
+
+std::string case_xml(const Case& c, const std::string& classname) {
+  std::string out = "    <testcase classname=\"" + attribute(classname) + "\" name=\"" +
+                    attribute(c.name) + "\" time=\"" + seconds(c.time) + "\"";
+  switch (c.outcome) {
+    case Case::Outcome::failed:
+      return out + ">\n      <failure message=\"" + attribute(c.message) +
+             "\" type=\"divergence\">" + xml_escaped(c.detail) + "</failure>\n    </testcase>\n";
+    case Case::Outcome::skipped:
+      return out + ">\n      <skipped message=\"" + attribute(c.message) +
+             "\"/>\n    </testcase>\n";
+    case Case::Outcome::passed:
+      if (c.message.empty()) return out + "/>\n";
+      return out + ">\n      <system-out>" + xml_escaped(c.message) + "</system-out>\n" +
+             "    </testcase>\n";
+  }
+  return out + "/>\n";
+}
+
+// The overall verdict: the first line of the text report's verdict, failing on a divergence
+// where identity was expected.
+Case verdict_case(const ComparisonResult& r) {
+  Case c;
+  c.name = "verdict";
+  c.time = total_seconds(r);
+  const std::string verdict = text::verdict(r);
+  const std::string head = verdict.substr(0, verdict.find('\n'));
+  if (r.compared_runs.size() < 2) {
+    c.outcome = Case::Outcome::skipped;
+    c.message = head;
+  } else if (r.diverged()) {
+    c.outcome = Case::Outcome::failed;
+    c.message = head;
+    if (r.first_divergence) {
+      const std::string first = text::first_divergence(r);
+      c.message += "; " + first.substr(0, first.find('\n'));
+    }
+    c.detail = verdict + text::first_divergence(r) + text::root_cause(r);
+  } else {
+    c.message = head;
+  }
+  return c;
+}
+
+// One category: fails where identity was expected and the category differs.
+Case category_case(const ComparisonResult& r, const CategoryVerdict& v) {
+  Case c;
+  c.name = text::category_title(v.category);
+  if (r.compared_runs.size() < 2) {
+    c.outcome = Case::Outcome::skipped;
+    c.message = "no same-seed pair to compare";
+    return c;
+  }
+  if (v.identical) return c;
+  std::string what = "differs";
+  if (v.first) {
+    const std::string where = text::where(*v.first);  // "step 3 (...)" or "before step 0"
+    what = "first differs " + std::string(where.starts_with("step") ? "at " : "") + where +
+           ", in " + text::shown(v.first->tensor) + " (runs " +
+           text::run_list(v.first->runs_differing) + " differ from run " +
+           std::to_string(r.compared_runs.front()) + ")";
+  }
+  what += format("; %lld steps differ", static_cast<long long>(v.steps_differing));
+  if (r.expect_identical) {
+    c.outcome = Case::Outcome::failed;
+    c.message = what;
+    c.detail = what + "\n";
+  } else {
+    c.message = what + " (allowed: bitwise identity was not expected)";
+  }
+  return c;
+}
+
+std::string property(const std::string& name, const std::string& value) {
+  return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
+}
+
+std::string properties(const ComparisonResult& r) {
+  std::string out = "    <properties>\n";
+  out += property("spec_name", r.spec_name);
+  out += property("spec_digest", r.spec_digest);
+  out += property("mode", r.mode_summary);
+  out += property("expect_identical", r.expect_identical ? "true" : "false");
+  out += property("compared_runs", text::run_list(r.compared_runs));
+  out += property("loss_tolerance", format("%g", r.loss_tolerance));
+  for (const audit::RunSummary& s : r.runs) {
+    const std::string run = "run." + std::to_string(s.run) + ".";
+    out += property(run + "seed_group", s.seed_group);
+    out += property(run + "seeds", "init=" + std::to_string(s.seed_init) +
+                                       " data=" + std::to_string(s.seed_data) +
+                                       " dropout=" + std::to_string(s.seed_dropout));
+    out += property(run + "seconds", seconds(s.total_seconds));
+    out += property(run + "median_step_ms", format("%.3f", s.median_step_seconds * 1e3));
+    out += property(run + "source", s.source);
+  }
+  return out + "    </properties>\n";
+}
+
+}  // namespace
+
+std::string xml_escaped(const std::string& text) {
+  // Line by line through printable (which keeps UTF-8 and escapes every control character), so
+  // that newlines and tabs stay as they are in element text.
+  std::string safe;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find_first_of("\n\t", start);
+    if (end == std::string::npos) end = text.size();
+    safe += printable(std::string_view(text).substr(start, end - start));
+    if (end < text.size()) safe += text[end];
+    start = end + 1;
+  }
+  std::string out;
+  for (std::size_t i = 0; i < safe.size(); ++i) {
+    const char ch = safe[i];
+    // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are valid UTF-8 but not XML characters.
+    if (static_cast<unsigned char>(ch) == 0xEF && i + 2 < safe.size() &&
+        static_cast<unsigned char>(safe[i + 1]) == 0xBF &&
+        (static_cast<unsigned char>(safe[i + 2]) & 0xFE) == 0xBE) {
+      out += safe[i + 2] == '\xBE' ? "\\uFFFE" : "\\uFFFF";
+      i += 2;
+      continue;
+    }
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string render_junit(const ComparisonResult& r) {
+  std::vector<Case> cases{verdict_case(r)};
+  for (const CategoryVerdict& v : r.categories) cases.push_back(category_case(r, v));
+  int failures = 0, skipped = 0;
+  for (const Case& c : cases) {
+    failures += c.outcome == Case::Outcome::failed ? 1 : 0;
+    skipped += c.outcome == Case::Outcome::skipped ? 1 : 0;
+  }
+  const std::string suite = "repro-audit." + r.spec_name;
+  const std::string counts =
+      format("tests=\"%zu\" failures=\"%d\" errors=\"0\"", cases.size(), failures);
+  const std::string time = seconds(total_seconds(r));
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites name=\"repro-audit\" " + counts + " time=\"" + time + "\">\n";
+  out += "  <testsuite name=\"" + attribute(suite) + "\" " + counts +
+         format(" skipped=\"%d\"", skipped) + " time=\"" + time + "\">\n";
+  out += properties(r);
+  for (const Case& c : cases) out += case_xml(c, suite);
+  out += "    <system-out>" + xml_escaped(render_text(r)) + "</system-out>\n";
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace ra::report

@@ -1,0 +1,135 @@
+// The JUnit XML report (report/junit.h): its verdicts per testcase, its escaping, and its form:
+// every report validates with xmllint against docs/junit-subset.xsd, the subset CI readers share.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+#include "audit/in_memory_traces.h"
+#include "report/junit.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using ra::audit::Trace;
+using ra::test::TraceBuilder;
+
+const std::filesystem::path kSource = REPRO_AUDIT_SOURCE_DIR;
+
+std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
+  std::vector<Trace> traces;
+  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
+  return traces;
+}
+
+// xmllint's verdict on `xml` against the subset schema: "" when it validates, else its output.
+std::string schema_problems(const std::string& xml) {
+  REQUIRE(std::system("xmllint --version > /dev/null 2>&1") == 0);  // libxml2-utils: scripts/setup
+  ra::test::TempDir dir;
+  const auto file = dir.path / "report.xml", log = dir.path / "xmllint.log";
+  std::ofstream(file, std::ios::binary) << xml;
+  const std::string command = "xmllint --noout --schema '" +
+                              (kSource / "docs" / "junit-subset.xsd").string() + "' '" +
+                              file.string() + "' > '" + log.string() + "' 2>&1";
+  if (std::system(command.c_str()) == 0) return "";
+  std::ifstream in(log);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("xml_escaped keeps text readable and markup out", "[report][junit]") {
+  using ra::report::xml_escaped;
+  CHECK(xml_escaped("a<b>&\"c\"'d'") == "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;");
+  CHECK(xml_escaped("line 1\n\tline 2") == "line 1\n\tline 2");  // allowed in XML 1.0
+  CHECK(xml_escaped("bell\x07 esc\x1b[2K") == "bell\\x07 esc\\x1b[2K");
+  CHECK(xml_escaped("bad \xff byte") == "bad \\xff byte");
+  CHECK(xml_escaped("not a char: \xef\xbf\xbf \xef\xbf\xbe") == "not a char: \\uFFFF \\uFFFE");
+  CHECK(xml_escaped("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");  // UTF-8 kept
+}
+
+TEST_CASE("a divergence where identity was expected fails the verdict and each category",
+          "[report][junit]") {
+  TraceBuilder b;
+  std::vector<Trace> traces = runs_of(b, 3);
+  ra::test::diverge(traces[2], 1, 2);  // dense_1.weight's gradient from step 1
+  const auto result = ra::audit::compare_traces(traces, {});
+  REQUIRE(result.diverged());
+  const std::string xml = ra::report::render_junit(result);
+  CHECK(schema_problems(xml).empty());
+  // Verdict, gradients, weights, optimizer state and losses fail; initial weights and batches
+  // pass.
+  CHECK(xml.find("tests=\"7\" failures=\"5\" errors=\"0\" skipped=\"0\"") != std::string::npos);
+  CHECK(count(xml, "<failure ") == 5);
+  CHECK(xml.find("name=\"initial weights\" time=\"0.000\"/>") != std::string::npos);
+  CHECK(xml.find("<failure message=\"first differs at step 1 (epoch 1, batch 1), in "
+                 "dense_1.weight (runs 2 differ from run 0); 3 steps differ\"") !=
+        std::string::npos);
+  CHECK(xml.find("<property name=\"run.2.seeds\" value=\"init=42 data=42 dropout=42\"/>") !=
+        std::string::npos);
+  CHECK(xml.find("<property name=\"spec_digest\" value=\"0123456789abcdef0123456789abcdef\"/>") !=
+        std::string::npos);
+}
+
+TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
+  TraceBuilder b;
+  b.mode = "nondeterministic";
+  std::vector<Trace> traces = runs_of(b, 2);
+  ra::test::diverge(traces[1], 0, 0);
+  const auto result = ra::audit::compare_traces(traces, {});
+  REQUIRE_FALSE(result.identical);
+  REQUIRE_FALSE(result.diverged());
+  const std::string xml = ra::report::render_junit(result);
+  CHECK(schema_problems(xml).empty());
+  CHECK(count(xml, "<failure ") == 0);
+  CHECK(xml.find("failures=\"0\"") != std::string::npos);
+  CHECK(xml.find("(allowed: bitwise identity was not expected)</system-out>") != std::string::npos);
+  CHECK(xml.find("NOT BITWISE IDENTICAL (allowed)") != std::string::npos);
+}
+
+TEST_CASE("one run has nothing to compare: every testcase is skipped", "[report][junit]") {
+  const auto result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), {});
+  const std::string xml = ra::report::render_junit(result);
+  CHECK(schema_problems(xml).empty());
+  CHECK(count(xml, "<skipped message=") == 7);
+  CHECK(xml.find("skipped=\"7\"") != std::string::npos);
+}
+
+TEST_CASE("names from specs and traces cannot inject markup into the JUnit report",
+          "[report][junit]") {
+  TraceBuilder b;
+  b.spec_name = "x\"/><testcase name=\"forged\"/><!--\n\x01\xef\xbf\xbf";
+  b.params = {"<script>alert(1)</script>", "a&b", "dense_1.weight"};
+  std::vector<Trace> traces = runs_of(b, 2);
+  ra::test::diverge(traces[1], 0, 0);
+  const std::string xml = ra::report::render_junit(ra::audit::compare_traces(traces, {}));
+  INFO(xml);
+  CHECK(schema_problems(xml).empty());
+  CHECK(xml.find("<script>") == std::string::npos);
+  CHECK(xml.find("name=\"forged\"") == std::string::npos);
+  CHECK(xml.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(count(xml, "<testcase ") == 7);
+}
+
+TEST_CASE("every golden JUnit report validates against the subset schema", "[report][junit]") {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSource / "tests/report/golden")) {
+    if (entry.path().extension() != ".xml") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string xml((std::istreambuf_iterator<char>(in)), {});
+    INFO(entry.path().string());
+    CHECK(schema_problems(xml).empty());
+    ++checked;
+  }
+  CHECK(checked >= 6);
+}
