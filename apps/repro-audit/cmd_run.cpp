@@ -27,6 +27,7 @@ struct RunCommandOptions {
   std::string mode;
   std::string out;
   std::string json_path;
+  std::string junit_path;
   std::string expect;
   std::string fault;
   std::string trace_ops;
@@ -119,7 +120,8 @@ int run_run(RunCommandOptions& o) {
   a.folder_use = o.resume      ? audit::FolderUse::resume
                  : o.overwrite ? audit::FolderUse::overwrite
                                : audit::FolderUse::fresh;
-  if (!o.json_path.empty() && o.json_path != "-") a.report_file = o.json_path;
+  if (!o.json_path.empty() && o.json_path != "-") a.report_files.push_back(o.json_path);
+  if (!o.junit_path.empty()) a.report_files.push_back(o.junit_path);
 
   Progress progress;
   audit::AuditProgress hooks;
@@ -134,7 +136,7 @@ int run_run(RunCommandOptions& o) {
   }
   spdlog::info("auditing {}: {} run(s), traces in {}", s.name, a.runs, a.out_dir.string());
   const audit::AuditResult result = audit::run_audit(s, a, hooks);
-  return emit_report(result.comparison, o.json_path);
+  return emit_report(result.comparison, o.json_path, o.junit_path);
 }
 
 }  // namespace
@@ -170,6 +172,8 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--out", o->out,
                   "Folder for traces and snapshots (default repro-audit-out/<name>)");
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--junit", o->junit_path,
+                  "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   auto* overwrite = cmd->add_flag(
       "--overwrite", o->overwrite,
       "Replace the audit already in --out: removes only repro-audit's own files there (manifest, "

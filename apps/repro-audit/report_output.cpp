@@ -7,11 +7,13 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "json_output.h"
+#include "report/junit.h"
 #include "report/text_report.h"
 
 namespace ra::app {
 
-int emit_report(const audit::ComparisonResult& result, const std::string& json_path) {
+int emit_report(const audit::ComparisonResult& result, const std::string& json_path,
+                const std::string& junit_path) {
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
   const std::string json = json_text(audit::to_json(result)) + "\n";
@@ -21,6 +23,7 @@ int emit_report(const audit::ComparisonResult& result, const std::string& json_p
     std::fputs(report::render_text(result).c_str(), stdout);
     if (!json_path.empty()) write_file_atomic(json_path, json);
   }
+  if (!junit_path.empty()) write_file_atomic(junit_path, report::render_junit(result));
   std::fflush(stdout);
   return result.diverged() ? static_cast<int>(ExitCode::divergence) : 0;
 }

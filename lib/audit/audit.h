@@ -63,9 +63,9 @@ struct AuditOptions {
   int jobs = 1;
   std::filesystem::path out_dir;
   FolderUse folder_use = FolderUse::fresh;
-  // The JSON report's path (--json FILE): recorded in the manifest when it lies in out_dir, so
-  // that --overwrite knows it as the tool's own file.
-  std::filesystem::path report_file;
+  // The report files' paths (--json, --junit): recorded in the manifest when they lie in out_dir,
+  // so that --overwrite knows them as the tool's own files.
+  std::vector<std::filesystem::path> report_files;
   SnapshotOptions snapshots;
   std::optional<FaultSpec> fault;
   // --trace-ops: the steps whose ops every run records (trace format version 2).

@@ -105,10 +105,12 @@ FolderPlan AuditFolderSetup::apply() {
     plan.manifest.created = utc_now();
     for (const PlannedRun& p : plan.manifest.runs) plan.to_train.push_back(p.index);
   }
-  if (const auto report = report_in_folder(o_.report_file, dir_)) {
-    auto& reports = plan.manifest.report_files;
-    if (std::find(reports.begin(), reports.end(), *report) == reports.end())
-      reports.push_back(*report);
+  for (const std::filesystem::path& file : o_.report_files) {
+    if (const auto report = report_in_folder(file, dir_)) {
+      auto& reports = plan.manifest.report_files;
+      if (std::find(reports.begin(), reports.end(), *report) == reports.end())
+        reports.push_back(*report);
+    }
   }
   write_manifest(dir_, plan.manifest);
   return plan;

@@ -1,0 +1,68 @@
+// --junit through the binary: run and compare write the JUnit XML report (report/junit.h) that
+// CI systems read, failing exactly where bitwise identity was expected and not found.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_runner.h"
+
+using ra::test::run_cli;
+using ra::test::TempDir;
+
+namespace {
+
+std::string q(const std::filesystem::path& p) {
+  return "'" + p.string() + "'";
+}
+
+std::string write_spec(const TempDir& dir) {
+  const auto spec = nlohmann::json::parse(R"({
+    "name": "cli-junit", "seed": 4, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 8, 8], "classes": 3},
+             "batch_size": 16},
+    "model": {"input": [1, 8, 8], "layers": [
+      {"type": "conv2d", "filters": 3, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 2}, {"type": "flatten"}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "sgd", "lr": 0.05},
+    "train": {"epochs": 1}})");
+  return q(dir.write("spec.json", spec.dump()));
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli][junit]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  const auto out = dir.path() / "out";
+  const auto junit = out / "junit.xml";  // inside the audit folder: the tool's own file
+  const auto ok = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --junit " + q(junit));
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+  const std::string passed = ra::test::read_text(junit);
+  CHECK(has(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"7\" failures=\"0\""));
+  CHECK(has(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"verdict\""));
+  CHECK(has(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
+
+  // --overwrite knows the report as the tool's own file, and writes the new one in its place.
+  const auto bad = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --overwrite --junit " +
+                           q(junit) + " --inject-fault run=1,step=1,tensor=dense_0.weight");
+  INFO(bad.err);
+  REQUIRE(bad.exit_code == 1);
+  const std::string failed = ra::test::read_text(junit);
+  CHECK(has(failed, "failures=\"2\""));  // the verdict and the weights (a low bit: nothing else)
+  CHECK(has(failed, "<failure message=\"DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
+  CHECK(has(failed, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
+
+  // compare of the folder writes the same verdicts.
+  const auto again = dir.path() / "again.xml";
+  const auto c = run_cli("compare " + q(out) + " --junit " + q(again));
+  REQUIRE(c.exit_code == 1);
+  const std::string compared = ra::test::read_text(again);
+  CHECK(has(compared, "failures=\"2\""));
+  CHECK(has(compared, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
+}
