@@ -59,6 +59,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.within_tolerance = losses.within_tolerance;
 
   result.growth = phases::epoch_growth(compared, options);
+  result.series = phases::step_series(traces, compared);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);
 
   phases::SeedGroupStatistics statistics = phases::seed_group_statistics(result.runs);

@@ -171,6 +171,22 @@ struct GroupStatistics {
   Summary final_loss, eval_accuracy, median_step_ms;
 };
 
+// Per step, for the plots of the HTML report (report/html_report.h). Not in the JSON report, which
+// carries the verdicts and the figures exactly.
+struct StepSeries {
+  std::vector<std::vector<float>> losses;  // per run (report order), its loss at each of its steps
+  // The map of where digests differ: one row per recorded tensor of a step, in causal order
+  // (batch indices, inputs, labels, loss, gradients last layer first, weights, optimizer state),
+  // with, per step the compared runs share, whether some compared run differs there from the
+  // reference run.
+  struct Row {
+    Category category = Category::batches;
+    std::string tensor;
+    std::vector<bool> differs;
+  };
+  std::vector<Row> rows;
+};
+
 struct ComparisonOptions {
   // Whether compare_with_snapshots (audit/audit_compare.h) measures the magnitude of each op root
   // cause by a replay (audit/op_replay.h): training the reference run to the op. compare_traces
@@ -213,6 +229,7 @@ struct ComparisonResult {
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;
+  StepSeries series;
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both

@@ -1,5 +1,6 @@
 // Phase of the comparison: per category of recorded state, where the compared runs first part
 // from the reference run and at how many steps they differ (compare_phases.h).
+#include <bit>
 #include <utility>
 
 #include "audit/compare_phases.h"
@@ -103,6 +104,38 @@ std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared) {
   std::vector<CategoryVerdict> verdicts;
   for (Category c : kCategories) verdicts.push_back(verdict_of(c, compared));
   return verdicts;
+}
+
+StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared) {
+  StepSeries series;
+  for (const Trace& t : traces) {
+    std::vector<float> losses;
+    for (const StepRecord& r : t.steps) losses.push_back(std::bit_cast<float>(r.loss_bits));
+    series.losses.push_back(std::move(losses));
+  }
+  if (compared.traces.empty()) return series;
+  const std::vector<const Trace*>& runs = compared.traces;
+  for (Category c : kCategories) {
+    if (c == Category::initial_weights) continue;
+    const std::size_t first_row = series.rows.size();
+    for (std::int64_t s = 0; s < compared.common_steps; ++s) {
+      const std::vector<Slot> ref = slots(c, *runs[0], s);
+      if (s == 0) {
+        for (const Slot& slot : ref) series.rows.push_back({c, slot.name, {}});
+      }
+      std::vector<bool> differs(ref.size(), false);
+      for (std::size_t i = 1; i < runs.size(); ++i) {
+        const std::vector<Slot> other = slots(c, *runs[i], s);
+        for (std::size_t k = 0; k < ref.size(); ++k) {
+          differs[k] = differs[k] || other[k].value != ref[k].value;
+        }
+      }
+      for (std::size_t k = 0; k < ref.size(); ++k) {
+        series.rows[first_row + k].differs.push_back(differs[k]);
+      }
+    }
+  }
+  return series;
 }
 
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts) {

@@ -54,6 +54,9 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared);
 // For each category (kCategories order): the first divergence from the reference run and the
 // number of steps at which some compared run differs. All identical with fewer than two runs.
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);
+// Every run's losses, and per recorded tensor of a step and per common step whether a compared run
+// differs from the reference there (compare_categories.cpp).
+StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared);
 // The earliest of the categories' first divergences, ties broken by causal (category) order.
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts);
 
