@@ -16,6 +16,7 @@ struct CompareOptions {
   std::vector<std::string> inputs;
   std::string json_path;
   std::string junit_path;
+  std::string html_path;
   std::string expect;
   double tolerance = 1e-4;
   bool no_magnitude = false;
@@ -28,7 +29,8 @@ int run_compare(const CompareOptions& o) {
   options.expect_identical = parse_expect(o.expect);
   options.loss_tolerance = o.tolerance;
   options.measure_magnitudes = !o.no_magnitude;
-  return emit_report(audit::compare_inputs(inputs, options), o.json_path, o.junit_path);
+  return emit_report(audit::compare_inputs(inputs, options),
+                     {o.json_path, o.junit_path, o.html_path});
 }
 
 }  // namespace
@@ -40,6 +42,8 @@ void register_compare(CLI::App& app, CommandRun& run) {
                   "Trace files (*.trace.jsonl) or audit folders (their audit.json's runs)")
       ->required();
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--html", o->html_path,
+                  "Also write the HTML report to FILE: one self-contained page with plots");
   cmd->add_option("--junit", o->junit_path,
                   "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   cmd->add_option("--expect", o->expect,

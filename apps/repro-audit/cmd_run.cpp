@@ -28,6 +28,7 @@ struct RunCommandOptions {
   std::string out;
   std::string json_path;
   std::string junit_path;
+  std::string html_path;
   std::string expect;
   std::string fault;
   std::string trace_ops;
@@ -122,6 +123,7 @@ int run_run(RunCommandOptions& o) {
                                : audit::FolderUse::fresh;
   if (!o.json_path.empty() && o.json_path != "-") a.report_files.push_back(o.json_path);
   if (!o.junit_path.empty()) a.report_files.push_back(o.junit_path);
+  if (!o.html_path.empty()) a.report_files.push_back(o.html_path);
 
   Progress progress;
   audit::AuditProgress hooks;
@@ -136,7 +138,7 @@ int run_run(RunCommandOptions& o) {
   }
   spdlog::info("auditing {}: {} run(s), traces in {}", s.name, a.runs, a.out_dir.string());
   const audit::AuditResult result = audit::run_audit(s, a, hooks);
-  return emit_report(result.comparison, o.json_path, o.junit_path);
+  return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 
 }  // namespace
@@ -172,6 +174,8 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--out", o->out,
                   "Folder for traces and snapshots (default repro-audit-out/<name>)");
   cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--html", o->html_path,
+                  "Also write the HTML report to FILE: one self-contained page with plots");
   cmd->add_option("--junit", o->junit_path,
                   "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   auto* overwrite = cmd->add_flag(

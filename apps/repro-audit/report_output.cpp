@@ -7,13 +7,14 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "json_output.h"
+#include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_report.h"
 
 namespace ra::app {
 
-int emit_report(const audit::ComparisonResult& result, const std::string& json_path,
-                const std::string& junit_path) {
+int emit_report(const audit::ComparisonResult& result, const ReportFiles& files) {
+  const std::string& json_path = files.json;
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
   const std::string json = json_text(audit::to_json(result)) + "\n";
@@ -23,7 +24,8 @@ int emit_report(const audit::ComparisonResult& result, const std::string& json_p
     std::fputs(report::render_text(result).c_str(), stdout);
     if (!json_path.empty()) write_file_atomic(json_path, json);
   }
-  if (!junit_path.empty()) write_file_atomic(junit_path, report::render_junit(result));
+  if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));
+  if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
   std::fflush(stdout);
   return result.diverged() ? static_cast<int>(ExitCode::divergence) : 0;
 }

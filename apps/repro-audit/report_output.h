@@ -8,9 +8,12 @@ namespace ra::app {
 
 // Text report on stdout (unless json_path is "-": then stdout is the JSON report alone); the JSON
 // report written atomically to json_path, the JUnit XML report (report/junit.h) to junit_path,
-// when given. Returns 0, or 1 when runs diverged where equality was expected.
-int emit_report(const audit::ComparisonResult& result, const std::string& json_path,
-                const std::string& junit_path = "");
+// the HTML report (report/html_report.h) to html_path, when given. Returns 0, or 1 when runs
+// diverged where equality was expected.
+struct ReportFiles {
+  std::string json, junit, html;
+};
+int emit_report(const audit::ComparisonResult& result, const ReportFiles& files);
 
 // "identical" -> true, "any" -> false, "" -> nullopt (the default of the mode).
 std::optional<bool> parse_expect(const std::string& expect);

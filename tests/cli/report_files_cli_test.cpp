@@ -1,5 +1,6 @@
-// --junit through the binary: run and compare write the JUnit XML report (report/junit.h) that
-// CI systems read, failing exactly where bitwise identity was expected and not found.
+// --junit and --html through the binary: run and compare write the JUnit XML report
+// (report/junit.h) that CI systems read, failing exactly where bitwise identity was expected and
+// not found, and the self-contained HTML page (report/html_report.h).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -65,4 +66,29 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   const std::string compared = ra::test::read_text(again);
   CHECK(has(compared, "failures=\"2\""));
   CHECK(has(compared, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
+}
+
+TEST_CASE("run and compare --html write one self-contained page", "[cli][html]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  const auto out = dir.path() / "out";
+  const auto page = out / "report.html";
+  const auto r = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --html " + q(page) +
+                         " --inject-fault run=1,step=1,tensor=dense_0.weight,bit=30");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 1);
+  const std::string html = ra::test::read_text(page);
+  CHECK(html.starts_with("<!DOCTYPE html>"));
+  CHECK(has(html, "<div class=\"banner diverged\">DIVERGED"));
+  CHECK(has(html, "<title>repro-audit: cli-junit</title>"));
+  CHECK_FALSE(has(html, "<script"));
+
+  // Again with --overwrite: the page is the tool's own file in the folder, replaced.
+  const auto again =
+      run_cli("run " + spec + " --runs 2 --out " + q(out) + " --overwrite --html " + q(page));
+  REQUIRE(again.exit_code == 0);
+  CHECK(has(ra::test::read_text(page), "<div class=\"banner ok\">BITWISE IDENTICAL"));
+  const auto c = run_cli("compare " + q(out) + " --html " + q(dir.path() / "compare.html"));
+  REQUIRE(c.exit_code == 0);
+  CHECK(has(ra::test::read_text(dir.path() / "compare.html"), "<div class=\"banner ok\">"));
 }
