@@ -2,6 +2,7 @@
 #include "report/junit.h"
 
 #include "core/printable.h"
+#include "report/markup.h"
 #include "report/text_format.h"
 #include "report/text_report.h"
 #include "report/text_sections.h"
@@ -149,38 +150,19 @@ std::string xml_escaped(const std::string& text) {
     if (end < text.size()) safe += text[end];
     start = end + 1;
   }
-  std::string out;
+  // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are valid UTF-8 but not XML characters.
+  std::string chars;
   for (std::size_t i = 0; i < safe.size(); ++i) {
-    const char ch = safe[i];
-    // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are valid UTF-8 but not XML characters.
-    if (static_cast<unsigned char>(ch) == 0xEF && i + 2 < safe.size() &&
+    if (static_cast<unsigned char>(safe[i]) == 0xEF && i + 2 < safe.size() &&
         static_cast<unsigned char>(safe[i + 1]) == 0xBF &&
         (static_cast<unsigned char>(safe[i + 2]) & 0xFE) == 0xBE) {
-      out += safe[i + 2] == '\xBE' ? "\\uFFFE" : "\\uFFFF";
+      chars += safe[i + 2] == '\xBE' ? "\\uFFFE" : "\\uFFFF";
       i += 2;
       continue;
     }
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += ch;
-    }
+    chars += safe[i];
   }
-  return out;
+  return with_entities(chars);
 }
 
 std::string render_junit(const ComparisonResult& r) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/printable.h"
+#include "report/markup.h"
 
 namespace ra::report::svg {
 namespace {
@@ -120,30 +121,7 @@ std::pair<double, double> y_range(const LinePlot& plot) {
 }  // namespace
 
 std::string html_escaped(const std::string& raw) {
-  const std::string safe = printable(raw);
-  std::string out;
-  for (char c : safe) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return with_entities(printable(raw));
 }
 
 std::string html_lines_escaped(const std::string& text) {

@@ -50,7 +50,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST_CASE("xml_escaped keeps text readable and markup out", "[report][junit]") {
   using ra::report::xml_escaped;
-  CHECK(xml_escaped("a<b>&\"c\"'d'") == "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;");
+  CHECK(xml_escaped("a<b>&\"c\"'d'") == "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
   CHECK(xml_escaped("line 1\n\tline 2") == "line 1\n\tline 2");  // allowed in XML 1.0
   CHECK(xml_escaped("bell\x07 esc\x1b[2K") == "bell\\x07 esc\\x1b[2K");
   CHECK(xml_escaped("bad \xff byte") == "bad \\xff byte");
