@@ -15,19 +15,6 @@ namespace {
 using backend::KernelMode;
 using Region = OpRecorder::Region;
 
-std::size_t dtype_bytes(DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::i64:
-      return 8;
-    case DType::u8:
-      return 1;
-  }
-  return 1;
-}
-
 std::size_t bytes_of(const Region& r) {
   return static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
 }

@@ -29,10 +29,6 @@ struct ReplayParted : std::runtime_error {
 // The op's executions are done: ends the replay's training run.
 struct ReplayDone {};
 
-std::size_t element_bytes(DType t) {
-  return t == DType::i64 ? 8 : t == DType::u8 ? 1 : 4;
-}
-
 // Ops a replay cannot execute again: the batch comes from the loader, and the dropout's two
 // records come from one call the recorder does not show a replay (audit/op_recorder.h).
 bool re_executable(const std::string& op) {
@@ -115,7 +111,7 @@ std::vector<RootCause::OutputDifference> output_differences(const std::vector<By
     RootCause::OutputDifference d;
     d.output = i;
     d.dtype = dtypes[i];
-    const std::size_t w = element_bytes(d.dtype);
+    const std::size_t w = dtype_bytes(d.dtype);
     d.elements = static_cast<std::int64_t>(a[i].size() / w);
     if (d.dtype == DType::f32) {
       d.difference =
@@ -360,9 +356,9 @@ bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutput
   std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
   if (!o || o->bytes.size() != t.out.size()) return false;
   for (std::size_t i = 0; i < o->bytes.size(); ++i) {
-    const Region r{o->dtypes[i], nullptr,
-                   static_cast<std::int64_t>(o->bytes[i].size() / element_bytes(o->dtypes[i]))};
-    if (digest_of(r, o->bytes[i]) != t.out[i]) return false;
+    const std::size_t bytes = o->bytes[i].size();
+    const Shape shape{static_cast<std::int64_t>(bytes / dtype_bytes(o->dtypes[i]))};
+    if (digest_bytes(o->dtypes[i], shape, o->bytes[i].data(), bytes) != t.out[i]) return false;
   }
   t.found = std::move(o->bytes);
   dtypes = o->dtypes;

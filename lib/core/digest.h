@@ -19,6 +19,10 @@ struct Digest128 {
 };
 
 enum class DType : std::uint8_t { f32 = 1, i32 = 2, i64 = 3, u8 = 4 };
+// Bytes per element.
+constexpr std::size_t dtype_bytes(DType t) {
+  return t == DType::i64 ? 8 : t == DType::u8 ? 1 : 4;
+}
 
 // The digest is chunked (docs/trace-format.md): XXH3-128 over the header and the XXH3-128 of each
 // 64 KiB chunk of the bytes, so chunks can be hashed in parallel, on the host or on a device.
