@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -120,8 +121,7 @@ void AtomicFileWriter::write_all(const char* data, std::size_t left) {
   }
 }
 
-void AtomicFileWriter::commit() {
-  if (finished_) throw std::logic_error("AtomicFileWriter::commit after commit or failure");
+void AtomicFileWriter::flush_and_close() {
   write_buffer();
   // fsync before rename: otherwise a crash right after the rename may leave the final name
   // pointing at a file whose data never reached the disk (zero length on ext4 with delalloc).
@@ -130,10 +130,33 @@ void AtomicFileWriter::commit() {
   // close can report deferred write errors (NFS), so it is checked too.
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail("close", errno);
+}
+
+void AtomicFileWriter::commit() {
+  if (finished_) throw std::logic_error("AtomicFileWriter::commit after commit or failure");
+  flush_and_close();
   if (const int e = injected(detail::IoStep::rename)) fail("rename", e);
   if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail("rename", errno);
   finished_ = true;
   sync_parent_folder(path_);
+}
+
+bool AtomicFileWriter::commit_new() {
+  if (finished_) throw std::logic_error("AtomicFileWriter::commit_new after commit or failure");
+  flush_and_close();
+  if (const int e = injected(detail::IoStep::rename)) fail("link", e);
+  bool created = ::link(temporary_.c_str(), path_.c_str()) == 0;
+  if (!created) {
+    const int e = errno;
+    // Over NFS a link whose reply was lost is retried and answers EEXIST although it was ours:
+    // the temporary file then has two names.
+    struct stat st {};
+    created = ::stat(temporary_.c_str(), &st) == 0 && st.st_nlink == 2;
+    if (!created && e != EEXIST) fail("link", e);
+  }
+  discard();  // the temporary name (the file lives on under `path` when created)
+  if (created) sync_parent_folder(path_);
+  return created;
 }
 
 void AtomicFileWriter::fail(const std::string& what, int error_number) {

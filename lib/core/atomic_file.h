@@ -36,6 +36,10 @@ class AtomicFileWriter {
   // Flush, fsync, close, rename over `path`. Throws as above (temporary file removed).
   // Calling append() or commit() after commit (or after a failure) is a std::logic_error.
   void commit();
+  // Like commit(), but only when nothing is under `path` yet: link(2), which fails when the name
+  // exists, where commit() renames over it. Returns false (and `path` is untouched) when the name
+  // was taken, so of writers racing to create one file exactly one gets true.
+  bool commit_new();
 
   const std::filesystem::path& path() const noexcept { return path_; }
   const std::filesystem::path& temporary_path() const noexcept { return temporary_; }
@@ -46,6 +50,7 @@ class AtomicFileWriter {
 
  private:
   void write_buffer();                                 // writes and clears buffer_
+  void flush_and_close();                              // buffer out, fsync, close; fail() on error
   void write_all(const char* data, std::size_t size);  // write(2) until done; fail() on error
   [[noreturn]] void fail(const std::string& what, int error_number);  // discard + throw
   void discard() noexcept;  // close and unlink the temporary file
