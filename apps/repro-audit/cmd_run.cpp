@@ -33,6 +33,7 @@ struct RunCommandOptions {
   std::string fault;
   std::string trace_ops;
   std::string device;  // "" = the spec's
+  std::string shard;   // "" = every run in this process
   bool overwrite = false;
   bool resume = false;
   bool no_magnitude = false;
@@ -98,6 +99,33 @@ class Progress {
   std::chrono::steady_clock::time_point run_start_{}, last_{};
 };
 
+// A shard reports what it did and how far the audit is; the report is compare's, once every
+// shard has finished.
+int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out) {
+  auto list = [](const std::vector<int>& runs) {
+    std::string text;
+    for (int r : runs) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return text.empty() ? std::string("none") : text;
+  };
+  std::printf(
+      "shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
+      list(s.runs).c_str(), s.planned_runs,
+      s.already_whole.empty() ? "" : (" (already whole: " + list(s.already_whole) + ")").c_str());
+  if (s.missing_runs.empty()) {
+    std::printf(
+        "audit complete: every planned run has a whole trace; report: repro-audit "
+        "compare %s\n",
+        out.c_str());
+  } else {
+    std::printf(
+        "audit not complete yet: run(s) %s of other shards missing; once every shard has "
+        "finished: repro-audit compare %s\n",
+        list(s.missing_runs).c_str(), out.c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 int run_run(RunCommandOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
@@ -136,8 +164,11 @@ int run_run(RunCommandOptions& o) {
   if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
     spdlog::warn("{}", notice);
   }
-  spdlog::info("auditing {}: {} run(s), traces in {}", s.name, a.runs, a.out_dir.string());
+  if (!o.shard.empty()) a.shard = audit::parse_shard(o.shard, audit::process_environment());
+  spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
+               a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
   const audit::AuditResult result = audit::run_audit(s, a, hooks);
+  if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 
@@ -186,6 +217,11 @@ void register_run(CLI::App& app, CommandRun& run) {
                 "Finish the interrupted audit in --out: train only the runs without a whole "
                 "trace, then report on all (the spec and options must be the audit's)")
       ->excludes(overwrite);
+  cmd->add_option("--shard", o->shard,
+                  "Train only shard K of N's runs (run p belongs to shard p mod N) into --out, "
+                  "shared with the other shards; auto: K and N from a Slurm job array or auto/N "
+                  "from a Kubernetes Indexed Job (docs/scale-out.md). No report: compare --out "
+                  "once every shard has finished");
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
                   "identical in deterministic mode with same seeds)")

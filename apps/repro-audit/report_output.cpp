@@ -27,7 +27,10 @@ int emit_report(const audit::ComparisonResult& result, const ReportFiles& files)
   if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));
   if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
   std::fflush(stdout);
-  return result.diverged() ? static_cast<int>(ExitCode::divergence) : 0;
+  // A divergence among the runs there is final (more runs cannot undo it); otherwise a verdict
+  // over part of an audit is not the audit's.
+  if (result.diverged()) return static_cast<int>(ExitCode::divergence);
+  return result.incomplete() ? static_cast<int>(ExitCode::incomplete) : 0;
 }
 
 std::optional<bool> parse_expect(const std::string& expect) {

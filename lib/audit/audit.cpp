@@ -4,6 +4,7 @@
 //   audit_run.cpp           one run: trained, recorded, its snapshots and trace written
 //   audit_jobs.cpp          the runs K at a time (--jobs)
 //   audit_compare.cpp       the report, from the folder through its manifest
+//   audit_shard.cpp         one shard's share of the runs, in a folder the shards share
 #include "audit/audit.h"
 
 #include "audit/audit_compare.h"
@@ -11,6 +12,7 @@
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
+#include "audit/audit_shard.h"
 #include "audit/fault_check.h"
 #include "core/error.h"
 
@@ -28,6 +30,7 @@ constexpr std::size_t kKeptOutputBytesPerRun = std::size_t(128) << 20;
 
 AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
                       const AuditProgress& progress) {
+  if (o.shard) return run_audit_shard(spec, o, progress);
   const std::vector<PlannedRun> plan = plan_runs(spec, o);
 
   // The folder: locked before it is looked at (a second audit fails here, at once), refused or

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "audit/compare.h"
+#include "audit/shard.h"
 #include "audit/trace.h"
 #include "spec/spec.h"
 #include "train/trainer.h"
@@ -72,6 +73,9 @@ struct AuditOptions {
   std::optional<OpWindow> trace_ops;
   // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
   bool measure_magnitudes = true;
+  // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the
+  // other shards share; no report (compare the folder once every shard has finished).
+  std::optional<Shard> shard;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";
@@ -87,11 +91,22 @@ struct AuditProgress {
   std::function<void(const std::string& message)> notice;
 };
 
+// What one shard did, and how far the whole audit is.
+struct ShardOutcome {
+  Shard shard;
+  bool created_manifest = false;   // this shard started the audit (else it joined it)
+  std::vector<int> runs;           // its planned runs
+  std::vector<int> already_whole;  // of those, whole in the folder before it began (not retrained)
+  int planned_runs = 0;            // of the whole audit
+  std::vector<int> missing_runs;   // of the whole audit, when this shard ended
+};
+
 struct AuditResult {
   std::string audit_id;
   std::vector<std::filesystem::path> trace_files;  // every planned run's, in run order
   std::vector<int> trained_runs;                   // the runs this call trained (all but resumed)
-  ComparisonResult comparison;
+  ComparisonResult comparison;                     // not made by a shard
+  std::optional<ShardOutcome> shard;               // with options.shard
 };
 
 // Seed of run i for a stream varied by --seeds different: a hash of (spec seed, i), stable
@@ -99,7 +114,10 @@ struct AuditResult {
 std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
 
 // InputError (exit 2) when the folder is locked by another audit, holds another audit (fresh), or
-// holds an audit other than the one requested (resume: the message lists what differs).
+// holds an audit other than the one requested (resume: the message lists what differs). With
+// options.shard: the shard creates the folder's manifest or joins the audit of the one there (the
+// same plan for the same number of shards, else InputError listing what differs), trains those of
+// its runs that have no whole trace yet, and makes no report.
 AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& options,
                       const AuditProgress& progress = {});
 

@@ -1,17 +1,13 @@
 #include "audit/audit_folder.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 
+#include "audit/shard.h"
 #include "audit/trace_io.h"
 #include "core/error.h"
 
@@ -32,16 +28,6 @@ std::optional<int> run_of_stem(std::string_view stem) {
   const int run = std::stoi(std::string(digits));
   if (run_name(run) != stem) return std::nullopt;
   return run;
-}
-
-std::string join(const std::vector<std::string>& items, std::size_t max_items = 8) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size() && i < max_items; ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  if (items.size() > max_items) out += " and " + std::to_string(items.size() - max_items) + " more";
-  return out;
 }
 
 void remove_file(const fs::path& path) {
@@ -92,6 +78,23 @@ std::string not_of_audit(const Trace& t, const AuditManifest& m, int run) {
 }
 
 }  // namespace
+
+std::string name_list(const std::vector<std::string>& items, std::size_t max_items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max_items; ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  if (items.size() > max_items) out += " and " + std::to_string(items.size() - max_items) + " more";
+  return out;
+}
+
+std::string describe_audit(const AuditManifest& m) {
+  return "audit " + m.audit_id + " of spec '" + m.spec.value("name", "") + "', " +
+         std::to_string(m.runs.size()) + " run(s)" +
+         (m.shards > 0 ? " in " + std::to_string(m.shards) + " shards" : std::string()) +
+         ", created " + m.created;
+}
 
 std::string run_name(int index) {
   char name[32];
@@ -159,7 +162,7 @@ FolderContents scan_audit_folder(const fs::path& dir,
     if (is_file && name == kManifestName) {
       c.has_manifest = true;
       c.own.push_back(name);
-    } else if (is_file && name == kLockName) {
+    } else if (is_file && (name == kLockName || shard_of_lock_name(name))) {
       c.own.push_back(name);
     } else if (const auto run = run_of_trace_name(name); is_file && run) {
       c.trace_runs.push_back(*run);
@@ -188,7 +191,9 @@ FolderContents scan_audit_folder(const fs::path& dir,
 
 std::vector<std::string> remove_own_files(const fs::path& dir, const FolderContents& c) {
   for (const std::string& f : c.own) {
-    if (f != kLockName) remove_file(dir / f);  // the lock file is the lock of this audit
+    // The folder's lock file is this audit's lock. Shard locks are stale here: no shard runs
+    // while this audit holds the folder's lock exclusively.
+    if (f != kLockName) remove_file(dir / f);
   }
   remove_debris(dir, c);
   for (int run : c.snapshot_runs) {
@@ -223,62 +228,31 @@ void remove_run_snapshots(const fs::path& dir, int run) {
   if (fs::is_empty(folder, ec) && !ec) fs::remove(folder, ec);
 }
 
-FolderLock::FolderLock(const fs::path& dir) : path_(dir / kLockName) {
-  // An older lock file may be replaced or removed between open and flock (its owner removes it
-  // when done): the lock only counts when the locked file is still the one under the name.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) {
-      throw InputError("cannot lock audit folder " + dir.string() + ": cannot open " +
-                       path_.string() + ": " + std::strerror(errno));
-    }
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      const int e = errno;
-      ::close(fd_);
-      fd_ = -1;
-      if (e == EWOULDBLOCK || e == EINTR) {
-        const std::optional<long> pid = holder(dir);
-        throw InputError("audit folder " + dir.string() + " is in use by another audit" +
-                         (pid && *pid > 0 ? " (pid " + std::to_string(*pid) + ")" : "") +
-                         ": two audits cannot share a folder; wait for it to end, or give "
-                         "another --out");
-      }
-      throw RuntimeFailure("cannot lock " + path_.string() + ": " + std::strerror(e));
-    }
-    struct stat locked {
-    }, named{};
-    if (::fstat(fd_, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 &&
-        locked.st_dev == named.st_dev && locked.st_ino == named.st_ino) {
-      const std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
-      if (::ftruncate(fd_, 0) == 0) (void)!::write(fd_, pid.data(), pid.size());
-      return;
-    }
-    ::close(fd_);
-    fd_ = -1;
+FolderLock::FolderLock(const fs::path& dir, FileLock::Mode mode) {
+  const std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
+  std::optional<FileLock> lock = FileLock::try_lock(dir / kLockName, mode, pid);
+  if (!lock) {
+    const std::optional<long> holder_pid = holder(dir);
+    const bool shards = holder_pid && *holder_pid == 0;
+    throw InputError(
+        "audit folder " + dir.string() + " is in use by " +
+        (shards ? std::string("the shards of an audit")
+                : "another audit" + (holder_pid && *holder_pid > 0
+                                         ? " (pid " + std::to_string(*holder_pid) + ")"
+                                         : std::string())) +
+        (mode == FileLock::Mode::shared && !shards
+             ? ": a shard cannot join a folder while an audit runs there in one process; wait for "
+               "it to end, or give another --out"
+             : ": two audits cannot share a folder; wait for it to end, or give another --out"));
   }
-  throw RuntimeFailure("cannot lock " + path_.string() + ": it keeps being replaced");
-}
-
-FolderLock::~FolderLock() {
-  if (fd_ < 0) return;
-  // Removed while still locked: whoever opened it meanwhile sees the name gone and retries.
-  (void)::unlink(path_.c_str());
-  (void)::close(fd_);
+  lock_.emplace(std::move(*lock));
 }
 
 std::optional<long> FolderLock::holder(const fs::path& dir) {
-  const fs::path path = dir / kLockName;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
-  std::optional<long> pid;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    char text[32] = {};
-    const ssize_t got = ::read(fd, text, sizeof text - 1);
-    pid = got > 0 ? std::strtol(text, nullptr, 10) : 0;
-    if (*pid < 0) pid = 0;
-  }
-  ::close(fd);
-  return pid;
+  const std::optional<std::string> note = FileLock::holder(dir / kLockName);
+  if (!note) return std::nullopt;
+  const long pid = std::strtol(note->c_str(), nullptr, 10);
+  return pid > 0 ? pid : 0;
 }
 
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
@@ -345,9 +319,17 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
             [](const ForeignFile& a, const ForeignFile& b) { return a.file < b.file; });
   // (Not when the holder is this process: an audit reading its own folder for its report.)
   if (const auto pid = FolderLock::holder(dir); pid && *pid != static_cast<long>(::getpid())) {
-    check.notes.push_back("an audit is running in this folder" +
-                          (*pid > 0 ? " (pid " + std::to_string(*pid) + ")" : std::string()) +
-                          ": its missing runs may still come");
+    check.notes.push_back(*pid == 0
+                              ? "shards of this audit are running in this folder: their "
+                                "missing runs may still come"
+                              : "an audit is running in this folder (pid " + std::to_string(*pid) +
+                                    "): its missing runs may still come");
+  }
+  if (m.shards > 0) {
+    check.shards = m.shards;
+    check.shard_states = shard_states(dir, m.shards, out.traces);
+    for (MissingRun& missing : check.missing_runs)
+      missing.shard = shard_of_run(missing.run, m.shards);
   }
   return out;
 }
@@ -376,9 +358,9 @@ UnvouchedTraces traces_without_manifest(const fs::path& dir) {
   if (by_audit.size() > 1) {
     std::vector<std::string> groups;
     for (const auto& [id, names] : by_audit)
-      groups.push_back("audit " + id + ": " + join(names, 4));
+      groups.push_back("audit " + id + ": " + name_list(names, 4));
     throw InputError(dir.string() + " has no audit.json and its traces are of " +
-                     std::to_string(by_audit.size()) + " audits (" + join(groups) +
+                     std::to_string(by_audit.size()) + " audits (" + name_list(groups) +
                      "); compare the trace files you mean by name");
   }
   out.check.notes.push_back(

@@ -11,11 +11,17 @@
 #include "audit/compare.h"
 #include "audit/manifest.h"
 #include "audit/trace.h"
+#include "core/file_lock.h"
 
 namespace ra::audit {
 
 inline constexpr const char* kManifestName = "audit.json";
 inline constexpr const char* kLockName = "audit.lock";
+
+// "a, b, c and 4 more": names for a message, at most `max_items` of them.
+std::string name_list(const std::vector<std::string>& items, std::size_t max_items = 8);
+// "audit 3f... of spec 'quick', 4 run(s), created 2026-...": an audit for a message.
+std::string describe_audit(const AuditManifest& manifest);
 
 std::string run_name(int index);    // "run-003" (the run's snapshot folder)
 std::string trace_name(int index);  // "run-003.trace.jsonl"
@@ -58,25 +64,22 @@ void remove_debris(const std::filesystem::path& dir, const FolderContents& conte
 // what a killed attempt at the run left, before the run trains again.
 void remove_run_snapshots(const std::filesystem::path& dir, int run);
 
-// The exclusive lock of an audit folder, held by one audit from before it looks at the folder
-// until its report is made: flock(LOCK_EX | LOCK_NB) on `dir`/audit.lock, which holds the owner's
-// pid. A second audit on the folder fails at once (InputError naming the folder and the holder's
-// pid) instead of mixing its files with the first's. The kernel drops the lock when the owner dies
-// (kill -9 included), so a killed audit never leaves a folder locked. Released (and the lock file
-// removed) by the destructor.
+// The lock of an audit folder, held by an audit from before it looks at the folder until its
+// report is made: a FileLock (core/file_lock.h) on `dir`/audit.lock. An audit in one process holds
+// it exclusively (the file holds its pid); the shards of a sharded audit (audit/shard.h) share it.
+// A second audit on the folder, or a shard beside an audit in one process, fails at once
+// (InputError naming the folder and the holder's pid) instead of mixing its files with the
+// first's.
 class FolderLock {
  public:
-  explicit FolderLock(const std::filesystem::path& dir);
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-  ~FolderLock();
+  explicit FolderLock(const std::filesystem::path& dir,
+                      FileLock::Mode mode = FileLock::Mode::exclusive);
 
-  // The pid holding `dir`'s lock (0 when it did not say), or none when no audit holds it.
+  // The pid holding `dir`'s lock (0 when it did not say: shards), or none when no audit holds it.
   static std::optional<long> holder(const std::filesystem::path& dir);
 
  private:
-  std::filesystem::path path_;
-  int fd_ = -1;
+  std::optional<FileLock> lock_;
 };
 
 // The manifest's runs as found in its folder: a run's trace is used when it is whole (it parses

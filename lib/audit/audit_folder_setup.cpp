@@ -16,20 +16,6 @@ std::string run_list(const std::vector<int>& runs) {
   return out;
 }
 
-std::string file_list(const std::vector<std::string>& files, std::size_t max_items = 6) {
-  std::string out;
-  for (std::size_t i = 0; i < files.size() && i < max_items; ++i) {
-    out += (i == 0 ? "" : ", ") + files[i];
-  }
-  if (files.size() > max_items) out += " and " + std::to_string(files.size() - max_items) + " more";
-  return out;
-}
-
-std::string describe(const AuditManifest& m) {
-  return "audit " + m.audit_id + " of spec '" + m.spec.value("name", "") + "', " +
-         std::to_string(m.runs.size()) + " run(s), created " + m.created;
-}
-
 }  // namespace
 
 std::optional<std::string> report_in_folder(const std::filesystem::path& report,
@@ -77,7 +63,7 @@ void AuditFolderSetup::inspect() {
         throw InputError("cannot resume the audit in " + dir_.string() +
                          ": it has no audit.json (an audit from before manifests, or one killed "
                          "before it began) holding " +
-                         file_list(contents_.own) +
+                         name_list(contents_.own, 6) +
                          "; use --overwrite to start over, or give another --out");
       }
       if (!manifest_error_.empty()) {
@@ -123,13 +109,14 @@ void AuditFolderSetup::notice(const std::string& message) const {
 void AuditFolderSetup::refuse_occupied() const {
   std::string what;
   if (existing_) {
-    what = "holds another audit (" + describe(*existing_) + ")";
+    what = "holds another audit (" + describe_audit(*existing_) + ")";
   } else if (contents_.has_manifest) {
     what = "holds an audit whose manifest cannot be read (" + manifest_error_ + ")";
   } else if (contents_.holds_audit()) {
-    what = "holds an earlier audit without a manifest (" + file_list(contents_.own) + ")";
+    what = "holds an earlier audit without a manifest (" + name_list(contents_.own, 6) + ")";
   } else {
-    what = "holds run files repro-audit did not write (" + file_list(contents_.unrecognised) + ")";
+    what =
+        "holds run files repro-audit did not write (" + name_list(contents_.unrecognised, 6) + ")";
   }
   throw InputError(
       "output folder " + dir_.string() + " " + what +
@@ -142,8 +129,8 @@ void AuditFolderSetup::check_same_audit() const {
   if (differences.empty()) return;
   std::string lines;
   for (const std::string& d : differences) lines += "\n  " + d;
-  throw InputError("cannot resume the audit in " + dir_.string() + " (" + describe(*existing_) +
-                   "): it is not the audit requested:" + lines +
+  throw InputError("cannot resume the audit in " + dir_.string() + " (" +
+                   describe_audit(*existing_) + "): it is not the audit requested:" + lines +
                    "\nresume with the spec and options it was started with, use --overwrite to "
                    "replace it, or give another --out");
 }
@@ -156,7 +143,7 @@ void AuditFolderSetup::clear_own_files() {
            " file(s) of the earlier audit in " + dir_.string());
   }
   if (!left.empty()) {
-    notice("--overwrite: left in place, not repro-audit's: " + file_list(left, 10));
+    notice("--overwrite: left in place, not repro-audit's: " + name_list(left, 10));
   }
   contents_ = scan_audit_folder(dir_);
 }
@@ -170,7 +157,7 @@ FolderPlan AuditFolderSetup::resume_plan() {
   // What killed attempts left: temporaries of atomic writes and the runs' partial snapshots.
   remove_debris(dir_, contents_);
   for (int run : plan.to_train) remove_run_snapshots(dir_, run);
-  notice("resuming " + describe(plan.manifest) + " in " + dir_.string() + ": " +
+  notice("resuming " + describe_audit(plan.manifest) + " in " + dir_.string() + ": " +
          (plan.to_train.empty() ? std::string("every run is whole, nothing to train")
                                 : "training run(s) " + run_list(plan.to_train)) +
          (runs.check.runs.empty() ? "" : "; whole: run(s) " + run_list(runs.check.runs)));

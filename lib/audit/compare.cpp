@@ -70,6 +70,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   phases::TraceDifferences differences = phases::environment_differences(traces);
   result.environment_differences = std::move(differences.environment);
   result.ledger_differences = std::move(differences.ledger);
+  result.divergent_machines = phases::divergent_machines(compared, result.classes);
   return result;
 }
 

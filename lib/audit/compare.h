@@ -151,6 +151,16 @@ struct RunSummary {
 struct MissingRun {
   int run = 0;         // the audit's run number (run-NNN)
   std::string reason;  // "no trace", "partial trace run-001.trace.jsonl.tmp-... (interrupted)"
+  int shard = -1;      // the shard that trains it, in a sharded audit (audit/shard.h)
+};
+// One shard of a sharded audit as its folder shows it.
+struct ShardState {
+  int index = 0;
+  std::vector<int> runs;           // its planned runs
+  std::vector<int> missing;        // those without a whole trace of the audit
+  std::string running;             // who holds its lock ("pid 12 on node-3"); "" when no one
+  std::vector<std::string> hosts;  // where its whole runs ran (trace environments), sorted
+  bool finished() const { return missing.empty(); }
 };
 struct ForeignFile {
   std::string file;    // relative to the folder
@@ -164,6 +174,16 @@ struct AuditFolderCheck {
   std::vector<MissingRun> missing_runs;
   std::vector<ForeignFile> foreign_files;
   std::vector<std::string> notes;  // no manifest; an audit still running in the folder
+  int shards = 0;                  // the manifest's shard count (0: an audit in one process)
+  std::vector<ShardState> shard_states;
+};
+
+// A compared run outside the reference run's outcome class that ran on another machine or build
+// than the reference run (shards on different nodes): the likely explanation of its divergence.
+struct MachineDifference {
+  int run = 0;                           // report index
+  std::vector<std::string> environment;  // fingerprint keys that differ (audit/environment.h)
+  bool ledger = false;                   // its algorithm ledger differs
 };
 
 struct GroupStatistics {
@@ -235,6 +255,7 @@ struct ComparisonResult {
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<std::string> ledger_differences;
+  std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.
   std::vector<std::vector<int>> copies;
@@ -245,6 +266,13 @@ struct ComparisonResult {
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
   bool diverged() const { return expect_identical && !identical; }
+  // Planned runs of an audit folder have no whole trace (a shard not finished, a run killed): the
+  // verdict is over part of the audit.
+  bool incomplete() const {
+    for (const AuditFolderCheck& f : audit_folders)
+      if (!f.missing_runs.empty()) return true;
+    return false;
+  }
 };
 
 // InputError when the traces cannot be compared: none given, different specs (digests), different

@@ -1,6 +1,7 @@
 // Phase of the comparison: what differs between the machines and builds of the runs, against run
 // 0: environment fingerprint keys and algorithm ledgers, the likely explanation of a divergence
 // (compare_phases.h).
+#include <algorithm>
 #include <set>
 
 #include "audit/compare_phases.h"
@@ -41,6 +42,31 @@ TraceDifferences environment_differences(const std::vector<Trace>& traces) {
       out.ledger.push_back("run " + std::to_string(i) + ": " + h.ledger.dump() +
                            " vs run 0: " + ref.ledger.dump());
     }
+  }
+  return out;
+}
+
+std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
+                                                  const std::vector<std::vector<int>>& classes) {
+  std::vector<MachineDifference> out;
+  if (compared.ids.empty()) return out;
+  const int reference = compared.ids[0];
+  const std::vector<int>* reference_class = nullptr;
+  for (const std::vector<int>& c : classes) {
+    if (std::find(c.begin(), c.end(), reference) != c.end()) reference_class = &c;
+  }
+  const TraceHeader& ref = compared.traces[0]->header;
+  for (std::size_t i = 1; i < compared.ids.size(); ++i) {
+    const int run = compared.ids[i];
+    if (reference_class &&
+        std::find(reference_class->begin(), reference_class->end(), run) != reference_class->end())
+      continue;
+    const TraceHeader& h = compared.traces[i]->header;
+    MachineDifference d;
+    d.run = run;
+    d.environment = fingerprint_differences(ref.environment, h.environment);
+    d.ledger = comparable_ledger(h.ledger) != comparable_ledger(ref.ledger);
+    if (!d.environment.empty() || d.ledger) out.push_back(std::move(d));
   }
   return out;
 }

@@ -52,12 +52,29 @@ json ratio_json(const std::optional<RatioEstimate>& r) {
           {"warning", r->warning}};
 }
 
+json shards_json(const AuditFolderCheck& f) {
+  if (f.shards == 0) return nullptr;
+  json states = json::array();
+  for (const ShardState& s : f.shard_states) {
+    states.push_back({{"shard", s.index},
+                      {"runs", s.runs},
+                      {"missing_runs", s.missing},
+                      {"finished", s.finished()},
+                      {"running", s.running.empty() ? json(nullptr) : json(s.running)},
+                      {"hosts", s.hosts}});
+  }
+  return {{"count", f.shards}, {"states", states}};
+}
+
 json audit_folders_json(const std::vector<AuditFolderCheck>& folders) {
   json out = json::array();
   for (const AuditFolderCheck& f : folders) {
     json missing = json::array(), foreign = json::array();
-    for (const MissingRun& m : f.missing_runs)
-      missing.push_back({{"run", m.run}, {"reason", m.reason}});
+    for (const MissingRun& m : f.missing_runs) {
+      missing.push_back({{"run", m.run},
+                         {"reason", m.reason},
+                         {"shard", m.shard < 0 ? json(nullptr) : json(m.shard)}});
+    }
     for (const ForeignFile& x : f.foreign_files)
       foreign.push_back({{"file", x.file}, {"reason", x.reason}});
     out.push_back({{"folder", f.folder},
@@ -66,7 +83,16 @@ json audit_folders_json(const std::vector<AuditFolderCheck>& folders) {
                    {"runs", f.runs},
                    {"missing_runs", missing},
                    {"foreign_files", foreign},
-                   {"notes", f.notes}});
+                   {"notes", f.notes},
+                   {"shards", shards_json(f)}});
+  }
+  return out;
+}
+
+json machines_json(const ComparisonResult& r) {
+  json out = json::array();
+  for (const MachineDifference& d : r.divergent_machines) {
+    out.push_back({{"run", d.run}, {"environment", d.environment}, {"ledger", d.ledger}});
   }
   return out;
 }
@@ -240,6 +266,7 @@ json to_json(const ComparisonResult& r) {
                 {"within_tolerance", r.within_tolerance},
                 {"loss_tolerance", r.loss_tolerance},
                 {"diverged", r.diverged()},
+                {"complete", !r.incomplete()},
                 {"classes", r.classes},
                 {"compared_runs", r.compared_runs}}},
               {"first_divergence", divergence_json(r.first_divergence)},
@@ -254,6 +281,7 @@ json to_json(const ComparisonResult& r) {
                 {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
               {"environment_differences", r.environment_differences},
               {"ledger_differences", r.ledger_differences},
+              {"divergent_machines", machines_json(r)},
               {"copies", r.copies},
               {"audit_folders", audit_folders_json(r.audit_folders)},
               {"ignored_snapshots", r.ignored_snapshots},

@@ -99,5 +99,9 @@ struct TraceDifferences {
   std::vector<std::string> environment, ledger;
 };
 TraceDifferences environment_differences(const std::vector<Trace>& traces);
+// The compared runs outside the reference run's outcome class whose environment or ledger differs
+// from the reference run's.
+std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
+                                                  const std::vector<std::vector<int>>& classes);
 
 }  // namespace ra::audit::phases

@@ -133,6 +133,8 @@ json to_json(const AuditManifest& m) {
           {"fault", m.fault},
           {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
           {"runs", runs},
+          {"shards", m.shards},
+          {"created_by", m.created_by},
           {"report_files", m.report_files}};
 }
 
@@ -169,6 +171,12 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
     if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
     m.trace_ops = j["trace_ops"].get<std::string>();
   }
+  // Absent in manifests of audits made before shards: one process.
+  if (j.contains("shards")) {
+    m.shards = top.get<int>("shards", "an integer");
+    if (m.shards < 0) top.fail("shards", "0 (one process) or the number of shards");
+  }
+  if (j.contains("created_by")) m.created_by = top.get<std::string>("created_by", "a string");
   const json& runs = top.object("runs");
   if (!runs.is_array()) top.fail("runs", "an array");
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -203,6 +211,12 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
 
 void write_manifest(const std::filesystem::path& dir, const AuditManifest& manifest) {
   write_file_atomic(dir / kManifestName, to_json(manifest).dump(2) + "\n");
+}
+
+bool create_manifest(const std::filesystem::path& dir, const AuditManifest& manifest) {
+  AtomicFileWriter writer(dir / kManifestName);
+  writer.append(to_json(manifest).dump(2) + "\n");
+  return writer.commit_new();
 }
 
 AuditManifest read_manifest(const std::filesystem::path& dir) {

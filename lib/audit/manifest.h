@@ -42,6 +42,11 @@ struct AuditManifest {
   nlohmann::json fault;        // the test-only fault injection, or null
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
   std::vector<PlannedRun> runs;
+  // The number of shards the runs are spread over (audit/shard.h), 0 for an audit in one process.
+  // Shards of one audit must agree on it; `run --resume` in one process may finish any audit.
+  int shards = 0;
+  // Provenance: who wrote the manifest ("shard 2/4, pid 1234 on node-7"; "" in one process).
+  std::string created_by;
   // Not part of the audit's identity: report files (names inside the folder) that `run --json`
   // wrote there, so that --overwrite may remove them as its own.
   std::vector<std::string> report_files;
@@ -61,6 +66,9 @@ AuditManifest manifest_from_json(const nlohmann::json& json, const std::string& 
 void write_manifest(const std::filesystem::path& dir, const AuditManifest& manifest);
 // InputError naming the file when it is unreadable, not JSON or not a manifest.
 AuditManifest read_manifest(const std::filesystem::path& dir);
+// Writes `dir`/audit.json only when there is none yet (atomic, like write_manifest): of processes
+// racing to create it, exactly one gets true; the others find the winner's whole manifest.
+bool create_manifest(const std::filesystem::path& dir, const AuditManifest& manifest);
 
 // What differs between the audit in a folder and the one requested, one line per field in the
 // user's words ("runs: 3 planned in the folder, 4 requested"); empty when the same audit.

@@ -14,6 +14,7 @@ enum class ExitCode : int {
   divergence = 1,  // runs differ where equality was expected
   bad_input = 2,   // malformed spec, bad file, wrong usage
   runtime = 3,     // device or runtime failure
+  incomplete = 4,  // an audit folder's planned runs are not all whole (a shard not finished)
 };
 
 // Bad input: a spec, a data file, a trace or a command line the user can fix. Exit code 2.

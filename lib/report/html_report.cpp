@@ -47,10 +47,10 @@ std::string cell(const std::string& content, const std::string& cls = "") {
 std::string banner(const ComparisonResult& r) {
   const std::string verdict = text::verdict(r);
   const std::string head = verdict.substr(0, verdict.find('\n'));
-  const std::string cls = r.compared_runs.size() < 2 ? "none"
-                          : r.identical              ? "ok"
-                          : r.diverged()             ? "diverged"
-                                                     : "allowed";
+  const std::string cls = r.diverged()                                   ? "diverged"
+                          : r.compared_runs.size() < 2 || r.incomplete() ? "none"
+                          : r.identical                                  ? "ok"
+                                                                         : "allowed";
   std::string out =
       "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
       (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +

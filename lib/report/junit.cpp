@@ -37,6 +37,7 @@ struct Case {
   enum class Outcome { passed, failed, skipped } outcome = Outcome::passed;
   std::string message;  // the failure's or skip's message; for a pass, a note (system-out)
   std::string detail;   // the failure's text
+  std::string failure_type = "divergence";
 };
 
 std::string case_xml(const Case& c, const std::string& classname) {
@@ -44,8 +45,9 @@ std::string case_xml(const Case& c, const std::string& classname) {
                     attribute(c.name) + "\" time=\"" + seconds(c.time) + "\"";
   switch (c.outcome) {
     case Case::Outcome::failed:
-      return out + ">\n      <failure message=\"" + attribute(c.message) +
-             "\" type=\"divergence\">" + xml_escaped(c.detail) + "</failure>\n    </testcase>\n";
+      return out + ">\n      <failure message=\"" + attribute(c.message) + "\" type=\"" +
+             attribute(c.failure_type) + "\">" + xml_escaped(c.detail) +
+             "</failure>\n    </testcase>\n";
     case Case::Outcome::skipped:
       return out + ">\n      <skipped message=\"" + attribute(c.message) +
              "\"/>\n    </testcase>\n";
@@ -78,6 +80,25 @@ Case verdict_case(const ComparisonResult& r) {
     c.detail = verdict + text::first_divergence(r) + text::root_cause(r);
   } else {
     c.message = head;
+  }
+  return c;
+}
+
+// Whether the audit folders' planned runs are all there: fails on an incomplete audit (a shard
+// not finished), whose verdict is over part of the runs.
+Case completeness_case(const ComparisonResult& r) {
+  Case c;
+  c.name = "complete audit";
+  const std::string folders = text::audit_folders(r);
+  if (r.incomplete()) {
+    c.outcome = Case::Outcome::failed;
+    c.failure_type = "incomplete";
+    c.message = folders.substr(0, folders.find('\n'));
+    c.detail = folders;
+  } else {
+    std::size_t whole = 0;
+    for (const auto& f : r.audit_folders) whole += f.runs.size();
+    c.message = format("every planned run has a whole trace (%zu)", whole);
   }
   return c;
 }
@@ -167,6 +188,7 @@ std::string xml_escaped(const std::string& text) {
 
 std::string render_junit(const ComparisonResult& r) {
   std::vector<Case> cases{verdict_case(r)};
+  if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
   for (const CategoryVerdict& v : r.categories) cases.push_back(category_case(r, v));
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {

@@ -12,7 +12,10 @@
 
 namespace ra::report::text {
 
+using audit::AuditFolderCheck;
 using audit::ComparisonResult;
+using audit::MachineDifference;
+using audit::ShardState;
 
 std::string header(const ComparisonResult& r);            // spec, run count, mode
 std::string verdict(const ComparisonResult& r);           // the verdict and the outcome classes

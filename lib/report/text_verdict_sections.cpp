@@ -1,6 +1,7 @@
 // The first sections of the text report: what a reader needs before anything else
 // (report/text_sections.h).
 #include <algorithm>
+#include <map>
 
 #include "report/text_format.h"
 #include "report/text_sections.h"
@@ -38,6 +39,18 @@ std::string verdict(const ComparisonResult& r) {
       head += format("; final losses NOT within %.0e relative", r.loss_tolerance);
     }
   }
+  if (r.incomplete()) {
+    std::size_t whole = 0;
+    int planned = 0;
+    for (const auto& f : r.audit_folders) {
+      whole += f.runs.size();
+      planned += f.planned_runs;
+    }
+    head =
+        format("INCOMPLETE AUDIT (%zu of %d planned runs; the verdict is over these only): ", whole,
+               planned) +
+        head;
+  }
   std::string classes = "outcome classes:";
   for (const auto& c : r.classes) classes += " {" + run_list(c) + "}";
   return head + "\n" + classes + "\n";
@@ -52,10 +65,52 @@ std::string warnings(const ComparisonResult& r) {
 std::string first_divergence(const ComparisonResult& r) {
   if (!r.first_divergence) return "";
   const auto& d = *r.first_divergence;
-  return "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
-         shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
-         std::to_string(r.compared_runs.empty() ? 0 : r.compared_runs[0]) + ")\n";
+  const int reference = r.compared_runs.empty() ? 0 : r.compared_runs[0];
+  std::string out = "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
+                    shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
+                    std::to_string(reference) + ")\n";
+  // Runs made on other machines (shards on other nodes): the likely explanation, said here.
+  constexpr std::size_t kShown = 8;
+  for (std::size_t i = 0; i < r.divergent_machines.size() && i < kShown; ++i) {
+    const MachineDifference& m = r.divergent_machines[i];
+    std::string keys;
+    for (const std::string& k : m.environment) keys += (keys.empty() ? "" : ", ") + shown(k);
+    out += format("  run %d ran on another machine or build than run %d:", m.run, reference);
+    if (!keys.empty()) out += " " + keys + " differ" + (m.ledger ? ";" : "");
+    if (m.ledger) out += " its algorithm ledger differs";
+    out += "\n";
+  }
+  if (r.divergent_machines.size() > kShown) {
+    out += format("  and %zu more runs on other machines or builds (JSON: divergent_machines)\n",
+                  r.divergent_machines.size() - kShown);
+  }
+  return out;
 }
+
+namespace {
+
+// The shards of a sharded audit folder: which are unfinished (running or not), where they ran.
+std::string shard_lines(const AuditFolderCheck& f) {
+  std::string out;
+  std::map<std::string, std::vector<int>> by_host;
+  for (const ShardState& s : f.shard_states) {
+    for (const std::string& h : s.hosts) by_host[h].push_back(s.index);
+    if (s.finished()) continue;
+    out += format("  shard %d/%d unfinished: run(s) %s missing; ", s.index, f.shards,
+                  run_list(s.missing).c_str());
+    out += s.running.empty() ? "not running (failed, cancelled or not started)\n"
+                             : "still running (" + shown(s.running) + ")\n";
+  }
+  std::string hosts;
+  for (const auto& [host, shards] : by_host) {
+    hosts += (hosts.empty() ? "" : "; ") + shown(host) + ": shard(s) " + run_list(shards);
+  }
+  return format("  %d shards; ran on %zu host(s)%s%s\n", f.shards, by_host.size(),
+                hosts.empty() ? "" : ": ", hosts.c_str()) +
+         out;
+}
+
+}  // namespace
 
 // Where the runs came from, when from audit folders: what is missing or foreign, never hidden.
 std::string audit_folders(const ComparisonResult& r) {
@@ -71,11 +126,14 @@ std::string audit_folders(const ComparisonResult& r) {
         renumbered |= f.runs[i] != static_cast<int>(i);
       if (renumbered) out += " (the report's runs are its runs " + run_list(f.runs) + ")";
       out += "\n";
-    } else if (!f.foreign_files.empty() || !f.notes.empty()) {
+    } else if (!f.foreign_files.empty() || !f.notes.empty() || f.shards > 0) {
       out += "audit " + f.audit_id + " in " + shown(f.folder) + ":\n";
     }
+    if (f.shards > 0) out += shard_lines(f);
     for (const auto& m : f.missing_runs) {
-      out += format("  missing run %d: %s\n", m.run, shown(m.reason).c_str());
+      out += format("  missing run %d", m.run);
+      if (m.shard >= 0) out += format(" (shard %d/%d)", m.shard, f.shards);
+      out += ": " + shown(m.reason) + "\n";
     }
     for (const auto& x : f.foreign_files) {
       out += "  not of this audit, not compared: " + shown(x.file) + " (" + shown(x.reason) + ")\n";

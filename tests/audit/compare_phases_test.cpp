@@ -280,3 +280,33 @@ TEST_CASE("environment_differences: an autotune time alone is no ledger differen
   REQUIRE(d.ledger.size() == 1);
   CHECK(d.ledger[0].rfind("run 2: ", 0) == 0);
 }
+
+TEST_CASE("a divergent run made on another machine says what differs, next to the divergence",
+          "[audit][compare][shard]") {
+  // Run 1 agrees with run 0 on another host (no explanation needed); run 2 diverges on a machine
+  // with another CPU and GEMM kernel, as a shard on another node would.
+  std::vector<Trace> traces = diverging_at_step_2();
+  traces[1].header.environment["hostname"] = "host-b";
+  traces[2].header.environment["hostname"] = "host-c";
+  traces[2].header.environment["cpu_model"] = "Other CPU";
+  traces[2].header.environment["cpu_gemm_kernel"] = "avx2-fma";
+  const ComparisonResult r = compare_traces(traces, {});
+  REQUIRE(r.divergent_machines.size() == 1);
+  CHECK(r.divergent_machines[0].run == 2);
+  CHECK(r.divergent_machines[0].environment ==
+        std::vector<std::string>{"cpu_gemm_kernel", "cpu_model", "hostname"});
+  CHECK_FALSE(r.divergent_machines[0].ledger);
+  const nlohmann::json j = to_json(r);
+  CHECK(j["divergent_machines"][0]["run"] == 2);
+  CHECK(j["divergent_machines"][0]["environment"].size() == 3);
+
+  // A divergent run on the reference's machine and build has nothing to say.
+  traces = diverging_at_step_2();
+  CHECK(compare_traces(traces, {}).divergent_machines.empty());
+  // Another algorithm ledger alone is said too.
+  traces[2].header.ledger = nlohmann::json::array({{{"op", "conv"}, {"algo", "winograd"}}});
+  const ComparisonResult ledger = compare_traces(traces, {});
+  REQUIRE(ledger.divergent_machines.size() == 1);
+  CHECK(ledger.divergent_machines[0].environment.empty());
+  CHECK(ledger.divergent_machines[0].ledger);
+}

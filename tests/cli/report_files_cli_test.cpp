@@ -45,7 +45,8 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
   const std::string passed = ra::test::read_text(junit);
-  CHECK(has(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"7\" failures=\"0\""));
+  CHECK(has(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"8\" failures=\"0\""));
+  CHECK(has(passed, "name=\"complete audit\""));
   CHECK(has(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"verdict\""));
   CHECK(has(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
 
