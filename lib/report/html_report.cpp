@@ -60,9 +60,13 @@ std::string banner(const ComparisonResult& r) {
   }
   std::string classes;
   for (const auto& c : r.classes) classes += " {" + text::run_list(c) + "}";
-  return out +
-         "<p>Outcome classes (runs with bitwise identical outcomes):" + html_escaped(classes) +
+  out += "<p>Outcome classes (runs with bitwise identical outcomes):" + html_escaped(classes) +
          "</p>\n";
+  // Where the runs came from: missing runs, unfinished shards, foreign files, never hidden.
+  if (const std::string folders = text::audit_folders(r); !folders.empty()) {
+    out += "<pre>" + svg::html_lines_escaped(folders) + "</pre>\n";
+  }
+  return out;
 }
 
 std::string category_table(const ComparisonResult& r) {

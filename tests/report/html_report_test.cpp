@@ -76,6 +76,30 @@ TEST_CASE("identical runs get a green banner and no distance plot", "[report][ht
   CHECK(html.find("bitwise identical: no distance to plot") != std::string::npos);
 }
 
+TEST_CASE("an incomplete sharded audit gets a grey banner that says so, and its missing shards",
+          "[report][html][shard]") {
+  ra::audit::ComparisonResult r = ra::audit::compare_traces(runs_of(TraceBuilder{}, 2), {});
+  ra::audit::AuditFolderCheck folder;
+  folder.folder = "out";
+  folder.audit_id = "00112233445566778899aabbccddeeff";
+  folder.planned_runs = 3;
+  folder.runs = {0, 1};
+  folder.shards = 3;
+  folder.missing_runs = {{2, "no trace run-002.trace.jsonl", 2}};
+  folder.shard_states = {{0, {0}, {}, "", {"node-a"}},
+                         {1, {1}, {}, "", {"node-b"}},
+                         {2, {2}, {2}, "pid 9 on node-c", {}}};
+  r.audit_folders = {folder};
+  const std::string html = ra::report::render_html(r);
+  CHECK(count(html,
+              "<div class=\"banner none\">INCOMPLETE AUDIT (2 of 3 planned runs; the "
+              "verdict is over these only): BITWISE IDENTICAL") == 1);
+  CHECK(count(html, "3 shards; ran on 2 host(s): node-a: shard(s) 0; node-b: shard(s) 1") == 1);
+  CHECK(count(html, "shard 2/3 unfinished: run(s) 2 missing; still running (pid 9 on node-c)") ==
+        1);
+  CHECK(count(html, "missing run 2 (shard 2/3): no trace run-002.trace.jsonl") == 1);
+}
+
 TEST_CASE("names from specs and traces cannot inject markup into the HTML report",
           "[report][html]") {
   TraceBuilder b;
