@@ -95,6 +95,10 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
     CHECK(has(first.out, "shard 0/3: run(s) 0 of 3 planned\n"));
     CHECK(has(first.out, "audit not complete yet: run(s) 1, 2 of other shards missing"));
   }
+  // A shard that plans another audit is refused, naming what differs.
+  const auto other = run_cli("run " + spec + " --runs 4 --shard 1/3 --out " + q(out));
+  CHECK(other.exit_code == 2);
+  CHECK(has(other.err, "runs: 3 planned in the folder, 4 planned requested"));
   const auto second = run_cli("run " + spec + " --runs 3 --shard 1/3 --out " + q(out));
   REQUIRE(second.exit_code == 0);
   CHECK(has(second.err, "shard 1/3 joined audit"));
