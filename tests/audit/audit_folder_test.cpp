@@ -15,6 +15,7 @@
 #include "audit/trace_io.h"
 #include "core/error.h"
 #include "spec/parse.h"
+#include "support/audit_options.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -36,14 +37,6 @@ ra::spec::ExperimentSpec tiny_spec() {
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 2}})"),
                               ".");
-}
-
-AuditOptions options_in(const fs::path& dir, int runs) {
-  AuditOptions o;
-  o.runs = runs;
-  o.out_dir = dir;
-  o.tool_version = "test";
-  return o;
 }
 
 std::string read_text(const fs::path& p) {
@@ -68,7 +61,7 @@ std::vector<std::uint32_t> final_bits(const ra::audit::ComparisonResult& r) {
 
 TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   TempDir dir;
-  const auto result = ra::audit::run_audit(tiny_spec(), options_in(dir.path, 2));
+  const auto result = ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 2));
   const auto m = ra::audit::read_manifest(dir.path);
   REQUIRE(m.audit_id == result.audit_id);
   REQUIRE(ra::audit::is_audit_id(m.audit_id));
@@ -126,7 +119,7 @@ TEST_CASE("a second lock on an audit folder fails at once and names the holder",
               std::string::npos);
     }
     // An audit run into the locked folder is refused the same way, before it trains.
-    REQUIRE_THROWS_WITH(ra::audit::run_audit(tiny_spec(), options_in(dir.path, 1)),
+    REQUIRE_THROWS_WITH(ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 1)),
                         Catch::Contains("in use by another audit"));
   }
   // Released: no holder, no lock file left, and the folder can be locked again.
@@ -138,7 +131,7 @@ TEST_CASE("a second lock on an audit folder fails at once and names the holder",
 TEST_CASE("a folder holding an audit is refused, and overwriting removes only the tool's files",
           "[audit][folder]") {
   TempDir dir;
-  auto o = options_in(dir.path, 2);
+  auto o = ra::test::audit_options_in(dir.path, 2);
   o.snapshots.epochs = true;
   o.snapshots.batches = true;
   const auto first = ra::audit::run_audit(tiny_spec(), o);
@@ -150,7 +143,7 @@ TEST_CASE("a folder holding an audit is refused, and overwriting removes only th
 
   SECTION("a new audit into it is refused, saying how to proceed") {
     try {
-      ra::audit::run_audit(tiny_spec(), options_in(dir.path, 2));
+      ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 2));
       FAIL("accepted");
     } catch (const ra::InputError& e) {
       const std::string what = e.what();
@@ -165,11 +158,12 @@ TEST_CASE("a folder holding an audit is refused, and overwriting removes only th
   SECTION("unrecognised run files alone are refused too") {
     TempDir other;
     write_text(other.path / "run-7.trace.jsonl", "x");
-    REQUIRE_THROWS_WITH(ra::audit::run_audit(tiny_spec(), options_in(other.path, 1)),
-                        Catch::Contains("run files repro-audit did not write (run-7.trace.jsonl)"));
+    REQUIRE_THROWS_WITH(
+        ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(other.path, 1)),
+        Catch::Contains("run files repro-audit did not write (run-7.trace.jsonl)"));
   }
   SECTION("--overwrite") {
-    auto again = options_in(dir.path, 1);
+    auto again = ra::test::audit_options_in(dir.path, 1);
     again.folder_use = FolderUse::overwrite;
     std::vector<std::string> notices;
     ra::audit::AuditProgress progress;
@@ -202,7 +196,7 @@ TEST_CASE("a folder holding an audit is refused, and overwriting removes only th
 TEST_CASE("resuming trains only the runs without a whole trace and gives the same report",
           "[audit][folder]") {
   TempDir whole_dir, dir;
-  auto o = options_in(whole_dir.path, 3);
+  auto o = ra::test::audit_options_in(whole_dir.path, 3);
   o.snapshots.epochs = true;
   o.mode = ra::spec::KernelMode::nondeterministic;  // any mode: seeds and order decide the bits
   o.threads = 1;
@@ -274,7 +268,7 @@ TEST_CASE("resuming trains only the runs without a whole trace and gives the sam
 TEST_CASE("compare of a folder reads its manifest's runs and names foreign files",
           "[audit][folder]") {
   TempDir a_dir, b_dir;
-  auto o = options_in(a_dir.path, 3);
+  auto o = ra::test::audit_options_in(a_dir.path, 3);
   const auto a = ra::audit::run_audit(tiny_spec(), o);
   o.out_dir = b_dir.path;
   o.fault = ra::audit::parse_fault("run=1,step=2,tensor=dense_0.weight,element=1,bit=3");
@@ -331,7 +325,7 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
 
 TEST_CASE("traces without an audit id are read as older traces", "[audit][folder]") {
   TempDir dir;
-  ra::audit::run_audit(tiny_spec(), options_in(dir.path, 1));
+  ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 1));
   const std::string text = read_text(dir.path / "run-000.trace.jsonl");
   const auto line_end = text.find('\n');
   auto header = nlohmann::json::parse(text.substr(0, line_end));

@@ -19,6 +19,8 @@
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "spec/parse.h"
+#include "support/audit_options.h"
+#include "support/report_json.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -44,14 +46,6 @@ ra::spec::ExperimentSpec spec_of(const std::string& mode, int seed = 9) {
                               ".");
 }
 
-AuditOptions options_in(const fs::path& dir, int runs) {
-  AuditOptions o;
-  o.runs = runs;
-  o.out_dir = dir;
-  o.tool_version = "test";
-  return o;
-}
-
 // Every shard of `count`, each on its own thread, all started at once (as a job array starts).
 void run_shards(const ra::spec::ExperimentSpec& spec, AuditOptions o, int count,
                 const std::vector<int>& which = {}) {
@@ -75,18 +69,6 @@ void run_shards(const ra::spec::ExperimentSpec& spec, AuditOptions o, int count,
   for (std::thread& t : threads) t.join();
   for (const auto& f : failures)
     if (f) std::rethrow_exception(f);
-}
-
-// The report without what differs between any two executions or folders: where the traces lie,
-// the folder's provenance, and time.
-nlohmann::json comparable(nlohmann::json report) {
-  report.erase("audit_folders");
-  for (auto& run : report["runs"]) {
-    for (const char* key : {"source", "median_step_ms", "total_seconds", "recording_fraction"})
-      run.erase(key);
-  }
-  for (auto& group : report["statistics"]) group.erase("median_step_ms");
-  return report;
 }
 
 ra::audit::ComparisonResult compare_folder(const fs::path& dir) {
@@ -115,7 +97,7 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
   for (const Case& c : cases) {
     SECTION(c.name) {
       TempDir single, sharded;
-      AuditOptions o = options_in(single.path, c.runs);
+      AuditOptions o = ra::test::audit_options_in(single.path, c.runs);
       o.seeds = c.seeds;
       if (c.fault) o.fault = ra::audit::parse_fault("run=1,step=2,tensor=conv2d_0.weight,bit=3");
       const ra::audit::AuditResult one = ra::audit::run_audit(spec_of(c.mode), o);
@@ -126,7 +108,8 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
       CHECK_FALSE(merged.incomplete());
       REQUIRE(merged.audit_folders.size() == 1);
       CHECK(merged.audit_folders[0].shards == c.shards);
-      CHECK(comparable(to_json(merged)) == comparable(to_json(one.comparison)));
+      CHECK(ra::test::without_paths_and_time(to_json(merged)) ==
+            ra::test::without_paths_and_time(to_json(one.comparison)));
       // The reports say something: a divergence where one was injected, identity elsewhere.
       CHECK(merged.identical == !c.fault);
       CHECK(merged.first_divergence.has_value() == c.fault);
@@ -142,7 +125,7 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
 TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  const AuditOptions o = options_in(dir.path, 4);
+  const AuditOptions o = ra::test::audit_options_in(dir.path, 4);
   run_shards(spec, o, 4, {0, 2});
 
   // Shard 3 is running (its lock is held), shard 1 is not.
@@ -183,7 +166,7 @@ TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audi
 TEST_CASE("shards that disagree on the audit are refused and write nothing", "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  AuditOptions o = options_in(dir.path, 2);
+  AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   run_shards(spec, o, 2, {0});
   const std::string manifest_before = ra::audit::read_manifest(dir.path).audit_id;
   auto refused = [&](const ra::spec::ExperimentSpec& s, AuditOptions x, Shard shard) {
@@ -210,19 +193,19 @@ TEST_CASE("shards that disagree on the audit are refused and write nothing", "[a
   // A single-process audit does not join shards, nor shards a single-process audit.
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o), Catch::Contains("holds another audit"));
   TempDir single;
-  ra::audit::run_audit(spec, options_in(single.path, 2));
-  CHECK_THAT(refused(spec, options_in(single.path, 2), {0, 2}),
+  ra::audit::run_audit(spec, ra::test::audit_options_in(single.path, 2));
+  CHECK_THAT(refused(spec, ra::test::audit_options_in(single.path, 2), {0, 2}),
              Catch::Contains("shards: none (an audit in one process) in the folder, 2 requested"));
   TempDir foreign;
   std::ofstream(foreign.path / "run-000.trace.jsonl") << "not ours\n";
-  CHECK_THAT(refused(spec, options_in(foreign.path, 2), {0, 2}),
+  CHECK_THAT(refused(spec, ra::test::audit_options_in(foreign.path, 2), {0, 2}),
              Catch::Contains("shards start in an empty folder"));
 }
 
 TEST_CASE("what a shard cannot do is refused before anything is written", "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  AuditOptions o = options_in(dir.path / "out", 2);
+  AuditOptions o = ra::test::audit_options_in(dir.path / "out", 2);
   o.shard = Shard{0, 3};
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o),
                     Catch::Contains("plans 2 run(s), so at most 2 shards"));
@@ -238,7 +221,7 @@ TEST_CASE("what a shard cannot do is refused before anything is written", "[audi
 TEST_CASE("a shard run again trains only its runs without a whole trace", "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  AuditOptions o = options_in(dir.path, 4);
+  AuditOptions o = ra::test::audit_options_in(dir.path, 4);
   o.shard = Shard{0, 2};
   const ra::audit::AuditResult first = ra::audit::run_audit(spec, o);
   CHECK(first.trained_runs == std::vector<int>{0, 2});
@@ -260,7 +243,7 @@ TEST_CASE("a shard run again trains only its runs without a whole trace", "[audi
   fs::remove(dir.path / (ra::audit::trace_name(1) + ".tmp-99998-0"));
 
   // A single-process --resume finishes the audit of shards that will not come back.
-  AuditOptions resume = options_in(dir.path, 4);
+  AuditOptions resume = ra::test::audit_options_in(dir.path, 4);
   resume.folder_use = ra::audit::FolderUse::resume;
   const ra::audit::AuditResult finished = ra::audit::run_audit(spec, resume);
   CHECK(finished.trained_runs == std::vector<int>{1, 3});
@@ -272,7 +255,7 @@ TEST_CASE("a shard runs once at a time, and shards keep a single-process audit o
           "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  AuditOptions o = options_in(dir.path, 2);
+  AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   o.shard = Shard{1, 2};
   {
     const ra::audit::ShardLocks held(dir.path, Shard{1, 2});
@@ -283,7 +266,7 @@ TEST_CASE("a shard runs once at a time, and shards keep a single-process audit o
     AuditOptions zero = o;
     zero.shard = Shard{0, 2};
     ra::audit::run_audit(spec, zero);
-    AuditOptions resume = options_in(dir.path, 2);
+    AuditOptions resume = ra::test::audit_options_in(dir.path, 2);
     resume.folder_use = ra::audit::FolderUse::resume;
     CHECK_THROWS_WITH(ra::audit::run_audit(spec, resume),
                       Catch::Contains("is in use by the shards of an audit"));
@@ -291,7 +274,7 @@ TEST_CASE("a shard runs once at a time, and shards keep a single-process audit o
   // And a single-process audit keeps shards out.
   TempDir busy;
   const ra::audit::FolderLock lock(busy.path);
-  AuditOptions other = options_in(busy.path, 2);
+  AuditOptions other = ra::test::audit_options_in(busy.path, 2);
   other.shard = Shard{0, 2};
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, other),
                     Catch::Contains("a shard cannot join a folder while an audit runs there"));
@@ -301,7 +284,7 @@ TEST_CASE("of shards racing to start an audit, exactly one creates the manifest"
           "[audit][shard]") {
   TempDir dir;
   const auto spec = spec_of("deterministic");
-  const AuditOptions o = options_in(dir.path, 8);
+  const AuditOptions o = ra::test::audit_options_in(dir.path, 8);
   ra::audit::AuditManifest requested =
       ra::audit::requested_manifest(spec, o, ra::audit::plan_runs(spec, o));
   requested.shards = 8;

@@ -50,6 +50,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A path as one shell word (for run_cli's arguments; the tests' paths hold no single quote).
+inline std::string quoted(const std::filesystem::path& p) {
+  return "'" + p.string() + "'";
+}
+
 // `args` is appended to the binary path as shell words (quote them yourself where needed).
 inline CliResult run_cli(const std::string& args) {
   TempDir tmp;

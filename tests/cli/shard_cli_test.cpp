@@ -9,15 +9,13 @@
 #include <string>
 
 #include "cli/cli_runner.h"
+#include "support/report_json.h"
 
+using ra::test::quoted;
 using ra::test::run_cli;
 using ra::test::TempDir;
 
 namespace {
-
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
 
 std::string write_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
@@ -29,7 +27,7 @@ std::string write_spec(const TempDir& dir) {
       {"type": "flatten"}, {"type": "dense", "units": 3}]},
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 1}})");
-  return q(dir.write("spec.json", spec.dump()));
+  return quoted(dir.write("spec.json", spec.dump()));
 }
 
 bool has(const std::string& text, const std::string& what) {
@@ -56,16 +54,6 @@ class SlurmTask {
   SlurmTask& operator=(const SlurmTask&) = delete;
 };
 
-nlohmann::json comparable(nlohmann::json report) {
-  report.erase("audit_folders");
-  for (auto& run : report["runs"]) {
-    for (const char* key : {"source", "median_step_ms", "total_seconds", "recording_fraction"})
-      run.erase(key);
-  }
-  for (auto& group : report["statistics"]) group.erase("median_step_ms");
-  return report;
-}
-
 }  // namespace
 
 TEST_CASE("a sharded audit through the binary: incomplete, then the single-process report",
@@ -76,19 +64,19 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
   const std::string spec = write_spec(dir);
   const auto out = dir.path() / "sharded";
 
-  const auto no_env = run_cli("run " + spec + " --runs 3 --shard auto --out " + q(out));
+  const auto no_env = run_cli("run " + spec + " --runs 3 --shard auto --out " + quoted(out));
   CHECK(no_env.exit_code == 2);
   CHECK(has(no_env.err,
             "found neither a Slurm job array (SLURM_ARRAY_TASK_ID) nor a Kubernetes "
             "Indexed Job (JOB_COMPLETION_INDEX)"));
   const auto with_report =
-      run_cli("run " + spec + " --runs 3 --shard 0/3 --json x.json --out " + q(out));
+      run_cli("run " + spec + " --runs 3 --shard 0/3 --json x.json --out " + quoted(out));
   CHECK(with_report.exit_code == 2);
   CHECK(has(with_report.err, "a shard makes no report"));
 
   {
     const SlurmTask task(0, 3);
-    const auto first = run_cli("run " + spec + " --runs 3 --shard auto --out " + q(out));
+    const auto first = run_cli("run " + spec + " --runs 3 --shard auto --out " + quoted(out));
     INFO(first.err);
     REQUIRE(first.exit_code == 0);
     CHECK(has(first.err, "shard 0/3 started audit"));
@@ -96,15 +84,15 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
     CHECK(has(first.out, "audit not complete yet: run(s) 1, 2 of other shards missing"));
   }
   // A shard that plans another audit is refused, naming what differs.
-  const auto other = run_cli("run " + spec + " --runs 4 --shard 1/3 --out " + q(out));
+  const auto other = run_cli("run " + spec + " --runs 4 --shard 1/3 --out " + quoted(out));
   CHECK(other.exit_code == 2);
   CHECK(has(other.err, "runs: 3 planned in the folder, 4 planned requested"));
-  const auto second = run_cli("run " + spec + " --runs 3 --shard 1/3 --out " + q(out));
+  const auto second = run_cli("run " + spec + " --runs 3 --shard 1/3 --out " + quoted(out));
   REQUIRE(second.exit_code == 0);
   CHECK(has(second.err, "shard 1/3 joined audit"));
 
   const auto junit = dir.path() / "junit.xml";
-  const auto partial = run_cli("compare " + q(out) + " --junit " + q(junit));
+  const auto partial = run_cli("compare " + quoted(out) + " --junit " + quoted(junit));
   CHECK(partial.exit_code == 4);
   CHECK(has(partial.out,
             "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these "
@@ -117,17 +105,18 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
   CHECK(has(xml, "name=\"complete audit\""));
   CHECK(has(xml, "type=\"incomplete\""));
 
-  const auto last = run_cli("run " + spec + " --runs 3 --shard 2/3 --out " + q(out));
+  const auto last = run_cli("run " + spec + " --runs 3 --shard 2/3 --out " + quoted(out));
   REQUIRE(last.exit_code == 0);
   CHECK(has(last.out, "audit complete: every planned run has a whole trace"));
-  const auto merged = run_cli("compare " + q(out) + " --json -");
+  const auto merged = run_cli("compare " + quoted(out) + " --json -");
   CHECK(merged.exit_code == 0);
   const auto single =
-      run_cli("run " + spec + " --runs 3 --out " + q(dir.path() / "single") + " --json -");
+      run_cli("run " + spec + " --runs 3 --out " + quoted(dir.path() / "single") + " --json -");
   CHECK(single.exit_code == 0);
   const auto merged_report = nlohmann::json::parse(merged.out);
   CHECK(merged_report["verdict"]["complete"] == true);
-  CHECK(comparable(merged_report) == comparable(nlohmann::json::parse(single.out)));
+  CHECK(ra::test::without_paths_and_time(merged_report) ==
+        ra::test::without_paths_and_time(nlohmann::json::parse(single.out)));
 }
 
 TEST_CASE("an incomplete sharded audit that diverged exits 1: a divergence is final",
@@ -138,10 +127,10 @@ TEST_CASE("an incomplete sharded audit that diverged exits 1: a divergence is fi
   const std::string fault = " --inject-fault run=1,step=1,tensor=dense_0.weight,bit=20";
   for (const char* shard : {"0/3", "1/3"}) {
     const auto r =
-        run_cli("run " + spec + " --runs 3 --shard " + shard + " --out " + q(out) + fault);
+        run_cli("run " + spec + " --runs 3 --shard " + shard + " --out " + quoted(out) + fault);
     REQUIRE(r.exit_code == 0);
   }
-  const auto c = run_cli("compare " + q(out));
+  const auto c = run_cli("compare " + quoted(out));
   CHECK(c.exit_code == 1);
   CHECK(has(c.out,
             "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these only): "
