@@ -161,6 +161,7 @@ int run_run(RunCommandOptions& o) {
   };
   hooks.run_finished = [&](int run, const std::filesystem::path& t) { progress.finished(run, t); };
   hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
+  hooks.info = [](const std::string& message) { spdlog::info("{}", message); };
   if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
     spdlog::warn("{}", notice);
   }

@@ -89,6 +89,8 @@ struct AuditProgress {
   // What the audit did with its folder (files removed or left in place, runs resumed): for the
   // user to read, once per event.
   std::function<void(const std::string& message)> notice;
+  // What the audit is doing, for the log (a shard started or joined the folder's audit).
+  std::function<void(const std::string& message)> info;
 };
 
 // What one shard did, and how far the whole audit is.

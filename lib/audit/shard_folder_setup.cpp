@@ -60,8 +60,8 @@ ShardPlan ShardFolderSetup::apply() {
   if (create_manifest(dir_, mine)) {
     plan.manifest = std::move(mine);
     plan.created_manifest = true;
-    notice("shard " + shard_text(shard_) + " started " + describe_audit(plan.manifest) + " in " +
-           dir_.string());
+    info("shard " + shard_text(shard_) + " started " + describe_audit(plan.manifest) + " in " +
+         dir_.string());
   } else {
     plan.manifest = read_manifest(dir_);
     check_joinable(plan.manifest);
@@ -117,6 +117,10 @@ void ShardFolderSetup::check_joinable(const AuditManifest& existing) const {
 
 void ShardFolderSetup::notice(const std::string& message) const {
   if (progress_.notice) progress_.notice(message);
+}
+
+void ShardFolderSetup::info(const std::string& message) const {
+  if (progress_.info) progress_.info(message);
 }
 
 }  // namespace ra::audit

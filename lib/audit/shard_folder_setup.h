@@ -27,7 +27,7 @@ struct ShardPlan {
 // audit's manifest (or one planned for another shard count), or audit files without a manifest.
 // apply() creates or joins the manifest (a manifest created meanwhile by another shard is checked
 // like one found), removes the debris of the shard's runs and says which to train. Every change
-// is told through progress.notice.
+// is told through progress.notice, starting or joining the audit through progress.info.
 class ShardFolderSetup {
  public:
   ShardFolderSetup(const std::filesystem::path& dir, const Shard& shard, AuditManifest requested,
@@ -40,6 +40,7 @@ class ShardFolderSetup {
  private:
   void check_joinable(const AuditManifest& existing) const;
   void notice(const std::string& message) const;
+  void info(const std::string& message) const;
 
   std::filesystem::path dir_;
   Shard shard_;
