@@ -8,6 +8,7 @@
 #include <string>
 
 #include "audit/audit.h"
+#include "audit/audit_folder.h"
 #include "audit/op_window.h"
 #include "commands.h"
 #include "core/error.h"
@@ -102,15 +103,11 @@ class Progress {
 // A shard reports what it did and how far the audit is; the report is compare's, once every
 // shard has finished.
 int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out) {
-  auto list = [](const std::vector<int>& runs) {
-    std::string text;
-    for (int r : runs) text += (text.empty() ? "" : ", ") + std::to_string(r);
-    return text.empty() ? std::string("none") : text;
-  };
-  std::printf(
-      "shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
-      list(s.runs).c_str(), s.planned_runs,
-      s.already_whole.empty() ? "" : (" (already whole: " + list(s.already_whole) + ")").c_str());
+  std::printf("shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
+              audit::run_numbers(s.runs).c_str(), s.planned_runs,
+              s.already_whole.empty()
+                  ? ""
+                  : (" (already whole: " + audit::run_numbers(s.already_whole) + ")").c_str());
   if (s.missing_runs.empty()) {
     std::printf(
         "audit complete: every planned run has a whole trace; report: repro-audit "
@@ -120,7 +117,7 @@ int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::pat
     std::printf(
         "audit not complete yet: run(s) %s of other shards missing; once every shard has "
         "finished: repro-audit compare %s\n",
-        list(s.missing_runs).c_str(), out.c_str());
+        audit::run_numbers(s.missing_runs).c_str(), out.c_str());
   }
   std::fflush(stdout);
   return 0;

@@ -89,6 +89,12 @@ std::string name_list(const std::vector<std::string>& items, std::size_t max_ite
   return out;
 }
 
+std::string run_numbers(const std::vector<int>& runs) {
+  std::string out;
+  for (int r : runs) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
 std::string describe_audit(const AuditManifest& m) {
   return "audit " + m.audit_id + " of spec '" + m.spec.value("name", "") + "', " +
          std::to_string(m.runs.size()) + " run(s)" +

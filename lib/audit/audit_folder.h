@@ -20,6 +20,8 @@ inline constexpr const char* kLockName = "audit.lock";
 
 // "a, b, c and 4 more": names for a message, at most `max_items` of them.
 std::string name_list(const std::vector<std::string>& items, std::size_t max_items = 8);
+// "0, 2, 5": run numbers for a message.
+std::string run_numbers(const std::vector<int>& runs);
 // "audit 3f... of spec 'quick', 4 run(s), created 2026-...": an audit for a message.
 std::string describe_audit(const AuditManifest& manifest);
 

@@ -8,16 +8,6 @@
 #include "core/error.h"
 
 namespace ra::audit {
-namespace {
-
-std::string run_list(const std::vector<int>& runs) {
-  std::string out;
-  for (int r : runs) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
-}
-
-}  // namespace
-
 std::optional<std::string> report_in_folder(const std::filesystem::path& report,
                                             const std::filesystem::path& dir) {
   if (report.empty() || report == "-") return std::nullopt;
@@ -159,8 +149,8 @@ FolderPlan AuditFolderSetup::resume_plan() {
   for (int run : plan.to_train) remove_run_snapshots(dir_, run);
   notice("resuming " + describe_audit(plan.manifest) + " in " + dir_.string() + ": " +
          (plan.to_train.empty() ? std::string("every run is whole, nothing to train")
-                                : "training run(s) " + run_list(plan.to_train)) +
-         (runs.check.runs.empty() ? "" : "; whole: run(s) " + run_list(runs.check.runs)));
+                                : "training run(s) " + run_numbers(plan.to_train)) +
+         (runs.check.runs.empty() ? "" : "; whole: run(s) " + run_numbers(runs.check.runs)));
   for (const ForeignFile& f : runs.check.foreign_files) {
     notice("not of this audit, left in place unless retrained: " + f.file + " (" + f.reason + ")");
   }

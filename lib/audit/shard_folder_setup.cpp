@@ -7,16 +7,6 @@
 #include "core/error.h"
 
 namespace ra::audit {
-namespace {
-
-std::string run_list(const std::vector<int>& runs) {
-  std::string out;
-  for (int r : runs) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out.empty() ? "none" : out;
-}
-
-}  // namespace
-
 ShardLocks::ShardLocks(const std::filesystem::path& dir, const Shard& shard)
     : folder_(dir, FileLock::Mode::shared) {
   shard_ = FileLock::try_lock(dir / shard_lock_name(shard.index), FileLock::Mode::exclusive,
@@ -92,7 +82,7 @@ ShardPlan ShardFolderSetup::apply() {
   remove_debris(dir_, own_debris);
   for (int run : plan.to_train) remove_run_snapshots(dir_, run);
   if (!plan.already_whole.empty()) {
-    notice("shard " + shard_text(shard_) + ": run(s) " + run_list(plan.already_whole) +
+    notice("shard " + shard_text(shard_) + ": run(s) " + run_numbers(plan.already_whole) +
            " already whole in the folder, not trained again");
   }
   return plan;

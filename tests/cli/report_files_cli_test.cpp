@@ -8,14 +8,11 @@
 
 #include "cli/cli_runner.h"
 
+using ra::test::quoted;
 using ra::test::run_cli;
 using ra::test::TempDir;
 
 namespace {
-
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
 
 std::string write_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
@@ -27,7 +24,7 @@ std::string write_spec(const TempDir& dir) {
       {"type": "maxpool2d", "pool": 2}, {"type": "flatten"}, {"type": "dense", "units": 3}]},
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 1}})");
-  return q(dir.write("spec.json", spec.dump()));
+  return quoted(dir.write("spec.json", spec.dump()));
 }
 
 bool has(const std::string& text, const std::string& what) {
@@ -41,7 +38,8 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   const std::string spec = write_spec(dir);
   const auto out = dir.path() / "out";
   const auto junit = out / "junit.xml";  // inside the audit folder: the tool's own file
-  const auto ok = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --junit " + q(junit));
+  const auto ok =
+      run_cli("run " + spec + " --runs 2 --out " + quoted(out) + " --junit " + quoted(junit));
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
   const std::string passed = ra::test::read_text(junit);
@@ -51,8 +49,9 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   CHECK(has(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
 
   // --overwrite knows the report as the tool's own file, and writes the new one in its place.
-  const auto bad = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --overwrite --junit " +
-                           q(junit) + " --inject-fault run=1,step=1,tensor=dense_0.weight");
+  const auto bad =
+      run_cli("run " + spec + " --runs 2 --out " + quoted(out) + " --overwrite --junit " +
+              quoted(junit) + " --inject-fault run=1,step=1,tensor=dense_0.weight");
   INFO(bad.err);
   REQUIRE(bad.exit_code == 1);
   const std::string failed = ra::test::read_text(junit);
@@ -62,7 +61,7 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
 
   // compare of the folder writes the same verdicts.
   const auto again = dir.path() / "again.xml";
-  const auto c = run_cli("compare " + q(out) + " --junit " + q(again));
+  const auto c = run_cli("compare " + quoted(out) + " --junit " + quoted(again));
   REQUIRE(c.exit_code == 1);
   const std::string compared = ra::test::read_text(again);
   CHECK(has(compared, "failures=\"2\""));
@@ -74,8 +73,9 @@ TEST_CASE("run and compare --html write one self-contained page", "[cli][html]")
   const std::string spec = write_spec(dir);
   const auto out = dir.path() / "out";
   const auto page = out / "report.html";
-  const auto r = run_cli("run " + spec + " --runs 2 --out " + q(out) + " --html " + q(page) +
-                         " --inject-fault run=1,step=1,tensor=dense_0.weight,bit=30");
+  const auto r =
+      run_cli("run " + spec + " --runs 2 --out " + quoted(out) + " --html " + quoted(page) +
+              " --inject-fault run=1,step=1,tensor=dense_0.weight,bit=30");
   INFO(r.err);
   REQUIRE(r.exit_code == 1);
   const std::string html = ra::test::read_text(page);
@@ -85,11 +85,12 @@ TEST_CASE("run and compare --html write one self-contained page", "[cli][html]")
   CHECK_FALSE(has(html, "<script"));
 
   // Again with --overwrite: the page is the tool's own file in the folder, replaced.
-  const auto again =
-      run_cli("run " + spec + " --runs 2 --out " + q(out) + " --overwrite --html " + q(page));
+  const auto again = run_cli("run " + spec + " --runs 2 --out " + quoted(out) +
+                             " --overwrite --html " + quoted(page));
   REQUIRE(again.exit_code == 0);
   CHECK(has(ra::test::read_text(page), "<div class=\"banner ok\">BITWISE IDENTICAL"));
-  const auto c = run_cli("compare " + q(out) + " --html " + q(dir.path() / "compare.html"));
+  const auto c =
+      run_cli("compare " + quoted(out) + " --html " + quoted(dir.path() / "compare.html"));
   REQUIRE(c.exit_code == 0);
   CHECK(has(ra::test::read_text(dir.path() / "compare.html"), "<div class=\"banner ok\">"));
 }

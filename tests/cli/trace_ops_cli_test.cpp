@@ -7,14 +7,11 @@
 
 #include "cli/cli_runner.h"
 
+using ra::test::quoted;
 using ra::test::run_cli;
 using ra::test::TempDir;
 
 namespace {
-
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
 
 // 3 steps per epoch, 2 epochs, a conv, a max-pool and two dense layers.
 std::string write_spec(const TempDir& dir) {
@@ -28,7 +25,7 @@ std::string write_spec(const TempDir& dir) {
       {"type": "dense", "units": 6, "activation": "relu"}, {"type": "dense", "units": 3}]},
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 2}})");
-  return q(dir.write("spec.json", spec.dump()));
+  return quoted(dir.write("spec.json", spec.dump()));
 }
 
 }  // namespace
@@ -38,9 +35,9 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   TempDir dir;
   const auto out = dir.path() / "out";
   const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 0:4 --out " + q(out) +
+      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 0:4 --out " + quoted(out) +
               " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
-              "bit=30 --json " + q(dir.path() / "report.json"));
+              "bit=30 --json " + quoted(dir.path() / "report.json"));
   INFO(r.err);
   REQUIRE(r.exit_code == 1);  // deterministic: identity was expected
   CHECK(r.out.find("root cause: step 2 (epoch 1, batch 2), op ") != std::string::npos);
@@ -81,13 +78,13 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   CHECK(dw.at("max_ulp") == 1u << 30);
 
   // compare of the folder, from the files alone: the same cause, the same lines.
-  const auto c = run_cli("compare " + q(out) + " --json -");
+  const auto c = run_cli("compare " + quoted(out) + " --json -");
   REQUIRE(c.exit_code == 1);
   const auto again = nlohmann::json::parse(c.out);
   CHECK(again.at("root_causes") == report.at("root_causes"));
 
   // --no-magnitude: the cause without the replay.
-  const auto quick = run_cli("compare " + q(out) + " --no-magnitude --json -");
+  const auto quick = run_cli("compare " + quoted(out) + " --no-magnitude --json -");
   REQUIRE(quick.exit_code == 1);
   const auto unmeasured = nlohmann::json::parse(quick.out).at("root_causes")[0];
   CHECK(unmeasured.at("magnitude").is_null());
@@ -96,8 +93,8 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
 
 TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[cli][ops]") {
   TempDir dir;
-  const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out") + " --json -");
+  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --out " +
+                         quoted(dir.path() / "out") + " --json -");
   REQUIRE(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
   CHECK_FALSE(report.contains("root_causes"));
@@ -107,7 +104,7 @@ TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[
 TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
-  const auto out = q(dir.path() / "out");
+  const auto out = quoted(dir.path() / "out");
   const auto bad_window = run_cli("run " + spec + " --trace-ops 5 --out " + out);
   CHECK(bad_window.exit_code == 2);
   CHECK(bad_window.err.find("--trace-ops: '5' is not a step window") != std::string::npos);
@@ -136,12 +133,14 @@ TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]
   TempDir dir;
   const std::string spec = write_spec(dir);
   const auto out = dir.path() / "out";
-  REQUIRE(run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --out " + q(out)).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --out " + quoted(out)).exit_code == 0);
   std::filesystem::remove(out / "run-001.trace.jsonl");
-  const auto other = run_cli("run " + spec + " --runs 2 --trace-ops 1:3 --resume --out " + q(out));
+  const auto other =
+      run_cli("run " + spec + " --runs 2 --trace-ops 1:3 --resume --out " + quoted(out));
   CHECK(other.exit_code == 2);
   CHECK(other.err.find("--trace-ops window") != std::string::npos);
-  const auto same = run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --resume --out " + q(out));
+  const auto same =
+      run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --resume --out " + quoted(out));
   INFO(same.err);
   CHECK(same.exit_code == 0);
   CHECK(same.out.find("BITWISE IDENTICAL") != std::string::npos);
