@@ -21,6 +21,14 @@ class ForwardingOps : public Ops {
   Memory& memory() override { return inner_->memory(); }
   nlohmann::json ledger() const override { return inner_->ledger(); }
   nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
+  std::optional<AlgorithmUsed> algorithm_used(const std::string& ledger_key,
+                                              const std::string& direction,
+                                              std::optional<KernelMode> mode) const override {
+    return inner_->algorithm_used(ledger_key, direction, mode);
+  }
+  void pin_algorithms(std::shared_ptr<const AlgorithmPins> pins) override {
+    inner_->pin_algorithms(std::move(pins));
+  }
   void enter_layer(const std::string& name) override { inner_->enter_layer(name); }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).

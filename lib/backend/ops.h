@@ -11,10 +11,13 @@
 //       order, the same physics as GPU atomics: bits may differ run to run.
 //   Ops without a reduction are deterministic by construction and take no mode.
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/algorithm_pins.h"
 #include "backend/geometry.h"
 #include "backend/modes.h"
 #include "backend/pool_gradient.h"
@@ -26,6 +29,13 @@
 #include "rng/philox.h"
 
 namespace ra::backend {
+
+// The algorithm an op call ran, as the backend names it (the ledger's "algorithm"), and whether it
+// gives the same bits on every execution.
+struct AlgorithmUsed {
+  std::string name;
+  bool deterministic = true;
+};
 
 // The modes of the reductions of a conv + max-pool backward, one per op it stands for.
 struct ConvPoolBackwardModes {
@@ -44,6 +54,19 @@ class Ops {
   // The algorithm ledger (docs/trace-format.md): per op and geometry, which library algorithm
   // ran, its determinism, math mode and workspace. Empty for backends with no algorithm choice.
   virtual nlohmann::json ledger() const { return nlohmann::json::array(); }
+  // The algorithm the last call of `direction` ("forward", "backward_filter", "batch_sum": the
+  // ledger's directions) on the geometry `ledger_key` ran; `mode` is the call's kernel mode (none
+  // for an op without a reduction). Every backend names one: the CUDA backend its ledger's entry,
+  // the CPU backend its kernel (one per op, instruction set and mode). None when the backend has
+  // no such call on record.
+  virtual std::optional<AlgorithmUsed> algorithm_used(const std::string& /*ledger_key*/,
+                                                      const std::string& /*direction*/,
+                                                      std::optional<KernelMode> /*mode*/) const {
+    return std::nullopt;
+  }
+  // From the next op call on, runs the pinned algorithms (backend/algorithm_pins.h); null: chooses
+  // as its mode says again. A backend with no algorithm choice (the CPU) ignores them.
+  virtual void pin_algorithms(std::shared_ptr<const AlgorithmPins> /*pins*/) {}
   // Facts about the device for the environment fingerprint (null for the CPU).
   virtual nlohmann::json device_fingerprint() const { return nullptr; }
   // The model announces each layer before the ops that compute it ("conv2d_0", "loss", and the

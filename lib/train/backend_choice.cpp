@@ -35,8 +35,8 @@ std::string fallback_notice(spec::Device device) {
   return notice_for(device, gpu_unusable_reason());
 }
 
-BackendChoice make_backend(spec::Device device, int threads,
-                           [[maybe_unused]] spec::KernelMode mode) {
+BackendChoice make_backend(spec::Device device, int threads, [[maybe_unused]] spec::KernelMode mode,
+                           [[maybe_unused]] std::shared_ptr<const backend::AlgorithmPins> pins) {
   BackendChoice choice;
   if (device == spec::Device::cpu) {
     choice.ops = backend::make_cpu_ops(threads);
@@ -45,7 +45,7 @@ BackendChoice make_backend(spec::Device device, int threads,
   const std::string reason = gpu_unusable_reason();
   if (reason.empty()) {
 #ifdef RA_HAVE_CUDA
-    choice.ops = backend::make_cuda_ops(nn::to_backend(mode));
+    choice.ops = backend::make_cuda_ops(nn::to_backend(mode), std::move(pins));
     return choice;
 #endif
   }

@@ -16,8 +16,11 @@ struct BackendChoice {
   std::string notice;  // non-empty when "auto" fell back to the CPU
 };
 
-// `mode`: the run's global kernel mode (the CUDA backend pins or autotunes by it).
-BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mode);
+// `mode`: the run's global kernel mode (the CUDA backend pins or autotunes by it); `pins`: the
+// convolution algorithms the CUDA backend runs instead (backend/algorithm_pins.h; the CPU has
+// none to choose).
+BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mode,
+                           std::shared_ptr<const backend::AlgorithmPins> pins = nullptr);
 
 // What `auto` would give on this machine, without creating a backend: "" when it is the GPU or
 // the spec says cpu, else the fallback notice.

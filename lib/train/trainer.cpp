@@ -87,7 +87,8 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   if (options.make_backend) {
     backend_ = options.make_backend(threads_);
   } else {
-    BackendChoice choice = make_backend(spec_.device, threads_, determinism_.mode);
+    BackendChoice choice =
+        make_backend(spec_.device, threads_, determinism_.mode, options.algorithm_pins);
     backend_ = std::move(choice.ops);
     backend_notice_ = std::move(choice.notice);
   }

@@ -39,6 +39,9 @@ struct RunOptions {
   // Wraps the backend in a decorator that sees every op call (audit/op_recorder.h): the run then
   // computes through the decorator, which forwards to the backend; the trainer owns both.
   std::function<std::unique_ptr<backend::Ops>(backend::Ops& backend)> wrap_backend;
+  // Algorithms the backend runs instead of choosing (--pin-algorithms, a replay); null: none. The
+  // default backend takes them; make_backend's caller passes them itself.
+  std::shared_ptr<const backend::AlgorithmPins> algorithm_pins;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.

@@ -34,6 +34,10 @@ class CpuOps final : public Ops {
   std::string name() const override { return "cpu"; }
   int threads() const override { return pool_.threads(); }
   Memory& memory() override { return host_memory(); }
+  // One kernel per op, instruction set and mode: "cpu avx512-fma, fixed reduction tree".
+  std::optional<AlgorithmUsed> algorithm_used(const std::string& ledger_key,
+                                              const std::string& direction,
+                                              std::optional<KernelMode> mode) const override;
   void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                         const float* grad, float* s0, float* s1) override;
   bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,

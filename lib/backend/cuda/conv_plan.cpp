@@ -7,6 +7,7 @@
 
 #include "backend/cuda/conv_autotune.h"
 #include "backend/cuda/cuda_check.h"
+#include "core/error.h"
 
 namespace ra::backend::cuda {
 namespace {
@@ -88,9 +89,16 @@ ConvPlan::ConvPlan(const ConvGeometry& g)
 }
 
 ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
-                                const ConvFindOperands& operands) {
+                                const ConvFindOperands& operands, const AlgorithmPins* pins) {
   const auto slot = std::make_pair(direction, mode);
   if (auto it = chosen_.find(slot); it != chosen_.end()) return it->second;
+
+  const AlgorithmPin* pin = pins != nullptr ? pins->find(key_, to_string(direction)) : nullptr;
+  if (pins != nullptr && pin == nullptr && pins->complete) {
+    throw InputError(pins->source + " pins no algorithm for " + describe(key_, direction) +
+                     " (pin files cover the geometries of one model: save one for this spec)");
+  }
+  if (pin != nullptr) return choose_from_pin(handle, direction, mode, *pin, pins->chosen_by);
 
   const ConvAlgorithmPolicy policy = conv_algorithm_policy(mode, direction);
   // Before choosing: cudnnFind times, and the workspace query sizes, the algorithm under the
@@ -119,6 +127,32 @@ ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, K
   entry.algorithm = cudnn_algorithm_name(direction, chosen.algorithm);
   entry.workspace_bytes = chosen.workspace_bytes;
   return chosen_.emplace(slot, ConvChoice{chosen, PendingLedgerEntry(std::move(entry))})
+      .first->second;
+}
+
+ConvChoice& ConvPlan::choose_from_pin(cudnnHandle_t handle, ConvDirection direction,
+                                      KernelMode mode, const AlgorithmPin& pin,
+                                      const std::string& chosen_by) {
+  const std::optional<int> algorithm = cudnn_algorithm_from_name(direction, pin.algorithm);
+  if (!algorithm) {
+    throw InputError(describe(key_, direction) + ": the pinned algorithm '" + pin.algorithm +
+                     "' is no cuDNN " + to_string(direction) + " algorithm");
+  }
+  // A pin keeps the mode's math type (fp32 FMA in every mode: algorithm_policy.h).
+  const cudnnMathType_t math = set_math(conv_algorithm_policy(mode, direction).math);
+  ConvAlgorithm chosen = choose_pinned(handle, direction, *algorithm);
+  chosen.math = math;
+  LedgerEntry entry;
+  entry.layer = key_;
+  entry.direction = to_string(direction);
+  entry.algorithm = pin.algorithm;
+  entry.deterministic = cudnn_algorithm_is_deterministic(direction, *algorithm);
+  entry.chosen_by = chosen_by;
+  entry.math_type = cudnn_math_type_name(chosen.math);
+  entry.workspace_bytes = chosen.workspace_bytes;
+  return chosen_
+      .emplace(std::make_pair(direction, mode),
+               ConvChoice{chosen, PendingLedgerEntry(std::move(entry))})
       .first->second;
 }
 

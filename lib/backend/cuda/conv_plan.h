@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/algorithm_pins.h"
 #include "backend/cuda/algorithm_policy.h"
 #include "backend/cuda/conv_autotune.h"
 #include "backend/cuda/cuda_resources.h"
@@ -112,11 +113,19 @@ class ConvPlan {
   // type set from the policy first. Chosen once and kept (the reference stays valid: a map
   // node), with its pending ledger entry (the math type cuDNN reports as set); the caller records
   // that entry once the algorithm ran.
+  // With `pins` (backend/algorithm_pins.h), a pinned geometry and direction runs its pin whatever
+  // the mode (an unknown or unavailable algorithm: an error naming it), and one without a pin is
+  // an InputError when the pins are complete.
   ConvChoice& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
-                        const ConvFindOperands& operands);
+                        const ConvFindOperands& operands, const AlgorithmPins* pins);
+  // Forgets every choice (new pins): the next call of each direction chooses again.
+  void forget_choices() noexcept { chosen_.clear(); }
 
  private:
   ConvAlgorithm choose_pinned(cudnnHandle_t handle, ConvDirection direction, int algorithm) const;
+  // The choice of a pin (its ledger entry says `chosen_by`), kept as any choice.
+  ConvChoice& choose_from_pin(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
+                              const AlgorithmPin& pin, const std::string& chosen_by);
   // The fastest fp32 FMA result of cudnnFind (conv_autotune.h); `measured` gets its perf facts.
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
                                  const ConvFindOperands& operands, ConvPerfResult& measured) const;

@@ -35,6 +35,23 @@ cuda::ConvPlan& CudaOps::conv_plan(const ConvGeometry& g) {
   return *it->second;
 }
 
+void CudaOps::pin_algorithms(std::shared_ptr<const AlgorithmPins> pins) {
+  pins_ = std::move(pins);
+  for (auto& [key, plan] : conv_plans_) plan->forget_choices();
+}
+
+std::optional<AlgorithmUsed> CudaOps::algorithm_used(const std::string& ledger_key,
+                                                     const std::string& direction,
+                                                     std::optional<KernelMode> /*mode*/) const {
+  // The latest entry: new pins append the algorithm they chose after the one before.
+  for (auto it = ledger_.rbegin(); it != ledger_.rend(); ++it) {
+    if (it->layer == ledger_key && it->direction == direction) {
+      return AlgorithmUsed{it->algorithm, it->deterministic};
+    }
+  }
+  return std::nullopt;
+}
+
 cuda::ConvFindOperands CudaOps::find_operands(const float* first, const float* second,
                                               float* output) {
   return {first, second, output, [this](std::size_t bytes) { return workspace(bytes); }};
@@ -57,7 +74,7 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
   cuda::ConvPlan& plan = conv_plan(g);
   const float* input = conv_input(plan, x);
   cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_,
-                                            find_operands(input, w, y));
+                                            find_operands(input, w, y), pins_.get());
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
@@ -84,8 +101,8 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
     padded_grad_.reserve(padded_bytes(plan));
     out = padded_grad_.as<float>();
   }
-  cuda::ConvChoice& choice =
-      plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode, find_operands(w, dy, out));
+  cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_data, mode,
+                                            find_operands(w, dy, out), pins_.get());
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
@@ -107,7 +124,7 @@ void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, cons
   cuda::ConvPlan& plan = conv_plan(g);
   const float* input = conv_input(plan, x);
   cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode,
-                                            find_operands(input, dy, dw));
+                                            find_operands(input, dy, dw), pins_.get());
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(

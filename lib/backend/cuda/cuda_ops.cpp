@@ -59,8 +59,10 @@ CudaOps::CudaOps(KernelMode forward_mode)
 
 CudaOps::~CudaOps() = default;
 
-std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode) {
-  return std::make_unique<CudaOps>(mode);
+std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode, std::shared_ptr<const AlgorithmPins> pins) {
+  auto ops = std::make_unique<CudaOps>(mode);
+  if (pins) ops->pin_algorithms(std::move(pins));
+  return ops;
 }
 
 Memory& CudaOps::memory() {

@@ -58,6 +58,12 @@ class CudaOps final : public Ops {
   const std::vector<cuda::LedgerEntry>& ledger_entries() const noexcept { return ledger_; }
   nlohmann::json ledger() const override { return cuda::to_json(ledger_entries()); }
   nlohmann::json device_fingerprint() const override;
+  // The latest ledger entry of the geometry and direction.
+  std::optional<AlgorithmUsed> algorithm_used(const std::string& ledger_key,
+                                              const std::string& direction,
+                                              std::optional<KernelMode> mode) const override;
+  // Convolutions choose again at their next call, from the pins where they have one.
+  void pin_algorithms(std::shared_ptr<const AlgorithmPins> pins) override;
   // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   cudaStream_t stream() const noexcept { return stream_.get(); }
@@ -131,6 +137,7 @@ class CudaOps final : public Ops {
   void note_reduction(cuda::LedgerEntry entry);
 
   KernelMode forward_mode_;
+  std::shared_ptr<const AlgorithmPins> pins_;  // null: algorithms as the modes choose them
   cuda::Stream stream_;
   cuda::DeviceMemory memory_;  // bound to stream_ (declared after it)
   cuda::CudnnHandle cudnn_;
@@ -153,6 +160,8 @@ class CudaOps final : public Ops {
 // The backend for a run: `mode` is the spec's determinism mode (it chooses pinned or autotuned
 // forward convolutions; reducing ops get their own mode per call). Throws cuda::CudaError (exit
 // 3) when there is no usable GPU, saying why.
-std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode);
+// With `pins`, convolutions run the pinned algorithms (backend/algorithm_pins.h).
+std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode,
+                                       std::shared_ptr<const AlgorithmPins> pins = nullptr);
 
 }  // namespace ra::backend

@@ -95,6 +95,27 @@ std::string cudnn_algorithm_name(ConvDirection direction, int algorithm) {
   return numbered("unknown algorithm ", algorithm);
 }
 
+std::optional<int> cudnn_algorithm_from_name(ConvDirection direction, const std::string& name) {
+  // Every value the direction's enum has (its _COUNT), then any numbered name: the names are
+  // made by cudnn_algorithm_name, so the two can never disagree.
+  int count = 0;
+  switch (direction) {
+    case ConvDirection::forward:
+      count = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+      break;
+    case ConvDirection::backward_data:
+      count = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+      break;
+    case ConvDirection::backward_filter:
+      count = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+      break;
+  }
+  for (int a = 0; a < count; ++a) {
+    if (cudnn_algorithm_name(direction, a) == name) return a;
+  }
+  return std::nullopt;
+}
+
 std::string cudnn_math_type_name(cudnnMathType_t math) {
   switch (math) {
     case CUDNN_DEFAULT_MATH:

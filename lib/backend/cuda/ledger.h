@@ -32,7 +32,9 @@ struct LedgerEntry {
   bool deterministic = true;
   std::string math_type;  // "CUDNN_FMA_MATH", "CUBLAS_DEFAULT_MATH"
   std::size_t workspace_bytes = 0;
-  std::string chosen_by;                        // "pinned" or "autotuned"
+  // "pinned" (by the mode), "autotuned", or a pin's chosen_by ("pinned-file", "pinned-ledger":
+  // backend/algorithm_pins.h)
+  std::string chosen_by;
   std::optional<AutotuneMeasurement> autotune;  // set exactly when chosen_by is "autotuned"
 };
 
@@ -46,6 +48,9 @@ nlohmann::json to_json(const std::vector<LedgerEntry>& entries);
 // "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", ...;
 // an unknown value gives "<enum prefix>_<number>".
 std::string cudnn_algorithm_name(ConvDirection direction, int algorithm);
+// The inverse: the enum value of a name cudnn_algorithm_name gives for `direction` (numbered
+// names included), or none (a name of another direction, a cuBLAS or custom kernel).
+std::optional<int> cudnn_algorithm_from_name(ConvDirection direction, const std::string& name);
 std::string cudnn_math_type_name(cudnnMathType_t math);
 std::string cublas_math_name(cublasMath_t math);
 
