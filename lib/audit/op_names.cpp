@@ -57,4 +57,10 @@ std::string op_output_name(const std::string& op, std::size_t index) {
   return name_at(op, index, false);
 }
 
+std::string ledger_direction(const std::string& op) {
+  if (op == "softmax_cross_entropy" || op == "mean_squared_error") return "batch_sum";
+  const auto dot = op.find('.');
+  return dot == std::string::npos ? std::string() : op.substr(dot + 1);
+}
+
 }  // namespace ra::audit

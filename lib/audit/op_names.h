@@ -10,4 +10,9 @@ namespace ra::audit {
 std::string op_input_name(const std::string& op, std::size_t index);
 std::string op_output_name(const std::string& op, std::size_t index);
 
+// The direction of an op as the algorithm ledger names it: the part of "conv2d.backward_filter"
+// after the dot ("forward", "backward_filter", ...); a loss's batch sum is "batch_sum"; "" for an
+// op without one ("batch", "dropout_mask").
+std::string ledger_direction(const std::string& op);
+
 }  // namespace ra::audit

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 
+#include "audit/op_names.h"
 #include "backend/geometry_key.h"
 #include "core/error.h"
 #include "core/parallel_digest.h"
@@ -218,7 +219,12 @@ void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
     if (!r.host) cache_.erase(r.data);
   }
   call.record.out = digest_regions(outputs);
-  if (kept_ != nullptr && call.record.mode == to_string(KernelMode::nondeterministic)) {
+  name_algorithm(call.record);
+  // A nondeterministic mode, or an algorithm that is not deterministic whatever the mode asked
+  // (autotune may choose one): its outcome may not come back in a replay, so it is kept.
+  const bool may_vary = call.record.mode == to_string(KernelMode::nondeterministic) ||
+                        call.record.algorithm_deterministic == false;
+  if (kept_ != nullptr && may_vary) {
     KeptOutputs::Outputs kept;
     for (const Region& r : outputs) {
       kept.bytes.push_back(read(r));
@@ -228,6 +234,20 @@ void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
   }
   records_.push_back(std::move(call.record));
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void OpRecorder::name_algorithm(OpRecord& record) const {
+  if (record.ledger_key.empty()) return;
+  std::optional<KernelMode> mode;
+  for (KernelMode m :
+       {KernelMode::deterministic, KernelMode::nondeterministic, KernelMode::autotune}) {
+    if (record.mode == to_string(m)) mode = m;
+  }
+  const std::optional<backend::AlgorithmUsed> used =
+      inner().algorithm_used(record.ledger_key, ledger_direction(record.op), mode);
+  if (!used) return;
+  record.algorithm = used->name;
+  record.algorithm_deterministic = used->deterministic;
 }
 
 void OpRecorder::apply_fault(const std::string& op, const Region& output) {

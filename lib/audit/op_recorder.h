@@ -153,6 +153,8 @@ class OpRecorder final : public backend::ForwardingOps {
   const std::string& records_layer(std::string_view op) const;
   std::vector<Digest128> digest_regions(const std::vector<Region>& regions);
   void apply_fault(const std::string& op, const Region& output);
+  // The algorithm the backend says the call ran (a record with a ledger key), into the record.
+  void name_algorithm(OpRecord& record) const;
 
   ThreadPool pool_;
   std::optional<OpFault> fault_;

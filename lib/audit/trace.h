@@ -44,7 +44,20 @@ struct OpRecord {
   std::string mode;        // kernel mode of a reducing op ("deterministic"...); "" for the others
   std::string ledger_key;  // geometry key of a conv or dense op, as the algorithm ledger keys it
   std::vector<Digest128> in, out;  // digests of the inputs and outputs, in the op's order
+  // The algorithm the call ran, as its backend names it (backend/ops.h algorithm_used): a cuDNN or
+  // cuBLAS algorithm or custom kernel (the ledger entry of ledger_key and the op's direction), or
+  // the CPU kernel ("cpu avx512-fma, fixed reduction tree"); "" for ops without a ledger key and
+  // in traces written before op records named it (the header's ledger then says it).
+  // (Default member initializers: records built as {op, layer, mode, key, in, out} stay complete.)
+  std::string algorithm{};
+  std::optional<bool> algorithm_deterministic{};  // set with `algorithm`
   friend bool operator==(const OpRecord&, const OpRecord&) = default;
+  // Whether two records are the same execution: op, layer, mode, key and digests (the algorithm
+  // is what explains a difference, not one itself).
+  bool same_execution(const OpRecord& o) const {
+    return op == o.op && layer == o.layer && mode == o.mode && ledger_key == o.ledger_key &&
+           in == o.in && out == o.out;
+  }
 };
 
 struct TraceHeader {

@@ -193,6 +193,10 @@ class TraceParser {
         rec.mode = o["mode"].string();
       }
       if (o.has("ledger_key")) rec.ledger_key = o["ledger_key"].string();
+      if (o.has("algorithm")) {
+        rec.algorithm = o["algorithm"].nonempty_string();
+        rec.algorithm_deterministic = o["algorithm_deterministic"].boolean();
+      }
       for (const Field& d : o["in"].elements()) rec.in.push_back(d.digest());
       for (const Field& d : o["out"].elements()) rec.out.push_back(d.digest());
       s.ops.push_back(std::move(rec));

@@ -69,12 +69,17 @@ json header_json(const TraceHeader& h) {
   return header;
 }
 
-// {"op", "layer", "mode", "ledger_key", "in", "out"}; layer, mode and ledger_key only when set.
+// {"op", "layer", "mode", "ledger_key", "algorithm", "algorithm_deterministic", "in", "out"};
+// layer, mode, ledger_key and the algorithm only when set.
 json op_json(const OpRecord& o) {
   json r{{"op", o.op}};
   if (!o.layer.empty()) r["layer"] = o.layer;
   if (!o.mode.empty()) r["mode"] = o.mode;
   if (!o.ledger_key.empty()) r["ledger_key"] = o.ledger_key;
+  if (!o.algorithm.empty()) {
+    r["algorithm"] = o.algorithm;
+    r["algorithm_deterministic"] = o.algorithm_deterministic.value_or(true);
+  }
   r["in"] = digests_json(o.in);
   r["out"] = digests_json(o.out);
   return r;
