@@ -34,6 +34,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(traces);
   for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
+  if (std::optional<std::string> w = phases::pinned_nondeterministic_warning(traces)) {
+    result.warnings.push_back(std::move(*w));
+  }
 
   phases::RunSummaries summaries = phases::summarize_runs(traces);
   result.runs = std::move(summaries.runs);
@@ -67,9 +70,10 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.loss_std_ratio = statistics.loss_std_ratio;
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
 
-  phases::TraceDifferences differences = phases::environment_differences(traces);
-  result.environment_differences = std::move(differences.environment);
-  result.ledger_differences = std::move(differences.ledger);
+  result.environment_differences = phases::environment_differences(traces);
+  std::vector<const nlohmann::json*> ledgers;
+  for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
+  result.ledger_differences = phases::ledger_differences(ledgers);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
   return result;
 }

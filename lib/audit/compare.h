@@ -32,6 +32,25 @@ struct Divergence {
   std::vector<int> runs_differing;  // run indices that differ from the reference run there
 };
 
+// The runs that ran one algorithm at an op or a ledger entry, and what is known of it: from the
+// runs' op records (the algorithm each call ran) and ledgers (who chose it, what autotune timed).
+struct AlgorithmGroup {
+  std::vector<int> runs;  // run indices among the traces
+  std::string algorithm;  // "" when the runs name none (no ledger entry, an older trace)
+  std::optional<bool> deterministic;
+  std::string chosen_by;  // "autotuned", "pinned", "pinned-file", ...; "" when unknown (the CPU)
+  std::string math_type;  // as the ledger says; "" when unknown
+  std::vector<double> autotune_ms;  // what cudnnFind timed it at, per run that autotuned it
+};
+
+// One geometry and direction whose algorithm differs between the runs' ledgers: the runs grouped
+// by the algorithm (and math type) they ran, in order of first appearance.
+struct LedgerDifference {
+  std::string layer;      // the geometry key: "conv 128x32x26x26 k64 3x3 s1 p0"
+  std::string direction;  // "forward", "backward_data", ...
+  std::vector<AlgorithmGroup> groups;
+};
+
 // The root cause of a divergence, from op records (--trace-ops, docs/report.md "Root cause"): in
 // the first step where a run's op records differ from the reference run's, the first record that
 // differs. When its inputs matched and its outputs did not, that op made the difference.
@@ -44,6 +63,16 @@ struct RootCause {
     outside_window,  // the runs first differ at a step without op records
   };
   Kind kind = Kind::op;
+  // What made an op's outputs differ (kind op), worded for what it is (docs/report.md, "Root
+  // cause classes"):
+  enum class Class {
+    nondeterministic_kernel,  // the same algorithm on identical inputs gave other bits
+    algorithm_choice,         // the runs ran different algorithms at this op
+    fault,                    // the test-only fault injection fired at this op
+    environment,              // the runs' fingerprints differ (environment_keys): another machine
+                              // or build
+  };
+  Class cause = Class::nondeterministic_kernel;
   std::int64_t step = 0;
   std::int64_t epoch = 0, batch = 0;
   std::size_t index = 0;  // the record's position in the step (kind op, outside_ops)
@@ -53,6 +82,11 @@ struct RootCause {
   // the record's ledger key and the op's direction; empty when the ledger has no such entry.
   std::string algorithm;
   std::optional<bool> algorithm_deterministic;
+  // The algorithm each run ran at the op (kind op), the reference run's group first: one group
+  // unless the cause is an algorithm choice.
+  std::vector<AlgorithmGroup> algorithms;
+  // Fingerprint keys that differ from the reference run's and can change bits (cause environment).
+  std::vector<std::string> environment_keys;
   std::string detail;  // what differs, in words (outside_ops, op_sequence, outside_window)
   // Every later record of the step whose outputs differ: how far the difference spread, and
   // where an op's inputs matched too, another cause of its own (a second race in the step).
@@ -93,6 +127,8 @@ struct RootCause {
   std::optional<Magnitude> magnitude;  // absent until measured (never for the other kinds)
 };
 const char* to_string(RootCause::Kind kind);
+// "nondeterministic_kernel", "algorithm_choice", "fault", "environment"
+const char* to_string(RootCause::Class cause);
 
 struct CategoryVerdict {
   Category category = Category::initial_weights;
@@ -178,12 +214,14 @@ struct AuditFolderCheck {
   std::vector<ShardState> shard_states;
 };
 
-// A compared run outside the reference run's outcome class that ran on another machine or build
-// than the reference run (shards on different nodes): the likely explanation of its divergence.
+// A compared run outside the reference run's outcome class whose environment fingerprint differs
+// from the reference run's (shards on different nodes): the likely explanation of its divergence.
+// A ledger difference alone (autotune choosing otherwise on the same machine) is no other machine:
+// ledger_differences and the root cause's algorithm choice say it.
 struct MachineDifference {
   int run = 0;                           // report index
   std::vector<std::string> environment;  // fingerprint keys that differ (audit/environment.h)
-  bool ledger = false;                   // its algorithm ledger differs
+  bool ledger = false;                   // its algorithm ledger differs too
 };
 
 struct GroupStatistics {
@@ -254,7 +292,7 @@ struct ComparisonResult {
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
-  std::vector<std::string> ledger_differences;
+  std::vector<LedgerDifference> ledger_differences;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.

@@ -1,6 +1,6 @@
 // Phase of the comparison: what differs between the machines and builds of the runs, against run
-// 0: environment fingerprint keys and algorithm ledgers, the likely explanation of a divergence
-// (compare_phases.h).
+// 0: environment fingerprint keys, and the divergent runs made elsewhere, the likely explanation
+// of their divergence (compare_phases.h).
 #include <algorithm>
 #include <set>
 
@@ -10,40 +10,35 @@
 namespace ra::audit::phases {
 namespace {
 
-// The ledger without what is measured anew in every run: the time cudnnFind took for an
-// autotuned algorithm (its "autotune.time_ms"). Which algorithm ran, its math type and workspace
-// are compared; a different time alone is no difference between the runs' algorithms.
-nlohmann::json comparable_ledger(nlohmann::json ledger) {
-  if (!ledger.is_array()) return ledger;
-  for (nlohmann::json& entry : ledger) {
-    if (entry.is_object() && entry.contains("autotune") && entry["autotune"].is_object()) {
-      entry["autotune"].erase("time_ms");
-    }
-  }
-  return ledger;
+// Keys that say which machine ran, not what it computes: two nodes of one cluster differ in them
+// and still give the same bits.
+bool names_machine_only(const std::string& key) {
+  return key == "hostname" || key == "logical_cpus" || key == "os";
 }
 
 }  // namespace
 
-TraceDifferences environment_differences(const std::vector<Trace>& traces) {
-  TraceDifferences out;
+std::vector<std::string> environment_differences(const std::vector<Trace>& traces) {
+  std::vector<std::string> out;
   std::set<std::string> seen;
   const TraceHeader& ref = traces[0].header;
-  const nlohmann::json ref_ledger = comparable_ledger(ref.ledger);  // once, not per run
   for (std::size_t i = 1; i < traces.size(); ++i) {
     const TraceHeader& h = traces[i].header;
     for (const std::string& key : fingerprint_differences(ref.environment, h.environment)) {
       const std::string line = key + ": " + ref.environment.value(key, nlohmann::json()).dump() +
                                " (run 0) vs " + h.environment.value(key, nlohmann::json()).dump() +
                                " (run " + std::to_string(i) + ")";
-      if (seen.insert(line).second) out.environment.push_back(line);
-    }
-    if (comparable_ledger(h.ledger) != ref_ledger) {
-      out.ledger.push_back("run " + std::to_string(i) + ": " + h.ledger.dump() +
-                           " vs run 0: " + ref.ledger.dump());
+      if (seen.insert(line).second) out.push_back(line);
     }
   }
   return out;
+}
+
+std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
+                                                         const TraceHeader& b) {
+  std::vector<std::string> keys = fingerprint_differences(a.environment, b.environment);
+  std::erase_if(keys, names_machine_only);
+  return keys;
 }
 
 std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
@@ -65,8 +60,9 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
     MachineDifference d;
     d.run = run;
     d.environment = fingerprint_differences(ref.environment, h.environment);
-    d.ledger = comparable_ledger(h.ledger) != comparable_ledger(ref.ledger);
-    if (!d.environment.empty() || d.ledger) out.push_back(std::move(d));
+    if (d.environment.empty()) continue;  // the same machine and build: no other machine
+    d.ledger = !ledger_differences({&ref.ledger, &h.ledger}).empty();
+    out.push_back(std::move(d));
   }
   return out;
 }

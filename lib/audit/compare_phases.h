@@ -9,7 +9,8 @@
 //   compare_growth.cpp       per epoch, how far the runs have drifted
 //   compare_snapshots.cpp    divergence measured from weight snapshots
 //   compare_seed_groups.cpp  outcome statistics per seed group, same/different std ratios
-//   compare_environment.cpp  environment fingerprint and algorithm ledger differences
+//   compare_environment.cpp  environment fingerprint differences, runs on other machines
+//   compare_algorithms.cpp   the algorithm each run ran at an op; ledger differences by run group
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -93,12 +94,29 @@ struct SeedGroupStatistics {
 };
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 
-// Environment keys and algorithm ledgers that differ from run 0's, one line each (each distinct
-// environment line once).
-struct TraceDifferences {
-  std::vector<std::string> environment, ledger;
-};
-TraceDifferences environment_differences(const std::vector<Trace>& traces);
+// Environment keys that differ from run 0's, one line each (each distinct line once).
+std::vector<std::string> environment_differences(const std::vector<Trace>& traces);
+// The fingerprint keys of two runs that differ and can change bits: every key but those that
+// name the machine without deciding what it computes (hostname, logical_cpus, os).
+std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
+                                                         const TraceHeader& b);
+
+// The algorithm run `run` (`trace`) ran at one of its op records: the record's own (newer traces),
+// else its ledger's entry of the record's key and direction; with who chose it and what autotune
+// timed from the ledger. A group of one run; no algorithm when neither names one.
+AlgorithmGroup algorithm_at(const Trace& trace, int run, const OpRecord& record);
+// Groups of one run merged by algorithm and math type (and who chose it, with `by_chooser`), in
+// order of first appearance.
+std::vector<AlgorithmGroup> merge_algorithm_groups(const std::vector<AlgorithmGroup>& singles,
+                                                   bool by_chooser);
+// When runs ran algorithms pinned from a file (--pin-algorithms) that are not deterministic, a
+// warning naming them (the reference run's): pinning fixes which algorithm runs, not its atomics.
+std::optional<std::string> pinned_nondeterministic_warning(const std::vector<Trace>& traces);
+// Every ledger geometry and direction whose entries differ between the traces (algorithm, math
+// type, who chose it; autotune's timing is measured anew each run and never a difference), in
+// order of first appearance; a run without the entry is a group with no algorithm. `ledgers`: the
+// runs' ledgers (trace headers), by run index.
+std::vector<LedgerDifference> ledger_differences(const std::vector<const nlohmann::json*>& ledgers);
 // The compared runs outside the reference run's outcome class whose environment or ledger differs
 // from the reference run's.
 std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,

@@ -24,6 +24,20 @@ const char* to_string(RootCause::Kind kind) {
   return "?";
 }
 
+const char* to_string(RootCause::Class cause) {
+  switch (cause) {
+    case RootCause::Class::nondeterministic_kernel:
+      return "nondeterministic_kernel";
+    case RootCause::Class::algorithm_choice:
+      return "algorithm_choice";
+    case RootCause::Class::fault:
+      return "fault";
+    case RootCause::Class::environment:
+      return "environment";
+  }
+  return "?";
+}
+
 namespace phases {
 namespace {
 
@@ -55,26 +69,54 @@ std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
   return out;
 }
 
-// The direction of an op as the ledger names it: the part of "conv2d.backward_filter" after the
-// dot ("forward", "backward_filter", ...); a loss's batch sum is "batch_sum".
-std::string direction_of(const std::string& op) {
-  if (op == "softmax_cross_entropy" || op == "mean_squared_error") return "batch_sum";
-  const auto dot = op.find('.');
-  return dot == std::string::npos ? std::string() : op.substr(dot + 1);
+// Whether two steps' op records are the same executions (the algorithms aside: they explain a
+// difference, they are none).
+bool same_executions(const StepRecord& a, const StepRecord& b) {
+  if (a.ops.size() != b.ops.size()) return false;
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    if (!a.ops[i].same_execution(b.ops[i])) return false;
+  }
+  return true;
 }
 
-void name_algorithm(RootCause& cause, const Trace& run) {
-  if (cause.record.ledger_key.empty() || !run.header.ledger.is_array()) return;
-  const std::string direction = direction_of(cause.record.op);
-  for (const nlohmann::json& entry : run.header.ledger) {
-    if (entry.value("layer", "") == cause.record.ledger_key &&
-        entry.value("direction", "") == direction) {
-      cause.algorithm = entry.value("algorithm", "");
-      if (entry.contains("deterministic") && entry["deterministic"].is_boolean()) {
-        cause.algorithm_deterministic = entry["deterministic"].get<bool>();
-      }
-      return;
-    }
+const StepRecord* step_at(const Trace& t, std::int64_t step) {
+  if (step >= 0 && step < static_cast<std::int64_t>(t.steps.size()) && t.steps[step].step == step) {
+    return &t.steps[step];
+  }
+  for (const StepRecord& s : t.steps)
+    if (s.step == step) return &s;
+  return nullptr;
+}
+
+// Whether the run's test-only op fault (trace header "fault", --inject-fault op=) names this op
+// of this step: it flipped a bit of the op's output right after it ran.
+bool fault_fired_at(const Trace& run, const RootCause& c) {
+  const nlohmann::json& f = run.header.fault;
+  return f.is_object() && f.value("op", "") == c.record.layer + "/" + c.record.op &&
+         f.value("step", std::int64_t(-1)) == c.step;
+}
+
+// What made an op cause (kind op) of run `run` against the reference run: an injected fault, a
+// difference of machine or build, a different algorithm, else the kernel's own nondeterminism.
+// Also the two runs' algorithms there, as groups of one run (merged when causes are grouped).
+void classify(RootCause& c, const Trace& ref, int ref_run, const Trace& other, int run) {
+  const StepRecord *a = step_at(ref, c.step), *b = step_at(other, c.step);
+  if (a == nullptr || b == nullptr || c.index >= a->ops.size() || c.index >= b->ops.size()) return;
+  const AlgorithmGroup mine = algorithm_at(ref, ref_run, a->ops[c.index]);
+  const AlgorithmGroup theirs = algorithm_at(other, run, b->ops[c.index]);
+  c.algorithm = theirs.algorithm;
+  c.algorithm_deterministic = theirs.deterministic;
+  c.algorithms = {mine, theirs};
+  c.environment_keys = numeric_environment_differences(ref.header, other.header);
+  if (fault_fired_at(ref, c) || fault_fired_at(other, c)) {
+    c.cause = RootCause::Class::fault;
+  } else if (!c.environment_keys.empty()) {
+    c.cause = RootCause::Class::environment;
+  } else if (!mine.algorithm.empty() && !theirs.algorithm.empty() &&
+             mine.algorithm != theirs.algorithm) {
+    c.cause = RootCause::Class::algorithm_choice;
+  } else {
+    c.cause = RootCause::Class::nondeterministic_kernel;
   }
 }
 
@@ -151,11 +193,7 @@ std::optional<RootCause> root_cause_of(const Trace& ref, const Trace& other,
     const StepRecord &a = ref.steps[s], &b = other.steps[s];
     const std::string state = step_state_differences(a, b);
     if (a.ops_recorded && b.ops_recorded) {
-      if (a.ops != b.ops) {
-        RootCause c = localise_in_step(a, b);
-        name_algorithm(c, other);
-        return c;
-      }
+      if (!same_executions(a, b)) return localise_in_step(a, b);
       if (state.empty()) continue;
       RootCause c;  // the ops agree, what the step left behind does not
       locate_step(a, c);
@@ -178,8 +216,8 @@ std::optional<RootCause> root_cause_of(const Trace& ref, const Trace& other,
 }
 
 bool same_cause(const RootCause& a, const RootCause& b) {
-  return a.kind == b.kind && a.step == b.step && a.index == b.index && a.record.op == b.record.op &&
-         a.record.layer == b.record.layer && a.detail == b.detail;
+  return a.kind == b.kind && a.cause == b.cause && a.step == b.step && a.index == b.index &&
+         a.record.op == b.record.op && a.record.layer == b.record.layer && a.detail == b.detail;
 }
 
 }  // namespace
@@ -192,15 +230,23 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
     std::optional<RootCause> c = root_cause_of(ref, *compared.traces[i], compared.common_steps);
     if (!c) continue;
     const int run = compared.ids[i];
+    if (c->kind == Kind::op) classify(*c, ref, compared.ids[0], *compared.traces[i], run);
     auto same = std::find_if(causes.begin(), causes.end(),
                              [&](const RootCause& known) { return same_cause(known, *c); });
     if (same != causes.end()) {
       same->runs.push_back(run);
+      if (c->algorithms.size() == 2) same->algorithms.push_back(c->algorithms[1]);
+      for (const std::string& key : c->environment_keys) {
+        if (std::find(same->environment_keys.begin(), same->environment_keys.end(), key) ==
+            same->environment_keys.end())
+          same->environment_keys.push_back(key);
+      }
       continue;
     }
     c->runs.push_back(run);
     causes.push_back(std::move(*c));
   }
+  for (RootCause& c : causes) c.algorithms = merge_algorithm_groups(c.algorithms, false);
   std::stable_sort(causes.begin(), causes.end(), [](const RootCause& a, const RootCause& b) {
     return std::tie(a.step, a.index) < std::tie(b.step, b.index);
   });

@@ -253,32 +253,76 @@ TEST_CASE("seed_group_statistics: per group, and std ratios with both", "[audit]
   CHECK_FALSE(phases::seed_group_statistics(runs).loss_std_ratio);
 }
 
-TEST_CASE("environment_differences: keys and ledgers against run 0", "[audit][compare]") {
+TEST_CASE("environment_differences: keys against run 0", "[audit][compare]") {
   std::vector<Trace> traces = runs_of(TraceBuilder{}, 3);
-  CHECK(phases::environment_differences(traces).environment.empty());
+  CHECK(phases::environment_differences(traces).empty());
   traces[2].header.environment["hostname"] = "host-c";
   traces[2].header.environment.erase("compiler");
-  traces[1].header.ledger = nlohmann::json::array({{{"layer", "dense_1"}}});
-  const phases::TraceDifferences d = phases::environment_differences(traces);
-  CHECK(d.environment ==
+  CHECK(phases::environment_differences(traces) ==
         std::vector<std::string>{"compiler: \"g++ 12.2.0\" (run 0) vs null (run 2)",
                                  "hostname: \"host-a\" (run 0) vs \"host-c\" (run 2)"});
-  CHECK(d.ledger == std::vector<std::string>{"run 1: [{\"layer\":\"dense_1\"}] vs run 0: []"});
+  // The host alone computes nothing differently: no key that can change bits.
+  CHECK(phases::numeric_environment_differences(traces[0].header, traces[2].header) ==
+        std::vector<std::string>{"compiler"});
 }
 
-TEST_CASE("environment_differences: an autotune time alone is no ledger difference",
-          "[audit][compare]") {
-  std::vector<Trace> traces = runs_of(TraceBuilder{}, 3);
-  const nlohmann::json entry = {
-      {"layer", "conv 2x1x8x8 k3 3x3 s1 p0"},
-      {"algorithm", "CUDNN_CONVOLUTION_FWD_ALGO_GEMM"},
-      {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}, {"workspace_bytes", 64}}}};
-  for (Trace& t : traces) t.header.ledger = nlohmann::json::array({entry});
-  traces[1].header.ledger[0]["autotune"]["time_ms"] = 0.5;  // measured anew: not a difference
-  traces[2].header.ledger[0]["autotune"]["workspace_bytes"] = 128;  // what ran differs
-  const phases::TraceDifferences d = phases::environment_differences(traces);
-  REQUIRE(d.ledger.size() == 1);
-  CHECK(d.ledger[0].rfind("run 2: ", 0) == 0);
+namespace {
+
+nlohmann::json autotuned(const std::string& layer, const std::string& direction,
+                         const std::string& algorithm, double ms, bool deterministic = true) {
+  return {{"layer", layer},
+          {"direction", direction},
+          {"algorithm", algorithm},
+          {"deterministic", deterministic},
+          {"math_type", "CUDNN_FMA_MATH"},
+          {"workspace_bytes", 0},
+          {"chosen_by", "autotuned"},
+          {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", ms}, {"workspace_bytes", 0}}}};
+}
+
+std::vector<const nlohmann::json*> ledgers_of(const std::vector<Trace>& traces) {
+  std::vector<const nlohmann::json*> out;
+  for (const Trace& t : traces) out.push_back(&t.header.ledger);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ledger_differences: run groups per geometry and direction", "[audit][compare]") {
+  std::vector<Trace> traces = runs_of(TraceBuilder{}, 4);
+  const std::string conv = "conv 2x1x8x8 k3 3x3 s1 p0";
+  for (Trace& t : traces) {
+    t.header.ledger = nlohmann::json::array(
+        {autotuned(conv, "forward", "CUDNN_CONVOLUTION_FWD_ALGO_GEMM", 0.25),
+         autotuned(conv, "backward_data", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING", 0.5)});
+  }
+  CHECK(phases::ledger_differences(ledgers_of(traces)).empty());
+  // A time measured anew in every run is no difference between the runs' algorithms.
+  traces[1].header.ledger[0]["autotune"]["time_ms"] = 0.75;
+  CHECK(phases::ledger_differences(ledgers_of(traces)).empty());
+  traces[1].header.ledger[1]["algorithm"] = "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT";
+  traces[3].header.ledger[1]["algorithm"] = "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0";
+  traces[3].header.ledger[1]["deterministic"] = false;
+  const std::vector<LedgerDifference> d = phases::ledger_differences(ledgers_of(traces));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].layer == conv);
+  CHECK(d[0].direction == "backward_data");
+  REQUIRE(d[0].groups.size() == 3);
+  CHECK(d[0].groups[0].runs == std::vector<int>{0, 2});
+  CHECK(d[0].groups[0].algorithm == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING");
+  CHECK(d[0].groups[0].autotune_ms == std::vector<double>{0.5, 0.5});
+  CHECK(d[0].groups[1].runs == std::vector<int>{1});
+  CHECK(d[0].groups[2].runs == std::vector<int>{3});
+  CHECK(d[0].groups[2].deterministic == false);
+  CHECK(d[0].groups[2].chosen_by == "autotuned");
+  // A run whose ledger lacks the entry is a group of its own, with no algorithm.
+  traces[2].header.ledger.erase(0);
+  const std::vector<LedgerDifference> missing = phases::ledger_differences(ledgers_of(traces));
+  REQUIRE(missing.size() == 2);
+  CHECK(missing[0].direction == "forward");
+  REQUIRE(missing[0].groups.size() == 2);
+  CHECK(missing[0].groups[1].runs == std::vector<int>{2});
+  CHECK(missing[0].groups[1].algorithm.empty());
 }
 
 TEST_CASE("a divergent run made on another machine says what differs, next to the divergence",
@@ -303,10 +347,33 @@ TEST_CASE("a divergent run made on another machine says what differs, next to th
   // A divergent run on the reference's machine and build has nothing to say.
   traces = diverging_at_step_2();
   CHECK(compare_traces(traces, {}).divergent_machines.empty());
-  // Another algorithm ledger alone is said too.
-  traces[2].header.ledger = nlohmann::json::array({{{"op", "conv"}, {"algo", "winograd"}}});
+  // Another algorithm ledger on the same machine and build (autotune choosing otherwise in one
+  // process) is no other machine: the ledger differences say it, not this line.
+  traces[2].header.ledger =
+      nlohmann::json::array({autotuned("conv 2x1x8x8 k3 3x3 s1 p0", "forward", "FFT", 0.1)});
   const ComparisonResult ledger = compare_traces(traces, {});
-  REQUIRE(ledger.divergent_machines.size() == 1);
-  CHECK(ledger.divergent_machines[0].environment.empty());
-  CHECK(ledger.divergent_machines[0].ledger);
+  CHECK(ledger.divergent_machines.empty());
+  CHECK(ledger.ledger_differences.size() == 1);
+  // With another machine too, the line says the ledger differs as well.
+  traces[2].header.environment["cpu_model"] = "Other CPU";
+  const ComparisonResult both = compare_traces(traces, {});
+  REQUIRE(both.divergent_machines.size() == 1);
+  CHECK(both.divergent_machines[0].ledger);
+}
+
+TEST_CASE("pinned algorithms that are not deterministic are named in a warning",
+          "[audit][compare][pins]") {
+  std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
+  nlohmann::json atomic = autotuned("conv 2x1x8x8 k3 3x3 s1 p0", "backward_filter",
+                                    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", 0.1, false);
+  atomic.erase("autotune");
+  atomic["chosen_by"] = "pinned-file";
+  for (Trace& t : traces) t.header.ledger = nlohmann::json::array({atomic});
+  const ComparisonResult r = compare_traces(traces, {});
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("1 pinned algorithm(s) are not deterministic: conv 2x1x8x8 k3 3x3 s1 "
+                           "p0 backward_filter CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0") == 0);
+  // Deterministic pins, or an atomic algorithm the mode chose: no such warning.
+  for (Trace& t : traces) t.header.ledger[0]["chosen_by"] = "pinned";
+  CHECK(compare_traces(traces, {}).warnings.empty());
 }

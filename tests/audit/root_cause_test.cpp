@@ -281,6 +281,21 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
                      "optimizer.update@conv2d_0.bias", "optimizer.update@dense_0.weight",
                      "optimizer.update@dense_0.bias"});
   }
+  // Every op with a ledger key names the CPU kernel it ran: one per op, instruction set and mode.
+  for (const OpRecord& r : t.steps[1].ops) {
+    INFO(r.op << ": " << r.algorithm);
+    if (r.ledger_key.empty()) {
+      CHECK(r.algorithm.empty());
+      continue;
+    }
+    CHECK(r.algorithm.rfind("cpu ", 0) == 0);
+    CHECK(r.algorithm_deterministic == true);  // the spec's mode: deterministic
+    if (r.mode.empty()) {
+      CHECK(r.algorithm.find(',') == std::string::npos);  // a forward op: no reduction to name
+    } else {
+      CHECK_THAT(r.algorithm, Contains(", fixed reduction tree"));
+    }
+  }
   // Written back, the same text: nothing of the records is lost or reordered.
   CHECK(ra::audit::serialize_trace(t) == text);
 
@@ -325,4 +340,118 @@ TEST_CASE("op windows (--trace-ops) are read strictly", "[audit][ops]") {
     INFO(bad);
     CHECK_THROWS_AS(parse_op_window(bad), ra::InputError);
   }
+}
+
+namespace {
+
+nlohmann::json filter_entry(const std::string& algorithm, bool deterministic, double ms) {
+  return {{"layer", "conv 8x1x6x6 k2 3x3 s1 p0"},
+          {"direction", "backward_filter"},
+          {"algorithm", algorithm},
+          {"deterministic", deterministic},
+          {"math_type", "CUDNN_FMA_MATH"},
+          {"workspace_bytes", 0},
+          {"chosen_by", "autotuned"},
+          {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", ms}, {"workspace_bytes", 0}}}};
+}
+
+}  // namespace
+
+TEST_CASE("root-cause classes: algorithm choice apart from a kernel's own nondeterminism",
+          "[audit][ops]") {
+  // Run 1 autotuned another algorithm for the filter gradient; run 2 ran run 0's atomic one and
+  // got other bits from it: two causes at one op, each worded for what it is.
+  auto traces = traced_runs(3);
+  traces[0].header.ledger =
+      nlohmann::json::array({filter_entry("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", false, 0.07)});
+  traces[1].header.ledger =
+      nlohmann::json::array({filter_entry("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT", true, 0.06)});
+  traces[2].header.ledger =
+      nlohmann::json::array({filter_entry("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", false, 0.08)});
+  differ_at_filter(traces[1], 1);
+  differ_at_filter(traces[2], 1);
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 2);
+  const RootCause& choice = r.root_causes[0];
+  CHECK(choice.cause == RootCause::Class::algorithm_choice);
+  CHECK(choice.runs == std::vector<int>{1});
+  REQUIRE(choice.algorithms.size() == 2);
+  CHECK(choice.algorithms[0].runs == std::vector<int>{0});
+  CHECK(choice.algorithms[0].algorithm == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0");
+  CHECK(choice.algorithms[0].deterministic == false);
+  CHECK(choice.algorithms[0].chosen_by == "autotuned");
+  CHECK(choice.algorithms[0].autotune_ms == std::vector<double>{0.07});
+  CHECK(choice.algorithms[1].runs == std::vector<int>{1});
+  CHECK(choice.algorithms[1].algorithm == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT");
+  const RootCause& race = r.root_causes[1];
+  CHECK(race.cause == RootCause::Class::nondeterministic_kernel);
+  CHECK(race.runs == std::vector<int>{2});
+  REQUIRE(race.algorithms.size() == 1);
+  CHECK(race.algorithms[0].runs == std::vector<int>{0, 2});
+  CHECK(race.algorithms[0].autotune_ms == std::vector<double>{0.07, 0.08});
+  // The ledgers' difference is one geometry and direction, by run group.
+  REQUIRE(r.ledger_differences.size() == 1);
+  CHECK(r.ledger_differences[0].groups.size() == 2);
+  CHECK(r.ledger_differences[0].groups[0].runs == std::vector<int>{0, 2});
+  // Same machine, same build: no run "ran on another machine".
+  CHECK(r.divergent_machines.empty());
+  const nlohmann::json j = to_json(r);
+  CHECK(j["root_causes"][0]["cause"] == "algorithm_choice");
+  CHECK(j["root_causes"][0]["algorithms"][1]["algorithm"] ==
+        "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT");
+  CHECK(j["root_causes"][1]["cause"] == "nondeterministic_kernel");
+}
+
+TEST_CASE("root-cause classes: the algorithm an op record names wins over the ledger",
+          "[audit][ops]") {
+  // CPU runs have no ledger: their op records name the kernel. Two runs with one kernel, one of
+  // them racing.
+  auto traces = traced_runs(2);
+  for (auto& t : traces) {
+    for (auto& s : t.steps) {
+      s.ops[2].algorithm = "cpu avx2-fma, per-thread partials added in completion order";
+      s.ops[2].algorithm_deterministic = false;
+    }
+  }
+  differ_at_filter(traces[1], 2);
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 1);
+  CHECK(r.root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
+  REQUIRE(r.root_causes[0].algorithms.size() == 1);
+  CHECK(r.root_causes[0].algorithms[0].algorithm ==
+        "cpu avx2-fma, per-thread partials added in completion order");
+  CHECK(r.root_causes[0].algorithms[0].deterministic == false);
+  CHECK(r.root_causes[0].algorithms[0].chosen_by.empty());
+  // Another algorithm on identical inputs, named by the records alone: an algorithm choice.
+  for (auto& s : traces[1].steps) s.ops[2].algorithm = "cpu portable, fixed reduction tree";
+  CHECK(compare(traces).root_causes[0].cause == RootCause::Class::algorithm_choice);
+}
+
+TEST_CASE("root-cause classes: an injected fault and another machine", "[audit][ops]") {
+  auto traces = traced_runs(3);
+  differ_at_filter(traces[1], 1);
+  differ_at_filter(traces[2], 1);
+  traces[1].header.fault = {{"run", 1},
+                            {"step", 1},
+                            {"op", "conv2d_0/conv2d.backward_filter"},
+                            {"element", 0},
+                            {"bit", 3}};
+  traces[2].header.environment["cpu_gemm_kernel"] = "portable";
+  traces[2].header.environment["hostname"] = "host-b";
+  const auto r = compare(traces);
+  REQUIRE(r.root_causes.size() == 2);
+  CHECK(r.root_causes[0].cause == RootCause::Class::fault);
+  CHECK(r.root_causes[0].runs == std::vector<int>{1});
+  CHECK(r.root_causes[1].cause == RootCause::Class::environment);
+  CHECK(r.root_causes[1].runs == std::vector<int>{2});
+  // The host alone computes nothing differently; the kernel's instruction set does.
+  CHECK(r.root_causes[1].environment_keys == std::vector<std::string>{"cpu_gemm_kernel"});
+  // A fault at another step names no op here.
+  traces[1].header.fault["step"] = 3;
+  CHECK(compare(traces).root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
+  // Another host alone is no other environment: the kernel's race is the cause.
+  traces[2].header.environment.erase("cpu_gemm_kernel");
+  const auto same_build = compare(traces);
+  CHECK(same_build.root_causes.size() == 1);
+  CHECK(same_build.root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
 }
