@@ -85,7 +85,7 @@ std::string category_table(const ComparisonResult& r) {
     out += cell(std::to_string(v.steps_differing)) + "</tr>\n";
   }
   out += "</table>\n";
-  const std::string first = text::first_divergence(r) + text::root_cause(r);
+  const std::string first = text::cut_long_lines(text::first_divergence(r) + text::root_cause(r));
   if (!first.empty()) out += "<pre>" + svg::html_lines_escaped(first) + "</pre>\n";
   return out;
 }
@@ -228,7 +228,9 @@ std::string differences(const ComparisonResult& r) {
   for (const std::string& d : r.environment_differences) {
     out += "<li>" + html_escaped(d) + "</li>\n";
   }
-  for (const std::string& d : r.ledger_differences) out += "<li>" + html_escaped(d) + "</li>\n";
+  for (const audit::LedgerDifference& d : r.ledger_differences) {
+    out += "<li>" + html_escaped(text::ledger_difference_text(d)) + "</li>\n";
+  }
   return out + "</ul>\n";
 }
 

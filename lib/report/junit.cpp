@@ -77,7 +77,7 @@ Case verdict_case(const ComparisonResult& r) {
       const std::string first = text::first_divergence(r);
       c.message += "; " + first.substr(0, first.find('\n'));
     }
-    c.detail = verdict + text::first_divergence(r) + text::root_cause(r);
+    c.detail = text::cut_long_lines(verdict + text::first_divergence(r) + text::root_cause(r));
   } else {
     c.message = head;
   }

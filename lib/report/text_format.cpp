@@ -1,7 +1,9 @@
 #include "report/text_format.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <set>
 
 #include "core/printable.h"
 
@@ -22,8 +24,102 @@ std::string format(const char* fmt, ...) {
 
 std::string run_list(const std::vector<int>& runs) {
   std::string s;
-  for (std::size_t i = 0; i < runs.size(); ++i) s += (i ? "," : "") + std::to_string(runs[i]);
+  for (std::size_t i = 0; i < runs.size() && i < kRunsShown; ++i) {
+    s += (i ? "," : "") + std::to_string(runs[i]);
+  }
+  if (runs.size() > kRunsShown) s += format(" ... (%zu more)", runs.size() - kRunsShown);
   return s;
+}
+
+std::string cut_long_lines(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    const bool newline = end != std::string::npos;
+    if (!newline) end = text.size();
+    const std::size_t length = end - start;
+    if (length <= kMaxLineLength) {
+      out.append(text, start, length);
+    } else {
+      // The suffix fits in what is cut: at most 20 digits and 24 characters.
+      constexpr std::size_t kSuffixRoom = 48;
+      const std::size_t kept = kMaxLineLength - kSuffixRoom;
+      out.append(text, start, kept);
+      out += format("... (%zu more characters)", length - kept);
+    }
+    if (newline) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string short_algorithm(const std::string& name) {
+  static const char* const kPrefixes[] = {"CUDNN_CONVOLUTION_FWD_ALGO_",
+                                          "CUDNN_CONVOLUTION_BWD_DATA_ALGO_",
+                                          "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_"};
+  for (const char* prefix : kPrefixes) {
+    const std::string p(prefix);
+    if (name.size() <= p.size() || name.compare(0, p.size(), p) != 0) continue;
+    std::string rest = name.substr(p.size());
+    const bool numbered = rest.find_first_not_of("0123456789") == std::string::npos;
+    return numbered ? "ALGO_" + rest : rest;
+  }
+  return name;
+}
+
+std::string algorithm_group_text(const audit::AlgorithmGroup& g) {
+  return "{" + run_list(g.runs) + "} " +
+         (g.algorithm.empty() ? std::string("(none)") : shown(short_algorithm(g.algorithm)));
+}
+
+std::string algorithm_facts(const audit::AlgorithmGroup& g) {
+  std::string out;
+  if (g.deterministic) out = *g.deterministic ? "deterministic" : "NOT deterministic";
+  if (!g.chosen_by.empty()) out += (out.empty() ? "" : ", ") + shown(g.chosen_by);
+  if (!g.autotune_ms.empty()) {
+    const auto [low, high] = std::minmax_element(g.autotune_ms.begin(), g.autotune_ms.end());
+    out += (out.empty() ? "" : ", ") +
+           (*low == *high ? format("%.3g ms", *low) : format("%.3g..%.3g ms", *low, *high));
+  }
+  return out;
+}
+
+std::string ledger_difference_text(const audit::LedgerDifference& d) {
+  // At most this many groups are named; the rest are counted (JSON has them all).
+  constexpr std::size_t kGroupsShown = 6;
+  std::string out = shown(d.layer) + " " + shown(d.direction) + ":";
+  std::set<std::string> choosers;
+  std::size_t deterministic = 0, known = 0;
+  for (std::size_t i = 0; i < d.groups.size(); ++i) {
+    const audit::AlgorithmGroup& g = d.groups[i];
+    if (i < kGroupsShown) out += (i ? ", " : " ") + algorithm_group_text(g);
+    if (!g.chosen_by.empty()) choosers.insert(g.chosen_by);
+    if (g.deterministic) {
+      ++known;
+      if (*g.deterministic) ++deterministic;
+    }
+  }
+  if (d.groups.size() > kGroupsShown) {
+    out += format(" ... (%zu more)", d.groups.size() - kGroupsShown);
+  }
+  std::string how;
+  for (const std::string& c : choosers) how += (how.empty() ? "" : ", ") + shown(c);
+  std::string determinism;
+  if (known > 0 && deterministic == known) {
+    determinism = known == 1 ? "deterministic" : "all deterministic";
+  } else if (known > 0) {
+    for (const audit::AlgorithmGroup& g : d.groups) {
+      if (g.deterministic == false) {
+        determinism += (determinism.empty() ? "NOT deterministic: " : ", ") +
+                       shown(short_algorithm(g.algorithm));
+      }
+    }
+  }
+  if (!how.empty() || !determinism.empty()) {
+    out += " (" + how + (how.empty() || determinism.empty() ? "" : "; ") + determinism + ")";
+  }
+  return out;
 }
 
 std::string category_title(audit::Category c) {

@@ -15,8 +15,27 @@ std::string shown(const std::string& text);
 // printf into a string (at most 1023 bytes: every line of the report is shorter).
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// "0,2,5"
+// "0,2,5"; past kRunsShown runs, "0,1,...,23 ... (N more)": a report line stays readable for any
+// number of runs (JSON has every run).
+inline constexpr std::size_t kRunsShown = 24;
 std::string run_list(const std::vector<int>& runs);
+
+// No line of the text report is longer (docs/report.md): render_text cuts a longer one, saying
+// how much it left out, after every list was cut at its own limit.
+inline constexpr std::size_t kMaxLineLength = 300;
+// `text` with every line longer than kMaxLineLength cut to it, ending "... (N more characters)".
+std::string cut_long_lines(const std::string& text);
+
+// A cuDNN algorithm without the prefix its direction already says: "WINOGRAD_NONFUSED", "FFT",
+// "ALGO_0" for CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; any other name as it is.
+std::string short_algorithm(const std::string& name);
+// "{0,2} FFT_TILING": a run group and its algorithm (short), "(none)" for runs that name none.
+std::string algorithm_group_text(const audit::AlgorithmGroup& g);
+// What is known of a group's algorithm: "deterministic, autotuned, 0.117..0.125 ms".
+std::string algorithm_facts(const audit::AlgorithmGroup& g);
+// "conv 128x32x26x26 k64 3x3 s1 p0 backward_data: {0,2} FFT_TILING, {1} FFT (autotuned; all
+// deterministic)": one ledger difference in one line.
+std::string ledger_difference_text(const audit::LedgerDifference& d);
 
 // "initial weights", "optimizer state", ...
 std::string category_title(audit::Category c);

@@ -1,5 +1,6 @@
 #include "report/text_report.h"
 
+#include "report/text_format.h"
 #include "report/text_sections.h"
 
 namespace ra::report {
@@ -21,7 +22,7 @@ std::string render_text(const audit::ComparisonResult& r) {
   out += "\n";
   out += text::seed_groups(r);
   out += text::timing(r);
-  return out;
+  return text::cut_long_lines(out);
 }
 
 }  // namespace ra::report

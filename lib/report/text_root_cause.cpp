@@ -88,14 +88,65 @@ std::string chain_text(const RootCause& c) {
   if (c.chain.empty()) return "  no later op of the step differs\n";
   std::string out = format("  then %zu of the %zu later ops of the step differ:", c.chain.size(),
                            c.step_records - c.index - 1);
-  for (std::size_t i = 0; i < c.chain.size() && i < kChainShown; ++i) {
-    const RootCause::Link& l = c.chain[i];
-    out +=
-        (i == 0 ? " " : ", ") + shown(l.op) + (l.layer.empty() ? "" : " (" + shown(l.layer) + ")");
-    if (l.inputs_identical) out += " [inputs identical: a cause of its own]";
+  // Named while the line stays within kMaxLineLength with room for the count of the rest.
+  constexpr std::size_t kRoomForRest = 20;
+  std::size_t named = 0;
+  for (; named < c.chain.size() && named < kChainShown; ++named) {
+    const RootCause::Link& l = c.chain[named];
+    std::string link = (named == 0 ? " " : ", ") + shown(l.op) +
+                       (l.layer.empty() ? "" : " (" + shown(l.layer) + ")");
+    if (l.inputs_identical) link += " [inputs identical: a cause of its own]";
+    if (named > 0 && out.size() + link.size() + kRoomForRest > kMaxLineLength) break;
+    out += link;
   }
-  if (c.chain.size() > kChainShown) out += format(", ... (%zu more)", c.chain.size() - kChainShown);
+  if (named < c.chain.size()) out += format(", ... (%zu more)", c.chain.size() - named);
   return out + "\n";
+}
+
+// "{0,2} FFT_TILING (deterministic, autotuned, 0.117 ms), {1} FFT (...)", the first few groups.
+std::string groups_text(const std::vector<audit::AlgorithmGroup>& groups) {
+  constexpr std::size_t kGroupsShown = 4;
+  std::string out;
+  for (std::size_t i = 0; i < groups.size() && i < kGroupsShown; ++i) {
+    const std::string facts = algorithm_facts(groups[i]);
+    out += (i ? ", " : "") + algorithm_group_text(groups[i]) +
+           (facts.empty() ? "" : " (" + facts + ")");
+  }
+  if (groups.size() > kGroupsShown) out += format(" ... (%zu more)", groups.size() - kGroupsShown);
+  return out;
+}
+
+// The algorithm line of a cause whose class is not the algorithm choice: the one algorithm every
+// run ran there, named in full, or the groups when they differ.
+std::string algorithm_line(const RootCause& c) {
+  if (c.algorithms.size() > 1) return "  algorithms: " + groups_text(c.algorithms) + "\n";
+  if (c.algorithms.empty() || c.algorithms[0].algorithm.empty()) return "";
+  const std::string facts = algorithm_facts(c.algorithms[0]);
+  return "  algorithm: " + shown(c.algorithms[0].algorithm) +
+         (facts.empty() ? "" : " (" + facts + ")") + "\n";
+}
+
+// What made the op's output differ, worded for its class (audit/compare.h RootCause::Class).
+std::string class_text(const RootCause& c) {
+  switch (c.cause) {
+    case RootCause::Class::nondeterministic_kernel:
+      return "  cause: nondeterministic kernel: the same algorithm on the same inputs gave other "
+             "bits\n" +
+             algorithm_line(c);
+    case RootCause::Class::algorithm_choice:
+      return "  cause: algorithm choice: the runs ran different algorithms here: " +
+             groups_text(c.algorithms) + "\n";
+    case RootCause::Class::fault:
+      return "  cause: injected fault (--inject-fault, a test facility) in this op's output\n" +
+             algorithm_line(c);
+    case RootCause::Class::environment: {
+      std::string keys;
+      for (const std::string& k : c.environment_keys) keys += (keys.empty() ? "" : ", ") + shown(k);
+      return "  cause: environment: the runs ran on other machines or builds (" + keys +
+             " differ; 'environment differs' below)\n" + algorithm_line(c);
+    }
+  }
+  return "";
 }
 
 std::string cause_text(const RootCause& c) {
@@ -111,15 +162,9 @@ std::string cause_text(const RootCause& c) {
       } else {
         out += "  inputs identical, output differs: " +
                names(c.differing_outputs, c.record.op, false) + "\n";
+        out += class_text(c);
       }
       out += magnitude_text(c);
-      if (!c.algorithm.empty()) {
-        out += "  algorithm: " + shown(c.algorithm);
-        if (c.algorithm_deterministic) {
-          out += *c.algorithm_deterministic ? " (deterministic)" : " (NOT deterministic)";
-        }
-        out += "\n";
-      }
       return out + chain_text(c);
     }
     case RootCause::Kind::outside_ops: {

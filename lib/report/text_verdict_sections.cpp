@@ -51,8 +51,15 @@ std::string verdict(const ComparisonResult& r) {
                planned) +
         head;
   }
+  // At most this many classes are named (a 1000-run audit may have 1000): the rest are counted.
+  constexpr std::size_t kClassesShown = 24;
   std::string classes = "outcome classes:";
-  for (const auto& c : r.classes) classes += " {" + run_list(c) + "}";
+  for (std::size_t i = 0; i < r.classes.size() && i < kClassesShown; ++i) {
+    classes += " {" + run_list(r.classes[i]) + "}";
+  }
+  if (r.classes.size() > kClassesShown) {
+    classes += format(" ... (%zu more)", r.classes.size() - kClassesShown);
+  }
   return head + "\n" + classes + "\n";
 }
 
@@ -75,10 +82,8 @@ std::string first_divergence(const ComparisonResult& r) {
     const MachineDifference& m = r.divergent_machines[i];
     std::string keys;
     for (const std::string& k : m.environment) keys += (keys.empty() ? "" : ", ") + shown(k);
-    out += format("  run %d ran on another machine or build than run %d:", m.run, reference);
-    if (!keys.empty()) out += " " + keys + " differ" + (m.ledger ? ";" : "");
-    if (m.ledger) out += " its algorithm ledger differs";
-    out += "\n";
+    out += format("  run %d ran on another machine or build than run %d: ", m.run, reference) +
+           keys + " differ" + (m.ledger ? "; its algorithm ledger differs too" : "") + "\n";
   }
   if (r.divergent_machines.size() > kShown) {
     out += format("  and %zu more runs on other machines or builds (JSON: divergent_machines)\n",
@@ -149,8 +154,16 @@ std::string environment(const ComparisonResult& r) {
   for (const std::string& e : r.environment_differences) {
     out += "environment differs: " + shown(e) + "\n";
   }
-  for (const std::string& l : r.ledger_differences) {
-    out += "algorithm ledger differs: " + shown(l) + "\n";
+  // At most this many geometries and directions get a line; the rest are counted.
+  constexpr std::size_t kLedgerShown = 16;
+  for (std::size_t i = 0; i < r.ledger_differences.size() && i < kLedgerShown; ++i) {
+    out += "algorithm ledger differs: " + ledger_difference_text(r.ledger_differences[i]) + "\n";
+  }
+  if (r.ledger_differences.size() > kLedgerShown) {
+    out += format(
+        "algorithm ledger differs in %zu more geometries and directions (JSON: "
+        "ledger_differences)\n",
+        r.ledger_differences.size() - kLedgerShown);
   }
   return out;
 }

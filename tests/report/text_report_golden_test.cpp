@@ -21,7 +21,7 @@
 #include "audit/in_memory_traces.h"
 #include "report/junit.h"
 #include "report/text_report.h"
-#include "support/text_lines.h"
+#include "support/golden.h"
 
 namespace {
 
@@ -29,45 +29,7 @@ using ra::audit::ComparisonResult;
 using ra::audit::Trace;
 using ra::test::TraceBuilder;
 
-const std::filesystem::path kGoldenDir =
-    std::filesystem::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "report" / "golden";
-
-bool updating_goldens() {
-  const char* v = std::getenv("REPRO_AUDIT_UPDATE_GOLDEN");
-  return v != nullptr && std::string(v) == "1";
-}
-
-// "" when equal, else where they first part, readable in a test log.
-std::string first_difference(const std::string& expected, const std::string& actual) {
-  if (expected == actual) return "";
-  const auto want = ra::test::lines_of(expected), got = ra::test::lines_of(actual);
-  for (std::size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
-    const std::string w = i < want.size() ? want[i] : "<end of golden>";
-    const std::string g = i < got.size() ? got[i] : "<end of output>";
-    if (w != g) {
-      return "first difference at line " + std::to_string(i + 1) + ":\n  golden: " + w +
-             "\n  actual: " + g;
-    }
-  }
-  return "the texts differ only in their final newline";
-}
-
-void check_golden(const std::string& name, const std::string& actual) {
-  const auto path = kGoldenDir / name;
-  if (updating_goldens()) {
-    std::filesystem::create_directories(kGoldenDir);
-    std::ofstream(path, std::ios::binary) << actual;
-    WARN("rewrote " << path.string());
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  INFO("golden " << path.string() << " (regenerate: REPRO_AUDIT_UPDATE_GOLDEN=1 test_report)");
-  REQUIRE(in.good());
-  const std::string expected((std::istreambuf_iterator<char>(in)), {});
-  const std::string difference = first_difference(expected, actual);
-  INFO(difference);
-  CHECK(difference.empty());
-}
+using ra::test::check_golden;
 
 void check_report(const std::string& name, const ComparisonResult& result) {
   check_golden(name + ".txt", ra::report::render_text(result));
@@ -155,7 +117,24 @@ TEST_CASE("report golden: environment and ledger differences", "[report][golden]
   std::vector<Trace> traces = runs_of(b, 2);
   traces[1].header.environment["hostname"] = "host-b";
   traces[1].header.environment["cpu_model"] = "Other CPU";
-  traces[1].header.ledger = nlohmann::json::array({nlohmann::json{{"layer", "conv2d_0"}}});
+  // Both ran on a GPU; run 1's autotune chose another backward-data algorithm, and its ledger
+  // lacks the filter gradient's entry.
+  const auto entry = [](const std::string& direction, const std::string& algorithm, double ms) {
+    return nlohmann::json{
+        {"layer", "conv 8x3x16x16 k4 3x3 s1 p0"},
+        {"direction", direction},
+        {"algorithm", algorithm},
+        {"deterministic", algorithm.find("ALGO_0") == std::string::npos},
+        {"math_type", "CUDNN_FMA_MATH"},
+        {"workspace_bytes", 0},
+        {"chosen_by", "autotuned"},
+        {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", ms}, {"workspace_bytes", 0}}}};
+  };
+  traces[0].header.ledger = nlohmann::json::array(
+      {entry("backward_data", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING", 0.125),
+       entry("backward_filter", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", 0.0625)});
+  traces[1].header.ledger =
+      nlohmann::json::array({entry("backward_data", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0", 0.25)});
   ra::test::diverge(traces[1], 0, 0);
   ra::audit::ComparisonOptions options;
   options.expect_identical = false;
