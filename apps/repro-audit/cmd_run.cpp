@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "audit/algorithm_file.h"
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/op_window.h"
@@ -38,6 +39,8 @@ struct RunCommandOptions {
   bool overwrite = false;
   bool resume = false;
   bool no_magnitude = false;
+  std::string save_algorithms;
+  std::string pin_algorithms;
 };
 
 audit::VariedStreams parse_vary(const std::string& text) {
@@ -163,6 +166,19 @@ int run_run(RunCommandOptions& o) {
     spdlog::warn("{}", notice);
   }
   if (!o.shard.empty()) a.shard = audit::parse_shard(o.shard, audit::process_environment());
+  if (!o.pin_algorithms.empty()) {
+    a.algorithm_pins = std::make_shared<const backend::AlgorithmPins>(
+        audit::pins_for_run(o.pin_algorithms, s, train::gpu_fingerprint()));
+  }
+  if (!o.save_algorithms.empty()) {
+    if (a.shard) {
+      throw InputError(
+          "--save-algorithms: a shard may not hold run 0; save them from a "
+          "single-process audit");
+    }
+    audit::check_algorithms_can_be_saved(s, train::gpu_fingerprint());
+    a.save_algorithms = o.save_algorithms;
+  }
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
                a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
   const audit::AuditResult result = audit::run_audit(s, a, hooks);
@@ -171,6 +187,17 @@ int run_run(RunCommandOptions& o) {
 }
 
 }  // namespace
+
+// Autotune once, pin for every run (docs/determinism.md).
+void add_algorithm_options(CLI::App& cmd, RunCommandOptions& o) {
+  cmd.add_option("--save-algorithms", o.save_algorithms,
+                 "Write the convolution algorithms run 0 ran (per geometry and direction, with "
+                 "the GPU and cuDNN/cuBLAS versions) to FILE, for --pin-algorithms");
+  cmd.add_option("--pin-algorithms", o.pin_algorithms,
+                 "Run exactly the convolution algorithms of FILE (a --save-algorithms file or a "
+                 "trace: its ledger) in every run: autotune once, pin for every run. A file of "
+                 "another GPU or library version is refused");
+}
 
 void register_run(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<RunCommandOptions>();
@@ -241,6 +268,7 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_flag("--no-magnitude", o->no_magnitude,
                 "Do not measure how much a root-cause op's outputs differ (a replay of the "
                 "reference run to the op, executing it until each run's outputs reappear)");
+  add_algorithm_options(*cmd, *o);
   cmd->add_option("--inject-fault", o->fault,
                   "TESTING ONLY: run=J,step=K,tensor=NAME|batch|op=LAYER/OP[,element=E][,bit=B]")
       ->group("Testing");

@@ -7,6 +7,7 @@
 //   audit_shard.cpp         one shard's share of the runs, in a folder the shards share
 #include "audit/audit.h"
 
+#include "audit/algorithm_file.h"
 #include "audit/audit_compare.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
@@ -62,6 +63,10 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   run_jobs(folder.to_train.size(), o.jobs,
            [&](std::size_t i) { worker.run(plan[static_cast<std::size_t>(folder.to_train[i])]); });
 
+  // The algorithms run 0 ran (--save-algorithms), from its trace: a resumed audit's run 0 too.
+  if (!o.save_algorithms.empty()) {
+    write_algorithm_file(o.save_algorithms, read_algorithm_file(result.trace_files[0]));
+  }
   // The report is made from the folder, through the manifest, exactly as `compare DIR` makes it:
   // resumed and newly trained runs alike, and nothing of another audit.
   ComparisonOptions compare_options;

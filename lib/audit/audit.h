@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "audit/compare.h"
 #include "audit/shard.h"
 #include "audit/trace.h"
+#include "backend/algorithm_pins.h"
 #include "spec/spec.h"
 #include "train/trainer.h"
 
@@ -76,6 +78,12 @@ struct AuditOptions {
   // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the
   // other shards share; no report (compare the folder once every shard has finished).
   std::optional<Shard> shard;
+  // --pin-algorithms: the convolution algorithms every run runs (audit/algorithm_file.h); null:
+  // as the mode chooses them.
+  std::shared_ptr<const backend::AlgorithmPins> algorithm_pins;
+  // --save-algorithms: where the algorithms run 0 used are written once it has finished
+  // (audit/algorithm_file.h); empty: not written.
+  std::filesystem::path save_algorithms;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";

@@ -85,6 +85,13 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
                  {"batches", o.snapshots.batches}};
   m.fault = fault_json(o.fault);
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  if (o.algorithm_pins) {
+    nlohmann::json pins = nlohmann::json::array();
+    for (const backend::AlgorithmPin& p : o.algorithm_pins->pins) {
+      pins.push_back({{"layer", p.layer}, {"direction", p.direction}, {"algorithm", p.algorithm}});
+    }
+    m.algorithm_pins = {{"source", o.algorithm_pins->source}, {"pins", pins}};
+  }
   m.runs = plan;
   return m;
 }

@@ -75,6 +75,7 @@ void RunWorker::run(const PlannedRun& p) {
   run_options.threads = options_.threads;
   run_options.mode = options_.mode;
   run_options.seeds = p.seeds;
+  run_options.algorithm_pins = options_.algorithm_pins;
   // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
   OpRecorder* op_recorder = nullptr;
   const bool faulty = options_.fault && options_.fault->run == p.index;

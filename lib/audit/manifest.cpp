@@ -132,6 +132,7 @@ json to_json(const AuditManifest& m) {
           {"snapshots", m.snapshots},
           {"fault", m.fault},
           {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
+          {"algorithm_pins", m.algorithm_pins},
           {"runs", runs},
           {"shards", m.shards},
           {"created_by", m.created_by},
@@ -170,6 +171,13 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
   if (j.contains("trace_ops") && !j["trace_ops"].is_null()) {
     if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
     m.trace_ops = j["trace_ops"].get<std::string>();
+  }
+  // Absent in manifests of audits made before pinned algorithms: none.
+  if (j.contains("algorithm_pins") && !j["algorithm_pins"].is_null()) {
+    const json& pins = j["algorithm_pins"];
+    if (!pins.is_object() || !pins.contains("pins") || !pins["pins"].is_array())
+      top.fail("algorithm_pins", "null or an object with a 'pins' array");
+    m.algorithm_pins = pins;
   }
   // Absent in manifests of audits made before shards: one process.
   if (j.contains("shards")) {
@@ -253,6 +261,20 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   }
   differ("snapshot options", a.snapshots.dump(), b.snapshots.dump());
   differ("fault injection", a.fault.dump(), b.fault.dump());
+  // The pins, not the file's name, decide what ran: a name is said only to tell them apart.
+  const auto pins_text = [](const json& p) {
+    if (p.is_null()) return std::string("none");
+    return std::to_string(p["pins"].size()) + " from " +
+           spec::json_excerpt(p.value("source", json()));
+  };
+  const auto pins = [](const json& p) { return p.is_object() ? p.value("pins", json()) : json(); };
+  if (pins(a.algorithm_pins) != pins(b.algorithm_pins)) {
+    out.push_back("pinned algorithms: " + pins_text(a.algorithm_pins) + " in the folder, " +
+                  pins_text(b.algorithm_pins) + " requested" +
+                  (pins_text(a.algorithm_pins) == pins_text(b.algorithm_pins)
+                       ? " (the same file, other algorithms)"
+                       : ""));
+  }
   differ("--trace-ops window", a.trace_ops.empty() ? "none" : a.trace_ops,
          b.trace_ops.empty() ? "none" : b.trace_ops);
   differ("tool version", a.tool_version, b.tool_version);

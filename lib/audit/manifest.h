@@ -41,6 +41,8 @@ struct AuditManifest {
   nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
   nlohmann::json fault;        // the test-only fault injection, or null
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
+  // --pin-algorithms: {"source": FILE, "pins": [{"layer", "direction", "algorithm"}]}, or null.
+  nlohmann::json algorithm_pins;
   std::vector<PlannedRun> runs;
   // The number of shards the runs are spread over (audit/shard.h), 0 for an audit in one process.
   // Shards of one audit must agree on it; `run --resume` in one process may finish any audit.

@@ -5,14 +5,18 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <set>
 #include <span>
 #include <stdexcept>
 #include <thread>
 
+#include "audit/algorithm_file.h"
 #include "audit/op_recorder.h"
+#include "audit/output_difference.h"
 #include "core/error.h"
 #include "spec/parse.h"
+#include "train/backend_choice.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -68,7 +72,19 @@ struct Target {
   std::vector<Digest128> out;  // as recorded
   std::optional<Flip> flip;
   std::optional<std::vector<Bytes>> found;
+  // The algorithms of the run's ledger (a GPU run): for a cause of class algorithm choice, the op
+  // is executed with them when this run's outputs are looked for. Null: the replay's own.
+  std::shared_ptr<const backend::AlgorithmPins> pins;
 };
+
+// The convolution algorithms of a run's ledger as pins for a replay (backend/algorithm_pins.h),
+// or null when it names none (a CPU run has one algorithm per op: nothing to pin).
+std::shared_ptr<const backend::AlgorithmPins> pins_of_run(const Trace& run) {
+  backend::AlgorithmPins pins =
+      ledger_pins(run.header.ledger, "the ledger of run " + std::to_string(run.header.run_index));
+  if (pins.pins.empty()) return nullptr;
+  return std::make_shared<const backend::AlgorithmPins>(std::move(pins));
+}
 
 Digest128 digest_of(const Region& r, const Bytes& bytes) {
   return digest_bytes(r.dtype, Shape{r.count}, bytes.data(), bytes.size());
@@ -99,46 +115,6 @@ void vary_timing(int execution) {
 std::string where(const Call& c) {
   return "op " + std::to_string(c.index + 1) + " of step " + std::to_string(c.step) + " (" +
          c.opened->op + " in " + c.opened->layer + ")";
-}
-
-// The element-wise difference of each output whose bytes differ between two executions.
-std::vector<RootCause::OutputDifference> output_differences(const std::vector<Bytes>& a,
-                                                            const std::vector<Bytes>& b,
-                                                            const std::vector<DType>& dtypes) {
-  std::vector<RootCause::OutputDifference> out;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == b[i]) continue;
-    RootCause::OutputDifference d;
-    d.output = i;
-    d.dtype = dtypes[i];
-    const std::size_t w = dtype_bytes(d.dtype);
-    d.elements = static_cast<std::int64_t>(a[i].size() / w);
-    if (d.dtype == DType::f32) {
-      d.difference =
-          compare_values(std::span(reinterpret_cast<const float*>(a[i].data()), a[i].size() / 4),
-                         std::span(reinterpret_cast<const float*>(b[i].data()), b[i].size() / 4));
-    } else {
-      for (std::size_t e = 0; e < a[i].size(); e += w) {
-        if (std::memcmp(a[i].data() + e, b[i].data() + e, w) != 0) ++d.difference.differing;
-      }
-    }
-    out.push_back(d);
-  }
-  return out;
-}
-
-// Widens `spread` (one entry per output, by position) to cover `d`.
-void widen(std::vector<RootCause::OutputDifference>& spread, const RootCause::OutputDifference& d) {
-  auto it = std::find_if(spread.begin(), spread.end(), [&](const RootCause::OutputDifference& s) {
-    return s.output == d.output;
-  });
-  if (it == spread.end()) {
-    spread.push_back(d);
-    return;
-  }
-  it->difference.differing = std::max(it->difference.differing, d.difference.differing);
-  it->difference.max_ulp = std::max(it->difference.max_ulp, d.difference.max_ulp);
-  it->difference.max_abs = std::max(it->difference.max_abs, d.difference.max_abs);
 }
 
 // One replay of the reference run, driven through the recorder's hook.
@@ -190,11 +166,32 @@ class Replay {
       throw ReplayParted("the inputs of the root-cause op differ from the reference run's");
     }
     for (const Region& r : call.outputs) dtypes_.push_back(r.dtype);
+    if (cause_.cause == RootCause::Class::algorithm_choice) {
+      execute_with_each_algorithm(recorder, call);
+      return;
+    }
+    execute_until_found(recorder, call, limits_.executions);
+  }
+
+  // An algorithm choice: each run's outputs are those of its own algorithm, so the op is executed
+  // with each run's ledger pinned in turn (deterministic algorithms: once each).
+  void execute_with_each_algorithm(OpRecorder& recorder, const Call& call) {
+    for (Target& t : targets_) {
+      if (t.found) continue;
+      recorder.pin_algorithms(t.pins);
+      execute_until_found(recorder, call, std::min(limits_.executions, executions_ + 64));
+    }
+  }
+
+  // Executes the op on its recorded inputs, offering every outcome to the targets, until each is
+  // found, `until` executions were made or the time limit passed.
+  void execute_until_found(OpRecorder& recorder, const Call& call, int until) {
     const auto start = std::chrono::steady_clock::now();
     const auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    while (executions_ < limits_.executions && (executions_ == 0 || elapsed() < limits_.seconds)) {
+    const int first = executions_;
+    while (executions_ < until && (executions_ == first || elapsed() < limits_.seconds)) {
       vary_timing(executions_);
       call.execute();
       ++executions_;
@@ -291,6 +288,8 @@ bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay
   train::RunOptions options;
   options.threads = h.threads;
   options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
+  // The algorithms the reference run ran, not those a new autotune would choose.
+  options.algorithm_pins = pins_of_run(ref);
   OpRecorder* recorder = nullptr;
   options.wrap_backend = [&recorder](backend::Ops& backend) {
     auto ops = std::make_unique<OpRecorder>(backend, backend.threads());
@@ -339,6 +338,7 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& tra
     const StepRecord* step = recorded_step(t, c.step);
     Target target;
     target.run = run;
+    target.pins = pins_of_run(t);
     if (step != nullptr && c.index < step->ops.size()) {
       target.out = step->ops[c.index].out;
       target.flip = fault_at(t, c, *step);
@@ -394,6 +394,12 @@ bool replay_for(const RootCause& c, const Trace& ref, const train::LoadedData& d
   return false;
 }
 
+// This machine's GPU, whether a replay could use one (asked once per process: it does not change).
+const nlohmann::json& gpu_here() {
+  static const nlohmann::json gpu = train::gpu_fingerprint();
+  return gpu;
+}
+
 // The magnitude of every run whose outputs were kept or appeared in a replay.
 RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
                              const std::function<const train::LoadedData&()>& data,
@@ -408,7 +414,14 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
     all_kept = all_kept && taken;
   }
   bool replayed = false;
-  if (!all_kept) {
+  const TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
+  if (!all_kept && ref_header.backend == "cuda" && !gpu_here().value("available", false)) {
+    // Said before any data is looked for: the data files of a GPU machine are often elsewhere.
+    m.note =
+        "the replay cannot run here: the runs trained on the GPU and this machine has none "
+        "usable (" +
+        gpu_here().value("reason", std::string("no reason given")) + ")";
+  } else if (!all_kept) {
     try {
       replayed = replay_for(c, traces[static_cast<std::size_t>(reference)], data(), limits, targets,
                             dtypes, m);

@@ -44,6 +44,8 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   CHECK(r.out.find("dense.backward_weight in dense_0 (deterministic, dense 16x27->6) [runs 1]") !=
         std::string::npos);
   CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
+  CHECK(r.out.find("  cause: injected fault (--inject-fault, a test facility) in this op's "
+                   "output\n") != std::string::npos);
   CHECK(r.out.find("  then ") != std::string::npos);
   // bit 30 of a float is its exponent's top bit: 2^30 ULP, in one of the 6 x 27 elements of dw.
   CHECK(r.out.find("  magnitude, run 1: dw differs in 1 of 162 elements, by at most 1073741824 "
@@ -64,7 +66,12 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
   CHECK(cause.at("differing_inputs") == nlohmann::json::array());
   CHECK(cause.at("differing_outputs") == nlohmann::json::array({"dw"}));
   CHECK(cause.at("runs") == nlohmann::json::array({1}));
-  CHECK(cause.at("algorithm").is_null());  // the CPU has no ledger
+  // The CPU names its kernel (one per op, instruction set and mode); the injected fault is the
+  // cause, and is called so.
+  CHECK(cause.at("algorithm").get<std::string>().rfind("cpu ", 0) == 0);
+  CHECK(cause.at("algorithm_deterministic") == true);
+  CHECK(cause.at("cause") == "fault");
+  CHECK(cause.at("algorithms").size() == 1);
   const auto& magnitude = cause.at("magnitude");
   CHECK(magnitude.at("note").is_null());
   CHECK(magnitude.at("executions") == 1);
