@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/directory.h"
 #include "core/error.h"
 #include "core/input_file.h"
 
@@ -62,7 +63,11 @@ std::filesystem::path temporary_for(const std::filesystem::path& path) {
 
 // Makes the rename itself durable (the directory entry is data of the folder). Best effort: the
 // file is complete under its final name by now, so a failure here is not worth failing the write.
-void sync_parent_folder(const std::filesystem::path& path) noexcept {
+void sync_folder(int dir_fd, const std::filesystem::path& path) noexcept {
+  if (dir_fd != AT_FDCWD) {
+    (void)::fsync(dir_fd);
+    return;
+  }
   std::filesystem::path folder = path.parent_path();
   if (folder.empty()) folder = ".";
   const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -74,12 +79,35 @@ void sync_parent_folder(const std::filesystem::path& path) noexcept {
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
-    : path_(std::move(path)), temporary_(temporary_for(path_)) {
-  // O_EXCL: never write into a file that someone else created under our temporary name.
-  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    : path_(std::move(path)),
+      temporary_(temporary_for(path_)),
+      dir_fd_(AT_FDCWD),
+      target_name_(path_.string()),
+      temporary_name_(temporary_.string()) {
+  create_temporary();
+}
+
+AtomicFileWriter::AtomicFileWriter(const Directory& folder, const std::string& name)
+    : path_(folder.path() / name), temporary_(temporary_for(path_)), dir_fd_(-1) {
+  target_name_ = name;
+  temporary_name_ = temporary_.filename().string();
+  dir_fd_ = ::fcntl(folder.fd(), F_DUPFD_CLOEXEC, 0);
+  if (dir_fd_ < 0) {
+    const int e = errno;
+    finished_ = true;
+    throw_write_error("cannot write " + path_.string() + ": " + reason(e), e);
+  }
+  create_temporary();
+}
+
+void AtomicFileWriter::create_temporary() {
+  // O_EXCL: never write into a file that someone else created under our temporary name (nor
+  // through a link under it: O_EXCL does not follow one).
+  fd_ = ::openat(dir_fd_, temporary_name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int e = errno;
     finished_ = true;
+    if (dir_fd_ != AT_FDCWD) (void)::close(std::exchange(dir_fd_, AT_FDCWD));
     throw_write_error("cannot write " + path_.string() + ": cannot create temporary file " +
                           temporary_.string() + ": " + reason(e),
                       e);
@@ -89,6 +117,7 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (!finished_) discard();
+  if (dir_fd_ != AT_FDCWD && dir_fd_ >= 0) (void)::close(dir_fd_);
 }
 
 void AtomicFileWriter::append(std::string_view bytes) {
@@ -136,26 +165,29 @@ void AtomicFileWriter::commit() {
   if (finished_) throw std::logic_error("AtomicFileWriter::commit after commit or failure");
   flush_and_close();
   if (const int e = injected(detail::IoStep::rename)) fail("rename", e);
-  if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  if (::renameat(dir_fd_, temporary_name_.c_str(), dir_fd_, target_name_.c_str()) != 0) {
+    fail("rename", errno);
+  }
   finished_ = true;
-  sync_parent_folder(path_);
+  sync_folder(dir_fd_, path_);
 }
 
 bool AtomicFileWriter::commit_new() {
   if (finished_) throw std::logic_error("AtomicFileWriter::commit_new after commit or failure");
   flush_and_close();
   if (const int e = injected(detail::IoStep::rename)) fail("link", e);
-  bool created = ::link(temporary_.c_str(), path_.c_str()) == 0;
+  bool created = ::linkat(dir_fd_, temporary_name_.c_str(), dir_fd_, target_name_.c_str(), 0) == 0;
   if (!created) {
     const int e = errno;
     // Over NFS a link whose reply was lost is retried and answers EEXIST although it was ours:
     // the temporary file then has two names.
     struct stat st {};
-    created = ::stat(temporary_.c_str(), &st) == 0 && st.st_nlink == 2;
+    created = ::fstatat(dir_fd_, temporary_name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+              st.st_nlink == 2;
     if (!created && e != EEXIST) fail("link", e);
   }
   discard();  // the temporary name (the file lives on under `path` when created)
-  if (created) sync_parent_folder(path_);
+  if (created) sync_folder(dir_fd_, path_);
   return created;
 }
 
@@ -169,11 +201,17 @@ void AtomicFileWriter::fail(const std::string& what, int error_number) {
 void AtomicFileWriter::discard() noexcept {
   finished_ = true;
   if (fd_ >= 0) (void)::close(std::exchange(fd_, -1));
-  (void)::unlink(temporary_.c_str());
+  (void)::unlinkat(dir_fd_, temporary_name_.c_str(), 0);
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
   AtomicFileWriter writer(path);
+  writer.append(bytes);
+  writer.commit();
+}
+
+void write_file_atomic(const Directory& folder, const std::string& name, std::string_view bytes) {
+  AtomicFileWriter writer(folder, name);
   writer.append(bytes);
   writer.commit();
 }

@@ -12,11 +12,15 @@
 
 namespace ra {
 
+class Directory;  // core/directory.h
+
 // Writes `bytes` to `path` atomically. On any failure the temporary file is removed and
 // ra::InputError is thrown for what the user can fix (disk full, missing or read-only folder,
 // permissions: exit code 2) and ra::RuntimeFailure for other I/O errors, naming `path` and the
 // reason.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+// The same for the file `name` of `folder`, relative to its descriptor.
+void write_file_atomic(const Directory& folder, const std::string& name, std::string_view bytes);
 
 // Streaming variant: append() as often as needed, then commit(). Without a commit (an exception
 // on the way, an early return) the destructor removes the temporary file and `path` is untouched.
@@ -26,6 +30,10 @@ class AtomicFileWriter {
  public:
   // Creates the temporary file; throws (as above) naming `path` if it cannot (e.g. missing folder).
   explicit AtomicFileWriter(std::filesystem::path path);
+  // The file `name` of `folder` (core/directory.h): created, written and renamed relative to the
+  // folder's descriptor (its own duplicate), so a folder swapped for a link meanwhile still gets
+  // the file, and nothing lands outside it.
+  AtomicFileWriter(const Directory& folder, const std::string& name);
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter();  // noexcept; removes the temporary file if not committed
@@ -55,8 +63,14 @@ class AtomicFileWriter {
   [[noreturn]] void fail(const std::string& what, int error_number);  // discard + throw
   void discard() noexcept;  // close and unlink the temporary file
 
-  std::filesystem::path path_;
-  std::filesystem::path temporary_;
+  void create_temporary();  // the constructors' common part
+
+  std::filesystem::path path_;       // for messages: the folder's path and the name
+  std::filesystem::path temporary_;  // likewise
+  // Where the names below resolve: the folder's descriptor (a duplicate this writer owns), or
+  // AT_FDCWD for a writer made from a path (then they are the paths above).
+  int dir_fd_;
+  std::string target_name_, temporary_name_;
   std::string buffer_;
   int fd_ = -1;
   bool finished_ = false;  // committed, or failed and discarded

@@ -17,8 +17,9 @@ namespace {
   throw InputError(path.string() + ": " + what);
 }
 
-// What a file is when it is not a regular file; nullptr when it is one.
-const char* irregular_kind(mode_t mode) {
+}  // namespace
+
+const char* irregular_kind(unsigned mode) {
   if (S_ISREG(mode)) return nullptr;
   if (S_ISDIR(mode)) return "is a directory";
   if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
@@ -27,6 +28,8 @@ const char* irregular_kind(mode_t mode) {
   if (S_ISSOCK(mode)) return "is a socket";
   return "is not a regular file";
 }
+
+namespace {
 
 [[noreturn]] void fail_open(const std::filesystem::path& path, int error_number) {
   if (error_number == ELOOP) fail(path, "cannot open (a loop of symbolic links)");

@@ -35,6 +35,10 @@ class InputFile {
   std::uint64_t size_ = 0;
 };
 
+// What a file is when it is not a regular file ("is a FIFO (named pipe)", "is a directory"), from
+// its st_mode; nullptr when it is one.
+const char* irregular_kind(unsigned mode);
+
 // "16 MiB", "1 GiB", "700 bytes": sizes in the messages about size limits.
 std::string byte_size_text(std::uint64_t bytes);
 
