@@ -9,6 +9,7 @@
 
 #include "audit/shard.h"
 #include "audit/trace_io.h"
+#include "core/directory.h"
 #include "core/error.h"
 
 namespace ra::audit {
@@ -30,29 +31,43 @@ std::optional<int> run_of_stem(std::string_view stem) {
   return run;
 }
 
-void remove_file(const fs::path& path) {
-  std::error_code ec;
-  fs::remove(path, ec);
-  if (ec) throw RuntimeFailure("cannot remove " + path.string() + ": " + ec.message());
+// A name the tool writes, found as a link or another kind of file than it writes there: never
+// followed, replaced or removed (core/directory.h).
+void refuse(FolderContents& c, const Directory& d, const std::string& name,
+            const std::string& relative, const char* expected) {
+  c.refused.push_back(relative + " (" + d.describe(name) + ", not " + expected + ")");
 }
 
 // Classifies the entries of one run-NNN/ folder into `c` (names prefixed with the folder's).
-void scan_run_folder(const fs::path& dir, const std::string& folder, FolderContents& c) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir / folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    const std::string relative = folder + "/" + name;
-    const bool file = entry.is_regular_file(ec) && !entry.is_symlink(ec);
-    if (file && is_snapshot_file_name(name)) {
+void scan_run_folder(const Directory& folder, const std::string& folder_name, FolderContents& c) {
+  for (const std::string& name : folder.names()) {
+    const std::string relative = folder_name + "/" + name;
+    const bool file = folder.kind(name) == Directory::Kind::file;
+    const std::optional<std::string> target = atomic_write_target(name);
+    const bool snapshot = is_snapshot_file_name(name);
+    const bool temporary = target && is_snapshot_file_name(*target);
+    if ((snapshot || temporary) && !file) {
+      refuse(c, folder, name, relative, "a regular file");
+    } else if (snapshot) {
       c.own.push_back(relative);
-    } else if (file && atomic_write_target(name) &&
-               is_snapshot_file_name(*atomic_write_target(name))) {
+    } else if (temporary) {
       c.debris.push_back(relative);
     } else {
       c.unrecognised.push_back(relative);
     }
   }
-  if (ec) throw InputError("cannot read folder " + (dir / folder).string() + ": " + ec.message());
+}
+
+// Removes `relative` ("run-001/weights-final.safetensors" or "audit.json"), relative to `d`.
+void remove_relative(const Directory& d, const std::string& relative) {
+  const std::size_t slash = relative.find('/');
+  if (slash == std::string::npos) {
+    d.remove_file(relative);
+    return;
+  }
+  if (const auto folder = d.subfolder(relative.substr(0, slash), false)) {
+    folder->remove_file(relative.substr(slash + 1));
+  }
 }
 
 std::string seeds_text(std::uint64_t init, std::uint64_t data, std::uint64_t dropout) {
@@ -160,23 +175,33 @@ FolderContents scan_audit_folder(const fs::path& dir,
   FolderContents c;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return c;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const bool is_dir = entry.is_directory(ec) && !entry.is_symlink(ec);
-    const bool is_file = entry.is_regular_file(ec) && !entry.is_symlink(ec);
+  const Directory d = Directory::open(dir);
+  for (const std::string& name : d.names()) {
+    const Directory::Kind kind = d.kind(name);
+    const bool is_dir = kind == Directory::Kind::folder;
+    const bool is_file = kind == Directory::Kind::file;
     const std::optional<std::string> target = atomic_write_target(name);
-    if (is_file && name == kManifestName) {
+    const auto run = run_of_trace_name(name);
+    const auto folder_run = run_of_snapshot_folder_name(name);
+    const bool managed_file = name == kManifestName || name == kLockName ||
+                              shard_of_lock_name(name) || run ||
+                              (target && (*target == kManifestName || run_of_trace_name(*target)));
+    if (managed_file && !is_file) {
+      refuse(c, d, name, name, "a regular file");
+    } else if (folder_run && !is_dir) {
+      refuse(c, d, name, name, "a folder");
+    } else if (name == kManifestName) {
       c.has_manifest = true;
       c.own.push_back(name);
-    } else if (is_file && (name == kLockName || shard_of_lock_name(name))) {
+    } else if (name == kLockName || shard_of_lock_name(name)) {
       c.own.push_back(name);
-    } else if (const auto run = run_of_trace_name(name); is_file && run) {
+    } else if (run) {
       c.trace_runs.push_back(*run);
       c.own.push_back(name);
-    } else if (const auto folder_run = run_of_snapshot_folder_name(name); is_dir && folder_run) {
+    } else if (folder_run) {
       c.snapshot_runs.push_back(*folder_run);
-      scan_run_folder(dir, name, c);
-    } else if (is_file && target && (*target == kManifestName || run_of_trace_name(*target))) {
+      scan_run_folder(*d.subfolder(name, false), name, c);
+    } else if (managed_file) {
       c.debris.push_back(name);
     } else if (is_file &&
                std::find(report_files.begin(), report_files.end(), name) != report_files.end()) {
@@ -187,25 +212,30 @@ FolderContents scan_audit_folder(const fs::path& dir,
       c.other.push_back(name);
     }
   }
-  if (ec) throw InputError("cannot read folder " + dir.string() + ": " + ec.message());
-  for (auto* list : {&c.own, &c.debris, &c.unrecognised, &c.other})
+  for (auto* list : {&c.own, &c.debris, &c.unrecognised, &c.other, &c.refused})
     std::sort(list->begin(), list->end());
   std::sort(c.trace_runs.begin(), c.trace_runs.end());
   std::sort(c.snapshot_runs.begin(), c.snapshot_runs.end());
   return c;
 }
 
+void refuse_foreign_kinds(const fs::path& dir, const FolderContents& c) {
+  if (c.refused.empty()) return;
+  throw InputError("audit folder " + dir.string() + " holds " + name_list(c.refused, 6) +
+                   ": names repro-audit writes, as something it does not write there. It never "
+                   "follows, replaces or removes them (a link could send its writes and deletes "
+                   "anywhere); move them away, or give another --out");
+}
+
 std::vector<std::string> remove_own_files(const fs::path& dir, const FolderContents& c) {
+  const Directory d = Directory::open(dir);
   for (const std::string& f : c.own) {
     // The folder's lock file is this audit's lock. Shard locks are stale here: no shard runs
     // while this audit holds the folder's lock exclusively.
-    if (f != kLockName) remove_file(dir / f);
+    if (f != kLockName) remove_relative(d, f);
   }
   remove_debris(dir, c);
-  for (int run : c.snapshot_runs) {
-    std::error_code ec;
-    if (fs::is_empty(dir / run_name(run), ec) && !ec) fs::remove(dir / run_name(run), ec);
-  }
+  for (int run : c.snapshot_runs) d.remove_empty_folder(run_name(run));
   std::vector<std::string> left = c.unrecognised;
   left.insert(left.end(), c.other.begin(), c.other.end());
   std::sort(left.begin(), left.end());
@@ -213,25 +243,22 @@ std::vector<std::string> remove_own_files(const fs::path& dir, const FolderConte
 }
 
 void remove_debris(const fs::path& dir, const FolderContents& c) {
-  for (const std::string& f : c.debris) remove_file(dir / f);
+  if (c.debris.empty()) return;
+  const Directory d = Directory::open(dir);
+  for (const std::string& f : c.debris) remove_relative(d, f);
 }
 
 void remove_run_snapshots(const fs::path& dir, int run) {
-  const fs::path folder = dir / run_name(run);
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) return;
-  std::vector<fs::path> doomed;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+  const Directory d = Directory::open(dir);
+  const std::optional<Directory> folder = d.subfolder(run_name(run), false);  // never a link
+  if (!folder) return;
+  for (const std::string& name : folder->names()) {
     const auto target = atomic_write_target(name);
     if (is_snapshot_file_name(name) || (target && is_snapshot_file_name(*target))) {
-      doomed.push_back(entry.path());
+      folder->remove_file(name);  // refuses a link or a folder under such a name
     }
   }
-  if (ec) throw InputError("cannot read folder " + folder.string() + ": " + ec.message());
-  for (const fs::path& f : doomed) remove_file(f);
-  if (fs::is_empty(folder, ec) && !ec) fs::remove(folder, ec);
+  d.remove_empty_folder(run_name(run));
 }
 
 FolderLock::FolderLock(const fs::path& dir, FileLock::Mode mode) {
@@ -260,6 +287,31 @@ std::optional<long> FolderLock::holder(const fs::path& dir) {
   const long pid = std::strtol(note->c_str(), nullptr, 10);
   return pid > 0 ? pid : 0;
 }
+
+namespace {
+
+// The folder's files that are not of its audit: runs past the plan, names the tool does not
+// write, names it never follows.
+void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& check) {
+  for (int run : c.trace_runs) {
+    if (run >= planned)
+      check.foreign_files.push_back(
+          {trace_name(run), "run " + std::to_string(run) + " is not in the manifest"});
+  }
+  for (int run : c.snapshot_runs) {
+    if (run >= planned)
+      check.foreign_files.push_back(
+          {run_name(run) + "/", "run " + std::to_string(run) + " is not in the manifest"});
+  }
+  for (const std::string& f : c.unrecognised) {
+    check.foreign_files.push_back({f, "not a file repro-audit writes"});
+  }
+  for (const std::string& f : c.refused) {
+    check.foreign_files.push_back({f, "not read: repro-audit never follows such a name"});
+  }
+}
+
+}  // namespace
 
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
   const FolderContents c = scan_audit_folder(dir, m.report_files);
@@ -307,20 +359,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
     }
     check.missing_runs.push_back({p.index, reason});
   }
-  const int planned = static_cast<int>(m.runs.size());
-  for (int run : c.trace_runs) {
-    if (run >= planned)
-      check.foreign_files.push_back(
-          {trace_name(run), "run " + std::to_string(run) + " is not in the manifest"});
-  }
-  for (int run : c.snapshot_runs) {
-    if (run >= planned)
-      check.foreign_files.push_back(
-          {run_name(run) + "/", "run " + std::to_string(run) + " is not in the manifest"});
-  }
-  for (const std::string& f : c.unrecognised) {
-    check.foreign_files.push_back({f, "not a file repro-audit writes"});
-  }
+  note_foreign_files(c, static_cast<int>(m.runs.size()), check);
   std::sort(check.foreign_files.begin(), check.foreign_files.end(),
             [](const ForeignFile& a, const ForeignFile& b) { return a.file < b.file; });
   // (Not when the holder is this process: an audit reading its own folder for its report.)

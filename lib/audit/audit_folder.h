@@ -48,12 +48,20 @@ struct FolderContents {
   std::vector<std::string> other;         // anything else: never touched
   std::vector<int> trace_runs;            // runs with a run-NNN.trace.jsonl
   std::vector<int> snapshot_runs;         // runs with a run-NNN/ folder
+  // Names the tool writes, found as something it does not write there (a symbolic link, a FIFO,
+  // a folder where a file belongs), each "run-001 (a symbolic link, not a folder)": never
+  // followed, replaced or removed, and refused by run (core/directory.h).
+  std::vector<std::string> refused;
   // An audit (or part of one) is there: a manifest, traces or snapshot files.
   bool holds_audit() const;
 };
 // `report_files`: names the folder's manifest lists as reports the tool wrote there.
 FolderContents scan_audit_folder(const std::filesystem::path& dir,
                                  const std::vector<std::string>& report_files = {});
+
+// InputError (exit 2) listing contents.refused, when there is any: what run refuses to work
+// beside, before it changes anything in the folder.
+void refuse_foreign_kinds(const std::filesystem::path& dir, const FolderContents& contents);
 
 // Removes the tool's own files and debris (and run-NNN/ folders left empty); returns what was
 // left in place (unrecognised and other files), as names relative to `dir`. RuntimeFailure naming

@@ -34,6 +34,7 @@ OutputFolder::~OutputFolder() {
 
 void AuditFolderSetup::inspect() {
   contents_ = scan_audit_folder(dir_);
+  refuse_foreign_kinds(dir_, contents_);
   if (contents_.has_manifest) {
     try {
       existing_ = read_manifest(dir_);
@@ -47,6 +48,12 @@ void AuditFolderSetup::inspect() {
       if (contents_.holds_audit() || !contents_.unrecognised.empty()) refuse_occupied();
       break;
     case FolderUse::overwrite:
+      // Its own files are known by content: an audit.json that is no manifest is not its own.
+      if (contents_.has_manifest && !manifest_error_.empty()) {
+        throw InputError("--overwrite: " + (dir_ / kManifestName).string() +
+                         " is not a repro-audit manifest (" + manifest_error_ +
+                         "), so not repro-audit's to remove; move it away, or give another --out");
+      }
       break;
     case FolderUse::resume:
       if (!contents_.has_manifest && contents_.holds_audit()) {

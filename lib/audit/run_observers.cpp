@@ -10,13 +10,21 @@
 
 namespace ra::audit {
 
+namespace {
+
+// The run's snapshot folder, created in the audit folder, never through a link (core/directory.h).
+Directory snapshot_folder(const std::filesystem::path& dir) {
+  return *Directory::open(dir.parent_path()).subfolder(dir.filename().string(), true);
+}
+
+}  // namespace
+
 SnapshotWriter::SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
                                std::map<std::string, std::string> metadata)
-    : dir_(std::move(dir)), options_(options), metadata_(std::move(metadata)) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) throw InputError("cannot create snapshot folder " + dir_.string() + ": " + ec.message());
-}
+    : dir_(std::move(dir)),
+      folder_(snapshot_folder(dir_)),
+      options_(options),
+      metadata_(std::move(metadata)) {}
 
 std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
                                                const std::string& point) {
@@ -37,7 +45,8 @@ void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
   }
   auto metadata = metadata_;
   metadata["point"] = point;
-  write_safetensors(file_for(dir_, point), tensors, metadata);
+  write_file_atomic(folder_, file_for(dir_, point).filename().string(),
+                    encode_safetensors(tensors, metadata));
 }
 
 void SnapshotWriter::on_start(const train::Trainer& t) {
@@ -70,7 +79,7 @@ void SnapshotWriter::finish(const train::Trainer& t) {
     for (const char* key : {"audit_id", "run"}) {
       if (const auto it = metadata_.find(key); it != metadata_.end()) batches[key] = it->second;
     }
-    write_file_atomic(dir_ / "batches.json", batches.dump() + "\n");
+    write_file_atomic(folder_, "batches.json", batches.dump() + "\n");
   }
 }
 

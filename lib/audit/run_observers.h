@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "core/directory.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -28,6 +29,7 @@ class SnapshotWriter final : public train::Observer {
   void write(const train::Trainer& t, const std::string& point);
 
   std::filesystem::path dir_;
+  Directory folder_;  // dir_, opened once: every snapshot is written relative to it
   SnapshotOptions options_;
   std::map<std::string, std::string> metadata_;
   std::vector<std::vector<std::int64_t>> batches_;

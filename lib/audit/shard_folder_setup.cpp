@@ -21,6 +21,7 @@ ShardLocks::ShardLocks(const std::filesystem::path& dir, const Shard& shard)
 
 void ShardFolderSetup::inspect() {
   FolderContents contents = scan_audit_folder(dir_);
+  refuse_foreign_kinds(dir_, contents);
   std::error_code ec;
   // A manifest another shard created while the folder was read may be missing from the listing.
   if (!contents.has_manifest && std::filesystem::exists(dir_ / kManifestName, ec)) {
