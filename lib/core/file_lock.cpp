@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace ra {
 namespace {
@@ -29,6 +30,22 @@ bool still_named(int fd, const std::filesystem::path& path) {
          locked.st_dev == named.st_dev && locked.st_ino == named.st_ino;
 }
 
+// Opens a lock file without ever blocking or following a link (O_NONBLOCK: opening a FIFO would
+// wait for a writer that never comes) and checks it is a regular file: InputError naming it
+// otherwise. -1 with errno set when open(2) fails.
+int open_lock_file(const std::filesystem::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  if (fd < 0) return -1;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const char* kind = irregular_kind(info.st_mode);
+    ::close(fd);
+    throw InputError("lock file " + path.string() + " " + (kind ? kind : "cannot be examined") +
+                     ", not a regular file: not a lock repro-audit made; move it away");
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::optional<FileLock> FileLock::try_lock(const std::filesystem::path& path, Mode mode,
@@ -36,9 +53,15 @@ std::optional<FileLock> FileLock::try_lock(const std::filesystem::path& path, Mo
   const int operation = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
   int busy = 0;
   for (int attempt = 0; attempt < kReplacedTries + kBusyTries; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    const int fd = open_lock_file(path, O_RDWR | O_CREAT);
     if (fd < 0) {
-      throw InputError("cannot open lock file " + path.string() + ": " + std::strerror(errno));
+      const int e = errno;
+      if (e == ELOOP) {
+        throw InputError("lock file " + path.string() +
+                         " is a symbolic link, not a regular file: not a lock repro-audit made; "
+                         "move it away");
+      }
+      throw InputError("cannot open lock file " + path.string() + ": " + std::strerror(e));
     }
     if (::flock(fd, operation) != 0) {
       const int e = errno;
@@ -64,8 +87,14 @@ std::optional<FileLock> FileLock::try_lock(const std::filesystem::path& path, Mo
 }
 
 std::optional<std::string> FileLock::holder(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
+  const int fd = open_lock_file(path, O_RDONLY);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      throw InputError("lock file " + path.string() +
+                       " is a symbolic link, not a regular file: not a lock repro-audit made");
+    }
+    return std::nullopt;
+  }
   std::optional<std::string> note;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char text[256] = {};
