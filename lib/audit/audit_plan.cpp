@@ -5,6 +5,7 @@
 
 #include "audit/op_window.h"
 #include "audit/trace_io.h"
+#include "backend/fingerprint.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"
@@ -63,6 +64,21 @@ nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
   return j;
 }
 
+namespace {
+
+// What decides the bits that the machine chooses (AuditManifest::runtime).
+nlohmann::json runtime_facts(const std::string& backend) {
+  if (backend == "cpu") return backend::cpu_fingerprint();
+  const nlohmann::json gpu = train::gpu_fingerprint();
+  nlohmann::json facts = nlohmann::json::object();
+  for (const char* key : {"gpu", "compute_capability", "cuda", "cudnn", "cublas"}) {
+    facts[key] = gpu.value(key, nlohmann::json());
+  }
+  return facts;
+}
+
+}  // namespace
+
 AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& o,
                                  const std::vector<PlannedRun>& plan) {
   AuditManifest m;
@@ -93,6 +109,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
     m.algorithm_pins = {{"source", o.algorithm_pins->source}, {"pins", pins}};
   }
   m.runs = plan;
+  m.runtime = runtime_facts(m.backend);
   return m;
 }
 

@@ -3,11 +3,16 @@
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <set>
+
+#include <limits>
 
 #include "audit/audit_folder.h"
+#include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "spec/json_text.h"
+#include "spec/limits.h"
 
 namespace ra::audit {
 namespace {
@@ -40,7 +45,18 @@ class FieldReader {
       } else if constexpr (std::is_same_v<T, std::uint64_t>) {
         if (!value.is_number_unsigned()) fail(path, expected);
       } else if constexpr (std::is_integral_v<T>) {
+        // Whole and in T's range: nlohmann's get<T> would wrap 4294967296 to 0 silently.
         if (!value.is_number_integer()) fail(path, expected);
+        const bool fits =
+            value.is_number_unsigned()
+                ? value.get<std::uint64_t>() <=
+                      static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                : value.get<std::int64_t>() >= std::int64_t{std::numeric_limits<T>::min()} &&
+                      value.get<std::int64_t>() <= std::int64_t{std::numeric_limits<T>::max()};
+        if (!fits) {
+          throw InputError(source_ + ": field '" + path + "' is " + value.dump() +
+                           ", out of range for " + expected);
+        }
       }
       return value.get<T>();
     } catch (const json::exception&) {
@@ -133,11 +149,97 @@ json to_json(const AuditManifest& m) {
           {"fault", m.fault},
           {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
           {"algorithm_pins", m.algorithm_pins},
+          {"runtime", m.runtime},
           {"runs", runs},
           {"shards", m.shards},
           {"created_by", m.created_by},
           {"report_files", m.report_files}};
 }
+
+namespace {
+
+// The fields newer tools added, each absent in older manifests (read as the default the comment
+// says).
+void read_added_fields(const json& j, const FieldReader& top, AuditManifest& m) {
+  // Absent in manifests of audits made before op records: none.
+  if (j.contains("trace_ops") && !j["trace_ops"].is_null()) {
+    if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
+    m.trace_ops = j["trace_ops"].get<std::string>();
+  }
+  // Absent in manifests of audits made before pinned algorithms: none.
+  if (j.contains("algorithm_pins") && !j["algorithm_pins"].is_null()) {
+    const json& pins = j["algorithm_pins"];
+    if (!pins.is_object() || !pins.contains("pins") || !pins["pins"].is_array())
+      top.fail("algorithm_pins", "null or an object with a 'pins' array");
+    m.algorithm_pins = pins;
+  }
+  // Absent in manifests of audits made before it was recorded: not checked.
+  if (j.contains("runtime") && !j["runtime"].is_null()) {
+    if (!j["runtime"].is_object()) top.fail("runtime", "null or an object");
+    m.runtime = j["runtime"];
+  }
+  // Absent in manifests of audits made before shards: one process.
+  if (j.contains("shards")) {
+    m.shards = top.get<int>("shards", "an integer");
+    if (m.shards < 0) top.fail("shards", "0 (one process) or the number of shards");
+  }
+  if (j.contains("created_by")) m.created_by = top.get<std::string>("created_by", "a string");
+}
+
+std::vector<PlannedRun> read_planned_runs(const FieldReader& top, const std::string& source) {
+  std::vector<PlannedRun> planned;
+  const json& runs = top.object("runs");
+  if (!runs.is_array()) top.fail("runs", "an array");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = "runs[" + std::to_string(i) + "]";
+    const FieldReader run(runs[i], source, where);
+    PlannedRun r;
+    r.index = run.get<int>("run", "an integer");
+    if (r.index != static_cast<int>(i)) {
+      throw InputError(source + ": field '" + where + ".run' is " + std::to_string(r.index) +
+                       ", expected " + std::to_string(i) + " (runs are numbered in order)");
+    }
+    r.group = run.get<std::string>("seed_group", "a string");
+    const FieldReader seeds(run.object("seeds"), source, where + ".seeds");
+    r.seeds.init = seeds.get<std::uint64_t>("init", "an unsigned integer");
+    r.seeds.data = seeds.get<std::uint64_t>("data", "an unsigned integer");
+    r.seeds.dropout = seeds.get<std::uint64_t>("dropout", "an unsigned integer");
+    planned.push_back(r);
+  }
+  return planned;
+}
+
+// The documented limits (docs/trace-format.md, the manifest): every loop over shards and every
+// thread count stays within them, whatever a crafted manifest says.
+void check_limits(const AuditManifest& m, const FieldReader& top, const std::string& source) {
+  if (m.runs.empty()) top.fail("runs", "a non-empty array");
+  if (m.runs.size() > static_cast<std::size_t>(kMaxPlannedRuns)) {
+    top.fail("runs", "an array of at most 20000 planned runs (--runs 10000, --seeds both)");
+  }
+  if (m.threads < 1 || m.threads > spec::kMaxThreads) top.fail("threads", "an integer 1..1024");
+  if (m.shards > kMaxShards || m.shards > static_cast<int>(m.runs.size())) {
+    throw InputError(source + ": field 'shards' is " + std::to_string(m.shards) + ": at most " +
+                     std::to_string(kMaxShards) + " and at most the planned runs (" +
+                     std::to_string(m.runs.size()) + ")");
+  }
+}
+
+std::vector<std::string> read_report_files(const FieldReader& top) {
+  std::vector<std::string> out;
+  const json& reports = top.object("report_files");
+  if (!reports.is_array()) top.fail("report_files", "an array of file names");
+  for (const json& name : reports) {
+    // Plain names inside the folder only: --overwrite removes them, so nothing may point out.
+    if (!name.is_string() || name.get<std::string>().empty() ||
+        name.get<std::string>().find('/') != std::string::npos || name == "." || name == "..") {
+      top.fail("report_files", "an array of file names inside the folder");
+    }
+    out.push_back(name.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
 
 AuditManifest manifest_from_json(const json& j, const std::string& source) {
   const FieldReader top(j, source, "");
@@ -167,53 +269,10 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
   if (!m.snapshots.is_object()) top.fail("snapshots", "a JSON object");
   m.fault = top.object("fault");
   if (!m.fault.is_null() && !m.fault.is_object()) top.fail("fault", "null or a JSON object");
-  // Absent in manifests of audits made before op records: none.
-  if (j.contains("trace_ops") && !j["trace_ops"].is_null()) {
-    if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
-    m.trace_ops = j["trace_ops"].get<std::string>();
-  }
-  // Absent in manifests of audits made before pinned algorithms: none.
-  if (j.contains("algorithm_pins") && !j["algorithm_pins"].is_null()) {
-    const json& pins = j["algorithm_pins"];
-    if (!pins.is_object() || !pins.contains("pins") || !pins["pins"].is_array())
-      top.fail("algorithm_pins", "null or an object with a 'pins' array");
-    m.algorithm_pins = pins;
-  }
-  // Absent in manifests of audits made before shards: one process.
-  if (j.contains("shards")) {
-    m.shards = top.get<int>("shards", "an integer");
-    if (m.shards < 0) top.fail("shards", "0 (one process) or the number of shards");
-  }
-  if (j.contains("created_by")) m.created_by = top.get<std::string>("created_by", "a string");
-  const json& runs = top.object("runs");
-  if (!runs.is_array()) top.fail("runs", "an array");
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string where = "runs[" + std::to_string(i) + "]";
-    const FieldReader run(runs[i], source, where);
-    PlannedRun r;
-    r.index = run.get<int>("run", "an integer");
-    if (r.index != static_cast<int>(i)) {
-      throw InputError(source + ": field '" + where + ".run' is " + std::to_string(r.index) +
-                       ", expected " + std::to_string(i) + " (runs are numbered in order)");
-    }
-    r.group = run.get<std::string>("seed_group", "a string");
-    const FieldReader seeds(run.object("seeds"), source, where + ".seeds");
-    r.seeds.init = seeds.get<std::uint64_t>("init", "an unsigned integer");
-    r.seeds.data = seeds.get<std::uint64_t>("data", "an unsigned integer");
-    r.seeds.dropout = seeds.get<std::uint64_t>("dropout", "an unsigned integer");
-    m.runs.push_back(r);
-  }
-  if (m.runs.empty()) top.fail("runs", "a non-empty array");
-  const json& reports = top.object("report_files");
-  if (!reports.is_array()) top.fail("report_files", "an array of file names");
-  for (const json& name : reports) {
-    // Plain names inside the folder only: --overwrite removes them, so nothing may point out.
-    if (!name.is_string() || name.get<std::string>().empty() ||
-        name.get<std::string>().find('/') != std::string::npos || name == "." || name == "..") {
-      top.fail("report_files", "an array of file names inside the folder");
-    }
-    m.report_files.push_back(name.get<std::string>());
-  }
+  read_added_fields(j, top, m);
+  m.runs = read_planned_runs(top, source);
+  check_limits(m, top, source);
+  m.report_files = read_report_files(top);
   return m;
 }
 
@@ -278,6 +337,19 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   differ("--trace-ops window", a.trace_ops.empty() ? "none" : a.trace_ops,
          b.trace_ops.empty() ? "none" : b.trace_ops);
   differ("tool version", a.tool_version, b.tool_version);
+  // What this machine would run differently (an older manifest recorded none: not compared).
+  if (a.runtime.is_object() && b.runtime.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : a.runtime.items()) keys.insert(key);
+    for (const auto& [key, value] : b.runtime.items()) keys.insert(key);
+    for (const std::string& key : keys) {
+      const json here = b.runtime.value(key, json()), there = a.runtime.value(key, json());
+      if (here != there) {
+        out.push_back("runtime " + key + ": " + there.dump() + " in the folder, " + here.dump() +
+                      " on this machine (runs made under each would differ for that alone)");
+      }
+    }
+  }
   return out;
 }
 

@@ -16,6 +16,9 @@
 
 namespace ra::audit {
 
+// The most runs a manifest may plan: --runs 10000 with --seeds both.
+inline constexpr int kMaxPlannedRuns = 20000;
+
 inline constexpr int kManifestFormatVersion = 1;
 
 // One planned run: its index (run-NNN), seed group and the seeds of its random streams.
@@ -43,6 +46,11 @@ struct AuditManifest {
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
   // --pin-algorithms: {"source": FILE, "pins": [{"layer", "direction", "algorithm"}]}, or null.
   nlohmann::json algorithm_pins;
+  // What decides the runs' bits that is chosen where they run, not by the spec or the options:
+  // {"cpu_gemm_kernel"} of a CPU audit (the instruction set, REPRO_AUDIT_ISA), {"gpu",
+  // "compute_capability", "cuda", "cudnn", "cublas"} of a GPU audit; null in older manifests (not
+  // checked). --resume and joining shards refuse a machine where it differs.
+  nlohmann::json runtime;
   std::vector<PlannedRun> runs;
   // The number of shards the runs are spread over (audit/shard.h), 0 for an audit in one process.
   // Shards of one audit must agree on it; `run --resume` in one process may finish any audit.

@@ -22,6 +22,11 @@ std::optional<long long> whole_number(std::string_view text) {
   return value;
 }
 
+// Slurm's array task ids and a Kubernetes Job's completion indices are below 4000001 (Slurm's
+// largest MaxArraySize; an Indexed Job has far fewer): larger values are no array of this world,
+// and bounding them keeps every sum and difference below far from overflow.
+constexpr long long kMaxArrayIndex = 4000000;
+
 long long env_number(const EnvironmentLookup& env, const std::string& name) {
   const std::optional<std::string> value = env(name);
   const auto number = value ? whole_number(*value) : std::nullopt;
@@ -29,12 +34,18 @@ long long env_number(const EnvironmentLookup& env, const std::string& name) {
     throw InputError("--shard auto: " + name + " is " +
                      (value ? "'" + *value + "', not a whole number" : std::string("not set")));
   }
+  if (*number > kMaxArrayIndex) {
+    throw InputError("--shard auto: " + name + " is " + *value + ", above " +
+                     std::to_string(kMaxArrayIndex) +
+                     " (the largest task id or index a Slurm array or Kubernetes Job has)");
+  }
   return *number;
 }
 
 Shard checked(long long index, long long count, const std::string& where) {
-  if (count < 1 || count > 10000) {
-    throw InputError(where + ": " + std::to_string(count) + " shards; 1 to 10000 allowed");
+  if (count < 1 || count > kMaxShards) {
+    throw InputError(where + ": " + std::to_string(count) + " shards; 1 to " +
+                     std::to_string(kMaxShards) + " allowed");
   }
   if (index >= count) {
     throw InputError(where + ": shard index " + std::to_string(index) + " is not below the count " +

@@ -14,6 +14,9 @@
 
 namespace ra::audit {
 
+// The most shards an audit may have (--shard K/N, a manifest's "shards").
+inline constexpr int kMaxShards = 10000;
+
 struct Shard {
   int index = 0;  // 0-based
   int count = 1;
