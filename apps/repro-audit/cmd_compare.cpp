@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "audit/report_paths.h"
 #include "commands.h"
 #include "option_checks.h"
 #include "report_output.h"
@@ -24,6 +25,17 @@ struct CompareOptions {
 
 int run_compare(const CompareOptions& o) {
   const std::vector<std::filesystem::path> inputs(o.inputs.begin(), o.inputs.end());
+  audit::ReportPathContext context;
+  for (const std::filesystem::path& input : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(input, ec)) {
+      context.audit_folders.push_back(input);
+    } else {
+      context.inputs.push_back(input);
+      context.audit_folders.push_back(input.parent_path().empty() ? "." : input.parent_path());
+    }
+  }
+  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, context);
   audit::ComparisonOptions options;
   // Without --expect, identity is expected when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);

@@ -11,10 +11,12 @@
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/op_window.h"
+#include "audit/report_paths.h"
 #include "commands.h"
 #include "core/error.h"
 #include "option_checks.h"
 #include "report_output.h"
+#include "spec/limits.h"
 #include "spec/parse.h"
 #include "train/backend_choice.h"
 
@@ -149,6 +151,7 @@ int run_run(RunCommandOptions& o) {
   a.folder_use = o.resume      ? audit::FolderUse::resume
                  : o.overwrite ? audit::FolderUse::overwrite
                                : audit::FolderUse::fresh;
+  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{a.out_dir}, {o.spec_path}});
   if (!o.json_path.empty() && o.json_path != "-") a.report_files.push_back(o.json_path);
   if (!o.junit_path.empty()) a.report_files.push_back(o.junit_path);
   if (!o.html_path.empty()) a.report_files.push_back(o.html_path);
@@ -259,7 +262,7 @@ void register_run(CLI::App& app, CommandRun& run) {
                 "Snapshot weights after every epoch");
   cmd->add_option("--snapshot-every", o->audit.snapshots.every_steps,
                   "Snapshot weights after every N-th step")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_up_to(spec::kMaxSteps));
   cmd->add_flag("--save-batches", o->audit.snapshots.batches,
                 "Write the sample indices of every batch (batches.json) for replay elsewhere");
   cmd->add_option("--trace-ops", o->trace_ops,

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -27,6 +29,9 @@ void setup_logging(int verbosity, bool quiet) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader of stdout that goes away (`| head -1`) must not kill the process mid-report: writes
+  // then fail with EPIPE, which the report output handles (report_output.cpp), files written.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"repro-audit: measures the reproducibility of neural-network training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", REPRO_AUDIT_VERSION);

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -13,20 +15,37 @@
 
 namespace ra::app {
 
+namespace {
+
+// Writes the report to stdout. A reader that has gone (`| head -1`: EPIPE, SIGPIPE being ignored)
+// costs nothing already written: the files are whole, the verdict's exit code stands, and stderr
+// says so. Any other failure (a full disk under a redirection) is an error naming it.
+void write_stdout(const std::string& text) {
+  errno = 0;
+  const bool written = std::fputs(text.c_str(), stdout) >= 0 && std::fflush(stdout) == 0;
+  if (written) return;
+  const int e = errno;
+  if (e == EPIPE) {
+    spdlog::warn(
+        "stdout was closed before the whole report was read (its reader ended); the "
+        "report files are whole and the exit code is the verdict's");
+    return;
+  }
+  throw InputError(std::string("cannot write the report to stdout: ") + std::strerror(e));
+}
+
+}  // namespace
+
 int emit_report(const audit::ComparisonResult& result, const ReportFiles& files) {
   const std::string& json_path = files.json;
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
   const std::string json = json_text(audit::to_json(result)) + "\n";
-  if (json_path == "-") {
-    std::fputs(json.c_str(), stdout);
-  } else {
-    std::fputs(report::render_text(result).c_str(), stdout);
-    if (!json_path.empty()) write_file_atomic(json_path, json);
-  }
+  // Files first, stdout last: a reader of stdout that goes away early cannot lose them.
+  if (!json_path.empty() && json_path != "-") write_file_atomic(json_path, json);
   if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));
   if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
-  std::fflush(stdout);
+  write_stdout(json_path == "-" ? json : report::render_text(result));
   // A divergence among the runs there is final (more runs cannot undo it); otherwise a verdict
   // over part of an audit is not the audit's.
   if (result.diverged()) return static_cast<int>(ExitCode::divergence);
