@@ -21,6 +21,7 @@ struct CompareOptions {
   std::string expect;
   double tolerance = 1e-4;
   bool no_magnitude = false;
+  bool allow_empty = false;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -41,6 +42,7 @@ int run_compare(const CompareOptions& o) {
   options.expect_identical = parse_expect(o.expect);
   options.loss_tolerance = o.tolerance;
   options.measure_magnitudes = !o.no_magnitude;
+  options.allow_empty = o.allow_empty;
   return emit_report(audit::compare_inputs(inputs, options),
                      {o.json_path, o.junit_path, o.html_path});
 }
@@ -64,6 +66,8 @@ void register_compare(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
       ->check(finite_positive_number());
+  cmd->add_flag("--allow-empty", o->allow_empty,
+                "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,
                 "Do not measure how much a root-cause op's outputs differ (a replay of the "
                 "reference run to the op, executing it until each run's outputs reappear)");

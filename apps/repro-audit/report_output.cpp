@@ -47,9 +47,13 @@ int emit_report(const audit::ComparisonResult& result, const ReportFiles& files)
   if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
   write_stdout(json_path == "-" ? json : report::render_text(result));
   // A divergence among the runs there is final (more runs cannot undo it); otherwise a verdict
-  // over part of an audit is not the audit's.
+  // over part of an audit is not the audit's; and an audit that compared nothing has none.
   if (result.diverged()) return static_cast<int>(ExitCode::divergence);
-  return result.incomplete() ? static_cast<int>(ExitCode::incomplete) : 0;
+  if (result.incomplete()) return static_cast<int>(ExitCode::incomplete);
+  if (result.nothing_compared() && !result.allow_empty) {
+    return static_cast<int>(ExitCode::nothing_compared);
+  }
+  return 0;
 }
 
 std::optional<bool> parse_expect(const std::string& expect) {

@@ -70,6 +70,8 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.loss_std_ratio = statistics.loss_std_ratio;
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
 
+  result.allow_empty = options.allow_empty;
+  result.suggested_trace_ops = phases::suggested_trace_ops(result);
   result.environment_differences = phases::environment_differences(traces);
   std::vector<const nlohmann::json*> ledgers;
   for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);

@@ -258,6 +258,8 @@ struct ComparisonOptions {
   // Relative tolerance of the "within tolerance" verdict on final losses (a separate verdict from
   // bitwise identity, never a substitute for it).
   double loss_tolerance = 1e-4;
+  // --allow-empty: an audit that compared nothing (fewer than two same-seed runs) is no failure.
+  bool allow_empty = false;
   // Loads a snapshot of run `run` at `point` ("initial", "final", "epoch-<e>", "step-<s>"); returns
   // false when it was not written. Null: no snapshots.
   std::function<bool(int run, const std::string& point,
@@ -304,6 +306,16 @@ struct ComparisonResult {
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
   bool diverged() const { return expect_identical && !identical; }
+  // Fewer than two same-seed runs: nothing was compared, there is no verdict (exit 5, a failing
+  // JUnit verdict), unless allow_empty (--allow-empty) says that is expected.
+  bool nothing_compared() const { return compared_runs.size() < 2; }
+  bool allow_empty = false;
+  // The --trace-ops window that would localise the divergence: the first divergent step's, when
+  // the runs part without op records there (none recorded, or outside the window).
+  std::optional<OpWindow> suggested_trace_ops;
+  // The command that re-runs the audit with that window, when whoever made the result knows it
+  // (`run` does; `compare` of files does not): shown in the next step.
+  std::string rerun_command;
   // Planned runs of an audit folder have no whole trace (a shard not finished, a run killed): the
   // verdict is over part of the audit.
   bool incomplete() const {

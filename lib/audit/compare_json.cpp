@@ -295,9 +295,16 @@ json to_json(const ComparisonResult& r) {
                 {"loss_tolerance", r.loss_tolerance},
                 {"diverged", r.diverged()},
                 {"complete", !r.incomplete()},
+                {"nothing_compared", r.nothing_compared()},
+                {"allow_empty", r.allow_empty},
                 {"classes", r.classes},
                 {"compared_runs", r.compared_runs}}},
               {"first_divergence", divergence_json(r.first_divergence)},
+              {"next_step", r.suggested_trace_ops
+                                ? json{{"trace_ops", to_string(*r.suggested_trace_ops)},
+                                       {"command", r.rerun_command.empty() ? json(nullptr)
+                                                                           : json(r.rerun_command)}}
+                                : json(nullptr)},
               {"categories", categories_json(r)},
               {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
               {"final_loss_difference", loss_difference_json(r.final_loss_difference)},

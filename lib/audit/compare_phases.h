@@ -94,6 +94,10 @@ struct SeedGroupStatistics {
 };
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 
+// The --trace-ops window that would name the op where the runs part (ComparisonResult
+// ::suggested_trace_ops), from the first divergence and the root causes found.
+std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result);
+
 // Environment keys that differ from run 0's, one line each (each distinct line once).
 std::vector<std::string> environment_differences(const std::vector<Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that

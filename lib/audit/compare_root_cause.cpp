@@ -253,5 +253,17 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
   return causes;
 }
 
+std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
+  const auto window_at = [](std::int64_t step) { return OpWindow{step, step + 1}; };
+  if (result.identical || !result.first_divergence || !result.first_divergence->step) {
+    return std::nullopt;  // nothing parts, or the initial weights do: no step to record
+  }
+  if (!result.ops_traced) return window_at(*result.first_divergence->step);
+  for (const RootCause& c : result.root_causes) {
+    if (c.kind == RootCause::Kind::outside_window) return window_at(c.step);
+  }
+  return std::nullopt;  // the op records localised it
+}
+
 }  // namespace phases
 }  // namespace ra::audit

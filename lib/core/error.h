@@ -10,11 +10,12 @@ namespace ra {
 
 // Exit codes shared by every subcommand.
 enum class ExitCode : int {
-  ok = 0,          // reproducible, or as --expect allows
-  divergence = 1,  // runs differ where equality was expected
-  bad_input = 2,   // malformed spec, bad file, wrong usage
-  runtime = 3,     // device or runtime failure
-  incomplete = 4,  // an audit folder's planned runs are not all whole (a shard not finished)
+  ok = 0,                // reproducible, or as --expect allows
+  divergence = 1,        // runs differ where equality was expected
+  bad_input = 2,         // malformed spec, bad file, wrong usage
+  runtime = 3,           // device or runtime failure
+  incomplete = 4,        // an audit folder's planned runs are not all whole (a shard not finished)
+  nothing_compared = 5,  // fewer than two same-seed runs: no verdict (unless --allow-empty)
 };
 
 // Bad input: a spec, a data file, a trace or a command line the user can fix. Exit code 2.

@@ -22,9 +22,10 @@ std::string verdict(const ComparisonResult& r);           // the verdict and the
 std::string warnings(const ComparisonResult& r);          // WARNING: lines
 std::string first_divergence(const ComparisonResult& r);  // where the compared runs first part
 std::string root_cause(const ComparisonResult& r);        // with op records: the op where they part
-std::string audit_folders(const ComparisonResult& r);     // missing runs, foreign files, notes
-std::string environment(const ComparisonResult& r);       // environment and ledger differences
-std::string category_table(const ComparisonResult& r);    // one line per category
+std::string next_step(const ComparisonResult& r);  // the --trace-ops re-run that would localise it
+std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign files, notes
+std::string environment(const ComparisonResult& r);     // environment and ledger differences
+std::string category_table(const ComparisonResult& r);  // one line per category
 
 std::string loss_differences(const ComparisonResult& r);  // first differing and final loss
 std::string growth_table(const ComparisonResult& r);      // per epoch, when runs differ

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "audit/op_window.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
 
@@ -26,7 +27,9 @@ std::string verdict(const ComparisonResult& r) {
   }
   std::string head;
   if (n < 2) {
-    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs)";
+    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs): " +
+           (r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
+                          : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)");
   } else if (r.identical) {
     head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {
@@ -90,6 +93,21 @@ std::string first_divergence(const ComparisonResult& r) {
                   r.divergent_machines.size() - kShown);
   }
   return out;
+}
+
+std::string next_step(const ComparisonResult& r) {
+  if (!r.suggested_trace_ops) return "";
+  const std::string window = audit::to_string(*r.suggested_trace_ops);
+  const std::int64_t step = r.suggested_trace_ops->first;
+  const std::string why = format(
+      "records the ops of step %lld, so that the report names the op "
+      "where the runs part",
+      static_cast<long long>(step));
+  if (!r.rerun_command.empty()) {
+    return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";
+  }
+  return "next step: run the audit again with --trace-ops " + window +
+         " (its spec and options, another --out): " + why + "\n";
 }
 
 namespace {
