@@ -59,25 +59,37 @@ std::string case_xml(const Case& c, const std::string& classname) {
   return out + "/>\n";
 }
 
-// The overall verdict: the first line of the text report's verdict, failing on a divergence
-// where identity was expected.
+// The first line of a text section ("" when it has none), and the lines after it.
+std::string first_line(const std::string& section) {
+  return section.substr(0, section.find('\n'));
+}
+std::string after_first_line(const std::string& section) {
+  const std::size_t end = section.find('\n');
+  return end == std::string::npos ? std::string() : section.substr(end + 1);
+}
+
+// The overall verdict, failing on a divergence where identity was expected (its message is where
+// the runs first part and why: what a CI page shows first), and on an audit that compared nothing
+// (unless --allow-empty). The failure's text holds what the message does not: the verdict, the
+// classes, the root cause's details and the next step, never the message again.
 Case verdict_case(const ComparisonResult& r) {
   Case c;
-  c.name = "verdict";
+  c.name = "1 verdict";
   c.time = total_seconds(r);
   const std::string verdict = text::verdict(r);
-  const std::string head = verdict.substr(0, verdict.find('\n'));
-  if (r.compared_runs.size() < 2) {
-    c.outcome = Case::Outcome::skipped;
+  const std::string head = first_line(verdict);
+  if (r.nothing_compared()) {
+    c.outcome = r.allow_empty ? Case::Outcome::skipped : Case::Outcome::failed;
+    c.failure_type = "nothing-compared";
     c.message = head;
+    c.detail = verdict;
   } else if (r.diverged()) {
     c.outcome = Case::Outcome::failed;
-    c.message = head;
-    if (r.first_divergence) {
-      const std::string first = text::first_divergence(r);
-      c.message += "; " + first.substr(0, first.find('\n'));
-    }
-    c.detail = text::cut_long_lines(verdict + text::first_divergence(r) + text::root_cause(r));
+    const std::string first = text::first_divergence(r), cause = text::root_cause(r);
+    c.message = r.first_divergence ? first_line(first) : head;
+    if (!cause.empty()) c.message += "; " + first_line(cause);
+    c.detail = text::cut_long_lines(verdict + after_first_line(first) + after_first_line(cause) +
+                                    text::next_step(r));
   } else {
     c.message = head;
   }
@@ -88,7 +100,7 @@ Case verdict_case(const ComparisonResult& r) {
 // not finished), whose verdict is over part of the runs.
 Case completeness_case(const ComparisonResult& r) {
   Case c;
-  c.name = "complete audit";
+  c.name = "2 complete audit";
   const std::string folders = text::audit_folders(r);
   if (r.incomplete()) {
     c.outcome = Case::Outcome::failed;
@@ -103,10 +115,12 @@ Case completeness_case(const ComparisonResult& r) {
   return c;
 }
 
-// One category: fails where identity was expected and the category differs.
+// One category: fails where identity was expected and the category differs. Numbered after the
+// verdict in causal order, so that a viewer sorting cases by name shows them as they happened.
 Case category_case(const ComparisonResult& r, const CategoryVerdict& v) {
   Case c;
-  c.name = text::category_title(v.category);
+  c.name =
+      std::to_string(3 + static_cast<int>(v.category)) + " " + text::category_title(v.category);
   if (r.compared_runs.size() < 2) {
     c.outcome = Case::Outcome::skipped;
     c.message = "no same-seed pair to compare";
@@ -124,8 +138,7 @@ Case category_case(const ComparisonResult& r, const CategoryVerdict& v) {
   what += format("; %lld steps differ", static_cast<long long>(v.steps_differing));
   if (r.expect_identical) {
     c.outcome = Case::Outcome::failed;
-    c.message = what;
-    c.detail = what + "\n";
+    c.message = what;  // the whole of it: no text repeats it
   } else {
     c.message = what + " (allowed: bitwise identity was not expected)";
   }
@@ -136,24 +149,14 @@ std::string property(const std::string& name, const std::string& value) {
   return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
 }
 
+// What a CI page needs beside the cases; per-run facts are in the JSON report.
 std::string properties(const ComparisonResult& r) {
   std::string out = "    <properties>\n";
   out += property("spec_name", r.spec_name);
-  out += property("spec_digest", r.spec_digest);
   out += property("mode", r.mode_summary);
   out += property("expect_identical", r.expect_identical ? "true" : "false");
   out += property("compared_runs", text::run_list(r.compared_runs));
-  out += property("loss_tolerance", format("%g", r.loss_tolerance));
-  for (const audit::RunSummary& s : r.runs) {
-    const std::string run = "run." + std::to_string(s.run) + ".";
-    out += property(run + "seed_group", s.seed_group);
-    out += property(run + "seeds", "init=" + std::to_string(s.seed_init) +
-                                       " data=" + std::to_string(s.seed_data) +
-                                       " dropout=" + std::to_string(s.seed_dropout));
-    out += property(run + "seconds", seconds(s.total_seconds));
-    out += property(run + "median_step_ms", format("%.3f", s.median_step_seconds * 1e3));
-    out += property(run + "source", s.source);
-  }
+  out += property("outcome_classes", std::to_string(r.classes.size()));
   return out + "    </properties>\n";
 }
 

@@ -2,6 +2,7 @@
 // every report validates with xmllint against docs/junit-subset.xsd, the subset CI readers share.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -71,14 +72,38 @@ TEST_CASE("a divergence where identity was expected fails the verdict and each c
   // pass.
   CHECK(xml.find("tests=\"7\" failures=\"5\" errors=\"0\" skipped=\"0\"") != std::string::npos);
   CHECK(count(xml, "<failure ") == 5);
-  CHECK(xml.find("name=\"initial weights\" time=\"0.000\"/>") != std::string::npos);
+  CHECK(xml.find("name=\"3 initial weights\" time=\"0.000\"/>") != std::string::npos);
+  // The verdict's message is where the runs first part; its text holds the rest, not the message
+  // again.
+  CHECK(xml.find("name=\"1 verdict\"") < xml.find("name=\"3 initial weights\""));
+  CHECK(xml.find("<failure message=\"first divergence: step 1 (epoch 1, batch 1), gradients of "
+                 "dense_1.weight (runs 2 differ from run 0)\" type=\"divergence\">DIVERGED: ") !=
+        std::string::npos);
+  CHECK(count(xml, "first divergence: step 1") == 2);  // the message, and the suite's output
   CHECK(xml.find("<failure message=\"first differs at step 1 (epoch 1, batch 1), in "
-                 "dense_1.weight (runs 2 differ from run 0); 3 steps differ\"") !=
-        std::string::npos);
-  CHECK(xml.find("<property name=\"run.2.seeds\" value=\"init=42 data=42 dropout=42\"/>") !=
-        std::string::npos);
-  CHECK(xml.find("<property name=\"spec_digest\" value=\"0123456789abcdef0123456789abcdef\"/>") !=
-        std::string::npos);
+                 "dense_1.weight (runs 2 differ from run 0); 3 steps differ\" "
+                 "type=\"divergence\"></failure>") != std::string::npos);
+  // The next step: the traces have no op records.
+  CHECK(xml.find("next step: run the audit again with --trace-ops 1:2") != std::string::npos);
+  // Properties: what a CI page needs; per-run facts are in the JSON report.
+  CHECK(count(xml, "<property ") == 5);
+  CHECK(xml.find("run.2.seeds") == std::string::npos);
+}
+
+TEST_CASE("the cases are numbered in causal order, so a viewer sorting by name keeps it",
+          "[report][junit]") {
+  std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
+  ra::test::diverge(traces[1], 2, 0);
+  const std::string xml = ra::report::render_junit(ra::audit::compare_traces(traces, {}));
+  std::vector<std::string> names;
+  for (auto at = xml.find("<testcase "); at != std::string::npos;
+       at = xml.find("<testcase ", at + 1)) {
+    const auto start = xml.find(" name=\"", at) + 7;
+    names.push_back(xml.substr(start, xml.find('"', start) - start));
+  }
+  CHECK(names == std::vector<std::string>{"1 verdict", "3 initial weights", "4 batches", "5 losses",
+                                          "6 gradients", "7 weights", "8 optimizer state"});
+  CHECK(std::is_sorted(names.begin(), names.end()));
 }
 
 TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
@@ -97,12 +122,25 @@ TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
   CHECK(xml.find("NOT BITWISE IDENTICAL (allowed)") != std::string::npos);
 }
 
-TEST_CASE("one run has nothing to compare: every testcase is skipped", "[report][junit]") {
-  const auto result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), {});
-  const std::string xml = ra::report::render_junit(result);
+TEST_CASE("one run has nothing to compare: the verdict fails, unless empty is allowed",
+          "[report][junit]") {
+  auto result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), {});
+  REQUIRE(result.nothing_compared());
+  std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());
+  CHECK(count(xml, "<failure ") == 1);
+  CHECK(xml.find("type=\"nothing-compared\"") != std::string::npos);
+  CHECK(xml.find("nothing was compared, no verdict (exit 5; --allow-empty accepts it)") !=
+        std::string::npos);
+  CHECK(count(xml, "<skipped message=") == 6);  // the categories
+  // --allow-empty: nothing fails, everything is skipped.
+  ra::audit::ComparisonOptions allow;
+  allow.allow_empty = true;
+  result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), allow);
+  xml = ra::report::render_junit(result);
+  CHECK(count(xml, "<failure ") == 0);
   CHECK(count(xml, "<skipped message=") == 7);
-  CHECK(xml.find("skipped=\"7\"") != std::string::npos);
+  CHECK(xml.find("nothing was compared (allowed: --allow-empty)") != std::string::npos);
 }
 
 TEST_CASE("names from specs and traces cannot inject markup into the JUnit report",
