@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "audit/algorithm_file.h"
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
+#include "audit/audit_folder_setup.h"
 #include "audit/op_window.h"
 #include "audit/report_paths.h"
 #include "commands.h"
@@ -41,6 +43,7 @@ struct RunCommandOptions {
   bool overwrite = false;
   bool resume = false;
   bool no_magnitude = false;
+  bool allow_empty = false;
   std::string save_algorithms;
   std::string pin_algorithms;
 };
@@ -128,6 +131,37 @@ int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::pat
   return 0;
 }
 
+// A word as the shell reads it: quoted when it holds anything but plain characters.
+std::string shell_word(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789-_./=:,+@%") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// This command again, recording the ops of `window` into a folder of its own: the options that
+// choose a folder or report files are left out (the audit there is done), the rest kept.
+std::string rerun_with_window(const std::string& window, const std::filesystem::path& out) {
+  static const std::set<std::string> dropped_with_value{"--trace-ops", "--out",  "--json",
+                                                        "--junit",     "--html", "--shard"};
+  static const std::set<std::string> dropped{"--resume", "--overwrite"};
+  std::string command = "repro-audit";
+  const std::vector<std::string>& args = command_arguments();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (dropped.contains(args[i])) continue;
+    if (dropped_with_value.contains(name)) {
+      if (name == args[i]) ++i;  // "--out DIR": its value too
+      continue;
+    }
+    command += " " + shell_word(args[i]);
+  }
+  return command + " --trace-ops " + window + " --out " + shell_word(out.string() + "-ops");
+}
+
 int run_run(RunCommandOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
@@ -182,10 +216,20 @@ int run_run(RunCommandOptions& o) {
     audit::check_algorithms_can_be_saved(s, train::gpu_fingerprint());
     a.save_algorithms = o.save_algorithms;
   }
+  // The default folder is no trap: the same command run again moves the last audit aside.
+  if (o.out.empty() && a.folder_use == audit::FolderUse::fresh && !a.shard) {
+    if (const auto moved = audit::move_earlier_audit_aside(a.out_dir)) {
+      spdlog::warn("moved the earlier audit in {} to {}", a.out_dir.string(), moved->string());
+    }
+  }
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
                a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
-  const audit::AuditResult result = audit::run_audit(s, a, hooks);
+  audit::AuditResult result = audit::run_audit(s, a, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
+  result.comparison.allow_empty = o.allow_empty;
+  if (const auto& window = result.comparison.suggested_trace_ops) {
+    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), a.out_dir);
+  }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 
@@ -268,6 +312,8 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--trace-ops", o->trace_ops,
                   "Also record every op of the steps in WINDOW (A:B, A: or all): inputs' and "
                   "outputs' digests, so the report names the op where runs first part");
+  cmd->add_flag("--allow-empty", o->allow_empty,
+                "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,
                 "Do not measure how much a root-cause op's outputs differ (a replay of the "
                 "reference run to the op, executing it until each run's outputs reappear)");

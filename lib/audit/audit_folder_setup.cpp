@@ -18,6 +18,32 @@ std::optional<std::string> report_in_folder(const std::filesystem::path& report,
   return parent.filename().string();
 }
 
+std::optional<std::filesystem::path> move_earlier_audit_aside(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || !fs::exists(dir / kManifestName, ec)) return std::nullopt;
+  const FolderLock lock(dir);  // never move an audit that runs
+  AuditManifest earlier;
+  try {
+    earlier = read_manifest(dir);
+  } catch (const InputError&) {
+    return std::nullopt;  // not an audit this tool can vouch for: the folder rules apply
+  }
+  std::string stamp = earlier.created;  // "2026-11-26T16:58:01Z": no ':' in a file name
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  const std::string base = dir.filename().string() + "." + stamp;
+  fs::path target = dir.parent_path() / base;
+  for (int n = 2; fs::exists(fs::symlink_status(target, ec)); ++n) {
+    target = dir.parent_path() / (base + "-" + std::to_string(n));
+  }
+  fs::rename(dir, target, ec);
+  if (ec) {
+    throw InputError("cannot move the earlier audit in " + dir.string() + " to " + target.string() +
+                     ": " + ec.message() + "; give --out, --resume or --overwrite");
+  }
+  return target;
+}
+
 OutputFolder::OutputFolder(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   created_ = std::filesystem::create_directories(path, ec);

@@ -30,6 +30,14 @@ class OutputFolder {
   int exceptions_ = std::uncaught_exceptions();
 };
 
+// `run` without --out writes into its default folder, repro-audit-out/<spec name>: running the
+// same command again must not trip over the audit the last one left there. When `dir` holds an
+// audit (a readable manifest) and no audit runs in it, it is renamed to a sibling named by its
+// creation time, "<dir>.2026-11-26T16-58-01Z" (another suffix -2, -3... when taken), and the new
+// path returned; none when there is nothing to move (no folder, no manifest: the audit then
+// treats the folder as before). InputError when an audit runs in it.
+std::optional<std::filesystem::path> move_earlier_audit_aside(const std::filesystem::path& dir);
+
 // What an audit call does with its folder, decided with the folder locked.
 struct FolderPlan {
   AuditManifest manifest;

@@ -79,8 +79,10 @@ TEST_CASE("compare of traces from separate processes gives the in-process verdic
           "[cli][audit]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "a")).exit_code == 0);
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "b")).exit_code == 0);
+  // One run alone compares nothing (exit 5); compared together, the two are an audit.
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "a")).exit_code == 5);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "b") + " --allow-empty")
+              .exit_code == 0);
   const auto together =
       run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "ab") + " --json -");
   const auto compared = run_cli("compare " + q(dir.path() / "a" / "run-000.trace.jsonl") + " " +

@@ -143,7 +143,7 @@ TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwri
   TempDir dir;
   const auto spec = q(write_spec(dir));
   const auto out = dir.path() / "out";
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(out)).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(out) + " --allow-empty").exit_code == 0);
   dir.write("out/notes.txt", "the user's");
 
   const auto again = run_cli("run " + spec + " --runs 1 --out " + q(out));
@@ -172,7 +172,9 @@ TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwri
   REQUIRE(report.at("audit_folders")[0].at("audit_id") == manifest.at("audit_id"));
 
   // --overwrite again removes the report it wrote there too; --resume and --overwrite exclude.
-  REQUIRE(run_cli("run " + spec + " --runs 1 --overwrite --out " + q(out)).exit_code == 0);
+  REQUIRE(
+      run_cli("run " + spec + " --runs 1 --overwrite --allow-empty --out " + q(out)).exit_code ==
+      0);
   REQUIRE_FALSE(fs::exists(out / "report.json"));
   REQUIRE(fs::exists(out / "notes.txt"));
   const auto both = run_cli("run " + spec + " --resume --overwrite --out " + q(out));

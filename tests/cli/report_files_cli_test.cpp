@@ -44,8 +44,8 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   REQUIRE(ok.exit_code == 0);
   const std::string passed = ra::test::read_text(junit);
   CHECK(has(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"8\" failures=\"0\""));
-  CHECK(has(passed, "name=\"complete audit\""));
-  CHECK(has(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"verdict\""));
+  CHECK(has(passed, "name=\"2 complete audit\""));
+  CHECK(has(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"1 verdict\""));
   CHECK(has(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
 
   // --overwrite knows the report as the tool's own file, and writes the new one in its place.
@@ -56,7 +56,10 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   REQUIRE(bad.exit_code == 1);
   const std::string failed = ra::test::read_text(junit);
   CHECK(has(failed, "failures=\"2\""));  // the verdict and the weights (a low bit: nothing else)
-  CHECK(has(failed, "<failure message=\"DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
+  CHECK(has(failed,
+            "<failure message=\"first divergence: step 1 (epoch 1, batch 1), weights of "
+            "dense_0.weight"));
+  CHECK(has(failed, "\" type=\"divergence\">DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
   CHECK(has(failed, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
 
   // compare of the folder writes the same verdicts.

@@ -102,7 +102,7 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
             "or not started)"));
   CHECK(has(partial.out, "missing run 2 (shard 2/3): no trace"));
   const std::string xml = ra::test::read_text(junit);
-  CHECK(has(xml, "name=\"complete audit\""));
+  CHECK(has(xml, "name=\"2 complete audit\""));
   CHECK(has(xml, "type=\"incomplete\""));
 
   const auto last = run_cli("run " + spec + " --runs 3 --shard 2/3 --out " + quoted(out));
