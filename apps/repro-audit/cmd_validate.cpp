@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/printable.h"
+#include "data/dataset.h"
 #include "json_output.h"
 #include "spec/limits.h"
 #include "spec/memory_plan.h"
@@ -44,6 +45,8 @@ int run_validate(const ValidateOptions& o) {
                 json_text(nlohmann::json{{"valid", false}, {"problems", problems}}).c_str());
     throw;
   }
+  // A spec is valid when it can run: its data files too (named by their spec keys when not).
+  data::check_data_files(s.data);
   const spec::ResolvedModel m = spec::resolve_model(s.model);
   // The memory one run plans (docs/spec.md, "Limits"); idx sets without a limit count as empty
   // until their files are read.

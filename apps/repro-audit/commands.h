@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace ra::app {
 
@@ -16,5 +18,12 @@ void register_run(CLI::App& app, CommandRun& run);
 void register_compare(CLI::App& app, CommandRun& run);
 void register_env(CLI::App& app, CommandRun& run);
 void register_bench(CLI::App& app, CommandRun& run);
+// `completion bash|zsh|fish`: a script made from `app`'s subcommands and options (register last).
+void register_completion(CLI::App& app, CommandRun& run);
+
+// The process's arguments after the program name, as given (set by main before parsing): what a
+// report quotes back to the user as the command to run next.
+const std::vector<std::string>& command_arguments();
+void set_command_arguments(std::vector<std::string> arguments);
 
 }  // namespace ra::app

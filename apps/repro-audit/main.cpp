@@ -9,6 +9,7 @@
 #include <exception>
 #include <new>
 
+#include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/printable.h"
@@ -28,13 +29,41 @@ void setup_logging(int verbosity, bool quiet) {
 
 }  // namespace
 
+namespace ra::app {
+namespace {
+std::vector<std::string>& arguments() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+const std::vector<std::string>& command_arguments() {
+  return arguments();
+}
+void set_command_arguments(std::vector<std::string> args) {
+  arguments() = std::move(args);
+}
+}  // namespace ra::app
+
+// "repro-audit 0.1.0 (commit 1a2b3c4d5e6f, CUDA yes)": what a bug report needs to name.
+std::string version_line() {
+#ifdef RA_HAVE_CUDA
+  const char* cuda = "yes";
+#else
+  const char* cuda = "no";
+#endif
+  return std::string("repro-audit ") + REPRO_AUDIT_VERSION + " (commit " + REPRO_AUDIT_COMMIT +
+         ", CUDA " + cuda + ")";
+}
+
 int main(int argc, char** argv) {
+  ra::app::set_command_arguments(std::vector<std::string>(argv + 1, argv + argc));
   // A reader of stdout that goes away (`| head -1`) must not kill the process mid-report: writes
   // then fail with EPIPE, which the report output handles (report_output.cpp), files written.
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"repro-audit: measures the reproducibility of neural-network training"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", REPRO_AUDIT_VERSION);
+  app.set_version_flag("--version", version_line());
   int verbosity = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "More log detail on stderr");
@@ -52,6 +81,10 @@ int main(int argc, char** argv) {
   ra::app::register_validate(app, run);
   ra::app::register_env(app, run);
   ra::app::register_bench(app, run);
+  ra::app::register_completion(app, run);
+  // Global options after the subcommand too (`run spec.json -q`), and integers worded as such.
+  for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
+  ra::app::check_integers_first(app);
 
   try {
     app.parse(argc, argv);
@@ -61,6 +94,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::vector<std::string> extras = app.remaining();
+    for (const CLI::App* sub : app.get_subcommands()) {
+      for (const std::string& r : sub->remaining()) extras.push_back(r);
+    }
+    std::fputs((ra::app::unexpected_arguments_message(app, extras) +
+                "Run with --help for more information.\n")
+                   .c_str(),
+               stderr);
+    return static_cast<int>(ra::ExitCode::bad_input);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return static_cast<int>(ra::ExitCode::bad_input);

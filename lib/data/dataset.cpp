@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "data/idx.h"
 #include "data/synthetic.h"
 
@@ -24,8 +26,28 @@ std::int64_t limited_count(std::int64_t available, std::int64_t limit, std::stri
   return limit == 0 ? available : limit;
 }
 
+// A problem with a data file, said with the spec key that names it.
+std::string keyed(std::string_view role, const char* field, const std::string& problem) {
+  return "data." + std::string(role) + "." + field + ": " + problem;
+}
+
+// Whether the file can be opened (InputFile: a regular file, readable): "" or the problem.
+std::string open_problem(const std::string& path) {
+  try {
+    const InputFile file(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
                          const Shape& expected_sample_shape) {
+  for (const auto& [field, path] : {std::pair{"images", &spec.images}, {"labels", &spec.labels}}) {
+    if (const std::string problem = open_problem(*path); !problem.empty()) {
+      throw InputError(keyed(role, field, problem));
+    }
+  }
   // Both headers are read and checked against each other, the limit and the model before any
   // data: a mismatched or oversized file is refused after a few bytes, not after inflating it.
   IdxReader images_file(spec.images);
@@ -113,6 +135,21 @@ Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_vie
     }
   }
   throw InputError("data." + std::string(role) + ".format: unknown data format");
+}
+
+void check_data_files(const spec::DataSpec& data) {
+  std::vector<Problem> problems;
+  const auto check = [&](const spec::DatasetSpec& set, std::string_view role) {
+    if (set.format != spec::DataFormat::idx) return;
+    for (const auto& [field, path] : {std::pair{"images", &set.images}, {"labels", &set.labels}}) {
+      if (const std::string problem = open_problem(*path); !problem.empty()) {
+        problems.push_back({"data." + std::string(role) + "." + field, problem});
+      }
+    }
+  };
+  check(data.train, "train");
+  if (data.eval) check(*data.eval, "eval");
+  if (!problems.empty()) throw ValidationError(std::move(problems));
 }
 
 void check_labels(const Dataset& set, int classes) {

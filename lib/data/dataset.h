@@ -49,4 +49,9 @@ Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_vie
 // loss would otherwise meet it in some batch, many steps in, and could name only its batch row.
 void check_labels(const Dataset& set, int classes);
 
+// That every data file the spec names can be opened for reading (a regular file, there, readable):
+// ValidationError listing each that cannot, by its spec key ("data.train.images: /nope/x.gz: cannot
+// open (No such file or directory)"). `validate` checks it; loading says the same key.
+void check_data_files(const spec::DataSpec& data);
+
 }  // namespace ra::data

@@ -1,0 +1,101 @@
+// The command line at the level of the spec's errors: global options after the subcommand, "did
+// you mean" for option names, type errors worded as such, shell completion, a --version that names
+// the build, and missing data files named by their spec key at validate as at run.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_runner.h"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using ra::test::quoted;
+using ra::test::run_cli;
+using ra::test::TempDir;
+
+namespace {
+
+std::string write_spec(const TempDir& dir, const nlohmann::json& train) {
+  nlohmann::json spec = nlohmann::json::parse(R"({
+    "name": "cmdline", "seed": 4, "threads": 1, "device": "cpu",
+    "data": {"batch_size": 16},
+    "model": {"input": [1, 6, 6], "layers": [{"type": "flatten"}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "sgd", "lr": 0.05}, "train": {"epochs": 1}})");
+  spec["data"]["train"] = train;
+  return quoted(dir.write("spec.json", spec.dump()));
+}
+
+const nlohmann::json kRandom = {
+    {"format", "random"}, {"samples", 32}, {"shape", {1, 6, 6}}, {"classes", 3}};
+
+}  // namespace
+
+TEST_CASE("global options are accepted after the subcommand", "[cli][usability]") {
+  TempDir dir;
+  const auto r = run_cli("run " + write_spec(dir, kRandom) + " --runs 2 --out " +
+                         quoted(dir.path() / "out") + " -q");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Contains("[info]"));
+}
+
+TEST_CASE("a mistyped option gets a suggestion, a word for a number a type error",
+          "[cli][usability]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir, kRandom);
+  const auto typo = run_cli("run " + spec + " --run 2");
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, StartsWith("--run: no such option of `run`; did you mean --runs?\n"));
+  CHECK_THAT(typo.err, !Contains("unexpected argument '2'"));  // --run's value, said with it
+  CHECK_THAT(run_cli("compare x --tolerence 1e-3").err, Contains("did you mean --tolerance?"));
+  const auto word = run_cli("run " + spec + " --runs two");
+  CHECK(word.exit_code == 2);
+  CHECK_THAT(word.err, Contains("--runs: expected a whole number, got 'two'"));
+  CHECK_THAT(run_cli("run " + spec + " --jobs 1.5").err,
+             Contains("--jobs: expected a whole number, got '1.5'"));
+  // A number out of range is still said as a range.
+  CHECK_THAT(run_cli("run " + spec + " --runs 0").err, Contains("not in range 1 to 10000"));
+}
+
+TEST_CASE("completion scripts for bash, zsh and fish", "[cli][usability]") {
+  TempDir dir;
+  for (const std::string shell : {"bash", "zsh", "fish"}) {
+    const auto r = run_cli("completion " + shell);
+    INFO(shell << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("repro-audit"));
+    CHECK_THAT(r.out, Contains(shell == "fish" ? "-l runs" : "--runs"));
+    CHECK_THAT(r.out, Contains("completion"));
+  }
+  // The bash script is valid bash, and completes `run --ru` to --runs.
+  const auto script = dir.write("c.bash", run_cli("completion bash").out);
+  const std::string check = "bash -c 'source " + script.string() +
+                            "; COMP_WORDS=(repro-audit run --ru); COMP_CWORD=2; _repro_audit; "
+                            "echo \"${COMPREPLY[@]}\"' > " +
+                            ra::test::quoted(dir.path() / "out.txt");
+  REQUIRE(std::system(check.c_str()) == 0);
+  CHECK(ra::test::read_text(dir.path() / "out.txt") == "--runs\n");
+  CHECK(run_cli("completion tcsh").exit_code == 2);
+}
+
+TEST_CASE("the version line names the program, its commit and whether CUDA is in",
+          "[cli][usability]") {
+  const auto r = run_cli("--version");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, StartsWith("repro-audit 0.1.0 (commit "));
+  CHECK_THAT(r.out, Contains(", CUDA "));
+}
+
+TEST_CASE("missing data files are named by their spec key, at validate as at run",
+          "[cli][usability]") {
+  TempDir dir;
+  const std::string spec = write_spec(
+      dir, {{"format", "idx"}, {"images", "/nope/train-images.gz"}, {"labels", "/nope/l.gz"}});
+  for (const std::string command :
+       {"validate " + spec, "run " + spec + " --runs 2 --out " + quoted(dir.path() / "out")}) {
+    const auto r = run_cli(command);
+    INFO(command << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("data.train.images: /nope/train-images.gz: cannot open"));
+  }
+}
