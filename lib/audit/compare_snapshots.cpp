@@ -1,20 +1,11 @@
 // Phase of the comparison: divergence measured from weight snapshots (safetensors) of the same
-// point in the compared runs: elements differing, max abs and max ulp per tensor, worst over the
-// runs against the reference (compare_phases.h).
-#include <algorithm>
-
+// point in the compared runs: elements differing, sign flips, max abs, max relative and max ulp
+// per tensor, worst over the runs against the reference (compare_phases.h).
 #include "audit/compare_phases.h"
 #include "core/error.h"
 
 namespace ra::audit::phases {
 namespace {
-
-TensorDifference accumulate(TensorDifference total, const TensorDifference& d) {
-  total.differing += d.differing;
-  total.max_abs = std::max(total.max_abs, d.max_abs);
-  total.max_ulp = std::max(total.max_ulp, d.max_ulp);
-  return total;
-}
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
@@ -31,11 +22,8 @@ void add_run(SnapshotDivergence& out, const NamedTensors& ref, const NamedTensor
       throw InputError("snapshot " + point + " of run " + std::to_string(run) + ": tensor " +
                        other[k].first + " does not match run " + std::to_string(ref_run));
     }
-    const TensorDifference d = compare_tensors(ref[k].second, other[k].second);
     TensorDifference& worst = out.tensors[k].difference;
-    worst.differing = std::max(worst.differing, d.differing);
-    worst.max_abs = std::max(worst.max_abs, d.max_abs);
-    worst.max_ulp = std::max(worst.max_ulp, d.max_ulp);
+    worst = widest(worst, compare_tensors(ref[k].second, other[k].second));
   }
 }
 
@@ -60,7 +48,7 @@ std::optional<SnapshotDivergence> snapshot_divergence(const ComparisonOptions& o
     any = true;
   }
   if (!any) return std::nullopt;
-  for (const auto& t : out.tensors) out.total = accumulate(out.total, t.difference);
+  for (const auto& t : out.tensors) out.total = combined(out.total, t.difference);
   return out;
 }
 

@@ -39,9 +39,7 @@ void widen(std::vector<RootCause::OutputDifference>& spread, const RootCause::Ou
     spread.push_back(d);
     return;
   }
-  it->difference.differing = std::max(it->difference.differing, d.difference.differing);
-  it->difference.max_ulp = std::max(it->difference.max_ulp, d.difference.max_ulp);
-  it->difference.max_abs = std::max(it->difference.max_abs, d.difference.max_abs);
+  it->difference = widest(it->difference, d.difference);
 }
 
 }  // namespace ra::audit

@@ -136,16 +136,50 @@ TensorDifference compare_values(std::span<const float> a, std::span<const float>
                            std::to_string(b.size()) + " values");
   }
   TensorDifference d;
+  double scale = 0;  // the largest finite magnitude of either array
   for (std::size_t i = 0; i < a.size(); ++i) {
+    for (const float v : {a[i], b[i]}) {
+      if (std::isfinite(v)) scale = std::max(scale, std::abs(static_cast<double>(v)));
+    }
     const std::uint64_t ulp = ulp_distance(a[i], b[i]);
     if (ulp == 0) continue;
     ++d.differing;
     d.max_ulp = std::max(d.max_ulp, ulp);
-    if (!std::isnan(a[i]) && !std::isnan(b[i])) {
-      d.max_abs = std::max(d.max_abs, std::abs(static_cast<double>(a[i]) - b[i]));
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      d.max_ulp_same_sign = ulp;  // UINT64_MAX: a NaN against something else
+      continue;
+    }
+    d.max_abs = std::max(d.max_abs, std::abs(static_cast<double>(a[i]) - b[i]));
+    if (a[i] != 0 && b[i] != 0 && std::signbit(a[i]) != std::signbit(b[i])) {
+      ++d.sign_flips;
+    } else {
+      d.max_ulp_same_sign = std::max(d.max_ulp_same_sign, ulp);
     }
   }
+  // Guarding zero: max_abs > 0 with scale 0 takes an infinity against another value (every
+  // finite value is then a zero), and is infinitely far.
+  if (d.max_abs > 0) {
+    d.max_relative = scale > 0 ? d.max_abs / scale : std::numeric_limits<double>::infinity();
+  }
   return d;
+}
+
+TensorDifference widest(const TensorDifference& a, const TensorDifference& b) {
+  TensorDifference w;
+  w.differing = std::max(a.differing, b.differing);
+  w.sign_flips = std::max(a.sign_flips, b.sign_flips);
+  w.max_abs = std::max(a.max_abs, b.max_abs);
+  w.max_relative = std::max(a.max_relative, b.max_relative);
+  w.max_ulp = std::max(a.max_ulp, b.max_ulp);
+  w.max_ulp_same_sign = std::max(a.max_ulp_same_sign, b.max_ulp_same_sign);
+  return w;
+}
+
+TensorDifference combined(const TensorDifference& a, const TensorDifference& b) {
+  TensorDifference c = widest(a, b);
+  c.differing = a.differing + b.differing;
+  c.sign_flips = a.sign_flips + b.sign_flips;
+  return c;
 }
 
 }  // namespace ra::audit

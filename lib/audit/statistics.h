@@ -1,7 +1,8 @@
 #pragma once
 // Outcome statistics of an audit: spread of final loss/accuracy per seed group, how much of the
 // seed-to-seed spread remains when seeds are pinned (std ratio with a bootstrap interval), and
-// how far two fp32 results are apart (ULPs, max |difference|, count of differing elements).
+// how far two fp32 results are apart (ULPs, sign flips, max |difference| absolute and relative,
+// count of differing elements).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -49,15 +50,39 @@ RatioEstimate std_ratio(std::span<const double> same_seed, std::span<const doubl
 // bits are equal (NaN included); any other pair involving a NaN is UINT64_MAX.
 std::uint64_t ulp_distance(float a, float b);
 
+// How far two fp32 arrays are apart, element by element against the reference (docs/report.md,
+// "Magnitudes"). ULP distance is exact, but across zero it counts every float between (about 2^31
+// for 1e-3 against -1e-3): true and unusable. So pairs of opposite sign are counted apart, the ULP
+// maximum is also given over the others, and the size of the difference against the tensor's own
+// scale is given as a relative difference.
 struct TensorDifference {
-  std::int64_t differing = 0;  // elements whose bits differ
-  double max_abs = 0;          // max |a - b| over pairs without a NaN, in double (exact when a, b
-                               // are within a factor 2^28: 24 + 28 + 1 bits fit in 53)
-  std::uint64_t max_ulp = 0;   // max ulp_distance; UINT64_MAX when a NaN meets something else
+  std::int64_t differing = 0;   // elements whose bits differ
+  std::int64_t sign_flips = 0;  // of them, pairs of nonzero numbers of opposite sign (a < 0 < b or
+                                // b < 0 < a). Not a flip: +0 against -0 (equal values), a zero
+                                // against a number (a value that reached zero has not changed
+                                // sign), a NaN against anything (a NaN's sign means nothing)
+  double max_abs = 0;           // max |a - b| over pairs without a NaN, in double (exact when a, b
+                                // are within a factor 2^28: 24 + 28 + 1 bits fit in 53)
+  // max |a - b| / max(|a|, |b|) with both maxima over the whole arrays: the largest difference as
+  // a fraction of the largest finite magnitude of either array (normwise, not per element: per
+  // element, every sign flip is 1 or more and values near zero blow it up, as ULPs do). 0 when
+  // max_abs is 0 (also when both arrays are all zeros); +infinity when an infinity meets another
+  // value.
+  double max_relative = 0;
+  std::uint64_t max_ulp = 0;  // max ulp_distance over every differing pair, sign flips included;
+                              // UINT64_MAX when a NaN meets something else
+  std::uint64_t max_ulp_same_sign = 0;  // max ulp_distance over the differing pairs that are no
+                                        // sign flip (+0 against -0 is 1); UINT64_MAX when a NaN
+                                        // meets something else; 0 when every difference is a flip
 };
+// Shapes must match (std::logic_error naming both shapes otherwise).
 // Shapes must match (std::logic_error naming both shapes otherwise).
 TensorDifference compare_tensors(const Tensor& a, const Tensor& b);
 // The same over two arrays of equal length (std::logic_error otherwise).
 TensorDifference compare_values(std::span<const float> a, std::span<const float> b);
+// The worse of two differences of one tensor, field by field (counts too): the worst over runs.
+TensorDifference widest(const TensorDifference& a, const TensorDifference& b);
+// Differences of two tensors taken together: counts added, maxima the larger.
+TensorDifference combined(const TensorDifference& a, const TensorDifference& b);
 
 }  // namespace ra::audit
