@@ -15,8 +15,12 @@ json optional_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+// max_ulp keeps its meaning (every pair, across zero too) so that a gate reading it never turns
+// laxer; max_ulp_same_sign, sign_flips and max_relative say what it cannot (statistics.h).
 json difference_json(const TensorDifference& d) {
-  return {{"differing", d.differing}, {"max_abs", d.max_abs}, {"max_ulp", d.max_ulp}};
+  return {{"differing", d.differing}, {"sign_flips", d.sign_flips},
+          {"max_abs", d.max_abs},     {"max_relative", d.max_relative},
+          {"max_ulp", d.max_ulp},     {"max_ulp_same_sign", d.max_ulp_same_sign}};
 }
 
 json divergence_json(const std::optional<Divergence>& d) {
@@ -137,13 +141,17 @@ json output_differences_json(const std::string& op,
   json outputs = json::array();
   for (const RootCause::OutputDifference& d : differences) {
     const bool f32 = d.dtype == DType::f32;
-    outputs.push_back({{"output", op_output_name(op, d.output)},
-                       {"index", d.output},
-                       {"dtype", dtype_name(d.dtype)},
-                       {"elements", d.elements},
-                       {"differing", d.difference.differing},
-                       {"max_abs", f32 ? json(d.difference.max_abs) : json(nullptr)},
-                       {"max_ulp", f32 ? json(d.difference.max_ulp) : json(nullptr)}});
+    outputs.push_back(
+        {{"output", op_output_name(op, d.output)},
+         {"index", d.output},
+         {"dtype", dtype_name(d.dtype)},
+         {"elements", d.elements},
+         {"differing", d.difference.differing},
+         {"sign_flips", f32 ? json(d.difference.sign_flips) : json(nullptr)},
+         {"max_abs", f32 ? json(d.difference.max_abs) : json(nullptr)},
+         {"max_relative", f32 ? json(d.difference.max_relative) : json(nullptr)},
+         {"max_ulp", f32 ? json(d.difference.max_ulp) : json(nullptr)},
+         {"max_ulp_same_sign", f32 ? json(d.difference.max_ulp_same_sign) : json(nullptr)}});
   }
   return outputs;
 }

@@ -2,11 +2,26 @@
 // of the seed groups and what the runs cost (report/text_sections.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "report/text_format.h"
 #include "report/text_sections.h"
 
 namespace ra::report::text {
+namespace {
+
+// "max abs 0.00219, relative 0.0043, max 8192 ulp": with sign flips the ULP maximum is over the
+// elements that kept their sign (across zero it would count every float between: about 2^31 for
+// 1e-3 against -1e-3), and says so.
+std::string snapshot_figures(const audit::TensorDifference& d) {
+  std::string out = format("max abs %.3g, relative %.3g", d.max_abs, d.max_relative);
+  if (d.max_ulp_same_sign == UINT64_MAX) return out + ", a NaN against another value";
+  if (d.max_ulp_same_sign == 0) return out;  // every difference is a sign flip
+  return out + format(", max %llu ulp%s", (unsigned long long)d.max_ulp_same_sign,
+                      d.sign_flips > 0 ? " where the signs agree" : "");
+}
+
+}  // namespace
 
 std::string loss_differences(const ComparisonResult& r) {
   std::string out;
@@ -30,7 +45,7 @@ std::string growth_table(const ComparisonResult& r) {
   if (r.identical || r.growth.empty()) return "";
   std::string out =
       "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
-      "max|dw|\n";
+      "max|dw|   relative   sign flips\n";
   for (const auto& g : r.growth) {
     out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch + 1),
                   g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp),
@@ -38,7 +53,10 @@ std::string growth_table(const ComparisonResult& r) {
     out += g.max_abs_eval_accuracy_difference
                ? format(" %17.4f", *g.max_abs_eval_accuracy_difference)
                : format(" %17s", "-");
-    out += g.snapshot ? format(" %18.3g", g.snapshot->max_abs) : format(" %18s", "-");
+    out += g.snapshot
+               ? format(" %18.3g %10.3g %12lld", g.snapshot->max_abs, g.snapshot->max_relative,
+                        static_cast<long long>(g.snapshot->sign_flips))
+               : format(" %18s %10s %12s", "-", "-", "-");
     out += "\n";
   }
   return out;
@@ -50,11 +68,12 @@ std::string snapshots(const ComparisonResult& r) {
     if (s.total.differing == 0) continue;
     int tensors_differing = 0;
     for (const auto& t : s.tensors) tensors_differing += t.difference.differing > 0;
-    out +=
-        format("snapshot %s: %d of %zu tensors differ, %lld elements, max abs %.3g, max %llu ulp\n",
-               shown(s.point).c_str(), tensors_differing, s.tensors.size(),
-               static_cast<long long>(s.total.differing), s.total.max_abs,
-               static_cast<unsigned long long>(s.total.max_ulp));
+    const std::string flips =
+        s.total.sign_flips > 0 ? format(" (%lld change sign)", (long long)s.total.sign_flips) : "";
+    out += format("snapshot %s: %d of %zu tensors differ, %lld elements%s, ",
+                  shown(s.point).c_str(), tensors_differing, s.tensors.size(),
+                  static_cast<long long>(s.total.differing), flips.c_str()) +
+           snapshot_figures(s.total) + "\n";
   }
   return out;
 }

@@ -1,5 +1,7 @@
 // The root-cause section of the text report (report/text_sections.h): where a divergence entered,
 // from op records (audit/compare.h RootCause).
+#include <cstdint>
+
 #include "audit/op_names.h"
 #include "audit/op_window.h"
 #include "report/text_format.h"
@@ -39,15 +41,26 @@ std::string plural(int n, const char* word) {
   return format("%d %s%s", n, word, n == 1 ? "" : "s");
 }
 
-// "dw differs in 14 of 4096 elements, by at most 3 ULP (max |difference| 2.4e-07)"
+// "dw differs in 14 of 4096 elements, by at most 3 ULP (max |difference| 2.4e-07, relative
+// 0.0012)". Elements that changed sign are counted apart and kept out of the ULP maximum, which
+// across zero would count every float between ("14 of 4096 elements (2 change sign), by at most
+// 3 ULP where the signs agree (...)"; "..., all changing sign (...)" when every one did).
 std::string difference_text(const std::string& op, const RootCause::OutputDifference& d) {
-  std::string out = audit::op_output_name(op, d.output) +
-                    format(" differs in %lld of %lld elements", (long long)d.difference.differing,
-                           (long long)d.elements);
+  const audit::TensorDifference& t = d.difference;
+  std::string out =
+      audit::op_output_name(op, d.output) +
+      format(" differs in %lld of %lld elements", (long long)t.differing, (long long)d.elements);
   if (d.dtype != DType::f32) return out;
-  if (d.difference.max_ulp == UINT64_MAX) return out + ", a NaN against a number";
-  return out + format(", by at most %llu ULP (max |difference| %.3g)",
-                      (unsigned long long)d.difference.max_ulp, d.difference.max_abs);
+  if (t.max_ulp_same_sign == UINT64_MAX) return out + ", a NaN against a number";
+  const std::string sizes =
+      format(" (max |difference| %.3g, relative %.3g)", t.max_abs, t.max_relative);
+  if (t.sign_flips == 0)
+    return out + format(", by at most %llu ULP", (unsigned long long)t.max_ulp_same_sign) + sizes;
+  if (t.max_ulp_same_sign == 0) return out + ", all changing sign" + sizes;
+  return out +
+         format(" (%lld change sign), by at most %llu ULP where the signs agree",
+                (long long)t.sign_flips, (unsigned long long)t.max_ulp_same_sign) +
+         sizes;
 }
 
 // The magnitude lines of an op cause (audit/op_replay.h): one per run measured, then the note.

@@ -43,14 +43,18 @@ std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
   return traces;
 }
 
-// Snapshots of the divergence case: one weight element of run 2 is off from epoch 1 on.
+// Snapshots of the divergence case: one weight element of run 2 is off from epoch 1 on, and at
+// the end one bias near zero has changed sign (0.001 to -0.001: about 2e9 ULP across zero, kept
+// out of the same-sign ULP maximum and counted as a sign flip).
 bool divergence_snapshot(int run, const std::string& point,
                          std::vector<std::pair<std::string, ra::Tensor>>& out) {
   if (point == "step-3") return false;  // only steps that were snapshotted exist
   out.clear();
   for (const char* name : {"conv2d_0.weight", "conv2d_0.bias", "dense_1.weight"})
     out.emplace_back(name, ra::Tensor(ra::Shape{2, 3}, 0.5f));
+  out[1].second.data()[2] = 0.001f;
   if (run == 2 && point != "initial" && point != "epoch-0") out[2].second.data()[4] = 0.50048828f;
+  if (run == 2 && (point == "final" || point == "epoch-2")) out[1].second.data()[2] = -0.001f;
   return true;
 }
 
