@@ -2,9 +2,9 @@
 // function returning its HTML, or "" when it has nothing to show.
 #include "report/html_report.h"
 
-#include <cmath>
-#include <map>
+#include <cstdint>
 
+#include "report/html_sections.h"
 #include "report/svg_plot.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
@@ -34,9 +34,9 @@ pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
 svg.plot { display: block; margin: 8px 0 16px; max-width: 100%; height: auto; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 svg .title { font-size: 13px; font-weight: 600; }
-svg .grid { stroke: #e4e4e4; } svg .axes line { stroke: #555; }
 svg .series { stroke-width: 1.4; } svg .marker { stroke: #e15759; stroke-dasharray: 4 3; }
 svg .marker-label { fill: #e15759; } svg .cell-off { fill: #f0f0f0; }
+p.caption { color: #555; font-size: 13px; margin: 2px 0 12px; }
 @media print { body { margin: 0; max-width: none; } .banner { border-width: 2px; } }
 )";
 
@@ -90,122 +90,40 @@ std::string category_table(const ComparisonResult& r) {
   return out;
 }
 
-std::string run_label(const ComparisonResult& r, std::size_t i) {
-  const bool reference = !r.compared_runs.empty() && r.compared_runs[0] == int(i);
-  return "run " + std::to_string(r.runs[i].run) + (reference ? " (reference)" : "");
+std::string ulp_cell(const audit::TensorDifference& d) {
+  if (d.max_ulp_same_sign == UINT64_MAX) return "a NaN against another value";
+  if (d.differing > 0 && d.max_ulp_same_sign == 0) return "(every difference is a sign flip)";
+  return std::to_string(d.max_ulp_same_sign);
 }
 
-std::string loss_plots(const ComparisonResult& r) {
-  svg::LinePlot losses{"Training loss per step, every run", "step", "loss", false};
-  const auto& series = r.series.losses;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    svg::Series s{run_label(r, i), {}, {}};
-    for (std::size_t k = 0; k < series[i].size(); ++k) {
-      s.x.push_back(double(k));
-      s.y.push_back(series[i][k]);
-    }
-    losses.series.push_back(std::move(s));
-  }
-  std::string out = "<h2>Plots</h2>\n" + svg::line_plot(losses);
-  if (r.compared_runs.size() < 2) return out;
-  if (r.identical)
-    return out + "<p>The same-seed runs' losses are bitwise identical: no distance to plot.</p>\n";
-  svg::LinePlot gap{
-      "|loss - reference run's loss| per step, same-seed runs (points where they "
-      "are equal are left out)",
-      "step", "|loss difference| (log scale)", true};
-  const std::vector<float>& ref = series[std::size_t(r.compared_runs[0])];
-  for (std::size_t c = 1; c < r.compared_runs.size(); ++c) {
-    const std::size_t i = std::size_t(r.compared_runs[c]);
-    svg::Series s{run_label(r, i), {}, {}};
-    for (std::size_t k = 0; k < series[i].size() && k < ref.size(); ++k) {
-      s.x.push_back(double(k));
-      s.y.push_back(std::abs(double(series[i][k]) - double(ref[k])));
-    }
-    gap.series.push_back(std::move(s));
-  }
-  if (r.first_divergence && r.first_divergence->step) {
-    gap.marker_x = double(*r.first_divergence->step);
-    gap.marker_label = "first divergence (step " + std::to_string(*r.first_divergence->step) + ")";
-  }
-  return out + svg::line_plot(gap);
+std::string difference_cells(const audit::TensorDifference& d) {
+  return cell(std::to_string(d.differing)) + cell(std::to_string(d.sign_flips)) +
+         cell(format("%.3g", d.max_abs)) + cell(format("%.3g", d.max_relative)) + cell(ulp_cell(d));
 }
 
-std::string growth_plots(const ComparisonResult& r) {
-  if (r.growth.empty() || r.identical) return "";  // nothing grows between identical runs
-  svg::LinePlot ulp{"Divergence growth per epoch: max ULP distance of the loss", "epoch",
-                    "max loss ULP (log scale)", true};
-  svg::LinePlot params{"Parameters whose digest differs at the epoch's end", "epoch",
-                       "parameters differing", false};
-  svg::LinePlot weights{"Max |weight difference| at the epoch's end (snapshots)", "epoch",
-                        "max |difference| (log scale)", true};
-  svg::Series u{"max ULP", {}, {}}, p{"parameters", {}, {}}, w{"max |dw|", {}, {}};
-  for (const audit::EpochGrowth& g : r.growth) {
-    const double epoch = double(g.epoch + 1);
-    u.x.push_back(epoch);
-    u.y.push_back(double(g.max_loss_ulp));
-    p.x.push_back(epoch);
-    p.y.push_back(g.weights_differing);
-    if (g.snapshot) {
-      w.x.push_back(epoch);
-      w.y.push_back(g.snapshot->max_abs);
+// The weight snapshots' differences: per point, all tensors, then each tensor that differs.
+std::string snapshots(const ComparisonResult& r) {
+  if (r.snapshots.empty()) return "";
+  std::string out =
+      "<h2>Weight differences (snapshots)</h2>\n<table><tr><th>point</th><th>tensor</th><th>"
+      "elements differing</th><th>sign flips</th><th>max |difference|</th><th>relative</th><th>"
+      "max ULP, same sign</th></tr>\n";
+  for (const audit::SnapshotDivergence& s : r.snapshots) {
+    out += "<tr>" + cell(html_escaped(s.point)) + cell(format("all %zu", s.tensors.size())) +
+           difference_cells(s.total) + "</tr>\n";
+    for (const audit::TensorDivergence& t : s.tensors) {
+      if (t.difference.differing == 0) continue;
+      out += "<tr>" + cell("") + cell(html_escaped(t.tensor)) + difference_cells(t.difference) +
+             "</tr>\n";
     }
   }
-  ulp.series.push_back(std::move(u));
-  params.series.push_back(std::move(p));
-  ulp.height = params.height = weights.height = 220;
-  ulp.integer_x = params.integer_x = weights.integer_x = params.integer_y = true;
-  std::string out = svg::line_plot(ulp) + svg::line_plot(params);
-  if (!w.x.empty()) {
-    weights.series.push_back(std::move(w));
-    out += svg::line_plot(weights);
-  }
-  return out;
-}
-
-std::string divergence_map(const ComparisonResult& r) {
-  if (r.series.rows.empty() || r.series.rows[0].differs.empty()) return "";
-  svg::CellMap map{"Where digests differ from the reference run (rows in causal order)",
-                   "step",
-                   {},
-                   {},
-                   0,
-                   "differs in some same-seed run",
-                   "identical"};
-  for (const auto& row : r.series.rows) {
-    map.rows.push_back(text::category_title(row.category) + ": " + row.tensor);
-    map.cells.push_back(row.differs);
-  }
-  return svg::cell_map(map);
-}
-
-std::string seed_group_plots(const ComparisonResult& r) {
-  if (r.statistics.size() < 2) return "";
-  svg::StripPlot loss{"Final loss per run, by seed group", "final training loss", {}};
-  svg::StripPlot accuracy{"Evaluation accuracy per run, by seed group", "accuracy", {}};
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;
-  for (const audit::RunSummary& s : r.runs) {
-    groups[s.seed_group].first.push_back(s.final_loss);
-    if (s.eval_accuracy) groups[s.seed_group].second.push_back(*s.eval_accuracy);
-  }
-  for (const auto& [name, values] : groups) {
-    loss.groups.push_back({name + " seeds", values.first});
-    if (!values.second.empty()) accuracy.groups.push_back({name + " seeds", values.second});
-  }
-  std::string out = svg::strip_plot(loss);
-  if (!accuracy.groups.empty()) out += svg::strip_plot(accuracy);
-  for (const auto& [what, ratio] :
-       {std::pair{"final loss", r.loss_std_ratio}, std::pair{"accuracy", r.accuracy_std_ratio}}) {
-    if (!ratio) continue;
-    out += "<p>std(same seeds) / std(different seeds) of the " + std::string(what) + ": " +
-           format("%.3g, %.0f%% bootstrap interval [%.3g, %.3g]", ratio->ratio,
-                  ratio->confidence * 100, ratio->low, ratio->high) +
-           (ratio->trustworthy
-                ? ""
-                : " <span class=\"warning\">" + html_escaped(ratio->warning) + "</span>") +
-           "</p>\n";
-  }
-  return out;
+  return out +
+         "</table>\n<p class=\"caption\">Worst over the same-seed runs against the reference "
+         "run. Sign flips: elements positive in one run and negative in the other (a zero is "
+         "neither). ULP distances are over the other differing elements: across zero an ULP "
+         "distance counts every float between (about 2&times;10<sup>9</sup> for 0.001 against "
+         "&minus;0.001), true but of no use. Relative: the largest |difference| divided by the "
+         "tensor's largest |value|.</p>\n";
 }
 
 std::string statistics(const ComparisonResult& r) {
@@ -256,8 +174,9 @@ std::string render_html(const ComparisonResult& r) {
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) + format(", %zu runs", r.runs.size()) +
          "</h1>\n";
-  out += banner(r) + category_table(r) + loss_plots(r) + growth_plots(r) + divergence_map(r) +
-         seed_group_plots(r) + statistics(r) + differences(r) + cost(r);
+  out += banner(r) + category_table(r) + html::loss_plots(r) + html::growth_plots(r) +
+         html::divergence_map(r) + html::seed_group_plots(r) + snapshots(r) + statistics(r) +
+         differences(r) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

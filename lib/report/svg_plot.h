@@ -2,7 +2,10 @@
 // Plots as inline SVG, written by the tool (no script, no font, no network): a line plot on a
 // linear or logarithmic y axis, and a map of boolean cells (tensor by step). Every label passes
 // through html_escaped. Long series are reduced per pixel column (its minimum and maximum, in
-// order), so a plot's size depends on its width, not on the number of steps.
+// order), so a plot's size depends on its width, not on the number of steps. Legends wrap into
+// rows inside the plot's width (the plot grows by the rows it needs) and list at most
+// kLegendEntries entries, then "and N more".
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,9 +19,27 @@ std::string html_escaped(const std::string& text);
 // The same, line by line: newlines are kept (for <pre>).
 std::string html_lines_escaped(const std::string& text);
 
+// A fixed qualitative palette of kPaletteSize colours: Tableau 10, then ten darker or more
+// saturated hues from Sasha Trubetskoy's "20 distinct colours" (its pale ones left out: they
+// vanish on white). Index i mod kPaletteSize.
+inline constexpr std::size_t kPaletteSize = 20;
+const char* palette_colour(std::size_t i);
+// At most this many legend entries are drawn; the rest are counted ("and 7 more").
+inline constexpr std::size_t kLegendEntries = 20;
+
 struct Series {
   std::string label;
   std::vector<double> x, y;  // equal lengths; on a log axis, points with y <= 0 are left out
+  int colour = -1;           // palette index (the same run keeps its colour from plot to plot);
+                             // -1: the series' position in the plot
+};
+
+// A filled band between two curves, drawn under the series: the spread of many runs (per step,
+// the least and the greatest value over them) where drawing every run would be a tangle.
+struct Band {
+  std::string label;
+  std::vector<double> x, low, high;  // equal lengths; on a log axis, low <= 0 is drawn at the
+                                     // axis' bottom and points with high <= 0 are left out
 };
 
 struct LinePlot {
@@ -26,10 +47,11 @@ struct LinePlot {
   std::string x_label, y_label;  // with units: "step", "loss (nats)"
   bool log_y = false;
   std::vector<Series> series;
+  std::optional<Band> band;
   bool integer_x = false, integer_y = false;  // counts (epochs, parameters): whole-number ticks
   std::optional<double> marker_x;             // a vertical line (the first divergent step)
   std::string marker_label;
-  int width = 960, height = 300;
+  int width = 960, height = 300;  // height with a one-row legend; each further row adds to it
 };
 std::string line_plot(const LinePlot& plot);
 

@@ -168,3 +168,33 @@ TEST_CASE("a large audit's page stays under 5 MB", "[report][html]") {
   CHECK(html.size() < 5u * 1024 * 1024);
   CHECK(count(html, "<svg ") >= 4);
 }
+
+TEST_CASE("the page gives the snapshots' sign flips, relative difference and same-sign ULP",
+          "[report][html]") {
+  std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
+  ra::test::diverge(traces[1], 1, 0);
+  ra::audit::ComparisonOptions options;
+  // conv2d_0.weight of run 1 at the end: 0.001 became -0.001 (a flip) and 0.5 became 0.5 + 2^-23
+  // (2 ulp: floats in [0.5, 1) are 2^-24 apart). Max |d| 0.002 (the flip), largest |value| 0.5
+  // (0.5 + 2^-23 to three digits), relative 0.004; the same-sign ULP maximum 2.
+  options.load_snapshot = [](int run, const std::string& point,
+                             std::vector<std::pair<std::string, ra::Tensor>>& out) {
+    out.clear();
+    out.emplace_back("conv2d_0.weight", ra::Tensor(ra::Shape{2, 3}, 0.5f));
+    out[0].second.data()[0] = 0.001f;
+    if (run == 1 && point == "final") {
+      out[0].second.data()[0] = -0.001f;
+      out[0].second.data()[1] = 0.5f + 0x1p-23f;
+    }
+    return true;
+  };
+  const std::string html = ra::report::render_html(ra::audit::compare_traces(traces, options));
+  const std::size_t table = position(html, "<h2>Weight differences (snapshots)</h2>");
+  CHECK(table < position(html, "<h2>Cost per step</h2>"));
+  CHECK(html.find("<tr><td>final</td><td>all 1</td><td>2</td><td>1</td><td>0.002</td><td>0.004"
+                  "</td><td>2</td></tr>") != std::string::npos);
+  CHECK(html.find("<tr><td>initial</td><td>all 1</td><td>0</td><td>0</td><td>0</td><td>0</td>"
+                  "<td>0</td></tr>") != std::string::npos);
+  CHECK(html.find("Sign flips: elements positive in one run and negative in the other") !=
+        std::string::npos);
+}

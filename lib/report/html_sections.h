@@ -1,0 +1,24 @@
+#pragma once
+// The plot sections of the HTML report (report/html_report.h), each returning its HTML, or ""
+// when it has nothing to show. html_report.cpp puts them in order with the tables.
+#include <cstddef>
+#include <string>
+
+#include "audit/compare.h"
+#include "report/svg_plot.h"
+
+namespace ra::report::html {
+
+// Up to this many runs a loss plot draws every run, each in its own colour of the palette. Above
+// it, 21 curves in 20 colours could not be told apart, so it draws the reference run, the
+// kFirstDivergentShown compared runs whose loss parts from the reference's first, and a band
+// from the lowest to the highest loss of all runs at each step.
+inline constexpr std::size_t kMaxCurves = svg::kPaletteSize;
+inline constexpr std::size_t kFirstDivergentShown = 4;
+
+std::string loss_plots(const audit::ComparisonResult& r);        // losses, distance to reference
+std::string growth_plots(const audit::ComparisonResult& r);      // per epoch, from two epochs
+std::string divergence_map(const audit::ComparisonResult& r);    // where digests differ
+std::string seed_group_plots(const audit::ComparisonResult& r);  // with --seeds both
+
+}  // namespace ra::report::html

@@ -1,0 +1,194 @@
+// Plots that scale (report/svg_plot.h, report/html_sections.h): a colour per run up to 20 runs,
+// above that the reference, the first runs to part and a band of all; legends that wrap inside
+// the plot; per-epoch plots only from two epochs; grid lighter than the axes.
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "audit/compare.h"
+#include "audit/in_memory_traces.h"
+#include "report/html_report.h"
+#include "report/svg_plot.h"
+
+namespace {
+
+using ra::audit::Trace;
+using ra::test::TraceBuilder;
+namespace svg = ra::report::svg;
+
+std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
+  std::vector<Trace> traces;
+  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
+  return traces;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The n-th <svg>...</svg> of a page (0-based).
+std::string nth_svg(const std::string& html, int n) {
+  std::size_t at = html.find("<svg ");
+  for (int i = 0; i < n && at != std::string::npos; ++i) at = html.find("<svg ", at + 1);
+  REQUIRE(at != std::string::npos);
+  return html.substr(at, html.find("</svg>", at) + 6 - at);
+}
+
+// Every match of a regex's first group, in order.
+std::vector<std::string> all_of(const std::string& text, const std::string& pattern) {
+  std::vector<std::string> out;
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back((*it)[1]);
+  }
+  return out;
+}
+
+// n runs of 10 steps in 5 epochs; run r in `parting` parts from the reference at step p (its loss
+// from step p + 1: in_memory_traces.h diverge).
+std::string page_of(int n, const std::vector<std::pair<int, int>>& parting) {
+  TraceBuilder b;
+  b.steps = 10;
+  std::vector<Trace> traces = runs_of(b, n);
+  for (const auto& [run, step] : parting) ra::test::diverge(traces[run], step, 0);
+  return ra::report::render_html(ra::audit::compare_traces(traces, {}));
+}
+
+}  // namespace
+
+TEST_CASE("the palette has 20 distinct colours, then repeats", "[report][html][plots]") {
+  std::set<std::string> colours;
+  for (std::size_t i = 0; i < svg::kPaletteSize; ++i) colours.insert(svg::palette_colour(i));
+  CHECK(colours.size() == 20);
+  CHECK(std::string(svg::palette_colour(20)) == svg::palette_colour(0));
+}
+
+TEST_CASE("20 runs: every run a curve of its own colour, every run in the legend",
+          "[report][html][plots]") {
+  std::vector<std::pair<int, int>> parting;
+  for (int run = 1; run < 20; ++run) parting.emplace_back(run, run % 8);
+  const std::string html = page_of(20, parting);
+  const std::string losses = nth_svg(html, 0);
+  const auto strokes =
+      all_of(losses, "<polyline class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+  CHECK(strokes.size() == 20);
+  CHECK(std::set<std::string>(strokes.begin(), strokes.end()).size() == 20);
+  CHECK(strokes[10] != strokes[0]);  // the issue: runs 0 and 10 shared a colour
+  for (int run = 0; run < 20; ++run) {
+    INFO("run " << run);
+    CHECK(count(losses, ">run " + std::to_string(run) + (run == 0 ? " (reference)<" : "<")) == 1);
+  }
+  CHECK(losses.find("more</text>") == std::string::npos);
+  CHECK(losses.find("class=\"band\"") == std::string::npos);
+  // The distance plot gives each run the colour it has in the loss plot.
+  const std::string distance = nth_svg(html, 1);
+  const auto distance_strokes =
+      all_of(distance, "<polyline class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+  REQUIRE(distance_strokes.size() == 19);
+  CHECK(distance_strokes[9] == strokes[10]);
+  CHECK(distance_strokes[18] == strokes[19]);
+}
+
+TEST_CASE("above 20 runs: the reference, the first 4 runs to part, and a band of all",
+          "[report][html][plots]") {
+  // Loss parts from step p + 1: run 20 at 1, runs 9 and 17 at 2, run 12 at 3, runs 5 and 3 later.
+  const std::string html = page_of(21, {{5, 4}, {9, 1}, {12, 2}, {3, 6}, {17, 1}, {20, 0}});
+  CHECK(html.find("21 runs are too many curves to tell apart") != std::string::npos);
+  const std::string losses = nth_svg(html, 0);
+  CHECK(all_of(losses, "class=\"legend\">([^<]+)<") ==
+        std::vector<std::string>{"run 0 (reference)", "run 20 (parts at step 1)",
+                                 "run 9 (parts at step 2)", "run 17 (parts at step 2)",
+                                 "run 12 (parts at step 3)", "min..max over all 21 runs"});
+  CHECK(count(losses, "<polyline class=\"series\"") == 5);
+  CHECK(count(losses, "<polygon class=\"band\"") == 1);
+  const std::string distance = nth_svg(html, 1);
+  CHECK(all_of(distance, "class=\"legend\">([^<]+)<") ==
+        std::vector<std::string>{"run 20 (parts at step 1)", "run 9 (parts at step 2)",
+                                 "run 17 (parts at step 2)", "run 12 (parts at step 3)",
+                                 "min..max over all 20 same-seed runs"});
+  CHECK(count(distance, "<polygon class=\"band\"") == 1);
+  // Run 20 keeps its colour from plot to plot.
+  const auto loss_strokes = all_of(losses, "class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+  const auto gap_strokes = all_of(distance, "class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+  REQUIRE(loss_strokes.size() == 5);
+  REQUIRE(gap_strokes.size() == 4);
+  CHECK(gap_strokes[0] == loss_strokes[1]);
+}
+
+TEST_CASE("the band runs from the least to the greatest value at each step",
+          "[report][html][plots]") {
+  svg::LinePlot plot;
+  plot.title = "band";
+  plot.band = svg::Band{"spread", {0, 1, 2}, {1, 2, 3}, {2, 4, 3}};
+  plot.width = 200 + 78 + 16;   // a plot area 200 px wide: x = 78, 178, 278
+  plot.height = 48 + 100 + 46;  // and 100 px high; values 1..4 padded by 5%: 0.85..4.15
+  const std::string out = svg::line_plot(plot);
+  // Upper edge left to right, then the lower edge back: y(v) = 148 - (v - 0.85) / 3.3 * 100, so
+  // y(1) = 143.45, y(2) = 113.15, y(3) = 82.85, y(4) = 52.55 (to one decimal: 143.5, 113.2, 82.8,
+  // 52.5; the exact values lie a little off the halves).
+  const auto points = all_of(out, "<polygon class=\"band\"[^>]*points=\"([^\"]+)\"");
+  REQUIRE(points.size() == 1);
+  CHECK(points[0] == "78.0,113.2 178.0,52.5 278.0,82.8 278.0,82.8 178.0,113.2 78.0,143.5");
+}
+
+TEST_CASE("legends wrap into rows inside the plot, and count what they leave out",
+          "[report][html][plots]") {
+  svg::LinePlot plot;
+  plot.title = "many";
+  for (int i = 0; i < 25; ++i)
+    plot.series.push_back({"run " + std::to_string(i) + " (label)", {0, 1}, {1, 2}});
+  const std::string out = svg::line_plot(plot);
+  const auto xs = all_of(out, "<text x=\"([0-9.]+)\" y=\"[0-9.]+\" class=\"legend\"");
+  const auto labels = all_of(out, "class=\"legend\">([^<]+)<");
+  REQUIRE(xs.size() == 21);  // 20 entries and "and 5 more"
+  CHECK(labels.back() == "and 5 more");
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    INFO(labels[i]);
+    CHECK(std::stod(xs[i]) + 7.0 * double(labels[i].size()) <= 960 - 16);
+  }
+  // An entry is 24 + 7 * (label length) px: 115 for "run 0 (label)", 122 from "run 10 (label)"
+  // on. Rows of 866 px (78..944) hold runs 0-6, 7-13, then 14-19 and "and 5 more" (70 px): three
+  // rows, so the plot grows by two rows of 15 px.
+  const auto ys = all_of(out, "<text x=\"[0-9.]+\" y=\"([0-9.]+)\" class=\"legend\"");
+  CHECK(std::set<std::string>(ys.begin(), ys.end()).size() == 3);
+  CHECK(ys[6] == ys[0]);
+  CHECK(ys[7] != ys[6]);
+  CHECK(ys[14] != ys[13]);
+  CHECK(out.find("height=\"330\"") != std::string::npos);
+}
+
+TEST_CASE("grid lines are lighter than the axes, whatever the stylesheet",
+          "[report][html][plots]") {
+  svg::LinePlot plot;
+  plot.series.push_back({"a", {0, 1, 2}, {1, 3, 2}});
+  const std::string out = svg::line_plot(plot);
+  CHECK(count(out, "class=\"grid\" stroke=\"#e6e6e6\"") >= 2);
+  CHECK(count(out, "class=\"axis\" stroke=\"#555\"") >= 2);
+  CHECK(count(out, "class=\"grid\"") == count(out, "class=\"grid\" stroke=\"#e6e6e6\""));
+  // The page sets no stroke for lines, which would override the attributes (CSS beats them).
+  const std::string html = page_of(2, {});
+  CHECK(html.find(".axes line") == std::string::npos);
+  CHECK(html.find(".grid {") == std::string::npos);
+}
+
+TEST_CASE("per-epoch plots need two epochs, one epoch gets a line saying so",
+          "[report][html][plots]") {
+  TraceBuilder b;
+  b.steps = 2;  // one epoch of 2 steps
+  std::vector<Trace> traces = runs_of(b, 3);
+  ra::test::diverge(traces[1], 0, 0);
+  const std::string one = ra::report::render_html(ra::audit::compare_traces(traces, {}));
+  CHECK(one.find("Growth per epoch is plotted from two epochs on; this audit has one") !=
+        std::string::npos);
+  CHECK(one.find("Divergence growth per epoch") == std::string::npos);
+  CHECK(count(one, "<svg ") == 3);  // losses, their distance, the digest map
+  const std::string five = page_of(3, {{1, 0}});
+  CHECK(five.find("Growth per epoch is plotted from two epochs on") == std::string::npos);
+  CHECK(five.find("Divergence growth per epoch") != std::string::npos);
+}
