@@ -162,7 +162,14 @@ std::string cost(const ComparisonResult& r) {
            cell(format("%.2f%%", s.recording_fraction * 100)) +
            cell(format("%.2f s", s.total_seconds)) + "</tr>\n";
   }
-  return out + "</table>\n";
+  // A figure over 100 % reads as an error unless the page says what it is the share of.
+  return out +
+         "</table>\n<p class=\"caption\">recording: the time the recorder spent digesting what "
+         "each step recorded (XXH3-128 of the batch, every gradient, weight and optimizer state, "
+         "and the op records with --trace-ops), divided by the time the training steps took "
+         "(median step &times; steps). It can exceed 100%: on a GPU a step takes about a "
+         "millisecond, while digesting every tensor it touched (by a kernel on the device, or "
+         "on the host after a copy) can take longer than the step itself.</p>\n";
 }
 
 }  // namespace

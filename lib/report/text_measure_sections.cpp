@@ -112,6 +112,12 @@ std::string timing(const ComparisonResult& r) {
   double recording = 0;
   for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);
   out += format("recording the trace cost at most %.2f%% of step time\n", recording * 100);
+  // Over 100 % reads as an error unless it is said what the ratio is (docs/report.md, "Cost").
+  if (recording > 1) {
+    out +=
+        "  (recorder time / training step time: digesting what every step recorded took longer "
+        "than the step, as on a GPU, where steps are fast)\n";
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Plots that scale (report/svg_plot.h, report/html_sections.h): a colour per run up to 20 runs,
 // above that the reference, the first runs to part and a band of all; legends that wrap inside
-// the plot; per-epoch plots only from two epochs; grid lighter than the axes.
+// the plot; per-epoch plots only from two epochs; grid lighter than the axes; the recording cost
+// explained on the page.
 #include <catch2/catch.hpp>
 
 #include <regex>
@@ -191,4 +192,14 @@ TEST_CASE("per-epoch plots need two epochs, one epoch gets a line saying so",
   const std::string five = page_of(3, {{1, 0}});
   CHECK(five.find("Growth per epoch is plotted from two epochs on") == std::string::npos);
   CHECK(five.find("Divergence growth per epoch") != std::string::npos);
+}
+
+TEST_CASE("the recording cost says what its percentage is", "[report][html][plots]") {
+  const std::string html = page_of(2, {});
+  const std::size_t table = html.find("<h2>Cost per step</h2>");
+  const std::size_t caption = html.find("recording: the time the recorder spent digesting");
+  REQUIRE(table != std::string::npos);
+  REQUIRE(caption != std::string::npos);
+  CHECK(table < caption);
+  CHECK(html.find("It can exceed 100%: on a GPU") != std::string::npos);
 }
