@@ -76,7 +76,8 @@ Curves curves_of(const ComparisonResult& r) {
   return out;
 }
 
-// Per step, the least and the greatest of value(run, step) over `runs`, over the steps of each.
+// Per step, the least and the greatest of value(run, step) over `runs`, over the steps of each;
+// a NaN value is left out, and a step with nothing else is a gap in the band.
 template <typename Value>
 svg::Band spread(const std::vector<std::size_t>& runs,
                  const std::vector<std::vector<float>>& losses, const std::string& label,
@@ -93,7 +94,7 @@ svg::Band spread(const std::vector<std::size_t>& runs,
       low = std::min(low, v), high = std::max(high, v);
     }
     if (!any) return band;
-    if (low > high) continue;  // only NaN at this step
+    if (low > high) low = high = std::nan("");  // only NaN at this step
     band.x.push_back(double(k)), band.low.push_back(low), band.high.push_back(high);
   }
 }
@@ -140,11 +141,14 @@ std::string distance_plot(const ComparisonResult& r, const Curves& curves) {
   if (!curves.every_run) {
     std::vector<std::size_t> others;
     for (std::size_t c = 1; c < r.compared_runs.size(); ++c) others.push_back(r.compared_runs[c]);
-    gap.band = spread(others, losses, format("min..max over all %zu same-seed runs", others.size()),
-                      [&](std::size_t i, std::size_t k) {
-                        return k < ref.size() ? std::abs(double(losses[i][k]) - double(ref[k]))
-                                              : std::nan("");
-                      });
+    // Over the runs that differ there: a log axis cannot show the runs that do not (distance 0).
+    gap.band = spread(
+        others, losses,
+        format("min..max over all %zu same-seed runs, where they differ", others.size()),
+        [&](std::size_t i, std::size_t k) {
+          const double d = k < ref.size() ? std::abs(double(losses[i][k]) - double(ref[k])) : 0.0;
+          return d > 0 ? d : std::nan("");
+        });
   }
   if (r.first_divergence && r.first_divergence->step) {
     gap.marker_x = double(*r.first_divergence->step);

@@ -173,38 +173,59 @@ std::string series_colour(const Series& s, std::size_t position) {
   return kColours[(s.colour >= 0 ? static_cast<std::size_t>(s.colour) : position) % kPaletteSize];
 }
 
-// One series as a polyline (a dot when it has one point), reduced per pixel column.
-std::string series_line(const Series& s, const std::string& colour, const Scale& x, const Scale& y,
-                        int columns) {
-  std::vector<double> sx, sy;  // the plottable points
-  for (std::size_t k = 0; k < s.x.size(); ++k) {
-    if (!plottable(s.y[k], y)) continue;
-    sx.push_back(s.x[k]);
-    sy.push_back(s.y[k]);
+// The plottable points of a curve (see plottable), in strokes. A point left out breaks the line:
+// drawn across the gap, it would show values that never were (on a log axis, a run's distance 0
+// between two steps where it differed). Unless the points either side are within 1.5 px: such a
+// break would not show, and one stroke keeps the per-pixel reduction bounded by the width.
+std::vector<std::vector<std::size_t>> strokes(const std::vector<double>& xs,
+                                              const std::vector<double>& ys, const Scale& x,
+                                              const Scale& y) {
+  std::vector<std::vector<std::size_t>> out;
+  bool gap = false;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    if (!plottable(ys[k], y)) {
+      gap = true;
+      continue;
+    }
+    if (out.empty() || (gap && x(xs[k]) - x(xs[out.back().back()]) > 1.5)) out.emplace_back();
+    out.back().push_back(k);
+    gap = false;
   }
-  reduce_per_pixel(sx, sy, x.low, x.high, columns);
-  if (sx.empty()) return "";
-  if (sx.size() == 1) {
-    return "<circle cx=\"" + px(x(sx[0])) + "\" cy=\"" + px(y(sy[0])) + "\" r=\"2.5\" fill=\"" +
-           colour + "\"/>";
-  }
-  std::string points;
-  for (std::size_t k = 0; k < sx.size(); ++k) {
-    points += (k ? " " : "") + px(x(sx[k])) + "," + px(y(sy[k]));
-  }
-  return "<polyline class=\"series\" fill=\"none\" stroke=\"" + colour + "\" points=\"" + points +
-         "\"/>";
+  return out;
 }
 
-// The band as one filled polygon: its upper edge left to right, then its lower edge back. Per
-// pixel column the highest `high` and the lowest `low`, so it keeps its extremes as series do;
-// on a log axis a low of 0 or less is drawn at the axis' bottom.
-std::string band_polygon(const Band& band, const Scale& x, const Scale& y) {
+// One series as one path of strokes, each reduced per pixel column; a stroke of one point is a dot.
+std::string series_line(const Series& s, const std::string& colour, const Scale& x, const Scale& y,
+                        int columns) {
+  std::string path, dots;
+  for (const std::vector<std::size_t>& stroke : strokes(s.x, s.y, x, y)) {
+    std::vector<double> sx, sy;
+    for (std::size_t k : stroke) sx.push_back(s.x[k]), sy.push_back(s.y[k]);
+    reduce_per_pixel(sx, sy, x.low, x.high, columns);
+    if (sx.size() == 1) {
+      dots += "<circle cx=\"" + px(x(sx[0])) + "\" cy=\"" + px(y(sy[0])) + "\" r=\"2.5\" fill=\"" +
+              colour + "\"/>";
+      continue;
+    }
+    for (std::size_t k = 0; k < sx.size(); ++k) {
+      path += (k ? " L" : path.empty() ? "M" : " M") + px(x(sx[k])) + "," + px(y(sy[k]));
+    }
+  }
+  if (path.empty()) return dots;
+  return "<path class=\"series\" fill=\"none\" stroke=\"" + colour + "\" d=\"" + path + "\"/>" +
+         dots;
+}
+
+// One stroke of the band as a filled polygon: its upper edge left to right, then its lower edge
+// back. Per pixel column the highest `high` and the lowest `low`, so it keeps its extremes as
+// series do; on a log axis a low of 0 or less is drawn at the axis' bottom. A stroke one column
+// wide is a thick vertical line.
+std::string band_polygon(const Band& band, const std::vector<std::size_t>& stroke, const Scale& x,
+                         const Scale& y) {
   std::vector<double> bx, low, high;
   long last_column = std::numeric_limits<long>::min();
-  for (std::size_t k = 0; k < band.x.size(); ++k) {
+  for (std::size_t k : stroke) {
     const double h = band.high[k];
-    if (!plottable(h, y)) continue;
     const double l = plottable(band.low[k], y) ? std::max(band.low[k], y.low) : y.low;
     const long column = std::lround(std::floor(x(band.x[k])));
     if (column == last_column) {
@@ -215,15 +236,22 @@ std::string band_polygon(const Band& band, const Scale& x, const Scale& y) {
     last_column = column;
     bx.push_back(band.x[k]), low.push_back(l), high.push_back(h);
   }
-  if (bx.empty()) return "";
-  if (bx.size() == 1) bx.push_back(bx[0]), low.push_back(low[0]), high.push_back(high[0]);
+  const bool line = bx.size() == 1;
+  if (line) bx.push_back(bx[0]), low.push_back(low[0]), high.push_back(high[0]);
   std::string points;
   for (std::size_t k = 0; k < bx.size(); ++k) points += px(x(bx[k])) + "," + px(y(high[k])) + " ";
   for (std::size_t k = bx.size(); k-- > 0;) points += px(x(bx[k])) + "," + px(y(low[k])) + " ";
   points.pop_back();
   return "<polygon class=\"band\" fill=\"" + std::string(kBandFill) +
          "\" fill-opacity=\"0.35\" stroke=\"" + kBandFill + "\" stroke-width=\"" +
-         (bx.size() == 2 && bx[0] == bx[1] ? "3" : "0.5") + "\" points=\"" + points + "\"/>";
+         (line ? "3" : "0.5") + "\" points=\"" + points + "\"/>";
+}
+
+std::string band_polygons(const Band& band, const Scale& x, const Scale& y) {
+  std::string out;
+  for (const auto& stroke : strokes(band.x, band.high, x, y))
+    out += band_polygon(band, stroke, x, y);
+  return out;
 }
 
 }  // namespace
@@ -331,7 +359,7 @@ std::string line_plot(const LinePlot& plot) {
                 plot.log_y};
   out += axes(x, y, ticks(x_low, x_high, 8, false, plot.integer_x),
               ticks(y_low, y_high, 5, plot.log_y, plot.integer_y));
-  if (plot.band) out += band_polygon(*plot.band, x, y);
+  if (plot.band) out += band_polygons(*plot.band, x, y);
   const int columns = plot.width - kLeft - kRight;
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     out += series_line(plot.series[i], series_colour(plot.series[i], i), x, y, columns);

@@ -2,9 +2,10 @@
 // Plots as inline SVG, written by the tool (no script, no font, no network): a line plot on a
 // linear or logarithmic y axis, and a map of boolean cells (tensor by step). Every label passes
 // through html_escaped. Long series are reduced per pixel column (its minimum and maximum, in
-// order), so a plot's size depends on its width, not on the number of steps. Legends wrap into
-// rows inside the plot's width (the plot grows by the rows it needs) and list at most
-// kLegendEntries entries, then "and N more".
+// order), so a plot's size depends on its width, not on the number of steps. A point left out
+// (not finite, or <= 0 on a log axis) breaks a line and a band, rather than being bridged by a
+// line through values that never were. Legends wrap into rows inside the plot's width (the plot
+// grows by the rows it needs) and list at most kLegendEntries entries, then "and N more".
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,8 +39,9 @@ struct Series {
 // the least and the greatest value over them) where drawing every run would be a tangle.
 struct Band {
   std::string label;
-  std::vector<double> x, low, high;  // equal lengths; on a log axis, low <= 0 is drawn at the
-                                     // axis' bottom and points with high <= 0 are left out
+  std::vector<double> x, low, high;  // equal lengths; a point whose high is not finite (or <= 0
+                                     // on a log axis) is left out; on a log axis a low <= 0 is
+                                     // drawn at the axis' bottom
 };
 
 struct LinePlot {

@@ -76,8 +76,7 @@ TEST_CASE("20 runs: every run a curve of its own colour, every run in the legend
   for (int run = 1; run < 20; ++run) parting.emplace_back(run, run % 8);
   const std::string html = page_of(20, parting);
   const std::string losses = nth_svg(html, 0);
-  const auto strokes =
-      all_of(losses, "<polyline class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+  const auto strokes = all_of(losses, "<path class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
   CHECK(strokes.size() == 20);
   CHECK(std::set<std::string>(strokes.begin(), strokes.end()).size() == 20);
   CHECK(strokes[10] != strokes[0]);  // the issue: runs 0 and 10 shared a colour
@@ -90,7 +89,7 @@ TEST_CASE("20 runs: every run a curve of its own colour, every run in the legend
   // The distance plot gives each run the colour it has in the loss plot.
   const std::string distance = nth_svg(html, 1);
   const auto distance_strokes =
-      all_of(distance, "<polyline class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
+      all_of(distance, "<path class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
   REQUIRE(distance_strokes.size() == 19);
   CHECK(distance_strokes[9] == strokes[10]);
   CHECK(distance_strokes[18] == strokes[19]);
@@ -106,13 +105,13 @@ TEST_CASE("above 20 runs: the reference, the first 4 runs to part, and a band of
         std::vector<std::string>{"run 0 (reference)", "run 20 (parts at step 1)",
                                  "run 9 (parts at step 2)", "run 17 (parts at step 2)",
                                  "run 12 (parts at step 3)", "min..max over all 21 runs"});
-  CHECK(count(losses, "<polyline class=\"series\"") == 5);
+  CHECK(count(losses, "<path class=\"series\"") == 5);
   CHECK(count(losses, "<polygon class=\"band\"") == 1);
   const std::string distance = nth_svg(html, 1);
   CHECK(all_of(distance, "class=\"legend\">([^<]+)<") ==
         std::vector<std::string>{"run 20 (parts at step 1)", "run 9 (parts at step 2)",
                                  "run 17 (parts at step 2)", "run 12 (parts at step 3)",
-                                 "min..max over all 20 same-seed runs"});
+                                 "min..max over all 20 same-seed runs, where they differ"});
   CHECK(count(distance, "<polygon class=\"band\"") == 1);
   // Run 20 keeps its colour from plot to plot.
   const auto loss_strokes = all_of(losses, "class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
@@ -202,4 +201,37 @@ TEST_CASE("the recording cost says what its percentage is", "[report][html][plot
   REQUIRE(caption != std::string::npos);
   CHECK(table < caption);
   CHECK(html.find("It can exceed 100%: on a GPU") != std::string::npos);
+}
+
+TEST_CASE("a point left out breaks the line instead of being bridged", "[report][html][plots]") {
+  svg::LinePlot plot;
+  plot.log_y = true;
+  // Steps 0..4 over a plot area of 866 px: 216.5 px apart. The distance 0 at step 2 cannot be
+  // drawn on a log axis; a line from step 1 to step 3 would show distances that never were.
+  plot.series.push_back({"a", {0, 1, 2, 3, 4}, {1, 2, 0, 3, 4}});
+  const std::string broken = svg::line_plot(plot);
+  const auto paths = all_of(broken, "<path class=\"series\"[^>]* d=\"([^\"]+)\"");
+  REQUIRE(paths.size() == 1);
+  CHECK(count(paths[0], "M") == 2);
+  CHECK(count(paths[0], "L") == 2);
+  CHECK(broken.find("<circle") == std::string::npos);
+  // Left alone by the gaps either side, step 2 is a dot.
+  plot.series[0].y = {1, 0, 2, 0, 4};
+  const std::string dots = svg::line_plot(plot);
+  CHECK(count(dots, "<circle") == 3);
+  CHECK(dots.find("<path class=\"series\"") == std::string::npos);
+  // Gaps narrower than a pixel and a half do not break it: 10,000 steps, every other one 0, stay
+  // one stroke, reduced per pixel column.
+  plot.series[0].x.clear();
+  plot.series[0].y.clear();
+  for (int k = 0; k < 10000; ++k) {
+    plot.series[0].x.push_back(k);
+    plot.series[0].y.push_back(k % 2 ? 1.0 + k % 7 : 0.0);
+  }
+  const std::string dense = svg::line_plot(plot);
+  const auto dense_paths = all_of(dense, "<path class=\"series\"[^>]* d=\"([^\"]+)\"");
+  REQUIRE(dense_paths.size() == 1);
+  CHECK(count(dense_paths[0], "M") == 1);
+  CHECK(count(dense_paths[0], "L") < 2 * 866);
+  CHECK(dense.find("<circle") == std::string::npos);
 }
