@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
-#include <optional>
 
 #include "report/html_sections.h"
 #include "report/text_format.h"
