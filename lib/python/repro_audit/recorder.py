@@ -1,0 +1,216 @@
+"""The recorder a PyTorch training script keeps in (docs/pytorch.md):
+
+    rec = repro_audit.Recorder.from_env(model, optimizer)
+    for epoch in range(epochs):
+        for x, y in loader:
+            ...; loss.backward(); optimizer.step()
+            rec.step(batch=(x, y), loss=loss, epoch=epoch)
+    rec.finish()
+
+`from_env` gives a no-op recorder unless an audit asked for a trace (REPRO_AUDIT_TRACE, set by
+`repro-audit exec` or by hand), so the lines stay in a script for good. Per step it records the
+digests of the batch tensors given, the loss's exact float32 bits, every parameter's gradient and
+value and every optimizer state tensor; at the start the initial weights, the seeds and the RNG
+states it can see; an environment (versions, GPU, determinism flags, threads). The trace is
+written whole at finish() (or at exit), in the tool's format: `repro-audit compare` reads it.
+"""
+import atexit
+import os
+import platform
+import random
+import socket
+import sys
+import time
+
+from . import digest as digests
+from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, float32_value, loss_bits,
+                    write_whole)
+
+VERSION = "0.1.0"
+
+
+def _seed_from_env():
+    value = os.environ.get("REPRO_AUDIT_SEED")
+    return int(value) if value is not None else None
+
+
+def seed_everything(seed=None):
+    """Seeds Python's `random`, numpy's global generator and torch (CPU and CUDA) with `seed`, or
+    with REPRO_AUDIT_SEED (what `repro-audit exec` sets per run); returns the seed used, or None
+    when there is none to apply."""
+    seed = _seed_from_env() if seed is None else seed
+    if seed is None:
+        return None
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed % (1 << 32))
+    except ImportError:
+        pass
+    import torch
+    torch.manual_seed(seed)
+    return seed
+
+
+def _rng_states(torch):
+    """Digests of the random states the recorder can see: what differs when runs are seeded
+    differently (or not at all)."""
+    states = {"torch": digests.tensor_digest(torch.get_rng_state()),
+              "python_random": digests.text_digest(repr(random.getstate()))}
+    try:
+        import numpy
+        states["numpy"] = digests.text_digest(repr(numpy.random.get_state()))
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        states["cuda"] = [digests.tensor_digest(s) for s in torch.cuda.get_rng_state_all()]
+    return states
+
+
+def _environment(torch, threads):
+    cuda = torch.cuda.is_available()
+    cudnn = torch.backends.cudnn
+    return {
+        "backend": "pytorch-cuda" if cuda else "pytorch-cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn.version() if cudnn.is_available() else None,
+        "gpu": torch.cuda.get_device_name(0) if cuda else None,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(cudnn.deterministic),
+        "cudnn_benchmark": bool(cudnn.benchmark),
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        "threads": threads,
+        "interop_threads": torch.get_num_interop_threads(),
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "hostname": socket.gethostname(),
+        "tool_version": "repro_audit-python " + VERSION,
+    }
+
+
+class NoOpRecorder:
+    """What from_env gives when no audit asked for a trace: every call does nothing."""
+
+    enabled = False
+
+    def step(self, *args, **kwargs):
+        pass
+
+    def finish(self):
+        pass
+
+
+class Recorder:
+    """Records one run into the trace at `path` (see the module's documentation)."""
+
+    enabled = True
+
+    @classmethod
+    def from_env(cls, model, optimizer=None):
+        path = os.environ.get("REPRO_AUDIT_TRACE")
+        if not path:
+            return NoOpRecorder()
+        return cls(model, optimizer, path, run=int(os.environ.get("REPRO_AUDIT_RUN", "0")),
+                   seed_group=os.environ.get("REPRO_AUDIT_SEED_GROUP", "same"),
+                   audit_id=os.environ.get("REPRO_AUDIT_ID"),
+                   name=os.environ.get("REPRO_AUDIT_NAME"))
+
+    def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
+                 name=None):
+        import torch
+
+        self._torch = torch
+        self._model = model
+        self._optimizer = optimizer
+        self._path = path
+        self._recording = 0.0
+        self._finished = False
+        self._params = [(n, p) for n, p in model.named_parameters()]
+        started = time.perf_counter()
+        name = name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python"
+        spec = {"name": name, "source": "pytorch"}
+        seed = _seed_from_env()
+        seed = torch.initial_seed() if seed is None else seed
+        threads = torch.get_num_threads()
+        header = {
+            "record": "header", "format_version": FORMAT_VERSION,
+            "tool_version": "repro_audit-python " + VERSION,
+            "source": {"kind": "pytorch", "command": sys.argv},
+            "spec": spec, "spec_digest": digests.text_digest(canonical_json(spec)),
+            "run_index": run, "seed_group": seed_group,
+            "seeds": {"init": seed, "data": seed, "dropout": seed},
+            "backend": "pytorch-cuda" if torch.cuda.is_available() else "pytorch-cpu",
+            "threads": max(1, threads),
+            "determinism": {"mode": "deterministic" if torch.are_deterministic_algorithms_enabled()
+                            else "nondeterministic", "ops": {}},
+            "environment": _environment(torch, threads),
+            "rng_states": _rng_states(torch),
+            "ledger": [],
+            "params": [{"name": n, "shape": list(p.shape)} for n, p in self._params],
+            "optimizer_state": [], "fault": None,
+        }
+        if audit_id:
+            header["audit_id"] = audit_id
+        self._records = TraceRecords(header, [digests.tensor_digest(p) for _, p in self._params])
+        self._started = time.perf_counter()
+        self._last = self._started
+        self._recording += self._started - started
+        atexit.register(self.finish)
+
+    def _optimizer_state(self):
+        """The names of the optimizer's state tensors, in a stable order, and their digests."""
+        if self._optimizer is None:
+            return [], []
+        names, values = [], []
+        for name, p in self._params:
+            for key, value in sorted(self._optimizer.state.get(p, {}).items()):
+                if isinstance(value, self._torch.Tensor) and value.dim() > 0:
+                    names.append(f"{key}:{name}")
+                    values.append(digests.tensor_digest(value))
+        return names, values
+
+    def _labels_digest(self, labels):
+        # Class labels as the tool records them: int32 (PyTorch's are int64).
+        if not labels.is_floating_point():
+            labels = labels.to(self._torch.int32)
+        return digests.tensor_digest(labels)
+
+    def step(self, batch=(), loss=None, epoch=0, indices=None):
+        """Records the step just taken (call after optimizer.step()): `batch` the tensors of the
+        batch (inputs, labels), `loss` its loss, `epoch` its epoch, `indices` the sample indices
+        when the script knows them."""
+        now = time.perf_counter()
+        seconds = now - self._last
+        torch = self._torch
+        tensors = list(batch) if isinstance(batch, (tuple, list)) else [batch]
+        empty = digests.tensor_digest(torch.zeros(0, dtype=torch.int64))
+        state_names, state = self._optimizer_state()
+        if not self._records.steps:
+            self._records.header["optimizer_state"] = state_names
+        bits = loss_bits(loss.item() if hasattr(loss, "item") else loss)
+        record = {
+            "step": len(self._records.steps), "epoch": int(epoch),
+            "batch": sum(1 for s in self._records.steps if s["epoch"] == int(epoch)),
+            "indices": digests.tensor_digest(indices) if indices is not None else empty,
+            "inputs": digests.tensor_digest(tensors[0]) if tensors else empty,
+            "labels": self._labels_digest(tensors[1]) if len(tensors) > 1 else empty,
+            "loss_bits": bits, "loss": float32_value(bits),
+            "grads": [digests.tensor_digest(p.grad if p.grad is not None else torch.zeros(0))
+                      for _, p in self._params],
+            "weights": [digests.tensor_digest(p) for _, p in self._params],
+            "optimizer_state": digests.digest_of_digests(state),
+            "seconds": seconds,
+        }
+        self._records.add_step(record)
+        self._last = time.perf_counter()
+        self._recording += self._last - now
+
+    def finish(self):
+        """Writes the trace (once; at exit when the script does not call it)."""
+        if self._finished:
+            return
+        self._finished = True
+        total = time.perf_counter() - self._started
+        write_whole(self._path, self._records.lines(total, self._recording))
+
