@@ -1,0 +1,100 @@
+// `repro-audit exec --runs N -- CMD ARGS...`: an audit of the user's own training command, which
+// records its runs with the PyTorch recorder (lib/python, docs/pytorch.md). The same report and
+// exit codes as `run`.
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <vector>
+
+#include "audit/exec_audit.h"
+#include "audit/report_paths.h"
+#include "commands.h"
+#include "report_output.h"
+
+namespace ra::app {
+namespace {
+
+struct ExecCommandOptions {
+  audit::ExecOptions exec;
+  std::vector<std::string> command;
+  std::string seeds = "same";
+  std::string out;
+  std::string json_path, junit_path, html_path;
+  std::string expect;
+  bool overwrite = false, resume = false, allow_empty = false;
+};
+
+int run_exec(ExecCommandOptions& o) {
+  audit::ExecOptions& e = o.exec;
+  e.command = o.command;
+  e.name = audit::exec_name(e.command);
+  e.seeds = o.seeds == "different" ? audit::SeedPolicy::different
+            : o.seeds == "both"    ? audit::SeedPolicy::both
+                                   : audit::SeedPolicy::same;
+  e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / e.name
+                            : std::filesystem::path(o.out);
+  e.folder_use = o.resume      ? audit::FolderUse::resume
+                 : o.overwrite ? audit::FolderUse::overwrite
+                               : audit::FolderUse::fresh;
+  e.expect_identical = parse_expect(o.expect);
+  e.tool_version = REPRO_AUDIT_VERSION;
+  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
+  for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
+    if (!f.empty() && f != "-") e.report_files.push_back(f);
+  }
+  audit::AuditProgress hooks;
+  hooks.run_started = [](int run, int of) { spdlog::info("run {}/{} started", run + 1, of); };
+  hooks.run_finished = [](int run, const std::filesystem::path& trace) {
+    spdlog::info("run {} done: {}", run + 1, trace.string());
+  };
+  hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
+  spdlog::info("auditing {}: {} run(s) of the command, traces in {}", e.name, e.runs,
+               e.out_dir.string());
+  audit::AuditResult result = audit::run_exec_audit(e, hooks);
+  result.comparison.allow_empty = o.allow_empty;
+  return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
+}
+
+}  // namespace
+
+void register_exec(CLI::App& app, CommandRun& run) {
+  auto o = std::make_shared<ExecCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "exec",
+      "Audit your own training command: run it N times (it records with the PyTorch "
+      "recorder, docs/pytorch.md), compare the runs bit for bit, report");
+  cmd->add_option("command", o->command, "The command and its arguments, after --")
+      ->required()
+      ->expected(-1);
+  cmd->add_option("--runs", o->exec.runs, "Number of runs (per seed group)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--seeds", o->seeds,
+                  "same: every run REPRO_AUDIT_SEED=--seed; different: a derived seed per run; "
+                  "both: N of each")
+      ->check(CLI::IsMember({"same", "different", "both"}));
+  cmd->add_option("--seed", o->exec.seed, "The same-seed group's seed (REPRO_AUDIT_SEED)")
+      ->capture_default_str();
+  cmd->add_option("--jobs", o->exec.jobs, "Runs at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--out", o->out, "Folder for the traces (default repro-audit-out/<name>)");
+  cmd->add_option("--json", o->json_path, "Also write the JSON report to FILE ('-': stdout only)");
+  cmd->add_option("--html", o->html_path, "Also write the HTML report to FILE");
+  cmd->add_option("--junit", o->junit_path, "Also write a JUnit XML report to FILE");
+  cmd->add_option("--expect", o->expect,
+                  "identical (default): exit 1 unless bitwise identical; any: never exit 1")
+      ->check(CLI::IsMember({"identical", "any"}));
+  cmd->add_option("--tolerance", o->exec.loss_tolerance,
+                  "Relative tolerance of the within-tolerance verdict on final losses")
+      ->capture_default_str();
+  auto* overwrite = cmd->add_flag("--overwrite", o->overwrite,
+                                  "Replace the audit in --out (only repro-audit's own files)");
+  cmd->add_flag("--resume", o->resume, "Finish the audit in --out: run only the missing runs")
+      ->excludes(overwrite);
+  cmd->add_flag("--allow-empty", o->allow_empty,
+                "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
+  cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });
+}
+
+}  // namespace ra::app

@@ -1,0 +1,141 @@
+#include "audit/exec_audit.h"
+
+#include <unistd.h>
+
+#include "audit/audit_compare.h"
+#include "audit/audit_folder.h"
+#include "audit/audit_folder_setup.h"
+#include "audit/audit_jobs.h"
+#include "audit/manifest.h"
+#include "audit/trace_io.h"
+#include "core/error.h"
+#include "core/process.h"
+
+namespace ra::audit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<PlannedRun> plan_exec_runs(const ExecOptions& o) {
+  std::vector<PlannedRun> plan;
+  const auto add = [&](const char* group, bool derived) {
+    for (int i = 0; i < o.runs; ++i) {
+      const int index = static_cast<int>(plan.size());
+      const std::uint64_t seed = derived ? derived_seed(o.seed, index) : o.seed;
+      plan.push_back({index, group, train::RunSeeds::all(seed)});
+    }
+  };
+  if (o.seeds != SeedPolicy::different) add("same", false);
+  if (o.seeds != SeedPolicy::same) add("different", true);
+  return plan;
+}
+
+nlohmann::json exec_spec(const ExecOptions& o) {
+  return {{"name", o.name}, {"source", "pytorch"}, {"command", o.command}};
+}
+
+AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<PlannedRun>& plan) {
+  AuditManifest m;
+  m.tool_version = o.tool_version;
+  m.spec = exec_spec(o);
+  m.spec_digest = spec_digest_of(m.spec).hex();
+  m.device = "exec";
+  m.backend = "exec";
+  m.threads = 1;  // the command chooses its own; the manifest's field is run's
+  m.determinism = {{"mode", "exec"}, {"ops", nlohmann::json::object()}};
+  m.seed_policy = o.seeds == SeedPolicy::same        ? "same"
+                  : o.seeds == SeedPolicy::different ? "different"
+                                                     : "both";
+  m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
+  m.fault = nullptr;
+  m.runs = plan;
+  return m;
+}
+
+// One run of the command; RuntimeFailure when it fails or leaves no whole trace.
+void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
+  const fs::path trace = o.out_dir / trace_name(p.index);
+  const fs::path log = fs::temp_directory_path() /
+                       ("repro-audit-exec-" + m.audit_id + "-" + std::to_string(p.index) + "-" +
+                        std::to_string(static_cast<long>(::getpid())) + ".log");
+  struct LogRemover {
+    fs::path path;
+    ~LogRemover() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } remover{log};
+  const ProcessResult result = run_process(o.command,
+                                           {{"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
+                                            {"REPRO_AUDIT_RUN", std::to_string(p.index)},
+                                            {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
+                                            {"REPRO_AUDIT_SEED_GROUP", p.group},
+                                            {"REPRO_AUDIT_ID", m.audit_id},
+                                            {"REPRO_AUDIT_SPEC", m.spec.dump()}},
+                                           log);
+  std::string problem;
+  if (!result.ok()) {
+    problem = "ended with " + result.describe();
+  } else {
+    try {
+      (void)read_trace(trace);
+    } catch (const InputError& e) {
+      problem = std::string("wrote no whole trace (") + e.what() +
+                "): does it create repro_audit.Recorder.from_env(...)?";
+    }
+  }
+  if (!problem.empty()) {
+    // One line (the log keeps a record to a line): the output's last lines joined by " | ".
+    std::string tail = last_lines(log, 8);
+    for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at)) {
+      tail.replace(at, 1, " | ");
+    }
+    throw RuntimeFailure("run " + std::to_string(p.index) + ": the command " + problem +
+                         (tail.empty() ? "; it printed nothing" : "; its last lines: " + tail));
+  }
+}
+
+}  // namespace
+
+std::string exec_name(const std::vector<std::string>& command) {
+  for (const std::string& arg : command) {
+    const fs::path p(arg);
+    if (p.extension() == ".py") return p.stem().string();
+  }
+  return command.empty() ? std::string("exec") : fs::path(command[0]).filename().string();
+}
+
+AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) {
+  if (o.command.empty()) throw InputError("exec: no command given (repro-audit exec -- CMD ...)");
+  const std::vector<PlannedRun> plan = plan_exec_runs(o);
+  AuditOptions folder_options;  // the folder rules run applies, with exec's choices
+  folder_options.out_dir = o.out_dir;
+  folder_options.folder_use = o.folder_use;
+  folder_options.report_files = o.report_files;
+  const OutputFolder out_folder(o.out_dir);
+  const FolderLock folder_lock(o.out_dir);
+  AuditFolderSetup setup(o.out_dir, folder_options, requested_exec_manifest(o, plan), progress);
+  setup.inspect();
+  const FolderPlan folder = setup.apply();
+  const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
+
+  AuditResult result;
+  result.audit_id = folder.manifest.audit_id;
+  result.trained_runs = folder.to_train;
+  for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
+  const int of = static_cast<int>(plan.size());
+  run_jobs(folder.to_train.size(), o.jobs, [&](std::size_t i) {
+    const PlannedRun& p = plan[static_cast<std::size_t>(folder.to_train[i])];
+    if (progress.run_started) progress.run_started(p.index, of);
+    run_command(o, folder.manifest, p);
+    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
+  });
+  ComparisonOptions compare_options;
+  compare_options.expect_identical = o.expect_identical.value_or(true);
+  compare_options.loss_tolerance = o.loss_tolerance;
+  compare_options.measure_magnitudes = false;  // a replay needs the engine's own runs
+  result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);
+  return result;
+}
+
+}  // namespace ra::audit

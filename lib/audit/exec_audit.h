@@ -1,0 +1,48 @@
+#pragma once
+// `repro-audit exec`: an audit of the user's own training command. The command is run once per
+// planned run with the environment the PyTorch recorder (lib/python, docs/pytorch.md) reads:
+//   REPRO_AUDIT_TRACE       the run's trace file (run-NNN.trace.jsonl in the audit folder)
+//   REPRO_AUDIT_RUN         the run's number
+//   REPRO_AUDIT_SEED        its seed: the same for the same-seed group, derived for the other
+//   REPRO_AUDIT_SEED_GROUP  "same" or "different"
+//   REPRO_AUDIT_ID          the audit's id (the traces carry it, as the engine's do)
+//   REPRO_AUDIT_SPEC        the audit's spec, {"name", "source": "pytorch", "command"}: what the
+//                           recorder writes as its header's spec, so a trace is known as the
+//                           audit's own by its digest
+// The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
+// same, from the traces. A run whose command fails, or writes no whole trace, is a RuntimeFailure
+// (exit 3) naming it with its exit status and the last lines of its output; nothing is compared
+// as if it had run.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/audit.h"
+
+namespace ra::audit {
+
+struct ExecOptions {
+  std::vector<std::string> command;  // the program and its arguments (no shell)
+  std::string name;                  // the audit's name: the report's and the default folder's
+  int runs = 3;
+  SeedPolicy seeds = SeedPolicy::same;
+  std::uint64_t seed = 42;  // the same-seed group's; the different group's derive from it
+  int jobs = 1;
+  std::filesystem::path out_dir;
+  FolderUse folder_use = FolderUse::fresh;
+  std::vector<std::filesystem::path> report_files;
+  // Default: identity expected (the question exec answers is why runs of one script differ).
+  std::optional<bool> expect_identical;
+  double loss_tolerance = 1e-4;
+  std::string tool_version = "unknown";
+};
+
+// The audit's name for a command: the first argument ending in ".py" without it ("train" for
+// `python3 train.py --lr 1`), else the program's base name.
+std::string exec_name(const std::vector<std::string>& command);
+
+AuditResult run_exec_audit(const ExecOptions& options, const AuditProgress& progress = {});
+
+}  // namespace ra::audit
