@@ -35,11 +35,14 @@ def _seed_from_env():
     return int(value) if value is not None else None
 
 
-def seed_everything(seed=None):
-    """Seeds Python's `random`, numpy's global generator and torch (CPU and CUDA) with `seed`, or
-    with REPRO_AUDIT_SEED (what `repro-audit exec` sets per run); returns the seed used, or None
-    when there is none to apply."""
-    seed = _seed_from_env() if seed is None else seed
+def seed_everything(seed=None, default=None):
+    """Seeds Python's `random`, numpy's global generator and torch (CPU and CUDA) with `seed`, else
+    with REPRO_AUDIT_SEED (what `repro-audit exec` sets per run), else with `default`; returns the
+    seed used, or None when there is none to apply."""
+    if seed is None:
+        seed = _seed_from_env()
+    if seed is None:
+        seed = default
     if seed is None:
         return None
     random.seed(seed)
