@@ -72,13 +72,36 @@ std::string warnings(const ComparisonResult& r) {
   return out;
 }
 
+namespace {
+
+// What users get wrong, said plainly when the first divergence shows it: same-seed runs that do
+// not start alike were not seeded alike; batches that differ come from the data, not a kernel.
+std::string plain_words(const audit::Divergence& d) {
+  using audit::Category;
+  if (d.category == Category::initial_weights) {
+    return "  the same-seed runs start from different weights: they are not seeded alike (seed "
+           "what initialises the weights before the model is built: torch.manual_seed, "
+           "repro_audit.seed_everything)\n";
+  }
+  if (d.category == Category::batches) {
+    return format(
+        "  the batches differ from step %lld on: the data order or the data read "
+        "differs, not a kernel (seed the loader's shuffling, e.g. the DataLoader's "
+        "generator, and the augmentation's random generators)\n",
+        static_cast<long long>(d.step.value_or(0)));
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string first_divergence(const ComparisonResult& r) {
   if (!r.first_divergence) return "";
   const auto& d = *r.first_divergence;
   const int reference = r.compared_runs.empty() ? 0 : r.compared_runs[0];
   std::string out = "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
                     shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
-                    std::to_string(reference) + ")\n";
+                    std::to_string(reference) + ")\n" + plain_words(d);
   // Runs made on other machines (shards on other nodes): the likely explanation, said here.
   constexpr std::size_t kShown = 8;
   for (std::size_t i = 0; i < r.divergent_machines.size() && i < kShown; ++i) {

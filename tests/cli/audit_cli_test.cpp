@@ -73,6 +73,9 @@ TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli
               " --inject-fault run=1,step=0,tensor=batch --expect any");
   REQUIRE(allowed.exit_code == 0);
   REQUIRE(allowed.out.find("allowed") != std::string::npos);
+  // The swapped samples of step 0: the data, said plainly, not a kernel.
+  CHECK(allowed.out.find("the batches differ from step 0 on: the data order or the data read "
+                         "differs, not a kernel") != std::string::npos);
 }
 
 TEST_CASE("compare of traces from separate processes gives the in-process verdict",

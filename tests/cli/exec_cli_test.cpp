@@ -78,11 +78,15 @@ TEST_CASE("exec: seeded runs of a script are bitwise identical", "[cli][exec]") 
 TEST_CASE("exec: unseeded runs part at their initial weights", "[cli][exec]") {
   RecorderOnPath path;
   TempDir dir;
-  const auto r = exec(dir, script("# not seeded"), "--runs 2 --json -");
+  const auto r =
+      exec(dir, script("# not seeded"), "--runs 2 --json " + quoted(dir.path() / "r.json"));
   INFO(r.err);
   CHECK(r.exit_code == 1);
-  const auto report = nlohmann::json::parse(r.out);
+  const auto report = nlohmann::json::parse(read_text(dir.path() / "r.json"));
   CHECK(report["first_divergence"]["category"] == "initial_weights");
+  // Said plainly: what the user got wrong.
+  CHECK_THAT(r.out, Contains("the same-seed runs start from different weights: they are not "
+                             "seeded alike"));
 }
 
 TEST_CASE("exec: a run-dependent step is found at its step and parameter", "[cli][exec]") {
