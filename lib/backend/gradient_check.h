@@ -1,7 +1,7 @@
 #pragma once
-// Finite-difference gradient checks: the yardstick of every backward op (DESIGN.md, "every
-// backward op has a finite-difference gradient check"), shipped in the library so that layer and
-// model tests use the same tool.
+// Finite-difference gradient checks: the yardstick of every backward op (the rule: every backward
+// op has a finite-difference gradient check, so no analytic gradient is trusted unchecked),
+// shipped in the library so that layer and model tests use the same tool.
 #include <cstddef>
 #include <functional>
 #include <span>

@@ -1,4 +1,4 @@
-// The central promise (DESIGN.md, "Determinism is a per-op policy"): in deterministic mode every
+// The central promise (docs/determinism.md, "Kernel modes (per op)"): in deterministic mode every
 // reducing op gives the same bits for 1, 2, 3 and 7 threads and on every repeated call; in
 // nondeterministic mode it agrees with the deterministic result within rounding. Shapes are
 // large enough for many reduction chunks, GEMM tiles and split-k parts.

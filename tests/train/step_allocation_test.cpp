@@ -1,5 +1,6 @@
-// "No allocation in the step loop" (issue 6): after warm-up steps have grown every buffer, the
-// training steps of a Keras-like convnet on the CPU backend make no heap allocation at all --
+// No allocation in the step loop (an allocation per step costs time that varies from run to run):
+// after warm-up steps have grown every buffer, the training steps of a Keras-like convnet on the
+// CPU backend make no heap allocation at all --
 // loader, staging, forward, loss, backward, optimizer and the trainer's own bookkeeping.
 //
 // With 1, 2 and 3 backend threads: every op reserves each worker's scratch buffers before its
