@@ -50,10 +50,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   const FolderPlan folder = setup.apply();
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 
-  AuditResult result;
-  result.audit_id = folder.manifest.audit_id;
-  result.trained_runs = folder.to_train;
-  for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
+  AuditResult result = started_result(folder, plan, o.out_dir);
 
   // Runs recording ops keep the outputs of their nondeterministic ops, for the magnitude of a
   // root cause that a replay could not reproduce (audit/kept_outputs.h).

@@ -44,6 +44,15 @@ std::optional<std::filesystem::path> move_earlier_audit_aside(const std::filesys
   return target;
 }
 
+AuditResult started_result(const FolderPlan& folder, const std::vector<PlannedRun>& plan,
+                           const std::filesystem::path& out_dir) {
+  AuditResult result;
+  result.audit_id = folder.manifest.audit_id;
+  result.trained_runs = folder.to_train;
+  for (const PlannedRun& p : plan) result.trace_files.push_back(out_dir / trace_name(p.index));
+  return result;
+}
+
 OutputFolder::OutputFolder(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   created_ = std::filesystem::create_directories(path, ec);

@@ -74,6 +74,11 @@ class AuditFolderSetup {
   std::string manifest_error_;
 };
 
+// What an audit call reports before its runs train: the folder's audit id, the runs it trains and
+// every planned run's trace file (run and exec share it).
+AuditResult started_result(const FolderPlan& folder, const std::vector<PlannedRun>& plan,
+                           const std::filesystem::path& out_dir);
+
 // A new audit that fails before anything of its runs reached the folder (no usable GPU, a bad
 // fault injection at step 0) takes its manifest back, so the folder is as it was.
 class NewManifestGuard {

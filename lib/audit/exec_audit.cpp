@@ -119,10 +119,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   const FolderPlan folder = setup.apply();
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 
-  AuditResult result;
-  result.audit_id = folder.manifest.audit_id;
-  result.trained_runs = folder.to_train;
-  for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
+  AuditResult result = started_result(folder, plan, o.out_dir);
   const int of = static_cast<int>(plan.size());
   run_jobs(folder.to_train.size(), o.jobs, [&](std::size_t i) {
     const PlannedRun& p = plan[static_cast<std::size_t>(folder.to_train[i])];
