@@ -9,8 +9,8 @@
 
 #include "audit/manifest.h"
 #include "audit/shard.h"
+#include "formats/json_text.h"
 #include "fuzz_support.h"
-#include "spec/json_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "audit/npy.h"
+#include "formats/npy.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

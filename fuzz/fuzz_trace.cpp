@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "audit/trace_io.h"
 #include "fuzz_support.h"
+#include "trace/trace_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

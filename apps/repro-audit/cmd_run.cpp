@@ -12,7 +12,6 @@
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/audit_folder_setup.h"
-#include "audit/op_window.h"
 #include "audit/report_paths.h"
 #include "commands.h"
 #include "core/error.h"
@@ -20,6 +19,7 @@
 #include "report_output.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
+#include "trace/op_window.h"
 #include "train/backend_choice.h"
 
 namespace ra::app {

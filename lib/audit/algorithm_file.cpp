@@ -11,8 +11,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "formats/json_text.h"
 #include "nn/layers.h"
-#include "spec/json_text.h"
 #include "spec/resolve.h"
 
 namespace ra::audit {

@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/trace.h"
 #include "backend/algorithm_pins.h"
 #include "spec/spec.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -14,9 +14,9 @@
 
 #include "audit/compare.h"
 #include "audit/shard.h"
-#include "audit/trace.h"
 #include "backend/algorithm_pins.h"
 #include "spec/spec.h"
+#include "trace/trace.h"
 #include "train/trainer.h"
 
 namespace ra::audit {

@@ -8,9 +8,9 @@
 
 #include "audit/op_replay.h"
 #include "audit/run_observers.h"
-#include "audit/safetensors.h"
-#include "audit/trace_io.h"
 #include "core/error.h"
+#include "formats/safetensors.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

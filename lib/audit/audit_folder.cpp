@@ -8,9 +8,9 @@
 #include <set>
 
 #include "audit/shard.h"
-#include "audit/trace_io.h"
 #include "core/directory.h"
 #include "core/error.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "audit/compare.h"
 #include "audit/manifest.h"
-#include "audit/trace.h"
 #include "core/file_lock.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -3,12 +3,12 @@
 
 #include <xxhash.h>
 
-#include "audit/op_window.h"
-#include "audit/trace_io.h"
 #include "backend/fingerprint.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"
+#include "trace/op_window.h"
+#include "trace/trace_io.h"
 #include "train/backend_choice.h"
 
 namespace ra::audit {

@@ -8,8 +8,8 @@
 #include "audit/environment.h"
 #include "audit/recorder.h"
 #include "audit/run_observers.h"
-#include "audit/trace_io.h"
 #include "core/error.h"
+#include "trace/trace_io.h"
 #include "train/observer_list.h"
 
 namespace ra::audit {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/statistics.h"
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "audit/compare_phases.h"
-#include "audit/op_names.h"
+#include "trace/op_names.h"
 
 namespace ra::audit::phases {
 namespace {

@@ -2,9 +2,9 @@
 #include <bit>
 
 #include "audit/compare.h"
-#include "audit/op_names.h"
-#include "audit/op_window.h"
-#include "audit/trace_io.h"
+#include "trace/op_names.h"
+#include "trace/op_window.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "audit/trace_io.h"
 #include "core/digest.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

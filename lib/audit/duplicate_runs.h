@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

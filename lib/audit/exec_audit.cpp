@@ -7,9 +7,9 @@
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/manifest.h"
-#include "audit/trace_io.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

@@ -11,7 +11,7 @@
 #include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 #include "spec/limits.h"
 
 namespace ra::audit {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/trace.h"
+#include "trace/trace.h"
 #include "train/trainer.h"
 
 namespace ra::audit {

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <span>
 
-#include "audit/op_names.h"
 #include "backend/geometry_key.h"
 #include "core/error.h"
 #include "core/parallel_digest.h"
+#include "trace/op_names.h"
 
 namespace ra::audit {
 namespace {

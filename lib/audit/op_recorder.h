@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "audit/kept_outputs.h"
-#include "audit/trace.h"
 #include "backend/forwarding_ops.h"
 #include "core/thread_pool.h"
 #include "data/loader.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

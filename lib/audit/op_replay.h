@@ -19,7 +19,7 @@
 
 #include "audit/compare.h"
 #include "audit/kept_outputs.h"
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

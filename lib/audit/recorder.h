@@ -2,8 +2,8 @@
 // Records one run into a Trace while it trains: the initial parameters' digests, then per step
 // the batch, the loss bits, every gradient, every updated weight and the optimizer state.
 #include "audit/op_recorder.h"
-#include "audit/trace.h"
 #include "core/thread_pool.h"
+#include "trace/trace.h"
 #include "train/trainer.h"
 
 namespace ra::audit {

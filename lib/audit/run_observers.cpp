@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "audit/safetensors.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "formats/safetensors.h"
 
 namespace ra::audit {
 

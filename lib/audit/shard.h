@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "audit/compare.h"
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -2,10 +2,10 @@
 // from op records (audit/compare.h RootCause).
 #include <cstdint>
 
-#include "audit/op_names.h"
-#include "audit/op_window.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
+#include "trace/op_names.h"
+#include "trace/op_window.h"
 
 namespace ra::report::text {
 namespace {

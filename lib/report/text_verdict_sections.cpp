@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 
-#include "audit/op_window.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
+#include "trace/op_window.h"
 
 namespace ra::report::text {
 

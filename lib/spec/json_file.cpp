@@ -1,7 +1,7 @@
 #include "spec/json_file.h"
 
 #include "core/atomic_file.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 
 namespace ra::spec::detail {
 namespace {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/text_excerpt.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 
 namespace ra::spec::detail {
 namespace {

@@ -24,7 +24,7 @@ std::string child_path(const std::string& parent, std::string_view key);
 // "model.layers" + 2 -> "model.layers[2]".
 std::string index_path(const std::string& parent, std::size_t index);
 // A short rendering of a value for "got ..." in messages: -3, 1.5, "sixteen", true, an object;
-// bounded in length and work whatever the value (spec/json_text.h json_excerpt).
+// bounded in length and work whatever the value (formats/json_text.h json_excerpt).
 std::string describe(const Json& value);
 
 // Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.

@@ -7,11 +7,11 @@
 #include <string>
 
 #include "audit/algorithm_file.h"
-#include "audit/trace_io.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
 

@@ -11,12 +11,12 @@
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/manifest.h"
-#include "audit/safetensors.h"
-#include "audit/trace_io.h"
 #include "core/error.h"
+#include "formats/safetensors.h"
 #include "spec/parse.h"
 #include "support/audit_options.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 namespace {
 

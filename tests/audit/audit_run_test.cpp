@@ -6,9 +6,9 @@
 #include <random>
 
 #include "audit/audit.h"
-#include "audit/trace_io.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 namespace {
 

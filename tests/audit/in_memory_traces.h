@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::test {
 

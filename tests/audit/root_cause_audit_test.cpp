@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "audit/audit.h"
-#include "audit/trace_io.h"
 #include "spec/parse.h"
 #include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 namespace {
 

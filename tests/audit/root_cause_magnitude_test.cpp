@@ -12,10 +12,10 @@
 #include "audit/audit.h"
 #include "audit/audit_compare.h"
 #include "audit/kept_outputs.h"
-#include "audit/trace_io.h"
 #include "spec/parse.h"
 #include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 namespace {
 

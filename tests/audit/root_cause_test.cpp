@@ -9,13 +9,13 @@
 
 #include "audit/audit.h"
 #include "audit/compare.h"
-#include "audit/op_window.h"
-#include "audit/trace_io.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "in_memory_traces.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "trace/op_window.h"
+#include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
 

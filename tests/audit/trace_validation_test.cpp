@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "audit/audit.h"
-#include "audit/trace_io.h"
 #include "core/error.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"
+#include "trace/trace_io.h"
 
 namespace {
 

@@ -13,10 +13,10 @@
 
 #include "audit/algorithm_file.h"
 #include "audit/audit.h"
-#include "audit/trace_io.h"
 #include "spec/parse.h"
 #include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 #include "train/backend_choice.h"
 
 namespace {

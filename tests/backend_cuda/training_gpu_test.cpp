@@ -18,10 +18,10 @@
 #include <random>
 
 #include "audit/audit.h"
-#include "audit/trace_io.h"
 #include "backend/cuda/device.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "trace/trace_io.h"
 
 namespace {
 

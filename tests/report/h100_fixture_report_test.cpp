@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "formats/json_text.h"
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_report.h"
-#include "spec/json_text.h"
 #include "support/golden.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"

@@ -1,10 +1,10 @@
-#include "audit/trace_fields.h"
+#include "trace/trace_fields.h"
 
 #include <cmath>
 #include <limits>
 
-#include "audit/trace_io.h"
 #include "core/error.h"
+#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {

@@ -12,7 +12,7 @@
 // and every tensor was equal bit for bit (torch.equal on .view(torch.int32)) to the same values
 // computed in PyTorch; n % 8 == 0, the offsets tiled the data to its end, and the metadata came
 // back as written.
-#include "audit/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <unistd.h>
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "audit/trace_io.h"
 #include "core/error.h"
+#include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;

@@ -1,8 +1,8 @@
 #pragma once
-// The --trace-ops window: which steps' ops a run records (audit/trace.h OpWindow).
+// The --trace-ops window: which steps' ops a run records (trace/trace.h OpWindow).
 #include <string>
 
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -1,6 +1,6 @@
 // .npy int64 files: byte-identical to NumPy's own output, round trips, and every malformed case
 // rejected with an InputError naming the file.
-#include "audit/npy.h"
+#include "formats/npy.h"
 
 #include <unistd.h>
 

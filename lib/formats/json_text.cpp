@@ -1,4 +1,4 @@
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "audit/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,7 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/text_excerpt.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 
 namespace ra::audit {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "audit/trace.h"
+#include "trace/trace.h"
 
 namespace ra::audit {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 
 using ra::spec::json_excerpt;
 using ra::spec::json_string_excerpt;

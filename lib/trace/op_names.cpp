@@ -1,4 +1,4 @@
-#include "audit/op_names.h"
+#include "trace/op_names.h"
 
 #include <map>
 #include <vector>

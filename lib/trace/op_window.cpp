@@ -1,4 +1,4 @@
-#include "audit/op_window.h"
+#include "trace/op_window.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "audit/npy.h"
+#include "formats/npy.h"
 
 #include <bit>
 #include <cstring>

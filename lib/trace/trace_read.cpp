@@ -1,19 +1,19 @@
 // Reading traces: every field checked, every record checked against the records before it
-// (audit/trace_io.h, docs/trace-format.md). Writing them: trace_write.cpp.
-#include "audit/trace_io.h"
+// (trace/trace_io.h, docs/trace-format.md). Writing them: trace_write.cpp.
+#include "trace/trace_io.h"
 
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <set>
 
-#include "audit/trace_fields.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/statistics.h"
 #include "core/text_excerpt.h"
-#include "spec/json_text.h"
+#include "formats/json_text.h"
 #include "spec/spec.h"
+#include "trace/trace_fields.h"
 
 namespace ra::audit {
 namespace {

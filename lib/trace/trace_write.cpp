@@ -1,6 +1,6 @@
-// Writing traces: the records as JSON lines, in time order (audit/trace_io.h,
+// Writing traces: the records as JSON lines, in time order (trace/trace_io.h,
 // docs/trace-format.md). Reading them back: trace_read.cpp.
-#include "audit/trace_io.h"
+#include "trace/trace_io.h"
 
 #include <bit>
 #include <cstdio>
