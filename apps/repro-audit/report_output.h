@@ -2,7 +2,7 @@
 // Shared by `run` and `compare`: prints the report and maps the verdict to the exit code.
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::app {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
 #include "audit/shard.h"
 #include "backend/algorithm_pins.h"
+#include "compare/compare.h"
 #include "spec/spec.h"
 #include "trace/trace.h"
 #include "train/trainer.h"

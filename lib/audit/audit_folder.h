@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
 #include "audit/manifest.h"
+#include "compare/compare.h"
 #include "core/file_lock.h"
 #include "trace/trace.h"
 

@@ -3,7 +3,8 @@
 // between runs made on different machines or builds (CPU model and vector extensions decide which
 // kernels and which FMA contractions run; compiler and flags decide the instruction sequence;
 // glibc decides libm's exp/log; thread count and backend decide the reduction order of the
-// nondeterministic ops). `compare` reports the keys that differ between traces.
+// nondeterministic ops). `compare` reports the keys that differ between traces
+// (compare/fingerprint_differences.h).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -22,10 +23,6 @@ namespace ra::audit {
 //   "os"           uname: "<sysname> <release> <machine>"; "glibc" gnu_get_libc_version()
 //   "hostname"
 nlohmann::json environment_fingerprint(int threads, const std::string& backend);
-
-// The keys whose values differ between two fingerprints, sorted; a key present in only one of
-// them differs. All keys count (hostname too): the report decides what to show.
-std::vector<std::string> fingerprint_differences(const nlohmann::json& a, const nlohmann::json& b);
 
 // What the fingerprint takes from /proc/cpuinfo; exposed so it can be tested on fixed text.
 struct CpuInfo {

@@ -13,7 +13,7 @@
 
 #include "audit/algorithm_file.h"
 #include "audit/op_recorder.h"
-#include "audit/output_difference.h"
+#include "compare/output_difference.h"
 #include "core/error.h"
 #include "spec/parse.h"
 #include "train/backend_choice.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 #include "trace/trace.h"
 
 namespace ra::audit {

@@ -6,7 +6,7 @@
 // digests, seed groups), outcome statistics, environment and ledger differences, cost per step.
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::report {
 

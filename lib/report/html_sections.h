@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 #include "report/svg_plot.h"
 
 namespace ra::report::html {

@@ -8,7 +8,7 @@
 // (docs/ci.md "JUnit XML", schema docs/junit-subset.xsd).
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::report {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::report::text {
 

@@ -2,7 +2,7 @@
 // The text report: short enough to read at a glance, the verdict first.
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::report {
 

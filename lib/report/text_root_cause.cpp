@@ -1,5 +1,5 @@
 // The root-cause section of the text report (report/text_sections.h): where a divergence entered,
-// from op records (audit/compare.h RootCause).
+// from op records (compare/compare.h RootCause).
 #include <cstdint>
 
 #include "report/text_format.h"
@@ -139,7 +139,7 @@ std::string algorithm_line(const RootCause& c) {
          (facts.empty() ? "" : " (" + facts + ")") + "\n";
 }
 
-// What made the op's output differ, worded for its class (audit/compare.h RootCause::Class).
+// What made the op's output differ, worded for its class (compare/compare.h RootCause::Class).
 std::string class_text(const RootCause& c) {
   switch (c.cause) {
     case RootCause::Class::nondeterministic_kernel:

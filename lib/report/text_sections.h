@@ -8,7 +8,7 @@
 //                               group statistics, timing and recording cost
 #include <string>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::report::text {
 

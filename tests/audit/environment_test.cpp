@@ -2,6 +2,7 @@
 // parser on fixed text, and the differences between two fingerprints.
 #include "audit/environment.h"
 #include "backend/cpu/simd/isa.h"
+#include "compare/fingerprint_differences.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>

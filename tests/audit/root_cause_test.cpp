@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "audit/audit.h"
-#include "audit/compare.h"
+#include "compare/compare.h"
+#include "compare/in_memory_traces.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "in_memory_traces.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "trace/op_window.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
-#include "audit/in_memory_traces.h"
+#include "compare/compare.h"
+#include "compare/in_memory_traces.h"
 #include "report/html_report.h"
 #include "report/svg_plot.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
-#include "audit/in_memory_traces.h"
+#include "compare/compare.h"
+#include "compare/in_memory_traces.h"
 #include "report/junit.h"
 #include "support/temp_dir.h"
 

@@ -42,7 +42,7 @@ struct LedgerEntry {
 //   "chosen_by"}, ...] in the order given; an autotuned entry adds
 //   "autotune": {"math_type", "time_ms", "workspace_bytes"} (absent otherwise, as in older traces).
 // autotune.time_ms varies run to run: the audit's ledger comparison ignores it
-// (audit/compare_environment.cpp).
+// (compare/compare_environment.cpp).
 nlohmann::json to_json(const std::vector<LedgerEntry>& entries);
 
 // "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", ...;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/statistics.h"
+#include "compare/statistics.h"
 #include "trace/trace.h"
 
 namespace ra::audit {

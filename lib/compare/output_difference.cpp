@@ -1,4 +1,4 @@
-#include "audit/output_difference.h"
+#include "compare/output_difference.h"
 
 #include <algorithm>
 #include <cstring>

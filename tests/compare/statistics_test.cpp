@@ -1,6 +1,6 @@
 // Outcome statistics: summaries against hand values, the bootstrap std ratio's determinism and
 // interval properties, ULP distances on hand-picked bit patterns, tensor comparison counts.
-#include "audit/statistics.h"
+#include "compare/statistics.h"
 
 #include <bit>
 #include <catch2/catch.hpp>

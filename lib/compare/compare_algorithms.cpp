@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 #include "trace/op_names.h"
 
 namespace ra::audit::phases {

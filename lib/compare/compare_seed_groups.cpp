@@ -3,7 +3,7 @@
 // explains) (compare_phases.h).
 #include <map>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 
 namespace ra::audit::phases {
 

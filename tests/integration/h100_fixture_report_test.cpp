@@ -3,7 +3,9 @@
 // `repro-audit compare DIR --no-magnitude` does, with the text and JSON reports checked against
 // goldens (tests/report/golden/h100_*) and the HTML and JUnit reports read for what a GPU user
 // must see: the true root cause, the algorithm difference as one line by run group, and no line
-// blaming another machine for runs made in one process.
+// blaming another machine for runs made in one process. (In tests/integration, which links every
+// module: it reads audit folders through audit::compare_inputs and renders with report, and
+// neither tests/audit nor tests/report links the other.)
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -4,8 +4,8 @@
 // largest ULP and absolute distance.
 #include <vector>
 
-#include "audit/compare.h"
-#include "audit/statistics.h"
+#include "compare/compare.h"
+#include "compare/statistics.h"
 
 namespace ra::audit {
 

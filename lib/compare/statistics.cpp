@@ -1,4 +1,4 @@
-#include "audit/statistics.h"
+#include "compare/statistics.h"
 
 #include <algorithm>
 #include <bit>

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 
 namespace ra::audit {
 

@@ -1,7 +1,7 @@
 // Phase of the comparison: divergence measured from weight snapshots (safetensors) of the same
 // point in the compared runs: elements differing, sign flips, max abs, max relative and max ulp
 // per tensor, worst over the runs against the reference (compare_phases.h).
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 #include "core/error.h"
 
 namespace ra::audit::phases {

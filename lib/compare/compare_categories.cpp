@@ -3,7 +3,7 @@
 #include <bit>
 #include <utility>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 
 namespace ra::audit::phases {
 namespace {

@@ -1,12 +1,12 @@
-// The phases of compare_traces (audit/compare_phases.h), each on traces built in memory
+// The phases of compare_traces (compare/compare_phases.h), each on traces built in memory
 // (in_memory_traces.h): which runs agree, where they first part, by how much and how it grows.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "audit/compare_phases.h"
-#include "audit/in_memory_traces.h"
+#include "compare/compare_phases.h"
+#include "compare/in_memory_traces.h"
 #include "core/error.h"
 
 namespace {

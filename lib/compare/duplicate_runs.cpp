@@ -1,4 +1,4 @@
-#include "audit/duplicate_runs.h"
+#include "compare/duplicate_runs.h"
 
 #include <filesystem>
 

@@ -1,7 +1,7 @@
 // JSON form of a comparison (docs/report.md documents every field).
 #include <bit>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 #include "trace/op_names.h"
 #include "trace/op_window.h"
 #include "trace/trace_io.h"

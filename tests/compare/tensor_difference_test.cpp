@@ -1,4 +1,4 @@
-// compare_values' magnitudes that cross zero (audit/statistics.h TensorDifference): sign flips
+// compare_values' magnitudes that cross zero (compare/statistics.h TensorDifference): sign flips
 // counted apart, the ULP maximum over same-sign pairs beside the one over every pair, and the
 // relative difference against the arrays' largest magnitude. Every expected value is worked out
 // by hand from the bit patterns, in the comments.
@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "audit/statistics.h"
+#include "compare/statistics.h"
 
 namespace {
 

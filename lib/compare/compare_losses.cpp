@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 
 namespace ra::audit::phases {
 namespace {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "audit/compare_phases.h"
-#include "audit/environment.h"
+#include "compare/compare_phases.h"
+#include "compare/fingerprint_differences.h"
 
 namespace ra::audit::phases {
 namespace {

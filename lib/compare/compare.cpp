@@ -1,7 +1,7 @@
-#include "audit/compare.h"
+#include "compare/compare.h"
 
-#include "audit/compare_phases.h"
-#include "audit/duplicate_runs.h"
+#include "compare/compare_phases.h"
+#include "compare/duplicate_runs.h"
 
 namespace ra::audit {
 
@@ -23,7 +23,7 @@ const char* to_string(Category c) {
   return "?";
 }
 
-// The phases, in order (audit/compare_phases.h says what each computes and where it lives).
+// The phases, in order (compare/compare_phases.h says what each computes and where it lives).
 ComparisonResult compare_traces(const std::vector<Trace>& traces,
                                 const ComparisonOptions& options) {
   phases::check_comparable(traces);

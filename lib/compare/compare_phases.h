@@ -1,5 +1,5 @@
 #pragma once
-// The phases of compare_traces (audit/compare.h), in the order it runs them. Each is a function
+// The phases of compare_traces (compare/compare.h), in the order it runs them. Each is a function
 // of the traces (and of what earlier phases found), so each can be tested on traces built in
 // memory. One file each:
 //   compare_runs.cpp         which traces can be compared; per-run summaries and outcome classes;
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/compare.h"
+#include "compare/compare.h"
 
 namespace ra::audit::phases {
 

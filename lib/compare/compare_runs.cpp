@@ -4,7 +4,7 @@
 #include <bit>
 #include <set>
 
-#include "audit/compare_phases.h"
+#include "compare/compare_phases.h"
 #include "core/error.h"
 #include "spec/spec.h"
 

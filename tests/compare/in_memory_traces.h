@@ -1,5 +1,5 @@
 #pragma once
-// Traces built in memory, for tests of the comparison phases (tests/audit) and of the report
+// Traces built in memory, for tests of the comparison phases (tests/compare) and of the report
 // (tests/report): no files, every value fixed, so a test can say exactly which runs agree, where
 // they first part and by how much.
 //
