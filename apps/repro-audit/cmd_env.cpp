@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "audit/environment.h"
 #include "commands.h"
 #include "core/printable.h"
 #include "core/thread_pool.h"
 #include "json_output.h"
+#include "record/environment.h"
 #include "train/backend_choice.h"
 
 namespace ra::app {

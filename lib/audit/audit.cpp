@@ -53,7 +53,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   AuditResult result = started_result(folder, plan, o.out_dir);
 
   // Runs recording ops keep the outputs of their nondeterministic ops, for the magnitude of a
-  // root cause that a replay could not reproduce (audit/kept_outputs.h).
+  // root cause that a replay could not reproduce (record/kept_outputs.h).
   KeptOutputs kept(kKeptOutputBytesPerRun);
   RunWorker worker(spec, data, folder.manifest, o, progress, static_cast<int>(plan.size()),
                    o.trace_ops && o.measure_magnitudes ? &kept : nullptr);

@@ -6,10 +6,11 @@
 #include <memory>
 #include <set>
 
+#include "audit/audit.h"
 #include "audit/op_replay.h"
-#include "audit/run_observers.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
+#include "record/run_observers.h"
 #include "trace/trace_io.h"
 
 namespace ra::audit {

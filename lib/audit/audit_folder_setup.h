@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
 #include "audit/audit_folder.h"
+#include "audit/audit_options.h"
 #include "audit/manifest.h"
 
 namespace ra::audit {

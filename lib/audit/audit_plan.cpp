@@ -3,6 +3,7 @@
 
 #include <xxhash.h>
 
+#include "audit/audit.h"
 #include "backend/fingerprint.h"
 #include "core/error.h"
 #include "core/thread_pool.h"

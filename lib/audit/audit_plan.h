@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/audit.h"
+#include "audit/audit_options.h"
 #include "audit/manifest.h"
 
 namespace ra::audit {

@@ -3,12 +3,13 @@
 
 #include <optional>
 
+#include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
-#include "audit/environment.h"
-#include "audit/recorder.h"
-#include "audit/run_observers.h"
 #include "core/error.h"
+#include "record/environment.h"
+#include "record/recorder.h"
+#include "record/run_observers.h"
 #include "trace/trace_io.h"
 #include "train/observer_list.h"
 

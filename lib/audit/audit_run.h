@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <mutex>
 
-#include "audit/audit.h"
-#include "audit/kept_outputs.h"
+#include "audit/audit_options.h"
 #include "audit/manifest.h"
+#include "record/kept_outputs.h"
 #include "train/trainer.h"
 
 namespace ra::audit {

@@ -1,7 +1,7 @@
 #pragma once
 // One shard of an audit (audit/shard.h): its share of the planned runs, trained into the folder
 // the shards share, without a report.
-#include "audit/audit.h"
+#include "audit/audit_options.h"
 
 namespace ra::audit {
 

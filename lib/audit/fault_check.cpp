@@ -101,7 +101,7 @@ void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
                      std::to_string(steps - 1) + ")");
   }
   if (!fault.op.empty()) {
-    // The layer here; the op name and the element when the op runs (audit/op_recorder.h).
+    // The layer here; the op name and the element when the op runs (record/op_recorder.h).
     const std::string layer = fault.op.substr(0, fault.op.find('/'));
     const spec::ResolvedModel model = spec::resolve_model(spec.model);
     std::string names = "loss";

@@ -1,9 +1,9 @@
 #pragma once
-// --inject-fault (audit.h, FaultSpec; a test facility): parse_fault reads the option, defined
-// here beside the check that the fault will fire. A fault that never fires (a step past the
+// --inject-fault (record/run_options.h FaultSpec; a test facility): parse_fault reads the option,
+// defined here beside the check that the fault will fire. A fault that never fires (a step past the
 // run's end, an element outside its tensor, a tensor the model does not have) would let a test
 // that expects a divergence read "identical" as a pass of the auditor; it is refused up front.
-#include "audit/audit.h"
+#include "audit/audit_options.h"
 #include "data/dataset.h"
 #include "spec/spec.h"
 

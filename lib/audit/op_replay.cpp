@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "audit/algorithm_file.h"
-#include "audit/op_recorder.h"
 #include "compare/output_difference.h"
 #include "core/error.h"
+#include "record/op_recorder.h"
 #include "spec/parse.h"
 #include "train/backend_choice.h"
 #include "train/trainer.h"
@@ -34,7 +34,7 @@ struct ReplayParted : std::runtime_error {
 struct ReplayDone {};
 
 // Ops a replay cannot execute again: the batch comes from the loader, and the dropout's two
-// records come from one call the recorder does not show a replay (audit/op_recorder.h).
+// records come from one call the recorder does not show a replay (record/op_recorder.h).
 bool re_executable(const std::string& op) {
   return op != "batch" && op != "dropout_mask" && op != "dropout.forward";
 }
@@ -348,7 +348,7 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& tra
   return targets;
 }
 
-// The outputs a run kept as it ran (audit/kept_outputs.h), when their digests are the ones its
+// The outputs a run kept as it ran (record/kept_outputs.h), when their digests are the ones its
 // trace recorded for the op.
 bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutputs* kept,
                std::vector<DType>& dtypes) {

@@ -17,8 +17,8 @@
 // GPU kernel with many atomic partial sums may have more outcomes than the executions find.
 #include <vector>
 
-#include "audit/kept_outputs.h"
 #include "compare/compare.h"
+#include "record/kept_outputs.h"
 #include "trace/trace.h"
 
 namespace ra::audit {

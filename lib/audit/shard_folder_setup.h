@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
 #include "audit/audit_folder.h"
+#include "audit/audit_options.h"
 #include "audit/manifest.h"
 #include "audit/shard.h"
 

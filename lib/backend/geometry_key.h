@@ -1,6 +1,6 @@
 #pragma once
 // Names of op geometries, as the algorithm ledger keys its entries (backend/cuda/ledger.h) and
-// the op records of a trace name the entry an op used (audit/op_recorder.h). Pure formatting.
+// the op records of a trace name the entry an op used (record/op_recorder.h). Pure formatting.
 #include <string>
 
 #include "backend/geometry.h"

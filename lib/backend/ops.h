@@ -71,7 +71,7 @@ class Ops {
   virtual nlohmann::json device_fingerprint() const { return nullptr; }
   // The model announces each layer before the ops that compute it ("conv2d_0", "loss", and the
   // parameter name before each optimizer update), so that a decorator recording ops can say
-  // whose op it saw (audit/op_recorder.h); a conv and the max-pool computed with it in one call
+  // whose op it saw (record/op_recorder.h); a conv and the max-pool computed with it in one call
   // as "conv2d_0+maxpool2d_0". Backends compute nothing from it.
   virtual void enter_layer(const std::string& /*name*/) {}
 

@@ -14,7 +14,7 @@
 
 namespace ra::audit {
 
-class KeptOutputs;  // audit/kept_outputs.h
+class KeptOutputs;  // record/kept_outputs.h
 
 // The categories of recorded state, in causal order within a step.
 enum class Category { initial_weights, batches, losses, gradients, weights, optimizer_state };
@@ -220,7 +220,7 @@ struct AuditFolderCheck {
 // ledger_differences and the root cause's algorithm choice say it.
 struct MachineDifference {
   int run = 0;                           // report index
-  std::vector<std::string> environment;  // fingerprint keys that differ (audit/environment.h)
+  std::vector<std::string> environment;  // fingerprint keys that differ (record/environment.h)
   bool ledger = false;                   // its algorithm ledger differs too
 };
 

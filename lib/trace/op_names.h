@@ -1,6 +1,6 @@
 #pragma once
 // The names of the inputs and outputs of each recorded op, in the order of its record's digests
-// (audit/op_recorder.cpp writes them in this order; docs/trace-format.md lists them), for reports.
+// (record/op_recorder.cpp writes them in this order; docs/trace-format.md lists them), for reports.
 #include <cstddef>
 #include <string>
 

@@ -37,7 +37,7 @@ struct OpWindow {
   friend bool operator==(const OpWindow&, const OpWindow&) = default;
 };
 
-// One op execution of a step, in execution order (audit/op_recorder.h, docs/trace-format.md).
+// One op execution of a step, in execution order (record/op_recorder.h, docs/trace-format.md).
 struct OpRecord {
   std::string op;          // "conv2d.forward", "dense.backward_weight", "batch", "dropout_mask"...
   std::string layer;       // "conv2d_0"; "loss"; the parameter of an optimizer.update; "" (batch)

@@ -36,7 +36,7 @@ struct RunOptions {
   std::optional<RunSeeds> seeds;         // default: RunSeeds::all(spec.seed)
   // Builds the backend for a thread count; default: by spec.device (tests inject their own).
   std::function<std::unique_ptr<backend::Ops>(int threads)> make_backend;
-  // Wraps the backend in a decorator that sees every op call (audit/op_recorder.h): the run then
+  // Wraps the backend in a decorator that sees every op call (record/op_recorder.h): the run then
   // computes through the decorator, which forwards to the backend; the trainer owns both.
   std::function<std::unique_ptr<backend::Ops>(backend::Ops& backend)> wrap_backend;
   // Algorithms the backend runs instead of choosing (--pin-algorithms, a replay); null: none. The

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "audit/audit.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"

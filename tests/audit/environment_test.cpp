@@ -1,6 +1,6 @@
 // Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
 // parser on fixed text, and the differences between two fingerprints.
-#include "audit/environment.h"
+#include "record/environment.h"
 #include "backend/cpu/simd/isa.h"
 #include "compare/fingerprint_differences.h"
 

@@ -11,7 +11,7 @@
 
 #include "audit/audit.h"
 #include "audit/audit_compare.h"
-#include "audit/kept_outputs.h"
+#include "record/kept_outputs.h"
 #include "spec/parse.h"
 #include "support/op_trace_audit.h"
 #include "support/temp_dir.h"

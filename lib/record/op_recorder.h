@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "audit/kept_outputs.h"
 #include "backend/forwarding_ops.h"
 #include "core/thread_pool.h"
 #include "data/loader.h"
+#include "record/kept_outputs.h"
 #include "trace/trace.h"
 
 namespace ra::audit {
@@ -126,7 +126,7 @@ class OpRecorder final : public backend::ForwardingOps {
   void set_replay_hook(ReplayHook hook) { hook_ = std::move(hook); }
 
   // Keeps the outputs of every recorded op that ran in nondeterministic mode into `store`, as run
-  // `run`, until the run's budget there is spent (audit/kept_outputs.h).
+  // `run`, until the run's budget there is spent (record/kept_outputs.h).
   void keep_outputs(KeptOutputs& store, int run) {
     kept_ = &store;
     run_ = run;

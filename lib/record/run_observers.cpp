@@ -1,4 +1,4 @@
-#include "audit/run_observers.h"
+#include "record/run_observers.h"
 
 #include <bit>
 #include <nlohmann/json.hpp>

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/recorder.h"
 #include "nn/model_digest.h"
+#include "record/recorder.h"
 #include "spec/parse.h"
 #include "support/forwarding_ops.h"
 #include "train/observer_list.h"

@@ -1,8 +1,8 @@
 #pragma once
 // Records one run into a Trace while it trains: the initial parameters' digests, then per step
 // the batch, the loss bits, every gradient, every updated weight and the optimizer state.
-#include "audit/op_recorder.h"
 #include "core/thread_pool.h"
+#include "record/op_recorder.h"
 #include "trace/trace.h"
 #include "train/trainer.h"
 

@@ -1,4 +1,4 @@
-#include "audit/kept_outputs.h"
+#include "record/kept_outputs.h"
 
 namespace ra::audit {
 

@@ -1,4 +1,4 @@
-#include "audit/environment.h"
+#include "record/environment.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

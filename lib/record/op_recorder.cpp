@@ -1,4 +1,4 @@
-#include "audit/op_recorder.h"
+#include "record/op_recorder.h"
 
 #include <algorithm>
 #include <bit>

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/op_recorder.h"
-#include "audit/recorder.h"
+#include "record/op_recorder.h"
+#include "record/recorder.h"
 #include "spec/parse.h"
 #include "train/observer_list.h"
 #include "train/trainer.h"

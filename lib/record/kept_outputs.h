@@ -1,6 +1,6 @@
 #pragma once
 // The outputs of nondeterministic ops, kept by an audit's runs while they record their ops
-// (audit/op_recorder.h), for the magnitude of a root cause (audit/op_replay.h): a racing
+// (record/op_recorder.h), for the magnitude of a root cause (audit/op_replay.h): a racing
 // reduction has so many possible outcomes that a run's own seldom reappears when the op is
 // executed again, so the runs keep the values they made, in memory, up to a budget per run (the
 // first steps of the window first, which is where races first show). Thread-safe: runs of one

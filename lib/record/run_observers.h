@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
 #include "core/directory.h"
+#include "record/run_options.h"
 #include "train/trainer.h"
 
 namespace ra::audit {

@@ -1,4 +1,4 @@
-#include "audit/recorder.h"
+#include "record/recorder.h"
 
 #include <algorithm>
 #include <bit>

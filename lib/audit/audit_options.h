@@ -1,0 +1,104 @@
+#pragma once
+// What an audit is asked to do (AuditOptions, AuditProgress) and what it gives back (AuditResult):
+// the types the audit's phases share, apart from the functions of audit/audit.h that run them,
+// so that a phase's header need not include audit.h, which includes the phases.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/shard.h"
+#include "backend/algorithm_pins.h"
+#include "compare/compare.h"
+#include "record/run_options.h"
+#include "spec/spec.h"
+#include "trace/trace.h"
+#include "train/trainer.h"
+
+namespace ra::audit {
+
+enum class SeedPolicy { same, different, both };
+
+// Which random streams a "different" run varies; the others keep the spec's seed.
+struct VariedStreams {
+  bool init = true, data = true, dropout = true;
+};
+
+// --inject-fault's text as a FaultSpec (record/run_options.h):
+// "run=1,step=3,tensor=dense_0.weight,element=5,bit=0" or "run=1,step=3,op=dense_0/dense.forward,
+// element=5,bit=0".
+FaultSpec parse_fault(const std::string& text);
+
+// What `run` does with an output folder that already holds files of an audit.
+enum class FolderUse {
+  fresh,      // refuse (InputError) a folder holding another audit or unrecognised run-* files
+  overwrite,  // remove the tool's own files (only those), then start a new audit
+  resume,     // finish the folder's audit: train only the runs without a whole trace
+};
+
+struct AuditOptions {
+  int runs = 3;
+  SeedPolicy seeds = SeedPolicy::same;
+  VariedStreams vary;
+  std::optional<spec::KernelMode> mode;
+  std::optional<int> threads;
+  int jobs = 1;
+  std::filesystem::path out_dir;
+  FolderUse folder_use = FolderUse::fresh;
+  // The report files' paths (--json, --junit): recorded in the manifest when they lie in out_dir,
+  // so that --overwrite knows them as the tool's own files.
+  std::vector<std::filesystem::path> report_files;
+  SnapshotOptions snapshots;
+  std::optional<FaultSpec> fault;
+  // --trace-ops: the steps whose ops every run records (trace format version 2).
+  std::optional<OpWindow> trace_ops;
+  // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
+  bool measure_magnitudes = true;
+  // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the
+  // other shards share; no report (compare the folder once every shard has finished).
+  std::optional<Shard> shard;
+  // --pin-algorithms: the convolution algorithms every run runs (audit/algorithm_file.h); null:
+  // as the mode chooses them.
+  std::shared_ptr<const backend::AlgorithmPins> algorithm_pins;
+  // --save-algorithms: where the algorithms run 0 used are written once it has finished
+  // (audit/algorithm_file.h); empty: not written.
+  std::filesystem::path save_algorithms;
+  std::optional<bool> expect_identical;  // default: when every run was fully deterministic
+  double loss_tolerance = 1e-4;
+  std::string tool_version = "unknown";
+};
+
+// Progress of an audit, called from the thread that runs the run (serialise if jobs > 1).
+struct AuditProgress {
+  std::function<void(int run, int of)> run_started;
+  std::function<void(int run, const train::StepEvent&, std::int64_t total_steps)> step;
+  std::function<void(int run, const std::filesystem::path& trace)> run_finished;
+  // What the audit did with its folder (files removed or left in place, runs resumed): for the
+  // user to read, once per event.
+  std::function<void(const std::string& message)> notice;
+  // What the audit is doing, for the log (a shard started or joined the folder's audit).
+  std::function<void(const std::string& message)> info;
+};
+
+// What one shard did, and how far the whole audit is.
+struct ShardOutcome {
+  Shard shard;
+  bool created_manifest = false;   // this shard started the audit (else it joined it)
+  std::vector<int> runs;           // its planned runs
+  std::vector<int> already_whole;  // of those, whole in the folder before it began (not retrained)
+  int planned_runs = 0;            // of the whole audit
+  std::vector<int> missing_runs;   // of the whole audit, when this shard ended
+};
+
+struct AuditResult {
+  std::string audit_id;
+  std::vector<std::filesystem::path> trace_files;  // every planned run's, in run order
+  std::vector<int> trained_runs;                   // the runs this call trained (all but resumed)
+  ComparisonResult comparison;                     // not made by a shard
+  std::optional<ShardOutcome> shard;               // with options.shard
+};
+
+}  // namespace ra::audit
