@@ -77,6 +77,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
   result.ledger_differences = phases::ledger_differences(ledgers);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
+  result.loader_workers = phases::loader_worker_findings(traces);
   return result;
 }
 

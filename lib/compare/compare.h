@@ -267,6 +267,21 @@ struct ComparisonOptions {
       load_snapshot;
 };
 
+// A random stream that two or more data-loader workers of one pass over the data started from in
+// the same state (PyTorch traces that recorded their loader's workers): what they draw from it,
+// random augmentations or samples, repeats across workers.
+struct SharedWorkerStream {
+  std::string stream;                // "dataset.rng", "numpy", ...
+  std::vector<int> workers;          // every worker that shared it with another in some pass
+  std::vector<int> runs;             // the runs in which it was shared
+  std::int64_t passes = 0;           // passes in which it was shared (the most of any run)
+  std::int64_t passes_recorded = 0;  // passes recorded (the most of any run)
+};
+struct LoaderWorkerFindings {
+  std::vector<int> runs_recorded;                  // runs whose trace recorded loader workers
+  std::vector<SharedWorkerStream> shared_streams;  // by stream name
+};
+
 struct ComparisonResult {
   std::string spec_name;
   std::string spec_digest;
@@ -296,6 +311,9 @@ struct ComparisonResult {
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<LedgerDifference> ledger_differences;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
+  // Set when some trace recorded its data loader's workers (PyTorch traces): a finding within
+  // runs, not a difference between them, so it changes no verdict or exit code.
+  std::optional<LoaderWorkerFindings> loader_workers;
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.
   std::vector<std::vector<int>> copies;

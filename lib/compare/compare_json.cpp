@@ -289,6 +289,18 @@ json statistics_json(const ComparisonResult& r) {
   return statistics;
 }
 
+json loader_workers_json(const LoaderWorkerFindings& f) {
+  json shared = json::array();
+  for (const SharedWorkerStream& s : f.shared_streams) {
+    shared.push_back({{"stream", s.stream},
+                      {"workers", s.workers},
+                      {"runs", s.runs},
+                      {"passes", s.passes},
+                      {"passes_recorded", s.passes_recorded}});
+  }
+  return {{"runs_recorded", f.runs_recorded}, {"shared_streams", std::move(shared)}};
+}
+
 }  // namespace
 
 json to_json(const ComparisonResult& r) {
@@ -334,6 +346,8 @@ json to_json(const ComparisonResult& r) {
     report["op_window"] = r.op_window ? json(to_string(*r.op_window)) : json(nullptr);
     report["root_causes"] = root_causes_json(r);
   }
+  // Only for traces that recorded their data loader's workers (PyTorch scripts).
+  if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   return report;
 }
 

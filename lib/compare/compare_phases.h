@@ -11,6 +11,7 @@
 //   compare_seed_groups.cpp  outcome statistics per seed group, same/different std ratios
 //   compare_environment.cpp  environment fingerprint differences, runs on other machines
 //   compare_algorithms.cpp   the algorithm each run ran at an op; ledger differences by run group
+//   compare_loader_workers.cpp  random streams data-loader workers share within a run
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -125,5 +126,9 @@ std::vector<LedgerDifference> ledger_differences(const std::vector<const nlohman
 // from the reference run's.
 std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
                                                   const std::vector<std::vector<int>>& classes);
+
+// Streams that two or more workers of one loader pass started from in the same state, over every
+// trace that recorded its loader's workers; none recorded: no findings at all.
+std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces);
 
 }  // namespace ra::audit::phases

@@ -85,7 +85,8 @@ std::string category_table(const ComparisonResult& r) {
     out += cell(std::to_string(v.steps_differing)) + "</tr>\n";
   }
   out += "</table>\n";
-  const std::string first = text::cut_long_lines(text::first_divergence(r) + text::root_cause(r));
+  const std::string first = text::cut_long_lines(text::first_divergence(r) + text::root_cause(r) +
+                                                 text::loader_workers(r));
   if (!first.empty()) out += "<pre>" + svg::html_lines_escaped(first) + "</pre>\n";
   return out;
 }

@@ -14,6 +14,7 @@ std::string render_text(const audit::ComparisonResult& r) {
   out += text::first_divergence(r);
   out += text::root_cause(r);
   out += text::next_step(r);
+  out += text::loader_workers(r);
   out += text::audit_folders(r);
   out += text::environment(r);
   out += text::category_table(r);

@@ -2,7 +2,8 @@
 // The sections of the text report, in the order render_text (report/text_report.h) prints them.
 // Each returns its lines, newline-terminated, or "" when it has nothing to say.
 //   text_verdict_sections.cpp   what the reader needs first: header, verdict, warnings, first
-//                               divergence, audit folders, environment, per-category table
+//                               divergence, loader workers, audit folders, environment,
+//                               per-category table
 //   text_root_cause.cpp         the root-cause op, from op records (--trace-ops)
 //   text_measure_sections.cpp   how much: loss differences, growth per epoch, snapshots, seed
 //                               group statistics, timing and recording cost
@@ -23,6 +24,7 @@ std::string warnings(const ComparisonResult& r);          // WARNING: lines
 std::string first_divergence(const ComparisonResult& r);  // where the compared runs first part
 std::string root_cause(const ComparisonResult& r);        // with op records: the op where they part
 std::string next_step(const ComparisonResult& r);  // the --trace-ops re-run that would localise it
+std::string loader_workers(const ComparisonResult& r);  // random streams loader workers share
 std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign files, notes
 std::string environment(const ComparisonResult& r);     // environment and ledger differences
 std::string category_table(const ComparisonResult& r);  // one line per category

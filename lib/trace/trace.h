@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,18 @@ struct EpochRecord {
   double seconds = 0.0;
 };
 
+// The random streams one data-loader worker started from, in a trace of a PyTorch script whose
+// loader the recorder watched (lib/python/repro_audit/workers.py): the pass over the data (the
+// base seed PyTorch drew for it), the worker and the loader's worker count, and a digest per
+// stream ("numpy", "torch", "python_random", "dataset.rng", ...), sorted by name.
+struct LoaderWorker {
+  std::uint64_t loader_pass = 0;
+  int worker = 0;
+  int workers = 0;
+  std::vector<std::pair<std::string, Digest128>> streams;
+  friend bool operator==(const LoaderWorker&, const LoaderWorker&) = default;
+};
+
 struct FinalRecord {
   std::int64_t steps = 0;
   std::uint32_t final_loss_bits = 0;
@@ -115,6 +128,7 @@ struct FinalRecord {
   double total_seconds = 0.0;
   double recording_seconds = 0.0;  // time the recorder spent digesting (its cost to the run)
   std::vector<Digest128> weights;  // final parameters
+  std::vector<LoaderWorker> loader_workers;  // in start order; empty but for PyTorch traces
 };
 
 struct Trace {

@@ -13,6 +13,7 @@
 #include "core/text_excerpt.h"
 #include "formats/json_text.h"
 #include "spec/spec.h"
+#include "trace/loader_workers.h"
 #include "trace/trace_fields.h"
 
 namespace ra::audit {
@@ -328,6 +329,7 @@ class TraceParser {
     f.total_seconds = r["total_seconds"].nonnegative_number();
     f.recording_seconds = r["recording_seconds"].nonnegative_number();
     f.weights = r["weights"].digests(n, "parameters");
+    if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);
     return f;
   }
 

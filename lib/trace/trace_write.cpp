@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/text_excerpt.h"
+#include "trace/loader_workers.h"
 
 namespace ra::audit {
 namespace {
@@ -137,18 +138,18 @@ std::string serialize_trace(const Trace& t) {
   for (; next_epoch < t.epochs.size(); ++next_epoch) out += epoch_line(t.epochs[next_epoch]);
   if (t.final) {
     const FinalRecord& f = *t.final;
-    out += json{{"record", "end"},
-                {"steps", f.steps},
-                {"final_loss_bits", bits_hex(f.final_loss_bits)},
-                {"final_loss", std::bit_cast<float>(f.final_loss_bits)},
-                {"eval_loss", optional_json(f.eval_loss)},
-                {"eval_accuracy", optional_json(f.eval_accuracy)},
-                {"median_step_seconds", f.median_step_seconds},
-                {"total_seconds", f.total_seconds},
-                {"recording_seconds", f.recording_seconds},
-                {"weights", digests_json(f.weights)}}
-               .dump() +
-           "\n";
+    json end{{"record", "end"},
+             {"steps", f.steps},
+             {"final_loss_bits", bits_hex(f.final_loss_bits)},
+             {"final_loss", std::bit_cast<float>(f.final_loss_bits)},
+             {"eval_loss", optional_json(f.eval_loss)},
+             {"eval_accuracy", optional_json(f.eval_accuracy)},
+             {"median_step_seconds", f.median_step_seconds},
+             {"total_seconds", f.total_seconds},
+             {"recording_seconds", f.recording_seconds},
+             {"weights", digests_json(f.weights)}};
+    if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
+    out += end.dump() + "\n";
   }
   return out;
 }

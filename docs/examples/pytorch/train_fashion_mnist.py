@@ -73,6 +73,7 @@ def main():
         loader = torch.utils.data.DataLoader(Augmented(images, labels), batch_size=128,
                                              shuffle=True, num_workers=2,
                                              generator=torch.Generator().manual_seed(1))
+        rec.watch_loader(loader)  # repro-audit: records what each worker's streams start from
     else:
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, labels),
                                              batch_size=128, shuffle=True,

@@ -24,6 +24,7 @@ import sys
 import time
 
 from . import digest as digests
+from . import workers
 from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, float32_value, loss_bits,
                     write_whole)
 
@@ -104,6 +105,9 @@ class NoOpRecorder:
     def finish(self):
         pass
 
+    def watch_loader(self, loader):
+        return loader
+
 
 class Recorder:
     """Records one run into the trace at `path` (see the module's documentation)."""
@@ -131,6 +135,7 @@ class Recorder:
         self._recording = 0.0
         self._finished = False
         self._params = [(n, p) for n, p in model.named_parameters()]
+        workers.read_side_file(path)  # what a killed earlier run's workers left is not this run's
         started = time.perf_counter()
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.
@@ -216,11 +221,17 @@ class Recorder:
         self._last = time.perf_counter()
         self._recording += self._last - now
 
+    def watch_loader(self, loader):
+        """Records the random streams `loader`'s workers start from (workers.worker_init_fn,
+        chained before the loader's own); returns the loader."""
+        return workers.install(loader)
+
     def finish(self):
         """Writes the trace (once; at exit when the script does not call it)."""
         if self._finished:
             return
         self._finished = True
         total = time.perf_counter() - self._started
-        write_whole(self._path, self._records.lines(total, self._recording))
+        loader_workers = workers.read_side_file(self._path)
+        write_whole(self._path, self._records.lines(total, self._recording, loader_workers))
 

@@ -71,7 +71,7 @@ class TraceRecords:
                             "seconds": self._epoch_seconds})
         self._epoch_steps, self._epoch_loss_sum, self._epoch_seconds = 0, 0.0, 0.0
 
-    def end_record(self, total_seconds, recording_seconds):
+    def end_record(self, total_seconds, recording_seconds, loader_workers=None):
         self.close_epoch()
         last = self.steps[-1] if self.steps else None
         bits = last["loss_bits"] if last else "0x00000000"
@@ -79,10 +79,11 @@ class TraceRecords:
                 "final_loss": float32_value(bits), "eval_loss": None, "eval_accuracy": None,
                 "median_step_seconds": median([s["seconds"] for s in self.steps]),
                 "total_seconds": total_seconds, "recording_seconds": recording_seconds,
-                "weights": list(last["weights"] if last else self.initial_weights)}
+                "weights": list(last["weights"] if last else self.initial_weights),
+                **({"loader_workers": loader_workers} if loader_workers else {})}
 
-    def lines(self, total_seconds, recording_seconds):
-        end = self.end_record(total_seconds, recording_seconds)
+    def lines(self, total_seconds, recording_seconds, loader_workers=None):
+        end = self.end_record(total_seconds, recording_seconds, loader_workers)
         out = [canonical_json(self.header), canonical_json(
             {"record": "init", "weights": self.initial_weights})]
         epochs = iter(self.epochs)

@@ -1,0 +1,119 @@
+"""DataLoader workers and their random streams (lib/python/repro_audit/workers.py): a dataset
+that keeps a numpy Generator gives every forked worker the same stream, which the trace records
+and `repro-audit compare` names; seeded per worker in worker_init_fn, the streams differ and
+nothing is flagged. The loader's own worker_init_fn still runs when the recorder installs its
+own."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("numpy")
+
+BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
+
+# Two passes over a dataset of 16 samples with 2 workers; `FIX` seeds the dataset's Generator
+# per worker the way docs/pytorch.md shows; `OWN_INIT` gives the loader a worker_init_fn of its
+# own, which must still run (it writes a file per worker).
+SCRIPT = r"""
+import os, sys, numpy as np, torch, repro_audit
+repro_audit.seed_everything(default=1)
+torch.set_num_threads(1)
+
+class Augmented(torch.utils.data.Dataset):
+    def __init__(self):
+        self.rng = np.random.default_rng(0)  # copied into every worker as it is
+        self.x = torch.randn(16, 4, generator=torch.Generator().manual_seed(2))
+        self.y = torch.arange(16) % 3
+    def __len__(self):
+        return 16
+    def __getitem__(self, i):
+        noise = torch.from_numpy(self.rng.normal(size=4).astype(np.float32))
+        return self.x[i] + noise, self.y[i]
+
+def own_init(worker_id):
+    info = torch.utils.data.get_worker_info()
+    if os.environ.get("FIX"):
+        info.dataset.rng = np.random.default_rng(info.seed)
+    if os.environ.get("OWN_INIT"):
+        open(os.path.join(os.environ["OWN_INIT"], f"worker-{worker_id}"), "w").close()
+
+model = torch.nn.Linear(4, 3)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+rec = repro_audit.Recorder.from_env(model, optimizer)
+loader = torch.utils.data.DataLoader(Augmented(), batch_size=4, num_workers=2,
+                                     worker_init_fn=own_init,
+                                     generator=torch.Generator().manual_seed(3))
+rec.watch_loader(loader)
+for epoch in range(2):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        rec.step(batch=(x, y), loss=loss, epoch=epoch)
+"""
+
+
+def run_script(tmp_path, run, **env_extra):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    trace = tmp_path / f"run-{run:03d}.trace.jsonl"
+    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
+               PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return trace
+
+
+def end_record(trace):
+    return json.loads(trace.read_text().splitlines()[-1])
+
+
+def test_workers_sharing_a_generator_are_recorded_alike(tmp_path):
+    trace = run_script(tmp_path, 0)
+    workers = end_record(trace)["loader_workers"]
+    assert sorted((w["loader_pass"], w["worker"]) for w in workers) == sorted(
+        (p, w) for p in {x["loader_pass"] for x in workers} for w in (0, 1))
+    passes = {w["loader_pass"] for w in workers}
+    assert len(passes) == 2  # a new base seed per pass over the data
+    for p in passes:
+        both = [w["streams"] for w in workers if w["loader_pass"] == p]
+        # The dataset's Generator is the same state in both workers; PyTorch's own streams are
+        # reseeded per worker and differ.
+        assert both[0]["dataset.rng"] == both[1]["dataset.rng"]
+        assert both[0]["torch"] != both[1]["torch"]
+        assert both[0]["numpy"] != both[1]["numpy"]
+    assert not os.path.exists(str(trace) + ".workers")  # the side file is gone
+
+
+def test_seeded_per_worker_the_streams_differ(tmp_path):
+    """The script's own worker_init_fn runs first (here it reseeds dataset.rng per worker), and
+    the record shows what the worker then draws from."""
+    own = tmp_path / "own"
+    own.mkdir()
+    trace = run_script(tmp_path, 0, FIX="1", OWN_INIT=str(own))
+    assert sorted(os.listdir(own)) == ["worker-0", "worker-1"]  # the loader's own init ran
+    workers = end_record(trace)["loader_workers"]
+    for p in {w["loader_pass"] for w in workers}:
+        both = [w["streams"] for w in workers if w["loader_pass"] == p]
+        assert both[0]["dataset.rng"] != both[1]["dataset.rng"]
+
+
+def test_compare_names_the_shared_generator(tmp_path):
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    traces = [run_script(tmp_path, run) for run in range(2)]
+    done = subprocess.run([BINARY, "compare", "--json", "-"] + [str(t) for t in traces],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the runs agree: the bug is in each of them
+    report = json.loads(done.stdout)
+    shared = report["loader_workers"]["shared_streams"]
+    assert [(s["stream"], s["workers"]) for s in shared] == [("dataset.rng", [0, 1])]
+    assert shared[0]["runs"] == [0, 1] and shared[0]["passes"] == 2
+    text = subprocess.run([BINARY, "compare"] + [str(t) for t in traces], capture_output=True,
+                          text=True).stdout
+    assert "workers 0-1 share one random stream in dataset.rng" in text

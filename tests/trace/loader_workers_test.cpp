@@ -1,0 +1,73 @@
+// The end record's loader_workers (PyTorch traces, docs/trace-format.md): written and read back
+// as they were; every damaged field is an InputError naming it; traces without them read as
+// before.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <string>
+
+#include "compare/in_memory_traces.h"
+#include "core/error.h"
+#include "trace/trace_io.h"
+
+namespace {
+
+using ra::audit::LoaderWorker;
+using ra::audit::Trace;
+
+// A one-step trace the reader accepts whole (the in-memory builder's spec digest, epoch mean and
+// median made consistent).
+Trace whole_trace() {
+  ra::test::TraceBuilder b;
+  b.steps = 1;
+  b.steps_per_epoch = 1;
+  Trace t = b.build(0);
+  t.header.spec_digest = ra::audit::spec_digest_of(t.header.spec).hex();
+  t.epochs[0].mean_train_loss = std::bit_cast<float>(t.steps[0].loss_bits);
+  t.final->median_step_seconds = t.steps[0].seconds;
+  t.final->total_seconds = t.steps[0].seconds;
+  return t;
+}
+
+LoaderWorker worker(std::uint64_t pass, int id, std::uint64_t rng) {
+  return {pass, id, 2, {{"dataset.rng", {rng, 1}}, {"numpy", {7, static_cast<std::uint64_t>(id)}}}};
+}
+
+// The trace's text with the first occurrence of `from` replaced by `to`.
+std::string edited(const Trace& t, const std::string& from, const std::string& to) {
+  std::string text = ra::audit::serialize_trace(t);
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("loader workers are written and read back as they were", "[trace]") {
+  Trace t = whole_trace();
+  const Trace plain = ra::audit::parse_trace(ra::audit::serialize_trace(t), "plain");
+  CHECK(plain.final->loader_workers.empty());
+  CHECK(ra::audit::serialize_trace(t).find("loader_workers") == std::string::npos);
+
+  t.final->loader_workers = {worker(9000000000000000000u, 0, 5), worker(9000000000000000000u, 1, 5),
+                             worker(17, 1, 6)};
+  const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "workers");
+  CHECK(back.final->loader_workers == t.final->loader_workers);
+}
+
+TEST_CASE("damaged loader workers are bad input naming the field", "[trace]") {
+  Trace t = whole_trace();
+  t.final->loader_workers = {worker(3, 0, 5), worker(3, 1, 5)};
+  const auto refused = [&](const std::string& from, const std::string& to, const char* what) {
+    INFO(from << " -> " << to);
+    CHECK_THROWS_WITH(ra::audit::parse_trace(edited(t, from, to), "run.jsonl"),
+                      Catch::Contains(what));
+  };
+  refused("\"worker\":1", "\"worker\":2", "loader_workers[1].worker");
+  refused("\"worker\":1", "\"worker\":0", "worker 0 of loader pass 3 is recorded twice");
+  refused("\"workers\":2", "\"workers\":0", "loader_workers[0].workers");
+  refused("\"loader_pass\":3", "\"loader_pass\":-3", "loader_workers[0].loader_pass");
+  refused("\"streams\":{", "\"streams\":[],\"x\":{", "loader_workers[0].streams");
+  refused("\"numpy\":\"", "\"numpy\":\"zz", "loader_workers[0].streams.numpy");
+  refused("\"loader_workers\":[", "\"loader_workers\":\"x\",\"y\":[", "field 'loader_workers'");
+}
