@@ -37,6 +37,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   if (std::optional<std::string> w = phases::pinned_nondeterministic_warning(traces)) {
     result.warnings.push_back(std::move(*w));
   }
+  if (std::optional<std::string> w = phases::determinism_flags_warning(traces)) {
+    result.warnings.push_back(std::move(*w));
+  }
 
   phases::RunSummaries summaries = phases::summarize_runs(traces);
   result.runs = std::move(summaries.runs);

@@ -16,7 +16,49 @@ bool names_machine_only(const std::string& key) {
   return key == "hostname" || key == "logical_cpus" || key == "os";
 }
 
+// The switches a framework offers for determinism, as the PyTorch recorder names them
+// (lib/python/repro_audit/recorder.py).
+constexpr const char* kDeterminismFlags[] = {"deterministic_algorithms", "cudnn_deterministic",
+                                             "cudnn_benchmark", "cublas_workspace_config"};
+
+// "false (runs 0,2), true (run 1)": each value of `key` once, with the runs that had it.
+std::string values_by_run(const std::vector<Trace>& traces, const std::string& key) {
+  std::vector<std::pair<std::string, std::vector<int>>> values;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const std::string v = traces[i].header.environment.value(key, nlohmann::json()).dump();
+    auto it =
+        std::find_if(values.begin(), values.end(), [&](const auto& e) { return e.first == v; });
+    if (it == values.end()) it = values.insert(values.end(), {v, {}});
+    it->second.push_back(static_cast<int>(i));
+  }
+  std::string out;
+  for (const auto& [value, runs] : values) {
+    out += (out.empty() ? "" : ", ") + value + (runs.size() > 1 ? " (runs " : " (run ");
+    for (std::size_t j = 0; j < runs.size() && j < 10; ++j)
+      out += (j ? "," : "") + std::to_string(runs[j]);
+    out += runs.size() > 10 ? ",...)" : ")";
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces) {
+  std::string differing;
+  for (const char* key : kDeterminismFlags) {
+    const nlohmann::json first = traces[0].header.environment.value(key, nlohmann::json());
+    const bool differs = std::any_of(traces.begin(), traces.end(), [&](const Trace& t) {
+      return t.header.environment.value(key, nlohmann::json()) != first;
+    });
+    if (differs)
+      differing +=
+          std::string(differing.empty() ? "" : "; ") + key + ": " + values_by_run(traces, key);
+  }
+  if (differing.empty()) return std::nullopt;
+  return "the runs did not set the determinism switches alike (" + differing +
+         "): they are different configurations, not repeats of one; set the switches once, "
+         "before the model is built";
+}
 
 std::vector<std::string> environment_differences(const std::vector<Trace>& traces) {
   std::vector<std::string> out;

@@ -101,6 +101,11 @@ std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result);
 
 // Environment keys that differ from run 0's, one line each (each distinct line once).
 std::vector<std::string> environment_differences(const std::vector<Trace>& traces);
+// When the runs did not set a framework's determinism switches alike (PyTorch traces:
+// deterministic_algorithms, cudnn_deterministic, cudnn_benchmark, cublas_workspace_config), a
+// warning naming each switch and the runs' values: they are different configurations, so their
+// agreement or disagreement says nothing about repeats of one.
+std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).
 std::vector<std::string> numeric_environment_differences(const TraceHeader& a,

@@ -172,3 +172,23 @@ def test_no_audit_no_trace(tmp_path):
     rec.step(batch=(torch.zeros(1, 2),), loss=torch.tensor(1.0))
     rec.finish()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_determinism_switches_set_differently_are_a_warning(tmp_path):
+    """One run with torch.use_deterministic_algorithms(True), one without: the report says they
+    are different configurations (the verdict itself is the digests')."""
+    script = tmp_path / "flags.py"
+    script.write_text(SCRIPT.replace("torch.set_num_threads(1)",
+                                     "torch.set_num_threads(1)\nimport os\n"
+                                     "torch.use_deterministic_algorithms(bool(os.environ.get('DET')))"))
+    traces = []
+    for run, det in ((0, ""), (1, "1")):
+        trace = tmp_path / f"run-{run:03d}.trace.jsonl"
+        env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
+                   REPRO_AUDIT_SEED="3", DET=det, PYTHONPATH=os.pathsep.join(sys.path))
+        subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
+        traces.append(trace)
+    done = compare(*traces)
+    report = json.loads(done.stdout)
+    assert any("deterministic_algorithms: false (run 0), true (run 1)" in w
+               for w in report["warnings"]), report["warnings"]

@@ -1,0 +1,31 @@
+// Runs that set a framework's determinism switches differently are not repeats of one
+// configuration: determinism_flags_warning names each switch and which runs had which value.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "compare/compare_phases.h"
+#include "compare/in_memory_traces.h"
+
+TEST_CASE("determinism_flags_warning names the switches the runs set differently", "[compare]") {
+  ra::test::TraceBuilder b;
+  b.environment["deterministic_algorithms"] = false;
+  b.environment["cudnn_benchmark"] = true;
+  std::vector<ra::audit::Trace> traces = {b.build(0), b.build(1), b.build(2)};
+  CHECK_FALSE(ra::audit::phases::determinism_flags_warning(traces));
+
+  traces[1].header.environment["deterministic_algorithms"] = true;
+  traces[2].header.environment["cublas_workspace_config"] = ":4096:8";
+  const auto w = ra::audit::phases::determinism_flags_warning(traces);
+  REQUIRE(w);
+  CHECK(*w ==
+        "the runs did not set the determinism switches alike (deterministic_algorithms: false "
+        "(runs 0,2), true (run 1); cublas_workspace_config: null (runs 0,1), \":4096:8\" (run 2)): "
+        "they are different configurations, not repeats of one; set the switches once, before "
+        "the model is built");
+}
+
+TEST_CASE("determinism_flags_warning: engine traces have none of the switches", "[compare]") {
+  const ra::test::TraceBuilder b;
+  CHECK_FALSE(ra::audit::phases::determinism_flags_warning({b.build(0), b.build(1)}));
+}
