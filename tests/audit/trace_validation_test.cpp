@@ -477,6 +477,6 @@ TEST_CASE("ledger entries: the autotune measurement is optional and checked", "[
                           }),
                    kHeader, "ledger[1].autotune.time_ms", "expected a number");
   autotuned["autotune"] = {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}};
-  require_rejected(edited(kHeader, [&](json& h) { h["ledger"] = {autotuned}; }), kHeader,
-                   "ledger[0].autotune.workspace_bytes", "is missing");
+  require_rejected(edited(kHeader, [&](json& h) { h["ledger"] = json::array({autotuned}); }),
+                   kHeader, "ledger[0].autotune.workspace_bytes", "is missing");
 }
