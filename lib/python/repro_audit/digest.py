@@ -56,7 +56,9 @@ def tensor_digest(tensor):
 
     host = tensor.detach().to("cpu").contiguous()
     tag = _tag_of(torch, host.dtype)
-    data = host.numpy().tobytes() if host.numel() else b""
+    # The array's own buffer, not a copy: a step's weights, gradients and optimizer state are
+    # tens of MB, and a copy of each would double what passes through the caches.
+    data = host.numpy() if host.numel() else b""
     return digest_bytes(tag, tuple(host.shape), data)
 
 
