@@ -89,9 +89,11 @@ def main():
             step += 1
             if step == args.steps:
                 break
-    rec.finish()  # repro-audit
     seconds = time.perf_counter() - started
-    print(f"final loss={loss.item():.8f} steps={step} seconds_per_step={seconds / step:.4f}")
+    rec.finish()  # repro-audit
+    finish_seconds = time.perf_counter() - started - seconds
+    print(f"final loss={loss.item():.8f} steps={step} seconds_per_step={seconds / step:.4f} "
+          f"finish_seconds={finish_seconds:.4f}")
 
 
 if __name__ == "__main__":
