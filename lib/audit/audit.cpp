@@ -4,7 +4,7 @@
 //   audit_run.cpp           one run: trained, recorded, its snapshots and trace written
 //   audit_jobs.cpp          the runs K at a time (--jobs)
 //   audit_compare.cpp       the report, from the folder through its manifest
-//   audit_shard.cpp         one shard's share of the runs, in a folder the shards share
+//   run_audit_shard.cpp     one shard's share of the runs, in a folder the shards share
 #include "audit/audit.h"
 
 #include "audit/algorithm_file.h"
@@ -13,8 +13,8 @@
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
-#include "audit/audit_shard.h"
 #include "audit/fault_check.h"
+#include "audit/run_audit_shard.h"
 #include "core/error.h"
 
 namespace ra::audit {

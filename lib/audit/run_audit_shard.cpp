@@ -1,5 +1,5 @@
 // One shard of an audit: the phases of run_audit (audit/audit.cpp) for a folder the shards share.
-#include "audit/audit_shard.h"
+#include "audit/run_audit_shard.h"
 
 #include "audit/audit_folder.h"
 #include "audit/audit_jobs.h"
