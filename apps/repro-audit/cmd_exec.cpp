@@ -8,6 +8,7 @@
 
 #include "audit/exec_audit.h"
 #include "audit/report_paths.h"
+#include "audit/shard.h"
 #include "commands.h"
 #include "report_output.h"
 
@@ -21,6 +22,7 @@ struct ExecCommandOptions {
   std::string out;
   std::string json_path, junit_path, html_path;
   std::string expect;
+  std::string shard;  // "" = every run in this process
   bool overwrite = false, resume = false, allow_empty = false;
 };
 
@@ -38,6 +40,7 @@ int run_exec(ExecCommandOptions& o) {
                                : audit::FolderUse::fresh;
   e.expect_identical = parse_expect(o.expect);
   e.tool_version = REPRO_AUDIT_VERSION;
+  if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
   audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
   for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
@@ -51,6 +54,7 @@ int run_exec(ExecCommandOptions& o) {
   spdlog::info("auditing {}: {} run(s) of the command, traces in {}", e.name, e.runs,
                e.out_dir.string());
   audit::AuditResult result = audit::run_exec_audit(e, hooks);
+  if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
@@ -92,6 +96,11 @@ void register_exec(CLI::App& app, CommandRun& run) {
                                   "Replace the audit in --out (only repro-audit's own files)");
   cmd->add_flag("--resume", o->resume, "Finish the audit in --out: run only the missing runs")
       ->excludes(overwrite);
+  cmd->add_option("--shard", o->shard,
+                  "Run only shard K of N's runs (run p belongs to shard p mod N) into --out, "
+                  "shared with the other shards; auto: from a Slurm job array, auto/N: from a "
+                  "Kubernetes Indexed Job (docs/scale-out.md). No report: compare --out once "
+                  "every shard has finished");
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });

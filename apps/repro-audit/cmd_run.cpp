@@ -108,29 +108,6 @@ class Progress {
   std::chrono::steady_clock::time_point run_start_{}, last_{};
 };
 
-// A shard reports what it did and how far the audit is; the report is compare's, once every
-// shard has finished.
-int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out) {
-  std::printf("shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
-              audit::run_numbers(s.runs).c_str(), s.planned_runs,
-              s.already_whole.empty()
-                  ? ""
-                  : (" (already whole: " + audit::run_numbers(s.already_whole) + ")").c_str());
-  if (s.missing_runs.empty()) {
-    std::printf(
-        "audit complete: every planned run has a whole trace; report: repro-audit "
-        "compare %s\n",
-        out.c_str());
-  } else {
-    std::printf(
-        "audit not complete yet: run(s) %s of other shards missing; once every shard has "
-        "finished: repro-audit compare %s\n",
-        audit::run_numbers(s.missing_runs).c_str(), out.c_str());
-  }
-  std::fflush(stdout);
-  return 0;
-}
-
 // A word as the shell reads it: quoted when it holds anything but plain characters.
 std::string shell_word(const std::string& word) {
   if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

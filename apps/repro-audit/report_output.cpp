@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "audit/audit_folder.h"
+#include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "json_output.h"
@@ -60,6 +62,29 @@ std::optional<bool> parse_expect(const std::string& expect) {
   if (expect == "identical") return true;
   if (expect == "any") return false;
   return std::nullopt;
+}
+
+// A shard reports what it did and how far the audit is; the report is compare's, once every
+// shard has finished.
+int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out) {
+  std::printf("shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
+              audit::run_numbers(s.runs).c_str(), s.planned_runs,
+              s.already_whole.empty()
+                  ? ""
+                  : (" (already whole: " + audit::run_numbers(s.already_whole) + ")").c_str());
+  if (s.missing_runs.empty()) {
+    std::printf(
+        "audit complete: every planned run has a whole trace; report: repro-audit "
+        "compare %s\n",
+        out.c_str());
+  } else {
+    std::printf(
+        "audit not complete yet: run(s) %s of other shards missing; once every shard has "
+        "finished: repro-audit compare %s\n",
+        audit::run_numbers(s.missing_runs).c_str(), out.c_str());
+  }
+  std::fflush(stdout);
+  return 0;
 }
 
 }  // namespace ra::app

@@ -1,7 +1,11 @@
 #pragma once
-// Shared by `run` and `compare`: prints the report and maps the verdict to the exit code.
+// Shared by `run`, `exec` and `compare`: prints the report (or a shard's outcome) and maps the
+// verdict to the exit code.
+#include <filesystem>
+#include <optional>
 #include <string>
 
+#include "audit/audit_options.h"
 #include "compare/compare.h"
 
 namespace ra::app {
@@ -15,6 +19,10 @@ struct ReportFiles {
   std::string json, junit, html;
 };
 int emit_report(const audit::ComparisonResult& result, const ReportFiles& files);
+
+// What a shard of `run --shard` or `exec --shard` did and how far the audit is (a shard makes no
+// report: compare's, once every shard has finished); returns 0.
+int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out);
 
 // "identical" -> true, "any" -> false, "" -> nullopt (the default of the mode).
 std::optional<bool> parse_expect(const std::string& expect);

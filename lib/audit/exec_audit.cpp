@@ -7,6 +7,7 @@
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/manifest.h"
+#include "audit/shard_folder_setup.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "trace/trace_io.h"
@@ -95,6 +96,61 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
   }
 }
 
+// One shard of an exec audit: the folder is shared (never removed on failure; locked in common,
+// the shard's own lock exclusively), as in run_audit_shard (audit/audit_shard.cpp).
+AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& plan,
+                           const AuditProgress& progress) {
+  const Shard shard = *o.shard;
+  if (o.folder_use == FolderUse::overwrite) {
+    throw InputError(
+        "--overwrite with --shard: a shard must not remove the runs of the others; clear the "
+        "folder once before starting the shards, or give another --out");
+  }
+  if (!o.report_files.empty()) {
+    throw InputError(
+        "--json, --junit and --html with --shard: a shard makes no report; run "
+        "`repro-audit compare " +
+        o.out_dir.string() + "` with them once every shard has finished");
+  }
+  if (shard.count > static_cast<int>(plan.size())) {
+    throw InputError("--shard " + shard_text(shard) + ": the audit plans " +
+                     std::to_string(plan.size()) + " run(s), so at most " +
+                     std::to_string(plan.size()) + " shards have a run to train");
+  }
+  AuditManifest requested = requested_exec_manifest(o, plan);
+  requested.shards = shard.count;
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec)
+    throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
+  const ShardLocks locks(o.out_dir, shard);
+  ShardFolderSetup setup(o.out_dir, shard, requested, progress);
+  setup.inspect();
+  const ShardPlan folder = setup.apply();
+
+  AuditResult result;
+  result.audit_id = folder.manifest.audit_id;
+  result.trained_runs = folder.to_train;
+  for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
+  const int of = static_cast<int>(plan.size());
+  run_jobs(folder.to_train.size(), o.jobs, [&](std::size_t i) {
+    const PlannedRun& p = plan[static_cast<std::size_t>(folder.to_train[i])];
+    if (progress.run_started) progress.run_started(p.index, of);
+    run_command(o, folder.manifest, p);
+    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
+  });
+  ShardOutcome outcome;
+  outcome.shard = shard;
+  outcome.created_manifest = folder.created_manifest;
+  outcome.runs = runs_of_shard(shard, of);
+  outcome.already_whole = folder.already_whole;
+  outcome.planned_runs = of;
+  const ManifestRuns now = read_manifest_runs(o.out_dir, folder.manifest, DamagedTrace::retrain);
+  for (const MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
+  result.shard = std::move(outcome);
+  return result;
+}
+
 }  // namespace
 
 std::string exec_name(const std::vector<std::string>& command) {
@@ -108,6 +164,7 @@ std::string exec_name(const std::vector<std::string>& command) {
 AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) {
   if (o.command.empty()) throw InputError("exec: no command given (repro-audit exec -- CMD ...)");
   const std::vector<PlannedRun> plan = plan_exec_runs(o);
+  if (o.shard) return run_exec_shard(o, plan, progress);
   AuditOptions folder_options;  // the folder rules run applies, with exec's choices
   folder_options.out_dir = o.out_dir;
   folder_options.folder_use = o.folder_use;

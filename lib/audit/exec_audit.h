@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "audit/shard.h"
 
 namespace ra::audit {
 
@@ -37,6 +38,10 @@ struct ExecOptions {
   std::optional<bool> expect_identical;
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";
+  // Run only this shard's runs (run p belongs to shard p mod N) into out_dir, shared with the
+  // other shards, as `run --shard` does (docs/scale-out.md): no report; `compare out_dir` makes
+  // it once every shard has finished. Refused with --overwrite and with report files.
+  std::optional<Shard> shard;
 };
 
 // The audit's name for a command: the first argument ending in ".py" without it ("train" for

@@ -2,7 +2,7 @@
 // recorder (Debian's python3-torch, installed by scripts/setup): seeded runs are bitwise identical,
 // unseeded ones part at their initial weights, a run-dependent step is found at its step and
 // parameter, a failing command is exit 3 with its output, --seeds both gives both groups'
-// statistics, and the JUnit and HTML reports are written.
+// statistics, the JUnit and HTML reports are written, and shards share one folder.
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -133,4 +133,37 @@ TEST_CASE("exec: --seeds both gives the same and different groups' statistics", 
   CHECK(report["statistics"].contains("different"));
   CHECK(report["statistics"]["different"]["final_loss"]["n"] == 2);
   CHECK(report["runs"].size() == 4);
+}
+
+TEST_CASE("exec: shards share one folder, and compare reports on it", "[cli][exec]") {
+  RecorderOnPath path;
+  TempDir dir;
+  const auto py = dir.write("train.py", script("repro_audit.seed_everything()"));
+  const std::string out = quoted(dir.path() / "out");
+  const auto shard = [&](const std::string& which, const std::string& more = "") {
+    return run_cli("exec --runs 3 --shard " + which + more + " --out " + out +
+                   " -- /usr/bin/python3 " + quoted(py));
+  };
+  const auto first = shard("0/2");
+  INFO(first.err);
+  CHECK(first.exit_code == 0);
+  CHECK_THAT(first.out, Contains("shard 0/2: run(s) 0, 2 of 3 planned"));
+  CHECK_THAT(first.out, Contains("audit not complete yet: run(s) 1 of other shards missing"));
+  const auto second = shard("1/2");
+  CHECK(second.exit_code == 0);
+  CHECK_THAT(second.out, Contains("audit complete: every planned run has a whole trace"));
+  const auto report = run_cli("compare " + out);
+  CHECK(report.exit_code == 0);
+  CHECK_THAT(report.out, Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
+
+  // A shard makes no report, and never removes the other shards' runs.
+  const auto with_report = shard("0/2", " --json " + quoted(dir.path() / "r.json"));
+  CHECK(with_report.exit_code == 2);
+  CHECK_THAT(with_report.err, Contains("a shard makes no report"));
+  const auto overwrite = shard("0/2", " --overwrite");
+  CHECK(overwrite.exit_code == 2);
+  CHECK_THAT(overwrite.err, Contains("a shard must not remove the runs of the others"));
+  // Another shard count is another audit's plan: refused, naming the folder's.
+  const auto other_count = shard("0/3");
+  CHECK(other_count.exit_code == 2);
 }
