@@ -44,6 +44,12 @@ std::string values_by_run(const std::vector<Trace>& traces, const std::string& k
 }  // namespace
 
 std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces) {
+  // Only between runs of a framework that has the switches: a trace without them (the engine's,
+  // in a cross-check) is another implementation, which the environment differences name.
+  const auto has_switches = [](const Trace& t) {
+    return t.header.environment.is_object() && t.header.environment.contains(kDeterminismFlags[0]);
+  };
+  if (!std::all_of(traces.begin(), traces.end(), has_switches)) return std::nullopt;
   std::string differing;
   for (const char* key : kDeterminismFlags) {
     const nlohmann::json first = traces[0].header.environment.value(key, nlohmann::json());

@@ -104,7 +104,8 @@ std::vector<std::string> environment_differences(const std::vector<Trace>& trace
 // When the runs did not set a framework's determinism switches alike (PyTorch traces:
 // deterministic_algorithms, cudnn_deterministic, cudnn_benchmark, cublas_workspace_config), a
 // warning naming each switch and the runs' values: they are different configurations, so their
-// agreement or disagreement says nothing about repeats of one.
+// agreement or disagreement says nothing about repeats of one. None unless every trace has the
+// switches (a cross-check against the engine compares two implementations, not two settings).
 std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).

@@ -264,6 +264,9 @@ TEST_CASE("environment_differences: keys against run 0", "[audit][compare]") {
   // The host alone computes nothing differently: no key that can change bits.
   CHECK(phases::numeric_environment_differences(traces[0].header, traces[2].header) ==
         std::vector<std::string>{"compiler"});
+  // A key null in one fingerprint and absent from the other says the same: no difference.
+  traces[1].header.environment["cuda"] = nullptr;
+  CHECK(phases::numeric_environment_differences(traces[0].header, traces[1].header).empty());
 }
 
 namespace {

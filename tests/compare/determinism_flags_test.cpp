@@ -25,7 +25,12 @@ TEST_CASE("determinism_flags_warning names the switches the runs set differently
         "the model is built");
 }
 
-TEST_CASE("determinism_flags_warning: engine traces have none of the switches", "[compare]") {
-  const ra::test::TraceBuilder b;
-  CHECK_FALSE(ra::audit::phases::determinism_flags_warning({b.build(0), b.build(1)}));
+TEST_CASE("determinism_flags_warning: none where a trace has no switches", "[compare]") {
+  const ra::test::TraceBuilder engine;
+  CHECK_FALSE(ra::audit::phases::determinism_flags_warning({engine.build(0), engine.build(1)}));
+  // A cross-check, the engine's run against a PyTorch one: two implementations, not two
+  // settings of one (the environment differences name them).
+  ra::test::TraceBuilder pytorch;
+  pytorch.environment["deterministic_algorithms"] = true;
+  CHECK_FALSE(ra::audit::phases::determinism_flags_warning({engine.build(0), pytorch.build(1)}));
 }
