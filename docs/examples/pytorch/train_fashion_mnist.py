@@ -5,7 +5,11 @@ batch 128) on Debian's Fashion-MNIST (dataset-fashion-mnist), recording its runs
     repro-audit exec --runs 3 -- python3 docs/examples/pytorch/train_fashion_mnist.py --steps 20
 
 Options: --steps N (default 50), --threads T (default 2), --samples N (default 6000),
---loader-bug (the DataLoader variant whose workers share one augmentation generator).
+--loader-bug (the DataLoader variant whose workers share one augmentation generator),
+--from-engine AUDIT_DIR (the cross-check: start from the initial weights and follow the batch
+order of run 0 of an engine audit of the same model, made with `repro-audit run --save-batches`,
+and record with its parameter names and spec, so that `repro-audit compare` lines the two up:
+docs/pytorch.md, "Cross-check with the engine").
 """
 import argparse
 import gzip
@@ -28,11 +32,12 @@ def read_idx(path):
     return numpy.frombuffer(data, dtype=numpy.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
-def model():
+def model(rates=(0.25, 0.5)):
     return torch.nn.Sequential(
         torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Dropout(0.25), torch.nn.Flatten(),
-        torch.nn.Linear(9216, 128), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(128, 10))
+        torch.nn.MaxPool2d(2), torch.nn.Dropout(rates[0]), torch.nn.Flatten(),
+        torch.nn.Linear(9216, 128), torch.nn.ReLU(), torch.nn.Dropout(rates[1]),
+        torch.nn.Linear(128, 10))
 
 
 class Augmented(torch.utils.data.Dataset):
@@ -52,13 +57,52 @@ class Augmented(torch.utils.data.Dataset):
         return torch.roll(self.images[i], shift, dims=2), self.labels[i]
 
 
+def from_engine(folder, steps, threads):
+    """The cross-check: the engine's run 0 of this model, replayed in PyTorch from its initial
+    weights and batch order, recorded under its names and spec. Dropout follows the spec's rates
+    (PyTorch draws its own masks: with rates above 0 the runs part there)."""
+    from repro_audit.engine_run import EngineRun
+
+    engine = EngineRun(folder)
+    data = engine.spec["data"]
+    limit = data["train"].get("limit", 0) or None
+    scale = torch.tensor(data["scale"], dtype=torch.float32)  # float(byte) * scale, as the engine
+    images = torch.from_numpy(read_idx(data["train"]["images"])[:limit].astype(numpy.float32))
+    images = (images * scale).unsqueeze(1)
+    labels = torch.from_numpy(read_idx(data["train"]["labels"])[:limit].astype(numpy.int64))
+    torch.set_num_threads(threads)
+    net = model(engine.dropout_rates())
+    names = engine.load_initial_weights(net)
+    o = engine.spec["optimizer"]
+    optimizer = torch.optim.Adadelta(net.parameters(), lr=o["lr"], rho=o["rho"], eps=o["eps"])
+    rec = repro_audit.Recorder.from_env(net, optimizer, names=names, spec=engine.spec)
+    started = time.perf_counter()
+    for record in engine.steps[:steps]:
+        indices = torch.tensor(record["indices"], dtype=torch.int64)
+        x, y = images[indices], labels[indices]
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        optimizer.step()
+        rec.step(batch=(x, y), loss=loss, epoch=record["epoch"], indices=indices)
+    seconds = time.perf_counter() - started
+    rec.finish()
+    n = min(steps, len(engine.steps))
+    print(f"final loss={loss.item():.8f} steps={n} seconds_per_step={seconds / n:.4f} "
+          f"finish_seconds=0")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--samples", type=int, default=6000)
     parser.add_argument("--loader-bug", action="store_true")
+    parser.add_argument("--from-engine", metavar="AUDIT_DIR")
     args = parser.parse_args()
+    if args.from_engine:
+        from_engine(args.from_engine, args.steps, args.threads)
+        return
 
     repro_audit.seed_everything(default=1337)  # repro-audit: REPRO_AUDIT_SEED when exec sets it
     torch.set_num_threads(args.threads)

@@ -115,17 +115,21 @@ class Recorder:
     enabled = True
 
     @classmethod
-    def from_env(cls, model, optimizer=None):
+    def from_env(cls, model, optimizer=None, names=None, spec=None):
+        """`names`: the parameters' names in the trace, in named_parameters order (default:
+        PyTorch's); `spec`: the trace's spec (default: REPRO_AUDIT_SPEC, else the script's name).
+        Both serve a trace that must line up with another tool's, as the engine's for the
+        cross-check (docs/pytorch.md, "Cross-check with the engine")."""
         path = os.environ.get("REPRO_AUDIT_TRACE")
         if not path:
             return NoOpRecorder()
         return cls(model, optimizer, path, run=int(os.environ.get("REPRO_AUDIT_RUN", "0")),
                    seed_group=os.environ.get("REPRO_AUDIT_SEED_GROUP", "same"),
                    audit_id=os.environ.get("REPRO_AUDIT_ID"),
-                   name=os.environ.get("REPRO_AUDIT_NAME"))
+                   name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec)
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
-                 name=None):
+                 name=None, names=None, spec=None):
         import torch
 
         self._torch = torch
@@ -135,14 +139,19 @@ class Recorder:
         self._recording = 0.0
         self._finished = False
         self._params = [(n, p) for n, p in model.named_parameters()]
+        if names is not None:
+            if len(names) != len(self._params):
+                raise ValueError(f"repro_audit: {len(names)} names for {len(self._params)} "
+                                 "parameters")
+            self._params = [(n, p) for n, (_, p) in zip(names, self._params)]
         workers.read_side_file(path)  # what a killed earlier run's workers left is not this run's
         started = time.perf_counter()
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.
         given = os.environ.get("REPRO_AUDIT_SPEC")
-        if given:
+        if spec is None and given:
             spec = json.loads(given)
-        else:
+        elif spec is None:
             name = name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0]
             spec = {"name": name or "python", "source": "pytorch"}
         seed = _seed_from_env()

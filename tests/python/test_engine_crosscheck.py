@@ -1,0 +1,99 @@
+"""The cross-check (docs/pytorch.md): the engine's run of the Keras convnet (Fashion-MNIST, dropout
+rates 0, 3 steps of 64) and the example script replaying it in PyTorch from the engine's initial
+weights and batch order (`--from-engine`), recorded under the engine's names and spec, line up in
+`repro-audit compare`: they start from the same weights, see the same batches, and the report
+names where the two implementations part."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from repro_audit.engine_run import EngineRun, read_safetensors  # noqa: E402
+
+BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist.py")
+FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+
+
+def crosscheck_spec():
+    with open(os.path.join(ROOT, "configs", "keras-mnist-fashion.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    spec.update(name="keras-crosscheck", device="cpu", threads=1,
+                train={"epochs": 1, "max_steps": 3})
+    spec["data"]["train"]["limit"] = 512
+    spec["data"]["batch_size"] = 64
+    del spec["data"]["eval"]
+    for layer in spec["model"]["layers"]:
+        if layer["type"] == "dropout":
+            layer["rate"] = 0.0  # PyTorch draws its own masks: without dropout nothing is drawn
+    return spec
+
+
+@pytest.fixture(scope="module")
+def crosscheck(tmp_path_factory):
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    if not os.path.exists(FASHION):
+        pytest.fail(f"{FASHION} missing: scripts/setup installs dataset-fashion-mnist")
+    tmp = tmp_path_factory.mktemp("crosscheck")
+    (tmp / "spec.json").write_text(json.dumps(crosscheck_spec()))
+    engine = tmp / "engine"
+    subprocess.run([BINARY, "-q", "run", str(tmp / "spec.json"), "--runs", "1", "--save-batches",
+                    "--allow-empty", "--out", str(engine)], check=True, capture_output=True)
+    trace = tmp / "pytorch.trace.jsonl"
+    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN="1",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, EXAMPLE, "--from-engine", str(engine), "--steps", "3",
+                           "--threads", "1"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-",
+                             str(engine / "run-000.trace.jsonl"), str(trace)],
+                            capture_output=True, text=True)
+    return engine, trace, report
+
+
+def test_the_two_implementations_line_up(crosscheck):
+    engine, trace, report = crosscheck
+    assert report.returncode in (0, 1), report.stderr  # compared: identical or diverged
+    result = json.loads(report.stdout)
+    categories = result["categories"]
+    # The same start and the same data, bit for bit: what the replay must carry over.
+    assert categories["initial_weights"]["identical"]
+    assert categories["batches"]["identical"]
+    # The same spec (its digest) and the same parameter names: compare lined them up.
+    assert result["spec"]["name"] == "keras-crosscheck"
+    first = result["first_divergence"]
+    if first is not None:  # where they part, if they do: a step of the run, not its start
+        assert first["category"] not in ("initial_weights", "batches")
+        assert first["step"] is not None
+    # The determinism switches are the framework's, not a setting the engine's run lacks.
+    assert not any("determinism switches" in w for w in result["warnings"])
+
+
+def test_step_zero_losses_agree_bitwise(crosscheck):
+    """On the CPU the forward pass of step 0 (convolutions, pool, dense layers, softmax
+    cross-entropy from identical weights and batch) gives the engine's loss bits."""
+    engine, trace, _ = crosscheck
+
+    def step_zero(path):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("record") == "step" and record["step"] == 0:
+                return record
+    assert step_zero(engine / "run-000.trace.jsonl")["loss_bits"] == step_zero(trace)["loss_bits"]
+
+
+def test_engine_run_is_read_whole(crosscheck, tmp_path):
+    engine, _, _ = crosscheck
+    run = EngineRun(str(engine))
+    assert run.param_names[0] == "conv2d_0.weight" and len(run.param_names) == 8
+    assert [len(s["indices"]) for s in run.steps] == [64, 64, 64]
+    assert run.dropout_rates() == [0.0, 0.0]
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(ValueError, match="runs past the end"):
+        read_safetensors(str(bad))
