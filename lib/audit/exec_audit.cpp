@@ -96,27 +96,25 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
   }
 }
 
+// The planned runs `to_train` (indices into `plan`), o.jobs at a time.
+void run_commands(const ExecOptions& o, const AuditManifest& m, const std::vector<PlannedRun>& plan,
+                  const std::vector<int>& to_train, const AuditProgress& progress) {
+  const int of = static_cast<int>(plan.size());
+  run_jobs(to_train.size(), o.jobs, [&](std::size_t i) {
+    const PlannedRun& p = plan[static_cast<std::size_t>(to_train[i])];
+    if (progress.run_started) progress.run_started(p.index, of);
+    run_command(o, m, p);
+    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
+  });
+}
+
 // One shard of an exec audit: the folder is shared (never removed on failure; locked in common,
-// the shard's own lock exclusively), as in run_audit_shard (audit/audit_shard.cpp).
+// the shard's own lock exclusively), as in run_audit_shard (audit/run_audit_shard.cpp).
 AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& plan,
                            const AuditProgress& progress) {
   const Shard shard = *o.shard;
-  if (o.folder_use == FolderUse::overwrite) {
-    throw InputError(
-        "--overwrite with --shard: a shard must not remove the runs of the others; clear the "
-        "folder once before starting the shards, or give another --out");
-  }
-  if (!o.report_files.empty()) {
-    throw InputError(
-        "--json, --junit and --html with --shard: a shard makes no report; run "
-        "`repro-audit compare " +
-        o.out_dir.string() + "` with them once every shard has finished");
-  }
-  if (shard.count > static_cast<int>(plan.size())) {
-    throw InputError("--shard " + shard_text(shard) + ": the audit plans " +
-                     std::to_string(plan.size()) + " run(s), so at most " +
-                     std::to_string(plan.size()) + " shards have a run to train");
-  }
+  check_shard_request(shard, o.folder_use == FolderUse::overwrite, !o.report_files.empty(),
+                      plan.size(), o.out_dir);
   AuditManifest requested = requested_exec_manifest(o, plan);
   requested.shards = shard.count;
   std::error_code ec;
@@ -133,12 +131,7 @@ AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& 
   result.trained_runs = folder.to_train;
   for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
   const int of = static_cast<int>(plan.size());
-  run_jobs(folder.to_train.size(), o.jobs, [&](std::size_t i) {
-    const PlannedRun& p = plan[static_cast<std::size_t>(folder.to_train[i])];
-    if (progress.run_started) progress.run_started(p.index, of);
-    run_command(o, folder.manifest, p);
-    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
-  });
+  run_commands(o, folder.manifest, plan, folder.to_train, progress);
   ShardOutcome outcome;
   outcome.shard = shard;
   outcome.created_manifest = folder.created_manifest;
@@ -177,13 +170,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 
   AuditResult result = started_result(folder, plan, o.out_dir);
-  const int of = static_cast<int>(plan.size());
-  run_jobs(folder.to_train.size(), o.jobs, [&](std::size_t i) {
-    const PlannedRun& p = plan[static_cast<std::size_t>(folder.to_train[i])];
-    if (progress.run_started) progress.run_started(p.index, of);
-    run_command(o, folder.manifest, p);
-    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
-  });
+  run_commands(o, folder.manifest, plan, folder.to_train, progress);
   ComparisonOptions compare_options;
   compare_options.expect_identical = o.expect_identical.value_or(true);
   compare_options.loss_tolerance = o.loss_tolerance;

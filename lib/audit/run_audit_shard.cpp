@@ -14,23 +14,9 @@ namespace ra::audit {
 AuditResult run_audit_shard(const spec::ExperimentSpec& spec, const AuditOptions& o,
                             const AuditProgress& progress) {
   const Shard shard = *o.shard;
-  if (o.folder_use == FolderUse::overwrite) {
-    throw InputError(
-        "--overwrite with --shard: a shard must not remove the runs of the others; "
-        "clear the folder once before submitting the shards, or give another --out");
-  }
-  if (!o.report_files.empty()) {
-    throw InputError(
-        "--json, --junit and --html with --shard: a shard makes no report; run "
-        "`repro-audit compare " +
-        o.out_dir.string() + "` with them once every shard has finished");
-  }
   const std::vector<PlannedRun> plan = plan_runs(spec, o);
-  if (shard.count > static_cast<int>(plan.size())) {
-    throw InputError("--shard " + shard_text(shard) + ": the audit plans " +
-                     std::to_string(plan.size()) + " run(s), so at most " +
-                     std::to_string(plan.size()) + " shards have a run to train");
-  }
+  check_shard_request(shard, o.folder_use == FolderUse::overwrite, !o.report_files.empty(),
+                      plan.size(), o.out_dir);
   AuditManifest requested = requested_manifest(spec, o, plan);
   requested.shards = shard.count;
 

@@ -197,4 +197,24 @@ std::string this_process_note() {
          (host[0] ? std::string(host) : std::string("an unnamed host"));
 }
 
+void check_shard_request(const Shard& shard, bool overwrite, bool report_files,
+                         std::size_t planned_runs, const std::filesystem::path& out_dir) {
+  if (overwrite) {
+    throw InputError(
+        "--overwrite with --shard: a shard must not remove the runs of the others; clear the "
+        "folder once before starting the shards, or give another --out");
+  }
+  if (report_files) {
+    throw InputError(
+        "--json, --junit and --html with --shard: a shard makes no report; run "
+        "`repro-audit compare " +
+        out_dir.string() + "` with them once every shard has finished");
+  }
+  if (shard.count > static_cast<int>(planned_runs)) {
+    throw InputError("--shard " + shard_text(shard) + ": the audit plans " +
+                     std::to_string(planned_runs) + " run(s), so at most " +
+                     std::to_string(planned_runs) + " shards have a run to train");
+  }
+}
+
 }  // namespace ra::audit

@@ -43,6 +43,12 @@ inline int shard_of_run(int run, int shard_count) {
 // The runs of `shard` among `planned_runs` runs, in order.
 std::vector<int> runs_of_shard(const Shard& shard, int planned_runs);
 
+// InputError unless a shard of an audit of `planned_runs` runs into `out_dir` can be started as
+// asked: a shard never removes the other shards' runs (`overwrite`), makes no report
+// (`report_files`: compare of the folder makes it), and has a run to train.
+void check_shard_request(const Shard& shard, bool overwrite, bool report_files,
+                         std::size_t planned_runs, const std::filesystem::path& out_dir);
+
 // "audit.shard-002.lock": held exclusively by the process training shard 2 (its pid and host in
 // it), so that one shard never runs twice at once and `compare` can say which shards still run.
 std::string shard_lock_name(int index);

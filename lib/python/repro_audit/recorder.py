@@ -60,13 +60,7 @@ def seed_everything(seed=None, default=None):
 def _rng_states(torch):
     """Digests of the random states the recorder can see: what differs when runs are seeded
     differently (or not at all)."""
-    states = {"torch": digests.tensor_digest(torch.get_rng_state()),
-              "python_random": digests.text_digest(repr(random.getstate()))}
-    try:
-        import numpy
-        states["numpy"] = digests.text_digest(repr(numpy.random.get_state()))
-    except ImportError:
-        pass
+    states = workers.host_rng_states(torch)
     if torch.cuda.is_available():
         states["cuda"] = [digests.tensor_digest(s) for s in torch.cuda.get_rng_state_all()]
     return states

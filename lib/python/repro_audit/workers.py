@@ -57,16 +57,23 @@ def _dataset_streams(dataset, prefix="dataset", depth=0):
     return streams
 
 
+def host_rng_states(torch):
+    """Digests of the process's global random states: torch's CPU generator, Python's `random`
+    and numpy's global generator (the recorder's header and every loader worker record them)."""
+    states = {"torch": digests.tensor_digest(torch.get_rng_state()),
+              "python_random": digests.text_digest(repr(random.getstate()))}
+    try:
+        import numpy
+        states["numpy"] = digests.text_digest(repr(numpy.random.get_state()))
+    except ImportError:
+        pass
+    return states
+
+
 def worker_streams(worker_id, info, torch):
     """The record of one worker as it starts: its id, the loader pass it belongs to (the base
     seed PyTorch drew for that pass: seed - id) and a digest per random stream."""
-    streams = {"torch": digests.tensor_digest(torch.get_rng_state()),
-               "python_random": digests.text_digest(repr(random.getstate()))}
-    try:
-        import numpy
-        streams["numpy"] = digests.text_digest(repr(numpy.random.get_state()))
-    except ImportError:
-        pass
+    streams = host_rng_states(torch)
     streams.update(_dataset_streams(info.dataset))
     return {"worker": int(worker_id), "workers": int(info.num_workers),
             "loader_pass": int(info.seed) - int(worker_id), "streams": streams}
