@@ -117,3 +117,13 @@ def test_compare_names_the_shared_generator(tmp_path):
     text = subprocess.run([BINARY, "compare"] + [str(t) for t in traces], capture_output=True,
                           text=True).stdout
     assert "workers 0-1 share one random stream in dataset.rng" in text
+
+
+def test_a_killed_runs_leftovers_do_not_stop_the_next(tmp_path):
+    """A worker killed mid-write leaves a cut line in the side file; the next run of the same
+    trace starts anyway and records only its own workers."""
+    trace = tmp_path / "run-000.trace.jsonl"
+    (tmp_path / "run-000.trace.jsonl.workers").write_text('{"worker": 0, "loader_pa')
+    run_script(tmp_path, 0)
+    workers = end_record(trace)["loader_workers"]
+    assert len(workers) == 4  # 2 passes of 2 workers: this run's, nothing left over

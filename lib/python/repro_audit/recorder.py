@@ -138,7 +138,7 @@ class Recorder:
                 raise ValueError(f"repro_audit: {len(names)} names for {len(self._params)} "
                                  "parameters")
             self._params = [(n, p) for n, (_, p) in zip(names, self._params)]
-        workers.read_side_file(path)  # what a killed earlier run's workers left is not this run's
+        workers.remove_side_file(path)
         started = time.perf_counter()
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.

@@ -117,6 +117,15 @@ def install(loader):
     return loader
 
 
+def remove_side_file(trace_path):
+    """Removes what an earlier, killed run's workers left for this trace, unread: it is not this
+    run's, and a line a killed worker cut short must not stop this run from starting."""
+    try:
+        os.remove(side_file(trace_path))
+    except FileNotFoundError:
+        pass
+
+
 def read_side_file(trace_path):
     """The worker records written for this trace, in the order the workers started; the file is
     removed. A line cut short (a worker killed mid-write) is an error: a trace is whole or not
