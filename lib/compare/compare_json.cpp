@@ -136,7 +136,7 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-json output_differences_json(const std::string& op,
+json output_differences_json(const OpRecord& op,
                              const std::vector<RootCause::OutputDifference>& differences) {
   json outputs = json::array();
   for (const RootCause::OutputDifference& d : differences) {
@@ -161,14 +161,14 @@ json magnitude_json(const RootCause& c) {
   const RootCause::Magnitude& m = *c.magnitude;
   json runs = json::array();
   for (const RootCause::RunMagnitude& r : m.runs) {
-    runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record.op, r.outputs)}});
+    runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record, r.outputs)}});
   }
   return {{"runs", runs},
           {"kept", m.kept},
           {"replays", m.replays},
           {"executions", m.executions},
           {"distinct_outputs", m.distinct_outputs},
-          {"spread", output_differences_json(c.record.op, m.spread)},
+          {"spread", output_differences_json(c.record, m.spread)},
           {"note", m.note.empty() ? json(nullptr) : json(m.note)}};
 }
 
@@ -197,8 +197,8 @@ json ledger_differences_json(const ComparisonResult& r) {
 
 json root_cause_json(const RootCause& c) {
   json in = json::array(), out = json::array(), chain = json::array();
-  for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record.op, i));
-  for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record.op, i));
+  for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record, i));
+  for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record, i));
   for (const RootCause::Link& l : c.chain) {
     chain.push_back({{"record", l.index},
                      {"op", l.op},

@@ -120,6 +120,29 @@ void classify(RootCause& c, const Trace& ref, int ref_run, const Trace& other, i
   }
 }
 
+// Where a differing input of a PyTorch op record (one with types) came from, as far as its type
+// says; the engine's records keep the general wording.
+std::string outside_ops_detail(const OpRecord& a, const std::vector<std::size_t>& inputs) {
+  const auto all_typed = [&](const char* type) {
+    return std::all_of(inputs.begin(), inputs.end(), [&](std::size_t i) {
+      return i < a.in_types.size() && a.in_types[i] == type;
+    });
+  };
+  if (a.in_types.empty()) return "an input differs while every earlier op's output matched";
+  if (all_typed("generator")) {
+    return "the random generator's state differs: the runs were seeded differently, or drew "
+           "from it a different number of times before this op";
+  }
+  if (all_typed("args")) {
+    return "the call's non-tensor arguments differ: a Python value passed to the op differs "
+           "between the runs";
+  }
+  return "a tensor that no recorded op of the step made differs: it came from before the "
+         "window, from Python (torch.tensor, numpy, a file), or from an op that bypasses "
+         "PyTorch's dispatcher (a fused kernel, a custom CUDA extension), blamed here, at the "
+         "next op the dispatcher saw";
+}
+
 void locate_step(const StepRecord& r, RootCause& cause) {
   cause.step = r.step;
   cause.epoch = r.epoch;
@@ -168,9 +191,7 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
   cause.differing_inputs = differing(a.in, b.in);
   cause.differing_outputs = differing(a.out, b.out);
   cause.kind = cause.differing_inputs.empty() ? Kind::op : Kind::outside_ops;
-  if (cause.kind == Kind::outside_ops) {
-    cause.detail = "an input differs while every earlier op's output matched";
-  }
+  if (cause.kind == Kind::outside_ops) cause.detail = outside_ops_detail(a, cause.differing_inputs);
   for (std::size_t j = i + 1; j < common; ++j) {
     if (ref.ops[j].out != other.ops[j].out) {
       cause.chain.push_back({j, ref.ops[j].op, ref.ops[j].layer, ref.ops[j].in == other.ops[j].in});

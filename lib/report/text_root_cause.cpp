@@ -28,7 +28,8 @@ std::string op_text(const audit::OpRecord& o) {
   return out;
 }
 
-std::string names(const std::vector<std::size_t>& positions, const std::string& op, bool input) {
+std::string names(const std::vector<std::size_t>& positions, const audit::OpRecord& op,
+                  bool input) {
   std::string out;
   for (std::size_t i : positions) {
     out += (out.empty() ? "" : ", ") +
@@ -45,7 +46,7 @@ std::string plural(int n, const char* word) {
 // 0.0012)". Elements that changed sign are counted apart and kept out of the ULP maximum, which
 // across zero would count every float between ("14 of 4096 elements (2 change sign), by at most
 // 3 ULP where the signs agree (...)"; "..., all changing sign (...)" when every one did).
-std::string difference_text(const std::string& op, const RootCause::OutputDifference& d) {
+std::string difference_text(const audit::OpRecord& op, const RootCause::OutputDifference& d) {
   const audit::TensorDifference& t = d.difference;
   std::string out =
       audit::op_output_name(op, d.output) +
@@ -71,7 +72,7 @@ std::string magnitude_text(const RootCause& c) {
   for (const RootCause::RunMagnitude& r : m.runs) {
     std::string what;
     for (const RootCause::OutputDifference& d : r.outputs) {
-      what += (what.empty() ? "" : "; ") + difference_text(c.record.op, d);
+      what += (what.empty() ? "" : "; ") + difference_text(c.record, d);
     }
     out += format("  magnitude, run %d: ", r.run) + what + "\n";
   }
@@ -86,7 +87,7 @@ std::string magnitude_text(const RootCause& c) {
   if (!m.spread.empty()) {
     std::string what;
     for (const RootCause::OutputDifference& d : m.spread) {
-      what += (what.empty() ? "" : "; ") + difference_text(c.record.op, d);
+      what += (what.empty() ? "" : "; ") + difference_text(c.record, d);
     }
     out += "  spread of its outcomes there, widest from the first: " + what + "\n";
   }
@@ -170,11 +171,12 @@ std::string cause_text(const RootCause& c) {
                         format(", op %zu of %zu: ", c.index + 1, c.step_records) +
                         op_text(c.record) + runs + "\n";
       if (c.record.op == "batch") {  // a pseudo-op with no inputs: the data, not a kernel
-        out += "  the batch differs: " + names(c.differing_outputs, c.record.op, false) +
+        out += "  the batch differs: " + names(c.differing_outputs, c.record, false) +
                " (the data order or the data read; no op computed it)\n";
       } else {
-        out += "  inputs identical, output differs: " +
-               names(c.differing_outputs, c.record.op, false) + "\n";
+        out +=
+            "  inputs identical, output differs: " + names(c.differing_outputs, c.record, false) +
+            "\n";
         out += class_text(c);
       }
       out += magnitude_text(c);
@@ -185,8 +187,9 @@ std::string cause_text(const RootCause& c) {
       std::string out = "root cause: outside the traced ops, " + step_text(c);
       if (c.index < c.step_records) {
         out += format(", op %zu of %zu: ", c.index + 1, c.step_records) + op_text(c.record) + runs +
-               "\n  input differs: " + names(c.differing_inputs, c.record.op, true) +
+               "\n  input differs: " + names(c.differing_inputs, c.record, true) +
                ", while every earlier op's output matched: no op is blamed\n";
+        if (!c.record.in_types.empty()) out += "  " + shown(c.detail) + "\n";
         return out + chain_text(c);
       }
       return out + runs + "\n  " + shown(c.detail) + "\n";

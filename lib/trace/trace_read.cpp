@@ -200,8 +200,23 @@ class TraceParser {
       }
       for (const Field& d : o["in"].elements()) rec.in.push_back(d.digest());
       for (const Field& d : o["out"].elements()) rec.out.push_back(d.digest());
+      rec.in_types = types(o, "in_types", rec.in.size());
+      rec.out_types = types(o, "out_types", rec.out.size());
       s.ops.push_back(std::move(rec));
     }
+  }
+
+  // An op record's optional in_types / out_types: one non-empty string per digest.
+  static std::vector<std::string> types(const Field& o, const char* name, std::size_t count) {
+    std::vector<std::string> out;
+    if (!o.has(name)) return out;
+    const Field list = o[name];
+    for (const Field& t : list.elements()) out.push_back(t.nonempty_string());
+    if (out.size() != count) {
+      list.fail("expected " + std::to_string(count) + " types, one per digest, found " +
+                std::to_string(out.size()));
+    }
+    return out;
   }
 
   static void kernel_mode(const Field& mode) {

@@ -83,6 +83,8 @@ json op_json(const OpRecord& o) {
   }
   r["in"] = digests_json(o.in);
   r["out"] = digests_json(o.out);
+  if (!o.in_types.empty()) r["in_types"] = o.in_types;
+  if (!o.out_types.empty()) r["out_types"] = o.out_types;
   return r;
 }
 
