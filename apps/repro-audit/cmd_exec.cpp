@@ -11,6 +11,8 @@
 #include "audit/shard.h"
 #include "commands.h"
 #include "report_output.h"
+#include "rerun_command.h"
+#include "trace/op_window.h"
 
 namespace ra::app {
 namespace {
@@ -23,6 +25,7 @@ struct ExecCommandOptions {
   std::string json_path, junit_path, html_path;
   std::string expect;
   std::string shard;  // "" = every run in this process
+  std::string trace_ops;
   bool overwrite = false, resume = false, allow_empty = false;
 };
 
@@ -41,6 +44,7 @@ int run_exec(ExecCommandOptions& o) {
   e.expect_identical = parse_expect(o.expect);
   e.tool_version = REPRO_AUDIT_VERSION;
   if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
+  if (!o.trace_ops.empty()) e.trace_ops = audit::parse_op_window(o.trace_ops);
   audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
   for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
@@ -56,6 +60,9 @@ int run_exec(ExecCommandOptions& o) {
   audit::AuditResult result = audit::run_exec_audit(e, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   result.comparison.allow_empty = o.allow_empty;
+  if (const auto& window = result.comparison.suggested_trace_ops) {
+    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), e.out_dir);
+  }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 
@@ -101,6 +108,10 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "shared with the other shards; auto: from a Slurm job array, auto/N: from a "
                   "Kubernetes Indexed Job (docs/scale-out.md). No report: compare --out once "
                   "every shard has finished");
+  cmd->add_option("--trace-ops", o->trace_ops,
+                  "Also record every aten op of the steps in WINDOW (A:B, A: or all; "
+                  "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and "
+                  "module where runs first part (docs/pytorch.md, \"Op records\")");
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <set>
 #include <string>
 
 #include "audit/algorithm_file.h"
@@ -17,6 +16,7 @@
 #include "core/error.h"
 #include "option_checks.h"
 #include "report_output.h"
+#include "rerun_command.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
 #include "trace/op_window.h"
@@ -107,37 +107,6 @@ class Progress {
   int run_ = 0, of_ = 0;
   std::chrono::steady_clock::time_point run_start_{}, last_{};
 };
-
-// A word as the shell reads it: quoted when it holds anything but plain characters.
-std::string shell_word(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789-_./=:,+@%") == std::string::npos) {
-    return word;
-  }
-  std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// This command again, recording the ops of `window` into a folder of its own: the options that
-// choose a folder or report files are left out (the audit there is done), the rest kept.
-std::string rerun_with_window(const std::string& window, const std::filesystem::path& out) {
-  static const std::set<std::string> dropped_with_value{"--trace-ops", "--out",  "--json",
-                                                        "--junit",     "--html", "--shard"};
-  static const std::set<std::string> dropped{"--resume", "--overwrite"};
-  std::string command = "repro-audit";
-  const std::vector<std::string>& args = command_arguments();
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string name = args[i].substr(0, args[i].find('='));
-    if (dropped.contains(args[i])) continue;
-    if (dropped_with_value.contains(name)) {
-      if (name == args[i]) ++i;  // "--out DIR": its value too
-      continue;
-    }
-    command += " " + shell_word(args[i]);
-  }
-  return command + " --trace-ops " + window + " --out " + shell_word(out.string() + "-ops");
-}
 
 int run_run(RunCommandOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);

@@ -3,10 +3,12 @@
 #include "audit/audit_compare.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <set>
 
 #include "audit/audit.h"
+#include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
@@ -49,6 +51,22 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
   return options;
 }
 
+bool is_pytorch_trace(const Trace& t) {
+  return t.header.backend.starts_with("pytorch");
+}
+
+// The outputs PyTorch runs kept (audit/kept_outputs_file.h), from each one's snapshot folder;
+// files not used are named in `ignored`.
+void load_kept_files(const std::vector<Trace>& traces, KeptOutputs& store,
+                     std::set<std::string>& ignored) {
+  for (const Trace& t : traces) {
+    if (!is_pytorch_trace(t) || t.source.empty()) continue;
+    const std::string why =
+        load_kept_outputs(snapshot_dir_of(t.source) / kKeptOutputsFileName, t.header, store);
+    if (!why.empty()) ignored.insert(why);
+  }
+}
+
 }  // namespace
 
 ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
@@ -56,7 +74,13 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
                                         std::vector<AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
   ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
-  if (options.measure_magnitudes) measure_magnitudes(result, traces, {}, options.kept_outputs);
+  if (options.measure_magnitudes) {
+    // PyTorch runs cannot be replayed: their own kept outputs are all there is.
+    KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
+    const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
+    if (pytorch) load_kept_files(traces, from_files, *ignored);
+    measure_magnitudes(result, traces, {}, pytorch ? &from_files : options.kept_outputs);
+  }
   result.audit_folders = std::move(folders);
   result.ignored_snapshots.assign(ignored->begin(), ignored->end());
   return result;

@@ -152,7 +152,7 @@ std::optional<std::string> atomic_write_target(const std::string& name) {
 
 bool is_snapshot_file_name(const std::string& name) {
   if (name == "batches.json" || name == "weights-initial.safetensors" ||
-      name == "weights-final.safetensors") {
+      name == "weights-final.safetensors" || name == "kept-outputs.bin") {
     return true;
   }
   const std::string suffix = ".safetensors";

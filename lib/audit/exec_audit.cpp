@@ -10,6 +10,7 @@
 #include "audit/shard_folder_setup.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "trace/op_window.h"
 #include "trace/trace_io.h"
 
 namespace ra::audit {
@@ -49,6 +50,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
                                                      : "both";
   m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
   m.fault = nullptr;
+  if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
   m.runs = plan;
   return m;
 }
@@ -66,20 +68,26 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
       fs::remove(path, ec);
     }
   } remover{log};
-  const ProcessResult result = run_process(o.command,
-                                           {{"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
-                                            {"REPRO_AUDIT_RUN", std::to_string(p.index)},
-                                            {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
-                                            {"REPRO_AUDIT_SEED_GROUP", p.group},
-                                            {"REPRO_AUDIT_ID", m.audit_id},
-                                            {"REPRO_AUDIT_SPEC", m.spec.dump()}},
-                                           log);
+  std::vector<std::pair<std::string, std::string>> environment{
+      {"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
+      {"REPRO_AUDIT_RUN", std::to_string(p.index)},
+      {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
+      {"REPRO_AUDIT_SEED_GROUP", p.group},
+      {"REPRO_AUDIT_ID", m.audit_id},
+      {"REPRO_AUDIT_SPEC", m.spec.dump()}};
+  // Set either way: a window left in the caller's environment is not this audit's.
+  environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
+  const ProcessResult result = run_process(o.command, environment, log);
   std::string problem;
   if (!result.ok()) {
     problem = "ended with " + result.describe();
   } else {
     try {
-      (void)read_trace(trace);
+      const Trace t = read_trace(trace);
+      if (!m.trace_ops.empty() && !t.header.trace_ops) {
+        problem = "wrote a trace without op records, though --trace-ops " + m.trace_ops +
+                  " asked for them: is its repro_audit older than op records?";
+      }
     } catch (const InputError& e) {
       problem = std::string("wrote no whole trace (") + e.what() +
                 "): does it create repro_audit.Recorder.from_env(...)?";
@@ -174,7 +182,8 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   ComparisonOptions compare_options;
   compare_options.expect_identical = o.expect_identical.value_or(true);
   compare_options.loss_tolerance = o.loss_tolerance;
-  compare_options.measure_magnitudes = false;  // a replay needs the engine's own runs
+  // From the outputs the runs kept (a PyTorch run is never replayed).
+  compare_options.measure_magnitudes = true;
   result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);
   return result;
 }

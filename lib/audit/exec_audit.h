@@ -42,6 +42,9 @@ struct ExecOptions {
   // other shards, as `run --shard` does (docs/scale-out.md): no report; `compare out_dir` makes
   // it once every shard has finished. Refused with --overwrite and with report files.
   std::optional<Shard> shard;
+  // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
+  // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
+  std::optional<OpWindow> trace_ops;
 };
 
 // The audit's name for a command: the first argument ending in ".py" without it ("train" for

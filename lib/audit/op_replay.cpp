@@ -415,7 +415,10 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
   }
   bool replayed = false;
   const TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
-  if (!all_kept && ref_header.backend == "cuda" && !gpu_here().value("available", false)) {
+  const bool pytorch = ref_header.backend.starts_with("pytorch");
+  if (!all_kept && pytorch) {
+    // Said below, with the runs: a PyTorch run is never replayed.
+  } else if (!all_kept && ref_header.backend == "cuda" && !gpu_here().value("available", false)) {
     // Said before any data is looked for: the data files of a GPU machine are often elsewhere.
     m.note =
         "the replay cannot run here: the runs trained on the GPU and this machine has none "
@@ -434,6 +437,12 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
   std::string missing;  // the runs whose outputs were neither kept nor appeared
   for (const Target& t : targets) {
     if (!t.found) missing += (missing.empty() ? "" : ", ") + run_name(t.run, t.run == reference);
+  }
+  if (pytorch && !missing.empty()) {
+    m.note = "the outputs of " + missing +
+             " were not kept, and a PyTorch run is not replayed (the recorder keeps those of "
+             "order-dependent ops: sums, matrix products, convolutions, accumulating scatters, "
+             "normalisations; up to REPRO_AUDIT_KEEP_BYTES per run, the first steps first)";
   }
   if (replayed && !missing.empty()) {
     m.note = "the outputs of " + missing + " did not appear in " + std::to_string(m.executions) +

@@ -1,0 +1,43 @@
+#include "rerun_command.h"
+
+#include <set>
+#include <vector>
+
+#include "commands.h"
+
+namespace ra::app {
+
+std::string shell_word(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789-_./=:,+@%") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string rerun_with_window(const std::string& window, const std::filesystem::path& out) {
+  static const std::set<std::string> dropped_with_value{"--trace-ops", "--out",  "--json",
+                                                        "--junit",     "--html", "--shard"};
+  static const std::set<std::string> dropped{"--resume", "--overwrite"};
+  const std::string added =
+      " --trace-ops " + window + " --out " + shell_word(out.string() + "-ops");
+  std::string command = "repro-audit";
+  const std::vector<std::string>& args = command_arguments();
+  std::size_t i = 0;
+  for (; i < args.size() && args[i] != "--"; ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (dropped.contains(args[i])) continue;
+    if (dropped_with_value.contains(name)) {
+      if (name == args[i]) ++i;  // "--out DIR": its value too
+      continue;
+    }
+    command += " " + shell_word(args[i]);
+  }
+  command += added;
+  for (; i < args.size(); ++i) command += " " + shell_word(args[i]);  // "--" and the command
+  return command;
+}
+
+}  // namespace ra::app
