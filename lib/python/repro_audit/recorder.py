@@ -24,9 +24,10 @@ import sys
 import time
 
 from . import digest as digests
+from . import ops as op_records
 from . import workers
-from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, float32_value, loss_bits,
-                    write_whole)
+from .trace import (FORMAT_VERSION, FORMAT_VERSION_WITH_OPS, TraceRecords, canonical_json,
+                    float32_value, loss_bits, write_whole)
 
 VERSION = "0.1.0"
 
@@ -117,13 +118,20 @@ class Recorder:
         path = os.environ.get("REPRO_AUDIT_TRACE")
         if not path:
             return NoOpRecorder()
+        window = os.environ.get("REPRO_AUDIT_TRACE_OPS")
         return cls(model, optimizer, path, run=int(os.environ.get("REPRO_AUDIT_RUN", "0")),
                    seed_group=os.environ.get("REPRO_AUDIT_SEED_GROUP", "same"),
                    audit_id=os.environ.get("REPRO_AUDIT_ID"),
-                   name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec)
+                   name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec,
+                   trace_ops=op_records.parse_window(window) if window else None,
+                   keep_bytes=int(os.environ.get("REPRO_AUDIT_KEEP_BYTES",
+                                                 op_records.DEFAULT_KEEP_BYTES)))
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
-                 name=None, names=None, spec=None):
+                 name=None, names=None, spec=None, trace_ops=None,
+                 keep_bytes=op_records.DEFAULT_KEEP_BYTES):
+        """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
+        None; `keep_bytes`: the budget of the outputs kept for magnitudes."""
         import torch
 
         self._torch = torch
@@ -138,7 +146,11 @@ class Recorder:
                 raise ValueError(f"repro_audit: {len(names)} names for {len(self._params)} "
                                  "parameters")
             self._params = [(n, p) for n, (_, p) in zip(names, self._params)]
+        self._run, self._audit_id = run, audit_id
         workers.remove_side_file(path)
+        self._kept_path = op_records.kept_outputs_path(path)
+        if self._kept_path and os.path.exists(self._kept_path):
+            os.remove(self._kept_path)  # an earlier run's: not this run's values
         started = time.perf_counter()
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.
@@ -152,7 +164,8 @@ class Recorder:
         seed = torch.initial_seed() if seed is None else seed
         threads = torch.get_num_threads()
         header = {
-            "record": "header", "format_version": FORMAT_VERSION,
+            "record": "header",
+            "format_version": FORMAT_VERSION if trace_ops is None else FORMAT_VERSION_WITH_OPS,
             "tool_version": "repro_audit-python " + VERSION,
             "source": {"kind": "pytorch", "command": sys.argv},
             "spec": spec, "spec_digest": digests.text_digest(canonical_json(spec)),
@@ -170,11 +183,17 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        self._ops = None
+        if trace_ops is not None:
+            header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
+            self._ops = op_records.OpRecording(torch, model, optimizer, trace_ops, keep_bytes)
         self._records = TraceRecords(header, [digests.tensor_digest(p) for _, p in self._params])
         self._started = time.perf_counter()
         self._last = self._started
         self._recording += self._started - started
         atexit.register(self.finish)
+        if self._ops is not None:
+            self._ops.begin(0)
 
     def _optimizer_state(self):
         """The names of the optimizer's state tensors, in a stable order, and their digests."""
@@ -200,6 +219,7 @@ class Recorder:
         when the script knows them."""
         now = time.perf_counter()
         seconds = now - self._last
+        ops = self._ops.end() if self._ops is not None else None
         torch = self._torch
         tensors = list(batch) if isinstance(batch, (tuple, list)) else [batch]
         empty = digests.tensor_digest(torch.zeros(0, dtype=torch.int64))
@@ -220,9 +240,13 @@ class Recorder:
             "optimizer_state": digests.digest_of_digests(state),
             "seconds": seconds,
         }
+        if ops is not None:
+            record["ops"] = ops
         self._records.add_step(record)
         self._last = time.perf_counter()
         self._recording += self._last - now
+        if self._ops is not None:
+            self._ops.begin(len(self._records.steps))
 
     def watch_loader(self, loader):
         """Records the random streams `loader`'s workers start from (workers.worker_init_fn,
@@ -234,6 +258,11 @@ class Recorder:
         if self._finished:
             return
         self._finished = True
+        if self._ops is not None:
+            self._ops.end()  # a step never completed: its ops are no step's
+            self._recording += self._ops.seconds
+            if self._kept_path and self._ops.kept.entries:
+                self._ops.kept.write(self._kept_path, self._audit_id, self._run)
         total = time.perf_counter() - self._started
         loader_workers = workers.read_side_file(self._path)
         write_whole(self._path, self._records.lines(total, self._recording, loader_workers))

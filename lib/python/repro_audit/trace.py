@@ -8,6 +8,7 @@ import os
 import struct
 
 FORMAT_VERSION = 1
+FORMAT_VERSION_WITH_OPS = 2  # the run recorded op records (ops.py)
 
 
 def loss_bits(value):
@@ -101,7 +102,7 @@ class TraceRecords:
 
 
 def write_whole(path, text):
-    """Writes `text` to `path` whole or not at all: a temporary named as the C++ tool names its own
+    """Writes `text` (a str, or bytes) to `path` whole or not at all: a temporary named as the C++ tool names its own
     ("<path>.tmp-<pid>-<n>", which an audit folder knows as debris of a killed writer), fsynced,
     then renamed over the name (a reader never sees half a trace)."""
     for n in range(1000):
@@ -114,7 +115,8 @@ def write_whole(path, text):
     else:
         raise OSError(f"repro_audit: no free temporary name beside {path}")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        binary = isinstance(text, (bytes, bytearray))
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -1,0 +1,96 @@
+"""What an op record says of each value an aten op reads or writes (docs/pytorch.md, "Op records").
+
+A tensor is digested as the flat array of its elements (shape [numel], as the engine's op records
+digest buffers): f32, i32, i64 and u8 tensors by their tags, every other dtype as the u8 array of
+its bytes; its type ("f32[64,10]") goes beside the digest. The non-tensor arguments of a call
+(numbers, lists, dtypes, devices...) are one more input, "args", and the random state a random op
+draws from is another, "generator": both are inputs like any other, so a run that passes another
+scalar or starts from another random state is told apart from a kernel that computed differently.
+"""
+import math
+
+from . import digest as digests
+
+_SHORT_NAMES = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+    "complex64": "c64", "complex128": "c128",
+}
+
+
+def type_text(tensor):
+    """"f32[64,10]": the tensor's dtype and shape, as an op record's type field has them."""
+    name = str(tensor.dtype).replace("torch.", "")
+    return "%s[%s]" % (_SHORT_NAMES.get(name, name), ",".join(str(d) for d in tensor.shape))
+
+
+def _flat_host(torch, tensor):
+    """The tensor's elements on the host, contiguous and flat, and their trace tag: the four dtypes
+    the trace format names as themselves, every other one as its bytes (u8)."""
+    host = tensor.detach()
+    if host.is_conj():
+        host = host.resolve_conj()
+    if host.is_neg():
+        host = host.resolve_neg()
+    host = host.to("cpu").contiguous().reshape(-1)
+    tags = {torch.float32: digests.F32, torch.int32: digests.I32, torch.int64: digests.I64,
+            torch.uint8: digests.U8}
+    tag = tags.get(host.dtype)
+    if tag is None:
+        host = host.view(torch.uint8)
+        tag = digests.U8
+    return host, tag
+
+
+def flat_digest(torch, tensor):
+    """The digest of a tensor's values as an op record has it (the module's documentation)."""
+    if tensor.layout != torch.strided:  # sparse, quantized...: what it is, not its values
+        return digests.text_digest("%s %s" % (tensor.layout, type_text(tensor)))
+    host, tag = _flat_host(torch, tensor)
+    data = host.numpy() if host.numel() else b""
+    return digests.digest_bytes(tag, (host.numel(),), data)
+
+
+def flat_bytes(torch, tensor):
+    """(tag name, bytes) of a tensor's flat values: what a kept output stores."""
+    host, tag = _flat_host(torch, tensor)
+    names = {digests.F32: "f32", digests.I32: "i32", digests.I64: "i64", digests.U8: "u8"}
+    return names[tag], host.numpy().tobytes()
+
+
+def _value_text(torch, value):
+    """A non-tensor argument as text that tells every distinct value apart (floats by their
+    exact bits)."""
+    if isinstance(value, torch.Tensor):
+        return "T"
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, float):
+        return value.hex() if math.isfinite(value) else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        inner = ",".join(_value_text(torch, v) for v in value)
+        return ("[%s]" if isinstance(value, list) else "(%s)") % inner
+    if isinstance(value, dict):
+        return "{%s}" % ",".join("%s:%s" % (k, _value_text(torch, v))
+                                 for k, v in sorted(value.items()))
+    if isinstance(value, torch.Generator):
+        return "generator"
+    return repr(value)
+
+
+def arguments_digest(torch, args, kwargs):
+    """One digest over the call's non-tensor arguments (tensors stand as "T"), or None when it
+    has none."""
+    text = _value_text(torch, tuple(args))
+    if kwargs:
+        text += _value_text(torch, dict(kwargs))
+    if all(c in "T(),[]" for c in text):
+        return None
+    return digests.text_digest(text)
+
+
+def value_digest(torch, value):
+    """The digest of a non-tensor result (the float of .item(), a bool)."""
+    return digests.text_digest(_value_text(torch, value))

@@ -1,0 +1,125 @@
+"""Where an aten op ran, as an op record's `layer` names it (docs/pytorch.md, "Op records"):
+
+- in a module's forward: the module's path, "model.features.3" (the innermost module running);
+- in the backward pass: the module whose forward made the gradient being propagated. A hook on
+  each module output's gradient says when the backward reaches the module (it fires just before the
+  output's own backward node runs), a hook on each input's gradient when it has left it; before the
+  first module (the loss's backward, when the loss is no module) it is "autograd";
+- in optimizer.step or optimizer.zero_grad: "optimizer";
+- anywhere else (moving the batch, a loss function called outside any module): "script".
+
+Hooks are in place only while ops are recorded (the window's steps): outside it nothing of this
+runs. The backward pass is known by wrapping torch.autograd.backward (what Tensor.backward calls)
+and torch.autograd.grad for as long.
+"""
+import functools
+
+
+class OpPlaces:
+    """Tracks the place (see the module's documentation) of the op running now."""
+
+    def __init__(self, torch, model, optimizer):
+        self._torch = torch
+        self._modules = [("model" + ("." + name if name else ""), m)
+                         for name, m in model.named_modules()]
+        self._optimizer = optimizer
+        self._handles = []
+        self._patched = []
+        self._forward = []  # the paths of the modules whose forward is running, innermost last
+        self._backward = None  # the module the backward pass is in; None: not in one yet
+        self._in_backward = 0
+        self._in_optimizer = 0
+        self._token = object()  # marks the tensors hooked in this window's step
+
+    def current(self):
+        if self._in_optimizer:
+            return "optimizer"
+        if self._in_backward:
+            return self._backward or "autograd"
+        if self._forward:
+            return self._forward[-1]
+        return "script"
+
+    # --- hooks ---
+
+    def _tensors(self, value):
+        from torch.utils._pytree import tree_flatten
+        return [t for t in tree_flatten(value)[0]
+                if isinstance(t, self._torch.Tensor) and t.requires_grad]
+
+    def _pre_forward(self, path):
+        def hook(module, inputs):
+            self._forward.append(path)
+            for t in self._tensors(inputs):
+                parent = self._forward[-2] if len(self._forward) > 1 else None
+                t.register_hook(functools.partial(self._left, path, parent))
+        return hook
+
+    def _post_forward(self, path):
+        def hook(module, inputs, output):
+            if self._forward and self._forward[-1] == path:
+                self._forward.pop()
+            for t in self._tensors(output):
+                # The same tensor may leave several modules (a Sequential's output is its last
+                # child's): the innermost, which hooks it first, keeps it.
+                if getattr(t, "_repro_audit_place", None) is self._token:
+                    continue
+                t._repro_audit_place = self._token
+                t.register_hook(functools.partial(self._entered, path))
+        return hook
+
+    def _entered(self, path, grad):
+        self._backward = path
+
+    def _left(self, path, parent, grad):
+        # Fires with the gradient of the module's input, i.e. after its backward; the module that
+        # made that input (hooked on the same tensor, earlier) has already said it is next.
+        if self._backward == path:
+            self._backward = parent
+
+    # --- phases ---
+
+    def _wrap(self, owner, name, enter_attr):
+        original = getattr(owner, name)
+        had_own = name in getattr(owner, "__dict__", {})
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            setattr(self, enter_attr, getattr(self, enter_attr) + 1)
+            if enter_attr == "_in_backward":
+                saved, self._backward = self._backward, None
+            try:
+                return original(*args, **kwargs)
+            finally:
+                setattr(self, enter_attr, getattr(self, enter_attr) - 1)
+                if enter_attr == "_in_backward":
+                    self._backward = saved
+
+        setattr(owner, name, wrapper)
+        self._patched.append((owner, name, original, had_own))
+
+    def start(self):
+        """Puts the hooks in place (at the start of a recorded step)."""
+        self._token = object()
+        self._forward, self._backward = [], None
+        for path, module in self._modules:
+            self._handles.append(module.register_forward_pre_hook(self._pre_forward(path)))
+            self._handles.append(module.register_forward_hook(self._post_forward(path)))
+        autograd = self._torch.autograd
+        self._wrap(autograd, "backward", "_in_backward")
+        self._wrap(autograd, "grad", "_in_backward")
+        if self._optimizer is not None:
+            self._wrap(self._optimizer, "step", "_in_optimizer")
+            self._wrap(self._optimizer, "zero_grad", "_in_optimizer")
+
+    def stop(self):
+        """Takes every hook and wrapper away again, restoring what was there."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        for owner, name, original, had_own in reversed(self._patched):
+            if had_own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)  # the class's method shows through again
+        self._patched = []

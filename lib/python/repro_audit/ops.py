@@ -1,0 +1,318 @@
+"""Op records of a PyTorch run (docs/pytorch.md, "Op records"; the trace's version 2).
+
+With REPRO_AUDIT_TRACE_OPS=A:B (what `repro-audit exec --trace-ops A:B` sets), the recorder enters
+a TorchDispatchMode for steps A..B-1 and writes one record per aten call, in execution order,
+forward, backward and optimizer: the op ("aten.convolution.default"), where it ran
+(op_places.py), the digests and types of its inputs and outputs (op_digests.py). Within a step a
+tensor an earlier record digested, and nothing wrote since (its version counter and storage
+say), is not digested again.
+
+Ops whose result depends on the order of a floating-point sum (reductions, products of matrices,
+convolutions, accumulating scatters and index ops, normalisations) may differ between runs on
+identical inputs; the outputs of those the recorder keeps, up to a budget per run (first steps
+first), in `kept-outputs.bin` of the run's snapshot folder, for the magnitude of a root cause.
+"""
+import os
+import time
+import weakref
+
+from . import op_digests
+from .op_places import OpPlaces
+from .trace import write_whole
+
+# Base names (the overload packet's, without a trailing "_") of the ops whose outputs are kept.
+ORDER_DEPENDENT = frozenset("""
+sum mean nansum prod cumsum cumprod logsumexp var std var_mean std_mean norm linalg_vector_norm
+mm addmm bmm baddbmm addbmm matmul mv addmv dot vdot linear
+convolution _convolution convolution_backward cudnn_convolution cudnn_convolution_transpose
+cudnn_convolution_backward mkldnn_convolution _slow_conv2d_forward _slow_conv2d_backward
+slow_conv3d_forward conv_depthwise2d _conv_depthwise2d
+index_add scatter_add scatter_reduce index_put _index_put_impl put index_reduce
+embedding_dense_backward _embedding_bag _embedding_bag_backward _embedding_bag_dense_backward
+histc bincount _softmax _log_softmax _softmax_backward_data _log_softmax_backward_data
+nll_loss_forward nll_loss_backward nll_loss2d_forward nll_loss2d_backward mse_loss
+mse_loss_backward binary_cross_entropy binary_cross_entropy_backward smooth_l1_loss kl_div
+native_batch_norm native_batch_norm_backward _native_batch_norm_legit cudnn_batch_norm
+cudnn_batch_norm_backward native_layer_norm native_layer_norm_backward native_group_norm
+native_group_norm_backward avg_pool2d_backward avg_pool3d_backward _adaptive_avg_pool2d
+_adaptive_avg_pool2d_backward adaptive_max_pool2d_backward max_pool2d_with_indices_backward
+upsample_bilinear2d_backward upsample_nearest2d_backward grid_sampler_2d_backward ctc_loss
+_ctc_loss_backward _scaled_dot_product_attention_math _scaled_dot_product_flash_attention
+_scaled_dot_product_efficient_attention _flash_attention_backward _efficient_attention_backward
+""".split())
+
+# Ops that draw from a random generator without naming it in their schema (those with a
+# `generator` argument are known by it).
+RANDOM = frozenset("""
+randperm randint randn rand rand_like randn_like randint_like random uniform normal bernoulli
+exponential geometric cauchy log_normal multinomial native_dropout _fused_dropout rrelu_with_noise
+poisson _standard_gamma _sample_dirichlet binomial
+""".split())
+
+# Ops whose outputs are memory nobody wrote yet: their bits are whatever was there, so they are
+# recorded as "uninitialized", not by their values.
+UNINITIALIZED = frozenset("empty empty_like empty_strided new_empty new_empty_strided".split())
+
+DEFAULT_KEEP_BYTES = 64 << 20
+KEPT_FILE_NAME = "kept-outputs.bin"
+TRACE_SUFFIX = ".trace.jsonl"
+
+
+def parse_window(text):
+    """(first, last) of "A:B" (steps A..B-1), "A:" (last None) or "all", as `--trace-ops` has it;
+    ValueError naming the text otherwise."""
+    text = text.strip()
+    if text == "all":
+        return 0, None
+    first, colon, last = text.partition(":")
+    try:
+        if not colon or not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError
+        window = int(first), (int(last) if last else None)
+    except ValueError:
+        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected A:B, A: or all")
+    if window[1] is not None and window[1] <= window[0]:
+        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: the window is empty")
+    return window
+
+
+def in_window(window, step):
+    first, last = window
+    return step >= first and (last is None or step < last)
+
+
+def kept_outputs_path(trace_path):
+    """Where a run keeps outputs: its snapshot folder (the trace's name without .trace.jsonl), as
+    `repro-audit compare` looks for them; None for a trace named otherwise."""
+    if not trace_path.endswith(TRACE_SUFFIX) or len(trace_path) == len(TRACE_SUFFIX):
+        return None
+    return os.path.join(trace_path[:-len(TRACE_SUFFIX)], KEPT_FILE_NAME)
+
+
+def _base_name(func):
+    name = func.overloadpacket.__name__
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def _storage_ptr(tensor):
+    try:
+        storage = tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else \
+            tensor.storage()
+        return storage.data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+class KeptOutputs:
+    """The outputs kept by one run, within its budget (the module's documentation)."""
+
+    def __init__(self, budget):
+        self._budget = budget
+        self._used = 0
+        self._full = False
+        self.entries = []  # (step, index, [(dtype name, bytes)])
+
+    def keep(self, step, index, outputs):
+        size = sum(len(b) for _, b in outputs)
+        if self._full or self._used + size > self._budget:
+            self._full = True  # first steps first: nothing later once the budget ran out
+            return False
+        self._used += size
+        self.entries.append((step, index, outputs))
+        return True
+
+    def write(self, path, audit_id, run_index):
+        """The file `repro-audit compare` reads (docs/trace-format.md "Kept outputs"): a JSON
+        line, then per entry a JSON line and the outputs' bytes; written whole."""
+        import json
+        parts = [json.dumps({"record": "kept_outputs", "format_version": 1,
+                             "audit_id": audit_id or "", "run_index": run_index,
+                             "entries": len(self.entries)}, sort_keys=True).encode() + b"\n"]
+        for step, index, outputs in self.entries:
+            line = {"step": step, "index": index,
+                    "outputs": [{"dtype": d, "bytes": len(b)} for d, b in outputs]}
+            parts.append(json.dumps(line, sort_keys=True).encode() + b"\n")
+            parts.extend(b for _, b in outputs)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_whole(path, b"".join(parts))
+
+
+class _DigestCache:
+    """Digests of the tensors seen in this step, valid while nothing wrote them. An entry holds
+    the tensor weakly (alive, its storage cannot be another's) with its version counter; found by
+    the tensor, or, for a contiguous one, by its bytes' place (storage, address, count, dtype), so
+    a view of the same bytes (detach, view, reshape) is not digested again. An op's writes
+    forget every entry on the storage it wrote (a view made otherwise may not share the counter).
+    """
+
+    def __init__(self):
+        self._by_tensor = {}
+        self._by_place = {}
+
+    @staticmethod
+    def _place(tensor):
+        if not tensor.is_contiguous():
+            return None
+        return (_storage_ptr(tensor), tensor.data_ptr(), tensor.numel(), tensor.dtype)
+
+    @staticmethod
+    def _valid(entry):
+        owner = entry[0]()
+        try:
+            return owner is not None and owner._version == entry[1]
+        except RuntimeError:  # inference tensors have no version counter
+            return False
+
+    def get(self, tensor):
+        entry = self._by_tensor.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and self._valid(entry):
+            return entry[3]
+        place = self._place(tensor)
+        entry = self._by_place.get(place) if place is not None else None
+        return entry[3] if entry is not None and self._valid(entry) else None
+
+    def put(self, tensor, digest):
+        try:
+            entry = (weakref.ref(tensor), tensor._version, _storage_ptr(tensor), digest)
+        except (RuntimeError, TypeError):
+            return
+        self._by_tensor[id(tensor)] = entry
+        place = self._place(tensor)
+        if place is not None:
+            self._by_place[place] = entry
+
+    def forget_storage(self, tensor):
+        """Every entry on `tensor`'s storage (an op wrote it)."""
+        ptr = _storage_ptr(tensor)
+        for table in (self._by_tensor, self._by_place):
+            for key in [k for k, e in table.items() if e[2] == ptr or e[0]() is None]:
+                del table[key]
+
+
+class OpRecording:
+    """The op records of a run's window steps; begin(step) before a step's ops, end() after."""
+
+    def __init__(self, torch, model, optimizer, window, keep_bytes=DEFAULT_KEEP_BYTES):
+        self._torch = torch
+        self.window = window
+        self.kept = KeptOutputs(keep_bytes)
+        self.seconds = 0.0  # spent digesting and keeping (the recording's cost)
+        self._places = OpPlaces(torch, model, optimizer)
+        self._mode = None
+        self._step = None
+        self._records = []
+        self._cache = _DigestCache()
+
+    def begin(self, step):
+        """Starts recording step `step`'s ops when the window holds it."""
+        if not in_window(self.window, step):
+            return
+        self._step, self._records, self._cache = step, [], _DigestCache()
+        self._places.start()
+        self._mode = _make_mode(self._torch, self)
+        self._mode.__enter__()
+
+    def end(self):
+        """Stops recording; the records of the step begun, or None when it was not recorded."""
+        if self._mode is None:
+            return None
+        self._mode.__exit__(None, None, None)
+        self._mode = None
+        self._places.stop()
+        records, self._records = self._records, []
+        return records
+
+    # --- one call ---
+
+    def _input_digest(self, tensor):
+        digest = self._cache.get(tensor)
+        if digest is None:
+            digest = op_digests.flat_digest(self._torch, tensor)
+            self._cache.put(tensor, digest)
+        return digest
+
+    def _generator_digest(self, func, args, kwargs, inputs):
+        torch = self._torch
+        generator = kwargs.get("generator")
+        for i, a in enumerate(func._schema.arguments):
+            if a.name == "generator" and i < len(args):
+                generator = args[i]
+        if isinstance(generator, torch.Generator):
+            state = generator.get_state()
+        else:
+            device = kwargs.get("device") or (inputs[0].device if inputs else None)
+            device = torch.device(device) if device is not None else torch.device("cpu")
+            state = (torch.cuda.get_rng_state(device) if device.type == "cuda"
+                     else torch.get_rng_state())
+        return op_digests.flat_digest(torch, state)
+
+    def call(self, func, args, kwargs):
+        """Runs one aten call and records it."""
+        torch = self._torch
+        from torch.utils._pytree import tree_flatten
+        started = time.perf_counter()
+        base = _base_name(func)
+        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        record = {"op": str(func), "layer": self._places.current(), "in": [], "in_types": []}
+        for t in tensors:
+            record["in"].append(self._input_digest(t))
+            record["in_types"].append(op_digests.type_text(t))
+        arguments = op_digests.arguments_digest(torch, args, kwargs)
+        if arguments is not None:
+            record["in"].append(arguments)
+            record["in_types"].append("args")
+        if base in RANDOM or any(a.name == "generator" for a in func._schema.arguments):
+            record["in"].append(self._generator_digest(func, args, kwargs, tensors))
+            record["in_types"].append("generator")
+        ran = time.perf_counter()
+        out = func(*args, **kwargs)
+        done = time.perf_counter()
+        self._forget_written(func, args, kwargs)
+        record["out"], record["out_types"] = [], []
+        outputs = []
+        for value in tree_flatten(out)[0]:
+            if isinstance(value, torch.Tensor):
+                if base in UNINITIALIZED:
+                    digest = op_digests.value_digest(torch, "uninitialized " +
+                                                     op_digests.type_text(value))
+                else:  # a view of bytes digested already (detach, view, reshape) is not redone
+                    digest = self._input_digest(value)
+                self._cache.put(value, digest)
+                outputs.append(value)
+                record["out_types"].append(op_digests.type_text(value))
+            elif value is not None:
+                digest = op_digests.value_digest(torch, value)
+                record["out_types"].append("value")
+            else:
+                continue
+            record["out"].append(digest)
+        if base in ORDER_DEPENDENT and outputs and len(outputs) == len(record["out"]):
+            self.kept.keep(self._step, len(self._records),
+                           [op_digests.flat_bytes(torch, t) for t in outputs])
+        self._records.append(record)
+        self.seconds += (ran - started) + (time.perf_counter() - done)
+        return out
+
+    def _forget_written(self, func, args, kwargs):
+        torch = self._torch
+        for i, a in enumerate(func._schema.arguments):
+            if a.alias_info is None or not a.alias_info.is_write:
+                continue
+            value = args[i] if i < len(args) else kwargs.get(a.name)
+            for t in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(t, torch.Tensor):
+                    self._cache.forget_storage(t)
+
+
+def _make_mode(torch, recording):
+    """A TorchDispatchMode that hands every aten call to `recording` (made here: the package
+    imports without torch)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _RecordingMode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.namespace == "profiler":  # bookkeeping of torch.profiler: no values
+                return func(*args, **(kwargs or {}))
+            return recording.call(func, args, kwargs or {})
+
+    return _RecordingMode()
