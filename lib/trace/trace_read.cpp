@@ -241,7 +241,11 @@ class TraceParser {
         entry[key].string();
       }
       entry["deterministic"].boolean();
-      entry["workspace_bytes"].uint64();
+      // An entry read from cuDNN's API log (a PyTorch run) names the engine, not the workspace,
+      // which the log does not give.
+      if (entry.has("engine"))
+        entry["engine"].integer(-1, std::numeric_limits<std::int32_t>::max());
+      if (entry.has("workspace_bytes") || !entry.has("engine")) entry["workspace_bytes"].uint64();
       // Autotuned entries of newer traces: what cudnnFind measured for the chosen algorithm.
       if (entry.has("autotune")) {
         const Field measured = entry["autotune"];

@@ -78,12 +78,8 @@ RootCause only_cause(std::vector<Trace>& traces) {
   return r.root_causes[0];
 }
 
-}  // namespace
-
-TEST_CASE("op record types survive the trace file and are checked", "[audit][ops][pytorch]") {
-  auto traces = pytorch_runs(1);
-  Trace& t = traces[0];
-  // What the reader checks of a whole trace, made true of the one built in memory.
+// What the reader checks of a whole trace, made true of one built in memory.
+void make_readable(Trace& t) {
   t.header.spec_digest = ra::audit::spec_digest_of(t.header.spec).hex();
   for (auto& e : t.epochs) {
     double sum = 0;
@@ -91,6 +87,14 @@ TEST_CASE("op record types survive the trace file and are checked", "[audit][ops
       if (s.epoch == e.epoch) sum += std::bit_cast<float>(s.loss_bits);
     e.mean_train_loss = sum / static_cast<double>(e.steps);
   }
+}
+
+}  // namespace
+
+TEST_CASE("op record types survive the trace file and are checked", "[audit][ops][pytorch]") {
+  auto traces = pytorch_runs(1);
+  Trace& t = traces[0];
+  make_readable(t);
   const std::string text = ra::audit::serialize_trace(traces[0]);
   const Trace back = ra::audit::parse_trace(text, "t.trace.jsonl");
   REQUIRE(back.steps[1].ops.size() == 3);
@@ -225,5 +229,50 @@ TEST_CASE("kept outputs are used whole and only for their own run", "[audit][ops
         << R"({"index": 0, "outputs": [{"bytes": 3, "dtype": "f32"}], "step": 0})"
         << "\nabc";
     CHECK_THAT(ra::audit::load_kept_outputs(file, header, store), Contains("not whole elements"));
+  }
+}
+
+TEST_CASE("cuDNN engines read from the log explain a PyTorch run's divergence",
+          "[audit][ops][pytorch]") {
+  // cudnn.benchmark chose engine 34 for the filter gradient in run 0 and engine 3 in run 1: the
+  // convolution's output differs on identical inputs, and the records name the engines.
+  auto traces = pytorch_runs(2);
+  const std::string key = "conv 8x1x6x6 k4 3x3 s1 p0";
+  for (int r = 0; r < 2; ++r) {
+    const std::string algorithm = r == 0 ? "cudnn engine 34" : "cudnn engine 3";
+    traces[r].header.ledger = nlohmann::json::array({{{"layer", key},
+                                                      {"direction", "backward_filter"},
+                                                      {"algorithm", algorithm},
+                                                      {"engine", r == 0 ? 34 : 3},
+                                                      {"deterministic", r == 0},
+                                                      {"math_type", "fma"},
+                                                      {"chosen_by", "cudnn.benchmark"}}});
+    for (auto& s : traces[r].steps) {
+      s.ops[1].op = "aten.convolution_backward.default";
+      s.ops[1].ledger_key = key;
+      s.ops[1].algorithm = "backward_filter: " + algorithm;
+      s.ops[1].algorithm_deterministic = r == 0;
+    }
+  }
+  auto& ops = traces[1].steps[1].ops;
+  ops[1].out[0] = changed(ops[1].out[0]);
+  ops[2].in[1] = ops[1].out[0];
+  ops[2].out[0] = changed(ops[2].out[0]);
+  ra::test::diverge(traces[1], 1, 0);
+  const RootCause c = only_cause(traces);
+  CHECK(c.kind == RootCause::Kind::op);
+  CHECK(c.cause == RootCause::Class::algorithm_choice);
+  REQUIRE(c.algorithms.size() == 2);
+  CHECK(c.algorithms[0].algorithm == "backward_filter: cudnn engine 34");
+  CHECK(c.algorithms[1].algorithm == "backward_filter: cudnn engine 3");
+
+  SECTION("the ledger's entries, without a workspace, read back") {
+    Trace& t = traces[0];
+    make_readable(t);
+    const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "t.trace.jsonl");
+    CHECK(back.header.ledger == t.header.ledger);
+    std::string bad = ra::audit::serialize_trace(t);
+    bad.replace(bad.find(R"("engine":34)"), 11, R"("engine":"x")");
+    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"), Contains("engine"));
   }
 }

@@ -9,10 +9,15 @@ Options: --steps N (default 50), --threads T (default 2), --samples N (default 6
 --from-engine AUDIT_DIR (the cross-check: start from the initial weights and follow the batch
 order of run 0 of an engine audit of the same model, made with `repro-audit run --save-batches`,
 and record with its parameter names and spec, so that `repro-audit compare` lines the two up:
-docs/pytorch.md, "Cross-check with the engine").
+docs/pytorch.md, "Cross-check with the engine"), --device cuda (the model and each batch on the
+GPU), --benchmark (torch.backends.cudnn.benchmark = True: cuDNN times its candidates per
+geometry and runs the fastest), --deterministic (torch.use_deterministic_algorithms(True) and
+cudnn.deterministic, with CUBLAS_WORKSPACE_CONFIG=:4096:8 unless set), --data FOLDER (where the
+IDX files are; default Debian's).
 """
 import argparse
 import gzip
+import os
 import struct
 import time
 
@@ -99,18 +104,27 @@ def main():
     parser.add_argument("--samples", type=int, default=6000)
     parser.add_argument("--loader-bug", action="store_true")
     parser.add_argument("--from-engine", metavar="AUDIT_DIR")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--benchmark", action="store_true")
+    parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--data", default=FOLDER)
     args = parser.parse_args()
+    if args.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before cuBLAS starts
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = args.benchmark
     if args.from_engine:
         from_engine(args.from_engine, args.steps, args.threads)
         return
 
     repro_audit.seed_everything(default=1337)  # repro-audit: REPRO_AUDIT_SEED when exec sets it
     torch.set_num_threads(args.threads)
-    images = torch.from_numpy(read_idx(f"{FOLDER}/train-images-idx3-ubyte.gz")[:args.samples]
-                              .astype(numpy.float32) / 255.0).unsqueeze(1)
-    labels = torch.from_numpy(read_idx(f"{FOLDER}/train-labels-idx1-ubyte.gz")[:args.samples]
+    images = torch.from_numpy(read_idx(f"{args.data}/train-images-idx3-ubyte.gz")
+                              [:args.samples].astype(numpy.float32) / 255.0).unsqueeze(1)
+    labels = torch.from_numpy(read_idx(f"{args.data}/train-labels-idx1-ubyte.gz")[:args.samples]
                               .astype(numpy.int64))
-    net = model()
+    net = model().to(args.device)
     optimizer = torch.optim.Adadelta(net.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     rec = repro_audit.Recorder.from_env(net, optimizer)  # repro-audit
     if args.loader_bug:
@@ -125,6 +139,7 @@ def main():
     step, started = 0, time.perf_counter()
     while step < args.steps:
         for x, y in loader:
+            x, y = x.to(args.device), y.to(args.device)
             optimizer.zero_grad()
             loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()

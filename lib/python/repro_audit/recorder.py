@@ -23,6 +23,7 @@ import socket
 import sys
 import time
 
+from . import cudnn_log
 from . import digest as digests
 from . import ops as op_records
 from . import workers
@@ -186,7 +187,10 @@ class Recorder:
         self._ops = None
         if trace_ops is not None:
             header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
-            self._ops = op_records.OpRecording(torch, model, optimizer, trace_ops, keep_bytes)
+            cudnn = (op_records.CudnnLedger(torch, cudnn_log.CudnnLog())
+                     if torch.cuda.is_available() else None)
+            self._ops = op_records.OpRecording(torch, model, optimizer, trace_ops, keep_bytes,
+                                               cudnn)
         self._records = TraceRecords(header, [digests.tensor_digest(p) for _, p in self._params])
         self._started = time.perf_counter()
         self._last = self._started
@@ -253,6 +257,24 @@ class Recorder:
         chained before the loader's own); returns the loader."""
         return workers.install(loader)
 
+    def _write_ledger(self, cudnn):
+        """The cuDNN ledger of the op window into the header, and what it holds in words
+        (environment `cudnn_log`); the API log exec asked for in the run's folder is removed: it
+        grows with every call of the run, and what the report needs of it is in the trace."""
+        header = self._records.header
+        if cudnn is None:
+            header["environment"]["cudnn_log"] = "no cuDNN: the run used no GPU"
+            return
+        header["ledger"] = cudnn.entries
+        header["environment"]["cudnn_log"] = cudnn.note()
+        log = cudnn.log.path
+        if (cudnn.log.usable and self._kept_path and os.path.dirname(os.path.abspath(log)) ==
+                os.path.dirname(os.path.abspath(self._kept_path))):
+            try:
+                os.remove(log)
+            except OSError:
+                pass
+
     def finish(self):
         """Writes the trace (once; at exit when the script does not call it)."""
         if self._finished:
@@ -263,6 +285,7 @@ class Recorder:
             self._recording += self._ops.seconds
             if self._kept_path and self._ops.kept.entries:
                 self._ops.kept.write(self._kept_path, self._audit_id, self._run)
+            self._write_ledger(self._ops.cudnn)
         total = time.perf_counter() - self._started
         loader_workers = workers.read_side_file(self._path)
         write_whole(self._path, self._records.lines(total, self._recording, loader_workers))

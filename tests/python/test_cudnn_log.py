@@ -1,0 +1,128 @@
+"""The cuDNN ledger of PyTorch runs (lib/python/repro_audit/cudnn_log.py, ops.CudnnLedger) on the
+CPU: cuDNN's API log is parsed from text in the layout cuDNN writes (blocks of "I! CuDNN (v...)
+function ...() called:" and their "i!" lines), the last execution per direction is the one that
+ran, and a convolution op's record and the header's ledger name it. What a real GPU run logs is
+checked by scripts/gpu-verify (docs/gpu-verification.md); these tests fix the reading."""
+import pytest
+
+torch = pytest.importorskip("torch")
+from repro_audit import cudnn_log, ops  # noqa: E402  (PYTHONPATH=lib/python)
+
+
+def execute_block(operation, engine, knobs=(), notes=(), indent="    "):
+    """One cudnnBackendExecute call as cuDNN logs it (the plan's nesting abridged)."""
+    lines = ["I! CuDNN (v91900) function cudnnBackendExecute() called:",
+             "i!     handle: type=cudnnHandle_t; streamId=0x5;",
+             "i!     executionPlan: type=CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:",
+             "i!         engineConfig: type=CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:",
+             "i!             engine: type=CUDNN_BACKEND_ENGINE_DESCRIPTOR:",
+             "i!                 opGraph: type=CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:",
+             "i!                     ops: type=CUDNN_BACKEND_OPERATION_%s_DESCRIPTOR:" % operation,
+             "i!                         math_prec: type=cudnnDataType_t; val=CUDNN_DATA_FLOAT (0);",
+             "i!                 engine_id: type=int; val=%d;" % engine,
+             "i!                 knobDesc: type=cudnnBackendDescriptor_t:"]
+    lines += ["i!                     %s: type=int; val=%d;" % k for k in knobs]
+    lines += ["i!                 numericalNotes: type=cudnnBackendDescriptor_t:"]
+    lines += ["i!                     %s: type=bool; val=true;" % n for n in notes]
+    lines += ["i!     variantPack: type=CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:",
+              "i! Time: 2026-11-26T10:00:00.000000 (0d+0h+0m+1s since start)",
+              "i! Process=100; Thread=100; GPU=0; Handle=0x1; StreamId=0x5.", ""]
+    return "\n".join(lines).replace("    ", indent) + "\n"
+
+
+OTHER_CALL = """I! CuDNN (v91900) function cudnnBackendGetAttribute() called:
+i!     descriptor: type=CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+i!         engine_id: type=int; val=99;
+i!         ops: type=CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+i! Time: 2026-11-26T10:00:00.000000 (0d+0h+0m+1s since start)
+
+"""
+
+
+def test_executes_are_read_by_their_names_whatever_the_nesting():
+    text = (OTHER_CALL +
+            execute_block("CONVOLUTION_FORWARD", 38, [("CUDNN_KNOB_TYPE_SPLIT_K", 1)],
+                          ["CUDNN_NUMERICAL_NOTE_TENSOR_CORE"]) +
+            execute_block("MATMUL", 5) +
+            execute_block("CONVOLUTION_BACKWARD_FILTER", 34, [],
+                          ["CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC"], indent="  "))
+    executes = cudnn_log.parse_executes(text)
+    assert [(e["direction"], e["engine_id"]) for e in executes] == [("forward", 38),
+                                                                   ("backward_filter", 34)]
+    assert executes[0]["knobs"] == {"CUDNN_KNOB_TYPE_SPLIT_K": 1}
+    assert cudnn_log.algorithm_text(executes[0]) == "cudnn engine 38 (SPLIT_K=1; TENSOR_CORE)"
+    assert cudnn_log.deterministic(executes[0]) and not cudnn_log.deterministic(executes[1])
+    assert cudnn_log.math_type(executes[0]) == "tensor_op"
+    assert cudnn_log.math_type(executes[1]) == "fma"
+
+
+def test_autotuning_executes_candidates_first_the_last_one_ran():
+    text = "".join(execute_block("CONVOLUTION_BACKWARD_DATA", e) for e in (1, 7, 71)) + \
+        execute_block("CONVOLUTION_BACKWARD_FILTER", 34)
+    ran = cudnn_log.executed(cudnn_log.parse_executes(text))
+    assert ran["backward_data"]["engine_id"] == 71 and ran["backward_filter"]["engine_id"] == 34
+
+
+def test_a_log_the_recorder_cannot_read_says_why(tmp_path):
+    assert "not set" in cudnn_log.CudnnLog({}).why_not
+    assert "stderr" in cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": "stderr",
+                                           "CUDNN_LOGLEVEL_DBG": "3"}).why_not
+    assert "not 3" in cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"),
+                                          "CUDNN_LOGLEVEL_DBG": "2"}).why_not
+    log = cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"), "CUDNN_LOGLEVEL_DBG": "3"})
+    assert log.usable and log.offset() == 0  # cuDNN has not written yet
+
+
+class LoggingOp:
+    """A real aten op that, called, first appends what cuDNN would log for it: the recorder sees
+    the log grow during the call, as on a GPU."""
+
+    def __init__(self, op, path, text):
+        self._op, self._path, self._text = op, path, text
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+    def __str__(self):
+        return str(self._op)
+
+    def __call__(self, *args, **kwargs):
+        with open(self._path, "a") as f:
+            f.write(self._text)
+        return self._op(*args, **kwargs)
+
+
+def test_a_convolution_record_and_the_ledger_name_what_cudnn_ran(tmp_path):
+    path = tmp_path / "cudnn-api.log"
+    log = cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(path), "CUDNN_LOGLEVEL_DBG": "3"})
+    ledger = ops.CudnnLedger(torch, log)
+    model = torch.nn.Conv2d(1, 4, 3)
+    recording = ops.OpRecording(torch, model, None, (0, None), cudnn=ledger)
+    x = torch.randn(2, 1, 6, 6, requires_grad=True)
+    forward = LoggingOp(torch.ops.aten.convolution.default, path,
+                        execute_block("CONVOLUTION_FORWARD", 38))
+    backward = LoggingOp(torch.ops.aten.convolution_backward.default, path,
+                         "".join(execute_block("CONVOLUTION_BACKWARD_FILTER", e,
+                                               notes=["CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC"])
+                                 for e in (3, 34)) +
+                         execute_block("CONVOLUTION_BACKWARD_DATA", 71))
+    # Called as the dispatch mode calls it (the mode itself not entered: the op's own call
+    # would be recorded again inside).
+    y = recording.call(forward, (x, model.weight, model.bias, [1, 1], [0, 0], [1, 1], False,
+                                 [0, 0], 1), {})
+    recording.call(backward, (torch.ones_like(y), x, model.weight, [4], [1, 1], [0, 0], [1, 1],
+                              False, [0, 0], 1, [True, True, True]), {})
+    records = recording._records
+    conv = [r for r in records if r["op"] == "aten.convolution.default"][0]
+    assert conv["ledger_key"] == "conv 2x1x6x6 k4 3x3 s1 p0"
+    assert conv["algorithm"] == "cudnn engine 38" and conv["algorithm_deterministic"]
+    grad = [r for r in records if r["op"] == "aten.convolution_backward.default"][0]
+    assert grad["algorithm"] == ("backward_data: cudnn engine 71; backward_filter: cudnn engine "
+                                 "34 (NONDETERMINISTIC)")
+    assert grad["algorithm_deterministic"] is False
+    assert [(e["direction"], e["algorithm"], e["deterministic"]) for e in ledger.entries] == [
+        ("forward", "cudnn engine 38", True),
+        ("backward_data", "cudnn engine 71", True),
+        ("backward_filter", "cudnn engine 34 (NONDETERMINISTIC)", False)]
+    assert ledger.entries[0]["chosen_by"] == "heuristic"
+    assert ledger.note() == "read from cuDNN's API log: 2 convolution calls"
