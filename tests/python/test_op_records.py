@@ -240,3 +240,19 @@ def test_the_suggested_rerun_keeps_the_command_after_the_double_dash(tmp_path):
     window = "%d:%d" % (step, step + 1)
     assert re.search(r"--trace-ops %s --out \S*again-ops -- \S*python\S* \S*one_op" % window,
                      line[0]), line[0]
+
+
+def test_a_digest_is_reused_only_while_nothing_wrote_the_bytes():
+    """A view of digested bytes reuses their digest; after an op writes through another view,
+    every tensor on that storage is digested again."""
+    from repro_audit import op_digests
+    recording = op_records.OpRecording(torch, torch.nn.Linear(1, 1), None, (0, None))
+    aten = torch.ops.aten
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    flat = recording.call(aten.view.default, (base, [12]), {})
+    recording.call(aten.add_.Scalar, (flat, 1.0), {})  # writes base's bytes through the view
+    recording.call(aten.clone.default, (base,), {})
+    view, add, clone = recording._records
+    assert view["out"][0] == view["in"][0]  # the same bytes, flat: the same digest
+    assert add["out"][0] == op_digests.flat_digest(torch, base)
+    assert clone["in"][0] == op_digests.flat_digest(torch, base) != view["in"][0]

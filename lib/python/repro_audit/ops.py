@@ -12,6 +12,7 @@ convolutions, accumulating scatters and index ops, normalisations) may differ be
 identical inputs; the outputs of those the recorder keeps, up to a budget per run (first steps
 first), in `kept-outputs.bin` of the run's snapshot folder, for the magnitude of a root cause.
 """
+import json
 import os
 import time
 import weakref
@@ -129,7 +130,6 @@ class KeptOutputs:
     def write(self, path, audit_id, run_index):
         """The file `repro-audit compare` reads (docs/trace-format.md "Kept outputs"): a JSON
         line, then per entry a JSON line and the outputs' bytes; written whole."""
-        import json
         parts = [json.dumps({"record": "kept_outputs", "format_version": 1,
                              "audit_id": audit_id or "", "run_index": run_index,
                              "entries": len(self.entries)}, sort_keys=True).encode() + b"\n"]
@@ -153,6 +153,7 @@ class _DigestCache:
     def __init__(self):
         self._by_tensor = {}
         self._by_place = {}
+        self._by_storage = {}  # storage -> the keys of its entries in both tables
 
     @staticmethod
     def _place(tensor):
@@ -182,16 +183,17 @@ class _DigestCache:
         except (RuntimeError, TypeError):
             return
         self._by_tensor[id(tensor)] = entry
+        keys = self._by_storage.setdefault(entry[2], [])
+        keys.append((self._by_tensor, id(tensor)))
         place = self._place(tensor)
         if place is not None:
             self._by_place[place] = entry
+            keys.append((self._by_place, place))
 
     def forget_storage(self, tensor):
         """Every entry on `tensor`'s storage (an op wrote it)."""
-        ptr = _storage_ptr(tensor)
-        for table in (self._by_tensor, self._by_place):
-            for key in [k for k, e in table.items() if e[2] == ptr or e[0]() is None]:
-                del table[key]
+        for table, key in self._by_storage.pop(_storage_ptr(tensor), []):
+            table.pop(key, None)
 
 
 def conv_key(torch, func, args):
