@@ -193,6 +193,9 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
   cause.kind = cause.differing_inputs.empty() ? Kind::op : Kind::outside_ops;
   if (cause.kind == Kind::outside_ops) cause.detail = outside_ops_detail(a, cause.differing_inputs);
   for (std::size_t j = i + 1; j < common; ++j) {
+    // Records pair by position only while the runs execute the same ops (a PyTorch run's later
+    // ops may follow its data: another branch taken): past that, no pair says anything.
+    if (ref.ops[j].op != other.ops[j].op || ref.ops[j].layer != other.ops[j].layer) break;
     if (ref.ops[j].out != other.ops[j].out) {
       cause.chain.push_back({j, ref.ops[j].op, ref.ops[j].layer, ref.ops[j].in == other.ops[j].in});
     }

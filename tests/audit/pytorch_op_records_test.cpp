@@ -164,6 +164,17 @@ TEST_CASE("a PyTorch op's differing input is said to come from where its type sa
     CHECK(c.kind == RootCause::Kind::op);
     CHECK(c.record.layer == "model.norm");
     CHECK(c.detail.empty());
+    REQUIRE(c.chain.size() == 1);
+    CHECK(c.chain[0].op == "aten.div.Tensor");
+  }
+  SECTION("the chain ends where the runs' ops part: past it no pair says anything") {
+    ops[1].out[0] = changed(ops[1].out[0]);
+    ops[2].op = "aten.mul.Tensor";  // a branch on the differing value
+    ops[2].out[0] = changed(ops[2].out[0]);
+    ra::test::diverge(traces[1], 1, 0);
+    const RootCause c = only_cause(traces);
+    CHECK(c.record.op == "aten.sum.default");
+    CHECK(c.chain.empty());
   }
 }
 

@@ -77,7 +77,18 @@ def _value_text(torch, value):
                                  for k, v in sorted(value.items()))
     if isinstance(value, torch.Generator):
         return "generator"
+    if isinstance(value, (torch.UntypedStorage, torch.storage.TypedStorage)):
+        return _storage_text(torch, value)
     return repr(value)
+
+
+def _storage_text(torch, storage):
+    """A storage (the source of `set_`, as a DataLoader rebuilds a batch) by its bytes: its repr
+    would print them all, or where they live."""
+    untyped = storage.untyped() if isinstance(storage, torch.storage.TypedStorage) else storage
+    view = torch.empty(0, dtype=torch.uint8, device=untyped.device)
+    view.set_(untyped)
+    return "storage " + flat_digest(torch, view)
 
 
 def arguments_digest(torch, args, kwargs):

@@ -269,16 +269,40 @@ class OpRecording:
         self.kept = KeptOutputs(keep_bytes)
         self.seconds = 0.0  # spent digesting and keeping (the recording's cost)
         self._places = OpPlaces(torch, model, optimizer)
+        self._pid = os.getpid()
+        self._receiving = 0  # in a DataLoader's receipt of worker results: not recorded
+        self._restore_loader = None
         self._mode = None
         self._step = None
         self._records = []
         self._cache = _DigestCache()
+
+    def _receipts_unrecorded(self):
+        """A DataLoader with workers rebuilds each batch from shared memory when it arrives, and
+        batches arrive in whatever order the workers finish: how many a step receives is timing,
+        not computation, and would shift every later record of the step between runs. Those ops
+        are not recorded (the batch itself is: rec.step's digests, and every op that reads it)."""
+        from torch.utils.data import dataloader
+        cls = dataloader._MultiProcessingDataLoaderIter
+        original = cls.__dict__.get("_try_get_data")
+        if original is None:
+            return None
+
+        def receiving(iterator, *args, **kwargs):
+            self._receiving += 1
+            try:
+                return original(iterator, *args, **kwargs)
+            finally:
+                self._receiving -= 1
+        cls._try_get_data = receiving
+        return lambda: setattr(cls, "_try_get_data", original)
 
     def begin(self, step):
         """Starts recording step `step`'s ops when the window holds it."""
         if not in_window(self.window, step):
             return
         self._step, self._records, self._cache = step, [], _DigestCache()
+        self._restore_loader = self._receipts_unrecorded()
         self._places.start()
         self._mode = _make_mode(self._torch, self)
         self._mode.__enter__()
@@ -290,6 +314,8 @@ class OpRecording:
         self._mode.__exit__(None, None, None)
         self._mode = None
         self._places.stop()
+        if self._restore_loader is not None:
+            self._restore_loader()
         records, self._records = self._records, []
         return records
 
@@ -318,7 +344,10 @@ class OpRecording:
         return op_digests.flat_digest(torch, state)
 
     def call(self, func, args, kwargs):
-        """Runs one aten call and records it."""
+        """Runs one aten call and records it (not in a process forked from the run's: a
+        DataLoader worker inherits the mode, but its records would go nowhere)."""
+        if os.getpid() != self._pid or self._receiving:
+            return func(*args, **kwargs)
         torch = self._torch
         from torch.utils._pytree import tree_flatten
         started = time.perf_counter()
