@@ -30,6 +30,7 @@ class ForwardingOps : public Ops {
     inner_->pin_algorithms(std::move(pins));
   }
   void enter_layer(const std::string& name) override { inner_->enter_layer(name); }
+  void synchronize() override { inner_->synchronize(); }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).
   bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {

@@ -74,6 +74,12 @@ class Ops {
   // whose op it saw (record/op_recorder.h); a conv and the max-pool computed with it in one call
   // as "conv2d_0+maxpool2d_0". Backends compute nothing from it.
   virtual void enter_layer(const std::string& /*name*/) {}
+  // Returns when the work of every op called so far has finished. A backend that queues work (the
+  // CUDA backend's ops return once it is queued) waits for its queue; one whose calls return when
+  // their work is done (the CPU backend) has nothing to wait for. The trainer calls it at the end
+  // of each step, before its clock stops, so that a step's time covers its device work and none
+  // of it is charged to the next step or to the recorder.
+  virtual void synchronize() {}
 
   // ---- convolution ----
   // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the

@@ -200,6 +200,9 @@ TrainResult Trainer::run(Observer* observer) {
                                           determinism_.mode_for(spec::ReducingOp::loss));
       model_->backward(*ops_, output_grad, ctx);
       optimizer_->step(params, digests);
+      // The step ends when its work is done, not when a device backend has queued it: else its
+      // unfinished tail would be timed in the next step, or in the observer (the recorder).
+      ops_->synchronize();
       const double seconds = seconds_since(step_start);
       step_seconds.push_back(seconds);
       const bool changed = observer && observer->after_update(*model_, result.steps);

@@ -70,7 +70,9 @@ struct StepEvent {
   std::int64_t step = 0;  // global, 0-based
   const data::Batch* batch = nullptr;
   float loss = 0.0f;
-  double seconds = 0.0;  // wall time of the step (batch fetch excluded)
+  // Wall time of the step (batch fetch excluded) until its work is done: the trainer waits for the
+  // backend (Ops::synchronize) before it stops the clock.
+  double seconds = 0.0;
   // The chunk digests of every gradient, updated weight and optimizer state, taken by the fused
   // update (optim/update_digests.h) when an observer asked for them, the backend could fuse them
   // and no after_update hook changed the parameters since; else null.

@@ -110,6 +110,10 @@ std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors
   return out;
 }
 
+void CudaOps::synchronize() {
+  stream_.synchronize();
+}
+
 void* CudaOps::workspace(std::size_t bytes) {
   workspace_.reserve(bytes);
   return workspace_.data();

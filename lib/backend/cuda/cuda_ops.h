@@ -67,6 +67,8 @@ class CudaOps final : public Ops {
   // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   cudaStream_t stream() const noexcept { return stream_.get(); }
+  // Waits for the stream: every op queued so far has finished.
+  void synchronize() override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;
