@@ -113,38 +113,40 @@ TEST_CASE("the check macros throw a CudaError naming the call, file:line and sta
 
 TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
   using D = ConvDirection;
+  enum class Rule { pinned, heuristic, autotune };
   struct Row {
     KernelMode mode;
     D direction;
-    bool autotune;
-    int algorithm;
+    Rule rule;
+    int algorithm;  // for pinned rows
   };
   const Row table[] = {
-      {KernelMode::deterministic, D::forward, false,
+      // Deterministic mode: cuDNN's heuristic ranking, first deterministic fp32 FMA result
+      // (conv_heuristic.h), in every direction.
+      {KernelMode::deterministic, D::forward, Rule::heuristic, 0},
+      {KernelMode::deterministic, D::backward_data, Rule::heuristic, 0},
+      {KernelMode::deterministic, D::backward_filter, Rule::heuristic, 0},
+      {KernelMode::nondeterministic, D::forward, Rule::pinned,
        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM},
-      {KernelMode::deterministic, D::backward_data, false, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1},
-      {KernelMode::deterministic, D::backward_filter, false, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1},
-      {KernelMode::nondeterministic, D::forward, false,
-       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM},
-      {KernelMode::nondeterministic, D::backward_data, false, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
-      {KernelMode::nondeterministic, D::backward_filter, false,
+      {KernelMode::nondeterministic, D::backward_data, Rule::pinned,
+       CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
+      {KernelMode::nondeterministic, D::backward_filter, Rule::pinned,
        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
-      {KernelMode::autotune, D::forward, true, 0},
-      {KernelMode::autotune, D::backward_data, true, 0},
-      {KernelMode::autotune, D::backward_filter, true, 0},
+      {KernelMode::autotune, D::forward, Rule::autotune, 0},
+      {KernelMode::autotune, D::backward_data, Rule::autotune, 0},
+      {KernelMode::autotune, D::backward_filter, Rule::autotune, 0},
   };
   for (const Row& row : table) {
     INFO(ra::backend::to_string(row.mode) << " " << to_string(row.direction));
     const ConvAlgorithmPolicy policy = conv_algorithm_policy(row.mode, row.direction);
-    CHECK(policy.autotune == row.autotune);
-    if (!row.autotune) {
+    CHECK(policy.autotune == (row.rule == Rule::autotune));
+    CHECK(policy.heuristic == (row.rule == Rule::heuristic));
+    if (row.rule == Rule::pinned) {
       CHECK(policy.algorithm == row.algorithm);
-      // Deterministic mode pins deterministic algorithms; nondeterministic mode pins the atomic
-      // ones wherever cuDNN has one (forward has none).
-      const bool expect_deterministic =
-          row.mode == KernelMode::deterministic || row.direction == D::forward;
+      // Nondeterministic mode pins the atomic algorithms wherever cuDNN has one (forward has
+      // none).
       CHECK(cudnn_algorithm_is_deterministic(row.direction, policy.algorithm) ==
-            expect_deterministic);
+            (row.direction == D::forward));
     }
     CHECK(policy.math == CUDNN_FMA_MATH);  // no TF32 in any mode
   }

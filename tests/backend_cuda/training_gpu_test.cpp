@@ -119,6 +119,23 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   const auto r = audit(keras_mnist("cuda", 40), 5, dir, ra::spec::KernelMode::deterministic);
   REQUIRE(r.comparison.identical);
   REQUIRE(r.comparison.classes.size() == 1);
+  // Every convolution ran the heuristic's choice (backend/cuda/conv_heuristic.h): deterministic,
+  // fp32 FMA, and the same algorithms in every run.
+  const auto first = ra::audit::read_trace(r.trace_files[0]);
+  int convolutions = 0;
+  for (const nlohmann::json& e : first.header.ledger) {
+    if (e.value("layer", "").rfind("conv ", 0) != 0 || e.value("direction", "") == "backward_bias")
+      continue;
+    INFO(e.dump());
+    ++convolutions;
+    CHECK(e.value("chosen_by", "") == "heuristic");
+    CHECK(e.value("deterministic", false));
+    CHECK(e.value("math_type", "") == "CUDNN_FMA_MATH");
+  }
+  CHECK(convolutions == 5);  // 2 forward, 2 filter gradients, 1 data gradient (conv2d_1)
+  for (const auto& file : r.trace_files) {
+    CHECK(ra::audit::read_trace(file).header.ledger == first.header.ledger);
+  }
 }
 
 // How far a GPU run may part from the CPU run. Different summation orders (cuDNN/cuBLAS against

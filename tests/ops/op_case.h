@@ -98,7 +98,8 @@ struct OpCase {
   // bits for every thread count and call, nondeterministic ones need only be within tolerance.
   // Ops without a mode are deterministic by construction and checked bitwise like the first.
   bool takes_mode = false;
-  // The CUDA backend may pick its convolution algorithm by timing (autotune): Winograd and FFT
+  // The CUDA backend may pick its convolution algorithm by timing (autotune) or by cuDNN's
+  // heuristic ranking (deterministic mode: backend/cuda/conv_heuristic.h): Winograd and FFT
   // add rounding of their own, so those runs get at least 1e-4 * scale (fp32 Winograd F(4x4,3x3)
   // errors are ~1e-5 relative, Lavin & Gray 2016), and, since FFT's error is normwise, at
   // least 1e-6 of the output's largest scale (harness.cpp): still far below any indexing error.

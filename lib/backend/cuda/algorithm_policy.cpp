@@ -21,18 +21,19 @@ ConvAlgorithmPolicy conv_algorithm_policy(KernelMode mode, ConvDirection directi
     policy.autotune = true;
     return policy;
   }
-  const bool deterministic = mode == KernelMode::deterministic;
+  if (mode == KernelMode::deterministic) {
+    policy.heuristic = true;
+    return policy;
+  }
   switch (direction) {
     case ConvDirection::forward:
       policy.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
       break;
     case ConvDirection::backward_data:
-      policy.algorithm =
-          deterministic ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+      policy.algorithm = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
       break;
     case ConvDirection::backward_filter:
-      policy.algorithm =
-          deterministic ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+      policy.algorithm = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
       break;
   }
   return policy;

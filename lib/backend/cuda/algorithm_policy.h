@@ -4,16 +4,25 @@
 //
 // Convolution (cuDNN legacy API, per direction):
 //                     deterministic             nondeterministic           autotune
-//   forward           IMPLICIT_PRECOMP_GEMM     IMPLICIT_PRECOMP_GEMM (*)  fastest by cudnnFind
-//   backward_data     BWD_DATA_ALGO_1           BWD_DATA_ALGO_0 (atomics)  fastest by cudnnFind
-//   backward_filter   BWD_FILTER_ALGO_1         BWD_FILTER_ALGO_0 (atomics) fastest by cudnnFind
-//   (*) cuDNN has no forward algorithm that adds with atomics: every forward is deterministic.
+//   forward           heuristic (*)             IMPLICIT_PRECOMP_GEMM (**) fastest by cudnnFind
+//   backward_data     heuristic (*)             BWD_DATA_ALGO_0 (atomics)  fastest by cudnnFind
+//   backward_filter   heuristic (*)             BWD_FILTER_ALGO_0 (atomics) fastest by cudnnFind
+//   (*) the first deterministic fp32 FMA algorithm, within a fixed workspace limit, of cuDNN's
+//   heuristic ranking for the geometry (cudnnGetConvolution*Algorithm_v7; conv_heuristic.h): a
+//   function of GPU, cuDNN version and geometry, never of timing, so the same in every run and
+//   process on that GPU and library. Until issue 33 deterministic mode pinned
+//   IMPLICIT_PRECOMP_GEMM, BWD_DATA_ALGO_1 and BWD_FILTER_ALGO_1, the slowest deterministic
+//   algorithms on an H100.
+//   (**) cuDNN has no forward algorithm that adds with atomics: every forward is deterministic.
+//   Nondeterministic mode keeps the atomic algorithms: the mode exists to show what atomics do
+//   (on an H100, issue 33, ALGO_0 was faster than the heuristic's FFT for conv2d_0's filter
+//   gradient, 0.066 against 0.087 ms, and slower for conv2d_1's, 0.18 against 0.12 ms).
 // autotune is what PyTorch's cudnn.benchmark = True does: time every algorithm once per geometry
 // (cudnnFind*AlgorithmEx, on the op's own operands) at the first call and keep the fastest; which
 // one wins can change between runs and machines, and some winners (ALGO_0, ALGO_3) are
 // nondeterministic. A pinned algorithm the shape does not support is an error (CudaError naming
 // layer, direction and algorithm), never a silent switch to another algorithm: the auditor must
-// report what ran.
+// report what ran; so is a heuristic ranking without an acceptable algorithm.
 //
 // Math: fp32 everywhere, no TF32 and no tensor cores: cuDNN CUDNN_FMA_MATH, cuBLAS
 // CUBLAS_DEFAULT_MATH without the TF32 flag (sgemm then computes in fp32 FMA). ConvPlan sets the
@@ -35,6 +44,8 @@ const char* to_string(ConvDirection direction);  // "forward", "backward_data", 
 
 struct ConvAlgorithmPolicy {
   bool autotune = false;  // choose by cudnnFind*AlgorithmEx timing; `algorithm` is then unused
+  // Choose by cuDNN's heuristic ranking (conv_heuristic.h); `algorithm` is then unused.
+  bool heuristic = false;
   // The pinned algorithm as the value of cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t
   // or cudnnConvolutionBwdFilterAlgo_t (by direction).
   int algorithm = 0;

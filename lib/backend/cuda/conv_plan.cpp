@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/conv_autotune.h"
+#include "backend/cuda/conv_heuristic.h"
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
 
@@ -28,6 +28,24 @@ cudaMemcpy3DParms padded_copy_params(std::int64_t planes, int h, int w, const Co
   p.srcPtr = cudaPitchedPtr{nullptr, row, row, std::size_t(h)};
   p.dstPtr = cudaPitchedPtr{nullptr, padded_row, padded_row, std::size_t(pad.in_h)};
   return p;
+}
+
+// The perf results of one cuDNN query (cudnnFind*AlgorithmEx or cudnnGet*Algorithm_v7), in the
+// order it returned them. Asking for the library's maximum count
+// (cudnnGetConvolution*AlgorithmMaxCount) rather than one per enum value means no result is cut
+// off before the caller's filter sees it.
+template <class Perf, class QueryMax, class Query>
+std::vector<ConvPerfResult> perf_results(QueryMax query_max, Query query) {
+  int max_count = 0;
+  RA_CUDNN_CHECK(query_max(&max_count));
+  std::vector<Perf> perf(std::size_t(std::max(max_count, 1)));
+  int returned = 0;
+  RA_CUDNN_CHECK(query(int(perf.size()), &returned, perf.data()));
+  std::vector<ConvPerfResult> results;
+  for (int i = 0; i < std::min(returned, int(perf.size())); ++i) {
+    results.push_back(conv_perf_result(perf[std::size_t(i)]));
+  }
+  return results;
 }
 
 }  // namespace
@@ -115,6 +133,11 @@ ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, K
     entry.chosen_by = "autotuned";
     entry.autotune = AutotuneMeasurement{cudnn_math_type_name(measured.math),
                                          double(measured.time_ms), measured.memory};
+  } else if (policy.heuristic) {
+    chosen = choose_heuristic(handle, direction);
+    // The rule accepts only results cuDNN reports as deterministic (conv_heuristic.h).
+    entry.deterministic = true;
+    entry.chosen_by = "heuristic";
   } else {
     chosen = choose_pinned(handle, direction, policy.algorithm);
     entry.deterministic = cudnn_algorithm_is_deterministic(direction, policy.algorithm);
@@ -248,54 +271,41 @@ ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection dir
   // cudnnFind*AlgorithmEx runs every algorithm under the descriptor's math type on the op's own
   // operands (ConvFindOperands says why not cudnnFind*Algorithm's scratch tensors). Only an fp32
   // FMA result with status success is accepted (conv_autotune.h says why DEFAULT_MATH is not),
-  // so that what runs is what was timed. Asking for the library's maximum count
-  // (cudnnGetConvolution*AlgorithmMaxCount) rather than one per enum value means no result is
-  // cut off before the filter sees it.
+  // so that what runs is what was timed.
   const std::size_t workspace_bytes = find_workspace_bytes(handle, direction);
   void* const workspace = operands.workspace(workspace_bytes);
   std::vector<ConvPerfResult> results;
   const char* call = "";
-  auto find = [&](auto query_max, auto run_find, auto perf_type_tag) {
-    using Perf = typename decltype(perf_type_tag)::type;
-    int max_count = 0;
-    RA_CUDNN_CHECK(query_max(&max_count));
-    std::vector<Perf> perf(std::size_t(std::max(max_count, 1)));
-    int returned = 0;
-    RA_CUDNN_CHECK(run_find(int(perf.size()), &returned, perf.data()));
-    for (int i = 0; i < std::min(returned, int(perf.size())); ++i) {
-      results.push_back(conv_perf_result(perf[std::size_t(i)]));
-    }
-  };
   switch (direction) {
     case ConvDirection::forward:
       call = "cudnnFindConvolutionForwardAlgorithmEx";
-      find([&](int* n) { return cudnnGetConvolutionForwardAlgorithmMaxCount(handle, n); },
-           [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
-             return cudnnFindConvolutionForwardAlgorithmEx(
-                 handle, x(), operands.first, w(), operands.second, conv(), y(), operands.output,
-                 requested, returned, perf, workspace, workspace_bytes);
-           },
-           std::type_identity<cudnnConvolutionFwdAlgoPerf_t>{});
+      results = perf_results<cudnnConvolutionFwdAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionForwardAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            return cudnnFindConvolutionForwardAlgorithmEx(
+                handle, x(), operands.first, w(), operands.second, conv(), y(), operands.output,
+                requested, returned, perf, workspace, workspace_bytes);
+          });
       break;
     case ConvDirection::backward_data:
       call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
-      find([&](int* n) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
-           [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-             return cudnnFindConvolutionBackwardDataAlgorithmEx(
-                 handle, w(), operands.first, y(), operands.second, conv(), x(), operands.output,
-                 requested, returned, perf, workspace, workspace_bytes);
-           },
-           std::type_identity<cudnnConvolutionBwdDataAlgoPerf_t>{});
+      results = perf_results<cudnnConvolutionBwdDataAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(
+                handle, w(), operands.first, y(), operands.second, conv(), x(), operands.output,
+                requested, returned, perf, workspace, workspace_bytes);
+          });
       break;
     case ConvDirection::backward_filter:
       call = "cudnnFindConvolutionBackwardFilterAlgorithmEx";
-      find([&](int* n) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, n); },
-           [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-             return cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                 handle, x(), operands.first, y(), operands.second, conv(), w(), operands.output,
-                 requested, returned, perf, workspace, workspace_bytes);
-           },
-           std::type_identity<cudnnConvolutionBwdFilterAlgoPerf_t>{});
+      results = perf_results<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                handle, x(), operands.first, y(), operands.second, conv(), w(), operands.output,
+                requested, returned, perf, workspace, workspace_bytes);
+          });
       break;
   }
   const std::optional<ConvPerfResult> best = pick_autotuned(results);
@@ -306,6 +316,52 @@ ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection dir
   }
   measured = *best;
   return ConvAlgorithm{best->algorithm, best->memory};
+}
+
+ConvAlgorithm ConvPlan::choose_heuristic(cudnnHandle_t handle, ConvDirection direction) const {
+  // cuDNN's ranking under the descriptor's math type (set from the policy, fp32 FMA, before this
+  // call); the first acceptable result wins (conv_heuristic.h). No data is read: the ranking
+  // depends on the descriptors, the GPU and the library only.
+  std::vector<ConvPerfResult> ranked;
+  const char* call = "";
+  switch (direction) {
+    case ConvDirection::forward:
+      call = "cudnnGetConvolutionForwardAlgorithm_v7";
+      ranked = perf_results<cudnnConvolutionFwdAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionForwardAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(handle, x(), w(), conv(), y(), requested,
+                                                          returned, perf);
+          });
+      break;
+    case ConvDirection::backward_data:
+      call = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+      ranked = perf_results<cudnnConvolutionBwdDataAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w(), y(), conv(), x(),
+                                                               requested, returned, perf);
+          });
+      break;
+    case ConvDirection::backward_filter:
+      call = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+      ranked = perf_results<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          [&](int* n) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, n); },
+          [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x(), y(), conv(), w(),
+                                                                 requested, returned, perf);
+          });
+      break;
+  }
+  const std::optional<ConvPerfResult> first = pick_heuristic(ranked, kHeuristicWorkspaceLimit);
+  if (!first) {
+    throw CudaError(describe(key_, direction) + ": " +
+                    heuristic_rejections(call, direction, ranked, kHeuristicWorkspaceLimit) +
+                    "; no other algorithm is substituted");
+  }
+  // The workspace as the run will query it, as for a pin (and a check that the shape supports
+  // the algorithm, which the ranking's status already said).
+  return choose_pinned(handle, direction, first->algorithm);
 }
 
 }  // namespace ra::backend::cuda

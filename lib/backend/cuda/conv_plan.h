@@ -1,7 +1,8 @@
 #pragma once
 // The cuDNN view of one convolution geometry: its descriptors (made once), how its padding is
 // split between cuDNN and a padded copy, and per direction and KernelMode the algorithm chosen
-// (algorithm_policy.h) with its workspace size, chosen at the first call and then reused.
+// (algorithm_policy.h: pinned, by cuDNN's heuristic ranking, or autotuned) with its workspace
+// size, chosen at the first call and then reused.
 //
 // Asymmetric padding. cuDNN takes one pad per dimension, applied on both sides; TF-style "same"
 // with an even total pads one more at the bottom/right (pad_bottom = pad_top + 1), and the CPU
@@ -108,14 +109,14 @@ class ConvPlan {
   cudnnConvolutionDescriptor_t conv_for(const ConvAlgorithm& chosen);
 
   // The algorithm of `direction` under `mode`: the pinned one (its workspace size queried, which
-  // fails for a shape it does not support: CudaError naming layer, direction and algorithm), or
-  // the fastest by cudnnFind*AlgorithmEx on `operands` for autotune, with the descriptor's math
-  // type set from the policy first. Chosen once and kept (the reference stays valid: a map
-  // node), with its pending ledger entry (the math type cuDNN reports as set); the caller records
-  // that entry once the algorithm ran.
-  // With `pins` (backend/algorithm_pins.h), a pinned geometry and direction runs its pin whatever
-  // the mode (an unknown or unavailable algorithm: an error naming it), and one without a pin is
-  // an InputError when the pins are complete.
+  // fails for a shape it does not support: CudaError naming layer, direction and algorithm), the
+  // heuristic's (deterministic mode: choose_heuristic), or the fastest by cudnnFind*AlgorithmEx
+  // on `operands` for autotune, with the descriptor's math type set from the policy first. Chosen
+  // once and kept (the reference stays valid: a map node), with its pending ledger entry (the math
+  // type cuDNN reports as set); the caller records that entry once the algorithm ran. With `pins`
+  // (backend/algorithm_pins.h), a pinned geometry and direction runs its pin whatever the mode (an
+  // unknown or unavailable algorithm: an error naming it), and one without a pin is an InputError
+  // when the pins are complete.
   ConvChoice& algorithm(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
                         const ConvFindOperands& operands, const AlgorithmPins* pins);
   // Forgets every choice (new pins): the next call of each direction chooses again.
@@ -129,6 +130,10 @@ class ConvPlan {
   // The fastest fp32 FMA result of cudnnFind (conv_autotune.h); `measured` gets its perf facts.
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
                                  const ConvFindOperands& operands, ConvPerfResult& measured) const;
+  // The first deterministic fp32 FMA algorithm of cuDNN's heuristic ranking within
+  // kHeuristicWorkspaceLimit (conv_heuristic.h), with its workspace size; a CudaError naming
+  // every ranked result when none qualifies.
+  ConvAlgorithm choose_heuristic(cudnnHandle_t handle, ConvDirection direction) const;
   // The largest workspace any algorithm of `direction` reports for this geometry, at most
   // kFindWorkspaceCap: what cudnnFind*AlgorithmEx is given.
   std::size_t find_workspace_bytes(cudnnHandle_t handle, ConvDirection direction) const;

@@ -32,8 +32,8 @@ struct LedgerEntry {
   bool deterministic = true;
   std::string math_type;  // "CUDNN_FMA_MATH", "CUBLAS_DEFAULT_MATH"
   std::size_t workspace_bytes = 0;
-  // "pinned" (by the mode), "autotuned", or a pin's chosen_by ("pinned-file", "pinned-ledger":
-  // backend/algorithm_pins.h)
+  // "pinned" (by the mode), "heuristic" (deterministic convolutions: conv_heuristic.h),
+  // "autotuned", or a pin's chosen_by ("pinned-file", "pinned-ledger": backend/algorithm_pins.h)
   std::string chosen_by;
   std::optional<AutotuneMeasurement> autotune;  // set exactly when chosen_by is "autotuned"
 };

@@ -20,7 +20,7 @@ std::string execution_failure_message(const LedgerEntry& op, const std::string& 
                         call + ": " + status_name;
   if (!library_text.empty()) message += "; cuDNN: " + library_text;
   message += ")";
-  if (op.chosen_by == "pinned") {
+  if (op.chosen_by == "pinned" || op.chosen_by == "heuristic") {
     // As for a pinned algorithm the shape does not support (conv_plan.cpp): no fallback.
     message += "; no other algorithm is substituted";
   }
