@@ -54,6 +54,19 @@ inline int bias_atomic_slices(std::int64_t items) {
   return atomic_slices(items, kBiasTermsPerSlice, kBiasMaxSlices);
 }
 
+// bias_backward's deterministic path cuts the same items into FIXED slices, from the item count
+// alone (never the device, its SM count or load): ceil(items / kBiasTermsPerSlice), at most
+// kBiasMaxSlices. With 2 or more, pass 1 sums each slice of each channel in its own block (the
+// block's fixed tree) into a partial in device scratch, and pass 2 adds each channel's partials
+// in slice order: the same bits on every run, and slices x channels blocks instead of one block
+// per channel (32 blocks for the Keras convnet's first layer: a fraction of an H100's 132 SMs).
+// With 1 (or 0: no items) the one-pass kernel runs, as before this rule.
+inline int bias_fixed_slices(std::int64_t items) {
+  if (items <= 0) return 0;
+  const std::int64_t slices = ra::ceil_div(items, kBiasTermsPerSlice);
+  return static_cast<int>(slices < kBiasMaxSlices ? slices : kBiasMaxSlices);
+}
+
 // Losses (kernels/loss.cu): n rows, one block per slice, about 256 rows (one per thread) per
 // slice, at most 1024 slices (the deterministic path's block cap).
 inline constexpr std::int64_t kLossTermsPerSlice = 256;

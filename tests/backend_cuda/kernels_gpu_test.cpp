@@ -185,9 +185,11 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
   struct Case {
     int n, k, spatial;
   };
-  // conv-like (spatial 26 x 26, 43,264 items per channel: many slices in nondeterministic mode)
-  // and dense-like (spatial 1).
-  const Case cases[] = {{64, 6, 26 * 26}, {129, 10, 1}, {1, 3, 5}};
+  // conv-like (spatial 26 x 26, 43,264 items per channel: many slices in nondeterministic mode,
+  // 22 fixed slices in two passes in deterministic mode; 128 x 24 x 24 = 73,728: 36; 2,050: 2)
+  // and dense-like (spatial 1: one pass).
+  const Case cases[] = {
+      {64, 6, 26 * 26}, {128, 64, 24 * 24}, {2, 5, 1025}, {129, 10, 1}, {1, 3, 5}};
   for (const Case& c : cases) {
     INFO("n " << c.n << ", k " << c.k << ", spatial " << c.spatial);
     const std::vector<float> dy = uniform(std::size_t(c.n) * c.k * c.spatial, 3, -1.0f, 1.0f);
@@ -204,7 +206,7 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
     const double abs_tol = 1e-3;
     DeviceArray<float> d_dy(stream, dy), db(stream, c.k);
     DeviceArray<unsigned char> workspace(
-        stream, kernels::bias_backward_workspace_bytes(c.n, c.k, c.spatial));
+        stream, kernels::bias_backward_workspace_bytes(c.n, c.k, c.spatial, true));
     std::vector<float> first;
     for (int call = 0; call < 3; ++call) {
       kernels::bias_backward(stream.get(), d_dy.get(), db.get(), c.n, c.k, c.spatial, true,

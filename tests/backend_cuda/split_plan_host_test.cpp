@@ -78,6 +78,35 @@ TEST_CASE("split plans: deterministic and autotune keep the deterministic kernel
   }
 }
 
+TEST_CASE("split plans: the deterministic bias gradient's fixed slices",
+          "[cuda][host][split_plan]") {
+  // From the item count alone: about 2048 items a slice, at most 64; one slice runs one pass.
+  CHECK(kernels::bias_fixed_slices(0) == 0);
+  CHECK(kernels::bias_fixed_slices(1) == 1);
+  CHECK(kernels::bias_fixed_slices(2048) == 1);
+  CHECK(kernels::bias_fixed_slices(2049) == 2);
+  CHECK(kernels::bias_fixed_slices(1 << 30) == kernels::kBiasMaxSlices);
+  for (const KernelMode mode : {KernelMode::deterministic, KernelMode::autotune}) {
+    // The Keras MNIST convnet: conv 32 channels of 26 x 26 (86,528 items) and 64 of 24 x 24
+    // (73,728) in two passes; dense biases (128 items) in one.
+    const ReductionPlan conv0 = plan_bias_grad(mode, 128, 32, 26 * 26);
+    CHECK(conv0.fixed_slices == 43);
+    CHECK_FALSE(conv0.atomic);
+    CHECK_FALSE(conv0.can_vary());
+    CHECK(plan_bias_grad(mode, 128, 64, 24 * 24).fixed_slices == 36);
+    CHECK(plan_bias_grad(mode, 128, 128, 1).fixed_slices == 1);
+    const LedgerEntry two_pass =
+        reduction_ledger_entry(conv0, "bias_backward", "conv", "backward_bias", 32 * 43 * 4);
+    CHECK(two_pass.algorithm == "ra::kernels::bias_backward (fixed tree, 43 slices in order)");
+    CHECK(two_pass.deterministic);
+    CHECK(reduction_ledger_entry(plan_bias_grad(mode, 128, 128, 1), "bias_backward", "dense",
+                                 "backward_bias", 0)
+              .algorithm == "ra::kernels::bias_backward (fixed tree)");
+  }
+  // Nondeterministic mode keeps its atomic slices and no fixed ones.
+  CHECK(plan_bias_grad(KernelMode::nondeterministic, 128, 32, 26 * 26).fixed_slices == 0);
+}
+
 TEST_CASE("split plans: nondeterministic slices race whenever the length allows",
           "[cuda][host][split_plan]") {
   const int lengths[] = {0,    1,    2,    3,     4,     7,       8,       9,   10,

@@ -125,8 +125,9 @@ void CudaOps::dense_backward_bias(const DenseGeometry& g, const float* dy, float
 void CudaOps::bias_gradient(const std::string& layer, const float* dy, float* db, int n, int k,
                             int spatial, KernelMode mode) {
   const cuda::ReductionPlan plan = cuda::plan_bias_grad(mode, n, k, spatial);
-  const std::size_t scratch_bytes = kernels::bias_backward_workspace_bytes(n, k, spatial);
-  // The kernel takes its slices from the same rule (kernels/reduction_split.h) as the plan.
+  const std::size_t scratch_bytes =
+      kernels::bias_backward_workspace_bytes(n, k, spatial, !plan.atomic);
+  // The kernel takes its slices from the same rules (kernels/reduction_split.h) as the plan.
   kernels::bias_backward(stream(), dy, db, n, k, spatial, !plan.atomic, workspace(scratch_bytes));
   RA_CUDA_CHECK(cudaGetLastError());
   note_reduction(

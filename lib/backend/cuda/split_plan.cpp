@@ -44,6 +44,8 @@ ReductionPlan plan_bias_grad(KernelMode mode, int n, int channels, int spatial) 
   if (plan.atomic) {
     plan.slices = kernels::bias_atomic_slices(plan.length);
     plan.grid = kernels::bias_atomic_grid(channels, plan.slices);
+  } else {
+    plan.fixed_slices = kernels::bias_fixed_slices(plan.length);
   }
   return plan;
 }
@@ -60,6 +62,9 @@ ReductionPlan plan_loss(KernelMode mode, int n) {
 
 std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel) {
   std::string name = "ra::kernels::" + kernel;
+  if (!plan.atomic && plan.fixed_slices >= 2) {
+    return name + " (fixed tree, " + std::to_string(plan.fixed_slices) + " slices in order)";
+  }
   if (!plan.atomic) return name + " (fixed tree)";
   name += " (atomic, ";
   name += std::to_string(plan.slices);

@@ -7,8 +7,11 @@
 //   op (reduced length K)                 deterministic / autotune      nondeterministic
 //   dense weight gradient (K = batch)     cublasSgemm, atomics off      dense_weight_grad_splitk
 //   dense data gradient (K = out)         cublasSgemm, atomics off      dense_data_grad_splitk
-//   bias gradient (K = batch * spatial)   bias_backward, fixed tree     bias_backward, atomic
-//   slices loss batch sum (K = batch)            fixed tree of block partials  atomic slices
+//   bias gradient (K = batch * spatial)   bias_backward, fixed tree (*) bias_backward, atomic
+//                                                                        slices
+//   loss batch sum (K = batch)            fixed tree of block partials  atomic slices
+//   (*) in two passes over fixed slices (partials, then their sum in slice order) when K is
+//   above 2048 (kernels/bias.cuh).
 //
 // Nondeterministic: K is cut into `slices` non-empty slices (at least min(K, 8)) whose partials
 // are atomically added into each zeroed output. The result can vary only with 3 or more slices
@@ -34,6 +37,9 @@ struct ReductionPlan {
   bool atomic = false;       // the atomic (sliced) kernel runs; otherwise the deterministic path
   int slices = 0;            // atomic: partials added into each output (0 when K = 0)
   kernels::GridShape grid;   // atomic: the kernel's launch grid (x, y, z)
+  // Deterministic bias gradient: the fixed slices whose partials pass 2 adds in slice order
+  // (kernels/reduction_split.h: bias_fixed_slices); 0 or 1: one pass. 0 for every other plan.
+  int fixed_slices = 0;
 
   // Whether two runs of the op on the same inputs can give different bits.
   bool can_vary() const { return atomic && slices >= kernels::kMinRacingSlices; }
@@ -48,9 +54,10 @@ ReductionPlan plan_bias_grad(KernelMode mode, int n, int channels, int spatial);
 ReductionPlan plan_loss(KernelMode mode, int n);
 
 // What the ledger calls the kernel that runs: "ra::kernels::dense_weight_grad_splitk (atomic, 8
-// slices)", "ra::kernels::bias_backward (fixed tree)", "ra::kernels::softmax_cross_entropy
-// (atomic, 2 slices: cannot vary)". `kernel` is the launcher's name. (Dense plans that are not
-// atomic run cuBLAS and are recorded by CudaOps::run_dense_product.)
+// slices)", "ra::kernels::bias_backward (fixed tree)", "ra::kernels::bias_backward (fixed tree,
+// 43 slices in order)", "ra::kernels::softmax_cross_entropy (atomic, 2 slices: cannot vary)".
+// `kernel` is the launcher's name. (Dense plans that are not atomic run cuBLAS and are recorded by
+// CudaOps::run_dense_product.)
 std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel);
 
 // The ledger entry of a custom-kernel reduction: deterministic = !can_vary(), math_type
