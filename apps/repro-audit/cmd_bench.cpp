@@ -1,9 +1,11 @@
-// `repro-audit bench SPEC`: speed of the CPU backend on a spec, per thread count and kernel mode.
-// For each thread count it trains the spec for warmup + N steps in deterministic and then in
-// nondeterministic mode, times every op through a TimingOps decorator and reports the median
-// step time, samples/s, GFLOP/s and a per-op table with the deterministic/nondeterministic
-// ratio: what the reproducible kernels cost. Text on stdout, or one JSON document with --json.
-// The spec's eval set is not loaded: only training steps are timed.
+// `repro-audit bench SPEC`: speed of the CPU backend (or with --device cuda the CUDA backend) on
+// a spec, per thread count and kernel mode. For each thread count (on the GPU: once) it trains
+// the spec for warmup + N steps in deterministic and then in nondeterministic mode, times every
+// op through a TimingOps decorator (on the GPU in device time, CUDA events) and reports the
+// median step time, samples/s, GFLOP/s and a per-op table with the deterministic /
+// nondeterministic ratio: what the reproducible kernels cost. Text on stdout, or one JSON
+// document with --json. The spec's eval set is not loaded: only training steps are timed.
+// --device cuda on a machine without a usable GPU: exit 3 (a device failure) with the reason.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "json_output.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
+#include "train/backend_choice.h"
 #include "train/bench.h"
 
 namespace ra::app {
@@ -30,6 +33,7 @@ struct BenchOptions {
   std::int64_t steps = 20;
   std::int64_t warmup = 3;
   std::string threads;  // "" = 1 and the spec's thread count
+  std::string device = "cpu";
   bool json = false;
 };
 
@@ -108,17 +112,19 @@ nlohmann::json op_figures(const train::OpRow& row, bool text) {
 // Everything measured at one thread count: both modes, the per-op table, the time outside the
 // ops and the deterministic / nondeterministic step-time ratio.
 nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
-                              double flops_per_step, bool text) {
+                              double flops_per_step, bool gpu, bool text) {
   nlohmann::json jt = {{"threads", timing.threads},
                        {"modes", nlohmann::json::array()},
                        {"ops", nlohmann::json::array()}};
-  if (text) std::printf("\nthreads %d\n", timing.threads);
+  if (text && gpu) std::printf("\ndevice cuda (op times: device time, CUDA events)\n");
+  if (text && !gpu) std::printf("\nthreads %d\n", timing.threads);
   for (const train::ModeTiming& r : timing.modes)
     jt["modes"].push_back(mode_figures(r, batch_size, flops_per_step, text));
   if (text)
     std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
   for (const train::OpRow& row : train::op_rows(timing)) jt["ops"].push_back(op_figures(row, text));
-  // What the op table does not see: batch staging, the loader and the trainer's own work.
+  // What the op table does not see: batch staging, the loader and the trainer's own work (on
+  // the GPU also the device's idle time between ops: launch and host overhead).
   if (text)
     std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
                 timing.modes[0].untimed_seconds_per_step() * 1e3,
@@ -132,12 +138,32 @@ nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
   return jt;
 }
 
-int run_bench(const BenchOptions& o) {
-  spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+// The plan of the options; on the GPU, first a check that one is usable (exit 3 with the reason,
+// before any data is loaded).
+train::BenchPlan bench_plan(const BenchOptions& o, const spec::ExperimentSpec& s) {
   train::BenchPlan plan;
   plan.steps = o.steps;
   plan.warmup = o.warmup;
-  plan.threads = parse_thread_list(o.threads, s.threads);
+  plan.device = *spec::device_from_string(o.device);
+  if (plan.device == spec::Device::cpu) {
+    plan.threads = parse_thread_list(o.threads, s.threads);
+    return plan;
+  }
+  if (!o.threads.empty()) {
+    throw InputError("--threads: the CPU's thread counts; --device cuda times the GPU once");
+  }
+  plan.threads = {1};
+  const nlohmann::json gpu = train::gpu_fingerprint();
+  if (!gpu.value("available", false)) {
+    throw RuntimeFailure("bench --device cuda: no usable GPU: " + gpu.value("reason", "unknown"));
+  }
+  return plan;
+}
+
+int run_bench(const BenchOptions& o) {
+  spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+  const train::BenchPlan plan = bench_plan(o, s);
+  const bool gpu = plan.device == spec::Device::cuda;
   s.data.eval.reset();  // only training steps are timed: do not load it
 
   spdlog::info("loading data for {}", s.name);
@@ -154,7 +180,7 @@ int run_bench(const BenchOptions& o) {
   const double flops_per_step = 3.0 * static_cast<double>(forward_flops) * s.data.batch_size;
 
   nlohmann::json doc = {{"name", s.name},
-                        {"backend", "cpu"},
+                        {"backend", gpu ? "cuda" : "cpu"},
                         {"steps", o.steps},
                         {"warmup", o.warmup},
                         {"batch_size", s.data.batch_size},
@@ -168,8 +194,10 @@ int run_bench(const BenchOptions& o) {
         "(3 x forward)\n",
         printable(s.name).c_str(), static_cast<long long>(o.steps),
         static_cast<long long>(o.warmup), s.data.batch_size, flops_per_step * 1e-9);
+  if (gpu) doc["gpu"] = train::gpu_fingerprint();
   for (const train::ThreadTiming& timing : timings)
-    doc["results"].push_back(thread_figures(timing, s.data.batch_size, flops_per_step, !o.json));
+    doc["results"].push_back(
+        thread_figures(timing, s.data.batch_size, flops_per_step, gpu, !o.json));
   if (o.json) std::printf("%s\n", json_text(doc).c_str());
   return 0;
 }
@@ -179,7 +207,8 @@ int run_bench(const BenchOptions& o) {
 void register_bench(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Time training steps of a spec on the CPU per thread count and kernel mode");
+      "bench",
+      "Time training steps of a spec per kernel mode: on the CPU per thread count, or on the GPU");
   cmd->add_option("spec", o->spec_path, "Experiment spec (JSON)")->required();
   cmd->add_option("--steps", o->steps, "Measured steps per thread count and mode")
       ->capture_default_str()
@@ -190,6 +219,11 @@ void register_bench(CLI::App& app, CommandRun& run) {
   cmd->add_option("--threads", o->threads,
                   "Comma-separated thread counts, 0 or 'all' = all cores (default: 1 and the "
                   "spec's)");
+  cmd->add_option("--device", o->device,
+                  "cpu, or cuda: the CUDA backend, its ops timed in device time (exit 3 without a "
+                  "usable GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--json", o->json, "Print one JSON document (and nothing else) on stdout");
   cmd->callback([&run, o] { run = [o] { return run_bench(*o); }; });
 }

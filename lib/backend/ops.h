@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/algorithm_pins.h"
+#include "backend/device_timer.h"
 #include "backend/geometry.h"
 #include "backend/modes.h"
 #include "backend/pool_gradient.h"
@@ -80,6 +81,10 @@ class Ops {
   // of each step, before its clock stops, so that a step's time covers its device work and none
   // of it is charged to the next step or to the recorder.
   virtual void synchronize() {}
+  // A timer of this backend's queued work in device time (backend/device_timer.h), for a backend
+  // whose calls return before their work is done; null (the default) where host clocks around a
+  // call are exact. It must not outlive this backend.
+  virtual std::unique_ptr<DeviceTimer> make_device_timer() { return nullptr; }
 
   // ---- convolution ----
   // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the

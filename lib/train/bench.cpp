@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/integer_math.h"
 #include "core/statistics.h"
+#include "train/backend_choice.h"
 
 namespace ra::train {
 namespace {
@@ -33,14 +34,17 @@ class StepTimer final : public Observer {
 
 ModeTiming time_mode(const spec::ExperimentSpec& spec, const LoadedData& data, int threads,
                      spec::KernelMode mode, std::int64_t warmup) {
-  // The trainer owns the backend; the TimingOps it gets owns the CPU Ops it wraps, and `timer`
+  // The trainer owns the backend; the TimingOps it gets owns the Ops it wraps, and `timer`
   // points at it to read its table after the run.
   TimingOps* timer = nullptr;
   RunOptions options;
   options.threads = threads;
   options.mode = mode;
-  options.make_backend = [&timer](int t) {
-    auto ops = std::make_unique<TimingOps>(backend::make_cpu_ops(t));
+  options.make_backend = [&timer, &spec, mode](int t) {
+    std::unique_ptr<backend::Ops> inner = spec.device == spec::Device::cpu
+                                              ? backend::make_cpu_ops(t)
+                                              : make_backend(spec.device, t, mode).ops;
+    auto ops = std::make_unique<TimingOps>(std::move(inner));
     timer = ops.get();
     return std::unique_ptr<backend::Ops>(std::move(ops));
   };
@@ -85,7 +89,10 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
                                     const BenchPlan& plan, const BenchProgress& progress) {
   if (plan.steps < 1) throw InputError("bench: expected at least 1 measured step");
   if (plan.warmup < 0) throw InputError("bench: expected 0 or more warmup steps");
-  spec.device = spec::Device::cpu;
+  if (plan.device == spec::Device::auto_select) {
+    throw InputError("bench: expected the device cpu or cuda, not auto");
+  }
+  spec.device = plan.device;
   spec.data.eval.reset();  // only training steps are timed
   const std::int64_t per_epoch = batches_per_epoch(spec, *data.train);
   if (per_epoch < 1) throw InputError("bench: data.train holds no full batch");

@@ -1,7 +1,10 @@
 #pragma once
 // Step timing behind `repro-audit bench`: trains a spec for warmup + N steps per thread count, in
 // deterministic and then nondeterministic mode, through a TimingOps decorator over the CPU
-// backend, and returns the measured step times and the per-op times of the measured steps.
+// backend (or the CUDA backend: `bench --device cuda`), and returns the measured step times and
+// the per-op times of the measured steps. On the GPU a step's time runs until its device work is
+// done (Ops::synchronize) and the per-op times are device times between CUDA events
+// (backend/device_timer.h); host threads do not matter there: one "thread count", 1.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -19,6 +22,8 @@ struct BenchPlan {
   std::int64_t steps = 20;  // measured steps per thread count and mode, >= 1
   std::int64_t warmup = 3;  // steps run first and not measured, >= 0
   std::vector<int> threads;
+  // cpu or cuda (auto is not accepted: a benchmark says what it measured).
+  spec::Device device = spec::Device::cpu;
 };
 
 struct ModeTiming {
@@ -47,9 +52,10 @@ std::vector<OpRow> op_rows(const ThreadTiming& timing);
 // Called before each (thread count, mode) is trained.
 using BenchProgress = std::function<void(int threads, spec::KernelMode mode)>;
 
-// Runs the plan on the CPU backend. The spec's device and eval set are ignored and its epochs and
-// max_steps replaced so that each run takes exactly warmup + steps steps. InputError when `data`
-// has no full batch or when warmup + steps needs more epochs than a spec may have.
+// Runs the plan on the plan's device (the CPU backend, or the CUDA backend: a RuntimeFailure when
+// no GPU is usable). The spec's device and eval set are ignored and its epochs and max_steps
+// replaced so that each run takes exactly warmup + steps steps. InputError when `data` has no
+// full batch or when warmup + steps needs more epochs than a spec may have.
 std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData& data,
                                     const BenchPlan& plan, const BenchProgress& progress = {});
 

@@ -52,10 +52,33 @@ const char* TimingOps::op_name(Op op) noexcept {
   return "?";
 }
 
+TimingOps::TimingOps(std::unique_ptr<backend::Ops> inner)
+    : ForwardingOps(*inner), owned_(std::move(inner)), device_timer_(owned_->make_device_timer()) {}
+
 void TimingOps::add(Op op, int mode_slot, Clock::time_point start) noexcept {
   Accumulator& a = table_[static_cast<std::size_t>(op)][static_cast<std::size_t>(mode_slot)];
   a.elapsed += Clock::now() - start;
   ++a.calls;
+}
+
+void TimingOps::count(Op op, int mode_slot) noexcept {
+  ++table_[static_cast<std::size_t>(op)][static_cast<std::size_t>(mode_slot)].calls;
+}
+
+void TimingOps::collect_device_times(bool keep) {
+  if (!device_timer_) return;
+  device_timer_->collect([this, keep](int tag, double seconds) {
+    if (!keep) return;
+    Accumulator& a = table_[static_cast<std::size_t>(tag / kModeSlots)]
+                           [static_cast<std::size_t>(tag % kModeSlots)];
+    a.elapsed +=
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  });
+}
+
+void TimingOps::synchronize() {
+  ForwardingOps::synchronize();
+  collect_device_times(true);
 }
 
 std::vector<OpTime> TimingOps::times() const {
@@ -72,7 +95,8 @@ std::vector<OpTime> TimingOps::times() const {
   return out;
 }
 
-void TimingOps::reset() noexcept {
+void TimingOps::reset() {
+  collect_device_times(false);
   table_ = {};
 }
 
@@ -101,12 +125,20 @@ void TimingOps::conv2d_forward_maxpool(const backend::ConvGeometry& g, const flo
                                        const float* w, const float* bias, backend::Activation act,
                                        const backend::PoolGeometry& pool, float* conv_out, float* y,
                                        std::int32_t* argmax) {
+  if (device_timer_) {  // the parts, each timed (see op_timer.h)
+    Ops::conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
+    return;
+  }
   const Stopwatch watch(*this, Op::conv2d_forward_maxpool, 0);
   inner().conv2d_forward_maxpool(g, x, w, bias, act, pool, conv_out, y, argmax);
 }
 void TimingOps::conv2d_backward_filter_bias(const backend::ConvGeometry& g, const float* x,
                                             const float* dy, float* dw, float* db,
                                             KernelMode filter_mode, KernelMode bias_mode) {
+  if (device_timer_) {  // the parts, each timed (see op_timer.h)
+    Ops::conv2d_backward_filter_bias(g, x, dy, dw, db, filter_mode, bias_mode);
+    return;
+  }
   // One mode slot per call: the filter's (the bias takes the same one where the pass is fused).
   const Stopwatch watch(*this, Op::conv2d_backward_filter_bias, slot(filter_mode));
   inner().conv2d_backward_filter_bias(g, x, dy, dw, db, filter_mode, bias_mode);
@@ -117,6 +149,10 @@ void TimingOps::conv2d_backward_maxpool(const backend::ConvGeometry& g,
                                         const float* w, const float* relu_gate, float* conv_dy,
                                         float* dx, float* dw, float* db,
                                         const backend::ConvPoolBackwardModes& modes) {
+  if (device_timer_) {  // the parts, each timed (see op_timer.h)
+    Ops::conv2d_backward_maxpool(g, pool, pooled, x, w, relu_gate, conv_dy, dx, dw, db, modes);
+    return;
+  }
   // One mode slot per call: the filter gradient's, the largest reduction of the four.
   const Stopwatch watch(*this, Op::conv2d_backward_maxpool, slot(modes.filter));
   inner().conv2d_backward_maxpool(g, pool, pooled, x, w, relu_gate, conv_dy, dx, dw, db, modes);

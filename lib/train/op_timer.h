@@ -4,9 +4,13 @@
 // show where a training step goes and what the deterministic kernels cost against the
 // nondeterministic ones.
 //
-// Timing is host wall time around the forwarded call. For a device backend that launches
-// asynchronously the caller must synchronise for the figures to mean kernel time; the CPU backend
-// returns only when the work is done, so its figures are exact.
+// Where the backend hands out a DeviceTimer (backend/device_timer.h: the CUDA backend, whose ops
+// return once their work is queued), each call is timed in DEVICE time instead: a marker (CUDA
+// event) is queued before and after the forwarded call, and the intervals are read and added to
+// the table at synchronize() (the trainer calls it at every step's end) or reset(). Calls are
+// counted at once; times() covers the intervals read so far. Elsewhere timing is host wall time
+// around the forwarded call: the CPU backend returns only when the work is done, so its figures
+// are exact.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -29,13 +33,18 @@ class TimingOps final : public backend::ForwardingOps {
  public:
   using KernelMode = backend::KernelMode;
   // Wraps and owns `inner` (for RunOptions::make_backend, which hands out one owning pointer).
-  explicit TimingOps(std::unique_ptr<backend::Ops> inner)
-      : ForwardingOps(*inner), owned_(std::move(inner)) {}
+  explicit TimingOps(std::unique_ptr<backend::Ops> inner);
 
   // One entry per (op, mode) that was called at least once since the last reset, in the order of
-  // the Op list below (forward ops first), then by mode.
+  // the Op list below (forward ops first), then by mode. With a device timer, its times are those
+  // read at the last synchronize().
   std::vector<OpTime> times() const;
-  void reset() noexcept;
+  // Empties the table (device intervals still queued are waited for and dropped).
+  void reset();
+  // Whether the ops are timed in device time (the backend has a DeviceTimer).
+  bool device_timed() const noexcept { return device_timer_ != nullptr; }
+  // Waits for the backend, then adds the device intervals to the table.
+  void synchronize() override;
 
   // The timed ops; the rest (name, memory, ledger, ...) are forwarded untimed.
   void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
@@ -46,7 +55,10 @@ class TimingOps final : public backend::ForwardingOps {
                               float* dw, KernelMode mode) override;
   void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
                             KernelMode mode) override;
-  // Timed whole, as their own ops: the backend's fused passes (not their parts).
+  // Timed whole, as their own ops: the backend's fused passes (not their parts). With a device
+  // timer they run as Ops' defaults, their parts each timed: the CUDA backend fuses none of them
+  // (its pair calls are those defaults), and the GPU table then says what the filter and bias
+  // gradients cost apiece.
   void conv2d_forward_maxpool(const backend::ConvGeometry& g, const float* x, const float* w,
                               const float* bias, backend::Activation act,
                               const backend::PoolGeometry& pool, float* conv_out, float* y,
@@ -128,12 +140,23 @@ class TimingOps final : public backend::ForwardingOps {
     std::int64_t calls = 0;
   };
   using Clock = std::chrono::steady_clock;
-  // Adds the time from its construction to its destruction to (op, mode slot).
+  // Adds the time from its construction to its destruction to (op, mode slot): host time, or
+  // with a device timer an interval of device time, added when it is collected (DeviceTimer::stop
+  // never throws).
   class Stopwatch {
    public:
-    Stopwatch(TimingOps& owner, Op op, int mode_slot) noexcept
-        : owner_(owner), op_(op), slot_(mode_slot), start_(Clock::now()) {}
-    ~Stopwatch() { owner_.add(op_, slot_, start_); }
+    Stopwatch(TimingOps& owner, Op op, int mode_slot)
+        : owner_(owner), op_(op), slot_(mode_slot), start_(Clock::now()) {
+      if (owner_.device_timer_) owner_.device_timer_->start();
+    }
+    ~Stopwatch() {
+      if (!owner_.device_timer_) {
+        owner_.add(op_, slot_, start_);
+        return;
+      }
+      owner_.device_timer_->stop(tag(op_, slot_));
+      owner_.count(op_, slot_);
+    }
     Stopwatch(const Stopwatch&) = delete;
     Stopwatch& operator=(const Stopwatch&) = delete;
 
@@ -144,9 +167,16 @@ class TimingOps final : public backend::ForwardingOps {
     Clock::time_point start_;
   };
   void add(Op op, int mode_slot, Clock::time_point start) noexcept;
+  void count(Op op, int mode_slot) noexcept;
+  // Reads the device timer's intervals into the table (or drops them).
+  void collect_device_times(bool keep);
   static int slot(KernelMode mode) noexcept { return static_cast<int>(mode) + 1; }
+  static int tag(Op op, int mode_slot) noexcept {
+    return static_cast<int>(op) * kModeSlots + mode_slot;
+  }
 
   std::unique_ptr<backend::Ops> owned_;
+  std::unique_ptr<backend::DeviceTimer> device_timer_;  // null: host clocks; after owned_
   std::array<std::array<Accumulator, kModeSlots>, static_cast<std::size_t>(Op::count_)> table_{};
 };
 

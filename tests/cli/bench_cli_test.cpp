@@ -100,3 +100,38 @@ TEST_CASE("bench rejects more steps than a spec may train with exit code 2", "[c
   REQUIRE(r.out.empty());
   REQUIRE(r.err.find("epochs") != std::string::npos);
 }
+
+TEST_CASE("bench --device cuda times the GPU, or says there is none with exit code 3", "[cli]") {
+  const auto r =
+      run_cli("bench " + quoted_quick_spec() + " --device cuda --steps 2 --warmup 1 --json");
+  INFO(r.err);
+  if (r.exit_code == 3) {  // no usable GPU (every CI machine): a device failure, said so
+    REQUIRE(r.out.empty());
+    REQUIRE(r.err.find("bench --device cuda: no usable GPU: ") != std::string::npos);
+    return;
+  }
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc.at("backend") == "cuda");
+  REQUIRE(doc.at("gpu").at("available") == true);
+  const auto& results = doc.at("results");
+  REQUIRE(results.size() == 1);  // the GPU once, not per host thread count
+  REQUIRE(results[0].at("modes").size() == 2);
+  std::set<std::string> ops;
+  for (const auto& op : results[0].at("ops")) {
+    ops.insert(op.at("op").get<std::string>());
+    REQUIRE(op.at("deterministic_ms_per_step").get<double>() > 0.0);
+    REQUIRE(op.at("nondeterministic_ms_per_step").get<double>() > 0.0);
+  }
+  // The CUDA backend fuses no conv and pool: the table has the separate ops.
+  for (const char* op : {"conv2d_forward", "conv2d_backward_filter", "conv2d_backward_bias",
+                         "maxpool2d_backward", "dense_backward_weight", "softmax_cross_entropy"})
+    REQUIRE(ops.count(op) == 1);
+}
+
+TEST_CASE("bench --device cuda refuses a thread list with exit code 2", "[cli]") {
+  const auto r = run_cli("bench " + quoted_quick_spec() + " --device cuda --threads 1,2");
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("--threads") != std::string::npos);
+}

@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/event_timer.h"
 #include "backend/cuda/split_plan.h"
 #include "core/error.h"
 #include "kernels/activation.cuh"
@@ -112,6 +113,10 @@ std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors
 
 void CudaOps::synchronize() {
   stream_.synchronize();
+}
+
+std::unique_ptr<DeviceTimer> CudaOps::make_device_timer() {
+  return std::make_unique<cuda::EventTimer>(stream_.get());
 }
 
 void* CudaOps::workspace(std::size_t bytes) {

@@ -69,6 +69,8 @@ class CudaOps final : public Ops {
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // Waits for the stream: every op queued so far has finished.
   void synchronize() override;
+  // CUDA events on the stream (event_timer.h).
+  std::unique_ptr<DeviceTimer> make_device_timer() override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;

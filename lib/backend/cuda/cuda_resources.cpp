@@ -62,6 +62,12 @@ void Stream::synchronize() const {
   RA_CUDA_CHECK(cudaStreamSynchronize(get()));
 }
 
+Event::Event() {
+  cudaEvent_t e = nullptr;
+  RA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+  UniqueHandle::operator=(UniqueHandle(e));
+}
+
 CudnnHandle::CudnnHandle(cudaStream_t stream) {
   cudnnHandle_t h = nullptr;
   RA_CUDNN_CHECK(cudnnCreate(&h));

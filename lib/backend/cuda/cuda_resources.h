@@ -81,6 +81,13 @@ class Stream : public UniqueHandle<cudaStream_t, cudaStreamDestroy> {
   void synchronize() const;
 };
 
+// A CUDA event with timing (cudaEventDefault flags): a marker in a stream whose device time
+// cudaEventElapsedTime reads (event_timer.h).
+class Event : public UniqueHandle<cudaEvent_t, cudaEventDestroy> {
+ public:
+  Event();
+};
+
 class CudnnHandle : public UniqueHandle<cudnnHandle_t, cudnnDestroy> {
  public:
   explicit CudnnHandle(cudaStream_t stream);
