@@ -32,6 +32,9 @@ class ForwardingOps : public Ops {
   void enter_layer(const std::string& name) override { inner_->enter_layer(name); }
   void synchronize() override { inner_->synchronize(); }
   std::unique_ptr<DeviceTimer> make_device_timer() override { return inner_->make_device_timer(); }
+  std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override {
+    return inner_->digest_regions(regions);
+  }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).
   bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {

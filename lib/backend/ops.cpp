@@ -10,4 +10,22 @@ std::vector<Digest128> Ops::digest(const std::vector<const Tensor*>& tensors) {
   return out;
 }
 
+std::vector<Digest128> Ops::digest_regions(const std::vector<MemoryRegion>& regions) {
+  std::vector<Digest128> out;
+  out.reserve(regions.size());
+  const bool host = memory().host_accessible();
+  std::vector<unsigned char> copy;  // a device region's bytes, downloaded
+  for (const MemoryRegion& r : regions) {
+    const std::size_t bytes = static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
+    const void* data = r.data;
+    if (!host && bytes > 0) {
+      copy.resize(bytes);
+      memory().download(copy.data(), r.data, bytes);
+      data = copy.data();
+    }
+    out.push_back(digest_bytes(r.dtype, Shape{r.count}, data, bytes));
+  }
+  return out;
+}
+
 }  // namespace ra::backend

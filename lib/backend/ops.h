@@ -38,6 +38,13 @@ struct AlgorithmUsed {
   bool deterministic = true;
 };
 
+// `count` elements of `dtype` at `data`, in a backend's memory (Ops::digest_regions).
+struct MemoryRegion {
+  DType dtype = DType::f32;
+  const void* data = nullptr;
+  std::int64_t count = 0;
+};
+
 // The modes of the reductions of a conv + max-pool backward, one per op it stands for.
 struct ConvPoolBackwardModes {
   KernelMode pool = KernelMode::deterministic, filter = KernelMode::deterministic,
@@ -85,6 +92,12 @@ class Ops {
   // whose calls return before their work is done; null (the default) where host clocks around a
   // call are exact. It must not outlive this backend.
   virtual std::unique_ptr<DeviceTimer> make_device_timer() { return nullptr; }
+  // Digests (core/digest.h) of flat regions of this backend's memory, each as shape [count], in
+  // order: what the op recorder (record/op_recorder.h) hashes of each op's inputs and outputs. The
+  // default hashes host-accessible memory where it is and downloads each region of other memory
+  // first; the CUDA backend hashes them all on the device in one launch, and only their chunk
+  // digests (16 bytes per 64 KiB) cross to the host.
+  virtual std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions);
 
   // ---- convolution ----
   // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the

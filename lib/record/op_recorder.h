@@ -5,11 +5,13 @@
 // order. The Recorder starts each step (begin_step) and moves the step's records into the trace.
 //
 // Digests are those of core/digest.h over the flat element array of each region (shape [count]),
-// computed on the recorder's threads. Within a step each buffer is hashed at most once: an input
-// that an earlier op of the step wrote or read reuses that digest (the cache is keyed by address
-// and size, and every write inside a recorded step goes through an op, except the copies of
-// flatten, which write buffers no op writes). The cache is emptied at every step start, since the
-// loader, the staging upload and the update of the step before write outside the window's ops.
+// computed on the recorder's threads, or for a backend whose memory the host cannot read by the
+// backend (Ops::digest_regions: the CUDA backend hashes on the device, one request per op call).
+// Within a step each buffer is hashed at most once: an input that an earlier op of the step wrote
+// or read reuses that digest (the cache is keyed by address and size, and every write inside a
+// recorded step goes through an op, except the copies of flatten, which write buffers no op
+// writes). The cache is emptied at every step start, since the loader, the staging upload and the
+// update of the step before write outside the window's ops.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -173,7 +175,6 @@ class OpRecorder final : public backend::ForwardingOps {
     Digest128 digest;
   };
   std::unordered_map<const void*, Cached> cache_;
-  std::vector<unsigned char> download_;  // host copy of a device region being hashed
   double seconds_ = 0.0;
 };
 

@@ -1,8 +1,10 @@
-// CudaOps (backend/cuda/cuda_ops.h) memory: upload, copy, zero and download. Every op of CudaOps is
-// checked against the reference by the op table (tests/ops, "every op on CUDA"). Needs a device:
-// tagged [gpu], skips with the reason when query_device() finds none.
+// CudaOps (backend/cuda/cuda_ops.h) memory: upload, copy, zero and download; digests of regions
+// hashed on the device against the host's. Every op of CudaOps is checked against the reference
+// by the op table (tests/ops, "every op on CUDA"). Needs a device: tagged [gpu], skips with the
+// reason when query_device() finds none.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <vector>
 
 #include "backend/backend_test_util.h"
@@ -53,4 +55,32 @@ TEST_CASE("CudaOps memory: upload, copy, zero, download", "[gpu][cuda_ops]") {
   CHECK(zeroed[0] == values[0]);
   CHECK(zeroed[1000] == values[1000]);
   for (int i = 1; i < 1000; ++i) REQUIRE(zeroed[std::size_t(i)] == 0.0f);
+}
+
+TEST_CASE("CudaOps digest_regions equals the host digest of the same bytes", "[gpu][cuda_ops]") {
+  RA_SKIP_WITHOUT_USABLE_GPU();
+  const auto ops = ra::backend::make_cuda_ops(KernelMode::deterministic);
+  ra::Memory& memory = ops->memory();
+  // Three chunks and a tail of floats, a few ints, an odd count of bytes, an empty region: what
+  // the op recorder hashes of an op's inputs and outputs (record/op_recorder.h).
+  const auto floats = test::random_values(3 * 16384 + 77, 9);
+  const std::vector<std::int32_t> ints = {3, -1, 7, 0, 2};
+  const std::vector<std::uint8_t> bytes = {1, 0, 1, 1, 0, 0, 1};
+  DeviceArray<float> f(memory, floats);
+  DeviceArray<std::int32_t> i(memory, ints);
+  DeviceArray<std::uint8_t> u(memory, bytes);
+  using ra::backend::MemoryRegion;
+  const std::vector<MemoryRegion> regions = {
+      {ra::DType::f32, f.get(), std::int64_t(floats.size())},
+      {ra::DType::i32, i.get(), std::int64_t(ints.size())},
+      {ra::DType::u8, u.get(), std::int64_t(bytes.size())},
+      {ra::DType::f32, f.get() + 5, 0},
+  };
+  const std::vector<ra::Digest128> got = ops->digest_regions(regions);
+  REQUIRE(got.size() == 4);
+  CHECK(got[0] == ra::digest_bytes(ra::DType::f32, ra::Shape{std::int64_t(floats.size())},
+                                   floats.data(), floats.size() * sizeof(float)));
+  CHECK(got[1] == ra::digest_bytes(ra::DType::i32, ra::Shape{5}, ints.data(), 5 * 4));
+  CHECK(got[2] == ra::digest_bytes(ra::DType::u8, ra::Shape{7}, bytes.data(), 7));
+  CHECK(got[3] == ra::digest_bytes(ra::DType::f32, ra::Shape{0}, floats.data(), 0));
 }

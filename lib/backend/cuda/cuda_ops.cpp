@@ -75,15 +75,30 @@ nlohmann::json CudaOps::device_fingerprint() const {
 }
 
 std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors) {
-  // One job per tensor, laid out back to back in one output array of chunk digests.
+  std::vector<DigestItem> items;
+  for (const Tensor* t : tensors) items.push_back({t->data(), t->bytes(), DType::f32, t->shape()});
+  return device_digests(items);
+}
+
+std::vector<Digest128> CudaOps::digest_regions(const std::vector<MemoryRegion>& regions) {
+  std::vector<DigestItem> items;
+  for (const MemoryRegion& r : regions) {
+    items.push_back({r.data, static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype), r.dtype,
+                     Shape{r.count}});
+  }
+  return device_digests(items);
+}
+
+std::vector<Digest128> CudaOps::device_digests(const std::vector<DigestItem>& items) {
+  // One job per item, laid out back to back in one output array of chunk digests.
   std::vector<kernels::DigestJob> jobs;
   std::size_t total = 0;
-  for (const Tensor* t : tensors) {
-    jobs.push_back(kernels::DigestJob{t->data(), t->bytes(), total});
-    total += kernels::digest_chunk_count(t->bytes());
+  for (const DigestItem& item : items) {
+    jobs.push_back(kernels::DigestJob{item.data, item.bytes, total});
+    total += kernels::digest_chunk_count(item.bytes);
   }
   std::vector<Digest128> out;
-  if (tensors.empty()) return out;
+  if (items.empty()) return out;
   digest_jobs_.reserve(jobs.size() * sizeof(kernels::DigestJob));
   digest_chunks_.reserve(std::max<std::size_t>(total, 1) * sizeof(xxh3::Hash128));
   RA_CUDA_CHECK(cudaMemcpyAsync(digest_jobs_.data(), jobs.data(),
@@ -102,10 +117,10 @@ std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors
                                   stream_.get()));
   }
   stream_.synchronize();
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::size_t n = kernels::digest_chunk_count(tensors[i]->bytes());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t n = kernels::digest_chunk_count(items[i].bytes);
     out.push_back(
-        digest_from_chunks(DType::f32, tensors[i]->shape(),
+        digest_from_chunks(items[i].dtype, items[i].shape,
                            std::span<const xxh3::Hash128>(chunks.data() + jobs[i].first_chunk, n)));
   }
   return out;

@@ -66,6 +66,8 @@ class CudaOps final : public Ops {
   void pin_algorithms(std::shared_ptr<const AlgorithmPins> pins) override;
   // Chunk digests computed on the device in one launch; only 16 bytes per 64 KiB cross to the host.
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
+  // The same for flat regions (the op recorder's inputs and outputs): one launch, one download.
+  std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override;
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // Waits for the stream: every op queued so far has finished.
   void synchronize() override;
@@ -121,6 +123,14 @@ class CudaOps final : public Ops {
   // workspace.
   cuda::ConvFindOperands find_operands(const float* first, const float* second, float* output);
   void* workspace(std::size_t bytes);
+  // What digest() and digest_regions() hash: `bytes` at `data`, digested as `dtype` and `shape`.
+  struct DigestItem {
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    DType dtype = DType::f32;
+    Shape shape;
+  };
+  std::vector<Digest128> device_digests(const std::vector<DigestItem>& items);
   // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);
   // Runs one cuBLAS product of a dense layer in `mode`: sets the handle's modes, runs `product`

@@ -1,0 +1,146 @@
+// The op recorder on a backend whose memory the host may not read (the CUDA backend's case, stood
+// in for by host memory reported as device memory): it asks the backend for the digests of each
+// op call's regions (Ops::digest_regions, hashed on the device by the CUDA backend) instead of
+// downloading them, so op recording adds no download to the run, and its records are those of
+// the same run recorded on the CPU, digest for digest.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+
+#include "record/op_recorder.h"
+#include "record/recorder.h"
+#include "spec/parse.h"
+#include "support/forwarding_ops.h"
+#include "train/trainer.h"
+
+namespace {
+
+class CountingDeviceMemory final : public ra::Memory {
+ public:
+  std::atomic<std::size_t> downloads{0};
+  bool host_accessible() const noexcept override { return false; }
+  const char* name() const noexcept override { return "fake-device"; }
+  void* allocate(std::size_t bytes) override { return ra::host_memory().allocate(bytes); }
+  void deallocate(void* p) noexcept override { ra::host_memory().deallocate(p); }
+  void zero(void* p, std::size_t bytes) override { ra::host_memory().zero(p, bytes); }
+  void copy(void* d, const void* s, std::size_t bytes) override {
+    ra::host_memory().copy(d, s, bytes);
+  }
+  void upload(void* d, const void* s, std::size_t bytes) override {
+    ra::host_memory().copy(d, s, bytes);
+  }
+  void download(void* d, const void* s, std::size_t bytes) override {
+    ++downloads;
+    ra::host_memory().copy(d, s, bytes);
+  }
+};
+
+// Hashes "device" memory where it is, as the CUDA backend does (the bytes are host memory here).
+class HashingDeviceOps final : public ra::test::ForwardingOps {
+ public:
+  explicit HashingDeviceOps(CountingDeviceMemory& memory) : memory_(memory) {}
+  ra::Memory& memory() override { return memory_; }
+  std::vector<ra::Digest128> digest(const std::vector<const ra::Tensor*>& tensors) override {
+    std::vector<ra::Digest128> out;
+    for (const ra::Tensor* t : tensors) {
+      out.push_back(ra::digest_bytes(ra::DType::f32, t->shape(), t->data(), t->bytes()));
+    }
+    return out;
+  }
+  std::vector<ra::Digest128> digest_regions(
+      const std::vector<ra::backend::MemoryRegion>& regions) override {
+    ++region_requests;
+    std::vector<ra::Digest128> out;
+    for (const auto& r : regions) {
+      out.push_back(ra::digest_bytes(r.dtype, ra::Shape{r.count}, r.data,
+                                     std::size_t(r.count) * ra::dtype_bytes(r.dtype)));
+    }
+    return out;
+  }
+  int region_requests = 0;
+
+ private:
+  CountingDeviceMemory& memory_;
+};
+
+ra::spec::ExperimentSpec spec() {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "seed": 8, "threads": 2,
+    "data": {"train": {"format": "random", "samples": 32, "shape": [1, 10, 10], "classes": 3},
+             "batch_size": 16},
+    "model": {"input": [1, 10, 10], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
+      {"type": "maxpool2d", "pool": 2}, {"type": "flatten"},
+      {"type": "dropout", "rate": 0.3}, {"type": "dense", "units": 3}]},
+    "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+    "train": {"epochs": 1}})"),
+                              ".");
+}
+
+struct Outcome {
+  ra::audit::Trace trace;
+  std::size_t downloads = 0;
+  int region_requests = 0;
+};
+
+// One run, its ops recorded (or not) on the fake device or (device == false) the CPU.
+Outcome run(bool device, bool record_ops) {
+  const auto s = spec();
+  CountingDeviceMemory memory;
+  HashingDeviceOps* fake = nullptr;
+  ra::audit::OpRecorder* ops = nullptr;
+  ra::train::RunOptions options;
+  options.threads = 2;
+  if (device) {
+    options.make_backend = [&](int) {
+      auto b = std::make_unique<HashingDeviceOps>(memory);
+      fake = b.get();
+      return std::unique_ptr<ra::backend::Ops>(std::move(b));
+    };
+  } else {
+    options.make_backend = [](int) { return std::make_unique<ra::test::ForwardingOps>(); };
+  }
+  if (record_ops) {
+    options.wrap_backend = [&](ra::backend::Ops& backend) {
+      auto recorder = std::make_unique<ra::audit::OpRecorder>(backend, 2);
+      ops = recorder.get();
+      return std::unique_ptr<ra::backend::Ops>(std::move(recorder));
+    };
+  }
+  ra::train::Trainer trainer(s, ra::train::load_data(s), options);
+  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
+  if (record_ops) recorder.record_ops(*ops, ra::audit::OpWindow{0, 2});
+  const auto result = trainer.run(&recorder);
+  Outcome o{recorder.finish(trainer, result), memory.downloads.load(), 0};
+  if (fake != nullptr) o.region_requests = fake->region_requests;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("op records on a device backend are hashed by the backend, not downloaded",
+          "[audit][ops]") {
+  const Outcome cpu = run(false, true);
+  const Outcome device = run(true, true);
+  const Outcome unrecorded = run(true, false);
+  REQUIRE(device.trace.steps.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    INFO("step " << s);
+    const auto& want = cpu.trace.steps[s].ops;
+    const auto& got = device.trace.steps[s].ops;
+    REQUIRE(got.size() == want.size());
+    REQUIRE(got.size() > 5);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO(got[i].op << " " << got[i].layer);
+      CHECK(got[i].op == want[i].op);
+      CHECK(got[i].in == want[i].in);
+      CHECK(got[i].out == want[i].out);
+    }
+  }
+  // Every recorded op call with a region in device memory asked the backend (the batch and the
+  // loss value are on the host); recording the ops downloaded nothing the run did not.
+  CHECK(device.region_requests > 0);
+  CHECK(unrecorded.region_requests == 0);
+  CHECK(device.downloads == unrecorded.downloads);
+}
