@@ -170,8 +170,12 @@ int run_bench(const BenchOptions& o) {
   const train::LoadedData data = train::load_data(s);
   const std::int64_t wanted = o.warmup + o.steps;
   const std::vector<train::ThreadTiming> timings =
-      train::run_bench(s, data, plan, [wanted](int threads, spec::KernelMode mode) {
-        spdlog::info("{} thread(s), {} mode: {} steps", threads, spec::to_string(mode), wanted);
+      train::run_bench(s, data, plan, [wanted, gpu](int threads, spec::KernelMode mode) {
+        if (gpu) {
+          spdlog::info("cuda, {} mode: {} steps", spec::to_string(mode), wanted);
+        } else {
+          spdlog::info("{} thread(s), {} mode: {} steps", threads, spec::to_string(mode), wanted);
+        }
       });
 
   // Forward + backward ~ 3x forward FLOPs (backward = data grad + weight grad, each about one
