@@ -101,12 +101,26 @@ def _base_name(func):
 
 
 def _storage_ptr(tensor):
+    """Where the tensor's storage begins (its address less its offset: Tensor.storage() would
+    build a Python storage object per call)."""
     try:
-        storage = tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else \
-            tensor.storage()
-        return storage.data_ptr()
+        return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
     except (RuntimeError, NotImplementedError):
         return None
+
+
+def _leaves(value, out):
+    """The leaves of nested lists, tuples and dicts, in order (what an op's arguments and
+    results are made of; torch's pytree does the same, slower)."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _leaves(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _leaves(v, out)
+    else:
+        out.append(value)
+    return out
 
 
 class KeptOutputs:
@@ -349,10 +363,9 @@ class OpRecording:
         if os.getpid() != self._pid or self._receiving:
             return func(*args, **kwargs)
         torch = self._torch
-        from torch.utils._pytree import tree_flatten
         started = time.perf_counter()
         base = _base_name(func)
-        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        tensors = [t for t in _leaves((args, kwargs), []) if isinstance(t, torch.Tensor)]
         record = {"op": str(func), "layer": self._places.current(), "in": [], "in_types": []}
         for t in tensors:
             record["in"].append(self._input_digest(t))
@@ -375,7 +388,7 @@ class OpRecording:
         self._forget_written(func, args, kwargs)
         record["out"], record["out_types"] = [], []
         outputs = []
-        for value in tree_flatten(out)[0]:
+        for value in _leaves(out, []):
             if isinstance(value, torch.Tensor):
                 if base in UNINITIALIZED:
                     digest = op_digests.value_digest(torch, "uninitialized " +
