@@ -70,6 +70,15 @@ Digest128 changed(Digest128 x) {
   return Digest128{x.high ^ 1, x.low};
 }
 
+// Record 1's output differs at `step` on identical inputs, and record 2, which reads it, with it.
+void sum_output_differs(Trace& t, std::int64_t step) {
+  auto& ops = t.steps[static_cast<std::size_t>(step)].ops;
+  ops[1].out[0] = changed(ops[1].out[0]);
+  ops[2].in[1] = ops[1].out[0];
+  ops[2].out[0] = changed(ops[2].out[0]);
+  ra::test::diverge(t, step, 0);
+}
+
 RootCause only_cause(std::vector<Trace>& traces) {
   ra::audit::ComparisonOptions o;
   o.expect_identical = false;
@@ -156,10 +165,7 @@ TEST_CASE("a PyTorch op's differing input is said to come from where its type sa
     CHECK_THAT(c.detail, Contains("bypasses PyTorch's dispatcher"));
   }
   SECTION("an op's own output: the op is the cause") {
-    ops[1].out[0] = changed(ops[1].out[0]);
-    ops[2].in[1] = ops[1].out[0];
-    ops[2].out[0] = changed(ops[2].out[0]);
-    ra::test::diverge(traces[1], 1, 0);
+    sum_output_differs(traces[1], 1);
     const RootCause c = only_cause(traces);
     CHECK(c.kind == RootCause::Kind::op);
     CHECK(c.record.layer == "model.norm");
@@ -265,11 +271,7 @@ TEST_CASE("cuDNN engines read from the log explain a PyTorch run's divergence",
       s.ops[1].algorithm_deterministic = r == 0;
     }
   }
-  auto& ops = traces[1].steps[1].ops;
-  ops[1].out[0] = changed(ops[1].out[0]);
-  ops[2].in[1] = ops[1].out[0];
-  ops[2].out[0] = changed(ops[2].out[0]);
-  ra::test::diverge(traces[1], 1, 0);
+  sum_output_differs(traces[1], 1);
   const RootCause c = only_cause(traces);
   CHECK(c.kind == RootCause::Kind::op);
   CHECK(c.cause == RootCause::Class::algorithm_choice);
