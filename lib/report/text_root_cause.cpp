@@ -144,6 +144,12 @@ std::string algorithm_line(const RootCause& c) {
 std::string class_text(const RootCause& c) {
   switch (c.cause) {
     case RootCause::Class::nondeterministic_kernel:
+      if (!c.record.in_types.empty() && c.record.algorithm.empty()) {
+        // A PyTorch op with no algorithm recorded (no cuDNN call): what else can have changed.
+        return "  cause: the same aten op on the same inputs gave other bits: a nondeterministic "
+               "kernel, or a setting that is no argument of the op (thread count, TF32, a "
+               "library's algorithm choice)\n";
+      }
       return "  cause: nondeterministic kernel: the same algorithm on the same inputs gave other "
              "bits\n" +
              algorithm_line(c);
