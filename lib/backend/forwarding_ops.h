@@ -35,6 +35,11 @@ class ForwardingOps : public Ops {
   std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override {
     return inner_->digest_regions(regions);
   }
+  bool queues_digests() const override { return inner_->queues_digests(); }
+  std::size_t queue_digests(const std::vector<MemoryRegion>& regions) override {
+    return inner_->queue_digests(regions);
+  }
+  std::vector<Digest128> take_queued_digests() override { return inner_->take_queued_digests(); }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).
   bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {

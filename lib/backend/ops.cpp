@@ -1,5 +1,7 @@
 #include "backend/ops.h"
 
+#include <stdexcept>
+
 namespace ra::backend {
 
 std::vector<Digest128> Ops::digest(const std::vector<const Tensor*>& tensors) {
@@ -26,6 +28,14 @@ std::vector<Digest128> Ops::digest_regions(const std::vector<MemoryRegion>& regi
     out.push_back(digest_bytes(r.dtype, Shape{r.count}, data, bytes));
   }
   return out;
+}
+
+std::size_t Ops::queue_digests(const std::vector<MemoryRegion>&) {
+  throw std::logic_error("this backend does not queue digests (Ops::queues_digests)");
+}
+
+std::vector<Digest128> Ops::take_queued_digests() {
+  throw std::logic_error("this backend does not queue digests (Ops::queues_digests)");
 }
 
 }  // namespace ra::backend

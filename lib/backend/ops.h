@@ -98,6 +98,16 @@ class Ops {
   // first; the CUDA backend hashes them all on the device in one launch, and only their chunk
   // digests (16 bytes per 64 KiB) cross to the host.
   virtual std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions);
+  // Digests deferred to the end of a step, for a backend whose calls return before their work is
+  // done (queues_digests(): the CUDA backend): queue_digests hashes `regions` in order with the
+  // work queued so far, as digest_regions would but without waiting, and returns the ticket of
+  // the first (the others follow it); take_queued_digests waits once and returns the digest of
+  // every ticket since the last take, by ticket, emptying the queue. A step's op records so cost
+  // one wait and one download (record/op_recorder.h). The other backends never get the two calls
+  // (the defaults throw std::logic_error).
+  virtual bool queues_digests() const { return false; }
+  virtual std::size_t queue_digests(const std::vector<MemoryRegion>& regions);
+  virtual std::vector<Digest128> take_queued_digests();
 
   // ---- convolution ----
   // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the

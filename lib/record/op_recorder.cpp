@@ -7,7 +7,6 @@
 
 #include "backend/geometry_key.h"
 #include "core/error.h"
-#include "core/parallel_digest.h"
 #include "trace/op_names.h"
 
 namespace ra::audit {
@@ -44,24 +43,25 @@ std::size_t fault_output(const std::vector<Region>& outputs) {
   return i;
 }
 
-// Below this many bytes in all, the regions are hashed on the calling thread: the pool's hand-off
-// would cost more than the hashing (a bias, a loss value).
-constexpr std::size_t kParallelBytes = 256 * 1024;
-
 }  // namespace
 
 OpRecorder::OpRecorder(backend::Ops& inner, int digest_threads, std::optional<OpFault> fault)
     : ForwardingOps(inner), pool_(std::max(1, digest_threads)), fault_(std::move(fault)) {}
 
 void OpRecorder::begin_step(std::int64_t step, bool record) {
+  // An unfinished step's queue (its records were never taken) is emptied unread.
+  if (queued_ > 0) static_cast<void>(ForwardingOps::take_queued_digests());
+  queued_ = 0;
   step_ = step;
   recording_ = record;
   records_.clear();
   cache_.clear();
+  queue_digests_ = record && !hook_ && !memory().host_accessible() && inner().queues_digests();
 }
 
 std::vector<OpRecord> OpRecorder::take_records() {
   recording_ = false;
+  resolve_queued();
   return std::move(records_);
 }
 
@@ -85,54 +85,6 @@ void OpRecorder::record_batch(const data::Batch& batch) {
            ra::digest(std::span<const std::int32_t>(batch.labels))};
   records_.push_back(std::move(r));
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& regions) {
-  std::vector<Digest128> out(regions.size());
-  std::vector<std::size_t> misses;
-  std::size_t miss_bytes = 0;
-  for (std::size_t i = 0; i < regions.size(); ++i) {
-    if (regions[i].host) {  // a value on the caller's stack: hashed here, never cached
-      out[i] = digest_bytes(regions[i].dtype, Shape{regions[i].count}, regions[i].data,
-                            bytes_of(regions[i]));
-      continue;
-    }
-    const auto it = cache_.find(regions[i].data);
-    if (it != cache_.end() && it->second.dtype == regions[i].dtype &&
-        it->second.count == regions[i].count) {
-      out[i] = it->second.digest;
-    } else {
-      misses.push_back(i);
-      miss_bytes += bytes_of(regions[i]);
-    }
-  }
-  if (!memory().host_accessible()) {
-    // Device regions: hashed where they are by the backend, all of this call's in one request
-    // (the CUDA backend: one launch, one download of chunk digests; no tensor crosses).
-    std::vector<backend::MemoryRegion> on_device;
-    for (const std::size_t i : misses) {
-      on_device.push_back({regions[i].dtype, regions[i].data, regions[i].count});
-    }
-    const std::vector<Digest128> d = ForwardingOps::digest_regions(on_device);
-    for (std::size_t m = 0; m < misses.size(); ++m) out[misses[m]] = d[m];
-  } else if (miss_bytes < kParallelBytes) {
-    for (const std::size_t i : misses) {
-      const Region& r = regions[i];
-      out[i] = digest_bytes(r.dtype, Shape{r.count}, r.data, bytes_of(r));
-    }
-  } else {
-    std::vector<DigestInput> inputs;
-    for (const std::size_t i : misses) {
-      const Region& r = regions[i];
-      inputs.push_back({r.dtype, Shape{r.count}, r.data, bytes_of(r)});
-    }
-    const std::vector<Digest128> d = digest_in_parallel(pool_, inputs);
-    for (std::size_t m = 0; m < misses.size(); ++m) out[misses[m]] = d[m];
-  }
-  for (const std::size_t i : misses) {
-    cache_[regions[i].data] = Cached{regions[i].dtype, regions[i].count, out[i]};
-  }
-  return out;
 }
 
 std::vector<unsigned char> OpRecorder::read(const Region& region) {

@@ -12,6 +12,11 @@
 // recorded step goes through an op, except the copies of flatten, which write buffers no op
 // writes). The cache is emptied at every step start, since the loader, the staging upload and the
 // update of the step before write outside the window's ops.
+//
+// On a backend that queues digests (Ops::queues_digests: the CUDA backend), the digests of device
+// regions are queued in order with the ops and taken at the step's end: records hold a
+// placeholder per queued digest until take_records() resolves them, one wait and one download a
+// step. Not with a replay hook, which compares digests as the ops run.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -175,6 +180,11 @@ class OpRecorder final : public backend::ForwardingOps {
     Digest128 digest;
   };
   std::unordered_map<const void*, Cached> cache_;
+  // Queued digests (see the top): whether this step queues, and how many it queued.
+  bool queue_digests_ = false;
+  std::size_t queued_ = 0;
+  // The step's records with every queued digest in place.
+  void resolve_queued();
   double seconds_ = 0.0;
 };
 

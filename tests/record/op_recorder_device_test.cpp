@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "record/op_recorder.h"
 #include "record/recorder.h"
@@ -59,6 +60,26 @@ class HashingDeviceOps final : public ra::test::ForwardingOps {
     return out;
   }
   int region_requests = 0;
+  // The queue of a backend whose calls return before their work is done (the CUDA backend's
+  // DigestQueue), when `queues` is set: digests made as the queue call comes (in order with the
+  // ops, as the stream orders them), handed over only at take.
+  bool queues = false;
+  bool queues_digests() const override { return queues; }
+  std::size_t queue_digests(const std::vector<ra::backend::MemoryRegion>& regions) override {
+    ++queue_calls;
+    const std::size_t ticket = queued.size();
+    for (const auto& r : regions) {
+      queued.push_back(ra::digest_bytes(r.dtype, ra::Shape{r.count}, r.data,
+                                        std::size_t(r.count) * ra::dtype_bytes(r.dtype)));
+    }
+    return ticket;
+  }
+  std::vector<ra::Digest128> take_queued_digests() override {
+    ++takes;
+    return std::exchange(queued, {});
+  }
+  std::vector<ra::Digest128> queued;
+  int queue_calls = 0, takes = 0;
 
  private:
   CountingDeviceMemory& memory_;
@@ -82,10 +103,12 @@ struct Outcome {
   ra::audit::Trace trace;
   std::size_t downloads = 0;
   int region_requests = 0;
+  int queue_calls = 0, takes = 0;
 };
 
-// One run, its ops recorded (or not) on the fake device or (device == false) the CPU.
-Outcome run(bool device, bool record_ops) {
+// One run, its ops recorded (or not) on the fake device or (device == false) the CPU; `queues`:
+// the fake device queues digests.
+Outcome run(bool device, bool record_ops, bool queues = false) {
   const auto s = spec();
   CountingDeviceMemory memory;
   HashingDeviceOps* fake = nullptr;
@@ -95,6 +118,7 @@ Outcome run(bool device, bool record_ops) {
   if (device) {
     options.make_backend = [&](int) {
       auto b = std::make_unique<HashingDeviceOps>(memory);
+      b->queues = queues;
       fake = b.get();
       return std::unique_ptr<ra::backend::Ops>(std::move(b));
     };
@@ -113,7 +137,11 @@ Outcome run(bool device, bool record_ops) {
   if (record_ops) recorder.record_ops(*ops, ra::audit::OpWindow{0, 2});
   const auto result = trainer.run(&recorder);
   Outcome o{recorder.finish(trainer, result), memory.downloads.load(), 0};
-  if (fake != nullptr) o.region_requests = fake->region_requests;
+  if (fake != nullptr) {
+    o.region_requests = fake->region_requests;
+    o.queue_calls = fake->queue_calls;
+    o.takes = fake->takes;
+  }
   return o;
 }
 
@@ -143,4 +171,29 @@ TEST_CASE("op records on a device backend are hashed by the backend, not downloa
   CHECK(device.region_requests > 0);
   CHECK(unrecorded.region_requests == 0);
   CHECK(device.downloads == unrecorded.downloads);
+}
+
+TEST_CASE("op records on a queueing device wait for the device once a step", "[audit][ops]") {
+  const Outcome cpu = run(false, true);
+  const Outcome queued = run(true, true, true);
+  const Outcome unrecorded = run(true, false, true);
+  REQUIRE(queued.trace.steps.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    INFO("step " << s);
+    const auto& want = cpu.trace.steps[s].ops;
+    const auto& got = queued.trace.steps[s].ops;
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO(got[i].op << " " << got[i].layer);
+      CHECK(got[i].in == want[i].in);  // every placeholder resolved to the digest itself
+      CHECK(got[i].out == want[i].out);
+    }
+  }
+  // Every device region went through the queue, taken once per recorded step (the window's two);
+  // none was asked for on its own, and nothing was downloaded that the run did not.
+  CHECK(queued.queue_calls > 0);
+  CHECK(queued.takes == 2);
+  CHECK(queued.region_requests == 0);
+  CHECK(unrecorded.queue_calls == 0);
+  CHECK(queued.downloads == unrecorded.downloads);
 }

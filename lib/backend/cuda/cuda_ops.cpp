@@ -126,6 +126,14 @@ std::vector<Digest128> CudaOps::device_digests(const std::vector<DigestItem>& it
   return out;
 }
 
+std::size_t CudaOps::queue_digests(const std::vector<MemoryRegion>& regions) {
+  return digest_queue_.queue(stream_.get(), regions);
+}
+
+std::vector<Digest128> CudaOps::take_queued_digests() {
+  return digest_queue_.take(stream_.get());
+}
+
 void CudaOps::synchronize() {
   stream_.synchronize();
 }

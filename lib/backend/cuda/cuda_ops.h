@@ -28,6 +28,7 @@
 #include "backend/cuda/conv_plan.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_resources.h"
+#include "backend/cuda/digest_queue.h"
 #include "backend/cuda/ledger.h"
 #include "backend/ops.h"
 
@@ -68,6 +69,10 @@ class CudaOps final : public Ops {
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   // The same for flat regions (the op recorder's inputs and outputs): one launch, one download.
   std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override;
+  // The same, queued on the stream and taken once per step (digest_queue.h).
+  bool queues_digests() const override { return true; }
+  std::size_t queue_digests(const std::vector<MemoryRegion>& regions) override;
+  std::vector<Digest128> take_queued_digests() override;
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // Waits for the stream: every op queued so far has finished.
   void synchronize() override;
@@ -165,6 +170,7 @@ class CudaOps final : public Ops {
   cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
   cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
+  cuda::DigestQueue digest_queue_;    // queue_digests' until taken
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
   std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}
