@@ -12,30 +12,13 @@
 #include "record/op_recorder.h"
 #include "record/recorder.h"
 #include "spec/parse.h"
+#include "support/fake_device_memory.h"
 #include "support/forwarding_ops.h"
 #include "train/trainer.h"
 
 namespace {
 
-class CountingDeviceMemory final : public ra::Memory {
- public:
-  std::atomic<std::size_t> downloads{0};
-  bool host_accessible() const noexcept override { return false; }
-  const char* name() const noexcept override { return "fake-device"; }
-  void* allocate(std::size_t bytes) override { return ra::host_memory().allocate(bytes); }
-  void deallocate(void* p) noexcept override { ra::host_memory().deallocate(p); }
-  void zero(void* p, std::size_t bytes) override { ra::host_memory().zero(p, bytes); }
-  void copy(void* d, const void* s, std::size_t bytes) override {
-    ra::host_memory().copy(d, s, bytes);
-  }
-  void upload(void* d, const void* s, std::size_t bytes) override {
-    ra::host_memory().copy(d, s, bytes);
-  }
-  void download(void* d, const void* s, std::size_t bytes) override {
-    ++downloads;
-    ra::host_memory().copy(d, s, bytes);
-  }
-};
+using CountingDeviceMemory = ra::test::FakeDeviceMemory;
 
 // Hashes "device" memory where it is, as the CUDA backend does (the bytes are host memory here).
 class HashingDeviceOps final : public ra::test::ForwardingOps {

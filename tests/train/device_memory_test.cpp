@@ -11,31 +11,13 @@
 
 #include "nn/model_digest.h"
 #include "spec/parse.h"
+#include "support/fake_device_memory.h"
 #include "support/forwarding_ops.h"
 #include "train/trainer.h"
 
 namespace {
 
-class FakeDeviceMemory final : public ra::Memory {
- public:
-  std::atomic<std::size_t> uploads{0}, downloads{0};
-  bool host_accessible() const noexcept override { return false; }
-  const char* name() const noexcept override { return "fake-device"; }
-  void* allocate(std::size_t bytes) override { return ra::host_memory().allocate(bytes); }
-  void deallocate(void* p) noexcept override { ra::host_memory().deallocate(p); }
-  void zero(void* p, std::size_t bytes) override { ra::host_memory().zero(p, bytes); }
-  void copy(void* d, const void* s, std::size_t bytes) override {
-    ra::host_memory().copy(d, s, bytes);
-  }
-  void upload(void* d, const void* s, std::size_t bytes) override {
-    ++uploads;
-    ra::host_memory().copy(d, s, bytes);
-  }
-  void download(void* d, const void* s, std::size_t bytes) override {
-    ++downloads;
-    ra::host_memory().copy(d, s, bytes);
-  }
-};
+using ra::test::FakeDeviceMemory;
 
 class FakeDeviceOps final : public ra::test::ForwardingOps {
  public:
