@@ -66,9 +66,7 @@ std::vector<Trace> pytorch_runs(int runs) {
   return out;
 }
 
-Digest128 changed(Digest128 x) {
-  return Digest128{x.high ^ 1, x.low};
-}
+using ra::test::changed;
 
 // Record 1's output differs at `step` on identical inputs, and record 2, which reads it, with it.
 void sum_output_differs(Trace& t, std::int64_t step) {

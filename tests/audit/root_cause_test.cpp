@@ -66,9 +66,7 @@ std::vector<Trace> traced_runs(int runs, int steps = 4) {
   return out;
 }
 
-Digest128 changed(Digest128 x) {
-  return Digest128{x.high ^ 1, x.low};
-}
+using ra::test::changed;
 
 // What a differing backward filter output at `step` does: its output, the update reading it, and
 // the step's gradients and weights differ.

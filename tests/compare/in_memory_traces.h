@@ -23,6 +23,11 @@ inline Digest128 made_up_digest(std::uint64_t what, std::int64_t step, std::size
                    0x5eed0000u + static_cast<std::uint64_t>(param)};
 }
 
+// Another digest than `d`, as another run's output of an op would have.
+inline Digest128 changed(Digest128 d) {
+  return Digest128{d.high ^ 1, d.low};
+}
+
 inline std::uint32_t float_bits(float v) {
   return std::bit_cast<std::uint32_t>(v);
 }
