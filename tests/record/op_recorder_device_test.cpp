@@ -128,6 +128,24 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
   return o;
 }
 
+// The two recorded steps of `got` hold the records of `want`, op for op and digest for digest.
+void check_same_records(const ra::audit::Trace& got, const ra::audit::Trace& want) {
+  REQUIRE(got.steps.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    INFO("step " << s);
+    const auto& w = want.steps[s].ops;
+    const auto& g = got.steps[s].ops;
+    REQUIRE(g.size() == w.size());
+    REQUIRE(g.size() > 5);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      INFO(g[i].op << " " << g[i].layer);
+      CHECK(g[i].op == w[i].op);
+      CHECK(g[i].in == w[i].in);
+      CHECK(g[i].out == w[i].out);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("op records on a device backend are hashed by the backend, not downloaded",
@@ -135,20 +153,7 @@ TEST_CASE("op records on a device backend are hashed by the backend, not downloa
   const Outcome cpu = run(false, true);
   const Outcome device = run(true, true);
   const Outcome unrecorded = run(true, false);
-  REQUIRE(device.trace.steps.size() == 2);
-  for (std::size_t s = 0; s < 2; ++s) {
-    INFO("step " << s);
-    const auto& want = cpu.trace.steps[s].ops;
-    const auto& got = device.trace.steps[s].ops;
-    REQUIRE(got.size() == want.size());
-    REQUIRE(got.size() > 5);
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO(got[i].op << " " << got[i].layer);
-      CHECK(got[i].op == want[i].op);
-      CHECK(got[i].in == want[i].in);
-      CHECK(got[i].out == want[i].out);
-    }
-  }
+  check_same_records(device.trace, cpu.trace);
   // Every recorded op call with a region in device memory asked the backend (the batch and the
   // loss value are on the host); recording the ops downloaded nothing the run did not.
   CHECK(device.region_requests > 0);
@@ -160,18 +165,7 @@ TEST_CASE("op records on a queueing device wait for the device once a step", "[a
   const Outcome cpu = run(false, true);
   const Outcome queued = run(true, true, true);
   const Outcome unrecorded = run(true, false, true);
-  REQUIRE(queued.trace.steps.size() == 2);
-  for (std::size_t s = 0; s < 2; ++s) {
-    INFO("step " << s);
-    const auto& want = cpu.trace.steps[s].ops;
-    const auto& got = queued.trace.steps[s].ops;
-    REQUIRE(got.size() == want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO(got[i].op << " " << got[i].layer);
-      CHECK(got[i].in == want[i].in);  // every placeholder resolved to the digest itself
-      CHECK(got[i].out == want[i].out);
-    }
-  }
+  check_same_records(queued.trace, cpu.trace);  // every placeholder resolved to its digest
   // Every device region went through the queue, taken once per recorded step (the window's two);
   // none was asked for on its own, and nothing was downloaded that the run did not.
   CHECK(queued.queue_calls > 0);
