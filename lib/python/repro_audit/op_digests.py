@@ -51,11 +51,13 @@ def flat_digest(torch, tensor):
     return digests.digest_bytes(tag, (host.numel(),), data)
 
 
-def flat_bytes(torch, tensor):
-    """(tag name, bytes) of a tensor's flat values: what a kept output stores."""
+def flat_digest_and_bytes(torch, tensor):
+    """The digest of flat_digest and (tag name, bytes) of the same values, from one host copy:
+    what a kept output stores (on a GPU, one download instead of two)."""
     host, tag = _flat_host(torch, tensor)
+    data = host.numpy().tobytes()
     names = {digests.F32: "f32", digests.I32: "i32", digests.I64: "i64", digests.U8: "u8"}
-    return names[tag], host.numpy().tobytes()
+    return digests.digest_bytes(tag, (host.numel(),), data), (names[tag], data)
 
 
 def _value_text(torch, value):

@@ -132,6 +132,11 @@ class KeptOutputs:
         self._full = False
         self.entries = []  # (step, index, [(dtype name, bytes)])
 
+    @property
+    def full(self):
+        """The budget ran out: nothing more is kept (first steps first)."""
+        return self._full
+
     def keep(self, step, index, outputs):
         size = sum(len(b) for _, b in outputs)
         if self._full or self._used + size > self._budget:
@@ -387,16 +392,19 @@ class OpRecording:
                             self.cudnn.log.executes_between(log_before, self.cudnn.log.offset()))
         self._forget_written(func, args, kwargs)
         record["out"], record["out_types"] = [], []
-        outputs = []
+        keeping = base in ORDER_DEPENDENT and not self.kept.full
+        kept = []  # (dtype name, bytes) of each tensor output, when keeping
         for value in _leaves(out, []):
             if isinstance(value, torch.Tensor):
                 if base in UNINITIALIZED:
                     digest = op_digests.value_digest(torch, "uninitialized " +
                                                      op_digests.type_text(value))
+                elif keeping:  # digest and kept bytes from one host copy
+                    digest, values = op_digests.flat_digest_and_bytes(torch, value)
+                    kept.append(values)
                 else:  # a view of bytes digested already (detach, view, reshape) is not redone
                     digest = self._input_digest(value)
                 self._cache.put(value, digest)
-                outputs.append(value)
                 record["out_types"].append(op_digests.type_text(value))
             elif value is not None:
                 digest = op_digests.value_digest(torch, value)
@@ -404,9 +412,8 @@ class OpRecording:
             else:
                 continue
             record["out"].append(digest)
-        if base in ORDER_DEPENDENT and outputs and len(outputs) == len(record["out"]):
-            self.kept.keep(self._step, len(self._records),
-                           [op_digests.flat_bytes(torch, t) for t in outputs])
+        if keeping and kept and len(kept) == len(record["out"]):
+            self.kept.keep(self._step, len(self._records), kept)
         self._records.append(record)
         self.seconds += (ran - started) + (time.perf_counter() - done)
         return out
