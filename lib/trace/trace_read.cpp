@@ -196,7 +196,10 @@ class TraceParser {
       if (o.has("ledger_key")) rec.ledger_key = o["ledger_key"].string();
       if (o.has("algorithm")) {
         rec.algorithm = o["algorithm"].nonempty_string();
-        rec.algorithm_deterministic = o["algorithm_deterministic"].boolean();
+        // null: cuDNN's log named no notes for the engine (lib/python/repro_audit/cudnn_log.py).
+        if (!o["algorithm_deterministic"].is_null()) {
+          rec.algorithm_deterministic = o["algorithm_deterministic"].boolean();
+        }
       }
       for (const Field& d : o["in"].elements()) rec.in.push_back(d.digest());
       for (const Field& d : o["out"].elements()) rec.out.push_back(d.digest());
@@ -240,7 +243,8 @@ class TraceParser {
       for (const char* key : {"layer", "direction", "algorithm", "math_type", "chosen_by"}) {
         entry[key].string();
       }
-      entry["deterministic"].boolean();
+      // null: unknown (a PyTorch run whose cuDNN log named no notes for the engine).
+      if (!entry["deterministic"].is_null()) entry["deterministic"].boolean();
       // An entry read from cuDNN's API log (a PyTorch run) names the engine, not the workspace,
       // which the log does not give.
       if (entry.has("engine"))

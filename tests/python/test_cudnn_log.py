@@ -1,12 +1,99 @@
 """The cuDNN ledger of PyTorch runs (lib/python/repro_audit/cudnn_log.py, ops.CudnnLedger) on the
-CPU: cuDNN's API log is parsed from text in the layout cuDNN writes (blocks of "I! CuDNN (v...)
-function ...() called:" and their "i!" lines), the last execution per direction is the one that
-ran, and a convolution op's record and the header's ledger name it. What a real GPU run logs is
-checked by scripts/gpu-verify (docs/gpu-verification.md); these tests fix the reading."""
+CPU. First on real logs: cuDNN 9.19's API log of the example convnet on an H100, with
+`cudnn.benchmark` and with deterministic algorithms (tests/python/data/cudnn-logs, from
+shared/fixtures/h100-2026-11-27; their counts checked against grep of the same files, not against
+this parser). Then on blocks in the layout cuDNN writes, for what the real logs do not hold: the
+last execution per direction is the one that ran, a header the parser cannot read is an error,
+and a convolution op's record and the header's ledger name what ran."""
+import gzip
+import os
+import re
+from collections import Counter
+
 import pytest
 
 torch = pytest.importorskip("torch")
 from repro_audit import cudnn_log, ops  # noqa: E402  (PYTHONPATH=lib/python)
+
+LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cudnn-logs")
+
+
+def real_log(name):
+    with gzip.open(os.path.join(LOGS, name), "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module")
+def deterministic_log():
+    return real_log("cudnn-deterministic.log.gz")
+
+
+@pytest.fixture(scope="module")
+def benchmark_log():
+    return real_log("cudnn-benchmark.log.gz")
+
+
+def test_a_real_cudnn_9_19_log_is_read_header_and_all(deterministic_log):
+    # The headers cuDNN 9.19 writes carry the build after the version: "(v91900 56)".
+    assert "I! CuDNN (v91900 56) function cudnnBackendExecute() called:" in deterministic_log
+    executes = cudnn_log.parse_executes(deterministic_log)
+    # One cudnnBackendExecuteInternal per convolution executed (grep -c of the file: 15):
+    # 3 steps x (2 forward, 1 backward data, 2 backward filter).
+    assert len(executes) == deterministic_log.count("function cudnnBackendExecuteInternal()") == 15
+    per_step = Counter((e["direction"], e["engine_id"], tuple(e["dims"][0])) for e in executes)
+    assert per_step == {("forward", 70, (128, 1, 28, 28)): 3,
+                        ("forward", 38, (128, 32, 26, 26)): 3,
+                        ("backward_data", 71, (128, 32, 26, 26)): 3,
+                        ("backward_filter", 34, (128, 32, 26, 26)): 3,
+                        ("backward_filter", 40, (128, 1, 28, 28)): 3}
+    # Engine 70 is logged with "numericalNotes: ...; val=NULL_PTR;": no note, so deterministic.
+    first = executes[0]
+    assert first["notes"] == [] and cudnn_log.deterministic(first) is True
+    assert cudnn_log.math_type(first) == "fma"
+    assert cudnn_log.algorithm_text(first) == "cudnn engine 70 (IDX_MODE=0, TILE_SIZE=2)"
+    assert all(cudnn_log.deterministic(e) is True for e in executes)
+    assert cudnn_log.math_type(executes[1]) == "tensor_op"
+
+
+def test_the_benchmark_log_holds_every_timed_candidate_and_the_nondeterministic_ones(
+        benchmark_log):
+    executes = cudnn_log.parse_executes(benchmark_log)
+    assert len(executes) == benchmark_log.count("function cudnnBackendExecuteInternal()") == 115
+    nondeterministic = [e for e in executes if cudnn_log.deterministic(e) is False]
+    # grep: two execute blocks of engine 20 carry CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC.
+    assert [(e["direction"], e["engine_id"]) for e in nondeterministic] == [
+        ("backward_filter", 20)] * 2
+    # cudnn.benchmark executes every candidate before the plan it keeps: per direction the last.
+    timed = cudnn_log.candidates(executes)
+    assert (20, False) in timed["backward_filter"]
+    ran = cudnn_log.executed(executes)
+    assert ran["backward_filter"]["engine_id"] != 20
+    assert all(cudnn_log.deterministic(e) is not None for e in executes)
+
+
+def test_an_execution_whose_block_names_no_notes_is_of_unknown_determinism():
+    block = execute_block("CONVOLUTION_FORWARD", 12).replace(
+        "i!                 numericalNotes: type=cudnnBackendDescriptor_t:\n", "")
+    (execute,) = cudnn_log.parse_executes(block)
+    assert execute["notes"] is None and cudnn_log.deterministic(execute) is None
+    assert cudnn_log.algorithm_text(execute) == "cudnn engine 12 (notes unknown)"
+    assert cudnn_log.math_type(execute) == "unknown"
+
+
+def test_a_header_the_parser_cannot_read_is_an_error_that_names_it(deterministic_log):
+    # A cuDNN that wrote its headers otherwise: the executions must not vanish into an empty
+    # ledger.
+    changed = re.sub(r"([IW])! CuDNN \(v91900 56\) function (\w+)\(\) called:",
+                     r"\1! CuDNN [9.19.0] \2 called:", deterministic_log)
+    with pytest.raises(cudnn_log.CudnnLogError, match=r"I! CuDNN \[9\.19\.0\] cudnnGetVersion"):
+        cudnn_log.parse_executes(changed)
+    # One header of another form among readable ones is named too.
+    one = deterministic_log.replace("I! CuDNN (v91900 56) function cudnnBackendExecute() called:",
+                                    "I! CuDNN (v10.0-rc) function cudnnBackendExecute() called:", 1)
+    with pytest.raises(cudnn_log.CudnnLogError, match=r"v10\.0-rc"):
+        cudnn_log.parse_executes(one)
+    # A log without executions is no error: nothing ran through the graph API.
+    assert cudnn_log.parse_executes(deterministic_log[:2000]) == []
 
 
 def execute_block(operation, engine, knobs=(), notes=(), indent="    "):

@@ -12,65 +12,103 @@ before and after each convolution op of the window and reads the calls in betwee
 `cudnn.benchmark` the op first executes every candidate plan while timing them, so per direction
 the last execution is the plan that ran.
 
-The parser reads blocks ("I! CuDNN (v91900) function cudnnBackendExecute() called:" and the
-"i!" lines under it) and finds those facts by their names, whatever the nesting and indentation
-of the version writing them.
+The parser reads blocks ("I! CuDNN (v91900 56) function cudnnBackendExecute() called:", the
+version and build as cuDNN 9.19 writes them, or "(v91900)" as older ones do, and the "i!" lines
+under it) and finds those facts by their names, whatever the nesting and indentation of the
+version writing them. Its tests are real logs of an H100 (tests/python/data/cudnn-logs).
+
+What a log says of an engine's numerical notes is read as written: a list of notes, or
+`numericalNotes: ...; val=NULL_PTR;`, cuDNN's way of logging an empty list (engines 1, 2 and 17
+are always logged so, and no engine logged NONDETERMINISTIC once is ever logged NULL_PTR in the
+real logs): no note, so deterministic. A block that names no notes at all leaves them unknown,
+and so whether the engine is deterministic (None), never guessed.
 """
 import os
 import re
 
-_BLOCK = re.compile(r"^[IWE]! CuDNN \(v\d+\) function (\w+)\(\) called:", re.M)
+_BLOCK = re.compile(r"^[IWE]! CuDNN \(v\d+(?: \d+)*\) function (\w+)\(\) called:", re.M)
+# Anything that looks like a block header, for the error that names a header the parser missed.
+_ANY_HEADER = re.compile(r"^\S+ [Cc][Uu][Dd][Nn][Nn]\b.*\bcalled:.*$", re.M)
 _OPERATION = re.compile(r"CUDNN_BACKEND_OPERATION_(CONVOLUTION_(?:FORWARD|BACKWARD_DATA|"
                         r"BACKWARD_FILTER))_DESCRIPTOR")
 _ENGINE = re.compile(r"\bengine_id: type=int; val=(-?\d+);")
 _KNOB = re.compile(r"\b(CUDNN_KNOB_TYPE_\w+): type=int(?:64_t)?; val=(-?\d+);")
 _NOTE = re.compile(r"\b(CUDNN_(?:NUMERICAL|BEHAVIOR)_NOTE_\w+): type=bool; val=true;")
+_NO_NOTES = re.compile(r"\bnumericalNotes: type=cudnnBackendDescriptor_t; val=NULL_PTR;")
+_HAS_NOTES = re.compile(r"\bnumericalNotes: type=")
+_DIMS = re.compile(r"\bdimA: type=int; val=\[([\d,]*)\];")
 
 DIRECTIONS = {"CONVOLUTION_FORWARD": "forward", "CONVOLUTION_BACKWARD_DATA": "backward_data",
               "CONVOLUTION_BACKWARD_FILTER": "backward_filter"}
 
 
+class CudnnLogError(RuntimeError):
+    """cuDNN's log holds executions the parser cannot read: the ledger would be silently empty."""
+
+
 def parse_executes(text):
     """The convolution executions of a piece of log, in order: dicts with `direction`
     ("forward", "backward_data", "backward_filter"), `engine_id` (None when the block names
-    none), `knobs` {name: value} and `notes` [names], sorted."""
+    none), `knobs` {name: value}, `notes` (sorted names; None when the block says nothing of
+    them) and `dims` (the operands' shapes, in the order logged). CudnnLogError when the text
+    holds cudnnBackendExecute calls but no block header the parser reads (a cuDNN that writes
+    its headers otherwise): it names the first header it saw."""
     executes = []
     starts = list(_BLOCK.finditer(text))
+    if "cudnnBackendExecute" in text and len(_ANY_HEADER.findall(text)) != len(starts):
+        unread = next(h.group(0) for h in _ANY_HEADER.finditer(text) if not _BLOCK.match(h.group(0)))
+        raise CudnnLogError("repro_audit: cuDNN's API log holds cudnnBackendExecute calls under "
+                            "block headers this parser does not read; the first: %r" % unread[:200])
     for i, start in enumerate(starts):
         if start.group(1) != "cudnnBackendExecute":
             continue
         block = text[start.end():starts[i + 1].start() if i + 1 < len(starts) else len(text)]
         operation = _OPERATION.search(block)
         if operation is None:
-            continue  # a matmul, a pointwise graph: not a convolution
+            continue  # a matmul, a pointwise graph, the call's returned status: no convolution
         engine = _ENGINE.search(block)
+        if _NO_NOTES.search(block):
+            notes = [n for n in _NOTE.findall(block) if "BEHAVIOR" in n]
+        elif _HAS_NOTES.search(block):
+            notes = _NOTE.findall(block)
+        else:
+            notes = None
         executes.append({
             "direction": DIRECTIONS[operation.group(1)],
             "engine_id": int(engine.group(1)) if engine else None,
             "knobs": {k: int(v) for k, v in _KNOB.findall(block)},
-            "notes": sorted(set(_NOTE.findall(block))),
+            "notes": sorted(set(notes)) if notes is not None else None,
+            "dims": [[int(d) for d in dims.split(",") if d] for dims in _DIMS.findall(block)],
         })
     return executes
 
 
 def algorithm_text(execute):
     """"cudnn engine 38 (SPLIT_K=1, TILEK=2; TENSOR_CORE)": an execution as an op record and
-    the ledger name its algorithm."""
+    the ledger name its algorithm ("notes unknown" where the log named none)."""
     knobs = ", ".join("%s=%d" % (k.replace("CUDNN_KNOB_TYPE_", ""), v)
                       for k, v in sorted(execute["knobs"].items()))
-    notes = ", ".join(n.replace("CUDNN_NUMERICAL_NOTE_", "").replace("CUDNN_BEHAVIOR_NOTE_", "")
-                      for n in execute["notes"])
+    if execute["notes"] is None:
+        notes = "notes unknown"
+    else:
+        notes = ", ".join(n.replace("CUDNN_NUMERICAL_NOTE_", "").replace("CUDNN_BEHAVIOR_NOTE_", "")
+                          for n in execute["notes"])
     engine = "?" if execute["engine_id"] is None else str(execute["engine_id"])
     detail = "; ".join(part for part in (knobs, notes) if part)
     return "cudnn engine %s%s" % (engine, " (%s)" % detail if detail else "")
 
 
 def deterministic(execute):
-    """Whether cuDNN says the engine gives the same bits every execution."""
+    """Whether cuDNN says the engine gives the same bits every execution; None when the log
+    named no notes for it."""
+    if execute["notes"] is None:
+        return None
     return "CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC" not in execute["notes"]
 
 
 def math_type(execute):
+    if execute["notes"] is None:
+        return "unknown"
     return "tensor_op" if "CUDNN_NUMERICAL_NOTE_TENSOR_CORE" in execute["notes"] else "fma"
 
 
@@ -80,6 +118,17 @@ def executed(executes):
     for e in executes:
         ran[e["direction"]] = e
     return ran
+
+
+def candidates(executes):
+    """Per direction, the executions before the one that ran (cudnn.benchmark times each
+    candidate plan by executing it): [(engine_id, deterministic)], in order."""
+    ran = executed(executes)
+    timed = {}
+    for e in executes:
+        if e is not ran[e["direction"]]:
+            timed.setdefault(e["direction"], []).append((e["engine_id"], deterministic(e)))
+    return timed
 
 
 class CudnnLog:
