@@ -60,16 +60,29 @@ __device__ int find_job(const DigestJob* jobs, int job_count, std::size_t c) {
   return lo - 1;
 }
 
+// Chunk c of the jobs' outputs, when a job owns it ('='; gaps and empty jobs are left untouched).
+__device__ __forceinline__ void digest_job_chunk(const DigestJob* jobs, int job_count,
+                                                 std::size_t c, xxh3::Hash128* out) {
+  const int j = find_job(jobs, job_count, c);
+  if (j < 0) return;  // before the first job's range
+  const DigestJob job = jobs[j];
+  const std::size_t local = c - job.first_chunk;
+  if (local >= ra::ceil_div(job.bytes, kDigestChunkBytes)) return;
+  out[c] = hash_chunk(job.data, job.bytes, local);
+}
+
 __global__ void digest_chunks_batched_kernel(const DigestJob* jobs, int job_count,
                                              std::size_t total_chunks, xxh3::Hash128* out) {
   for (std::size_t c = chunk_first(); c < total_chunks; c += chunk_stride()) {
-    const int j = find_job(jobs, job_count, c);
-    if (j < 0) continue;  // before the first job's range
-    const DigestJob job = jobs[j];
-    const std::size_t local = c - job.first_chunk;
-    // Past this job's chunks: a gap between ranges (or an empty job), left untouched.
-    if (local >= ra::ceil_div(job.bytes, kDigestChunkBytes)) continue;
-    out[c] = hash_chunk(job.data, job.bytes, local);
+    digest_job_chunk(jobs, job_count, c, out);
+  }
+}
+
+// The jobs in the parameter space (__grid_constant__: read there, never copied per thread).
+__global__ void digest_chunks_listed_kernel(const __grid_constant__ DigestJobList list,
+                                            std::size_t total_chunks, xxh3::Hash128* out) {
+  for (std::size_t c = chunk_first(); c < total_chunks; c += chunk_stride()) {
+    digest_job_chunk(list.jobs, list.count, c, out);
   }
 }
 
@@ -91,6 +104,13 @@ void digest_chunks_batched(cudaStream_t stream, const DigestJob* jobs_on_device,
   if (jobs <= 0 || total_chunks == 0) return;
   digest_chunks_batched_kernel<<<chunk_blocks(total_chunks), kChunkThreads, 0, stream>>>(
       jobs_on_device, jobs, total_chunks, out);
+}
+
+void digest_chunks_listed(cudaStream_t stream, const DigestJobList& list, std::size_t total_chunks,
+                          xxh3::Hash128* out) {
+  if (list.count <= 0 || total_chunks == 0) return;
+  digest_chunks_listed_kernel<<<chunk_blocks(total_chunks), kChunkThreads, 0, stream>>>(
+      list, total_chunks, out);
 }
 
 }  // namespace ra::kernels

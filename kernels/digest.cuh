@@ -10,6 +10,7 @@
 //                          for c in [0, digest_chunk_count(bytes))                           ('=')
 //   digest_chunks_batched  the same for many buffers in one launch: job j writes its chunks to
 //                          out[first_chunk_j + c]                                            ('=')
+//   digest_chunks_listed   the same, the jobs passed in the launch's parameters (no upload)   ('=')
 // One thread per chunk, one writer per output, integer arithmetic only: deterministic, and the
 // bits do not depend on the launch shape or the device.
 #include <cuda_runtime_api.h>
@@ -45,5 +46,21 @@ struct DigestJob {
 // total_chunks Hash128. No launch when jobs or total_chunks is 0.
 void digest_chunks_batched(cudaStream_t stream, const DigestJob* jobs_on_device, int jobs,
                            std::size_t total_chunks, xxh3::Hash128* out);
+
+// At most this many jobs travel in one launch's parameters: 128 x 24 bytes + the count = 3,080
+// bytes, inside the 4 KiB that every architecture takes as kernel parameters.
+inline constexpr int kDigestJobsPerLaunch = 128;
+
+struct DigestJobList {
+  int count = 0;  // jobs[0, count) are used
+  DigestJob jobs[kDigestJobsPerLaunch];
+};
+
+// digest_chunks_batched with the jobs in host memory, copied into the launch's parameters: no
+// device memory of the caller's but `out`, and nothing to upload or free (the ctypes library of
+// the PyTorch recorder, kernels/digest_abi). Same ordering rules and outputs as the batched
+// form. No launch when list.count or total_chunks is 0.
+void digest_chunks_listed(cudaStream_t stream, const DigestJobList& list, std::size_t total_chunks,
+                          xxh3::Hash128* out);
 
 }  // namespace ra::kernels

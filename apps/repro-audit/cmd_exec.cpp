@@ -3,13 +3,16 @@
 // exit codes as `run`.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "audit/exec_audit.h"
 #include "audit/report_paths.h"
 #include "audit/shard.h"
 #include "commands.h"
+#include "core/error.h"
 #include "report_output.h"
 #include "rerun_command.h"
 #include "trace/op_window.h"
@@ -26,13 +29,24 @@ struct ExecCommandOptions {
   std::string expect;
   std::string shard;  // "" = every run in this process
   std::string trace_ops;
+  std::string keep_op;
   bool overwrite = false, resume = false, allow_empty = false;
 };
+
+// libra_device_digest.so beside this binary (lib/CMakeLists.txt writes it there), if it is there.
+std::filesystem::path device_digest_library() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const std::filesystem::path library = self.parent_path() / "libra_device_digest.so";
+  return std::filesystem::is_regular_file(library, ec) ? library : std::filesystem::path{};
+}
 
 int run_exec(ExecCommandOptions& o) {
   audit::ExecOptions& e = o.exec;
   e.command = o.command;
   e.name = audit::exec_name(e.command);
+  e.device_digest_library = device_digest_library();
   e.seeds = o.seeds == "different" ? audit::SeedPolicy::different
             : o.seeds == "both"    ? audit::SeedPolicy::both
                                    : audit::SeedPolicy::same;
@@ -45,6 +59,18 @@ int run_exec(ExecCommandOptions& o) {
   e.tool_version = REPRO_AUDIT_VERSION;
   if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
   if (!o.trace_ops.empty()) e.trace_ops = audit::parse_op_window(o.trace_ops);
+  if (!o.keep_op.empty()) {
+    e.keep_op = audit::parse_kept_op(o.keep_op);
+    // The kept op's step must be recorded: by default the window is that step alone.
+    const std::string step = std::to_string(e.keep_op->step);
+    if (!e.trace_ops) {
+      e.trace_ops = audit::parse_op_window(step + ":" + std::to_string(e.keep_op->step + 1));
+    }
+    if (!e.trace_ops->contains(e.keep_op->step)) {
+      throw InputError("--keep-op " + o.keep_op + ": step " + step + " is outside --trace-ops " +
+                       o.trace_ops);
+    }
+  }
   audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
   for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
@@ -112,6 +138,11 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "Also record every aten op of the steps in WINDOW (A:B, A: or all; "
                   "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and "
                   "module where runs first part (docs/pytorch.md, \"Op records\")");
+  cmd->add_option("--keep-op", o->keep_op,
+                  "Keep op INDEX of step STEP (STEP:INDEX, as the report's root cause names it) "
+                  "whole in every run, whatever the keep budget: its magnitude, and K replays of "
+                  "it in a fresh process that tell a nondeterministic kernel from a setting "
+                  "(REPRO_AUDIT_KEEP_OP; docs/pytorch.md, \"The root-cause op's magnitude\")");
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "audit/audit.h"
+#include "audit/kept_op_replay.h"
 #include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
 #include "core/error.h"
@@ -80,6 +81,11 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
     const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
     if (pytorch) load_kept_files(traces, from_files, *ignored);
     measure_magnitudes(result, traces, {}, pytorch ? &from_files : options.kept_outputs);
+    if (pytorch) {
+      std::vector<std::string> unread;
+      load_kept_replays(result, traces, unread);
+      ignored->insert(unread.begin(), unread.end());
+    }
   }
   result.audit_folders = std::move(folders);
   result.ignored_snapshots.assign(ignored->begin(), ignored->end());

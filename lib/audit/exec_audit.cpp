@@ -11,6 +11,7 @@
 #include "audit/manifest.h"
 #include "audit/shard_folder_setup.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/process.h"
 #include "trace/op_window.h"
 #include "trace/trace_io.h"
@@ -95,6 +96,15 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
       {"REPRO_AUDIT_SPEC", m.spec.dump()}};
   // Set either way: a window left in the caller's environment is not this audit's.
   environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
+  if (o.keep_op) {
+    environment.emplace_back("REPRO_AUDIT_KEEP_OP", std::to_string(o.keep_op->step) + ":" +
+                                                        std::to_string(o.keep_op->index));
+  }
+  if (!o.device_digest_library.empty() &&
+      std::getenv("REPRO_AUDIT_DEVICE_DIGEST_LIBRARY") == nullptr) {
+    environment.emplace_back("REPRO_AUDIT_DEVICE_DIGEST_LIBRARY",
+                             fs::absolute(o.device_digest_library).string());
+  }
   if (!m.trace_ops.empty()) add_cudnn_log(o.out_dir / run_name(p.index), environment);
   const ProcessResult result = run_process(o.command, environment, log);
   std::string problem;
@@ -172,6 +182,21 @@ AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& 
 }
 
 }  // namespace
+
+KeptOp parse_kept_op(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  const auto number = [&](const std::string& part) {
+    if (part.empty() || part.size() > 18 ||
+        part.find_first_not_of("0123456789") != std::string::npos) {
+      throw InputError("--keep-op: '" + printable(text) +
+                       "': expected STEP:INDEX, two integers >= 0 (the root cause's step and its "
+                       "op index, as the report names them)");
+    }
+    return static_cast<std::int64_t>(std::stoll(part));
+  };
+  if (colon == std::string::npos) number("");
+  return KeptOp{number(text.substr(0, colon)), number(text.substr(colon + 1))};
+}
 
 std::string exec_name(const std::vector<std::string>& command) {
   for (const std::string& arg : command) {

@@ -9,6 +9,9 @@
 //   REPRO_AUDIT_SPEC        the audit's spec, {"name", "source": "pytorch", "command"}: what the
 //                           recorder writes as its header's spec, so a trace is known as the
 //                           audit's own by its digest
+//   REPRO_AUDIT_DEVICE_DIGEST_LIBRARY  the library that digests CUDA tensors on the GPU
+//                           (kernels/digest_abi), when this build has one and the caller's
+//                           environment names none
 // The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
 // same, from the traces. A run whose command fails, or writes no whole trace, is a RuntimeFailure
 // (exit 3) naming it with its exit status and the last lines of its output; nothing is compared
@@ -23,6 +26,15 @@
 #include "audit/shard.h"
 
 namespace ra::audit {
+
+// The op a root cause named, to keep whole: its step and its index among the step's op records.
+struct KeptOp {
+  std::int64_t step = 0;
+  std::int64_t index = 0;
+};
+
+// "STEP:INDEX", two integers >= 0 (at most 18 digits each); InputError naming --keep-op otherwise.
+KeptOp parse_kept_op(const std::string& text);
 
 struct ExecOptions {
   std::vector<std::string> command;  // the program and its arguments (no shell)
@@ -45,6 +57,14 @@ struct ExecOptions {
   // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
   // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
   std::optional<OpWindow> trace_ops;
+  // libra_device_digest.so beside the binary (apps: the binary knows where it is); empty when the
+  // build has none. The recorder then digests on the host, and its trace says so.
+  std::filesystem::path device_digest_library;
+  // --keep-op STEP:INDEX: every run keeps op INDEX of step STEP whole, whatever the budget of kept
+  // outputs (its outputs for the magnitude; its inputs, arguments and switches for a replay in a
+  // fresh process: lib/python/repro_audit/kept_op.py), as REPRO_AUDIT_KEEP_OP. The op window
+  // defaults to that step and must hold it.
+  std::optional<KeptOp> keep_op;
 };
 
 // The audit's name for a command: the first argument ending in ".py" without it ("train" for

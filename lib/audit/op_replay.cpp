@@ -440,9 +440,11 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
   }
   if (pytorch && !missing.empty()) {
     m.note = "the outputs of " + missing +
-             " were not kept, and a PyTorch run is not replayed (the recorder keeps those of "
-             "order-dependent ops: sums, matrix products, convolutions, accumulating scatters, "
-             "normalisations; up to REPRO_AUDIT_KEEP_BYTES per run, the first steps first)";
+             " were not kept (the recorder keeps those of order-dependent ops: sums, matrix "
+             "products, convolutions, accumulating scatters, normalisations; up to "
+             "REPRO_AUDIT_KEEP_BYTES per run, the first steps first); to keep this op's, run "
+             "exec again with --keep-op " +
+             std::to_string(c.step) + ":" + std::to_string(c.index);
   }
   if (replayed && !missing.empty()) {
     m.note = "the outputs of " + missing + " did not appear in " + std::to_string(m.executions) +

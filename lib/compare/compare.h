@@ -123,6 +123,16 @@ struct RootCause {
     // there, measured also when a run's own outputs did not reappear.
     std::vector<OutputDifference> spread;
     std::string note;  // why a run (or every run) has no magnitude; empty when all were measured
+    // A PyTorch run's op kept whole (exec --keep-op) and replayed in a fresh process by the
+    // recorder (lib/python/repro_audit/replay.py, the run's replay.json): how many distinct
+    // outputs `times` calls on the run's own inputs gave, and whether the first was the run's.
+    struct KeptReplay {
+      int run = 0;  // index among the traces
+      int times = 0;
+      int distinct_outputs = 0;
+      bool matches_run = false;
+    };
+    std::vector<KeptReplay> kept_replays;
   };
   std::optional<Magnitude> magnitude;  // absent until measured (never for the other kinds)
 };

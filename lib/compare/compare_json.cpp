@@ -163,7 +163,15 @@ json magnitude_json(const RootCause& c) {
   for (const RootCause::RunMagnitude& r : m.runs) {
     runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record, r.outputs)}});
   }
+  json kept_replays = json::array();
+  for (const RootCause::Magnitude::KeptReplay& r : m.kept_replays) {
+    kept_replays.push_back({{"run", r.run},
+                            {"times", r.times},
+                            {"distinct_outputs", r.distinct_outputs},
+                            {"matches_run", r.matches_run}});
+  }
   return {{"runs", runs},
+          {"kept_replays", kept_replays},
           {"kept", m.kept},
           {"replays", m.replays},
           {"executions", m.executions},

@@ -91,6 +91,16 @@ std::string magnitude_text(const RootCause& c) {
     }
     out += "  spread of its outcomes there, widest from the first: " + what + "\n";
   }
+  for (const RootCause::Magnitude::KeptReplay& r : m.kept_replays) {
+    const bool one = r.distinct_outputs == 1;
+    out += format("  replayed in a fresh process, run %d: %s on its kept inputs gave %s%s\n", r.run,
+                  plural(r.times, "call").c_str(),
+                  plural(r.distinct_outputs, "distinct output").c_str(),
+                  one && r.matches_run ? ", the run's: deterministic there, so the runs differ "
+                                         "by a setting or an input"
+                  : one                ? ", not the run's: a setting of the replay differs"
+                                       : ": the kernel gives other bits on the same inputs");
+  }
   if (!m.note.empty()) out += "  magnitude: " + shown(m.note) + "\n";
   return out;
 }

@@ -213,3 +213,16 @@ def test_a_convolution_record_and_the_ledger_name_what_cudnn_ran(tmp_path):
         ("backward_filter", "cudnn engine 34 (NONDETERMINISTIC)", False)]
     assert ledger.entries[0]["chosen_by"] == "heuristic"
     assert ledger.note() == "read from cuDNN's API log: 2 convolution calls"
+
+
+def test_the_api_log_switch_finds_only_the_cudnn_this_process_loaded(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/libc.so.6\n"
+                    "7f02-7f03 r-xp 00000000 08:01 43 /site/nvidia/cudnn/lib/libcudnn.so.9\n")
+    assert cudnn_log._loaded_cudnn(str(maps)) == "/site/nvidia/cudnn/lib/libcudnn.so.9"
+    maps.write_text("7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/libc.so.6\n")
+    assert cudnn_log._loaded_cudnn(str(maps)) is None
+    # Here no cuDNN is loaded (Debian's PyTorch is CPU-only): nothing is switched, nothing fails.
+    if cudnn_log._loaded_cudnn() is None:
+        switch = cudnn_log.ApiLogSwitch()
+        assert switch.api_calls(False) is False and not switch.quiet

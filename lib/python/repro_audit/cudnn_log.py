@@ -131,6 +131,64 @@ def candidates(executes):
     return timed
 
 
+_SEV_ERROR_EN, _SEV_WARNING_EN, _SEV_INFO_EN = 1, 2, 4  # cudnn_graph.h CUDNN_SEV_*_EN
+
+
+def _loaded_cudnn(maps="/proc/self/maps"):
+    """The path of the libcudnn.so.9 this process has loaded (PyTorch's), or None: never one
+    loaded here, which could be another copy than the one PyTorch calls."""
+    try:
+        with open(maps) as f:
+            for line in f:
+                path = line.rstrip("\n").split(" ")[-1]
+                if os.path.basename(path).startswith("libcudnn.so"):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+class ApiLogSwitch:
+    """Turns cuDNN's API logging (its INFO messages) on and off while the process runs, through
+    cudnnSetCallback on the cuDNN PyTorch loaded (the default callback keeps writing where
+    CUDNN_LOGDEST_DBG says): exec sets CUDNN_LOGLEVEL_DBG=3 for the whole run, but the ledger
+    needs only the op window's calls, and cuDNN logs about 130,000 lines a step under
+    cudnn.benchmark (the real logs). Outside the window the log stops growing and the steps stop
+    paying for it. Until PyTorch has loaded cuDNN (its first convolution) nothing can be
+    switched, and cuDNN logs as the environment says."""
+
+    def __init__(self):
+        self._set = None
+        self.quiet = False  # API logging switched off at least once
+
+    def _function(self):
+        if self._set is None:
+            path = _loaded_cudnn()
+            if path is None:
+                return None
+            import ctypes
+            try:
+                lib = ctypes.CDLL(path)
+                self._set = lib.cudnnSetCallback
+                self._set.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+                self._set.restype = ctypes.c_int
+            except (OSError, AttributeError):
+                self._set = False
+        return self._set or None
+
+    def api_calls(self, on):
+        """Logs cuDNN's API calls (on) or only its warnings and errors; False when cuDNN is not
+        loaded yet (or has no switch)."""
+        set_callback = self._function()
+        if set_callback is None:
+            return False
+        mask = _SEV_ERROR_EN | _SEV_WARNING_EN | (_SEV_INFO_EN if on else 0)
+        if set_callback(mask, None, None) != 0:
+            return False
+        self.quiet = self.quiet or not on
+        return True
+
+
 class CudnnLog:
     """The cuDNN API log of this process, when the environment makes cuDNN write one to a file
     the recorder can read; `why_not` says why not otherwise."""

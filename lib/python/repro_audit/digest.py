@@ -23,16 +23,29 @@ def _halves(value):
     return value & _MASK64, value >> 64
 
 
+def digest_from_chunks(dtype, shape, chunk_digests):
+    """The digest of a tensor of `dtype` and `shape` from its chunk digests: bytes, 16 per chunk
+    (low word, then high word, little-endian), as the host computes them below and the GPU
+    writes them (device_digest.py)."""
+    message = bytearray(struct.pack("<BQ", dtype, len(shape)))
+    message += struct.pack("<%dq" % len(shape), *shape)
+    message += chunk_digests
+    low, high = _halves(xxhash.xxh3_128(bytes(message)).intdigest())
+    return "%016x%016x" % (high, low)
+
+
+def chunk_count(byte_count):
+    return (byte_count + CHUNK_BYTES - 1) // CHUNK_BYTES
+
+
 def digest_bytes(dtype, shape, data):
     """The digest of `data` (bytes-like, little-endian) as a tensor of `dtype` and `shape`."""
     view = memoryview(data).cast("B")
-    message = bytearray(struct.pack("<BQ", dtype, len(shape)))
-    message += struct.pack("<%dq" % len(shape), *shape)
+    chunks = bytearray()
     for begin in range(0, len(view), CHUNK_BYTES):
         low, high = _halves(xxhash.xxh3_128(view[begin:begin + CHUNK_BYTES]).intdigest())
-        message += struct.pack("<QQ", low, high)
-    low, high = _halves(xxhash.xxh3_128(bytes(message)).intdigest())
-    return "%016x%016x" % (high, low)
+        chunks += struct.pack("<QQ", low, high)
+    return digest_from_chunks(dtype, shape, chunks)
 
 
 def text_digest(text):
@@ -41,7 +54,7 @@ def text_digest(text):
     return digest_bytes(U8, (len(data),), data)
 
 
-def _tag_of(torch, dtype):
+def tag_of(torch, dtype):
     tags = {torch.float32: F32, torch.int32: I32, torch.int64: I64, torch.uint8: U8}
     if dtype not in tags:
         raise TypeError(
@@ -55,7 +68,7 @@ def tensor_digest(tensor):
     import torch  # the package imports without torch: only the recorder needs it
 
     host = tensor.detach().to("cpu").contiguous()
-    tag = _tag_of(torch, host.dtype)
+    tag = tag_of(torch, host.dtype)
     # The array's own buffer, not a copy: a step's weights, gradients and optimizer state are
     # tens of MB, and a copy of each would double what passes through the caches.
     data = host.numpy() if host.numel() else b""

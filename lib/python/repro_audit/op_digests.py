@@ -9,6 +9,7 @@ scalar or starts from another random state is told apart from a kernel that comp
 """
 import math
 
+from . import device_digest
 from . import digest as digests
 
 _SHORT_NAMES = {
@@ -24,40 +25,66 @@ def type_text(tensor):
     return "%s[%s]" % (_SHORT_NAMES.get(name, name), ",".join(str(d) for d in tensor.shape))
 
 
-def _flat_host(torch, tensor):
-    """The tensor's elements on the host, contiguous and flat, and their trace tag: the four dtypes
-    the trace format names as themselves, every other one as its bytes (u8)."""
-    host = tensor.detach()
-    if host.is_conj():
-        host = host.resolve_conj()
-    if host.is_neg():
-        host = host.resolve_neg()
-    host = host.to("cpu").contiguous().reshape(-1)
-    tags = {torch.float32: digests.F32, torch.int32: digests.I32, torch.int64: digests.I64,
-            torch.uint8: digests.U8}
-    tag = tags.get(host.dtype)
+_TAG_NAMES = {digests.F32: "f32", digests.I32: "i32", digests.I64: "i64", digests.U8: "u8"}
+_TAGS_BY_NAME = {}  # torch dtype -> trace tag, filled once torch is at hand
+
+
+def _init_tags(torch):
+    if not _TAGS_BY_NAME:
+        _TAGS_BY_NAME.update({torch.float32: digests.F32, torch.int32: digests.I32,
+                              torch.int64: digests.I64, torch.uint8: digests.U8})
+
+
+def _values(torch, tensor):
+    """The tensor's values as they are (conjugate and negative views resolved), their trace tag
+    and their flat shape: the four dtypes the trace format names as themselves by element count,
+    every other one as its bytes (u8)."""
+    values = tensor.detach()
+    if values.is_conj():
+        values = values.resolve_conj()
+    if values.is_neg():
+        values = values.resolve_neg()
+    tag = _TAGS_BY_NAME.get(values.dtype)
     if tag is None:
-        host = host.view(torch.uint8)
-        tag = digests.U8
-    return host, tag
+        return values, digests.U8, (values.numel() * values.element_size(),)
+    return values, tag, (values.numel(),)
 
 
-def flat_digest(torch, tensor):
-    """The digest of a tensor's values as an op record has it (the module's documentation)."""
+def _flat_bytes(torch, values):
+    """The values' bytes as a flat contiguous u8 tensor where they live."""
+    flat = values.contiguous().reshape(-1)
+    return flat.view(torch.uint8) if flat.numel() else flat.to(torch.uint8)
+
+
+def flat_digest(torch, tensor, batch=None):
+    """The digest of a tensor's values as an op record has it (the module's documentation): a
+    text, or, given a device_digest.DigestBatch, a Pending of it (queued on the GPU for a CUDA
+    tensor: no reshape, no copy)."""
     if tensor.layout != torch.strided:  # sparse, quantized...: what it is, not its values
         return digests.text_digest("%s %s" % (tensor.layout, type_text(tensor)))
-    host, tag = _flat_host(torch, tensor)
-    data = host.numpy() if host.numel() else b""
-    return digests.digest_bytes(tag, (host.numel(),), data)
+    _init_tags(torch)
+    values, tag, shape = _values(torch, tensor)
+    if batch is not None:
+        return batch.add(values, tag, shape, raw=True)
+    host = _flat_bytes(torch, values.to("cpu"))
+    return digests.digest_bytes(tag, shape, host.numpy() if host.numel() else b"")
 
 
-def flat_digest_and_bytes(torch, tensor):
-    """The digest of flat_digest and (tag name, bytes) of the same values, from one host copy:
-    what a kept output stores (on a GPU, one download instead of two)."""
-    host, tag = _flat_host(torch, tensor)
-    data = host.numpy().tobytes()
-    names = {digests.F32: "f32", digests.I32: "i32", digests.I64: "i64", digests.U8: "u8"}
-    return digests.digest_bytes(tag, (host.numel(),), data), (names[tag], data)
+def flat_digest_and_bytes(torch, tensor, batch=None):
+    """The digest of flat_digest and (tag name, values) of the same values, as a kept output
+    stores them: on the host, bytes from one host copy; given a batch and a CUDA tensor, a
+    Pending digest and a flat u8 copy on the device (KeptOutputs.settle brings it back with the
+    step's others)."""
+    _init_tags(torch)
+    values, tag, shape = _values(torch, tensor)
+    if batch is not None and values.device.type == "cuda":
+        kept = _flat_bytes(torch, values).clone()
+        return batch.add(values, tag, shape, raw=True), (_TAG_NAMES[tag], kept)
+    data = _flat_bytes(torch, values.to("cpu")).numpy().tobytes()
+    digest = digests.digest_bytes(tag, shape, data)
+    if batch is not None:
+        digest = device_digest.Pending(digest)
+    return digest, (_TAG_NAMES[tag], data)
 
 
 def _value_text(torch, value):

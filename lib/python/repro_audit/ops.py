@@ -17,7 +17,7 @@ import os
 import time
 import weakref
 
-from . import cudnn_log, op_digests
+from . import cudnn_log, device_digest, kept_op, op_digests
 from .op_places import OpPlaces
 from .trace import write_whole
 
@@ -124,27 +124,46 @@ def _leaves(value, out):
 
 
 class KeptOutputs:
-    """The outputs kept by one run, within its budget (the module's documentation)."""
+    """The outputs kept by one run, within its budget (the module's documentation). A GPU run's
+    stay on the device until its step ends, then come back in one copy (settle)."""
 
     def __init__(self, budget):
         self._budget = budget
         self._used = 0
         self._full = False
-        self.entries = []  # (step, index, [(dtype name, bytes)])
+        self.entries = []  # (step, index, [(dtype name, bytes or a flat u8 device tensor)])
 
     @property
     def full(self):
         """The budget ran out: nothing more is kept (first steps first)."""
         return self._full
 
-    def keep(self, step, index, outputs):
-        size = sum(len(b) for _, b in outputs)
+    def keep(self, step, index, outputs, whatever_the_budget=False):
+        """Keeps the outputs of op `index` of `step`, within the budget (first steps first), or
+        whatever the budget for the op a --keep-op asked for."""
+        size = sum(b.numel() if hasattr(b, "numel") else len(b) for _, b in outputs)
+        if whatever_the_budget:
+            self.entries.append((step, index, outputs))
+            return True
         if self._full or self._used + size > self._budget:
             self._full = True  # first steps first: nothing later once the budget ran out
             return False
         self._used += size
         self.entries.append((step, index, outputs))
         return True
+
+    def settle(self, torch):
+        """Every output still on the device, copied to the host at once (one wait)."""
+        waiting = [(i, j, b) for i, (_, _, outputs) in enumerate(self.entries)
+                   for j, (_, b) in enumerate(outputs) if hasattr(b, "numel")]
+        if not waiting:
+            return
+        joined = torch.cat([b for _, _, b in waiting]).to("cpu").numpy().tobytes()
+        at = 0
+        for i, j, b in waiting:
+            step, index, outputs = self.entries[i]
+            outputs[j] = (outputs[j][0], joined[at:at + b.numel()])
+            at += b.numel()
 
     def write(self, path, audit_id, run_index):
         """The file `repro-audit compare` reads (docs/trace-format.md "Kept outputs"): a JSON
@@ -237,6 +256,8 @@ class CudnnLedger:
     def __init__(self, torch, log):
         self._torch = torch
         self.log = log
+        self.switch = cudnn_log.ApiLogSwitch()
+        self.window_end = None  # the log's size when the window's last recorded step ended
         self.entries = []
         self.executions = 0
 
@@ -273,16 +294,32 @@ class CudnnLedger:
             return "not recorded: " + self.log.why_not
         if not self.executions:
             return "no convolution executed through cuDNN's graph API in the op window"
-        return "read from cuDNN's API log: %d convolution calls" % self.executions
+        after = ""
+        if self.window_end is not None:  # what cuDNN logged after the window's last step
+            after = "; %d bytes logged after the window" % max(0, self.log.offset() -
+                                                                self.window_end)
+        return "read from cuDNN's API log: %d convolution calls%s%s" % (
+            self.executions, "; API logging off outside the window" if self.switch.quiet else "",
+            after)
 
 
 class OpRecording:
     """The op records of a run's window steps; begin(step) before a step's ops, end() after."""
 
     def __init__(self, torch, model, optimizer, window, keep_bytes=DEFAULT_KEEP_BYTES,
-                 cudnn=None):
-        """`cudnn`: the CudnnLedger of a GPU run (None: no cuDNN, as on the CPU)."""
+                 cudnn=None, digester=None, keep_op=None, run_folder=None):
+        """`cudnn`: the CudnnLedger of a GPU run (None: no cuDNN, as on the CPU); `digester`:
+        where tensors are digested (device_digest.py; default: the environment's); `keep_op`:
+        (step, index) of the op kept whole for a magnitude and a replay (kept_op.py), its
+        kept-op.pt written into `run_folder`."""
+        self.keep_op = keep_op
+        self._run_folder = run_folder
+        self._captured = None  # the kept op's call, captured before it ran
+        self.kept_op_path = None
         self._torch = torch
+        self._digester = digester or device_digest.Digester(torch)
+        self._digests = None  # the step's DigestBatch
+        self._writes = {}  # op -> whether its schema writes an argument
         self.window = window
         self.cudnn = cudnn
         self.kept = KeptOutputs(keep_bytes)
@@ -317,10 +354,14 @@ class OpRecording:
         return lambda: setattr(cls, "_try_get_data", original)
 
     def begin(self, step):
-        """Starts recording step `step`'s ops when the window holds it."""
+        """Starts recording step `step`'s ops when the window holds it (and cuDNN's API log,
+        which only the window's steps need: cudnn_log.ApiLogSwitch)."""
+        if self.cudnn is not None and self.cudnn.log.usable:
+            self.cudnn.switch.api_calls(in_window(self.window, step))
         if not in_window(self.window, step):
             return
         self._step, self._records, self._cache = step, [], _DigestCache()
+        self._digests = self._digester.batch()
         self._restore_loader = self._receipts_unrecorded()
         self._places.start()
         self._mode = _make_mode(self._torch, self)
@@ -335,7 +376,18 @@ class OpRecording:
         self._places.stop()
         if self._restore_loader is not None:
             self._restore_loader()
-        records, self._records = self._records, []
+        if self.cudnn is not None and self.cudnn.log.usable:
+            self.cudnn.window_end = self.cudnn.log.offset()
+        started = time.perf_counter()
+        self._digests.collect()  # the step's one wait for its digests
+        self.kept.settle(self._torch)
+        records, self._records = device_digest.resolved(self._records), []
+        if self._captured is not None:
+            index = self._captured["index"]
+            self.kept_op_path = kept_op.save(self._torch, self._captured, records[index]["out"],
+                                             self._run_folder)
+            self._captured = None
+        self.seconds += time.perf_counter() - started
         return records
 
     # --- one call ---
@@ -343,7 +395,7 @@ class OpRecording:
     def _input_digest(self, tensor):
         digest = self._cache.get(tensor)
         if digest is None:
-            digest = op_digests.flat_digest(self._torch, tensor)
+            digest = op_digests.flat_digest(self._torch, tensor, self._digests)
             self._cache.put(tensor, digest)
         return digest
 
@@ -384,6 +436,12 @@ class OpRecording:
             record["in_types"].append("generator")
         reads_log = self.cudnn is not None and self.cudnn.log.usable and base in CONVOLUTIONS
         log_before = self.cudnn.log.offset() if reads_log else 0
+        if self._writes_arguments(func):
+            self._digests.launch()  # the GPU reads what is queued before the op writes it
+        kept_whole = self.keep_op == (self._step, len(self._records))
+        if kept_whole and self._run_folder is not None:
+            self._captured = kept_op.capture(torch, func, args, kwargs, self._step,
+                                             len(self._records))
         ran = time.perf_counter()
         out = func(*args, **kwargs)
         done = time.perf_counter()
@@ -392,15 +450,16 @@ class OpRecording:
                             self.cudnn.log.executes_between(log_before, self.cudnn.log.offset()))
         self._forget_written(func, args, kwargs)
         record["out"], record["out_types"] = [], []
-        keeping = base in ORDER_DEPENDENT and not self.kept.full
+        keeping = kept_whole or (base in ORDER_DEPENDENT and not self.kept.full)
         kept = []  # (dtype name, bytes) of each tensor output, when keeping
         for value in _leaves(out, []):
             if isinstance(value, torch.Tensor):
                 if base in UNINITIALIZED:
                     digest = op_digests.value_digest(torch, "uninitialized " +
                                                      op_digests.type_text(value))
-                elif keeping:  # digest and kept bytes from one host copy
-                    digest, values = op_digests.flat_digest_and_bytes(torch, value)
+                elif keeping:  # digest and kept bytes from one copy (on the device for a GPU)
+                    digest, values = op_digests.flat_digest_and_bytes(torch, value,
+                                                                      self._digests)
                     kept.append(values)
                 else:  # a view of bytes digested already (detach, view, reshape) is not redone
                     digest = self._input_digest(value)
@@ -413,10 +472,18 @@ class OpRecording:
                 continue
             record["out"].append(digest)
         if keeping and kept and len(kept) == len(record["out"]):
-            self.kept.keep(self._step, len(self._records), kept)
+            self.kept.keep(self._step, len(self._records), kept, whatever_the_budget=kept_whole)
         self._records.append(record)
         self.seconds += (ran - started) + (time.perf_counter() - done)
         return out
+
+    def _writes_arguments(self, func):
+        writes = self._writes.get(func)
+        if writes is None:
+            writes = any(a.alias_info is not None and a.alias_info.is_write
+                         for a in func._schema.arguments)
+            self._writes[func] = writes
+        return writes
 
     def _forget_written(self, func, args, kwargs):
         torch = self._torch

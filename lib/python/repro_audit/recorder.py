@@ -24,7 +24,9 @@ import sys
 import time
 
 from . import cudnn_log
+from . import device_digest
 from . import digest as digests
+from . import kept_op
 from . import ops as op_records
 from . import workers
 from .trace import (FORMAT_VERSION, FORMAT_VERSION_WITH_OPS, TraceRecords, canonical_json,
@@ -68,7 +70,7 @@ def _rng_states(torch):
     return states
 
 
-def _environment(torch, threads):
+def _environment(torch, threads, digests_where):
     cuda = torch.cuda.is_available()
     cudnn = torch.backends.cudnn
     return {
@@ -87,6 +89,7 @@ def _environment(torch, threads):
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "hostname": socket.gethostname(),
         "tool_version": "repro_audit-python " + VERSION,
+        "digests": digests_where,
     }
 
 
@@ -126,13 +129,19 @@ class Recorder:
                    name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec,
                    trace_ops=op_records.parse_window(window) if window else None,
                    keep_bytes=int(os.environ.get("REPRO_AUDIT_KEEP_BYTES",
-                                                 op_records.DEFAULT_KEEP_BYTES)))
+                                                 op_records.DEFAULT_KEEP_BYTES)),
+                   keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
+                            if os.environ.get(kept_op.ENVIRONMENT) else None),
+                   replays=kept_op.replays_from(os.environ))
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
                  name=None, names=None, spec=None, trace_ops=None,
-                 keep_bytes=op_records.DEFAULT_KEEP_BYTES):
+                 keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
+                 replays=kept_op.DEFAULT_REPLAYS):
         """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
-        None; `keep_bytes`: the budget of the outputs kept for magnitudes."""
+        None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
+        index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
+        step's ops are recorded whatever `trace_ops` says."""
         import torch
 
         self._torch = torch
@@ -164,6 +173,7 @@ class Recorder:
         seed = _seed_from_env()
         seed = torch.initial_seed() if seed is None else seed
         threads = torch.get_num_threads()
+        self._digester = device_digest.Digester(torch)
         header = {
             "record": "header",
             "format_version": FORMAT_VERSION if trace_ops is None else FORMAT_VERSION_WITH_OPS,
@@ -176,7 +186,7 @@ class Recorder:
             "threads": max(1, threads),
             "determinism": {"mode": "deterministic" if torch.are_deterministic_algorithms_enabled()
                             else "nondeterministic", "ops": {}},
-            "environment": _environment(torch, threads),
+            "environment": _environment(torch, threads, self._digester.where),
             "rng_states": _rng_states(torch),
             "ledger": [],
             "params": [{"name": n, "shape": list(p.shape)} for n, p in self._params],
@@ -185,13 +195,25 @@ class Recorder:
         if audit_id:
             header["audit_id"] = audit_id
         self._ops = None
+        self._replays = replays
+        if keep_op is not None and (trace_ops is None or
+                                    not op_records.in_window(trace_ops, keep_op[0])):
+            trace_ops = (keep_op[0], keep_op[0] + 1)
         if trace_ops is not None:
             header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
             cudnn = (op_records.CudnnLedger(torch, cudnn_log.CudnnLog())
                      if torch.cuda.is_available() else None)
-            self._ops = op_records.OpRecording(torch, model, optimizer, trace_ops, keep_bytes,
-                                               cudnn)
-        self._records = TraceRecords(header, [digests.tensor_digest(p) for _, p in self._params])
+            self._ops = op_records.OpRecording(
+                torch, model, optimizer, trace_ops, keep_bytes, cudnn, self._digester, keep_op,
+                os.path.dirname(self._kept_path) if self._kept_path else None)
+            if keep_op is not None:
+                header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+        initial = self._digester.batch()
+        weights = [initial.add(p) for _, p in self._params]
+        initial.collect()
+        self._records = TraceRecords(header, device_digest.resolved(weights))
+        self._pending = None  # the last step's record and its batch, still on the GPU
+        self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
         self._started = time.perf_counter()
         self._last = self._started
         self._recording += self._started - started
@@ -199,8 +221,9 @@ class Recorder:
         if self._ops is not None:
             self._ops.begin(0)
 
-    def _optimizer_state(self):
-        """The names of the optimizer's state tensors, in a stable order, and their digests."""
+    def _optimizer_state(self, batch):
+        """The names of the optimizer's state tensors, in a stable order, and their digests (as
+        Pendings of `batch`)."""
         if self._optimizer is None:
             return [], []
         names, values = [], []
@@ -208,49 +231,69 @@ class Recorder:
             for key, value in sorted(self._optimizer.state.get(p, {}).items()):
                 if isinstance(value, self._torch.Tensor) and value.dim() > 0:
                     names.append(f"{key}:{name}")
-                    values.append(digests.tensor_digest(value))
+                    values.append(batch.add(value))
         return names, values
 
-    def _labels_digest(self, labels):
+    def _labels_digest(self, batch, labels):
         # Class labels as the tool records them: int32 (PyTorch's are int64).
         if not labels.is_floating_point():
             labels = labels.to(self._torch.int32)
-        return digests.tensor_digest(labels)
+        return batch.add(labels)
 
     def step(self, batch=(), loss=None, epoch=0, indices=None):
         """Records the step just taken (call after optimizer.step()): `batch` the tensors of the
         batch (inputs, labels), `loss` its loss, `epoch` its epoch, `indices` the sample indices
-        when the script knows them."""
+        when the script knows them. With device digests nothing here waits for the GPU: the
+        step's digests and loss come back while the next step runs (_settle)."""
         now = time.perf_counter()
         seconds = now - self._last
         ops = self._ops.end() if self._ops is not None else None
         torch = self._torch
+        self._settle()
         tensors = list(batch) if isinstance(batch, (tuple, list)) else [batch]
-        empty = digests.tensor_digest(torch.zeros(0, dtype=torch.int64))
-        state_names, state = self._optimizer_state()
-        if not self._records.steps:
+        digesting = self._digester.batch()
+        empty = digesting.add(torch.zeros(0, dtype=torch.int64))
+        state_names, state = self._optimizer_state(digesting)
+        if not self._records.steps:  # (the last step settled above: none is pending)
             self._records.header["optimizer_state"] = state_names
-        bits = loss_bits(loss.item() if hasattr(loss, "item") else loss)
+        epoch = int(epoch)
+        number = self._epoch_batches.get(epoch, 0)  # a counter: no walk of the earlier steps
+        self._epoch_batches[epoch] = number + 1
         record = {
-            "step": len(self._records.steps), "epoch": int(epoch),
-            "batch": sum(1 for s in self._records.steps if s["epoch"] == int(epoch)),
-            "indices": digests.tensor_digest(indices) if indices is not None else empty,
-            "inputs": digests.tensor_digest(tensors[0]) if tensors else empty,
-            "labels": self._labels_digest(tensors[1]) if len(tensors) > 1 else empty,
-            "loss_bits": bits, "loss": float32_value(bits),
-            "grads": [digests.tensor_digest(p.grad if p.grad is not None else torch.zeros(0))
+            "step": len(self._records.steps), "epoch": epoch, "batch": number,
+            "indices": digesting.add(indices) if indices is not None else empty,
+            "inputs": digesting.add(tensors[0]) if tensors else empty,
+            "labels": self._labels_digest(digesting, tensors[1]) if len(tensors) > 1 else empty,
+            "loss": (digesting.add_copy(loss) if isinstance(loss, torch.Tensor)
+                     else device_digest.Pending(loss)),
+            "grads": [digesting.add(p.grad if p.grad is not None else torch.zeros(0))
                       for _, p in self._params],
-            "weights": [digests.tensor_digest(p) for _, p in self._params],
-            "optimizer_state": digests.digest_of_digests(state),
+            "weights": [digesting.add(p) for _, p in self._params],
+            "optimizer_state": state,
             "seconds": seconds,
         }
         if ops is not None:
             record["ops"] = ops
-        self._records.add_step(record)
+        digesting.download()
+        self._pending = (record, digesting)
         self._last = time.perf_counter()
         self._recording += self._last - now
         if self._ops is not None:
-            self._ops.begin(len(self._records.steps))
+            self._ops.begin(len(self._records.steps) + 1)
+
+    def _settle(self):
+        """The last step's record, its digests and loss back from the GPU, into the trace."""
+        if self._pending is None:
+            return
+        record, digesting = self._pending
+        self._pending = None
+        digesting.collect()
+        record = device_digest.resolved(record)
+        loss = record.pop("loss")
+        bits = loss_bits(loss.item() if hasattr(loss, "item") else loss)
+        record["loss_bits"], record["loss"] = bits, float32_value(bits)
+        record["optimizer_state"] = digests.digest_of_digests(record["optimizer_state"])
+        self._records.add_step(record)
 
     def watch_loader(self, loader):
         """Records the random streams `loader`'s workers start from (workers.worker_init_fn,
@@ -275,17 +318,54 @@ class Recorder:
             except OSError:
                 pass
 
+    def _replay_kept_op(self):
+        """The kept op replayed in a fresh process (replay.py), its outcome in the trace's
+        environment; replay.json beside kept-op.pt."""
+        if self._ops.keep_op is None:
+            return
+        environment = self._records.header["environment"]
+        path = self._ops.kept_op_path
+        if path is None:
+            environment["kept_op"] = ("not kept: the run never reached op %d of step %d"
+                                      % (self._ops.keep_op[1], self._ops.keep_op[0]))
+            return
+        import subprocess
+        out = os.path.join(os.path.dirname(path), kept_op.REPLAY_FILE_NAME)
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [package] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        for name in ("REPRO_AUDIT_TRACE", "REPRO_AUDIT_TRACE_OPS", kept_op.ENVIRONMENT):
+            env.pop(name, None)  # the replay is no run of the audit
+        done = subprocess.run([sys.executable, "-m", "repro_audit.replay", path, "--times",
+                               str(self._replays), "--out", out], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            with open(out) as f:
+                result = json.load(f)
+            environment["kept_op"] = ("replayed %d times in a fresh process: %d distinct "
+                                      "output%s, the first %s the run's" % (
+                                          result["times"], result["distinct_outputs"],
+                                          "" if result["distinct_outputs"] == 1 else "s",
+                                          "equal to" if result["matches_run"] else "unlike"))
+        else:
+            environment["kept_op"] = "replay failed: " + (done.stderr.strip().splitlines() or
+                                                          ["exit %d" % done.returncode])[-1]
+
     def finish(self):
         """Writes the trace (once; at exit when the script does not call it)."""
         if self._finished:
             return
         self._finished = True
+        started = time.perf_counter()
+        self._settle()
+        self._recording += time.perf_counter() - started
         if self._ops is not None:
             self._ops.end()  # a step never completed: its ops are no step's
             self._recording += self._ops.seconds
             if self._kept_path and self._ops.kept.entries:
                 self._ops.kept.write(self._kept_path, self._audit_id, self._run)
             self._write_ledger(self._ops.cudnn)
+            self._replay_kept_op()
         total = time.perf_counter() - self._started
         loader_workers = workers.read_side_file(self._path)
         write_whole(self._path, self._records.lines(total, self._recording, loader_workers))
