@@ -58,22 +58,6 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   return m;
 }
 
-// With op records, cuDNN's API log into the run's folder, which the recorder reads for the
-// convolutions of the window and removes (lib/python/repro_audit/cudnn_log.py); a log the caller
-// asked for already is left as it is.
-void add_cudnn_log(const fs::path& run_folder,
-                   std::vector<std::pair<std::string, std::string>>& environment) {
-  if (std::getenv("CUDNN_LOGDEST_DBG") != nullptr) return;
-  std::error_code ec;
-  fs::create_directories(run_folder, ec);
-  if (ec) {
-    throw InputError("cannot create the run folder " + run_folder.string() + ": " + ec.message());
-  }
-  environment.emplace_back("CUDNN_LOGLEVEL_DBG", "3");
-  environment.emplace_back("CUDNN_LOGDEST_DBG",
-                           fs::absolute(run_folder / "cudnn-api.log").string());
-}
-
 // One run of the command; RuntimeFailure when it fails or leaves no whole trace.
 void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
   const fs::path trace = o.out_dir / trace_name(p.index);
@@ -105,7 +89,6 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
     environment.emplace_back("REPRO_AUDIT_DEVICE_DIGEST_LIBRARY",
                              fs::absolute(o.device_digest_library).string());
   }
-  if (!m.trace_ops.empty()) add_cudnn_log(o.out_dir / run_name(p.index), environment);
   const ProcessResult result = run_process(o.command, environment, log);
   std::string problem;
   if (!result.ok()) {

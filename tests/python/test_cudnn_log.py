@@ -215,14 +215,62 @@ def test_a_convolution_record_and_the_ledger_name_what_cudnn_ran(tmp_path):
     assert ledger.note() == "read from cuDNN's API log: 2 convolution calls"
 
 
-def test_the_api_log_switch_finds_only_the_cudnn_this_process_loaded(tmp_path):
+def test_the_capture_finds_only_the_cudnn_this_process_loaded(tmp_path):
     maps = tmp_path / "maps"
     maps.write_text("7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/libc.so.6\n"
                     "7f02-7f03 r-xp 00000000 08:01 43 /site/nvidia/cudnn/lib/libcudnn.so.9\n")
     assert cudnn_log._loaded_cudnn(str(maps)) == "/site/nvidia/cudnn/lib/libcudnn.so.9"
     maps.write_text("7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/libc.so.6\n")
     assert cudnn_log._loaded_cudnn(str(maps)) is None
-    # Here no cuDNN is loaded (Debian's PyTorch is CPU-only): nothing is switched, nothing fails.
-    if cudnn_log._loaded_cudnn() is None:
-        switch = cudnn_log.ApiLogSwitch()
-        assert switch.api_calls(False) is False and not switch.quiet
+    if cudnn_log._loaded_cudnn() is None:  # Debian's PyTorch: no cuDNN in this process
+        capture = cudnn_log.CudnnCapture()
+        assert capture.start() is False and "no cuDNN shared library" in capture.why_not
+
+
+CUDNN = "/usr/local/cuda/lib64/libcudnn.so.9"  # the toolkit's cuDNN: its host API needs no GPU
+
+
+def test_the_capture_reads_real_cudnn_messages_as_the_log_file_holds_them():
+    import ctypes
+    if not os.path.exists(CUDNN):
+        pytest.skip("no cuDNN under /usr/local/cuda here")
+    lib = ctypes.CDLL(CUDNN)
+    mask, udata, function = ctypes.c_uint(), ctypes.c_void_p(), ctypes.c_void_p()
+    lib.cudnnGetCallback(ctypes.byref(mask), ctypes.byref(udata), ctypes.byref(function))
+    before = (mask.value, udata.value, function.value)
+    capture = cudnn_log.CudnnCapture(library=CUDNN)
+    assert capture.start()
+    first, seen = capture.offset(), capture.messages_seen
+    descriptor = ctypes.c_void_p()
+    assert lib.cudnnCreateTensorDescriptor(ctypes.byref(descriptor)) == 0
+    assert lib.cudnnSetTensor4dDescriptor(descriptor, 0, 0, 2, 3, 4, 5) == 0
+    lib.cudnnDestroyTensorDescriptor(descriptor)
+    # Every call reaches the callback; only executions are kept for the parser.
+    assert capture.messages_seen >= seen + 3 and capture.offset() == first
+    # An execution (refused without a handle: no GPU needed) is kept, in the file's layout.
+    assert lib.cudnnBackendExecute(None, None, None) != 0
+    text = "".join(capture._messages[first:capture.offset()])
+    assert re.search(r"^I! CuDNN \(v\d+ \d+\) function cudnnBackendExecute\(\) called:\n"
+                     r"i!     handle: type=cudnnHandle_t; val=NULL_PTR;\n", text, re.M), text[:400]
+    assert capture.executes_between(first, capture.offset()) == []  # no convolution, no error
+    capture.stop()
+    lib.cudnnGetCallback(ctypes.byref(mask), ctypes.byref(udata), ctypes.byref(function))
+    if before[0] & ~2 == 0 and before[2] is None:
+        # Nothing was logged before: errors only (cuDNN keeps them), into a C no-op, so that
+        # cuDNN does not start printing its errors to stdout.
+        assert mask.value == 2 and function.value is not None
+    else:
+        assert (mask.value, udata.value, function.value) == before
+    seen = capture.messages_seen
+    assert lib.cudnnCreateTensorDescriptor(ctypes.byref(descriptor)) == 0
+    lib.cudnnDestroyTensorDescriptor(descriptor)
+    assert capture.messages_seen == seen and capture.offset() == 0  # stopped: nothing caught
+
+
+def test_a_message_becomes_the_block_the_file_would_hold():
+    assert cudnn_log.message_text(3, ["CuDNN (v91900 56) function cudnnGetVersion() called:",
+                                      "Time: 2026-11-27T09:31:30.033160"]) == (
+        "I! CuDNN (v91900 56) function cudnnGetVersion() called:\n"
+        "i! Time: 2026-11-27T09:31:30.033160\n\n")
+    assert cudnn_log.message_text(2, ["CuDNN (v91900 56) function f() called:"]).startswith(
+        "W! CuDNN")

@@ -1,14 +1,16 @@
 """What cuDNN ran for each convolution of the op window, read from cuDNN's own API log
 (docs/pytorch.md, "cuDNN ledger").
 
-With CUDNN_LOGLEVEL_DBG=3 and CUDNN_LOGDEST_DBG=<file> (`repro-audit exec --trace-ops` sets both
-per run), cuDNN writes every API call it receives, with its arguments, to the file. PyTorch 2
+cuDNN reports every API call it receives, with its arguments, to a callback set with
+cudnnSetCallback (CudnnCapture: the recorder's, for the op window's steps only), or, with
+CUDNN_LOGLEVEL_DBG=3 and CUDNN_LOGDEST_DBG=<file>, writes the same text to the file (CudnnLog). PyTorch 2
 runs convolutions through cuDNN's graph API, so each convolution it executes is one
 `cudnnBackendExecute` call whose logged execution plan names the operation
 (CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD/BACKWARD_DATA/BACKWARD_FILTER_DESCRIPTOR), the
 engine (`engine_id`), its knob choices (CUDNN_KNOB_TYPE_...) and its numerical notes
-(CUDNN_NUMERICAL_NOTE_...: TENSOR_CORE, NONDETERMINISTIC...). The recorder notes the log's size
-before and after each convolution op of the window and reads the calls in between; with
+(CUDNN_NUMERICAL_NOTE_...: TENSOR_CORE, NONDETERMINISTIC...). The recorder notes where the
+messages (or the log file) stand before and after each convolution op of the window and reads the
+calls in between; with
 `cudnn.benchmark` the op first executes every candidate plan while timing them, so per direction
 the last execution is the plan that ran.
 
@@ -131,11 +133,13 @@ def candidates(executes):
     return timed
 
 
-_SEV_ERROR_EN, _SEV_WARNING_EN, _SEV_INFO_EN = 1, 2, 4  # cudnn_graph.h CUDNN_SEV_*_EN
+# cudnn_graph.h: CUDNN_SEV_ERROR_EN = 1 << CUDNN_SEV_ERROR (1), WARNING 2, INFO (API calls) 3.
+_SEV_ERROR_EN, _SEV_WARNING_EN, _SEV_INFO_EN = 1 << 1, 1 << 2, 1 << 3
+_PREFIXES = {1: ("E! ", "e! "), 2: ("W! ", "w! "), 3: ("I! ", "i! ")}
 
 
 def _loaded_cudnn(maps="/proc/self/maps"):
-    """The path of the libcudnn.so.9 this process has loaded (PyTorch's), or None: never one
+    """The path of the libcudnn.so this process has loaded (PyTorch's), or None: never one
     loaded here, which could be another copy than the one PyTorch calls."""
     try:
         with open(maps) as f:
@@ -148,50 +152,146 @@ def _loaded_cudnn(maps="/proc/self/maps"):
     return None
 
 
-class ApiLogSwitch:
-    """Turns cuDNN's API logging (its INFO messages) on and off while the process runs, through
-    cudnnSetCallback on the cuDNN PyTorch loaded (the default callback keeps writing where
-    CUDNN_LOGDEST_DBG says): exec sets CUDNN_LOGLEVEL_DBG=3 for the whole run, but the ledger
-    needs only the op window's calls, and cuDNN logs about 130,000 lines a step under
-    cudnn.benchmark (the real logs). Outside the window the log stops growing and the steps stop
-    paying for it. Until PyTorch has loaded cuDNN (its first convolution) nothing can be
-    switched, and cuDNN logs as the environment says."""
+def message_text(severity, lines):
+    """A message cuDNN hands its callback, its lines as received (split at NULs), as the block
+    it would have written to CUDNN_LOGDEST_DBG: the first line after "I! ", the others after
+    "i! " (W!/w! for warnings, E!/e! for errors), then a blank line."""
+    first, rest = _PREFIXES.get(severity, ("I! ", "i! "))
+    if not lines:
+        return ""
+    return "".join([first + lines[0] + "\n"] + [rest + l + "\n" for l in lines[1:]]) + "\n"
 
-    def __init__(self):
-        self._set = None
-        self.quiet = False  # API logging switched off at least once
 
-    def _function(self):
-        if self._set is None:
-            path = _loaded_cudnn()
-            if path is None:
-                return None
-            import ctypes
-            try:
-                lib = ctypes.CDLL(path)
-                self._set = lib.cudnnSetCallback
-                self._set.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-                self._set.restype = ctypes.c_int
-            except (OSError, AttributeError):
-                self._set = False
-        return self._set or None
+class CudnnCapture:
+    """cuDNN's API messages, caught in memory through cudnnSetCallback on the cuDNN PyTorch
+    loaded (no file, no environment variable, no logging outside the op window): start() before
+    a window step's ops, stop() after it, which gives cuDNN back the callback, levels and
+    destination it had. Between the two every API call cuDNN receives is one message, which is
+    turned into the block the file log would hold (message_text), so the parser reads both
+    alike. Measured on cuDNN 9.19 (its library on this machine, no GPU needed): the callback gets
+    each call's lines separated by NULs, ending with two, without the "I!"/"i!" prefixes."""
 
-    def api_calls(self, on):
-        """Logs cuDNN's API calls (on) or only its warnings and errors; False when cuDNN is not
-        loaded yet (or has no switch)."""
-        set_callback = self._function()
-        if set_callback is None:
+    def __init__(self, library=None):
+        self._library_path = library
+        self._set = self._get = None
+        self._original = None
+        self._callback = None
+        self._messages = []
+        self.active = False
+        self.messages_seen = 0
+        self.why_not = None
+
+    def _bind(self):
+        """Finds cuDNN's callback functions; False (and why_not) when it cannot."""
+        if self._set is not None:
+            return True
+        import ctypes
+        path = self._library_path or _loaded_cudnn()
+        if path is None:
+            self.why_not = "this process has loaded no cuDNN shared library"
             return False
-        mask = _SEV_ERROR_EN | _SEV_WARNING_EN | (_SEV_INFO_EN if on else 0)
-        if set_callback(mask, None, None) != 0:
+        try:
+            lib = ctypes.CDLL(path)
+            set_callback, get_callback = lib.cudnnSetCallback, lib.cudnnGetCallback
+        except (OSError, AttributeError) as e:
+            self.why_not = "cuDNN's callback functions were not found in %s (%s)" % (path, e)
             return False
-        self.quiet = self.quiet or not on
+        set_callback.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+        set_callback.restype = ctypes.c_int
+        get_callback.argtypes = [ctypes.POINTER(ctypes.c_uint),
+                                 ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.POINTER(ctypes.c_void_p)]
+        get_callback.restype = ctypes.c_int
+        callback_type = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_void_p)
+        self._callback = callback_type(self._receive)  # kept: cuDNN holds only its address
+        self._set, self._get, self.why_not = set_callback, get_callback, None
         return True
+
+    def _receive(self, severity, udata, debug, message):
+        import ctypes
+        self.messages_seen += 1
+        if not message:
+            return
+        # Only executions are parsed: a convolution is about 37 API calls (descriptors made,
+        # set, finalized, destroyed around one execute), and reading every line of each cost
+        # ResNet-18's step with op records 58 ms of 310 on an H100. The first line is the header.
+        first = ctypes.string_at(message)
+        if b"cudnnBackendExecute" not in first:
+            return
+        lines, at = [], message
+        while True:  # NUL-separated lines, an empty one at the end
+            line = first if at == message else ctypes.string_at(at)
+            if not line:
+                break
+            lines.append(line.decode("utf-8", "replace"))
+            at += len(line) + 1
+        self._messages.append(message_text(severity, lines))
+
+    @property
+    def usable(self):
+        return self.why_not is None
+
+    def start(self):
+        """Catches every API call from now on; False when cuDNN is not at hand (why_not)."""
+        if self.active:
+            return True
+        if not self._bind():
+            return False
+        import ctypes
+        mask, udata, function = ctypes.c_uint(), ctypes.c_void_p(), ctypes.c_void_p()
+        if self._get(ctypes.byref(mask), ctypes.byref(udata), ctypes.byref(function)) != 0:
+            self.why_not = "cudnnGetCallback failed"
+            return False
+        self._original = (mask.value, udata.value, function.value)
+        on = _SEV_ERROR_EN | _SEV_WARNING_EN | _SEV_INFO_EN
+        if self._set(on, None, ctypes.cast(self._callback, ctypes.c_void_p)) != 0:
+            self.why_not = "cudnnSetCallback failed"
+            return False
+        self.active = True
+        return True
+
+    def stop(self):
+        """Gives cuDNN back what it had before start(), and forgets the messages. cuDNN keeps
+        errors on whatever mask it is given (cudnnSetCallback(0, ...) reads back as 2), and its
+        default callback then prints them to stdout, which a process that logged nothing before
+        must not start doing (cudnn.benchmark meets NOT_SUPPORTED engines by the dozen). So where
+        nothing was logged, the callback left behind is libc's getpid: C code that ignores its
+        arguments and does nothing, so no Python runs inside cuDNN, even at interpreter exit."""
+        if self.active:
+            mask, udata, function = self._original
+            if function is None and mask & ~_SEV_ERROR_EN == 0 and not os.environ.get(
+                    "CUDNN_LOGDEST_DBG"):
+                import ctypes
+                sink = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p)
+                self._set(_SEV_ERROR_EN, None, sink)
+            else:
+                self._set(mask, udata, function)
+            self.active = False
+        self._messages = []
+
+    def offset(self):
+        return len(self._messages)
+
+    def executes_between(self, begin, end):
+        if end <= begin:
+            return []
+        return parse_executes("".join(self._messages[begin:end]))
 
 
 class CudnnLog:
     """The cuDNN API log of this process, when the environment makes cuDNN write one to a file
-    the recorder can read; `why_not` says why not otherwise."""
+    the recorder can read; `why_not` says why not otherwise. The fallback of CudnnCapture where
+    cuDNN's callback cannot be reached (a cuDNN linked statically); start() and stop() do
+    nothing: the environment decides what cuDNN logs."""
+
+    active = True
+
+    def start(self):
+        return self.usable
+
+    def stop(self):
+        pass
 
     def __init__(self, environ=os.environ):
         self.path = environ.get("CUDNN_LOGDEST_DBG")
@@ -223,3 +323,14 @@ class CudnnLog:
             f.seek(begin)
             text = f.read(end - begin).decode("utf-8", "replace")
         return parse_executes(text)
+
+
+def source(environ=os.environ):
+    """Where the op records read what cuDNN executed: its callback (CudnnCapture) when this
+    process has a cuDNN shared library loaded, else the file log the environment names
+    (CudnnLog), else a capture that will look for cuDNN again when the window starts."""
+    if _loaded_cudnn() is None:
+        log = CudnnLog(environ)
+        if log.usable:
+            return log
+    return CudnnCapture()

@@ -201,7 +201,7 @@ class Recorder:
             trace_ops = (keep_op[0], keep_op[0] + 1)
         if trace_ops is not None:
             header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
-            cudnn = (op_records.CudnnLedger(torch, cudnn_log.CudnnLog())
+            cudnn = (op_records.CudnnLedger(torch, cudnn_log.source())
                      if torch.cuda.is_available() else None)
             self._ops = op_records.OpRecording(
                 torch, model, optimizer, trace_ops, keep_bytes, cudnn, self._digester, keep_op,
@@ -302,21 +302,14 @@ class Recorder:
 
     def _write_ledger(self, cudnn):
         """The cuDNN ledger of the op window into the header, and what it holds in words
-        (environment `cudnn_log`); the API log exec asked for in the run's folder is removed: it
-        grows with every call of the run, and what the report needs of it is in the trace."""
+        (environment `cudnn_log`)."""
         header = self._records.header
         if cudnn is None:
             header["environment"]["cudnn_log"] = "no cuDNN: the run used no GPU"
             return
+        cudnn.log.stop()  # a step begun but never recorded: give cuDNN its callback back
         header["ledger"] = cudnn.entries
         header["environment"]["cudnn_log"] = cudnn.note()
-        log = cudnn.log.path
-        if (cudnn.log.usable and self._kept_path and os.path.dirname(os.path.abspath(log)) ==
-                os.path.dirname(os.path.abspath(self._kept_path))):
-            try:
-                os.remove(log)
-            except OSError:
-                pass
 
     def _replay_kept_op(self):
         """The kept op replayed in a fresh process (replay.py), its outcome in the trace's
