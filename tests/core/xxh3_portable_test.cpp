@@ -149,3 +149,25 @@ TEST_CASE("secret words read at every byte offset equal the secret's bytes", "[c
     REQUIRE(d::secret64(offset) == expected);
   }
 }
+
+TEST_CASE("the long hash split by lane and stripe group equals libxxhash", "[core][xxh3]") {
+  // The decomposition the GPU's warp-per-chunk kernel runs (kernels/digest.cu): every length
+  // past the mid-size path up to two blocks, then around the block and chunk boundaries, aligned
+  // and at an odd offset.
+  const std::vector<std::uint8_t> bytes = random_bytes(kMaxLength + 1, 11);
+  std::vector<std::size_t> lengths;
+  for (std::size_t len = 241; len <= 2100; ++len) lengths.push_back(len);
+  for (std::size_t len : {4095u, 4096u, 4097u, 65535u, 65536u, 65537u, 69999u, 70000u}) {
+    lengths.push_back(len);
+  }
+  for (std::size_t offset : {0u, 1u}) {
+    for (std::size_t len : lengths) {
+      const auto got = ra::xxh3::detail::hash_long_by_lanes(bytes.data() + offset, len);
+      const Hash128 want = reference(bytes.data() + offset, len);
+      if (got != want) {
+        FAIL("length " << len << " offset " << offset << ": " << describe(got) << " != "
+                       << describe(want));
+      }
+    }
+  }
+}
