@@ -68,7 +68,7 @@ def test_a_host_batch_digests_as_the_host_definition():
     pending = [batch.add(t) for t in tensors]
     loss = batch.add_copy(torch.tensor(0.25))
     batch.collect()
-    assert [p.value for p in pending] == [host_reference(t) for t in tensors]
+    assert pending == [host_reference(t) for t in tensors]  # on the host: the digests at once
     assert loss.value.item() == 0.25
 
 
@@ -113,7 +113,7 @@ def test_gpu_device_digests_equal_the_host_digests():
     batch = digester.batch()
     pending = [batch.add(t.cuda()) for t in tensors]
     batch.collect()
-    assert [p.value for p in pending] == [host_reference(t) for t in tensors]
+    assert device_digest.resolved(pending) == [host_reference(t) for t in tensors]
 
 
 @gpu
@@ -127,6 +127,6 @@ def test_gpu_op_record_digests_and_kept_bytes_equal_the_hosts():
     kept = [op_digests.flat_digest_and_bytes(torch, v, batch) for v in values]
     batch.collect()
     host = [op_digests.flat_digest(torch, v.cpu()) for v in values]
-    assert [p.value for p in flat] == host == [d.value for d, _ in kept]
+    assert device_digest.resolved(flat) == host == device_digest.resolved([d for d, _ in kept])
     assert [bytes(b.cpu().numpy()) for _, (_, b) in kept] == [
         op_digests.flat_digest_and_bytes(torch, v.cpu())[1][1] for v in values]

@@ -114,30 +114,38 @@ class DigestBatch:
     def __init__(self, torch, library):
         self._torch = torch
         self._library = library
+        self._tags = {torch.float32: digests.F32, torch.int32: digests.I32,
+                      torch.int64: digests.I64, torch.uint8: digests.U8}
         self._queued = {}     # device index -> [(tensor, bytes, Pending, tag, shape)]
         self._launched = []   # (device index, out tensor, [(Pending, first_chunk, chunks, tag, shape)])
         self._copies = []     # (Pending, device tensor): values copied back with the digests
         self._download = None  # (event, [(host tensor, [launched entries])], [(Pending, host)])
 
     def add(self, tensor, tag=None, shape=None, raw=False):
-        """A Pending for the digest of `tensor`'s bytes as a tensor of trace type `tag` and
-        `shape` (default: the tensor's own, digest.tag_of; op records pass the flat form, and
-        `raw` when the tensor is detached with its conjugate and negative views resolved)."""
+        """The digest of `tensor`'s bytes (a Pending of it while the GPU computes it) as a
+        tensor of trace type `tag` and `shape` (default: the tensor's own, digest.tag_of; op
+        records pass the flat form, and `raw` when the tensor has its conjugate and negative
+        views resolved)."""
         torch = self._torch
         t = tensor
-        if not raw:
+        if tag is None:
+            tag = self._tags.get(t.dtype)
+            if tag is None:
+                tag = digests.tag_of(torch, t.dtype)
+        # Conjugate and negative views (whose memory is not their values) exist for complex
+        # dtypes, never for the four the trace names: a step's weights, gradients and state skip
+        # the checks, and the detach, which a read of their memory does not need.
+        if not raw and t.dtype not in self._tags:
             t = t.detach()
             if t.is_conj():
                 t = t.resolve_conj()
             if t.is_neg():
                 t = t.resolve_neg()
-        if tag is None:
-            tag = digests.tag_of(torch, t.dtype)
         shape = tuple(t.shape) if shape is None else tuple(shape)
-        if self._library is None or t.device.type != "cuda":
-            host = t.to("cpu").contiguous()
+        if self._library is None or t.device.type != "cuda":  # the digest itself, at once
+            host = t.detach().to("cpu").contiguous()
             data = host.reshape(-1).view(torch.uint8).numpy() if host.numel() else b""
-            return Pending(digests.digest_bytes(tag, shape, data))
+            return digests.digest_bytes(tag, shape, data)
         if not t.is_contiguous():
             t = t.contiguous()  # a copy on the current stream: read in order after it
         pending = Pending()

@@ -9,7 +9,6 @@ scalar or starts from another random state is told apart from a kernel that comp
 """
 import math
 
-from . import device_digest
 from . import digest as digests
 
 _SHORT_NAMES = {
@@ -81,10 +80,7 @@ def flat_digest_and_bytes(torch, tensor, batch=None):
         kept = _flat_bytes(torch, values).clone()
         return batch.add(values, tag, shape, raw=True), (_TAG_NAMES[tag], kept)
     data = _flat_bytes(torch, values.to("cpu")).numpy().tobytes()
-    digest = digests.digest_bytes(tag, shape, data)
-    if batch is not None:
-        digest = device_digest.Pending(digest)
-    return digest, (_TAG_NAMES[tag], data)
+    return digests.digest_bytes(tag, shape, data), (_TAG_NAMES[tag], data)
 
 
 def _value_text(torch, value):
