@@ -348,13 +348,15 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
         }
       }
       if (t) {
-        if (const std::string why = not_of_audit(*t, m, p.index); why.empty()) {
+        if (const std::string why = not_of_audit(*t, m, p.index); !why.empty()) {
+          check.foreign_files.push_back({name, why});
+          reason = "its trace " + name + " is not of this audit";
+        } else if (t->failed()) {  // never compared as whole; --resume runs it again
+          reason = "its trace " + name + " says the run " + describe_failure(*t->final);
+        } else {
           out.traces[static_cast<std::size_t>(p.index)] = std::move(t);
           check.runs.push_back(p.index);
           continue;
-        } else {
-          check.foreign_files.push_back({name, why});
-          reason = "its trace " + name + " is not of this audit";
         }
       }
     }
