@@ -10,6 +10,7 @@
 #include "audit/report_paths.h"
 #include "audit/shard.h"
 #include "commands.h"
+#include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
 #include "trace/op_window.h"
@@ -112,6 +113,10 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "Also record every aten op of the steps in WINDOW (A:B, A: or all; "
                   "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and "
                   "module where runs first part (docs/pytorch.md, \"Op records\")");
+  cmd->add_option("--timeout", o->exec.timeout_seconds,
+                  "Stop a run still going after SECONDS (SIGTERM to its process group, SIGKILL "
+                  "5 s later): the run fails, exit 3")
+      ->check(finite_positive_number());
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });

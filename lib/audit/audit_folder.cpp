@@ -153,7 +153,8 @@ std::optional<std::string> atomic_write_target(const std::string& name) {
 bool is_snapshot_file_name(const std::string& name) {
   if (name == "batches.json" || name == "weights-initial.safetensors" ||
       name == "weights-final.safetensors" || name == "kept-outputs.bin" ||
-      name == "cudnn-api.log") {
+      name == "cudnn-api.log" || name == kCommandLogName ||
+      name == std::string(kCommandLogName) + ".1" || name == kFailedTraceName) {
     return true;
   }
   const std::string suffix = ".safetensors";

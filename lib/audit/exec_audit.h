@@ -10,9 +10,13 @@
 //                           recorder writes as its header's spec, so a trace is known as the
 //                           audit's own by its digest
 // The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
-// same, from the traces. A run whose command fails, or writes no whole trace, is a RuntimeFailure
-// (exit 3) naming it with its exit status and the last lines of its output; nothing is compared
-// as if it had run.
+// same, from the traces. A run whose command fails, times out, is stopped by a signal exec passed
+// on, or writes no whole trace (or a failed run's) is a RuntimeFailure (exit 3) naming it with its
+// exit status and the last lines of its output; its trace, if any, is moved to
+// run-NNN/failed.trace.jsonl, so nothing is compared as if it had run and --resume runs it again.
+// Each run's output is kept in run-NNN/command.log, a bounded ring (core/log_ring.h). exec owns
+// its runs (core/process.h): each in its own process group, SIGINT and SIGTERM passed on, no run
+// left behind when exec ends.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -45,6 +49,8 @@ struct ExecOptions {
   // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
   // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
   std::optional<OpWindow> trace_ops;
+  // --timeout: a run still going after this many seconds is stopped and failed (exit 3); 0: none.
+  double timeout_seconds = 0.0;
 };
 
 // The audit's name for a command: the first argument ending in ".py" without it ("train" for
