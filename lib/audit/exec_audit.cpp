@@ -53,6 +53,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
   m.fault = nullptr;
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  set_expectation(m, o.expect_identical, kExpectIdentical);  // exec's question: why runs differ
   m.runs = plan;
   return m;
 }
@@ -235,7 +236,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
   ComparisonOptions compare_options;
-  compare_options.expect_identical = o.expect_identical.value_or(true);
+  compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).
   compare_options.measure_magnitudes = true;
