@@ -131,10 +131,10 @@ std::string loader_workers(const ComparisonResult& r) {
   std::string out;
   for (const audit::SharedWorkerStream& s : f.shared_streams) {
     out += format(
-        "Data loader workers: workers %s share one random stream in %s (runs %s, %lld of %lld "
-        "passes over the data): what they draw from it, random augmentations or samples, "
-        "repeats across workers; seed it per worker in worker_init_fn (docs/pytorch.md, "
-        "\"Loader workers\")\n",
+        "Data loader workers: workers %s start from the same state of the random stream %s "
+        "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or never "
+        "drawn from, what they draw from it, random augmentations or samples, repeats across "
+        "workers; seed it per worker in worker_init_fn (docs/pytorch.md, \"Loader workers\")\n",
         ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
         static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded));
   }
