@@ -174,3 +174,18 @@ def test_a_failed_trace_left_in_a_folder_is_missing_for_compare_and_resume(tmp_p
     resumed = exec_audit(tmp_path, "--runs", "2", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert end_record(out / "run-001.trace.jsonl")["status"] == "completed"
+
+
+def test_exec_names_a_trace_it_refuses_without_the_wrong_hint(tmp_path):
+    """A trace that is there but refused (a recorder of another version, a damaged file) is said
+    to be refused, with the reader's reason: not "does it create the recorder?"."""
+    needs_binary()
+    script = tmp_path / "train.py"
+    script.write_text("import os\nopen(os.environ['REPRO_AUDIT_TRACE'], 'w').write('{}\\n')\n")
+    done = subprocess.run([BINARY, "exec", "--out", str(tmp_path / "out"), "--",
+                           sys.executable, str(script)], capture_output=True, text=True,
+                          env=script_env())
+    assert done.returncode == 3
+    assert "wrote a trace this tool refuses" in done.stderr
+    assert "Recorder.from_env" not in done.stderr and "record(model" not in done.stderr
+    assert (tmp_path / "out" / "run-000" / "failed.trace.jsonl").exists()
