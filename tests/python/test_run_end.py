@@ -91,6 +91,20 @@ def test_an_exception_writes_a_failed_end_record(tmp_path, form):
     assert end["steps"] == 3
 
 
+def test_sys_exit_0_in_the_block_is_a_normal_end_and_exit_1_a_failure(tmp_path):
+    script = tmp_path / "stop.py"
+    script.write_text("import sys, torch, repro_audit\nmodel = torch.nn.Linear(2, 2)\n"
+                      "with repro_audit.record(model) as rec:\n"
+                      "    rec.step(loss=1.0)\n    sys.exit(int(sys.argv[1]))\n")
+    for code, status in ((0, "completed"), (1, "failed")):
+        trace = tmp_path / f"run-00{code}.trace.jsonl"
+        done = subprocess.run([sys.executable, str(script), str(code)], capture_output=True,
+                              text=True, env=script_env(REPRO_AUDIT_TRACE=trace))
+        assert done.returncode == code, done.stderr
+        assert end_record(trace)["status"] == status
+    assert end_record(tmp_path / "run-001.trace.jsonl")["error"] == "SystemExit"
+
+
 @pytest.mark.parametrize("form", ["with", "close", "exit"])
 def test_a_run_that_reaches_its_end_is_completed(tmp_path, form):
     done, trace = run_by_hand(tmp_path, FORM=form)

@@ -50,6 +50,15 @@ def exception_name(exception_type):
     return name if module == "builtins" else f"{module}.{name}"
 
 
+def failure_of(exception_type, exception):
+    """What a failed end record says of an exception, or None when it is no failure:
+    sys.exit() or sys.exit(0) is the script's normal end."""
+    if (isinstance(exception_type, type) and issubclass(exception_type, SystemExit) and
+            getattr(exception, "code", None) in (None, 0)):
+        return None
+    return exception_name(exception_type)
+
+
 def check_step_arguments(loss, epoch):
     """TypeError or ValueError for a step the trace cannot record, with or without an audit (a
     typo fails the day it is written, not the day a run is audited)."""
@@ -244,7 +253,7 @@ class Recorder:
         """The end of the `with` block ends the run: completed, or failed by the exception that
         leaves it (which goes on)."""
         if exception_type is not None and self._error is None:
-            self._error = exception_name(exception_type)
+            self._error = failure_of(exception_type, exception)
         self.close()
         return False
 
