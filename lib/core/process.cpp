@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,11 @@ std::string resolve_program(const std::string& name) {
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
     const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;  // as execvp: a folder of that name is passed over
+    }
     begin = end + 1;
   }
   throw InputError("cannot run '" + name + "': " + std::strerror(ENOENT) + " (not in PATH)");
