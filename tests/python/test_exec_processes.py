@@ -19,7 +19,7 @@ BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 # Writes its pid, process group and the pid of a child it leaves behind to PIDS, then records a
 # run (PRINT_MB megabytes of output first), or hangs (HANG).
 SCRIPT = r"""
-import json, os, subprocess, sys, time, torch, repro_audit
+import json, os, subprocess, sys, time
 child = subprocess.Popen(["sleep", "1000"])
 with open(os.environ["PIDS"] + "." + os.environ["REPRO_AUDIT_RUN"], "w") as f:
     json.dump({"pid": os.getpid(), "pgid": os.getpgid(0), "child": child.pid}, f)
@@ -29,6 +29,7 @@ for i in range(int(os.environ.get("PRINT_MB", "0")) * 10000):
 print("the last line")
 if os.environ.get("HANG"):
     time.sleep(1000)
+import torch, repro_audit  # after the pids: importing torch takes seconds on a loaded machine
 repro_audit.seed_everything()
 model = torch.nn.Linear(2, 2)
 with repro_audit.record(model) as rec:
@@ -80,10 +81,10 @@ def gone(pid, wait=10.0):
 
 def test_a_run_past_its_timeout_is_stopped_and_failed(tmp_path):
     started = time.monotonic()
-    done = start_exec(tmp_path, "--runs", "2", "--timeout", "3", HANG=1)
+    done = start_exec(tmp_path, "--runs", "2", "--timeout", "5", HANG=1)
     _, err = done.communicate(timeout=120)
     assert done.returncode == 3, err
-    assert "run 0: the command timed out after 3 s (--timeout)" in err
+    assert "run 0: the command timed out after 5 s (--timeout)" in err
     assert time.monotonic() - started < 60
     pids = pids_of(tmp_path)
     assert gone(pids["pid"]) and gone(pids["child"])
