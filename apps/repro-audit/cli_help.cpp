@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <limits>
 
 #include "core/printable.h"
@@ -79,22 +81,40 @@ std::string unexpected_arguments_message(const CLI::App& app,
   return out;
 }
 
-void check_integers_first(CLI::App& app) {
-  const CLI::Validator integer(
-      [](std::string& text) -> std::string {
-        const std::size_t digits = text.starts_with("-") ? 1 : 0;
-        if (text.size() > digits &&
-            text.find_first_not_of("0123456789", digits) == std::string::npos) {
-          return {};
+namespace {
+
+// A whole decimal number: digits, after a '-' only where the type is signed, within 64 bits.
+CLI::Validator whole_number(bool is_unsigned) {
+  return CLI::Validator(
+      [is_unsigned](std::string& text) -> std::string {
+        const std::size_t sign = !is_unsigned && text.starts_with("-") ? 1 : 0;
+        const bool digits =
+            text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos;
+        errno = 0;
+        if (digits && is_unsigned) (void)std::strtoull(text.c_str(), nullptr, 10);
+        if (digits && !is_unsigned) (void)std::strtoll(text.c_str(), nullptr, 10);
+        if (digits && errno != ERANGE) return {};
+        const std::size_t any_sign = text.starts_with("-") ? 1 : 0;
+        if (text.size() <= any_sign ||
+            text.find_first_not_of("0123456789", any_sign) != std::string::npos) {
+          return "expected a whole number, got '" + printable(text) + "'";
         }
-        return "expected a whole number, got '" + printable(text) + "'";
+        return std::string("expected an integer in ") +
+               (is_unsigned ? "0..18446744073709551615"
+                            : "-9223372036854775808..9223372036854775807") +
+               ", got '" + printable(text) + "'";
       },
       "");
+}
+
+}  // namespace
+
+void check_integers_first(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     // "INT", or "INT:INT in [1 - 10000]" once a range check describes itself.
     const std::string type = o->get_type_name();
     if (type.starts_with("INT") || type.starts_with("UINT")) {
-      o->transform(integer);  // first, before any range check
+      o->transform(whole_number(type.starts_with("UINT")));  // first, before any range check
     }
   }
   for (CLI::App* sub : app.get_subcommands({})) check_integers_first(*sub);

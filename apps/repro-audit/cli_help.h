@@ -13,8 +13,12 @@ namespace ra::app {
 std::string unexpected_arguments_message(const CLI::App& app,
                                          const std::vector<std::string>& extras);
 
-// Every integer option checks its text first: "--runs: expected an integer, got 'two'" rather
-// than a range message about a word (installed on every option of type INT or UINT).
+// Every integer option checks its text first, one check for all of them: "--runs: expected a
+// whole number, got 'two'" rather than a range message about a word, and a number outside its
+// type's range refused, never wrapped or clamped ("--seed -1", "--seed 18446744073709551616" and
+// "--seed 1e23" would become 2^64-1 in CLI11's conversion). Installed on every option of type INT
+// (a sign and digits, within 64 bits) or UINT (digits only, within 0..2^64-1); the option's own
+// range check, if any, runs after it.
 void check_integers_first(CLI::App& app);
 
 }  // namespace ra::app

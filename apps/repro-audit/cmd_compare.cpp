@@ -38,7 +38,8 @@ int run_compare(const CompareOptions& o) {
   }
   audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, context);
   audit::ComparisonOptions options;
-  // Without --expect, identity is expected when every trace says it ran fully deterministic.
+  // Without --expect: the audit's expectation (its manifest's); for trace files named alone,
+  // identity when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);
   options.loss_tolerance = o.tolerance;
   options.measure_magnitudes = !o.no_magnitude;
@@ -62,7 +63,8 @@ void register_compare(CLI::App& app, CommandRun& run) {
                   "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
-                  "identical when every run was fully deterministic)")
+                  "the audit's, from its folder's manifest; for trace files, identical when "
+                  "every run was fully deterministic)")
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
       ->check(finite_positive_number());

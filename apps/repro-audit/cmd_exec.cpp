@@ -13,6 +13,7 @@
 #include "audit/shard.h"
 #include "commands.h"
 #include "core/error.h"
+#include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
 #include "trace/op_window.h"
@@ -143,6 +144,10 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "whole in every run, whatever the keep budget: its magnitude, and K replays of "
                   "it in a fresh process that tell a nondeterministic kernel from a setting "
                   "(REPRO_AUDIT_KEEP_OP; docs/pytorch.md, \"The root-cause op's magnitude\")");
+  cmd->add_option("--timeout", o->exec.timeout_seconds,
+                  "Stop a run still going after SECONDS (SIGTERM to its process group, SIGKILL "
+                  "5 s later): the run fails, exit 3")
+      ->check(finite_positive_number());
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });

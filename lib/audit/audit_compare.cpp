@@ -147,8 +147,24 @@ ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& f
   return compare_with_snapshots(traces, options, {});
 }
 
+// The expectation of audits whose manifests compare reads, when --expect did not say it: each
+// audit decided its own (manifest `expect`), and of several the strictest applies (identity, then
+// identity of fully deterministic runs, then any), so no reader passes what another fails.
+void apply_expectation(const AuditManifest& m, ComparisonOptions& options, bool& first) {
+  const std::optional<bool> e = expectation_of(m);
+  if (first) {
+    options.expect_identical = e;
+  } else if (e == true || (!e && options.expect_identical == false)) {
+    options.expect_identical = e;
+  }
+  first = false;
+}
+
 ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                const ComparisonOptions& options) {
+                                const ComparisonOptions& given) {
+  ComparisonOptions options = given;
+  bool first_manifest = !given.expect_identical.has_value();
+  const bool from_manifests = first_manifest;
   std::vector<Trace> traces;
   std::vector<AuditFolderCheck> folders;
   for (const std::filesystem::path& input : inputs) {
@@ -159,7 +175,9 @@ ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs
     }
     std::vector<Trace> found;
     if (std::filesystem::exists(input / kManifestName, ec)) {
-      ManifestRuns runs = read_manifest_runs(input, read_manifest(input), DamagedTrace::reject);
+      const AuditManifest manifest = read_manifest(input);
+      if (from_manifests) apply_expectation(manifest, options, first_manifest);
+      ManifestRuns runs = read_manifest_runs(input, manifest, DamagedTrace::reject);
       found = whole_runs(input, runs);
       folders.push_back(std::move(runs.check));
     } else {

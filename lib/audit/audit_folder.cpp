@@ -153,7 +153,9 @@ std::optional<std::string> atomic_write_target(const std::string& name) {
 bool is_snapshot_file_name(const std::string& name) {
   if (name == "batches.json" || name == "weights-initial.safetensors" ||
       name == "weights-final.safetensors" || name == "kept-outputs.bin" ||
-      name == "cudnn-api.log" || name == "kept-op.pt" || name == "replay.json") {
+      name == "cudnn-api.log" || name == "kept-op.pt" || name == "replay.json" ||
+      name == kCommandLogName || name == std::string(kCommandLogName) + ".1" ||
+      name == kFailedTraceName) {
     return true;
   }
   const std::string suffix = ".safetensors";
@@ -348,13 +350,15 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
         }
       }
       if (t) {
-        if (const std::string why = not_of_audit(*t, m, p.index); why.empty()) {
+        if (const std::string why = not_of_audit(*t, m, p.index); !why.empty()) {
+          check.foreign_files.push_back({name, why});
+          reason = "its trace " + name + " is not of this audit";
+        } else if (t->failed()) {  // never compared as whole; --resume runs it again
+          reason = "its trace " + name + " says the run " + describe_failure(*t->final);
+        } else {
           out.traces[static_cast<std::size_t>(p.index)] = std::move(t);
           check.runs.push_back(p.index);
           continue;
-        } else {
-          check.foreign_files.push_back({name, why});
-          reason = "its trace " + name + " is not of this audit";
         }
       }
     }

@@ -17,6 +17,10 @@ namespace ra::audit {
 
 inline constexpr const char* kManifestName = "audit.json";
 inline constexpr const char* kLockName = "audit.lock";
+// In run-NNN/ of an exec audit: the trace of a run that failed, moved out of the way (exec), and
+// the output of the run's command (a bounded ring, core/process.h).
+inline constexpr const char* kFailedTraceName = "failed.trace.jsonl";
+inline constexpr const char* kCommandLogName = "command.log";
 
 // "a, b, c and 4 more": names for a message, at most `max_items` of them.
 std::string name_list(const std::vector<std::string>& items, std::size_t max_items = 8);
@@ -34,8 +38,9 @@ std::optional<int> run_of_snapshot_folder_name(const std::string& name);
 // "<name>.tmp-<pid>-<n>", the temporary file of an atomic write of <name> (core/atomic_file.h):
 // <name>, or none.
 std::optional<std::string> atomic_write_target(const std::string& name);
-// A file the snapshot writer puts into run-NNN/ (weights-initial/final/epoch-E/step-S.safetensors,
-// batches.json).
+// A file the tool puts into run-NNN/ (weights-initial/final/epoch-E/step-S.safetensors,
+// batches.json; of PyTorch runs kept-outputs.bin, cudnn-api.log, command.log,
+// failed.trace.jsonl).
 bool is_snapshot_file_name(const std::string& name);
 
 // What a folder holds, classified by name (nothing is read). Names are relative to the folder

@@ -111,6 +111,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   }
   m.runs = plan;
   m.runtime = runtime_facts(m.backend);
+  set_expectation(m, o.expect_identical, kExpectWhenDeterministic);
   return m;
 }
 

@@ -1,8 +1,7 @@
 #include "audit/exec_audit.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
+#include <cstring>
 
 #include "audit/audit_compare.h"
 #include "audit/audit_folder.h"
@@ -13,6 +12,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/process.h"
+#include "core/stop_signals.h"
 #include "trace/op_window.h"
 #include "trace/trace_io.h"
 
@@ -54,23 +54,68 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
   m.fault = nullptr;
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  set_expectation(m, o.expect_identical, kExpectIdentical);  // exec's question: why runs differ
   m.runs = plan;
   return m;
 }
 
+// What is wrong with a run whose command ended with `result`, or "" when it is a whole run of the
+// audit: the command failed, wrote no trace, a trace this tool refuses, a failed run's trace, or
+// one without the op records asked for.
+std::string run_problem(const ProcessResult& result, const fs::path& trace,
+                        const AuditManifest& m) {
+  if (result.timed_out || result.forwarded != 0) return result.describe();  // "timed out ..."
+  if (!result.ok()) return "ended with " + result.describe();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(trace, ec))) {
+    return "wrote no trace " + trace.filename().string() +
+           ": does it record with repro_audit.record(model, optimizer) (docs/pytorch.md)?";
+  }
+  try {
+    const Trace t = read_trace(trace);
+    if (t.failed()) return "ran, but the run " + describe_failure(*t.final);
+    if (!m.trace_ops.empty() && !t.header.trace_ops) {
+      return "wrote a trace without op records, though --trace-ops " + m.trace_ops +
+             " asked for them: is its repro_audit older than op records?";
+    }
+  } catch (const InputError& e) {
+    return std::string("wrote a trace this tool refuses (") + e.what() +
+           "): is its repro_audit another version than this tool's?";
+  }
+  return "";
+}
+
+// A trace of a run that failed is never taken for a whole run: moved into the run's folder as
+// failed.trace.jsonl (the folder's own file, removed when the run runs again), so the audit
+// folder holds only whole traces and --resume runs it again.
+void quarantine_trace(const fs::path& out_dir, int run) {
+  const fs::path trace = out_dir / trace_name(run);
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(trace, ec))) return;
+  const fs::path folder = out_dir / run_name(run);
+  fs::create_directories(folder, ec);
+  fs::rename(trace, folder / kFailedTraceName, ec);
+  if (ec) fs::remove(trace, ec);  // never left under a whole trace's name
+}
+
+// The run's folder (run-NNN/), where its command's output is kept.
+fs::path run_folder(const ExecOptions& o, int run) {
+  const fs::path folder = o.out_dir / run_name(run);
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) throw InputError("cannot create the run folder " + folder.string() + ": " + ec.message());
+  return folder;
+}
+
 // One run of the command; RuntimeFailure when it fails or leaves no whole trace.
 void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
+  if (const int signal = StopSignals::received(); signal != 0) {
+    throw RuntimeFailure("exec received signal " + std::to_string(signal) + " (" +
+                         strsignal(signal) + "): run " + std::to_string(p.index) +
+                         " was not started");
+  }
   const fs::path trace = o.out_dir / trace_name(p.index);
-  const fs::path log = fs::temp_directory_path() /
-                       ("repro-audit-exec-" + m.audit_id + "-" + std::to_string(p.index) + "-" +
-                        std::to_string(static_cast<long>(::getpid())) + ".log");
-  struct LogRemover {
-    fs::path path;
-    ~LogRemover() {
-      std::error_code ec;
-      fs::remove(path, ec);
-    }
-  } remover{log};
+  const fs::path log = run_folder(o, p.index) / kCommandLogName;
   std::vector<std::pair<std::string, std::string>> environment{
       {"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
       {"REPRO_AUDIT_RUN", std::to_string(p.index)},
@@ -89,30 +134,20 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
     environment.emplace_back("REPRO_AUDIT_DEVICE_DIGEST_LIBRARY",
                              fs::absolute(o.device_digest_library).string());
   }
-  const ProcessResult result = run_process(o.command, environment, log);
-  std::string problem;
-  if (!result.ok()) {
-    problem = "ended with " + result.describe();
-  } else {
-    try {
-      const Trace t = read_trace(trace);
-      if (!m.trace_ops.empty() && !t.header.trace_ops) {
-        problem = "wrote a trace without op records, though --trace-ops " + m.trace_ops +
-                  " asked for them: is its repro_audit older than op records?";
-      }
-    } catch (const InputError& e) {
-      problem = std::string("wrote no whole trace (") + e.what() +
-                "): does it create repro_audit.Recorder.from_env(...)?";
-    }
-  }
+  ProcessLimits limits;
+  limits.timeout_seconds = o.timeout_seconds;
+  const ProcessResult result = run_process(o.command, environment, log, limits);
+  const std::string problem = run_problem(result, trace, m);
   if (!problem.empty()) {
+    quarantine_trace(o.out_dir, p.index);
     // One line (the log keeps a record to a line): the output's last lines joined by " | ".
     std::string tail = last_lines(log, 8);
     for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at)) {
       tail.replace(at, 1, " | ");
     }
     throw RuntimeFailure("run " + std::to_string(p.index) + ": the command " + problem +
-                         (tail.empty() ? "; it printed nothing" : "; its last lines: " + tail));
+                         (tail.empty() ? "; it printed nothing" : "; its last lines: " + tail) +
+                         " (its output: " + log.string() + ")");
   }
 }
 
@@ -142,6 +177,7 @@ AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& 
   if (ec)
     throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
   const ShardLocks locks(o.out_dir, shard);
+  const StopSignals stop_signals;  // SIGINT and SIGTERM are passed on to the runs
   ShardFolderSetup setup(o.out_dir, shard, requested, progress);
   setup.inspect();
   const ShardPlan folder = setup.apply();
@@ -197,6 +233,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   folder_options.out_dir = o.out_dir;
   folder_options.folder_use = o.folder_use;
   folder_options.report_files = o.report_files;
+  const StopSignals stop_signals;  // SIGINT and SIGTERM are passed on to the runs
   const OutputFolder out_folder(o.out_dir);
   const FolderLock folder_lock(o.out_dir);
   AuditFolderSetup setup(o.out_dir, folder_options, requested_exec_manifest(o, plan), progress);
@@ -207,7 +244,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
   ComparisonOptions compare_options;
-  compare_options.expect_identical = o.expect_identical.value_or(true);
+  compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).
   compare_options.measure_magnitudes = true;

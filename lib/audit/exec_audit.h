@@ -13,9 +13,13 @@
 //                           (kernels/digest_abi), when this build has one and the caller's
 //                           environment names none
 // The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
-// same, from the traces. A run whose command fails, or writes no whole trace, is a RuntimeFailure
-// (exit 3) naming it with its exit status and the last lines of its output; nothing is compared
-// as if it had run.
+// same, from the traces. A run whose command fails, times out, is stopped by a signal exec passed
+// on, or writes no whole trace (or a failed run's) is a RuntimeFailure (exit 3) naming it with its
+// exit status and the last lines of its output; its trace, if any, is moved to
+// run-NNN/failed.trace.jsonl, so nothing is compared as if it had run and --resume runs it again.
+// Each run's output is kept in run-NNN/command.log, a bounded ring (core/log_ring.h). exec owns
+// its runs (core/process.h): each in its own process group, SIGINT and SIGTERM passed on, no run
+// left behind when exec ends.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -65,6 +69,8 @@ struct ExecOptions {
   // fresh process: lib/python/repro_audit/kept_op.py), as REPRO_AUDIT_KEEP_OP. The op window
   // defaults to that step and must hold it.
   std::optional<KeptOp> keep_op;
+  // --timeout: a run still going after this many seconds is stopped and failed (exit 3); 0: none.
+  double timeout_seconds = 0.0;
 };
 
 // The audit's name for a command: the first argument ending in ".py" without it ("train" for

@@ -1,12 +1,15 @@
 #include "audit/kept_outputs_file.h"
 
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/text_excerpt.h"
 
 namespace ra::audit {
 namespace {
@@ -25,21 +28,55 @@ std::optional<DType> dtype_of(const std::string& name) {
   return std::nullopt;
 }
 
-// One JSON object on one line.
-json line_of(std::ifstream& in, const char* what) {
-  std::string line;
-  if (!std::getline(in, line)) throw Damaged(std::string("it ends before ") + what);
-  json j = json::parse(line, nullptr, false);
-  if (!j.is_object()) throw Damaged(std::string(what) + " is not a JSON object");
-  return j;
+// The bytes of a file, consumed line by line and then byte by byte.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view bytes) : rest_(bytes) {}
+
+  // One JSON object on one line.
+  json line(const char* what) {
+    const std::size_t end = rest_.find('\n');
+    if (end == std::string_view::npos) throw Damaged(std::string("it ends before ") + what);
+    json j = json::parse(rest_.substr(0, end), nullptr, false);
+    rest_.remove_prefix(end + 1);
+    if (!j.is_object()) throw Damaged(std::string(what) + " is not a JSON object");
+    return j;
+  }
+  std::string_view take(std::uint64_t n) {
+    if (n > rest_.size()) throw Damaged("it ends inside an output's bytes");
+    const std::string_view out = rest_.substr(0, static_cast<std::size_t>(n));
+    rest_.remove_prefix(static_cast<std::size_t>(n));
+    return out;
+  }
+  bool done() const { return rest_.empty(); }
+
+ private:
+  std::string_view rest_;
+};
+
+// Checked members: a member of another type is damage, never an exception of the JSON library.
+std::optional<std::string> string_in(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<std::int64_t> integer_in(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned() &&
+      it->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  return it->get<std::int64_t>();
 }
 
 std::uint64_t count_in(const json& j, const char* key, std::uint64_t most) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() > most)
+  const std::optional<std::int64_t> value = integer_in(j, key);
+  if (!value || *value < 0 || static_cast<std::uint64_t>(*value) > most)
     throw Damaged(std::string("field '") + key + "' is not an integer in [0, " +
                   std::to_string(most) + "]");
-  return it->get<std::uint64_t>();
+  return static_cast<std::uint64_t>(*value);
 }
 
 struct Entry {
@@ -48,72 +85,79 @@ struct Entry {
   KeptOutputs::Outputs outputs;
 };
 
-// Every entry, or Damaged: a file is used whole or not at all.
-std::vector<Entry> read_entries(std::ifstream& in, std::uintmax_t file_bytes) {
-  std::vector<Entry> out;
-  const json head = line_of(in, "its header");
-  if (head.value("record", "") != "kept_outputs" || head.value("format_version", 0) != 1)
-    throw Damaged("its header is not that of kept outputs, format version 1");
+KeptOutputs::Outputs read_outputs(const json& entry, Cursor& in, std::uint64_t file_bytes) {
+  const auto outputs = entry.find("outputs");
+  if (outputs == entry.end() || !outputs->is_array()) throw Damaged("an entry has no outputs");
+  KeptOutputs::Outputs kept;
+  for (const json& o : *outputs) {
+    if (!o.is_object()) throw Damaged("an output is not a JSON object");
+    const std::optional<DType> dtype = dtype_of(string_in(o, "dtype").value_or(""));
+    if (!dtype) throw Damaged("an output's dtype is not f32, i32, i64 or u8");
+    const std::uint64_t bytes = count_in(o, "bytes", file_bytes);
+    if (bytes % dtype_bytes(*dtype) != 0) throw Damaged("an output's bytes are not whole elements");
+    const std::string_view data = in.take(bytes);
+    kept.bytes.emplace_back(reinterpret_cast<const std::uint8_t*>(data.data()),
+                            reinterpret_cast<const std::uint8_t*>(data.data()) + data.size());
+    kept.dtypes.push_back(*dtype);
+  }
+  return kept;
+}
+
+// Every entry after the header, or Damaged: a file is used whole or not at all.
+std::vector<Entry> read_entries(Cursor& in, const json& head, std::uint64_t file_bytes) {
   const std::uint64_t entries = count_in(head, "entries", file_bytes);
+  std::vector<Entry> out;
   for (std::uint64_t e = 0; e < entries; ++e) {
-    const json entry = line_of(in, "an entry");
+    const json entry = in.line("an entry");
     const auto step = static_cast<std::int64_t>(count_in(
         entry, "step", static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
     const std::size_t index = count_in(entry, "index", std::numeric_limits<std::uint32_t>::max());
-    const auto outputs = entry.find("outputs");
-    if (outputs == entry.end() || !outputs->is_array()) throw Damaged("an entry has no outputs");
-    KeptOutputs::Outputs kept;
-    for (const json& o : *outputs) {
-      const std::optional<DType> dtype = dtype_of(o.value("dtype", ""));
-      if (!dtype) throw Damaged("an output's dtype is not f32, i32, i64 or u8");
-      const std::uint64_t bytes = count_in(o, "bytes", file_bytes);
-      if (bytes % dtype_bytes(*dtype) != 0)
-        throw Damaged("an output's bytes are not whole elements");
-      KeptOutputs::Bytes data(bytes);
-      if (!in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(bytes)))
-        throw Damaged("it ends inside an output's bytes");
-      kept.bytes.push_back(std::move(data));
-      kept.dtypes.push_back(*dtype);
-    }
-    out.push_back({step, index, std::move(kept)});
+    out.push_back({step, index, read_outputs(entry, in, file_bytes)});
   }
-  if (in.peek() != std::ifstream::traits_type::eof()) throw Damaged("bytes follow its last entry");
+  if (!in.done()) throw Damaged("bytes follow its last entry");
   return out;
 }
 
 }  // namespace
 
-std::string load_kept_outputs(const std::filesystem::path& file, const TraceHeader& header,
-                              KeptOutputs& store) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return "";
-  const std::uintmax_t size = std::filesystem::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
-  if (ec || !in) return file.string() + ": cannot be read";
+std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header,
+                               KeptOutputs& store) {
   try {
+    Cursor in(bytes);
+    const json head = in.line("its header");
+    if (string_in(head, "record") != "kept_outputs" || integer_in(head, "format_version") != 1)
+      throw Damaged("its header is not that of kept outputs, format version 1");
     // Checked apart from the entries: a stale file of another audit or run is not damaged.
-    const json head = json::parse(
-        [&] {
-          std::string line;
-          std::getline(in, line);
-          return line;
-        }(),
-        nullptr, false);
-    if (head.is_object() && (head.value("audit_id", std::string()) != header.audit_id ||
-                             head.value("run_index", -1) != header.run_index)) {
-      return file.string() + ": kept by another run (audit " +
-             head.value("audit_id", std::string("none")) + ", run " +
-             std::to_string(head.value("run_index", -1)) + ") than its trace's";
+    const std::optional<std::string> audit = string_in(head, "audit_id");
+    const std::optional<std::int64_t> run = integer_in(head, "run_index");
+    if (!audit || !run) throw Damaged("its header has no audit_id string or run_index integer");
+    if (*audit != header.audit_id || *run != header.run_index) {
+      return "kept by another run (audit " + excerpt(audit->empty() ? "none" : *audit) + ", run " +
+             std::to_string(*run) + ") than its trace's";
     }
-    in.clear();
-    in.seekg(0);
-    for (Entry& e : read_entries(in, size)) {
+    for (Entry& e : read_entries(in, head, bytes.size())) {
       store.keep(header.run_index, e.step, e.index, std::move(e.outputs));
     }
   } catch (const Damaged& e) {
-    return file.string() + ": damaged (" + e.what() + "), not used";
+    return std::string("damaged (") + e.what() + "), not used";
   }
   return "";
+}
+
+std::string load_kept_outputs(const std::filesystem::path& file, const TraceHeader& header,
+                              KeptOutputs& store) {
+  std::error_code ec;
+  if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
+    return "";
+  }
+  std::string bytes;
+  try {
+    bytes = read_file(file, kMaxKeptOutputsBytes, "kept outputs", Links::refuse);
+  } catch (const InputError& e) {
+    return std::string(e.what()) + ": not read";
+  }
+  const std::string why = parse_kept_outputs(bytes, header, store);
+  return why.empty() ? why : file.string() + ": " + why;
 }
 
 }  // namespace ra::audit

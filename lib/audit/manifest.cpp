@@ -148,6 +148,7 @@ json to_json(const AuditManifest& m) {
           {"snapshots", m.snapshots},
           {"fault", m.fault},
           {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
+          {"expect", m.expect},
           {"algorithm_pins", m.algorithm_pins},
           {"runtime", m.runtime},
           {"runs", runs},
@@ -184,6 +185,16 @@ void read_added_fields(const json& j, const FieldReader& top, AuditManifest& m) 
     if (m.shards < 0) top.fail("shards", "0 (one process) or the number of shards");
   }
   if (j.contains("created_by")) m.created_by = top.get<std::string>("created_by", "a string");
+  // Absent in manifests of audits made before the expectation was the audit's: exec expected
+  // identity, run identity when every run was fully deterministic.
+  m.expect = m.device == "exec" ? kExpectIdentical : kExpectWhenDeterministic;
+  if (j.contains("expect")) {
+    m.expect = top.get<std::string>("expect", "a string");
+    if (m.expect != kExpectIdentical && m.expect != kExpectAny &&
+        m.expect != kExpectWhenDeterministic) {
+      top.fail("expect", "\"identical\", \"any\" or \"when-deterministic\"");
+    }
+  }
 }
 
 std::vector<PlannedRun> read_planned_runs(const FieldReader& top, const std::string& source) {
@@ -295,6 +306,17 @@ AuditManifest read_manifest(const std::filesystem::path& dir) {
   return manifest_from_json(spec::parse_json_text(text, path.string()), path.string());
 }
 
+std::optional<bool> expectation_of(const AuditManifest& m) {
+  if (m.expect == kExpectIdentical) return true;
+  if (m.expect == kExpectAny) return false;
+  return std::nullopt;
+}
+
+void set_expectation(AuditManifest& m, std::optional<bool> given, const char* default_expect) {
+  m.expect_given = given.has_value();
+  m.expect = !given ? default_expect : *given ? kExpectIdentical : kExpectAny;
+}
+
 std::vector<std::string> manifest_differences(const AuditManifest& a, const AuditManifest& b) {
   std::vector<std::string> out;
   auto differ = [&](const std::string& field, const std::string& in_folder,
@@ -336,6 +358,8 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   }
   differ("--trace-ops window", a.trace_ops.empty() ? "none" : a.trace_ops,
          b.trace_ops.empty() ? "none" : b.trace_ops);
+  // Decided once: another --expect would make the folder's verdict another command's.
+  if (b.expect_given) differ("expectation (--expect)", a.expect, b.expect);
   differ("tool version", a.tool_version, b.tool_version);
   // What this machine would run differently (an older manifest recorded none: not compared).
   if (a.runtime.is_object() && b.runtime.is_object()) {

@@ -6,6 +6,7 @@
 // the audit it is asked to finish is the one in the folder.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ namespace ra::audit {
 inline constexpr int kMaxPlannedRuns = 20000;
 
 inline constexpr int kManifestFormatVersion = 1;
+
+inline constexpr const char* kExpectIdentical = "identical";
+inline constexpr const char* kExpectAny = "any";
+inline constexpr const char* kExpectWhenDeterministic = "when-deterministic";
 
 // One planned run: its index (run-NNN), seed group and the seeds of its random streams.
 struct PlannedRun {
@@ -44,6 +49,15 @@ struct AuditManifest {
   nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
   nlohmann::json fault;        // the test-only fault injection, or null
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
+  // What the verdict expects, decided once for the audit (--expect, else the command's default):
+  // "identical" (exit 1 unless the same-seed runs are bitwise identical), "any" (never exit 1),
+  // or "when-deterministic" (identical when every run ran every reducing op deterministic: run's
+  // default). Every reader of the folder applies it (compare DIR, the report of run and exec).
+  // Absent in older manifests: "identical" for exec's (device "exec"), else when-deterministic.
+  std::string expect = kExpectWhenDeterministic;
+  // Whether `expect` was asked for (--expect) in a requested manifest: only then does it differ
+  // from the folder's (--resume, a joining shard); without --expect the folder's applies.
+  bool expect_given = false;
   // --pin-algorithms: {"source": FILE, "pins": [{"layer", "direction", "algorithm"}]}, or null.
   nlohmann::json algorithm_pins;
   // What decides the runs' bits that is chosen where they run, not by the spec or the options:
@@ -79,6 +93,13 @@ AuditManifest read_manifest(const std::filesystem::path& dir);
 // Writes `dir`/audit.json only when there is none yet (atomic, like write_manifest): of processes
 // racing to create it, exactly one gets true; the others find the winner's whole manifest.
 bool create_manifest(const std::filesystem::path& dir, const AuditManifest& manifest);
+
+// The expectation of a manifest as compare takes it: true (identity), false (any), or none (from
+// the traces: identity when every run was fully deterministic).
+std::optional<bool> expectation_of(const AuditManifest& manifest);
+// `expect` of a requested manifest: the option's value (parse_expect's), else `default_expect`.
+void set_expectation(AuditManifest& manifest, std::optional<bool> given,
+                     const char* default_expect);
 
 // What differs between the audit in a folder and the one requested, one line per field in the
 // user's words ("runs: 3 planned in the folder, 4 requested"); empty when the same audit.

@@ -1,5 +1,7 @@
 #include "compare/compare.h"
 
+#include <algorithm>
+
 #include "compare/compare_phases.h"
 #include "compare/duplicate_runs.h"
 
@@ -11,6 +13,8 @@ const char* to_string(Category c) {
       return "initial_weights";
     case Category::batches:
       return "batches";
+    case Category::buffers:
+      return "buffers";
     case Category::losses:
       return "losses";
     case Category::gradients:
@@ -19,8 +23,15 @@ const char* to_string(Category c) {
       return "weights";
     case Category::optimizer_state:
       return "optimizer_state";
+    case Category::steps:
+      return "steps";
   }
   return "?";
+}
+
+bool ComparisonResult::nothing_compared() const {
+  if (spread_only) return false;
+  return compared_runs.size() < 2 || no_steps;
 }
 
 // The phases, in order (compare/compare_phases.h says what each computes and where it lives).
@@ -50,8 +61,15 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);
 
+  result.no_steps =
+      compared.traces.size() >= 2 && std::all_of(compared.traces.begin(), compared.traces.end(),
+                                                 [](const Trace* t) { return t->steps.empty(); });
+  result.spread_only =
+      compared.traces.empty() && traces.size() >= 2 &&
+      std::any_of(traces.begin(), traces.end(), [](const Trace& t) { return !t.steps.empty(); });
   result.categories = phases::category_verdicts(compared);
   result.first_divergence = phases::first_divergence(result.categories);
+  if (!result.first_divergence) result.first_divergence = phases::step_count_divergence(compared);
   for (const Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
   if (result.ops_traced) {
     result.op_window = compared.traces[0]->header.trace_ops;

@@ -16,11 +16,24 @@ namespace ra::audit {
 
 class KeptOutputs;  // record/kept_outputs.h
 
-// The categories of recorded state, in causal order within a step.
-enum class Category { initial_weights, batches, losses, gradients, weights, optimizer_state };
-inline constexpr Category kCategories[] = {Category::initial_weights, Category::batches,
-                                           Category::losses,          Category::gradients,
-                                           Category::weights,         Category::optimizer_state};
+// The categories of recorded state, in causal order within a step. Buffers (a model's state that
+// is no parameter: BatchNorm's running statistics) are updated in the forward pass, before the
+// loss; they are a category of a comparison only when the runs record any (PyTorch traces).
+// `steps` is no category of state: the first difference of runs that recorded different numbers
+// of steps and agree in every step they share.
+enum class Category {
+  initial_weights,
+  batches,
+  buffers,
+  losses,
+  gradients,
+  weights,
+  optimizer_state,
+  steps
+};
+inline constexpr Category kCategories[] = {
+    Category::initial_weights, Category::batches, Category::buffers,        Category::losses,
+    Category::gradients,       Category::weights, Category::optimizer_state};
 const char* to_string(Category c);
 
 // Where runs first part in one category (or overall).
@@ -30,6 +43,8 @@ struct Divergence {
   std::int64_t epoch = 0, batch = 0;
   std::string tensor;               // parameter name, or indices/inputs/labels/loss/optimizer_state
   std::vector<int> runs_differing;  // run indices that differ from the reference run there
+  // Category steps: the step counts in words ("run 1 ended after 5 steps, run 0 after 6").
+  std::string detail{};
 };
 
 // The runs that ran one algorithm at an op or a ledger entry, and what is known of it: from the
@@ -334,9 +349,15 @@ struct ComparisonResult {
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
   bool diverged() const { return expect_identical && !identical; }
-  // Fewer than two same-seed runs: nothing was compared, there is no verdict (exit 5, a failing
-  // JUnit verdict), unless allow_empty (--allow-empty) says that is expected.
-  bool nothing_compared() const { return compared_runs.size() < 2; }
+  // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
+  // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs
+  // that recorded no step; except different-seed runs only (--seeds different), whose result is
+  // their statistics.
+  bool nothing_compared() const;
+  // Every compared run recorded no step (a script that never calls rec.step).
+  bool no_steps = false;
+  // The runs are all of the different-seed group (at least two): the audit asked for the spread.
+  bool spread_only = false;
   bool allow_empty = false;
   // The --trace-ops window that would localise the divergence: the first divergent step's, when
   // the runs part without op records there (none recorded, or outside the window).

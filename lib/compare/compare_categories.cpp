@@ -14,18 +14,30 @@ struct Slot {
   Digest128 value;
 };
 
+// The step of the initial state (before step 0): of the initial weights, and of the buffers.
+constexpr std::int64_t kInitial = -1;
+
+std::vector<Slot> per_tensor(const std::vector<TensorInfo>& tensors,
+                             const std::vector<Digest128>& digests) {
+  std::vector<Slot> out;
+  for (std::size_t p = 0; p < tensors.size(); ++p) out.push_back({tensors[p].name, digests[p]});
+  return out;
+}
+
 std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
   std::vector<Slot> out;
   const auto& params = t.header.params;
-  if (c == Category::initial_weights) {
-    for (std::size_t p = 0; p < params.size(); ++p)
-      out.push_back({params[p].name, t.initial_weights[p]});
-    return out;
+  if (c == Category::initial_weights) return per_tensor(params, t.initial_weights);
+  if (c == Category::buffers && step == kInitial) {
+    return per_tensor(t.header.buffers, t.initial_buffers);
   }
   const StepRecord& r = t.steps[step];
   switch (c) {
     case Category::batches:
       out = {{"indices", r.batch_indices}, {"inputs", r.batch_inputs}, {"labels", r.batch_labels}};
+      break;
+    case Category::buffers:
+      out = per_tensor(t.header.buffers, r.buffers);
       break;
     case Category::losses:
       out = {{"loss", Digest128{r.loss_bits, 0}}};
@@ -41,6 +53,7 @@ std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
       out = {{"optimizer_state", r.optimizer_state}};
       break;
     case Category::initial_weights:
+    case Category::steps:
       break;
   }
   return out;
@@ -69,7 +82,7 @@ std::optional<Divergence> divergence_at(Category c, const ComparedRuns& compared
   d.category = c;
   d.tensor = ref[*first_slot].name;
   d.runs_differing = std::move(differing);
-  if (c != Category::initial_weights) {
+  if (c != Category::initial_weights && step != kInitial) {
     const StepRecord& r = runs[0]->steps[step];
     d.step = r.step;
     d.epoch = r.epoch;
@@ -86,6 +99,10 @@ CategoryVerdict verdict_of(Category c, const ComparedRuns& compared) {
       v.first = divergence_at(c, compared, 0);
       v.steps_differing = v.first ? 1 : 0;
     } else {
+      if (c == Category::buffers) {  // the initial buffers first, as the initial weights
+        v.first = divergence_at(c, compared, kInitial);
+        v.steps_differing = v.first ? 1 : 0;
+      }
       for (std::int64_t s = 0; s < compared.common_steps; ++s) {
         auto d = divergence_at(c, compared, s);
         if (!d) continue;
@@ -100,10 +117,46 @@ CategoryVerdict verdict_of(Category c, const ComparedRuns& compared) {
 
 }  // namespace
 
+// Buffers are a category only of runs that record any (a PyTorch model with BatchNorm...).
+bool has_buffers(const ComparedRuns& compared) {
+  return !compared.traces.empty() && !compared.traces[0]->header.buffers.empty();
+}
+
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared) {
   std::vector<CategoryVerdict> verdicts;
-  for (Category c : kCategories) verdicts.push_back(verdict_of(c, compared));
+  for (Category c : kCategories) {
+    if (c != Category::buffers || has_buffers(compared))
+      verdicts.push_back(verdict_of(c, compared));
+  }
   return verdicts;
+}
+
+std::optional<Divergence> step_count_divergence(const ComparedRuns& compared) {
+  const std::vector<const Trace*>& runs = compared.traces;
+  const Trace* longest = nullptr;
+  for (const Trace* t : runs) {
+    if (!longest || t->steps.size() > longest->steps.size()) longest = t;
+  }
+  if (!longest || static_cast<std::int64_t>(longest->steps.size()) == compared.common_steps) {
+    return std::nullopt;
+  }
+  Divergence d;
+  d.category = Category::steps;
+  d.tensor = "steps";
+  const StepRecord& at = longest->steps[static_cast<std::size_t>(compared.common_steps)];
+  d.step = at.step;
+  d.epoch = at.epoch;
+  d.batch = at.batch;
+  const std::size_t reference_steps = runs[0]->steps.size();
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    if (runs[i]->steps.size() == reference_steps) continue;
+    d.runs_differing.push_back(compared.ids[i]);
+    d.detail += (d.detail.empty() ? "" : ", ") + ("run " + std::to_string(compared.ids[i])) +
+                " ended after " + std::to_string(runs[i]->steps.size()) + " steps";
+  }
+  d.detail +=
+      ", run " + std::to_string(compared.ids[0]) + " after " + std::to_string(reference_steps);
+  return d;
 }
 
 StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared) {

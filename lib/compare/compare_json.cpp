@@ -25,12 +25,14 @@ json difference_json(const TensorDifference& d) {
 
 json divergence_json(const std::optional<Divergence>& d) {
   if (!d) return nullptr;
-  return {{"category", to_string(d->category)},
-          {"step", d->step ? json(*d->step) : json(nullptr)},
-          {"epoch", d->step ? json(d->epoch) : json(nullptr)},
-          {"batch", d->step ? json(d->batch) : json(nullptr)},
-          {"tensor", d->tensor},
-          {"runs_differing", d->runs_differing}};
+  json out{{"category", to_string(d->category)},
+           {"step", d->step ? json(*d->step) : json(nullptr)},
+           {"epoch", d->step ? json(d->epoch) : json(nullptr)},
+           {"batch", d->step ? json(d->batch) : json(nullptr)},
+           {"tensor", d->tensor},
+           {"runs_differing", d->runs_differing}};
+  if (!d->detail.empty()) out["detail"] = d->detail;  // category steps: the counts in words
+  return out;
 }
 
 json loss_difference_json(const std::optional<LossDifference>& d) {

@@ -61,6 +61,10 @@ std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);
 StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared);
 // The earliest of the categories' first divergences, ties broken by causal (category) order.
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts);
+// When the compared runs recorded different numbers of steps: a divergence of category steps at
+// the first step not every run has, its detail naming the counts ("run 1 ended after 5 steps,
+// run 0 after 6"); the first difference of runs that agree in every step they share.
+std::optional<Divergence> step_count_divergence(const ComparedRuns& compared);
 
 // The first step whose loss differs, the final loss difference (each: the run farthest in ulp
 // from the reference) and whether every final loss is within `tolerance` (relative) of the

@@ -60,6 +60,7 @@ std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
       a.batch_labels != b.batch_labels) {
     names.push_back("batch");
   }
+  if (a.buffers != b.buffers) names.push_back("buffers");
   if (a.loss_bits != b.loss_bits) names.push_back("loss");
   if (a.grads != b.grads) names.push_back("gradients");
   if (a.weights != b.weights) names.push_back("weights");
@@ -206,11 +207,14 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
 // The root cause of one run against the reference, or none when they agree in every step.
 std::optional<RootCause> root_cause_of(const Trace& ref, const Trace& other,
                                        std::int64_t common_steps) {
-  if (ref.initial_weights != other.initial_weights) {
+  if (ref.initial_weights != other.initial_weights ||
+      ref.initial_buffers != other.initial_buffers) {
     RootCause c;
     c.kind = Kind::outside_ops;
     c.step = -1;
-    c.detail = "the initial weights differ (before step 0)";
+    c.detail = ref.initial_weights != other.initial_weights
+                   ? "the initial weights differ (before step 0)"
+                   : "the initial buffers differ (before step 0)";
     return c;
   }
   for (std::int64_t s = 0; s < common_steps; ++s) {
@@ -279,8 +283,9 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
 
 std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
   const auto window_at = [](std::int64_t step) { return OpWindow{step, step + 1}; };
-  if (result.identical || !result.first_divergence || !result.first_divergence->step) {
-    return std::nullopt;  // nothing parts, or the initial weights do: no step to record
+  if (result.identical || !result.first_divergence || !result.first_divergence->step ||
+      result.first_divergence->category == Category::steps) {
+    return std::nullopt;  // nothing parts, the initial state does, or only the step counts do
   }
   if (!result.ops_traced) return window_at(*result.first_divergence->step);
   for (const RootCause& c : result.root_causes) {

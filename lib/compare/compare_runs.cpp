@@ -15,6 +15,7 @@ namespace {
 // bit is equal (timings excluded).
 Digest128 outcome_signature(const Trace& t) {
   std::vector<Digest128> parts = t.initial_weights;
+  parts.insert(parts.end(), t.initial_buffers.begin(), t.initial_buffers.end());
   for (const StepRecord& r : t.steps) {
     parts.push_back(r.batch_indices);
     parts.push_back(r.batch_inputs);
@@ -22,12 +23,14 @@ Digest128 outcome_signature(const Trace& t) {
     parts.push_back(Digest128{r.loss_bits, static_cast<std::uint64_t>(r.step)});
     parts.insert(parts.end(), r.grads.begin(), r.grads.end());
     parts.insert(parts.end(), r.weights.begin(), r.weights.end());
+    parts.insert(parts.end(), r.buffers.begin(), r.buffers.end());
     parts.push_back(r.optimizer_state);
   }
   if (t.final) {
     parts.push_back(
         Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
     parts.insert(parts.end(), t.final->weights.begin(), t.final->weights.end());
+    parts.insert(parts.end(), t.final->buffers.begin(), t.final->buffers.end());
   }
   return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
                       parts.size() * sizeof(Digest128));
@@ -111,17 +114,21 @@ void check_comparable(const std::vector<Trace>& traces) {
   const Trace& ref = traces[0];
   for (const Trace& t : traces) {
     if (!t.final) throw InputError(t.source + ": the run did not finish (no end record)");
+    if (t.failed()) {
+      throw InputError(t.source + ": the run " + describe_failure(*t.final) +
+                       " (its end record says so): a failed run is never compared as whole; "
+                       "run it again (exec --resume reruns it)");
+    }
     if (t.header.spec_digest != ref.header.spec_digest) {
       throw InputError("traces come from different specs: " + ref.source + " has spec digest " +
                        ref.header.spec_digest + ", " + t.source + " has " + t.header.spec_digest);
     }
-    bool same_params = t.header.params.size() == ref.header.params.size();
-    for (std::size_t p = 0; same_params && p < t.header.params.size(); ++p) {
-      same_params = t.header.params[p].name == ref.header.params[p].name &&
-                    t.header.params[p].shape == ref.header.params[p].shape;
-    }
-    if (!same_params) {
+    // Names, shapes and dtypes (f32 in versions 1 and 2).
+    if (t.header.params != ref.header.params) {
       throw InputError("traces have different parameter lists: " + ref.source + " and " + t.source);
+    }
+    if (t.header.buffers != ref.header.buffers) {
+      throw InputError("traces have different buffer lists: " + ref.source + " and " + t.source);
     }
   }
 }

@@ -217,8 +217,8 @@ void write_file_atomic(const Directory& folder, const std::string& name, std::st
 }
 
 std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes,
-                      std::string_view kind) {
-  InputFile file(path);
+                      std::string_view kind, Links links) {
+  InputFile file(path, links);
   const auto too_large = [&] {
     return InputError(path.string() + ": larger than " + byte_size_text(max_bytes) +
                       ", the limit for " + std::string(kind));

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/input_file.h"
+
 namespace ra {
 
 class Directory;  // core/directory.h
@@ -86,7 +88,7 @@ inline constexpr std::uint64_t kMaxReadFileBytes = std::uint64_t{4} << 30;
 // or larger than `max_bytes` ("larger than 16 MiB, the limit for a spec file", `kind` naming it).
 std::string read_file(const std::filesystem::path& path,
                       std::uint64_t max_bytes = kMaxReadFileBytes,
-                      std::string_view kind = "a file read whole");
+                      std::string_view kind = "a file read whole", Links links = Links::follow);
 
 namespace detail {
 

@@ -45,9 +45,13 @@ namespace {
 
 }  // namespace
 
-InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
+InputFile::InputFile(const std::filesystem::path& path, Links links) : path_(path) {
   // O_NOCTTY: a terminal named as input must not become our controlling terminal.
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  const int no_follow = links == Links::refuse ? O_NOFOLLOW : 0;
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | no_follow);
+  if (fd_ < 0 && links == Links::refuse && errno == ELOOP) {
+    fail(path_, "is a symbolic link, never followed");
+  }
   if (fd_ < 0) fail_open(path_, errno);
   struct stat info {};
   if (::fstat(fd_, &info) != 0) {

@@ -13,11 +13,16 @@ namespace ra {
 // opened with O_NONBLOCK (opening a FIFO without one would wait for a writer), checked with
 // fstat on the descriptor that will be read (no window for a swap between check and open), and
 // only then switched back to blocking reads.
+// Whether a symbolic link as the last part of the path is followed (O_NOFOLLOW when not): files
+// the tool itself wrote into a folder (kept outputs) are never read through a link.
+enum class Links { follow, refuse };
+
 class InputFile {
  public:
   // InputError "<path>: ..." when the file is missing or unreadable ("cannot open (reason)"), a
-  // loop of symbolic links, or not a regular file ("is a FIFO (named pipe), not a regular file").
-  explicit InputFile(const std::filesystem::path& path);
+  // loop of symbolic links, or not a regular file ("is a FIFO (named pipe), not a regular file");
+  // with Links::refuse also when it is a symbolic link ("is a symbolic link, never followed").
+  explicit InputFile(const std::filesystem::path& path, Links links = Links::follow);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;

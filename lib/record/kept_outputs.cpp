@@ -24,4 +24,10 @@ std::optional<KeptOutputs::Outputs> KeptOutputs::find(int run, std::int64_t step
   return it->second;
 }
 
+std::size_t KeptOutputs::bytes_kept(int run) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = used_.find(run);
+  return it == used_.end() ? 0 : it->second;
+}
+
 }  // namespace ra::audit

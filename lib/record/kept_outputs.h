@@ -29,6 +29,8 @@ class KeptOutputs {
   // keeping nothing, once the run's budget would be exceeded (and for every later call).
   bool keep(int run, std::int64_t step, std::size_t index, Outputs outputs);
   std::optional<Outputs> find(int run, std::int64_t step, std::size_t index) const;
+  // The bytes kept for run `run` so far.
+  std::size_t bytes_kept(int run) const;
 
  private:
   using Key = std::tuple<int, std::int64_t, std::size_t>;

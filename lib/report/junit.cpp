@@ -117,10 +117,9 @@ Case completeness_case(const ComparisonResult& r) {
 
 // One category: fails where identity was expected and the category differs. Numbered after the
 // verdict in causal order, so that a viewer sorting cases by name shows them as they happened.
-Case category_case(const ComparisonResult& r, const CategoryVerdict& v) {
+Case category_case(const ComparisonResult& r, const CategoryVerdict& v, std::size_t position) {
   Case c;
-  c.name =
-      std::to_string(3 + static_cast<int>(v.category)) + " " + text::category_title(v.category);
+  c.name = std::to_string(3 + position) + " " + text::category_title(v.category);
   if (r.compared_runs.size() < 2) {
     c.outcome = Case::Outcome::skipped;
     c.message = "no same-seed pair to compare";
@@ -192,7 +191,9 @@ std::string xml_escaped(const std::string& text) {
 std::string render_junit(const ComparisonResult& r) {
   std::vector<Case> cases{verdict_case(r)};
   if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
-  for (const CategoryVerdict& v : r.categories) cases.push_back(category_case(r, v));
+  for (std::size_t i = 0; i < r.categories.size(); ++i) {
+    cases.push_back(category_case(r, r.categories[i], i));
+  }
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {
     failures += c.outcome == Case::Outcome::failed ? 1 : 0;

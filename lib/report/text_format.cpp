@@ -129,6 +129,8 @@ std::string category_title(audit::Category c) {
       return "initial weights";
     case Category::batches:
       return "batches";
+    case Category::buffers:
+      return "buffers";
     case Category::losses:
       return "losses";
     case Category::gradients:
@@ -137,6 +139,8 @@ std::string category_title(audit::Category c) {
       return "weights";
     case Category::optimizer_state:
       return "optimizer state";
+    case Category::steps:
+      return "number of steps";
   }
   return "?";
 }

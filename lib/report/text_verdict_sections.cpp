@@ -26,10 +26,19 @@ std::string verdict(const ComparisonResult& r) {
     }
   }
   std::string head;
-  if (n < 2) {
-    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs): " +
-           (r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
-                          : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)");
+  const std::string nothing =
+      r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
+                    : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)";
+  if (r.spread_only) {
+    head = "DIFFERENT SEEDS ONLY (" + std::to_string(r.runs.size()) +
+           " runs): no same-seed pair, so no identity to check; the spread of their outcomes "
+           "is below";
+  } else if (n < 2) {
+    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs): " + nothing;
+  } else if (r.no_steps) {
+    head =
+        format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
+        nothing;
   } else if (r.identical) {
     head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {
@@ -122,10 +131,10 @@ std::string loader_workers(const ComparisonResult& r) {
   std::string out;
   for (const audit::SharedWorkerStream& s : f.shared_streams) {
     out += format(
-        "Data loader workers: workers %s share one random stream in %s (runs %s, %lld of %lld "
-        "passes over the data): what they draw from it, random augmentations or samples, "
-        "repeats across workers; seed it per worker in worker_init_fn (docs/pytorch.md, "
-        "\"Loader workers\")\n",
+        "Data loader workers: workers %s start from the same state of the random stream %s "
+        "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or never "
+        "drawn from, what they draw from it, random augmentations or samples, repeats across "
+        "workers; seed it per worker in worker_init_fn (docs/pytorch.md, \"Loader workers\")\n",
         ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
         static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded));
   }
@@ -136,9 +145,13 @@ std::string first_divergence(const ComparisonResult& r) {
   if (!r.first_divergence) return "";
   const auto& d = *r.first_divergence;
   const int reference = r.compared_runs.empty() ? 0 : r.compared_runs[0];
-  std::string out = "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
-                    shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
-                    std::to_string(reference) + ")\n" + plain_words(d);
+  std::string out =
+      d.category == audit::Category::steps
+          ? "first divergence: the runs recorded different numbers of steps: " + shown(d.detail) +
+                "\n"
+          : "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
+                shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
+                std::to_string(reference) + ")\n" + plain_words(d);
   // Runs made on other machines (shards on other nodes): the likely explanation, said here.
   constexpr std::size_t kShown = 8;
   for (std::size_t i = 0; i < r.divergent_machines.size() && i < kShown; ++i) {

@@ -15,9 +15,21 @@
 namespace ra::audit {
 
 // Version 1: no op records. Version 2: the run recorded its ops (--trace-ops): the header's
-// trace_ops window and the steps' op records; everything else as in version 1.
+// trace_ops window and the steps' op records; everything else as in version 1. Version 3 (the
+// PyTorch recorder's): the end record says how the run ended (completed, or failed with the
+// exception's type), parameters and buffers carry their dtype and may be 0-dim or empty, buffers
+// are recorded beside the parameters, and op records are there when the header has a window.
+// A reader of versions 1 and 2 refuses version 3 by its number, so it never takes a failed run
+// for a whole one.
 inline constexpr int kTraceFormatVersion = 1;
 inline constexpr int kTraceFormatVersionWithOps = 2;
+inline constexpr int kTraceFormatVersionWithStatus = 3;
+
+// The dtypes a version 3 header names (docs/trace-format.md "Digests"): the digest's tag and the
+// tensor's raw bytes. Versions 1 and 2 record f32 parameters only.
+inline constexpr const char* kTraceDTypes[] = {
+    "f32", "i32", "i64",  "u8",  "f16", "bf16", "f64",      "i16",    "i8",         "bool",
+    "c32", "c64", "c128", "u16", "u32", "u64",  "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
 
 // An audit id (audit/manifest.h): 32 lowercase hex digits.
 inline bool is_audit_id(const std::string& text) {
@@ -26,7 +38,9 @@ inline bool is_audit_id(const std::string& text) {
 
 struct TensorInfo {
   std::string name;
-  Shape shape;
+  Shape shape;                // [] for a 0-dim tensor (version 3); a dimension may be 0 (version 3)
+  std::string dtype = "f32";  // one of kTraceDTypes
+  friend bool operator==(const TensorInfo&, const TensorInfo&) = default;
 };
 
 // The steps whose ops a run recorded (--trace-ops A:B, A: or all): steps first..last-1, to the
@@ -83,8 +97,11 @@ struct TraceHeader {
   nlohmann::json environment;  // environment fingerprint
   nlohmann::json ledger = nlohmann::json::array();  // algorithm ledger (empty on the CPU)
   std::vector<TensorInfo> params;                   // order of every per-parameter digest list
-  std::vector<std::string> optimizer_state;         // names of the optimizer state tensors
-  nlohmann::json fault;                             // test-only fault injection applied, or null
+  // Buffers (version 3): BatchNorm's running statistics and the like, state a model keeps that
+  // is no parameter; the order of every per-buffer digest list. Empty in versions 1 and 2.
+  std::vector<TensorInfo> buffers;
+  std::vector<std::string> optimizer_state;  // names of the optimizer state tensors
+  nlohmann::json fault;                      // test-only fault injection applied, or null
   std::optional<OpWindow> trace_ops;  // set when the run recorded op records (format version 2)
 };
 
@@ -99,6 +116,7 @@ struct StepRecord {
   std::uint32_t loss_bits = 0;
   std::vector<Digest128> grads;    // per parameter, header order
   std::vector<Digest128> weights;  // per parameter after the update
+  std::vector<Digest128> buffers;  // per buffer after the step (version 3)
   Digest128 optimizer_state;       // over all optimizer state tensors after the update
   double seconds = 0.0;
   bool ops_recorded = false;  // the step is in the trace's op window
@@ -125,7 +143,13 @@ struct LoaderWorker {
   friend bool operator==(const LoaderWorker&, const LoaderWorker&) = default;
 };
 
+// How a run ended (version 3's end record; a trace of version 1 or 2 is written only when its
+// run completed). A failed run's trace is never compared as a whole run.
+enum class RunStatus { completed, failed };
+
 struct FinalRecord {
+  RunStatus status = RunStatus::completed;
+  std::string error;  // failed: what ended the run, the exception's type ("ZeroDivisionError")
   std::int64_t steps = 0;
   std::uint32_t final_loss_bits = 0;
   std::optional<double> eval_loss, eval_accuracy;
@@ -133,16 +157,23 @@ struct FinalRecord {
   double total_seconds = 0.0;
   double recording_seconds = 0.0;  // time the recorder spent digesting (its cost to the run)
   std::vector<Digest128> weights;  // final parameters
+  std::vector<Digest128> buffers;  // final buffers (version 3)
   std::vector<LoaderWorker> loader_workers;  // in start order; empty but for PyTorch traces
 };
 
 struct Trace {
   TraceHeader header;
   std::vector<Digest128> initial_weights;  // before step 0
+  std::vector<Digest128> initial_buffers;  // before step 0 (version 3)
   std::vector<StepRecord> steps;
   std::vector<EpochRecord> epochs;
   std::optional<FinalRecord> final;  // absent = the run did not finish
   std::string source;                // file it was read from ("" when in memory)
+  // The run ended with an exception (its end record says so): never compared as whole.
+  bool failed() const { return final && final->status == RunStatus::failed; }
 };
+
+// "failed (ZeroDivisionError) after 3 steps": how a failed run ended, for messages.
+std::string describe_failure(const FinalRecord& final);
 
 }  // namespace ra::audit

@@ -5,7 +5,6 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <set>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -15,6 +14,7 @@
 #include "spec/spec.h"
 #include "trace/loader_workers.h"
 #include "trace/trace_fields.h"
+#include "trace/trace_header_fields.h"
 
 namespace ra::audit {
 namespace {
@@ -42,20 +42,21 @@ class TraceParser {
     const std::size_t n = t.header.params.size();
     if (!next(rec) || kind_of(rec) != "init") fail("the second record must be 'init'");
     t.initial_weights = field(rec)["weights"].digests(n, "parameters");
+    t.initial_buffers = buffer_digests(field(rec), t.header);
     bool ended = false;
     while (next(rec)) {
       if (ended) fail("records after the end record");
       const Field r = field(rec);
       const std::string kind = kind_of(rec);
       if (kind == "step") {
-        t.steps.push_back(step(r, n));
+        t.steps.push_back(step(r, t.header));
         check_step(r, t);
         read_ops(r, t.header, t.steps.back());
       } else if (kind == "epoch") {
         t.epochs.push_back(epoch(r));
         check_epoch(r, t);
       } else if (kind == "end") {
-        t.final = final_record(r, n);
+        t.final = final_record(r, t.header);
         check_end(r, t);
         ended = true;
       } else {
@@ -99,25 +100,15 @@ class TraceParser {
 
   TraceHeader header(const Field& r) const {
     TraceHeader h;
-    const Field version = r["format_version"];
-    if (!version.json().is_number_integer()) {  // 1.0, "1" and true are not the version 1
-      version.fail("expected the trace format version, the integer " +
-                   std::to_string(kTraceFormatVersion) + " or " +
-                   std::to_string(kTraceFormatVersionWithOps) + ", found " +
-                   describe_json(version.json()));
-    }
-    if (version.json() != kTraceFormatVersion && version.json() != kTraceFormatVersionWithOps) {
-      version.fail("trace format version " + version.json().dump() + "; this tool reads versions " +
-                   std::to_string(kTraceFormatVersion) + " and " +
-                   std::to_string(kTraceFormatVersionWithOps));
-    }
-    h.format_version = version.json().get<int>();
-    // Version 2, and only version 2, records ops: its header says in which steps.
-    if (h.format_version == kTraceFormatVersionWithOps) {
-      h.trace_ops = op_window(r["trace_ops"]);
+    h.format_version = read_format_version(r["format_version"]);
+    // Version 2 records ops, version 3 may: the header says in which steps.
+    if (h.format_version == kTraceFormatVersionWithOps ||
+        (h.format_version == kTraceFormatVersionWithStatus && r.has("trace_ops"))) {
+      h.trace_ops = read_op_window(r["trace_ops"]);
     } else if (r.has("trace_ops")) {
       r["trace_ops"].fail("op records need trace format version " +
-                          std::to_string(kTraceFormatVersionWithOps));
+                          std::to_string(kTraceFormatVersionWithOps) + " or " +
+                          std::to_string(kTraceFormatVersionWithStatus));
     }
     h.tool_version = r["tool_version"].string();
     // Optional: traces written before audit ids existed have none.
@@ -149,29 +140,20 @@ class TraceParser {
     h.seed_dropout = seeds["dropout"].uint64();
     h.backend = r["backend"].nonempty_string();
     h.threads = static_cast<int>(r["threads"].integer(1, kMaxInt));
-    h.determinism = determinism(r["determinism"]);
+    h.determinism = read_determinism(r["determinism"]);
     const Field environment = r["environment"];
     environment.expect_object();
     h.environment = environment.json();
-    h.ledger = ledger(r["ledger"]);
-    h.params = params(r["params"]);
+    h.ledger = read_ledger(r["ledger"]);
+    const bool v3 = h.format_version == kTraceFormatVersionWithStatus;
+    h.params = read_tensor_list(r["params"], v3, "parameter");
+    if (v3) h.buffers = read_tensor_list(r["buffers"], true, "buffer");
     for (const Field& name : r["optimizer_state"].elements()) {
       h.optimizer_state.push_back(name.string());
     }
     // Older writers of format 1 may leave the fault out: absent means none.
-    if (r.has("fault") && !r["fault"].is_null()) h.fault = fault(r["fault"], h.run_index);
+    if (r.has("fault") && !r["fault"].is_null()) h.fault = read_fault(r["fault"], h.run_index);
     return h;
-  }
-
-  static OpWindow op_window(const Field& w) {
-    OpWindow window;
-    window.first = w["first"].count();
-    const Field last = w["last"];
-    if (!last.is_null()) {
-      window.last = last.count();
-      if (*window.last <= window.first) last.fail("must be greater than first");
-    }
-    return window;
   }
 
   // The op records of a step: present exactly when the step is in the header's window.
@@ -190,7 +172,7 @@ class TraceParser {
       rec.op = o["op"].nonempty_string();
       if (o.has("layer")) rec.layer = o["layer"].string();
       if (o.has("mode")) {
-        kernel_mode(o["mode"]);
+        read_kernel_mode(o["mode"]);
         rec.mode = o["mode"].string();
       }
       if (o.has("ledger_key")) rec.ledger_key = o["ledger_key"].string();
@@ -222,78 +204,10 @@ class TraceParser {
     return out;
   }
 
-  static void kernel_mode(const Field& mode) {
-    if (!spec::kernel_mode_from_string(mode.string())) {
-      mode.fail("expected deterministic, nondeterministic or autotune, found " +
-                describe_json(mode.json()));
-    }
-  }
-
-  static json determinism(const Field& d) {
-    kernel_mode(d["mode"]);
-    for (const auto& [op, mode] : d["ops"].members()) {
-      if (!spec::reducing_op_from_string(op)) mode.fail("not a reducing op");
-      kernel_mode(mode);
-    }
-    return d.json();
-  }
-
-  static json ledger(const Field& l) {
-    for (const Field& entry : l.elements()) {
-      for (const char* key : {"layer", "direction", "algorithm", "math_type", "chosen_by"}) {
-        entry[key].string();
-      }
-      // null: unknown (a PyTorch run whose cuDNN log named no notes for the engine).
-      if (!entry["deterministic"].is_null()) entry["deterministic"].boolean();
-      // An entry read from cuDNN's API log (a PyTorch run) names the engine, not the workspace,
-      // which the log does not give.
-      if (entry.has("engine"))
-        entry["engine"].integer(-1, std::numeric_limits<std::int32_t>::max());
-      if (entry.has("workspace_bytes") || !entry.has("engine")) entry["workspace_bytes"].uint64();
-      // Autotuned entries of newer traces: what cudnnFind measured for the chosen algorithm.
-      if (entry.has("autotune")) {
-        const Field measured = entry["autotune"];
-        measured["math_type"].string();
-        measured["time_ms"].nonnegative_number();
-        measured["workspace_bytes"].uint64();
-      }
-    }
-    return l.json();
-  }
-
-  static std::vector<TensorInfo> params(const Field& list) {
-    std::vector<TensorInfo> out;
-    std::set<std::string> names;
-    for (const Field& p : list.elements()) {
-      TensorInfo info;
-      const Field name = p["name"];
-      info.name = name.nonempty_string();
-      if (!names.insert(info.name).second)
-        name.fail("parameter '" + excerpt(info.name) + "' named twice");
-      const Field shape = p["shape"];
-      for (const Field& dim : shape.elements()) {
-        info.shape.push_back(dim.integer(1, std::numeric_limits<std::int64_t>::max()));
-      }
-      if (info.shape.empty()) shape.fail("a parameter has at least one dimension");
-      out.push_back(std::move(info));
-    }
-    return out;
-  }
-
-  static json fault(const Field& f, int run_index) {
-    const Field run = f["run"];
-    if (run.integer(0, kMaxInt) != run_index) {
-      run.fail("the fault of run " + run.json().dump() + " is in the trace of run " +
-               std::to_string(run_index));
-    }
-    f["step"].integer(std::numeric_limits<std::int64_t>::min(),
-                      std::numeric_limits<std::int64_t>::max());
-    f["element"].integer(std::numeric_limits<std::int64_t>::min(),
-                         std::numeric_limits<std::int64_t>::max());
-    f["tensor"].string();
-    if (f.has("op")) f["op"].nonempty_string();
-    f["bit"].integer(0, 31);
-    return f.json();
+  // A record's per-buffer digests (version 3; none before).
+  static std::vector<Digest128> buffer_digests(const Field& r, const TraceHeader& h) {
+    if (h.format_version != kTraceFormatVersionWithStatus) return {};
+    return r["buffers"].digests(h.buffers.size(), "buffers");
   }
 
   // A float kept as exact bits and, for reading, as a JSON number: the two must agree (the
@@ -311,7 +225,8 @@ class TraceParser {
     }
   }
 
-  static StepRecord step(const Field& r, std::size_t n) {
+  static StepRecord step(const Field& r, const TraceHeader& h) {
+    const std::size_t n = h.params.size();
     StepRecord s;
     s.step = r["step"].count();
     s.epoch = r["epoch"].count();
@@ -323,6 +238,7 @@ class TraceParser {
     check_float_copy(r["loss"], s.loss_bits, "loss_bits");
     s.grads = r["grads"].digests(n, "parameters");
     s.weights = r["weights"].digests(n, "parameters");
+    s.buffers = buffer_digests(r, h);
     s.optimizer_state = r["optimizer_state"].digest();
     s.seconds = r["seconds"].nonnegative_number();
     return s;
@@ -341,8 +257,10 @@ class TraceParser {
     return e;
   }
 
-  static FinalRecord final_record(const Field& r, std::size_t n) {
+  static FinalRecord final_record(const Field& r, const TraceHeader& h) {
+    const std::size_t n = h.params.size();
     FinalRecord f;
+    if (h.format_version == kTraceFormatVersionWithStatus) read_end_status(r, f);
     f.steps = r["steps"].count();
     f.final_loss_bits = r["final_loss_bits"].float_bits();
     check_float_copy(r["final_loss"], f.final_loss_bits, "final_loss_bits");
@@ -352,6 +270,7 @@ class TraceParser {
     f.total_seconds = r["total_seconds"].nonnegative_number();
     f.recording_seconds = r["recording_seconds"].nonnegative_number();
     f.weights = r["weights"].digests(n, "parameters");
+    f.buffers = buffer_digests(r, h);
     if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);
     return f;
   }
@@ -424,15 +343,12 @@ class TraceParser {
       r["final_loss_bits"].fail("is " + bits_hex(f.final_loss_bits) + ", but the loss of " + last +
                                 " is " + bits_hex(t.steps.back().loss_bits));
     }
-    const std::vector<Digest128>& weights =
-        t.steps.empty() ? t.initial_weights : t.steps.back().weights;
-    const std::vector<Field> digests = r["weights"].elements();
-    for (std::size_t p = 0; p < weights.size(); ++p) {
-      if (f.weights[p] != weights[p]) {
-        digests[p].fail("the final digest of " + t.header.params[p].name +
-                        " is not its digest in " + last + " (" + weights[p].hex() + ")");
-      }
-    }
+    check_final_digests(r, "weights", f.weights,
+                        t.steps.empty() ? t.initial_weights : t.steps.back().weights,
+                        t.header.params, last);
+    check_final_digests(r, "buffers", f.buffers,
+                        t.steps.empty() ? t.initial_buffers : t.steps.back().buffers,
+                        t.header.buffers, last);
     // The run's evaluation is its last epoch's.
     const EpochRecord* last_epoch = t.epochs.empty() ? nullptr : &t.epochs.back();
     const auto check_eval = [&](const char* key, const std::optional<double>& value,
@@ -453,6 +369,20 @@ class TraceParser {
       r["median_step_seconds"].fail("is " + number_text(f.median_step_seconds) +
                                     ", but the median of the " + std::to_string(t.steps.size()) +
                                     " step times is " + number_text(median_seconds));
+    }
+  }
+
+  // The end record's digests of `key` are those of the last step (the init record's without steps).
+  static void check_final_digests(const Field& r, const char* key,
+                                  const std::vector<Digest128>& final,
+                                  const std::vector<Digest128>& last_digests,
+                                  const std::vector<TensorInfo>& tensors, const std::string& last) {
+    for (std::size_t p = 0; p < last_digests.size(); ++p) {
+      if (final[p] != last_digests[p]) {
+        r[key].elements()[p].fail("the final digest of " + tensors[p].name +
+                                  " is not its digest in " + last + " (" + last_digests[p].hex() +
+                                  ")");
+      }
     }
   }
 

@@ -37,9 +37,22 @@ std::string epoch_line(const EpochRecord& e) {
          "\n";
 }
 
+bool is_v3(const TraceHeader& h) {
+  return h.format_version == kTraceFormatVersionWithStatus;
+}
+
+// {name, shape}; with the dtype in version 3.
+json tensors_json(const std::vector<TensorInfo>& tensors, bool v3) {
+  json out = json::array();
+  for (const TensorInfo& p : tensors) {
+    out.push_back({{"name", p.name}, {"shape", p.shape}});
+    if (v3) out.back()["dtype"] = p.dtype;
+  }
+  return out;
+}
+
 json header_fields(const TraceHeader& h) {
-  json params = json::array();
-  for (const TensorInfo& p : h.params) params.push_back({{"name", p.name}, {"shape", p.shape}});
+  json params = tensors_json(h.params, is_v3(h));
   return {{"record", "header"},
           {"format_version", h.format_version},
           {"tool_version", h.tool_version},
@@ -63,6 +76,7 @@ json header_fields(const TraceHeader& h) {
 json header_json(const TraceHeader& h) {
   json header = header_fields(h);
   if (!h.audit_id.empty()) header["audit_id"] = h.audit_id;
+  if (is_v3(h)) header["buffers"] = tensors_json(h.buffers, true);
   if (h.trace_ops) {
     header["trace_ops"] = {{"first", h.trace_ops->first},
                            {"last", h.trace_ops->last ? json(*h.trace_ops->last) : json(nullptr)}};
@@ -88,7 +102,7 @@ json op_json(const OpRecord& o) {
   return r;
 }
 
-json step_json(const StepRecord& r) {
+json step_json(const StepRecord& r, bool v3) {
   json line{{"record", "step"},
             {"step", r.step},
             {"epoch", r.epoch},
@@ -102,6 +116,7 @@ json step_json(const StepRecord& r) {
             {"weights", digests_json(r.weights)},
             {"optimizer_state", r.optimizer_state.hex()},
             {"seconds", r.seconds}};
+  if (v3) line["buffers"] = digests_json(r.buffers);
   if (r.ops_recorded) {
     json ops = json::array();
     for (const OpRecord& o : r.ops) ops.push_back(op_json(o));
@@ -126,16 +141,24 @@ std::uint32_t bits_from_hex(const std::string& text) {
   return static_cast<std::uint32_t>(std::stoul(text.substr(2), nullptr, 16));
 }
 
+std::string describe_failure(const FinalRecord& f) {
+  return "failed (" + excerpt(f.error) + ") after " + std::to_string(f.steps) +
+         (f.steps == 1 ? " step" : " steps");
+}
+
 std::string serialize_trace(const Trace& t) {
+  const bool v3 = is_v3(t.header);
   std::string out = header_json(t.header).dump() + "\n";
-  out += json{{"record", "init"}, {"weights", digests_json(t.initial_weights)}}.dump() + "\n";
+  json init{{"record", "init"}, {"weights", digests_json(t.initial_weights)}};
+  if (v3) init["buffers"] = digests_json(t.initial_buffers);
+  out += init.dump() + "\n";
   std::size_t next_epoch = 0;
   for (const StepRecord& r : t.steps) {
     // Epoch records go right after their epoch's last step, keeping the file in time order.
     while (next_epoch < t.epochs.size() && t.epochs[next_epoch].epoch < r.epoch) {
       out += epoch_line(t.epochs[next_epoch++]);
     }
-    out += step_json(r).dump() + "\n";
+    out += step_json(r, v3).dump() + "\n";
   }
   for (; next_epoch < t.epochs.size(); ++next_epoch) out += epoch_line(t.epochs[next_epoch]);
   if (t.final) {
@@ -150,6 +173,11 @@ std::string serialize_trace(const Trace& t) {
              {"total_seconds", f.total_seconds},
              {"recording_seconds", f.recording_seconds},
              {"weights", digests_json(f.weights)}};
+    if (v3) {
+      end["buffers"] = digests_json(f.buffers);
+      end["status"] = f.status == RunStatus::failed ? "failed" : "completed";
+      if (f.status == RunStatus::failed) end["error"] = f.error;
+    }
     if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
     out += end.dump() + "\n";
   }

@@ -2,6 +2,8 @@
 // and the reader's check of them, the names a report gives their positions, what a differing
 // input is said to come from, and the outputs the runs kept (audit/kept_outputs_file.h): used
 // whole, only for their own run, never half.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -244,6 +246,31 @@ TEST_CASE("kept outputs are used whole and only for their own run", "[audit][ops
         << R"({"index": 0, "outputs": [{"bytes": 3, "dtype": "f32"}], "step": 0})"
         << "\nabc";
     CHECK_THAT(ra::audit::load_kept_outputs(file, header, store), Contains("not whole elements"));
+  }
+  SECTION("a field of another type: damaged, never an exception of the JSON library") {
+    for (const char* head : {R"({"record": 7})", R"({"record": "kept_outputs", "audit_id": 5})",
+                             R"({"record": "kept_outputs", "format_version": "1"})"}) {
+      std::ofstream(file, std::ios::binary) << head << "\n";
+      CHECK_THAT(ra::audit::load_kept_outputs(file, header, store), Contains("damaged"));
+    }
+    std::ofstream(file, std::ios::binary)
+        << R"({"audit_id": ")" + header.audit_id +
+               R"(", "entries": 1, "format_version": 1, "record": "kept_outputs", "run_index": 2})"
+        << "\n"
+        << R"({"index": 0, "outputs": [{"bytes": 4, "dtype": ["f32"]}], "step": 0})"
+        << "\nabcd";
+    CHECK_THAT(ra::audit::load_kept_outputs(file, header, store), Contains("damaged"));
+    CHECK_FALSE(store.find(2, 0, 0));
+  }
+  SECTION("a FIFO or a link under the name: not read, without waiting") {
+    REQUIRE(::mkfifo(file.c_str(), 0600) == 0);
+    CHECK_THAT(ra::audit::load_kept_outputs(file, header, store), Contains("FIFO"));
+    std::filesystem::remove(file);
+    write_kept(dir.path / "elsewhere.bin", header.audit_id, 2);
+    std::filesystem::create_symlink(dir.path / "elsewhere.bin", file);
+    CHECK_THAT(ra::audit::load_kept_outputs(file, header, store),
+               Contains("is a symbolic link, never followed"));
+    CHECK_FALSE(store.find(2, 3, 1));
   }
 }
 

@@ -124,11 +124,12 @@ TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audi
     REQUIRE(r.err.find("mid.trace.jsonl") != std::string::npos);
   }
   SECTION("version mismatch") {
-    std::string v3 = text;
-    v3.replace(v3.find("\"format_version\":1"), 18, "\"format_version\":3");
-    const auto r = run_cli("compare " + q(dir.write("v3.trace.jsonl", v3)) + " " + other);
+    std::string v4 = text;
+    v4.replace(v4.find("\"format_version\":1"), 18, "\"format_version\":4");
+    const auto r = run_cli("compare " + q(dir.write("v4.trace.jsonl", v4)) + " " + other);
     REQUIRE(r.exit_code == 2);
-    REQUIRE(r.err.find("format version 3; this tool reads versions 1 and 2") != std::string::npos);
+    REQUIRE(r.err.find("format version 4; this tool reads versions 1, 2 and 3") !=
+            std::string::npos);
   }
   SECTION("garbage") {
     const auto r =

@@ -57,6 +57,23 @@ TEST_CASE("a mistyped option gets a suggestion, a word for a number a type error
   CHECK_THAT(run_cli("run " + spec + " --runs 0").err, Contains("not in range 1 to 10000"));
 }
 
+TEST_CASE("every integer option is checked once, never wrapped or clamped", "[cli][usability]") {
+  // CLI11 would read "-1", 2^64 and "1e23" for exec's unsigned --seed as 2^64-1, silently.
+  for (const char* value : {"-1", "18446744073709551616"}) {
+    const auto r = run_cli(std::string("exec --seed ") + value + " -- true");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(std::string("--seed: expected an integer in "
+                                           "0..18446744073709551615, got '") +
+                               value + "'"));
+  }
+  const auto floating = run_cli("exec --seed 1e23 -- true");
+  CHECK(floating.exit_code == 2);
+  CHECK_THAT(floating.err, Contains("--seed: expected a whole number, got '1e23'"));
+  const auto huge = run_cli("exec --jobs 99999999999999999999 -- true");
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.err, Contains("--jobs: expected an integer in"));
+}
+
 TEST_CASE("completion scripts for bash, zsh and fish", "[cli][usability]") {
   TempDir dir;
   for (const std::string shell : {"bash", "zsh", "fish"}) {

@@ -118,7 +118,7 @@ TEST_CASE("exec: a failing command is exit 3, named with its output", "[cli][exe
   TempDir other;
   const auto silent = exec(other, "print('trained')\n", "--runs 2");
   CHECK(silent.exit_code == 3);
-  CHECK_THAT(silent.err, Contains("wrote no whole trace"));
+  CHECK_THAT(silent.err, Contains("wrote no trace run-000.trace.jsonl"));
 }
 
 TEST_CASE("exec: --seeds both gives the same and different groups' statistics", "[cli][exec]") {

@@ -116,7 +116,8 @@ def test_compare_names_the_shared_generator(tmp_path):
     assert shared[0]["runs"] == [0, 1] and shared[0]["passes"] == 2
     text = subprocess.run([BINARY, "compare"] + [str(t) for t in traces], capture_output=True,
                           text=True).stdout
-    assert "workers 0-1 share one random stream in dataset.rng" in text
+    assert "workers 0-1 start from the same state of the random stream dataset.rng" in text
+    assert "unless it is reseeded per sample or never drawn from" in text
 
 
 def test_a_killed_runs_leftovers_do_not_stop_the_next(tmp_path):

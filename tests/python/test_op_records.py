@@ -119,7 +119,7 @@ def test_a_seeded_script_has_no_root_cause_and_its_records_round_trip(tmp_path):
     assert report["op_window"] == "1:3"
     trace = tmp_path / "out" / "run-000.trace.jsonl"
     header = json.loads(trace.read_text().splitlines()[0])
-    assert header["format_version"] == 2 and header["trace_ops"] == {"first": 1, "last": 3}
+    assert header["format_version"] == 3 and header["trace_ops"] == {"first": 1, "last": 3}
     recorded = [("ops" in s) for s in steps(trace)]
     assert recorded == [False, True, True, False]
     ops = steps(trace)[1]["ops"]
@@ -214,7 +214,7 @@ def test_a_window_in_the_callers_environment_is_not_the_audits(tmp_path):
                                  env=environment(REPRO_AUDIT_TRACE_OPS="0:2"))
     assert code == 0, stderr
     header = json.loads((tmp_path / "out" / "run-000.trace.jsonl").read_text().splitlines()[0])
-    assert header["format_version"] == 1 and "trace_ops" not in header
+    assert header["format_version"] == 3 and "trace_ops" not in header
 
 
 def test_window_parsing():

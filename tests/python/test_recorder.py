@@ -128,8 +128,17 @@ def test_digest_definition_by_hand():
         tag = {torch.float32: 1, torch.int32: 2, torch.int64: 3, torch.uint8: 4}[tensor.dtype]
         data = tensor.numpy().tobytes()
         assert digests.tensor_digest(tensor) == by_hand(tag, tuple(tensor.shape), data)
-    with pytest.raises(TypeError, match="no digest in the trace format"):
-        digests.tensor_digest(torch.zeros(2, dtype=torch.float64))
+    # Every other dtype: its raw bytes under a tag of its own (docs/trace-format.md, "Digests").
+    half = torch.tensor([[1.5, -2.0]], dtype=torch.bfloat16)
+    assert digests.tensor_digest(half) == by_hand(6, (1, 2), b"\xc0\x3f\x00\xc0")
+    wide = torch.tensor(0.1, dtype=torch.float64)
+    assert digests.tensor_digest(wide) == by_hand(7, (), struct.pack("<d", 0.1))
+    flags = torch.tensor([True, False])
+    assert digests.tensor_digest(flags) == by_hand(10, (2,), b"\x01\x00")
+    # The same bytes under another dtype are another digest.
+    assert digests.tensor_digest(torch.tensor([1, 0], dtype=torch.int8)) != \
+        digests.tensor_digest(flags)
+    assert digests.dtype_name(half) == "bf16"
 
 
 def test_seeded_runs_are_bitwise_identical_for_compare(tmp_path):

@@ -80,7 +80,7 @@ def from_engine(folder, steps, threads):
     names = engine.load_initial_weights(net)
     o = engine.spec["optimizer"]
     optimizer = torch.optim.Adadelta(net.parameters(), lr=o["lr"], rho=o["rho"], eps=o["eps"])
-    rec = repro_audit.Recorder.from_env(net, optimizer, names=names, spec=engine.spec)
+    rec = repro_audit.record(net, optimizer, names=names, spec=engine.spec)
     started = time.perf_counter()
     for record in engine.steps[:steps]:
         indices = torch.tensor(record["indices"], dtype=torch.int64)
@@ -91,7 +91,7 @@ def from_engine(folder, steps, threads):
         optimizer.step()
         rec.step(batch=(x, y), loss=loss, epoch=record["epoch"], indices=indices)
     seconds = time.perf_counter() - started
-    rec.finish()
+    rec.close()
     n = min(steps, len(engine.steps))
     print(f"final loss={loss.item():.8f} steps={n} seconds_per_step={seconds / n:.4f} "
           f"finish_seconds=0")
@@ -126,7 +126,7 @@ def main():
                               .astype(numpy.int64))
     net = model().to(args.device)
     optimizer = torch.optim.Adadelta(net.parameters(), lr=1.0, rho=0.95, eps=1e-7)
-    rec = repro_audit.Recorder.from_env(net, optimizer)  # repro-audit
+    rec = repro_audit.record(net, optimizer)  # repro-audit
     if args.loader_bug:
         loader = torch.utils.data.DataLoader(Augmented(images, labels), batch_size=128,
                                              shuffle=True, num_workers=2,
@@ -149,7 +149,7 @@ def main():
             if step == args.steps:
                 break
     seconds = time.perf_counter() - started
-    rec.finish()  # repro-audit
+    rec.close()  # repro-audit: the run completed (its trace is written)
     finish_seconds = time.perf_counter() - started - seconds
     print(f"final loss={loss.item():.8f} steps={step} seconds_per_step={seconds / step:.4f} "
           f"finish_seconds={finish_seconds:.4f}")

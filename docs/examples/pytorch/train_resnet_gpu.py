@@ -41,16 +41,15 @@ def main():
     data = torch.Generator().manual_seed(7)
     images = torch.randn(4 * args.batch, 3, args.size, args.size, generator=data).cuda()
     labels = torch.randint(0, 10, (4 * args.batch,), generator=data).cuda()
-    rec = repro_audit.Recorder.from_env(model, optimizer)  # repro-audit
-    for step in range(args.steps):
-        at = (step * args.batch) % images.shape[0]
-        x, y = images[at:at + args.batch], labels[at:at + args.batch]
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        rec.step(batch=(x, y), loss=loss)  # repro-audit
-    rec.finish()  # repro-audit
+    with repro_audit.record(model, optimizer) as rec:  # repro-audit
+        for step in range(args.steps):
+            at = (step * args.batch) % images.shape[0]
+            x, y = images[at:at + args.batch], labels[at:at + args.batch]
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            rec.step(batch=(x, y), loss=loss)  # repro-audit
     value = loss.item()
     bits = struct.unpack("<I", struct.pack("<f", value))[0]
     print("final loss=%.8f loss_bits=0x%08x" % (value, bits))

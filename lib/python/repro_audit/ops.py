@@ -60,6 +60,7 @@ convolution _convolution convolution_backward cudnn_convolution cudnn_convolutio
 """.split())
 
 DEFAULT_KEEP_BYTES = 64 << 20
+MAX_STEP = (1 << 63) - 1
 KEPT_FILE_NAME = "kept-outputs.bin"
 TRACE_SUFFIX = ".trace.jsonl"
 
@@ -71,12 +72,16 @@ def parse_window(text):
     if text == "all":
         return 0, None
     first, colon, last = text.partition(":")
+    ascii_digits = lambda part: part.isascii() and part.isdigit()  # noqa: E731
     try:
-        if not colon or not first.isdigit() or (last and not last.isdigit()):
+        if not colon or not ascii_digits(first) or (last and not ascii_digits(last)):
             raise ValueError
         window = int(first), (int(last) if last else None)
+        if max(window[0], window[1] or 0) > MAX_STEP:  # the reader's steps are int64
+            raise ValueError
     except ValueError:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected A:B, A: or all")
+        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected A:B, A: or all, "
+                         f"A and B step numbers up to {MAX_STEP}")
     if window[1] is not None and window[1] <= window[0]:
         raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: the window is empty")
     return window

@@ -1,18 +1,20 @@
 """The recorder a PyTorch training script keeps in (docs/pytorch.md):
 
-    rec = repro_audit.Recorder.from_env(model, optimizer)
-    for epoch in range(epochs):
-        for x, y in loader:
-            ...; loss.backward(); optimizer.step()
-            rec.step(batch=(x, y), loss=loss, epoch=epoch)
-    rec.finish()
+    with repro_audit.record(model, optimizer) as rec:
+        for epoch in range(epochs):
+            for x, y in loader:
+                ...; loss.backward(); optimizer.step()
+                rec.step(batch=(x, y), loss=loss, epoch=epoch)
 
-`from_env` gives a no-op recorder unless an audit asked for a trace (REPRO_AUDIT_TRACE, set by
+`record` gives a no-op recorder unless an audit asked for a trace (REPRO_AUDIT_TRACE, set by
 `repro-audit exec` or by hand), so the lines stay in a script for good. Per step it records the
 digests of the batch tensors given, the loss's exact float32 bits, every parameter's gradient and
-value and every optimizer state tensor; at the start the initial weights, the seeds and the RNG
-states it can see; an environment (versions, GPU, determinism flags, threads). The trace is
-written whole at finish() (or at exit), in the tool's format: `repro-audit compare` reads it.
+value, every buffer and all optimizer state (state.py); at the start the initial weights and
+buffers, the seeds and the RNG states it can see; an environment (versions, GPU, determinism
+flags, threads). The trace is written whole when the run ends, in the tool's format:
+`repro-audit compare` reads it. How it ended is its end record's `status`: "completed" at the end
+of the `with` block, at close() or at a normal exit; "failed", with the exception's type, when an
+exception leaves the block or ends the script. A failed run's trace is never compared as whole.
 """
 import atexit
 import json
@@ -27,17 +29,47 @@ from . import cudnn_log
 from . import device_digest
 from . import digest as digests
 from . import kept_op
+from . import env
 from . import ops as op_records
 from . import workers
-from .trace import (FORMAT_VERSION, FORMAT_VERSION_WITH_OPS, TraceRecords, canonical_json,
-                    float32_value, loss_bits, write_whole)
+from .state import ModelState, check_name
+from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none, float32_value,
+                    loss_bits, write_whole)
 
 VERSION = "0.1.0"
 
+_MISSING = object()
+
 
 def _seed_from_env():
-    value = os.environ.get("REPRO_AUDIT_SEED")
-    return int(value) if value is not None else None
+    return env.seed()
+
+
+def exception_name(exception_type):
+    """"ZeroDivisionError", "torch.cuda.OutOfMemoryError": what a failed end record says."""
+    module = getattr(exception_type, "__module__", "builtins")
+    name = getattr(exception_type, "__qualname__", str(exception_type))
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def failure_of(exception_type, exception):
+    """What a failed end record says of an exception, or None when it is no failure:
+    sys.exit() or sys.exit(0) is the script's normal end."""
+    if (isinstance(exception_type, type) and issubclass(exception_type, SystemExit) and
+            getattr(exception, "code", None) in (None, 0)):
+        return None
+    return exception_name(exception_type)
+
+
+def check_step_arguments(loss, epoch):
+    """TypeError or ValueError for a step the trace cannot record, with or without an audit (a
+    typo fails the day it is written, not the day a run is audited)."""
+    if loss is _MISSING or loss is None:
+        raise TypeError("repro_audit: step() needs loss=, the step's loss (a tensor or a number)")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) and not hasattr(epoch, "__index__"):
+        raise TypeError(f"repro_audit: step(epoch={epoch!r}): expected an integer")
+    if int(epoch) < 0:
+        raise ValueError(f"repro_audit: step(epoch={epoch!r}): expected an integer >= 0")
 
 
 def seed_everything(seed=None, default=None):
@@ -94,11 +126,21 @@ def _environment(torch, threads, digests_where):
 
 
 class NoOpRecorder:
-    """What from_env gives when no audit asked for a trace: every call does nothing."""
+    """What from_env gives when no audit asked for a trace: every call checks its arguments as
+    the recorder does, and does nothing."""
 
     enabled = False
 
-    def step(self, *args, **kwargs):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exception_type, exception, traceback):
+        return False
+
+    def step(self, batch=(), loss=_MISSING, epoch=0, indices=None):
+        check_step_arguments(loss, epoch)
+
+    def close(self):
         pass
 
     def finish(self):
@@ -106,6 +148,12 @@ class NoOpRecorder:
 
     def watch_loader(self, loader):
         return loader
+
+
+def record(model, optimizer=None, names=None, spec=None):
+    """The documented form: `with repro_audit.record(model, optimizer) as rec:` (Recorder.from_env
+    as a context manager: the end of the block ends the run, an exception marks it failed)."""
+    return Recorder.from_env(model, optimizer, names=names, spec=spec)
 
 
 class Recorder:
@@ -123,13 +171,11 @@ class Recorder:
         if not path:
             return NoOpRecorder()
         window = os.environ.get("REPRO_AUDIT_TRACE_OPS")
-        return cls(model, optimizer, path, run=int(os.environ.get("REPRO_AUDIT_RUN", "0")),
-                   seed_group=os.environ.get("REPRO_AUDIT_SEED_GROUP", "same"),
-                   audit_id=os.environ.get("REPRO_AUDIT_ID"),
+        return cls(model, optimizer, path, run=env.run_index(), seed_group=env.seed_group(),
+                   audit_id=env.audit_id(),
                    name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec,
                    trace_ops=op_records.parse_window(window) if window else None,
-                   keep_bytes=int(os.environ.get("REPRO_AUDIT_KEEP_BYTES",
-                                                 op_records.DEFAULT_KEEP_BYTES)),
+                   keep_bytes=env.keep_bytes(op_records.DEFAULT_KEEP_BYTES),
                    keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
                             if os.environ.get(kept_op.ENVIRONMENT) else None),
                    replays=kept_op.replays_from(os.environ))
@@ -144,18 +190,15 @@ class Recorder:
         step's ops are recorded whatever `trace_ops` says."""
         import torch
 
+        env.check_trace_path(path)
         self._torch = torch
         self._model = model
         self._optimizer = optimizer
         self._path = path
         self._recording = 0.0
         self._finished = False
-        self._params = [(n, p) for n, p in model.named_parameters()]
-        if names is not None:
-            if len(names) != len(self._params):
-                raise ValueError(f"repro_audit: {len(names)} names for {len(self._params)} "
-                                 "parameters")
-            self._params = [(n, p) for n, (_, p) in zip(names, self._params)]
+        self._error = None  # the type of the exception that ended the script, once known
+        self._state = ModelState(torch, model, optimizer, names)
         self._run, self._audit_id = run, audit_id
         workers.remove_side_file(path)
         self._kept_path = op_records.kept_outputs_path(path)
@@ -170,15 +213,16 @@ class Recorder:
         elif spec is None:
             name = name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0]
             spec = {"name": name or "python", "source": "pytorch"}
+        check_name("spec", spec.get("name") if isinstance(spec, dict) else None)
         seed = _seed_from_env()
         seed = torch.initial_seed() if seed is None else seed
         threads = torch.get_num_threads()
         self._digester = device_digest.Digester(torch)
         header = {
             "record": "header",
-            "format_version": FORMAT_VERSION if trace_ops is None else FORMAT_VERSION_WITH_OPS,
+            "format_version": FORMAT_VERSION,
             "tool_version": "repro_audit-python " + VERSION,
-            "source": {"kind": "pytorch", "command": sys.argv},
+            "source": {"kind": "pytorch", "command": _command_text(sys.argv)},
             "spec": spec, "spec_digest": digests.text_digest(canonical_json(spec)),
             "run_index": run, "seed_group": seed_group,
             "seeds": {"init": seed, "data": seed, "dropout": seed},
@@ -189,7 +233,7 @@ class Recorder:
             "environment": _environment(torch, threads, self._digester.where),
             "rng_states": _rng_states(torch),
             "ledger": [],
-            "params": [{"name": n, "shape": list(p.shape)} for n, p in self._params],
+            "params": self._state.header_params(), "buffers": self._state.header_buffers(),
             "optimizer_state": [], "fault": None,
         }
         if audit_id:
@@ -208,31 +252,51 @@ class Recorder:
                 os.path.dirname(self._kept_path) if self._kept_path else None)
             if keep_op is not None:
                 header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+        canonical_json(header).encode("utf-8")  # what the trace cannot hold fails now
         initial = self._digester.batch()
-        weights = [initial.add(p) for _, p in self._params]
+        weights, buffers = self._state.weights(initial.add), self._state.buffers(initial.add)
         initial.collect()
-        self._records = TraceRecords(header, device_digest.resolved(weights))
+        self._records = TraceRecords(header, device_digest.resolved(weights),
+                                     device_digest.resolved(buffers))
         self._pending = None  # the last step's record and its batch, still on the GPU
         self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
         self._started = time.perf_counter()
         self._last = self._started
         self._recording += self._started - started
-        atexit.register(self.finish)
+        self._previous_hook = sys.excepthook
+        sys.excepthook = self._exception_hook
+        atexit.register(self._finish_at_exit)
         if self._ops is not None:
             self._ops.begin(0)
 
-    def _optimizer_state(self, batch):
-        """The names of the optimizer's state tensors, in a stable order, and their digests (as
-        Pendings of `batch`)."""
-        if self._optimizer is None:
-            return [], []
-        names, values = [], []
-        for name, p in self._params:
-            for key, value in sorted(self._optimizer.state.get(p, {}).items()):
-                if isinstance(value, self._torch.Tensor) and value.dim() > 0:
-                    names.append(f"{key}:{name}")
-                    values.append(batch.add(value))
-        return names, values
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exception_type, exception, traceback):
+        """The end of the `with` block ends the run: completed, or failed by the exception that
+        leaves it (which goes on)."""
+        if exception_type is not None and self._error is None:
+            self._error = failure_of(exception_type, exception)
+        self.close()
+        return False
+
+    def _exception_hook(self, exception_type, exception, traceback):
+        """An exception that ends the script (sys.excepthook runs before the exit hooks): the run
+        failed."""
+        if self._error is None:
+            self._error = exception_name(exception_type)
+        self._previous_hook(exception_type, exception, traceback)
+
+    def _finish_at_exit(self):
+        """The exit hook: a trace that cannot be written makes the exit status non-zero (an
+        exception in an exit hook would leave it 0, and the run would look recorded)."""
+        try:
+            self.close()
+        except BaseException as e:  # noqa: B902: whatever it is, the run must not look recorded
+            print(f"repro_audit: the trace {self._path} could not be written: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(1)
 
     def _labels_digest(self, batch, labels):
         # Class labels as the tool records them: int32 (PyTorch's are int64).
@@ -240,21 +304,27 @@ class Recorder:
             labels = labels.to(self._torch.int32)
         return batch.add(labels)
 
-    def step(self, batch=(), loss=None, epoch=0, indices=None):
+    def step(self, batch=(), loss=_MISSING, epoch=0, indices=None):
         """Records the step just taken (call after optimizer.step()): `batch` the tensors of the
-        batch (inputs, labels), `loss` its loss, `epoch` its epoch, `indices` the sample indices
-        when the script knows them. With device digests nothing here waits for the GPU: the
-        step's digests and loss come back while the next step runs (_settle)."""
+        batch (inputs, labels), `loss` its loss (required), `epoch` its epoch (0, 1, ...: never
+        back), `indices` the sample indices when the script knows them. With device digests
+        nothing here waits for the GPU: the step's digests and loss come back while the next
+        step runs (_settle)."""
+        check_step_arguments(loss, epoch)
+        if self._finished:
+            raise RuntimeError("repro_audit: step() after the run ended (close() or the end of "
+                               "the with block)")
         now = time.perf_counter()
         seconds = now - self._last
         ops = self._ops.end() if self._ops is not None else None
         torch = self._torch
         self._settle()
         tensors = list(batch) if isinstance(batch, (tuple, list)) else [batch]
+        self._records.check_epoch(int(epoch))  # (the last step settled above)
         digesting = self._digester.batch()
         empty = digesting.add(torch.zeros(0, dtype=torch.int64))
-        state_names, state = self._optimizer_state(digesting)
-        if not self._records.steps:  # (the last step settled above: none is pending)
+        state_names, state = self._state.optimizer_state(digesting.add)
+        if not self._records.steps:
             self._records.header["optimizer_state"] = state_names
         epoch = int(epoch)
         number = self._epoch_batches.get(epoch, 0)  # a counter: no walk of the earlier steps
@@ -266,9 +336,9 @@ class Recorder:
             "labels": self._labels_digest(digesting, tensors[1]) if len(tensors) > 1 else empty,
             "loss": (digesting.add_copy(loss) if isinstance(loss, torch.Tensor)
                      else device_digest.Pending(loss)),
-            "grads": [digesting.add(p.grad if p.grad is not None else torch.zeros(0))
-                      for _, p in self._params],
-            "weights": [digesting.add(p) for _, p in self._params],
+            "grads": self._state.grads(digesting.add),
+            "weights": self._state.weights(digesting.add),
+            "buffers": self._state.buffers(digesting.add),
             "optimizer_state": state,
             "seconds": seconds,
         }
@@ -291,7 +361,7 @@ class Recorder:
         record = device_digest.resolved(record)
         loss = record.pop("loss")
         bits = loss_bits(loss.item() if hasattr(loss, "item") else loss)
-        record["loss_bits"], record["loss"] = bits, float32_value(bits)
+        record["loss_bits"], record["loss"] = bits, finite_or_none(float32_value(bits))
         record["optimizer_state"] = digests.digest_of_digests(record["optimizer_state"])
         self._records.add_step(record)
 
@@ -344,11 +414,15 @@ class Recorder:
             environment["kept_op"] = "replay failed: " + (done.stderr.strip().splitlines() or
                                                           ["exit %d" % done.returncode])[-1]
 
-    def finish(self):
-        """Writes the trace (once; at exit when the script does not call it)."""
+    def close(self):
+        """Ends the run and writes its trace (once): at the end of the `with` block, else at
+        exit. Its end record says "completed", or "failed" when an exception ended the run."""
         if self._finished:
             return
         self._finished = True
+        if sys.excepthook == self._exception_hook:
+            sys.excepthook = self._previous_hook
+        atexit.unregister(self._finish_at_exit)
         started = time.perf_counter()
         self._settle()
         self._recording += time.perf_counter() - started
@@ -361,5 +435,15 @@ class Recorder:
             self._replay_kept_op()
         total = time.perf_counter() - self._started
         loader_workers = workers.read_side_file(self._path)
-        write_whole(self._path, self._records.lines(total, self._recording, loader_workers))
+        write_whole(self._path,
+                    self._records.lines(total, self._recording, loader_workers, self._error))
+
+    finish = close  # the name before the `with` form
+
+
+def _command_text(argv):
+    """The command line as text the trace can hold: arguments that are not UTF-8 (a file name's
+    bytes, kept by Python as lone surrogates) with their bytes replaced."""
+    return [os.fsencode(a).decode("utf-8", "replace") if isinstance(a, str) else str(a)
+            for a in argv]
 

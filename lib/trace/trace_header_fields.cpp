@@ -1,0 +1,146 @@
+// Checked reading of the fields of a trace record that stand on their own: trace_header_fields.h.
+#include "trace/trace_header_fields.h"
+
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include "core/text_excerpt.h"
+#include "spec/spec.h"
+
+namespace ra::audit {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
+}  // namespace
+
+int read_format_version(const Field& version) {
+  if (!version.json().is_number_integer()) {  // 1.0, "1" and true are not the version 1
+    version.fail("expected the trace format version, the integer 1, 2 or 3, found " +
+                 describe_json(version.json()));
+  }
+  if (version.json() != kTraceFormatVersion && version.json() != kTraceFormatVersionWithOps &&
+      version.json() != kTraceFormatVersionWithStatus) {
+    version.fail("trace format version " + version.json().dump() +
+                 "; this tool reads versions 1, 2 and 3");
+  }
+  return version.json().get<int>();
+}
+
+OpWindow read_op_window(const Field& w) {
+  OpWindow window;
+  window.first = w["first"].count();
+  const Field last = w["last"];
+  if (!last.is_null()) {
+    window.last = last.count();
+    if (*window.last <= window.first) last.fail("must be greater than first");
+  }
+  return window;
+}
+
+void read_kernel_mode(const Field& mode) {
+  if (!spec::kernel_mode_from_string(mode.string())) {
+    mode.fail("expected deterministic, nondeterministic or autotune, found " +
+              describe_json(mode.json()));
+  }
+}
+
+json read_determinism(const Field& d) {
+  read_kernel_mode(d["mode"]);
+  for (const auto& [op, mode] : d["ops"].members()) {
+    if (!spec::reducing_op_from_string(op)) mode.fail("not a reducing op");
+    read_kernel_mode(mode);
+  }
+  return d.json();
+}
+
+json read_ledger(const Field& l) {
+  for (const Field& entry : l.elements()) {
+    for (const char* key : {"layer", "direction", "algorithm", "math_type", "chosen_by"}) {
+      entry[key].string();
+    }
+    // null: unknown (a PyTorch run whose cuDNN log named no notes for the engine).
+    if (!entry["deterministic"].is_null()) entry["deterministic"].boolean();
+    // An entry read from cuDNN's API log (a PyTorch run) names the engine, not the workspace,
+    // which the log does not give.
+    if (entry.has("engine")) entry["engine"].integer(-1, std::numeric_limits<std::int32_t>::max());
+    if (entry.has("workspace_bytes") || !entry.has("engine")) entry["workspace_bytes"].uint64();
+    // Autotuned entries of newer traces: what cudnnFind measured for the chosen algorithm.
+    if (entry.has("autotune")) {
+      const Field measured = entry["autotune"];
+      measured["math_type"].string();
+      measured["time_ms"].nonnegative_number();
+      measured["workspace_bytes"].uint64();
+    }
+  }
+  return l.json();
+}
+
+// The header's params (or, version 3, buffers): {name, shape} of f32 tensors of rank >= 1 in
+// versions 1 and 2; {name, shape, dtype} in version 3, any rank (0-dim: []) and any dimension
+// (0: an empty tensor) of any dtype of kTraceDTypes.
+std::vector<TensorInfo> read_tensor_list(const Field& list, bool v3, const char* what) {
+  std::vector<TensorInfo> out;
+  std::set<std::string> names;
+  for (const Field& p : list.elements()) {
+    TensorInfo info;
+    const Field name = p["name"];
+    info.name = name.nonempty_string();
+    if (!names.insert(info.name).second)
+      name.fail(std::string(what) + " '" + excerpt(info.name) + "' named twice");
+    const Field shape = p["shape"];
+    for (const Field& dim : shape.elements()) {
+      info.shape.push_back(dim.integer(v3 ? 0 : 1, std::numeric_limits<std::int64_t>::max()));
+    }
+    if (info.shape.empty() && !v3) shape.fail("a parameter has at least one dimension");
+    if (v3) info.dtype = read_dtype(p["dtype"]);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string read_dtype(const Field& f) {
+  const std::string name = f.string();
+  for (const char* known : kTraceDTypes) {
+    if (name == known) return name;
+  }
+  f.fail(
+      "expected a dtype (f32, i32, i64, u8, f16, bf16, f64, i16, i8, bool, c32, c64, c128, "
+      "u16, u32, u64, f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz), found " +
+      describe_json(f.json()));
+}
+
+json read_fault(const Field& f, int run_index) {
+  const Field run = f["run"];
+  if (run.integer(0, kMaxInt) != run_index) {
+    run.fail("the fault of run " + run.json().dump() + " is in the trace of run " +
+             std::to_string(run_index));
+  }
+  f["step"].integer(std::numeric_limits<std::int64_t>::min(),
+                    std::numeric_limits<std::int64_t>::max());
+  f["element"].integer(std::numeric_limits<std::int64_t>::min(),
+                       std::numeric_limits<std::int64_t>::max());
+  f["tensor"].string();
+  if (f.has("op")) f["op"].nonempty_string();
+  f["bit"].integer(0, 31);
+  return f.json();
+}
+
+// Version 3: how the run ended; `error` (the exception's type) exactly when it failed.
+void read_end_status(const Field& r, FinalRecord& f) {
+  const Field status = r["status"];
+  const std::string text = status.string();
+  if (text == "failed") {
+    f.status = RunStatus::failed;
+    f.error = r["error"].nonempty_string();
+  } else if (text == "completed") {
+    if (r.has("error")) r["error"].fail("a completed run has no error");
+  } else {
+    status.fail("expected \"completed\" or \"failed\", found " + describe_json(status.json()));
+  }
+}
+
+}  // namespace ra::audit

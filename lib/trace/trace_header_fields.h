@@ -1,0 +1,36 @@
+#pragma once
+// Checked reading of the fields of a trace record that stand on their own (docs/trace-format.md
+// "What the reader checks"): the format version, the op window, the determinism policy, the
+// algorithm ledger, the parameter and buffer lists, the fault, and the end record's status. Each
+// throws InputError naming the file, the line and the field (trace/trace_fields.h); the reader
+// (trace_read.cpp) checks the records against each other.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/trace.h"
+#include "trace/trace_fields.h"
+
+namespace ra::audit {
+
+// 1, 2 or 3: exactly a JSON integer the tool reads.
+int read_format_version(const Field& version);
+// {"first", "last"}: last null or greater than first.
+OpWindow read_op_window(const Field& w);
+// deterministic, nondeterministic or autotune.
+void read_kernel_mode(const Field& mode);
+// {"mode", "ops": {reducing op: mode}}.
+nlohmann::json read_determinism(const Field& d);
+nlohmann::json read_ledger(const Field& l);
+// The header's params or buffers (`what`: "parameter", "buffer"): {name, shape} of f32 tensors of
+// rank >= 1 in versions 1 and 2; {name, shape, dtype} in version 3, any rank and dimension.
+std::vector<TensorInfo> read_tensor_list(const Field& list, bool v3, const char* what);
+// One of kTraceDTypes.
+std::string read_dtype(const Field& f);
+// A fault of run `run_index`.
+nlohmann::json read_fault(const Field& f, int run_index);
+// Version 3's end record: status, and error exactly when failed.
+void read_end_status(const Field& r, FinalRecord& f);
+
+}  // namespace ra::audit
