@@ -5,6 +5,7 @@ weights and batch order (`--from-engine`), recorded under the engine's names and
 names where the two implementations part."""
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -74,17 +75,22 @@ def test_the_two_implementations_line_up(crosscheck):
     assert not any("determinism switches" in w for w in result["warnings"])
 
 
-def test_step_zero_losses_agree_bitwise(crosscheck):
+def test_step_zero_losses_agree(crosscheck):
     """On the CPU the forward pass of step 0 (convolutions, pool, dense layers, softmax
-    cross-entropy from identical weights and batch) gives the engine's loss bits."""
+    cross-entropy from identical weights and batch) gives the engine's loss within 1e-5 relative.
+    Not bit for bit, though it was on every machine measured (docs/pytorch.md): each side's bits
+    are its kernels' (PyTorch's follow the CPU, the engine's its instruction set), and neither
+    promises the other's summation order. A replay that carried the weights or the batch over
+    wrongly misses by far more (losses near 2.3 apart by 1e-2 and up)."""
     engine, trace, _ = crosscheck
 
-    def step_zero(path):
+    def step_zero_loss(path):
         for line in path.read_text().splitlines():
             record = json.loads(line)
             if record.get("record") == "step" and record["step"] == 0:
-                return record
-    assert step_zero(engine / "run-000.trace.jsonl")["loss_bits"] == step_zero(trace)["loss_bits"]
+                return struct.unpack("<f", struct.pack("<I", int(record["loss_bits"], 16)))[0]
+    engine_loss = step_zero_loss(engine / "run-000.trace.jsonl")
+    assert abs(step_zero_loss(trace) - engine_loss) <= 1e-5 * abs(engine_loss)
 
 
 def test_engine_run_is_read_whole(crosscheck, tmp_path):

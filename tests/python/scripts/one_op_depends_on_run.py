@@ -4,14 +4,32 @@ torch.set_num_threads(1)
 
 
 class Normalise(torch.nn.Module):
-    """Divides by the batch's total: a sum of 65536 elements, in one thread or two as the run
-    counter says (the one op whose result depends on the run)."""
+    """Divides by the total of a fixed table of 65536 floats, summed in one thread, or (odd runs,
+    from step 1 on) in two: the one op whose result depends on the run, and on every machine.
+
+    The table is 1 at element 0, 2^-24 at elements 32768 and 32769, 0 elsewhere. Two threads sum
+    one half each (ATen splits 65536 elements at its grain of 32768) and add the halves:
+    1 + (2^-24 + 2^-24) = 1 + 2^-23, every step exact. One thread adds elements 0 and 32768 in the
+    same vector lane (32768 is a multiple of every lane count times ATen's 4 accumulators; one
+    lane when scalar) before element 32769's lane joins: (1 + 2^-24) + 2^-24 = 1, each addition a
+    tie rounded to even. So the sums part by one ULP whatever the CPU's vector width, and dividing
+    by 1 + 2^-23 instead of 1 moves every nonzero activation by more than half its ULP
+    (|x| 2^-23 / (1 + 2^-23) > |x| 2^-24): step 1's gradients differ, not only the sum."""
+
+    def __init__(self):
+        super().__init__()
+        table = torch.zeros(65536)
+        table[0], table[32768], table[32769] = 1.0, 2.0**-24, 2.0**-24
+        self.register_buffer("table", table)
+        self.calls = 0
 
     def forward(self, x):
-        torch.set_num_threads(1 + int(os.environ.get("REPRO_AUDIT_RUN", "0")) % 2)
-        total = x.sum()
+        two = int(os.environ.get("REPRO_AUDIT_RUN", "0")) % 2 == 1 and self.calls >= 1
+        self.calls += 1
+        torch.set_num_threads(2 if two else 1)
+        total = self.table.sum()
         torch.set_num_threads(1)
-        return x / total.abs()
+        return x / total
 
 
 model = torch.nn.Sequential()
