@@ -15,6 +15,7 @@
 // Launch shape: 128-thread blocks (4 chunks), grid-stride beyond 65,535 blocks. Every output has
 // exactly one writer and the arithmetic is integer: the bits depend on neither launch nor device.
 #include "core/integer_math.h"
+#include "core/xxh3_lanes.h"
 #include "kernels/digest.cuh"
 
 namespace ra::kernels {
@@ -148,7 +149,7 @@ void digest_chunks(cudaStream_t stream, const void* data, std::size_t bytes, xxh
   const std::size_t chunks = digest_chunk_count(bytes);
   if (chunks == 0) return;  // a grid of 0 blocks is a launch error
   digest_chunks_kernel<<<chunk_blocks(chunks), kBlockThreads, 0, stream>>>(data, bytes, chunks,
-                                                                            out);
+                                                                           out);
 }
 
 void digest_chunks_batched(cudaStream_t stream, const DigestJob* jobs_on_device, int jobs,
@@ -158,8 +159,8 @@ void digest_chunks_batched(cudaStream_t stream, const DigestJob* jobs_on_device,
       jobs_on_device, jobs, total_chunks, out);
 }
 
-void digest_chunks_listed(cudaStream_t stream, const DigestJobList& list,
-                          std::size_t total_chunks, xxh3::Hash128* out) {
+void digest_chunks_listed(cudaStream_t stream, const DigestJobList& list, std::size_t total_chunks,
+                          xxh3::Hash128* out) {
   if (list.count <= 0 || total_chunks == 0) return;
   const std::size_t first = list.jobs[0].first_chunk;
   if (first >= total_chunks) return;  // only empty jobs

@@ -4,6 +4,8 @@
 // boundary of the long path up to 70000 (past one 64 KiB digest chunk), aligned and unaligned.
 #include "core/xxh3_portable.h"
 
+#include "core/xxh3_lanes.h"
+
 #include <xxhash.h>
 
 #include <catch2/catch.hpp>
@@ -165,8 +167,8 @@ TEST_CASE("the long hash split by lane and stripe group equals libxxhash", "[cor
       const auto got = ra::xxh3::detail::hash_long_by_lanes(bytes.data() + offset, len);
       const Hash128 want = reference(bytes.data() + offset, len);
       if (got != want) {
-        FAIL("length " << len << " offset " << offset << ": " << describe(got) << " != "
-                       << describe(want));
+        FAIL("length " << len << " offset " << offset << ": " << describe(got)
+                       << " != " << describe(want));
       }
     }
   }
