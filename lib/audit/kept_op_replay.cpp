@@ -45,9 +45,8 @@ bool integer_in(const nlohmann::json& j, const char* key, std::int64_t low, std:
 
 }  // namespace
 
-std::optional<RootCause::Magnitude::KeptReplay> read_kept_replay(const std::filesystem::path& file,
-                                                                 const RootCause& cause,
-                                                                 std::string& why_not) {
+std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
+                                             const RootCause& cause, std::string& why_not) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return std::nullopt;
   if (std::filesystem::is_symlink(std::filesystem::symlink_status(file, ec))) {
@@ -72,7 +71,7 @@ std::optional<RootCause::Magnitude::KeptReplay> read_kept_replay(const std::file
                 ", op " + std::to_string(index) + ")";
       return std::nullopt;
     }
-    RootCause::Magnitude::KeptReplay r;
+    KeptOpReplay r;
     r.times = static_cast<int>(times);
     r.distinct_outputs = static_cast<int>(distinct);
     r.matches_run = j["matches_run"].get<bool>();
@@ -100,7 +99,9 @@ void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& trace
       if (!why_not.empty()) ignored.push_back(why_not);
       if (!replay) continue;
       replay->run = run;
-      if (!cause.magnitude) cause.magnitude.emplace();
+      // Assigned, not emplace()d: clang finds Magnitude not default-constructible through
+      // std::optional, whose traits it fixed while RootCause was incomplete.
+      if (!cause.magnitude) cause.magnitude = RootCause::Magnitude{};
       cause.magnitude->kept_replays.push_back(*replay);
     }
   }

@@ -66,6 +66,16 @@ struct LedgerDifference {
   std::vector<AlgorithmGroup> groups;
 };
 
+// A PyTorch run's op kept whole (exec --keep-op) and replayed in a fresh process by the recorder
+// (lib/python/repro_audit/replay.py, the run's replay.json): how many distinct outputs `times`
+// calls on the run's own inputs gave, and whether the first was the run's.
+struct KeptOpReplay {
+  int run = 0;  // index among the traces
+  int times = 0;
+  int distinct_outputs = 0;
+  bool matches_run = false;
+};
+
 // The root cause of a divergence, from op records (--trace-ops, docs/report.md "Root cause"): in
 // the first step where a run's op records differ from the reference run's, the first record that
 // differs. When its inputs matched and its outputs did not, that op made the difference.
@@ -138,16 +148,7 @@ struct RootCause {
     // there, measured also when a run's own outputs did not reappear.
     std::vector<OutputDifference> spread;
     std::string note;  // why a run (or every run) has no magnitude; empty when all were measured
-    // A PyTorch run's op kept whole (exec --keep-op) and replayed in a fresh process by the
-    // recorder (lib/python/repro_audit/replay.py, the run's replay.json): how many distinct
-    // outputs `times` calls on the run's own inputs gave, and whether the first was the run's.
-    struct KeptReplay {
-      int run = 0;  // index among the traces
-      int times = 0;
-      int distinct_outputs = 0;
-      bool matches_run = false;
-    };
-    std::vector<KeptReplay> kept_replays;
+    std::vector<KeptOpReplay> kept_replays;  // PyTorch runs' replays of the kept op (above)
   };
   std::optional<Magnitude> magnitude;  // absent until measured (never for the other kinds)
 };

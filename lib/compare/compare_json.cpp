@@ -166,7 +166,7 @@ json magnitude_json(const RootCause& c) {
     runs.push_back({{"run", r.run}, {"outputs", output_differences_json(c.record, r.outputs)}});
   }
   json kept_replays = json::array();
-  for (const RootCause::Magnitude::KeptReplay& r : m.kept_replays) {
+  for (const KeptOpReplay& r : m.kept_replays) {
     kept_replays.push_back({{"run", r.run},
                             {"times", r.times},
                             {"distinct_outputs", r.distinct_outputs},

@@ -10,6 +10,7 @@
 namespace ra::report::text {
 namespace {
 
+using audit::KeptOpReplay;
 using audit::RootCause;
 using ra::DType;
 
@@ -91,7 +92,7 @@ std::string magnitude_text(const RootCause& c) {
     }
     out += "  spread of its outcomes there, widest from the first: " + what + "\n";
   }
-  for (const RootCause::Magnitude::KeptReplay& r : m.kept_replays) {
+  for (const KeptOpReplay& r : m.kept_replays) {
     const bool one = r.distinct_outputs == 1;
     out += format("  replayed in a fresh process, run %d: %s on its kept inputs gave %s%s\n", r.run,
                   plural(r.times, "call").c_str(),
