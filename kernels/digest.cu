@@ -70,12 +70,7 @@ __device__ xxh3::Hash128 warp_xxh3_128(const std::uint8_t* data, std::size_t len
                         d::kSecretBytes - d::kStripeBytes - d::kSecretLastStripeStart, lane);
   std::uint64_t accs[8];
   for (int i = 0; i < 8; ++i) accs[i] = __shfl_sync(kFullWarp, acc, i);  // group 0's lanes
-  xxh3::Hash128 h;
-  h.low64 = d::merge_accumulators(accs, d::kSecretMergeStart,
-                                  static_cast<std::uint64_t>(len) * d::kPrime64_1);
-  h.high64 = d::merge_accumulators(accs, d::kSecretBytes - 64 - d::kSecretMergeStart,
-                                   ~(static_cast<std::uint64_t>(len) * d::kPrime64_2));
-  return h;
+  return d::finish_long(accs, len);
 }
 
 // Chunk `chunk` of a buffer of `bytes` bytes, by a warp; written by its thread 0.

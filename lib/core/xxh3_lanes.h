@@ -72,12 +72,7 @@ inline Hash128 hash_long_by_lanes(const std::uint8_t* input, std::size_t len) {
     acc[lane] += stripe_term(input + len - kStripeBytes,
                              kSecretBytes - kStripeBytes - kSecretLastStripeStart, lane);
   }
-  Hash128 h;
-  h.low64 =
-      merge_accumulators(acc, kSecretMergeStart, static_cast<std::uint64_t>(len) * kPrime64_1);
-  h.high64 = merge_accumulators(acc, kSecretBytes - 64 - kSecretMergeStart,
-                                ~(static_cast<std::uint64_t>(len) * kPrime64_2));
-  return h;
+  return finish_long(acc, len);
 }
 
 }  // namespace ra::xxh3::detail

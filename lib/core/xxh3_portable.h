@@ -390,6 +390,18 @@ RA_HOST_DEVICE std::uint64_t merge_accumulators(const std::uint64_t acc[8],
   return xxh3_avalanche(result);
 }
 
+// The long hash's two words from its 8 accumulators (shared by the scalar loop below and the
+// warp split of core/xxh3_lanes.h).
+RA_HOST_DEVICE Hash128 finish_long(const std::uint64_t acc[8], std::size_t len) {
+  Hash128 h;
+  h.low64 =
+      merge_accumulators(acc, kSecretMergeStart, static_cast<std::uint64_t>(len) * kPrime64_1);
+  // Secret at 192 - 64 - 11 = 117 for the high word.
+  h.high64 = merge_accumulators(acc, kSecretBytes - 64 - kSecretMergeStart,
+                                ~(static_cast<std::uint64_t>(len) * kPrime64_2));
+  return h;
+}
+
 RA_HOST_DEVICE Hash128 hash_long(const std::uint8_t* input, std::size_t len) {
   std::uint64_t acc[8] = {kPrime32_3, kPrime64_1, kPrime64_2, kPrime64_3,
                           kPrime64_4, kPrime32_2, kPrime64_5, kPrime32_1};
@@ -413,13 +425,7 @@ RA_HOST_DEVICE Hash128 hash_long(const std::uint8_t* input, std::size_t len) {
   // secret at 192 - 64 - 7 = 121.
   accumulate_stripe(acc, input + len - kStripeBytes,
                     kSecretBytes - kStripeBytes - kSecretLastStripeStart);
-  Hash128 h;
-  h.low64 =
-      merge_accumulators(acc, kSecretMergeStart, static_cast<std::uint64_t>(len) * kPrime64_1);
-  // Secret at 192 - 64 - 11 = 117 for the high word.
-  h.high64 = merge_accumulators(acc, kSecretBytes - 64 - kSecretMergeStart,
-                                ~(static_cast<std::uint64_t>(len) * kPrime64_2));
-  return h;
+  return finish_long(acc, len);
 }
 
 }  // namespace detail
