@@ -55,17 +55,25 @@ def apply_switches(torch, values):
     torch.set_num_threads(values["threads"])
 
 
-def _to_host(torch, value):
-    """Arguments with every tensor as a host copy and its device beside it."""
-    if isinstance(value, torch.Tensor):
-        return {"__tensor__": value.detach().to("cpu", copy=True), "device": str(value.device),
-                "requires_grad": False}
+def map_tensors(value, function, is_tensor):
+    """`value` with every tensor in it (in lists, tuples and dicts too) replaced by
+    function(tensor); is_tensor says what counts as one (a torch.Tensor here, a kept tensor's
+    dict in replay.py)."""
+    if is_tensor(value):
+        return function(value)
     if isinstance(value, (list, tuple)):
-        copied = [_to_host(torch, v) for v in value]
+        copied = [map_tensors(v, function, is_tensor) for v in value]
         return copied if isinstance(value, list) else tuple(copied)
     if isinstance(value, dict):
-        return {k: _to_host(torch, v) for k, v in value.items()}
+        return {k: map_tensors(v, function, is_tensor) for k, v in value.items()}
     return value
+
+
+def _to_host(torch, value):
+    """Arguments with every tensor as a host copy and its device beside it."""
+    return map_tensors(value, lambda t: {"__tensor__": t.detach().to("cpu", copy=True),
+                                         "device": str(t.device), "requires_grad": False},
+                       lambda v: isinstance(v, torch.Tensor))
 
 
 def capture(torch, func, args, kwargs, step, index):

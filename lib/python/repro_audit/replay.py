@@ -19,14 +19,9 @@ from .trace import write_whole
 
 
 def _on_device(torch, value):
-    if isinstance(value, dict) and "__tensor__" in value:
-        return value["__tensor__"].to(value["device"], copy=True)
-    if isinstance(value, (list, tuple)):
-        copied = [_on_device(torch, v) for v in value]
-        return copied if isinstance(value, list) else tuple(copied)
-    if isinstance(value, dict):
-        return {k: _on_device(torch, v) for k, v in value.items()}
-    return value
+    """The kept arguments with every kept tensor copied back to its device."""
+    return kept_op.map_tensors(value, lambda t: t["__tensor__"].to(t["device"], copy=True),
+                               lambda v: isinstance(v, dict) and "__tensor__" in v)
 
 
 def resolve_op(torch, name):
