@@ -131,6 +131,25 @@ void AtomicFileWriter::append(std::string_view bytes) {
   }
 }
 
+void AtomicFileWriter::flush() {
+  if (finished_) throw std::logic_error("AtomicFileWriter::flush after commit or failure");
+  write_buffer();
+}
+
+void AtomicFileWriter::keep_partial() noexcept {
+  if (finished_) return;
+  finished_ = true;
+  std::size_t done = 0;
+  while (done < buffer_.size()) {  // best effort: a failing write ends it, the file stays
+    const ssize_t written = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) break;
+    done += static_cast<std::size_t>(written);
+  }
+  buffer_.clear();
+  (void)::close(std::exchange(fd_, -1));
+}
+
 void AtomicFileWriter::write_buffer() {
   write_all(buffer_.data(), buffer_.size());
   buffer_.clear();

@@ -50,6 +50,13 @@ class AtomicFileWriter {
   // exists, where commit() renames over it. Returns false (and `path` is untouched) when the name
   // was taken, so of writers racing to create one file exactly one gets true.
   bool commit_new();
+  // Writes what the buffer holds to the temporary file (no fsync): a reader of the temporary
+  // (a diagnosis of an interrupted run) then sees every piece appended so far.
+  void flush();
+  // Ends the writer without a commit and leaves the temporary file, flushed as far as writing
+  // allows, for diagnosis (a streamed trace of a run that did not end well): debris that an audit
+  // folder names as a partial file and `--resume` removes. noexcept; later calls do nothing.
+  void keep_partial() noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
   const std::filesystem::path& temporary_path() const noexcept { return temporary_; }

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
-#include "data/byte_reader.h"
+#include "core/byte_reader.h"
 
 namespace ra::data {
 namespace {

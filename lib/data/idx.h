@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
-namespace ra::data {
+namespace ra {
+class ByteReader;  // core/byte_reader.h
+}
 
-class ByteReader;
+namespace ra::data {
 
 // 1 GiB of unsigned bytes: 1.3 million 28 x 28 images, whose float copy in memory takes 4 GiB;
 // Fashion-MNIST's training images are 47 MB. A header declaring more is refused before reading.

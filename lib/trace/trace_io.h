@@ -10,6 +10,15 @@
 namespace ra::audit {
 
 std::string serialize_trace(const Trace& trace);
+// The records of a trace as lines, each with its newline: what serialize_trace concatenates, and
+// what a streamed trace (trace/trace_file_writer.h) appends one at a time. The header decides the
+// version's fields (version 3: buffers, the end record's status).
+std::string header_line(const TraceHeader& header);
+std::string init_line(const TraceHeader& header, const std::vector<Digest128>& weights,
+                      const std::vector<Digest128>& buffers);
+std::string step_line(const TraceHeader& header, const StepRecord& step);
+std::string epoch_line(const EpochRecord& epoch);
+std::string end_line(const TraceHeader& header, const FinalRecord& end);
 // The digest a trace header records as `spec_digest`: that of the compact serialisation of the
 // canonical spec (spec.dump()) as a u8 tensor (docs/trace-format.md, Digests).
 Digest128 spec_digest_of(const nlohmann::json& spec);

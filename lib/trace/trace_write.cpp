@@ -25,7 +25,7 @@ json optional_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-std::string epoch_line(const EpochRecord& e) {
+std::string epoch_text(const EpochRecord& e) {
   return json{{"record", "epoch"},
               {"epoch", e.epoch},
               {"steps", e.steps},
@@ -146,41 +146,57 @@ std::string describe_failure(const FinalRecord& f) {
          (f.steps == 1 ? " step" : " steps");
 }
 
+std::string header_line(const TraceHeader& h) {
+  return header_json(h).dump() + "\n";
+}
+
+std::string init_line(const TraceHeader& h, const std::vector<Digest128>& weights,
+                      const std::vector<Digest128>& buffers) {
+  json init{{"record", "init"}, {"weights", digests_json(weights)}};
+  if (is_v3(h)) init["buffers"] = digests_json(buffers);
+  return init.dump() + "\n";
+}
+
+std::string step_line(const TraceHeader& h, const StepRecord& r) {
+  return step_json(r, is_v3(h)).dump() + "\n";
+}
+
+std::string epoch_line(const EpochRecord& e) {
+  return epoch_text(e);
+}
+
+std::string end_line(const TraceHeader& h, const FinalRecord& f) {
+  json end{{"record", "end"},
+           {"steps", f.steps},
+           {"final_loss_bits", bits_hex(f.final_loss_bits)},
+           {"final_loss", std::bit_cast<float>(f.final_loss_bits)},
+           {"eval_loss", optional_json(f.eval_loss)},
+           {"eval_accuracy", optional_json(f.eval_accuracy)},
+           {"median_step_seconds", f.median_step_seconds},
+           {"total_seconds", f.total_seconds},
+           {"recording_seconds", f.recording_seconds},
+           {"weights", digests_json(f.weights)}};
+  if (is_v3(h)) {
+    end["buffers"] = digests_json(f.buffers);
+    end["status"] = f.status == RunStatus::failed ? "failed" : "completed";
+    if (f.status == RunStatus::failed) end["error"] = f.error;
+  }
+  if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
+  return end.dump() + "\n";
+}
+
 std::string serialize_trace(const Trace& t) {
-  const bool v3 = is_v3(t.header);
-  std::string out = header_json(t.header).dump() + "\n";
-  json init{{"record", "init"}, {"weights", digests_json(t.initial_weights)}};
-  if (v3) init["buffers"] = digests_json(t.initial_buffers);
-  out += init.dump() + "\n";
+  std::string out = header_line(t.header) + init_line(t.header, t.initial_weights, t.initial_buffers);
   std::size_t next_epoch = 0;
   for (const StepRecord& r : t.steps) {
     // Epoch records go right after their epoch's last step, keeping the file in time order.
     while (next_epoch < t.epochs.size() && t.epochs[next_epoch].epoch < r.epoch) {
       out += epoch_line(t.epochs[next_epoch++]);
     }
-    out += step_json(r, v3).dump() + "\n";
+    out += step_line(t.header, r);
   }
   for (; next_epoch < t.epochs.size(); ++next_epoch) out += epoch_line(t.epochs[next_epoch]);
-  if (t.final) {
-    const FinalRecord& f = *t.final;
-    json end{{"record", "end"},
-             {"steps", f.steps},
-             {"final_loss_bits", bits_hex(f.final_loss_bits)},
-             {"final_loss", std::bit_cast<float>(f.final_loss_bits)},
-             {"eval_loss", optional_json(f.eval_loss)},
-             {"eval_accuracy", optional_json(f.eval_accuracy)},
-             {"median_step_seconds", f.median_step_seconds},
-             {"total_seconds", f.total_seconds},
-             {"recording_seconds", f.recording_seconds},
-             {"weights", digests_json(f.weights)}};
-    if (v3) {
-      end["buffers"] = digests_json(f.buffers);
-      end["status"] = f.status == RunStatus::failed ? "failed" : "completed";
-      if (f.status == RunStatus::failed) end["error"] = f.error;
-    }
-    if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
-    out += end.dump() + "\n";
-  }
+  if (t.final) out += end_line(t.header, *t.final);
   return out;
 }
 

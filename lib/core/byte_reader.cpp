@@ -1,4 +1,4 @@
-#include "data/byte_reader.h"
+#include "core/byte_reader.h"
 
 #include <unistd.h>
 #include <zlib.h>
@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 
-namespace ra::data {
+namespace ra {
 namespace {
 
 // zlib's own input buffer (default 8 KiB). 256 KiB makes gzread issue ~100 read() calls for the
@@ -94,4 +94,4 @@ std::size_t ByteReader::read(void* out, std::size_t size) {
   return done;
 }
 
-}  // namespace ra::data
+}  // namespace ra

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace ra::data {
+namespace ra {
 
 class ByteReader {
  public:
@@ -35,4 +35,4 @@ class ByteReader {
   std::uint64_t file_bytes_ = 0;
 };
 
-}  // namespace ra::data
+}  // namespace ra
