@@ -309,7 +309,6 @@ class TraceParser {
     return v ? number_text(*v) : std::string("null");
   }
 
-
   std::unique_ptr<LineSource> lines_;
   TraceReader::End end_;
   bool ended_ = false;
@@ -336,19 +335,33 @@ TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
 TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
 
-const TraceHeader& TraceReader::header() const { return parser_->header_; }
+const TraceHeader& TraceReader::header() const {
+  return parser_->header_;
+}
 const std::vector<Digest128>& TraceReader::initial_weights() const {
   return parser_->initial_weights_;
 }
 const std::vector<Digest128>& TraceReader::initial_buffers() const {
   return parser_->initial_buffers_;
 }
-const std::string& TraceReader::source() const { return parser_->source_; }
-bool TraceReader::next_step(StepRecord& out) { return parser_->next_step(out); }
-const std::vector<EpochRecord>& TraceReader::epochs() const { return parser_->epochs_; }
-const std::optional<FinalRecord>& TraceReader::final() const { return parser_->final_; }
-std::int64_t TraceReader::steps_read() const { return parser_->steps_; }
-const std::string& TraceReader::cut_off() const { return parser_->cut_off_; }
+const std::string& TraceReader::source() const {
+  return parser_->source_;
+}
+bool TraceReader::next_step(StepRecord& out) {
+  return parser_->next_step(out);
+}
+const std::vector<EpochRecord>& TraceReader::epochs() const {
+  return parser_->epochs_;
+}
+const std::optional<FinalRecord>& TraceReader::final() const {
+  return parser_->final_;
+}
+std::int64_t TraceReader::steps_read() const {
+  return parser_->steps_;
+}
+const std::string& TraceReader::cut_off() const {
+  return parser_->cut_off_;
+}
 
 namespace {
 

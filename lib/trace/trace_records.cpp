@@ -142,8 +142,8 @@ void check_float_copy(const Field& value, std::uint32_t bits, const char* bits_f
                  " is not finite), found " + describe_json(value.json()));
     }
   } else if (value.is_null() || value.number() != static_cast<double>(exact)) {
-    value.fail("is " + describe_json(value.json()) + ", but " + bits_field + " " +
-               bits_hex(bits) + " is " + json(exact).dump());
+    value.fail("is " + describe_json(value.json()) + ", but " + bits_field + " " + bits_hex(bits) +
+               " is " + json(exact).dump());
   }
 }
 
@@ -196,6 +196,5 @@ FinalRecord read_final(const Field& r, const TraceHeader& h) {
   if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);
   return f;
 }
-
 
 }  // namespace ra::audit::records

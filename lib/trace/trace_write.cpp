@@ -186,7 +186,8 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
 }
 
 std::string serialize_trace(const Trace& t) {
-  std::string out = header_line(t.header) + init_line(t.header, t.initial_weights, t.initial_buffers);
+  std::string out =
+      header_line(t.header) + init_line(t.header, t.initial_weights, t.initial_buffers);
   std::size_t next_epoch = 0;
   for (const StepRecord& r : t.steps) {
     // Epoch records go right after their epoch's last step, keeping the file in time order.

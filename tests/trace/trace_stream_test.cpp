@@ -65,7 +65,8 @@ Trace sample_trace(int epochs, int steps_per_epoch, bool v3) {
       r.seconds = 0.25 * static_cast<double>(step % 3 + 1);
       t.steps.push_back(r);
     }
-    t.epochs.push_back({e, steps_per_epoch, sum / steps_per_epoch, std::nullopt, std::nullopt, 1.0});
+    t.epochs.push_back(
+        {e, steps_per_epoch, sum / steps_per_epoch, std::nullopt, std::nullopt, 1.0});
   }
   FinalRecord f;
   if (v3) {
