@@ -102,7 +102,7 @@ void RunWorker::run(const PlannedRun& p) {
   }
 
   const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
-  Recorder recorder(run_header(manifest_, p, trainer, options_), trainer.threads());
+  Recorder recorder(run_header(manifest_, p, trainer, options_), trainer.threads(), trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
   SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
                            {{"run", std::to_string(p.index)},
@@ -128,7 +128,7 @@ void RunWorker::run(const PlannedRun& p) {
   }
   snapshots.finish(trainer);
   // The trace last: a whole trace under its name means the run's snapshots are complete too.
-  write_trace(trace_file, recorder.finish(trainer, r));
+  recorder.finish(trainer, r);
   if (progress_.run_finished) {
     std::lock_guard lock(progress_mutex_);
     progress_.run_finished(p.index, trace_file);

@@ -31,8 +31,14 @@ Digest128 combine(const std::vector<Digest128>& parts) {
 
 }  // namespace
 
-Recorder::Recorder(TraceHeader header, int digest_threads) : pool_(std::max(1, digest_threads)) {
+Recorder::Recorder(TraceHeader header, int digest_threads, std::filesystem::path trace_file)
+    : pool_(std::max(1, digest_threads)) {
   trace_.header = std::move(header);
+  if (!trace_file.empty()) file_.emplace(std::move(trace_file));
+}
+
+void Recorder::start_file() {
+  if (file_ && !file_->started()) file_->start(trace_.header, trace_.initial_weights, {});
 }
 
 std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
@@ -148,14 +154,21 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     state_digests.assign(d.begin() + 1 + 2 * n, d.end());
   }
   r.optimizer_state = combine(state_digests);
-  trace_.steps.push_back(std::move(r));
+  start_file();
+  if (file_) {
+    file_->step(r);
+  } else {
+    trace_.steps.push_back(std::move(r));
+  }
   recording_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
+  start_file();
   trace_.epochs.push_back(
       EpochRecord{s.epoch, s.steps, s.mean_train_loss, s.eval_loss, s.eval_accuracy, s.seconds});
+  if (file_) file_->epoch(trace_.epochs.back());
 }
 
 Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& result) {
@@ -171,7 +184,9 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
   f.recording_seconds = recording_seconds_;
   f.weights = digest_all(trainer, values_of(trainer.model()));
   // The ledger is complete only now: autotuned algorithms are chosen at their first call.
+  start_file();
   trace_.header.ledger = trainer.ops().ledger();
+  if (file_) file_->finish(trace_.header, f);
   trace_.final = std::move(f);
   return std::move(trace_);
 }

@@ -1,9 +1,15 @@
 #pragma once
-// Records one run into a Trace while it trains: the initial parameters' digests, then per step
-// the batch, the loss bits, every gradient, every updated weight and the optimizer state.
+// Records one run into its trace file while it trains: the initial parameters' digests, then per
+// step the batch, the loss bits, every gradient, every updated weight and the optimizer state.
+// Each record is written when it is made (trace/trace_file_writer.h): the cost of a step and the
+// memory held do not grow with the run's length.
+#include <filesystem>
+#include <optional>
+
 #include "core/thread_pool.h"
 #include "record/op_recorder.h"
 #include "trace/trace.h"
+#include "trace/trace_file_writer.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -12,8 +18,11 @@ class Recorder final : public train::Observer {
  public:
   // `header` carries what the caller knows (run index, seeds, environment, spec); the recorder
   // fills in the parameter and optimizer-state names. `digest_threads` parallelises the digests
-  // over tensors (they are independent), which keeps recording cheap next to a step.
-  Recorder(TraceHeader header, int digest_threads);
+  // over tensors (they are independent), which keeps recording cheap next to a step. The trace
+  // goes to `trace_file`, whole when finish() returns; a run that ends otherwise leaves its
+  // partial temporary beside it. Without a file (an empty path: tests, a caller that wants the
+  // steps in memory) the steps are kept and finish() returns them.
+  Recorder(TraceHeader header, int digest_threads, std::filesystem::path trace_file = {});
 
   // With --trace-ops: the steps in `window` also get the op records of `ops`, the decorator the
   // run computes through (the trace is then format version 2). Call before the run starts.
@@ -28,7 +37,8 @@ class Recorder final : public train::Observer {
   // backends that can (optim/update_digests.h); the recorder combines its chunk digests.
   bool wants_update_digests() const override { return true; }
 
-  // Completes the trace with the run's result; the recorder is spent afterwards.
+  // Completes the trace with the run's result and puts it under its name; the recorder is spent
+  // afterwards. Returns the trace, without its steps when they went to a file.
   Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
 
  private:
@@ -37,7 +47,11 @@ class Recorder final : public train::Observer {
   std::vector<Digest128> digest_all(const train::Trainer& trainer,
                                     const std::vector<const Tensor*>& tensors);
 
-  Trace trace_;
+  // Opens the trace file at the first step: the optimizer's state names are known by then.
+  void start_file();
+
+  Trace trace_;  // all but the steps, which only a recorder without a file keeps
+  std::optional<TraceFileWriter> file_;
   OpRecorder* ops_ = nullptr;  // set by record_ops
   double counted_op_seconds_ = 0.0;
   ThreadPool pool_;

@@ -10,11 +10,14 @@ namespace {
 constexpr std::uint64_t kFloat = 4;
 constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
 
-// A trace's StepRecord held in memory: step, epoch, batch, three batch digests, the loss bits,
-// the optimizer state digest and the vectors' headers (~160 bytes), plus the run's step time (8),
-// plus a gradient and a weight digest (2 x 16 bytes) per parameter tensor.
-constexpr std::uint64_t kStepRecordBytes = 168;
+// What a run's recorder holds of its trace (trace/trace_file_writer.h: each record is written when
+// it is made): one StepRecord (step, epoch, batch, three batch digests, the loss bits, the
+// optimizer state digest and the vectors' headers, ~160 bytes, plus a gradient and a weight
+// digest per parameter tensor), and every step's time (8 bytes), whose median the end record
+// holds.
+constexpr std::uint64_t kStepRecordBytes = 160;
 constexpr std::uint64_t kStepBytesPerParamTensor = 32;
+constexpr std::uint64_t kStepTimeBytes = 8;
 
 std::uint64_t u64(std::int64_t v) {
   return v < 0 ? 0 : static_cast<std::uint64_t>(v);
@@ -120,8 +123,8 @@ MemoryPlan plan_memory(const ExperimentSpec& spec, const ResolvedModel& model,
     plan.data = saturating_add(plan.data, set_bytes(model.input, eval_samples));
   }
   plan.steps = planned_steps(spec, train_samples);
-  plan.step_records = saturating_mul(
-      u64(plan.steps),
+  plan.step_records = saturating_add(
+      saturating_mul(u64(plan.steps), kStepTimeBytes),
       saturating_add(kStepRecordBytes, saturating_mul(kStepBytesPerParamTensor, param_tensors)));
   return plan;
 }

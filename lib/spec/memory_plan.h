@@ -24,7 +24,7 @@ struct MemoryPlan {
   std::uint64_t optimizer_state = 0;  // 0 (sgd), 1 (sgd with momentum, rmsprop), 2 (adam, adadelta)
   std::uint64_t activations = 0;      // one batch: input, each layer's output, its gradient, a mask
   std::uint64_t data = 0;             // train and eval sets: float32 pixels, int32 labels, order
-  std::uint64_t step_records = 0;     // the trace's per-step digests and timings kept in memory
+  std::uint64_t step_records = 0;     // the recorder's: one step record and every step's time
   std::int64_t steps = 0;             // planned steps of the run
   std::size_t largest_layer = 0;      // index of the layer with the most parameters
   std::uint64_t total() const noexcept;
