@@ -34,7 +34,7 @@ from . import ops as op_records
 from . import workers
 from .state import ModelState, check_name
 from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none, float32_value,
-                    loss_bits, write_whole)
+                    loss_bits)
 
 VERSION = "0.1.0"
 
@@ -257,7 +257,7 @@ class Recorder:
         weights, buffers = self._state.weights(initial.add), self._state.buffers(initial.add)
         initial.collect()
         self._records = TraceRecords(header, device_digest.resolved(weights),
-                                     device_digest.resolved(buffers))
+                                     device_digest.resolved(buffers), path)
         self._pending = None  # the last step's record and its batch, still on the GPU
         self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
         self._started = time.perf_counter()
@@ -324,13 +324,13 @@ class Recorder:
         digesting = self._digester.batch()
         empty = digesting.add(torch.zeros(0, dtype=torch.int64))
         state_names, state = self._state.optimizer_state(digesting.add)
-        if not self._records.steps:
+        if not self._records.step_count:
             self._records.header["optimizer_state"] = state_names
         epoch = int(epoch)
         number = self._epoch_batches.get(epoch, 0)  # a counter: no walk of the earlier steps
         self._epoch_batches[epoch] = number + 1
         record = {
-            "step": len(self._records.steps), "epoch": epoch, "batch": number,
+            "step": self._records.step_count, "epoch": epoch, "batch": number,
             "indices": digesting.add(indices) if indices is not None else empty,
             "inputs": digesting.add(tensors[0]) if tensors else empty,
             "labels": self._labels_digest(digesting, tensors[1]) if len(tensors) > 1 else empty,
@@ -349,7 +349,7 @@ class Recorder:
         self._last = time.perf_counter()
         self._recording += self._last - now
         if self._ops is not None:
-            self._ops.begin(len(self._records.steps) + 1)
+            self._ops.begin(self._records.step_count + 1)
 
     def _settle(self):
         """The last step's record, its digests and loss back from the GPU, into the trace."""
@@ -435,8 +435,7 @@ class Recorder:
             self._replay_kept_op()
         total = time.perf_counter() - self._started
         loader_workers = workers.read_side_file(self._path)
-        write_whole(self._path,
-                    self._records.lines(total, self._recording, loader_workers, self._error))
+        self._records.finish(total, self._recording, loader_workers, self._error)
 
     finish = close  # the name before the `with` form
 

@@ -1,6 +1,6 @@
 """A run's trace in the tool's format (docs/trace-format.md), as `repro-audit compare` reads it:
-one header record, one init record, a record per step and per epoch, and an end record, written
-whole or not at all. The records obey the reader's consistency rules (each epoch's mean loss is
+one header record, one init record, a record per step and per epoch, and an end record, each
+written when it is made, the file under the trace's name only when the run ends. The records obey the reader's consistency rules (each epoch's mean loss is
 the mean of its steps' float32 losses summed in double, in order; the end record's median step
 time is the median of the steps'; its final loss, weights and buffers are the last step's). A loss
 that is not finite is written as null beside its bits, as the format says: JSON has no NaN.
@@ -56,68 +56,104 @@ def median(values):
 
 
 class TraceRecords:
-    """The records of one run, kept until the run ends (a trace is written whole)."""
+    """The records of one run, each written when it is made (docs/trace-format.md, "Streamed
+    traces"): to a temporary beside the trace, "<path>.tmp-<pid>-<n>", opened at the first
+    record and renamed over the trace when the run ends (finish). The cost of a step and the
+    memory held do not grow with the run's length: what the end record repeats is kept (the last
+    step's loss and digests, every step's time for the median). A run killed on the way leaves
+    the temporary: its records up to the last one written, without an end record, which
+    `repro-audit` names as an interrupted run's partial trace. Without a path (tests), the lines
+    are kept in memory (text())."""
 
-    def __init__(self, header, initial_weights, initial_buffers=()):
+    def __init__(self, header, initial_weights, initial_buffers=(), path=None):
         self.header = header
         self.initial_weights = list(initial_weights)
         self.initial_buffers = list(initial_buffers)
-        self.steps = []
-        self.epochs = []
+        self.step_count = 0
+        self.epoch = 0  # the open epoch: the last step's, 0 before any
+        self._epochs_written = 0
+        self._last = None  # the last step's record
+        self._seconds = []
         self._epoch_steps = 0
         self._epoch_loss_sum = 0.0
         self._epoch_seconds = 0.0
-
-    @property
-    def epoch(self):
-        """The open epoch: the last step's, 0 before any."""
-        return self.steps[-1]["epoch"] if self.steps else 0
+        self._path = path
+        self._out = None  # the temporary's file object, or a list of lines without a path
+        self._temporary = None
+        self._header_line = None
 
     def check_epoch(self, epoch):
         """ValueError for a step of an epoch before the open one: the trace's epochs only go
         forward (a skipped epoch is written as an epoch of no steps)."""
         if epoch < self.epoch:
-            raise ValueError(f"repro_audit: step {len(self.steps)} is in epoch {epoch}, after a "
+            raise ValueError(f"repro_audit: step {self.step_count} is in epoch {epoch}, after a "
                              f"step of epoch {self.epoch}: epochs only go forward")
+
+    def _write(self, record):
+        if self._out is None:
+            self._start()
+        line = canonical_json(record) + "\n"
+        if isinstance(self._out, list):
+            self._out.append(line)
+        else:
+            self._out.write(line)
+
+    def _start(self):
+        """The header and init records, first in the file (the temporary's, or the memory's)."""
+        self._header_line = canonical_json(self.header) + "\n"
+        init = canonical_json({"record": "init", "weights": self.initial_weights,
+                               "buffers": self.initial_buffers}) + "\n"
+        if self._path is None:
+            self._out = [self._header_line, init]
+            return
+        check_replaceable(self._path)
+        fd, self._temporary = _create_temporary(self._path)
+        self._out = os.fdopen(fd, "w", encoding="utf-8")
+        self._out.write(self._header_line)
+        self._out.write(init)
 
     def add_step(self, record):
         epoch = record["epoch"]
         self.check_epoch(epoch)
-        if self.steps and epoch != self.steps[-1]["epoch"]:
+        if self.step_count and epoch != self.epoch:
             self.close_epoch()
-        for skipped in range(len(self.epochs), epoch):  # epochs without a step: empty records
-            self.epochs.append(self._epoch_record(skipped, 0, 0.0, 0.0))
+        for skipped in range(self._epochs_written, epoch):  # epochs without a step: empty records
+            self._write_epoch(skipped, 0, 0.0, 0.0)
         record["record"] = "step"
-        self.steps.append(record)
+        self._write(record)
+        self.epoch = epoch
+        self.step_count += 1
+        self._last = record
+        self._seconds.append(record["seconds"])
         self._epoch_steps += 1
         self._epoch_loss_sum += float32_value(record["loss_bits"])  # in double, in order
         self._epoch_seconds += record["seconds"]
 
     def close_epoch(self):
-        """The epoch record of the steps since the last one (none when there are none)."""
+        """The epoch record of the steps since the last one (none when there are none); the file
+        flushed, so that a killed run's trace holds every whole epoch."""
         if self._epoch_steps == 0:
             return
-        self.epochs.append(self._epoch_record(self.steps[-1]["epoch"], self._epoch_steps,
-                                              self._epoch_loss_sum / self._epoch_steps,
-                                              self._epoch_seconds))
+        self._write_epoch(self.epoch, self._epoch_steps, self._epoch_loss_sum / self._epoch_steps,
+                          self._epoch_seconds)
         self._epoch_steps, self._epoch_loss_sum, self._epoch_seconds = 0, 0.0, 0.0
+        if not isinstance(self._out, list):
+            self._out.flush()
 
-    @staticmethod
-    def _epoch_record(epoch, steps, mean_loss, seconds):
-        return {"record": "epoch", "epoch": epoch, "steps": steps,
-                "train_loss": finite_or_none(mean_loss), "eval_loss": None,
-                "eval_accuracy": None, "seconds": seconds}
+    def _write_epoch(self, epoch, steps, mean_loss, seconds):
+        self._write({"record": "epoch", "epoch": epoch, "steps": steps,
+                     "train_loss": finite_or_none(mean_loss), "eval_loss": None,
+                     "eval_accuracy": None, "seconds": seconds})
+        self._epochs_written = epoch + 1
 
     def end_record(self, total_seconds, recording_seconds, loader_workers=None, error=None):
         """The end record; `error`: the type of the exception that ended the run (a failed run,
         whose trace is never compared as whole), None for a run that completed."""
-        self.close_epoch()
-        last = self.steps[-1] if self.steps else None
+        last = self._last
         bits = last["loss_bits"] if last else "0x00000000"
-        end = {"record": "end", "steps": len(self.steps), "final_loss_bits": bits,
+        end = {"record": "end", "steps": self.step_count, "final_loss_bits": bits,
                "final_loss": finite_or_none(float32_value(bits)), "eval_loss": None,
-               "eval_accuracy": None,
-               "median_step_seconds": median([s["seconds"] for s in self.steps]),
+               "eval_accuracy": None, "median_step_seconds": median(self._seconds),
                "total_seconds": total_seconds, "recording_seconds": recording_seconds,
                "weights": list(last["weights"] if last else self.initial_weights),
                "buffers": list(last["buffers"] if last else self.initial_buffers),
@@ -127,22 +163,73 @@ class TraceRecords:
             end["error"] = error
         return end
 
-    def lines(self, total_seconds, recording_seconds, loader_workers=None, error=None):
-        end = self.end_record(total_seconds, recording_seconds, loader_workers, error)
-        out = [canonical_json(self.header), canonical_json(
-            {"record": "init", "weights": self.initial_weights, "buffers": self.initial_buffers})]
-        epochs = iter(self.epochs)
-        pending = next(epochs, None)
-        for step in self.steps:
-            while pending is not None and pending["epoch"] < step["epoch"]:
-                out.append(canonical_json(pending))
-                pending = next(epochs, None)
-            out.append(canonical_json(step))
-        while pending is not None:
-            out.append(canonical_json(pending))
-            pending = next(epochs, None)
-        out.append(canonical_json(end))
-        return "\n".join(out) + "\n"
+    def finish(self, total_seconds, recording_seconds, loader_workers=None, error=None):
+        """The end record, then the trace under its name (fsync, rename). A header that changed
+        since it was written (the cuDNN ledger, known at the end) is written anew in front of
+        the records: one sequential copy."""
+        self.close_epoch()
+        self._write(self.end_record(total_seconds, recording_seconds, loader_workers, error))
+        if isinstance(self._out, list):
+            self._out[0] = canonical_json(self.header) + "\n"
+            return
+        out, self._out = self._out, None
+        header_line = canonical_json(self.header) + "\n"
+        try:
+            if header_line != self._header_line:
+                out.close()
+                _rewrite_header(self._path, self._temporary, len(self._header_line.encode()),
+                                header_line)
+                return
+            out.flush()
+            os.fsync(out.fileno())
+            out.close()
+            check_replaceable(self._path)
+            os.replace(self._temporary, self._path)
+        except BaseException:
+            out.close()
+            if os.path.exists(self._temporary):
+                os.unlink(self._temporary)
+            raise
+
+    def text(self):
+        """The lines so far, without a path (tests)."""
+        return "".join(self._out or [])
+
+
+def _create_temporary(path):
+    """A new file "<path>.tmp-<pid>-<n>" (as the C++ tool names its temporaries, which an audit
+    folder knows as a writer's): (descriptor, name)."""
+    for n in range(1000):
+        temporary = "%s.tmp-%d-%d" % (path, os.getpid(), n)
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise OSError(f"repro_audit: no free temporary name beside {path}")
+
+
+def _rewrite_header(path, temporary, old_header_bytes, header_line):
+    """The records of `temporary` after its first line, behind `header_line`, renamed over
+    `path`; the old temporary removed."""
+    fd, rewritten = _create_temporary(path)
+    try:
+        with os.fdopen(fd, "wb") as out, open(temporary, "rb") as records:
+            out.write(header_line.encode("utf-8"))
+            records.seek(old_header_bytes)
+            while True:
+                chunk = records.read(1 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        check_replaceable(path)
+        os.replace(rewritten, path)
+    except BaseException:
+        if os.path.exists(rewritten):
+            os.unlink(rewritten)
+        raise
+    os.unlink(temporary)
 
 
 def write_whole(path, text):
@@ -151,15 +238,7 @@ def write_whole(path, text):
     then renamed over the name (a reader never sees half a trace): only over a regular file or no
     file (OSError otherwise: a device node, a FIFO or a link under the name is left alone)."""
     check_replaceable(path)
-    for n in range(1000):
-        temporary = "%s.tmp-%d-%d" % (path, os.getpid(), n)
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise OSError(f"repro_audit: no free temporary name beside {path}")
+    fd, temporary = _create_temporary(path)
     try:
         binary = isinstance(text, (bytes, bytearray))
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
