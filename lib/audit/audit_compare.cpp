@@ -15,6 +15,7 @@
 #include "formats/safetensors.h"
 #include "record/run_observers.h"
 #include "trace/trace_io.h"
+#include "trace/trace_reader.h"
 
 namespace ra::audit {
 namespace {
@@ -68,6 +69,18 @@ void load_kept_files(const std::vector<Trace>& traces, KeptOutputs& store,
   }
 }
 
+// The traces with the step records of their root causes' steps, which traces walked from their
+// files do not hold (Trace::steps_in_source): what a magnitude's replay reads.
+std::vector<Trace> with_cause_steps(const std::vector<Trace>& traces,
+                                    const ComparisonResult& result) {
+  std::vector<Trace> out = traces;
+  for (const auto& [run, record] : result.root_cause_steps) {
+    Trace& t = out.at(static_cast<std::size_t>(run));
+    if (t.steps_in_source) t.steps.push_back(record);
+  }
+  return out;
+}
+
 }  // namespace
 
 ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
@@ -80,10 +93,11 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
     KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
     const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
     if (pytorch) load_kept_files(traces, from_files, *ignored);
-    measure_magnitudes(result, traces, {}, pytorch ? &from_files : options.kept_outputs);
+    const std::vector<Trace> at_causes = with_cause_steps(traces, result);
+    measure_magnitudes(result, at_causes, {}, pytorch ? &from_files : options.kept_outputs);
     if (pytorch) {
       std::vector<std::string> unread;
-      load_kept_replays(result, traces, unread);
+      load_kept_replays(result, at_causes, unread);
       ignored->insert(unread.begin(), unread.end());
     }
   }
@@ -143,7 +157,7 @@ std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& d
 ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
                                      const ComparisonOptions& options) {
   std::vector<Trace> traces;
-  for (const auto& f : files) traces.push_back(read_trace(f));
+  for (const auto& f : files) traces.push_back(read_trace_summary(f));
   return compare_with_snapshots(traces, options, {});
 }
 
@@ -170,7 +184,7 @@ ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs
   for (const std::filesystem::path& input : inputs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(input, ec)) {
-      traces.push_back(read_trace(input));
+      traces.push_back(read_trace_summary(input));
       continue;
     }
     std::vector<Trace> found;

@@ -11,6 +11,7 @@
 #include "core/directory.h"
 #include "core/error.h"
 #include "trace/trace_io.h"
+#include "trace/trace_reader.h"
 
 namespace ra::audit {
 namespace {
@@ -181,6 +182,9 @@ FolderContents scan_audit_folder(const fs::path& dir,
   const Directory d = Directory::open(dir);
   for (const std::string& name : d.names()) {
     const Directory::Kind kind = d.kind(name);
+    // Gone since the folder was listed: a run's streamed trace renamed over its name meanwhile
+    // (trace/trace_file_writer.h), by another shard or a run of this audit still training.
+    if (kind == Directory::Kind::absent) continue;
     const bool is_dir = kind == Directory::Kind::folder;
     const bool is_file = kind == Directory::Kind::file;
     const std::optional<std::string> target = atomic_write_target(name);
@@ -314,6 +318,19 @@ void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& 
   }
 }
 
+// What an interrupted run's partial trace (trace/trace_file_writer.h) holds, in words: "12 steps
+// recorded, no end record". Never an error: the file may be cut anywhere, or still growing.
+std::string partial_trace_state(const fs::path& file) {
+  try {
+    const PartialTrace t = read_partial_trace(file);
+    const std::string steps =
+        std::to_string(t.steps) + (t.steps == 1 ? " step recorded" : " steps recorded");
+    return t.final ? steps + ", ended but never renamed" : steps + ", no end record";
+  } catch (const std::exception& e) {
+    return std::string("unreadable: ") + e.what();
+  }
+}
+
 }  // namespace
 
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
@@ -336,15 +353,16 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
     std::string reason;
     if (!traced.contains(p.index)) {
       reason = partial.contains(p.index) ? "no whole trace, only the partial " + partial[p.index] +
-                                               " (the audit was interrupted, or is still running)"
+                                               " (" + partial_trace_state(dir / partial[p.index]) +
+                                               "; the audit was interrupted, or is still running)"
                                          : "no trace " + name;
     } else {
       std::optional<Trace> t;
       if (damaged == DamagedTrace::reject) {
-        t = read_trace(dir / name);
+        t = read_trace_summary(dir / name);
       } else {
         try {
-          t = read_trace(dir / name);
+          t = read_trace_summary(dir / name);
         } catch (const InputError& e) {
           reason = std::string("its trace is not whole: ") + e.what();
         }
@@ -399,7 +417,7 @@ UnvouchedTraces traces_without_manifest(const fs::path& dir) {
   out.check.folder = dir.string();
   std::map<std::string, std::vector<std::string>> by_audit;  // audit id -> files
   for (const fs::path& f : files) {
-    out.traces.push_back(read_trace(f));
+    out.traces.push_back(read_trace_summary(f));
     const std::string& id = out.traces.back().header.audit_id;
     by_audit[id.empty() ? "(none)" : id].push_back(f.filename().string());
     out.check.runs.push_back(out.traces.back().header.run_index);

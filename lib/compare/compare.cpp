@@ -4,6 +4,7 @@
 
 #include "compare/compare_phases.h"
 #include "compare/duplicate_runs.h"
+#include "compare/step_walk.h"
 
 namespace ra::audit {
 
@@ -34,16 +35,20 @@ bool ComparisonResult::nothing_compared() const {
   return compared_runs.size() < 2 || no_steps;
 }
 
-// The phases, in order (compare/compare_phases.h says what each computes and where it lives).
+// The phases, in order (compare/compare_phases.h says what each computes and where it lives);
+// what they take from the steps, one walk over them gathers first (compare/step_walk.h).
 ComparisonResult compare_traces(const std::vector<Trace>& traces,
                                 const ComparisonOptions& options) {
   phases::check_comparable(traces);
+  phases::ComparedRuns compared = phases::same_seed_runs(traces);
+  phases::StepFindings found = phases::walk_steps(traces, compared);
+  compared.common_steps = found.common_steps;
   ComparisonResult result;
   result.expect_identical =
       options.expect_identical.value_or(phases::all_fully_deterministic(traces));
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
-  result.copies = copies_of_one_run(traces);
+  result.copies = copies_of_one_run(found.contents);
   for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
   if (std::optional<std::string> w = phases::pinned_nondeterministic_warning(traces)) {
     result.warnings.push_back(std::move(*w));
@@ -52,38 +57,40 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
     result.warnings.push_back(std::move(*w));
   }
 
-  phases::RunSummaries summaries = phases::summarize_runs(traces);
+  phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);
   result.runs = std::move(summaries.runs);
   result.classes = std::move(summaries.classes);
   result.mode_summary = std::move(summaries.mode_summary);
 
-  const phases::ComparedRuns compared = phases::same_seed_runs(traces);
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);
 
-  result.no_steps =
-      compared.traces.size() >= 2 && std::all_of(compared.traces.begin(), compared.traces.end(),
-                                                 [](const Trace* t) { return t->steps.empty(); });
-  result.spread_only =
-      compared.traces.empty() && traces.size() >= 2 &&
-      std::any_of(traces.begin(), traces.end(), [](const Trace& t) { return !t.steps.empty(); });
-  result.categories = phases::category_verdicts(compared);
+  const auto steps_of = [&](std::size_t k) { return found.step_counts[k]; };
+  bool compared_empty = compared.ids.size() >= 2;
+  for (int id : compared.ids) compared_empty = compared_empty && steps_of(id) == 0;
+  result.no_steps = compared_empty;
+  bool any_steps = false;
+  for (std::size_t k = 0; k < traces.size(); ++k) any_steps = any_steps || steps_of(k) > 0;
+  result.spread_only = compared.traces.empty() && traces.size() >= 2 && any_steps;
+  result.categories = std::move(found.verdicts);
   result.first_divergence = phases::first_divergence(result.categories);
-  if (!result.first_divergence) result.first_divergence = phases::step_count_divergence(compared);
+  if (!result.first_divergence) result.first_divergence = found.step_count;
   for (const Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
   if (result.ops_traced) {
     result.op_window = compared.traces[0]->header.trace_ops;
-    result.root_causes = phases::root_causes(compared);
+    result.root_causes = std::move(found.root_causes);
+    result.root_cause_steps = std::move(found.cause_steps);
   }
 
-  const phases::LossDifferences losses = phases::loss_differences(compared, options.loss_tolerance);
+  const phases::LossDifferences losses =
+      phases::loss_differences(compared, options.loss_tolerance, found.first_loss);
   result.first_loss_difference = losses.first;
   result.final_loss_difference = losses.final;
   result.loss_tolerance = options.loss_tolerance;
   result.within_tolerance = losses.within_tolerance;
 
-  result.growth = phases::epoch_growth(compared, options);
-  result.series = phases::step_series(traces, compared);
+  result.growth = phases::epoch_growth(compared, options, found.epochs);
+  result.series = std::move(found.series);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);
 
   phases::SeedGroupStatistics statistics = phases::seed_group_statistics(result.runs);

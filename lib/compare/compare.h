@@ -325,6 +325,10 @@ struct ComparisonResult {
   // With op records: the root cause of each differing run, grouped (runs with the same cause),
   // earliest first (by step, then record). Empty when no trace has op records.
   std::vector<RootCause> root_causes;
+  // The step records of the runs at their root causes' steps (trace index, record): what a
+  // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
+  // hold no steps (Trace::steps_in_source).
+  std::vector<std::pair<int, StepRecord>> root_cause_steps;
   bool ops_traced = false;            // some trace has op records (format version 2)
   std::optional<OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
@@ -376,7 +380,9 @@ struct ComparisonResult {
 };
 
 // InputError when the traces cannot be compared: none given, different specs (digests), different
-// parameter lists.
+// parameter lists. Traces held whole are walked in memory; traces read without their steps
+// (read_trace_summary, trace/trace_reader.h) are walked from their files, all runs a step at a
+// time (compare/step_walk.h), so that no run is held whole.
 ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options);
 
 nlohmann::json to_json(const ComparisonResult& result);

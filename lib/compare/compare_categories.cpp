@@ -1,21 +1,12 @@
-// Phase of the comparison: per category of recorded state, where the compared runs first part
-// from the reference run and at how many steps they differ (compare_phases.h).
-#include <bit>
+// Phase of the comparison: per category of recorded state, the tensors a step records and where
+// the compared runs part from the reference run there (compare_phases.h); the walk over the steps
+// that gathers the verdicts is step_walk.cpp.
 #include <utility>
 
 #include "compare/compare_phases.h"
 
 namespace ra::audit::phases {
 namespace {
-
-// The tensors of one category at one step, in causal order, as (name, digest) per run.
-struct Slot {
-  std::string name;
-  Digest128 value;
-};
-
-// The step of the initial state (before step 0): of the initial weights, and of the buffers.
-constexpr std::int64_t kInitial = -1;
 
 std::vector<Slot> per_tensor(const std::vector<TensorInfo>& tensors,
                              const std::vector<Digest128>& digests) {
@@ -24,20 +15,22 @@ std::vector<Slot> per_tensor(const std::vector<TensorInfo>& tensors,
   return out;
 }
 
-std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
+}  // namespace
+
+std::vector<Slot> initial_slots(Category c, const Trace& t) {
+  return c == Category::initial_weights ? per_tensor(t.header.params, t.initial_weights)
+                                        : per_tensor(t.header.buffers, t.initial_buffers);
+}
+
+std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord& r) {
   std::vector<Slot> out;
-  const auto& params = t.header.params;
-  if (c == Category::initial_weights) return per_tensor(params, t.initial_weights);
-  if (c == Category::buffers && step == kInitial) {
-    return per_tensor(t.header.buffers, t.initial_buffers);
-  }
-  const StepRecord& r = t.steps[step];
+  const auto& params = h.params;
   switch (c) {
     case Category::batches:
       out = {{"indices", r.batch_indices}, {"inputs", r.batch_inputs}, {"labels", r.batch_labels}};
       break;
     case Category::buffers:
-      out = per_tensor(t.header.buffers, r.buffers);
+      out = per_tensor(h.buffers, r.buffers);
       break;
     case Category::losses:
       out = {{"loss", Digest128{r.loss_bits, 0}}};
@@ -59,136 +52,37 @@ std::vector<Slot> slots(Category c, const Trace& t, std::int64_t step) {
   return out;
 }
 
-// Compares one category at one step (or the initial weights) over the compared runs.
-std::optional<Divergence> divergence_at(Category c, const ComparedRuns& compared,
-                                        std::int64_t step) {
-  const std::vector<const Trace*>& runs = compared.traces;
-  const std::vector<Slot> ref = slots(c, *runs[0], step);
+std::optional<Divergence> slots_divergence(Category c, const std::vector<std::vector<Slot>>& runs,
+                                           const std::vector<int>& ids, const StepRecord* at) {
+  const std::vector<Slot>& ref = runs[0];
   std::optional<std::size_t> first_slot;
   std::vector<int> differing;
   for (std::size_t i = 1; i < runs.size(); ++i) {
-    const std::vector<Slot> other = slots(c, *runs[i], step);
     bool differs = false;
     for (std::size_t s = 0; s < ref.size(); ++s) {
-      if (other[s].value != ref[s].value) {
+      if (runs[i][s].value != ref[s].value) {
         differs = true;
         if (!first_slot || s < *first_slot) first_slot = s;
       }
     }
-    if (differs) differing.push_back(compared.ids[i]);
+    if (differs) differing.push_back(ids[i]);
   }
   if (differing.empty()) return std::nullopt;
   Divergence d;
   d.category = c;
   d.tensor = ref[*first_slot].name;
   d.runs_differing = std::move(differing);
-  if (c != Category::initial_weights && step != kInitial) {
-    const StepRecord& r = runs[0]->steps[step];
-    d.step = r.step;
-    d.epoch = r.epoch;
-    d.batch = r.batch;
+  if (at != nullptr) {
+    d.step = at->step;
+    d.epoch = at->epoch;
+    d.batch = at->batch;
   }
   return d;
 }
-
-CategoryVerdict verdict_of(Category c, const ComparedRuns& compared) {
-  CategoryVerdict v;
-  v.category = c;
-  if (compared.traces.size() >= 2) {
-    if (c == Category::initial_weights) {
-      v.first = divergence_at(c, compared, 0);
-      v.steps_differing = v.first ? 1 : 0;
-    } else {
-      if (c == Category::buffers) {  // the initial buffers first, as the initial weights
-        v.first = divergence_at(c, compared, kInitial);
-        v.steps_differing = v.first ? 1 : 0;
-      }
-      for (std::int64_t s = 0; s < compared.common_steps; ++s) {
-        auto d = divergence_at(c, compared, s);
-        if (!d) continue;
-        ++v.steps_differing;
-        if (!v.first) v.first = std::move(d);
-      }
-    }
-  }
-  v.identical = !v.first;
-  return v;
-}
-
-}  // namespace
 
 // Buffers are a category only of runs that record any (a PyTorch model with BatchNorm...).
 bool has_buffers(const ComparedRuns& compared) {
   return !compared.traces.empty() && !compared.traces[0]->header.buffers.empty();
-}
-
-std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared) {
-  std::vector<CategoryVerdict> verdicts;
-  for (Category c : kCategories) {
-    if (c != Category::buffers || has_buffers(compared))
-      verdicts.push_back(verdict_of(c, compared));
-  }
-  return verdicts;
-}
-
-std::optional<Divergence> step_count_divergence(const ComparedRuns& compared) {
-  const std::vector<const Trace*>& runs = compared.traces;
-  const Trace* longest = nullptr;
-  for (const Trace* t : runs) {
-    if (!longest || t->steps.size() > longest->steps.size()) longest = t;
-  }
-  if (!longest || static_cast<std::int64_t>(longest->steps.size()) == compared.common_steps) {
-    return std::nullopt;
-  }
-  Divergence d;
-  d.category = Category::steps;
-  d.tensor = "steps";
-  const StepRecord& at = longest->steps[static_cast<std::size_t>(compared.common_steps)];
-  d.step = at.step;
-  d.epoch = at.epoch;
-  d.batch = at.batch;
-  const std::size_t reference_steps = runs[0]->steps.size();
-  for (std::size_t i = 1; i < runs.size(); ++i) {
-    if (runs[i]->steps.size() == reference_steps) continue;
-    d.runs_differing.push_back(compared.ids[i]);
-    d.detail += (d.detail.empty() ? "" : ", ") + ("run " + std::to_string(compared.ids[i])) +
-                " ended after " + std::to_string(runs[i]->steps.size()) + " steps";
-  }
-  d.detail +=
-      ", run " + std::to_string(compared.ids[0]) + " after " + std::to_string(reference_steps);
-  return d;
-}
-
-StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared) {
-  StepSeries series;
-  for (const Trace& t : traces) {
-    std::vector<float> losses;
-    for (const StepRecord& r : t.steps) losses.push_back(std::bit_cast<float>(r.loss_bits));
-    series.losses.push_back(std::move(losses));
-  }
-  if (compared.traces.empty()) return series;
-  const std::vector<const Trace*>& runs = compared.traces;
-  for (Category c : kCategories) {
-    if (c == Category::initial_weights) continue;
-    const std::size_t first_row = series.rows.size();
-    for (std::int64_t s = 0; s < compared.common_steps; ++s) {
-      const std::vector<Slot> ref = slots(c, *runs[0], s);
-      if (s == 0) {
-        for (const Slot& slot : ref) series.rows.push_back({c, slot.name, {}});
-      }
-      std::vector<bool> differs(ref.size(), false);
-      for (std::size_t i = 1; i < runs.size(); ++i) {
-        const std::vector<Slot> other = slots(c, *runs[i], s);
-        for (std::size_t k = 0; k < ref.size(); ++k) {
-          differs[k] = differs[k] || other[k].value != ref[k].value;
-        }
-      }
-      for (std::size_t k = 0; k < ref.size(); ++k) {
-        series.rows[first_row + k].differs.push_back(differs[k]);
-      }
-    }
-  }
-  return series;
 }
 
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts) {

@@ -1,10 +1,12 @@
 // Phase of the comparison: how far the compared runs' losses are from the reference run's, from
-// the traces alone: the first step whose loss differs, the final loss, and the within-tolerance
-// verdict on final losses (compare_phases.h).
+// the traces alone: the first step whose loss differs (found by the walk over the steps,
+// step_walk.h), the final loss, and the within-tolerance verdict on final losses
+// (compare_phases.h).
 #include <bit>
 #include <cmath>
 
 #include "compare/compare_phases.h"
+#include "compare/step_walk.h"
 
 namespace ra::audit::phases {
 namespace {
@@ -13,9 +15,6 @@ float loss_value(std::uint32_t bits) {
   return std::bit_cast<float>(bits);
 }
 
-std::uint32_t step_loss_bits(const Trace& t, std::int64_t step) {
-  return t.steps[step].loss_bits;
-}
 std::uint32_t final_loss_bits(const Trace& t, std::int64_t) {
   return t.final->final_loss_bits;
 }
@@ -41,11 +40,14 @@ std::optional<LossDifference> worst_loss_difference(const ComparedRuns& compared
 }  // namespace
 
 LossDifferences loss_differences(const ComparedRuns& compared, double tolerance) {
+  return loss_differences(compared, tolerance, walk_compared(compared).first_loss);
+}
+
+LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
+                                 const std::optional<LossDifference>& first) {
   LossDifferences out;
   if (compared.traces.size() >= 2) {
-    for (std::int64_t s = 0; s < compared.common_steps && !out.first; ++s) {
-      out.first = worst_loss_difference(compared, step_loss_bits, s);
-    }
+    out.first = first;
     out.final = worst_loss_difference(compared, final_loss_bits, 0);
   }
   for (const Trace* t : compared.traces) {

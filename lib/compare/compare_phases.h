@@ -37,6 +37,10 @@ struct RunSummaries {
   std::string mode_summary;
 };
 RunSummaries summarize_runs(const std::vector<Trace>& traces);
+// The same with each run's outcome signature (everything it recorded, timings excluded) given, as
+// the walk over the steps folds it (step_walk.h).
+RunSummaries summarize_runs(const std::vector<Trace>& traces,
+                            const std::vector<Digest128>& outcomes);
 
 // The runs expected to agree: those not in the "different" seed group, the first the reference;
 // and the number of steps every one of them recorded.
@@ -49,15 +53,40 @@ ComparedRuns same_seed_runs(const std::vector<Trace>& traces);
 // Whether the compared runs share one outcome class (`runs`: summarize_runs's): the verdict.
 bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs);
 
+// Root causes from op records (compare_root_cause.cpp), found by the walk over the steps
+// (step_walk.h): a compared run's cause before step 0 (its initial state differs from the
+// reference's), or none;
+std::optional<RootCause> initial_root_cause(const Trace& ref, const Trace& other);
+// the cause at the first step where its records differ from the reference run's (`ref_run`,
+// `run`: their indices among the traces), classified when an op is the cause; none when the two
+// steps agree;
+std::optional<RootCause> step_root_cause(const Trace& ref, int ref_run, const StepRecord& a,
+                                         const Trace& other, int run, const StepRecord& b);
+// and the causes of every differing run (run index, cause), grouped by cause, earliest first.
+std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> found);
 // With op records, the root cause of each compared run that differs from the reference, grouped
-// by cause, earliest first (compare_root_cause.cpp).
+// by cause, earliest first (a walk over traces in memory).
 std::vector<RootCause> root_causes(const ComparedRuns& compared);
+
+// The tensors of one category at one step (or before step 0), in causal order, with their names
+// (compare_categories.cpp); a category's first divergence among the compared runs' slots (the
+// reference first, `ids` their run indices), located at step record `at` (none: before step 0).
+struct Slot {
+  std::string name;
+  Digest128 value;
+};
+std::vector<Slot> initial_slots(Category c, const Trace& t);  // initial_weights, buffers
+std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord& r);
+std::optional<Divergence> slots_divergence(Category c, const std::vector<std::vector<Slot>>& runs,
+                                           const std::vector<int>& ids, const StepRecord* at);
+// Whether the compared runs record buffers (a category only then).
+bool has_buffers(const ComparedRuns& compared);
 
 // For each category (kCategories order): the first divergence from the reference run and the
 // number of steps at which some compared run differs. All identical with fewer than two runs.
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);
 // Every run's losses, and per recorded tensor of a step and per common step whether a compared run
-// differs from the reference there (compare_categories.cpp).
+// differs from the reference there.
 StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared);
 // The earliest of the categories' first divergences, ties broken by causal (category) order.
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts);
@@ -74,6 +103,9 @@ struct LossDifferences {
   bool within_tolerance = true;
 };
 LossDifferences loss_differences(const ComparedRuns& compared, double tolerance);
+// The same with the first difference found by a walk over the steps (step_walk.h).
+LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
+                                 const std::optional<LossDifference>& first);
 
 // Snapshot divergence at `point` ("initial", "epoch-1", ...) between the reference and every
 // other compared run; none when no snapshots are loaded or the reference has none there.
@@ -90,6 +122,11 @@ std::vector<SnapshotDivergence> snapshot_divergences(const ComparisonOptions& op
 // steps, parameters differing at its last step, eval accuracy distance, snapshot distance.
 std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
                                       const ComparisonOptions& options);
+// The same from the losses per epoch a walk over the steps gathered (step_walk.h).
+struct EpochLosses;
+std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
+                                      const ComparisonOptions& options,
+                                      const std::vector<EpochLosses>& losses);
 
 // Final loss, eval accuracy and median step time per seed group (a run without a group counts as
 // "same"), by group name; with both groups, the same/different std ratios.

@@ -80,15 +80,6 @@ bool same_executions(const StepRecord& a, const StepRecord& b) {
   return true;
 }
 
-const StepRecord* step_at(const Trace& t, std::int64_t step) {
-  if (step >= 0 && step < static_cast<std::int64_t>(t.steps.size()) && t.steps[step].step == step) {
-    return &t.steps[step];
-  }
-  for (const StepRecord& s : t.steps)
-    if (s.step == step) return &s;
-  return nullptr;
-}
-
 // Whether the run's test-only op fault (trace header "fault", --inject-fault op=) names this op
 // of this step: it flipped a bit of the op's output right after it ran.
 bool fault_fired_at(const Trace& run, const RootCause& c) {
@@ -100,8 +91,8 @@ bool fault_fired_at(const Trace& run, const RootCause& c) {
 // What made an op cause (kind op) of run `run` against the reference run: an injected fault, a
 // difference of machine or build, a different algorithm, else the kernel's own nondeterminism.
 // Also the two runs' algorithms there, as groups of one run (merged when causes are grouped).
-void classify(RootCause& c, const Trace& ref, int ref_run, const Trace& other, int run) {
-  const StepRecord *a = step_at(ref, c.step), *b = step_at(other, c.step);
+void classify(RootCause& c, const Trace& ref, int ref_run, const StepRecord* a, const Trace& other,
+              int run, const StepRecord* b) {
   if (a == nullptr || b == nullptr || c.index >= a->ops.size() || c.index >= b->ops.size()) return;
   const AlgorithmGroup mine = algorithm_at(ref, ref_run, a->ops[c.index]);
   const AlgorithmGroup theirs = algorithm_at(other, run, b->ops[c.index]);
@@ -204,45 +195,6 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
   return cause;
 }
 
-// The root cause of one run against the reference, or none when they agree in every step.
-std::optional<RootCause> root_cause_of(const Trace& ref, const Trace& other,
-                                       std::int64_t common_steps) {
-  if (ref.initial_weights != other.initial_weights ||
-      ref.initial_buffers != other.initial_buffers) {
-    RootCause c;
-    c.kind = Kind::outside_ops;
-    c.step = -1;
-    c.detail = ref.initial_weights != other.initial_weights
-                   ? "the initial weights differ (before step 0)"
-                   : "the initial buffers differ (before step 0)";
-    return c;
-  }
-  for (std::int64_t s = 0; s < common_steps; ++s) {
-    const StepRecord &a = ref.steps[s], &b = other.steps[s];
-    const std::string state = step_state_differences(a, b);
-    if (a.ops_recorded && b.ops_recorded) {
-      if (!same_executions(a, b)) return localise_in_step(a, b);
-      if (state.empty()) continue;
-      RootCause c;  // the ops agree, what the step left behind does not
-      locate_step(a, c);
-      c.kind = Kind::outside_ops;
-      c.step_records = a.ops.size();
-      c.index = a.ops.size();
-      c.detail = "every op of the step matched, but its recorded " + state +
-                 " differ: changed after the ops, outside them";
-      return c;
-    }
-    if (state.empty()) continue;
-    RootCause c;
-    locate_step(a, c);
-    c.kind = Kind::outside_window;
-    c.detail = "the runs first differ at step " + std::to_string(a.step) + " (" + state +
-               "), which has no op records";
-    return c;
-  }
-  return std::nullopt;
-}
-
 bool same_cause(const RootCause& a, const RootCause& b) {
   return a.kind == b.kind && a.cause == b.cause && a.step == b.step && a.index == b.index &&
          a.record.op == b.record.op && a.record.layer == b.record.layer && a.detail == b.detail;
@@ -250,29 +202,65 @@ bool same_cause(const RootCause& a, const RootCause& b) {
 
 }  // namespace
 
-std::vector<RootCause> root_causes(const ComparedRuns& compared) {
+std::optional<RootCause> initial_root_cause(const Trace& ref, const Trace& other) {
+  if (ref.initial_weights == other.initial_weights &&
+      ref.initial_buffers == other.initial_buffers) {
+    return std::nullopt;
+  }
+  RootCause c;
+  c.kind = Kind::outside_ops;
+  c.step = -1;
+  c.detail = ref.initial_weights != other.initial_weights
+                 ? "the initial weights differ (before step 0)"
+                 : "the initial buffers differ (before step 0)";
+  return c;
+}
+
+std::optional<RootCause> step_root_cause(const Trace& ref, int ref_run, const StepRecord& a,
+                                         const Trace& other, int run, const StepRecord& b) {
+  const std::string state = step_state_differences(a, b);
+  if (a.ops_recorded && b.ops_recorded) {
+    if (!same_executions(a, b)) {
+      RootCause c = localise_in_step(a, b);
+      if (c.kind == Kind::op) classify(c, ref, ref_run, &a, other, run, &b);
+      return c;
+    }
+    if (state.empty()) return std::nullopt;
+    RootCause c;  // the ops agree, what the step left behind does not
+    locate_step(a, c);
+    c.kind = Kind::outside_ops;
+    c.step_records = a.ops.size();
+    c.index = a.ops.size();
+    c.detail = "every op of the step matched, but its recorded " + state +
+               " differ: changed after the ops, outside them";
+    return c;
+  }
+  if (state.empty()) return std::nullopt;
+  RootCause c;
+  locate_step(a, c);
+  c.kind = Kind::outside_window;
+  c.detail = "the runs first differ at step " + std::to_string(a.step) + " (" + state +
+             "), which has no op records";
+  return c;
+}
+
+std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> found) {
   std::vector<RootCause> causes;
-  if (compared.traces.size() < 2) return causes;
-  const Trace& ref = *compared.traces[0];
-  for (std::size_t i = 1; i < compared.traces.size(); ++i) {
-    std::optional<RootCause> c = root_cause_of(ref, *compared.traces[i], compared.common_steps);
-    if (!c) continue;
-    const int run = compared.ids[i];
-    if (c->kind == Kind::op) classify(*c, ref, compared.ids[0], *compared.traces[i], run);
+  for (auto& [run, c] : found) {
     auto same = std::find_if(causes.begin(), causes.end(),
-                             [&](const RootCause& known) { return same_cause(known, *c); });
+                             [&](const RootCause& known) { return same_cause(known, c); });
     if (same != causes.end()) {
       same->runs.push_back(run);
-      if (c->algorithms.size() == 2) same->algorithms.push_back(c->algorithms[1]);
-      for (const std::string& key : c->environment_keys) {
+      if (c.algorithms.size() == 2) same->algorithms.push_back(c.algorithms[1]);
+      for (const std::string& key : c.environment_keys) {
         if (std::find(same->environment_keys.begin(), same->environment_keys.end(), key) ==
             same->environment_keys.end())
           same->environment_keys.push_back(key);
       }
       continue;
     }
-    c->runs.push_back(run);
-    causes.push_back(std::move(*c));
+    c.runs.push_back(run);
+    causes.push_back(std::move(c));
   }
   for (RootCause& c : causes) c.algorithms = merge_algorithm_groups(c.algorithms, false);
   std::stable_sort(causes.begin(), causes.end(), [](const RootCause& a, const RootCause& b) {

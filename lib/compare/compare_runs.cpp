@@ -5,36 +5,12 @@
 #include <set>
 
 #include "compare/compare_phases.h"
+#include "compare/step_walk.h"
 #include "core/error.h"
 #include "spec/spec.h"
 
 namespace ra::audit::phases {
 namespace {
-
-// Everything a run did, as one digest: two runs share it iff every recorded digest and every loss
-// bit is equal (timings excluded).
-Digest128 outcome_signature(const Trace& t) {
-  std::vector<Digest128> parts = t.initial_weights;
-  parts.insert(parts.end(), t.initial_buffers.begin(), t.initial_buffers.end());
-  for (const StepRecord& r : t.steps) {
-    parts.push_back(r.batch_indices);
-    parts.push_back(r.batch_inputs);
-    parts.push_back(r.batch_labels);
-    parts.push_back(Digest128{r.loss_bits, static_cast<std::uint64_t>(r.step)});
-    parts.insert(parts.end(), r.grads.begin(), r.grads.end());
-    parts.insert(parts.end(), r.weights.begin(), r.weights.end());
-    parts.insert(parts.end(), r.buffers.begin(), r.buffers.end());
-    parts.push_back(r.optimizer_state);
-  }
-  if (t.final) {
-    parts.push_back(
-        Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
-    parts.insert(parts.end(), t.final->weights.begin(), t.final->weights.end());
-    parts.insert(parts.end(), t.final->buffers.begin(), t.final->buffers.end());
-  }
-  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
-                      parts.size() * sizeof(Digest128));
-}
 
 std::string describe_mode(const nlohmann::json& determinism) {
   std::string text = determinism.value("mode", "?");
@@ -139,12 +115,17 @@ bool all_fully_deterministic(const std::vector<Trace>& traces) {
 }
 
 RunSummaries summarize_runs(const std::vector<Trace>& traces) {
+  return summarize_runs(traces, walk_steps(traces, same_seed_runs(traces)).outcomes);
+}
+
+RunSummaries summarize_runs(const std::vector<Trace>& traces,
+                            const std::vector<Digest128>& outcomes) {
   RunSummaries out;
   std::vector<Digest128> class_signatures;
   std::set<std::string> modes;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     RunSummary s = summary_of(traces[i], static_cast<int>(i));
-    const Digest128 sig = outcome_signature(traces[i]);
+    const Digest128 sig = outcomes[i];
     auto it = std::find(class_signatures.begin(), class_signatures.end(), sig);
     s.outcome_class = static_cast<int>(it - class_signatures.begin());
     if (it == class_signatures.end()) {

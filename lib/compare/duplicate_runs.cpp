@@ -3,17 +3,9 @@
 #include <filesystem>
 
 #include "core/digest.h"
-#include "trace/trace_io.h"
 
 namespace ra::audit {
 namespace {
-
-// The trace as the writer would write it: everything it records, timings included.
-Digest128 content_digest(const Trace& t) {
-  const std::string text = serialize_trace(t);
-  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
-                      text.size());
-}
 
 bool same_file(const std::string& a, const std::string& b) {
   if (a.empty() || b.empty()) return false;
@@ -33,16 +25,13 @@ std::string run_names(const std::vector<int>& group) {
 
 }  // namespace
 
-std::vector<std::vector<int>> copies_of_one_run(const std::vector<Trace>& traces) {
-  std::vector<Digest128> digests;
-  digests.reserve(traces.size());
-  for (const Trace& t : traces) digests.push_back(content_digest(t));
+std::vector<std::vector<int>> copies_of_one_run(const std::vector<Digest128>& digests) {
   std::vector<std::vector<int>> groups;
-  std::vector<bool> grouped(traces.size(), false);
-  for (std::size_t i = 0; i < traces.size(); ++i) {
+  std::vector<bool> grouped(digests.size(), false);
+  for (std::size_t i = 0; i < digests.size(); ++i) {
     if (grouped[i]) continue;
     std::vector<int> group{static_cast<int>(i)};
-    for (std::size_t j = i + 1; j < traces.size(); ++j) {
+    for (std::size_t j = i + 1; j < digests.size(); ++j) {
       if (!grouped[j] && digests[j] == digests[i]) {
         group.push_back(static_cast<int>(j));
         grouped[j] = true;

@@ -13,7 +13,9 @@ namespace ra::audit {
 // whole content is identical -- the header (run index, seeds, environment) and every record,
 // the wall-clock time of every step included. Two real runs essentially never share every step's
 // timing to the nanosecond, while two separate audits of one spec share everything else.
-std::vector<std::vector<int>> copies_of_one_run(const std::vector<Trace>& traces);
+// `contents`: per trace, the digest of its whole content (the walk over the steps folds it,
+// compare/step_walk.h).
+std::vector<std::vector<int>> copies_of_one_run(const std::vector<Digest128>& contents);
 
 // The warning for one such group: whether its traces are one file or copies, and what it means.
 std::string copies_warning(const std::vector<Trace>& traces, const std::vector<int>& group);

@@ -169,6 +169,9 @@ struct Trace {
   std::vector<EpochRecord> epochs;
   std::optional<FinalRecord> final;  // absent = the run did not finish
   std::string source;                // file it was read from ("" when in memory)
+  // The steps were read and checked, and left in `source` (read_trace_summary): a comparison
+  // walks them from there, a step of every run at a time. `steps` then holds none.
+  bool steps_in_source = false;
   // The run ended with an exception (its end record says so): never compared as whole.
   bool failed() const { return final && final->status == RunStatus::failed; }
 };

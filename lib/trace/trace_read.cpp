@@ -390,6 +390,22 @@ Trace read_trace(const std::filesystem::path& path) {
   return read_whole(reader);
 }
 
+Trace read_trace_summary(const std::filesystem::path& path) {
+  TraceReader reader(path);
+  Trace t;
+  t.source = reader.source();
+  t.header = reader.header();
+  t.initial_weights = reader.initial_weights();
+  t.initial_buffers = reader.initial_buffers();
+  StepRecord s;
+  while (reader.next_step(s)) {
+  }
+  t.epochs = reader.epochs();
+  t.final = reader.final();
+  t.steps_in_source = true;
+  return t;
+}
+
 PartialTrace read_partial_trace(const std::filesystem::path& path) {
   TraceReader reader(path, TraceReader::End::optional);
   PartialTrace out;

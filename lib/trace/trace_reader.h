@@ -56,6 +56,11 @@ class TraceReader {
   std::unique_ptr<detail::TraceParser> parser_;
 };
 
+// A trace read and checked whole, a record at a time, without keeping its steps: its header,
+// init, epoch and end records, `steps_in_source` set (compare walks the steps from the file).
+// InputError as read_trace.
+Trace read_trace_summary(const std::filesystem::path& path);
+
 // What a partial trace holds: its header, init and epoch records and its step count, the steps
 // themselves not kept. For the diagnosis of an interrupted run.
 struct PartialTrace {

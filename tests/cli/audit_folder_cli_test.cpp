@@ -242,6 +242,11 @@ TEST_CASE("an audit killed with SIGKILL is finished by --resume with the same re
   const auto partial_report = nlohmann::json::parse(partial.out);
   REQUIRE(partial_report.at("runs").size() == 1);
   REQUIRE(partial_report.at("audit_folders")[0].at("missing_runs").size() == 2);
+  // Run 1's partial trace, written as it trained, is named with what it holds: its first epoch.
+  const std::string why = partial_report.at("audit_folders")[0].at("missing_runs")[0].at("reason");
+  INFO(why);
+  REQUIRE(why.find("only the partial run-001.trace.jsonl.tmp-") != std::string::npos);
+  REQUIRE(why.find(" steps recorded, no end record") != std::string::npos);
   REQUIRE(run_cli("run " + q(spec) + " --runs 3 --snapshot-epochs --out " + q(out)).exit_code == 2);
   // --resume with other options is refused, naming what differs.
   const auto other =
