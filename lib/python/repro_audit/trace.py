@@ -10,6 +10,7 @@ The recorder writes version 3: the end record says how the run ended (`status` "
 be 0-dim or empty, buffers are recorded; op records (ops.py) when the header has `trace_ops`.
 Readers of versions 1 and 2 only refuse it by its version, so none takes a failed run for whole.
 """
+import array
 import json
 import math
 import os
@@ -73,7 +74,7 @@ class TraceRecords:
         self.epoch = 0  # the open epoch: the last step's, 0 before any
         self._epochs_written = 0
         self._last = None  # the last step's record
-        self._seconds = []
+        self._seconds = array.array("d")  # 8 bytes a step: the end record's median
         self._epoch_steps = 0
         self._epoch_loss_sum = 0.0
         self._epoch_seconds = 0.0
