@@ -365,33 +365,8 @@ const std::string& TraceReader::cut_off() const {
 
 namespace {
 
-Trace read_whole(TraceReader& reader) {
-  Trace t;
-  t.source = reader.source();
-  t.header = reader.header();
-  t.initial_weights = reader.initial_weights();
-  t.initial_buffers = reader.initial_buffers();
-  StepRecord s;
-  while (reader.next_step(s)) t.steps.push_back(std::move(s));
-  t.epochs = reader.epochs();
-  t.final = reader.final();
-  return t;
-}
-
-}  // namespace
-
-Trace parse_trace(std::string_view text, const std::string& source) {
-  TraceReader reader(text, source);
-  return read_whole(reader);
-}
-
-Trace read_trace(const std::filesystem::path& path) {
-  TraceReader reader(path);
-  return read_whole(reader);
-}
-
-Trace read_trace_summary(const std::filesystem::path& path) {
-  TraceReader reader(path);
+// Every record of the reader's trace; its steps kept when `keep_steps`, else only counted.
+Trace read_all(TraceReader& reader, bool keep_steps) {
   Trace t;
   t.source = reader.source();
   t.header = reader.header();
@@ -399,11 +374,29 @@ Trace read_trace_summary(const std::filesystem::path& path) {
   t.initial_buffers = reader.initial_buffers();
   StepRecord s;
   while (reader.next_step(s)) {
+    if (keep_steps) t.steps.push_back(std::move(s));
   }
   t.epochs = reader.epochs();
   t.final = reader.final();
-  t.steps_in_source = true;
+  t.steps_in_source = !keep_steps;
   return t;
+}
+
+}  // namespace
+
+Trace parse_trace(std::string_view text, const std::string& source) {
+  TraceReader reader(text, source);
+  return read_all(reader, true);
+}
+
+Trace read_trace(const std::filesystem::path& path) {
+  TraceReader reader(path);
+  return read_all(reader, true);
+}
+
+Trace read_trace_summary(const std::filesystem::path& path) {
+  TraceReader reader(path);
+  return read_all(reader, false);
 }
 
 PartialTrace read_partial_trace(const std::filesystem::path& path) {

@@ -212,38 +212,28 @@ def _create_temporary(path):
 def _rewrite_header(path, temporary, old_header_bytes, header_line):
     """The records of `temporary` after its first line, behind `header_line`, renamed over
     `path`; the old temporary removed."""
-    fd, rewritten = _create_temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as out, open(temporary, "rb") as records:
-            out.write(header_line.encode("utf-8"))
+    def write(out):
+        out.write(header_line.encode("utf-8"))
+        with open(temporary, "rb") as records:
             records.seek(old_header_bytes)
             while True:
                 chunk = records.read(1 << 20)
                 if not chunk:
                     break
                 out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        check_replaceable(path)
-        os.replace(rewritten, path)
-    except BaseException:
-        if os.path.exists(rewritten):
-            os.unlink(rewritten)
-        raise
+
+    _write_renamed(path, write, binary=True)
     os.unlink(temporary)
 
 
-def write_whole(path, text):
-    """Writes `text` (a str, or bytes) to `path` whole or not at all: a temporary named as the C++ tool names its own
-    ("<path>.tmp-<pid>-<n>", which an audit folder knows as debris of a killed writer), fsynced,
-    then renamed over the name (a reader never sees half a trace): only over a regular file or no
-    file (OSError otherwise: a device node, a FIFO or a link under the name is left alone)."""
+def _write_renamed(path, write, binary):
+    """Calls write(file) on a new temporary beside `path`, fsyncs it and renames it over `path`
+    (a regular file or nothing); the temporary is removed on any failure."""
     check_replaceable(path)
     fd, temporary = _create_temporary(path)
     try:
-        binary = isinstance(text, (bytes, bytearray))
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-            f.write(text)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         check_replaceable(path)
@@ -252,6 +242,14 @@ def write_whole(path, text):
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def write_whole(path, text):
+    """Writes `text` (a str, or bytes) to `path` whole or not at all: a temporary named as the C++ tool names its own
+    ("<path>.tmp-<pid>-<n>", which an audit folder knows as debris of a killed writer), fsynced,
+    then renamed over the name (a reader never sees half a trace): only over a regular file or no
+    file (OSError otherwise: a device node, a FIFO or a link under the name is left alone)."""
+    _write_renamed(path, lambda f: f.write(text), binary=isinstance(text, (bytes, bytearray)))
 
 
 def check_replaceable(path):
