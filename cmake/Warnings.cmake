@@ -16,8 +16,11 @@ if(REPRO_AUDIT_SANITIZE OR REPRO_AUDIT_FUZZ)
   target_link_options(ra_options INTERFACE -fsanitize=address,undefined)
 endif()
 if(REPRO_AUDIT_FUZZ)
-  # Coverage feedback for libFuzzer in every library; the fuzz targets add -fsanitize=fuzzer.
-  target_compile_options(ra_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+  # Coverage feedback for libFuzzer in every library; the fuzz targets add -fsanitize=fuzzer. Not
+  # in a target whose RA_NO_FUZZ_COVERAGE property is set: the test executables, which no fuzzer
+  # runs (8% of a test source's compile; they still link the instrumented libraries).
+  target_compile_options(ra_options INTERFACE
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:$<TARGET_PROPERTY:RA_NO_FUZZ_COVERAGE>>>>:-fsanitize=fuzzer-no-link>)
 endif()
 if(REPRO_AUDIT_TSAN)
   target_compile_options(ra_options INTERFACE
