@@ -12,6 +12,7 @@
 #include "audit/report_paths.h"
 #include "audit/shard.h"
 #include "commands.h"
+#include "default_folder.h"
 #include "core/error.h"
 #include "option_checks.h"
 #include "report_output.h"
@@ -82,6 +83,7 @@ int run_exec(ExecCommandOptions& o) {
     spdlog::info("run {} done: {}", run + 1, trace.string());
   };
   hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
+  move_earlier_default_audit(e.out_dir, !o.out.empty(), e.folder_use, e.shard.has_value());
   spdlog::info("auditing {}: {} run(s) of the command, traces in {}", e.name, e.runs,
                e.out_dir.string());
   audit::AuditResult result = audit::run_exec_audit(e, hooks);

@@ -12,8 +12,10 @@
 #include "audit/audit_folder.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/report_paths.h"
+#include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
+#include "default_folder.h"
 #include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
@@ -162,12 +164,7 @@ int run_run(RunCommandOptions& o) {
     audit::check_algorithms_can_be_saved(s, train::gpu_fingerprint());
     a.save_algorithms = o.save_algorithms;
   }
-  // The default folder is no trap: the same command run again moves the last audit aside.
-  if (o.out.empty() && a.folder_use == audit::FolderUse::fresh && !a.shard) {
-    if (const auto moved = audit::move_earlier_audit_aside(a.out_dir)) {
-      spdlog::warn("moved the earlier audit in {} to {}", a.out_dir.string(), moved->string());
-    }
-  }
+  move_earlier_default_audit(a.out_dir, !o.out.empty(), a.folder_use, a.shard.has_value());
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
                a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
   audit::AuditResult result = audit::run_audit(s, a, hooks);
