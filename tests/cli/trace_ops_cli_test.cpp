@@ -152,3 +152,18 @@ TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]
   CHECK(same.exit_code == 0);
   CHECK(same.out.find("BITWISE IDENTICAL") != std::string::npos);
 }
+
+TEST_CASE("--trace-ops N is step N alone, N:N+1", "[cli][ops]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r =
+      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 2 --out " + quoted(out) +
+              " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
+              "bit=30 --no-magnitude --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 1);
+  const auto report = nlohmann::json::parse(r.out);
+  CHECK(report.at("op_window") == "2:3");
+  CHECK(report.at("root_causes").at(0).at("step") == 2);
+  CHECK(nlohmann::json::parse(ra::test::read_text(out / "audit.json")).at("trace_ops") == "2:3");
+}
