@@ -92,13 +92,14 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
 
   result.allow_empty = options.allow_empty;
+  result.loader_workers = phases::loader_worker_findings(traces);
+  result.loader_advice = phases::loader_advice(result, compared);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
   result.environment_differences = phases::environment_differences(traces);
   std::vector<const nlohmann::json*> ledgers;
   for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
   result.ledger_differences = phases::ledger_differences(ledgers);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
-  result.loader_workers = phases::loader_worker_findings(traces);
   return result;
 }
 

@@ -12,6 +12,8 @@
 //   compare_environment.cpp  environment fingerprint differences, runs on other machines
 //   compare_algorithms.cpp   the algorithm each run ran at an op; ledger differences by run group
 //   compare_loader_workers.cpp  random streams data-loader workers share within a run
+//   compare_next_step.cpp    the loader advice when batches part; the next step in words
+//   compare_recorder_checks.cpp  the PyTorch recorder's warnings; seeds that never applied
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -140,5 +142,10 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
 // Streams that two or more workers of one loader pass started from in the same state, over every
 // trace that recorded its loader's workers; none recorded: no findings at all.
 std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces);
+
+// PyTorch runs whose first divergence is a batch: what to watch in the loader (the findings on
+// its workers included), in place of a --trace-ops window; none otherwise.
+std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
+                                          const ComparedRuns& compared);
 
 }  // namespace ra::audit::phases

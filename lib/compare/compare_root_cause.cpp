@@ -284,8 +284,8 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
 std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
   const auto window_at = [](std::int64_t step) { return OpWindow{step, step + 1}; };
   if (result.identical || !result.first_divergence || !result.first_divergence->step ||
-      result.first_divergence->category == Category::steps) {
-    return std::nullopt;  // nothing parts, the initial state does, or only the step counts do
+      result.first_divergence->category == Category::steps || result.loader_advice) {
+    return std::nullopt;  // nothing parts, the initial state does, the step counts or the loader
   }
   if (!result.ops_traced) return window_at(*result.first_divergence->step);
   for (const RootCause& c : result.root_causes) {
