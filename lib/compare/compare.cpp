@@ -51,6 +51,10 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   if (std::optional<std::string> w = phases::determinism_flags_warning(traces)) {
     result.warnings.push_back(std::move(*w));
   }
+  for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
+  if (std::optional<std::string> w = phases::unapplied_seeds_warning(traces)) {
+    result.warnings.push_back(std::move(*w));
+  }
 
   phases::RunSummaries summaries = phases::summarize_runs(traces);
   result.runs = std::move(summaries.runs);

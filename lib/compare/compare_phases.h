@@ -113,6 +113,13 @@ std::vector<std::string> environment_differences(const std::vector<Trace>& trace
 // agreement or disagreement says nothing about repeats of one. None unless every trace has the
 // switches (a cross-check against the engine compares two implementations, not two settings).
 std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces);
+// The PyTorch recorder's warnings (header recorder_warnings: rec.step before optimizer.step...),
+// each once, with the runs it came from.
+std::vector<std::string> recorder_warnings(const std::vector<Trace>& traces);
+// Runs given different seeds whose random states (header rng_states, taken when the recorder was
+// made) are the same for some stream: the seed never reached it. The warning names the streams
+// and, from seed_everything's record (header seeded), why. None with one seed or no states.
+std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).
 std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
