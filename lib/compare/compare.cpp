@@ -60,6 +60,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.runs = std::move(summaries.runs);
   result.classes = std::move(summaries.classes);
   result.mode_summary = std::move(summaries.mode_summary);
+  result.pytorch = std::all_of(traces.begin(), traces.end(), [](const Trace& t) {
+    return t.header.backend.starts_with("pytorch");
+  });
 
   const phases::ComparedRuns compared = phases::same_seed_runs(traces);
   result.compared_runs = compared.ids;

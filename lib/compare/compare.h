@@ -339,7 +339,10 @@ struct ComparisonResult {
   // With op records: the root cause of each differing run, grouped (runs with the same cause),
   // earliest first (by step, then record). Empty when no trace has op records.
   std::vector<RootCause> root_causes;
-  bool ops_traced = false;            // some trace has op records (format version 2)
+  bool ops_traced = false;  // some trace has op records (format version 2)
+  // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
+  // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
+  bool pytorch = false;
   std::optional<OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;

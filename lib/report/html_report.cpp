@@ -54,7 +54,7 @@ std::string banner(const ComparisonResult& r) {
   std::string out =
       "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
       (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +
-      "; mode " + html_escaped(r.mode_summary) + "</small></div>\n";
+      "; " + html_escaped(text::mode_words(r)) + "</small></div>\n";
   for (const std::string& w : r.warnings) {
     out += "<p class=\"warning\">WARNING: " + html_escaped(w) + "</p>\n";
   }
@@ -180,8 +180,8 @@ std::string render_html(const ComparisonResult& r) {
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<title>repro-audit: " + html_escaped(r.spec_name) + "</title>\n";
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
-  out += "<h1>repro-audit: " + html_escaped(r.spec_name) + format(", %zu runs", r.runs.size()) +
-         "</h1>\n";
+  out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
+         (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r) + html::loss_plots(r) + html::growth_plots(r) +
          html::divergence_map(r) + html::seed_group_plots(r) + snapshots(r) + statistics(r) +
          differences(r) + cost(r);

@@ -10,8 +10,8 @@
 namespace ra::report::text {
 
 std::string header(const ComparisonResult& r) {
-  return "repro-audit: " + shown(r.spec_name) + ", " + std::to_string(r.runs.size()) +
-         " runs, mode " + shown(r.mode_summary) + "\n";
+  return "repro-audit: " + shown(r.spec_name) + ", " + runs_count(r.runs.size()) + ", " +
+         mode_words(r) + "\n";
 }
 
 std::string verdict(const ComparisonResult& r) {
@@ -30,11 +30,11 @@ std::string verdict(const ComparisonResult& r) {
       r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
                     : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)";
   if (r.spread_only) {
-    head = "DIFFERENT SEEDS ONLY (" + std::to_string(r.runs.size()) +
-           " runs): no same-seed pair, so no identity to check; the spread of their outcomes "
+    head = "DIFFERENT SEEDS ONLY (" + runs_count(r.runs.size()) +
+           "): no same-seed pair, so no identity to check; the spread of their outcomes "
            "is below";
   } else if (n < 2) {
-    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs): " + nothing;
+    head = "NO SAME-SEED PAIR to compare (" + runs_count(r.runs.size()) + "): " + nothing;
   } else if (r.no_steps) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +

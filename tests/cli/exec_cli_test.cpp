@@ -109,7 +109,10 @@ TEST_CASE("exec: seeded runs of a script are bitwise identical", "[cli][exec]") 
                quoted(dir.path() / "r.xml") + " --html " + quoted(dir.path() / "r.html"));
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("repro-audit: train, 3 runs"));
+  // No mode was chosen: the header says what the script set (issue 40).
+  CHECK_THAT(r.out,
+             Contains("repro-audit: train, 3 runs, torch.use_deterministic_algorithms off\n"));
+  CHECK_THAT(r.out, !Contains("mode nondeterministic"));
   CHECK_THAT(r.out, Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
   const auto report = nlohmann::json::parse(read_text(dir.path() / "r.json"));
   CHECK(report["verdict"]["identical"] == true);

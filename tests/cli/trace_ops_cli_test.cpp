@@ -40,7 +40,7 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
               "bit=30 --json " + quoted(dir.path() / "report.json"));
   INFO(r.err);
   REQUIRE(r.exit_code == 1);  // deterministic: identity was expected
-  CHECK(r.out.find("root cause: step 2 (epoch 1, batch 2), op ") != std::string::npos);
+  CHECK(r.out.find("root cause: step 2 (epoch 0, batch 2), op ") != std::string::npos);
   CHECK(r.out.find("dense.backward_weight in dense_0 (deterministic, dense 16x27->6) [runs 1]") !=
         std::string::npos);
   CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
