@@ -153,7 +153,7 @@ TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]
   CHECK(same.out.find("BITWISE IDENTICAL") != std::string::npos);
 }
 
-TEST_CASE("--trace-ops N is step N alone, N:N+1", "[cli][ops]") {
+TEST_CASE("trace-ops: a step N alone is the window N:N+1", "[cli][ops]") {
   TempDir dir;
   const auto out = dir.path() / "out";
   const auto r =

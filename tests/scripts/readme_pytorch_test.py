@@ -18,7 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BINARY = None
 
 TRAIN = """
-import argparse, torch, repro_audit
+import argparse, torch
+import repro_audit
 parser = argparse.ArgumentParser()
 parser.add_argument("--seed", type=int, default=1)
 args = parser.parse_args()
