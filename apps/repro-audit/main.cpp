@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   ra::app::register_bench(app, run);
   ra::app::register_exec(app, run);
   ra::app::register_python_path(app, run);
+  ra::app::register_doctor(app, run);
   ra::app::register_completion(app, run);
   // Global options after the subcommand too (`run spec.json -q`), and integers worded as such.
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
