@@ -112,9 +112,9 @@ TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
   const auto out = quoted(dir.path() / "out");
-  const auto bad_window = run_cli("run " + spec + " --trace-ops 5 --out " + out);
+  const auto bad_window = run_cli("run " + spec + " --trace-ops 5x --out " + out);
   CHECK(bad_window.exit_code == 2);
-  CHECK(bad_window.err.find("--trace-ops: '5' is not a step window") != std::string::npos);
+  CHECK(bad_window.err.find("--trace-ops: '5x' is not a step window") != std::string::npos);
   const auto empty = run_cli("run " + spec + " --trace-ops 4:2 --out " + out);
   CHECK(empty.exit_code == 2);
   CHECK(empty.err.find("holds no step") != std::string::npos);
