@@ -43,42 +43,84 @@ const CLI::App& chosen(const CLI::App& app) {
   return chosen.empty() ? app : *chosen.front();
 }
 
+// The closest of `names` to `word` when it is close (a typo or two, or a prefix: "--run" of
+// "--runs"), else "".
+std::string closest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const std::string& candidate : names) {
+    const std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) best = candidate, best_distance = d;
+  }
+  return !best.empty() && (best_distance <= 2 || best.starts_with(word)) ? best : "";
+}
+
+bool looks_like_option(const std::string& word) {
+  // "-3" is a value (a negative number), not an option.
+  return word.starts_with("-") && word.size() > 1 && !std::isdigit(word[1]);
+}
+
 }  // namespace
 
 std::string unexpected_arguments_message(const CLI::App& app,
-                                         const std::vector<std::string>& extras) {
+                                         const std::vector<std::string>& extras,
+                                         const std::vector<std::string>& given) {
   const CLI::App& command = chosen(app);
   std::vector<std::string> names = option_names(command);
   for (const std::string& n : option_names(app)) names.push_back(n);
   const std::string where = &command == &app ? "repro-audit" : "`" + command.get_name() + "`";
   std::string out;
-  bool after_unknown_option = false;  // its value follows it: said with it, not apart
+  // After an unknown option, the words that follow are its value or the rest of a command line
+  // CLI11 could no longer place: naming them too would be a second, spurious error.
+  bool unknown_option = false;
   for (const std::string& extra : extras) {
     const std::string name = extra.substr(0, extra.find('='));
-    // "-3" is a value (a negative number), not an option.
-    const bool option = name.starts_with("-") && name.size() > 1 && !std::isdigit(name[1]);
-    if (!option) {
-      if (!after_unknown_option) {
+    if (!looks_like_option(name)) {
+      if (!unknown_option)
         out += "unexpected argument '" + printable(extra) + "' for " + where + "\n";
-      }
-      after_unknown_option = false;
       continue;
     }
-    after_unknown_option = true;
-    std::string best;
-    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-    for (const std::string& candidate : names) {
-      const std::size_t d = edit_distance(name, candidate);
-      if (d < best_distance) best = candidate, best_distance = d;
-    }
+    unknown_option = true;
     out += printable(name) + ": no such option of " + where;
-    // Close: a typo or two, or a prefix ("--run" of "--runs").
-    if (!best.empty() && (best_distance <= 2 || best.starts_with(name))) {
+    if (const std::string best = closest(name, names); !best.empty()) {
       out += "; did you mean " + best + "?";
     }
     out += "\n";
   }
+  // exec without "--": the command's own options were taken for exec's.
+  const bool has_separator = std::find(given.begin(), given.end(), "--") != given.end();
+  if (command.get_name() == "exec" && unknown_option && !has_separator) {
+    out +=
+        "put the command after `--`: repro-audit exec [OPTIONS] -- python3 train.py "
+        "[ITS OPTIONS]\n";
+  }
   return out;
+}
+
+std::string unknown_subcommand_message(const CLI::App& app) {
+  if (!const_cast<CLI::App&>(app).get_subcommands().empty()) return "";
+  const std::vector<std::string> words = app.remaining();
+  const auto word = std::find_if(words.begin(), words.end(),
+                                 [](const std::string& w) { return !looks_like_option(w); });
+  if (word == words.end()) return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  std::string out = printable(*word) + ": no such subcommand of repro-audit";
+  if (const std::string best = closest(*word, names); !best.empty()) {
+    out += "; did you mean " + best + "?";
+  }
+  return out + "\n";
+}
+
+std::string exit_codes_text() {
+  return "Exit codes (README, \"Exit codes\"):\n"
+         "  0  runs reproducible, or differing only where --expect allows\n"
+         "  1  divergence where bitwise equality was expected\n"
+         "  2  bad input or usage\n"
+         "  3  runtime or device failure (exec: a run's command failed, timed out or wrote no "
+         "whole trace)\n"
+         "  4  incomplete audit: planned runs without a whole trace (compare DIR, shards)\n"
+         "  5  nothing was compared (fewer than two same-seed runs); --allow-empty makes it 0\n";
 }
 
 namespace {

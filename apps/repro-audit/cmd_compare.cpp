@@ -6,6 +6,7 @@
 
 #include "audit/audit.h"
 #include "audit/report_paths.h"
+#include "cli_help.h"
 #include "commands.h"
 #include "option_checks.h"
 #include "report_output.h"
@@ -53,6 +54,7 @@ int run_compare(const CompareOptions& o) {
 void register_compare(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<CompareOptions>();
   CLI::App* cmd = app.add_subcommand("compare", "Compare trace files (or folders of them)");
+  cmd->footer(exit_codes_text());
   cmd->add_option("traces", o->inputs,
                   "Trace files (*.trace.jsonl) or audit folders (their audit.json's runs)")
       ->required();

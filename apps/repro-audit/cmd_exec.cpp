@@ -11,11 +11,14 @@
 #include "audit/exec_audit.h"
 #include "audit/report_paths.h"
 #include "audit/shard.h"
+#include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
+#include "default_folder.h"
 #include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
+#include "run_label.h"
 #include "trace/op_window.h"
 
 namespace ra::app {
@@ -77,11 +80,12 @@ int run_exec(ExecCommandOptions& o) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
   }
   audit::AuditProgress hooks;
-  hooks.run_started = [](int run, int of) { spdlog::info("run {}/{} started", run + 1, of); };
+  hooks.run_started = [](int run, int of) { spdlog::info("{} started", run_label(run, of)); };
   hooks.run_finished = [](int run, const std::filesystem::path& trace) {
-    spdlog::info("run {} done: {}", run + 1, trace.string());
+    spdlog::info("run {} done: {}", run, trace.string());
   };
   hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
+  move_earlier_default_audit(e.out_dir, !o.out.empty(), e.folder_use, e.shard.has_value());
   spdlog::info("auditing {}: {} run(s) of the command, traces in {}", e.name, e.runs,
                e.out_dir.string());
   audit::AuditResult result = audit::run_exec_audit(e, hooks);
@@ -101,6 +105,7 @@ void register_exec(CLI::App& app, CommandRun& run) {
       "exec",
       "Audit your own training command: run it N times (it records with the PyTorch "
       "recorder, docs/pytorch.md), compare the runs bit for bit, report");
+  cmd->footer(exit_codes_text());
   cmd->add_option("command", o->command, "The command and its arguments, after --")
       ->required()
       ->expected(-1);
@@ -135,10 +140,11 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "shared with the other shards; auto: from a Slurm job array, auto/N: from a "
                   "Kubernetes Indexed Job (docs/scale-out.md). No report: compare --out once "
                   "every shard has finished");
-  cmd->add_option("--trace-ops", o->trace_ops,
-                  "Also record every aten op of the steps in WINDOW (A:B, A: or all; "
-                  "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and "
-                  "module where runs first part (docs/pytorch.md, \"Op records\")");
+  cmd->add_option(
+      "--trace-ops", o->trace_ops,
+      "Also record every aten op of the steps in WINDOW (N for step N alone, A:B, A: or all; "
+      "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and module where runs "
+      "first part (docs/pytorch.md, \"Op records\")");
   cmd->add_option("--keep-op", o->keep_op,
                   "Keep op INDEX of step STEP (STEP:INDEX, as the report's root cause names it) "
                   "whole in every run, whatever the keep budget: its magnitude, and K replays of "

@@ -12,11 +12,14 @@
 #include "audit/audit_folder.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/report_paths.h"
+#include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
+#include "default_folder.h"
 #include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
+#include "run_label.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
 #include "trace/op_window.h"
@@ -77,7 +80,7 @@ class Progress {
     run_ = run;
     of_ = of;
     run_start_ = std::chrono::steady_clock::now();
-    if (!tty_) spdlog::info("run {}/{} started", run + 1, of);
+    if (!tty_) spdlog::info("{} started", run_label(run, of));
   }
   void step(int run, const train::StepEvent& e, std::int64_t total) {
     const auto now = std::chrono::steady_clock::now();
@@ -87,19 +90,20 @@ class Progress {
       if (now - last_ < std::chrono::milliseconds(100) && e.step + 1 != total) return;
       const int width = 24;
       const int filled = total > 0 ? static_cast<int>(width * (e.step + 1) / total) : width;
-      std::fprintf(stderr, "\r run %d/%d [%s%s] step %lld/%lld loss %.5f ETA %.0fs   ", run + 1,
-                   of_, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                   static_cast<long long>(e.step + 1), static_cast<long long>(total), e.loss, eta);
+      std::fprintf(stderr, "\r %s [%s%s] step %lld/%lld loss %.5f ETA %.0fs   ",
+                   run_label(run, of_).c_str(), std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), static_cast<long long>(e.step + 1),
+                   static_cast<long long>(total), e.loss, eta);
     } else {
       if (now - last_ < std::chrono::seconds(5)) return;
-      spdlog::info("run {}/{} step {}/{} loss {:.5f} ETA {:.0f}s", run + 1, of_, e.step + 1, total,
+      spdlog::info("{} step {}/{} loss {:.5f} ETA {:.0f}s", run_label(run, of_), e.step + 1, total,
                    e.loss, eta);
     }
     last_ = now;
   }
   void finished(int run, const std::filesystem::path& trace) {
     if (tty_) std::fprintf(stderr, "\r%*s\r", 90, "");
-    spdlog::info("run {}/{} done: {}", run + 1, of_, trace.string());
+    spdlog::info("{} done: {}", run_label(run, of_), trace.string());
   }
 
  private:
@@ -162,12 +166,7 @@ int run_run(RunCommandOptions& o) {
     audit::check_algorithms_can_be_saved(s, train::gpu_fingerprint());
     a.save_algorithms = o.save_algorithms;
   }
-  // The default folder is no trap: the same command run again moves the last audit aside.
-  if (o.out.empty() && a.folder_use == audit::FolderUse::fresh && !a.shard) {
-    if (const auto moved = audit::move_earlier_audit_aside(a.out_dir)) {
-      spdlog::warn("moved the earlier audit in {} to {}", a.out_dir.string(), moved->string());
-    }
-  }
+  move_earlier_default_audit(a.out_dir, !o.out.empty(), a.folder_use, a.shard.has_value());
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
                a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
   audit::AuditResult result = audit::run_audit(s, a, hooks);
@@ -196,6 +195,7 @@ void register_run(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<RunCommandOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Audit: train N runs, compare them bit for bit, report");
+  cmd->footer(exit_codes_text());
   cmd->add_option("spec", o->spec_path, "Experiment spec (JSON)")->required();
   cmd->add_option("--runs", o->audit.runs, "Number of runs (per seed group)")
       ->capture_default_str()
@@ -255,9 +255,10 @@ void register_run(CLI::App& app, CommandRun& run) {
       ->check(whole_number_up_to(spec::kMaxSteps));
   cmd->add_flag("--save-batches", o->audit.snapshots.batches,
                 "Write the sample indices of every batch (batches.json) for replay elsewhere");
-  cmd->add_option("--trace-ops", o->trace_ops,
-                  "Also record every op of the steps in WINDOW (A:B, A: or all): inputs' and "
-                  "outputs' digests, so the report names the op where runs first part");
+  cmd->add_option(
+      "--trace-ops", o->trace_ops,
+      "Also record every op of the steps in WINDOW (N for step N alone, A:B, A: or all): "
+      "inputs' and outputs' digests, so the report names the op where runs first part");
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,

@@ -19,6 +19,8 @@ void register_compare(CLI::App& app, CommandRun& run);
 void register_env(CLI::App& app, CommandRun& run);
 void register_bench(CLI::App& app, CommandRun& run);
 void register_exec(CLI::App& app, CommandRun& run);
+void register_python_path(CLI::App& app, CommandRun& run);
+void register_doctor(CLI::App& app, CommandRun& run);
 // `completion bash|zsh|fish`: a script made from `app`'s subcommands and options (register last).
 void register_completion(CLI::App& app, CommandRun& run);
 

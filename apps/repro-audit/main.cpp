@@ -45,6 +45,26 @@ void set_command_arguments(std::vector<std::string> args) {
 }
 }  // namespace ra::app
 
+// A command line CLI11 refused: what was wrong and what was probably meant (cli_help.h), exit 2.
+int usage_error(CLI::App& app, const CLI::ParseError& e) {
+  std::string message;
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    std::vector<std::string> extras = app.remaining();
+    for (const CLI::App* sub : app.get_subcommands()) {
+      for (const std::string& r : sub->remaining()) extras.push_back(r);
+    }
+    message = ra::app::unexpected_arguments_message(app, extras, ra::app::command_arguments());
+  } else {
+    message = ra::app::unknown_subcommand_message(app);
+  }
+  if (message.empty()) {
+    app.exit(e);
+  } else {
+    std::fputs((message + "Run with --help for more information.\n").c_str(), stderr);
+  }
+  return static_cast<int>(ra::ExitCode::bad_input);
+}
+
 // "repro-audit 0.1.0 (commit 1a2b3c4d5e6f, CUDA yes)": what a bug report needs to name.
 std::string version_line() {
 #ifdef RA_HAVE_CUDA
@@ -82,6 +102,8 @@ int main(int argc, char** argv) {
   ra::app::register_env(app, run);
   ra::app::register_bench(app, run);
   ra::app::register_exec(app, run);
+  ra::app::register_python_path(app, run);
+  ra::app::register_doctor(app, run);
   ra::app::register_completion(app, run);
   // Global options after the subcommand too (`run spec.json -q`), and integers worded as such.
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
@@ -95,19 +117,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
-  } catch (const CLI::ExtrasError& e) {
-    std::vector<std::string> extras = app.remaining();
-    for (const CLI::App* sub : app.get_subcommands()) {
-      for (const std::string& r : sub->remaining()) extras.push_back(r);
-    }
-    std::fputs((ra::app::unexpected_arguments_message(app, extras) +
-                "Run with --help for more information.\n")
-                   .c_str(),
-               stderr);
-    return static_cast<int>(ra::ExitCode::bad_input);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return static_cast<int>(ra::ExitCode::bad_input);
+    return usage_error(app, e);
   }
 
   setup_logging(verbosity, quiet);

@@ -107,6 +107,15 @@ fs::path run_folder(const ExecOptions& o, int run) {
   return folder;
 }
 
+// What to do about a failure its last lines explain, or "". A missing recorder is the first
+// failure of a new user's first audit: it gets the install line.
+std::string failure_hint(const std::string& tail) {
+  if (tail.find("No module named 'repro_audit'") == std::string::npos) return "";
+  return "; the command's python cannot import repro_audit: export PYTHONPATH=$(repro-audit "
+         "python-path), or in its venv pip install --no-build-isolation ./lib/python "
+         "(docs/pytorch.md, \"Install\")";
+}
+
 // One run of the command; RuntimeFailure when it fails or leaves no whole trace.
 void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
   if (const int signal = StopSignals::received(); signal != 0) {
@@ -147,7 +156,7 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
     }
     throw RuntimeFailure("run " + std::to_string(p.index) + ": the command " + problem +
                          (tail.empty() ? "; it printed nothing" : "; its last lines: " + tail) +
-                         " (its output: " + log.string() + ")");
+                         " (its output: " + log.string() + ")" + failure_hint(tail));
   }
 }
 

@@ -56,11 +56,18 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   if (std::optional<std::string> w = phases::determinism_flags_warning(traces)) {
     result.warnings.push_back(std::move(*w));
   }
+  for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
+  if (std::optional<std::string> w = phases::unapplied_seeds_warning(traces)) {
+    result.warnings.push_back(std::move(*w));
+  }
 
   phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);
   result.runs = std::move(summaries.runs);
   result.classes = std::move(summaries.classes);
   result.mode_summary = std::move(summaries.mode_summary);
+  result.pytorch = std::all_of(traces.begin(), traces.end(), [](const Trace& t) {
+    return t.header.backend.starts_with("pytorch");
+  });
 
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);
@@ -99,13 +106,15 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
 
   result.allow_empty = options.allow_empty;
+  result.loader_workers = phases::loader_worker_findings(traces);
+  result.loader_advice =
+      phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
   result.environment_differences = phases::environment_differences(traces);
   std::vector<const nlohmann::json*> ledgers;
   for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
   result.ledger_differences = phases::ledger_differences(ledgers);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
-  result.loader_workers = phases::loader_worker_findings(traces);
   return result;
 }
 

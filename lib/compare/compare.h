@@ -302,10 +302,24 @@ struct SharedWorkerStream {
   std::vector<int> runs;             // the runs in which it was shared
   std::int64_t passes = 0;           // passes in which it was shared (the most of any run)
   std::int64_t passes_recorded = 0;  // passes recorded (the most of any run)
+  // The stream's starting state (the first worker's, first pass) differs between same-seed runs:
+  // it is not seeded from the run's seed, so what it draws differs between runs too.
+  bool differs_between_runs = false;
 };
 struct LoaderWorkerFindings {
   std::vector<int> runs_recorded;                  // runs whose trace recorded loader workers
   std::vector<SharedWorkerStream> shared_streams;  // by stream name
+};
+
+// PyTorch runs whose first divergence is a batch: the loader, not an op, is where they part, and
+// op records (--trace-ops) cannot see into it. What the report advises instead.
+struct LoaderAdvice {
+  std::int64_t step = 0;
+  std::string tensor;             // what differs first: "indices", "inputs" or "labels"
+  bool indices_recorded = false;  // the runs recorded their batches' sample indices (indices=)
+  bool workers_watched = false;   // the runs recorded their loader's workers (rec.watch_loader)
+  // Streams the workers of a pass share that also start differently in each run.
+  std::vector<std::string> shared_and_differing;
 };
 
 struct ComparisonResult {
@@ -329,7 +343,10 @@ struct ComparisonResult {
   // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
   // hold no steps (Trace::steps_in_source).
   std::vector<std::pair<int, StepRecord>> root_cause_steps;
-  bool ops_traced = false;            // some trace has op records (format version 2)
+  bool ops_traced = false;  // some trace has op records (format version 2)
+  // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
+  // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
+  bool pytorch = false;
   std::optional<OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;
@@ -367,6 +384,8 @@ struct ComparisonResult {
   // The --trace-ops window that would localise the divergence: the first divergent step's, when
   // the runs part without op records there (none recorded, or outside the window).
   std::optional<OpWindow> suggested_trace_ops;
+  // Batches part (PyTorch runs): watch the loader instead of --trace-ops (then none suggested).
+  std::optional<LoaderAdvice> loader_advice;
   // The command that re-runs the audit with that window, when whoever made the result knows it
   // (`run` does; `compare` of files does not): shown in the next step.
   std::string rerun_command;
@@ -386,5 +405,9 @@ struct ComparisonResult {
 ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options);
 
 nlohmann::json to_json(const ComparisonResult& result);
+
+// The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
+// loader advice, or why --trace-ops of the suggested window; none when there is no next step.
+std::vector<std::string> next_step_advice(const ComparisonResult& r);
 
 }  // namespace ra::audit

@@ -306,9 +306,26 @@ json loader_workers_json(const LoaderWorkerFindings& f) {
                       {"workers", s.workers},
                       {"runs", s.runs},
                       {"passes", s.passes},
-                      {"passes_recorded", s.passes_recorded}});
+                      {"passes_recorded", s.passes_recorded},
+                      {"differs_between_runs", s.differs_between_runs}});
   }
   return {{"runs_recorded", f.runs_recorded}, {"shared_streams", std::move(shared)}};
+}
+
+// The next step: "trace_ops" (the window and, when known, the command) or "watch_loader", with
+// the lines the text report prints (`advice`); null when there is none.
+json next_step_json(const ComparisonResult& r) {
+  if (r.loader_advice) {
+    return {{"kind", "watch_loader"},
+            {"advice", next_step_advice(r)},
+            {"trace_ops", nullptr},
+            {"command", nullptr}};
+  }
+  if (!r.suggested_trace_ops) return nullptr;
+  return {{"kind", "trace_ops"},
+          {"advice", next_step_advice(r)},
+          {"trace_ops", to_string(*r.suggested_trace_ops)},
+          {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
 }
 
 }  // namespace
@@ -330,11 +347,7 @@ json to_json(const ComparisonResult& r) {
                 {"classes", r.classes},
                 {"compared_runs", r.compared_runs}}},
               {"first_divergence", divergence_json(r.first_divergence)},
-              {"next_step", r.suggested_trace_ops
-                                ? json{{"trace_ops", to_string(*r.suggested_trace_ops)},
-                                       {"command", r.rerun_command.empty() ? json(nullptr)
-                                                                           : json(r.rerun_command)}}
-                                : json(nullptr)},
+              {"next_step", next_step_json(r)},
               {"categories", categories_json(r)},
               {"first_loss_difference", loss_difference_json(r.first_loss_difference)},
               {"final_loss_difference", loss_difference_json(r.final_loss_difference)},

@@ -1,6 +1,7 @@
 // Random streams that data-loader workers share within a run (compare/compare_phases.h).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -42,6 +43,33 @@ std::map<std::string, StreamInRun> shared_in_run(const std::vector<LoaderWorker>
   return shared;
 }
 
+// The state `stream` started from in worker 0 of a run's first recorded pass (workers may start
+// in any order; a stream seeded per worker differs between workers, not between runs), or none.
+std::optional<Digest128> first_state(const std::vector<LoaderWorker>& workers,
+                                     const std::string& stream) {
+  if (workers.empty()) return std::nullopt;
+  for (const LoaderWorker& w : workers) {
+    if (w.loader_pass != workers.front().loader_pass || w.worker != 0) continue;
+    for (const auto& [name, digest] : w.streams)
+      if (name == stream) return digest;
+  }
+  return std::nullopt;
+}
+
+// Whether `stream`'s starting state differs between the same-seed runs that recorded their
+// loader's workers: a stream not seeded from the run's seed.
+bool differs_between_runs(const std::vector<Trace>& traces, const std::string& stream) {
+  std::optional<Digest128> seen;
+  for (const Trace& t : traces) {
+    if (!t.final || t.header.seed_group == "different") continue;
+    const std::optional<Digest128> state = first_state(t.final->loader_workers, stream);
+    if (!state) continue;
+    if (seen && *seen != *state) return true;
+    seen = state;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces) {
@@ -68,6 +96,7 @@ std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Tra
   for (auto& [name, s] : by_stream) {
     std::sort(s.workers.begin(), s.workers.end());
     s.passes_recorded = most_passes;
+    s.differs_between_runs = differs_between_runs(traces, name);
     findings.shared_streams.push_back(std::move(s));
   }
   return findings;

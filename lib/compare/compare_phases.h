@@ -12,6 +12,8 @@
 //   compare_environment.cpp  environment fingerprint differences, runs on other machines
 //   compare_algorithms.cpp   the algorithm each run ran at an op; ledger differences by run group
 //   compare_loader_workers.cpp  random streams data-loader workers share within a run
+//   compare_next_step.cpp    the loader advice when batches part; the next step in words
+//   compare_recorder_checks.cpp  the PyTorch recorder's warnings; seeds that never applied
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -148,6 +150,13 @@ std::vector<std::string> environment_differences(const std::vector<Trace>& trace
 // agreement or disagreement says nothing about repeats of one. None unless every trace has the
 // switches (a cross-check against the engine compares two implementations, not two settings).
 std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces);
+// The PyTorch recorder's warnings (header recorder_warnings: rec.step before optimizer.step...),
+// each once, with the runs it came from.
+std::vector<std::string> recorder_warnings(const std::vector<Trace>& traces);
+// Runs given different seeds whose random states (header rng_states, taken when the recorder was
+// made) are the same for some stream: the seed never reached it. The warning names the streams
+// and, from seed_everything's record (header seeded), why. None with one seed or no states.
+std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).
 std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
@@ -177,5 +186,12 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
 // Streams that two or more workers of one loader pass started from in the same state, over every
 // trace that recorded its loader's workers; none recorded: no findings at all.
 std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces);
+
+// PyTorch runs whose first divergence is a batch: what to watch in the loader (the findings on
+// its workers included), in place of a --trace-ops window; none otherwise.
+// `reference_indices`: the reference run's sample-indices digest at that step (step_walk.h).
+std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
+                                          const ComparedRuns& compared,
+                                          const std::optional<Digest128>& reference_indices);
 
 }  // namespace ra::audit::phases

@@ -272,8 +272,8 @@ std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> 
 std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
   const auto window_at = [](std::int64_t step) { return OpWindow{step, step + 1}; };
   if (result.identical || !result.first_divergence || !result.first_divergence->step ||
-      result.first_divergence->category == Category::steps) {
-    return std::nullopt;  // nothing parts, the initial state does, or only the step counts do
+      result.first_divergence->category == Category::steps || result.loader_advice) {
+    return std::nullopt;  // nothing parts, the initial state does, the step counts or the loader
   }
   if (!result.ops_traced) return window_at(*result.first_divergence->step);
   for (const RootCause& c : result.root_causes) {

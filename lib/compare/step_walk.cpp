@@ -214,6 +214,9 @@ struct StepWalk::State {
         const TraceHeader& h = traces[positions[0]]->header;
         for (const StepRecord* r : runs) slots.push_back(step_slots(c, h, *r));
         v.first = slots_divergence(c, slots, ids, runs[0]);
+        if (c == Category::batches) {
+          found.reference_indices_at_batches_divergence = runs[0]->batch_indices;
+        }
       }
     }
     if (with_root_causes) root_causes(runs);

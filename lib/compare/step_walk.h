@@ -33,6 +33,9 @@ struct StepFindings {
   std::vector<CategoryVerdict> verdicts;  // category_verdicts
   std::optional<Divergence> step_count;   // step_count_divergence
   std::optional<LossDifference> first_loss;
+  // The reference run's sample-indices digest at the batches' first divergence (the loader advice
+  // asks whether indices were recorded there).
+  std::optional<Digest128> reference_indices_at_batches_divergence;
   std::vector<EpochLosses> epochs;  // per epoch of the reference run's common steps, in order
   StepSeries series;
   std::vector<RootCause> root_causes;  // found when `with_root_causes`

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/byte_reader.h"
 #include "core/error.h"
 #include "core/tensor.h"
-#include "core/byte_reader.h"
 
 namespace ra::data {
 namespace {

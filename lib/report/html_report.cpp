@@ -30,7 +30,7 @@ h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 28px 0 8p
 table { border-collapse: collapse; margin: 4px 0; }
 th, td { text-align: left; padding: 3px 10px 3px 0; border-bottom: 1px solid #ddd; }
 td.differs { color: #b02a2a; font-weight: 600; } td.same { color: #2d6a2d; }
-pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
+pre { background: #f6f6f6; padding: 8px; overflow-x: auto; white-space: pre-wrap; font-size: 12px; }
 svg.plot { display: block; margin: 8px 0 16px; max-width: 100%; height: auto; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 svg .title { font-size: 13px; font-weight: 600; }
@@ -54,7 +54,7 @@ std::string banner(const ComparisonResult& r) {
   std::string out =
       "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
       (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +
-      "; mode " + html_escaped(r.mode_summary) + "</small></div>\n";
+      "; " + html_escaped(text::mode_words(r)) + "</small></div>\n";
   for (const std::string& w : r.warnings) {
     out += "<p class=\"warning\">WARNING: " + html_escaped(w) + "</p>\n";
   }
@@ -86,7 +86,7 @@ std::string category_table(const ComparisonResult& r) {
   }
   out += "</table>\n";
   const std::string first = text::cut_long_lines(text::first_divergence(r) + text::root_cause(r) +
-                                                 text::loader_workers(r));
+                                                 text::loader_workers(r) + text::next_step(r));
   if (!first.empty()) out += "<pre>" + svg::html_lines_escaped(first) + "</pre>\n";
   return out;
 }
@@ -180,8 +180,8 @@ std::string render_html(const ComparisonResult& r) {
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<title>repro-audit: " + html_escaped(r.spec_name) + "</title>\n";
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
-  out += "<h1>repro-audit: " + html_escaped(r.spec_name) + format(", %zu runs", r.runs.size()) +
-         "</h1>\n";
+  out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
+         (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r) + html::loss_plots(r) + html::growth_plots(r) +
          html::divergence_map(r) + html::seed_group_plots(r) + snapshots(r) + statistics(r) +
          differences(r) + cost(r);

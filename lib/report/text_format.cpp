@@ -22,6 +22,18 @@ std::string format(const char* fmt, ...) {
   return buffer;
 }
 
+std::string runs_count(std::size_t n) {
+  return std::to_string(n) + (n == 1 ? " run" : " runs");
+}
+
+std::string mode_words(const audit::ComparisonResult& r) {
+  if (!r.pytorch) return "mode " + shown(r.mode_summary);
+  const std::string on = r.mode_summary == "deterministic" ? "on"
+                         : r.mode_summary == "mixed"       ? "on in some runs"
+                                                           : "off";
+  return "torch.use_deterministic_algorithms " + on;
+}
+
 std::string run_list(const std::vector<int>& runs) {
   std::string s;
   for (std::size_t i = 0; i < runs.size() && i < kRunsShown; ++i) {
@@ -145,10 +157,12 @@ std::string category_title(audit::Category c) {
   return "?";
 }
 
+// Epochs and batches as the trace numbers them, from 0, as the script passed them (epoch=0) and
+// as steps and runs are numbered.
 std::string where(const audit::Divergence& d) {
   if (!d.step) return "before step 0";
   return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(*d.step),
-                static_cast<long long>(d.epoch + 1), static_cast<long long>(d.batch));
+                static_cast<long long>(d.epoch), static_cast<long long>(d.batch));
 }
 
 }  // namespace ra::report::text

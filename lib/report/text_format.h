@@ -19,6 +19,11 @@ std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // number of runs (JSON has every run).
 inline constexpr std::size_t kRunsShown = 24;
 std::string run_list(const std::vector<int>& runs);
+// "1 run", "3 runs".
+std::string runs_count(std::size_t n);
+// The header's words for the runs' mode: the kernel mode of the engine's runs; for PyTorch runs,
+// whether the script turned on torch.use_deterministic_algorithms (no mode was chosen).
+std::string mode_words(const audit::ComparisonResult& r);
 
 // No line of the text report is longer (docs/report.md): render_text cuts a longer one, saying
 // how much it left out, after every list was cut at its own limit.

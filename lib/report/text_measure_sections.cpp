@@ -47,7 +47,7 @@ std::string growth_table(const ComparisonResult& r) {
       "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
       "max|dw|   relative   sign flips\n";
   for (const auto& g : r.growth) {
-    out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch + 1),
+    out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch),
                   g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp),
                   g.weights_differing);
     out += g.max_abs_eval_accuracy_difference
@@ -78,6 +78,27 @@ std::string snapshots(const ComparisonResult& r) {
   return out;
 }
 
+// The same-seed / different-seed std ratio in words: how big the fixed-seed noise is against the
+// seed-to-seed spread, then whether the interval can be trusted (docs/report.md, "Seed groups").
+// `different_std`: the different-seed group's std (0 with the ratio 0: neither group spreads).
+std::string std_ratio_words(const char* what, const audit::RatioEstimate& e, double different_std) {
+  std::string out = std::string(what) + ": ";
+  if (std::isinf(e.ratio)) {
+    out += "the different-seed runs do not spread at all while the same-seed runs do";
+  } else if (different_std == 0) {
+    out +=
+        "neither the same-seed nor the different-seed runs spread (do the seeds reach the "
+        "random states?)";
+  } else {
+    out += format("the fixed-seed noise is about %.0f%% of the seed-to-seed spread", e.ratio * 100);
+  }
+  if (e.trustworthy) {
+    return out + format(" (%.0f%% interval %.0f%%..%.0f%%)\n", e.confidence * 100, e.low * 100,
+                        e.high * 100);
+  }
+  return out + "; too few runs to trust the interval (" + shown(e.warning) + ")\n";
+}
+
 std::string seed_groups(const ComparisonResult& r) {
   std::string out;
   for (const auto& g : r.statistics) {
@@ -90,14 +111,13 @@ std::string seed_groups(const ComparisonResult& r) {
     }
     out += "\n";
   }
-  for (const auto* ratio : {&r.loss_std_ratio, &r.accuracy_std_ratio}) {
-    if (!*ratio) continue;
-    const auto& e = **ratio;
-    out += format(
-        "same-seed std / different-seed std of %s: %.0f%% (%.0f%% interval %.0f%%..%.0f%%)%s\n",
-        ratio == &r.loss_std_ratio ? "final loss" : "eval accuracy", e.ratio * 100,
-        e.confidence * 100, e.low * 100, e.high * 100,
-        e.trustworthy ? "" : (" WARNING: " + shown(e.warning)).c_str());
+  double loss_std = 0, accuracy_std = 0;  // the different-seed group's
+  for (const auto& g : r.statistics) {
+    if (g.group == "different") loss_std = g.final_loss.std, accuracy_std = g.eval_accuracy.std;
+  }
+  if (r.loss_std_ratio) out += std_ratio_words("final loss", *r.loss_std_ratio, loss_std);
+  if (r.accuracy_std_ratio) {
+    out += std_ratio_words("eval accuracy", *r.accuracy_std_ratio, accuracy_std);
   }
   return out;
 }

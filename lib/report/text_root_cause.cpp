@@ -16,7 +16,7 @@ using ra::DType;
 
 std::string step_text(const RootCause& c) {
   return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(c.step),
-                static_cast<long long>(c.epoch + 1), static_cast<long long>(c.batch));
+                static_cast<long long>(c.epoch), static_cast<long long>(c.batch));
 }
 
 // "conv2d.backward_filter in conv2d_0 (nondeterministic, conv 32x1x16x16 k8 3x3 s1 p0)"

@@ -10,8 +10,8 @@
 namespace ra::report::text {
 
 std::string header(const ComparisonResult& r) {
-  return "repro-audit: " + shown(r.spec_name) + ", " + std::to_string(r.runs.size()) +
-         " runs, mode " + shown(r.mode_summary) + "\n";
+  return "repro-audit: " + shown(r.spec_name) + ", " + runs_count(r.runs.size()) + ", " +
+         mode_words(r) + "\n";
 }
 
 std::string verdict(const ComparisonResult& r) {
@@ -30,11 +30,11 @@ std::string verdict(const ComparisonResult& r) {
       r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
                     : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)";
   if (r.spread_only) {
-    head = "DIFFERENT SEEDS ONLY (" + std::to_string(r.runs.size()) +
-           " runs): no same-seed pair, so no identity to check; the spread of their outcomes "
+    head = "DIFFERENT SEEDS ONLY (" + runs_count(r.runs.size()) +
+           "): no same-seed pair, so no identity to check; the spread of their outcomes "
            "is below";
   } else if (n < 2) {
-    head = "NO SAME-SEED PAIR to compare (" + std::to_string(r.runs.size()) + " runs): " + nothing;
+    head = "NO SAME-SEED PAIR to compare (" + runs_count(r.runs.size()) + "): " + nothing;
   } else if (r.no_steps) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
@@ -137,6 +137,12 @@ std::string loader_workers(const ComparisonResult& r) {
         "workers; seed it per worker in worker_init_fn (docs/pytorch.md, \"Loader workers\")\n",
         ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
         static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded));
+    // A line of its own: the line above is near the report's line length already.
+    if (s.differs_between_runs) {
+      out +=
+          "  and its starting state also differs between the runs (not seeded from the run's "
+          "seed), so the same-seed runs draw differently too: seed it from the run's seed\n";
+    }
   }
   return out;
 }
@@ -169,13 +175,15 @@ std::string first_divergence(const ComparisonResult& r) {
 }
 
 std::string next_step(const ComparisonResult& r) {
+  const std::vector<std::string> advice = audit::next_step_advice(r);
+  if (r.loader_advice) {
+    std::string out = "next step: " + shown(advice.front()) + "\n";
+    for (std::size_t i = 1; i < advice.size(); ++i) out += "  " + shown(advice[i]) + "\n";
+    return out;
+  }
   if (!r.suggested_trace_ops) return "";
   const std::string window = audit::to_string(*r.suggested_trace_ops);
-  const std::int64_t step = r.suggested_trace_ops->first;
-  const std::string why = format(
-      "records the ops of step %lld, so that the report names the op "
-      "where the runs part",
-      static_cast<long long>(step));
+  const std::string why = advice.front();
   if (!r.rerun_command.empty()) {
     return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";
   }

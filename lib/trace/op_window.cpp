@@ -1,6 +1,8 @@
 #include "trace/op_window.h"
 
 #include <charconv>
+#include <cstdint>
+#include <limits>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -14,7 +16,7 @@ std::int64_t step_number(const std::string& part, const std::string& text) {
   const auto [ptr, ec] = std::from_chars(part.data(), end, n);
   if (part.empty() || ec != std::errc{} || ptr != end || n < 0) {
     throw InputError("--trace-ops: '" + printable(text) +
-                     "' is not a step window (A:B, A: or all, A and B step numbers)");
+                     "' is not a step window (N, A:B, A: or all; N, A and B step numbers)");
   }
   return n;
 }
@@ -24,11 +26,15 @@ std::int64_t step_number(const std::string& part, const std::string& text) {
 OpWindow parse_op_window(const std::string& text) {
   if (text == "all") return OpWindow{};
   const auto colon = text.find(':');
-  if (colon == std::string::npos) {
-    throw InputError("--trace-ops: '" + printable(text) +
-                     "' is not a step window (A:B, A: or all, A and B step numbers)");
-  }
   OpWindow w;
+  if (colon == std::string::npos) {  // "N": step N alone, N:N+1 (what a first try writes)
+    w.first = step_number(text, text);
+    if (w.first == std::numeric_limits<std::int64_t>::max()) {
+      throw InputError("--trace-ops: step " + text + " is past the last step a trace can hold");
+    }
+    w.last = w.first + 1;
+    return w;
+  }
   w.first = step_number(text.substr(0, colon), text);
   if (colon + 1 < text.size()) {
     w.last = step_number(text.substr(colon + 1), text);

@@ -6,7 +6,8 @@
 
 namespace ra::audit {
 
-// "A:B" (steps A..B-1, half open like a Python slice), "A:" (from A to the end) or "all".
+// "A:B" (steps A..B-1, half open like a Python slice), "A:" (from A to the end), "all", or "N"
+// (step N alone: N:N+1).
 // InputError naming the text otherwise, or when B <= A.
 OpWindow parse_op_window(const std::string& text);
 // The same text back ("0:50", "10:", "all").

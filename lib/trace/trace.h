@@ -103,6 +103,13 @@ struct TraceHeader {
   std::vector<std::string> optimizer_state;  // names of the optimizer state tensors
   nlohmann::json fault;                      // test-only fault injection applied, or null
   std::optional<OpWindow> trace_ops;  // set when the run recorded op records (format version 2)
+  // The PyTorch recorder's, optional (absent: null or empty, as in the engine's traces and older
+  // ones): `rng_states`, digests of the random states ({"torch": hex, "cuda": [hex...], ...}) when
+  // the recorder was made; `seeded`, {"seed", "rng_states"} right after seed_everything; what the
+  // recorder found misused (lib/python/repro_audit/misuse.py), in words.
+  nlohmann::json rng_states;
+  nlohmann::json seeded;
+  std::vector<std::string> recorder_warnings;
 };
 
 // One training step, recorded after the optimizer update.

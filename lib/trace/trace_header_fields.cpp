@@ -130,6 +130,37 @@ json read_fault(const Field& f, int run_index) {
 }
 
 // Version 3: how the run ended; `error` (the exception's type) exactly when it failed.
+namespace {
+
+// {"torch": hex, "cuda": [hex, ...], ...}: every value a digest or a list of digests.
+json read_rng_states(const Field& states) {
+  for (const auto& [name, value] : states.members()) {
+    if (value.json().is_array()) {
+      for (const Field& d : value.elements()) d.digest();
+    } else {
+      value.digest();
+    }
+  }
+  return states.json();
+}
+
+}  // namespace
+
+void read_recorder_fields(const Field& r, TraceHeader& h) {
+  if (r.has("rng_states")) h.rng_states = read_rng_states(r["rng_states"]);
+  if (r.has("seeded")) {
+    const Field seeded = r["seeded"];
+    seeded["seed"].uint64();
+    read_rng_states(seeded["rng_states"]);
+    if (seeded.has("torch_initial_seed")) seeded["torch_initial_seed"].uint64();
+    h.seeded = seeded.json();
+  }
+  if (r.has("recorder_warnings")) {
+    for (const Field& w : r["recorder_warnings"].elements())
+      h.recorder_warnings.push_back(w.nonempty_string());
+  }
+}
+
 void read_end_status(const Field& r, FinalRecord& f) {
   const Field status = r["status"];
   const std::string text = status.string();

@@ -30,6 +30,10 @@ std::vector<TensorInfo> read_tensor_list(const Field& list, bool v3, const char*
 std::string read_dtype(const Field& f);
 // A fault of run `run_index`.
 nlohmann::json read_fault(const Field& f, int run_index);
+// The PyTorch recorder's optional header fields: rng_states and seeded (digests of random
+// states: an object of hex digests or lists of them; seeded with its seed), recorder_warnings (a
+// list of non-empty strings).
+void read_recorder_fields(const Field& header, TraceHeader& h);
 // Version 3's end record: status, and error exactly when failed.
 void read_end_status(const Field& r, FinalRecord& f);
 

@@ -88,6 +88,7 @@ TraceHeader read_header(const Field& r) {
   }
   // Older writers of format 1 may leave the fault out: absent means none.
   if (r.has("fault") && !r["fault"].is_null()) h.fault = read_fault(r["fault"], h.run_index);
+  read_recorder_fields(r, h);
   return h;
 }
 

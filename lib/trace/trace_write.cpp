@@ -81,6 +81,10 @@ json header_json(const TraceHeader& h) {
     header["trace_ops"] = {{"first", h.trace_ops->first},
                            {"last", h.trace_ops->last ? json(*h.trace_ops->last) : json(nullptr)}};
   }
+  // The PyTorch recorder's fields, as it wrote them (absent when it did not).
+  if (!h.rng_states.is_null()) header["rng_states"] = h.rng_states;
+  if (!h.seeded.is_null()) header["seeded"] = h.seeded;
+  if (!h.recorder_warnings.empty()) header["recorder_warnings"] = h.recorder_warnings;
   return header;
 }
 

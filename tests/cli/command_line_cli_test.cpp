@@ -116,3 +116,51 @@ TEST_CASE("missing data files are named by their spec key, at validate as at run
     CHECK_THAT(r.err, Contains("data.train.images: /nope/train-images.gz: cannot open"));
   }
 }
+
+TEST_CASE("exec's command line: the command after --, and no spurious second error",
+          "[cli][usability]") {
+  // The script's own option before "--" is taken for exec's: said so, with the fix.
+  const auto forgot = run_cli("exec --runs 2 python3 train.py --epochs 1");
+  CHECK(forgot.exit_code == 2);
+  CHECK_THAT(forgot.err, Contains("--epochs: no such option of `exec`"));
+  CHECK_THAT(forgot.err, Contains("put the command after `--`: repro-audit exec [OPTIONS] -- "
+                                  "python3 train.py"));
+  // A typo of exec's own option, with "--" given: the suggestion alone, no word of the rest.
+  const auto typo = run_cli("exec --run 3 -- python3 train.py");
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, StartsWith("--run: no such option of `exec`; did you mean --runs?\n"));
+  CHECK_THAT(typo.err, !Contains("unexpected argument"));
+  CHECK_THAT(typo.err, !Contains("put the command after"));
+}
+
+TEST_CASE("a misspelt subcommand gets a suggestion", "[cli][usability]") {
+  const auto r = run_cli("exce --runs 3 -- python3 train.py");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("exce: no such subcommand of repro-audit; did you mean exec?\n"));
+  CHECK_THAT(run_cli("compair a b").err, Contains("did you mean compare?"));
+  // Far from every name: named, no guess; none at all: CLI11's own message.
+  CHECK_THAT(run_cli("frobnicate").err, StartsWith("frobnicate: no such subcommand of "
+                                                   "repro-audit\n"));
+  CHECK_THAT(run_cli("").err, Contains("A subcommand is required"));
+}
+
+TEST_CASE("the auditing subcommands' --help lists the exit codes", "[cli][usability]") {
+  for (const char* sub : {"run", "exec", "compare"}) {
+    INFO(sub);
+    const auto r = run_cli(std::string(sub) + " --help");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("Exit codes"));
+    CHECK_THAT(r.out, Contains("  1  divergence where bitwise equality was expected"));
+    CHECK_THAT(r.out, Contains("  5  nothing was compared"));
+  }
+}
+
+TEST_CASE("progress counts runs from 0, as traces and errors do", "[cli][usability]") {
+  TempDir dir;
+  const auto r =
+      run_cli("run " + write_spec(dir, kRandom) + " --runs 2 --out " + quoted(dir.path() / "out"));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("run 0 of 0..1 started"));
+  CHECK_THAT(r.err, Contains("run 1 of 0..1 done: "));
+  CHECK_THAT(r.err, !Contains("run 2"));
+}

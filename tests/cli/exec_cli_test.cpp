@@ -5,7 +5,10 @@
 // statistics, the JUnit and HTML reports are written, and shards share one folder.
 #include <stdlib.h>
 
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -55,7 +58,47 @@ ra::test::CliResult exec(const TempDir& dir, const std::string& code, const std:
                  " -- /usr/bin/python3 " + quoted(py));
 }
 
+// The binary run in `dir`: exec's default folder, repro-audit-out/<name>, is relative to it.
+ra::test::CliResult run_in(const TempDir& dir, const std::string& args) {
+  TempDir tmp;
+  const auto out = tmp.path() / "stdout", err = tmp.path() / "stderr";
+  const std::string command = "cd " + quoted(dir.path()) + " && '" + REPRO_AUDIT_BINARY + "' " +
+                              args + " >" + quoted(out) + " 2>" + quoted(err) + " </dev/null";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
+}
+
 }  // namespace
+
+TEST_CASE("exec run again moves the earlier audit aside, as run does", "[cli][exec]") {
+  RecorderOnPath path;
+  TempDir dir;
+  dir.write("train.py", script("repro_audit.seed_everything()"));
+  const std::string command = "exec --runs 2 -- /usr/bin/python3 train.py";
+  const auto first = run_in(dir, command);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const auto manifest = dir.path() / "repro-audit-out" / "train" / "audit.json";
+  const std::string first_id = nlohmann::json::parse(read_text(manifest))["audit_id"];
+  const auto second = run_in(dir, command);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  CHECK_THAT(second.err, Contains("moved the earlier audit in repro-audit-out/train to "
+                                  "repro-audit-out/train.20"));
+  CHECK(nlohmann::json::parse(read_text(manifest))["audit_id"] != first_id);
+  int earlier = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() / "repro-audit-out")) {
+    if (!e.path().filename().string().starts_with("train.")) continue;
+    ++earlier;
+    CHECK(nlohmann::json::parse(read_text(e.path() / "audit.json"))["audit_id"] == first_id);
+  }
+  CHECK(earlier == 1);
+  // An explicit --out keeps the strict rule: a folder holding an audit is refused (exit 2).
+  const auto explicit_out =
+      run_in(dir, "exec --runs 2 --out repro-audit-out/train -- /usr/bin/python3 train.py");
+  CHECK(explicit_out.exit_code == 2);
+  CHECK_THAT(explicit_out.err, Contains("holds another audit"));
+}
 
 TEST_CASE("exec: seeded runs of a script are bitwise identical", "[cli][exec]") {
   RecorderOnPath path;
@@ -66,7 +109,10 @@ TEST_CASE("exec: seeded runs of a script are bitwise identical", "[cli][exec]") 
                quoted(dir.path() / "r.xml") + " --html " + quoted(dir.path() / "r.html"));
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("repro-audit: train, 3 runs"));
+  // No mode was chosen: the header says what the script set (issue 40).
+  CHECK_THAT(r.out,
+             Contains("repro-audit: train, 3 runs, torch.use_deterministic_algorithms off\n"));
+  CHECK_THAT(r.out, !Contains("mode nondeterministic"));
   CHECK_THAT(r.out, Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
   const auto report = nlohmann::json::parse(read_text(dir.path() / "r.json"));
   CHECK(report["verdict"]["identical"] == true);

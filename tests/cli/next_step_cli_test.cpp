@@ -93,6 +93,8 @@ TEST_CASE("an audit that compared nothing exits 5, in text, JSON and JUnit", "[c
               quoted(dir.path() / "one.xml") + " --json " + quoted(dir.path() / "one.json"));
   CHECK(one.exit_code == 5);
   CHECK_THAT(one.out, Contains("nothing was compared, no verdict (exit 5"));
+  CHECK_THAT(one.out, Contains("repro-audit: next, 1 run, mode deterministic\n"));
+  CHECK_THAT(one.out, Contains("NO SAME-SEED PAIR to compare (1 run): "));
   CHECK_THAT(read_text(dir.path() / "one.xml"), Contains("type=\"nothing-compared\""));
   const auto report = nlohmann::json::parse(read_text(dir.path() / "one.json"));
   CHECK(report["verdict"]["nothing_compared"] == true);

@@ -57,10 +57,10 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   const std::string failed = ra::test::read_text(junit);
   CHECK(has(failed, "failures=\"2\""));  // the verdict and the weights (a low bit: nothing else)
   CHECK(has(failed,
-            "<failure message=\"first divergence: step 1 (epoch 1, batch 1), weights of "
+            "<failure message=\"first divergence: step 1 (epoch 0, batch 1), weights of "
             "dense_0.weight"));
   CHECK(has(failed, "\" type=\"divergence\">DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
-  CHECK(has(failed, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
+  CHECK(has(failed, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
 
   // compare of the folder writes the same verdicts.
   const auto again = dir.path() / "again.xml";
@@ -68,7 +68,7 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   REQUIRE(c.exit_code == 1);
   const std::string compared = ra::test::read_text(again);
   CHECK(has(compared, "failures=\"2\""));
-  CHECK(has(compared, "first divergence: step 1 (epoch 1, batch 1), weights of dense_0.weight"));
+  CHECK(has(compared, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
 }
 
 TEST_CASE("run and compare --html write one self-contained page", "[cli][html]") {

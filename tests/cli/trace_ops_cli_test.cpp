@@ -40,7 +40,7 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
               "bit=30 --json " + quoted(dir.path() / "report.json"));
   INFO(r.err);
   REQUIRE(r.exit_code == 1);  // deterministic: identity was expected
-  CHECK(r.out.find("root cause: step 2 (epoch 1, batch 2), op ") != std::string::npos);
+  CHECK(r.out.find("root cause: step 2 (epoch 0, batch 2), op ") != std::string::npos);
   CHECK(r.out.find("dense.backward_weight in dense_0 (deterministic, dense 16x27->6) [runs 1]") !=
         std::string::npos);
   CHECK(r.out.find("  inputs identical, output differs: dw\n") != std::string::npos);
@@ -112,9 +112,9 @@ TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   TempDir dir;
   const std::string spec = write_spec(dir);
   const auto out = quoted(dir.path() / "out");
-  const auto bad_window = run_cli("run " + spec + " --trace-ops 5 --out " + out);
+  const auto bad_window = run_cli("run " + spec + " --trace-ops 5x --out " + out);
   CHECK(bad_window.exit_code == 2);
-  CHECK(bad_window.err.find("--trace-ops: '5' is not a step window") != std::string::npos);
+  CHECK(bad_window.err.find("--trace-ops: '5x' is not a step window") != std::string::npos);
   const auto empty = run_cli("run " + spec + " --trace-ops 4:2 --out " + out);
   CHECK(empty.exit_code == 2);
   CHECK(empty.err.find("holds no step") != std::string::npos);
@@ -151,4 +151,19 @@ TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]
   INFO(same.err);
   CHECK(same.exit_code == 0);
   CHECK(same.out.find("BITWISE IDENTICAL") != std::string::npos);
+}
+
+TEST_CASE("trace-ops: a step N alone is the window N:N+1", "[cli][ops]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r =
+      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 2 --out " + quoted(out) +
+              " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
+              "bit=30 --no-magnitude --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 1);
+  const auto report = nlohmann::json::parse(r.out);
+  CHECK(report.at("op_window") == "2:3");
+  CHECK(report.at("root_causes").at(0).at("step") == 2);
+  CHECK(nlohmann::json::parse(ra::test::read_text(out / "audit.json")).at("trace_ops") == "2:3");
 }

@@ -1,8 +1,8 @@
 """DataLoader workers and their random streams (lib/python/repro_audit/workers.py): a dataset
 that keeps a numpy Generator gives every forked worker the same stream, which the trace records
 and `repro-audit compare` names; seeded per worker in worker_init_fn, the streams differ and
-nothing is flagged. The loader's own worker_init_fn still runs when the recorder installs its
-own."""
+nothing is flagged; unseeded too, the same-seed runs' batches part and the report's next step is
+the loader. The loader's own worker_init_fn still runs when the recorder installs its own."""
 import json
 import os
 import subprocess
@@ -25,7 +25,8 @@ torch.set_num_threads(1)
 
 class Augmented(torch.utils.data.Dataset):
     def __init__(self):
-        self.rng = np.random.default_rng(0)  # copied into every worker as it is
+        # Copied into every worker as it is; UNSEEDED: another state in every run too.
+        self.rng = np.random.default_rng(None if os.environ.get("UNSEEDED") else 0)
         self.x = torch.randn(16, 4, generator=torch.Generator().manual_seed(2))
         self.y = torch.arange(16) % 3
     def __len__(self):
@@ -145,3 +146,35 @@ def test_op_records_leave_out_how_batches_arrive_from_workers(tmp_path):
                           [str(t) for t in traces], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:]
     assert json.loads(done.stdout)["root_causes"] == []
+
+
+def test_batches_that_part_send_the_next_step_to_the_loader(tmp_path):
+    """The first-hour case of issue 40: a dataset generator shared by the workers and unseeded,
+    so the same-seed runs' batches part at step 0. The next step is the loader, in text, JSON and
+    HTML, naming both faults of the stream; --trace-ops would only say that no op is blamed."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    traces = [str(run_script(tmp_path, run, UNSEEDED="1")) for run in range(2)]
+    html = tmp_path / "report.html"
+    done = subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-", "--html",
+                           str(html)] + traces, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["first_divergence"]["category"] == "batches"
+    assert report["first_divergence"]["step"] == 0
+    shared = report["loader_workers"]["shared_streams"]
+    assert [(s["stream"], s["differs_between_runs"]) for s in shared] == [("dataset.rng", True)]
+    step = report["next_step"]
+    assert step["kind"] == "watch_loader" and step["trace_ops"] is None
+    assert step["advice"][0].startswith("the batches part at step 0 (their inputs): watch the "
+                                        "loader")
+    assert any("indices=" in line for line in step["advice"])  # the script passes none
+    assert not any("rec.watch_loader" in line for line in step["advice"])  # it watches already
+    assert any(line.startswith("the workers share the stream dataset.rng, and its starting state "
+                               "differs between runs") for line in step["advice"])
+    text = subprocess.run([BINARY, "compare"] + traces, capture_output=True, text=True).stdout
+    assert "next step: the batches part at step 0 (their inputs)" in text
+    assert "--trace-ops" not in text
+    assert "also differs between the runs" in text
+    assert "next step: the batches part at step 0" in html.read_text()
+

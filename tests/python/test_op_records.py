@@ -245,7 +245,8 @@ def test_window_parsing():
     assert op_records.parse_window("0:2") == (0, 2)
     assert op_records.parse_window("3:") == (3, None)
     assert op_records.parse_window("all") == (0, None)
-    for bad in ("2:2", "x", "1-3", ":3", "-1:2"):
+    assert op_records.parse_window("5") == (5, 6)  # step 5 alone, as --trace-ops 5
+    for bad in ("2:2", "x", "1-3", ":3", "-1:2", str(op_records.MAX_STEP)):
         with pytest.raises(ValueError, match="REPRO_AUDIT_TRACE_OPS"):
             op_records.parse_window(bad)
 

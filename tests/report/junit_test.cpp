@@ -76,11 +76,11 @@ TEST_CASE("a divergence where identity was expected fails the verdict and each c
   // The verdict's message is where the runs first part; its text holds the rest, not the message
   // again.
   CHECK(xml.find("name=\"1 verdict\"") < xml.find("name=\"3 initial weights\""));
-  CHECK(xml.find("<failure message=\"first divergence: step 1 (epoch 1, batch 1), gradients of "
+  CHECK(xml.find("<failure message=\"first divergence: step 1 (epoch 0, batch 1), gradients of "
                  "dense_1.weight (runs 2 differ from run 0)\" type=\"divergence\">DIVERGED: ") !=
         std::string::npos);
   CHECK(count(xml, "first divergence: step 1") == 2);  // the message, and the suite's output
-  CHECK(xml.find("<failure message=\"first differs at step 1 (epoch 1, batch 1), in "
+  CHECK(xml.find("<failure message=\"first differs at step 1 (epoch 0, batch 1), in "
                  "dense_1.weight (runs 2 differ from run 0); 3 steps differ\" "
                  "type=\"divergence\"></failure>") != std::string::npos);
   // The next step: the traces have no op records.

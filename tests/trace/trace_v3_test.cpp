@@ -151,3 +151,28 @@ TEST_CASE("versions 1 and 2 stay as they were", "[trace]") {
   CHECK_THAT(refused(edited(text, 0, [](json& h) { h["params"][0]["shape"] = json::array(); })),
              Contains("a parameter has at least one dimension"));
 }
+
+TEST_CASE("the recorder's seeds and warnings are read back, checked, and optional", "[trace]") {
+  Trace with = v3_trace();
+  const std::string a = digest_of(7).hex(), b = digest_of(8).hex();
+  with.header.rng_states = {{"torch", a}, {"cuda", {a, b}}, {"numpy", b}};
+  with.header.seeded = {{"seed", 18446744073709551615u}, {"rng_states", {{"torch", b}}}};
+  with.header.recorder_warnings = {"rec.step() at step 0 found the weights unchanged"};
+  const std::string text = serialize_trace(with);
+  const Trace t = parse_trace(text, "run-000.trace.jsonl");
+  CHECK(t.header.rng_states == with.header.rng_states);
+  CHECK(t.header.seeded == with.header.seeded);
+  CHECK(t.header.recorder_warnings == with.header.recorder_warnings);
+  CHECK(serialize_trace(t) == text);
+  // Absent (older traces, the engine's): none, and none written back.
+  const Trace without = parse_trace(serialize_trace(v3_trace()), "run-000.trace.jsonl");
+  CHECK(without.header.rng_states.is_null());
+  CHECK(without.header.recorder_warnings.empty());
+  CHECK(serialize_trace(without).find("seeded") == std::string::npos);
+  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["rng_states"]["torch"] = "xyz"; })),
+             Contains("rng_states.torch"));
+  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["seeded"]["seed"] = -1; })),
+             Contains("seeded.seed"));
+  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["recorder_warnings"] = {""}; })),
+             Contains("recorder_warnings[0]"));
+}

@@ -66,22 +66,25 @@ TRACE_SUFFIX = ".trace.jsonl"
 
 
 def parse_window(text):
-    """(first, last) of "A:B" (steps A..B-1), "A:" (last None) or "all", as `--trace-ops` has it;
-    ValueError naming the text otherwise."""
+    """(first, last) of "A:B" (steps A..B-1), "A:" (last None), "all" or "N" (N:N+1), as
+    `--trace-ops` has it; ValueError naming the text otherwise."""
     text = text.strip()
     if text == "all":
         return 0, None
     first, colon, last = text.partition(":")
     ascii_digits = lambda part: part.isascii() and part.isdigit()  # noqa: E731
     try:
-        if not colon or not ascii_digits(first) or (last and not ascii_digits(last)):
+        if not ascii_digits(first) or (last and not ascii_digits(last)):
             raise ValueError
-        window = int(first), (int(last) if last else None)
+        if not colon:  # "N": step N alone
+            window = int(first), int(first) + 1
+        else:
+            window = int(first), (int(last) if last else None)
         if max(window[0], window[1] or 0) > MAX_STEP:  # the reader's steps are int64
             raise ValueError
     except ValueError:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected A:B, A: or all, "
-                         f"A and B step numbers up to {MAX_STEP}")
+        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected N, A:B, A: or "
+                         f"all, N, A and B step numbers up to {MAX_STEP}")
     if window[1] is not None and window[1] <= window[0]:
         raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: the window is empty")
     return window

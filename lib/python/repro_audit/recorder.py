@@ -29,6 +29,7 @@ from . import cudnn_log
 from . import device_digest
 from . import digest as digests
 from . import kept_op
+from . import misuse
 from . import env
 from . import ops as op_records
 from . import workers
@@ -90,7 +91,14 @@ def seed_everything(seed=None, default=None):
         pass
     import torch
     torch.manual_seed(seed)
+    global _seeded
+    # What the seed made of the random states: the report tells a seed that never reached them
+    # (the script seeds again after this) from one that was the same in every run.
+    _seeded = {"seed": seed, "rng_states": _rng_states(torch)}
     return seed
+
+
+_seeded = None  # seed_everything's seed and the states right after it, for the trace's header
 
 
 def _rng_states(torch):
@@ -140,11 +148,14 @@ class NoOpRecorder:
     def step(self, batch=(), loss=_MISSING, epoch=0, indices=None):
         check_step_arguments(loss, epoch)
 
-    def close(self):
-        pass
+    _closed = False
 
-    def finish(self):
-        pass
+    def close(self):
+        if self._closed:  # the misuse shows without an audit too
+            misuse.warn(misuse.SECOND_CLOSE)
+        self._closed = True
+
+    finish = close
 
     def watch_loader(self, loader):
         return loader
@@ -238,6 +249,10 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        if _seeded is not None:
+            # torch.initial_seed() is the last seed torch was given: another than
+            # seed_everything's says the script seeded torch again after it.
+            header["seeded"] = dict(_seeded, torch_initial_seed=torch.initial_seed())
         self._ops = None
         self._replays = replays
         if keep_op is not None and (trace_ops is None or
@@ -259,6 +274,7 @@ class Recorder:
         self._records = TraceRecords(header, device_digest.resolved(weights),
                                      device_digest.resolved(buffers), path)
         self._pending = None  # the last step's record and its batch, still on the GPU
+        self._warnings = []  # misuse.py: what the trace's header says went wrong
         self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
         self._started = time.perf_counter()
         self._last = self._started
@@ -277,7 +293,7 @@ class Recorder:
         leaves it (which goes on)."""
         if exception_type is not None and self._error is None:
             self._error = failure_of(exception_type, exception)
-        self.close()
+        self._end()
         return False
 
     def _exception_hook(self, exception_type, exception, traceback):
@@ -291,7 +307,7 @@ class Recorder:
         """The exit hook: a trace that cannot be written makes the exit status non-zero (an
         exception in an exit hook would leave it 0, and the run would look recorded)."""
         try:
-            self.close()
+            self._end()
         except BaseException as e:  # noqa: B902: whatever it is, the run must not look recorded
             print(f"repro_audit: the trace {self._path} could not be written: "
                   f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
@@ -345,7 +361,7 @@ class Recorder:
         if ops is not None:
             record["ops"] = ops
         digesting.download()
-        self._pending = (record, digesting)
+        self._pending = (record, digesting, misuse.grads_exist(self._state.params))
         self._last = time.perf_counter()
         self._recording += self._last - now
         if self._ops is not None:
@@ -355,10 +371,14 @@ class Recorder:
         """The last step's record, its digests and loss back from the GPU, into the trace."""
         if self._pending is None:
             return
-        record, digesting = self._pending
+        record, digesting, had_grads = self._pending
         self._pending = None
         digesting.collect()
         record = device_digest.resolved(record)
+        warning = misuse.step_before_optimizer(record, self._records.initial_weights, had_grads)
+        if warning:
+            self._warnings.append(warning)
+            misuse.warn(warning, depth=2)  # _settle, then step() or close()
         loss = record.pop("loss")
         bits = loss_bits(loss.item() if hasattr(loss, "item") else loss)
         record["loss_bits"], record["loss"] = bits, finite_or_none(float32_value(bits))
@@ -415,8 +435,18 @@ class Recorder:
                                                           ["exit %d" % done.returncode])[-1]
 
     def close(self):
-        """Ends the run and writes its trace (once): at the end of the `with` block, else at
-        exit. Its end record says "completed", or "failed" when an exception ended the run."""
+        """Ends the run and writes its trace: at the end of the `with` block, else at exit (in a
+        notebook, whose kernel does not exit, call it or use the `with` block). Its end record
+        says "completed", or "failed" when an exception ended the run. A second call does
+        nothing but warn."""
+        if self._finished:
+            misuse.warn(misuse.SECOND_CLOSE)
+            return
+        self._end()
+
+    def _end(self):
+        """The end of the run, once (the `with` block's end and the exit hook call it quietly
+        after an explicit close())."""
         if self._finished:
             return
         self._finished = True
@@ -434,6 +464,8 @@ class Recorder:
             self._write_ledger(self._ops.cudnn)
             self._replay_kept_op()
         total = time.perf_counter() - self._started
+        if self._warnings:
+            self._records.header["recorder_warnings"] = self._warnings
         loader_workers = workers.read_side_file(self._path)
         self._records.finish(total, self._recording, loader_workers, self._error)
 

@@ -1,0 +1,69 @@
+#pragma once
+// `repro-audit doctor -- CMD` (docs/doctor.md): one run of the user's command, recorded by the
+// PyTorch recorder with the op records of its first steps (and, on a GPU, cuDNN's log), then every
+// obstacle to identical runs that run shows, each with its fix: seeds not applied or overridden,
+// determinism switches unset, loader workers that share a random stream, ops that ran and are
+// nondeterministic on the device they ran on (or on CUDA, when the run was on the CPU), cuDNN
+// engines cuDNN marks nondeterministic. The findings are a pure function of the run's trace
+// (doctor_findings), tested on traces made in memory; run_doctor runs the command as exec does.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_options.h"
+#include "trace/trace.h"
+
+namespace ra::audit {
+
+struct DoctorFinding {
+  std::string kind;  // "seeds", "switch", "loader", "op", "cudnn"
+  std::string what;  // what stands in the way of identical runs
+  std::string fix;   // what to change
+};
+
+struct DoctorReport {
+  std::string name;             // the command's name (exec_name)
+  std::filesystem::path trace;  // the run's trace
+  std::string device;           // "cpu", or the GPU's name
+  std::int64_t steps = 0;       // steps the run recorded
+  std::int64_t steps_with_ops = 0;
+  std::vector<DoctorFinding> findings;
+  bool clear() const { return findings.empty(); }  // exit 0; else 1
+};
+
+// Every finding the trace of one PyTorch run shows, in the order above.
+std::vector<DoctorFinding> doctor_findings(const Trace& t);
+
+// The aten op's base name ("index_add" for "aten.index_add_.default") when it is one of the ops
+// PyTorch documents as nondeterministic on CUDA (docs/doctor.md has the table), with what makes it
+// so and whether torch.use_deterministic_algorithms(True) gives it a deterministic kernel (else it
+// raises); none otherwise.
+struct CudaNondeterministicOp {
+  const char* name;
+  const char* when;  // "" or the condition ("with accumulate=True")
+  bool has_deterministic_kernel;
+};
+const CudaNondeterministicOp* cuda_nondeterministic_op(const std::string& aten_op);
+
+struct DoctorOptions {
+  std::vector<std::string> command;
+  std::string name;
+  std::filesystem::path out_dir;
+  std::int64_t steps = 2;  // the steps whose ops are recorded, from 0
+  std::uint64_t seed = 42;
+  double timeout_seconds = 0.0;
+  std::filesystem::path device_digest_library;
+  std::string tool_version = "unknown";
+};
+
+// Runs the command once (exec's environment, folder rules and failures: a run that fails is a
+// RuntimeFailure) and reads its trace.
+DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress = {});
+
+std::string doctor_text(const DoctorReport& r);
+nlohmann::json doctor_json(const DoctorReport& r);
+
+}  // namespace ra::audit

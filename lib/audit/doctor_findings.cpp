@@ -1,0 +1,176 @@
+// What one PyTorch run's trace shows of the obstacles to identical runs (audit/doctor.h).
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "audit/doctor.h"
+#include "compare/compare_phases.h"
+
+namespace ra::audit {
+namespace {
+
+// From PyTorch's notes on torch.use_deterministic_algorithms (1.13 to 2.x): the ops that are
+// nondeterministic on CUDA, by their aten base name. With a deterministic kernel: the switch
+// makes them use it; without: the switch makes them raise.
+constexpr std::array kCudaNondeterministic = {
+    CudaNondeterministicOp{"index_add", "", true},
+    CudaNondeterministicOp{"scatter_add", "", true},
+    CudaNondeterministicOp{"scatter_reduce", "with reduce=\"sum\" or \"mean\"", true},
+    CudaNondeterministicOp{"index_put", "with accumulate=True", true},
+    CudaNondeterministicOp{"_index_put_impl", "with accumulate=True", true},
+    CudaNondeterministicOp{"index_copy", "", true},
+    CudaNondeterministicOp{"put", "", true},
+    CudaNondeterministicOp{"embedding_dense_backward", "", true},
+    CudaNondeterministicOp{"cumsum", "", true},
+    CudaNondeterministicOp{"_embedding_bag_backward", "with mode=\"max\"", false},
+    CudaNondeterministicOp{"_embedding_bag_dense_backward", "", false},
+    CudaNondeterministicOp{"avg_pool3d_backward", "", false},
+    CudaNondeterministicOp{"adaptive_avg_pool2d_backward", "", false},
+    CudaNondeterministicOp{"_adaptive_avg_pool2d_backward", "", false},
+    CudaNondeterministicOp{"adaptive_avg_pool3d_backward", "", false},
+    CudaNondeterministicOp{"_adaptive_avg_pool3d_backward", "", false},
+    CudaNondeterministicOp{"max_pool3d_with_indices_backward", "", false},
+    CudaNondeterministicOp{"adaptive_max_pool2d_backward", "", false},
+    CudaNondeterministicOp{"fractional_max_pool2d_backward", "", false},
+    CudaNondeterministicOp{"fractional_max_pool3d_backward", "", false},
+    CudaNondeterministicOp{"max_unpool2d", "", false},
+    CudaNondeterministicOp{"max_unpool3d", "", false},
+    CudaNondeterministicOp{"upsample_linear1d_backward", "", false},
+    CudaNondeterministicOp{"upsample_bilinear2d_backward", "", false},
+    CudaNondeterministicOp{"upsample_bicubic2d_backward", "", false},
+    CudaNondeterministicOp{"upsample_trilinear3d_backward", "", false},
+    CudaNondeterministicOp{"reflection_pad1d_backward", "", false},
+    CudaNondeterministicOp{"reflection_pad2d_backward", "", false},
+    CudaNondeterministicOp{"reflection_pad3d_backward", "", false},
+    CudaNondeterministicOp{"replication_pad1d_backward", "", false},
+    CudaNondeterministicOp{"replication_pad2d_backward", "", false},
+    CudaNondeterministicOp{"replication_pad3d_backward", "", false},
+    CudaNondeterministicOp{"nll_loss2d_forward", "", false},
+    CudaNondeterministicOp{"_ctc_loss_backward", "", false},
+    CudaNondeterministicOp{"grid_sampler_2d_backward", "", false},
+    CudaNondeterministicOp{"grid_sampler_3d_backward", "", false},
+    CudaNondeterministicOp{"histc", "", false},
+    CudaNondeterministicOp{"bincount", "with weights", false},
+    CudaNondeterministicOp{"kthvalue", "", false},
+    CudaNondeterministicOp{"median", "with indices", false},
+};
+
+bool on_cuda(const Trace& t) {
+  return t.header.backend == "pytorch-cuda";
+}
+
+bool env_true(const Trace& t, const char* key) {
+  const nlohmann::json& e = t.header.environment;
+  return e.contains(key) && e[key].is_boolean() && e[key].get<bool>();
+}
+
+void seed_findings(const Trace& t, std::vector<DoctorFinding>& out) {
+  const nlohmann::json& s = t.header.seeded;
+  if (s.is_null()) {
+    out.push_back({"seeds",
+                   "the script does not call repro_audit.seed_everything: its runs are "
+                   "not seeded alike, or not by the audit's seed",
+                   "call repro_audit.seed_everything(default=args.seed) once, before the model "
+                   "is built"});
+    return;
+  }
+  if (s.contains("torch_initial_seed") && s["torch_initial_seed"] != s["seed"]) {
+    out.push_back({"seeds",
+                   "torch was seeded again after seed_everything (torch.initial_seed() is " +
+                       s["torch_initial_seed"].dump() + ", not " + s["seed"].dump() +
+                       "): the audit's seeds do not reach it",
+                   "drop the later torch.manual_seed, or pass its seed as "
+                   "seed_everything(default=...)"});
+  }
+}
+
+void switch_findings(const Trace& t, bool risky_ops, std::vector<DoctorFinding>& out) {
+  if (!env_true(t, "deterministic_algorithms") && (on_cuda(t) || risky_ops)) {
+    out.push_back({"switch",
+                   "torch.use_deterministic_algorithms is off: ops with a "
+                   "nondeterministic CUDA kernel run it without a word",
+                   "torch.use_deterministic_algorithms(True) at the start of the script"});
+  }
+  if (env_true(t, "cudnn_benchmark")) {
+    out.push_back({"switch",
+                   "torch.backends.cudnn.benchmark is on: cuDNN times candidate "
+                   "algorithms and may pick another in each run",
+                   "torch.backends.cudnn.benchmark = False"});
+  }
+  if (!on_cuda(t)) return;
+  if (!env_true(t, "cudnn_deterministic")) {
+    out.push_back({"switch",
+                   "torch.backends.cudnn.deterministic is off: cuDNN may run "
+                   "nondeterministic convolution algorithms",
+                   "torch.backends.cudnn.deterministic = True"});
+  }
+  const nlohmann::json& e = t.header.environment;
+  if (!e.contains("cublas_workspace_config") || e["cublas_workspace_config"].is_null()) {
+    out.push_back({"switch",
+                   "CUBLAS_WORKSPACE_CONFIG is unset: cuBLAS may reduce in a "
+                   "different order in each run (CUDA 10.2 and later)",
+                   "export CUBLAS_WORKSPACE_CONFIG=:4096:8 before the script starts"});
+  }
+}
+
+}  // namespace
+
+const CudaNondeterministicOp* cuda_nondeterministic_op(const std::string& aten_op) {
+  std::string base = aten_op.starts_with("aten.") ? aten_op.substr(5) : aten_op;
+  base = base.substr(0, base.find('.'));                              // the overload
+  if (base.ends_with("_") && !base.ends_with("__")) base.pop_back();  // in place: the same op
+  for (const CudaNondeterministicOp& op : kCudaNondeterministic)
+    if (base == op.name) return &op;
+  return nullptr;
+}
+
+std::vector<DoctorFinding> doctor_findings(const Trace& t) {
+  std::vector<DoctorFinding> out;
+  seed_findings(t, out);
+  std::vector<DoctorFinding> ops;
+  std::set<std::string> named;
+  for (const StepRecord& s : t.steps) {
+    for (const OpRecord& o : s.ops) {
+      const CudaNondeterministicOp* op = cuda_nondeterministic_op(o.op);
+      if (op == nullptr || !named.insert(o.op).second) continue;
+      const std::string when = *op->when ? std::string(" ") + op->when : "";
+      ops.push_back(
+          {"op",
+           o.op + (o.layer.empty() ? "" : " in " + o.layer) + " (step " + std::to_string(s.step) +
+               ") is nondeterministic on CUDA" + when +
+               (on_cuda(t) ? "" : "; identical on the CPU, where this run ran, but not on a GPU"),
+           op->has_deterministic_kernel
+               ? "torch.use_deterministic_algorithms(True) gives it a deterministic kernel"
+               : "it has no deterministic CUDA kernel (torch.use_deterministic_algorithms(True) "
+                 "makes it raise): replace it, or keep it on the CPU"});
+    }
+  }
+  switch_findings(t, !ops.empty(), out);
+  // Workers are seen only when the script watched its loader (rec.watch_loader).
+  if (const auto workers = phases::loader_worker_findings({t})) {
+    for (const SharedWorkerStream& s : workers->shared_streams) {
+      out.push_back({"loader",
+                     "DataLoader workers start from the same state of the random stream " +
+                         s.stream + ": what they draw from it repeats across workers",
+                     "seed it per worker in worker_init_fn, from the worker's seed "
+                     "(torch.utils.data.get_worker_info().seed)"});
+    }
+  }
+  out.insert(out.end(), ops.begin(), ops.end());
+  for (const nlohmann::json& entry : t.header.ledger) {
+    if (!entry.contains("deterministic") || !entry["deterministic"].is_boolean() ||
+        entry["deterministic"].get<bool>()) {
+      continue;
+    }
+    out.push_back({"cudnn",
+                   "cuDNN ran " + entry.value("algorithm", std::string("?")) +
+                       ", marked "
+                       "NONDETERMINISTIC, for " +
+                       entry.value("layer", std::string("?")) + " (" +
+                       entry.value("direction", std::string("?")) + ")",
+                   "torch.backends.cudnn.deterministic = True and benchmark = False"});
+  }
+  return out;
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,114 @@
+// doctor's findings (audit/doctor.h) on traces made in memory: each obstacle named with its fix,
+// on the CPU and on a GPU, and none for a run with nothing in the way.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "audit/doctor.h"
+#include "compare/in_memory_traces.h"
+
+using Catch::Matchers::Contains;
+using ra::audit::DoctorFinding;
+using ra::audit::Trace;
+
+namespace {
+
+// A PyTorch run on the CPU with nothing in the way: seeded by seed_everything, switches default.
+Trace clean_run() {
+  Trace t = ra::test::TraceBuilder{}.build(0);
+  t.header.backend = "pytorch-cpu";
+  t.header.environment = {{"deterministic_algorithms", false},
+                          {"cudnn_benchmark", false},
+                          {"cudnn_deterministic", false},
+                          {"cublas_workspace_config", nullptr}};
+  t.header.seeded = {
+      {"seed", 42}, {"rng_states", nlohmann::json::object()}, {"torch_initial_seed", 42}};
+  t.steps[0].ops_recorded = true;
+  t.steps[0].ops.push_back({"aten.addmm.default", "model.0", "", "", {}, {}});
+  return t;
+}
+
+std::vector<std::string> kinds(const std::vector<DoctorFinding>& findings) {
+  std::vector<std::string> out;
+  for (const DoctorFinding& f : findings) out.push_back(f.kind);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("doctor: a run with nothing in the way has no finding", "[audit][doctor]") {
+  CHECK(ra::audit::doctor_findings(clean_run()).empty());
+}
+
+TEST_CASE("doctor: seeds not applied, or overridden after seed_everything", "[audit][doctor]") {
+  Trace unseeded = clean_run();
+  unseeded.header.seeded = nullptr;
+  const auto none = ra::audit::doctor_findings(unseeded);
+  REQUIRE(kinds(none) == std::vector<std::string>{"seeds"});
+  CHECK_THAT(none[0].fix, Contains("repro_audit.seed_everything(default=args.seed)"));
+  Trace overridden = clean_run();
+  overridden.header.seeded["torch_initial_seed"] = 1;
+  const auto later = ra::audit::doctor_findings(overridden);
+  REQUIRE(kinds(later) == std::vector<std::string>{"seeds"});
+  CHECK_THAT(later[0].what, Contains("torch.initial_seed() is 1, not 42"));
+}
+
+TEST_CASE("doctor: an op nondeterministic on CUDA, run on the CPU", "[audit][doctor]") {
+  Trace t = clean_run();
+  t.steps[1].ops_recorded = true;
+  t.steps[1].ops.push_back({"aten.index_add_.default", "model.1", "", "", {}, {}});
+  t.steps[1].ops.push_back({"aten.index_add_.default", "model.1", "", "", {}, {}});  // once
+  const auto f = ra::audit::doctor_findings(t);
+  REQUIRE(kinds(f) == std::vector<std::string>{"switch", "op"});
+  CHECK_THAT(f[0].fix, Contains("torch.use_deterministic_algorithms(True)"));
+  CHECK_THAT(f[1].what, Contains("aten.index_add_.default in model.1 (step 1) is "
+                                 "nondeterministic on CUDA; identical on the CPU, where this run "
+                                 "ran, but not on a GPU"));
+  CHECK_THAT(f[1].fix, Contains("gives it a deterministic kernel"));
+  CHECK(ra::audit::cuda_nondeterministic_op("aten.upsample_bilinear2d_backward.grad_input"));
+  CHECK_FALSE(ra::audit::cuda_nondeterministic_op("aten.addmm.default"));
+  CHECK_FALSE(
+      ra::audit::cuda_nondeterministic_op("aten.index_add"
+                                          "_foo.default"));
+}
+
+TEST_CASE("doctor: on a GPU, the switches and the cuDNN engines", "[audit][doctor]") {
+  Trace t = clean_run();
+  t.header.backend = "pytorch-cuda";
+  t.header.environment["cudnn_benchmark"] = true;
+  t.header.ledger = {{{"layer", "model.conv1"},
+                      {"direction", "backward_filter"},
+                      {"algorithm", "engine 0"},
+                      {"deterministic", false}},
+                     {{"layer", "model.conv1"},
+                      {"direction", "forward"},
+                      {"algorithm", "engine 1"},
+                      {"deterministic", true}}};
+  const auto f = ra::audit::doctor_findings(t);
+  CHECK(kinds(f) == std::vector<std::string>{"switch", "switch", "switch", "switch", "cudnn"});
+  CHECK_THAT(f[3].fix, Contains("CUBLAS_WORKSPACE_CONFIG=:4096:8"));
+  CHECK_THAT(f[4].what, Contains("engine 0, marked NONDETERMINISTIC, for model.conv1 "
+                                 "(backward_filter)"));
+  // Set as docs/pytorch.md says: nothing left.
+  t.header.environment = {{"deterministic_algorithms", true},
+                          {"cudnn_benchmark", false},
+                          {"cudnn_deterministic", true},
+                          {"cublas_workspace_config", ":4096:8"}};
+  t.header.ledger.erase(0);
+  CHECK(ra::audit::doctor_findings(t).empty());
+}
+
+TEST_CASE("doctor: loader workers sharing a stream", "[audit][doctor]") {
+  Trace t = clean_run();
+  t.final->loader_workers = {{7, 0, 2, {{"dataset.rng", {1, 1}}}},
+                             {7, 1, 2, {{"dataset.rng", {1, 1}}}}};
+  const auto f = ra::audit::doctor_findings(t);
+  REQUIRE(kinds(f) == std::vector<std::string>{"loader"});
+  CHECK_THAT(f[0].what, Contains("random stream dataset.rng"));
+  const nlohmann::json j = ra::audit::doctor_json({"train", "t.jsonl", "cpu", 4, 2, f});
+  CHECK(j["clear"] == false);
+  CHECK(j["findings"][0]["kind"] == "loader");
+  CHECK_THAT(ra::audit::doctor_text({"train", "t.jsonl", "cpu", 4, 2, f}),
+             Contains("1 obstacle to identical runs (exit 1):\n  [loader] "));
+}

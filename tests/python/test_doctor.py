@@ -1,0 +1,68 @@
+"""`repro-audit doctor -- CMD` (docs/doctor.md) on real PyTorch runs: a script that never seeds
+through repro_audit and adds rows with index_add_ is told both, with the determinism switch that
+index_add_ needs on CUDA (exit 1, text and JSON); a seeded script of deterministic ops is clear
+(exit 0). REPRO_AUDIT_BINARY names the built binary."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
+
+SCRIPT = r"""
+import os, torch, repro_audit
+if os.environ.get("CLEAN"):
+    repro_audit.seed_everything(default=1)
+else:
+    torch.manual_seed(1)
+torch.set_num_threads(1)
+model = torch.nn.Linear(4, 3)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+index = torch.tensor([0, 1, 0, 2, 1, 0, 2, 2])
+with repro_audit.record(model, optimizer) as rec:
+    for step in range(3):
+        optimizer.zero_grad()
+        x = torch.ones(8, 4) * (step + 1)
+        out = model(x)
+        if not os.environ.get("CLEAN"):
+            out = torch.zeros(3, 3).index_add_(0, index, out)
+        loss = out.square().mean()
+        loss.backward()
+        optimizer.step()
+        rec.step(batch=(x,), loss=loss)
+"""
+
+
+def doctor(tmp_path, *options, out="out", **env_extra):
+    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
+    env.update(PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
+    return subprocess.run([BINARY, "doctor", "--out", str(tmp_path / out), *options, "--",
+                           sys.executable, str(script)], capture_output=True, text=True, env=env)
+
+
+def test_doctor_names_each_obstacle_with_its_fix(tmp_path):
+    done = doctor(tmp_path, "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["clear"] is False and report["device"] == "cpu"
+    assert report["steps"] == 3 and report["steps_with_ops"] == 2
+    assert [f["kind"] for f in report["findings"]] == ["seeds", "switch", "op"]
+    op = report["findings"][2]
+    assert op["what"].startswith("aten.index_add_.default")
+    assert "identical on the CPU, where this run ran, but not on a GPU" in op["what"]
+    text = doctor(tmp_path, out="again").stdout
+    assert "3 obstacles to identical runs (exit 1):" in text
+    assert "fix: call repro_audit.seed_everything(default=args.seed)" in text
+
+
+def test_doctor_is_clear_for_a_seeded_deterministic_script(tmp_path):
+    done = doctor(tmp_path, CLEAN="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NOTHING IN THE WAY of identical runs" in done.stdout
