@@ -111,6 +111,21 @@ void switch_findings(const Trace& t, bool risky_ops, std::vector<DoctorFinding>&
                    "different order in each run (CUDA 10.2 and later)",
                    "export CUBLAS_WORKSPACE_CONFIG=:4096:8 before the script starts"});
   }
+  std::string tf32;
+  if (env_true(t, "matmul_allow_tf32")) tf32 = "torch.backends.cuda.matmul.allow_tf32";
+  if (env_true(t, "cudnn_allow_tf32")) {
+    tf32 += (tf32.empty() ? "" : " and ") + std::string("torch.backends.cudnn.allow_tf32");
+  }
+  if (!tf32.empty()) {
+    out.push_back({"precision",
+                   "TF32 is allowed (" + tf32 +
+                       "): on Ampere and later GPUs matmuls or convolutions round to 10-bit "
+                       "mantissas; identical run to run on one GPU, but other bits than fp32 "
+                       "and than an older GPU",
+                   "torch.backends.cuda.matmul.allow_tf32 = False and "
+                   "torch.backends.cudnn.allow_tf32 = False, where results must match across "
+                   "GPU generations"});
+  }
 }
 
 }  // namespace

@@ -97,6 +97,16 @@ TEST_CASE("doctor: on a GPU, the switches and the cuDNN engines", "[audit][docto
                           {"cublas_workspace_config", ":4096:8"}};
   t.header.ledger.erase(0);
   CHECK(ra::audit::doctor_findings(t).empty());
+  // TF32 allowed (cuDNN's default): a precision note, no obstacle to identical runs.
+  t.header.environment["cudnn_allow_tf32"] = true;
+  ra::audit::DoctorReport r;
+  r.findings = ra::audit::doctor_findings(t);
+  REQUIRE(kinds(r.findings) == std::vector<std::string>{"precision"});
+  CHECK_THAT(r.findings[0].what, Contains("torch.backends.cudnn.allow_tf32"));
+  CHECK_THAT(r.findings[0].fix, Contains("allow_tf32 = False"));
+  CHECK(r.clear());
+  r.findings.push_back({"switch", "x", "y"});
+  CHECK_FALSE(r.clear());
 }
 
 TEST_CASE("doctor: loader workers sharing a stream", "[audit][doctor]") {

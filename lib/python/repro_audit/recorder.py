@@ -123,6 +123,10 @@ def _environment(torch, threads, digests_where):
         "cudnn_deterministic": bool(cudnn.deterministic),
         "cudnn_benchmark": bool(cudnn.benchmark),
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        # TF32 (Ampere and later): matmuls and convolutions on 10-bit mantissas, other bits than
+        # fp32 and than an older GPU, though identical run to run on one (doctor says so).
+        "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn_allow_tf32": bool(getattr(cudnn, "allow_tf32", False)),
         "threads": threads,
         "interop_threads": torch.get_num_interop_threads(),
         "python": platform.python_version(),
