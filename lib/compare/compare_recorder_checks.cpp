@@ -76,7 +76,10 @@ std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& tra
   }
   if (seeds.size() < 2) return std::nullopt;  // one seed: nothing to tell apart
   std::set<std::string> pinned;  // streams in the same state in every run, whatever its seed
-  for (const auto& [stream, state] : recorded[0]->header.rng_states.items()) {
+  for (const auto& item : recorded[0]->header.rng_states.items()) {
+    // (Not a structured binding: clang 14, CI's sanitizer compiler, cannot capture one.)
+    const std::string& stream = item.key();
+    const nlohmann::json& state = item.value();
     const bool same = std::all_of(recorded.begin(), recorded.end(), [&](const Trace* t) {
       return t->header.rng_states.contains(stream) && t->header.rng_states[stream] == state;
     });

@@ -246,7 +246,10 @@ std::optional<RootCause> step_root_cause(const Trace& ref, int ref_run, const St
 
 std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> found) {
   std::vector<RootCause> causes;
-  for (auto& [run, c] : found) {
+  for (auto& entry : found) {
+    // (Not a structured binding: clang 14, CI's sanitizer compiler, cannot capture one.)
+    const int run = entry.first;
+    RootCause& c = entry.second;
     auto same = std::find_if(causes.begin(), causes.end(),
                              [&](const RootCause& known) { return same_cause(known, c); });
     if (same != causes.end()) {
