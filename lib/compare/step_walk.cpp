@@ -13,14 +13,17 @@
 namespace ra::audit::phases {
 namespace {
 
-// A running digest: the last one and the parts of the next step, as one XXH3-128.
-Digest128 fold(const Digest128& chain, const std::vector<Digest128>& parts) {
-  std::vector<Digest128> all;
-  all.reserve(parts.size() + 1);
-  all.push_back(chain);
-  all.insert(all.end(), parts.begin(), parts.end());
+// One XXH3-128 over digests in order.
+Digest128 digest_of(const std::vector<Digest128>& all) {
   return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(all.size() * 16)}, all.data(),
                       all.size() * sizeof(Digest128));
+}
+
+// A running digest: the last one and the parts of the next step, as one XXH3-128.
+Digest128 fold(const Digest128& chain, const std::vector<Digest128>& parts) {
+  std::vector<Digest128> all{chain};
+  all.insert(all.end(), parts.begin(), parts.end());
+  return digest_of(all);
 }
 
 Digest128 text_digest(const std::string& text) {
@@ -162,11 +165,13 @@ struct StepWalk::State {
       if (r == nullptr) continue;
       ++found.step_counts[k];
       found.series.losses[k].push_back(std::bit_cast<float>(r->loss_bits));
-      parts.clear();
+      // The chain first, then the step's parts: fold() without a copy, on the hot path.
+      parts.assign(1, outcome_chain[k]);
       outcome_parts(*r, parts);
-      outcome_chain[k] = fold(outcome_chain[k], parts);
+      outcome_chain[k] = digest_of(parts);
+      parts[0] = content_chain[k];  // the content covers the outcome's parts too
       content_parts(*r, parts);
-      content_chain[k] = fold(content_chain[k], parts);
+      content_chain[k] = digest_of(parts);
     }
   }
 
@@ -358,33 +363,31 @@ StepFindings StepWalk::finish() {
   return std::move(s.found);
 }
 
-StepFindings walk_steps(const std::vector<Trace>& traces, const ComparedRuns& compared) {
-  std::vector<const Trace*> all;
-  bool ops = false;
-  for (const Trace& t : traces) {
-    all.push_back(&t);
-    ops = ops || t.header.trace_ops.has_value();
-  }
-  std::vector<std::size_t> positions;
-  for (const Trace* t : compared.traces) {
-    positions.push_back(static_cast<std::size_t>(t - traces.data()));
-  }
-  StepWalk walk(std::move(all), std::move(positions), compared.ids, ops);
+namespace {
+
+// The walk over `traces` (the compared runs at `positions`): each trace's steps from memory, or
+// from its file again when it holds none (Trace::steps_in_source).
+StepFindings walk(const std::vector<const Trace*>& traces, std::vector<std::size_t> positions,
+                  const std::vector<int>& ids) {
   const std::size_t n = traces.size();
+  bool ops = false;
   std::vector<std::optional<TraceReader>> readers(n);
   for (std::size_t k = 0; k < n; ++k) {
-    if (traces[k].steps_in_source) readers[k].emplace(traces[k].source);
+    ops = ops || traces[k]->header.trace_ops.has_value();
+    if (traces[k]->steps_in_source) readers[k].emplace(traces[k]->source);
   }
+  StepWalk walk(traces, std::move(positions), ids, ops);
   std::vector<StepRecord> held(n);
   std::vector<const StepRecord*> records(n);
   for (std::size_t s = 0;; ++s) {
     bool any = false;
     for (std::size_t k = 0; k < n; ++k) {
+      const Trace& t = *traces[k];
       if (readers[k]) {
         const bool more = (s == 0 || records[k] != nullptr) && readers[k]->next_step(held[k]);
         records[k] = more ? &held[k] : nullptr;
       } else {
-        records[k] = s < traces[k].steps.size() ? &traces[k].steps[s] : nullptr;
+        records[k] = s < t.steps.size() ? &t.steps[s] : nullptr;
       }
       any = any || records[k] != nullptr;
     }
@@ -392,34 +395,32 @@ StepFindings walk_steps(const std::vector<Trace>& traces, const ComparedRuns& co
     walk.add(records);
   }
   for (std::size_t k = 0; k < n; ++k) {
-    if (readers[k] && traces[k].final && readers[k]->steps_read() != traces[k].final->steps) {
-      throw InputError(traces[k].source + ": changed while it was compared: it held " +
-                       std::to_string(traces[k].final->steps) + " steps, now " +
+    const Trace& t = *traces[k];
+    if (readers[k] && t.final && readers[k]->steps_read() != t.final->steps) {
+      throw InputError(t.source + ": changed while it was compared: it held " +
+                       std::to_string(t.final->steps) + " steps, now " +
                        std::to_string(readers[k]->steps_read()));
     }
   }
   return walk.finish();
 }
 
-StepFindings walk_compared(const ComparedRuns& compared) {
-  std::size_t longest = 0;
-  bool ops = false;
+}  // namespace
+
+StepFindings walk_steps(const std::vector<Trace>& traces, const ComparedRuns& compared) {
+  std::vector<const Trace*> all;
+  for (const Trace& t : traces) all.push_back(&t);
   std::vector<std::size_t> positions;
-  for (std::size_t i = 0; i < compared.traces.size(); ++i) {
-    longest = std::max(longest, compared.traces[i]->steps.size());
-    ops = ops || compared.traces[i]->header.trace_ops.has_value();
-    positions.push_back(i);
+  for (const Trace* t : compared.traces) {
+    positions.push_back(static_cast<std::size_t>(t - traces.data()));
   }
-  StepWalk walk(compared.traces, std::move(positions), compared.ids, ops);
-  std::vector<const StepRecord*> records(compared.traces.size());
-  for (std::size_t s = 0; s < longest; ++s) {
-    for (std::size_t k = 0; k < compared.traces.size(); ++k) {
-      const Trace& t = *compared.traces[k];
-      records[k] = s < t.steps.size() ? &t.steps[s] : nullptr;
-    }
-    walk.add(records);
-  }
-  return walk.finish();
+  return walk(all, std::move(positions), compared.ids);
+}
+
+StepFindings walk_compared(const ComparedRuns& compared) {
+  std::vector<std::size_t> positions(compared.traces.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = i;
+  return walk(compared.traces, std::move(positions), compared.ids);
 }
 
 }  // namespace ra::audit::phases
