@@ -72,12 +72,12 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);
 
-  const auto steps_of = [&](std::size_t k) { return found.step_counts[k]; };
-  bool compared_empty = compared.ids.size() >= 2;
-  for (int id : compared.ids) compared_empty = compared_empty && steps_of(id) == 0;
-  result.no_steps = compared_empty;
-  bool any_steps = false;
-  for (std::size_t k = 0; k < traces.size(); ++k) any_steps = any_steps || steps_of(k) > 0;
+  const std::vector<std::int64_t>& steps = found.step_counts;
+  result.no_steps = compared.ids.size() >= 2 &&
+                    std::all_of(compared.ids.begin(), compared.ids.end(),
+                                [&](int id) { return steps[static_cast<std::size_t>(id)] == 0; });
+  const bool any_steps =
+      std::any_of(steps.begin(), steps.end(), [](std::int64_t n) { return n > 0; });
   result.spread_only = compared.traces.empty() && traces.size() >= 2 && any_steps;
   result.categories = std::move(found.verdicts);
   result.first_divergence = phases::first_divergence(result.categories);
