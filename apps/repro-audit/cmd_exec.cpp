@@ -20,6 +20,8 @@
 #include "rerun_command.h"
 #include "run_label.h"
 #include "trace/op_window.h"
+#include "trace/tensor_digests.h"
+#include "trace_options.h"
 
 namespace ra::app {
 namespace {
@@ -33,6 +35,7 @@ struct ExecCommandOptions {
   std::string expect;
   std::string shard;  // "" = every run in this process
   std::string trace_ops;
+  std::vector<std::string> tensor_digests;
   std::string keep_op;
   bool overwrite = false, resume = false, allow_empty = false;
 };
@@ -63,6 +66,9 @@ int run_exec(ExecCommandOptions& o) {
   e.tool_version = REPRO_AUDIT_VERSION;
   if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
   if (!o.trace_ops.empty()) e.trace_ops = audit::parse_op_window(o.trace_ops);
+  if (const auto plan = audit::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
+    e.tensor_digests = plan;
+  }
   if (!o.keep_op.empty()) {
     e.keep_op = audit::parse_kept_op(o.keep_op);
     // The kept op's step must be recorded: by default the window is that step alone.
@@ -92,7 +98,8 @@ int run_exec(ExecCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), e.out_dir);
+    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), e.out_dir,
+                                                        result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
@@ -145,6 +152,7 @@ void register_exec(CLI::App& app, CommandRun& run) {
       "Also record every aten op of the steps in WINDOW (N for step N alone, A:B, A: or all; "
       "REPRO_AUDIT_TRACE_OPS for the recorder), so the report names the op and module where runs "
       "first part (docs/pytorch.md, \"Op records\")");
+  add_tensor_digests_option(*cmd, o->tensor_digests);
   cmd->add_option("--keep-op", o->keep_op,
                   "Keep op INDEX of step STEP (STEP:INDEX, as the report's root cause names it) "
                   "whole in every run, whatever the keep budget: its magnitude, and K replays of "

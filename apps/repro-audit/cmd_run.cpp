@@ -23,6 +23,8 @@
 #include "spec/limits.h"
 #include "spec/parse.h"
 #include "trace/op_window.h"
+#include "trace/tensor_digests.h"
+#include "trace_options.h"
 #include "train/backend_choice.h"
 
 namespace ra::app {
@@ -41,6 +43,7 @@ struct RunCommandOptions {
   std::string expect;
   std::string fault;
   std::string trace_ops;
+  std::vector<std::string> tensor_digests;
   std::string device;  // "" = the spec's
   std::string shard;   // "" = every run in this process
   bool overwrite = false;
@@ -128,6 +131,9 @@ int run_run(RunCommandOptions& o) {
   a.expect_identical = parse_expect(o.expect);
   if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
   if (!o.trace_ops.empty()) a.trace_ops = audit::parse_op_window(o.trace_ops);
+  if (const auto plan = audit::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
+    a.tensor_digests = plan;
+  }
   a.measure_magnitudes = !o.no_magnitude;
   a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
                             : std::filesystem::path(o.out);
@@ -173,7 +179,8 @@ int run_run(RunCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), a.out_dir);
+    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), a.out_dir,
+                                                        result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
@@ -259,6 +266,7 @@ void register_run(CLI::App& app, CommandRun& run) {
       "--trace-ops", o->trace_ops,
       "Also record every op of the steps in WINDOW (N for step N alone, A:B, A: or all): "
       "inputs' and outputs' digests, so the report names the op where runs first part");
+  add_tensor_digests_option(*cmd, o->tensor_digests);
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,

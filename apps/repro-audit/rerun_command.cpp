@@ -17,12 +17,14 @@ std::string shell_word(const std::string& word) {
   return quoted + "'";
 }
 
-std::string rerun_with_window(const std::string& window, const std::filesystem::path& out) {
+std::string rerun_with_window(const std::string& window, const std::filesystem::path& out,
+                              bool tensor_digests) {
   static const std::set<std::string> dropped_with_value{"--trace-ops", "--out",  "--json",
                                                         "--junit",     "--html", "--shard"};
   static const std::set<std::string> dropped{"--resume", "--overwrite"};
-  const std::string added =
-      " --trace-ops " + window + " --out " + shell_word(out.string() + "-ops");
+  const std::string added = " --trace-ops " + window +
+                            (tensor_digests ? " --tensor-digests " + window : std::string()) +
+                            " --out " + shell_word(out.string() + "-ops");
   std::string command = "repro-audit";
   const std::vector<std::string>& args = command_arguments();
   std::size_t i = 0;

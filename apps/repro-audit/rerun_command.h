@@ -12,6 +12,9 @@ std::string shell_word(const std::string& word);
 // This command again, recording the ops of `window` into a folder of its own (`out` + "-ops"):
 // the options that choose a folder or report files are left out (the audit there is done), the
 // rest kept. The new options go before a "--" (exec's command after it stays as it was).
-std::string rerun_with_window(const std::string& window, const std::filesystem::path& out);
+// `tensor_digests`: that window recorded per tensor as well (added to the command's own
+// --tensor-digests, which it keeps: the values add up).
+std::string rerun_with_window(const std::string& window, const std::filesystem::path& out,
+                              bool tensor_digests = false);
 
 }  // namespace ra::app

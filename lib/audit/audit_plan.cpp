@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "spec/parse.h"
 #include "trace/op_window.h"
+#include "trace/tensor_digests.h"
 #include "trace/trace_io.h"
 #include "train/backend_choice.h"
 
@@ -102,6 +103,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
                  {"batches", o.snapshots.batches}};
   m.fault = fault_json(o.fault);
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  if (o.tensor_digests) m.tensor_digests = to_string(*o.tensor_digests);
   if (o.algorithm_pins) {
     nlohmann::json pins = nlohmann::json::array();
     for (const backend::AlgorithmPin& p : o.algorithm_pins->pins) {

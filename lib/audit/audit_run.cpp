@@ -56,6 +56,10 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
     h.environment["gpu"] = gpu;
   }
   if (o.fault && o.fault->run == p.index) h.fault = fault_json(o.fault);
+  if (o.tensor_digests) {  // a level of detail: version 4 (trace/tensor_digests.h)
+    h.format_version = kTraceFormatVersionWithDetail;
+    h.tensor_digests = o.tensor_digests;
+  }
   return h;
 }
 

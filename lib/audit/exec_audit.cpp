@@ -14,7 +14,9 @@
 #include "core/process.h"
 #include "core/stop_signals.h"
 #include "trace/op_window.h"
+#include "trace/tensor_digests.h"
 #include "trace/trace_io.h"
+#include "trace/trace_reader.h"
 
 namespace ra::audit {
 namespace {
@@ -54,6 +56,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
   m.fault = nullptr;
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  if (o.tensor_digests) m.tensor_digests = to_string(*o.tensor_digests);
   set_expectation(m, o.expect_identical, kExpectIdentical);  // exec's question: why runs differ
   m.runs = plan;
   return m;
@@ -72,7 +75,7 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace,
            ": does it record with repro_audit.record(model, optimizer) (docs/pytorch.md)?";
   }
   try {
-    const Trace t = read_trace(trace);
+    const Trace t = read_trace_summary(trace);  // every check; its steps are not kept
     if (t.failed()) return "ran, but the run " + describe_failure(*t.final);
     if (!m.trace_ops.empty() && !t.header.trace_ops) {
       return "wrote a trace without op records, though --trace-ops " + m.trace_ops +
@@ -134,6 +137,7 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
       {"REPRO_AUDIT_SPEC", m.spec.dump()}};
   // Set either way: a window left in the caller's environment is not this audit's.
   environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
+  environment.emplace_back("REPRO_AUDIT_TENSOR_DIGESTS", m.tensor_digests);
   if (o.keep_op) {
     environment.emplace_back("REPRO_AUDIT_KEEP_OP", std::to_string(o.keep_op->step) + ":" +
                                                         std::to_string(o.keep_op->index));

@@ -133,28 +133,31 @@ json to_json(const AuditManifest& m) {
                     {"seed_group", r.group},
                     {"seeds", seeds_json(r.seeds)}});
   }
-  return {{"record", "repro-audit manifest"},
-          {"format_version", m.format_version},
-          {"audit_id", m.audit_id},
-          {"tool_version", m.tool_version},
-          {"created", m.created},
-          {"spec", m.spec},
-          {"spec_digest", m.spec_digest},
-          {"device", m.device},
-          {"backend", m.backend},
-          {"threads", m.threads},
-          {"determinism", m.determinism},
-          {"seed_policy", m.seed_policy},
-          {"snapshots", m.snapshots},
-          {"fault", m.fault},
-          {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
-          {"expect", m.expect},
-          {"algorithm_pins", m.algorithm_pins},
-          {"runtime", m.runtime},
-          {"runs", runs},
-          {"shards", m.shards},
-          {"created_by", m.created_by},
-          {"report_files", m.report_files}};
+  json out = {{"record", "repro-audit manifest"},
+              {"format_version", m.format_version},
+              {"audit_id", m.audit_id},
+              {"tool_version", m.tool_version},
+              {"created", m.created},
+              {"spec", m.spec},
+              {"spec_digest", m.spec_digest},
+              {"device", m.device},
+              {"backend", m.backend},
+              {"threads", m.threads},
+              {"determinism", m.determinism},
+              {"seed_policy", m.seed_policy},
+              {"snapshots", m.snapshots},
+              {"fault", m.fault},
+              {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
+              {"expect", m.expect},
+              {"algorithm_pins", m.algorithm_pins},
+              {"runtime", m.runtime},
+              {"runs", runs},
+              {"shards", m.shards},
+              {"created_by", m.created_by},
+              {"report_files", m.report_files}};
+  // Only when set: the manifests of audits recording every step per tensor read as before.
+  if (!m.tensor_digests.empty()) out["tensor_digests"] = m.tensor_digests;
+  return out;
 }
 
 namespace {
@@ -166,6 +169,11 @@ void read_added_fields(const json& j, const FieldReader& top, AuditManifest& m) 
   if (j.contains("trace_ops") && !j["trace_ops"].is_null()) {
     if (!j["trace_ops"].is_string()) top.fail("trace_ops", "null or a step window string");
     m.trace_ops = j["trace_ops"].get<std::string>();
+  }
+  // Absent in manifests of audits made before levels of detail: every step per tensor.
+  if (j.contains("tensor_digests") && !j["tensor_digests"].is_null()) {
+    if (!j["tensor_digests"].is_string()) top.fail("tensor_digests", "null or a plan string");
+    m.tensor_digests = j["tensor_digests"].get<std::string>();
   }
   // Absent in manifests of audits made before pinned algorithms: none.
   if (j.contains("algorithm_pins") && !j["algorithm_pins"].is_null()) {
@@ -358,6 +366,8 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   }
   differ("--trace-ops window", a.trace_ops.empty() ? "none" : a.trace_ops,
          b.trace_ops.empty() ? "none" : b.trace_ops);
+  differ("--tensor-digests", a.tensor_digests.empty() ? "all" : a.tensor_digests,
+         b.tensor_digests.empty() ? "all" : b.tensor_digests);
   // Decided once: another --expect would make the folder's verdict another command's.
   if (b.expect_given) differ("expectation (--expect)", a.expect, b.expect);
   differ("tool version", a.tool_version, b.tool_version);

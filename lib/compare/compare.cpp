@@ -95,7 +95,6 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.final_loss_difference = losses.final;
   result.loss_tolerance = options.loss_tolerance;
   result.within_tolerance = losses.within_tolerance;
-
   result.growth = phases::epoch_growth(compared, options, found.epochs);
   result.series = std::move(found.series);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);
@@ -110,6 +109,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.loader_advice =
       phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
+  result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   result.environment_differences = phases::environment_differences(traces);
   std::vector<const nlohmann::json*> ledgers;
   for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);

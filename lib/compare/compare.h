@@ -41,7 +41,11 @@ struct Divergence {
   Category category = Category::initial_weights;
   std::optional<std::int64_t> step;  // none for initial weights (before step 0)
   std::int64_t epoch = 0, batch = 0;
-  std::string tensor;               // parameter name, or indices/inputs/labels/loss/optimizer_state
+  std::string tensor;  // parameter name, or indices/inputs/labels/loss/optimizer_state
+  // The step recorded one digest for the category (a version 4 trace's level of detail): which of
+  // its tensors parted is not known there (`tensor` is empty).
+  bool per_category = false;
+  std::string tensor_digests{};     // then: the reference trace's plan ("every:1000")
   std::vector<int> runs_differing;  // run indices that differ from the reference run there
   // Category steps: the step counts in words ("run 1 ended after 5 steps, run 0 after 6").
   std::string detail{};
@@ -188,7 +192,9 @@ struct EpochGrowth {
   std::int64_t epoch = 0;
   double max_abs_loss_difference = 0.0;
   std::uint64_t max_loss_ulp = 0;
-  int weights_differing = 0;  // parameters whose digest differs in some run at the epoch's end
+  // Parameters whose digest differs in some run at the epoch's end; none when its last step
+  // recorded one digest per category (a version 4 trace's level of detail).
+  std::optional<int> weights_differing = 0;
   std::optional<double> max_abs_eval_accuracy_difference;
   std::optional<TensorDifference> snapshot;  // from the epoch's snapshots, when written
 };
@@ -384,6 +390,9 @@ struct ComparisonResult {
   // The --trace-ops window that would localise the divergence: the first divergent step's, when
   // the runs part without op records there (none recorded, or outside the window).
   std::optional<OpWindow> suggested_trace_ops;
+  // With it, when the first divergence is at a step recorded per category (a level of detail):
+  // the re-run records that step per tensor too (--tensor-digests), to name the tensor.
+  bool suggest_tensor_digests = false;
   // Batches part (PyTorch runs): watch the loader instead of --trace-ops (then none suggested).
   std::optional<LoaderAdvice> loader_advice;
   // The command that re-runs the audit with that window, when whoever made the result knows it

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "compare/compare_phases.h"
+#include "trace/tensor_digests.h"
 
 namespace ra::audit::phases {
 namespace {
@@ -16,6 +17,33 @@ std::vector<Slot> per_tensor(const std::vector<TensorInfo>& tensors,
 }
 
 }  // namespace
+
+bool has_levels_of_detail(Category c) {
+  return c == Category::gradients || c == Category::weights || c == Category::buffers;
+}
+
+Digest128 combined_digest(Category c, const StepRecord& r) {
+  switch (c) {
+    case Category::gradients:
+      return r.per_tensor ? category_digest(r.grads) : r.grads_digest;
+    case Category::weights:
+      return r.per_tensor ? category_digest(r.weights) : r.weights_digest;
+    case Category::buffers:
+      return r.per_tensor ? category_digest(r.buffers) : r.buffers_digest;
+    default:
+      return {};
+  }
+}
+
+std::vector<std::string> slot_names(Category c, const TraceHeader& h) {
+  StepRecord named;  // a step record of the header's sizes, for step_slots' names
+  named.grads.resize(h.params.size());
+  named.weights.resize(h.params.size());
+  named.buffers.resize(h.buffers.size());
+  std::vector<std::string> out;
+  for (const Slot& s : step_slots(c, h, named)) out.push_back(s.name);
+  return out;
+}
 
 std::vector<Slot> initial_slots(Category c, const Trace& t) {
   return c == Category::initial_weights ? per_tensor(t.header.params, t.initial_weights)

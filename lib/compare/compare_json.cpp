@@ -29,8 +29,9 @@ json divergence_json(const std::optional<Divergence>& d) {
            {"step", d->step ? json(*d->step) : json(nullptr)},
            {"epoch", d->step ? json(d->epoch) : json(nullptr)},
            {"batch", d->step ? json(d->batch) : json(nullptr)},
-           {"tensor", d->tensor},
+           {"tensor", d->per_category ? json(nullptr) : json(d->tensor)},
            {"runs_differing", d->runs_differing}};
+  if (d->per_category) out["per_category"] = true;    // the step held one digest per category
   if (!d->detail.empty()) out["detail"] = d->detail;  // category steps: the counts in words
   return out;
 }
@@ -265,7 +266,7 @@ json growth_json(const ComparisonResult& r) {
         {{"epoch", g.epoch},
          {"max_abs_loss_difference", g.max_abs_loss_difference},
          {"max_loss_ulp", g.max_loss_ulp},
-         {"weights_differing", g.weights_differing},
+         {"weights_differing", g.weights_differing ? json(*g.weights_differing) : json(nullptr)},
          {"max_abs_eval_accuracy_difference", optional_json(g.max_abs_eval_accuracy_difference)},
          {"snapshot", g.snapshot ? difference_json(*g.snapshot) : json(nullptr)}});
   }
@@ -325,6 +326,8 @@ json next_step_json(const ComparisonResult& r) {
   return {{"kind", "trace_ops"},
           {"advice", next_step_advice(r)},
           {"trace_ops", to_string(*r.suggested_trace_ops)},
+          {"tensor_digests",
+           r.suggest_tensor_digests ? json(to_string(*r.suggested_trace_ops)) : json(nullptr)},
           {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
 }
 

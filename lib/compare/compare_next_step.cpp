@@ -62,7 +62,12 @@ std::vector<std::string> next_step_advice(const ComparisonResult& r) {
     return lines;
   }
   if (!r.suggested_trace_ops) return {};
-  return {"records the ops of step " + std::to_string(r.suggested_trace_ops->first) +
+  const std::string step = std::to_string(r.suggested_trace_ops->first);
+  if (r.suggest_tensor_digests) {
+    return {"records the ops of step " + step + " and a digest per tensor there, so that the " +
+            "report names the tensor and the op where the runs part"};
+  }
+  return {"records the ops of step " + step +
           ", so that the report names the op where the runs part"};
 }
 

@@ -79,6 +79,14 @@ struct Slot {
 };
 std::vector<Slot> initial_slots(Category c, const Trace& t);  // initial_weights, buffers
 std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord& r);
+// Whether a category is recorded per tensor at some steps and per category at others (version 4,
+// trace/tensor_digests.h): gradients, weights and buffers.
+bool has_levels_of_detail(Category c);
+// One digest over a category's tensors at a step (category_digest), however the step recorded
+// them: what steps compare by when some run recorded one of them per category.
+Digest128 combined_digest(Category c, const StepRecord& r);
+// The category's tensor names (the per-tensor slots' names, in their order).
+std::vector<std::string> slot_names(Category c, const TraceHeader& h);
 std::optional<Divergence> slots_divergence(Category c, const std::vector<std::vector<Slot>>& runs,
                                            const std::vector<int>& ids, const StepRecord* at);
 // Whether the compared runs record buffers (a category only then).
@@ -141,6 +149,9 @@ SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 // The --trace-ops window that would name the op where the runs part (ComparisonResult
 // ::suggested_trace_ops), from the first divergence and the root causes found.
 std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result);
+// With it, whether the re-run records that step per tensor too (ComparisonResult::
+// suggest_tensor_digests): the first divergence is at a step recorded per category.
+bool suggest_tensor_digests(const ComparisonResult& result);
 
 // Environment keys that differ from run 0's, one line each (each distinct line once).
 std::vector<std::string> environment_differences(const std::vector<Trace>& traces);

@@ -60,10 +60,16 @@ std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
       a.batch_labels != b.batch_labels) {
     names.push_back("batch");
   }
-  if (a.buffers != b.buffers) names.push_back("buffers");
+  // A step recorded per category (a level of detail) compares by one digest per category.
+  const bool combined = !a.per_tensor || !b.per_tensor;
+  const auto differ = [&](Category c, const std::vector<Digest128>& x,
+                          const std::vector<Digest128>& y) {
+    return combined ? combined_digest(c, a) != combined_digest(c, b) : x != y;
+  };
+  if (differ(Category::buffers, a.buffers, b.buffers)) names.push_back("buffers");
   if (a.loss_bits != b.loss_bits) names.push_back("loss");
-  if (a.grads != b.grads) names.push_back("gradients");
-  if (a.weights != b.weights) names.push_back("weights");
+  if (differ(Category::gradients, a.grads, b.grads)) names.push_back("gradients");
+  if (differ(Category::weights, a.weights, b.weights)) names.push_back("weights");
   if (a.optimizer_state != b.optimizer_state) names.push_back("optimizer state");
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -283,6 +289,11 @@ std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
     if (c.kind == RootCause::Kind::outside_window) return window_at(c.step);
   }
   return std::nullopt;  // the op records localised it
+}
+
+bool suggest_tensor_digests(const ComparisonResult& result) {
+  return result.suggested_trace_ops && result.first_divergence &&
+         result.first_divergence->per_category;
 }
 
 }  // namespace phases

@@ -7,6 +7,7 @@
 
 #include "compare/statistics.h"
 #include "core/error.h"
+#include "trace/tensor_digests.h"
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
 
@@ -37,9 +38,11 @@ void outcome_parts(const StepRecord& r, std::vector<Digest128>& parts) {
   parts.push_back(r.batch_inputs);
   parts.push_back(r.batch_labels);
   parts.push_back(Digest128{r.loss_bits, static_cast<std::uint64_t>(r.step)});
-  parts.insert(parts.end(), r.grads.begin(), r.grads.end());
-  parts.insert(parts.end(), r.weights.begin(), r.weights.end());
-  parts.insert(parts.end(), r.buffers.begin(), r.buffers.end());
+  // One digest per category, however the step recorded it (a level of detail): a run recorded per
+  // tensor and the same run recorded per category have one outcome.
+  parts.push_back(combined_digest(Category::gradients, r));
+  parts.push_back(combined_digest(Category::weights, r));
+  parts.push_back(combined_digest(Category::buffers, r));
   parts.push_back(r.optimizer_state);
 }
 
@@ -65,9 +68,15 @@ void content_parts(const StepRecord& r, std::vector<Digest128>& parts) {
   }
 }
 
-// The digests of a category at a step, in the order of its slots (step_slots), without names.
-void category_values(Category c, const StepRecord& r, std::vector<Digest128>& out) {
+// The digests of a category at a step, in the order of its slots (step_slots), without names; at a
+// step some run recorded per category (`per_category`), one digest for gradients, weights, buffers.
+void category_values(Category c, const StepRecord& r, bool per_category,
+                     std::vector<Digest128>& out) {
   out.clear();
+  if (per_category && has_levels_of_detail(c)) {
+    out.push_back(combined_digest(c, r));
+    return;
+  }
   switch (c) {
     case Category::batches:
       out = {r.batch_indices, r.batch_inputs, r.batch_labels};
@@ -114,6 +123,7 @@ struct StepWalk::State {
   std::vector<bool> caused;  // per compared run: its root cause is found
   std::vector<std::pair<int, RootCause>> causes;
   std::vector<Digest128> parts, ref_values, other_values;
+  std::vector<std::size_t> rows_of;  // the map's rows per category (kCategories order)
   std::vector<char> differs;
 
   CategoryVerdict& verdict(Category c) {
@@ -176,12 +186,12 @@ struct StepWalk::State {
   }
 
   // One category at a common step: per slot whether a compared run differs there.
-  bool compare_category(Category c, const std::vector<const StepRecord*>& runs) {
-    category_values(c, *runs[0], ref_values);
+  bool compare_category(Category c, const std::vector<const StepRecord*>& runs, bool per_category) {
+    category_values(c, *runs[0], per_category, ref_values);
     differs.assign(ref_values.size(), 0);
     bool any = false;
     for (std::size_t i = 1; i < runs.size(); ++i) {
-      category_values(c, *runs[i], other_values);
+      category_values(c, *runs[i], per_category, other_values);
       for (std::size_t k = 0; k < ref_values.size(); ++k) {
         if (other_values[k] != ref_values[k]) differs[k] = 1, any = true;
       }
@@ -189,27 +199,40 @@ struct StepWalk::State {
     return any;
   }
 
-  void add_rows(const std::vector<const StepRecord*>& runs) {
+  // The rows of the map, a tensor each (the header's names: step 0 may hold one digest per
+  // category), and how many each category has.
+  void add_rows() {
     const TraceHeader& h = traces[positions[0]]->header;
     for (Category c : kCategories) {
       if (c == Category::initial_weights) continue;
-      for (const Slot& slot : step_slots(c, h, *runs[0])) {
-        found.series.rows.push_back({c, slot.name, {}});
-      }
+      const std::vector<std::string> names = slot_names(c, h);
+      rows_of.push_back(names.size());
+      for (const std::string& name : names) found.series.rows.push_back({c, name, {}});
     }
   }
 
   void common_step(const std::vector<const StepRecord*>& runs) {
-    if (next_step == 0) add_rows(runs);
+    if (next_step == 0) add_rows();
+    // A step some run recorded per category compares gradients, weights and buffers as one
+    // digest each; the map's rows of such a category then all show its one verdict.
+    const bool per_category =
+        std::any_of(runs.begin(), runs.end(), [](const StepRecord* r) { return !r->per_tensor; });
     losses(runs);  // first: it opens the step's epoch, whose weights_differing the weights set
-    std::size_t row = 0;
+    std::size_t row = 0, category = 0;
     for (Category c : kCategories) {
       if (c == Category::initial_weights) continue;
-      const bool any = compare_category(c, runs);
-      for (char d : differs) found.series.rows[row++].differs.push_back(d != 0);
+      const bool any = compare_category(c, runs, per_category);
+      const std::size_t rows = rows_of[category++];
+      for (std::size_t k = 0; k < rows; ++k) {
+        const char d = differs.size() == rows ? differs[k] : differs.empty() ? 0 : differs[0];
+        found.series.rows[row++].differs.push_back(d != 0);
+      }
       if (c == Category::weights && !found.epochs.empty()) {
         found.epochs.back().weights_differing =
-            static_cast<int>(std::count(differs.begin(), differs.end(), 1));
+            per_category && has_levels_of_detail(c)
+                ? std::nullopt
+                : std::optional<int>(
+                      static_cast<int>(std::count(differs.begin(), differs.end(), 1)));
       }
       if (!any || std::find(categories.begin(), categories.end(), c) == categories.end()) continue;
       CategoryVerdict& v = verdict(c);
@@ -217,8 +240,16 @@ struct StepWalk::State {
       if (!v.first) {
         std::vector<std::vector<Slot>> slots;
         const TraceHeader& h = traces[positions[0]]->header;
-        for (const StepRecord* r : runs) slots.push_back(step_slots(c, h, *r));
+        const bool combined = per_category && has_levels_of_detail(c);
+        for (const StepRecord* r : runs) {
+          slots.push_back(combined ? std::vector<Slot>{{"", combined_digest(c, *r)}}
+                                   : step_slots(c, h, *r));
+        }
         v.first = slots_divergence(c, slots, ids, runs[0]);
+        if (v.first && combined) {
+          v.first->per_category = true;
+          v.first->tensor_digests = to_string(h.tensor_digests.value_or(TensorDigestPlan{}));
+        }
         if (c == Category::batches) {
           found.reference_indices_at_batches_divergence = runs[0]->batch_indices;
         }

@@ -22,7 +22,9 @@ struct EpochLosses {
   double max_abs_loss_difference = 0.0;
   std::uint64_t max_loss_ulp = 0;
   std::int64_t last_step = -1;  // the epoch's last common step
-  int weights_differing = 0;    // parameters whose digest differs in some run at last_step
+  // Parameters whose digest differs in some run at last_step; none when that step recorded one
+  // digest per category (trace/tensor_digests.h).
+  std::optional<int> weights_differing = 0;
 };
 
 struct StepFindings {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/parallel_digest.h"
+#include "trace/tensor_digests.h"
 
 namespace ra::audit {
 namespace {
@@ -27,6 +28,17 @@ std::vector<const Tensor*> grads_of(const nn::Model& model) {
 Digest128 combine(const std::vector<Digest128>& parts) {
   return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
                       parts.size() * sizeof(Digest128));
+}
+
+// A step recorded with one digest per category (a level of detail, trace/tensor_digests.h).
+void record_per_category(StepRecord& r) {
+  r.per_tensor = false;
+  r.grads_digest = category_digest(r.grads);
+  r.weights_digest = category_digest(r.weights);
+  r.buffers_digest = category_digest(r.buffers);
+  r.grads.clear();
+  r.weights.clear();
+  r.buffers.clear();
 }
 
 }  // namespace
@@ -71,7 +83,10 @@ std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
 void Recorder::record_ops(OpRecorder& ops, const OpWindow& window) {
   ops_ = &ops;
   trace_.header.trace_ops = window;
-  trace_.header.format_version = kTraceFormatVersionWithOps;
+  // Version 4 (a level of detail) holds op records as well.
+  if (trace_.header.format_version < kTraceFormatVersionWithOps) {
+    trace_.header.format_version = kTraceFormatVersionWithOps;
+  }
 }
 
 void Recorder::before_step(data::Batch& batch, std::int64_t step) {
@@ -154,6 +169,9 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     state_digests.assign(d.begin() + 1 + 2 * n, d.end());
   }
   r.optimizer_state = combine(state_digests);
+  if (const auto& plan = trace_.header.tensor_digests; plan && !plan->at(r.step)) {
+    record_per_category(r);  // the level of detail
+  }
   start_file();
   if (file_) {
     file_->step(r);

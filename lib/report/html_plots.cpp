@@ -198,8 +198,10 @@ std::string growth_plots(const ComparisonResult& r) {
     const double epoch = double(g.epoch + 1);
     u.x.push_back(epoch);
     u.y.push_back(double(g.max_loss_ulp));
-    p.x.push_back(epoch);
-    p.y.push_back(g.weights_differing);
+    if (g.weights_differing) {  // none: the epoch's last step held one digest per category
+      p.x.push_back(epoch);
+      p.y.push_back(*g.weights_differing);
+    }
     if (g.snapshot) {
       w.x.push_back(epoch);
       w.y.push_back(g.snapshot->max_abs);

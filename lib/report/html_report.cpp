@@ -77,7 +77,9 @@ std::string category_table(const ComparisonResult& r) {
     out += "<tr>" + cell(html_escaped(text::category_title(v.category)));
     out += v.identical ? cell("identical", "same") : cell("differ", "differs");
     if (v.first) {
-      out += cell(html_escaped(text::where(*v.first))) + cell(html_escaped(v.first->tensor)) +
+      out += cell(html_escaped(text::where(*v.first))) +
+             cell(html_escaped(v.first->per_category ? text::divergence_tensor(*v.first)
+                                                     : v.first->tensor)) +
              cell(html_escaped(text::run_list(v.first->runs_differing)));
     } else {
       out += cell("") + cell("") + cell("");

@@ -130,7 +130,7 @@ Case category_case(const ComparisonResult& r, const CategoryVerdict& v, std::siz
   if (v.first) {
     const std::string where = text::where(*v.first);  // "step 3 (...)" or "before step 0"
     what = "first differs " + std::string(where.starts_with("step") ? "at " : "") + where +
-           ", in " + text::shown(v.first->tensor) + " (runs " +
+           ", in " + text::divergence_tensor(*v.first) + " (runs " +
            text::run_list(v.first->runs_differing) + " differ from run " +
            std::to_string(r.compared_runs.front()) + ")";
   }

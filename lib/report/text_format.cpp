@@ -159,6 +159,10 @@ std::string category_title(audit::Category c) {
 
 // Epochs and batches as the trace numbers them, from 0, as the script passed them (epoch=0) and
 // as steps and runs are numbered.
+std::string divergence_tensor(const audit::Divergence& d) {
+  return d.per_category ? "(one digest for all, at this step)" : shown(d.tensor);
+}
+
 std::string where(const audit::Divergence& d) {
   if (!d.step) return "before step 0";
   return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(*d.step),

@@ -47,5 +47,8 @@ std::string category_title(audit::Category c);
 
 // "before step 0" or "step 17 (epoch 2, batch 3)" (epochs counted from 1 for the reader).
 std::string where(const audit::Divergence& d);
+// The tensor where a divergence is found, printable: its name, or, at a step recorded with one
+// digest per category (a level of detail), "(one digest for all, at this step)".
+std::string divergence_tensor(const audit::Divergence& d);
 
 }  // namespace ra::report::text

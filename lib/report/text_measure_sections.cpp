@@ -47,9 +47,10 @@ std::string growth_table(const ComparisonResult& r) {
       "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
       "max|dw|   relative   sign flips\n";
   for (const auto& g : r.growth) {
-    out += format("  epoch %-10lld %10.3g %9llu %18d", static_cast<long long>(g.epoch),
-                  g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp),
-                  g.weights_differing);
+    out += format("  epoch %-10lld %10.3g %9llu", static_cast<long long>(g.epoch),
+                  g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp));
+    // "-": the epoch's last step recorded one digest per category (a level of detail).
+    out += g.weights_differing ? format(" %18d", *g.weights_differing) : format(" %18s", "-");
     out += g.max_abs_eval_accuracy_difference
                ? format(" %17.4f", *g.max_abs_eval_accuracy_difference)
                : format(" %17s", "-");

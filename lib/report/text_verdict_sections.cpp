@@ -99,6 +99,11 @@ std::string plain_words(const audit::Divergence& d) {
         "generator, and the augmentation's random generators)\n",
         static_cast<long long>(d.step.value_or(0)));
   }
+  if (d.per_category) {
+    return "  the traces record a digest per tensor only at some steps (--tensor-digests " +
+           shown(d.tensor_digests) +
+           "), not this one: the next step records it per tensor, to name the tensor\n";
+  }
   return "";
 }
 
@@ -155,8 +160,10 @@ std::string first_divergence(const ComparisonResult& r) {
       d.category == audit::Category::steps
           ? "first divergence: the runs recorded different numbers of steps: " + shown(d.detail) +
                 "\n"
-          : "first divergence: " + where(d) + ", " + category_title(d.category) + " of " +
-                shown(d.tensor) + " (runs " + run_list(d.runs_differing) + " differ from run " +
+          : "first divergence: " + where(d) + ", " + category_title(d.category) +
+                (d.per_category ? std::string(" (one digest for all of them at this step)")
+                                : " of " + shown(d.tensor)) +
+                " (runs " + run_list(d.runs_differing) + " differ from run " +
                 std::to_string(reference) + ")\n" + plain_words(d);
   // Runs made on other machines (shards on other nodes): the likely explanation, said here.
   constexpr std::size_t kShown = 8;
@@ -188,6 +195,7 @@ std::string next_step(const ComparisonResult& r) {
     return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";
   }
   return "next step: run the audit again with --trace-ops " + window +
+         (r.suggest_tensor_digests ? " --tensor-digests " + window : std::string()) +
          " (its spec and options, another --out): " + why + "\n";
 }
 
@@ -276,11 +284,11 @@ std::string category_table(const ComparisonResult& r) {
     if (v.identical) {
       out += "identical\n";
     } else if (!v.first->step) {
-      out += "differ at " + shown(v.first->tensor) + " (runs " + run_list(v.first->runs_differing) +
-             ")\n";
+      out += "differ at " + divergence_tensor(*v.first) + " (runs " +
+             run_list(v.first->runs_differing) + ")\n";
     } else {
       out += format("differ from step %lld at %s (%lld steps differ)\n",
-                    static_cast<long long>(*v.first->step), shown(v.first->tensor).c_str(),
+                    static_cast<long long>(*v.first->step), divergence_tensor(*v.first).c_str(),
                     static_cast<long long>(v.steps_differing));
     }
   }

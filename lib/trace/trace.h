@@ -20,10 +20,20 @@ namespace ra::audit {
 // exception's type), parameters and buffers carry their dtype and may be 0-dim or empty, buffers
 // are recorded beside the parameters, and op records are there when the header has a window.
 // A reader of versions 1 and 2 refuses version 3 by its number, so it never takes a failed run
-// for a whole one.
+// for a whole one. Version 4: version 3 with a level of detail (trace/tensor_digests.h): the
+// header's `tensor_digests` says which steps record a digest per tensor; the others record one
+// digest per category. Both recorders write it when asked for less than every step per tensor.
 inline constexpr int kTraceFormatVersion = 1;
 inline constexpr int kTraceFormatVersionWithOps = 2;
 inline constexpr int kTraceFormatVersionWithStatus = 3;
+inline constexpr int kTraceFormatVersionWithDetail = 4;
+inline constexpr int kTraceFormatVersionNewest = kTraceFormatVersionWithDetail;
+
+// Whether a trace's records have version 3's shape (dtypes, buffers, an end status): versions 3
+// and 4.
+inline bool has_status_records(int format_version) {
+  return format_version >= kTraceFormatVersionWithStatus;
+}
 
 // The dtypes a version 3 header names (docs/trace-format.md "Digests"): the digest's tag and the
 // tensor's raw bytes. Versions 1 and 2 record f32 parameters only.
@@ -50,6 +60,29 @@ struct OpWindow {
   std::optional<std::int64_t> last;
   bool contains(std::int64_t step) const { return step >= first && (!last || step < *last); }
   friend bool operator==(const OpWindow&, const OpWindow&) = default;
+};
+
+// The level of detail of a version 4 trace (trace/tensor_digests.h, docs/trace-format.md "Levels
+// of detail"): the steps that record a digest per tensor (every gradient, weight and buffer) are
+// every `every`-th step (0, K, 2K, ...) and every step of each window; the others record one
+// digest per category.
+struct TensorDigestPlan {
+  std::optional<std::int64_t> every;  // none: only the windows
+  std::vector<OpWindow> windows;
+  bool at(std::int64_t step) const {
+    if (every && step % *every == 0) return true;
+    for (const OpWindow& w : windows)
+      if (w.contains(step)) return true;
+    return false;
+  }
+  // Every step per tensor, as in versions 1 to 3.
+  bool all() const {
+    if (every == 1) return true;
+    for (const OpWindow& w : windows)
+      if (w.first == 0 && !w.last) return true;
+    return false;
+  }
+  friend bool operator==(const TensorDigestPlan&, const TensorDigestPlan&) = default;
 };
 
 // One op execution of a step, in execution order (record/op_recorder.h, docs/trace-format.md).
@@ -110,6 +143,8 @@ struct TraceHeader {
   nlohmann::json rng_states;
   nlohmann::json seeded;
   std::vector<std::string> recorder_warnings;
+  // Version 4: the steps recorded per tensor (trace/tensor_digests.h); none: every step.
+  std::optional<TensorDigestPlan> tensor_digests;
 };
 
 // One training step, recorded after the optimizer update.
@@ -125,6 +160,10 @@ struct StepRecord {
   std::vector<Digest128> weights;  // per parameter after the update
   std::vector<Digest128> buffers;  // per buffer after the step (version 3)
   Digest128 optimizer_state;       // over all optimizer state tensors after the update
+  // A step a version 4 trace records per category: grads, weights and buffers are empty, and
+  // these hold category_digest (trace/tensor_digests.h) of each; unset when per_tensor.
+  bool per_tensor = true;
+  Digest128 grads_digest, weights_digest, buffers_digest;
   double seconds = 0.0;
   bool ops_recorded = false;  // the step is in the trace's op window
   std::vector<OpRecord> ops;  // its op records, in execution order

@@ -19,15 +19,25 @@ constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
 int read_format_version(const Field& version) {
   if (!version.json().is_number_integer()) {  // 1.0, "1" and true are not the version 1
-    version.fail("expected the trace format version, the integer 1, 2 or 3, found " +
+    version.fail("expected the trace format version, the integer 1, 2, 3 or 4, found " +
                  describe_json(version.json()));
   }
-  if (version.json() != kTraceFormatVersion && version.json() != kTraceFormatVersionWithOps &&
-      version.json() != kTraceFormatVersionWithStatus) {
+  if (version.json() < kTraceFormatVersion || version.json() > kTraceFormatVersionNewest) {
     version.fail("trace format version " + version.json().dump() +
-                 "; this tool reads versions 1, 2 and 3");
+                 "; this tool reads versions 1, 2, 3 and 4");
   }
   return version.json().get<int>();
+}
+
+TensorDigestPlan read_tensor_digest_plan(const Field& p) {
+  TensorDigestPlan plan;
+  const Field every = p["every"];
+  if (!every.is_null()) plan.every = every.integer(1, std::numeric_limits<std::int64_t>::max());
+  for (const Field& w : p["windows"].elements()) plan.windows.push_back(read_op_window(w));
+  if (plan.all()) {
+    p.fail("records every step per tensor: such a trace is written as version 3, not 4");
+  }
+  return plan;
 }
 
 OpWindow read_op_window(const Field& w) {

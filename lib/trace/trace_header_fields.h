@@ -18,6 +18,8 @@ namespace ra::audit {
 int read_format_version(const Field& version);
 // {"first", "last"}: last null or greater than first.
 OpWindow read_op_window(const Field& w);
+// Version 4's tensor_digests: {"every": K >= 1 or null, "windows": [op windows]}, not every step.
+TensorDigestPlan read_tensor_digest_plan(const Field& p);
 // deterministic, nondeterministic or autotune.
 void read_kernel_mode(const Field& mode);
 // {"mode", "ops": {reducing op: mode}}.

@@ -13,6 +13,7 @@
 #include "core/text_excerpt.h"
 #include "formats/json_text.h"
 #include "spec/spec.h"
+#include "trace/tensor_digests.h"
 #include "trace/trace_fields.h"
 #include "trace/trace_io.h"
 #include "trace/trace_records.h"
@@ -194,8 +195,11 @@ class TraceParser {
     ++steps_;
     last_epoch_ = s.epoch;
     last_loss_bits_ = s.loss_bits;
+    last_per_tensor_ = s.per_tensor;
     last_weights_ = s.weights;
     last_buffers_ = s.buffers;
+    last_weights_digest_ = s.weights_digest;
+    last_buffers_digest_ = s.buffers_digest;
     seconds_.push_back(s.seconds);
   }
 
@@ -264,10 +268,15 @@ class TraceParser {
       r["final_loss_bits"].fail("is " + bits_hex(f.final_loss_bits) + ", but the loss of " + last +
                                 " is " + bits_hex(last_loss_bits_));
     }
-    check_final_digests(r, "weights", f.weights, steps_ == 0 ? initial_weights_ : last_weights_,
-                        header_.params, last);
-    check_final_digests(r, "buffers", f.buffers, steps_ == 0 ? initial_buffers_ : last_buffers_,
-                        header_.buffers, last);
+    if (steps_ > 0 && !last_per_tensor_) {  // a last step recorded per category (version 4)
+      check_category_digest(r, "weights", f.weights, last_weights_digest_, last);
+      check_category_digest(r, "buffers", f.buffers, last_buffers_digest_, last);
+    } else {
+      check_final_digests(r, "weights", f.weights, steps_ == 0 ? initial_weights_ : last_weights_,
+                          header_.params, last);
+      check_final_digests(r, "buffers", f.buffers, steps_ == 0 ? initial_buffers_ : last_buffers_,
+                          header_.buffers, last);
+    }
     // The run's evaluation is its last epoch's.
     const EpochRecord* last_epoch = epochs_.empty() ? nullptr : &epochs_.back();
     const auto check_eval = [&](const char* key, const std::optional<double>& value,
@@ -302,6 +311,17 @@ class TraceParser {
     }
   }
 
+  // The end record's digests of `key`, combined, are the category digest of a last step recorded
+  // per category.
+  static void check_category_digest(const Field& r, const char* key,
+                                    const std::vector<Digest128>& final,
+                                    const Digest128& last_digest, const std::string& last) {
+    if (category_digest(final) != last_digest) {
+      r[key].fail("the final digests, combined, are not the " + std::string(key) + "_digest of " +
+                  last + " (" + last_digest.hex() + ")");
+    }
+  }
+
   static std::string number_text(double v) {
     return std::isfinite(v) ? json(v).dump() : std::string("not finite");
   }
@@ -317,7 +337,9 @@ class TraceParser {
   double epoch_loss_sum_ = 0.0;      // their losses, summed in order
   std::int64_t last_epoch_ = 0;
   std::uint32_t last_loss_bits_ = 0;
-  std::vector<Digest128> last_weights_, last_buffers_;
+  bool last_per_tensor_ = true;
+  std::vector<Digest128> last_weights_, last_buffers_;   // a last step recorded per tensor
+  Digest128 last_weights_digest_, last_buffers_digest_;  // one recorded per category
   std::vector<double> seconds_;  // every step's, for the median the end record repeats
 };
 

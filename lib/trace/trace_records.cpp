@@ -38,12 +38,20 @@ TraceHeader read_header(const Field& r) {
   h.format_version = read_format_version(r["format_version"]);
   // Version 2 records ops, version 3 may: the header says in which steps.
   if (h.format_version == kTraceFormatVersionWithOps ||
-      (h.format_version == kTraceFormatVersionWithStatus && r.has("trace_ops"))) {
+      (has_status_records(h.format_version) && r.has("trace_ops"))) {
     h.trace_ops = read_op_window(r["trace_ops"]);
   } else if (r.has("trace_ops")) {
     r["trace_ops"].fail("op records need trace format version " +
-                        std::to_string(kTraceFormatVersionWithOps) + " or " +
-                        std::to_string(kTraceFormatVersionWithStatus));
+                        std::to_string(kTraceFormatVersionWithOps) + ", " +
+                        std::to_string(kTraceFormatVersionWithStatus) + " or " +
+                        std::to_string(kTraceFormatVersionWithDetail));
+  }
+  // Version 4 says which steps record a digest per tensor; the versions before, every step.
+  if (h.format_version == kTraceFormatVersionWithDetail) {
+    h.tensor_digests = read_tensor_digest_plan(r["tensor_digests"]);
+  } else if (r.has("tensor_digests")) {
+    r["tensor_digests"].fail("a level of detail needs trace format version " +
+                             std::to_string(kTraceFormatVersionWithDetail));
   }
   h.tool_version = r["tool_version"].string();
   // Optional: traces written before audit ids existed have none.
@@ -80,7 +88,7 @@ TraceHeader read_header(const Field& r) {
   environment.expect_object();
   h.environment = environment.json();
   h.ledger = read_ledger(r["ledger"]);
-  const bool v3 = h.format_version == kTraceFormatVersionWithStatus;
+  const bool v3 = has_status_records(h.format_version);
   h.params = read_tensor_list(r["params"], v3, "parameter");
   if (v3) h.buffers = read_tensor_list(r["buffers"], true, "buffer");
   for (const Field& name : r["optimizer_state"].elements()) {
@@ -129,7 +137,7 @@ void read_ops(const Field& r, const TraceHeader& h, StepRecord& s) {
 
 // A record's per-buffer digests (version 3; none before).
 std::vector<Digest128> read_buffer_digests(const Field& r, const TraceHeader& h) {
-  if (h.format_version != kTraceFormatVersionWithStatus) return {};
+  if (!has_status_records(h.format_version)) return {};
   return r["buffers"].digests(h.buffers.size(), "buffers");
 }
 
@@ -148,8 +156,36 @@ void check_float_copy(const Field& value, std::uint32_t bits, const char* bits_f
   }
 }
 
+namespace {
+
+// A step's gradients, weights and buffers: a digest per tensor, or (version 4, a step outside the
+// header's tensor_digests) one per category, never both.
+void read_step_tensors(const Field& r, const TraceHeader& h, StepRecord& s) {
+  s.per_tensor = !h.tensor_digests || h.tensor_digests->at(s.step);
+  const char* per_tensor[] = {"grads", "weights", "buffers"};
+  const char* per_category[] = {"grads_digest", "weights_digest", "buffers_digest"};
+  const std::string step = "step " + std::to_string(s.step);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const char* unexpected = s.per_tensor ? per_category[k] : per_tensor[k];
+    if (r.has(unexpected)) {
+      r[unexpected].fail(s.per_tensor ? step + " records a digest per tensor (tensor_digests)"
+                                      : step + " records one digest per category (tensor_digests)");
+    }
+  }
+  if (s.per_tensor) {
+    s.grads = r["grads"].digests(h.params.size(), "parameters");
+    s.weights = r["weights"].digests(h.params.size(), "parameters");
+    s.buffers = read_buffer_digests(r, h);
+    return;
+  }
+  s.grads_digest = r["grads_digest"].digest();
+  s.weights_digest = r["weights_digest"].digest();
+  s.buffers_digest = r["buffers_digest"].digest();
+}
+
+}  // namespace
+
 StepRecord read_step(const Field& r, const TraceHeader& h) {
-  const std::size_t n = h.params.size();
   StepRecord s;
   s.step = r["step"].count();
   s.epoch = r["epoch"].count();
@@ -159,9 +195,7 @@ StepRecord read_step(const Field& r, const TraceHeader& h) {
   s.batch_labels = r["labels"].digest();
   s.loss_bits = r["loss_bits"].float_bits();
   check_float_copy(r["loss"], s.loss_bits, "loss_bits");
-  s.grads = r["grads"].digests(n, "parameters");
-  s.weights = r["weights"].digests(n, "parameters");
-  s.buffers = read_buffer_digests(r, h);
+  read_step_tensors(r, h, s);
   s.optimizer_state = r["optimizer_state"].digest();
   s.seconds = r["seconds"].nonnegative_number();
   return s;
@@ -183,7 +217,7 @@ EpochRecord read_epoch(const Field& r) {
 FinalRecord read_final(const Field& r, const TraceHeader& h) {
   const std::size_t n = h.params.size();
   FinalRecord f;
-  if (h.format_version == kTraceFormatVersionWithStatus) read_end_status(r, f);
+  if (has_status_records(h.format_version)) read_end_status(r, f);
   f.steps = r["steps"].count();
   f.final_loss_bits = r["final_loss_bits"].float_bits();
   check_float_copy(r["final_loss"], f.final_loss_bits, "final_loss_bits");

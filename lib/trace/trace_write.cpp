@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/text_excerpt.h"
 #include "trace/loader_workers.h"
+#include "trace/tensor_digests.h"
 
 namespace ra::audit {
 namespace {
@@ -38,7 +39,7 @@ std::string epoch_text(const EpochRecord& e) {
 }
 
 bool is_v3(const TraceHeader& h) {
-  return h.format_version == kTraceFormatVersionWithStatus;
+  return has_status_records(h.format_version);
 }
 
 // {name, shape}; with the dtype in version 3.
@@ -85,6 +86,7 @@ json header_json(const TraceHeader& h) {
   if (!h.rng_states.is_null()) header["rng_states"] = h.rng_states;
   if (!h.seeded.is_null()) header["seeded"] = h.seeded;
   if (!h.recorder_warnings.empty()) header["recorder_warnings"] = h.recorder_warnings;
+  if (h.tensor_digests) header["tensor_digests"] = to_json(*h.tensor_digests);
   return header;
 }
 
@@ -116,11 +118,17 @@ json step_json(const StepRecord& r, bool v3) {
             {"labels", r.batch_labels.hex()},
             {"loss_bits", bits_hex(r.loss_bits)},
             {"loss", std::bit_cast<float>(r.loss_bits)},
-            {"grads", digests_json(r.grads)},
-            {"weights", digests_json(r.weights)},
             {"optimizer_state", r.optimizer_state.hex()},
             {"seconds", r.seconds}};
-  if (v3) line["buffers"] = digests_json(r.buffers);
+  if (r.per_tensor) {
+    line["grads"] = digests_json(r.grads);
+    line["weights"] = digests_json(r.weights);
+    if (v3) line["buffers"] = digests_json(r.buffers);
+  } else {  // version 4's steps outside the per-tensor plan: one digest per category
+    line["grads_digest"] = r.grads_digest.hex();
+    line["weights_digest"] = r.weights_digest.hex();
+    line["buffers_digest"] = r.buffers_digest.hex();
+  }
   if (r.ops_recorded) {
     json ops = json::array();
     for (const OpRecord& o : r.ops) ops.push_back(op_json(o));

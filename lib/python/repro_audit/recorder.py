@@ -26,6 +26,7 @@ import sys
 import time
 
 from . import cudnn_log
+from . import detail
 from . import device_digest
 from . import digest as digests
 from . import kept_op
@@ -193,16 +194,19 @@ class Recorder:
                    keep_bytes=env.keep_bytes(op_records.DEFAULT_KEEP_BYTES),
                    keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
                             if os.environ.get(kept_op.ENVIRONMENT) else None),
-                   replays=kept_op.replays_from(os.environ))
+                   replays=kept_op.replays_from(os.environ),
+                   tensor_digests=detail.TensorDigestPlan.from_env())
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
                  name=None, names=None, spec=None, trace_ops=None,
                  keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
-                 replays=kept_op.DEFAULT_REPLAYS):
+                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None):
         """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
         None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
         index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
-        step's ops are recorded whatever `trace_ops` says."""
+        step's ops are recorded whatever `trace_ops` says; `tensor_digests`: the level of detail
+        (a detail.TensorDigestPlan, or its text "every:1000,5000:5100"), None for every step per
+        tensor."""
         import torch
 
         env.check_trace_path(path)
@@ -253,6 +257,11 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        if isinstance(tensor_digests, str):
+            tensor_digests = detail.TensorDigestPlan.parse(tensor_digests, "tensor_digests")
+        if tensor_digests is not None and not tensor_digests.all():
+            header["format_version"] = detail.FORMAT_VERSION
+            header["tensor_digests"] = tensor_digests.header()
         if _seeded is not None:
             # torch.initial_seed() is the last seed torch was given: another than
             # seed_everything's says the script seeded torch again after it.

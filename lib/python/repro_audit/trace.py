@@ -9,6 +9,8 @@ The recorder writes version 3: the end record says how the run ended (`status` "
 "failed" with the exception's type in `error`), parameters and buffers carry their dtype and may
 be 0-dim or empty, buffers are recorded; op records (ops.py) when the header has `trace_ops`.
 Readers of versions 1 and 2 only refuse it by its version, so none takes a failed run for whole.
+With a level of detail (detail.py: REPRO_AUDIT_TENSOR_DIGESTS), version 4: the header's
+`tensor_digests` names the steps recorded per tensor, the others hold one digest per category.
 """
 import array
 import json
@@ -16,6 +18,9 @@ import math
 import os
 import stat
 import struct
+
+from . import detail
+from . import digest as digests
 
 FORMAT_VERSION = 3
 COMPLETED, FAILED = "completed", "failed"
@@ -74,6 +79,10 @@ class TraceRecords:
         self.epoch = 0  # the open epoch: the last step's, 0 before any
         self._epochs_written = 0
         self._last = None  # the last step's record
+        # The last step's per-tensor digests (the end record's), whatever its level of detail.
+        self._last_weights, self._last_buffers = None, None
+        detail_plan = header.get("tensor_digests")
+        self._plan = detail.TensorDigestPlan.from_header(detail_plan) if detail_plan else None
         self._seconds = array.array("d")  # 8 bytes a step: the end record's median
         self._epoch_steps = 0
         self._epoch_loss_sum = 0.0
@@ -121,6 +130,9 @@ class TraceRecords:
         for skipped in range(self._epochs_written, epoch):  # epochs without a step: empty records
             self._write_epoch(skipped, 0, 0.0, 0.0)
         record["record"] = "step"
+        self._last_weights, self._last_buffers = record["weights"], record["buffers"]
+        if self._plan is not None and not self._plan.at(record["step"]):
+            detail.per_category(record, digests.digest_of_digests)
         self._write(record)
         self.epoch = epoch
         self.step_count += 1
@@ -156,8 +168,8 @@ class TraceRecords:
                "final_loss": finite_or_none(float32_value(bits)), "eval_loss": None,
                "eval_accuracy": None, "median_step_seconds": median(self._seconds),
                "total_seconds": total_seconds, "recording_seconds": recording_seconds,
-               "weights": list(last["weights"] if last else self.initial_weights),
-               "buffers": list(last["buffers"] if last else self.initial_buffers),
+               "weights": list(self._last_weights if last else self.initial_weights),
+               "buffers": list(self._last_buffers if last else self.initial_buffers),
                "status": FAILED if error else COMPLETED,
                **({"loader_workers": loader_workers} if loader_workers else {})}
         if error:

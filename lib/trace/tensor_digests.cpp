@@ -1,0 +1,111 @@
+#include "trace/tensor_digests.h"
+
+#include <charconv>
+
+#include "core/error.h"
+#include "core/printable.h"
+
+namespace ra::audit {
+namespace {
+
+[[noreturn]] void malformed(const std::string& value) {
+  throw InputError("--tensor-digests: '" + printable(value) +
+                   "' is not a level of detail (all, none, every:K, or a step window A:B, A: "
+                   "or N)");
+}
+
+std::int64_t number(const std::string& part, const std::string& value) {
+  std::int64_t n = 0;
+  const char* end = part.data() + part.size();
+  const auto [ptr, ec] = std::from_chars(part.data(), end, n);
+  if (part.empty() || ec != std::errc{} || ptr != end || n < 0) malformed(value);
+  return n;
+}
+
+OpWindow window(const std::string& value) {
+  OpWindow w;
+  const auto colon = value.find(':');
+  if (colon == std::string::npos) {
+    w.first = number(value, value);
+    if (w.first == INT64_MAX) malformed(value);
+    w.last = w.first + 1;
+    return w;
+  }
+  w.first = number(value.substr(0, colon), value);
+  if (colon + 1 < value.size()) {
+    w.last = number(value.substr(colon + 1), value);
+    if (*w.last <= w.first) {
+      throw InputError("--tensor-digests: the window " + printable(value) +
+                       " holds no step (B must be greater than A)");
+    }
+  }
+  return w;
+}
+
+std::string window_text(const OpWindow& w) {
+  return std::to_string(w.first) + ":" + (w.last ? std::to_string(*w.last) : "");
+}
+
+}  // namespace
+
+TensorDigestPlan parse_tensor_digest_plan(const std::vector<std::string>& values) {
+  TensorDigestPlan plan;
+  bool none = false, all = false;
+  for (const std::string& v : values) {
+    if (v == "all") {
+      all = true;
+    } else if (v == "none") {
+      none = true;
+    } else if (v.rfind("every:", 0) == 0) {
+      const std::int64_t k = number(v.substr(6), v);
+      if (k < 1) {
+        throw InputError("--tensor-digests: '" + printable(v) + "': K must be at least 1");
+      }
+      if (plan.every && *plan.every != k) {
+        throw InputError("--tensor-digests: every:" + std::to_string(*plan.every) + " and " +
+                         printable(v) + " both given: name one period");
+      }
+      plan.every = k;
+    } else {
+      plan.windows.push_back(window(v));
+    }
+  }
+  if (none && (all || plan.every || !plan.windows.empty())) {
+    throw InputError("--tensor-digests: none excludes every other value");
+  }
+  if (all) return TensorDigestPlan{1, {}};
+  return plan;
+}
+
+std::string to_string(const TensorDigestPlan& plan) {
+  if (plan.all()) return "all";
+  std::string out = plan.every ? "every:" + std::to_string(*plan.every) : "";
+  for (const OpWindow& w : plan.windows) {
+    if (!out.empty()) out += ',';
+    out += window_text(w);
+  }
+  return out.empty() ? "none" : out;
+}
+
+nlohmann::json to_json(const TensorDigestPlan& plan) {
+  nlohmann::json windows = nlohmann::json::array();
+  for (const OpWindow& w : plan.windows) {
+    windows.push_back(
+        {{"first", w.first}, {"last", w.last ? nlohmann::json(*w.last) : nlohmann::json()}});
+  }
+  return {{"every", plan.every ? nlohmann::json(*plan.every) : nlohmann::json()},
+          {"windows", windows}};
+}
+
+Digest128 category_digest(const std::vector<Digest128>& tensors) {
+  std::string text;
+  text.reserve(tensors.size() * 33);
+  for (const Digest128& d : tensors) {
+    if (!text.empty()) text.push_back('\n');
+    text += d.hex();
+  }
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
+                      text.size());
+}
+
+}  // namespace ra::audit
