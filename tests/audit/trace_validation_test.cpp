@@ -242,14 +242,15 @@ TEST_CASE("the spec digest must be the spec's", "[audit][trace]") {
   }
 }
 
-TEST_CASE("format_version must be exactly the integer 1, 2 or 3", "[audit][trace]") {
+TEST_CASE("format_version must be exactly the integer 1, 2, 3 or 4", "[audit][trace]") {
   const auto with_version = [](json v) {
     return edited(kHeader, [&](json& r) { r["format_version"] = v; });
   };
   require_rejected(with_version(1.0), kHeader, "format_version", "found the number 1.0");
   require_rejected(with_version("1"), kHeader, "format_version", "found the string \"1\"");
   require_rejected(with_version(true), kHeader, "format_version", "found true");
-  require_rejected(with_version(4), kHeader, "format_version", "trace format version 4");
+  require_rejected(with_version(5), kHeader, "format_version", "trace format version 5");
+  require_rejected(with_version(0), kHeader, "format_version", "trace format version 0");
   require_rejected(with_version(json::array({1})), kHeader, "format_version", "found an array");
 }
 

@@ -138,3 +138,39 @@ TEST_CASE("a divergence without op records says the command that names the op, w
   CHECK_THAT(localised.out, Contains("root cause: outside the traced ops, step 2"));
   CHECK_THAT(localised.out, !Contains("next step:"));
 }
+
+TEST_CASE("a divergence at a step recorded per category: the next step names the tensor",
+          "[cli][usability][detail]") {
+  TempDir dir;
+  const std::string spec = write_spec(dir);
+  const fs::path out = dir.path() / "out";
+  // Per tensor at steps 0 and 3 only (trace format version 4); the fault is at step 2.
+  const auto diverged = run_cli(
+      "run " + spec + " --runs 2 --tensor-digests every:3 --out " + quoted(out) +
+      " --inject-fault run=1,step=2,tensor=dense_0.weight --json " + quoted(dir.path() / "r.json"));
+  INFO(diverged.err);
+  REQUIRE(diverged.exit_code == 1);
+  CHECK_THAT(diverged.out, Contains("first divergence: step 2 (epoch 0, batch 2), weights (one "
+                                    "digest for all of them at this step)"));
+  CHECK_THAT(diverged.out, Contains("--tensor-digests every:3"));
+  CHECK_THAT(diverged.out, Contains("--trace-ops 2:3 --tensor-digests 2:3 --out"));
+  const auto trace = read_text(out / "run-000.trace.jsonl");
+  CHECK_THAT(trace, Contains("\"format_version\":4"));
+  CHECK_THAT(trace, Contains("\"weights_digest\""));
+  const auto report = nlohmann::json::parse(read_text(dir.path() / "r.json"));
+  CHECK(report["first_divergence"]["per_category"] == true);
+  CHECK(report["first_divergence"]["tensor"].is_null());
+  CHECK(nlohmann::json::parse(read_text(out / "audit.json"))["tensor_digests"] == "every:3");
+  // The next step, run as printed: the tensor and the root cause are named.
+  const std::string command = report["next_step"]["command"];
+  const auto named = run_cli(command.substr(std::string("repro-audit ").size()));
+  INFO(named.err);
+  CHECK(named.exit_code == 1);
+  CHECK_THAT(named.out, Contains("weights of dense_0.weight"));
+  CHECK_THAT(named.out, Contains("root cause: outside the traced ops, step 2"));
+  // --resume of the first folder with another plan is refused, naming it.
+  const auto other = run_cli("run " + spec + " --runs 3 --tensor-digests every:5 --resume --out " +
+                             quoted(out) + " --inject-fault run=1,step=2,tensor=dense_0.weight");
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Contains("--tensor-digests"));
+}
