@@ -9,6 +9,7 @@ made, before the training, never written.
     REPRO_AUDIT_ID          the audit's id, 32 lowercase hex digits
     REPRO_AUDIT_KEEP_BYTES  the budget of kept outputs, an integer in [0, 2^30] (1 GiB)
     REPRO_AUDIT_TRACE_OPS   the op window (ops.parse_window)
+    REPRO_AUDIT_TENSOR_DIGESTS  the level of detail (detail.TensorDigestPlan)
 """
 import os
 import re
