@@ -1,12 +1,15 @@
 #pragma once
-// An Ops that forwards every call to another backend. Decorators derive from it and override
-// only what they observe: TimingOps (train/op_timer.h) times the ops, tests count calls or stand
-// in for a device backend. One list of forwards, so an Ops signature change is made here once.
-// Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
-// conv2d_backward_maxpool) are not forwarded whole: the default calls their parts through the
-// decorator, so a decorator observing the parts sees them (and a training run through one takes
-// the unfused paths: tests compare it with the plain backend bit for bit). A decorator that wants
-// the backend's fused version forwards it through inner().
+// An Ops that forwards every call to another backend. Each op call becomes one generic call record
+// (backend/op_call.h: its row of the op table, mode, buffers and the call itself) handed to one
+// hook, observe(): the op recorder (record/op_recorder.h) and bench's timer (train/op_timer.h)
+// override that alone; tests may also override single ops to count calls or stand in for a device
+// backend. One list of forwards (forwarding_ops.cpp), so an Ops signature change is made there
+// once. Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
+// conv2d_backward_maxpool) are not forwarded whole unless a decorator asks for them whole
+// (observe_composites_whole): the default calls their parts through the decorator, so a decorator
+// observing the parts sees them (and a training run through one takes the unfused paths: tests
+// compare it with the plain backend bit for bit).
+#include "backend/op_call.h"
 #include "backend/ops.h"
 
 namespace ra::backend {
@@ -46,88 +49,72 @@ class ForwardingOps : public Ops {
     return inner_->fuses_conv_maxpool(g, pool);
   }
 
+  // The ops: each is described as one OpCall and handed to observe(), whose default runs it.
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                      Activation act, float* y) override {
-    inner_->conv2d_forward(g, x, w, bias, act, y);
-  }
+                      Activation act, float* y) override;
   void conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
-                            const float* relu_gate, float* dx, KernelMode mode) override {
-    inner_->conv2d_backward_data(g, dy, w, relu_gate, dx, mode);
-  }
+                            const float* relu_gate, float* dx, KernelMode mode) override;
   void conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                              KernelMode mode) override {
-    inner_->conv2d_backward_filter(g, x, dy, dw, mode);
-  }
+                              KernelMode mode) override;
   void conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
-                            KernelMode mode) override {
-    inner_->conv2d_backward_bias(g, dy, db, mode);
-  }
+                            KernelMode mode) override;
+  void conv2d_backward_filter_bias(const ConvGeometry& g, const float* x, const float* dy,
+                                   float* dw, float* db, KernelMode filter_mode,
+                                   KernelMode bias_mode) override;
   void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* bias,
-                     Activation act, float* y) override {
-    inner_->dense_forward(g, x, w, bias, act, y);
-  }
+                     Activation act, float* y) override;
   void dense_backward_data(const DenseGeometry& g, const float* dy, const float* w, float* dx,
-                           KernelMode mode) override {
-    inner_->dense_backward_data(g, dy, w, dx, mode);
-  }
+                           KernelMode mode) override;
   void dense_backward_weight(const DenseGeometry& g, const float* x, const float* dy, float* dw,
-                             KernelMode mode) override {
-    inner_->dense_backward_weight(g, x, dy, dw, mode);
-  }
+                             KernelMode mode) override;
   void dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,
-                           KernelMode mode) override {
-    inner_->dense_backward_bias(g, dy, db, mode);
-  }
+                           KernelMode mode) override;
   void maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
-                         std::int32_t* argmax) override {
-    inner_->maxpool2d_forward(g, x, y, argmax);
-  }
+                         std::int32_t* argmax) override;
   void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
-                          const float* relu_gate, float* dx, KernelMode mode) override {
-    inner_->maxpool2d_backward(g, dy, argmax, relu_gate, dx, mode);
-  }
-  void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override {
-    inner_->activation_forward(act, count, x, y);
-  }
+                          const float* relu_gate, float* dx, KernelMode mode) override;
+  void conv2d_forward_maxpool(const ConvGeometry& g, const float* x, const float* w,
+                              const float* bias, Activation act, const PoolGeometry& pool,
+                              float* conv_out, float* y, std::int32_t* argmax) override;
+  void conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeometry& pool,
+                               const MaxPoolGradient& pooled, const float* x, const float* w,
+                               const float* relu_gate, float* conv_dy, float* dx, float* dw,
+                               float* db, const ConvPoolBackwardModes& modes) override;
+  void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
-                           float* dx) override {
-    inner_->activation_backward(act, count, y, dy, dx);
-  }
+                           float* dx) override;
   void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
                        rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
-                       std::uint8_t* mask) override {
-    inner_->dropout_forward(count, drop_threshold, scale, key, draw, x, y, mask);
-  }
+                       std::uint8_t* mask) override;
   void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
-                        float* dx) override {
-    inner_->dropout_backward(count, scale, mask, dy, dx);
-  }
-  std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override {
-    return inner_->digest(tensors);
-  }
+                        float* dx) override;
+  std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
-                        const float* grad, float* s0, float* s1) override {
-    inner_->optimizer_update(rule, count, value, grad, s0, s1);
-  }
+                        const float* grad, float* s0, float* s1) override;
   bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
                                  const float* grad, float* s0, float* s1,
-                                 const optim::ChunkDigestTargets& digests) override {
-    return inner_->optimizer_update_digested(rule, count, value, grad, s0, s1, digests);
-  }
+                                 const optim::ChunkDigestTargets& digests) override;
   float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
-                              float* dlogits, KernelMode mode) override {
-    return inner_->softmax_cross_entropy(n, classes, logits, labels, dlogits, mode);
-  }
+                              float* dlogits, KernelMode mode) override;
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
-                           float* dpred, KernelMode mode) override {
-    return inner_->mean_squared_error(n, classes, pred, labels, dpred, mode);
-  }
+                           float* dpred, KernelMode mode) override;
+
+  // Hands `call` to this decorator's hook: the path of every op above, and of an op described
+  // outside backend::Ops (docs/ops.md's worked example builds its toy op's call so in a test).
+  void dispatch(const OpCall& call) { observe(call); }
 
  protected:
   Ops& inner() const noexcept { return *inner_; }
+  // The one hook: every op call made through this decorator, described. The default runs it.
+  virtual void observe(const OpCall& call) { call.run(); }
+  // Whether the composite ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
+  // conv2d_backward_maxpool) reach observe() whole, run by the inner backend (its fused passes),
+  // rather than as Ops' defaults whose parts each reach it (the default; see the top).
+  void observe_composites_whole(bool whole) noexcept { composites_whole_ = whole; }
 
  private:
   Ops* inner_;
+  bool composites_whole_ = false;
 };
 
 }  // namespace ra::backend

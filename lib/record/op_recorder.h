@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -62,54 +63,9 @@ class OpRecorder final : public backend::ForwardingOps {
 
   void enter_layer(const std::string& name) override;
 
-  void conv2d_forward(const backend::ConvGeometry& g, const float* x, const float* w,
-                      const float* bias, backend::Activation act, float* y) override;
-  void conv2d_backward_data(const backend::ConvGeometry& g, const float* dy, const float* w,
-                            const float* relu_gate, float* dx, backend::KernelMode mode) override;
-  void conv2d_backward_filter(const backend::ConvGeometry& g, const float* x, const float* dy,
-                              float* dw, backend::KernelMode mode) override;
-  void conv2d_backward_bias(const backend::ConvGeometry& g, const float* dy, float* db,
-                            backend::KernelMode mode) override;
-  void dense_forward(const backend::DenseGeometry& g, const float* x, const float* w,
-                     const float* bias, backend::Activation act, float* y) override;
-  void dense_backward_data(const backend::DenseGeometry& g, const float* dy, const float* w,
-                           float* dx, backend::KernelMode mode) override;
-  void dense_backward_weight(const backend::DenseGeometry& g, const float* x, const float* dy,
-                             float* dw, backend::KernelMode mode) override;
-  void dense_backward_bias(const backend::DenseGeometry& g, const float* dy, float* db,
-                           backend::KernelMode mode) override;
-  void maxpool2d_forward(const backend::PoolGeometry& g, const float* x, float* y,
-                         std::int32_t* argmax) override;
-  void maxpool2d_backward(const backend::PoolGeometry& g, const float* dy,
-                          const std::int32_t* argmax, const float* relu_gate, float* dx,
-                          backend::KernelMode mode) override;
-  void activation_forward(backend::Activation act, std::int64_t count, const float* x,
-                          float* y) override;
-  void activation_backward(backend::Activation act, std::int64_t count, const float* y,
-                           const float* dy, float* dx) override;
-  void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
-                       rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
-                       std::uint8_t* mask) override;
-  void dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask, const float* dy,
-                        float* dx) override;
-  void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
-                        const float* grad, float* s0, float* s1) override;
-  bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,
-                                 const float* grad, float* s0, float* s1,
-                                 const optim::ChunkDigestTargets& digests) override;
-  float softmax_cross_entropy(int n, int classes, const float* logits, const std::int32_t* labels,
-                              float* dlogits, backend::KernelMode mode) override;
-  float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
-                           float* dpred, backend::KernelMode mode) override;
-
-  // One buffer an op reads or writes: `count` elements of `dtype` at `data`, in backend memory,
-  // or in host memory when `host` (a loss value, returned to the caller).
-  struct Region {
-    DType dtype = DType::f32;
-    const void* data = nullptr;
-    std::int64_t count = 0;
-    bool host = false;
-  };
+  // One buffer an op reads or writes (backend/op_call.h): in backend memory, or in host memory
+  // when `host` (a loss value, returned to the caller).
+  using Region = backend::OpRegion;
   // A host copy of a region's bytes, and a write of them back.
   std::vector<unsigned char> read(const Region& region);
   void write(const Region& region, const std::vector<unsigned char>& bytes);
@@ -146,15 +102,20 @@ class OpRecorder final : public backend::ForwardingOps {
     OpRecord record;
     std::chrono::steady_clock::time_point started;
   };
-  Open open(const char* op, const char* mode, std::string ledger_key,
+  // Every op call (backend/forwarding_ops.h): forwarded, and recorded when the step is in the
+  // window and the op has a record (core/op_table.h).
+  void observe(const backend::OpCall& call) override;
+  Open open(std::string_view op, const char* mode, std::string ledger_key,
             const std::vector<Region>& inputs);
   void close(Open& call, const std::vector<Region>& outputs);
   // Records one op: open, `compute` (through the replay hook when set), close.
-  void record(const char* op, const char* mode, std::string ledger_key,
+  void record(std::string_view op, const char* mode, std::string ledger_key,
               const std::vector<Region>& inputs, const std::vector<Region>& outputs,
-              const std::function<void()>& compute);
+              const backend::OpRun& compute);
   void run_hook(const Open& call, const std::vector<Region>& inputs,
-                const std::vector<Region>& outputs, const std::function<void()>& compute);
+                const std::vector<Region>& outputs, const backend::OpRun& compute);
+  // The dropout's call as two records: its mask, then the dropout (op_recorder.cpp).
+  void record_dropout(const backend::OpCall& call);
 
   // The layer an op's record names: the announced one, the pool's for a conv + pool pair.
   const std::string& records_layer(std::string_view op) const;

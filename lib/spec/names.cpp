@@ -1,6 +1,7 @@
 // String names of the spec's enumerations, as written in spec files and reports.
 #include <string_view>
 
+#include "core/op_table.h"
 #include "spec/spec.h"
 
 namespace ra::spec {
@@ -98,26 +99,37 @@ const char* to_string(KernelMode m) {
   }
   return "?";
 }
-const char* to_string(ReducingOp op) {
+namespace {
+
+// The row of the op table (core/op_table.h) whose "determinism.ops" key names each ReducingOp (the
+// losses share one key, "loss").
+OpId table_row(ReducingOp op) {
   switch (op) {
     case ReducingOp::conv2d_backward_filter:
-      return "conv2d.backward_filter";
+      return OpId::conv2d_backward_filter;
     case ReducingOp::conv2d_backward_bias:
-      return "conv2d.backward_bias";
+      return OpId::conv2d_backward_bias;
     case ReducingOp::conv2d_backward_data:
-      return "conv2d.backward_data";
+      return OpId::conv2d_backward_data;
     case ReducingOp::dense_backward_weight:
-      return "dense.backward_weight";
+      return OpId::dense_backward_weight;
     case ReducingOp::dense_backward_bias:
-      return "dense.backward_bias";
+      return OpId::dense_backward_bias;
     case ReducingOp::dense_backward_data:
-      return "dense.backward_data";
+      return OpId::dense_backward_data;
     case ReducingOp::maxpool2d_backward:
-      return "maxpool2d.backward";
+      return OpId::maxpool2d_backward;
     case ReducingOp::loss:
-      return "loss";
+      return OpId::softmax_cross_entropy;
   }
-  return "?";
+  return OpId::softmax_cross_entropy;
+}
+
+}  // namespace
+
+const char* to_string(ReducingOp op) {
+  // The table's names are string literals, so their views end in a NUL.
+  return op_info(table_row(op)).spec_key.data();
 }
 
 std::optional<KernelMode> kernel_mode_from_string(std::string_view s) {

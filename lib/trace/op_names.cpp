@@ -1,48 +1,21 @@
 #include "trace/op_names.h"
 
-#include <map>
+#include <span>
+#include <string_view>
 #include <vector>
+
+#include "core/op_table.h"
 
 namespace ra::audit {
 namespace {
 
-struct Names {
-  std::vector<const char*> in, out;
-};
-
-// Optional inputs (a bias, a relu gate, optimizer state) are recorded only when present, so the
-// positions after them shift; they come last in every op that has them.
-const std::map<std::string, Names>& table() {
-  static const std::map<std::string, Names> names{
-      {"batch", {{}, {"sample indices", "images", "labels"}}},
-      {"conv2d.forward", {{"x", "weight", "bias"}, {"y"}}},
-      {"conv2d.backward_data", {{"dy", "weight", "relu gate"}, {"dx"}}},
-      {"conv2d.backward_filter", {{"x", "dy"}, {"dw"}}},
-      {"conv2d.backward_bias", {{"dy"}, {"db"}}},
-      {"dense.forward", {{"x", "weight", "bias"}, {"y"}}},
-      {"dense.backward_data", {{"dy", "weight"}, {"dx"}}},
-      {"dense.backward_weight", {{"x", "dy"}, {"dw"}}},
-      {"dense.backward_bias", {{"dy"}, {"db"}}},
-      {"maxpool2d.forward", {{"x"}, {"y", "argmax"}}},
-      {"maxpool2d.backward", {{"dy", "argmax", "relu gate"}, {"dx"}}},
-      {"activation.forward", {{"x"}, {"y"}}},
-      {"activation.backward", {{"y", "dy"}, {"dx"}}},
-      {"dropout_mask", {{"stream (key, step, rate, count)"}, {"mask"}}},
-      {"dropout.forward", {{"x", "mask"}, {"y"}}},
-      {"dropout.backward", {{"mask", "dy"}, {"dx"}}},
-      {"optimizer.update",
-       {{"value", "gradient", "state 0", "state 1"}, {"value", "state 0", "state 1"}}},
-      {"softmax_cross_entropy", {{"logits", "labels"}, {"loss value", "dlogits"}}},
-      {"mean_squared_error", {{"prediction", "labels"}, {"loss value", "dprediction"}}},
-  };
-  return names;
-}
-
 std::string name_at(const std::string& op, std::size_t index, bool input) {
-  const auto it = table().find(op);
-  if (it != table().end()) {
-    const std::vector<const char*>& list = input ? it->second.in : it->second.out;
-    if (index < list.size()) return list[index];
+  // Optional inputs (a bias, a relu gate, optimizer state) are recorded only when present, so the
+  // positions after them shift; they come last in every op that has them (core/op_table.h).
+  if (const OpInfo* row = find_recorded_op(op)) {
+    const auto& names = input ? std::span<const std::string_view>(row->inputs)
+                              : std::span<const std::string_view>(row->outputs);
+    if (index < names.size() && !names[index].empty()) return std::string(names[index]);
   }
   return std::string(input ? "input " : "output ") + std::to_string(index);
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The names of the inputs and outputs of each recorded op, in the order of its record's digests
-// (record/op_recorder.cpp writes them in this order; docs/trace-format.md lists them), for reports.
+// The names of the inputs and outputs of each recorded op, in the order of its record's digests,
+// for reports: those of its row of the op table (core/op_table.h; the op recorder writes the
+// digests in that order, docs/trace-format.md lists them).
 #include <cstddef>
 #include <string>
 
