@@ -30,17 +30,6 @@ Digest128 combine(const std::vector<Digest128>& parts) {
                       parts.size() * sizeof(Digest128));
 }
 
-// A step recorded with one digest per category (a level of detail, trace/tensor_digests.h).
-void record_per_category(StepRecord& r) {
-  r.per_tensor = false;
-  r.grads_digest = category_digest(r.grads);
-  r.weights_digest = category_digest(r.weights);
-  r.buffers_digest = category_digest(r.buffers);
-  r.grads.clear();
-  r.weights.clear();
-  r.buffers.clear();
-}
-
 }  // namespace
 
 Recorder::Recorder(TraceHeader header, int digest_threads, std::filesystem::path trace_file)
@@ -170,7 +159,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   }
   r.optimizer_state = combine(state_digests);
   if (const auto& plan = trace_.header.tensor_digests; plan && !plan->at(r.step)) {
-    record_per_category(r);  // the level of detail
+    keep_category_digests(r);  // the level of detail
   }
   start_file();
   if (file_) {

@@ -10,12 +10,13 @@
 namespace ra::audit {
 namespace {
 
-std::int64_t step_number(const std::string& part, const std::string& text) {
+std::int64_t step_number(const std::string& part, const std::string& text,
+                         const std::string& option) {
   std::int64_t n = 0;
   const char* end = part.data() + part.size();
   const auto [ptr, ec] = std::from_chars(part.data(), end, n);
   if (part.empty() || ec != std::errc{} || ptr != end || n < 0) {
-    throw InputError("--trace-ops: '" + printable(text) +
+    throw InputError(option + ": '" + printable(text) +
                      "' is not a step window (N, A:B, A: or all; N, A and B step numbers)");
   }
   return n;
@@ -23,23 +24,23 @@ std::int64_t step_number(const std::string& part, const std::string& text) {
 
 }  // namespace
 
-OpWindow parse_op_window(const std::string& text) {
+OpWindow parse_op_window(const std::string& text, const std::string& option) {
   if (text == "all") return OpWindow{};
   const auto colon = text.find(':');
   OpWindow w;
   if (colon == std::string::npos) {  // "N": step N alone, N:N+1 (what a first try writes)
-    w.first = step_number(text, text);
+    w.first = step_number(text, text, option);
     if (w.first == std::numeric_limits<std::int64_t>::max()) {
-      throw InputError("--trace-ops: step " + text + " is past the last step a trace can hold");
+      throw InputError(option + ": step " + text + " is past the last step a trace can hold");
     }
     w.last = w.first + 1;
     return w;
   }
-  w.first = step_number(text.substr(0, colon), text);
+  w.first = step_number(text.substr(0, colon), text, option);
   if (colon + 1 < text.size()) {
-    w.last = step_number(text.substr(colon + 1), text);
+    w.last = step_number(text.substr(colon + 1), text, option);
     if (*w.last <= w.first) {
-      throw InputError("--trace-ops: the window " + printable(text) +
+      throw InputError(option + ": the window " + printable(text) +
                        " holds no step (B must be greater than A)");
     }
   }

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "trace/op_window.h"
 
 namespace ra::audit {
 namespace {
@@ -20,26 +21,6 @@ std::int64_t number(const std::string& part, const std::string& value) {
   const auto [ptr, ec] = std::from_chars(part.data(), end, n);
   if (part.empty() || ec != std::errc{} || ptr != end || n < 0) malformed(value);
   return n;
-}
-
-OpWindow window(const std::string& value) {
-  OpWindow w;
-  const auto colon = value.find(':');
-  if (colon == std::string::npos) {
-    w.first = number(value, value);
-    if (w.first == INT64_MAX) malformed(value);
-    w.last = w.first + 1;
-    return w;
-  }
-  w.first = number(value.substr(0, colon), value);
-  if (colon + 1 < value.size()) {
-    w.last = number(value.substr(colon + 1), value);
-    if (*w.last <= w.first) {
-      throw InputError("--tensor-digests: the window " + printable(value) +
-                       " holds no step (B must be greater than A)");
-    }
-  }
-  return w;
 }
 
 std::string window_text(const OpWindow& w) {
@@ -67,13 +48,14 @@ TensorDigestPlan parse_tensor_digest_plan(const std::vector<std::string>& values
       }
       plan.every = k;
     } else {
-      plan.windows.push_back(window(v));
+      plan.windows.push_back(parse_op_window(v, "--tensor-digests"));
     }
   }
   if (none && (all || plan.every || !plan.windows.empty())) {
     throw InputError("--tensor-digests: none excludes every other value");
   }
-  if (all) return TensorDigestPlan{1, {}};
+  // No value is the default: every step per tensor.
+  if (all || values.empty()) return TensorDigestPlan{1, {}};
   return plan;
 }
 
@@ -95,6 +77,16 @@ nlohmann::json to_json(const TensorDigestPlan& plan) {
   }
   return {{"every", plan.every ? nlohmann::json(*plan.every) : nlohmann::json()},
           {"windows", windows}};
+}
+
+void keep_category_digests(StepRecord& r) {
+  r.per_tensor = false;
+  r.grads_digest = category_digest(r.grads);
+  r.weights_digest = category_digest(r.weights);
+  r.buffers_digest = category_digest(r.buffers);
+  r.grads.clear();
+  r.weights.clear();
+  r.buffers.clear();
 }
 
 Digest128 category_digest(const std::vector<Digest128>& tensors) {

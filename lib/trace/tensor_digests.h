@@ -16,7 +16,8 @@
 namespace ra::audit {
 
 // The --tensor-digests values, each "all", "none", "every:K" (K >= 1) or a step window ("A:B",
-// "A:", "N", as --trace-ops takes); the plan is their union. InputError naming a malformed value.
+// "A:", "N", as --trace-ops takes); the plan is their union, and no value at all is "all" (the
+// options' default). InputError naming a malformed value.
 TensorDigestPlan parse_tensor_digest_plan(const std::vector<std::string>& values);
 // The same values back, joined by commas ("every:1000,5000:5100", "all", "none"): what the
 // PyTorch recorder reads from REPRO_AUDIT_TENSOR_DIGESTS and what a re-run command repeats.
@@ -28,5 +29,8 @@ nlohmann::json to_json(const TensorDigestPlan& plan);
 // joined by newlines, as u8 bytes (the PyTorch recorder's digest_of_digests). A step recorded per
 // category holds it; a step recorded per tensor gives it by this function, so the two compare.
 Digest128 category_digest(const std::vector<Digest128>& tensors);
+// A step recorded per tensor made one recorded per category: its gradients', weights' and
+// buffers' category digests kept, their lists dropped.
+void keep_category_digests(StepRecord& r);
 
 }  // namespace ra::audit

@@ -124,11 +124,11 @@ TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audi
     REQUIRE(r.err.find("mid.trace.jsonl") != std::string::npos);
   }
   SECTION("version mismatch") {
-    std::string v4 = text;
-    v4.replace(v4.find("\"format_version\":1"), 18, "\"format_version\":4");
-    const auto r = run_cli("compare " + q(dir.write("v4.trace.jsonl", v4)) + " " + other);
+    std::string v5 = text;
+    v5.replace(v5.find("\"format_version\":1"), 18, "\"format_version\":5");
+    const auto r = run_cli("compare " + q(dir.write("v5.trace.jsonl", v5)) + " " + other);
     REQUIRE(r.exit_code == 2);
-    REQUIRE(r.err.find("format version 4; this tool reads versions 1, 2 and 3") !=
+    REQUIRE(r.err.find("format version 5; this tool reads versions 1, 2, 3 and 4") !=
             std::string::npos);
   }
   SECTION("garbage") {

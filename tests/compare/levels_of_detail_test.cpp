@@ -20,13 +20,7 @@ void record_with_detail(Trace& t, const TensorDigestPlan& plan) {
   t.header.format_version = kTraceFormatVersionWithDetail;
   t.header.tensor_digests = plan;
   for (StepRecord& r : t.steps) {
-    if (plan.at(r.step)) continue;
-    r.per_tensor = false;
-    r.grads_digest = category_digest(r.grads);
-    r.weights_digest = category_digest(r.weights);
-    r.buffers_digest = category_digest(r.buffers);
-    r.grads.clear();
-    r.weights.clear();
+    if (!plan.at(r.step)) keep_category_digests(r);
   }
 }
 

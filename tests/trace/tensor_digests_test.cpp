@@ -120,7 +120,7 @@ TEST_CASE("tensor digest plans: every:K, windows, all and none, as the options w
       to_json(plan) ==
       json::parse(R"({"every":1000,"windows":[{"first":5000,"last":5100},{"first":7,"last":8}]})"));
 
-  CHECK(parse_tensor_digest_plan({}).all() == false);  // no value: nothing given (the CLI: all)
+  CHECK(parse_tensor_digest_plan({}).all());  // no --tensor-digests: the default, every step
   CHECK(parse_tensor_digest_plan({"all"}).all());
   CHECK(parse_tensor_digest_plan({"every:1"}).all());
   CHECK(parse_tensor_digest_plan({"0:"}).all());
@@ -134,7 +134,8 @@ TEST_CASE("tensor digest plans: every:K, windows, all and none, as the options w
   CHECK_THROWS_WITH(parse_tensor_digest_plan({"every:2", "every:3"}), Contains("name one period"));
   CHECK_THROWS_WITH(parse_tensor_digest_plan({"none", "5"}), Contains("none excludes"));
   CHECK_THROWS_WITH(parse_tensor_digest_plan({"5:5"}), Contains("holds no step"));
-  CHECK_THROWS_WITH(parse_tensor_digest_plan({"often"}), Contains("'often' is not a level"));
+  CHECK_THROWS_WITH(parse_tensor_digest_plan({"often"}),
+                    Contains("--tensor-digests: 'often' is not a step window"));
   CHECK_THROWS_WITH(parse_tensor_digest_plan({"every:-1"}), Contains("is not a level"));
 }
 
