@@ -12,10 +12,12 @@ std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const Re
   if (other.weights != reference.weights) out.push_back({"weights", ""});
   if (other.optimizer_state != reference.optimizer_state) out.push_back({"optimizer_state", ""});
   if (other.schedule != reference.schedule) out.push_back({"schedule", ""});
-  for (const auto& [name, d] : reference.rng_streams) {
+  for (const auto& stream : reference.rng_streams) {
     const auto it = std::find_if(other.rng_streams.begin(), other.rng_streams.end(),
-                                 [&](const auto& s) { return s.first == name; });
-    if (it == other.rng_streams.end() || it->second != d) out.push_back({"rng_stream", name});
+                                 [&](const auto& s) { return s.first == stream.first; });
+    if (it == other.rng_streams.end() || it->second != stream.second) {
+      out.push_back({"rng_stream", stream.first});
+    }
   }
   if (other.next_batch != reference.next_batch) out.push_back({"next_batch", ""});
   return out;
