@@ -102,6 +102,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
                  {"batches", o.snapshots.batches}};
   m.fault = fault_json(o.fault);
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
+  m.interrupt_at = o.interrupt_at;
   if (o.algorithm_pins) {
     nlohmann::json pins = nlohmann::json::array();
     for (const backend::AlgorithmPin& p : o.algorithm_pins->pins) {

@@ -49,6 +49,7 @@ struct AuditManifest {
   nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
   nlohmann::json fault;        // the test-only fault injection, or null
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
+  std::vector<std::int64_t> interrupt_at;  // --interrupt-at's steps, ascending (docs/resume.md)
   // What the verdict expects, decided once for the audit (--expect, else the command's default):
   // "identical" (exit 1 unless the same-seed runs are bitwise identical), "any" (never exit 1),
   // or "when-deterministic" (identical when every run ran every reducing op deterministic: run's

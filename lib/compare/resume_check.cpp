@@ -36,7 +36,14 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
                                          const std::vector<Divergence>& divergences) {
   std::vector<ResumeVerdict> out;
   if (traces.empty()) return out;
+  const TraceHeader& reference = traces[0].header;
   for (std::size_t i = 1; i < traces.size(); ++i) {
+    // Only a run of the reference's seeds can be expected to be the reference resumed.
+    const TraceHeader& h = traces[i].header;
+    if (h.seed_init != reference.seed_init || h.seed_data != reference.seed_data ||
+        h.seed_dropout != reference.seed_dropout) {
+      continue;
+    }
     for (const ResumePoint& p : traces[i].resume_points) {
       if (!p.resumed) continue;
       ResumeVerdict v;
@@ -45,8 +52,8 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
       v.checkpoint_bytes = p.checkpoint_bytes;
       v.write_seconds = p.write_seconds;
       v.read_seconds = p.read_seconds;
-      if (const ResumePoint* reference = passed_point(traces[0], p.step)) {
-        v.differing = differing_pieces(reference->state, p.state);
+      if (const ResumePoint* passed = passed_point(traces[0], p.step)) {
+        v.differing = differing_pieces(passed->state, p.state);
       } else {
         v.compared = false;
       }

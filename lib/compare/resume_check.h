@@ -38,7 +38,8 @@ struct ResumeVerdict {
   double write_seconds = 0.0, read_seconds = 0.0;
 };
 
-// Every resumed point of traces[1..] against traces[0], the uninterrupted reference; with the
+// Every resumed point of traces[1..] of traces[0]'s seeds against traces[0], the uninterrupted
+// reference (runs of other seeds are not its resumption and get no verdict); with the
 // comparison's divergences (category firsts, overall first) for the divergence that follows.
 std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
                                          const std::vector<Divergence>& divergences);
