@@ -120,6 +120,11 @@ TEST_CASE("a kill -9 while a checkpoint is written or restored leaves an audit -
     const std::string audit = "run " + kSpec + " --runs 2 --interrupt-at 10 --out " + out;
     const auto killed = run_cli(audit + " --test-kill-at " + moment);
     REQUIRE(killed.exit_code == 128 + 9);
+    // The audit's steps are its manifest's: --resume with others is refused.
+    const auto other =
+        run_cli("run " + kSpec + " --runs 2 --interrupt-at 11 --out " + out + " --resume");
+    REQUIRE(other.exit_code == 2);
+    REQUIRE(other.err.find("--interrupt-at steps") != std::string::npos);
     const auto resumed = run_cli(audit + " --resume --json -");
     REQUIRE(resumed.exit_code == 0);
     const auto report = nlohmann::json::parse(resumed.out);
