@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -52,6 +54,9 @@ struct RunCommandOptions {
   bool allow_empty = false;
   std::string save_algorithms;
   std::string pin_algorithms;
+  std::vector<std::int64_t> interrupt_at;
+  std::string skip_restore;
+  std::string kill_at;  // test-only: "checkpoint" or "restore"
 };
 
 audit::VariedStreams parse_vary(const std::string& text) {
@@ -155,6 +160,17 @@ int run_run(RunCommandOptions& o) {
   hooks.run_finished = [&](int run, const std::filesystem::path& t) { progress.finished(run, t); };
   hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
   hooks.info = [](const std::string& message) { spdlog::info("{}", message); };
+  hooks.resume_event = [kill_at = o.kill_at](int run, std::int64_t step, const std::string& event,
+                                             const std::string& message) {
+    spdlog::info("run {} at step {}: {}", run, step, message);
+    // --test-kill-at: a kill -9 at that moment, for the test that --resume finishes the audit.
+    if (event == kill_at) ::raise(SIGKILL);
+  };
+  std::sort(o.interrupt_at.begin(), o.interrupt_at.end());
+  o.interrupt_at.erase(std::unique(o.interrupt_at.begin(), o.interrupt_at.end()),
+                       o.interrupt_at.end());
+  a.interrupt_at = o.interrupt_at;
+  if (!o.skip_restore.empty()) a.restore_skips = train::parse_restore_skips(o.skip_restore);
   if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
     spdlog::warn("{}", notice);
   }
@@ -196,6 +212,23 @@ void add_algorithm_options(CLI::App& cmd, RunCommandOptions& o) {
                  "Run exactly the convolution algorithms of FILE (a --save-algorithms file or a "
                  "trace: its ledger) in every run: autotune once, pin for every run. A file of "
                  "another GPU or library version is refused");
+}
+
+// Interrupt and resume runs; check each resume against run 0 (docs/resume.md).
+void add_resume_options(CLI::App& cmd, RunCommandOptions& o) {
+  cmd.add_option("--interrupt-at", o.interrupt_at,
+                 "Stop every run but run 0 after step STEP (repeatable), write a checkpoint into "
+                 "its run folder and go on in a new trainer restored from it; the report checks "
+                 "each resume against run 0 (docs/resume.md)")
+      ->check(CLI::Range(std::int64_t{1}, spec::kMaxSteps));
+  cmd.add_option("--test-skip-restore", o.skip_restore,
+                 "TESTING ONLY: leave pieces out of every restore "
+                 "(weights,optimizer,schedule,rng,position)")
+      ->group("Testing");
+  cmd.add_option("--test-kill-at", o.kill_at,
+                 "TESTING ONLY: kill -9 this process when a checkpoint is written or restored")
+      ->check(CLI::IsMember({"checkpoint", "restore"}))
+      ->group("Testing");
 }
 
 void register_run(CLI::App& app, CommandRun& run) {
@@ -273,6 +306,7 @@ void register_run(CLI::App& app, CommandRun& run) {
                 "Do not measure how much a root-cause op's outputs differ (a replay of the "
                 "reference run to the op, executing it until each run's outputs reappear)");
   add_algorithm_options(*cmd, *o);
+  add_resume_options(*cmd, *o);
   cmd->add_option("--inject-fault", o->fault,
                   "TESTING ONLY: run=J,step=K,tensor=NAME|batch|op=LAYER/OP[,element=E][,bit=B]")
       ->group("Testing");

@@ -17,6 +17,7 @@
 #include "nn/model_digest.h"
 #include "option_checks.h"
 #include "spec/parse.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace ra::app {
@@ -29,6 +30,9 @@ struct TrainOptions {
   std::optional<std::uint64_t> seed;
   std::string device;  // "" = the spec's
   bool json = false;
+  std::optional<std::int64_t> interrupt_at;
+  std::string checkpoint_dir = ".";
+  std::string resume_from;
 };
 
 std::string float_bits_hex(float v) {
@@ -65,6 +69,24 @@ class ProgressLogger final : public train::Observer {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// The run stopped at --interrupt-at: its checkpoint, and one line (or JSON document) naming it.
+int write_interrupt_checkpoint(const TrainOptions& o, const train::Trainer& trainer,
+                               const train::TrainResult& r) {
+  const train::CheckpointFiles files = train::write_checkpoint(
+      train::checkpoint_stem(o.checkpoint_dir, r.position.step), trainer.checkpoint(r.position));
+  if (o.json) {
+    std::printf("%s\n", json_text(nlohmann::json{{"interrupted", true},
+                                                 {"steps", r.steps},
+                                                 {"checkpoint", files.manifest.string()},
+                                                 {"checkpoint_bytes", files.bytes}})
+                            .c_str());
+  } else {
+    std::printf("interrupted steps=%lld checkpoint=%s\n", static_cast<long long>(r.steps),
+                files.manifest.string().c_str());
+  }
+  return 0;
+}
+
 int run_train(const TrainOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (o.seed) s.seed = *o.seed;
@@ -73,9 +95,25 @@ int run_train(const TrainOptions& o) {
   options.threads = o.threads;
   if (!o.mode.empty()) options.mode = spec::kernel_mode_from_string(o.mode);
 
+  options.interrupt_at = o.interrupt_at;
+  std::optional<train::Checkpoint> checkpoint;
+  if (!o.resume_from.empty()) {
+    checkpoint = train::read_checkpoint(o.resume_from);
+    options.seeds = checkpoint->seeds;  // its streams' keys: the seeds it was trained with
+  }
   spdlog::info("loading data for {}", s.name);
   train::LoadedData data = train::load_data(s);
+  if (o.interrupt_at &&
+      (*o.interrupt_at < 1 || *o.interrupt_at >= train::planned_steps(s, *data.train))) {
+    throw InputError("--interrupt-at " + std::to_string(*o.interrupt_at) + ": a run of " +
+                     std::to_string(train::planned_steps(s, *data.train)) +
+                     " steps can stop after step 1 to its last but one");
+  }
   train::Trainer trainer(s, data, options);
+  if (checkpoint) {
+    trainer.restore(*checkpoint, {});
+    spdlog::info("resumed from {} after step {}", o.resume_from, checkpoint->position.step);
+  }
   if (!trainer.backend_notice().empty()) spdlog::warn("{}", trainer.backend_notice());
   const std::int64_t total = train::planned_steps(s, *data.train);
   spdlog::info("training {} on {} with {} thread(s), {} mode, {} steps", s.name,
@@ -85,6 +123,7 @@ int run_train(const TrainOptions& o) {
   ProgressLogger progress(total);
   progress.json_ = o.json;
   const train::TrainResult r = trainer.run(&progress);
+  if (r.interrupted) return write_interrupt_checkpoint(o, trainer, r);
   const std::string weights = nn::parameters_digest(trainer.model()).hex();
   const auto& last = r.epochs.back();
 
@@ -144,6 +183,15 @@ void register_train(CLI::App& app, CommandRun& run) {
                   "(overrides the spec)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_flag("--json", o->json, "Print one JSON summary (and nothing else) on stdout");
+  cmd->add_option("--interrupt-at", o->interrupt_at,
+                  "Stop after step STEP and write a full checkpoint (docs/resume.md) into "
+                  "--checkpoint-dir as checkpoint-step-STEP.json and .safetensors");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir, "Folder for --interrupt-at's checkpoint")
+      ->capture_default_str();
+  cmd->add_option("--resume-from", o->resume_from,
+                  "Go on from a checkpoint (its .json manifest) written by --interrupt-at or an "
+                  "audit's run folder: the same run, as if it had never stopped")
+      ->excludes("--seed");
   cmd->callback([&run, o] { run = [o] { return run_train(*o); }; });
 }
 

@@ -24,6 +24,27 @@ namespace {
 // 35 MiB a step at batch 128), where races first show.
 constexpr std::size_t kKeptOutputBytesPerRun = std::size_t(128) << 20;
 
+// --interrupt-at: steps after which a run can stop and go on (1 to the run's last but one), for an
+// audit that has a run to interrupt besides run 0.
+void validate_interrupts(const AuditOptions& o, const spec::ExperimentSpec& spec,
+                         const data::Dataset& train) {
+  if (o.interrupt_at.empty()) {
+    if (o.restore_skips.any()) throw InputError("--test-skip-restore needs --interrupt-at");
+    return;
+  }
+  const std::int64_t steps = train::planned_steps(spec, train);
+  for (const std::int64_t step : o.interrupt_at) {
+    if (step < 1 || step >= steps) {
+      throw InputError("--interrupt-at " + std::to_string(step) + ": a run of " +
+                       std::to_string(steps) + " steps can stop after step 1 to " +
+                       std::to_string(steps - 1));
+    }
+  }
+  if (o.runs < 2)
+    throw InputError("--interrupt-at needs --runs 2 or more (run 0 is not interrupted)");
+  if (o.trace_ops) throw InputError("--interrupt-at and --trace-ops cannot be combined yet");
+}
+
 }  // namespace
 
 // parse_fault: audit/fault_check.cpp; derived_seed: audit/audit_plan.cpp; compare_inputs,
@@ -42,6 +63,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
   if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
+  validate_interrupts(o, spec, *data.train);
   // An op fault is applied where the op is recorded: its step must be in the window.
   if (o.fault && !o.fault->op.empty() && (!o.trace_ops || !o.trace_ops->contains(o.fault->step))) {
     throw InputError("--inject-fault op=" + o.fault->op + " needs --trace-ops with step " +

@@ -159,6 +159,14 @@ bool is_snapshot_file_name(const std::string& name) {
       name == kFailedTraceName) {
     return true;
   }
+  // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors".
+  constexpr std::string_view kCheckpoint = "checkpoint-step-";
+  for (std::string_view suffix : {".json", ".safetensors"}) {
+    if (!name.starts_with(kCheckpoint) || !name.ends_with(suffix)) continue;
+    const std::string_view step = std::string_view(name).substr(
+        kCheckpoint.size(), name.size() - kCheckpoint.size() - suffix.size());
+    if (all_digits(step)) return true;
+  }
   const std::string suffix = ".safetensors";
   if (!name.ends_with(suffix)) return false;
   const std::string_view stem = std::string_view(name).substr(0, name.size() - suffix.size());

@@ -16,6 +16,7 @@
 #include "record/run_options.h"
 #include "spec/spec.h"
 #include "trace/trace.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -68,6 +69,12 @@ struct AuditOptions {
   // --save-algorithms: where the algorithms run 0 used are written once it has finished
   // (audit/algorithm_file.h); empty: not written.
   std::filesystem::path save_algorithms;
+  // --interrupt-at: every run but run 0 stops after each of these steps (ascending), writes a
+  // checkpoint into its run-NNN/ folder and goes on in a new trainer restored from that file
+  // alone; run 0 records its state as it passes them (docs/resume.md). Empty: no interrupts.
+  std::vector<std::int64_t> interrupt_at;
+  // --test-skip-restore (test-only): the pieces every restore leaves out.
+  train::RestoreSkips restore_skips;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
   std::string tool_version = "unknown";
@@ -83,6 +90,10 @@ struct AuditProgress {
   std::function<void(const std::string& message)> notice;
   // What the audit is doing, for the log (a shard started or joined the folder's audit).
   std::function<void(const std::string& message)> info;
+  // A run's checkpoint after `step` steps was written ("checkpoint") or restored ("restore").
+  std::function<void(int run, std::int64_t step, const std::string& event,
+                     const std::string& message)>
+      resume_event;
 };
 
 // What one shard did, and how far the whole audit is.

@@ -104,6 +104,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   m.fault = fault_json(o.fault);
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
   if (o.tensor_digests) m.tensor_digests = to_string(*o.tensor_digests);
+  m.interrupt_at = o.interrupt_at;
   if (o.algorithm_pins) {
     nlohmann::json pins = nlohmann::json::array();
     for (const backend::AlgorithmPin& p : o.algorithm_pins->pins) {

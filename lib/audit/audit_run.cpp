@@ -1,6 +1,7 @@
 // One planned run of an audit, trained, recorded and written (audit/audit_run.h).
 #include "audit/audit_run.h"
 
+#include <chrono>
 #include <optional>
 
 #include "audit/audit.h"
@@ -9,12 +10,19 @@
 #include "core/error.h"
 #include "record/environment.h"
 #include "record/recorder.h"
+#include "record/resume_state.h"
 #include "record/run_observers.h"
 #include "trace/trace_io.h"
 #include "train/observer_list.h"
 
 namespace ra::audit {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // Relays each step to the audit's progress callback, one call at a time over all job threads.
 class ProgressRelay final : public train::Observer {
@@ -98,15 +106,20 @@ void RunWorker::run(const PlannedRun& p) {
       return std::unique_ptr<backend::Ops>(std::move(ops));
     };
   }
-  train::Trainer trainer(spec_, data_, run_options);
-  if (trainer.ops().name() != manifest_.backend) {
+  // Run 0 passes the interrupt steps; every other run stops at each and resumes from its file.
+  const std::vector<std::int64_t> no_stops;
+  if (p.index != 0 && !options_.interrupt_at.empty()) {
+    run_options.interrupt_at = options_.interrupt_at.front();
+  }
+  auto trainer = std::make_unique<train::Trainer>(spec_, data_, run_options);
+  if (trainer->ops().name() != manifest_.backend) {
     throw RuntimeFailure("run " + std::to_string(p.index) + " would train on " +
-                         trainer.ops().name() + ", the audit's runs train on " + manifest_.backend +
-                         " (" + options_.out_dir.string() + "/audit.json)");
+                         trainer->ops().name() + ", the audit's runs train on " +
+                         manifest_.backend + " (" + options_.out_dir.string() + "/audit.json)");
   }
 
   const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
-  Recorder recorder(run_header(manifest_, p, trainer, options_), trainer.threads(), trace_file);
+  Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(), trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
   SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
                            {{"run", std::to_string(p.index)},
@@ -115,9 +128,11 @@ void RunWorker::run(const PlannedRun& p) {
   std::optional<FaultInjector> injector;
   if (faulty) injector.emplace(*options_.fault);
   ProgressRelay relay(progress_, progress_mutex_, p.index, total_steps_);
+  ResumeStateRecorder resume_states(recorder, p.index == 0 ? options_.interrupt_at : no_stops);
 
   train::ObserverList observers;
   if (injector) observers.add(&*injector);
+  observers.add(&resume_states);
   observers.add(&recorder);
   observers.add(&snapshots);
   observers.add(&relay);
@@ -125,18 +140,62 @@ void RunWorker::run(const PlannedRun& p) {
     std::lock_guard lock(progress_mutex_);
     progress_.run_started(p.index, planned_runs_);
   }
-  const train::TrainResult r = trainer.run(&observers);
+  train::TrainResult r;
+  for (;;) {
+    r = trainer->run(&observers);
+    if (!r.interrupted) break;
+    trainer = resume(p, std::move(trainer), r.position, run_options, resume_states);
+  }
   if (faulty && !options_.fault->op.empty() && !op_recorder->fault_applied()) {
     throw InputError("--inject-fault: op " + options_.fault->op + " did not run at step " +
                      std::to_string(options_.fault->step) + " (op names: docs/trace-format.md)");
   }
-  snapshots.finish(trainer);
+  snapshots.finish(*trainer);
   // The trace last: a whole trace under its name means the run's snapshots are complete too.
-  recorder.finish(trainer, r);
+  recorder.finish(*trainer, r);
   if (progress_.run_finished) {
     std::lock_guard lock(progress_mutex_);
     progress_.run_finished(p.index, trace_file);
   }
+}
+
+std::unique_ptr<train::Trainer> RunWorker::resume(const PlannedRun& p,
+                                                  std::unique_ptr<train::Trainer> stopped,
+                                                  const train::TrainPosition& at,
+                                                  train::RunOptions options,
+                                                  ResumeStateRecorder& states) {
+  const std::filesystem::path folder = snapshot_dir_of(options_.out_dir / trace_name(p.index));
+  auto start = Clock::now();
+  const train::CheckpointFiles files =
+      train::write_checkpoint(train::checkpoint_stem(folder, at.step), stopped->checkpoint(at));
+  const double write_seconds = seconds_since(start);
+  stopped.reset();  // nothing of the stopped trainer reaches the next: it starts from the file
+  report_resume_event(p.index, at.step, "checkpoint",
+                      files.manifest.filename().string() + " written in " +
+                          std::to_string(write_seconds * 1e3) + " ms");
+
+  options.interrupt_at.reset();
+  for (const std::int64_t step : options_.interrupt_at) {
+    if (step > at.step) {
+      options.interrupt_at = step;
+      break;
+    }
+  }
+  auto next = std::make_unique<train::Trainer>(spec_, data_, options);
+  start = Clock::now();
+  next->restore(train::read_checkpoint(files.manifest), options_.restore_skips);
+  const double read_seconds = seconds_since(start);
+  states.expect_resume(at.step, files.bytes, write_seconds, read_seconds);
+  report_resume_event(p.index, at.step, "restore",
+                      "restored in " + std::to_string(read_seconds * 1e3) + " ms");
+  return next;
+}
+
+void RunWorker::report_resume_event(int run, std::int64_t step, const std::string& event,
+                                    const std::string& message) {
+  if (!progress_.resume_event) return;
+  std::lock_guard lock(progress_mutex_);
+  progress_.resume_event(run, step, event, message);
 }
 
 }  // namespace ra::audit

@@ -9,6 +9,7 @@
 #include "audit/audit_options.h"
 #include "audit/manifest.h"
 #include "record/kept_outputs.h"
+#include "record/resume_state.h"
 #include "train/trainer.h"
 
 namespace ra::audit {
@@ -32,6 +33,15 @@ class RunWorker {
   void run(const PlannedRun& run);
 
  private:
+  // An interrupted run's trainer: its state written to its checkpoint, the trainer ended, and a
+  // new trainer restored from the checkpoint's files alone, set to stop at the next interrupt.
+  std::unique_ptr<train::Trainer> resume(const PlannedRun& p,
+                                         std::unique_ptr<train::Trainer> stopped,
+                                         const train::TrainPosition& at, train::RunOptions options,
+                                         ResumeStateRecorder& states);
+  void report_resume_event(int run, std::int64_t step, const std::string& event,
+                           const std::string& message);
+
   const spec::ExperimentSpec& spec_;
   const train::LoadedData& data_;
   const AuditManifest& manifest_;

@@ -148,6 +148,7 @@ json to_json(const AuditManifest& m) {
               {"snapshots", m.snapshots},
               {"fault", m.fault},
               {"trace_ops", m.trace_ops.empty() ? json(nullptr) : json(m.trace_ops)},
+              {"interrupt_at", m.interrupt_at},
               {"expect", m.expect},
               {"algorithm_pins", m.algorithm_pins},
               {"runtime", m.runtime},
@@ -174,6 +175,17 @@ void read_added_fields(const json& j, const FieldReader& top, AuditManifest& m) 
   if (j.contains("tensor_digests") && !j["tensor_digests"].is_null()) {
     if (!j["tensor_digests"].is_string()) top.fail("tensor_digests", "null or a plan string");
     m.tensor_digests = j["tensor_digests"].get<std::string>();
+  }
+  // Absent in manifests of audits made before resume checks (docs/resume.md): none.
+  if (j.contains("interrupt_at")) {
+    const json& steps = j["interrupt_at"];
+    if (!steps.is_array()) top.fail("interrupt_at", "an array of steps");
+    for (const json& step : steps) {
+      if (!step.is_number_integer() || step.get<std::int64_t>() < 1) {
+        top.fail("interrupt_at", "an array of steps (integers >= 1)");
+      }
+      m.interrupt_at.push_back(step.get<std::int64_t>());
+    }
   }
   // Absent in manifests of audits made before pinned algorithms: none.
   if (j.contains("algorithm_pins") && !j["algorithm_pins"].is_null()) {
@@ -368,6 +380,10 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
          b.trace_ops.empty() ? "none" : b.trace_ops);
   differ("--tensor-digests", a.tensor_digests.empty() ? "all" : a.tensor_digests,
          b.tensor_digests.empty() ? "all" : b.tensor_digests);
+  const auto steps_text = [](const std::vector<std::int64_t>& steps) {
+    return steps.empty() ? std::string("none") : json(steps).dump();
+  };
+  differ("--interrupt-at steps", steps_text(a.interrupt_at), steps_text(b.interrupt_at));
   // Decided once: another --expect would make the folder's verdict another command's.
   if (b.expect_given) differ("expectation (--expect)", a.expect, b.expect);
   differ("tool version", a.tool_version, b.tool_version);

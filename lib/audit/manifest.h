@@ -51,6 +51,7 @@ struct AuditManifest {
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records
   // The --tensor-digests plan ("every:1000,5000:5100"), "" when every step is recorded per tensor.
   std::string tensor_digests;
+  std::vector<std::int64_t> interrupt_at;  // --interrupt-at's steps, ascending (docs/resume.md)
   // What the verdict expects, decided once for the audit (--expect, else the command's default):
   // "identical" (exit 1 unless the same-seed runs are bitwise identical), "any" (never exit 1),
   // or "when-deterministic" (identical when every run ran every reducing op deterministic: run's

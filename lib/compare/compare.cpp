@@ -35,6 +35,30 @@ bool ComparisonResult::nothing_compared() const {
   return compared_runs.size() < 2 || no_steps;
 }
 
+namespace {
+
+std::vector<LedgerDifference> ledger_differences_of(const std::vector<Trace>& traces) {
+  std::vector<const nlohmann::json*> ledgers;
+  for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
+  return phases::ledger_differences(ledgers);
+}
+
+// Each resumed run's restore (compare/resume_check.h), with the divergences found for the one
+// that follows it.
+void add_resume_verdicts(ComparisonResult& result, const std::vector<Trace>& traces) {
+  std::vector<Divergence> divergences;
+  for (const CategoryVerdict& v : result.categories) {
+    if (v.first) divergences.push_back(*v.first);
+  }
+  if (result.first_divergence) divergences.push_back(*result.first_divergence);
+  result.resumes = check_resumes(traces, divergences);
+  // A resumed run's divergence is named by its resume check; --trace-ops does not combine with
+  // --interrupt-at (docs/resume.md), so no re-run with it is suggested.
+  if (!result.resumes.empty()) result.suggested_trace_ops.reset();
+}
+
+}  // namespace
+
 // The phases, in order (compare/compare_phases.h says what each computes and where it lives);
 // what they take from the steps, one walk over them gathers first (compare/step_walk.h).
 ComparisonResult compare_traces(const std::vector<Trace>& traces,
@@ -111,10 +135,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
   result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   result.environment_differences = phases::environment_differences(traces);
-  std::vector<const nlohmann::json*> ledgers;
-  for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
-  result.ledger_differences = phases::ledger_differences(ledgers);
+  result.ledger_differences = ledger_differences_of(traces);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
+  add_resume_verdicts(result, traces);
   return result;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/resume_check.h"
 #include "compare/statistics.h"
 #include "trace/trace.h"
 
@@ -358,6 +359,9 @@ struct ComparisonResult {
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;
   StepSeries series;
+  // Each resumed run's restore against the uninterrupted run 0 (docs/resume.md); empty when no
+  // trace was resumed.
+  std::vector<ResumeVerdict> resumes;
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both

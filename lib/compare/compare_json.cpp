@@ -104,6 +104,35 @@ json machines_json(const ComparisonResult& r) {
   return out;
 }
 
+json resumes_json(const ComparisonResult& r) {
+  json out = json::array();
+  for (const ResumeVerdict& v : r.resumes) {
+    json pieces = json::array();
+    for (const ResumePiece& p : v.differing) {
+      pieces.push_back(p.stream.empty() ? json{{"piece", p.piece}}
+                                        : json{{"piece", p.piece}, {"stream", p.stream}});
+    }
+    json first = nullptr;
+    if (v.first_divergence_step) {
+      first = {{"step", *v.first_divergence_step},
+               {"category", v.first_divergence_category},
+               {"tensor", v.first_divergence_tensor}};
+    }
+    const auto index = static_cast<std::size_t>(v.run);
+    out.push_back({{"run", index < r.runs.size() ? r.runs[index].run : v.run},
+                   {"step", v.step},
+                   {"compared", v.compared},
+                   {"exact", v.exact()},
+                   {"differing", pieces},
+                   {"first_divergence", first},
+                   {"checkpoint",
+                    {{"bytes", v.checkpoint_bytes},
+                     {"write_seconds", v.write_seconds},
+                     {"read_seconds", v.read_seconds}}}});
+  }
+  return out;
+}
+
 json runs_json(const ComparisonResult& r) {
   json runs = json::array();
   for (const RunSummary& s : r.runs) {
@@ -372,6 +401,8 @@ json to_json(const ComparisonResult& r) {
     report["op_window"] = r.op_window ? json(to_string(*r.op_window)) : json(nullptr);
     report["root_causes"] = root_causes_json(r);
   }
+  // Only for resumed runs (--interrupt-at), so that other reports read as before.
+  if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
   if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   return report;

@@ -196,8 +196,12 @@ std::int64_t BatchLoader::batches_per_epoch() const {
   return state_->batches;
 }
 
-void BatchLoader::start_epoch(std::int64_t epoch) {
+void BatchLoader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   State& s = *state_;
+  if (first_batch < 0 || first_batch > s.batches) {
+    throw std::logic_error("BatchLoader::start_epoch: batch " + std::to_string(first_batch) +
+                           " of an epoch of " + std::to_string(s.batches));
+  }
   // Computed outside the lock: shuffling 60000 samples is 60000 draws and swaps, work the
   // workers need not wait on.
   auto order = std::make_shared<const std::vector<std::int64_t>>(
@@ -208,8 +212,8 @@ void BatchLoader::start_epoch(std::int64_t epoch) {
     s.started = true;
     s.epoch = epoch;
     s.order = std::move(order);
-    s.next_consume = 0;
-    s.next_claim = 0;
+    s.next_consume = first_batch;
+    s.next_claim = first_batch;
     for (State::Slot& slot : s.slots) {
       slot.ready = false;
       slot.error = nullptr;

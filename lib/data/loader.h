@@ -49,8 +49,9 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   std::int64_t batches_per_epoch() const;
-  // Starts `epoch` (any epoch, in any order); abandons whatever is left of the current one.
-  void start_epoch(std::int64_t epoch);
+  // Starts `epoch` (any epoch, in any order) at its batch `first_batch` (a resumed run's next;
+  // batches_per_epoch(): none left); abandons whatever is left of the current one.
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0);
   // Fills `batch` with the next batch of the epoch; false at the epoch's end. Reuses the
   // buffers of `batch` (no reallocation while the batch shape is unchanged). Calling it before
   // any start_epoch is a programming error (std::logic_error).

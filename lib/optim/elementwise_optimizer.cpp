@@ -113,4 +113,25 @@ std::vector<std::pair<std::string, const Tensor*>> ElementwiseOptimizer::state()
   return named;
 }
 
+void ElementwiseOptimizer::restore(const std::vector<Parameter>& params, std::int64_t iterations,
+                                   const std::vector<std::pair<std::string, Tensor>>& state) {
+  check_layout(params);
+  if (!has_layout_) record_layout_and_create_state(params);
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    for (std::size_t k = 0; k < state_kinds_.size(); ++k) {
+      const std::string name = names_[i] + "." + state_kinds_[k];
+      for (const auto& [saved_name, tensor] : state) {
+        if (saved_name != name) continue;
+        if (tensor.shape() != state_[i][k].shape()) {
+          throw std::logic_error("optimizer: restored state '" + name + "' has shape " +
+                                 to_string(tensor.shape()) + ", the parameter " +
+                                 to_string(state_[i][k].shape()));
+        }
+        state_[i][k].copy_from(tensor);
+      }
+    }
+  }
+  iterations_ = iterations;
+}
+
 }  // namespace ra::optim

@@ -20,6 +20,8 @@ class ElementwiseOptimizer : public Optimizer {
  public:
   void step(const std::vector<Parameter>& params, UpdateDigests* digests = nullptr) final;
   std::vector<std::pair<std::string, const Tensor*>> state() const final;
+  void restore(const std::vector<Parameter>& params, std::int64_t iterations,
+               const std::vector<std::pair<std::string, Tensor>>& state) final;
 
  protected:
   // `state_kinds` name the per-parameter state tensors in the order state() lists them.

@@ -48,6 +48,13 @@ class Optimizer {
   // optimizers without state (SGD without momentum). Pointers stay valid for the optimizer's life.
   virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
 
+  // A checkpoint's optimizer (train/checkpoint.h): `iterations` completed steps (the learning
+  // rate's schedule position) and the state tensors by the names state() gives them, copied into
+  // state created for `params` (zeros for a name `state` lacks: a test-only restore fault).
+  // std::logic_error when `params` differs from the layout of an earlier step.
+  virtual void restore(const std::vector<Parameter>& params, std::int64_t iterations,
+                       const std::vector<std::pair<std::string, Tensor>>& state) = 0;
+
   // How a step's rule is applied to parameters in device memory: the device backend's
   // Ops::optimizer_update. Without one, parameters must be in host memory. With non-null
   // `digests` it also writes their chunk digests where it can, and returns whether it did.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/parallel_digest.h"
+#include "core/statistics.h"
 #include "trace/tensor_digests.h"
 
 namespace ra::audit {
@@ -85,6 +86,14 @@ void Recorder::before_step(data::Batch& batch, std::int64_t step) {
 }
 
 void Recorder::on_start(const train::Trainer& trainer) {
+  if (trainer.position().step > 0) {
+    // The optimizer's state tensors are the new trainer's (restored, so they exist already).
+    state_.clear();
+    for (const auto& [name, tensor] : trainer.optimizer().state()) state_.push_back(tensor);
+    // Its update digests are counted from zero again.
+    counted_hash_nanoseconds_ = 0;
+    return;
+  }
   trace_.header.params.clear();
   for (const nn::Param* p : trainer.model().params()) {
     trace_.header.params.push_back({p->name, p->value.shape()});
@@ -102,6 +111,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   r.batch_labels = digest(std::span<const std::int32_t>(e.batch->labels));
   r.loss_bits = std::bit_cast<std::uint32_t>(e.loss);
   r.seconds = e.seconds;
+  step_seconds_.push_back(e.seconds);
   if (ops_ != nullptr && trace_.header.trace_ops->contains(e.step)) {
     r.ops_recorded = true;
     r.ops = ops_->take_records();
@@ -171,6 +181,12 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void Recorder::resume_point(const ResumePoint& point) {
+  start_file();
+  trace_.resume_points.push_back(point);
+  if (file_) file_->resume_point(point);
+}
+
 void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
   start_file();
   trace_.epochs.push_back(
@@ -186,7 +202,9 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
     f.eval_loss = result.epochs.back().eval_loss;
     f.eval_accuracy = result.epochs.back().eval_accuracy;
   }
-  f.median_step_seconds = result.median_step_seconds;
+  // The recorder's own: the steps of every trainer of a resumed run (equal to the result's else).
+  f.median_step_seconds = step_seconds_.empty() ? result.median_step_seconds
+                                                : median(std::vector<double>(step_seconds_));
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
   f.weights = digest_all(trainer, values_of(trainer.model()));

@@ -28,6 +28,8 @@ class Recorder final : public train::Observer {
   // run computes through (the trace is then format version 2). Call before the run starts.
   void record_ops(OpRecorder& ops, const OpWindow& window);
 
+  // A restored trainer (one that starts after step 0: a resumed run's next segment) only hands
+  // over its optimizer's state: the trace goes on with the run's first trainer's records.
   void on_start(const train::Trainer& trainer) override;
   // Starts the op records of the step (its batch is the first).
   void before_step(data::Batch& batch, std::int64_t step) override;
@@ -36,6 +38,9 @@ class Recorder final : public train::Observer {
   // The update digests the gradients, weights and optimizer state while they are in cache, on
   // backends that can (optim/update_digests.h); the recorder combines its chunk digests.
   bool wants_update_digests() const override { return true; }
+
+  // A resume record (record/resume_state.h), before the step it describes.
+  void resume_point(const ResumePoint& point);
 
   // Completes the trace with the run's result and puts it under its name; the recorder is spent
   // afterwards. Returns the trace, without its steps when they went to a file.
@@ -61,6 +66,8 @@ class Recorder final : public train::Observer {
   bool state_listed_ = false;
   // The fused digests' hashing time already counted (UpdateDigests::hash_nanoseconds).
   std::int64_t counted_hash_nanoseconds_ = 0;
+  // Every step's time, over all trainers of a resumed run: the end record's median.
+  std::vector<double> step_seconds_;
 };
 
 }  // namespace ra::audit

@@ -50,6 +50,7 @@ void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
 }
 
 void SnapshotWriter::on_start(const train::Trainer& t) {
+  if (t.position().step > 0) return;  // a resumed run's restored trainer: "initial" is written
   write(t, "initial");
 }
 

@@ -28,6 +28,7 @@ std::string loader_workers(const ComparisonResult& r);  // random streams loader
 std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign files, notes
 std::string environment(const ComparisonResult& r);     // environment and ledger differences
 std::string category_table(const ComparisonResult& r);  // one line per category
+std::string resumes(const ComparisonResult& r);  // each resumed run's restore (text_resume.cpp)
 
 std::string loss_differences(const ComparisonResult& r);  // first differing and final loss
 std::string growth_table(const ComparisonResult& r);      // per epoch, when runs differ

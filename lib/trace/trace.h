@@ -11,6 +11,7 @@
 
 #include "core/digest.h"
 #include "core/tensor.h"
+#include "trace/resume_point.h"
 
 namespace ra::audit {
 
@@ -213,8 +214,9 @@ struct Trace {
   std::vector<Digest128> initial_buffers;  // before step 0 (version 3)
   std::vector<StepRecord> steps;
   std::vector<EpochRecord> epochs;
-  std::optional<FinalRecord> final;  // absent = the run did not finish
-  std::string source;                // file it was read from ("" when in memory)
+  std::optional<FinalRecord> final;        // absent = the run did not finish
+  std::vector<ResumePoint> resume_points;  // in step order (docs/resume.md); none in most traces
+  std::string source;                      // file it was read from ("" when in memory)
   // The steps were read and checked, and left in `source` (read_trace_summary): a comparison
   // walks them from there, a step of every run at a time. `steps` then holds none.
   bool steps_in_source = false;

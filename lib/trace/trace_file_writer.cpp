@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "trace/resume_record.h"
 #include "trace/trace_io.h"
 
 namespace ra::audit {
@@ -29,6 +30,11 @@ void TraceFileWriter::start(const TraceHeader& header, const std::vector<Digest1
 void TraceFileWriter::step(const StepRecord& record) {
   if (!file_) throw std::logic_error("TraceFileWriter::step before start");
   file_->append(step_line(format_, record));
+}
+
+void TraceFileWriter::resume_point(const ResumePoint& point) {
+  if (!file_) throw std::logic_error("TraceFileWriter::resume_point before start");
+  file_->append(resume_line(point));
 }
 
 void TraceFileWriter::epoch(const EpochRecord& record) {

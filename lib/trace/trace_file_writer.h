@@ -31,6 +31,8 @@ class TraceFileWriter {
              const std::vector<Digest128>& initial_buffers);
   bool started() const noexcept { return file_.has_value(); }
   void step(const StepRecord& record);
+  // A resume record (trace/resume_point.h), before the step it describes.
+  void resume_point(const ResumePoint& point);
   // The epoch's record after its last step; flushed, so that an interrupted trace is readable up
   // to its last whole epoch at least (and up to the write buffer's last 1 MiB in any case).
   void epoch(const EpochRecord& record);

@@ -13,6 +13,7 @@
 #include "core/text_excerpt.h"
 #include "formats/json_text.h"
 #include "spec/spec.h"
+#include "trace/resume_record.h"
 #include "trace/tensor_digests.h"
 #include "trace/trace_fields.h"
 #include "trace/trace_io.h"
@@ -142,6 +143,12 @@ class TraceParser {
       if (kind == "epoch") {
         epochs_.push_back(records::read_epoch(r));
         check_epoch(r);
+      } else if (kind == "resume") {
+        resume_points_.push_back(records::read_resume(r));
+        if (resume_points_.back().step != steps_) {
+          r["step"].fail("a resume record before step " + std::to_string(steps_) + " says step " +
+                         std::to_string(resume_points_.back().step));
+        }
       } else if (kind == "end") {
         final_ = records::read_final(r, header_);
         check_end(r);
@@ -157,6 +164,7 @@ class TraceParser {
   TraceHeader header_;
   std::vector<Digest128> initial_weights_, initial_buffers_;
   std::vector<EpochRecord> epochs_;
+  std::vector<ResumePoint> resume_points_;
   std::optional<FinalRecord> final_;
   std::int64_t steps_ = 0;
   std::string source_;
@@ -375,6 +383,9 @@ bool TraceReader::next_step(StepRecord& out) {
 const std::vector<EpochRecord>& TraceReader::epochs() const {
   return parser_->epochs_;
 }
+const std::vector<ResumePoint>& TraceReader::resume_points() const {
+  return parser_->resume_points_;
+}
 const std::optional<FinalRecord>& TraceReader::final() const {
   return parser_->final_;
 }
@@ -400,6 +411,7 @@ Trace read_all(TraceReader& reader, bool keep_steps) {
   }
   t.epochs = reader.epochs();
   t.final = reader.final();
+  t.resume_points = reader.resume_points();
   t.steps_in_source = !keep_steps;
   return t;
 }

@@ -45,6 +45,8 @@ class TraceReader {
   bool next_step(StepRecord& out);
   // The epoch records read so far (all of them once next_step returned false).
   const std::vector<EpochRecord>& epochs() const;
+  // The resume records read so far (docs/resume.md).
+  const std::vector<ResumePoint>& resume_points() const;
   // The end record, once next_step returned false; absent for a partial trace without one.
   const std::optional<FinalRecord>& final() const;
   std::int64_t steps_read() const;

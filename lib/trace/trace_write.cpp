@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/text_excerpt.h"
 #include "trace/loader_workers.h"
+#include "trace/resume_record.h"
 #include "trace/tensor_digests.h"
 
 namespace ra::audit {
@@ -200,11 +201,15 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
 std::string serialize_trace(const Trace& t) {
   std::string out =
       header_line(t.header) + init_line(t.header, t.initial_weights, t.initial_buffers);
-  std::size_t next_epoch = 0;
+  std::size_t next_epoch = 0, next_resume = 0;
   for (const StepRecord& r : t.steps) {
     // Epoch records go right after their epoch's last step, keeping the file in time order.
     while (next_epoch < t.epochs.size() && t.epochs[next_epoch].epoch < r.epoch) {
       out += epoch_line(t.epochs[next_epoch++]);
+    }
+    for (; next_resume < t.resume_points.size() && t.resume_points[next_resume].step == r.step;
+         ++next_resume) {
+      out += resume_line(t.resume_points[next_resume]);
     }
     out += step_line(t.header, r);
   }

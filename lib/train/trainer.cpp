@@ -83,6 +83,7 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   determinism_ = spec_.determinism;
   if (options.mode) determinism_ = spec::DeterminismSpec{*options.mode, {}};
   threads_ = options.threads.value_or(spec_.threads);
+  interrupt_at_ = options.interrupt_at;
   if (threads_ <= 0) threads_ = hardware_threads();
   if (options.make_backend) {
     backend_ = options.make_backend(threads_);
@@ -162,76 +163,109 @@ Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
   return e;
 }
 
+// What run() and run_epoch() share.
+struct Trainer::RunState {
+  std::vector<optim::Parameter> params;
+  optim::UpdateDigests* digests = nullptr;
+  TrainResult result;
+  std::vector<double> step_seconds;
+  data::Batch batch;
+  Tensor output_grad;
+};
+
 TrainResult Trainer::run(Observer* observer) {
   const auto run_start = Clock::now();
   data::BatchLoader loader(*data_.train, spec_.data.batch_size, spec_.data.shuffle,
                            spec_.data.drop_last,
                            rng::derive_key(seeds_.data, rng::kDataOrderStream), spec_.data.workers);
-  std::vector<optim::Parameter> params;
-  for (nn::Param* p : model_->params()) params.push_back({p->name, &p->value, &p->grad});
+  RunState state{{}, nullptr, {}, {}, {}, Tensor(Shape{0}, ops_->memory())};
+  for (nn::Param* p : model_->params()) state.params.push_back({p->name, &p->value, &p->grad});
 
   if (observer) observer->on_start(*this);
   // Asked for once: the fused update's digests, reused every step.
-  optim::UpdateDigests* digests =
-      observer && observer->wants_update_digests() ? &update_digests_ : nullptr;
-  TrainResult result;
-  std::vector<double> step_seconds;
+  if (observer && observer->wants_update_digests()) state.digests = &update_digests_;
+  state.result.steps = position_.step;
+  state.result.final_loss = position_.last_loss;
   // Reserved: no allocation inside the step loop.
-  step_seconds.reserve(static_cast<std::size_t>(planned_steps(spec_, *data_.train)));
-  data::Batch batch;
-  Tensor output_grad(Shape{0}, ops_->memory());
-  const std::int64_t max_steps = spec_.train.max_steps;
-  bool stop = false;
-  for (std::int64_t epoch = 0; epoch < spec_.train.epochs && !stop; ++epoch) {
+  state.step_seconds.reserve(
+      static_cast<std::size_t>(std::max<std::int64_t>(0, planned_steps(spec_, *data_.train))));
+  for (; position_.epoch < spec_.train.epochs; ++position_.epoch) {
     const auto epoch_start = Clock::now();
+    // The epoch's order is drawn with the data stream's counter: the epoch, unless a test-only
+    // restore fault left it behind.
+    loader.start_epoch(position_.epoch - order_counter_lag_, position_.batch - loader_batch_lag_);
+    loader_batch_lag_ = 0;
+    if (!run_epoch(loader, state, observer)) break;
     EpochSummary summary;
-    summary.epoch = epoch;
-    double loss_sum = 0.0;
-    loader.start_epoch(epoch);
-    while (loader.next(batch)) {
-      if (observer) observer->before_step(batch, result.steps);
-      const auto step_start = Clock::now();
-      nn::StepContext ctx{/*training=*/true, static_cast<std::uint64_t>(result.steps),
-                          &determinism_};
-      const Staged in = stage(batch);
-      const Tensor& out = model_->forward(*ops_, in.images, ctx);
-      ops_->enter_layer(kLossLayer);
-      const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &output_grad,
-                                          determinism_.mode_for(spec::ReducingOp::loss));
-      model_->backward(*ops_, output_grad, ctx);
-      optimizer_->step(params, digests);
-      // The step ends when its work is done, not when a device backend has queued it: else its
-      // unfinished tail would be timed in the next step, or in the observer (the recorder).
-      ops_->synchronize();
-      const double seconds = seconds_since(step_start);
-      step_seconds.push_back(seconds);
-      const bool changed = observer && observer->after_update(*model_, result.steps);
-
-      StepEvent event{epoch, result.steps, &batch, loss, seconds};
-      if (digests != nullptr && digests->complete && !changed) event.update_digests = digests;
-      ++result.steps;
-      ++summary.steps;
-      loss_sum += loss;
-      result.final_loss = loss;
-      if (observer) observer->on_step(*this, event);
-      if (max_steps > 0 && result.steps >= max_steps) {
-        stop = true;
-        break;
-      }
-    }
-    summary.mean_train_loss = summary.steps ? loss_sum / static_cast<double>(summary.steps) : 0.0;
+    summary.epoch = position_.epoch;
+    summary.steps = position_.epoch_steps;
+    summary.mean_train_loss =
+        summary.steps ? position_.epoch_loss_sum / static_cast<double>(summary.steps) : 0.0;
     if (data_.eval) {
       const Evaluation e = evaluate(*data_.eval);
       summary.eval_loss = e.loss;
       summary.eval_accuracy = e.accuracy;
     }
     summary.seconds = seconds_since(epoch_start);
-    result.epochs.push_back(summary);
+    state.result.epochs.push_back(summary);
     if (observer) observer->on_epoch(*this, summary);
+    position_.batch = 0;
+    position_.epoch_steps = 0;
+    position_.epoch_loss_sum = 0.0;
   }
-  result.median_step_seconds = median(std::move(step_seconds));
-  result.total_seconds = seconds_since(run_start);
-  return result;
+  state.result.position = position_;
+  state.result.median_step_seconds = median(std::move(state.step_seconds));
+  state.result.total_seconds = seconds_since(run_start);
+  return std::move(state.result);
+}
+
+bool Trainer::run_epoch(data::BatchLoader& loader, RunState& state, Observer* observer) {
+  TrainResult& result = state.result;
+  data::Batch& batch = state.batch;
+  const std::int64_t max_steps = spec_.train.max_steps;
+  while (true) {
+    // Stopped between two steps, before the next batch is fetched: max_steps ends the run (its
+    // last epoch gets its summary), the interrupt leaves the epoch open for a checkpoint.
+    if (interrupt_at_ && position_.step >= *interrupt_at_) {
+      result.interrupted = true;
+      return false;
+    }
+    if (max_steps > 0 && position_.step >= max_steps) return position_.epoch_steps > 0;
+    if (!loader.next(batch)) return true;
+    batch.index = position_.batch;  // the run's count (the loader's but after a restore fault)
+    if (observer) observer->before_step(batch, position_.step);
+    const auto step_start = Clock::now();
+    // The dropout stream's counter is the step (behind it only after a test-only restore fault).
+    nn::StepContext ctx{/*training=*/true,
+                        static_cast<std::uint64_t>(position_.step) - dropout_counter_lag_,
+                        &determinism_};
+    const Staged in = stage(batch);
+    const Tensor& out = model_->forward(*ops_, in.images, ctx);
+    ops_->enter_layer(kLossLayer);
+    const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &state.output_grad,
+                                        determinism_.mode_for(spec::ReducingOp::loss));
+    model_->backward(*ops_, state.output_grad, ctx);
+    optimizer_->step(state.params, state.digests);
+    // The step ends when its work is done, not when a device backend has queued it: else its
+    // unfinished tail would be timed in the next step, or in the observer (the recorder).
+    ops_->synchronize();
+    const double seconds = seconds_since(step_start);
+    state.step_seconds.push_back(seconds);
+    const bool changed = observer && observer->after_update(*model_, position_.step);
+
+    StepEvent event{position_.epoch, position_.step, &batch, loss, seconds};
+    if (state.digests != nullptr && state.digests->complete && !changed) {
+      event.update_digests = state.digests;
+    }
+    ++position_.step;
+    ++position_.batch;
+    ++position_.epoch_steps;
+    position_.epoch_loss_sum += loss;
+    position_.last_loss = loss;
+    result.steps = position_.step;
+    result.final_loss = loss;
+    if (observer) observer->on_step(*this, event);
+  }
 }
 
 }  // namespace ra::train

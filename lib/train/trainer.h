@@ -18,8 +18,13 @@
 #include "optim/optimizer.h"
 #include "spec/resolve.h"
 #include "spec/spec.h"
+#include "train/train_position.h"
 
 namespace ra::train {
+
+struct Checkpoint;      // train/checkpoint.h
+struct RestoreSkips;    // train/checkpoint.h
+struct RngStreamState;  // train/checkpoint.h
 
 // Seeds of the run's independent random streams. Normally all equal to the spec's seed; an audit
 // can vary one of them and pin the rest.
@@ -42,6 +47,9 @@ struct RunOptions {
   // Algorithms the backend runs instead of choosing (--pin-algorithms, a replay); null: none. The
   // default backend takes them; make_backend's caller passes them itself.
   std::shared_ptr<const backend::AlgorithmPins> algorithm_pins;
+  // Stop after this many steps, before the next batch is fetched (TrainResult::interrupted): where
+  // a checkpoint (train/checkpoint.h) saves the run for another process to go on from.
+  std::optional<std::int64_t> interrupt_at;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.
@@ -107,6 +115,8 @@ struct TrainResult {
   std::vector<EpochSummary> epochs;
   double median_step_seconds = 0.0;
   double total_seconds = 0.0;
+  bool interrupted = false;  // stopped at RunOptions::interrupt_at
+  TrainPosition position;    // where it stopped: after its last step
 };
 
 class Trainer {
@@ -118,7 +128,20 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // Trains from the start, or from the position restore() set, to the end or the interrupt.
   TrainResult run(Observer* observer = nullptr);
+
+  // Puts a checkpoint's state into this trainer before run() (train/trainer_checkpoint.cpp):
+  // weights, optimizer state and steps, each random stream's counter, the position. InputError
+  // when the checkpoint is of another spec, or its streams' keys or data order are not this run's.
+  void restore(const Checkpoint& checkpoint, const RestoreSkips& skips);
+  // The run's state at `position` (after run() stopped there), tensors copied to the host.
+  Checkpoint checkpoint(const TrainPosition& position) const;
+  // Where the run stands: the position before the step in progress (the start before run()).
+  const TrainPosition& position() const noexcept { return position_; }
+  // Every named random stream a step draws from, as it stands at `position`: "data/order", then
+  // "dropout/<layer>" in layer order.
+  std::vector<RngStreamState> rng_streams(const TrainPosition& position) const;
 
   const spec::ExperimentSpec& spec() const noexcept { return spec_; }
   const spec::ResolvedModel& resolved() const noexcept { return model_->resolved(); }
@@ -151,6 +174,9 @@ class Trainer {
     std::span<const std::int32_t> labels;
   };
   Staged stage(const data::Batch& batch);
+  struct RunState;
+  // One epoch's steps from position_; false when the run stopped (max_steps or the interrupt).
+  bool run_epoch(data::BatchLoader& loader, RunState& state, Observer* observer);
 
   spec::ExperimentSpec spec_;
   LoadedData data_;
@@ -165,6 +191,15 @@ class Trainer {
   optim::UpdateDigests update_digests_;  // filled by the optimizer step when an observer asks
   Tensor staged_images_;
   Buffer<std::int32_t> staged_labels_;
+  TrainPosition position_;
+  std::optional<std::int64_t> interrupt_at_;
+  // What each stream's counter is behind the run's position: 0 unless a test-only restore fault
+  // left the counters of a restored run at 0 (its streams then draw from the start again).
+  std::uint64_t dropout_counter_lag_ = 0;
+  std::int64_t order_counter_lag_ = 0;
+  // How far the loader's batch is behind the run's in the restored epoch: 0 unless a test-only
+  // restore fault started the sampler again from the epoch's beginning.
+  std::int64_t loader_batch_lag_ = 0;
 };
 
 }  // namespace ra::train

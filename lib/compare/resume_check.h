@@ -1,0 +1,47 @@
+#pragma once
+// The resume check (docs/resume.md): each resumed run's state just after its restore against the
+// uninterrupted reference run's state at the same step, piece by piece, and the first divergence
+// that follows. From the traces' resume records only (trace/resume_point.h).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace ra::audit {
+
+struct Divergence;  // compare/compare.h
+
+// One piece of a resume point's state: "weights", "optimizer_state", "schedule", "next_batch", or
+// "rng_stream" with `stream` its name ("data/order", "dropout/dropout_0").
+struct ResumePiece {
+  std::string piece;
+  std::string stream;
+  friend bool operator==(const ResumePiece&, const ResumePiece&) = default;
+};
+
+struct ResumeVerdict {
+  int run = 0;            // index among the traces
+  std::int64_t step = 0;  // resumed before this step (after `step` steps)
+  // False when the reference run recorded no state at the step (its trace is of an audit without
+  // this interrupt): then nothing is compared, and `differing` is empty.
+  bool compared = true;
+  std::vector<ResumePiece> differing;  // empty: the restore was exact
+  bool exact() const { return compared && differing.empty(); }
+  // The first difference of this run from the reference at or after `step` (none: it never
+  // parted from the reference run after the resume).
+  std::optional<std::int64_t> first_divergence_step;
+  std::string first_divergence_category;  // "batches", "losses", ... (compare.h Category)
+  std::string first_divergence_tensor;
+  std::uint64_t checkpoint_bytes = 0;
+  double write_seconds = 0.0, read_seconds = 0.0;
+};
+
+// Every resumed point of traces[1..] of traces[0]'s seeds against traces[0], the uninterrupted
+// reference (runs of other seeds are not its resumption and get no verdict); with the
+// comparison's divergences (category firsts, overall first) for the divergence that follows.
+std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
+                                         const std::vector<Divergence>& divergences);
+
+}  // namespace ra::audit

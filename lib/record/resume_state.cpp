@@ -1,0 +1,61 @@
+#include "record/resume_state.h"
+
+#include <algorithm>
+#include <bit>
+#include <span>
+
+#include "train/checkpoint.h"
+
+namespace ra::audit {
+namespace {
+
+// One digest over several: XXH3-128 of the concatenated digests (as the optimizer state's).
+Digest128 combine(const std::vector<Digest128>& parts) {
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
+                      parts.size() * sizeof(Digest128));
+}
+
+Digest128 words_digest(const std::vector<std::int64_t>& words) {
+  return digest(std::span<const std::int64_t>(words));
+}
+
+}  // namespace
+
+ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next) {
+  ResumeState s;
+  std::vector<const Tensor*> weights;
+  for (const nn::Param* p : trainer.model().params()) weights.push_back(&p->value);
+  s.weights = combine(trainer.backend_digests(weights));
+  std::vector<const Tensor*> state;
+  for (const auto& [name, tensor] : trainer.optimizer().state()) state.push_back(tensor);
+  s.optimizer_state = combine(trainer.backend_digests(state));
+  const optim::Optimizer& o = trainer.optimizer();
+  s.schedule = words_digest({o.iterations(), std::bit_cast<std::int64_t>(o.learning_rate())});
+  for (const train::RngStreamState& r : trainer.rng_streams(trainer.position())) {
+    s.rng_streams.emplace_back(
+        r.name, words_digest({r.key.k0, r.key.k1, static_cast<std::int64_t>(r.counter)}));
+  }
+  s.next_batch = digest(std::span<const std::int64_t>(next.sample_indices));
+  return s;
+}
+
+ResumeStateRecorder::ResumeStateRecorder(Recorder& recorder, std::vector<std::int64_t> pass_steps)
+    : recorder_(recorder), pass_steps_(std::move(pass_steps)) {}
+
+void ResumeStateRecorder::expect_resume(std::int64_t step, std::uint64_t bytes,
+                                        double write_seconds, double read_seconds) {
+  resume_ = ResumePoint{step, true, {}, bytes, write_seconds, read_seconds};
+}
+
+void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
+  if (trainer_ == nullptr) return;
+  if (resume_ && resume_->step == step) {
+    resume_->state = resume_state(*trainer_, batch);
+    recorder_.resume_point(*resume_);
+    resume_.reset();
+  } else if (std::find(pass_steps_.begin(), pass_steps_.end(), step) != pass_steps_.end()) {
+    recorder_.resume_point(ResumePoint{step, false, resume_state(*trainer_, batch)});
+  }
+}
+
+}  // namespace ra::audit

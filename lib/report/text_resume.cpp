@@ -1,0 +1,92 @@
+// The resume check in words (docs/resume.md, docs/report.md "Resume"): each resumed run's restore,
+// exact or with every piece of state it left out named as what to fix, and where the run first
+// parted from the uninterrupted one afterwards; the checkpoint's cost.
+#include <cstdio>
+
+#include "report/text_sections.h"
+
+namespace ra::report::text {
+namespace {
+
+using audit::ResumePiece;
+using audit::ResumeVerdict;
+
+bool stream_differs(const ResumeVerdict& v, const std::string& stream) {
+  for (const ResumePiece& p : v.differing) {
+    if (p.piece == "rng_stream" && p.stream == stream) return true;
+  }
+  return false;
+}
+
+// What a piece left out means for the steps after `step`, and the fix.
+std::string piece_words(const ResumePiece& p, const ResumeVerdict& v) {
+  const std::string after = "after step " + std::to_string(v.step);
+  if (p.piece == "weights") {
+    return "the weights were not restored: the run went on from other weights than it stopped "
+           "with; save and load every parameter and buffer";
+  }
+  if (p.piece == "optimizer_state") {
+    return "the optimizer's state (momentum, moving averages) was not restored: the updates " +
+           after + " differ; save the optimizer's state_dict and load it";
+  }
+  if (p.piece == "schedule") {
+    return "the learning-rate schedule was not restored: the optimizer's step count started "
+           "again, so the learning rate " +
+           after + " differs; save the step count (or the scheduler's state_dict)";
+  }
+  if (p.piece == "rng_stream" && p.stream == "data/order") {
+    return "the data order's random stream was not restored: the batches " + after +
+           " come in another order; save the stream's state (or the epoch's permutation)";
+  }
+  if (p.piece == "rng_stream" && p.stream.starts_with("dropout/")) {
+    return "the random stream '" + p.stream + "' was not restored: the dropout masks " + after +
+           " differ; save the stream's state (its counter) and restore it";
+  }
+  if (p.piece == "rng_stream") {
+    return "the random stream '" + p.stream + "' was not restored: what it draws " + after +
+           " differs; save its state and restore it";
+  }
+  if (stream_differs(v, "data/order")) {
+    return "the next batch differs (the data order's stream above)";
+  }
+  return "the data order's position was not restored: the sampler started again from the "
+         "epoch's first batch; save how many batches of the epoch were taken, or use a resumable "
+         "sampler";
+}
+
+std::string cost_words(const ResumeVerdict& v) {
+  char text[128];
+  std::snprintf(text, sizeof text, "checkpoint %.1f KiB, written in %.2f ms, read in %.2f ms",
+                static_cast<double>(v.checkpoint_bytes) / 1024.0, v.write_seconds * 1e3,
+                v.read_seconds * 1e3);
+  return text;
+}
+
+}  // namespace
+
+std::string resumes(const ComparisonResult& r) {
+  if (r.resumes.empty()) return "";
+  std::string out;
+  for (const ResumeVerdict& v : r.resumes) {
+    const auto index = static_cast<std::size_t>(v.run);
+    const int run = index < r.runs.size() ? r.runs[index].run : v.run;
+    out += "resume of run " + std::to_string(run) + " at step " + std::to_string(v.step) + ": ";
+    if (!v.compared) {
+      out += "not checked: run 0 recorded no state at that step (" + cost_words(v) + ")\n";
+      continue;
+    }
+    out += (v.exact() ? "exact" : "NOT exact") + std::string(" (") + cost_words(v) + ")\n";
+    for (const ResumePiece& p : v.differing) out += "  - " + piece_words(p, v) + "\n";
+    if (v.first_divergence_step) {
+      out += "  first divergence after the resume: step " +
+             std::to_string(*v.first_divergence_step) + ", " + v.first_divergence_category +
+             (v.first_divergence_tensor.empty() ? "" : " (" + v.first_divergence_tensor + ")") +
+             "\n";
+    } else if (!v.exact()) {
+      out += "  the run did not part from run 0 after the resume\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace ra::report::text

@@ -1,0 +1,34 @@
+#pragma once
+// A resume point of a trace (docs/resume.md, docs/trace-format.md "resume"): digests of the state
+// a step starts from, recorded by a run interrupted and resumed there just after its restore, and
+// by the uninterrupted run as it passes the same step, so that a comparison names each piece of
+// state a checkpoint left out.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/digest.h"
+
+namespace ra::audit {
+
+struct ResumeState {
+  Digest128 weights;          // over every parameter's digest, in header order
+  Digest128 optimizer_state;  // over every optimizer state tensor's digest
+  Digest128 schedule;         // the optimizer's completed steps and the next step's learning rate
+  // Per named random stream ("data/order", "dropout/dropout_0"): its key and counter.
+  std::vector<std::pair<std::string, Digest128>> rng_streams;
+  Digest128 next_batch;  // the sample indices of the step's batch
+  friend bool operator==(const ResumeState&, const ResumeState&) = default;
+};
+
+struct ResumePoint {
+  std::int64_t step = 0;  // the state before this step (after `step` steps)
+  bool resumed = false;   // recorded just after a restore; else as the run passed the point
+  ResumeState state;
+  // A resumed run's checkpoint: its size and the time to write it and to read and restore it.
+  std::uint64_t checkpoint_bytes = 0;
+  double write_seconds = 0.0, read_seconds = 0.0;
+};
+
+}  // namespace ra::audit

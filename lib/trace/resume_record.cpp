@@ -1,0 +1,50 @@
+#include "trace/resume_record.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ra::audit {
+
+std::string resume_line(const ResumePoint& p) {
+  nlohmann::json streams = nlohmann::json::object();
+  for (const auto& [name, d] : p.state.rng_streams) streams[name] = d.hex();
+  nlohmann::json rec{{"record", "resume"},
+                     {"step", p.step},
+                     {"resumed", p.resumed},
+                     {"state",
+                      {{"weights", p.state.weights.hex()},
+                       {"optimizer_state", p.state.optimizer_state.hex()},
+                       {"schedule", p.state.schedule.hex()},
+                       {"rng_streams", streams},
+                       {"next_batch", p.state.next_batch.hex()}}}};
+  if (p.resumed) {
+    rec["checkpoint"] = {{"bytes", p.checkpoint_bytes},
+                         {"write_seconds", p.write_seconds},
+                         {"read_seconds", p.read_seconds}};
+  }
+  return rec.dump() + "\n";
+}
+
+ResumePoint records::read_resume(const Field& r) {
+  ResumePoint p;
+  p.step = r["step"].count();
+  p.resumed = r["resumed"].boolean();
+  const Field s = r["state"];
+  p.state.weights = s["weights"].digest();
+  p.state.optimizer_state = s["optimizer_state"].digest();
+  p.state.schedule = s["schedule"].digest();
+  for (const auto& [name, d] : s["rng_streams"].members()) {
+    p.state.rng_streams.emplace_back(name, d.digest());
+  }
+  p.state.next_batch = s["next_batch"].digest();
+  if (p.resumed) {
+    const Field c = r["checkpoint"];
+    p.checkpoint_bytes = c["bytes"].uint64();
+    p.write_seconds = c["write_seconds"].nonnegative_number();
+    p.read_seconds = c["read_seconds"].nonnegative_number();
+  } else if (r.has("checkpoint")) {
+    r["checkpoint"].fail("only a resumed run's resume record has a checkpoint");
+  }
+  return p;
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,114 @@
+// The resume record (trace/resume_record.h, docs/trace-format.md "resume"): written before the
+// step it describes, read back field for field, refused where it names another step; a trace
+// without one reads as before.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "trace/trace_io.h"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using namespace ra::audit;
+
+namespace {
+
+ra::Digest128 digest_of(std::uint64_t n) {
+  return ra::Digest128{n, 0x4e5u};
+}
+
+// One epoch of three steps of one parameter.
+Trace three_steps() {
+  Trace t;
+  TraceHeader& h = t.header;
+  h.tool_version = "test";
+  h.spec = {{"name", "resume"}};
+  h.spec_digest = spec_digest_of(h.spec).hex();
+  h.seed_group = "same";
+  h.backend = "cpu";
+  h.threads = 1;
+  h.determinism = {{"mode", "deterministic"}, {"ops", json::object()}};
+  h.environment = json::object();
+  h.fault = nullptr;
+  h.params = {{"w", {2}, "f32"}};
+  h.optimizer_state = {"w.momentum"};
+  t.initial_weights = {digest_of(1)};
+  double sum = 0;
+  for (std::int64_t s = 0; s < 3; ++s) {
+    StepRecord r;
+    r.step = s;
+    r.batch = s;
+    r.loss_bits = 0x3f800000u;
+    sum += 1.0;
+    r.grads = {digest_of(10 + s)};
+    r.weights = {digest_of(20 + s)};
+    r.seconds = 0.5;
+    t.steps.push_back(r);
+  }
+  t.epochs.push_back({0, 3, sum / 3, std::nullopt, std::nullopt, 1.0});
+  FinalRecord f;
+  f.steps = 3;
+  f.final_loss_bits = 0x3f800000u;
+  f.median_step_seconds = 0.5;
+  f.weights = t.steps.back().weights;
+  t.final = f;
+  return t;
+}
+
+ResumePoint point(std::int64_t step, bool resumed) {
+  ResumePoint p;
+  p.step = step;
+  p.resumed = resumed;
+  p.state = {digest_of(30),
+             digest_of(31),
+             digest_of(32),
+             {{"data/order", digest_of(33)}, {"dropout/dropout_0", digest_of(34)}},
+             digest_of(35)};
+  if (resumed) {
+    p.checkpoint_bytes = 4096;
+    p.write_seconds = 0.002;
+    p.read_seconds = 0.001;
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("resume records are written before their step and read back whole", "[trace]") {
+  Trace t = three_steps();
+  t.resume_points = {point(1, true), point(2, false)};
+  const std::string text = serialize_trace(t);
+  const Trace back = parse_trace(text, "t.jsonl");
+  REQUIRE(back.resume_points.size() == 2);
+  const ResumePoint& r = back.resume_points[0];
+  REQUIRE(r.step == 1);
+  REQUIRE(r.resumed);
+  REQUIRE(r.state == t.resume_points[0].state);
+  REQUIRE(r.checkpoint_bytes == 4096);
+  REQUIRE(r.write_seconds == 0.002);
+  REQUIRE_FALSE(back.resume_points[1].resumed);
+  // Between step 0's record and step 1's: line 4 (header, init, step 0).
+  REQUIRE(text.find("\"record\":\"resume\"") > text.find("\"step\":0"));
+  REQUIRE(back.steps.size() == 3);
+}
+
+TEST_CASE("a resume record that names another step than the next is refused", "[trace]") {
+  Trace t = three_steps();
+  t.resume_points = {point(1, true)};
+  std::string text = serialize_trace(t);
+  const auto line_start = text.find("{\"checkpoint\"");
+  REQUIRE(line_start != std::string::npos);
+  const auto at = text.find("\"step\":1", line_start);
+  text.replace(at, 8, "\"step\":2");
+  REQUIRE_THROWS_WITH(
+      parse_trace(text, "t.jsonl"),
+      Contains("t.jsonl:4: field 'step': a resume record before step 1 says step 2"));
+}
+
+TEST_CASE("a trace without resume records reads as before", "[trace]") {
+  const Trace back = parse_trace(serialize_trace(three_steps()), "t.jsonl");
+  REQUIRE(back.resume_points.empty());
+}
