@@ -215,6 +215,15 @@ void add_algorithm_options(CLI::App& cmd, RunCommandOptions& o) {
 }
 
 // Interrupt and resume runs; check each resume against run 0 (docs/resume.md).
+// What each run's trace records besides its steps' digests: op records and the level of detail.
+void add_trace_options(CLI::App& cmd, RunCommandOptions& o) {
+  cmd.add_option(
+      "--trace-ops", o.trace_ops,
+      "Also record every op of the steps in WINDOW (N for step N alone, A:B, A: or all): "
+      "inputs' and outputs' digests, so the report names the op where runs first part");
+  add_tensor_digests_option(cmd, o.tensor_digests);
+}
+
 void add_resume_options(CLI::App& cmd, RunCommandOptions& o) {
   cmd.add_option("--interrupt-at", o.interrupt_at,
                  "Stop every run but run 0 after step STEP (repeatable), write a checkpoint into "
@@ -295,11 +304,7 @@ void register_run(CLI::App& app, CommandRun& run) {
       ->check(whole_number_up_to(spec::kMaxSteps));
   cmd->add_flag("--save-batches", o->audit.snapshots.batches,
                 "Write the sample indices of every batch (batches.json) for replay elsewhere");
-  cmd->add_option(
-      "--trace-ops", o->trace_ops,
-      "Also record every op of the steps in WINDOW (N for step N alone, A:B, A: or all): "
-      "inputs' and outputs' digests, so the report names the op where runs first part");
-  add_tensor_digests_option(*cmd, o->tensor_digests);
+  add_trace_options(*cmd, *o);
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,
