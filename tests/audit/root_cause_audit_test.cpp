@@ -197,7 +197,7 @@ TEST_CASE("compare of the trace files gives the root cause of the in-process aud
 
 // The real race: one reducing op in nondeterministic mode, the rest deterministic, 4 threads on
 // this machine's cores. Whether a race shows in a given run is up to the scheduler (the shapes
-// make it likely: race_spec_json); where runs differ, the cause must be exactly that op at
+// make it likely: race_spec_json); where ops differ, the cause must be exactly that op at
 // exactly the first step where its outputs differ. A race that does not show is a warning, not a
 // failure, so the test is never flaky; the fault test above covers every op deterministically.
 TEST_CASE("a run where only one reducing op is nondeterministic is localised to that op",
@@ -210,9 +210,11 @@ TEST_CASE("a run where only one reducing op is nondeterministic is localised to 
       TempDir dir;
       const auto result = ra::audit::run_audit(spec_from(j), traced_audit(dir, 3));
       const auto& r = result.comparison;
-      if (r.identical) {
+      // Identical outcomes may still hold a race that later ops absorbed (maxpool's backward
+      // routing a tie's gradient elsewhere, zeroed by the relu below): then a root cause names
+      // it, and the checks below hold it to that op as for any other.
+      if (r.identical && r.root_causes.empty()) {
         WARN("no race showed for " << c.policy_name << " in 3 runs of 3 steps");
-        CHECK(r.root_causes.empty());
       }
       std::vector<ra::audit::Trace> traces;
       for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
