@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "trace/test_header.h"
 #include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
@@ -23,16 +24,8 @@ ra::Digest128 digest_of(std::uint64_t n) {
 // One epoch of three steps of one parameter.
 Trace three_steps() {
   Trace t;
+  t.header = ra::test::test_header("resume", kTraceFormatVersion);
   TraceHeader& h = t.header;
-  h.tool_version = "test";
-  h.spec = {{"name", "resume"}};
-  h.spec_digest = spec_digest_of(h.spec).hex();
-  h.seed_group = "same";
-  h.backend = "cpu";
-  h.threads = 1;
-  h.determinism = {{"mode", "deterministic"}, {"ops", json::object()}};
-  h.environment = json::object();
-  h.fault = nullptr;
   h.params = {{"w", {2}, "f32"}};
   h.optimizer_state = {"w.momentum"};
   t.initial_weights = {digest_of(1)};

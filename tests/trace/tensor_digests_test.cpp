@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "trace/tensor_digests.h"
+#include "trace/test_header.h"
 #include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
@@ -27,18 +28,9 @@ ra::Digest128 digest_of(std::uint64_t n) {
 // the steps of `plan` and per category at the others.
 Trace detailed_trace(int steps, const TensorDigestPlan& plan) {
   Trace t;
+  t.header = ra::test::test_header("detail", kTraceFormatVersionWithDetail);
   TraceHeader& h = t.header;
-  h.format_version = kTraceFormatVersionWithDetail;
   h.tensor_digests = plan;
-  h.tool_version = "test";
-  h.spec = {{"name", "detail"}};
-  h.spec_digest = spec_digest_of(h.spec).hex();
-  h.seed_group = "same";
-  h.backend = "cpu";
-  h.threads = 1;
-  h.determinism = {{"mode", "deterministic"}, {"ops", json::object()}};
-  h.environment = json::object();
-  h.fault = nullptr;
   h.params = {{"w", {2, 3}, "f32"}, {"b", {3}, "f32"}};
   h.optimizer_state = {"w.momentum", "b.momentum"};
   t.initial_weights = {digest_of(1), digest_of(2)};

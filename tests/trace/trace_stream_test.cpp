@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "trace/test_header.h"
 #include "trace/trace_file_writer.h"
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
@@ -33,17 +34,9 @@ ra::Digest128 digest_of(std::uint64_t n) {
 // failed end) when `v3`.
 Trace sample_trace(int epochs, int steps_per_epoch, bool v3) {
   Trace t;
+  t.header =
+      ra::test::test_header("stream", v3 ? kTraceFormatVersionWithStatus : kTraceFormatVersion);
   TraceHeader& h = t.header;
-  h.format_version = v3 ? kTraceFormatVersionWithStatus : kTraceFormatVersion;
-  h.tool_version = "test";
-  h.spec = {{"name", "stream"}};
-  h.spec_digest = spec_digest_of(h.spec).hex();
-  h.seed_group = "same";
-  h.backend = "cpu";
-  h.threads = 1;
-  h.determinism = {{"mode", "deterministic"}, {"ops", json::object()}};
-  h.environment = json::object();
-  h.fault = nullptr;
   h.params = {{"w", {2, 3}, "f32"}, {"b", {3}, "f32"}};
   if (v3) h.buffers = {{"bn.running_mean", {3}, "f32"}};
   h.optimizer_state = {"w.momentum", "b.momentum"};
