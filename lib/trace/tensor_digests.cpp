@@ -90,11 +90,16 @@ void keep_category_digests(StepRecord& r) {
 }
 
 Digest128 category_digest(const std::vector<Digest128>& tensors) {
-  std::string text;
-  text.reserve(tensors.size() * 33);
+  // Every step of a comparison digests its categories so (compare/step_walk.cpp, outcomes): the
+  // hex is written in place, not through Digest128::hex's snprintf and a string each.
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text(tensors.empty() ? 0 : tensors.size() * 33 - 1, '\n');
+  char* out = text.data();
   for (const Digest128& d : tensors) {
-    if (!text.empty()) text.push_back('\n');
-    text += d.hex();
+    for (const std::uint64_t word : {d.high, d.low}) {
+      for (int shift = 60; shift >= 0; shift -= 4) *out++ = kHex[(word >> shift) & 0xf];
+    }
+    ++out;  // the newline between two digests (none after the last: the string ends there)
   }
   return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(text.size())}, text.data(),
                       text.size());
