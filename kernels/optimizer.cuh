@@ -1,11 +1,11 @@
 #pragma once
-// Optimizer updates on the device: optim::apply_update (lib/optim/update_rules.h, the same code
-// the host optimizer runs) per element. value, s0, s1 updated in place ('='); grad read.
+// Optimizer updates on the device: optim::apply_update (lib/optim/rules/update_rules.h, the same
+// code the host optimizer runs) per element. value, s0, s1 updated in place ('='); grad read.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "optim/update_rules.h"
+#include "optim/rules/update_rules.h"
 
 namespace ra::kernels {
 

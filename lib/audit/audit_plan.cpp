@@ -4,7 +4,6 @@
 #include <xxhash.h>
 
 #include "audit/audit.h"
-#include "backend/fingerprint.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"
@@ -70,7 +69,7 @@ namespace {
 
 // What decides the bits that the machine chooses (AuditManifest::runtime).
 nlohmann::json runtime_facts(const std::string& backend) {
-  if (backend == "cpu") return backend::cpu_fingerprint();
+  if (backend == "cpu") return train::cpu_fingerprint();
   const nlohmann::json gpu = train::gpu_fingerprint();
   nlohmann::json facts = nlohmann::json::object();
   for (const char* key : {"gpu", "compute_capability", "cuda", "cudnn", "cublas"}) {

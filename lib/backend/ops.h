@@ -25,8 +25,8 @@
 #include "core/digest.h"
 #include "core/memory.h"
 #include "core/tensor.h"
-#include "optim/update_digests.h"
-#include "optim/update_rules.h"
+#include "optim/rules/update_digests.h"
+#include "optim/rules/update_rules.h"
 #include "rng/philox.h"
 
 namespace ra::backend {
@@ -231,15 +231,15 @@ class Ops {
   virtual std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors);
 
   // ---- optimizer ----
-  // One optimizer step over `count` elements: apply_update(rule, ...) of optim/update_rules.h per
-  // element (s0, s1: the element's state arrays, null when the rule has none). Elementwise, so
+  // One optimizer step over `count` elements: apply_update(rule, ...) of optim/rules/update_rules.h
+  // per element (s0, s1: the element's state arrays, null when the rule has none). Elementwise, so
   // deterministic on every backend; the same fp32 operations as the host optimizer.
   virtual void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                                 const float* grad, float* s0, float* s1) = 0;
   // The same update, also writing the chunk digests (core/digest.h) of value, grad, s0 and s1 as
-  // they are after it into `digests` (optim/update_digests.h), hashed while each chunk is still in
-  // cache. Returns false, having changed nothing, on a backend that does not fuse the two (the
-  // default): the caller then calls optimizer_update and digests the tensors from memory.
+  // they are after it into `digests` (optim/rules/update_digests.h), hashed while each chunk is
+  // still in cache. Returns false, having changed nothing, on a backend that does not fuse the two
+  // (the default): the caller then calls optimizer_update and digests the tensors from memory.
   virtual bool optimizer_update_digested(const optim::UpdateRule& /*rule*/, std::int64_t /*count*/,
                                          float* /*value*/, const float* /*grad*/, float* /*s0*/,
                                          float* /*s1*/,

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "optim/optimizer.h"
-#include "optim/update_rules.h"
+#include "optim/rules/update_rules.h"
 
 namespace ra::optim {
 
@@ -30,8 +30,8 @@ class ElementwiseOptimizer : public Optimizer {
 
   // Called once per step, before any update. `lr` is this step's decayed learning rate;
   // `step_number` = iterations() + 1 (1 on the first step). Returns the step's update rule
-  // (optim/update_rules.h): per-step scalars (bias corrections, lr) computed here in double, once,
-  // then rounded to float for the fp32 updates. The base class fills in weight_decay.
+  // (optim/rules/update_rules.h): per-step scalars (bias corrections, lr) computed here in double,
+  // once, then rounded to float for the fp32 updates. The base class fills in weight_decay.
   virtual UpdateRule begin_step(double lr, std::int64_t step_number) = 0;
 
  private:

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "optim/update_digests.h"
-#include "optim/update_rules.h"
+#include "optim/rules/update_digests.h"
+#include "optim/rules/update_rules.h"
 #include "spec/spec.h"
 
 namespace ra::optim {

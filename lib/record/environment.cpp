@@ -7,9 +7,9 @@
 #include <array>
 #include <set>
 
-#include "backend/fingerprint.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "train/backend_choice.h"
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -135,7 +135,7 @@ nlohmann::json environment_fingerprint(int threads, const std::string& backend) 
                         {"hostname", hostname()}};
   // The CPU backend's kernel choice ("cpu_gemm_kernel": FMA kernels give other bits than the
   // portable one): the likely explanation when CPU traces of two machines differ.
-  doc.update(backend::cpu_fingerprint());
+  doc.update(train::cpu_fingerprint());
   return doc;
 }
 

@@ -36,7 +36,7 @@ class Recorder final : public train::Observer {
   void on_step(const train::Trainer& trainer, const train::StepEvent& event) override;
   void on_epoch(const train::Trainer& trainer, const train::EpochSummary& summary) override;
   // The update digests the gradients, weights and optimizer state while they are in cache, on
-  // backends that can (optim/update_digests.h); the recorder combines its chunk digests.
+  // backends that can (optim/rules/update_digests.h); the recorder combines its chunk digests.
   bool wants_update_digests() const override { return true; }
 
   // A resume record (record/resume_state.h), before the step it describes.

@@ -1,5 +1,6 @@
 #include "train/backend_choice.h"
 
+#include "backend/cpu/cpu_fingerprint.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "nn/backend_modes.h"
@@ -55,6 +56,10 @@ BackendChoice make_backend(spec::Device device, int threads, [[maybe_unused]] sp
   choice.notice = notice_for(device, reason);
   choice.ops = backend::make_cpu_ops(threads);
   return choice;
+}
+
+nlohmann::json cpu_fingerprint() {
+  return backend::cpu_fingerprint();
 }
 
 nlohmann::json gpu_fingerprint() {

@@ -26,6 +26,11 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
 // the spec says cpu, else the fallback notice.
 std::string fallback_notice(spec::Device device);
 
+// The CPU backend's choices that decide its bits (backend/cpu/cpu_fingerprint.h), for the
+// environment fingerprint: train, which picks the backend, answers for it, so that record and
+// audit include no backend's folder.
+nlohmann::json cpu_fingerprint();
+
 // The GPU as the environment fingerprint records it (cuda::device_fingerprint) with "available"
 // and, when false, "reason" in place of "unusable_reason"; {"available": false, "reason": ...} in
 // a build without CUDA.

@@ -82,8 +82,8 @@ struct StepEvent {
   // backend (Ops::synchronize) before it stops the clock.
   double seconds = 0.0;
   // The chunk digests of every gradient, updated weight and optimizer state, taken by the fused
-  // update (optim/update_digests.h) when an observer asked for them, the backend could fuse them
-  // and no after_update hook changed the parameters since; else null.
+  // update (optim/rules/update_digests.h) when an observer asked for them, the backend could fuse
+  // them and no after_update hook changed the parameters since; else null.
   const optim::UpdateDigests* update_digests = nullptr;
 };
 

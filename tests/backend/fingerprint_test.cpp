@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "backend/cpu/cpu_fingerprint.h"
 #include "backend/cpu/simd/isa.h"
-#include "backend/fingerprint.h"
 
 TEST_CASE("the CPU fingerprint names the kernel variant this process runs", "[fingerprint]") {
   const nlohmann::json fp = ra::backend::cpu_fingerprint();

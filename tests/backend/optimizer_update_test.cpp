@@ -9,8 +9,8 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend_test_util.h"
 #include "core/digest.h"
-#include "optim/update_digests.h"
-#include "optim/update_rules.h"
+#include "optim/rules/update_digests.h"
+#include "optim/rules/update_rules.h"
 
 using namespace ra;
 using optim::RuleKind;

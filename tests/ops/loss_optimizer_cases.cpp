@@ -1,6 +1,6 @@
 // Loss cases (softmax_cross_entropy, mean_squared_error), optimizer cases (optimizer_update,
-// optimizer_update_digested: bit for bit the per-element rule of optim/update_rules.h) and digest
-// cases (Ops::digest: bit for bit core/digest.h on the host).
+// optimizer_update_digested: bit for bit the per-element rule of optim/rules/update_rules.h) and
+// digest cases (Ops::digest: bit for bit core/digest.h on the host).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include "backend/cpu/reference/reference_ops.h"
 #include "core/digest.h"
 #include "ops/case_support.h"
-#include "optim/update_digests.h"
-#include "optim/update_rules.h"
+#include "optim/rules/update_digests.h"
+#include "optim/rules/update_rules.h"
 
 namespace ops_test {
 namespace {

@@ -1,8 +1,8 @@
 // The recorder's two ways of digesting a step: from the chunk digests the fused optimizer update
-// took while each chunk was in cache (optim/update_digests.h), or by reading every tensor back
-// from memory afterwards. Both must record the same digests, for optimizers with no, one and two
-// state tensors per parameter, and a parameter changed after the update (fault injection) must be
-// recorded as changed.
+// took while each chunk was in cache (optim/rules/update_digests.h), or by reading every tensor
+// back from memory afterwards. Both must record the same digests, for optimizers with no, one and
+// two state tensors per parameter, and a parameter changed after the update (fault injection) must
+// be recorded as changed.
 #include <catch2/catch.hpp>
 
 #include <atomic>

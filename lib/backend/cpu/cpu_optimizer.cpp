@@ -1,5 +1,5 @@
-// Optimizer updates on the CPU backend: the shared per-element rule (optim/update_rules.h) over
-// fixed-size chunks. Elementwise, so any split gives the same bits.
+// Optimizer updates on the CPU backend: the shared per-element rule (optim/rules/update_rules.h)
+// over fixed-size chunks. Elementwise, so any split gives the same bits.
 //
 // The rule's kind is made a compile-time constant per loop (update_span<kind>), so the switch in
 // apply_update folds away and each loop vectorises; this unit is compiled with -fno-math-errno
@@ -55,7 +55,7 @@ constexpr std::int64_t kChunk = kDigestChunkBytes / sizeof(float);
 static_assert(kChunk * sizeof(float) == kDigestChunkBytes);
 
 // The chunk digests of the tensors of chunk `c` as they are after its update (digests: see
-// optim/update_digests.h), with the hashing time added to digests.hash_nanoseconds.
+// optim/rules/update_digests.h), with the hashing time added to digests.hash_nanoseconds.
 void digest_updated_chunk(std::int64_t c, std::int64_t count, const float* value, const float* grad,
                           const float* s0, const float* s1,
                           const optim::ChunkDigestTargets& digests) {

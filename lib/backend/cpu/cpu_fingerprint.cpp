@@ -1,4 +1,4 @@
-#include "backend/fingerprint.h"
+#include "backend/cpu/cpu_fingerprint.h"
 
 #include "backend/cpu/simd/isa.h"
 
