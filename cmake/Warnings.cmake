@@ -5,6 +5,9 @@ target_compile_options(ra_options INTERFACE
   # Floating-point contraction (a*b+c -> fma) changes results between builds and machines; an
   # auditor of bitwise reproducibility must not let the compiler decide that silently.
   $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
+  # Position-independent code (CMakeLists.txt) without GCC's assumption that a global function
+  # may be replaced at load time, which would stop it from inlining one (clang never assumes it).
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-fno-semantic-interposition>
   # The kernels silence GCC-only warnings by name (#pragma GCC diagnostic), unknown to clang.
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:Clang>>:-Wno-unknown-warning-option>)
 # Sanitizer builds: every UBSan finding is fatal (-fno-sanitize-recover=all), so a test or a fuzz

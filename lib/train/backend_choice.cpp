@@ -4,23 +4,18 @@
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "nn/backend_modes.h"
-#ifdef RA_HAVE_CUDA
-#include "backend/cuda/cuda_ops.h"
-#include "backend/cuda/device.h"
-#endif
+#include "train/cuda_plugin_loader.h"
 
 namespace ra::train {
 namespace {
 
 // Why no GPU can be used ("" when one can). One device query per call: callers keep the answer
-// rather than asking again.
+// rather than asking again. The CUDA plugin is loaded here, the first time a caller asks.
 std::string gpu_unusable_reason() {
-#ifdef RA_HAVE_CUDA
-  const backend::cuda::DeviceInfo info = backend::cuda::query_device();
+  const CudaPlugin& plugin = cuda_plugin();
+  if (plugin.api == nullptr) return plugin.reason;
+  const backend::cuda::DeviceInfo info = plugin.api->query_device();
   return info.usable ? std::string() : info.reason;
-#else
-  return "this build has no CUDA backend (nvcc or cuDNN was not found at build time)";
-#endif
 }
 
 // The notice of `auto` falling back to the CPU, from a reason already in hand.
@@ -36,8 +31,8 @@ std::string fallback_notice(spec::Device device) {
   return notice_for(device, gpu_unusable_reason());
 }
 
-BackendChoice make_backend(spec::Device device, int threads, [[maybe_unused]] spec::KernelMode mode,
-                           [[maybe_unused]] std::shared_ptr<const backend::AlgorithmPins> pins) {
+BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mode,
+                           std::shared_ptr<const backend::AlgorithmPins> pins) {
   BackendChoice choice;
   if (device == spec::Device::cpu) {
     choice.ops = backend::make_cpu_ops(threads);
@@ -45,10 +40,8 @@ BackendChoice make_backend(spec::Device device, int threads, [[maybe_unused]] sp
   }
   const std::string reason = gpu_unusable_reason();
   if (reason.empty()) {
-#ifdef RA_HAVE_CUDA
-    choice.ops = backend::make_cuda_ops(nn::to_backend(mode), std::move(pins));
+    choice.ops = cuda_plugin().api->make_ops(nn::to_backend(mode), std::move(pins));
     return choice;
-#endif
   }
   if (device == spec::Device::cuda) {
     throw RuntimeFailure("device 'cuda' was asked for, but no GPU is usable: " + reason);
@@ -63,11 +56,12 @@ nlohmann::json cpu_fingerprint() {
 }
 
 nlohmann::json gpu_fingerprint() {
-#ifdef RA_HAVE_CUDA
+  const CudaPlugin& plugin = cuda_plugin();
+  if (plugin.api == nullptr) return {{"available", false}, {"reason", plugin.reason}};
   // The whole fingerprint either way: driver and library versions are known without a device and
   // are what one compares first when a machine has none.
-  const backend::cuda::DeviceInfo info = backend::cuda::query_device();
-  nlohmann::json j = backend::cuda::device_fingerprint(info);
+  const backend::cuda::DeviceInfo info = plugin.api->query_device();
+  nlohmann::json j = plugin.api->device_fingerprint(info);
   j["available"] = info.usable;
   if (!info.usable) {
     // Under the key every build uses ("reason"), once: the trace's name for it is redundant here.
@@ -75,9 +69,6 @@ nlohmann::json gpu_fingerprint() {
     j["reason"] = info.reason;
   }
   return j;
-#else
-  return {{"available", false}, {"reason", gpu_unusable_reason()}};
-#endif
 }
 
 }  // namespace ra::train
