@@ -89,6 +89,21 @@ def test_an_interrupt_without_checkpoint_functions_fails_with_the_reason(tmp_pat
     assert "checkpoint=(save, load)" in errors
 
 
+def test_a_step_the_run_never_passes_fails_the_run(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(NO_CHECKPOINT.replace("record(model, optimizer)",
+                                            "record(model, optimizer, checkpoint=(print, print))"))
+    status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "10", script=script)
+    assert status == 3, text + errors
+    assert "run 0: the command wrote a trace of 4 steps without a resume record at step 10" in errors
+
+
+def test_interrupts_do_not_combine_with_op_records_yet(tmp_path):
+    status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", "--trace-ops", "0")
+    assert status == 2, text + errors
+    assert "--interrupt-at does not combine with --trace-ops or --keep-op yet" in errors
+
+
 @pytest.mark.parametrize("where", ["checkpoint", "restore"])
 def test_a_kill_during_the_interrupt_leaves_an_audit_that_resume_finishes(tmp_path, where):
     out = tmp_path / "out"
