@@ -18,6 +18,8 @@ std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const Re
   optional_piece("buffers", reference.buffers, other.buffers);
   if (other.optimizer_state != reference.optimizer_state) out.push_back({"optimizer_state", ""});
   if (other.schedule != reference.schedule) out.push_back({"schedule", ""});
+  optional_piece("lr_scheduler", reference.lr_scheduler, other.lr_scheduler);
+  optional_piece("grad_scaler", reference.grad_scaler, other.grad_scaler);
   for (const auto& stream : reference.rng_streams) {
     const auto it = std::find_if(other.rng_streams.begin(), other.rng_streams.end(),
                                  [&](const auto& s) { return s.first == stream.first; });
@@ -25,8 +27,6 @@ std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const Re
       out.push_back({"rng_stream", stream.first});
     }
   }
-  optional_piece("lr_scheduler", reference.lr_scheduler, other.lr_scheduler);
-  optional_piece("grad_scaler", reference.grad_scaler, other.grad_scaler);
   if (other.next_batch != reference.next_batch) out.push_back({"next_batch", ""});
   return out;
 }

@@ -44,14 +44,16 @@ std::vector<Trace> pytorch_runs(const ResumePoint& resumed) {
 
 }  // namespace
 
-TEST_CASE("a script's exact resume: every piece equal, a script's checkpoint", "[compare]") {
+TEST_CASE("a script's exact resume has every piece equal and is a script's checkpoint",
+          "[compare]") {
   const auto verdicts = ra::audit::check_resumes(pytorch_runs(script_point(true)), {});
   REQUIRE(verdicts.size() == 1);
   REQUIRE(verdicts[0].exact());
   REQUIRE(verdicts[0].script_checkpoint);
 }
 
-TEST_CASE("a script's resume names its buffers, scheduler, scaler and torch stream", "[compare]") {
+TEST_CASE("a script's resume names its buffers and scheduler and scaler and torch stream",
+          "[compare]") {
   ResumePoint resumed = script_point(true);
   resumed.state.buffers = ra::test::changed(*resumed.state.buffers);
   resumed.state.lr_scheduler.reset();  // recorded by run 0, not by the resumed run: differs

@@ -82,7 +82,7 @@ TEST_CASE("the HTML page shows the resumes in the text report's words", "[report
   REQUIRE(ra::report::render_html(ComparisonResult{}).find("Resumes") == std::string::npos);
 }
 
-TEST_CASE("JUnit has a testcase per resume, failed when a piece was left out", "[report]") {
+TEST_CASE("JUnit has a testcase per resume that fails when a piece was left out", "[report]") {
   ComparisonResult r = one_resume(true, {{"rng_stream", "torch"}});
   r.expect_identical = true;
   const std::string failed = ra::report::render_junit(r);

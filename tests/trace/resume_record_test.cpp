@@ -106,7 +106,7 @@ TEST_CASE("a trace without resume records reads as before", "[trace]") {
   REQUIRE(back.resume_points.empty());
 }
 
-TEST_CASE("a script's optional pieces are written and read back; absent ones stay absent",
+TEST_CASE("a script's optional pieces are written and read back and absent ones stay absent",
           "[trace]") {
   Trace t = three_steps();
   ResumePoint p = point(1, true);
