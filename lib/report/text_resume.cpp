@@ -1,6 +1,7 @@
 // The resume check in words (docs/resume.md, docs/report.md "Resume"): each resumed run's restore,
 // exact or with every piece of state it left out named as what to fix, and where the run first
 // parted from the uninterrupted one afterwards; the checkpoint's cost.
+#include <algorithm>
 #include <cstdio>
 
 #include "report/text_sections.h"
@@ -70,9 +71,13 @@ std::string script_piece_words(const ResumePiece& p, const ResumeVerdict& v) {
     return "the random state '" + p.stream + "' was not restored: what it draws" + after +
            " differs; save it and restore it";
   }
-  return "the first batch after the resume is not the one the uninterrupted run took: the "
-         "DataLoader's sampler started again from the beginning (or drew another order); save "
-         "its generator state and how many batches were taken, or use a resumable sampler";
+  const bool streams_differ =
+      std::any_of(v.differing.begin(), v.differing.end(),
+                  [](const ResumePiece& d) { return d.piece == "rng_stream"; });
+  return "the first batch after the resume is not the uninterrupted run's: the DataLoader's "
+         "sampler started again from the beginning (or drew another order); save its generator "
+         "state and position, or use a resumable sampler" +
+         std::string(streams_differ ? " (or an augmentation drew from an RNG state above)" : "");
 }
 
 // What a piece left out means for the steps after `step`, and the fix.

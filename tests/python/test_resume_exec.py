@@ -66,6 +66,24 @@ def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path):
     assert "use a resumable sampler" in text
 
 
+@pytest.mark.parametrize("forget, piece, words", [
+    ("buffers", {"piece": "buffers"}, "BatchNorm's running statistics) were not restored"),
+    ("optimizer", {"piece": "optimizer_state"}, "save optimizer.state_dict() and load it"),
+    ("scheduler", {"piece": "lr_scheduler"}, "save scheduler.state_dict() and load it"),
+    ("numpy_rng", {"piece": "rng_stream", "stream": "numpy"},
+     "save numpy.random.get_state() and restore it with numpy.random.set_state()"),
+    ("python_rng", {"piece": "rng_stream", "stream": "python_random"},
+     "save random.getstate() and restore it with random.setstate()"),
+])
+def test_each_piece_left_out_is_named_alone(tmp_path, forget, piece, words):
+    status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
+                                         script_args=["--forget", forget])
+    assert status == 1, text + errors
+    (resume,) = report["resumes"]
+    assert resume["differing"] == [piece]
+    assert words in text
+
+
 NO_CHECKPOINT = r"""
 import torch, repro_audit
 repro_audit.seed_everything()

@@ -6,8 +6,9 @@ piece of state, so that the resumed run is the uninterrupted one bit for bit.
     repro-audit exec --runs 2 --interrupt-at 5 --interrupt-at 12 -- \\
         python3 docs/examples/pytorch/train_checkpointed.py
 
-A tiny model (dense, BatchNorm, dropout) on a fixed random data set, SGD with momentum and a
-StepLR schedule, 3 epochs of 8 batches. It resumes exactly: the checkpoint holds the model's
+A tiny model (dense, BatchNorm, dropout) on a fixed random data set with a random augmentation
+(numpy's noise, a sign flip by Python's `random`), SGD with momentum and a StepLR schedule, 3 epochs
+of 8 batches. It resumes exactly: the checkpoint holds the model's
 state_dict (BatchNorm's running statistics with it), the optimizer's and the scheduler's, the
 torch, numpy and `random` RNG states, and the sampler's epoch and position (ResumableSampler);
 the DataLoader has a generator of its own, since each iter(loader) draws a seed from it (from
@@ -16,7 +17,10 @@ run).
 
 --buggy leaves out what issue trackers find missing most: torch's RNG state and the sampler's
 position (the DataLoader shuffles with torch's generator, and a resumed epoch starts again from
-its first batch). The report names both, as their fix.
+its first batch). The report names both, as their fix. --forget PIECES leaves out any of
+`buffers` (only the parameters loaded), `optimizer`, `scheduler`, `torch_rng`, `numpy_rng`,
+`python_rng`, `sampler` (comma-separated; --buggy is `torch_rng,sampler`), for the tests that
+prove each of the report's words.
 """
 import argparse
 import random
@@ -59,7 +63,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--buggy", action="store_true",
                         help="leave torch's RNG state and the sampler's position out")
+    parser.add_argument("--forget", default="", help="pieces to leave out, comma-separated")
     args = parser.parse_args()
+    forget = set(filter(None, args.forget.split(","))) | (
+        {"torch_rng", "sampler"} if args.buggy else set())
     seed = repro_audit.seed_everything(default=7)  # repro-audit: REPRO_AUDIT_SEED under exec
     torch.set_num_threads(1)
     data = torch.Generator().manual_seed(0)  # the same data set in every run
@@ -69,7 +76,7 @@ def main():
                                 torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(32, CLASSES))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5)
-    if args.buggy:
+    if "sampler" in forget:  # shuffled by torch's generator, started again on a resume
         sampler = None
         loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True)
     else:
@@ -78,35 +85,40 @@ def main():
                                              generator=torch.Generator().manual_seed(seed))
 
     def save(path):
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                 "scheduler": scheduler.state_dict()}
-        if not args.buggy:
-            state.update(torch_rng=torch.get_rng_state(), numpy_rng=numpy.random.get_state(),
-                         python_rng=random.getstate(), sampler=sampler.state_dict())
-        torch.save(state, path)
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
+                    "numpy_rng": numpy.random.get_state(), "python_rng": random.getstate(),
+                    "sampler": sampler.state_dict() if sampler else None}, path)
 
     def load(path):
         state = torch.load(path)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        if not args.buggy:
-            torch.set_rng_state(state["torch_rng"])
-            numpy.random.set_state(state["numpy_rng"])
-            random.setstate(state["python_rng"])
-            sampler.load_state_dict(state["sampler"])
+        if "buffers" in forget:
+            parameters = dict(model.named_parameters())
+            model.load_state_dict({k: v for k, v in state["model"].items() if k in parameters},
+                                  strict=False)
+        else:
+            model.load_state_dict(state["model"])
+        restore = {"optimizer": lambda s: optimizer.load_state_dict(s),
+                   "scheduler": lambda s: scheduler.load_state_dict(s),
+                   "torch_rng": torch.set_rng_state, "numpy_rng": numpy.random.set_state,
+                   "python_rng": random.setstate, "sampler": lambda s: sampler.load_state_dict(s)}
+        for piece, put_back in restore.items():
+            if piece not in forget:
+                put_back(state[piece])
 
     checkpoint = repro_audit.Checkpoint(save, load, scheduler=scheduler)  # repro-audit
     with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:  # repro-audit
         step = rec.start_step  # repro-audit: the steps done before this process (0, or a resume)
         for epoch in range(step // len(loader), EPOCHS):
             for x, y in loader:
+                noisy = x + 0.01 * torch.from_numpy(numpy.random.standard_normal(x.shape)).float()
+                noisy = -noisy if random.random() < 0.5 else noisy
                 optimizer.zero_grad()
-                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss = torch.nn.functional.cross_entropy(model(noisy), y)
                 loss.backward()
                 optimizer.step()
                 scheduler.step()
-                rec.step(batch=(x, y), loss=loss, epoch=epoch)  # repro-audit
+                rec.step(batch=(x, y), loss=loss, epoch=epoch)  # repro-audit: the loader's batch
                 step += 1
                 if step == STEPS:
                     break
