@@ -3,6 +3,8 @@
 // exit codes as `run`.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -37,6 +39,7 @@ struct ExecCommandOptions {
   std::string trace_ops;
   std::vector<std::string> tensor_digests;
   std::string keep_op;
+  std::vector<std::int64_t> interrupt_at;
   bool overwrite = false, resume = false, allow_empty = false;
 };
 
@@ -68,6 +71,13 @@ int run_exec(ExecCommandOptions& o) {
   if (!o.trace_ops.empty()) e.trace_ops = audit::parse_op_window(o.trace_ops);
   if (const auto plan = audit::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     e.tensor_digests = plan;
+  }
+  std::sort(o.interrupt_at.begin(), o.interrupt_at.end());
+  o.interrupt_at.erase(std::unique(o.interrupt_at.begin(), o.interrupt_at.end()),
+                       o.interrupt_at.end());
+  e.interrupt_at = o.interrupt_at;
+  if (!e.interrupt_at.empty() && (!o.trace_ops.empty() || !o.keep_op.empty())) {
+    throw InputError("--interrupt-at does not combine with --trace-ops or --keep-op yet");
   }
   if (!o.keep_op.empty()) {
     e.keep_op = audit::parse_kept_op(o.keep_op);
@@ -158,6 +168,14 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "whole in every run, whatever the keep budget: its magnitude, and K replays of "
                   "it in a fresh process that tell a nondeterministic kernel from a setting "
                   "(REPRO_AUDIT_KEEP_OP; docs/pytorch.md, \"The root-cause op's magnitude\")");
+  cmd->add_option("--interrupt-at", o->interrupt_at,
+                  "Stop every run but run 0 after step STEP (repeatable): its recorder calls the "
+                  "script's save, exec starts the command again and the recorder calls its load; "
+                  "the report checks each resume against run 0 (docs/resume.md, \"PyTorch\")")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false)  // one step each: a "--" after it is the command's, not its end
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_option("--timeout", o->exec.timeout_seconds,
                   "Stop a run still going after SECONDS (SIGTERM to its process group, SIGKILL "
                   "5 s later): the run fails, exit 3")

@@ -159,9 +159,11 @@ bool is_snapshot_file_name(const std::string& name) {
       name == kFailedTraceName) {
     return true;
   }
-  // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors".
+  // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors"; of
+  // an exec run (lib/python/repro_audit/checkpoint.py) the script's ".pt" and the recorder's
+  // ".recorder.json".
   constexpr std::string_view kCheckpoint = "checkpoint-step-";
-  for (std::string_view suffix : {".json", ".safetensors"}) {
+  for (std::string_view suffix : {".json", ".safetensors", ".pt", ".recorder.json"}) {
     if (!name.starts_with(kCheckpoint) || !name.ends_with(suffix)) continue;
     const std::string_view step = std::string_view(name).substr(
         kCheckpoint.size(), name.size() - kCheckpoint.size() - suffix.size());

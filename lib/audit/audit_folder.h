@@ -39,7 +39,8 @@ std::optional<int> run_of_snapshot_folder_name(const std::string& name);
 // <name>, or none.
 std::optional<std::string> atomic_write_target(const std::string& name);
 // A file the tool puts into run-NNN/ (weights-initial/final/epoch-E/step-S.safetensors,
-// batches.json, checkpoint-step-S.json/.safetensors; of PyTorch runs kept-outputs.bin,
+// batches.json, checkpoint-step-S.json/.safetensors; of PyTorch runs checkpoint-step-S.pt and
+// .recorder.json, kept-outputs.bin,
 // cudnn-api.log, command.log,
 // failed.trace.jsonl).
 bool is_snapshot_file_name(const std::string& name);

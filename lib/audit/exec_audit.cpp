@@ -1,5 +1,6 @@
 #include "audit/exec_audit.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -57,16 +58,32 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   m.fault = nullptr;
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
   if (o.tensor_digests) m.tensor_digests = to_string(*o.tensor_digests);
+  m.interrupt_at = o.interrupt_at;
   set_expectation(m, o.expect_identical, kExpectIdentical);  // exec's question: why runs differ
   m.runs = plan;
   return m;
 }
 
+// What is missing from a whole trace of run `run` of an audit with --interrupt-at, or "": run 0
+// records its state as it passes each step, every other run a resume just after each restore.
+std::string missing_resume(const Trace& t, const AuditManifest& m, int run) {
+  for (const std::int64_t step : m.interrupt_at) {
+    const bool found = std::any_of(
+        t.resume_points.begin(), t.resume_points.end(),
+        [&](const ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
+    if (found) continue;
+    return "wrote a trace of " + std::to_string(t.final ? t.final->steps : 0) +
+           " steps without a resume record at step " + std::to_string(step) +
+           " (--interrupt-at): is the step past the run's last but one?";
+  }
+  return "";
+}
+
 // What is wrong with a run whose command ended with `result`, or "" when it is a whole run of the
-// audit: the command failed, wrote no trace, a trace this tool refuses, a failed run's trace, or
-// one without the op records asked for.
-std::string run_problem(const ProcessResult& result, const fs::path& trace,
-                        const AuditManifest& m) {
+// audit: the command failed, wrote no trace, a trace this tool refuses, a failed run's trace, one
+// without the op records asked for, or without the resume records --interrupt-at asked for.
+std::string run_problem(const ProcessResult& result, const fs::path& trace, const AuditManifest& m,
+                        int run) {
   if (result.timed_out || result.forwarded != 0) return result.describe();  // "timed out ..."
   if (!result.ok()) return "ended with " + result.describe();
   std::error_code ec;
@@ -81,6 +98,7 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace,
       return "wrote a trace without op records, though --trace-ops " + m.trace_ops +
              " asked for them: is its repro_audit older than op records?";
     }
+    if (std::string missing = missing_resume(t, m, run); !missing.empty()) return missing;
   } catch (const InputError& e) {
     return std::string("wrote a trace this tool refuses (") + e.what() +
            "): is its repro_audit another version than this tool's?";
@@ -119,6 +137,49 @@ std::string failure_hint(const std::string& tail) {
          "(docs/pytorch.md, \"Install\")";
 }
 
+// The steps as REPRO_AUDIT_INTERRUPT_AT gives them: "20,50", "" for none.
+std::string steps_text(const std::vector<std::int64_t>& steps) {
+  std::string out;
+  for (const std::int64_t s : steps) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out;
+}
+
+// The command, started again after each interrupt (lib/python/repro_audit/checkpoint.py): an
+// exit with kInterruptedExit after the recorder wrote checkpoint-step-S.recorder.json is a run
+// stopped at its next --interrupt-at step S, which the next process resumes from
+// (REPRO_AUDIT_RESUME_FROM). Its result is the last process's; `problem` says what was wrong
+// with an interrupt.
+ProcessResult run_through_interrupts(const ExecOptions& o, const PlannedRun& p,
+                                     std::vector<std::pair<std::string, std::string>> environment,
+                                     const fs::path& log, std::string& problem) {
+  ProcessLimits limits;
+  limits.timeout_seconds = o.timeout_seconds;
+  for (std::size_t interrupts = 0;; ++interrupts) {
+    const ProcessResult result = run_process(o.command, environment, log, limits);
+    if (result.signal != 0 || result.timed_out || result.forwarded != 0 ||
+        result.exit_code != kInterruptedExit) {
+      return result;
+    }
+    if (p.index == 0 || interrupts >= o.interrupt_at.size()) {
+      problem = "ended with exit status " + std::to_string(kInterruptedExit) +
+                ", the recorder's after an interrupt, though none was due";
+      return result;
+    }
+    const std::string step = std::to_string(o.interrupt_at[interrupts]);
+    const fs::path state =
+        o.out_dir / run_name(p.index) / ("checkpoint-step-" + step + ".recorder.json");
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(state, ec))) {
+      problem = "ended with exit status " + std::to_string(kInterruptedExit) +
+                " (interrupted) but left no " + state.filename().string();
+      return result;
+    }
+    for (auto& [name, value] : environment) {
+      if (name == "REPRO_AUDIT_RESUME_FROM") value = fs::absolute(state).string();
+    }
+  }
+}
+
 // One run of the command; RuntimeFailure when it fails or leaves no whole trace.
 void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
   if (const int signal = StopSignals::received(); signal != 0) {
@@ -138,6 +199,10 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
   // Set either way: a window left in the caller's environment is not this audit's.
   environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
   environment.emplace_back("REPRO_AUDIT_TENSOR_DIGESTS", m.tensor_digests);
+  environment.emplace_back("REPRO_AUDIT_INTERRUPT_AT", steps_text(o.interrupt_at));
+  environment.emplace_back("REPRO_AUDIT_RESUME_FROM", "");  // set when started again
+  environment.emplace_back("REPRO_AUDIT_CHECKPOINT_DIR",
+                           fs::absolute(o.out_dir / run_name(p.index)).string());
   if (o.keep_op) {
     environment.emplace_back("REPRO_AUDIT_KEEP_OP", std::to_string(o.keep_op->step) + ":" +
                                                         std::to_string(o.keep_op->index));
@@ -147,10 +212,9 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
     environment.emplace_back("REPRO_AUDIT_DEVICE_DIGEST_LIBRARY",
                              fs::absolute(o.device_digest_library).string());
   }
-  ProcessLimits limits;
-  limits.timeout_seconds = o.timeout_seconds;
-  const ProcessResult result = run_process(o.command, environment, log, limits);
-  const std::string problem = run_problem(result, trace, m);
+  std::string problem;
+  const ProcessResult result = run_through_interrupts(o, p, environment, log, problem);
+  if (problem.empty()) problem = run_problem(result, trace, m, p.index);
   if (!problem.empty()) {
     quarantine_trace(o.out_dir, p.index);
     // One line (the log keeps a record to a line): the output's last lines joined by " | ".

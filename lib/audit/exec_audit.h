@@ -12,6 +12,11 @@
 //   REPRO_AUDIT_DEVICE_DIGEST_LIBRARY  the library that digests CUDA tensors on the GPU
 //                           (kernels/digest_abi), when this build has one and the caller's
 //                           environment names none
+//   REPRO_AUDIT_INTERRUPT_AT  --interrupt-at's steps, "20,50" ("" for none): every run but run 0
+//                           stops after each (the script's save), run 0 records its state there
+//   REPRO_AUDIT_CHECKPOINT_DIR  the run's folder, where an interrupted run's checkpoints go
+//   REPRO_AUDIT_RESUME_FROM the checkpoint-step-S.recorder.json to resume from (the script's
+//                           load), set when the command is started again after an interrupt
 // The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
 // same, from the traces. A run whose command fails, times out, is stopped by a signal exec passed
 // on, or writes no whole trace (or a failed run's) is a RuntimeFailure (exit 3) naming it with its
@@ -30,6 +35,11 @@
 #include "audit/shard.h"
 
 namespace ra::audit {
+
+// The exit status of a run's process that the recorder ended after an interrupt's save
+// (lib/python/repro_audit/checkpoint.py INTERRUPTED_EXIT): exec starts the command again to
+// resume it. 75 is EX_TEMPFAIL of sysexits.h: "try again later".
+inline constexpr int kInterruptedExit = 75;
 
 // The op a root cause named, to keep whole: its step and its index among the step's op records.
 struct KeptOp {
@@ -72,6 +82,11 @@ struct ExecOptions {
   // fresh process: lib/python/repro_audit/kept_op.py), as REPRO_AUDIT_KEEP_OP. The op window
   // defaults to that step and must hold it.
   std::optional<KeptOp> keep_op;
+  // --interrupt-at: every run but run 0 is stopped after each of these steps (ascending) by its
+  // recorder, which calls the script's save; exec starts the command again, the recorder calls the
+  // script's load and appends to the same trace (docs/resume.md, "PyTorch"). Kept in the
+  // manifest, as run's.
+  std::vector<std::int64_t> interrupt_at;
   // --timeout: a run still going after this many seconds is stopped and failed (exit 3); 0: none.
   double timeout_seconds = 0.0;
 };

@@ -126,7 +126,8 @@ json resumes_json(const ComparisonResult& r) {
                    {"differing", pieces},
                    {"first_divergence", first},
                    {"checkpoint",
-                    {{"bytes", v.checkpoint_bytes},
+                    {{"by", v.script_checkpoint ? "script" : "engine"},
+                     {"bytes", v.checkpoint_bytes},
                      {"write_seconds", v.write_seconds},
                      {"read_seconds", v.read_seconds}}}});
   }

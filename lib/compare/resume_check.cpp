@@ -10,8 +10,16 @@ namespace {
 std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const ResumeState& other) {
   std::vector<ResumePiece> out;
   if (other.weights != reference.weights) out.push_back({"weights", ""});
+  // A piece the reference recorded and the resumed run did not (or recorded otherwise) differs.
+  const auto optional_piece = [&](const char* name, const std::optional<Digest128>& ref,
+                                  const std::optional<Digest128>& got) {
+    if (ref && ref != got) out.push_back({name, ""});
+  };
+  optional_piece("buffers", reference.buffers, other.buffers);
   if (other.optimizer_state != reference.optimizer_state) out.push_back({"optimizer_state", ""});
   if (other.schedule != reference.schedule) out.push_back({"schedule", ""});
+  optional_piece("lr_scheduler", reference.lr_scheduler, other.lr_scheduler);
+  optional_piece("grad_scaler", reference.grad_scaler, other.grad_scaler);
   for (const auto& stream : reference.rng_streams) {
     const auto it = std::find_if(other.rng_streams.begin(), other.rng_streams.end(),
                                  [&](const auto& s) { return s.first == stream.first; });
@@ -49,6 +57,7 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
       ResumeVerdict v;
       v.run = static_cast<int>(i);
       v.step = p.step;
+      v.script_checkpoint = reference.backend.starts_with("pytorch");
       v.checkpoint_bytes = p.checkpoint_bytes;
       v.write_seconds = p.write_seconds;
       v.read_seconds = p.read_seconds;

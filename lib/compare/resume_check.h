@@ -14,7 +14,9 @@ namespace ra::audit {
 struct Divergence;  // compare/compare.h
 
 // One piece of a resume point's state: "weights", "optimizer_state", "schedule", "next_batch", or
-// "rng_stream" with `stream` its name ("data/order", "dropout/dropout_0").
+// "rng_stream" with `stream` its name ("data/order", "dropout/dropout_0"); of a PyTorch script's
+// checkpoint also "buffers", "lr_scheduler", "grad_scaler", and the streams "torch", "cuda",
+// "numpy", "python_random".
 struct ResumePiece {
   std::string piece;
   std::string stream;
@@ -27,6 +29,9 @@ struct ResumeVerdict {
   // False when the reference run recorded no state at the step (its trace is of an audit without
   // this interrupt): then nothing is compared, and `differing` is empty.
   bool compared = true;
+  // The script's own save and load (exec --interrupt-at), not the engine's checkpoint: the report
+  // words each piece as the fix in the script.
+  bool script_checkpoint = false;
   std::vector<ResumePiece> differing;  // empty: the restore was exact
   bool exact() const { return compared && differing.empty(); }
   // The first difference of this run from the reference at or after `step` (none: it never

@@ -93,6 +93,14 @@ std::string category_table(const ComparisonResult& r) {
   return out;
 }
 
+// Each resumed run's restore (docs/resume.md), in the text report's words: the pieces a
+// checkpoint left out, each worded as the fix.
+std::string resumes(const ComparisonResult& r) {
+  if (r.resumes.empty()) return "";
+  return "<h2>Resumes</h2>\n<pre>" +
+         svg::html_lines_escaped(text::cut_long_lines(text::resumes(r))) + "</pre>\n";
+}
+
 std::string ulp_cell(const audit::TensorDifference& d) {
   if (d.max_ulp_same_sign == UINT64_MAX) return "a NaN against another value";
   if (d.differing > 0 && d.max_ulp_same_sign == 0) return "(every difference is a sign flip)";
@@ -184,7 +192,7 @@ std::string render_html(const ComparisonResult& r) {
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
-  out += banner(r) + category_table(r) + html::loss_plots(r) + html::growth_plots(r) +
+  out += banner(r) + category_table(r) + resumes(r) + html::loss_plots(r) + html::growth_plots(r) +
          html::divergence_map(r) + html::seed_group_plots(r) + snapshots(r) + statistics(r) +
          differences(r) + cost(r);
   return out + "</body>\n</html>\n";

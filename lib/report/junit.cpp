@@ -188,11 +188,35 @@ std::string xml_escaped(const std::string& text) {
   return with_entities(chars);
 }
 
+// One resumed run's restore (docs/resume.md), numbered after the categories: fails where
+// identity was expected and a piece of state was not restored; its time the checkpoint's write
+// and read.
+Case resume_case(const ComparisonResult& r, const audit::ResumeVerdict& v, std::size_t number) {
+  Case c;
+  const std::string words = text::resume(r, v);
+  const std::string head = first_line(words);
+  c.name = std::to_string(number) + " " + head.substr(0, head.find(':'));
+  c.time = v.write_seconds + v.read_seconds;
+  c.message = head.substr(head.find(": ") + 2);
+  if (!v.compared) {
+    c.outcome = Case::Outcome::skipped;
+  } else if (!v.exact()) {
+    c.outcome = r.expect_identical ? Case::Outcome::failed : Case::Outcome::passed;
+    c.failure_type = "resume";
+    c.detail = after_first_line(words);
+    if (!r.expect_identical) c.message += " (allowed: bitwise identity was not expected)";
+  }
+  return c;
+}
+
 std::string render_junit(const ComparisonResult& r) {
   std::vector<Case> cases{verdict_case(r)};
   if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
   for (std::size_t i = 0; i < r.categories.size(); ++i) {
     cases.push_back(category_case(r, r.categories[i], i));
+  }
+  for (std::size_t i = 0; i < r.resumes.size(); ++i) {
+    cases.push_back(resume_case(r, r.resumes[i], 3 + r.categories.size() + i));
   }
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {

@@ -1,6 +1,7 @@
 // The resume check in words (docs/resume.md, docs/report.md "Resume"): each resumed run's restore,
 // exact or with every piece of state it left out named as what to fix, and where the run first
 // parted from the uninterrupted one afterwards; the checkpoint's cost.
+#include <algorithm>
 #include <cstdio>
 
 #include "report/text_sections.h"
@@ -18,8 +19,70 @@ bool stream_differs(const ResumeVerdict& v, const std::string& stream) {
   return false;
 }
 
+// A piece a PyTorch script's save or load left out (exec --interrupt-at), worded as the fix in
+// the script: what differs after the resume, and the call that saves and restores it.
+std::string script_piece_words(const ResumePiece& p, const ResumeVerdict& v) {
+  const std::string after = " after step " + std::to_string(v.step);
+  if (p.piece == "weights") {
+    return "the parameters were not restored: the run went on from other weights than it stopped "
+           "with; save model.state_dict() and load it with model.load_state_dict()";
+  }
+  if (p.piece == "buffers") {
+    return "the model's buffers (BatchNorm's running statistics) were not restored: the "
+           "normalisation" +
+           after + " differs; save model.state_dict(), which holds them, not only the parameters";
+  }
+  if (p.piece == "optimizer_state") {
+    return "the optimizer's state (momentum, moving averages, step counts) was not restored: the "
+           "updates" +
+           after + " differ; save optimizer.state_dict() and load it";
+  }
+  if (p.piece == "schedule") {
+    return "the optimizer's learning rate (its param_groups) was not restored: the updates" +
+           after + " use another; load optimizer.state_dict(), which holds them";
+  }
+  if (p.piece == "lr_scheduler") {
+    return "the LR scheduler was not restored: its position, so the learning rate" + after +
+           ", differs; save scheduler.state_dict() and load it";
+  }
+  if (p.piece == "grad_scaler") {
+    return "the GradScaler was not restored: its loss scale" + after +
+           " differs; save scaler.state_dict() and load it";
+  }
+  if (p.piece == "rng_stream" && p.stream == "torch") {
+    return "torch's RNG state was not restored: the dropout masks (and every other draw of "
+           "torch's generator, a shuffling DataLoader's order included)" +
+           after + " differ; save torch.get_rng_state() and restore it with torch.set_rng_state()";
+  }
+  if (p.piece == "rng_stream" && p.stream == "cuda") {
+    return "CUDA's RNG state was not restored: what the GPU draws (dropout on the GPU)" + after +
+           " differs; save torch.cuda.get_rng_state_all() and restore it with "
+           "torch.cuda.set_rng_state_all()";
+  }
+  if (p.piece == "rng_stream" && p.stream == "numpy") {
+    return "numpy's global RNG state was not restored: what it draws (augmentations)" + after +
+           " differs; save numpy.random.get_state() and restore it with numpy.random.set_state()";
+  }
+  if (p.piece == "rng_stream" && p.stream == "python_random") {
+    return "Python's `random` state was not restored: what it draws" + after +
+           " differs; save random.getstate() and restore it with random.setstate()";
+  }
+  if (p.piece == "rng_stream") {
+    return "the random state '" + p.stream + "' was not restored: what it draws" + after +
+           " differs; save it and restore it";
+  }
+  const bool streams_differ =
+      std::any_of(v.differing.begin(), v.differing.end(),
+                  [](const ResumePiece& d) { return d.piece == "rng_stream"; });
+  return "the first batch after the resume is not the uninterrupted run's: the DataLoader's "
+         "sampler started again from the beginning (or drew another order); save its generator "
+         "state and position, or use a resumable sampler" +
+         std::string(streams_differ ? " (or an augmentation drew from an RNG state above)" : "");
+}
+
 // What a piece left out means for the steps after `step`, and the fix.
 std::string piece_words(const ResumePiece& p, const ResumeVerdict& v) {
+  if (v.script_checkpoint) return script_piece_words(p, v);
   const std::string after = "after step " + std::to_string(v.step);
   if (p.piece == "weights") {
     return "the weights were not restored: the run went on from other weights than it stopped "
@@ -55,8 +118,11 @@ std::string piece_words(const ResumePiece& p, const ResumeVerdict& v) {
 }
 
 std::string cost_words(const ResumeVerdict& v) {
-  char text[128];
-  std::snprintf(text, sizeof text, "checkpoint %.1f KiB, written in %.2f ms, read in %.2f ms",
+  char text[160];
+  std::snprintf(text, sizeof text,
+                v.script_checkpoint
+                    ? "checkpoint %.1f KiB, the script's save took %.2f ms, its load %.2f ms"
+                    : "checkpoint %.1f KiB, written in %.2f ms, read in %.2f ms",
                 static_cast<double>(v.checkpoint_bytes) / 1024.0, v.write_seconds * 1e3,
                 v.read_seconds * 1e3);
   return text;
@@ -64,28 +130,29 @@ std::string cost_words(const ResumeVerdict& v) {
 
 }  // namespace
 
-std::string resumes(const ComparisonResult& r) {
-  if (r.resumes.empty()) return "";
-  std::string out;
-  for (const ResumeVerdict& v : r.resumes) {
-    const auto index = static_cast<std::size_t>(v.run);
-    const int run = index < r.runs.size() ? r.runs[index].run : v.run;
-    out += "resume of run " + std::to_string(run) + " at step " + std::to_string(v.step) + ": ";
-    if (!v.compared) {
-      out += "not checked: run 0 recorded no state at that step (" + cost_words(v) + ")\n";
-      continue;
-    }
-    out += (v.exact() ? "exact" : "NOT exact") + std::string(" (") + cost_words(v) + ")\n";
-    for (const ResumePiece& p : v.differing) out += "  - " + piece_words(p, v) + "\n";
-    if (v.first_divergence_step) {
-      out += "  first divergence after the resume: step " +
-             std::to_string(*v.first_divergence_step) + ", " + v.first_divergence_category +
-             (v.first_divergence_tensor.empty() ? "" : " (" + v.first_divergence_tensor + ")") +
-             "\n";
-    } else if (!v.exact()) {
-      out += "  the run did not part from run 0 after the resume\n";
-    }
+std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
+  const auto index = static_cast<std::size_t>(v.run);
+  const int run = index < r.runs.size() ? r.runs[index].run : v.run;
+  std::string out =
+      "resume of run " + std::to_string(run) + " at step " + std::to_string(v.step) + ": ";
+  if (!v.compared) {
+    return out + "not checked: run 0 recorded no state at that step (" + cost_words(v) + ")\n";
   }
+  out += (v.exact() ? "exact" : "NOT exact") + std::string(" (") + cost_words(v) + ")\n";
+  for (const ResumePiece& p : v.differing) out += "  - " + piece_words(p, v) + "\n";
+  if (v.first_divergence_step) {
+    out += "  first divergence after the resume: step " + std::to_string(*v.first_divergence_step) +
+           ", " + v.first_divergence_category +
+           (v.first_divergence_tensor.empty() ? "" : " (" + v.first_divergence_tensor + ")") + "\n";
+  } else if (!v.exact()) {
+    out += "  the run did not part from run 0 after the resume\n";
+  }
+  return out;
+}
+
+std::string resumes(const ComparisonResult& r) {
+  std::string out;
+  for (const ResumeVerdict& v : r.resumes) out += resume(r, v);
   return out;
 }
 

@@ -29,6 +29,8 @@ std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign
 std::string environment(const ComparisonResult& r);     // environment and ledger differences
 std::string category_table(const ComparisonResult& r);  // one line per category
 std::string resumes(const ComparisonResult& r);  // each resumed run's restore (text_resume.cpp)
+// One resumed run's restore: its first line the verdict, then the pieces and what followed.
+std::string resume(const ComparisonResult& r, const audit::ResumeVerdict& v);
 
 std::string loss_differences(const ComparisonResult& r);  // first differing and final loss
 std::string growth_table(const ComparisonResult& r);      // per epoch, when runs differ

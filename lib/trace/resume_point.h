@@ -4,6 +4,7 @@
 // by the uninterrupted run as it passes the same step, so that a comparison names each piece of
 // state a checkpoint left out.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,16 @@ struct ResumeState {
   Digest128 weights;          // over every parameter's digest, in header order
   Digest128 optimizer_state;  // over every optimizer state tensor's digest
   Digest128 schedule;         // the optimizer's completed steps and the next step's learning rate
-  // Per named random stream ("data/order", "dropout/dropout_0"): its key and counter.
+  // Per named random stream ("data/order", "dropout/dropout_0"): its key and counter; of a
+  // PyTorch run, the global generators ("torch", "cuda", "numpy", "python_random").
   std::vector<std::pair<std::string, Digest128>> rng_streams;
-  Digest128 next_batch;  // the sample indices of the step's batch
+  // The sample indices of the step's batch; of a PyTorch run, the batch the script gave its
+  // first step() after the point (indices, inputs and labels).
+  Digest128 next_batch;
+  // Pieces only a PyTorch script's checkpoint has (lib/python/repro_audit/checkpoint.py): the
+  // model's buffers (BatchNorm's running statistics), and the state_dict of the LR scheduler and
+  // of the GradScaler the script named. Absent in the engine's records.
+  std::optional<Digest128> buffers, lr_scheduler, grad_scaler;
   friend bool operator==(const ResumeState&, const ResumeState&) = default;
 };
 

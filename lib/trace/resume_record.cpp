@@ -16,6 +16,12 @@ std::string resume_line(const ResumePoint& p) {
                        {"schedule", p.state.schedule.hex()},
                        {"rng_streams", streams},
                        {"next_batch", p.state.next_batch.hex()}}}};
+  const auto optional_piece = [&](const char* name, const std::optional<Digest128>& d) {
+    if (d) rec["state"][name] = d->hex();
+  };
+  optional_piece("buffers", p.state.buffers);
+  optional_piece("lr_scheduler", p.state.lr_scheduler);
+  optional_piece("grad_scaler", p.state.grad_scaler);
   if (p.resumed) {
     rec["checkpoint"] = {{"bytes", p.checkpoint_bytes},
                          {"write_seconds", p.write_seconds},
@@ -36,6 +42,9 @@ ResumePoint records::read_resume(const Field& r) {
     p.state.rng_streams.emplace_back(name, d.digest());
   }
   p.state.next_batch = s["next_batch"].digest();
+  if (s.has("buffers")) p.state.buffers = s["buffers"].digest();
+  if (s.has("lr_scheduler")) p.state.lr_scheduler = s["lr_scheduler"].digest();
+  if (s.has("grad_scaler")) p.state.grad_scaler = s["grad_scaler"].digest();
   if (p.resumed) {
     const Field c = r["checkpoint"];
     p.checkpoint_bytes = c["bytes"].uint64();

@@ -105,3 +105,17 @@ TEST_CASE("a trace without resume records reads as before", "[trace]") {
   const Trace back = parse_trace(serialize_trace(three_steps()), "t.jsonl");
   REQUIRE(back.resume_points.empty());
 }
+
+TEST_CASE("a script's optional pieces are written and read back and absent ones stay absent",
+          "[trace]") {
+  Trace t = three_steps();
+  ResumePoint p = point(1, true);
+  p.state.buffers = digest_of(36);
+  p.state.lr_scheduler = digest_of(37);
+  t.resume_points = {p, point(2, false)};
+  const std::string text = serialize_trace(t);
+  REQUIRE(text.find("\"grad_scaler\"") == std::string::npos);
+  const Trace back = parse_trace(text, "t.jsonl");
+  REQUIRE(back.resume_points[0].state == p.state);
+  REQUIRE_FALSE(back.resume_points[1].state.buffers);
+}

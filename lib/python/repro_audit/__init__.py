@@ -1,8 +1,9 @@
 """repro_audit: record a PyTorch training run in repro-audit's trace format (docs/pytorch.md)."""
+from .checkpoint import Checkpoint
 from .digest import digest_bytes, tensor_digest, text_digest
 from .recorder import NoOpRecorder, Recorder, VERSION, record, seed_everything
 from .workers import worker_init_fn
 
-__all__ = ["record", "Recorder", "NoOpRecorder", "seed_everything", "digest_bytes", "tensor_digest",
-           "text_digest", "worker_init_fn", "VERSION"]
+__all__ = ["record", "Checkpoint", "Recorder", "NoOpRecorder", "seed_everything", "digest_bytes",
+           "tensor_digest", "text_digest", "worker_init_fn", "VERSION"]
 __version__ = VERSION

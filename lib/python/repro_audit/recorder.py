@@ -25,6 +25,7 @@ import socket
 import sys
 import time
 
+from . import checkpoint as checkpoints
 from . import cudnn_log
 from . import detail
 from . import device_digest
@@ -143,6 +144,7 @@ class NoOpRecorder:
     the recorder does, and does nothing."""
 
     enabled = False
+    start_step, restored = 0, None  # never resumed (checkpoint.py)
 
     def __enter__(self):
         return self
@@ -166,10 +168,10 @@ class NoOpRecorder:
         return loader
 
 
-def record(model, optimizer=None, names=None, spec=None):
+def record(model, optimizer=None, names=None, spec=None, checkpoint=None):
     """The documented form: `with repro_audit.record(model, optimizer) as rec:` (Recorder.from_env
     as a context manager: the end of the block ends the run, an exception marks it failed)."""
-    return Recorder.from_env(model, optimizer, names=names, spec=spec)
+    return Recorder.from_env(model, optimizer, names=names, spec=spec, checkpoint=checkpoint)
 
 
 class Recorder:
@@ -178,11 +180,13 @@ class Recorder:
     enabled = True
 
     @classmethod
-    def from_env(cls, model, optimizer=None, names=None, spec=None):
+    def from_env(cls, model, optimizer=None, names=None, spec=None, checkpoint=None):
         """`names`: the parameters' names in the trace, in named_parameters order (default:
         PyTorch's); `spec`: the trace's spec (default: REPRO_AUDIT_SPEC, else the script's name).
         Both serve a trace that must line up with another tool's, as the engine's for the
-        cross-check (docs/pytorch.md, "Cross-check with the engine")."""
+        cross-check (docs/pytorch.md, "Cross-check with the engine"). `checkpoint`: the script's
+        (save, load), or a checkpoint.Checkpoint, for `exec --interrupt-at` (docs/resume.md)."""
+        checkpoint = checkpoints.checkpoint_of(checkpoint)  # a wrong one fails without an audit
         path = os.environ.get("REPRO_AUDIT_TRACE")
         if not path:
             return NoOpRecorder()
@@ -195,12 +199,12 @@ class Recorder:
                    keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
                             if os.environ.get(kept_op.ENVIRONMENT) else None),
                    replays=kept_op.replays_from(os.environ),
-                   tensor_digests=detail.TensorDigestPlan.from_env())
+                   tensor_digests=detail.TensorDigestPlan.from_env(), checkpoint=checkpoint)
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
                  name=None, names=None, spec=None, trace_ops=None,
                  keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
-                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None):
+                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None):
         """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
         None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
         index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
@@ -210,6 +214,9 @@ class Recorder:
         import torch
 
         env.check_trace_path(path)
+        # exec --interrupt-at (checkpoint.py): None without one.
+        self._interrupts = checkpoints.Interrupts.from_env(
+            torch, checkpoints.checkpoint_of(checkpoint), run)
         self._torch = torch
         self._model = model
         self._optimizer = optimizer
@@ -297,6 +304,9 @@ class Recorder:
         atexit.register(self._finish_at_exit)
         if self._ops is not None:
             self._ops.begin(0)
+        self.start_step, self.restored = 0, None  # the steps done before this process, load's
+        if self._interrupts is not None:
+            self._interrupts.begin(self)  # a resumed process: load(), the trace taken up
 
     def __enter__(self):
         return self
@@ -350,6 +360,8 @@ class Recorder:
         self._settle()
         tensors = list(batch) if isinstance(batch, (tuple, list)) else [batch]
         self._records.check_epoch(int(epoch))  # (the last step settled above)
+        if self._interrupts is not None:
+            self._interrupts.before_step(self, tensors, indices, int(epoch))
         digesting = self._digester.batch()
         empty = digesting.add(torch.zeros(0, dtype=torch.int64))
         state_names, state = self._state.optimizer_state(digesting.add)
@@ -375,6 +387,8 @@ class Recorder:
             record["ops"] = ops
         digesting.download()
         self._pending = (record, digesting, misuse.grads_exist(self._state.params))
+        if self._interrupts is not None:  # run 0 records its state; another run may stop here
+            self._interrupts.after_step(self, self._records.step_count + 1)
         self._last = time.perf_counter()
         self._recording += self._last - now
         if self._ops is not None:

@@ -204,6 +204,48 @@ class TraceRecords:
                 os.unlink(self._temporary)
             raise
 
+    def suspend(self):
+        """The state a new process needs to go on writing this trace (checkpoint.py: an
+        interrupted run), as JSON values; the temporary flushed and synced, left open for the
+        process's end."""
+        if self._out is None:
+            self._start()
+        if not isinstance(self._out, list):
+            self._out.flush()
+            os.fsync(self._out.fileno())
+        return {"header": self.header, "header_line": self._header_line,
+                "initial_weights": self.initial_weights, "initial_buffers": self.initial_buffers,
+                "step_count": self.step_count, "epoch": self.epoch,
+                "epochs_written": self._epochs_written, "last": self._last,
+                "last_weights": self._last_weights, "last_buffers": self._last_buffers,
+                "seconds": list(self._seconds), "epoch_steps": self._epoch_steps,
+                "epoch_loss_sum": self._epoch_loss_sum, "epoch_seconds": self._epoch_seconds,
+                "temporary": self._temporary}
+
+    @classmethod
+    def resumed(cls, state, path):
+        """The records of a suspended trace (suspend()), appended to its temporary."""
+        records = cls(state["header"], state["initial_weights"], state["initial_buffers"], path)
+        records.step_count, records.epoch = state["step_count"], state["epoch"]
+        records._epochs_written, records._last = state["epochs_written"], state["last"]
+        records._last_weights = state["last_weights"]
+        records._last_buffers = state["last_buffers"]
+        records._seconds = array.array("d", state["seconds"])
+        records._epoch_steps = state["epoch_steps"]
+        records._epoch_loss_sum = state["epoch_loss_sum"]
+        records._epoch_seconds = state["epoch_seconds"]
+        records._header_line, records._temporary = state["header_line"], state["temporary"]
+        records._out = open(records._temporary, "a", encoding="utf-8")
+        return records
+
+    def add_resume(self, record, epoch):
+        """A resume record (checkpoint.py) before the step of `epoch` it describes: after the
+        epoch record that step closes, as the reader expects."""
+        self.check_epoch(epoch)
+        if self.step_count and epoch != self.epoch:
+            self.close_epoch()
+        self._write(record)
+
     def text(self):
         """The lines so far, without a path (tests)."""
         return "".join(self._out or [])

@@ -1,0 +1,154 @@
+"""exec --interrupt-at on Debian's torch (docs/resume.md, "PyTorch"): the checkpointing example
+(docs/examples/pytorch/train_checkpointed.py) resumes exactly, its --buggy variant is diagnosed
+with both causes worded as the fix, a script without checkpoint functions fails with a clear
+error, and a kill -9 during the interrupt's save or the restore leaves an audit that `exec
+--resume` finishes. REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+from repro_audit import Checkpoint, checkpoint  # noqa: E402
+
+BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_checkpointed.py")
+
+
+def audit(out, *options, script=EXAMPLE, script_args=(), **env):
+    """`repro-audit exec` of the script: (exit status, JSON report or None, stdout, stderr)."""
+    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
+    environment.update(PYTHONPATH=os.pathsep.join(sys.path), **env)
+    report = out.parent / (out.name + "-report.json")
+    done = subprocess.run([BINARY, "exec", "--out", str(out), "--runs", "2", "--json",
+                           str(report), *options, "--", sys.executable, str(script),
+                           *script_args], capture_output=True, text=True, env=environment,
+                          timeout=300)
+    parsed = json.loads(report.read_text()) if report.exists() else None
+    return done.returncode, parsed, done.stdout, done.stderr
+
+
+def test_the_checkpointing_example_resumes_exactly(tmp_path):
+    status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "12",
+                                         "--interrupt-at", "5")
+    assert status == 0, text + errors
+    resumes = report["resumes"]
+    assert [(r["run"], r["step"], r["exact"]) for r in resumes] == [(1, 5, True), (1, 12, True)]
+    assert all(r["differing"] == [] and r["first_divergence"] is None for r in resumes)
+    assert all(r["checkpoint"]["by"] == "script" and r["checkpoint"]["bytes"] > 0
+               for r in resumes)
+    assert "resume of run 1 at step 5: exact" in text
+    assert "the script's save took" in text
+    folder = tmp_path / "out" / "run-001"
+    assert sorted(p.name for p in folder.glob("checkpoint-step-*")) == [
+        "checkpoint-step-12.pt", "checkpoint-step-12.recorder.json", "checkpoint-step-5.pt",
+        "checkpoint-step-5.recorder.json"]
+    assert not list((tmp_path / "out" / "run-000").glob("checkpoint-step-*"))  # never stopped
+
+
+def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path):
+    status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
+                                         script_args=["--buggy"])
+    assert status == 1, text + errors
+    (resume,) = report["resumes"]
+    assert resume["step"] == 5 and not resume["exact"]
+    assert resume["differing"] == [{"piece": "rng_stream", "stream": "torch"},
+                                   {"piece": "next_batch"}]
+    assert resume["first_divergence"]["step"] == 5
+    assert "torch's RNG state was not restored" in text
+    assert "save torch.get_rng_state() and restore it with torch.set_rng_state()" in text
+    assert "the DataLoader's sampler started again from the beginning" in text
+    assert "use a resumable sampler" in text
+
+
+@pytest.mark.parametrize("forget, piece, words", [
+    ("buffers", {"piece": "buffers"}, "BatchNorm's running statistics) were not restored"),
+    ("optimizer", {"piece": "optimizer_state"}, "save optimizer.state_dict() and load it"),
+    ("scheduler", {"piece": "lr_scheduler"}, "save scheduler.state_dict() and load it"),
+    ("numpy_rng", {"piece": "rng_stream", "stream": "numpy"},
+     "save numpy.random.get_state() and restore it with numpy.random.set_state()"),
+    ("python_rng", {"piece": "rng_stream", "stream": "python_random"},
+     "save random.getstate() and restore it with random.setstate()"),
+])
+def test_each_piece_left_out_is_named_alone(tmp_path, forget, piece, words):
+    status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
+                                         script_args=["--forget", forget])
+    assert status == 1, text + errors
+    (resume,) = report["resumes"]
+    assert resume["differing"] == [piece]
+    assert words in text
+
+
+NO_CHECKPOINT = r"""
+import torch, repro_audit
+repro_audit.seed_everything()
+model = torch.nn.Linear(2, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+with repro_audit.record(model, optimizer) as rec:
+    for _ in range(4):
+        loss = model(torch.ones(1, 2)).sum()
+        loss.backward()
+        optimizer.step()
+        rec.step(loss=loss)
+"""
+
+
+def test_an_interrupt_without_checkpoint_functions_fails_with_the_reason(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(NO_CHECKPOINT)
+    status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "2", script=script)
+    assert status == 3, text + errors
+    assert "no checkpoint functions" in errors
+    assert "checkpoint=(save, load)" in errors
+
+
+def test_a_step_the_run_never_passes_fails_the_run(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(NO_CHECKPOINT.replace("record(model, optimizer)",
+                                            "record(model, optimizer, checkpoint=(print, print))"))
+    status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "10", script=script)
+    assert status == 3, text + errors
+    assert "run 0: the command wrote a trace of 4 steps without a resume record at step 10" in errors
+
+
+def test_interrupts_do_not_combine_with_op_records_yet(tmp_path):
+    status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", "--trace-ops", "0")
+    assert status == 2, text + errors
+    assert "--interrupt-at does not combine with --trace-ops or --keep-op yet" in errors
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "restore"])
+def test_a_kill_during_the_interrupt_leaves_an_audit_that_resume_finishes(tmp_path, where):
+    out = tmp_path / "out"
+    status, _, text, errors = audit(out, "--interrupt-at", "5",
+                                    REPRO_AUDIT_TEST_KILL_AT=where)
+    assert status == 3, text + errors
+    assert "killed by signal 9" in errors
+    assert not (out / "run-001.trace.jsonl").exists()
+    status, report, text, errors = audit(out, "--interrupt-at", "5", "--resume")
+    assert status == 0, text + errors
+    assert [(r["run"], r["step"], r["exact"]) for r in report["resumes"]] == [(1, 5, True)]
+    assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]  # the killed one's, gone
+
+
+def test_checkpoint_functions_are_checked_without_an_audit():
+    with pytest.raises(TypeError, match="two functions"):
+        Checkpoint(print, None)
+    with pytest.raises(TypeError, match="expected \\(save, load\\)"):
+        checkpoint.checkpoint_of(print)
+    with pytest.raises(TypeError, match="state_dict"):
+        Checkpoint(print, print, scheduler=object())
+    assert checkpoint.checkpoint_of((print, print)).load is print
+
+
+def test_interrupt_steps_are_read_strictly():
+    assert checkpoint.parse_steps("") == []
+    assert checkpoint.parse_steps("12,5,5") == [5, 12]
+    for text in ("0", "-1", "5,x", "1e3", " 5"):
+        with pytest.raises(ValueError, match="REPRO_AUDIT_INTERRUPT_AT"):
+            checkpoint.parse_steps(text)
