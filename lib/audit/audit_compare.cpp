@@ -57,6 +57,11 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
       [predictions = std::move(predictions)](int run) -> std::optional<std::vector<std::int64_t>> {
     const auto& [source, record] = predictions.at(static_cast<std::size_t>(run));
     if (!record || source.empty()) return std::nullopt;
+    // A trace copied without its folder has no disagreement (the finding notes it); a file that
+    // is there must be the run's (read_predictions_file refuses any other).
+    if (!std::filesystem::exists(std::filesystem::path(source).parent_path() / record->file)) {
+      return std::nullopt;
+    }
     return read_predictions_file(source, *record);
   };
   return options;

@@ -1,6 +1,7 @@
 // Phase of the comparison: with a perturbed group (--seeds all), where its runs part from the
 // reference run (their flipped weight, by design) and the instability finding per metric
 // (compare/instability.h, compare_phases.h).
+#include <algorithm>
 #include <bit>
 #include <map>
 
@@ -173,6 +174,10 @@ std::optional<InstabilityFindings> instability(const std::vector<Trace>& traces,
                                                const ComparisonOptions& options,
                                                std::vector<std::string>& warnings) {
   std::vector<std::optional<std::vector<std::int64_t>>> predictions(traces.size());
+  const bool perturbed = std::any_of(traces.begin(), traces.end(), [](const Trace& t) {
+    return t.header.seed_group == "perturbed";
+  });
+  if (!perturbed) return std::nullopt;  // no finding: no predictions file is read
   for (std::size_t i = 0; i < traces.size(); ++i) {
     if (options.load_predictions) predictions[i] = options.load_predictions(static_cast<int>(i));
   }
