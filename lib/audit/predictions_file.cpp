@@ -2,7 +2,9 @@
 #include "audit/predictions_file.h"
 
 #include "audit/audit.h"
+#include "core/atomic_file.h"
 #include "core/digest.h"
+#include "core/directory.h"
 #include "core/error.h"
 #include "formats/npy.h"
 
@@ -11,10 +13,12 @@ namespace ra::audit {
 PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
                                     std::span<const std::int32_t> classes) {
   const std::filesystem::path folder = snapshot_dir_of(trace_file);
-  std::filesystem::create_directories(folder);
   const std::vector<std::int64_t> values(classes.begin(), classes.end());
   const auto samples = static_cast<std::int64_t>(values.size());
-  write_npy_int64(folder / kPredictionsFileName, values, Shape{samples});
+  // Into the run's folder, created in the audit folder and never through a link, as snapshots.
+  const Directory run_folder =
+      *Directory::open(folder.parent_path()).subfolder(folder.filename().string(), true);
+  write_file_atomic(run_folder, kPredictionsFileName, encode_npy_int64(values, Shape{samples}));
   PredictionsRecord r;
   r.file = (folder.filename() / kPredictionsFileName).generic_string();
   r.samples = samples;
