@@ -259,7 +259,7 @@ struct MachineDifference {
 };
 
 struct GroupStatistics {
-  std::string group;  // "same" or "different"
+  std::string group;  // "same", "different" or "perturbed"
   Summary final_loss, eval_accuracy, median_step_ms;
 };
 

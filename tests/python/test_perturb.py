@@ -60,6 +60,10 @@ def test_choose_is_a_pure_function_of_seed_and_draw():
     assert perturb.draw_from_env({"REPRO_AUDIT_PERTURB": "5"}) == 5
     with pytest.raises(ValueError, match="REPRO_AUDIT_PERTURB"):
         perturb.draw_from_env({"REPRO_AUDIT_PERTURB": "-1"})
+    assert perturb.wanted("perturbed", 3) and not perturb.wanted("same", None)
+    for group, draw in (("perturbed", None), ("same", 3)):
+        with pytest.raises(ValueError, match="only it, flips a weight"):
+            perturb.wanted(group, draw)
 
 
 def test_one_bit_of_one_weight_differs_and_the_header_names_it(tmp_path):

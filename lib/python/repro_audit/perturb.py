@@ -36,6 +36,16 @@ def draw_from_env(environ=None):
     return int(text)
 
 
+def wanted(seed_group, draw):
+    """Whether the run flips a weight: exactly the perturbed group's runs, which need a draw
+    (ValueError otherwise: the tool refuses a perturbed trace without its perturbation)."""
+    if (seed_group == "perturbed") != (draw is not None):
+        raise ValueError(f"repro_audit: seed group {seed_group!r} with "
+                         f"{ENVIRONMENT}={'' if draw is None else draw!r}: the perturbed group, "
+                         "and only it, flips a weight")
+    return draw is not None
+
+
 def choose(sizes, seed, draw):
     """(parameter position, element) that draw `draw` picks among parameters of `sizes` elements:
     uniform over all their elements, from 64 bits of SHA-256("perturb/weight", seed, draw)."""
