@@ -172,7 +172,7 @@ TEST_CASE("perturbed runs part at their weight; churn and spreads per group", "[
   using Classes = std::vector<std::int64_t>;
   const std::vector<std::optional<Classes>> predictions = {
       Classes{0, 1, 2, 3}, Classes{0, 1, 2, 1}, Classes{0, 0, 0, 3},
-      Classes{1, 1, 2, 2}, Classes{0, 1, 2, 3}, Classes{0, 1, 2, 3}};
+      Classes{1, 1, 2, 3}, Classes{0, 1, 2, 3}, Classes{0, 1, 2, 3}};
 
   const auto found = ra::audit::instability_findings(traces, predictions);
   REQUIRE(found);
