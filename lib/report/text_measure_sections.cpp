@@ -128,9 +128,10 @@ std::string seed_groups(const ComparisonResult& r) {
 std::string timing(const ComparisonResult& r) {
   std::string out;
   for (const auto& g : r.statistics) {
+    const std::string name = g.group == "perturbed" ? "perturbed" : shown(g.group) + "-seed";
     out += format(
-        "cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
-        shown(g.group).c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
+        "cost (%s runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
+        name.c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
   }
   double recording = 0;
   for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);
