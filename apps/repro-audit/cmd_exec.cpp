@@ -57,9 +57,7 @@ int run_exec(ExecCommandOptions& o) {
   e.command = o.command;
   e.name = audit::exec_name(e.command);
   e.device_digest_library = device_digest_library();
-  e.seeds = o.seeds == "different" ? audit::SeedPolicy::different
-            : o.seeds == "both"    ? audit::SeedPolicy::both
-                                   : audit::SeedPolicy::same;
+  e.seeds = audit::seed_policy_from_string(o.seeds);
   e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / e.name
                             : std::filesystem::path(o.out);
   e.folder_use = o.resume      ? audit::FolderUse::resume
@@ -131,8 +129,9 @@ void register_exec(CLI::App& app, CommandRun& run) {
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--seeds", o->seeds,
                   "same: every run REPRO_AUDIT_SEED=--seed; different: a derived seed per run; "
-                  "both: N of each")
-      ->check(CLI::IsMember({"same", "different", "both"}));
+                  "both: N of each; all: also N with one bit of one initial weight flipped "
+                  "(REPRO_AUDIT_PERTURB; docs/statistics.md)")
+      ->check(CLI::IsMember({"same", "different", "both", "all"}));
   cmd->add_option("--seed", o->exec.seed, "The same-seed group's seed (REPRO_AUDIT_SEED)")
       ->capture_default_str();
   cmd->add_option("--jobs", o->exec.jobs, "Runs at once")

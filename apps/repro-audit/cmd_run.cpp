@@ -124,9 +124,7 @@ int run_run(RunCommandOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
   audit::AuditOptions& a = o.audit;
-  a.seeds = o.seeds == "different" ? audit::SeedPolicy::different
-            : o.seeds == "both"    ? audit::SeedPolicy::both
-                                   : audit::SeedPolicy::same;
+  a.seeds = audit::seed_policy_from_string(o.seeds);
   if (!o.vary.empty()) {
     a.vary = parse_vary(o.vary);
     // Varying a stream only means something for runs whose seeds differ.
@@ -251,8 +249,10 @@ void register_run(CLI::App& app, CommandRun& run) {
       ->check(CLI::Range(1, 10000));
   cmd->add_option(
          "--seeds", o->seeds,
-         "same: every run the spec's seed; different: run i a derived seed; both: N of each")
-      ->check(CLI::IsMember({"same", "different", "both"}));
+         "same: every run the spec's seed; different: run i a derived seed; both: N of each; "
+         "all: also N with one bit of one initial weight flipped, deterministic kernels "
+         "(docs/statistics.md)")
+      ->check(CLI::IsMember({"same", "different", "both", "all"}));
   cmd->add_option("--vary", o->vary,
                   "Comma list of streams the different-seed runs vary (init,data,dropout); the "
                   "others keep the spec's seed. Implies --seeds different unless both");

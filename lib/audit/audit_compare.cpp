@@ -11,6 +11,7 @@
 #include "audit/kept_op_replay.h"
 #include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
+#include "audit/predictions_file.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
 #include "record/run_observers.h"
@@ -49,6 +50,19 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
     }
     out = std::move(file.tensors);
     return true;
+  };
+  std::vector<std::pair<std::string, std::optional<PredictionsRecord>>> predictions;
+  for (const Trace& t : traces) predictions.emplace_back(t.source, t.final->predictions);
+  options.load_predictions =
+      [predictions = std::move(predictions)](int run) -> std::optional<std::vector<std::int64_t>> {
+    const auto& [source, record] = predictions.at(static_cast<std::size_t>(run));
+    if (!record || source.empty()) return std::nullopt;
+    // A trace copied without its folder has no disagreement (the finding notes it); a file that
+    // is there must be the run's (read_predictions_file refuses any other).
+    if (!std::filesystem::exists(std::filesystem::path(source).parent_path() / record->file)) {
+      return std::nullopt;
+    }
+    return read_predictions_file(source, *record);
   };
   return options;
 }

@@ -155,8 +155,8 @@ bool is_snapshot_file_name(const std::string& name) {
   if (name == "batches.json" || name == "weights-initial.safetensors" ||
       name == "weights-final.safetensors" || name == "kept-outputs.bin" ||
       name == "cudnn-api.log" || name == "kept-op.pt" || name == "replay.json" ||
-      name == kCommandLogName || name == std::string(kCommandLogName) + ".1" ||
-      name == kFailedTraceName) {
+      name == "predictions.npy" || name == kCommandLogName ||
+      name == std::string(kCommandLogName) + ".1" || name == kFailedTraceName) {
     return true;
   }
   // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors"; of

@@ -21,7 +21,30 @@
 
 namespace ra::audit {
 
-enum class SeedPolicy { same, different, both };
+// both: a same-seed and a different-seed group; all: and a perturbed group (the same seed, one
+// bit of one initial weight flipped per run, deterministic kernels: docs/statistics.md).
+enum class SeedPolicy { same, different, both, all };
+// "same", "different", "both", "all": as the manifest records it and --seeds takes it.
+inline const char* to_string(SeedPolicy p) {
+  switch (p) {
+    case SeedPolicy::same:
+      return "same";
+    case SeedPolicy::different:
+      return "different";
+    case SeedPolicy::both:
+      return "both";
+    case SeedPolicy::all:
+      return "all";
+  }
+  return "?";
+}
+// The policy --seeds names (its values are checked by the CLI); same for anything else.
+inline SeedPolicy seed_policy_from_string(const std::string& text) {
+  for (SeedPolicy p : {SeedPolicy::different, SeedPolicy::both, SeedPolicy::all}) {
+    if (text == to_string(p)) return p;
+  }
+  return SeedPolicy::same;
+}
 
 // Which random streams a "different" run varies; the others keep the spec's seed.
 struct VariedStreams {

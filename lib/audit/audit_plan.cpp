@@ -41,6 +41,9 @@ std::vector<PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditO
   if (o.seeds != SeedPolicy::same) {
     for (int i = 0; i < o.runs; ++i) add("different");
   }
+  if (o.seeds == SeedPolicy::all) {
+    for (int i = 0; i < o.runs; ++i) add("perturbed");
+  }
   if (o.fault && (o.fault->run < 0 || o.fault->run >= static_cast<int>(runs.size()))) {
     throw InputError("--inject-fault: run " + std::to_string(o.fault->run) + " is not in 0.." +
                      std::to_string(runs.size() - 1));
@@ -94,9 +97,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   m.threads = o.threads.value_or(spec.threads);
   if (m.threads <= 0) m.threads = hardware_threads();
   m.determinism = determinism_json(o.mode ? spec::DeterminismSpec{*o.mode, {}} : spec.determinism);
-  m.seed_policy = o.seeds == SeedPolicy::same        ? "same"
-                  : o.seeds == SeedPolicy::different ? "different"
-                                                     : "both";
+  m.seed_policy = to_string(o.seeds);
   m.snapshots = {{"epochs", o.snapshots.epochs},
                  {"every_steps", o.snapshots.every_steps},
                  {"batches", o.snapshots.batches}};

@@ -10,8 +10,10 @@
 
 namespace ra::audit {
 
-// The planned runs: the "same" group first, then the "different" group (each `runs` long, as
-// options.seeds asks); a "different" run varies the streams of options.vary with derived_seed.
+// The planned runs: the "same" group first, then the "different" group, then (--seeds all) the
+// "perturbed" group (each `runs` long, as options.seeds asks); a "different" run varies the
+// streams of options.vary with derived_seed; a "perturbed" run keeps the spec's seed (its flipped
+// weight is drawn when it trains: audit_run.cpp).
 // InputError when --runs is below 1 or --inject-fault names a run outside the plan.
 std::vector<PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditOptions& options);
 

@@ -7,6 +7,7 @@
 #include "audit/audit.h"
 #include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
+#include "audit/predictions_file.h"
 #include "core/error.h"
 #include "record/environment.h"
 #include "record/recorder.h"
@@ -42,6 +43,23 @@ class ProgressRelay final : public train::Observer {
   std::int64_t total_;
 };
 
+// What the run trains with, before any recorder: threads, mode, seeds, pinned algorithms, and
+// for the perturbed group its flipped weight.
+train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p) {
+  train::RunOptions r;
+  r.threads = o.threads;
+  r.mode = o.mode;
+  r.seeds = p.seeds;
+  r.algorithm_pins = o.algorithm_pins;
+  if (p.group == "perturbed") {
+    // The flipped bit must be the group's only source of difference: deterministic kernels, and
+    // the draw is the run's index, so each run of the group flips another weight.
+    r.mode = spec::KernelMode::deterministic;
+    r.perturb_draw = static_cast<std::uint64_t>(p.index);
+  }
+  return r;
+}
+
 }  // namespace
 
 TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
@@ -64,6 +82,9 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
     h.environment["gpu"] = gpu;
   }
   if (o.fault && o.fault->run == p.index) h.fault = fault_json(o.fault);
+  if (const auto& w = trainer.perturbation()) {
+    h.perturbation = Perturbation{w->tensor, w->element, w->bit, w->before, w->after};
+  }
   if (o.tensor_digests) {  // a level of detail: version 4 (trace/tensor_digests.h)
     h.format_version = kTraceFormatVersionWithDetail;
     h.tensor_digests = o.tensor_digests;
@@ -84,11 +105,7 @@ RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& 
       kept_outputs_(kept_outputs) {}
 
 void RunWorker::run(const PlannedRun& p) {
-  train::RunOptions run_options;
-  run_options.threads = options_.threads;
-  run_options.mode = options_.mode;
-  run_options.seeds = p.seeds;
-  run_options.algorithm_pins = options_.algorithm_pins;
+  train::RunOptions run_options = planned_run_options(options_, p);
   // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
   OpRecorder* op_recorder = nullptr;
   const bool faulty = options_.fault && options_.fault->run == p.index;
@@ -151,6 +168,9 @@ void RunWorker::run(const PlannedRun& p) {
                      std::to_string(options_.fault->step) + " (op names: docs/trace-format.md)");
   }
   snapshots.finish(*trainer);
+  if (!trainer->predictions().empty()) {
+    recorder.predictions(write_predictions(trace_file, trainer->predictions()));
+  }
   // The trace last: a whole trace under its name means the run's snapshots are complete too.
   recorder.finish(*trainer, r);
   if (progress_.run_finished) {

@@ -35,6 +35,7 @@ std::vector<PlannedRun> plan_exec_runs(const ExecOptions& o) {
   };
   if (o.seeds != SeedPolicy::different) add("same", false);
   if (o.seeds != SeedPolicy::same) add("different", true);
+  if (o.seeds == SeedPolicy::all) add("perturbed", false);
   return plan;
 }
 
@@ -51,9 +52,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   m.backend = "exec";
   m.threads = 1;  // the command chooses its own; the manifest's field is run's
   m.determinism = {{"mode", "exec"}, {"ops", nlohmann::json::object()}};
-  m.seed_policy = o.seeds == SeedPolicy::same        ? "same"
-                  : o.seeds == SeedPolicy::different ? "different"
-                                                     : "both";
+  m.seed_policy = to_string(o.seeds);
   m.snapshots = {{"epochs", false}, {"every_steps", 0}, {"batches", false}};
   m.fault = nullptr;
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
@@ -203,6 +202,10 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
   environment.emplace_back("REPRO_AUDIT_RESUME_FROM", "");  // set when started again
   environment.emplace_back("REPRO_AUDIT_CHECKPOINT_DIR",
                            fs::absolute(o.out_dir / run_name(p.index)).string());
+  // The perturbed group: the recorder flips one bit of one initial weight, picked by this draw
+  // (lib/python/repro_audit/perturb.py); set either way, as the window is.
+  environment.emplace_back("REPRO_AUDIT_PERTURB",
+                           p.group == "perturbed" ? std::to_string(p.index) : std::string());
   if (o.keep_op) {
     environment.emplace_back("REPRO_AUDIT_KEEP_OP", std::to_string(o.keep_op->step) + ":" +
                                                         std::to_string(o.keep_op->index));

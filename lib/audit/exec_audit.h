@@ -4,7 +4,10 @@
 //   REPRO_AUDIT_TRACE       the run's trace file (run-NNN.trace.jsonl in the audit folder)
 //   REPRO_AUDIT_RUN         the run's number
 //   REPRO_AUDIT_SEED        its seed: the same for the same-seed group, derived for the other
-//   REPRO_AUDIT_SEED_GROUP  "same" or "different"
+//   REPRO_AUDIT_SEED_GROUP  "same", "different" or "perturbed"
+//   REPRO_AUDIT_PERTURB     in the perturbed group (--seeds all), the draw (the run's number)
+//                           that picks the initial weight whose lowest bit the recorder flips;
+//                           empty otherwise
 //   REPRO_AUDIT_ID          the audit's id (the traces carry it, as the engine's do)
 //   REPRO_AUDIT_SPEC        the audit's spec, {"name", "source": "pytorch", "command"}: what the
 //                           recorder writes as its header's spec, so a trace is known as the

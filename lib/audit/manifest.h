@@ -29,7 +29,7 @@ inline constexpr const char* kExpectWhenDeterministic = "when-deterministic";
 // One planned run: its index (run-NNN), seed group and the seeds of its random streams.
 struct PlannedRun {
   int index = 0;
-  std::string group;  // "same" or "different"
+  std::string group;  // "same", "different" or "perturbed"
   train::RunSeeds seeds;
 };
 
@@ -45,7 +45,7 @@ struct AuditManifest {
   std::string backend;         // what the device resolved to on the machine that started it
   int threads = 0;             // worker threads per run (resolved: never 0)
   nlohmann::json determinism;  // the policy the runs use: {"mode": ..., "ops": {...}}
-  std::string seed_policy;     // same, different, both
+  std::string seed_policy;     // same, different, both, all
   nlohmann::json snapshots;    // {"epochs", "every_steps", "batches"}
   nlohmann::json fault;        // the test-only fault injection, or null
   std::string trace_ops;       // the --trace-ops window ("0:50", "all"), "" without op records

@@ -127,6 +127,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.statistics = std::move(statistics.groups);
   result.loss_std_ratio = statistics.loss_std_ratio;
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
+  result.instability = phases::instability(traces, options, result.warnings);
 
   result.allow_empty = options.allow_empty;
   result.loader_workers = phases::loader_worker_findings(traces);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/instability.h"
 #include "compare/resume_check.h"
 #include "compare/statistics.h"
 #include "trace/trace.h"
@@ -258,7 +259,7 @@ struct MachineDifference {
 };
 
 struct GroupStatistics {
-  std::string group;  // "same" or "different"
+  std::string group;  // "same", "different" or "perturbed"
   Summary final_loss, eval_accuracy, median_step_ms;
 };
 
@@ -298,6 +299,9 @@ struct ComparisonOptions {
   std::function<bool(int run, const std::string& point,
                      std::vector<std::pair<std::string, Tensor>>&)>
       load_snapshot;
+  // Run `run`'s predicted classes of the eval set (its end record's predictions file, checked
+  // against the record: audit/predictions_file.h); none when it recorded none. Null: no churn.
+  std::function<std::optional<std::vector<std::int64_t>>(int run)> load_predictions;
 };
 
 // A random stream that two or more data-loader workers of one pass over the data started from in
@@ -365,6 +369,9 @@ struct ComparisonResult {
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
+  // With a perturbed group (--seeds all): its runs' first divergence, and per metric the three
+  // groups' spreads, ratios and what they mean (compare/instability.h, docs/statistics.md).
+  std::optional<InstabilityFindings> instability;
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<LedgerDifference> ledger_differences;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence

@@ -406,6 +406,8 @@ json to_json(const ComparisonResult& r) {
   if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
   if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
+  // Only with a perturbed group (--seeds all).
+  if (r.instability) report["instability"] = instability_json(*r.instability);
   return report;
 }
 

@@ -9,6 +9,7 @@
 //   compare_growth.cpp       per epoch, how far the runs have drifted
 //   compare_snapshots.cpp    divergence measured from weight snapshots
 //   compare_seed_groups.cpp  outcome statistics per seed group, same/different std ratios
+//   compare_instability.cpp  the perturbed group: its first divergence, the instability finding
 //   compare_environment.cpp  environment fingerprint differences, runs on other machines
 //   compare_algorithms.cpp   the algorithm each run ran at an op; ledger differences by run group
 //   compare_loader_workers.cpp  random streams data-loader workers share within a run
@@ -44,7 +45,8 @@ RunSummaries summarize_runs(const std::vector<Trace>& traces);
 RunSummaries summarize_runs(const std::vector<Trace>& traces,
                             const std::vector<Digest128>& outcomes);
 
-// The runs expected to agree: those not in the "different" seed group, the first the reference;
+// The runs expected to agree: those in neither the "different" nor the "perturbed" seed group, the
+// first the reference;
 // and the number of steps every one of them recorded.
 struct ComparedRuns {
   std::vector<const Trace*> traces;
@@ -145,6 +147,13 @@ struct SeedGroupStatistics {
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;
 };
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
+
+// With a perturbed group (compare_instability.cpp): the instability findings, the predictions
+// loaded through options.load_predictions; and a warning for each perturbed run whose initial
+// weights do not part from the reference's exactly at its flipped weight.
+std::optional<InstabilityFindings> instability(const std::vector<Trace>& traces,
+                                               const ComparisonOptions& options,
+                                               std::vector<std::string>& warnings);
 
 // The --trace-ops window that would name the op where the runs part (ComparisonResult
 // ::suggested_trace_ops), from the first divergence and the root causes found.

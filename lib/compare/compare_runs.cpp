@@ -143,7 +143,9 @@ RunSummaries summarize_runs(const std::vector<Trace>& traces,
 ComparedRuns same_seed_runs(const std::vector<Trace>& traces) {
   ComparedRuns out;
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    if (traces[i].header.seed_group != "different") {
+    // The perturbed group parts from the others by design (its flipped weight): never compared.
+    const std::string& group = traces[i].header.seed_group;
+    if (group != "different" && group != "perturbed") {
       out.traces.push_back(&traces[i]);
       out.ids.push_back(static_cast<int>(i));
     }

@@ -21,7 +21,8 @@ float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
                                    to_backend(mode));
 }
 
-std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels) {
+std::int64_t predict_classes(const Tensor& output, std::span<const std::int32_t> labels,
+                             std::span<std::int32_t> predicted) {
   const std::int64_t n = output.dim(0), classes = output.dim(1);
   std::int64_t correct = 0;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -30,9 +31,15 @@ std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> l
     for (std::int64_t c = 1; c < classes; ++c) {
       if (row[c] > row[best]) best = c;
     }
+    if (!predicted.empty())
+      predicted[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(best);
     if (best == labels[i]) ++correct;
   }
   return correct;
+}
+
+std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels) {
+  return predict_classes(output, labels, {});
 }
 
 }  // namespace ra::nn

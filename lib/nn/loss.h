@@ -17,5 +17,8 @@ float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
 
 // Number of samples whose arg-max output (the first maximum on ties) equals the label (host).
 std::int64_t count_correct(const Tensor& output, std::span<const std::int32_t> labels);
+// The same, writing each sample's predicted class (that arg-max) into `predicted` (one per row).
+std::int64_t predict_classes(const Tensor& output, std::span<const std::int32_t> labels,
+                             std::span<std::int32_t> predicted);
 
 }  // namespace ra::nn

@@ -208,6 +208,7 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
   f.weights = digest_all(trainer, values_of(trainer.model()));
+  f.predictions = predictions_;
   // The ledger is complete only now: autotuned algorithms are chosen at their first call.
   start_file();
   trace_.header.ledger = trainer.ops().ledger();

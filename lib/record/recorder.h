@@ -42,6 +42,9 @@ class Recorder final : public train::Observer {
   // A resume record (record/resume_state.h), before the step it describes.
   void resume_point(const ResumePoint& point);
 
+  // The run's predicted classes of the eval set, written beside the trace by the caller
+  // (audit/predictions_file.h): recorded in the end record.
+  void predictions(PredictionsRecord record) { predictions_ = std::move(record); }
   // Completes the trace with the run's result and puts it under its name; the recorder is spent
   // afterwards. Returns the trace, without its steps when they went to a file.
   Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
@@ -68,6 +71,7 @@ class Recorder final : public train::Observer {
   std::int64_t counted_hash_nanoseconds_ = 0;
   // Every step's time, over all trainers of a resumed run: the end record's median.
   std::vector<double> step_seconds_;
+  std::optional<PredictionsRecord> predictions_;
 };
 
 }  // namespace ra::audit

@@ -245,8 +245,9 @@ std::string seed_group_plots(const ComparisonResult& r) {
     if (s.eval_accuracy) groups[s.seed_group].second.push_back(*s.eval_accuracy);
   }
   for (const auto& [name, values] : groups) {
-    loss.groups.push_back({name + " seeds", values.first});
-    if (!values.second.empty()) accuracy.groups.push_back({name + " seeds", values.second});
+    const std::string label = name == "perturbed" ? "perturbed (1 bit)" : name + " seeds";
+    loss.groups.push_back({label, values.first});
+    if (!values.second.empty()) accuracy.groups.push_back({label, values.second});
   }
   std::string out = svg::strip_plot(loss);
   if (!accuracy.groups.empty()) out += svg::strip_plot(accuracy);

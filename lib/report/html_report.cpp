@@ -27,6 +27,7 @@ h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 28px 0 8p
 .banner.none { background: #eee; border: 1px solid #aaa; }
 .banner small { display: block; font-weight: 400; font-size: 13px; margin-top: 4px; }
 .warning { color: #9c2b2b; }
+p.finding { font-weight: 600; }
 table { border-collapse: collapse; margin: 4px 0; }
 th, td { text-align: left; padding: 3px 10px 3px 0; border-bottom: 1px solid #ddd; }
 td.differs { color: #b02a2a; font-weight: 600; } td.same { color: #2d6a2d; }
@@ -193,8 +194,8 @@ std::string render_html(const ComparisonResult& r) {
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r) + resumes(r) + html::loss_plots(r) + html::growth_plots(r) +
-         html::divergence_map(r) + html::seed_group_plots(r) + snapshots(r) + statistics(r) +
-         differences(r) + cost(r);
+         html::divergence_map(r) + html::seed_group_plots(r) + html::instability_plots(r) +
+         snapshots(r) + statistics(r) + differences(r) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

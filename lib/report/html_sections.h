@@ -20,5 +20,7 @@ std::string loss_plots(const audit::ComparisonResult& r);        // losses, dist
 std::string growth_plots(const audit::ComparisonResult& r);      // per epoch, from two epochs
 std::string divergence_map(const audit::ComparisonResult& r);    // where digests differ
 std::string seed_group_plots(const audit::ComparisonResult& r);  // with --seeds both
+// With --seeds all (html_instability.cpp): a plot of the three groups per metric, the finding.
+std::string instability_plots(const audit::ComparisonResult& r);
 
 }  // namespace ra::report::html

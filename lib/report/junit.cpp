@@ -1,6 +1,8 @@
 // The JUnit XML report (report/junit.h, docs/ci.md "JUnit XML").
 #include "report/junit.h"
 
+#include <cmath>
+
 #include "core/printable.h"
 #include "report/markup.h"
 #include "report/text_format.h"
@@ -148,6 +150,30 @@ std::string property(const std::string& name, const std::string& value) {
   return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
 }
 
+std::string ratio_value(const std::optional<audit::RatioEstimate>& e) {
+  if (!e) return "";
+  if (std::isinf(e->ratio)) return "inf";
+  if (e->resamples == 0) return text::format("%.4g", e->ratio);
+  return text::format("%.4g [%.4g, %.4g]", e->ratio, e->low, e->high);
+}
+
+// With --seeds all, per metric: "instability.<metric>.<what>" (docs/statistics.md).
+std::string instability_properties(const audit::InstabilityFindings& f) {
+  std::string out;
+  for (const audit::MetricFinding& m : f.metrics) {
+    const std::string key = "instability." + m.metric + ".";
+    for (const audit::MetricSpread& g : m.groups) {
+      out += property(key + g.group + "_spread", text::format("%.6g", g.spread));
+    }
+    out += property(key + "same_over_different", ratio_value(m.same_over_different));
+    out += property(key + "perturbed_over_different", ratio_value(m.perturbed_over_different));
+    out += property(key + "same_over_perturbed", ratio_value(m.same_over_perturbed));
+    out += property(key + "verdict", audit::to_string(m.verdict));
+    out += property(key + "interpretation", m.interpretation);
+  }
+  return out;
+}
+
 // What a CI page needs beside the cases; per-run facts are in the JSON report.
 std::string properties(const ComparisonResult& r) {
   std::string out = "    <properties>\n";
@@ -156,6 +182,7 @@ std::string properties(const ComparisonResult& r) {
   out += property("expect_identical", r.expect_identical ? "true" : "false");
   out += property("compared_runs", text::run_list(r.compared_runs));
   out += property("outcome_classes", std::to_string(r.classes.size()));
+  if (r.instability) out += instability_properties(*r.instability);
   return out + "    </properties>\n";
 }
 

@@ -103,9 +103,11 @@ std::string std_ratio_words(const char* what, const audit::RatioEstimate& e, dou
 std::string seed_groups(const ComparisonResult& r) {
   std::string out;
   for (const auto& g : r.statistics) {
-    out += format("%s-seed runs (%zu): final loss %.6g +- %.3g [%.6g, %.6g]",
-                  shown(g.group).c_str(), g.final_loss.n, g.final_loss.mean, g.final_loss.std,
-                  g.final_loss.min, g.final_loss.max);
+    // "same-seed runs", "different-seed runs", "perturbed runs" (--seeds all)
+    const std::string name = g.group == "perturbed" ? "perturbed" : shown(g.group) + "-seed";
+    out +=
+        format("%s runs (%zu): final loss %.6g +- %.3g [%.6g, %.6g]", name.c_str(), g.final_loss.n,
+               g.final_loss.mean, g.final_loss.std, g.final_loss.min, g.final_loss.max);
     if (g.eval_accuracy.n > 0) {
       out += format("; eval accuracy %.4f +- %.4f [%.4f, %.4f]", g.eval_accuracy.mean,
                     g.eval_accuracy.std, g.eval_accuracy.min, g.eval_accuracy.max);
@@ -126,9 +128,10 @@ std::string seed_groups(const ComparisonResult& r) {
 std::string timing(const ComparisonResult& r) {
   std::string out;
   for (const auto& g : r.statistics) {
+    const std::string name = g.group == "perturbed" ? "perturbed" : shown(g.group) + "-seed";
     out += format(
-        "cost (%s-seed runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
-        shown(g.group).c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
+        "cost (%s runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",
+        name.c_str(), g.median_step_ms.mean, g.median_step_ms.min, g.median_step_ms.max);
   }
   double recording = 0;
   for (const auto& run : r.runs) recording = std::max(recording, run.recording_fraction);

@@ -24,6 +24,7 @@ std::string render_text(const audit::ComparisonResult& r) {
   out += text::snapshots(r);
   out += "\n";
   out += text::seed_groups(r);
+  out += text::instability(r);
   out += text::timing(r);
   return text::cut_long_lines(out);
 }

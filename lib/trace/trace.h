@@ -114,6 +114,27 @@ struct OpRecord {
   }
 };
 
+// The one bit of one initial weight a run of the perturbed group flipped (--seeds all, exec's
+// REPRO_AUDIT_PERTURB; docs/statistics.md): by design its only difference from the same-seed runs.
+struct Perturbation {
+  std::string tensor;        // the parameter's name
+  std::int64_t element = 0;  // flat index within it (C order)
+  int bit = 0;               // 0: the lowest mantissa bit of an f32
+  std::uint32_t before = 0;  // the weight's bits as initialised
+  std::uint32_t after = 0;   // and as the run started (before ^ 1 << bit)
+  friend bool operator==(const Perturbation&, const Perturbation&) = default;
+};
+
+// Where a run's predicted classes of the eval set lie (a .npy of int64 beside the trace, `file`
+// relative to the trace's folder) and the digest of those values (core/digest.h, i64 [samples]):
+// the file is used only when it holds exactly what the run recorded.
+struct PredictionsRecord {
+  std::string file;  // "run-000/predictions.npy"
+  std::int64_t samples = 0;
+  Digest128 digest;
+  friend bool operator==(const PredictionsRecord&, const PredictionsRecord&) = default;
+};
+
 struct TraceHeader {
   int format_version = kTraceFormatVersion;
   std::string tool_version;
@@ -123,7 +144,8 @@ struct TraceHeader {
   nlohmann::json spec;      // canonical resolved spec (spec::to_json)
   std::string spec_digest;  // XXH3-128 of spec.dump()
   int run_index = 0;
-  std::string seed_group;  // "same" or "different" (for --seeds both)
+  std::string seed_group;  // "same", "different" (--seeds both) or "perturbed" (--seeds all)
+  std::optional<Perturbation> perturbation;  // set exactly in the perturbed group's runs
   std::uint64_t seed_init = 0, seed_data = 0, seed_dropout = 0;
   std::string backend;
   int threads = 0;
@@ -205,7 +227,8 @@ struct FinalRecord {
   double recording_seconds = 0.0;  // time the recorder spent digesting (its cost to the run)
   std::vector<Digest128> weights;  // final parameters
   std::vector<Digest128> buffers;  // final buffers (version 3)
-  std::vector<LoaderWorker> loader_workers;  // in start order; empty but for PyTorch traces
+  std::vector<LoaderWorker> loader_workers;      // in start order; empty but for PyTorch traces
+  std::optional<PredictionsRecord> predictions;  // none without an eval set (or older traces)
 };
 
 struct Trace {

@@ -2,6 +2,7 @@
 #include "trace/trace_header_fields.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -137,6 +138,32 @@ json read_fault(const Field& f, int run_index) {
   if (f.has("op")) f["op"].nonempty_string();
   f["bit"].integer(0, 31);
   return f.json();
+}
+
+Perturbation read_perturbation(const Field& f) {
+  Perturbation p;
+  p.tensor = f["tensor"].nonempty_string();
+  p.element = f["element"].integer(0, std::numeric_limits<std::int64_t>::max());
+  p.bit = static_cast<int>(f["bit"].integer(0, 31));
+  p.before = f["before_bits"].float_bits();
+  p.after = f["after_bits"].float_bits();
+  if ((p.before ^ p.after) != (1u << p.bit)) {
+    f["after_bits"].fail("differs from before_bits in other bits than bit " +
+                         std::to_string(p.bit));
+  }
+  return p;
+}
+
+PredictionsRecord read_predictions(const Field& f) {
+  PredictionsRecord p;
+  p.file = f["file"].nonempty_string();
+  const std::filesystem::path file(p.file);
+  if (file.is_absolute() || p.file.find("..") != std::string::npos) {
+    f["file"].fail("must be a path below the trace's folder");
+  }
+  p.samples = f["samples"].count();
+  p.digest = f["digest"].digest();
+  return p;
 }
 
 // Version 3: how the run ended; `error` (the exception's type) exactly when it failed.

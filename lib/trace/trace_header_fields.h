@@ -32,6 +32,11 @@ std::vector<TensorInfo> read_tensor_list(const Field& list, bool v3, const char*
 std::string read_dtype(const Field& f);
 // A fault of run `run_index`.
 nlohmann::json read_fault(const Field& f, int run_index);
+// The header's perturbation (the perturbed group): after_bits must be before_bits with `bit`
+// flipped and nothing else.
+Perturbation read_perturbation(const Field& f);
+// The end record's predictions: `file` a relative path without "..", `samples` and `digest`.
+PredictionsRecord read_predictions(const Field& f);
 // The PyTorch recorder's optional header fields: rng_states and seeded (digests of random
 // states: an object of hex digests or lists of them; seeded with its seed), recorder_warnings (a
 // list of non-empty strings).

@@ -74,8 +74,9 @@ TraceHeader read_header(const Field& r) {
   h.run_index = static_cast<int>(r["run_index"].integer(0, kMaxInt));
   const Field group = r["seed_group"];
   h.seed_group = group.string();
-  if (h.seed_group != "same" && h.seed_group != "different") {
-    group.fail("expected \"same\" or \"different\", found " + describe_json(group.json()));
+  if (h.seed_group != "same" && h.seed_group != "different" && h.seed_group != "perturbed") {
+    group.fail("expected \"same\", \"different\" or \"perturbed\", found " +
+               describe_json(group.json()));
   }
   const Field seeds = r["seeds"];
   h.seed_init = seeds["init"].uint64();
@@ -97,6 +98,11 @@ TraceHeader read_header(const Field& r) {
   // Older writers of format 1 may leave the fault out: absent means none.
   if (r.has("fault") && !r["fault"].is_null()) h.fault = read_fault(r["fault"], h.run_index);
   read_recorder_fields(r, h);
+  if (r.has("perturbation")) h.perturbation = read_perturbation(r["perturbation"]);
+  if (h.perturbation.has_value() != (h.seed_group == "perturbed")) {
+    group.fail(h.perturbation ? "a run with a perturbation must be of the \"perturbed\" group"
+                              : "a \"perturbed\" run must name its perturbation");
+  }
   return h;
 }
 
@@ -229,6 +235,7 @@ FinalRecord read_final(const Field& r, const TraceHeader& h) {
   f.weights = r["weights"].digests(n, "parameters");
   f.buffers = read_buffer_digests(r, h);
   if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);
+  if (r.has("predictions")) f.predictions = read_predictions(r["predictions"]);
   return f;
 }
 

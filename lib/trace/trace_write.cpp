@@ -88,6 +88,14 @@ json header_json(const TraceHeader& h) {
   if (!h.seeded.is_null()) header["seeded"] = h.seeded;
   if (!h.recorder_warnings.empty()) header["recorder_warnings"] = h.recorder_warnings;
   if (h.tensor_digests) header["tensor_digests"] = to_json(*h.tensor_digests);
+  if (h.perturbation) {
+    const Perturbation& p = *h.perturbation;
+    header["perturbation"] = {{"tensor", p.tensor},
+                              {"element", p.element},
+                              {"bit", p.bit},
+                              {"before_bits", bits_hex(p.before)},
+                              {"after_bits", bits_hex(p.after)}};
+  }
   return header;
 }
 
@@ -195,6 +203,11 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
     if (f.status == RunStatus::failed) end["error"] = f.error;
   }
   if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
+  if (f.predictions) {
+    end["predictions"] = {{"file", f.predictions->file},
+                          {"samples", f.predictions->samples},
+                          {"digest", f.predictions->digest.hex()}};
+  }
   return end.dump() + "\n";
 }
 

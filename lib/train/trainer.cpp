@@ -100,6 +100,9 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   }
   model_ = std::make_unique<nn::Model>(spec::resolve_model(spec_.model),
                                        nn::ModelSeeds{seeds_.init, seeds_.dropout}, ops_->memory());
+  if (options.perturb_draw) {
+    perturbation_ = nn::perturb_one_weight(*model_, seeds_.init, *options.perturb_draw);
+  }
   staged_images_ = Tensor(Shape{0}, ops_->memory());
   staged_labels_ = Buffer<std::int32_t>(ops_->memory());
   optimizer_ = optim::make_optimizer(spec_.optimizer);
@@ -143,6 +146,8 @@ Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
   data::Batch batch;
   double loss_sum = 0.0;
   std::int64_t correct = 0, seen = 0;
+  Evaluation e;
+  e.predicted.reserve(static_cast<std::size_t>(set.size()));
   while (loader.next(batch)) {
     const Staged in = stage(batch);
     const Tensor& out = model_->forward(*ops_, in.images, ctx);
@@ -151,11 +156,13 @@ Trainer::Evaluation Trainer::evaluate(const data::Dataset& set) {
     // Batch means weighted by batch size, summed in batch order: the set's mean loss.
     loss_sum += static_cast<double>(loss) * batch.size();
     // Metrics are computed on the host: a download of the [N, classes] output on a device.
-    correct += out.on_host() ? nn::count_correct(out, batch.labels)
-                             : nn::count_correct(out.to_host(), batch.labels);
+    const std::size_t first = e.predicted.size();
+    e.predicted.resize(first + batch.labels.size());
+    const std::span<std::int32_t> predicted(e.predicted.data() + first, batch.labels.size());
+    correct += out.on_host() ? nn::predict_classes(out, batch.labels, predicted)
+                             : nn::predict_classes(out.to_host(), batch.labels, predicted);
     seen += batch.size();
   }
-  Evaluation e;
   if (seen > 0) {
     e.loss = loss_sum / static_cast<double>(seen);
     e.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
@@ -202,9 +209,10 @@ TrainResult Trainer::run(Observer* observer) {
     summary.mean_train_loss =
         summary.steps ? position_.epoch_loss_sum / static_cast<double>(summary.steps) : 0.0;
     if (data_.eval) {
-      const Evaluation e = evaluate(*data_.eval);
+      Evaluation e = evaluate(*data_.eval);
       summary.eval_loss = e.loss;
       summary.eval_accuracy = e.accuracy;
+      predictions_ = std::move(e.predicted);
     }
     summary.seconds = seconds_since(epoch_start);
     state.result.epochs.push_back(summary);

@@ -15,6 +15,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/model.h"
+#include "nn/weight_perturbation.h"
 #include "optim/optimizer.h"
 #include "spec/resolve.h"
 #include "spec/spec.h"
@@ -50,6 +51,10 @@ struct RunOptions {
   // Stop after this many steps, before the next batch is fetched (TrainResult::interrupted): where
   // a checkpoint (train/checkpoint.h) saves the run for another process to go on from.
   std::optional<std::int64_t> interrupt_at;
+  // The perturbed group of an audit (--seeds all): once the model is initialised, flip the lowest
+  // mantissa bit of the weight that this draw of the "perturb/weight" stream picks
+  // (nn/weight_perturbation.h). Before on_start, so the initial weights record it.
+  std::optional<std::uint64_t> perturb_draw;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.
@@ -151,6 +156,13 @@ class Trainer {
   const RunSeeds& seeds() const noexcept { return seeds_; }
   const spec::DeterminismSpec& determinism() const noexcept { return determinism_; }
   int threads() const noexcept { return threads_; }
+  // The flipped weight (RunOptions::perturb_draw); none in an unperturbed run.
+  const std::optional<nn::WeightPerturbation>& perturbation() const noexcept {
+    return perturbation_;
+  }
+  // The predicted class (arg-max, the first maximum on ties) of every eval sample, in the eval
+  // set's order, at the last evaluation; empty before one or without an eval set.
+  const std::vector<std::int32_t>& predictions() const noexcept { return predictions_; }
   // Non-empty when the spec said device "auto" and no GPU was usable (the run is on the CPU).
   const std::string& backend_notice() const noexcept { return backend_notice_; }
 
@@ -164,6 +176,7 @@ class Trainer {
   struct Evaluation {
     double loss = 0.0;
     double accuracy = 0.0;
+    std::vector<std::int32_t> predicted;  // per sample, in the set's order
   };
   Evaluation evaluate(const data::Dataset& set);
 
@@ -188,6 +201,8 @@ class Trainer {
   std::unique_ptr<backend::Ops> ops_;      // what the run calls: backend_, or a decorator of it
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<nn::WeightPerturbation> perturbation_;
+  std::vector<std::int32_t> predictions_;
   optim::UpdateDigests update_digests_;  // filled by the optimizer step when an observer asks
   Tensor staged_images_;
   Buffer<std::int32_t> staged_labels_;

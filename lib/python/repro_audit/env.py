@@ -5,7 +5,8 @@ made, before the training, never written.
     REPRO_AUDIT_TRACE       the trace file: a regular file or no file yet, in an existing folder
     REPRO_AUDIT_RUN         the run's number, an integer in [0, 2^31)
     REPRO_AUDIT_SEED        the run's seed, an integer in [0, 2^64)
-    REPRO_AUDIT_SEED_GROUP  "same" or "different"
+    REPRO_AUDIT_SEED_GROUP  "same", "different" or "perturbed"
+    REPRO_AUDIT_PERTURB     the perturbed group's draw (perturb.py)
     REPRO_AUDIT_ID          the audit's id, 32 lowercase hex digits
     REPRO_AUDIT_KEEP_BYTES  the budget of kept outputs, an integer in [0, 2^30] (1 GiB)
     REPRO_AUDIT_TRACE_OPS   the op window (ops.parse_window)
@@ -49,9 +50,9 @@ def keep_bytes(default, environ=None):
 
 def seed_group(environ=None):
     text = (os.environ if environ is None else environ).get("REPRO_AUDIT_SEED_GROUP", "same")
-    if text not in ("same", "different"):
-        raise ValueError(f"repro_audit: REPRO_AUDIT_SEED_GROUP={text!r}: expected same or "
-                         "different")
+    if text not in ("same", "different", "perturbed"):
+        raise ValueError(f"repro_audit: REPRO_AUDIT_SEED_GROUP={text!r}: expected same, "
+                         "different or perturbed")
     return text
 
 

@@ -34,6 +34,7 @@ from . import kept_op
 from . import misuse
 from . import env
 from . import ops as op_records
+from . import perturb
 from . import workers
 from .state import ModelState, check_name
 from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none, float32_value,
@@ -167,6 +168,9 @@ class NoOpRecorder:
     def watch_loader(self, loader):
         return loader
 
+    def eval(self, predictions, labels=None, loss=None):
+        pass
+
 
 def record(model, optimizer=None, names=None, spec=None, checkpoint=None):
     """The documented form: `with repro_audit.record(model, optimizer) as rec:` (Recorder.from_env
@@ -199,18 +203,20 @@ class Recorder:
                    keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
                             if os.environ.get(kept_op.ENVIRONMENT) else None),
                    replays=kept_op.replays_from(os.environ),
-                   tensor_digests=detail.TensorDigestPlan.from_env(), checkpoint=checkpoint)
+                   tensor_digests=detail.TensorDigestPlan.from_env(), checkpoint=checkpoint,
+                   perturb_draw=perturb.draw_from_env())
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
                  name=None, names=None, spec=None, trace_ops=None,
                  keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
-                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None):
+                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None,
+                 perturb_draw=None):
         """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
         None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
         index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
         step's ops are recorded whatever `trace_ops` says; `tensor_digests`: the level of detail
         (a detail.TensorDigestPlan, or its text "every:1000,5000:5100"), None for every step per
-        tensor."""
+        tensor; `perturb_draw`: the perturbed group's draw (perturb.py), None outside it."""
         import torch
 
         env.check_trace_path(path)
@@ -287,6 +293,10 @@ class Recorder:
                 os.path.dirname(self._kept_path) if self._kept_path else None)
             if keep_op is not None:
                 header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+        if perturb.wanted(seed_group, perturb_draw):  # before the initial weights are digested
+            header["perturbation"] = perturb.flip_one_weight(torch, self._state.params, seed,
+                                                             perturb_draw)
+        self._eval = perturb.EvalRecord()
         canonical_json(header).encode("utf-8")  # what the trace cannot hold fails now
         initial = self._digester.batch()
         weights, buffers = self._state.weights(initial.add), self._state.buffers(initial.add)
@@ -412,6 +422,20 @@ class Recorder:
         record["optimizer_state"] = digests.digest_of_digests(record["optimizer_state"])
         self._records.add_step(record)
 
+    def eval(self, predictions, labels=None, loss=None):
+        """The evaluation (the last call's counts): `predictions`, the predicted class of every
+        eval sample in a fixed order (a tensor of classes, or of scores [N, classes]); `labels`
+        gives the end record's eval accuracy, `loss` its eval loss. The report's prediction
+        churn compares the runs' classes (docs/statistics.md)."""
+        self._eval.eval(predictions, labels, loss)
+
+    def eval(self, predictions, labels=None, loss=None):
+        """The evaluation (the last call counts): `predictions`, the predicted class of every
+        eval sample in a fixed order (a tensor of classes, or of scores [N, classes]); `labels`
+        gives the end record's eval accuracy, `loss` its eval loss. The report's prediction
+        churn compares the runs' classes (docs/statistics.md)."""
+        self._eval.eval(predictions, labels, loss)
+
     def watch_loader(self, loader):
         """Records the random streams `loader`'s workers start from (workers.worker_init_fn,
         chained before the loader's own); returns the loader."""
@@ -494,6 +518,7 @@ class Recorder:
         if self._warnings:
             self._records.header["recorder_warnings"] = self._warnings
         loader_workers = workers.read_side_file(self._path)
+        self._records.end_fields = self._eval.end_fields(self._path)
         self._records.finish(total, self._recording, loader_workers, self._error)
 
     finish = close  # the name before the `with` form

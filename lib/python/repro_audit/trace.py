@@ -91,6 +91,7 @@ class TraceRecords:
         self._out = None  # the temporary's file object, or a list of lines without a path
         self._temporary = None
         self._header_line = None
+        self.end_fields = {}  # what the end record adds: rec.eval's predictions and accuracy
 
     def check_epoch(self, epoch):
         """ValueError for a step of an epoch before the open one: the trace's epochs only go
@@ -155,8 +156,10 @@ class TraceRecords:
 
     def _write_epoch(self, epoch, steps, mean_loss, seconds):
         self._write({"record": "epoch", "epoch": epoch, "steps": steps,
-                     "train_loss": finite_or_none(mean_loss), "eval_loss": None,
-                     "eval_accuracy": None, "seconds": seconds})
+                     "train_loss": finite_or_none(mean_loss),
+                     # rec.eval's, set before the last epoch closes: the end record repeats them
+                     "eval_loss": self.end_fields.get("eval_loss"),
+                     "eval_accuracy": self.end_fields.get("eval_accuracy"), "seconds": seconds})
         self._epochs_written = epoch + 1
 
     def end_record(self, total_seconds, recording_seconds, loader_workers=None, error=None):
@@ -174,6 +177,9 @@ class TraceRecords:
                **({"loader_workers": loader_workers} if loader_workers else {})}
         if error:
             end["error"] = error
+        # rec.eval's (perturb.py); its accuracy and loss only with an epoch record to repeat
+        end.update({k: v for k, v in self.end_fields.items()
+                    if self.step_count or not k.startswith("eval_")})
         return end
 
     def finish(self, total_seconds, recording_seconds, loader_workers=None, error=None):

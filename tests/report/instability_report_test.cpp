@@ -1,0 +1,103 @@
+// The instability finding in every form (--seeds all, docs/report.md "Instability"): the text's
+// table and finding lines, the JSON's `instability`, the HTML's plot per metric and finding, the
+// JUnit properties; absent without a perturbed group.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "compare/compare.h"
+#include "compare/in_memory_traces.h"
+#include "report/html_report.h"
+#include "report/junit.h"
+#include "report/text_report.h"
+
+namespace {
+
+using ra::audit::Trace;
+using ra::test::TraceBuilder;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
+// predictions chosen so that every group spreads.
+ra::audit::ComparisonResult three_groups() {
+  TraceBuilder same;
+  same.eval_accuracy = {0.5, 0.75};
+  TraceBuilder different = same;
+  different.seed_group = "different";
+  different.seed = 7;
+  TraceBuilder perturbed = same;
+  perturbed.seed_group = "perturbed";
+  std::vector<Trace> traces = {same.build(0),      same.build(1),      different.build(2),
+                               different.build(3), perturbed.build(4), perturbed.build(5)};
+  const double accuracy[] = {0.75, 0.76, 0.70, 0.80, 0.74, 0.77};
+  for (std::size_t i = 0; i < traces.size(); ++i) traces[i].final->eval_accuracy = accuracy[i];
+  for (int i : {4, 5}) {
+    traces[i].header.perturbation = ra::audit::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
+  }
+  ra::audit::ComparisonOptions options;
+  options.load_predictions = [](int run) -> std::optional<std::vector<std::int64_t>> {
+    const std::vector<std::int64_t> classes[] = {{0, 1, 2, 3}, {0, 1, 2, 1}, {0, 0, 0, 3},
+                                                 {1, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}};
+    return classes[run];
+  };
+  return ra::audit::compare_traces(traces, options);
+}
+
+}  // namespace
+
+TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][instability]") {
+  const ra::audit::ComparisonResult r = three_groups();
+  REQUIRE(r.instability);
+
+  const std::string text = ra::report::render_text(r);
+  CHECK_THAT(text, Catch::Contains("instability (perturbed group: the same seed, deterministic "
+                                   "kernels, one bit of one initial weight flipped per run):"));
+  CHECK_THAT(text, Catch::Contains("perturbed run 4: dense_1.weight[4] bit 0 (0x00000002 -> "
+                                   "0x00000003): parts from run 0 at this weight, by design"));
+  CHECK(count(text, "  finding: ") == 3);
+  CHECK_THAT(text, Catch::Contains("perturbed runs (2): final loss"));
+
+  const nlohmann::json json = ra::audit::to_json(r);
+  const nlohmann::json& found = json.at("instability");
+  CHECK(found.at("perturbed_runs").size() == 2);
+  CHECK(found.at("perturbed_runs")[0].at("parts_at_perturbation") == true);
+  REQUIRE(found.at("metrics").size() == 3);
+  const nlohmann::json& churn = found.at("metrics")[2];
+  CHECK(churn.at("metric") == "disagreement");
+  CHECK(churn.at("groups").at("same").at("spread") == 0.25);
+  CHECK(churn.at("groups").at("different").at("spread") == 0.75);
+  CHECK(churn.at("groups").at("perturbed").at("spread") == 0.25);
+  CHECK(churn.at("same_over_perturbed").at("ratio") == 1.0);
+  CHECK(churn.at("verdict") == "unstable");
+  CHECK(churn.at("threshold") == 2.0);
+
+  const std::string html = ra::report::render_html(r);
+  CHECK_THAT(html, Catch::Contains("<h2>Does the nondeterminism matter?</h2>"));
+  CHECK(count(html, "<p class=\"finding\">") == 3);
+  CHECK_THAT(html, Catch::Contains("Prediction disagreement per pair of runs, by group"));
+
+  const std::string xml = ra::report::render_junit(r);
+  CHECK_THAT(xml, Catch::Contains("<property name=\"instability.disagreement.verdict\" "
+                                  "value=\"unstable\"/>"));
+  CHECK_THAT(xml, Catch::Contains("<property name=\"instability.disagreement.same_spread\" "
+                                  "value=\"0.25\"/>"));
+  CHECK(count(xml, ".interpretation\"") == 3);
+}
+
+TEST_CASE("no instability section without a perturbed group", "[report][instability]") {
+  TraceBuilder same;
+  const ra::audit::ComparisonResult r =
+      ra::audit::compare_traces({same.build(0), same.build(1)}, {});
+  CHECK_FALSE(r.instability);
+  CHECK(ra::report::render_text(r).find("instability") == std::string::npos);
+  CHECK_FALSE(ra::audit::to_json(r).contains("instability"));
+  CHECK(ra::report::render_html(r).find("Does the nondeterminism") == std::string::npos);
+  CHECK(ra::report::render_junit(r).find("instability.") == std::string::npos);
+}

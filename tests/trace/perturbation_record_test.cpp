@@ -1,0 +1,80 @@
+// The header's perturbation and the end record's predictions (--seeds all, docs/trace-format.md):
+// written and read back as they were; a perturbation that flips more than its bit, a perturbed
+// run without one (or one outside the perturbed group) and a predictions file outside the
+// trace's folder are bad input naming the field; traces without them read as before.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <string>
+
+#include "compare/in_memory_traces.h"
+#include "core/error.h"
+#include "trace/trace_io.h"
+
+namespace {
+
+using ra::audit::Trace;
+
+Trace whole_trace() {
+  ra::test::TraceBuilder b;
+  b.steps = 1;
+  b.steps_per_epoch = 1;
+  Trace t = b.build(0);
+  t.header.spec_digest = ra::audit::spec_digest_of(t.header.spec).hex();
+  t.epochs[0].mean_train_loss = std::bit_cast<float>(t.steps[0].loss_bits);
+  t.final->median_step_seconds = t.steps[0].seconds;
+  t.final->total_seconds = t.steps[0].seconds;
+  return t;
+}
+
+Trace perturbed_trace() {
+  Trace t = whole_trace();
+  t.header.seed_group = "perturbed";
+  t.header.perturbation = ra::audit::Perturbation{"dense_1.weight", 4, 0, 0x3d4ccccd, 0x3d4ccccc};
+  t.final->predictions =
+      ra::audit::PredictionsRecord{"run-000/predictions.npy", 256, ra::Digest128{1, 2}};
+  return t;
+}
+
+std::string edited(const Trace& t, const std::string& from, const std::string& to) {
+  std::string text = ra::audit::serialize_trace(t);
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a perturbation and predictions are written and read back as they were", "[trace]") {
+  const Trace plain = whole_trace();
+  const std::string text = ra::audit::serialize_trace(plain);
+  CHECK(text.find("perturbation") == std::string::npos);
+  CHECK(text.find("predictions") == std::string::npos);
+  const Trace plain_back = ra::audit::parse_trace(text, "plain");
+  CHECK_FALSE(plain_back.header.perturbation);
+  CHECK_FALSE(plain_back.final->predictions);
+
+  const Trace t = perturbed_trace();
+  const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "perturbed");
+  CHECK(back.header.seed_group == "perturbed");
+  CHECK(back.header.perturbation == t.header.perturbation);
+  CHECK(back.final->predictions == t.final->predictions);
+}
+
+TEST_CASE("a damaged perturbation or predictions record is bad input naming it", "[trace]") {
+  const Trace t = perturbed_trace();
+  const auto rejected = [](const std::string& text, const std::string& expected) {
+    CHECK_THROWS_WITH(ra::audit::parse_trace(text, "t"), Catch::Contains(expected));
+  };
+  // Two bits flipped: not the one bit the perturbation names.
+  rejected(edited(t, "\"after_bits\":\"0x3d4ccccc\"", "\"after_bits\":\"0x3d4cccce\""),
+           "field 'perturbation.after_bits'");
+  rejected(edited(t, "\"seed_group\":\"perturbed\"", "\"seed_group\":\"same\""),
+           "must be of the \"perturbed\" group");
+  Trace unnamed = t;
+  unnamed.header.perturbation.reset();
+  rejected(ra::audit::serialize_trace(unnamed), "must name its perturbation");
+  rejected(edited(t, "\"run-000/predictions.npy\"", "\"../elsewhere.npy\""),
+           "field 'predictions.file'");
+  rejected(edited(t, "\"run-000/predictions.npy\"", "\"/tmp/p.npy\""), "below the trace's folder");
+}
