@@ -88,6 +88,14 @@ json header_json(const TraceHeader& h) {
   if (!h.seeded.is_null()) header["seeded"] = h.seeded;
   if (!h.recorder_warnings.empty()) header["recorder_warnings"] = h.recorder_warnings;
   if (h.tensor_digests) header["tensor_digests"] = to_json(*h.tensor_digests);
+  if (h.distributed) {
+    json nccl = json::object();
+    for (const auto& [name, value] : h.distributed->nccl) nccl[name] = value;
+    header["distributed"] = {{"rank", h.distributed->rank},
+                             {"world_size", h.distributed->world_size},
+                             {"backend", h.distributed->backend},
+                             {"nccl", nccl}};
+  }
   return header;
 }
 
