@@ -27,6 +27,7 @@ import time
 
 from . import cudnn_log
 from . import detail
+from . import distributed
 from . import device_digest
 from . import digest as digests
 from . import kept_op
@@ -209,6 +210,9 @@ class Recorder:
         tensor."""
         import torch
 
+        placement = distributed.placement(torch)  # a rank of a data-parallel run, or None
+        if placement is not None:
+            path = placement.trace_path(path)
         env.check_trace_path(path)
         self._torch = torch
         self._model = model
@@ -257,6 +261,8 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        if placement is not None:
+            header["distributed"] = placement.header()
         if isinstance(tensor_digests, str):
             tensor_digests = detail.TensorDigestPlan.parse(tensor_digests, "tensor_digests")
         if tensor_digests is not None and not tensor_digests.all():
