@@ -27,8 +27,9 @@ std::string distributed(const ComparisonResult& r) {
     if (c.identical) {
       out += format("  rank %d: bitwise identical across runs\n", c.rank);
     } else {
-      out += format("  rank %d: DIVERGED across runs, first %s\n", c.rank,
-                    c.first_divergence ? shown(divergence_place(*c.first_divergence)).c_str() : "(unknown)");
+      out += format(
+          "  rank %d: DIVERGED across runs, first %s\n", c.rank,
+          c.first_divergence ? shown(divergence_place(*c.first_divergence)).c_str() : "(unknown)");
     }
   }
   if (f.replicas_parted) {
