@@ -66,12 +66,12 @@ def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchr
     done = exec_audit(tmp_path / "out", "--runs", "2", PERTURB_AT=2)
     assert done.returncode == 1, done.stderr
     parted = json.loads(done.stdout)["distributed"]["replicas_parted"]
-    assert parted == {"run": 0, "step": 2, "tensor": "module.0.weight", "rank": 1,
+    assert parted == {"run": 0, "step": 2, "tensor": "0.weight", "rank": 1,
                       "reference_rank": 0}
     text = subprocess.run([BINARY, "compare", str(tmp_path / "out")], capture_output=True,
                           text=True)
     assert text.returncode == 1
-    assert ("replicas desynchronised at step 2 of run 0: rank 1's module.0.weight differs from "
+    assert ("replicas desynchronised at step 2 of run 0: rank 1's 0.weight differs from "
             "rank 0's") in text.stdout
 
 

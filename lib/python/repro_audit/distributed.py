@@ -47,6 +47,17 @@ class Placement:
         return os.path.join(folder, rank_trace_name(self.rank))
 
 
+def unwrapped(model):
+    """The module a DistributedDataParallel wrapper replicates, else `model`: its parameters are
+    recorded under the module's own names ("0.weight", not "module.0.weight"), so a data-parallel
+    run's trace lines up with a single process's (world size as a configuration, compare)."""
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+    except ImportError:
+        return model
+    return model.module if isinstance(model, DistributedDataParallel) else model
+
+
 def rank_trace_name(rank):
     return f"rank-{rank}{TRACE_SUFFIX}"
 

@@ -221,7 +221,7 @@ class Recorder:
         self._recording = 0.0
         self._finished = False
         self._error = None  # the type of the exception that ended the script, once known
-        self._state = ModelState(torch, model, optimizer, names)
+        self._state = ModelState(torch, distributed.unwrapped(model), optimizer, names)
         self._run, self._audit_id = run, audit_id
         workers.remove_side_file(path)
         self._kept_path = op_records.kept_outputs_path(path)
