@@ -5,11 +5,12 @@ Without a process group (WORLD_SIZE unset) it trains the whole global batch in o
     PERTURB_AT=k   rank 1 adds 1e-3 to its first parameter's gradient after the all-reduce of
                    step k (its replica parts from rank 0's)
     KILL_AT=k      rank 1 kills itself (SIGKILL) at step k, unless the file KILL_ONCE exists
-    NOISY_HOOK=1   a communication hook that adds a run-dependent epsilon to the all-reduced
-                   bucket (the same on every rank, so replicas agree but runs differ)
+    WIDTH=n        the hidden layer's width (default 5; scripts/bench-ddp-recorder uses more)
+Rank 0 prints `seconds_per_step=S` over the training loop, the recorder's end included.
 """
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -23,25 +24,20 @@ if world > 1:
 rank = dist.get_rank() if world > 1 else 0
 repro_audit.seed_everything(default=7)
 torch.set_num_threads(1)
-model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+width = int(os.environ.get("WIDTH", "5"))
+model = torch.nn.Sequential(torch.nn.Linear(6, width), torch.nn.Tanh(),
+                            torch.nn.Linear(width, 2))
 if world > 1:
     model = torch.nn.parallel.DistributedDataParallel(model)
-    if os.environ.get("NOISY_HOOK"):
-        epsilon = 1e-6 * (1 + int(os.environ.get("REPRO_AUDIT_RUN", "0")))
-
-        def noisy_allreduce(state, bucket):
-            tensor = bucket.buffer().div_(world)
-            work = dist.all_reduce(tensor, async_op=True).get_future()
-            return work.then(lambda fut: fut.value()[0] + epsilon)
-
-        model.register_comm_hook(None, noisy_allreduce)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 perturb_at = int(os.environ.get("PERTURB_AT", "-1"))
 kill_at = int(os.environ.get("KILL_AT", "-1"))
 once = os.environ.get("KILL_ONCE")
 data = torch.Generator().manual_seed(11)
+steps = int(os.environ.get("STEPS", "4"))
+started = time.perf_counter()
 with repro_audit.record(model, optimizer) as rec:
-    for step in range(int(os.environ.get("STEPS", "4"))):
+    for step in range(steps):
         x = torch.randn(GLOBAL_BATCH, 6, generator=data)
         y = torch.randn(GLOBAL_BATCH, 2, generator=data)
         share = GLOBAL_BATCH // world
@@ -58,5 +54,7 @@ with repro_audit.record(model, optimizer) as rec:
             os.kill(os.getpid(), signal.SIGKILL)
         optimizer.step()
         rec.step(batch=(x, y), loss=loss)
+if rank == 0:
+    print("seconds_per_step=%.6f" % ((time.perf_counter() - started) / steps), flush=True)
 if world > 1:
     dist.destroy_process_group()
