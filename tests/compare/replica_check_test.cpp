@@ -19,7 +19,8 @@ std::vector<Trace> two_ranks() {
 
 }  // namespace
 
-TEST_CASE("replicas holding the same weights agree; their own batches are expected", "[compare]") {
+TEST_CASE("replicas holding the same weights agree and their own batches are expected",
+          "[compare]") {
   const std::vector<Trace> ranks = two_ranks();
   CHECK_FALSE(replica_divergence(ranks, 0));
   const std::vector<std::string> expected = expected_rank_differences(ranks);
@@ -51,7 +52,7 @@ TEST_CASE("replicas that start apart are named before step 0", "[compare]") {
   CHECK(describe(*d).starts_with("replicas desynchronised before step 0 (the initial weights)"));
 }
 
-TEST_CASE("buffers of their own per rank are expected, not a desynchronisation", "[compare]") {
+TEST_CASE("buffers of their own per rank are expected and no desynchronisation", "[compare]") {
   std::vector<Trace> ranks = two_ranks();
   for (Trace& t : ranks) {
     for (StepRecord& r : t.steps)

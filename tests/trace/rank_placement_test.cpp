@@ -77,7 +77,7 @@ TEST_CASE("a trace without the field is a single process's", "[trace]") {
   CHECK_FALSE(parse_trace(text, "run-000.trace.jsonl").header.distributed);
 }
 
-TEST_CASE("a placement the run cannot have is refused, named", "[trace]") {
+TEST_CASE("a placement the run cannot have is refused by name", "[trace]") {
   CHECK_THAT(refused([](json& d) { d["rank"] = 2; }),
              Contains("rank 2 is not below the world size 2"));
   CHECK_THAT(refused([](json& d) { d["world_size"] = 1; }), Contains("world_size"));
