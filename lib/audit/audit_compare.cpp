@@ -12,6 +12,7 @@
 #include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
 #include "audit/predictions_file.h"
+#include "audit/rank_traces.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
 #include "record/run_observers.h"
@@ -102,6 +103,7 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
                                         std::vector<AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
   ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
+  result.distributed = distributed_findings(traces, options);  // none for single processes
   if (options.measure_magnitudes) {
     // PyTorch runs cannot be replayed: their own kept outputs are all there is.
     KeptOutputs from_files(std::numeric_limits<std::size_t>::max());

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "audit/rank_traces.h"
 #include "audit/shard.h"
 #include "core/directory.h"
 #include "core/error.h"
@@ -383,6 +384,8 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
           reason = "its trace " + name + " is not of this audit";
         } else if (t->failed()) {  // never compared as whole; --resume runs it again
           reason = "its trace " + name + " says the run " + describe_failure(*t->final);
+        } else if (std::string ranks = rank_traces_problem(*t, dir / name); !ranks.empty()) {
+          reason = "the run " + ranks;  // a rank killed mid-run: --resume runs it again, whole
         } else {
           out.traces[static_cast<std::size_t>(p.index)] = std::move(t);
           check.runs.push_back(p.index);

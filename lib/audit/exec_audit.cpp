@@ -9,6 +9,7 @@
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/manifest.h"
+#include "audit/rank_traces.h"
 #include "audit/shard_folder_setup.h"
 #include "core/error.h"
 #include "core/printable.h"
@@ -93,6 +94,9 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
   try {
     const Trace t = read_trace_summary(trace);  // every check; its steps are not kept
     if (t.failed()) return "ran, but the run " + describe_failure(*t.final);
+    if (std::string ranks = rank_traces_problem(t, trace); !ranks.empty()) {
+      return "ran, but the run " + ranks;
+    }
     if (!m.trace_ops.empty() && !t.header.trace_ops) {
       return "wrote a trace without op records, though --trace-ops " + m.trace_ops +
              " asked for them: is its repro_audit older than op records?";
@@ -110,6 +114,7 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
 // folder holds only whole traces and --resume runs it again.
 void quarantine_trace(const fs::path& out_dir, int run) {
   const fs::path trace = out_dir / trace_name(run);
+  quarantine_rank_traces(trace);  // a data-parallel run's other ranks: no part of a whole run
   std::error_code ec;
   if (!fs::is_regular_file(fs::symlink_status(trace, ec))) return;
   const fs::path folder = out_dir / run_name(run);

@@ -333,6 +333,39 @@ struct LoaderAdvice {
   std::vector<std::string> shared_and_differing;
 };
 
+// Data-parallel runs (docs/distributed.md). Rank r of every run against rank r of the reference
+// run, a comparison of its own; rank 0's is the report's.
+struct RankComparison {
+  int rank = 0;
+  bool identical = true;
+  std::optional<Divergence> first_divergence;
+};
+
+// Where, within one run, a replica's parameters first parted from rank 0's after a step (step
+// -1: the initial weights). `tensor` is empty when the step kept one digest for all weights.
+struct ReplicaDivergence {
+  int run = 0;
+  std::int64_t step = -1;
+  std::string tensor;
+  int rank = 1;
+};
+
+struct DistributedFindings {
+  int world_size = 1;
+  std::string backend;
+  std::vector<std::pair<std::string, std::string>> nccl;  // NCCL_ALGO, NCCL_PROTO when set
+  std::vector<RankComparison> ranks;                      // ranks 1 .. world_size - 1
+  int runs_checked = 0;  // runs whose replicas were checked against each other
+  std::optional<ReplicaDivergence> replicas_parted;
+  // Differences between the ranks of a run that data parallelism expects, in words.
+  std::vector<std::string> expected_differences;
+  bool rank_diverged() const {
+    for (const RankComparison& r : ranks)
+      if (!r.identical) return true;
+    return false;
+  }
+};
+
 struct ComparisonResult {
   std::string spec_name;
   std::string spec_digest;
@@ -387,7 +420,13 @@ struct ComparisonResult {
   std::vector<AuditFolderCheck> audit_folders;
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
-  bool diverged() const { return expect_identical && !identical; }
+  // A data-parallel audit's ranks and replicas (absent for single processes).
+  std::optional<DistributedFindings> distributed;
+  // Replicas that part within a run are a fault whatever runs are expected to do.
+  bool diverged() const {
+    if (distributed && distributed->replicas_parted) return true;
+    return expect_identical && (!identical || (distributed && distributed->rank_diverged()));
+  }
   // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
   // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs
   // that recorded no step; except different-seed runs only (--seeds different), whose result is

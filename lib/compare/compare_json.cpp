@@ -361,6 +361,34 @@ json next_step_json(const ComparisonResult& r) {
           {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
 }
 
+// A data-parallel audit's ranks and replicas (docs/distributed.md).
+json distributed_json(const DistributedFindings& f) {
+  json ranks = json::array();
+  for (const RankComparison& c : f.ranks) {
+    ranks.push_back({{"rank", c.rank},
+                     {"identical", c.identical},
+                     {"first_divergence", divergence_json(c.first_divergence)}});
+  }
+  json nccl = json::object();
+  for (const auto& [name, value] : f.nccl) nccl[name] = value;
+  json parted = nullptr;
+  if (f.replicas_parted) {
+    const ReplicaDivergence& d = *f.replicas_parted;
+    parted = {{"run", d.run},
+              {"step", d.step < 0 ? json(nullptr) : json(d.step)},
+              {"tensor", d.tensor.empty() ? json(nullptr) : json(d.tensor)},
+              {"rank", d.rank},
+              {"reference_rank", 0}};
+  }
+  return {{"world_size", f.world_size},
+          {"backend", f.backend},
+          {"nccl", nccl},
+          {"ranks", ranks},
+          {"runs_checked", f.runs_checked},
+          {"replicas_parted", parted},
+          {"expected_differences", f.expected_differences}};
+}
+
 }  // namespace
 
 json to_json(const ComparisonResult& r) {
@@ -408,6 +436,8 @@ json to_json(const ComparisonResult& r) {
   if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).
   if (r.instability) report["instability"] = instability_json(*r.instability);
+  // Only for data-parallel runs (a PyTorch script under torch.distributed).
+  if (r.distributed) report["distributed"] = distributed_json(*r.distributed);
   return report;
 }
 

@@ -12,6 +12,7 @@ std::string render_text(const audit::ComparisonResult& r) {
   out += text::verdict(r);
   out += text::warnings(r);
   out += text::first_divergence(r);
+  out += text::distributed(r);
   out += text::resumes(r);
   out += text::root_cause(r);
   out += text::next_step(r);

@@ -23,7 +23,8 @@ std::string header(const ComparisonResult& r);            // spec, run count, mo
 std::string verdict(const ComparisonResult& r);           // the verdict and the outcome classes
 std::string warnings(const ComparisonResult& r);          // WARNING: lines
 std::string first_divergence(const ComparisonResult& r);  // where the compared runs first part
-std::string root_cause(const ComparisonResult& r);        // with op records: the op where they part
+std::string distributed(const ComparisonResult& r);  // data-parallel ranks (text_distributed.cpp)
+std::string root_cause(const ComparisonResult& r);   // with op records: the op where they part
 std::string next_step(const ComparisonResult& r);  // the --trace-ops re-run that would localise it
 std::string loader_workers(const ComparisonResult& r);  // random streams loader workers share
 std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign files, notes

@@ -39,6 +39,11 @@ std::string verdict(const ComparisonResult& r) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
         nothing;
+  } else if (r.identical && r.diverged()) {  // rank 0 agrees; another rank or a replica not
+    head = format(
+        "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
+        "rank or replica agrees (data-parallel, below)",
+        n);
   } else if (r.identical) {
     head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {

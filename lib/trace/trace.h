@@ -135,6 +135,17 @@ struct PredictionsRecord {
   friend bool operator==(const PredictionsRecord&, const PredictionsRecord&) = default;
 };
 
+// Where a run's process stood in a data-parallel run (the PyTorch recorder's `distributed`
+// header field, docs/distributed.md): its rank, the world size, the process group's backend
+// ("gloo", "nccl"; "unknown" when the recorder ran before the group was made) and the NCCL_*
+// variables that pin NCCL's reduction (NCCL_ALGO, NCCL_PROTO), as {name: value}, when set.
+struct RankPlacement {
+  int rank = 0;
+  int world_size = 1;
+  std::string backend;
+  std::vector<std::pair<std::string, std::string>> nccl;
+};
+
 struct TraceHeader {
   int format_version = kTraceFormatVersion;
   std::string tool_version;
@@ -168,6 +179,9 @@ struct TraceHeader {
   std::vector<std::string> recorder_warnings;
   // Version 4: the steps recorded per tensor (trace/tensor_digests.h); none: every step.
   std::optional<TensorDigestPlan> tensor_digests;
+  // The recorder's, optional: the rank of a data-parallel run this trace is (absent: a single
+  // process). Rank 0's trace is the run's; rank r's is run-NNN/rank-R.trace.jsonl.
+  std::optional<RankPlacement> distributed;
 };
 
 // One training step, recorded after the optimizer update.

@@ -181,6 +181,22 @@ json read_rng_states(const Field& states) {
   return states.json();
 }
 
+// {"rank", "world_size", "backend", "nccl": {name: value}}: rank below world size, world size 2
+// or more (a single process writes no such field).
+RankPlacement read_rank_placement(const Field& d) {
+  RankPlacement p;
+  p.world_size = static_cast<int>(d["world_size"].integer(2, kMaxInt));
+  const Field rank = d["rank"];
+  p.rank = static_cast<int>(rank.integer(0, kMaxInt));
+  if (p.rank >= p.world_size) {
+    rank.fail("rank " + std::to_string(p.rank) + " is not below the world size " +
+              std::to_string(p.world_size));
+  }
+  p.backend = d["backend"].nonempty_string();
+  for (const auto& [name, value] : d["nccl"].members()) p.nccl.emplace_back(name, value.string());
+  return p;
+}
+
 }  // namespace
 
 void read_recorder_fields(const Field& r, TraceHeader& h) {
@@ -196,6 +212,7 @@ void read_recorder_fields(const Field& r, TraceHeader& h) {
     for (const Field& w : r["recorder_warnings"].elements())
       h.recorder_warnings.push_back(w.nonempty_string());
   }
+  if (r.has("distributed")) h.distributed = read_rank_placement(r["distributed"]);
 }
 
 void read_end_status(const Field& r, FinalRecord& f) {

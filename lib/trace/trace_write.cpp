@@ -96,6 +96,14 @@ json header_json(const TraceHeader& h) {
                               {"before_bits", bits_hex(p.before)},
                               {"after_bits", bits_hex(p.after)}};
   }
+  if (h.distributed) {
+    json nccl = json::object();
+    for (const auto& [name, value] : h.distributed->nccl) nccl[name] = value;
+    header["distributed"] = {{"rank", h.distributed->rank},
+                             {"world_size", h.distributed->world_size},
+                             {"backend", h.distributed->backend},
+                             {"nccl", nccl}};
+  }
   return header;
 }
 

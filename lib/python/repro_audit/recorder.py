@@ -28,6 +28,7 @@ import time
 from . import checkpoint as checkpoints
 from . import cudnn_log
 from . import detail
+from . import distributed
 from . import device_digest
 from . import digest as digests
 from . import kept_op
@@ -219,6 +220,9 @@ class Recorder:
         tensor; `perturb_draw`: the perturbed group's draw (perturb.py), None outside it."""
         import torch
 
+        placement = distributed.placement(torch)  # a rank of a data-parallel run, or None
+        if placement is not None:
+            path = placement.trace_path(path)
         env.check_trace_path(path)
         # exec --interrupt-at (checkpoint.py): None without one.
         self._interrupts = checkpoints.Interrupts.from_env(
@@ -230,7 +234,7 @@ class Recorder:
         self._recording = 0.0
         self._finished = False
         self._error = None  # the type of the exception that ended the script, once known
-        self._state = ModelState(torch, model, optimizer, names)
+        self._state = ModelState(torch, distributed.unwrapped(model), optimizer, names)
         self._run, self._audit_id = run, audit_id
         workers.remove_side_file(path)
         self._kept_path = op_records.kept_outputs_path(path)
@@ -270,6 +274,8 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        if placement is not None:
+            header["distributed"] = placement.header()
         if isinstance(tensor_digests, str):
             tensor_digests = detail.TensorDigestPlan.parse(tensor_digests, "tensor_digests")
         if tensor_digests is not None and not tensor_digests.all():

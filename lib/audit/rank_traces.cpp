@@ -1,0 +1,129 @@
+// The traces of a data-parallel run's ranks: audit/rank_traces.h.
+#include "audit/rank_traces.h"
+
+#include "compare/replica_check.h"
+#include "core/error.h"
+#include "trace/trace_io.h"
+#include "trace/trace_reader.h"
+
+namespace ra::audit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTraceSuffix = ".trace.jsonl";
+
+fs::path run_folder_of(const fs::path& run_trace) {
+  std::string name = run_trace.filename().string();
+  if (name.ends_with(kTraceSuffix)) name.resize(name.size() - std::string(kTraceSuffix).size());
+  return run_trace.parent_path() / name;
+}
+
+std::string rank_file_name(int rank) {
+  return "rank-" + std::to_string(rank) + kTraceSuffix;
+}
+
+// Why `t`, read as rank `rank` of the run `reference` is rank 0 of, is not that rank's whole
+// trace; "" when it is.
+std::string rank_mismatch(const Trace& t, const Trace& reference, int rank) {
+  const auto& placement = t.header.distributed;
+  if (!placement || placement->rank != rank) return "is not rank " + std::to_string(rank) + "'s";
+  if (placement->world_size != reference.header.distributed->world_size) {
+    return "says world size " + std::to_string(placement->world_size) + ", rank 0's " +
+           std::to_string(reference.header.distributed->world_size);
+  }
+  if (t.header.audit_id != reference.header.audit_id) return "is of another audit";
+  if (t.header.run_index != reference.header.run_index) {
+    return "is of run " + std::to_string(t.header.run_index);
+  }
+  if (t.failed()) return "says the rank " + describe_failure(*t.final);
+  return "";
+}
+
+}  // namespace
+
+fs::path rank_trace_path(const fs::path& run_trace, int rank) {
+  if (rank == 0) return run_trace;
+  return run_folder_of(run_trace) / rank_file_name(rank);
+}
+
+std::string rank_traces_problem(const Trace& run_trace, const fs::path& file) {
+  if (!run_trace.header.distributed) return "";
+  const int world = run_trace.header.distributed->world_size;
+  for (int rank = 1; rank < world; ++rank) {
+    const fs::path path = rank_trace_path(file, rank);
+    const std::string name = path.parent_path().filename().string() + "/" + rank_file_name(rank);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      return "has no trace " + name + " of rank " + std::to_string(rank) + " of " +
+             std::to_string(world) + " (a run is whole only when every rank's trace is)";
+    }
+    try {
+      const Trace t = read_trace_summary(path);
+      if (const std::string why = rank_mismatch(t, run_trace, rank); !why.empty()) {
+        return "has a trace " + name + " that " + why;
+      }
+    } catch (const InputError& e) {
+      return "has a trace " + name + " this tool refuses (" + e.what() + ")";
+    }
+  }
+  return "";
+}
+
+void quarantine_rank_traces(const fs::path& run_trace) {
+  const fs::path folder = run_folder_of(run_trace);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("rank-") || !name.ends_with(kTraceSuffix)) continue;
+    fs::rename(entry.path(), folder / ("failed-" + name), ec);
+    if (ec) fs::remove(entry.path(), ec);  // never left under a whole rank trace's name
+  }
+}
+
+namespace {
+
+// Rank `rank` of each of `runs` compared with the reference's rank `rank`.
+RankComparison compare_rank(const std::vector<const Trace*>& runs, int rank,
+                            const ComparisonOptions& given) {
+  std::vector<Trace> traces;
+  for (const Trace* t : runs)
+    traces.push_back(read_trace_summary(rank_trace_path(t->source, rank)));
+  ComparisonOptions options;
+  options.expect_identical = given.expect_identical;
+  options.loss_tolerance = given.loss_tolerance;
+  options.measure_magnitudes = false;
+  const ComparisonResult result = compare_traces(traces, options);
+  return RankComparison{rank, result.identical, result.first_divergence};
+}
+
+}  // namespace
+
+std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>& run_traces,
+                                                        const ComparisonOptions& options) {
+  if (run_traces.empty() || !run_traces[0].header.distributed) return std::nullopt;
+  const RankPlacement& reference = *run_traces[0].header.distributed;
+  DistributedFindings f;
+  f.world_size = reference.world_size;
+  f.backend = reference.backend;
+  f.nccl = reference.nccl;
+  std::vector<const Trace*> runs;  // the runs of the reference's world size
+  for (const Trace& t : run_traces) {
+    if (t.header.distributed && t.header.distributed->world_size == f.world_size)
+      runs.push_back(&t);
+  }
+  for (int rank = 1; rank < f.world_size; ++rank)
+    f.ranks.push_back(compare_rank(runs, rank, options));
+  for (const Trace* t : runs) {
+    std::vector<Trace> ranks;
+    for (int rank = 0; rank < f.world_size; ++rank)
+      ranks.push_back(read_trace(rank_trace_path(t->source, rank)));
+    ++f.runs_checked;
+    if (f.expected_differences.empty()) f.expected_differences = expected_rank_differences(ranks);
+    f.replicas_parted = replica_divergence(ranks, t->header.run_index);
+    if (f.replicas_parted) break;
+  }
+  return f;
+}
+
+}  // namespace ra::audit

@@ -1,0 +1,60 @@
+"""A seeded data-parallel script for the tests (tests/python/test_distributed.py): a tiny model
+under DistributedDataParallel on gloo, each rank its own slice of the global batch, STEPS steps.
+Without a process group (WORLD_SIZE unset) it trains the whole global batch in one process.
+
+    PERTURB_AT=k   rank 1 adds 1e-3 to its first parameter's gradient after the all-reduce of
+                   step k (its replica parts from rank 0's)
+    KILL_AT=k      rank 1 kills itself (SIGKILL) at step k, unless the file KILL_ONCE exists
+    WIDTH=n        the hidden layer's width (default 5; scripts/bench-ddp-recorder uses more)
+Rank 0 prints `seconds_per_step=S` over the training loop, the recorder's end included.
+"""
+import os
+import signal
+import time
+
+import torch
+import torch.distributed as dist
+
+import repro_audit
+
+GLOBAL_BATCH = 8
+world = int(os.environ.get("WORLD_SIZE", "1"))
+if world > 1:
+    dist.init_process_group("gloo")
+rank = dist.get_rank() if world > 1 else 0
+repro_audit.seed_everything(default=7)
+torch.set_num_threads(1)
+width = int(os.environ.get("WIDTH", "5"))
+model = torch.nn.Sequential(torch.nn.Linear(6, width), torch.nn.Tanh(),
+                            torch.nn.Linear(width, 2))
+if world > 1:
+    model = torch.nn.parallel.DistributedDataParallel(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+perturb_at = int(os.environ.get("PERTURB_AT", "-1"))
+kill_at = int(os.environ.get("KILL_AT", "-1"))
+once = os.environ.get("KILL_ONCE")
+data = torch.Generator().manual_seed(11)
+steps = int(os.environ.get("STEPS", "4"))
+started = time.perf_counter()
+with repro_audit.record(model, optimizer) as rec:
+    for step in range(steps):
+        x = torch.randn(GLOBAL_BATCH, 6, generator=data)
+        y = torch.randn(GLOBAL_BATCH, 2, generator=data)
+        share = GLOBAL_BATCH // world
+        x, y = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+        optimizer.zero_grad()
+        # The mean over the global batch: a rank's share of it, summed by the all-reduce's mean.
+        loss = (model(x) - y).square().mean()
+        loss.backward()
+        if step == perturb_at and rank == 1:
+            next(model.parameters()).grad.add_(1e-3)
+        if step == kill_at and rank == 1 and not (once and os.path.exists(once)):
+            if once:
+                open(once, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        optimizer.step()
+        rec.step(batch=(x, y), loss=loss)
+if rank == 0:
+    print("seconds_per_step=%.6f" % ((time.perf_counter() - started) / steps), flush=True)
+if world > 1:
+    dist.destroy_process_group()

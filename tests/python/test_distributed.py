@@ -1,0 +1,104 @@
+"""Data-parallel runs (docs/distributed.md): one trace per rank, rank r of each run compared with
+rank r of the reference run, replicas checked against each other within a run, and a run whole
+only when every rank's trace is. Two gloo ranks on the CPU, a tiny model, a few steps; the ranks
+start through tests/python/scripts/launch_ranks.py (what torchrun sets; Debian's torch 1.13
+cannot start torchrun under Python 3.11). REPRO_AUDIT_BINARY names the built binary (CTest sets
+it)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torch.distributed")
+
+BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
+LAUNCH = os.path.join(SCRIPTS, "launch_ranks.py")
+TRAIN = os.path.join(SCRIPTS, "ddp_train.py")
+
+
+def script_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("REPRO_AUDIT_") and k not in ("RANK", "WORLD_SIZE")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def exec_audit(out, *options, ranks=2, **extra):
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    launch = [sys.executable, LAUNCH, str(ranks), TRAIN] if ranks > 1 else [sys.executable, TRAIN]
+    command = [BINARY, "exec", "--out", str(out), "--json", "-", *options, "--", *launch]
+    return subprocess.run(command, capture_output=True, text=True, env=script_env(**extra))
+
+
+def header(trace):
+    with open(trace, encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_replicas(tmp_path):
+    done = exec_audit(tmp_path / "out", "--runs", "2")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    for run in (0, 1):
+        rank0 = header(out / f"run-{run:03d}.trace.jsonl")
+        rank1 = header(out / f"run-{run:03d}" / "rank-1.trace.jsonl")
+        assert rank0["distributed"] == {"rank": 0, "world_size": 2, "backend": "gloo",
+                                        "nccl": {}}
+        assert rank1["distributed"]["rank"] == 1 and rank1["run_index"] == run
+    report = json.loads(done.stdout)
+    assert report["verdict"]["identical"] and not report["verdict"]["diverged"]
+    distributed = report["distributed"]
+    assert distributed["world_size"] == 2 and distributed["backend"] == "gloo"
+    assert distributed["ranks"] == [{"rank": 1, "identical": True, "first_divergence": None}]
+    assert distributed["replicas_parted"] is None and distributed["runs_checked"] == 2
+    # Each rank trains its own half of the batch: expected, and said so.
+    assert any(e.startswith("batches differ between ranks")
+               for e in distributed["expected_differences"])
+
+
+def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchronised(tmp_path):
+    done = exec_audit(tmp_path / "out", "--runs", "2", PERTURB_AT=2)
+    assert done.returncode == 1, done.stderr
+    parted = json.loads(done.stdout)["distributed"]["replicas_parted"]
+    assert parted == {"run": 0, "step": 2, "tensor": "0.weight", "rank": 1,
+                      "reference_rank": 0}
+    text = subprocess.run([BINARY, "compare", str(tmp_path / "out")], capture_output=True,
+                          text=True)
+    assert text.returncode == 1
+    assert ("replicas desynchronised at step 2 of run 0: rank 1's 0.weight differs from "
+            "rank 0's") in text.stdout
+
+
+def test_a_rank_killed_mid_run_leaves_an_incomplete_run_that_resume_reruns_whole(tmp_path):
+    out, marker = tmp_path / "out", tmp_path / "killed-once"
+    first = exec_audit(out, "--runs", "2", KILL_AT=1, KILL_ONCE=marker)
+    assert first.returncode == 3, first.stderr
+    assert "run 0: the command ended with" in first.stderr
+    assert not (out / "run-000.trace.jsonl").exists()
+    assert not (out / "run-000" / "rank-1.trace.jsonl").exists()
+    resumed = exec_audit(out, "--runs", "2", "--resume", KILL_AT=1, KILL_ONCE=marker)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    assert report["verdict"]["complete"] and report["verdict"]["identical"]
+    assert report["distributed"]["ranks"][0]["identical"]
+
+
+def test_a_run_missing_a_rank_trace_is_not_whole_and_resume_reruns_it(tmp_path):
+    out = tmp_path / "out"
+    assert exec_audit(out, "--runs", "2").returncode == 0
+    os.remove(out / "run-001" / "rank-1.trace.jsonl")
+    report = subprocess.run([BINARY, "compare", str(out), "--json", "-"], capture_output=True,
+                            text=True)
+    assert report.returncode == 4, report.stderr
+    missing = json.loads(report.stdout)["audit_folders"][0]["missing_runs"]
+    assert [m["run"] for m in missing] == [1]
+    assert "has no trace run-001/rank-1.trace.jsonl of rank 1 of 2" in missing[0]["reason"]
+    resumed = exec_audit(out, "--runs", "2", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "run-001" / "rank-1.trace.jsonl").exists()
