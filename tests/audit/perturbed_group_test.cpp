@@ -87,7 +87,7 @@ TEST_CASE("a perturbed run starts one bit of one weight away from the same seed"
   CHECK(std::unique(tensors.begin(), tensors.end()) - tensors.begin() > 1);  // not one weight
 }
 
-TEST_CASE("--seeds all: the perturbed runs part at their weight, by design", "[audit]") {
+TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[audit]") {
   ra::test::TempDir dir;
   ra::audit::AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   o.seeds = ra::audit::SeedPolicy::all;

@@ -277,7 +277,7 @@ TEST_CASE("every header field must have its type", "[audit][trace]") {
       {"run index float", [](json& h) { h["run_index"] = 0.5; }, "run_index",
        "expected an integer"},
       {"seed group", [](json& h) { h["seed_group"] = "maybe"; }, "seed_group",
-       "\"same\" or \"different\""},
+       "\"same\", \"different\" or \"perturbed\""},
       {"environment array", [](json& h) { h["environment"] = json::array(); }, "environment",
        "expected an object"},
       {"ledger object", [](json& h) { h["ledger"] = json::object(); }, "ledger",

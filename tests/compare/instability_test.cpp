@@ -150,7 +150,8 @@ TEST_CASE("the interpretation changes at its threshold", "[instability]") {
   CHECK(none.verdict == InstabilityVerdict::no_spread);
 }
 
-TEST_CASE("perturbed runs part at their weight; churn and spreads per group", "[instability]") {
+TEST_CASE("perturbed runs part at their weight, with churn and spreads per group",
+          "[instability]") {
   ra::test::TraceBuilder same;
   same.eval_accuracy = {0.5, 0.75};
   ra::test::TraceBuilder different = same;
