@@ -10,7 +10,12 @@ void add_tensor_digests_option(CLI::App& cmd, std::vector<std::string>& values) 
                  "(exec: REPRO_AUDIT_TENSOR_DIGESTS for the recorder). A long run's trace "
                  "shrinks about 30-fold (format version 4; docs/trace-format.md, \"Levels of "
                  "detail\")")
-      ->delimiter(',');
+      ->delimiter(',')
+      // One plan per occurrence (commas inside it): without this, a value list runs on, and in
+      // `exec --tensor-digests every:2 -- CMD` it took the "--" and the command's options.
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
 }
 
 }  // namespace ra::app

@@ -2,7 +2,8 @@
 // recorder (Debian's python3-torch, installed by scripts/setup): seeded runs are bitwise identical,
 // unseeded ones part at their initial weights, a run-dependent step is found at its step and
 // parameter, a failing command is exit 3 with its output, --seeds both gives both groups'
-// statistics, the JUnit and HTML reports are written, and shards share one folder.
+// statistics, the JUnit and HTML reports are written, shards share one folder, and the command's
+// own options after -- stay its own.
 #include <stdlib.h>
 
 #include <sys/wait.h>
@@ -212,4 +213,22 @@ TEST_CASE("exec: shards share one folder, and compare reports on it", "[cli][exe
   // Another shard count is another audit's plan: refused, naming the folder's.
   const auto other_count = shard("0/3");
   CHECK(other_count.exit_code == 2);
+}
+
+TEST_CASE("exec: options of the command after -- stay the command's after a plan option",
+          "[cli][exec]") {
+  // --tensor-digests takes one plan per occurrence (commas inside it): a value list that ran on
+  // took the "--" and then the script's own options as exec's (exit 2, "--epochs" unknown).
+  RecorderOnPath path;
+  TempDir dir;
+  const auto py =
+      dir.write("train.py", "import sys\nassert sys.argv[1:] == ['--epochs', '1'], sys.argv\n" +
+                                script("import torch\ntorch.manual_seed(0)"));
+  const auto r =
+      run_cli("exec --runs 2 --tensor-digests every:2,3 --out " + quoted(dir.path() / "out") +
+              " -- /usr/bin/python3 " + quoted(py) + " --epochs 1");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(read_text(dir.path() / "out" / "audit.json"));
+  CHECK_THAT(manifest.at("tensor_digests").get<std::string>(), Contains("every:2"));
 }
