@@ -103,14 +103,7 @@ RatioEstimate bootstrap_ratio(std::size_t numerator_runs, const GroupStatistic& 
         ratio_of(numerator(bootstrap_indices(numerator_runs, draw)),
                  denominator(bootstrap_indices(denominator_runs, draw + 1)));
   }
-  std::sort(ratios.begin(), ratios.end());
-  const double tail = (1 - confidence) / 2;
-  const auto rank = [&](double q) {
-    const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(resamples) - 1e-9));
-    return std::clamp<std::size_t>(k, 1, ratios.size()) - 1;
-  };
-  e.low = ratios[rank(tail)];
-  e.high = ratios[rank(1 - tail)];
+  set_percentile_interval(ratios, e);
   e.resamples = resamples;
   return e;
 }

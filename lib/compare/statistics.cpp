@@ -100,18 +100,22 @@ RatioEstimate std_ratio(std::span<const double> same_seed, std::span<const doubl
     resample(different_seed, key, 2 * static_cast<std::uint64_t>(r) + 1, different);
     ratios[static_cast<std::size_t>(r)] = spread_ratio(sample_std(same), sample_std(different));
   }
+  set_percentile_interval(ratios, e);
+  e.resamples = resamples;
+  return e;
+}
+
+void set_percentile_interval(std::vector<double>& ratios, RatioEstimate& e) {
   std::sort(ratios.begin(), ratios.end());
-  // Nearest-rank quantiles: for 2000 resamples at 95 %, ranks 50 and 1950 (1-based), i.e. 2.5 %
-  // of the resamples lie strictly below low and at most 2.5 % strictly above high.
-  const double tail = (1 - confidence) / 2;
+  // 2.5 % of the resamples lie strictly below low and at most 2.5 % strictly above high.
+  const double tail = (1 - e.confidence) / 2;
   const auto rank = [&](double q) {
-    const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(resamples) - 1e-9));
+    const auto k =
+        static_cast<std::size_t>(std::ceil(q * static_cast<double>(ratios.size()) - 1e-9));
     return std::clamp<std::size_t>(k, 1, ratios.size()) - 1;
   };
   e.low = ratios[rank(tail)];
   e.high = ratios[rank(1 - tail)];
-  e.resamples = resamples;
-  return e;
 }
 
 std::uint64_t ulp_distance(float a, float b) {
