@@ -8,6 +8,7 @@
 namespace ra::train {
 namespace {
 
+#ifdef RA_HAVE_CUDA
 // The folder of /proc/self/exe, or "" where it cannot be read.
 std::string executable_dir() {
   std::error_code ec;
@@ -45,6 +46,7 @@ CudaPlugin open_plugin(const std::string& path) {
   plugin.api = api;
   return plugin;
 }
+#endif
 
 CudaPlugin load() {
 #ifndef RA_HAVE_CUDA
