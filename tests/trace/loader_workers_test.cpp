@@ -9,25 +9,12 @@
 #include "compare/in_memory_traces.h"
 #include "core/error.h"
 #include "trace/trace_io.h"
+#include "trace/whole_trace.h"
 
 namespace {
 
 using ra::audit::LoaderWorker;
 using ra::audit::Trace;
-
-// A one-step trace the reader accepts whole (the in-memory builder's spec digest, epoch mean and
-// median made consistent).
-Trace whole_trace() {
-  ra::test::TraceBuilder b;
-  b.steps = 1;
-  b.steps_per_epoch = 1;
-  Trace t = b.build(0);
-  t.header.spec_digest = ra::audit::spec_digest_of(t.header.spec).hex();
-  t.epochs[0].mean_train_loss = std::bit_cast<float>(t.steps[0].loss_bits);
-  t.final->median_step_seconds = t.steps[0].seconds;
-  t.final->total_seconds = t.steps[0].seconds;
-  return t;
-}
 
 LoaderWorker worker(std::uint64_t pass, int id, std::uint64_t rng) {
   return {pass, id, 2, {{"dataset.rng", {rng, 1}}, {"numpy", {7, static_cast<std::uint64_t>(id)}}}};
@@ -44,7 +31,7 @@ std::string edited(const Trace& t, const std::string& from, const std::string& t
 }  // namespace
 
 TEST_CASE("loader workers are written and read back as they were", "[trace]") {
-  Trace t = whole_trace();
+  Trace t = ra::test::whole_one_step_trace();
   const Trace plain = ra::audit::parse_trace(ra::audit::serialize_trace(t), "plain");
   CHECK(plain.final->loader_workers.empty());
   CHECK(ra::audit::serialize_trace(t).find("loader_workers") == std::string::npos);
@@ -56,7 +43,7 @@ TEST_CASE("loader workers are written and read back as they were", "[trace]") {
 }
 
 TEST_CASE("damaged loader workers are bad input naming the field", "[trace]") {
-  Trace t = whole_trace();
+  Trace t = ra::test::whole_one_step_trace();
   t.final->loader_workers = {worker(3, 0, 5), worker(3, 1, 5)};
   const auto refused = [&](const std::string& from, const std::string& to, const char* what) {
     INFO(from << " -> " << to);

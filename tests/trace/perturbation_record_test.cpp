@@ -10,25 +10,14 @@
 #include "compare/in_memory_traces.h"
 #include "core/error.h"
 #include "trace/trace_io.h"
+#include "trace/whole_trace.h"
 
 namespace {
 
 using ra::audit::Trace;
 
-Trace whole_trace() {
-  ra::test::TraceBuilder b;
-  b.steps = 1;
-  b.steps_per_epoch = 1;
-  Trace t = b.build(0);
-  t.header.spec_digest = ra::audit::spec_digest_of(t.header.spec).hex();
-  t.epochs[0].mean_train_loss = std::bit_cast<float>(t.steps[0].loss_bits);
-  t.final->median_step_seconds = t.steps[0].seconds;
-  t.final->total_seconds = t.steps[0].seconds;
-  return t;
-}
-
 Trace perturbed_trace() {
-  Trace t = whole_trace();
+  Trace t = ra::test::whole_one_step_trace();
   t.header.seed_group = "perturbed";
   t.header.perturbation = ra::audit::Perturbation{"dense_1.weight", 4, 0, 0x3d4ccccd, 0x3d4ccccc};
   t.final->predictions =
@@ -46,7 +35,7 @@ std::string edited(const Trace& t, const std::string& from, const std::string& t
 }  // namespace
 
 TEST_CASE("a perturbation and predictions are written and read back as they were", "[trace]") {
-  const Trace plain = whole_trace();
+  const Trace plain = ra::test::whole_one_step_trace();
   const std::string text = ra::audit::serialize_trace(plain);
   CHECK(text.find("perturbation") == std::string::npos);
   CHECK(text.find("predictions") == std::string::npos);
