@@ -15,8 +15,8 @@
 
 #include "audit/kept_outputs_file.h"
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "support/temp_dir.h"
+#include "trace/in_memory_traces.h"
 #include "trace/op_names.h"
 #include "trace/trace_io.h"
 

@@ -9,11 +9,11 @@
 
 #include "audit/audit.h"
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "trace/in_memory_traces.h"
 #include "trace/op_window.h"
 #include "trace/trace_io.h"
 

@@ -3,7 +3,7 @@
 // the in-memory builder's trace with its spec digest, epoch mean and median made consistent.
 #include <bit>
 
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 #include "trace/trace_io.h"
 
 namespace ra::test {
