@@ -169,7 +169,8 @@ class CheckLayeringTest(unittest.TestCase):
     def test_a_test_helper_of_a_module_the_module_does_not_reach_is_named(self):
         helper = '#pragma once\n#include "nn/model.h"\n'
         test = '#include "spec/spec.h"\n#include "nn/model_maker.h"\n'
-        with Fixture(tests__nn__model_maker_DOT_h=helper, tests__spec__parse_test_DOT_cpp=test) as root:
+        changes = {"tests__nn__model_maker_DOT_h": helper, "tests__spec__parse_test_DOT_cpp": test}
+        with Fixture(**changes) as root:
             code, lines = run(root)
         self.assertEqual(code, 1)
         self.assertEqual(
@@ -183,7 +184,8 @@ class CheckLayeringTest(unittest.TestCase):
     def test_what_a_support_header_includes_counts_for_the_test_that_includes_it(self):
         support = '#pragma once\n#include "support/nested.h"\n'
         nested = '#pragma once\n#include "nn/model.h"\n'
-        with Fixture(tests__support__temp_dir_DOT_h=support, tests__support__nested_DOT_h=nested) as root:
+        changes = {"tests__support__temp_dir_DOT_h": support, "tests__support__nested_DOT_h": nested}
+        with Fixture(**changes) as root:
             code, lines = run(root)
         self.assertEqual(code, 1)
         self.assertEqual(
