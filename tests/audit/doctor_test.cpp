@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "audit/doctor.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 using Catch::Matchers::Contains;
 using ra::audit::DoctorFinding;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "compare/compare_phases.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 TEST_CASE("determinism_flags_warning names the switches the runs set differently", "[compare]") {
   ra::test::TraceBuilder b;

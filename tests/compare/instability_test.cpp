@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 using ra::audit::bootstrap_indices;
 using ra::audit::bootstrap_ratio;

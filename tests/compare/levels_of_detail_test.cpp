@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 #include "trace/tensor_digests.h"
 
 namespace {

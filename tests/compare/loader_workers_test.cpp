@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compare/compare_phases.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "core/digest.h"
+#include "trace/in_memory_traces.h"
 #include "trace/op_window.h"
 
 namespace {

@@ -3,8 +3,8 @@
 // expects told apart from it.
 #include <catch2/catch.hpp>
 
-#include "compare/in_memory_traces.h"
 #include "compare/replica_check.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

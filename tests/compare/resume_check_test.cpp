@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 using ra::audit::ResumePiece;
 using ra::audit::ResumePoint;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "report/html_report.h"
 #include "report/svg_plot.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_report.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "report/junit.h"
 #include "support/temp_dir.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Golden-text tests of the report: comparisons of traces built in memory
-// (tests/compare/in_memory_traces.h) rendered as text (report::render_text) and as JSON
+// (tests/trace/in_memory_traces.h) rendered as text (report::render_text) and as JSON
 // (audit::to_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
 // compared byte for byte with a file checked in under tests/report/golden/ (<case>.txt,
 // <case>.json, <case>.xml).
@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "report/junit.h"
 #include "report/text_report.h"
 #include "support/golden.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/check-layering: passes on the real tree, and catches each kind of violation planted in
 a tiny fixture tree (an undeclared include, one from kernels/, a declared module never included,
-a cycle, a file in no module)."""
+a cycle, a file in no module), and each kind of test that reaches past its module: a lib/ header,
+another module's test helper, a header reached through tests/support."""
 import os
 import subprocess
 import sys
@@ -35,6 +36,16 @@ FILES = {
     "kernels/a.cuh": '#pragma once\n#include "backend/ops.h"\n#include "core/error.h"\n',
     "kernels/a.cu": '#include "kernels/a.cuh"\n',
     "lib/nn/model.cpp": '#include "spec/spec.h"\n#include "backend/ops.h"\n',
+    # spec's tests may reach core (a dependency), their own folder and tests/support.
+    "tests/spec/parse_test.cpp": '#include "spec/spec.h"\n#include "core/error.h"\n'
+    '#include "spec/spec_fixtures.h"\n#include "support/temp_dir.h"\n#include <catch2/catch.hpp>\n',
+    "tests/spec/spec_fixtures.h": '#pragma once\n#include "spec/spec.h"\n',
+    "tests/support/temp_dir.h": "#pragma once\n#include <filesystem>\n",
+    # nn's tests may include spec's test helper: nn depends on spec.
+    "tests/nn/model_test.cpp": '#include "spec/spec_fixtures.h"\n#include "nn/model.h"\n',
+    "lib/nn/model.h": '#pragma once\n#include "spec/spec.h"\n',
+    # tests/cli is no module's folder: not checked.
+    "tests/cli/cli_test.cpp": '#include "nn/model.h"\n',
 }
 
 
@@ -140,6 +151,50 @@ class CheckLayeringTest(unittest.TestCase):
             code, lines = run(root)
         self.assertEqual(code, 1)
         self.assertEqual(lines, ["lib/report/text.cpp: in no module's DIRS (lib/CMakeLists.txt)"])
+
+
+    def test_a_test_including_a_module_its_module_does_not_reach_is_named(self):
+        test = '#include "spec/spec.h"\n#include "backend/ops.h"\n'
+        with Fixture(tests__spec__parse_test_DOT_cpp=test) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "tests/spec/parse_test.cpp:2: tests of spec include backend (backend/ops.h), "
+                "which module spec does not depend on"
+            ],
+        )
+
+    def test_a_test_helper_of_a_module_the_module_does_not_reach_is_named(self):
+        helper = '#pragma once\n#include "nn/model.h"\n'
+        test = '#include "spec/spec.h"\n#include "nn/model_maker.h"\n'
+        changes = {"tests__nn__model_maker_DOT_h": helper, "tests__spec__parse_test_DOT_cpp": test}
+        with Fixture(**changes) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "tests/spec/parse_test.cpp:2: tests of spec include nn (nn/model_maker.h), "
+                "which module spec does not depend on"
+            ],
+        )
+
+    def test_what_a_support_header_includes_counts_for_the_test_that_includes_it(self):
+        support = '#pragma once\n#include "support/nested.h"\n'
+        nested = '#pragma once\n#include "nn/model.h"\n'
+        changes = {"tests__support__temp_dir_DOT_h": support, "tests__support__nested_DOT_h": nested}
+        with Fixture(**changes) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "tests/spec/parse_test.cpp:4: tests of spec include nn (nn/model.h through "
+                "support/temp_dir.h through support/nested.h), which module spec does not depend on"
+            ],
+        )
 
 
 if __name__ == "__main__":

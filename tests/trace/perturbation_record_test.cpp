@@ -7,8 +7,8 @@
 #include <bit>
 #include <string>
 
-#include "compare/in_memory_traces.h"
 #include "core/error.h"
+#include "trace/in_memory_traces.h"
 #include "trace/trace_io.h"
 #include "trace/whole_trace.h"
 

@@ -1,8 +1,7 @@
 // Environment fingerprint: every key present with the value the machine reports, the /proc/cpuinfo
-// parser on fixed text, and the differences between two fingerprints.
+// parser on fixed text (the differences between two fingerprints: tests/compare).
 #include "record/environment.h"
 #include "backend/cpu/simd/isa.h"
-#include "compare/fingerprint_differences.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
@@ -79,26 +78,6 @@ TEST_CASE("parse_cpuinfo takes the first CPU's model and its relevant flags in f
   const auto none = ra::audit::parse_cpuinfo("");
   CHECK(none.model == "unknown");
   CHECK(none.flags.empty());
-}
-
-TEST_CASE("fingerprint_differences lists the keys that differ", "[environment]") {
-  const json a = ra::audit::environment_fingerprint(2, "cpu");
-  CHECK(ra::audit::fingerprint_differences(a, a).empty());
-
-  json b = a;
-  b["threads"] = 8;
-  b["cpu_flags"] = json::array({"avx2"});
-  CHECK(ra::audit::fingerprint_differences(a, b) == Strings{"cpu_flags", "threads"});
-
-  json c = a;
-  c.erase("hostname");  // present in one only
-  c["gpu"] = "H100";
-  CHECK(ra::audit::fingerprint_differences(a, c) == Strings{"gpu", "hostname"});
-  CHECK(ra::audit::fingerprint_differences(c, a) == Strings{"gpu", "hostname"});
-
-  // A trace without a fingerprint (null) differs in every key of the other.
-  CHECK(ra::audit::fingerprint_differences(json(), json{{"os", "Linux"}, {"glibc", "2.36"}}) ==
-        Strings{"glibc", "os"});
 }
 
 TEST_CASE("the fingerprint names the GEMM kernel the CPU backend runs", "[environment]") {

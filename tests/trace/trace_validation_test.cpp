@@ -1,6 +1,8 @@
-// A trace is whole or it is rejected: a real trace (written by an audit) is edited or damaged in
-// every way the reader checks, and each must be an InputError naming the file, the line and the
-// field. Comparing one run with itself is allowed, with a warning.
+// A trace is whole or it is rejected: a whole trace (as the engine writes it, built in memory:
+// tests/trace/whole_trace.h) is edited or damaged in every way the reader checks, and each must be
+// an InputError naming the file, the line and the field. (That an audit's own traces read back
+// whole: tests/audit/audit_trace_test.cpp; comparing a run with itself:
+// tests/audit/duplicate_runs_test.cpp.)
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -10,16 +12,14 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
 #include "core/error.h"
-#include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"
 #include "trace/trace_io.h"
+#include "trace/whole_trace.h"
 
 namespace {
 
@@ -30,22 +30,7 @@ using ra::test::lines_of;
 
 using nlohmann::json;
 
-// 2 epochs of 3 steps, with an eval set: lines 1 header, 2 init, 3-5 steps, 6 epoch 0, 7-9 steps,
-// 10 epoch 1, 11 end.
-ra::spec::ExperimentSpec small_spec() {
-  return ra::spec::parse_spec(json::parse(R"({
-    "name": "trace-validation", "seed": 9, "threads": 1,
-    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 3},
-             "eval": {"format": "random", "samples": 16, "shape": [1, 6, 6], "classes": 3, "seed": 2},
-             "batch_size": 16},
-    "model": {"input": [1, 6, 6], "layers": [
-      {"type": "conv2d", "filters": 2, "kernel": 3, "activation": "relu"},
-      {"type": "flatten"}, {"type": "dense", "units": 3}]},
-    "optimizer": {"type": "adam", "lr": 0.01},
-    "train": {"epochs": 2}})"),
-                              ".");
-}
-
+// Lines 1 header, 2 init, 3-5 steps, 6 epoch 0, 7-9 steps, 10 epoch 1, 11 end.
 constexpr int kHeader = 1, kInit = 2, kFirstStep = 3, kEpoch0 = 6, kLastStep = 9, kEpoch1 = 10,
               kEnd = 11;
 
@@ -53,10 +38,12 @@ constexpr int kHeader = 1, kInit = 2, kFirstStep = 3, kEpoch0 = 6, kLastStep = 9
 const std::filesystem::path& trace_dir() {
   static TempDir dir;
   static const bool written = [] {
-    ra::audit::AuditOptions o;
-    o.runs = 2;
-    o.out_dir = dir.path / "out";
-    ra::audit::run_audit(small_spec(), o);
+    std::filesystem::create_directories(dir.path / "out");
+    const std::string audit_id = "0123456789abcdef0123456789abcdef";
+    ra::test::write_trace_file(ra::test::two_epoch_trace(0, audit_id, 0.002),
+                               dir.path / "out" / "run-000.trace.jsonl");
+    ra::test::write_trace_file(ra::test::two_epoch_trace(1, audit_id, 0.003),
+                               dir.path / "out" / "run-001.trace.jsonl");
     return true;
   }();
   (void)written;
@@ -111,7 +98,7 @@ std::string other_digest(const std::string& hex) {
 
 }  // namespace
 
-TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
+TEST_CASE("a whole trace is read back whole", "[trace]") {
   const auto t = ra::audit::read_trace(run_file(0));
   REQUIRE(lines_of(read_text(run_file(0))).size() == kEnd);
   REQUIRE(t.steps.size() == 6);
@@ -123,7 +110,7 @@ TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
   REQUIRE(ra::audit::serialize_trace(t) == read_text(run_file(0)));
 }
 
-TEST_CASE("a trace with step records removed is rejected", "[audit][trace]") {
+TEST_CASE("a trace with step records removed is rejected", "[trace]") {
   const std::string text = read_text(run_file(0));
   SECTION("a step in the middle of an epoch: the next step is out of order") {
     require_rejected(without_line(text, kFirstStep + 1), kFirstStep + 1, "step", "out of order");
@@ -153,7 +140,7 @@ TEST_CASE("a trace with step records removed is rejected", "[audit][trace]") {
   }
 }
 
-TEST_CASE("an end record that disagrees with the steps is rejected", "[audit][trace]") {
+TEST_CASE("an end record that disagrees with the steps is rejected", "[trace]") {
   SECTION("steps") {
     require_rejected(edited(kEnd, [](json& r) { r["steps"] = 7; }), kEnd, "steps",
                      "counts 7 steps");
@@ -193,7 +180,7 @@ TEST_CASE("an end record that disagrees with the steps is rejected", "[audit][tr
   }
 }
 
-TEST_CASE("epoch records must agree with the steps", "[audit][trace]") {
+TEST_CASE("epoch records must agree with the steps", "[trace]") {
   SECTION("epoch numbering") {
     require_rejected(edited(kEpoch0, [](json& r) { r["epoch"] = 1; }), kEpoch0, "epoch",
                      "out of order (expected 0)");
@@ -226,7 +213,7 @@ TEST_CASE("epoch records must agree with the steps", "[audit][trace]") {
   }
 }
 
-TEST_CASE("the spec digest must be the spec's", "[audit][trace]") {
+TEST_CASE("the spec digest must be the spec's", "[trace]") {
   SECTION("spec changed, digest kept") {
     require_rejected(edited(kHeader, [](json& r) { r["spec"]["seed"] = 10; }), kHeader,
                      "spec_digest", "is not the digest of the header's spec");
@@ -242,7 +229,7 @@ TEST_CASE("the spec digest must be the spec's", "[audit][trace]") {
   }
 }
 
-TEST_CASE("format_version must be exactly the integer 1, 2, 3 or 4", "[audit][trace]") {
+TEST_CASE("format_version must be exactly the integer 1, 2, 3 or 4", "[trace]") {
   const auto with_version = [](json v) {
     return edited(kHeader, [&](json& r) { r["format_version"] = v; });
   };
@@ -254,7 +241,7 @@ TEST_CASE("format_version must be exactly the integer 1, 2, 3 or 4", "[audit][tr
   require_rejected(with_version(json::array({1})), kHeader, "format_version", "found an array");
 }
 
-TEST_CASE("every header field must have its type", "[audit][trace]") {
+TEST_CASE("every header field must have its type", "[trace]") {
   struct Case {
     const char* what;
     std::function<void(json&)> edit;
@@ -318,7 +305,7 @@ TEST_CASE("every header field must have its type", "[audit][trace]") {
   }
 }
 
-TEST_CASE("every record field must have its type", "[audit][trace]") {
+TEST_CASE("every record field must have its type", "[trace]") {
   struct Case {
     int line;
     std::function<void(json&)> edit;
@@ -354,7 +341,7 @@ TEST_CASE("every record field must have its type", "[audit][trace]") {
   }
 }
 
-TEST_CASE("echoed values of a damaged trace are truncated", "[audit][trace]") {
+TEST_CASE("echoed values of a damaged trace are truncated", "[trace]") {
   const std::string huge(100000, 'a');
   try {
     ra::audit::parse_trace(edited(kHeader,
@@ -375,7 +362,7 @@ TEST_CASE("echoed values of a damaged trace are truncated", "[audit][trace]") {
   }
 }
 
-TEST_CASE("a trace without its end record stays a truncated trace", "[audit][trace]") {
+TEST_CASE("a trace without its end record stays a truncated trace", "[trace]") {
   const std::string text = without_line(read_text(run_file(0)), kEnd);
   try {
     ra::audit::parse_trace(text, "cut.trace.jsonl");
@@ -385,7 +372,7 @@ TEST_CASE("a trace without its end record stays a truncated trace", "[audit][tra
   }
 }
 
-TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[audit][trace]") {
+TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[trace]") {
   // nlohmann/json writes NaN as null: the reader takes null for a mean loss that is not finite.
   ra::audit::Trace t = ra::audit::read_trace(run_file(0));
   const std::uint32_t nan_bits =
@@ -400,59 +387,7 @@ TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[
   REQUIRE(std::isnan(back.epochs[0].mean_train_loss));
 }
 
-TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][trace]") {
-  ra::audit::ComparisonOptions options;
-  SECTION("the same path twice") {
-    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
-    REQUIRE(r.identical);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
-    REQUIRE(r.warnings.size() == 1);
-    REQUIRE(r.warnings[0].find("runs 0 and 1 are the same file") != std::string::npos);
-  }
-  SECTION("two paths to one file") {
-    TempDir dir;
-    const auto link = dir.path / "link.trace.jsonl";
-    std::filesystem::create_symlink(run_file(0), link);
-    const auto r = ra::audit::compare_trace_files({run_file(1), run_file(0), link}, options);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{1, 2}});
-    REQUIRE(r.warnings.size() == 1);
-    REQUIRE(r.warnings[0].find("runs 1 and 2 are the same file") != std::string::npos);
-  }
-  SECTION("a copy of the file") {
-    TempDir dir;
-    const auto copy = dir.path / "copy.trace.jsonl";
-    std::filesystem::copy_file(run_file(0), copy);
-    const auto r = ra::audit::compare_trace_files({run_file(0), copy}, options);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
-    REQUIRE(r.warnings[0].find("copies of one run") != std::string::npos);
-  }
-  SECTION("two runs of one audit are not copies") {
-    const auto r = ra::audit::compare_trace_files({run_file(0), run_file(1)}, options);
-    REQUIRE(r.identical);
-    REQUIRE(r.copies.empty());
-    REQUIRE(r.warnings.empty());
-  }
-  SECTION("one run of each of two audits: same header, other timings, not copies") {
-    TempDir dir;
-    ra::audit::AuditOptions o;
-    o.runs = 1;
-    o.out_dir = dir.path;
-    const auto again = ra::audit::run_audit(small_spec(), o).trace_files.at(0);
-    const auto a = ra::audit::read_trace(run_file(0)), b = ra::audit::read_trace(again);
-    // The headers differ only in the audit id: the copies criterion must not lean on it.
-    json first = json::parse(lines_of(read_text(run_file(0)))[0]);
-    json second = json::parse(lines_of(read_text(again))[0]);
-    REQUIRE(first.at("audit_id") != second.at("audit_id"));
-    first.erase("audit_id");
-    second.erase("audit_id");
-    REQUIRE(first == second);
-    const auto r = ra::audit::compare_trace_files({run_file(0), again}, options);
-    REQUIRE(r.identical);
-    REQUIRE(r.warnings.empty());
-  }
-}
-
-TEST_CASE("ledger entries: the autotune measurement is optional and checked", "[audit][trace]") {
+TEST_CASE("ledger entries: the autotune measurement is optional and checked", "[trace]") {
   const json pinned = {{"layer", "conv 2x1x8x8 k3 3x3 s1 p0"},
                        {"direction", "forward"},
                        {"algorithm", "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM"},

@@ -1,7 +1,8 @@
 #pragma once
-// Traces built in memory, for tests of the comparison phases (tests/compare) and of the report
-// (tests/report): no files, every value fixed, so a test can say exactly which runs agree, where
-// they first part and by how much.
+// Traces built in memory with the trace module alone (no training), for the tests of the trace
+// format (tests/trace), of the comparison phases (tests/compare) and of the report (tests/report):
+// every value fixed, so a test can say exactly which runs agree, where they first part and by how
+// much.
 //
 // A trace of `steps` steps in epochs of `steps_per_epoch`. Every digest is a function of (what,
 // step, parameter) only, so two runs built from one TraceBuilder are bitwise identical; the loss
