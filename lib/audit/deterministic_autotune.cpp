@@ -23,8 +23,18 @@ std::shared_ptr<const backend::AlgorithmPins> tuning_pins() {
 
 std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const AlgorithmFile& run0,
                                                          const std::string& source) {
-  backend::AlgorithmPins pins = pins_of(run0, source);
+  // Only what run 0 tuned: an op the spec runs nondeterministic took its mode's algorithm there,
+  // takes it again here, and must not be labelled a deterministic autotune's choice.
+  AlgorithmFile tuned = run0;
+  tuned.algorithms = nlohmann::json::array();
+  for (const nlohmann::json& entry : run0.algorithms) {
+    if (entry.value("chosen_by", "") == backend::kDeterministicAutotune) {
+      tuned.algorithms.push_back(entry);
+    }
+  }
+  backend::AlgorithmPins pins = pins_of(tuned, source);
   pins.chosen_by = backend::kDeterministicAutotune;
+  pins.complete = false;  // the other convolutions as their mode chooses, as in run 0
   return std::make_shared<const backend::AlgorithmPins>(std::move(pins));
 }
 

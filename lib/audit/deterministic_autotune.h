@@ -33,8 +33,9 @@ bool uses_deterministic_autotune(const spec::ExperimentSpec& spec, const AuditOp
 // Run 0's: nothing pinned, deterministic candidates timed.
 std::shared_ptr<const backend::AlgorithmPins> tuning_pins();
 
-// Every other run's: the convolution algorithms of run 0's file, complete (a geometry it lacks is
-// an error), chosen_by "deterministic-autotune", named by `source` in messages.
+// Every other run's: the convolution algorithms run 0 tuned (its file's entries chosen_by
+// "deterministic-autotune"), pinned with that label; a convolution run 0 did not tune (an op the
+// spec sets nondeterministic) is chosen by its mode, as in run 0. Named by `source` in messages.
 std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const AlgorithmFile& run0,
                                                          const std::string& source);
 
