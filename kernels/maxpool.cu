@@ -1,8 +1,10 @@
 // maxpool2d: x[N,C,H,W] -> y[N,C,P,Q] and argmax[N,C,P,Q] (flat int32 indices into x).
 //   forward: one thread per output, '='; the CPU's window order and tie rule: bit-identical.
-//   backward deterministic: one thread per dx element, '='; gathers dy over the windows that
-//     contain the element, in increasing output index (p, then q), from 0.0f - the order of the
-//     CPU's scatter, so the same bits. No atomics.
+//   backward deterministic ('=', no atomics, the CPU's scatter order hence its bits; the
+//     per-thread work is kernels/maxpool_backward.h, shared with its host twin): disjoint windows
+//     (stride >= pool) run one thread per output that writes the block of dx cells it owns;
+//     overlapping windows run one thread per dx element that gathers dy over the windows that
+//     contain it, in increasing output index (p, then q), from 0.0f.
 //   backward nondeterministic: dx = 0, then one thread per output: atomicAdd(dx + argmax, dy).
 //   backward with a relu gate: each dy[i] enters as gate[i] > 0 ? dy[i] : 0.0f (the relu backward
 //     of the layer before), read where it is added: the values and order of a separate gating
@@ -13,6 +15,7 @@
 #include "kernels/fill.cuh"
 #include "kernels/launch_config.cuh"
 #include "kernels/maxpool.cuh"
+#include "kernels/maxpool_backward.h"
 
 namespace ra::kernels {
 namespace {
@@ -56,42 +59,21 @@ __global__ void maxpool_forward_kernel(PoolGeometry g, std::int64_t outputs, con
   }
 }
 
-// dy[out] through the relu gate (nullptr: none): activation.cu's relu backward, y > 0 ? dy : 0.
-__device__ __forceinline__ float gated_dy(const float* dy, const float* gate, std::int64_t out) {
-  return gate == nullptr || gate[out] > 0.0f ? dy[out] : 0.0f;
-}
-
-// First and last output coordinate whose window [o * stride - pad, o * stride - pad + pool)
-// contains input coordinate i: o * stride <= i + pad < o * stride + pool.
-__device__ __forceinline__ std::int64_t first_window(std::int64_t i, int stride, int pad,
-                                                     int pool) {
-  const std::int64_t lowest = i + pad - pool + 1;  // o * stride >= lowest
-  return lowest <= 0 ? 0 : ra::ceil_div(lowest, stride);
-}
-__device__ __forceinline__ std::int64_t last_window(std::int64_t i, int stride, int pad,
-                                                    int extent) {
-  return min64(extent - 1, (i + pad) / stride);  // i + pad >= 0: pads are non-negative
+// One thread per output of disjoint windows, or per input cell: kernels/maxpool_backward.h.
+// The caller keeps x_size() and y_size() within int32, so the casts are exact.
+__global__ void maxpool_backward_owner_kernel(PoolGeometry g, std::int64_t outputs, const float* dy,
+                                              const float* gate, const std::int32_t* argmax,
+                                              float* dx) {
+  for (std::int64_t out = detail::grid_first(); out < outputs; out += detail::grid_stride()) {
+    maxpool_backward_owned_cells(g, static_cast<int>(out), dy, gate, argmax, dx);
+  }
 }
 
 __global__ void maxpool_backward_gather_kernel(PoolGeometry g, std::int64_t inputs, const float* dy,
                                                const float* gate, const std::int32_t* argmax,
                                                float* dx) {
-  const std::int64_t plane_outputs = std::int64_t(g.p) * g.q;
   for (std::int64_t in = detail::grid_first(); in < inputs; in += detail::grid_stride()) {
-    const std::int64_t iw = in % g.w;
-    const std::int64_t ih = (in / g.w) % g.h;
-    const std::int64_t plane = in / (std::int64_t(g.h) * g.w);
-    const std::int64_t p_end = last_window(ih, g.stride_h, g.pad_top, g.p);
-    const std::int64_t q_begin = first_window(iw, g.stride_w, g.pad_left, g.pool_w);
-    const std::int64_t q_end = last_window(iw, g.stride_w, g.pad_left, g.q);
-    float sum = 0.0f;
-    for (std::int64_t p = first_window(ih, g.stride_h, g.pad_top, g.pool_h); p <= p_end; ++p) {
-      for (std::int64_t q = q_begin; q <= q_end; ++q) {
-        const std::int64_t out = plane * plane_outputs + p * g.q + q;
-        if (argmax[out] == in) sum += gated_dy(dy, gate, out);
-      }
-    }
-    dx[in] = sum;
+    maxpool_backward_gathered_cell(g, static_cast<int>(in), dy, gate, argmax, dx);
   }
 }
 
@@ -100,7 +82,8 @@ __global__ void maxpool_backward_scatter_kernel(std::int64_t outputs, const floa
                                                 float* dx) {
   for (std::int64_t out = detail::grid_first(); out < outputs; out += detail::grid_stride()) {
     const std::int32_t target = argmax[out];
-    if (target >= 0) atomicAdd(dx + target, gated_dy(dy, gate, out));  // -1: padding only
+    if (target >= 0)
+      atomicAdd(dx + target, pool_gated_dy(dy, gate, static_cast<int>(out)));  // -1: padding only
   }
 }
 
@@ -119,13 +102,18 @@ void maxpool_backward(cudaStream_t stream, const PoolGeometry& g, const float* d
                       bool deterministic) {
   const std::int64_t inputs = g.x_size();
   if (inputs <= 0) return;
+  const std::int64_t outputs = g.y_size();
+  if (deterministic && pool_windows_disjoint(g) && outputs > 0) {
+    maxpool_backward_owner_kernel<<<detail::grid_for(outputs), detail::kThreads, 0, stream>>>(
+        g, outputs, dy, gate, argmax, dx);
+    return;
+  }
   if (deterministic) {
     maxpool_backward_gather_kernel<<<detail::grid_for(inputs), detail::kThreads, 0, stream>>>(
         g, inputs, dy, gate, argmax, dx);
     return;
   }
   fill(stream, dx, inputs, 0.0f);
-  const std::int64_t outputs = g.y_size();
   if (outputs <= 0) return;
   maxpool_backward_scatter_kernel<<<detail::grid_for(outputs), detail::kThreads, 0, stream>>>(
       outputs, dy, gate, argmax, dx);

@@ -13,9 +13,13 @@
 //                     backward of the layer before (gate = its output, y[N, C, P, Q]'s shape),
 //                     fused so that no gated copy of dy is written. 0.0f is still added, so the
 //                     sums are those of gating first and pooling after.
-//       deterministic    one thread per dx element gathers the dy of the windows that contain it
-//                        and chose it, in increasing output order starting from 0.0f: the order
-//                        in which the CPU's deterministic scatter adds them, hence the CPU's bits.
+//       deterministic    no atomics, each dx element written once (kernels/maxpool_backward.h):
+//                        disjoint windows (stride >= pool): one thread per output writes the
+//                        block of dx it owns (its dy at argmax, zeros around it); overlapping
+//                        windows: one thread per dx element gathers the dy of the windows that
+//                        contain it and chose it, in increasing output order starting from 0.0f.
+//                        Either way the order in which the CPU's deterministic scatter adds them,
+//                        hence the CPU's bits. Requires y_size() <= INT32_MAX too.
 //       nondeterministic dx = 0, then one thread per output atomicAdds dy into dx[argmax]:
 //                        overlapping windows (stride < pool) add in completion order.
 #include <cuda_runtime_api.h>

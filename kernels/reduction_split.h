@@ -100,6 +100,33 @@ inline GridShape splitk_grid(std::int64_t m, std::int64_t n, int slices) {
   return grid;
 }
 
+// The dense weight gradient's deterministic path (kernels/splitk_gemm.cuh,
+// dense_weight_grad_fixed): the same tiles, K cut into FIXED slices (from the sizes alone, never
+// the device) whose partial tiles pass 1 stores ('=') into scratch [slices][m][n]; pass 2 adds
+// each output's partials in slice order. The shape model, against the atomic twin
+// (gemm_atomic_slices, 8 slices for a batch of 128):
+//   - the GEMM itself is the same work either way; what the slices buy is blocks: a 64 x 64 tile
+//     per block leaves the Keras convnet's [128, 9216] gradient with 288 tiles, about 2 blocks per
+//     SM of an H100, too few to hide the loads. kFixedTargetBlocks blocks (about one full wave of
+//     8 resident 256-thread blocks on a 128-SM-class GPU: a constant, not a device query) are
+//     enough, so slices = ceil(kFixedTargetBlocks / tiles), at most the atomic twin's;
+//   - every slice beyond the first costs m * n * 4 bytes written then read back (pass 2), where the
+//     atomic twin sends the same bytes to L2 as atomic adds and zero-fills the output first. Fewer
+//     slices than the twin (4 instead of 8 for that gradient: 19 MB of partials, within an H100's
+//     50 MB L2) keeps that extra traffic at about half the atomics' and the block count near one
+//     wave; that is the bet to check in `bench --device cuda`'s per-op table on a GPU.
+// 1 slice runs pass 1 straight into the output (no scratch, no pass 2); 0: an empty reduction.
+inline constexpr std::int64_t kFixedTargetBlocks = 1024;
+inline int gemm_fixed_slices(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (k <= 0 || m <= 0 || n <= 0) return 0;
+  const std::int64_t tiles =
+      ra::ceil_div(m, std::int64_t(kGemmTile)) * ra::ceil_div(n, std::int64_t(kGemmTile));
+  std::int64_t slices = ra::ceil_div(kFixedTargetBlocks, tiles);
+  const int atomic = gemm_atomic_slices(k);
+  if (slices > atomic) slices = atomic;
+  return static_cast<int>(slices < 1 ? 1 : slices);
+}
+
 // bias_backward's atomic grid: x over the slices, y over the channels (capped; blocks loop).
 inline GridShape bias_atomic_grid(std::int64_t channels, int slices) {
   GridShape grid;

@@ -1,5 +1,6 @@
-// Atomic split-k GEMM: C[m, n] = sum over k of A(m, k) B(k, n), C zeroed then each (tile,
-// slice) block atomicAdds its partial tile. B is row-major [k, n]; A is either "k-major"
+// Split-k GEMM: C[m, n] = sum over k of A(m, k) B(k, n). Atomic: C zeroed, then each (tile, slice)
+// block atomicAdds its partial tile. Fixed order: each block stores its partial tile, then one
+// thread per output adds the partials in slice order. B is row-major [k, n]; A is either "k-major"
 // (A(m, k) = a[k * m + row]: dy as the transposed operand of the weight gradient) or row-major
 // [m, k] (dy of the data gradient). 256 threads per block as 16 x 16, each computing 4 x 4 outputs
 // of the 64 x 64 tile, rows ty + 16 i and columns tx + 16 j; the slice is walked kDepth terms at
@@ -47,7 +48,9 @@ __device__ __forceinline__ void load_panels(const float* a, const float* b, std:
   }
 }
 
-template <bool kAKMajor>
+// kStore: each block stores its partial tile into its slice's plane of c ([slices][m][n], '=');
+// otherwise it atomicAdds the partial into c[m][n].
+template <bool kAKMajor, bool kStore>
 __global__ void __launch_bounds__(detail::kThreads)
     splitk_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
                        const float* b, float* c, int slices) {
@@ -81,10 +84,25 @@ __global__ void __launch_bounds__(detail::kThreads)
         const std::int64_t row = row0 + ty + kSide * i;
         for (int j = 0; j < kPer; ++j) {
           const std::int64_t col = col0 + tx + kSide * j;
-          if (row < m && col < n) atomicAdd(c + row * n + col, acc[i][j]);
+          if (row >= m || col >= n) continue;
+          if (kStore) {
+            c[blockIdx.z * m * n + row * n + col] = acc[i][j];
+          } else {
+            atomicAdd(c + row * n + col, acc[i][j]);
+          }
         }
       }
     }
+  }
+}
+
+// Pass 2 of the fixed-order split: c[i] = partials[0][i] + partials[1][i] + ..., left to right.
+__global__ void sum_slices_kernel(std::int64_t outputs, int slices, const float* partials,
+                                  float* c) {
+  for (std::int64_t i = detail::grid_first(); i < outputs; i += detail::grid_stride()) {
+    float sum = partials[i];
+    for (int s = 1; s < slices; ++s) sum += partials[s * outputs + i];
+    c[i] = sum;
   }
 }
 
@@ -97,7 +115,29 @@ void splitk_gemm(cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64
   const GridShape shape = splitk_grid(m, n, slices);
   const dim3 grid(static_cast<unsigned>(shape.x), static_cast<unsigned>(shape.y),
                   static_cast<unsigned>(shape.z));
-  splitk_gemm_kernel<kAKMajor><<<grid, detail::kThreads, 0, stream>>>(m, n, k, a, b, c, slices);
+  splitk_gemm_kernel<kAKMajor, false>
+      <<<grid, detail::kThreads, 0, stream>>>(m, n, k, a, b, c, slices);
+}
+
+// The fixed-order split: with one slice, pass 1 writes c itself; otherwise the partials go to
+// scratch and pass 2 adds them in slice order.
+template <bool kAKMajor>
+void fixed_split_gemm(cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64_t k,
+                      const float* a, const float* b, float* c, int slices, float* scratch) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || slices <= 0) {
+    fill(stream, c, m * n, 0.0f);
+    return;
+  }
+  const GridShape shape = splitk_grid(m, n, slices);
+  const dim3 grid(static_cast<unsigned>(shape.x), static_cast<unsigned>(shape.y),
+                  static_cast<unsigned>(shape.z));
+  float* partials = slices == 1 ? c : scratch;
+  splitk_gemm_kernel<kAKMajor, true>
+      <<<grid, detail::kThreads, 0, stream>>>(m, n, k, a, b, partials, slices);
+  if (slices == 1) return;
+  sum_slices_kernel<<<detail::grid_for(m * n), detail::kThreads, 0, stream>>>(m * n, slices,
+                                                                              partials, c);
 }
 
 }  // namespace
@@ -106,6 +146,16 @@ void dense_weight_grad_splitk(cudaStream_t stream, int n, int in, int out, const
                               const float* dy, float* dw, int slices) {
   // m = out, n = in, k = batch; A(o, b) = dy[b * out + o] (k-major), B = x [batch, in].
   splitk_gemm<true>(stream, out, in, n, dy, x, dw, slices);
+}
+
+std::size_t dense_weight_grad_fixed_workspace_bytes(int in, int out, int slices) {
+  return slices <= 1 ? 0 : std::size_t(slices) * std::size_t(in) * std::size_t(out) * sizeof(float);
+}
+
+void dense_weight_grad_fixed(cudaStream_t stream, int n, int in, int out, const float* x,
+                             const float* dy, float* dw, int slices, void* scratch) {
+  // The same operands as dense_weight_grad_splitk.
+  fixed_split_gemm<true>(stream, out, in, n, dy, x, dw, slices, static_cast<float*>(scratch));
 }
 
 void dense_data_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* dy,

@@ -1,5 +1,6 @@
 #pragma once
-// The dense layers' gradients in nondeterministic mode: an atomic split-k GEMM. cuBLAS has no
+// The dense layers' gradients in nondeterministic mode: an atomic split-k GEMM; the weight
+// gradient in deterministic mode: the same GEMM split in fixed order. cuBLAS has no
 // atomic sgemm to ask for (CUBLAS_ATOMICS_ALLOWED only permits it, and the fp32 GEMMs of these
 // shapes do not use it), so a run that asks for nondeterministic dense gradients gets this kernel.
 // Row-major, as in lib/backend/cuda/cuda_dense.cpp:
@@ -13,12 +14,27 @@
 // into the output. With 3 or more slices the completion order, hence the bits, may vary from run
 // to run; values agree with cuBLAS within rounding. `slices` comes from gemm_atomic_slices (the
 // ledger states the same number); 0 (an empty reduction) only zeroes the output.
+//
+//   dense_weight_grad_fixed   dw as dense_weight_grad_splitk, deterministic: the same tiles over
+//                             `slices` fixed slices (gemm_fixed_slices), each block storing its
+//                             partial tile ('=') into scratch [slices][out][in], then
+//                             dw = ((p0 + p1) + p2) + ... per output, in slice order; the same bits
+//                             on every run. One slice writes dw directly (no scratch). Each
+//                             partial is 0.0f + a0 b0 + a1 b1 + ... in increasing k, each product
+//                             rounded before it is added (the host twin in
+//                             tests/backend_cuda/splitk_fixed_host_test.cpp).
 #include <cuda_runtime_api.h>
+
+#include <cstddef>
 
 namespace ra::kernels {
 
 void dense_weight_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* x,
                               const float* dy, float* dw, int slices);
+// Scratch bytes dense_weight_grad_fixed needs (0 for one slice).
+std::size_t dense_weight_grad_fixed_workspace_bytes(int in, int out, int slices);
+void dense_weight_grad_fixed(cudaStream_t stream, int n, int in, int out, const float* x,
+                             const float* dy, float* dw, int slices, void* scratch);
 void dense_data_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* dy,
                             const float* w, float* dx, int slices);
 

@@ -3,6 +3,7 @@
 //   audit_folder_setup.cpp  the output folder: created, locked, inspected, prepared (or resumed)
 //   audit_run.cpp           one run: trained, recorded, its snapshots and trace written
 //   audit_jobs.cpp          the runs K at a time (--jobs)
+//   deterministic_autotune.cpp  on a GPU in deterministic mode: run 0 tunes, the others pin
 //   audit_compare.cpp       the report, from the folder through its manifest
 //   run_audit_shard.cpp     one shard's share of the runs, in a folder the shards share
 #include "audit/audit.h"
@@ -13,6 +14,7 @@
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
+#include "audit/deterministic_autotune.h"
 #include "audit/fault_check.h"
 #include "audit/run_audit_shard.h"
 #include "core/error.h"
@@ -43,6 +45,39 @@ void validate_interrupts(const AuditOptions& o, const spec::ExperimentSpec& spec
   if (o.runs < 2)
     throw InputError("--interrupt-at needs --runs 2 or more (run 0 is not interrupted)");
   if (o.trace_ops) throw InputError("--interrupt-at and --trace-ops cannot be combined yet");
+}
+
+// What training the folder's missing runs needs.
+struct RunsToTrain {
+  const spec::ExperimentSpec& spec;
+  const train::LoadedData& data;
+  const FolderPlan& folder;
+  const std::vector<PlannedRun>& plan;
+  const AuditOptions& options;
+  const AuditProgress& progress;
+};
+
+// Trains the runs the folder lacks, --jobs at a time. With deterministic autotune
+// (audit/deterministic_autotune.h) run 0 trains first, alone, timing the deterministic
+// candidates; its choices are saved in the folder (a resumed audit's run 0 too) and every other
+// run is pinned to them.
+void train_runs(const RunsToTrain& r, const std::filesystem::path& run0_trace, KeptOutputs* kept) {
+  const int planned = static_cast<int>(r.plan.size());
+  std::vector<int> to_train = r.folder.to_train;
+  AuditOptions pinned = r.options;
+  if (uses_deterministic_autotune(r.spec, r.options, r.folder.manifest.backend)) {
+    if (!to_train.empty() && to_train.front() == 0) {
+      AuditOptions tuning = r.options;
+      tuning.algorithm_pins = tuning_pins();
+      RunWorker(r.spec, r.data, r.folder.manifest, tuning, r.progress, planned, kept)
+          .run(r.plan[0]);
+      to_train.erase(to_train.begin());
+    }
+    pinned.algorithm_pins = save_tuned_pins(run0_trace, r.options.out_dir);
+  }
+  RunWorker worker(r.spec, r.data, r.folder.manifest, pinned, r.progress, planned, kept);
+  run_jobs(to_train.size(), r.options.jobs,
+           [&](std::size_t i) { worker.run(r.plan[static_cast<std::size_t>(to_train[i])]); });
 }
 
 }  // namespace
@@ -77,10 +112,8 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   // Runs recording ops keep the outputs of their nondeterministic ops, for the magnitude of a
   // root cause that a replay could not reproduce (record/kept_outputs.h).
   KeptOutputs kept(kKeptOutputBytesPerRun);
-  RunWorker worker(spec, data, folder.manifest, o, progress, static_cast<int>(plan.size()),
-                   o.trace_ops && o.measure_magnitudes ? &kept : nullptr);
-  run_jobs(folder.to_train.size(), o.jobs,
-           [&](std::size_t i) { worker.run(plan[static_cast<std::size_t>(folder.to_train[i])]); });
+  train_runs({spec, data, folder, plan, o, progress}, result.trace_files[0],
+             o.trace_ops && o.measure_magnitudes ? &kept : nullptr);
 
   // The algorithms run 0 ran (--save-algorithms), from its trace: a resumed audit's run 0 too.
   if (!o.save_algorithms.empty()) {

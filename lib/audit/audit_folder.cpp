@@ -201,9 +201,10 @@ FolderContents scan_audit_folder(const fs::path& dir,
     const std::optional<std::string> target = atomic_write_target(name);
     const auto run = run_of_trace_name(name);
     const auto folder_run = run_of_snapshot_folder_name(name);
-    const bool managed_file = name == kManifestName || name == kLockName ||
+    const bool managed_file = name == kManifestName || name == kLockName || name == kPinFileName ||
                               shard_of_lock_name(name) || run ||
-                              (target && (*target == kManifestName || run_of_trace_name(*target)));
+                              (target && (*target == kManifestName || *target == kPinFileName ||
+                                          run_of_trace_name(*target)));
     if (managed_file && !is_file) {
       refuse(c, d, name, name, "a regular file");
     } else if (folder_run && !is_dir) {
@@ -211,7 +212,7 @@ FolderContents scan_audit_folder(const fs::path& dir,
     } else if (name == kManifestName) {
       c.has_manifest = true;
       c.own.push_back(name);
-    } else if (name == kLockName || shard_of_lock_name(name)) {
+    } else if (name == kLockName || name == kPinFileName || shard_of_lock_name(name)) {
       c.own.push_back(name);
     } else if (run) {
       c.trace_runs.push_back(*run);

@@ -17,6 +17,9 @@ namespace ra::audit {
 
 inline constexpr const char* kManifestName = "audit.json";
 inline constexpr const char* kLockName = "audit.lock";
+// Run 0's convolution algorithms, which the other runs are pinned to (deterministic autotune:
+// audit/deterministic_autotune.h).
+inline constexpr const char* kPinFileName = "algorithms.json";
 // In run-NNN/ of an exec audit: the trace of a run that failed, moved out of the way (exec), and
 // the output of the run's command (a bounded ring, core/process.h).
 inline constexpr const char* kFailedTraceName = "failed.trace.jsonl";

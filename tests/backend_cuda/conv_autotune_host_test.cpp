@@ -96,3 +96,36 @@ TEST_CASE("no accepted result: the error names every result and why", "[cuda][ho
   CHECK(contains(text, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 (CUDNN_STATUS_NOT_SUPPORTED)"));
   CHECK(contains(autotune_rejections("f", ConvDirection::forward, {}), "returned 0 results"));
 }
+
+TEST_CASE("deterministic autotune takes the fastest deterministic result", "[cuda][host]") {
+  // A fake cudnnFind list for a filter gradient: the atomic ALGO_0 is fastest, then a TF32 result,
+  // then the deterministic FFT and ALGO_1.
+  auto deterministic = [](ConvPerfResult r) {
+    r.deterministic = true;
+    return r;
+  };
+  const std::vector<ConvPerfResult> results = {
+      result(0, 0.066f, CUDNN_FMA_MATH),
+      deterministic(result(5, 0.050f, CUDNN_TENSOR_OP_MATH)),
+      deterministic(result(4, 0.087f, CUDNN_FMA_MATH)),
+      deterministic(result(1, 0.120f, CUDNN_FMA_MATH)),
+  };
+  REQUIRE(pick_autotuned(results)->algorithm == 0);  // autotune mode: atomics allowed
+  const auto chosen = pick_autotuned(results, AutotuneCandidates::deterministic_only);
+  REQUIRE(chosen);
+  CHECK(chosen->algorithm == 4);
+  CHECK(chosen->deterministic);
+  CHECK_FALSE(autotune_accepts(results[0], AutotuneCandidates::deterministic_only));
+  CHECK(autotune_accepts(results[0], AutotuneCandidates::any));
+
+  // Only nondeterministic results: nothing to run, and the error says why for each.
+  const std::vector<ConvPerfResult> atomic_only = {result(0, 0.066f, CUDNN_FMA_MATH),
+                                                   result(3, 0.070f, CUDNN_FMA_MATH)};
+  CHECK_FALSE(pick_autotuned(atomic_only, AutotuneCandidates::deterministic_only));
+  const std::string why = autotune_rejections("cudnnFindConvolutionBackwardFilterAlgorithmEx",
+                                              ConvDirection::backward_filter, atomic_only,
+                                              AutotuneCandidates::deterministic_only);
+  CHECK(contains(why, "none deterministic fp32 FMA with status success"));
+  CHECK(contains(why, "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 (nondeterministic)"));
+  CHECK(contains(why, "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 (nondeterministic)"));
+}

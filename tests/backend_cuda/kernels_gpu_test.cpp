@@ -407,6 +407,8 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
   Stream stream;
   const PoolGeometry cases[] = {
       pool_geometry(2, 3, 8, 8, 2, 2, 0, 0),    // disjoint windows (the common case)
+      pool_geometry(2, 3, 9, 7, 2, 2, 0, 0),    // disjoint, odd: cells in no window
+      pool_geometry(2, 2, 10, 11, 2, 3, 0, 0),  // stride > pool: gaps between windows
       pool_geometry(2, 2, 9, 7, 3, 2, 1, 1),    // overlap and padding
       pool_geometry(2, 4, 16, 15, 3, 1, 1, 1),  // stride 1: an input in up to 9 windows
       pool_geometry(1, 2, 4, 4, 2, 2, 2, 0)};   // rows of windows that hold only padding

@@ -107,6 +107,36 @@ TEST_CASE("split plans: the deterministic bias gradient's fixed slices",
   CHECK(plan_bias_grad(KernelMode::nondeterministic, 128, 32, 26 * 26).fixed_slices == 0);
 }
 
+TEST_CASE("split plans: the deterministic dense weight gradient's fixed order",
+          "[cuda][host][split_plan]") {
+  // kernels/reduction_split.h: gemm_fixed_slices. The Keras convnet's [128, 9216] gradient at batch
+  // 128 has 288 tiles: 4 slices of 32 rows of the batch, half the atomic twin's 8.
+  const DenseGeometry g{128, 9216, 128};
+  for (const KernelMode mode : {KernelMode::deterministic, KernelMode::autotune}) {
+    const ReductionPlan plan = plan_dense_weight_grad(mode, g);
+    CHECK_FALSE(plan.atomic);
+    CHECK_FALSE(plan.can_vary());
+    CHECK(plan.fixed_slices == 4);
+    CHECK(plan.grid.x == 144);
+    CHECK(plan.grid.y == 2);
+    CHECK(plan.grid.z == 4);
+    const LedgerEntry entry =
+        reduction_ledger_entry(plan, "dense_weight_grad_fixed", dense_geometry_key(g),
+                               "backward_weight", 4 * std::size_t(128) * 9216 * 4);
+    CHECK(entry.algorithm ==
+          "ra::kernels::dense_weight_grad_fixed (fixed order, 4 slices in order)");
+    CHECK(entry.deterministic);
+    CHECK(entry.workspace_bytes == 4 * std::size_t(128) * 9216 * 4);
+  }
+  // Enough tiles for one slice: written straight into dw.
+  const ReductionPlan big = plan_dense_weight_grad(KernelMode::deterministic, {128, 4096, 2048});
+  CHECK(big.fixed_slices == 1);
+  CHECK(reduction_algorithm_name(big, "dense_weight_grad_fixed") ==
+        "ra::kernels::dense_weight_grad_fixed (fixed order, 1 slice)");
+  // The data gradient keeps cuBLAS in deterministic mode: no fixed slices.
+  CHECK(plan_dense_data_grad(KernelMode::deterministic, g).fixed_slices == 0);
+}
+
 TEST_CASE("split plans: nondeterministic slices race whenever the length allows",
           "[cuda][host][split_plan]") {
   const int lengths[] = {0,    1,    2,    3,     4,     7,       8,       9,   10,

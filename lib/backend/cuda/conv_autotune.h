@@ -44,17 +44,28 @@ ConvPerfResult conv_perf_result(const Perf& perf) {
   return r;
 }
 
-// Status success and math type CUDNN_FMA_MATH (see above).
-bool autotune_accepts(const ConvPerfResult& result);
+// Which results may run: any accepted one (autotune mode), or only those cuDNN also marks
+// CUDNN_DETERMINISTIC (deterministic autotune: deterministic mode in run 0 of an audit, whose
+// choices every other run then pins; backend/algorithm_pins.h).
+enum class AutotuneCandidates { any, deterministic_only };
+
+// Status success and math type CUDNN_FMA_MATH (see above), and deterministic when asked.
+bool autotune_accepts(const ConvPerfResult& result,
+                      AutotuneCandidates candidates = AutotuneCandidates::any);
 
 // The fastest accepted result (smallest time; the first of equal times, cudnnFind's order), or
 // none when no result is accepted.
-std::optional<ConvPerfResult> pick_autotuned(const std::vector<ConvPerfResult>& results);
+std::optional<ConvPerfResult> pick_autotuned(
+    const std::vector<ConvPerfResult>& results,
+    AutotuneCandidates candidates = AutotuneCandidates::any);
 
 // Why nothing was accepted, for the error: "<call> returned 3 results, none fp32 FMA with status
 // success: CUDNN_CONVOLUTION_FWD_ALGO_1 (CUDNN_TENSOR_OP_MATH), CUDNN_CONVOLUTION_FWD_ALGO_4
 // (CUDNN_STATUS_NOT_SUPPORTED), ...".
+// With deterministic_only: "..., none deterministic fp32 FMA with status success: ..._ALGO_0
+// (nondeterministic), ...".
 std::string autotune_rejections(const std::string& call, ConvDirection direction,
-                                const std::vector<ConvPerfResult>& results);
+                                const std::vector<ConvPerfResult>& results,
+                                AutotuneCandidates candidates = AutotuneCandidates::any);
 
 }  // namespace ra::backend::cuda

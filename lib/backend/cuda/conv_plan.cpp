@@ -119,6 +119,10 @@ ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, K
   if (pin != nullptr) return choose_from_pin(handle, direction, mode, *pin, pins->chosen_by);
 
   const ConvAlgorithmPolicy policy = conv_algorithm_policy(mode, direction);
+  // Deterministic autotune (algorithm_pins.h): deterministic mode times its candidates instead of
+  // taking the heuristic's, for the audit to pin every other run to what this run chose.
+  const bool tune_deterministic =
+      pins != nullptr && pins->tune_unpinned_deterministic && mode == KernelMode::deterministic;
   // Before choosing: cudnnFind times, and the workspace query sizes, the algorithm under the
   // descriptor's math type.
   const cudnnMathType_t math = set_math(policy.math);
@@ -126,11 +130,13 @@ ConvChoice& ConvPlan::algorithm(cudnnHandle_t handle, ConvDirection direction, K
   entry.layer = key_;
   entry.direction = to_string(direction);
   ConvAlgorithm chosen;
-  if (policy.autotune) {
+  if (policy.autotune || tune_deterministic) {
     ConvPerfResult measured;
-    chosen = choose_autotuned(handle, direction, operands, measured);
+    chosen = choose_autotuned(
+        handle, direction, operands, measured,
+        tune_deterministic ? AutotuneCandidates::deterministic_only : AutotuneCandidates::any);
     entry.deterministic = measured.deterministic;
-    entry.chosen_by = "autotuned";
+    entry.chosen_by = tune_deterministic ? kDeterministicAutotune : "autotuned";
     entry.autotune = AutotuneMeasurement{cudnn_math_type_name(measured.math),
                                          double(measured.time_ms), measured.memory};
   } else if (policy.heuristic) {
@@ -266,8 +272,8 @@ std::size_t ConvPlan::find_workspace_bytes(cudnnHandle_t handle, ConvDirection d
 }
 
 ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
-                                         const ConvFindOperands& operands,
-                                         ConvPerfResult& measured) const {
+                                         const ConvFindOperands& operands, ConvPerfResult& measured,
+                                         AutotuneCandidates candidates) const {
   // cudnnFind*AlgorithmEx runs every algorithm under the descriptor's math type on the op's own
   // operands (ConvFindOperands says why not cudnnFind*Algorithm's scratch tensors). Only an fp32
   // FMA result with status success is accepted (conv_autotune.h says why DEFAULT_MATH is not),
@@ -308,10 +314,10 @@ ConvAlgorithm ConvPlan::choose_autotuned(cudnnHandle_t handle, ConvDirection dir
           });
       break;
   }
-  const std::optional<ConvPerfResult> best = pick_autotuned(results);
+  const std::optional<ConvPerfResult> best = pick_autotuned(results, candidates);
   if (!best) {
     throw CudaError(describe(key_, direction) + ": " +
-                    autotune_rejections(call, direction, results) +
+                    autotune_rejections(call, direction, results, candidates) +
                     "; no other algorithm is substituted");
   }
   measured = *best;

@@ -127,9 +127,11 @@ class ConvPlan {
   // The choice of a pin (its ledger entry says `chosen_by`), kept as any choice.
   ConvChoice& choose_from_pin(cudnnHandle_t handle, ConvDirection direction, KernelMode mode,
                               const AlgorithmPin& pin, const std::string& chosen_by);
-  // The fastest fp32 FMA result of cudnnFind (conv_autotune.h); `measured` gets its perf facts.
+  // The fastest fp32 FMA result of cudnnFind among `candidates` (conv_autotune.h); `measured`
+  // gets its perf facts.
   ConvAlgorithm choose_autotuned(cudnnHandle_t handle, ConvDirection direction,
-                                 const ConvFindOperands& operands, ConvPerfResult& measured) const;
+                                 const ConvFindOperands& operands, ConvPerfResult& measured,
+                                 AutotuneCandidates candidates) const;
   // The first deterministic fp32 FMA algorithm of cuDNN's heuristic ranking within
   // kHeuristicWorkspaceLimit (conv_heuristic.h), with its workspace size; a CudaError naming
   // every ranked result when none qualifies.

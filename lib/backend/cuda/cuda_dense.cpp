@@ -10,6 +10,8 @@
 // Every product first sets cuBLAS's atomics and math modes from its KernelMode
 // (algorithm_policy.h); the ledger records the modes cuBLAS then reports, once the product ran.
 //
+// The weight gradient never runs cuBLAS: deterministic and autotune modes run the split-k kernel
+// below in fixed order (partials stored, then added in slice order).
 // Nondeterministic gradients do not run cuBLAS: allowing cuBLAS atomics only permits an atomic
 // kernel, and cuBLAS documents its fp32 GEMMs as giving the same bits run to run. They run the
 // atomic split-k kernels of kernels/splitk_gemm.cuh as split_plan.h plans them (dy^T x over K =
@@ -110,10 +112,17 @@ void CudaOps::dense_backward_weight(const DenseGeometry& g, const float* x, cons
                                                 kDenseDirectionNames[kBackwardWeight], 0));
     return;
   }
-  run_dense_product(g, kBackwardWeight, mode, [&] {
-    return cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, g.in, g.out, g.n, &kOne, x, g.in,
-                       dy, g.out, &kZero, dw, g.in);
-  });
+  // Deterministic: the fixed-order split of the same kernel (split_plan.h), not cuBLAS, whose fp32
+  // GEMM of this shape (K = batch, few output tiles) ran 1.8x the atomic twin's time on an H100
+  // (fixtures h100-2026-11-27, `bench --device cuda`: 0.108 against 0.060 ms per step).
+  const std::size_t scratch_bytes =
+      kernels::dense_weight_grad_fixed_workspace_bytes(g.in, g.out, plan.fixed_slices);
+  kernels::dense_weight_grad_fixed(stream(), g.n, g.in, g.out, x, dy, dw, plan.fixed_slices,
+                                   scratch_bytes == 0 ? nullptr : workspace(scratch_bytes));
+  RA_CUDA_CHECK(cudaGetLastError());
+  note_reduction(
+      cuda::reduction_ledger_entry(plan, "dense_weight_grad_fixed", cuda::dense_geometry_key(g),
+                                   kDenseDirectionNames[kBackwardWeight], scratch_bytes));
 }
 
 void CudaOps::dense_backward_bias(const DenseGeometry& g, const float* dy, float* db,

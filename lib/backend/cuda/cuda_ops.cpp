@@ -163,6 +163,12 @@ void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
 void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                                  const float* relu_gate, float* dx, KernelMode mode) {
   if (g.x_size() == 0) return;
+  // The kernels index in int32 (kernels/maxpool_backward.h): argmax's range.
+  if (g.x_size() > std::numeric_limits<std::int32_t>::max() ||
+      g.y_size() > std::numeric_limits<std::int32_t>::max()) {
+    throw RuntimeFailure("maxpool2d: input of " + std::to_string(g.x_size()) + " or output of " +
+                         std::to_string(g.y_size()) + " elements is too large for int32 indices");
+  }
   // The relu gate is applied as each dy is read (gate > 0 ? dy : 0, the relu backward's rule):
   // the same values enter the same sums as on the CPU.
   kernels::maxpool_backward(stream(), g, dy, relu_gate, argmax, dx,

@@ -31,7 +31,12 @@ ReductionPlan splitk_plan(ReductionOp op, KernelMode mode, std::int64_t k, std::
 
 ReductionPlan plan_dense_weight_grad(KernelMode mode, const DenseGeometry& g) {
   // dw[out, in] = sum over the batch.
-  return splitk_plan(ReductionOp::dense_weight_grad, mode, g.n, g.out, g.in);
+  ReductionPlan plan = splitk_plan(ReductionOp::dense_weight_grad, mode, g.n, g.out, g.in);
+  if (!plan.atomic) {
+    plan.fixed_slices = kernels::gemm_fixed_slices(g.out, g.in, g.n);
+    plan.grid = kernels::splitk_grid(g.out, g.in, plan.fixed_slices);
+  }
+  return plan;
 }
 
 ReductionPlan plan_dense_data_grad(KernelMode mode, const DenseGeometry& g) {
@@ -62,6 +67,11 @@ ReductionPlan plan_loss(KernelMode mode, int n) {
 
 std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel) {
   std::string name = "ra::kernels::" + kernel;
+  if (!plan.atomic && plan.op == ReductionOp::dense_weight_grad) {
+    const std::string slices = std::to_string(plan.fixed_slices);
+    return name + " (fixed order, " + slices +
+           (plan.fixed_slices == 1 ? " slice)" : " slices in order)");
+  }
   if (!plan.atomic && plan.fixed_slices >= 2) {
     return name + " (fixed tree, " + std::to_string(plan.fixed_slices) + " slices in order)";
   }

@@ -5,13 +5,15 @@
 // the slicing rules themselves are kernels/reduction_split.h, shared with the kernels.
 //
 //   op (reduced length K)                 deterministic / autotune      nondeterministic
-//   dense weight gradient (K = batch)     cublasSgemm, atomics off      dense_weight_grad_splitk
+//   dense weight gradient (K = batch)     dense_weight_grad_fixed (**)  dense_weight_grad_splitk
 //   dense data gradient (K = out)         cublasSgemm, atomics off      dense_data_grad_splitk
 //   bias gradient (K = batch * spatial)   bias_backward, fixed tree (*) bias_backward, atomic
 //                                                                        slices
 //   loss batch sum (K = batch)            fixed tree of block partials  atomic slices
 //   (*) in two passes over fixed slices (partials, then their sum in slice order) when K is
 //   above 2048 (kernels/bias.cuh).
+//   (**) the split-k GEMM's tiles over fixed slices whose partials are added in slice order
+//   (kernels/reduction_split.h: gemm_fixed_slices says how many, and why).
 //
 // Nondeterministic: K is cut into `slices` non-empty slices (at least min(K, 8)) whose partials
 // are atomically added into each zeroed output. The result can vary only with 3 or more slices
@@ -36,9 +38,10 @@ struct ReductionPlan {
   std::int64_t outputs = 0;  // M: outputs (dense: out * in or n * in; bias: channels; loss: 1)
   bool atomic = false;       // the atomic (sliced) kernel runs; otherwise the deterministic path
   int slices = 0;            // atomic: partials added into each output (0 when K = 0)
-  kernels::GridShape grid;   // atomic: the kernel's launch grid (x, y, z)
-  // Deterministic bias gradient: the fixed slices whose partials pass 2 adds in slice order
-  // (kernels/reduction_split.h: bias_fixed_slices); 0 or 1: one pass. 0 for every other plan.
+  kernels::GridShape grid;   // split-k GEMMs and atomic kernels: the launch grid (x, y, z)
+  // Deterministic bias and dense weight gradients: the fixed slices whose partials pass 2 adds in
+  // slice order (kernels/reduction_split.h: bias_fixed_slices, gemm_fixed_slices); 0 or 1: one
+  // pass. 0 for every other plan.
   int fixed_slices = 0;
 
   // Whether two runs of the op on the same inputs can give different bits.
@@ -55,7 +58,8 @@ ReductionPlan plan_loss(KernelMode mode, int n);
 
 // What the ledger calls the kernel that runs: "ra::kernels::dense_weight_grad_splitk (atomic, 8
 // slices)", "ra::kernels::bias_backward (fixed tree)", "ra::kernels::bias_backward (fixed tree,
-// 43 slices in order)", "ra::kernels::softmax_cross_entropy (atomic, 2 slices: cannot vary)".
+// 43 slices in order)", "ra::kernels::dense_weight_grad_fixed (fixed order, 4 slices in order)",
+// "ra::kernels::softmax_cross_entropy (atomic, 2 slices: cannot vary)".
 // `kernel` is the launcher's name. (Dense plans that are not atomic run cuBLAS and are recorded by
 // CudaOps::run_dense_product.)
 std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel);

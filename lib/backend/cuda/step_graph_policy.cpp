@@ -1,0 +1,43 @@
+#include "backend/cuda/step_graph_policy.h"
+
+namespace ra::backend::cuda {
+
+const char* to_string(StepLaunch launch) {
+  switch (launch) {
+    case StepLaunch::eager:
+      return "eager";
+    case StepLaunch::capture:
+      return "capture";
+    case StepLaunch::replay:
+      return "replay";
+  }
+  return "eager";
+}
+
+StepGraphDecision StepGraphPolicy::decide(const StepFacts& step) {
+  if (!full_batch_) full_batch_ = step.batch;
+  if (!enabled_) return {StepLaunch::eager, "CUDA graphs off"};
+  if (step.chooses_algorithm) {
+    return {StepLaunch::eager,
+            "an algorithm is chosen in this step (cudnnFind cannot run inside a stream capture)"};
+  }
+  if (step.batch != *full_batch_) {
+    return {StepLaunch::eager, "batch of " + std::to_string(step.batch) + " instead of " +
+                                   std::to_string(*full_batch_) +
+                                   " (an epoch's last batch): not worth a graph"};
+  }
+  if (capture_failure_) return {StepLaunch::eager, "capture failed: " + *capture_failure_};
+  if (!graph_ready_) return {StepLaunch::capture, ""};
+  return {StepLaunch::replay, ""};
+}
+
+void StepGraphPolicy::captured(int batch, bool ok, const std::string& error) {
+  if (!full_batch_ || batch != *full_batch_) return;  // only the full batch is ever captured
+  if (ok) {
+    graph_ready_ = true;
+  } else {
+    capture_failure_ = error.empty() ? std::string("no reason given") : error;
+  }
+}
+
+}  // namespace ra::backend::cuda

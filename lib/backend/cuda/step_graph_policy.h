@@ -1,0 +1,58 @@
+#pragma once
+// When a training step may run as a CUDA graph (issue 45, part 3): captured once per geometry
+// (the batch size: every other shape of the step follows from the spec), then replayed; and when
+// it must run eagerly instead, with the reason the ledger and the trace are to state. Pure logic
+// (no device), so the rules are tested on any machine; the capture and replay themselves are not
+// built yet (docs/determinism.md says what waits for a GPU).
+//
+// The rules, in order:
+//   1. graphs off                      -> eager ("CUDA graphs off")
+//   2. an algorithm is still chosen    -> eager: cudnnFind (autotune, deterministic autotune)
+//      in this step                       times kernels, synchronizes and allocates, none of which
+//                                         a stream capture allows; the step after it is captured
+//   3. a batch of another size than    -> eager: the short last batch of an epoch (drop_last
+//      the first full one                 false) is one step in an epoch; a graph of it would be
+//                                         captured for one replay per epoch
+//   4. capture of this geometry failed -> eager for good, with the failure's text: the step never
+//      once                               alternates between a graph and eager kernels
+//   5. no graph for the geometry yet   -> capture (the captured graph then runs this step)
+//   6. otherwise                       -> replay
+// A replay runs the same kernels in the same order as the captured step, so graphs do not change
+// a result: deterministic runs stay bitwise identical.
+#include <optional>
+#include <string>
+
+namespace ra::backend::cuda {
+
+enum class StepLaunch { eager, capture, replay };
+
+const char* to_string(StepLaunch launch);  // "eager", "capture", "replay"
+
+struct StepGraphDecision {
+  StepLaunch launch = StepLaunch::eager;
+  std::string reason;  // why eager; empty for capture and replay
+};
+
+// What the step is about to do, as the trainer knows it before launching it.
+struct StepFacts {
+  int batch = 0;                   // samples in this step's batch
+  bool chooses_algorithm = false;  // some op of the step has not chosen its algorithm yet
+};
+
+class StepGraphPolicy {
+ public:
+  explicit StepGraphPolicy(bool enabled) : enabled_(enabled) {}
+
+  // The launch of the next step; a capture decision assumes the capture will be attempted.
+  StepGraphDecision decide(const StepFacts& step);
+  // After a capture: its graph now exists (ok) or the capture failed with `error`.
+  void captured(int batch, bool ok, const std::string& error = "");
+
+ private:
+  bool enabled_;
+  std::optional<int> full_batch_;  // the first batch size seen: the geometry graphs are made for
+  bool graph_ready_ = false;
+  std::optional<std::string> capture_failure_;
+};
+
+}  // namespace ra::backend::cuda
