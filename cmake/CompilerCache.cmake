@@ -9,10 +9,14 @@
 #    different folders share results;
 #  - CCACHE_NOHASHDIR: the build folder is not hashed either. The price: the debug information of
 #    an object taken from the cache names the folder it was first compiled in.
+#  - CCACHE_MAXSIZE: REPRO_AUDIT_CCACHE_SIZE (16G). CI's three builds and a session's builds did
+#    not fit ccache's default 5 GB: it evicted (14 clean-ups in one session), and a warm CI run
+#    then compiled what had been cached.
 #  - CCACHE_SLOPPINESS: what ccache needs to cache the compiles that use the test executables'
 #    precompiled header (tests/CMakeLists.txt; its __DATE__ and __TIME__ and its macros are part
 #    of the precompiled header's own hash).
 option(REPRO_AUDIT_CCACHE "Compile through ccache when it is installed" ON)
+set(REPRO_AUDIT_CCACHE_SIZE "16G" CACHE STRING "The compiler cache's size limit (CCACHE_MAXSIZE)")
 if(REPRO_AUDIT_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   find_program(RA_CCACHE ccache)
   set(ra_cache_dir "$ENV{CCACHE_DIR}")
@@ -27,7 +31,7 @@ if(REPRO_AUDIT_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
     file(REMOVE "${ra_cache_dir}/.repro-audit-probe")
     if(ra_ccache_works EQUAL 0)
       set(ra_launcher env "CCACHE_DIR=${ra_cache_dir}" "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}"
-                      CCACHE_NOHASHDIR=true
+                      CCACHE_NOHASHDIR=true "CCACHE_MAXSIZE=${REPRO_AUDIT_CCACHE_SIZE}"
                       CCACHE_SLOPPINESS=pch_defines,time_macros ${RA_CCACHE})
       set(CMAKE_CXX_COMPILER_LAUNCHER ${ra_launcher})
       if(NOT CMAKE_CUDA_COMPILER_LAUNCHER)
