@@ -15,15 +15,7 @@ namespace {
 
 namespace kernels = ra::kernels;
 
-std::vector<float> values(std::size_t size, std::uint32_t seed) {
-  std::vector<float> v(size);
-  std::uint32_t state = seed * 2654435761u + 7u;
-  for (float& x : v) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) / 16777216.0f * 2.0f - 1.0f;  // [-1, 1)
-  }
-  return v;
-}
+using splitk_twin::values;
 
 }  // namespace
 

@@ -5,11 +5,23 @@
 // product rounded before it is added (--fmad=false on the device, -ffp-contract=off here); then
 // dw = ((p0 + p1) + p2) + ... in slice order.
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/reduction_split.h"
 
 namespace splitk_twin {
+
+// Operands for the twin and the kernel alike: a fixed LCG's values in [-1, 1), per seed.
+inline std::vector<float> values(std::size_t size, std::uint32_t seed) {
+  std::vector<float> v(size);
+  std::uint32_t state = seed * 2654435761u + 7u;
+  for (float& x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / 16777216.0f * 2.0f - 1.0f;  // [-1, 1)
+  }
+  return v;
+}
 
 inline std::vector<float> dense_weight_grad_fixed(int n, int in, int out,
                                                   const std::vector<float>& x,
