@@ -350,10 +350,40 @@ struct ReplicaDivergence {
   int rank = 1;
 };
 
+// The first gradient bucket whose collective differs from the reference run's
+// (compare/collective_check.h). `inputs_identical`: every rank's input to the collective was the
+// reference run's, and rank `rank`'s result was not: the collective is the cause. Otherwise rank
+// `rank`'s input already differed: the cause lies inside that rank, before the collective.
+struct CollectiveDivergence {
+  int run = 0;
+  std::int64_t step = 0;
+  std::int64_t bucket = 0;
+  std::vector<std::string> params;  // the bucket's, in its order
+  std::int64_t elements = 0;
+  int rank = 0;
+  bool inputs_identical = false;
+  std::string comm_hook;  // the hook the bucket went through ("default": DDP's all-reduce)
+};
+
+// Where a run's gradient buckets are laid out otherwise than the reference run's: the hook, the
+// bucket cap (bucket_cap_mb), or a step's buckets (order, parameters, size) on rank `rank`; in
+// words. `step` is absent for the header's hook and cap.
+struct BucketLayoutDifference {
+  int run = 0;
+  std::optional<std::int64_t> step;
+  int rank = 0;
+  std::string difference;
+};
+
 struct DistributedFindings {
   int world_size = 1;
   std::string backend;
   std::vector<std::pair<std::string, std::string>> nccl;  // NCCL_ALGO, NCCL_PROTO when set
+  // The recorder wrapped DDP's communication hook in the reference run: its buckets were
+  // recorded before and after the collective ("" when not).
+  std::string comm_hook;
+  std::optional<CollectiveDivergence> collective;
+  std::optional<BucketLayoutDifference> bucket_layout;
   std::vector<RankComparison> ranks;                      // ranks 1 .. world_size - 1
   int runs_checked = 0;  // runs whose replicas were checked against each other
   std::optional<ReplicaDivergence> replicas_parted;

@@ -60,6 +60,50 @@ def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_re
     # Each rank trains its own half of the batch: expected, and said so.
     assert any(e.startswith("batches differ between ranks")
                for e in distributed["expected_differences"])
+    # DDP's own all-reduce, wrapped: every bucket as in the reference run.
+    assert distributed["comm_hook"] == "default"
+    assert distributed["collective"] is None and distributed["bucket_layout"] is None
+    step = json.loads(open(out / "run-001" / "rank-1.trace.jsonl").readlines()[2])
+    assert [b["bucket"] for b in step["collectives"]] == [0]
+    assert sorted(step["collectives"][0]["params"]) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    assert step["collectives"][0]["elements"] == 6 * 5 + 5 + 5 * 2 + 2
+
+
+def test_a_hook_that_varies_from_run_to_run_is_localised_to_the_collective_of_its_bucket(
+        tmp_path):
+    # The test-only hook adds run r's epsilon to bucket 0's result: the inputs of run 1's first
+    # all-reduce are run 0's on both ranks, its result is not.
+    done = exec_audit(tmp_path / "out", "--runs", "2", EPSILON_BUCKET=0)
+    assert done.returncode == 1, done.stderr
+    distributed = json.loads(done.stdout)["distributed"]
+    assert distributed["comm_hook"] == "allreduce_plus_epsilon"
+    collective = distributed["collective"]
+    assert {k: collective[k] for k in ("run", "step", "bucket", "rank", "inputs_identical",
+                                       "cause")} == {
+        "run": 1, "step": 0, "bucket": 0, "rank": 0, "inputs_identical": True,
+        "cause": "collective"}
+    assert sorted(collective["params"]) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    # Both ranks got the same (other) result: the replicas still agree.
+    assert distributed["replicas_parted"] is None and distributed["bucket_layout"] is None
+    text = subprocess.run([BINARY, "compare", str(tmp_path / "out")], capture_output=True,
+                          text=True)
+    assert text.returncode == 1
+    assert ("root cause: the collective (gloo, hook allreduce_plus_epsilon): bucket 0 "
+            "(4 parameters") in text.stdout
+    assert "at step 0 of run 1 had identical inputs on every rank" in text.stdout
+
+
+def test_another_bucket_cap_is_named_between_audits(tmp_path):
+    default, capped = tmp_path / "default", tmp_path / "capped"
+    assert exec_audit(default, "--runs", "1", "--allow-empty").returncode == 0
+    assert exec_audit(capped, "--runs", "1", "--allow-empty", BUCKET_CAP_MB="0.00001").returncode == 0
+    done = subprocess.run([BINARY, "compare", str(default / "run-000.trace.jsonl"),
+                           str(capped / "run-000.trace.jsonl"), "--json", "-"],
+                          capture_output=True, text=True)
+    layout = json.loads(done.stdout)["distributed"]["bucket_layout"]
+    assert layout["step"] is None
+    assert layout["difference"].startswith("bucket cap (bucket_cap_mb) 26214400 bytes in run 0, "
+                                           "10 bytes in run ")
 
 
 def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchronised(tmp_path):
