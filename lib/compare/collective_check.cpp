@@ -14,8 +14,8 @@ bool same_layout(const CollectiveRecord& a, const CollectiveRecord& b) {
 std::string bucket_text(const CollectiveRecord& c) {
   std::string names;
   for (const std::string& p : c.params) names += (names.empty() ? "" : ", ") + p;
-  return "bucket " + std::to_string(c.bucket) + " [" + names + "] (" +
-         std::to_string(c.elements) + " " + c.dtype + ")";
+  return "bucket " + std::to_string(c.bucket) + " [" + names + "] (" + std::to_string(c.elements) +
+         " " + c.dtype + ")";
 }
 
 std::string layout_text(const std::vector<CollectiveRecord>& calls) {
@@ -107,7 +107,8 @@ std::optional<CollectiveDivergence> collective_divergence(const RunBuckets& refe
   const std::size_t ranks = std::min(reference.ranks.size(), other.ranks.size());
   for (std::size_t s = 0; s < most_steps(reference); ++s) {
     if (step_layout_difference(reference, other, s)) return std::nullopt;  // incomparable
-    const std::size_t calls = s < reference.ranks[0].size() ? reference.ranks[0][s].calls.size() : 0;
+    const std::size_t calls =
+        s < reference.ranks[0].size() ? reference.ranks[0][s].calls.size() : 0;
     for (std::size_t c = 0; c < calls; ++c) {
       // Inputs first, on every rank: a result that differs after an input that did is no
       // finding about the collective.
@@ -117,9 +118,9 @@ std::optional<CollectiveDivergence> collective_divergence(const RunBuckets& refe
           const CollectiveRecord& a = reference.ranks[r][s].calls.at(c);
           const CollectiveRecord& b = other.ranks[r][s].calls.at(c);
           if (pass == 0 ? a.before == b.before : a.after == b.after) continue;
-          return CollectiveDivergence{other.run, reference.ranks[r][s].step, a.bucket, a.params,
-                                      a.elements, static_cast<int>(r), pass == 1,
-                                      other.comm_hook};
+          return CollectiveDivergence{
+              other.run,  reference.ranks[r][s].step, a.bucket,  a.params,
+              a.elements, static_cast<int>(r),        pass == 1, other.comm_hook};
         }
       }
     }
@@ -128,12 +129,11 @@ std::optional<CollectiveDivergence> collective_divergence(const RunBuckets& refe
 }
 
 std::string describe(const CollectiveDivergence& d, const DistributedFindings& f) {
-  const std::string where = "bucket " + std::to_string(d.bucket) + " (" +
-                            std::to_string(d.params.size()) + " parameter" +
-                            (d.params.size() == 1 ? "" : "s") +
-                            (d.params.empty() ? "" : ", first " + d.params.front()) + ", " +
-                            std::to_string(d.elements) + " elements) at step " +
-                            std::to_string(d.step) + " of run " + std::to_string(d.run);
+  const std::string where =
+      "bucket " + std::to_string(d.bucket) + " (" + std::to_string(d.params.size()) + " parameter" +
+      (d.params.size() == 1 ? "" : "s") + (d.params.empty() ? "" : ", first " + d.params.front()) +
+      ", " + std::to_string(d.elements) + " elements) at step " + std::to_string(d.step) +
+      " of run " + std::to_string(d.run);
   if (!d.inputs_identical) {
     return "the collective is not the cause: rank " + std::to_string(d.rank) + "'s input to " +
            where + " already differs from the reference run's (a cause inside the rank, before " +

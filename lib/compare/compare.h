@@ -365,9 +365,8 @@ struct CollectiveDivergence {
   std::string comm_hook;  // the hook the bucket went through ("default": DDP's all-reduce)
 };
 
-// Where a run's gradient buckets are laid out otherwise than the reference run's: the hook, the
-// bucket cap (bucket_cap_mb), or a step's buckets (order, parameters, size) on rank `rank`; in
-// words. `step` is absent for the header's hook and cap.
+// Where a run's buckets are laid out otherwise than the reference run's, in words: the hook, the
+// bucket cap (no `step`), or a step's buckets (order, parameters, size) on rank `rank`.
 struct BucketLayoutDifference {
   int run = 0;
   std::optional<std::int64_t> step;
@@ -379,13 +378,11 @@ struct DistributedFindings {
   int world_size = 1;
   std::string backend;
   std::vector<std::pair<std::string, std::string>> nccl;  // NCCL_ALGO, NCCL_PROTO when set
-  // The recorder wrapped DDP's communication hook in the reference run: its buckets were
-  // recorded before and after the collective ("" when not).
-  std::string comm_hook;
+  std::string comm_hook;  // the reference run's wrapped DDP hook; "": no bucket recorded
   std::optional<CollectiveDivergence> collective;
   std::optional<BucketLayoutDifference> bucket_layout;
-  std::vector<RankComparison> ranks;                      // ranks 1 .. world_size - 1
-  int runs_checked = 0;  // runs whose replicas were checked against each other
+  std::vector<RankComparison> ranks;  // ranks 1 .. world_size - 1
+  int runs_checked = 0;               // runs whose replicas were checked against each other
   std::optional<ReplicaDivergence> replicas_parted;
   // Differences between the ranks of a run that data parallelism expects, in words.
   std::vector<std::string> expected_differences;

@@ -17,7 +17,8 @@ std::string divergence_place(const audit::Divergence& d) {
 
 // The buckets through the collective: what differs there first, or that nothing does.
 std::string collective(const audit::DistributedFindings& f) {
-  if (f.comm_hook.empty()) return "  collective: not recorded (no DDP communication hook wrapped)\n";
+  if (f.comm_hook.empty())
+    return "  collective: not recorded (no DDP communication hook wrapped)\n";
   std::string out;
   if (f.bucket_layout) {
     const audit::BucketLayoutDifference& d = *f.bucket_layout;

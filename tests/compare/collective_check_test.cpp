@@ -52,8 +52,7 @@ TEST_CASE("runs whose buckets agree have no collective finding", "[compare]") {
   CHECK_FALSE(bucket_layout_difference(two_buckets(0), two_buckets(1)));
 }
 
-TEST_CASE("identical inputs and another result name the collective of the bucket",
-          "[compare]") {
+TEST_CASE("identical inputs and another result name the collective of the bucket", "[compare]") {
   RunBuckets other = two_buckets(2);
   for (auto& rank : other.ranks) rank[1].calls[1].after = ra::test::changed(rank[1].calls[1].after);
   other.ranks[1][2].calls[0].before = ra::test::changed(other.ranks[1][2].calls[0].before);
@@ -82,8 +81,9 @@ TEST_CASE("an input that differs on one rank is a cause inside that rank", "[com
   CHECK(d->step == 0);
   CHECK(d->rank == 1);
   CHECK_FALSE(d->inputs_identical);
-  CHECK(describe(*d, gloo()).starts_with("the collective is not the cause: rank 1's input to "
-                                         "bucket 0 (1 parameter, first fc.bias, 2 elements)"));
+  CHECK(describe(*d, gloo())
+            .starts_with("the collective is not the cause: rank 1's input to "
+                         "bucket 0 (1 parameter, first fc.bias, 2 elements)"));
 }
 
 TEST_CASE("nccl without a pinned algorithm and protocol is told to pin them", "[compare]") {
@@ -93,8 +93,9 @@ TEST_CASE("nccl without a pinned algorithm and protocol is told to pin them", "[
   REQUIRE(d);
   DistributedFindings f = gloo();
   f.backend = "nccl";
-  CHECK(describe(*d, f).ends_with("(NCCL has no determinism switch: pin NCCL_ALGO and "
-                                  "NCCL_PROTO)"));
+  CHECK(
+      describe(*d, f).ends_with("(NCCL has no determinism switch: pin NCCL_ALGO and "
+                                "NCCL_PROTO)"));
 }
 
 TEST_CASE("buckets laid out otherwise are named and not compared", "[compare]") {

@@ -135,12 +135,10 @@ TEST_CASE("a bucket record the run cannot have is refused by name", "[trace]") {
              Contains("names no parameter of the header: 'fc.weight'"));
   CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["before"] = "12"; }),
              Contains("before"));
-  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["bucket"] = -1; }),
-             Contains("bucket"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["bucket"] = -1; }), Contains("bucket"));
   CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["dtype"] = "f33"; }),
              Contains("unknown dtype 'f33'"));
-  CHECK_THAT(refused_step([](json& s) { s["collectives"][0].erase("after"); }),
-             Contains("after"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0].erase("after"); }), Contains("after"));
 }
 
 TEST_CASE("bucket records without the hook in the header are refused", "[trace]") {
