@@ -95,6 +95,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
 
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);
+  result.world_sizes = phases::world_sizes(traces, compared, result.runs);
 
   const std::vector<std::int64_t>& steps = found.step_counts;
   result.no_steps = compared.ids.size() >= 2 &&

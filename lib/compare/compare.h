@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/data_parallel.h"
 #include "compare/instability.h"
 #include "compare/resume_check.h"
 #include "compare/statistics.h"
@@ -350,30 +351,6 @@ struct ReplicaDivergence {
   int rank = 1;
 };
 
-// The first gradient bucket whose collective differs from the reference run's
-// (compare/collective_check.h). `inputs_identical`: every rank's input to the collective was the
-// reference run's, and rank `rank`'s result was not: the collective is the cause. Otherwise rank
-// `rank`'s input already differed: the cause lies inside that rank, before the collective.
-struct CollectiveDivergence {
-  int run = 0;
-  std::int64_t step = 0;
-  std::int64_t bucket = 0;
-  std::vector<std::string> params;  // the bucket's, in its order
-  std::int64_t elements = 0;
-  int rank = 0;
-  bool inputs_identical = false;
-  std::string comm_hook;  // the hook the bucket went through ("default": DDP's all-reduce)
-};
-
-// Where a run's buckets are laid out otherwise than the reference run's, in words: the hook, the
-// bucket cap (no `step`), or a step's buckets (order, parameters, size) on rank `rank`.
-struct BucketLayoutDifference {
-  int run = 0;
-  std::optional<std::int64_t> step;
-  int rank = 0;
-  std::string difference;
-};
-
 struct DistributedFindings {
   int world_size = 1;
   std::string backend;
@@ -450,9 +427,12 @@ struct ComparisonResult {
   // A data-parallel audit's ranks and replicas (absent for single processes).
   std::optional<DistributedFindings> distributed;
   // Replicas that part within a run are a fault whatever runs are expected to do.
+  // Runs of several world sizes (compare/data_parallel.h): they may differ; runs of one may not.
+  std::optional<WorldSizes> world_sizes;
   bool diverged() const {
     if (distributed && distributed->replicas_parted) return true;
-    return expect_identical && (!identical || (distributed && distributed->rank_diverged()));
+    const bool parted = world_sizes ? !world_sizes->identical_within : !identical;
+    return expect_identical && (parted || (distributed && distributed->rank_diverged()));
   }
   // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
   // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs

@@ -467,6 +467,11 @@ json to_json(const ComparisonResult& r) {
   if (r.instability) report["instability"] = instability_json(*r.instability);
   // Only for data-parallel runs (a PyTorch script under torch.distributed).
   if (r.distributed) report["distributed"] = distributed_json(*r.distributed);
+  // Only for runs of several world sizes (world size as a configuration).
+  if (r.world_sizes) {
+    report["world_sizes"] = {{"of_runs", r.world_sizes->of_runs},
+                             {"identical_within", r.world_sizes->identical_within}};
+  }
   return report;
 }
 

@@ -37,13 +37,36 @@ std::string collective(const audit::DistributedFindings& f) {
 
 }  // namespace
 
+// Runs of several world sizes: which run had which, and that they part by design.
+std::string world_sizes(const ComparisonResult& r) {
+  if (!r.world_sizes) return "";
+  std::string out = "world size as a configuration:";
+  const std::vector<int>& sizes = r.world_sizes->of_runs;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    out += format(" run %zu %d %s%s", i, sizes[i], sizes[i] == 1 ? "process" : "ranks",
+                  i + 1 < sizes.size() ? ";" : "");
+  }
+  out += " (rank 0's trace stands for a data-parallel run)\n";
+  if (r.identical) return out + "  the runs agree nonetheless\n";
+  out +=
+      "  runs of other world sizes differ by design: each rank trains its share of the global "
+      "batch and the all-reduce sums the gradients in another order";
+  if (r.first_divergence) out += "; first " + shown(divergence_place(*r.first_divergence));
+  out += r.world_sizes->identical_within
+             ? "\n  runs of one world size agree: no bug\n"
+             : "\n  runs of one world size DIFFER: that is no configuration (exit 1 when "
+               "identity is expected)\n";
+  return out;
+}
+
 std::string distributed(const ComparisonResult& r) {
-  if (!r.distributed) return "";
+  if (!r.distributed) return world_sizes(r);
   const audit::DistributedFindings& f = *r.distributed;
   std::string nccl;
   for (const auto& [name, value] : f.nccl) nccl += ", " + name + "=" + value;
-  std::string out = format("data-parallel: %d ranks on %s%s; rank 0 is compared above\n",
-                           f.world_size, shown(f.backend).c_str(), nccl.c_str());
+  std::string out = world_sizes(r);
+  out += format("data-parallel: %d ranks on %s%s; rank 0 is compared above\n", f.world_size,
+                shown(f.backend).c_str(), nccl.c_str());
   for (const audit::RankComparison& c : f.ranks) {
     if (c.identical) {
       out += format("  rank %d: bitwise identical across runs\n", c.rank);

@@ -44,6 +44,11 @@ std::string verdict(const ComparisonResult& r) {
         "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
         "rank or replica agrees (data-parallel, below)",
         n);
+  } else if (r.world_sizes && !r.identical && r.world_sizes->identical_within) {
+    head = format(
+        "DIFFERENT WORLD SIZES: the %zu same-seed runs differ only between world sizes, a "
+        "configuration (data-parallel, below); no two runs of one world size differ",
+        n);
   } else if (r.identical) {
     head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {

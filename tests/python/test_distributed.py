@@ -119,6 +119,34 @@ def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchr
             "rank 0's") in text.stdout
 
 
+def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configuration(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert exec_audit(one, "--runs", "1", "--allow-empty", ranks=1).returncode == 0
+    assert exec_audit(two, "--runs", "1", "--allow-empty").returncode == 0
+    files = [str(one / "run-000.trace.jsonl"), str(two / "run-000.trace.jsonl")]
+    done = subprocess.run([BINARY, "compare", *files, "--json", "-"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["world_sizes"] == {"of_runs": [1, 2], "identical_within": True}
+    assert not report["verdict"]["identical"] and not report["verdict"]["diverged"]
+    # Rank 0 trains half of the global batch the single process trains: where they part first.
+    first = report["first_divergence"]
+    assert (first["category"], first["step"]) == ("batches", 0)
+    text = subprocess.run([BINARY, "compare", *files], capture_output=True, text=True)
+    assert text.returncode == 0
+    assert "DIFFERENT WORLD SIZES" in text.stdout
+    assert "world size as a configuration: run 0 1 process; run 1 2 ranks" in text.stdout
+    assert "first batches at step 0 (inputs)" in text.stdout
+    # Two runs of one world size that differ are still a divergence (the epsilon hook's run 1).
+    varied = tmp_path / "varied"
+    assert exec_audit(varied, "--runs", "2", EPSILON_BUCKET=0).returncode == 1
+    mixed = subprocess.run([BINARY, "compare", *files, str(varied / "run-001.trace.jsonl"),
+                            "--json", "-"], capture_output=True, text=True)
+    assert mixed.returncode == 1, mixed.stderr
+    assert json.loads(mixed.stdout)["world_sizes"]["identical_within"] is False
+
+
 def test_a_rank_killed_mid_run_leaves_an_incomplete_run_that_resume_reruns_whole(tmp_path):
     out, marker = tmp_path / "out", tmp_path / "killed-once"
     first = exec_audit(out, "--runs", "2", KILL_AT=1, KILL_ONCE=marker)
