@@ -93,6 +93,17 @@ def test_a_hook_that_varies_from_run_to_run_is_localised_to_the_collective_of_it
     assert "at step 0 of run 1 had identical inputs on every rank" in text.stdout
 
 
+def test_the_recorders_default_hook_gives_ddps_own_gradients_bitwise():
+    # 3 ranks: 1/3 is no power of two, so a division (torch's allreduce_hook: HOOK=allreduce_hook
+    # makes this check print False) and DDP's multiplication differ in bits.
+    done = subprocess.run([sys.executable, LAUNCH, "3", os.path.join(SCRIPTS,
+                                                                     "ddp_default_hook.py")],
+                          capture_output=True, text=True, env=script_env())
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == [f"rank {r}: same gradients: True"
+                                                for r in range(3)]
+
+
 def test_another_bucket_cap_is_named_between_audits(tmp_path):
     default, capped = tmp_path / "default", tmp_path / "capped"
     assert exec_audit(default, "--runs", "1", "--allow-empty").returncode == 0
