@@ -49,7 +49,8 @@ def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_re
         rank0 = header(out / f"run-{run:03d}.trace.jsonl")
         rank1 = header(out / f"run-{run:03d}" / "rank-1.trace.jsonl")
         assert rank0["distributed"] == {"rank": 0, "world_size": 2, "backend": "gloo",
-                                        "nccl": {}}
+                                        "nccl": {}, "comm_hook": "default",
+                                        "bucket_cap_bytes": 25 * 1024 * 1024}
         assert rank1["distributed"]["rank"] == 1 and rank1["run_index"] == run
     report = json.loads(done.stdout)
     assert report["verdict"]["identical"] and not report["verdict"]["diverged"]
@@ -134,7 +135,9 @@ def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configurat
     one, two = tmp_path / "one", tmp_path / "two"
     assert exec_audit(one, "--runs", "1", "--allow-empty", ranks=1).returncode == 0
     assert exec_audit(two, "--runs", "1", "--allow-empty").returncode == 0
-    files = [str(one / "run-000.trace.jsonl"), str(two / "run-000.trace.jsonl")]
+    # Identity expected (exec's own expectation): runs of other world sizes do not fail it.
+    files = [str(one / "run-000.trace.jsonl"), str(two / "run-000.trace.jsonl"), "--expect",
+             "identical"]
     done = subprocess.run([BINARY, "compare", *files, "--json", "-"], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
@@ -152,10 +155,11 @@ def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configurat
     # Two runs of one world size that differ are still a divergence (the epsilon hook's run 1).
     varied = tmp_path / "varied"
     assert exec_audit(varied, "--runs", "2", EPSILON_BUCKET=0).returncode == 1
-    mixed = subprocess.run([BINARY, "compare", *files, str(varied / "run-001.trace.jsonl"),
+    mixed = subprocess.run([BINARY, "compare", str(varied / "run-001.trace.jsonl"), *files,
                             "--json", "-"], capture_output=True, text=True)
     assert mixed.returncode == 1, mixed.stderr
-    assert json.loads(mixed.stdout)["world_sizes"]["identical_within"] is False
+    assert json.loads(mixed.stdout)["world_sizes"] == {"of_runs": [2, 1, 2],
+                                                       "identical_within": False}
 
 
 def test_a_rank_killed_mid_run_leaves_an_incomplete_run_that_resume_reruns_whole(tmp_path):
