@@ -135,6 +135,10 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.loader_advice =
       phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
+  if (result.world_sizes && result.world_sizes->identical_within) {  // explained: no next step
+    result.loader_advice.reset();
+    result.suggested_trace_ops.reset();
+  }
   result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   result.environment_differences = phases::environment_differences(traces);
   result.ledger_differences = ledger_differences_of(traces);

@@ -58,6 +58,7 @@ def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_re
     assert distributed["world_size"] == 2 and distributed["backend"] == "gloo"
     assert distributed["ranks"] == [{"rank": 1, "identical": True, "first_divergence": None}]
     assert distributed["replicas_parted"] is None and distributed["runs_checked"] == 2
+    assert report["audit_folders"][0]["foreign_files"] == []  # rank traces are the audit's own
     # Each rank trains its own half of the batch: expected, and said so.
     assert any(e.startswith("batches differ between ranks")
                for e in distributed["expected_differences"])
@@ -92,6 +93,7 @@ def test_a_hook_that_varies_from_run_to_run_is_localised_to_the_collective_of_it
     assert ("root cause: the collective (gloo, hook allreduce_plus_epsilon): bucket 0 "
             "(4 parameters") in text.stdout
     assert "at step 0 of run 1 had identical inputs on every rank" in text.stdout
+    assert "--trace-ops" not in text.stdout  # no op inside a rank to localise
 
 
 def test_the_recorders_default_hook_gives_ddps_own_gradients_bitwise():
