@@ -8,7 +8,7 @@ if __import__("os").environ.get("REPRO_AUDIT_TRACE"):
     # Under an audit only: a DDP communication hook the script registers is wrapped, so that the
     # recorder sees its buckets (collective.py).
     from . import collective as _collective
-    _collective.watch_registrations(__import__("torch"))
+    _collective.watch_registrations()
 
 __all__ = ["record", "Checkpoint", "Recorder", "NoOpRecorder", "seed_everything", "digest_bytes",
            "tensor_digest", "text_digest", "worker_init_fn", "VERSION"]

@@ -88,9 +88,10 @@ def _register(ddp, state, hook):
     return wrapper
 
 
-def watch_registrations(torch):
+def watch_registrations():
     """Makes DistributedDataParallel.register_comm_hook register the recorder's wrapper (once per
-    process; only under an audit: the package's __init__ asks only then)."""
+    process; only under an audit: the package's __init__ asks only then). Without torch, nothing
+    to watch."""
     try:
         from torch.nn.parallel import DistributedDataParallel
     except ImportError:
