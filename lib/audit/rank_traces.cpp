@@ -147,11 +147,14 @@ std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>
     std::vector<Trace> ranks;
     for (int rank = 0; rank < f.world_size; ++rank)
       ranks.push_back(read_trace(rank_trace_path(t->source, rank)));
-    check_replicas(ranks, t->header.run_index, f);
+    // The run as the report numbers it: its position among the compared traces (two audits'
+    // files given to compare may share a run index).
+    const int run = static_cast<int>(t - run_traces.data());
+    check_replicas(ranks, run, f);
     if (reference_run) {
-      reference_buckets = buckets_of(ranks);
+      reference_buckets = buckets_of(ranks, run);
     } else if (same_group) {
-      check_collectives(reference_buckets, buckets_of(ranks), f);
+      check_collectives(reference_buckets, buckets_of(ranks, run), f);
     }
   }
   return f;

@@ -62,10 +62,10 @@ std::size_t most_steps(const RunBuckets& b) {
 
 }  // namespace
 
-RunBuckets buckets_of(const std::vector<Trace>& ranks) {
+RunBuckets buckets_of(const std::vector<Trace>& ranks, int run) {
   RunBuckets out;
+  out.run = run;
   if (ranks.empty()) return out;
-  out.run = ranks[0].header.run_index;
   if (const auto& placement = ranks[0].header.distributed) {
     out.comm_hook = placement->comm_hook;
     out.bucket_cap_bytes = placement->bucket_cap_bytes;

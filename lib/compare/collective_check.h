@@ -29,8 +29,9 @@ struct RunBuckets {
   std::vector<std::vector<StepBuckets>> ranks;
 };
 
-// The buckets of run `ranks[0].header.run_index`, from its ranks' traces held with their steps.
-RunBuckets buckets_of(const std::vector<Trace>& ranks);
+// The buckets of run `run` (as the report numbers it), from its ranks' traces held with their
+// steps.
+RunBuckets buckets_of(const std::vector<Trace>& ranks, int run);
 
 // The first bucket (by step, then call) whose inputs or result differ between `reference` and
 // `other` on some rank; none when the two agree, or their layouts differ (bucket_layout_difference

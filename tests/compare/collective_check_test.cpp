@@ -133,7 +133,7 @@ TEST_CASE("a run's buckets are read from its ranks' traces", "[compare]") {
     t.steps[1].collectives = two_buckets(4).ranks[0][1].calls;
   }
   ranks[1].header.distributed->rank = 1;
-  const RunBuckets b = buckets_of(ranks);
+  const RunBuckets b = buckets_of(ranks, 4);
   CHECK(b.run == 4);
   CHECK(b.comm_hook == "default");
   CHECK(b.bucket_cap_bytes == 1024);
