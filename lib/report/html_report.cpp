@@ -112,7 +112,11 @@ std::string data_parallel(const ComparisonResult& r) {
     const auto row = [&](int rank, bool identical, const std::optional<audit::Divergence>& d) {
       out += "<tr>" + cell(std::to_string(rank)) +
              (identical ? cell("identical", "same") : cell("differ", "differs")) +
-             cell(d && !identical ? html_escaped(text::where(*d)) : "") + "</tr>\n";
+             cell(d && !identical
+                      ? html_escaped(text::category_title(d->category) + ", " + text::where(*d) +
+                                     (d->tensor.empty() ? "" : " (" + d->tensor + ")"))
+                      : "") +
+             "</tr>\n";
     };
     row(0, r.identical, r.first_divergence);
     for (const audit::RankComparison& c : r.distributed->ranks)

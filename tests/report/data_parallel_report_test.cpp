@@ -26,7 +26,11 @@ ComparisonResult collective_varies() {
   f.world_size = 2;
   f.backend = "gloo";
   f.comm_hook = "default";
-  f.ranks = {{1, false, std::nullopt}};
+  ra::audit::Divergence d;
+  d.category = ra::audit::Category::gradients;
+  d.step = 3;
+  d.tensor = "fc.weight";
+  f.ranks = {{1, false, d}};
   f.runs_checked = 2;
   f.collective =
       ra::audit::CollectiveDivergence{1, 3, 0, {"fc.weight", "fc.bias"}, 12, 0, true, "default"};
@@ -75,7 +79,9 @@ TEST_CASE("runs of other world sizes are said to part by design", "[report]") {
 TEST_CASE("the HTML page has a data-parallel section with each rank's verdict", "[report]") {
   const std::string html = ra::report::render_html(collective_varies());
   CHECK_THAT(html, Contains("<h2>Data parallel</h2>"));
-  CHECK_THAT(html, Contains("<tr><td>1</td><td class=\"differs\">differ</td>"));
+  CHECK_THAT(html,
+             Contains("<tr><td>1</td><td class=\"differs\">differ</td><td>gradients, step 3"));
+  CHECK_THAT(html, Contains("(fc.weight)</td></tr>"));
   CHECK_THAT(html, Contains("root cause: the collective (gloo)"));
 }
 
