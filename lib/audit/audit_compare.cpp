@@ -104,6 +104,10 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
   auto ignored = std::make_shared<std::set<std::string>>();
   ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
   result.distributed = distributed_findings(traces, options);  // none for single processes
+  if (result.distributed && result.distributed->collective &&
+      result.distributed->collective->inputs_identical) {
+    result.suggested_trace_ops.reset();  // the collective is the cause: no op of a rank is
+  }
   if (options.measure_magnitudes) {
     // PyTorch runs cannot be replayed: their own kept outputs are all there is.
     KeptOutputs from_files(std::numeric_limits<std::size_t>::max());

@@ -160,6 +160,15 @@ bool is_snapshot_file_name(const std::string& name) {
       name == std::string(kCommandLogName) + ".1" || name == kFailedTraceName) {
     return true;
   }
+  // A data-parallel run's other ranks' traces (audit/rank_traces.h): "rank-<R>.trace.jsonl", and
+  // "failed-rank-<R>.trace.jsonl" once the run failed.
+  constexpr std::string_view kRankSuffix = ".trace.jsonl";
+  for (std::string_view prefix : {"rank-", "failed-rank-"}) {
+    if (!name.starts_with(prefix) || !name.ends_with(kRankSuffix)) continue;
+    const std::string_view rank = std::string_view(name).substr(
+        prefix.size(), name.size() - prefix.size() - kRankSuffix.size());
+    if (!rank.empty() && all_digits(rank)) return true;
+  }
   // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors"; of
   // an exec run (lib/python/repro_audit/checkpoint.py) the script's ".pt" and the recorder's
   // ".recorder.json".

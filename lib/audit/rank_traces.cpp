@@ -1,6 +1,7 @@
 // The traces of a data-parallel run's ranks: audit/rank_traces.h.
 #include "audit/rank_traces.h"
 
+#include "compare/collective_check.h"
 #include "compare/replica_check.h"
 #include "core/error.h"
 #include "trace/trace_io.h"
@@ -99,6 +100,25 @@ RankComparison compare_rank(const std::vector<const Trace*>& runs, int rank,
 
 }  // namespace
 
+namespace {
+
+// The replicas of one run checked against each other, until the first run whose replicas part.
+void check_replicas(const std::vector<Trace>& ranks, int run, DistributedFindings& f) {
+  if (f.replicas_parted) return;
+  ++f.runs_checked;
+  if (f.expected_differences.empty()) f.expected_differences = expected_rank_differences(ranks);
+  f.replicas_parted = replica_divergence(ranks, run);
+}
+
+// One run's buckets against the reference run's, until the first difference of each kind.
+void check_collectives(const RunBuckets& reference, const RunBuckets& other,
+                       DistributedFindings& f) {
+  if (!f.bucket_layout) f.bucket_layout = bucket_layout_difference(reference, other);
+  if (!f.collective) f.collective = collective_divergence(reference, other);
+}
+
+}  // namespace
+
 std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>& run_traces,
                                                         const ComparisonOptions& options) {
   if (run_traces.empty() || !run_traces[0].header.distributed) return std::nullopt;
@@ -107,6 +127,7 @@ std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>
   f.world_size = reference.world_size;
   f.backend = reference.backend;
   f.nccl = reference.nccl;
+  f.comm_hook = reference.comm_hook;
   std::vector<const Trace*> runs;  // the runs of the reference's world size
   for (const Trace& t : run_traces) {
     if (t.header.distributed && t.header.distributed->world_size == f.world_size)
@@ -114,14 +135,27 @@ std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>
   }
   for (int rank = 1; rank < f.world_size; ++rank)
     f.ranks.push_back(compare_rank(runs, rank, options));
+  // Each run's ranks are read whole once: the replicas checked against each other, and the
+  // buckets (small: a few digests a step) kept of the reference run only, to compare the others'
+  // of its seed group with.
+  RunBuckets reference_buckets;
   for (const Trace* t : runs) {
+    const bool reference_run = t == runs.front();
+    const bool same_group = t->header.seed_group == runs.front()->header.seed_group;
+    if (f.replicas_parted && !reference_run && (!same_group || (f.collective && f.bucket_layout)))
+      continue;  // nothing left to find in this run
     std::vector<Trace> ranks;
     for (int rank = 0; rank < f.world_size; ++rank)
       ranks.push_back(read_trace(rank_trace_path(t->source, rank)));
-    ++f.runs_checked;
-    if (f.expected_differences.empty()) f.expected_differences = expected_rank_differences(ranks);
-    f.replicas_parted = replica_divergence(ranks, t->header.run_index);
-    if (f.replicas_parted) break;
+    // The run as the report numbers it: its position among the compared traces (two audits'
+    // files given to compare may share a run index).
+    const int run = static_cast<int>(t - run_traces.data());
+    check_replicas(ranks, run, f);
+    if (reference_run) {
+      reference_buckets = buckets_of(ranks, run);
+    } else if (same_group) {
+      check_collectives(reference_buckets, buckets_of(ranks, run), f);
+    }
   }
   return f;
 }

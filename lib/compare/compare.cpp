@@ -57,6 +57,17 @@ void add_resume_verdicts(ComparisonResult& result, const std::vector<Trace>& tra
   if (!result.resumes.empty()) result.suggested_trace_ops.reset();
 }
 
+// Runs of several world sizes (compare/data_parallel.h). Runs that part only between world sizes
+// are explained: no re-run with op records or loader advice localises a configuration.
+void add_world_sizes(ComparisonResult& result, const std::vector<Trace>& traces,
+                     const phases::ComparedRuns& compared) {
+  result.world_sizes = phases::world_sizes(traces, compared, result.runs);
+  if (result.world_sizes && result.world_sizes->identical_within) {
+    result.loader_advice.reset();
+    result.suggested_trace_ops.reset();
+  }
+}
+
 }  // namespace
 
 // The phases, in order (compare/compare_phases.h says what each computes and where it lives);
@@ -74,11 +85,9 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(found.contents);
   for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
-  if (std::optional<std::string> w = phases::pinned_nondeterministic_warning(traces)) {
-    result.warnings.push_back(std::move(*w));
-  }
-  if (std::optional<std::string> w = phases::determinism_flags_warning(traces)) {
-    result.warnings.push_back(std::move(*w));
+  for (const std::optional<std::string>& w : {phases::pinned_nondeterministic_warning(traces),
+                                              phases::determinism_flags_warning(traces)}) {
+    if (w) result.warnings.push_back(*w);
   }
   for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
   if (std::optional<std::string> w = phases::unapplied_seeds_warning(traces)) {
@@ -134,6 +143,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.loader_advice =
       phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
+  add_world_sizes(result, traces, compared);
   result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   result.environment_differences = phases::environment_differences(traces);
   result.ledger_differences = ledger_differences_of(traces);

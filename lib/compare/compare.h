@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/data_parallel.h"
 #include "compare/instability.h"
 #include "compare/resume_check.h"
 #include "compare/statistics.h"
@@ -354,8 +355,11 @@ struct DistributedFindings {
   int world_size = 1;
   std::string backend;
   std::vector<std::pair<std::string, std::string>> nccl;  // NCCL_ALGO, NCCL_PROTO when set
-  std::vector<RankComparison> ranks;                      // ranks 1 .. world_size - 1
-  int runs_checked = 0;  // runs whose replicas were checked against each other
+  std::string comm_hook;  // the reference run's wrapped DDP hook; "": no bucket recorded
+  std::optional<CollectiveDivergence> collective;
+  std::optional<BucketLayoutDifference> bucket_layout;
+  std::vector<RankComparison> ranks;  // ranks 1 .. world_size - 1
+  int runs_checked = 0;               // runs whose replicas were checked against each other
   std::optional<ReplicaDivergence> replicas_parted;
   // Differences between the ranks of a run that data parallelism expects, in words.
   std::vector<std::string> expected_differences;
@@ -423,9 +427,12 @@ struct ComparisonResult {
   // A data-parallel audit's ranks and replicas (absent for single processes).
   std::optional<DistributedFindings> distributed;
   // Replicas that part within a run are a fault whatever runs are expected to do.
+  // Runs of several world sizes (compare/data_parallel.h): they may differ; runs of one may not.
+  std::optional<WorldSizes> world_sizes;
   bool diverged() const {
     if (distributed && distributed->replicas_parted) return true;
-    return expect_identical && (!identical || (distributed && distributed->rank_diverged()));
+    const bool parted = world_sizes ? !world_sizes->identical_within : !identical;
+    return expect_identical && (parted || (distributed && distributed->rank_diverged()));
   }
   // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
   // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs

@@ -1,6 +1,7 @@
 // JSON form of a comparison (docs/report.md documents every field).
 #include <bit>
 
+#include "compare/collective_check.h"
 #include "compare/compare.h"
 #include "trace/op_names.h"
 #include "trace/op_window.h"
@@ -361,6 +362,31 @@ json next_step_json(const ComparisonResult& r) {
           {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
 }
 
+// The first bucket whose collective differs from the reference run's, and its finding in words.
+json collective_json(const DistributedFindings& f) {
+  if (!f.collective) return nullptr;
+  const CollectiveDivergence& d = *f.collective;
+  return {{"run", d.run},
+          {"step", d.step},
+          {"bucket", d.bucket},
+          {"params", d.params},
+          {"elements", d.elements},
+          {"rank", d.rank},
+          {"inputs_identical", d.inputs_identical},
+          {"cause", d.inputs_identical ? "collective" : "inside_rank"},
+          {"comm_hook", d.comm_hook},
+          {"finding", describe(d, f)}};
+}
+
+json bucket_layout_json(const DistributedFindings& f) {
+  if (!f.bucket_layout) return nullptr;
+  const BucketLayoutDifference& d = *f.bucket_layout;
+  return {{"run", d.run},
+          {"step", d.step ? json(*d.step) : json(nullptr)},
+          {"rank", d.rank},
+          {"difference", d.difference}};
+}
+
 // A data-parallel audit's ranks and replicas (docs/distributed.md).
 json distributed_json(const DistributedFindings& f) {
   json ranks = json::array();
@@ -386,7 +412,10 @@ json distributed_json(const DistributedFindings& f) {
           {"ranks", ranks},
           {"runs_checked", f.runs_checked},
           {"replicas_parted", parted},
-          {"expected_differences", f.expected_differences}};
+          {"expected_differences", f.expected_differences},
+          {"comm_hook", f.comm_hook.empty() ? json(nullptr) : json(f.comm_hook)},
+          {"collective", collective_json(f)},
+          {"bucket_layout", bucket_layout_json(f)}};
 }
 
 }  // namespace
@@ -438,6 +467,11 @@ json to_json(const ComparisonResult& r) {
   if (r.instability) report["instability"] = instability_json(*r.instability);
   // Only for data-parallel runs (a PyTorch script under torch.distributed).
   if (r.distributed) report["distributed"] = distributed_json(*r.distributed);
+  // Only for runs of several world sizes (world size as a configuration).
+  if (r.world_sizes) {
+    report["world_sizes"] = {{"of_runs", r.world_sizes->of_runs},
+                             {"identical_within", r.world_sizes->identical_within}};
+  }
   return report;
 }
 

@@ -57,6 +57,15 @@ ComparedRuns same_seed_runs(const std::vector<Trace>& traces);
 // Whether the compared runs share one outcome class (`runs`: summarize_runs's): the verdict.
 bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs);
 
+// World size as a configuration (compare_world_sizes.cpp): why trace `i` cannot be compared with
+// the earlier ones for its spec ("" when it can: a PyTorch run of a world size no earlier run has
+// may come from another command, as a launcher's); and, for runs of several world sizes, each
+// run's and whether the runs of each agree (none for runs of one world size).
+std::string other_spec_problem(const std::vector<Trace>& traces, std::size_t i);
+std::optional<WorldSizes> world_sizes(const std::vector<Trace>& traces,
+                                      const ComparedRuns& compared,
+                                      const std::vector<RunSummary>& runs);
+
 // Root causes from op records (compare_root_cause.cpp), found by the walk over the steps
 // (step_walk.h): a compared run's cause before step 0 (its initial state differs from the
 // reference's), or none;

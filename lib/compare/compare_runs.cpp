@@ -88,17 +88,15 @@ RunSummary summary_of(const Trace& t, int run) {
 void check_comparable(const std::vector<Trace>& traces) {
   if (traces.empty()) throw InputError("no traces to compare");
   const Trace& ref = traces[0];
-  for (const Trace& t : traces) {
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const Trace& t = traces[i];
     if (!t.final) throw InputError(t.source + ": the run did not finish (no end record)");
     if (t.failed()) {
       throw InputError(t.source + ": the run " + describe_failure(*t.final) +
                        " (its end record says so): a failed run is never compared as whole; "
                        "run it again (exec --resume reruns it)");
     }
-    if (t.header.spec_digest != ref.header.spec_digest) {
-      throw InputError("traces come from different specs: " + ref.source + " has spec digest " +
-                       ref.header.spec_digest + ", " + t.source + " has " + t.header.spec_digest);
-    }
+    if (std::string why = other_spec_problem(traces, i); !why.empty()) throw InputError(why);
     // Names, shapes and dtypes (f32 in versions 1 and 2).
     if (t.header.params != ref.header.params) {
       throw InputError("traces have different parameter lists: " + ref.source + " and " + t.source);

@@ -102,6 +102,31 @@ std::string resumes(const ComparisonResult& r) {
          svg::html_lines_escaped(text::cut_long_lines(text::resumes(r))) + "</pre>\n";
 }
 
+// A data-parallel audit (docs/distributed.md): each rank's verdict across runs, then the
+// replica check, the collective and the world sizes in the text report's words.
+std::string data_parallel(const ComparisonResult& r) {
+  if (!r.distributed && !r.world_sizes) return "";
+  std::string out = "<h2>Data parallel</h2>\n";
+  if (r.distributed) {
+    out += "<table><tr><th>rank</th><th>across runs</th><th>first divergence</th></tr>\n";
+    const auto row = [&](int rank, bool identical, const std::optional<audit::Divergence>& d) {
+      out += "<tr>" + cell(std::to_string(rank)) +
+             (identical ? cell("identical", "same") : cell("differ", "differs")) +
+             cell(d && !identical
+                      ? html_escaped(text::category_title(d->category) + ", " + text::where(*d) +
+                                     (d->tensor.empty() ? "" : " (" + d->tensor + ")"))
+                      : "") +
+             "</tr>\n";
+    };
+    row(0, r.identical, r.first_divergence);
+    for (const audit::RankComparison& c : r.distributed->ranks)
+      row(c.rank, c.identical, c.first_divergence);
+    out += "</table>\n";
+  }
+  return out + "<pre>" + svg::html_lines_escaped(text::cut_long_lines(text::distributed(r))) +
+         "</pre>\n";
+}
+
 std::string ulp_cell(const audit::TensorDifference& d) {
   if (d.max_ulp_same_sign == UINT64_MAX) return "a NaN against another value";
   if (d.differing > 0 && d.max_ulp_same_sign == 0) return "(every difference is a sign flip)";
@@ -193,9 +218,9 @@ std::string render_html(const ComparisonResult& r) {
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
-  out += banner(r) + category_table(r) + resumes(r) + html::loss_plots(r) + html::growth_plots(r) +
-         html::divergence_map(r) + html::seed_group_plots(r) + html::instability_plots(r) +
-         snapshots(r) + statistics(r) + differences(r) + cost(r);
+  out += banner(r) + category_table(r) + resumes(r) + data_parallel(r) + html::loss_plots(r) +
+         html::growth_plots(r) + html::divergence_map(r) + html::seed_group_plots(r) +
+         html::instability_plots(r) + snapshots(r) + statistics(r) + differences(r) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "compare/collective_check.h"
+#include "compare/replica_check.h"
 #include "core/printable.h"
 #include "report/markup.h"
 #include "report/text_format.h"
@@ -236,6 +238,46 @@ Case resume_case(const ComparisonResult& r, const audit::ResumeVerdict& v, std::
   return c;
 }
 
+// A data-parallel audit's findings (docs/distributed.md), numbered after the resumes: each rank's
+// runs (rank 0's are the verdict's), the replicas (a fault whatever the expectation), and the
+// collective (fails when it is the cause and identity was expected).
+std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t first) {
+  std::vector<Case> cases;
+  if (!r.distributed) return cases;
+  const audit::DistributedFindings& f = *r.distributed;
+  const auto add = [&](const std::string& name, const std::string& message, bool failed,
+                       const char* type) {
+    Case c;
+    c.name = std::to_string(first + cases.size()) + " " + name;
+    c.message = message;
+    if (failed) {
+      c.outcome = Case::Outcome::failed;
+      c.failure_type = type;
+      c.detail = text::distributed(r);
+    }
+    cases.push_back(c);
+  };
+  for (const audit::RankComparison& rank : f.ranks) {
+    add("rank " + std::to_string(rank.rank),
+        rank.identical
+            ? "bitwise identical across runs"
+            : "DIVERGED across runs" + (rank.first_divergence
+                                            ? ", first " + text::where(*rank.first_divergence)
+                                            : std::string()),
+        !rank.identical && r.expect_identical, "divergence");
+  }
+  add("replicas",
+      f.replicas_parted ? audit::describe(*f.replicas_parted)
+                        : format("replicas agree (%d runs checked)", f.runs_checked),
+      f.replicas_parted.has_value(), "replicas");
+  add("collective",
+      f.collective          ? audit::describe(*f.collective, f)
+      : f.comm_hook.empty() ? "not recorded (no DDP communication hook wrapped)"
+                            : "every bucket's inputs and results as in the reference run",
+      f.collective && f.collective->inputs_identical && r.expect_identical, "collective");
+  return cases;
+}
+
 std::string render_junit(const ComparisonResult& r) {
   std::vector<Case> cases{verdict_case(r)};
   if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
@@ -245,6 +287,8 @@ std::string render_junit(const ComparisonResult& r) {
   for (std::size_t i = 0; i < r.resumes.size(); ++i) {
     cases.push_back(resume_case(r, r.resumes[i], 3 + r.categories.size() + i));
   }
+  for (Case& c : data_parallel_cases(r, 3 + r.categories.size() + r.resumes.size()))
+    cases.push_back(std::move(c));
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {
     failures += c.outcome == Case::Outcome::failed ? 1 : 0;

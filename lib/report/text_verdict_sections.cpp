@@ -44,6 +44,11 @@ std::string verdict(const ComparisonResult& r) {
         "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
         "rank or replica agrees (data-parallel, below)",
         n);
+  } else if (r.world_sizes && !r.identical && r.world_sizes->identical_within) {
+    head = format(
+        "DIFFERENT WORLD SIZES: the %zu same-seed runs differ only between world sizes, a "
+        "configuration (data-parallel, below); no two runs of one world size differ",
+        n);
   } else if (r.identical) {
     head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {
@@ -169,7 +174,9 @@ std::string first_divergence(const ComparisonResult& r) {
                 (d.per_category ? std::string(" (one digest for all of them at this step)")
                                 : " of " + shown(d.tensor)) +
                 " (runs " + run_list(d.runs_differing) + " differ from run " +
-                std::to_string(reference) + ")\n" + plain_words(d);
+                std::to_string(reference) + ")\n" +
+                // Runs of other world sizes part by design: the data-parallel section says why.
+                (r.world_sizes ? std::string() : plain_words(d));
   // Runs made on other machines (shards on other nodes): the likely explanation, said here.
   constexpr std::size_t kShown = 8;
   for (std::size_t i = 0; i < r.divergent_machines.size() && i < kShown; ++i) {

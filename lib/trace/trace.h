@@ -139,11 +139,28 @@ struct PredictionsRecord {
 // header field, docs/distributed.md): its rank, the world size, the process group's backend
 // ("gloo", "nccl"; "unknown" when the recorder ran before the group was made) and the NCCL_*
 // variables that pin NCCL's reduction (NCCL_ALGO, NCCL_PROTO), as {name: value}, when set.
+// `comm_hook` and `bucket_cap_bytes` are set when the recorder wrapped a DDP model's
+// communication hook (lib/python/repro_audit/collective.py): "default" (DDP's all-reduce) or the
+// script's hook's name, and DDP's bucket size cap.
 struct RankPlacement {
   int rank = 0;
   int world_size = 1;
   std::string backend;
   std::vector<std::pair<std::string, std::string>> nccl;
+  std::string comm_hook{};                         // "" when no hook was wrapped
+  std::optional<std::int64_t> bucket_cap_bytes{};  // set with comm_hook
+};
+
+// One gradient bucket's collective in a step of a data-parallel run (the step's `collectives`,
+// in call order): the bucket's index, its parameters in the bucket's order, its flat buffer's
+// size and dtype, and the buffer's digest before the collective and of its result after it.
+struct CollectiveRecord {
+  std::int64_t bucket = 0;
+  std::vector<std::string> params;
+  std::int64_t elements = 0;
+  std::string dtype = "f32";
+  Digest128 before, after;
+  friend bool operator==(const CollectiveRecord&, const CollectiveRecord&) = default;
 };
 
 struct TraceHeader {
@@ -204,6 +221,8 @@ struct StepRecord {
   double seconds = 0.0;
   bool ops_recorded = false;  // the step is in the trace's op window
   std::vector<OpRecord> ops;  // its op records, in execution order
+  // A data-parallel run's buckets through the collective (none: not recorded, or no bucket).
+  std::vector<CollectiveRecord> collectives;
 };
 
 struct EpochRecord {

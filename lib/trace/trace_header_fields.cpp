@@ -182,7 +182,8 @@ json read_rng_states(const Field& states) {
 }
 
 // {"rank", "world_size", "backend", "nccl": {name: value}}: rank below world size, world size 2
-// or more (a single process writes no such field).
+// or more (a single process writes no such field); "comm_hook" and "bucket_cap_bytes" when the
+// recorder wrapped DDP's communication hook.
 RankPlacement read_rank_placement(const Field& d) {
   RankPlacement p;
   p.world_size = static_cast<int>(d["world_size"].integer(2, kMaxInt));
@@ -194,6 +195,10 @@ RankPlacement read_rank_placement(const Field& d) {
   }
   p.backend = d["backend"].nonempty_string();
   for (const auto& [name, value] : d["nccl"].members()) p.nccl.emplace_back(name, value.string());
+  if (d.has("comm_hook")) {  // the recorder wrapped DDP's hook (collective.py): both, or neither
+    p.comm_hook = d["comm_hook"].nonempty_string();
+    p.bucket_cap_bytes = d["bucket_cap_bytes"].count();
+  }
   return p;
 }
 

@@ -2,9 +2,11 @@
 // (trace/trace_records.h). How records agree with each other: trace_read.cpp.
 #include "trace/trace_records.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include "core/text_excerpt.h"
 #include "trace/loader_workers.h"
@@ -191,6 +193,36 @@ void read_step_tensors(const Field& r, const TraceHeader& h, StepRecord& s) {
 
 }  // namespace
 
+// A data-parallel step's buckets through the collective: only in a rank's trace whose header
+// names the hook the recorder wrapped; each bucket's parameters among the header's.
+void read_collectives(const Field& r, const TraceHeader& h, StepRecord& s) {
+  if (!r.has("collectives")) return;
+  const Field buckets = r["collectives"];
+  if (!h.distributed || h.distributed->comm_hook.empty()) {
+    buckets.fail("collective records need the header's distributed.comm_hook");
+  }
+  std::unordered_set<std::string> names;  // a step's buckets hold each parameter once: O(P)
+  for (const TensorInfo& t : h.params) names.insert(t.name);
+  for (const Field& b : buckets.elements()) {
+    CollectiveRecord c;
+    c.bucket = b["bucket"].count();
+    for (const Field& p : b["params"].elements()) {
+      c.params.push_back(p.nonempty_string());
+      if (!names.contains(c.params.back()))
+        p.fail("names no parameter of the header: '" + excerpt(c.params.back()) + "'");
+    }
+    c.elements = b["elements"].count();
+    c.dtype = b["dtype"].nonempty_string();
+    if (std::find(std::begin(kTraceDTypes), std::end(kTraceDTypes), c.dtype) ==
+        std::end(kTraceDTypes)) {
+      b["dtype"].fail("unknown dtype '" + excerpt(c.dtype) + "'");
+    }
+    c.before = b["before"].digest();
+    c.after = b["after"].digest();
+    s.collectives.push_back(std::move(c));
+  }
+}
+
 StepRecord read_step(const Field& r, const TraceHeader& h) {
   StepRecord s;
   s.step = r["step"].count();
@@ -204,6 +236,7 @@ StepRecord read_step(const Field& r, const TraceHeader& h) {
   read_step_tensors(r, h, s);
   s.optimizer_state = r["optimizer_state"].digest();
   s.seconds = r["seconds"].nonnegative_number();
+  read_collectives(r, h, s);
   return s;
 }
 

@@ -103,6 +103,10 @@ json header_json(const TraceHeader& h) {
                              {"world_size", h.distributed->world_size},
                              {"backend", h.distributed->backend},
                              {"nccl", nccl}};
+    if (!h.distributed->comm_hook.empty()) {
+      header["distributed"]["comm_hook"] = h.distributed->comm_hook;
+      header["distributed"]["bucket_cap_bytes"] = h.distributed->bucket_cap_bytes.value_or(0);
+    }
   }
   return header;
 }
@@ -150,6 +154,18 @@ json step_json(const StepRecord& r, bool v3) {
     json ops = json::array();
     for (const OpRecord& o : r.ops) ops.push_back(op_json(o));
     line["ops"] = std::move(ops);
+  }
+  if (!r.collectives.empty()) {
+    json buckets = json::array();
+    for (const CollectiveRecord& c : r.collectives) {
+      buckets.push_back({{"bucket", c.bucket},
+                         {"params", c.params},
+                         {"elements", c.elements},
+                         {"dtype", c.dtype},
+                         {"before", c.before.hex()},
+                         {"after", c.after.hex()}});
+    }
+    line["collectives"] = std::move(buckets);
   }
   return line;
 }

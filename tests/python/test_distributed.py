@@ -6,6 +6,7 @@ cannot start torchrun under Python 3.11). REPRO_AUDIT_BINARY names the built bin
 it)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,7 +50,8 @@ def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_re
         rank0 = header(out / f"run-{run:03d}.trace.jsonl")
         rank1 = header(out / f"run-{run:03d}" / "rank-1.trace.jsonl")
         assert rank0["distributed"] == {"rank": 0, "world_size": 2, "backend": "gloo",
-                                        "nccl": {}}
+                                        "nccl": {}, "comm_hook": "default",
+                                        "bucket_cap_bytes": 25 * 1024 * 1024}
         assert rank1["distributed"]["rank"] == 1 and rank1["run_index"] == run
     report = json.loads(done.stdout)
     assert report["verdict"]["identical"] and not report["verdict"]["diverged"]
@@ -57,9 +59,68 @@ def test_each_rank_writes_its_trace_and_seeded_runs_agree_per_rank_and_across_re
     assert distributed["world_size"] == 2 and distributed["backend"] == "gloo"
     assert distributed["ranks"] == [{"rank": 1, "identical": True, "first_divergence": None}]
     assert distributed["replicas_parted"] is None and distributed["runs_checked"] == 2
+    assert report["audit_folders"][0]["foreign_files"] == []  # rank traces are the audit's own
     # Each rank trains its own half of the batch: expected, and said so.
     assert any(e.startswith("batches differ between ranks")
                for e in distributed["expected_differences"])
+    # DDP's own all-reduce, wrapped: every bucket as in the reference run.
+    assert distributed["comm_hook"] == "default"
+    assert distributed["collective"] is None and distributed["bucket_layout"] is None
+    step = json.loads(open(out / "run-001" / "rank-1.trace.jsonl").readlines()[2])
+    assert [b["bucket"] for b in step["collectives"]] == [0]
+    assert sorted(step["collectives"][0]["params"]) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    assert step["collectives"][0]["elements"] == 6 * 5 + 5 + 5 * 2 + 2
+
+
+def test_a_hook_that_varies_from_run_to_run_is_localised_to_the_collective_of_its_bucket(
+        tmp_path):
+    # The test-only hook adds run r's epsilon to bucket 0's result: the inputs of run 1's first
+    # all-reduce are run 0's on both ranks, its result is not.
+    done = exec_audit(tmp_path / "out", "--runs", "2", EPSILON_BUCKET=0)
+    assert done.returncode == 1, done.stderr
+    distributed = json.loads(done.stdout)["distributed"]
+    assert distributed["comm_hook"] == "allreduce_plus_epsilon"
+    collective = distributed["collective"]
+    assert {k: collective[k] for k in ("run", "step", "bucket", "rank", "inputs_identical",
+                                       "cause")} == {
+        "run": 1, "step": 0, "bucket": 0, "rank": 0, "inputs_identical": True,
+        "cause": "collective"}
+    assert sorted(collective["params"]) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    # Both ranks got the same (other) result: the replicas still agree.
+    assert distributed["replicas_parted"] is None and distributed["bucket_layout"] is None
+    text = subprocess.run([BINARY, "compare", str(tmp_path / "out")], capture_output=True,
+                          text=True)
+    assert text.returncode == 1
+    assert ("root cause: the collective (gloo, hook allreduce_plus_epsilon): bucket 0 "
+            "(4 parameters") in text.stdout
+    assert "at step 0 of run 1 had identical inputs on every rank" in text.stdout
+    assert "--trace-ops" not in text.stdout  # no op inside a rank to localise
+
+
+def test_the_recorders_default_hook_gives_ddps_own_gradients_bitwise():
+    # 3 ranks: 1/3 is no power of two, so a division (torch's allreduce_hook: HOOK=allreduce_hook
+    # makes this check print False) and DDP's multiplication differ in bits.
+    done = subprocess.run([sys.executable, LAUNCH, "3", os.path.join(SCRIPTS,
+                                                                     "ddp_default_hook.py")],
+                          capture_output=True, text=True, env=script_env())
+    assert done.returncode == 0, done.stderr
+    # Three processes print into one pipe: their lines may interleave.
+    found = re.findall(r"rank (\d): same gradients: (True|False)", done.stdout)
+    assert sorted(found) == [(str(r), "True") for r in range(3)]
+
+
+def test_another_bucket_cap_is_named_between_audits(tmp_path):
+    default, capped = tmp_path / "default", tmp_path / "capped"
+    assert exec_audit(default, "--runs", "1", "--allow-empty").returncode == 0
+    assert exec_audit(capped, "--runs", "1", "--allow-empty", BUCKET_CAP_MB="0.00001").returncode == 0
+    done = subprocess.run([BINARY, "compare", str(default / "run-000.trace.jsonl"),
+                           str(capped / "run-000.trace.jsonl"), "--json", "-"],
+                          capture_output=True, text=True)
+    layout = json.loads(done.stdout)["distributed"]["bucket_layout"]
+    assert layout["step"] is None
+    assert layout["run"] == 1  # as the report numbers the runs: both traces are their run 0
+    assert layout["difference"] == ("bucket cap (bucket_cap_mb) 26214400 bytes in run 0, 10 bytes "
+                                    "in run 1")
 
 
 def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchronised(tmp_path):
@@ -73,6 +134,37 @@ def test_a_rank_whose_gradient_is_changed_after_the_all_reduce_is_named_desynchr
     assert text.returncode == 1
     assert ("replicas desynchronised at step 2 of run 0: rank 1's 0.weight differs from "
             "rank 0's") in text.stdout
+
+
+def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configuration(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert exec_audit(one, "--runs", "1", "--allow-empty", ranks=1).returncode == 0
+    assert exec_audit(two, "--runs", "1", "--allow-empty").returncode == 0
+    # Identity expected (exec's own expectation): runs of other world sizes do not fail it.
+    files = [str(one / "run-000.trace.jsonl"), str(two / "run-000.trace.jsonl"), "--expect",
+             "identical"]
+    done = subprocess.run([BINARY, "compare", *files, "--json", "-"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["world_sizes"] == {"of_runs": [1, 2], "identical_within": True}
+    assert not report["verdict"]["identical"] and not report["verdict"]["diverged"]
+    # Rank 0 trains half of the global batch the single process trains: where they part first.
+    first = report["first_divergence"]
+    assert (first["category"], first["step"]) == ("batches", 0)
+    text = subprocess.run([BINARY, "compare", *files], capture_output=True, text=True)
+    assert text.returncode == 0
+    assert "DIFFERENT WORLD SIZES" in text.stdout
+    assert "world size as a configuration: run 0 1 process; run 1 2 ranks" in text.stdout
+    assert "first batches at step 0 (inputs)" in text.stdout
+    # Two runs of one world size that differ are still a divergence (the epsilon hook's run 1).
+    varied = tmp_path / "varied"
+    assert exec_audit(varied, "--runs", "2", EPSILON_BUCKET=0).returncode == 1
+    mixed = subprocess.run([BINARY, "compare", str(varied / "run-001.trace.jsonl"), *files,
+                            "--json", "-"], capture_output=True, text=True)
+    assert mixed.returncode == 1, mixed.stderr
+    assert json.loads(mixed.stdout)["world_sizes"] == {"of_runs": [2, 1, 2],
+                                                       "identical_within": False}
 
 
 def test_a_rank_killed_mid_run_leaves_an_incomplete_run_that_resume_reruns_whole(tmp_path):

@@ -1,9 +1,11 @@
 // The header's `distributed` field (docs/trace-format.md, "Data-parallel runs"): a rank of a
-// data-parallel run, written and read back, and every value checked.
+// data-parallel run, written and read back, and every value checked; and the steps' buckets
+// through the collective (`collectives`).
 #include <catch2/catch.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "trace/test_header.h"
@@ -55,6 +57,39 @@ std::string refused(const std::function<void(json&)>& edit) {
   return {};
 }
 
+// rank_trace() with DDP's default hook wrapped and one bucket in its step.
+Trace trace_with_bucket() {
+  Trace t = rank_trace();
+  t.header.distributed->comm_hook = "default";
+  t.header.distributed->bucket_cap_bytes = 26214400;
+  t.steps[0].collectives = {
+      CollectiveRecord{0, {"module.0.weight"}, 6, "f32", ra::Digest128{5, 6}, ra::Digest128{7, 8}}};
+  return t;
+}
+
+// The reader's message for trace_with_bucket() with its step's line edited by `edit`.
+std::string refused_step(const std::function<void(json&)>& edit) {
+  const std::string text = serialize_trace(trace_with_bucket());
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  json step = json::parse(lines[2]);
+  edit(step);
+  lines[2] = step.dump();
+  std::string edited;
+  for (const std::string& l : lines) edited += l + "\n";
+  try {
+    parse_trace(edited, "run-000/rank-1.trace.jsonl");
+  } catch (const ra::InputError& e) {
+    return e.what();
+  }
+  FAIL("the trace was read");
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("a rank's placement is written and read back", "[trace]") {
@@ -84,4 +119,31 @@ TEST_CASE("a placement the run cannot have is refused by name", "[trace]") {
   CHECK_THAT(refused([](json& d) { d["rank"] = -1; }), Contains("rank"));
   CHECK_THAT(refused([](json& d) { d["backend"] = ""; }), Contains("backend"));
   CHECK_THAT(refused([](json& d) { d["nccl"] = {{"NCCL_ALGO", 1}}; }), Contains("NCCL_ALGO"));
+}
+
+TEST_CASE("a step's buckets through the collective are written and read back", "[trace]") {
+  const std::string text = serialize_trace(trace_with_bucket());
+  const Trace t = parse_trace(text, "run-000/rank-1.trace.jsonl");
+  CHECK(t.header.distributed->comm_hook == "default");
+  CHECK(t.header.distributed->bucket_cap_bytes == 26214400);
+  CHECK(t.steps.at(0).collectives == trace_with_bucket().steps[0].collectives);
+  CHECK(serialize_trace(t) == text);
+}
+
+TEST_CASE("a bucket record the run cannot have is refused by name", "[trace]") {
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["params"] = {"fc.weight"}; }),
+             Contains("names no parameter of the header: 'fc.weight'"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["before"] = "12"; }),
+             Contains("before"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["bucket"] = -1; }), Contains("bucket"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0]["dtype"] = "f33"; }),
+             Contains("unknown dtype 'f33'"));
+  CHECK_THAT(refused_step([](json& s) { s["collectives"][0].erase("after"); }), Contains("after"));
+}
+
+TEST_CASE("bucket records without the hook in the header are refused", "[trace]") {
+  Trace t = trace_with_bucket();
+  t.header.distributed->comm_hook.clear();
+  CHECK_THROWS_WITH(parse_trace(serialize_trace(t), "run-000/rank-1.trace.jsonl"),
+                    Contains("collective records need the header's distributed.comm_hook"));
 }

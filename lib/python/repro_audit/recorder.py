@@ -26,6 +26,7 @@ import sys
 import time
 
 from . import checkpoint as checkpoints
+from . import collective
 from . import cudnn_log
 from . import detail
 from . import distributed
@@ -274,8 +275,13 @@ class Recorder:
         }
         if audit_id:
             header["audit_id"] = audit_id
+        self._collectives = None  # the DDP model's buckets (collective.py), or None
+        unwrapped_hook = None  # why the buckets are not recorded, in words
         if placement is not None:
             header["distributed"] = placement.header()
+            self._collectives, fields, unwrapped_hook = collective.install(
+                torch, model, self._state.params, self._digester)
+            header["distributed"].update(fields)
         if isinstance(tensor_digests, str):
             tensor_digests = detail.TensorDigestPlan.parse(tensor_digests, "tensor_digests")
         if tensor_digests is not None and not tensor_digests.all():
@@ -311,6 +317,8 @@ class Recorder:
                                      device_digest.resolved(buffers), path)
         self._pending = None  # the last step's record and its batch, still on the GPU
         self._warnings = []  # misuse.py: what the trace's header says went wrong
+        if unwrapped_hook:
+            self._warnings.append(unwrapped_hook)
         self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
         self._started = time.perf_counter()
         self._last = self._started
@@ -402,7 +410,12 @@ class Recorder:
         if ops is not None:
             record["ops"] = ops
         digesting.download()
-        self._pending = (record, digesting, misuse.grads_exist(self._state.params))
+        buckets = None
+        if self._collectives is not None:
+            record["collectives"], buckets = self._collectives.take()
+            # The hook the buckets went through: the script may have registered it after record().
+            self._records.header["distributed"]["comm_hook"] = self._collectives.hook_name
+        self._pending = (record, digesting, buckets, misuse.grads_exist(self._state.params))
         if self._interrupts is not None:  # run 0 records its state; another run may stop here
             self._interrupts.after_step(self, self._records.step_count + 1)
         self._last = time.perf_counter()
@@ -414,9 +427,11 @@ class Recorder:
         """The last step's record, its digests and loss back from the GPU, into the trace."""
         if self._pending is None:
             return
-        record, digesting, had_grads = self._pending
+        record, digesting, buckets, had_grads = self._pending
         self._pending = None
         digesting.collect()
+        if buckets is not None:
+            buckets.collect()
         record = device_digest.resolved(record)
         warning = misuse.step_before_optimizer(record, self._records.initial_weights, had_grads)
         if warning:
@@ -427,13 +442,6 @@ class Recorder:
         record["loss_bits"], record["loss"] = bits, finite_or_none(float32_value(bits))
         record["optimizer_state"] = digests.digest_of_digests(record["optimizer_state"])
         self._records.add_step(record)
-
-    def eval(self, predictions, labels=None, loss=None):
-        """The evaluation (the last call's counts): `predictions`, the predicted class of every
-        eval sample in a fixed order (a tensor of classes, or of scores [N, classes]); `labels`
-        gives the end record's eval accuracy, `loss` its eval loss. The report's prediction
-        churn compares the runs' classes (docs/statistics.md)."""
-        self._eval.eval(predictions, labels, loss)
 
     def eval(self, predictions, labels=None, loss=None):
         """The evaluation (the last call counts): `predictions`, the predicted class of every

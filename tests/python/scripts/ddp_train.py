@@ -6,6 +6,10 @@ Without a process group (WORLD_SIZE unset) it trains the whole global batch in o
                    step k (its replica parts from rank 0's)
     KILL_AT=k      rank 1 kills itself (SIGKILL) at step k, unless the file KILL_ONCE exists
     WIDTH=n        the hidden layer's width (default 5; scripts/bench-ddp-recorder uses more)
+    BUCKET_CAP_MB=x  DDP's bucket_cap_mb (default DDP's own)
+    EPSILON_BUCKET=b  a test-only communication hook: DDP's all-reduce, then, in run r (of the
+                   audit) its result in bucket b plus r * 1e-6 on every rank: identical inputs to
+                   the collective, a run-dependent result
 Rank 0 prints `seconds_per_step=S` over the training loop, the recorder's end included.
 """
 import os
@@ -28,7 +32,21 @@ width = int(os.environ.get("WIDTH", "5"))
 model = torch.nn.Sequential(torch.nn.Linear(6, width), torch.nn.Tanh(),
                             torch.nn.Linear(width, 2))
 if world > 1:
-    model = torch.nn.parallel.DistributedDataParallel(model)
+    cap = os.environ.get("BUCKET_CAP_MB")
+    model = torch.nn.parallel.DistributedDataParallel(
+        model, **({"bucket_cap_mb": float(cap)} if cap else {}))
+if world > 1 and os.environ.get("EPSILON_BUCKET"):
+    epsilon_bucket = int(os.environ["EPSILON_BUCKET"])
+    epsilon = 1e-6 * int(os.environ.get("REPRO_AUDIT_RUN", "0"))
+
+    def allreduce_plus_epsilon(state, bucket):
+        buffer = bucket.buffer().div_(world)
+        done = dist.all_reduce(buffer, async_op=True).get_future()
+        if bucket.index() != epsilon_bucket:
+            return done.then(lambda f: f.value()[0])
+        return done.then(lambda f: f.value()[0].add_(epsilon))
+
+    model.register_comm_hook(None, allreduce_plus_epsilon)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 perturb_at = int(os.environ.get("PERTURB_AT", "-1"))
 kill_at = int(os.environ.get("KILL_AT", "-1"))
