@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "compare/collective_check.h"
-#include "compare/in_memory_traces.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "compare/compare.h"
-#include "compare/in_memory_traces.h"
 #include "core/error.h"
+#include "trace/in_memory_traces.h"
 
 namespace {
 
