@@ -175,6 +175,12 @@ std::string loss_plots(const ComparisonResult& r) {
   }
   std::string out = "<h2>Plots</h2>\n" + band_note(r, curves) + svg::line_plot(plot);
   if (r.compared_runs.size() < 2) return out;
+  // A comparison that holds no loss series for a compared run (one built from findings alone,
+  // such as a data-parallel check's) has no distance to draw from it.
+  const bool every_series =
+      std::all_of(r.compared_runs.begin(), r.compared_runs.end(),
+                  [&](int run) { return run >= 0 && std::size_t(run) < losses.size(); });
+  if (!every_series) return out;
   if (r.identical)
     return out + "<p>The same-seed runs' losses are bitwise identical: no distance to plot.</p>\n";
   return out + distance_plot(r, curves);

@@ -83,6 +83,8 @@ TEST_CASE("the HTML page has a data-parallel section with each rank's verdict", 
              Contains("<tr><td>1</td><td class=\"differs\">differ</td><td>gradients, step 3"));
   CHECK_THAT(html, Contains("(fc.weight)</td></tr>"));
   CHECK_THAT(html, Contains("root cause: the collective (gloo)"));
+  // No loss series in these findings: no distance plot drawn from runs that have none.
+  CHECK_THAT(html, !Contains("|loss - reference run's loss|"));
 }
 
 TEST_CASE("JUnit has a testcase per rank, for the replicas and for the collective", "[report]") {
