@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compare/compare_phases.h"
+#include "compare/ledger_entries.h"
 #include "core/error.h"
 #include "trace/in_memory_traces.h"
 
@@ -270,18 +271,6 @@ TEST_CASE("environment_differences: keys against run 0", "[audit][compare]") {
 }
 
 namespace {
-
-nlohmann::json autotuned(const std::string& layer, const std::string& direction,
-                         const std::string& algorithm, double ms, bool deterministic = true) {
-  return {{"layer", layer},
-          {"direction", direction},
-          {"algorithm", algorithm},
-          {"deterministic", deterministic},
-          {"math_type", "CUDNN_FMA_MATH"},
-          {"workspace_bytes", 0},
-          {"chosen_by", "autotuned"},
-          {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", ms}, {"workspace_bytes", 0}}}};
-}
 
 std::vector<const nlohmann::json*> ledgers_of(const std::vector<Trace>& traces) {
   std::vector<const nlohmann::json*> out;

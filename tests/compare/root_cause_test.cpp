@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "compare/ledger_entries.h"
 #include "trace/in_memory_traces.h"
 #include "trace/op_window.h"
 
@@ -238,14 +239,7 @@ TEST_CASE("a divergence before the window or in the initial weights is not pinne
 namespace {
 
 nlohmann::json filter_entry(const std::string& algorithm, bool deterministic, double ms) {
-  return {{"layer", "conv 8x1x6x6 k2 3x3 s1 p0"},
-          {"direction", "backward_filter"},
-          {"algorithm", algorithm},
-          {"deterministic", deterministic},
-          {"math_type", "CUDNN_FMA_MATH"},
-          {"workspace_bytes", 0},
-          {"chosen_by", "autotuned"},
-          {"autotune", {{"math_type", "CUDNN_FMA_MATH"}, {"time_ms", ms}, {"workspace_bytes", 0}}}};
+  return autotuned("conv 8x1x6x6 k2 3x3 s1 p0", "backward_filter", algorithm, ms, deterministic);
 }
 
 }  // namespace
