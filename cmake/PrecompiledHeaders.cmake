@@ -4,7 +4,7 @@
 # sources that use the precompiled header (cmake/CompilerCache.cmake: its sloppiness; GCC:
 # -fpch-preprocess), and a miss compiles as usual. REPRO_AUDIT_PCH=OFF compiles every source on its
 # own, so a source that forgets one of these includes fails there.
-option(REPRO_AUDIT_PCH "Precompile the heavy third-party headers of the tests and the tool" ON)
+option(REPRO_AUDIT_PCH "Precompile the heavy third-party headers of the libraries, tests and tool" ON)
 function(ra_precompile_headers target)
   if(NOT REPRO_AUDIT_PCH)
     return()
@@ -16,6 +16,37 @@ function(ra_precompile_headers target)
   elseif(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     # No time stamps of the headers in clang's precompiled header: one that ccache returns would
     # otherwise be refused as older than the cmake_pch.hxx of a new build folder.
+    target_compile_options(${target} PRIVATE "SHELL:-Xclang -fno-pch-timestamp")
+  endif()
+endfunction()
+
+# The library modules' sources share one precompiled header: nlohmann/json and the standard
+# headers most of them include. Parsing those was 2.3-3.5 of a source's 4-15 CPU s at GCC -O3
+# (lib/audit/manifest.cpp 11.7 -> 9.5, lib/backend/cpu/cpu_conv.cpp 4.1 -> 1.7), and a build
+# compiles about 190 library sources (docs/ci-time.md). It is built once, by ra_library_pch, and
+# every module compiled with the same flags reuses it: the modules' flags differ only in macros
+# the header does not use. A cold target (cmake/ColdTargets.cmake) is compiled with other flags
+# and precompiles its own. core and rng include no JSON and get none.
+set(ra_library_pch_headers <nlohmann/json.hpp> <algorithm> <array> <cstddef> <cstdint>
+                           <filesystem> <functional> <map> <memory> <optional> <string>
+                           <string_view> <unordered_map> <utility> <vector>)
+function(ra_library_precompile_headers target)
+  if(NOT REPRO_AUDIT_PCH)
+    return()
+  endif()
+  if(target IN_LIST REPRO_AUDIT_COLD_TARGETS)
+    ra_precompile_headers(${target} ${ra_library_pch_headers})
+    return()
+  endif()
+  if(NOT TARGET ra_library_pch)
+    add_library(ra_library_pch OBJECT "${PROJECT_SOURCE_DIR}/cmake/empty.cpp")
+    target_link_libraries(ra_library_pch PRIVATE ra_core nlohmann_json::nlohmann_json ra_options)
+    ra_precompile_headers(ra_library_pch ${ra_library_pch_headers})
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ra_library_pch)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_LAUNCHER)
+    target_compile_options(${target} PRIVATE -fpch-preprocess)
+  elseif(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     target_compile_options(${target} PRIVATE "SHELL:-Xclang -fno-pch-timestamp")
   endif()
 endfunction()
