@@ -39,7 +39,7 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
     const Source& source = sources.at(static_cast<std::size_t>(run));
     const auto path = SnapshotWriter::file_for(source.dir, point);
     if (!std::filesystem::exists(path)) return false;
-    SafetensorsFile file = read_safetensors(path);
+    formats::SafetensorsFile file = formats::read_safetensors(path);
     const auto id = file.metadata.find("audit_id");
     const std::string snapshot_audit = id == file.metadata.end() ? "" : id->second;
     if (snapshot_audit != source.audit_id) {

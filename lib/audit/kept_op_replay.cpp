@@ -54,7 +54,7 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
     return std::nullopt;
   }
   try {
-    const nlohmann::json j = spec::parse_json_text(read_small_file(file), file.string());
+    const nlohmann::json j = formats::parse_json_text(read_small_file(file), file.string());
     std::int64_t step = 0, index = 0, times = 0, distinct = 0;
     if (!j.is_object() || !integer_in(j, "step", 0, INT64_MAX, step) ||
         !integer_in(j, "index", 0, INT64_MAX, index) || !integer_in(j, "times", 1, 1000, times) ||

@@ -323,7 +323,7 @@ AuditManifest read_manifest(const std::filesystem::path& dir) {
   // strict parser names file, line and column (duplicate keys, numbers out of range, depth).
   constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{16} << 20;
   const std::string text = read_file(path, kMaxManifestBytes, "a manifest");
-  return manifest_from_json(spec::parse_json_text(text, path.string()), path.string());
+  return manifest_from_json(formats::parse_json_text(text, path.string()), path.string());
 }
 
 std::optional<bool> expectation_of(const AuditManifest& m) {
@@ -366,7 +366,7 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   const auto pins_text = [](const json& p) {
     if (p.is_null()) return std::string("none");
     return std::to_string(p["pins"].size()) + " from " +
-           spec::json_excerpt(p.value("source", json()));
+           formats::json_excerpt(p.value("source", json()));
   };
   const auto pins = [](const json& p) { return p.is_object() ? p.value("pins", json()) : json(); };
   if (pins(a.algorithm_pins) != pins(b.algorithm_pins)) {

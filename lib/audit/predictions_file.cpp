@@ -18,7 +18,8 @@ PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
   // Into the run's folder, created in the audit folder and never through a link, as snapshots.
   const Directory run_folder =
       *Directory::open(folder.parent_path()).subfolder(folder.filename().string(), true);
-  write_file_atomic(run_folder, kPredictionsFileName, encode_npy_int64(values, Shape{samples}));
+  write_file_atomic(run_folder, kPredictionsFileName,
+                    formats::encode_npy_int64(values, Shape{samples}));
   PredictionsRecord r;
   r.file = (folder.filename() / kPredictionsFileName).generic_string();
   r.samples = samples;
@@ -30,7 +31,7 @@ std::vector<std::int64_t> read_predictions_file(const std::filesystem::path& tra
                                                 const PredictionsRecord& record) {
   const std::filesystem::path path = trace_file.parent_path() / record.file;
   Shape shape;
-  std::vector<std::int64_t> values = read_npy_int64(path, &shape);
+  std::vector<std::int64_t> values = formats::read_npy_int64(path, &shape);
   if (shape.size() != 1 || static_cast<std::int64_t>(values.size()) != record.samples) {
     throw InputError(path.string() + ": holds " + ra::to_string(shape) + " values, its trace " +
                      trace_file.string() + " recorded " + std::to_string(record.samples) +

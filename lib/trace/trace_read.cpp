@@ -187,8 +187,8 @@ class TraceParser {
         return false;
       }
       // Strict: "<source>:<line>:<column>: ..." for syntax errors, duplicate keys, numbers out of
-      // range and nesting deeper than spec::kMaxJsonDepth.
-      rec = spec::parse_json_text(line, source_, line_);
+      // range and nesting deeper than formats::kMaxJsonDepth.
+      rec = formats::parse_json_text(line, source_, line_);
       if (!rec.is_object()) fail("a record must be a JSON object");
       return true;
     }

@@ -76,7 +76,7 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   REQUIRE(ra::audit::manifest_differences(m, again).empty());
   // Every trace and snapshot carries the audit id.
   REQUIRE(ra::audit::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
-  REQUIRE(ra::audit::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
+  REQUIRE(ra::formats::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
               .metadata.at("audit_id") == m.audit_id);
 
   auto other = m;
