@@ -13,8 +13,8 @@
 
 namespace {
 
-ra::audit::TraceHeader header_of_run_0() {
-  ra::audit::TraceHeader h;
+ra::trace::TraceHeader header_of_run_0() {
+  ra::trace::TraceHeader h;
   h.audit_id = "0123456789abcdef0123456789abcdef";
   h.run_index = 0;
   return h;

@@ -109,11 +109,11 @@ std::optional<nlohmann::json> trace_header_line(const std::string& text) {
 }
 
 // The fields of a trace header an algorithm file needs, checked as the trace reader would.
-TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
+trace::TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
   const auto fail = [&](const std::string& field, const char* what) {
     throw InputError(source + ": line 1 (the trace header): field '" + field + "' must be " + what);
   };
-  TraceHeader out;
+  trace::TraceHeader out;
   if (!h.contains("backend") || !h["backend"].is_string()) fail("backend", "a string");
   out.backend = h["backend"].get<std::string>();
   if (!h.contains("environment") || !h["environment"].is_object()) fail("environment", "an object");
@@ -131,7 +131,7 @@ TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
 
 }  // namespace
 
-AlgorithmFile algorithm_file_of(const TraceHeader& run) {
+AlgorithmFile algorithm_file_of(const trace::TraceHeader& run) {
   const nlohmann::json& gpu = run.environment.contains("gpu") ? run.environment["gpu"] : nullptr;
   if (run.backend != "cuda" || !gpu.is_object()) {
     throw InputError("run " + std::to_string(run.run_index) + " trained on the " + run.backend +

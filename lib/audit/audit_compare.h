@@ -16,13 +16,13 @@ namespace ra::audit {
 // ignored_snapshots, never measured. With options.measure_magnitudes, each op root cause's
 // magnitude is measured by a replay (audit/op_replay.h). `folders` goes to the result's
 // audit_folders.
-ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
+ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
                                         const ComparisonOptions& options,
                                         std::vector<AuditFolderCheck> folders);
 
 // The manifest's runs with a whole trace of its audit, read from the folder (InputError when
 // there are none: nothing to compare, listing why each run is missing).
-std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
+std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
 
 // The report of an audit folder: its manifest's whole runs, compared with their snapshots.
 ComparisonResult compare_audit_folder(const std::filesystem::path& dir,

@@ -78,8 +78,8 @@ std::string seeds_text(std::uint64_t init, std::uint64_t data, std::uint64_t dro
 }
 
 // Why a whole trace under planned run `run`'s name is not that run of `m`; "" when it is.
-std::string not_of_audit(const Trace& t, const AuditManifest& m, int run) {
-  const TraceHeader& h = t.header;
+std::string not_of_audit(const trace::Trace& t, const AuditManifest& m, int run) {
+  const trace::TraceHeader& h = t.header;
   if (h.audit_id.empty()) return "has no audit id (written by an older repro-audit or elsewhere)";
   if (h.audit_id != m.audit_id) return "belongs to audit " + h.audit_id;
   if (h.run_index != run) return "its header says run " + std::to_string(h.run_index);
@@ -343,7 +343,7 @@ void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& 
 // recorded, no end record". Never an error: the file may be cut anywhere, or still growing.
 std::string partial_trace_state(const fs::path& file) {
   try {
-    const PartialTrace t = read_partial_trace(file);
+    const trace::PartialTrace t = trace::read_partial_trace(file);
     const std::string steps =
         std::to_string(t.steps) + (t.steps == 1 ? " step recorded" : " steps recorded");
     return t.final ? steps + ", ended but never renamed" : steps + ", no end record";
@@ -378,12 +378,12 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
                                                "; the audit was interrupted, or is still running)"
                                          : "no trace " + name;
     } else {
-      std::optional<Trace> t;
+      std::optional<trace::Trace> t;
       if (damaged == DamagedTrace::reject) {
-        t = read_trace_summary(dir / name);
+        t = trace::read_trace_summary(dir / name);
       } else {
         try {
-          t = read_trace_summary(dir / name);
+          t = trace::read_trace_summary(dir / name);
         } catch (const InputError& e) {
           reason = std::string("its trace is not whole: ") + e.what();
         }
@@ -393,7 +393,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
           check.foreign_files.push_back({name, why});
           reason = "its trace " + name + " is not of this audit";
         } else if (t->failed()) {  // never compared as whole; --resume runs it again
-          reason = "its trace " + name + " says the run " + describe_failure(*t->final);
+          reason = "its trace " + name + " says the run " + trace::describe_failure(*t->final);
         } else if (std::string ranks = rank_traces_problem(*t, dir / name); !ranks.empty()) {
           reason = "the run " + ranks;  // a rank killed mid-run: --resume runs it again, whole
         } else {
@@ -440,7 +440,7 @@ UnvouchedTraces traces_without_manifest(const fs::path& dir) {
   out.check.folder = dir.string();
   std::map<std::string, std::vector<std::string>> by_audit;  // audit id -> files
   for (const fs::path& f : files) {
-    out.traces.push_back(read_trace_summary(f));
+    out.traces.push_back(trace::read_trace_summary(f));
     const std::string& id = out.traces.back().header.audit_id;
     by_audit[id.empty() ? "(none)" : id].push_back(f.filename().string());
     out.check.runs.push_back(out.traces.back().header.run_index);

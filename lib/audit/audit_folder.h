@@ -107,7 +107,7 @@ class FolderLock {
 // the manifest's). Anything else is named: runs without such a trace as missing, trace files and
 // run folders that are not of this audit as foreign.
 struct ManifestRuns {
-  std::vector<std::optional<Trace>> traces;  // per planned run; none = missing
+  std::vector<std::optional<trace::Trace>> traces;  // per planned run; none = missing
   AuditFolderCheck check;
 };
 // `damaged`: what a trace under a planned run's name that does not parse is. For compare it is
@@ -121,7 +121,7 @@ ManifestRuns read_manifest_runs(const std::filesystem::path& dir, const AuditMan
 // in it, sorted by name, read, with a note that no manifest vouches for them. InputError when there
 // are none, or when their audit ids say they are of more than one audit.
 struct UnvouchedTraces {
-  std::vector<Trace> traces;
+  std::vector<trace::Trace> traces;
   AuditFolderCheck check;
 };
 UnvouchedTraces traces_without_manifest(const std::filesystem::path& dir);

@@ -78,9 +78,9 @@ struct AuditOptions {
   SnapshotOptions snapshots;
   std::optional<FaultSpec> fault;
   // --trace-ops: the steps whose ops every run records (trace format version 2).
-  std::optional<OpWindow> trace_ops;
+  std::optional<trace::OpWindow> trace_ops;
   // --tensor-digests: the steps recorded per tensor, when not every step (trace format version 4).
-  std::optional<TensorDigestPlan> tensor_digests;
+  std::optional<trace::TensorDigestPlan> tensor_digests;
   // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
   bool measure_magnitudes = true;
   // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the

@@ -88,7 +88,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = spec::to_json(spec);
-  m.spec_digest = spec_digest_of(m.spec).hex();  // as the trace header's
+  m.spec_digest = trace::spec_digest_of(m.spec).hex();  // as the trace header's
   m.device = spec::to_string(spec.device);
   // What the device resolves to here (a CPU run and a GPU run of one audit would differ).
   m.backend = spec.device == spec::Device::cpu || !train::fallback_notice(spec.device).empty()

@@ -62,9 +62,9 @@ train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p
 
 }  // namespace
 
-TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
-                       const train::Trainer& trainer, const AuditOptions& o) {
-  TraceHeader h;
+trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
+                              const train::Trainer& trainer, const AuditOptions& o) {
+  trace::TraceHeader h;
   h.tool_version = o.tool_version;
   h.audit_id = manifest.audit_id;
   h.spec = manifest.spec;
@@ -83,10 +83,10 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
   }
   if (o.fault && o.fault->run == p.index) h.fault = fault_json(o.fault);
   if (const auto& w = trainer.perturbation()) {
-    h.perturbation = Perturbation{w->tensor, w->element, w->bit, w->before, w->after};
+    h.perturbation = trace::Perturbation{w->tensor, w->element, w->bit, w->before, w->after};
   }
   if (o.tensor_digests) {  // a level of detail: version 4 (trace/tensor_digests.h)
-    h.format_version = kTraceFormatVersionWithDetail;
+    h.format_version = trace::kTraceFormatVersionWithDetail;
     h.tensor_digests = o.tensor_digests;
   }
   return h;

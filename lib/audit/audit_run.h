@@ -16,8 +16,8 @@ namespace ra::audit {
 
 // The trace header of a run about to train: the audit's identity (from its manifest), the run's
 // seeds and what this machine and trainer will use (backend, threads, policy, environment).
-TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& run,
-                       const train::Trainer& trainer, const AuditOptions& options);
+trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& run,
+                              const train::Trainer& trainer, const AuditOptions& options);
 
 // Runs planned runs of one audit; run() may be called from several job threads at once (progress
 // callbacks are serialised here).

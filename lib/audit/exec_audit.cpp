@@ -48,7 +48,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = exec_spec(o);
-  m.spec_digest = spec_digest_of(m.spec).hex();
+  m.spec_digest = trace::spec_digest_of(m.spec).hex();
   m.device = "exec";
   m.backend = "exec";
   m.threads = 1;  // the command chooses its own; the manifest's field is run's
@@ -66,11 +66,11 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
 
 // What is missing from a whole trace of run `run` of an audit with --interrupt-at, or "": run 0
 // records its state as it passes each step, every other run a resume just after each restore.
-std::string missing_resume(const Trace& t, const AuditManifest& m, int run) {
+std::string missing_resume(const trace::Trace& t, const AuditManifest& m, int run) {
   for (const std::int64_t step : m.interrupt_at) {
     const bool found = std::any_of(
         t.resume_points.begin(), t.resume_points.end(),
-        [&](const ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
+        [&](const trace::ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
     if (found) continue;
     return "wrote a trace of " + std::to_string(t.final ? t.final->steps : 0) +
            " steps without a resume record at step " + std::to_string(step) +
@@ -92,8 +92,8 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
            ": does it record with repro_audit.record(model, optimizer) (docs/pytorch.md)?";
   }
   try {
-    const Trace t = read_trace_summary(trace);  // every check; its steps are not kept
-    if (t.failed()) return "ran, but the run " + describe_failure(*t.final);
+    const trace::Trace t = trace::read_trace_summary(trace);  // every check; its steps are not kept
+    if (t.failed()) return "ran, but the run " + trace::describe_failure(*t.final);
     if (std::string ranks = rank_traces_problem(t, trace); !ranks.empty()) {
       return "ran, but the run " + ranks;
     }

@@ -82,7 +82,7 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
   }
 }
 
-void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& traces,
+void load_kept_replays(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
@@ -91,7 +91,7 @@ void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& trace
     std::vector<int> runs{reference};
     runs.insert(runs.end(), cause.runs.begin(), cause.runs.end());
     for (const int run : runs) {
-      const Trace& t = traces[static_cast<std::size_t>(run)];
+      const trace::Trace& t = traces[static_cast<std::size_t>(run)];
       if (t.source.empty() || !t.header.backend.starts_with("pytorch")) continue;
       std::string why_not;
       auto replay =

@@ -24,7 +24,7 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
 
 // Every op cause's replays from the runs' snapshot folders (reference and differing runs),
 // into its magnitude (made when absent); files not used are named in `ignored`.
-void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& traces,
+void load_kept_replays(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored);
 
 }  // namespace ra::audit

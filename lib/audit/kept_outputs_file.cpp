@@ -120,7 +120,7 @@ std::vector<Entry> read_entries(Cursor& in, const json& head, std::uint64_t file
 
 }  // namespace
 
-std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header,
+std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader& header,
                                KeptOutputs& store) {
   try {
     Cursor in(bytes);
@@ -144,7 +144,7 @@ std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header
   return "";
 }
 
-std::string load_kept_outputs(const std::filesystem::path& file, const TraceHeader& header,
+std::string load_kept_outputs(const std::filesystem::path& file, const trace::TraceHeader& header,
                               KeptOutputs& store) {
   std::error_code ec;
   if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {

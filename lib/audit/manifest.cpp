@@ -284,7 +284,7 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
                      "; this tool reads version " + std::to_string(kManifestFormatVersion));
   }
   m.audit_id = top.get<std::string>("audit_id", "a string");
-  if (!is_audit_id(m.audit_id)) top.fail("audit_id", "32 lowercase hex digits");
+  if (!trace::is_audit_id(m.audit_id)) top.fail("audit_id", "32 lowercase hex digits");
   m.tool_version = top.get<std::string>("tool_version", "a string");
   m.created = top.get<std::string>("created", "a string");
   m.spec = top.object("spec");

@@ -39,8 +39,8 @@ bool re_executable(const std::string& op) {
   return op != "batch" && op != "dropout_mask" && op != "dropout.forward";
 }
 
-const StepRecord* recorded_step(const Trace& t, std::int64_t step) {
-  for (const StepRecord& s : t.steps) {
+const trace::StepRecord* recorded_step(const trace::Trace& t, std::int64_t step) {
+  for (const trace::StepRecord& s : t.steps) {
     if (s.step == step) return s.ops_recorded ? &s : nullptr;
   }
   return nullptr;
@@ -54,7 +54,8 @@ struct Flip {
 
 // The flip a run's fault made in the root-cause op's output: the fault names the op's layer and
 // the step, and hits the first execution of that op in the layer, so none may come before.
-std::optional<Flip> fault_at(const Trace& run, const RootCause& c, const StepRecord& step) {
+std::optional<Flip> fault_at(const trace::Trace& run, const RootCause& c,
+                             const trace::StepRecord& step) {
   const nlohmann::json& f = run.header.fault;
   if (!f.is_object() || f.value("op", "") != c.record.layer + "/" + c.record.op ||
       f.value("step", std::int64_t(-1)) != c.step) {
@@ -79,7 +80,7 @@ struct Target {
 
 // The convolution algorithms of a run's ledger as pins for a replay (backend/algorithm_pins.h),
 // or null when it names none (a CPU run has one algorithm per op: nothing to pin).
-std::shared_ptr<const backend::AlgorithmPins> pins_of_run(const Trace& run) {
+std::shared_ptr<const backend::AlgorithmPins> pins_of_run(const trace::Trace& run) {
   backend::AlgorithmPins pins =
       ledger_pins(run.header.ledger, "the ledger of run " + std::to_string(run.header.run_index));
   if (pins.pins.empty()) return nullptr;
@@ -120,7 +121,7 @@ std::string where(const Call& c) {
 // One replay of the reference run, driven through the recorder's hook.
 class Replay {
  public:
-  Replay(const Trace& reference, const RootCause& cause, std::vector<Target>& targets,
+  Replay(const trace::Trace& reference, const RootCause& cause, std::vector<Target>& targets,
          const ReplayLimits& limits)
       : ref_(reference), cause_(cause), targets_(targets), limits_(limits) {}
 
@@ -140,9 +141,9 @@ class Replay {
   // Executes an op on the way, again while its outputs are not the reference run's.
   void steer(OpRecorder& recorder, const Call& call) {
     call.execute();
-    const StepRecord* step = recorded_step(ref_, call.step);
+    const trace::StepRecord* step = recorded_step(ref_, call.step);
     if (step == nullptr || call.index >= step->ops.size()) return;  // nothing to steer by
-    const OpRecord& want = step->ops[call.index];
+    const trace::OpRecord& want = step->ops[call.index];
     if (want.op != call.opened->op || want.layer != call.opened->layer) {
       throw ReplayParted(where(call) + " is " + want.op + " in the reference run");
     }
@@ -241,7 +242,7 @@ class Replay {
     if (d == t.out) t.found = std::move(flipped);
   }
 
-  const Trace& ref_;
+  const trace::Trace& ref_;
   const RootCause& cause_;
   std::vector<Target>& targets_;
   const ReplayLimits& limits_;
@@ -256,7 +257,7 @@ class Replay {
 // to the root cause's step.
 class ReplaySteps final : public train::Observer {
  public:
-  ReplaySteps(OpRecorder& recorder, const OpWindow& window, std::int64_t last)
+  ReplaySteps(OpRecorder& recorder, const trace::OpWindow& window, std::int64_t last)
       : recorder_(recorder), window_(window), last_(last) {}
   void before_step(data::Batch& batch, std::int64_t step) override {
     recorder_.begin_step(step, window_.contains(step) && step <= last_);
@@ -268,12 +269,12 @@ class ReplaySteps final : public train::Observer {
 
  private:
   OpRecorder& recorder_;
-  OpWindow window_;
+  trace::OpWindow window_;
   std::int64_t last_;
 };
 
 // The reference run's spec as it ran: its policy, backend and thread count.
-spec::ExperimentSpec spec_of(const TraceHeader& h) {
+spec::ExperimentSpec spec_of(const trace::TraceHeader& h) {
   nlohmann::json doc = h.spec;
   doc["determinism"] = h.determinism;
   doc["device"] = h.backend;
@@ -282,9 +283,9 @@ spec::ExperimentSpec spec_of(const TraceHeader& h) {
 }
 
 // One replay: true when it reached the op (its executions are done), false when it ended first.
-bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay,
+bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay& replay,
                  const RootCause& cause) {
-  const TraceHeader& h = ref.header;
+  const trace::TraceHeader& h = ref.header;
   train::RunOptions options;
   options.threads = h.threads;
   options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
@@ -302,7 +303,7 @@ bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay
                          ", the reference run trained on " + h.backend);
   }
   recorder->set_replay_hook([&](const Call& call) { replay.on_op(*recorder, call); });
-  ReplaySteps steps(*recorder, h.trace_ops.value_or(OpWindow{}), cause.step);
+  ReplaySteps steps(*recorder, h.trace_ops.value_or(trace::OpWindow{}), cause.step);
   try {
     trainer.run(&steps);
   } catch (const ReplayDone&) {
@@ -328,14 +329,14 @@ std::string run_name(int run, bool reference) {
 }
 
 // The targets: the reference run first, then each run of the cause.
-std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& traces,
+std::vector<Target> targets_of(const RootCause& c, const std::vector<trace::Trace>& traces,
                                int reference) {
   std::vector<Target> targets;
   std::vector<int> runs{reference};
   runs.insert(runs.end(), c.runs.begin(), c.runs.end());
   for (int run : runs) {
-    const Trace& t = traces[static_cast<std::size_t>(run)];
-    const StepRecord* step = recorded_step(t, c.step);
+    const trace::Trace& t = traces[static_cast<std::size_t>(run)];
+    const trace::StepRecord* step = recorded_step(t, c.step);
     Target target;
     target.run = run;
     target.pins = pins_of_run(t);
@@ -350,7 +351,7 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& tra
 
 // The outputs a run kept as it ran (record/kept_outputs.h), when their digests are the ones its
 // trace recorded for the op.
-bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutputs* kept,
+bool take_kept(Target& t, const trace::Trace& run, const RootCause& c, const KeptOutputs* kept,
                std::vector<DType>& dtypes) {
   if (kept == nullptr || t.out.empty()) return false;
   std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
@@ -367,7 +368,7 @@ bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutput
 
 // Replays until one reaches the op, looking for the targets not found yet; false with the note
 // set when none did.
-bool replay_for(const RootCause& c, const Trace& ref, const train::LoadedData& data,
+bool replay_for(const RootCause& c, const trace::Trace& ref, const train::LoadedData& data,
                 const ReplayLimits& limits, std::vector<Target>& targets,
                 std::vector<DType>& dtypes, RootCause::Magnitude& m) {
   std::string parted;
@@ -401,8 +402,8 @@ const nlohmann::json& gpu_here() {
 }
 
 // The magnitude of every run whose outputs were kept or appeared in a replay.
-RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
-                             const std::function<const train::LoadedData&()>& data,
+RootCause::Magnitude measure(const RootCause& c, const std::vector<trace::Trace>& traces,
+                             int reference, const std::function<const train::LoadedData&()>& data,
                              const ReplayLimits& limits, const KeptOutputs* kept) {
   RootCause::Magnitude m;
   std::vector<Target> targets = targets_of(c, traces, reference);
@@ -414,7 +415,7 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
     all_kept = all_kept && taken;
   }
   bool replayed = false;
-  const TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
+  const trace::TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
   const bool pytorch = ref_header.backend.starts_with("pytorch");
   if (!all_kept && pytorch) {
     // Said below, with the runs: a PyTorch run is never replayed.
@@ -459,7 +460,7 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
 
 }  // namespace
 
-void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
+void measure_magnitudes(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                         const ReplayLimits& limits, const KeptOutputs* kept) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();

@@ -10,8 +10,8 @@
 
 namespace ra::audit {
 
-PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
-                                    std::span<const std::int32_t> classes) {
+trace::PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
+                                           std::span<const std::int32_t> classes) {
   const std::filesystem::path folder = snapshot_dir_of(trace_file);
   const std::vector<std::int64_t> values(classes.begin(), classes.end());
   const auto samples = static_cast<std::int64_t>(values.size());
@@ -20,7 +20,7 @@ PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
       *Directory::open(folder.parent_path()).subfolder(folder.filename().string(), true);
   write_file_atomic(run_folder, kPredictionsFileName,
                     formats::encode_npy_int64(values, Shape{samples}));
-  PredictionsRecord r;
+  trace::PredictionsRecord r;
   r.file = (folder.filename() / kPredictionsFileName).generic_string();
   r.samples = samples;
   r.digest = digest(std::span<const std::int64_t>(values));
@@ -28,7 +28,7 @@ PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
 }
 
 std::vector<std::int64_t> read_predictions_file(const std::filesystem::path& trace_file,
-                                                const PredictionsRecord& record) {
+                                                const trace::PredictionsRecord& record) {
   const std::filesystem::path path = trace_file.parent_path() / record.file;
   Shape shape;
   std::vector<std::int64_t> values = formats::read_npy_int64(path, &shape);

@@ -58,7 +58,7 @@ std::optional<std::string> shard_holder(const std::filesystem::path& dir, int in
 // Each shard's runs, missing runs, holder and hosts, from the whole traces of the audit's planned
 // runs (`traces`, none where missing).
 std::vector<ShardState> shard_states(const std::filesystem::path& dir, int shard_count,
-                                     const std::vector<std::optional<Trace>>& traces);
+                                     const std::vector<std::optional<trace::Trace>>& traces);
 // What a shard's process writes into its lock: "pid <pid> on <hostname>".
 std::string this_process_note();
 

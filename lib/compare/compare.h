@@ -107,8 +107,8 @@ struct RootCause {
   Class cause = Class::nondeterministic_kernel;
   std::int64_t step = 0;
   std::int64_t epoch = 0, batch = 0;
-  std::size_t index = 0;  // the record's position in the step (kind op, outside_ops)
-  OpRecord record;        // the reference run's record there (op, layer, mode, ledger key)
+  std::size_t index = 0;   // the record's position in the step (kind op, outside_ops)
+  trace::OpRecord record;  // the reference run's record there (op, layer, mode, ledger key)
   std::vector<std::size_t> differing_inputs, differing_outputs;  // positions in record.in/out
   // From the ledger of the run's trace header (GPU): the library algorithm the op ran, keyed by
   // the record's ledger key and the op's direction; empty when the ledger has no such entry.
@@ -390,12 +390,12 @@ struct ComparisonResult {
   // The step records of the runs at their root causes' steps (trace index, record): what a
   // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
   // hold no steps (Trace::steps_in_source).
-  std::vector<std::pair<int, StepRecord>> root_cause_steps;
+  std::vector<std::pair<int, trace::StepRecord>> root_cause_steps;
   bool ops_traced = false;  // some trace has op records (format version 2)
   // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
   // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
   bool pytorch = false;
-  std::optional<OpWindow> op_window;  // the reference run's window
+  std::optional<trace::OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;
@@ -446,7 +446,7 @@ struct ComparisonResult {
   bool allow_empty = false;
   // The --trace-ops window that would localise the divergence: the first divergent step's, when
   // the runs part without op records there (none recorded, or outside the window).
-  std::optional<OpWindow> suggested_trace_ops;
+  std::optional<trace::OpWindow> suggested_trace_ops;
   // With it, when the first divergence is at a step recorded per category (a level of detail):
   // the re-run records that step per tensor too (--tensor-digests), to name the tensor.
   bool suggest_tensor_digests = false;
@@ -468,7 +468,8 @@ struct ComparisonResult {
 // parameter lists. Traces held whole are walked in memory; traces read without their steps
 // (read_trace_summary, trace/trace_reader.h) are walked from their files, all runs a step at a
 // time (compare/step_walk.h), so that no run is held whole.
-ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options);
+ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
+                                const ComparisonOptions& options);
 
 nlohmann::json to_json(const ComparisonResult& result);
 

@@ -42,9 +42,9 @@ json loss_difference_json(const std::optional<LossDifference>& d) {
   return {{"step", d->step},
           {"run", d->run},
           {"reference", d->reference},
-          {"reference_bits", bits_hex(std::bit_cast<std::uint32_t>(d->reference))},
+          {"reference_bits", trace::bits_hex(std::bit_cast<std::uint32_t>(d->reference))},
           {"other", d->other},
-          {"other_bits", bits_hex(std::bit_cast<std::uint32_t>(d->other))},
+          {"other_bits", trace::bits_hex(std::bit_cast<std::uint32_t>(d->other))},
           {"ulp", d->ulp}};
 }
 
@@ -145,7 +145,7 @@ json runs_json(const ComparisonResult& r) {
          {"seeds", {{"init", s.seed_init}, {"data", s.seed_data}, {"dropout", s.seed_dropout}}},
          {"steps", s.steps},
          {"final_loss", s.final_loss},
-         {"final_loss_bits", bits_hex(s.final_loss_bits)},
+         {"final_loss_bits", trace::bits_hex(s.final_loss_bits)},
          {"eval_loss", optional_json(s.eval_loss)},
          {"eval_accuracy", optional_json(s.eval_accuracy)},
          {"median_step_ms", s.median_step_seconds * 1e3},
@@ -170,13 +170,13 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-json output_differences_json(const OpRecord& op,
+json output_differences_json(const trace::OpRecord& op,
                              const std::vector<RootCause::OutputDifference>& differences) {
   json outputs = json::array();
   for (const RootCause::OutputDifference& d : differences) {
     const bool f32 = d.dtype == DType::f32;
     outputs.push_back(
-        {{"output", op_output_name(op, d.output)},
+        {{"output", trace::op_output_name(op, d.output)},
          {"index", d.output},
          {"dtype", dtype_name(d.dtype)},
          {"elements", d.elements},
@@ -239,8 +239,8 @@ json ledger_differences_json(const ComparisonResult& r) {
 
 json root_cause_json(const RootCause& c) {
   json in = json::array(), out = json::array(), chain = json::array();
-  for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record, i));
-  for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record, i));
+  for (std::size_t i : c.differing_inputs) in.push_back(trace::op_input_name(c.record, i));
+  for (std::size_t i : c.differing_outputs) out.push_back(trace::op_output_name(c.record, i));
   for (const RootCause::Link& l : c.chain) {
     chain.push_back({{"record", l.index},
                      {"op", l.op},
@@ -331,7 +331,7 @@ json statistics_json(const ComparisonResult& r) {
   return statistics;
 }
 
-json loader_workers_json(const LoaderWorkerFindings& f) {
+json trace::loader_workers_json(const LoaderWorkerFindings& f) {
   json shared = json::array();
   for (const SharedWorkerStream& s : f.shared_streams) {
     shared.push_back({{"stream", s.stream},
@@ -462,7 +462,7 @@ json to_json(const ComparisonResult& r) {
   // Only for resumed runs (--interrupt-at), so that other reports read as before.
   if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
-  if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
+  if (r.loader_workers) report["loader_workers"] = trace::loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).
   if (r.instability) report["instability"] = instability_json(*r.instability);
   // Only for data-parallel runs (a PyTorch script under torch.distributed).

@@ -18,6 +18,6 @@ namespace ra::audit {
 std::vector<std::vector<int>> copies_of_one_run(const std::vector<Digest128>& contents);
 
 // The warning for one such group: whether its traces are one file or copies, and what it means.
-std::string copies_warning(const std::vector<Trace>& traces, const std::vector<int>& group);
+std::string copies_warning(const std::vector<trace::Trace>& traces, const std::vector<int>& group);
 
 }  // namespace ra::audit

@@ -75,7 +75,7 @@ struct MetricFinding {
 // weight: the tensor holding it differs, and no other (digests of the initial weights).
 struct PerturbedRunCheck {
   int run = 0;  // index among the traces
-  Perturbation perturbation;
+  trace::Perturbation perturbation;
   std::vector<std::string> differing;  // the initial tensors that differ from the reference's
   bool parts_at_perturbation() const {
     return differing.size() == 1 && differing[0] == perturbation.tensor;
@@ -95,7 +95,7 @@ void interpret(MetricFinding& finding, const std::string& what);
 // The findings of traces with a perturbed group; none when there is none. `predictions`: each
 // run's predicted classes (none for a run that recorded none).
 std::optional<InstabilityFindings> instability_findings(
-    const std::vector<Trace>& traces,
+    const std::vector<trace::Trace>& traces,
     const std::vector<std::optional<std::vector<std::int64_t>>>& predictions);
 
 // {"reference_run", "perturbed_runs": [...], "metrics": [...], "notes"}: the JSON report's

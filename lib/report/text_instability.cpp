@@ -26,7 +26,7 @@ const char* spread_name(const MetricFinding& m) {
 std::string perturbed_lines(const audit::InstabilityFindings& f) {
   std::string out;
   for (const audit::PerturbedRunCheck& c : f.perturbed) {
-    const audit::Perturbation& p = c.perturbation;
+    const trace::Perturbation& p = c.perturbation;
     out += format("  perturbed run %d: %s[%lld] bit %d (0x%08x -> 0x%08x): ", c.run,
                   shown(p.tensor).c_str(), static_cast<long long>(p.element), p.bit, p.before,
                   p.after);

@@ -19,7 +19,7 @@
 #include "trace/trace_io.h"
 #include "trace/trace_records.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 using nlohmann::json;
@@ -446,4 +446,4 @@ PartialTrace read_partial_trace(const std::filesystem::path& path) {
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -64,7 +64,7 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   const auto result = ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 2));
   const auto m = ra::audit::read_manifest(dir.path);
   REQUIRE(m.audit_id == result.audit_id);
-  REQUIRE(ra::audit::is_audit_id(m.audit_id));
+  REQUIRE(ra::trace::is_audit_id(m.audit_id));
   REQUIRE(m.runs.size() == 2);
   REQUIRE(m.runs[1].seeds.init == 9);
   REQUIRE(m.threads == 1);
@@ -75,7 +75,7 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   REQUIRE(ra::audit::to_json(again) == ra::audit::to_json(m));
   REQUIRE(ra::audit::manifest_differences(m, again).empty());
   // Every trace and snapshot carries the audit id.
-  REQUIRE(ra::audit::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
+  REQUIRE(ra::trace::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
   REQUIRE(ra::formats::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
               .metadata.at("audit_id") == m.audit_id);
 
@@ -330,10 +330,10 @@ TEST_CASE("traces without an audit id are read as older traces", "[audit][folder
   const auto line_end = text.find('\n');
   auto header = nlohmann::json::parse(text.substr(0, line_end));
   header.erase("audit_id");
-  const auto older = ra::audit::parse_trace(header.dump() + text.substr(line_end), "old");
+  const auto older = ra::trace::parse_trace(header.dump() + text.substr(line_end), "old");
   REQUIRE(older.header.audit_id.empty());
-  REQUIRE(ra::audit::serialize_trace(older).find("audit_id") == std::string::npos);
+  REQUIRE(ra::trace::serialize_trace(older).find("audit_id") == std::string::npos);
   header["audit_id"] = 42;
-  REQUIRE_THROWS_WITH(ra::audit::parse_trace(header.dump() + text.substr(line_end), "t"),
+  REQUIRE_THROWS_WITH(ra::trace::parse_trace(header.dump() + text.substr(line_end), "t"),
                       Catch::Contains("t:1") && Catch::Contains("audit_id"));
 }

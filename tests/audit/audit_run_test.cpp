@@ -119,8 +119,8 @@ TEST_CASE("varying the data stream changes batches, not initial weights, and ini
   o.seeds = ra::audit::SeedPolicy::both;
   o.vary = {.init = false, .data = true, .dropout = false};
   const auto data_runs = ra::audit::run_audit(small_spec(), o);
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : data_runs.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : data_runs.trace_files) traces.push_back(ra::trace::read_trace(f));
   REQUIRE(traces.size() == 4);
   REQUIRE(traces[2].header.seed_group == "different");
   REQUIRE(traces[2].initial_weights == traces[0].initial_weights);
@@ -137,8 +137,8 @@ TEST_CASE("varying the data stream changes batches, not initial weights, and ini
   o2.seeds = ra::audit::SeedPolicy::different;
   o2.vary = {.init = true, .data = false, .dropout = false};
   const auto init_runs = ra::audit::run_audit(small_spec(), o2);
-  const auto a = ra::audit::read_trace(init_runs.trace_files[0]);
-  const auto b = ra::audit::read_trace(init_runs.trace_files[1]);
+  const auto a = ra::trace::read_trace(init_runs.trace_files[0]);
+  const auto b = ra::trace::read_trace(init_runs.trace_files[1]);
   REQUIRE(a.initial_weights != b.initial_weights);
   for (std::size_t s = 0; s < a.steps.size(); ++s) {
     REQUIRE(a.steps[s].batch_indices == b.steps[s].batch_indices);
@@ -156,8 +156,8 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
   REQUIRE_FALSE(r.diverged());
   REQUIRE(r.mode_summary == "nondeterministic");
   // Classes must match the traces, whether or not nondeterminism happened in this run.
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
       const bool same_class = r.runs[i].outcome_class == r.runs[j].outcome_class;

@@ -147,8 +147,8 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
   auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, 1, "dense_1/dense.backward_weight", 2);
   const auto result = ra::audit::run_audit(spec_from(root_cause_spec_json()), o);
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   // Traces of CPU runs, presented as GPU runs: without a GPU the replay cannot train, and with one
   // its GPU kernels part from the CPU's records before the op. Either way: no magnitude, a reason.
   for (auto& t : traces) t.header.backend = "cuda";

@@ -11,7 +11,7 @@ TEST_CASE("determinism_flags_warning names the switches the runs set differently
   ra::test::TraceBuilder b;
   b.environment["deterministic_algorithms"] = false;
   b.environment["cudnn_benchmark"] = true;
-  std::vector<ra::audit::Trace> traces = {b.build(0), b.build(1), b.build(2)};
+  std::vector<ra::trace::Trace> traces = {b.build(0), b.build(1), b.build(2)};
   CHECK_FALSE(ra::audit::phases::determinism_flags_warning(traces));
 
   traces[1].header.environment["deterministic_algorithms"] = true;

@@ -159,14 +159,14 @@ TEST_CASE("perturbed runs part at their weight, with churn and spreads per group
   different.seed = 7;
   ra::test::TraceBuilder perturbed = same;
   perturbed.seed_group = "perturbed";
-  std::vector<ra::audit::Trace> traces = {same.build(0),      same.build(1),
+  std::vector<ra::trace::Trace> traces = {same.build(0),      same.build(1),
                                           different.build(2), different.build(3),
                                           perturbed.build(4), perturbed.build(5)};
   traces[1].final->eval_accuracy = 0.8;
   traces[3].final->eval_accuracy = 0.9;
   traces[5].final->eval_accuracy = 0.7;
   for (int i : {4, 5}) {
-    traces[i].header.perturbation = ra::audit::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
     traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
   }
   traces[5].initial_weights[0] = ra::test::changed(traces[5].initial_weights[0]);  // not only

@@ -11,8 +11,8 @@
 
 namespace {
 
-using ra::audit::LoaderWorker;
-using ra::audit::Trace;
+using ra::trace::LoaderWorker;
+using ra::trace::Trace;
 
 // `workers` workers per pass; the dataset's generator in `shared_state` for workers listed in
 // `sharing`, its own state for the others; numpy always per worker.

@@ -17,8 +17,8 @@
 namespace {
 
 using ra::audit::ComparisonResult;
-using ra::audit::LoaderWorker;
-using ra::audit::Trace;
+using ra::trace::LoaderWorker;
+using ra::trace::Trace;
 
 Trace pytorch_run(int run) {
   Trace t = ra::test::TraceBuilder{}.build(run);

@@ -10,9 +10,9 @@
 #include "trace/in_memory_traces.h"
 
 using ra::audit::ResumePiece;
-using ra::audit::ResumePoint;
-using ra::audit::Trace;
 using ra::test::made_up_digest;
+using ra::trace::ResumePoint;
+using ra::trace::Trace;
 
 namespace {
 

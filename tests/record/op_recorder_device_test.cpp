@@ -83,7 +83,7 @@ ra::spec::ExperimentSpec spec() {
 }
 
 struct Outcome {
-  ra::audit::Trace trace;
+  ra::trace::Trace trace;
   std::size_t downloads = 0;
   int region_requests = 0;
   int queue_calls = 0, takes = 0;
@@ -116,8 +116,8 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
     };
   }
   ra::train::Trainer trainer(s, ra::train::load_data(s), options);
-  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
-  if (record_ops) recorder.record_ops(*ops, ra::audit::OpWindow{0, 2});
+  ra::audit::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  if (record_ops) recorder.record_ops(*ops, ra::trace::OpWindow{0, 2});
   const auto result = trainer.run(&recorder);
   Outcome o{recorder.finish(trainer, result), memory.downloads.load(), 0};
   if (fake != nullptr) {
@@ -129,7 +129,7 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
 }
 
 // The two recorded steps of `got` hold the records of `want`, op for op and digest for digest.
-void check_same_records(const ra::audit::Trace& got, const ra::audit::Trace& want) {
+void check_same_records(const ra::trace::Trace& got, const ra::trace::Trace& want) {
   REQUIRE(got.steps.size() == 2);
   for (std::size_t s = 0; s < 2; ++s) {
     INFO("step " << s);

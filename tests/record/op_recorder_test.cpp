@@ -71,15 +71,15 @@ TEST_CASE("op records hold the digests of what each op read and wrote", "[audit]
   const auto s = spec();
   ra::train::Trainer trainer(s, ra::train::load_data(s), options);
   REQUIRE(ops != nullptr);
-  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
-  recorder.record_ops(*ops, ra::audit::OpWindow{1, 5});  // 3 steps an epoch: 1..2 and 3..4
+  ra::audit::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  recorder.record_ops(*ops, ra::trace::OpWindow{1, 5});  // 3 steps an epoch: 1..2 and 3..4
   Witness witness;
   witness.trainer = &trainer;
   ra::train::ObserverList observers;
   observers.add(&witness);
   observers.add(&recorder);
   const auto result = trainer.run(&observers);
-  const ra::audit::Trace trace = recorder.finish(trainer, result);
+  const ra::trace::Trace trace = recorder.finish(trainer, result);
   REQUIRE(trace.steps.size() == 6);
   CHECK(trace.header.format_version == 2);
 

@@ -16,8 +16,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 namespace svg = ra::report::svg;
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {

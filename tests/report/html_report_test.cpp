@@ -13,8 +13,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
   std::vector<Trace> traces;

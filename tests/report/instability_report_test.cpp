@@ -14,8 +14,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -38,7 +38,7 @@ ra::audit::ComparisonResult three_groups() {
   const double accuracy[] = {0.75, 0.76, 0.70, 0.80, 0.74, 0.77};
   for (std::size_t i = 0; i < traces.size(); ++i) traces[i].final->eval_accuracy = accuracy[i];
   for (int i : {4, 5}) {
-    traces[i].header.perturbation = ra::audit::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
     traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
   }
   ra::audit::ComparisonOptions options;

@@ -16,8 +16,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 const std::filesystem::path kSource = REPRO_AUDIT_SOURCE_DIR;
 

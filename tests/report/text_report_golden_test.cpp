@@ -26,8 +26,8 @@
 namespace {
 
 using ra::audit::ComparisonResult;
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 using ra::test::check_golden;
 
