@@ -38,7 +38,7 @@ void write_stdout(const std::string& text) {
 
 }  // namespace
 
-int emit_report(const audit::ComparisonResult& result, const ReportFiles& files) {
+int emit_report(const compare::ComparisonResult& result, const ReportFiles& files) {
   const std::string& json_path = files.json;
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);

@@ -25,8 +25,9 @@ namespace {
 // Loads the snapshots beside compared traces: run i's folder is snapshot_dir_of(its source), and
 // a snapshot counts only when it carries the trace's audit id (both empty for older files): a
 // stale file of another audit in the same folder is never measured, and is named in `ignored`.
-ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<trace::Trace>& traces,
-                                 std::shared_ptr<std::set<std::string>> ignored) {
+compare::ComparisonOptions with_snapshots(compare::ComparisonOptions options,
+                                          const std::vector<trace::Trace>& traces,
+                                          std::shared_ptr<std::set<std::string>> ignored) {
   struct Source {
     std::filesystem::path dir;
     std::string audit_id;
@@ -88,7 +89,7 @@ void load_kept_files(const std::vector<trace::Trace>& traces, KeptOutputs& store
 // The traces with the step records of their root causes' steps, which traces walked from their
 // files do not hold (Trace::steps_in_source): what a magnitude's replay reads.
 std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& traces,
-                                           const ComparisonResult& result) {
+                                           const compare::ComparisonResult& result) {
   std::vector<trace::Trace> out = traces;
   for (const auto& [run, record] : result.root_cause_steps) {
     trace::Trace& t = out.at(static_cast<std::size_t>(run));
@@ -99,11 +100,12 @@ std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& trac
 
 }  // namespace
 
-ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
-                                        const ComparisonOptions& options,
-                                        std::vector<AuditFolderCheck> folders) {
+compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
+                                                 const compare::ComparisonOptions& options,
+                                                 std::vector<compare::AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
-  ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
+  compare::ComparisonResult result =
+      compare::compare_traces(traces, with_snapshots(options, traces, ignored));
   result.distributed = distributed_findings(traces, options);  // none for single processes
   if (result.distributed && result.distributed->collective &&
       result.distributed->collective->inputs_identical) {
@@ -136,7 +138,7 @@ std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestR
   }
   if (traces.empty()) {
     std::string why;
-    for (const MissingRun& m : runs.check.missing_runs) {
+    for (const compare::MissingRun& m : runs.check.missing_runs) {
       why += "\n  run " + std::to_string(m.run) + ": " + m.reason;
     }
     throw InputError(dir.string() + ": none of the " + std::to_string(runs.check.planned_runs) +
@@ -145,12 +147,12 @@ std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestR
   return traces;
 }
 
-ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                      const AuditManifest& manifest,
-                                      const ComparisonOptions& options) {
+compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                               const AuditManifest& manifest,
+                                               const compare::ComparisonOptions& options) {
   ManifestRuns runs = read_manifest_runs(dir, manifest, DamagedTrace::reject);
   std::vector<trace::Trace> traces = whole_runs(dir, runs);
-  std::vector<AuditFolderCheck> checks;
+  std::vector<compare::AuditFolderCheck> checks;
   checks.push_back(std::move(runs.check));
   return compare_with_snapshots(traces, options, std::move(checks));
 }
@@ -175,8 +177,8 @@ std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& d
   return files;
 }
 
-ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
-                                     const ComparisonOptions& options) {
+compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
+                                              const compare::ComparisonOptions& options) {
   std::vector<trace::Trace> traces;
   for (const auto& f : files) traces.push_back(trace::read_trace_summary(f));
   return compare_with_snapshots(traces, options, {});
@@ -185,7 +187,7 @@ ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& f
 // The expectation of audits whose manifests compare reads, when --expect did not say it: each
 // audit decided its own (manifest `expect`), and of several the strictest applies (identity, then
 // identity of fully deterministic runs, then any), so no reader passes what another fails.
-void apply_expectation(const AuditManifest& m, ComparisonOptions& options, bool& first) {
+void apply_expectation(const AuditManifest& m, compare::ComparisonOptions& options, bool& first) {
   const std::optional<bool> e = expectation_of(m);
   if (first) {
     options.expect_identical = e;
@@ -195,13 +197,13 @@ void apply_expectation(const AuditManifest& m, ComparisonOptions& options, bool&
   first = false;
 }
 
-ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                const ComparisonOptions& given) {
-  ComparisonOptions options = given;
+compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
+                                         const compare::ComparisonOptions& given) {
+  compare::ComparisonOptions options = given;
   bool first_manifest = !given.expect_identical.has_value();
   const bool from_manifests = first_manifest;
   std::vector<trace::Trace> traces;
-  std::vector<AuditFolderCheck> folders;
+  std::vector<compare::AuditFolderCheck> folders;
   for (const std::filesystem::path& input : inputs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(input, ec)) {

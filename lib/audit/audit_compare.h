@@ -16,17 +16,17 @@ namespace ra::audit {
 // ignored_snapshots, never measured. With options.measure_magnitudes, each op root cause's
 // magnitude is measured by a replay (audit/op_replay.h). `folders` goes to the result's
 // audit_folders.
-ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
-                                        const ComparisonOptions& options,
-                                        std::vector<AuditFolderCheck> folders);
+compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
+                                                 const compare::ComparisonOptions& options,
+                                                 std::vector<compare::AuditFolderCheck> folders);
 
 // The manifest's runs with a whole trace of its audit, read from the folder (InputError when
 // there are none: nothing to compare, listing why each run is missing).
 std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
 
 // The report of an audit folder: its manifest's whole runs, compared with their snapshots.
-ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                      const AuditManifest& manifest,
-                                      const ComparisonOptions& options);
+compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                               const AuditManifest& manifest,
+                                               const compare::ComparisonOptions& options);
 
 }  // namespace ra::audit

@@ -320,7 +320,7 @@ namespace {
 
 // The folder's files that are not of its audit: runs past the plan, names the tool does not
 // write, names it never follows.
-void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& check) {
+void note_foreign_files(const FolderContents& c, int planned, compare::AuditFolderCheck& check) {
   for (int run : c.trace_runs) {
     if (run >= planned)
       check.foreign_files.push_back(
@@ -357,7 +357,7 @@ std::string partial_trace_state(const fs::path& file) {
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
   const FolderContents c = scan_audit_folder(dir, m.report_files);
   ManifestRuns out;
-  AuditFolderCheck& check = out.check;
+  compare::AuditFolderCheck& check = out.check;
   check.folder = dir.string();
   check.audit_id = m.audit_id;
   check.planned_runs = static_cast<int>(m.runs.size());
@@ -406,8 +406,9 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
     check.missing_runs.push_back({p.index, reason});
   }
   note_foreign_files(c, static_cast<int>(m.runs.size()), check);
-  std::sort(check.foreign_files.begin(), check.foreign_files.end(),
-            [](const ForeignFile& a, const ForeignFile& b) { return a.file < b.file; });
+  std::sort(
+      check.foreign_files.begin(), check.foreign_files.end(),
+      [](const compare::ForeignFile& a, const compare::ForeignFile& b) { return a.file < b.file; });
   // (Not when the holder is this process: an audit reading its own folder for its report.)
   if (const auto pid = FolderLock::holder(dir); pid && *pid != static_cast<long>(::getpid())) {
     check.notes.push_back(*pid == 0
@@ -419,7 +420,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
   if (m.shards > 0) {
     check.shards = m.shards;
     check.shard_states = shard_states(dir, m.shards, out.traces);
-    for (MissingRun& missing : check.missing_runs)
+    for (compare::MissingRun& missing : check.missing_runs)
       missing.shard = shard_of_run(missing.run, m.shards);
   }
   return out;

@@ -108,7 +108,7 @@ class FolderLock {
 // run folders that are not of this audit as foreign.
 struct ManifestRuns {
   std::vector<std::optional<trace::Trace>> traces;  // per planned run; none = missing
-  AuditFolderCheck check;
+  compare::AuditFolderCheck check;
 };
 // `damaged`: what a trace under a planned run's name that does not parse is. For compare it is
 // bad input (InputError naming file and line); for --resume the run is retrained (missing, with
@@ -122,7 +122,7 @@ ManifestRuns read_manifest_runs(const std::filesystem::path& dir, const AuditMan
 // are none, or when their audit ids say they are of more than one audit.
 struct UnvouchedTraces {
   std::vector<trace::Trace> traces;
-  AuditFolderCheck check;
+  compare::AuditFolderCheck check;
 };
 UnvouchedTraces traces_without_manifest(const std::filesystem::path& dir);
 

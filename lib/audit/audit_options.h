@@ -133,7 +133,7 @@ struct AuditResult {
   std::string audit_id;
   std::vector<std::filesystem::path> trace_files;  // every planned run's, in run order
   std::vector<int> trained_runs;                   // the runs this call trained (all but resumed)
-  ComparisonResult comparison;                     // not made by a shard
+  compare::ComparisonResult comparison;            // not made by a shard
   std::optional<ShardOutcome> shard;               // with options.shard
 };
 

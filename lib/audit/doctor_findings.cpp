@@ -162,8 +162,8 @@ std::vector<DoctorFinding> doctor_findings(const trace::Trace& t) {
   }
   switch_findings(t, !ops.empty(), out);
   // Workers are seen only when the script watched its loader (rec.watch_loader).
-  if (const auto workers = phases::loader_worker_findings({t})) {
-    for (const SharedWorkerStream& s : workers->shared_streams) {
+  if (const auto workers = compare::phases::loader_worker_findings({t})) {
+    for (const compare::SharedWorkerStream& s : workers->shared_streams) {
       out.push_back({"loader",
                      "DataLoader workers start from the same state of the random stream " +
                          s.stream + ": what they draw from it repeats across workers",

@@ -280,7 +280,7 @@ AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& 
   outcome.already_whole = folder.already_whole;
   outcome.planned_runs = of;
   const ManifestRuns now = read_manifest_runs(o.out_dir, folder.manifest, DamagedTrace::retrain);
-  for (const MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
+  for (const compare::MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
   result.shard = std::move(outcome);
   return result;
 }
@@ -328,7 +328,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
-  ComparisonOptions compare_options;
+  compare::ComparisonOptions compare_options;
   compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).

@@ -54,7 +54,7 @@ struct Flip {
 
 // The flip a run's fault made in the root-cause op's output: the fault names the op's layer and
 // the step, and hits the first execution of that op in the layer, so none may come before.
-std::optional<Flip> fault_at(const trace::Trace& run, const RootCause& c,
+std::optional<Flip> fault_at(const trace::Trace& run, const compare::RootCause& c,
                              const trace::StepRecord& step) {
   const nlohmann::json& f = run.header.fault;
   if (!f.is_object() || f.value("op", "") != c.record.layer + "/" + c.record.op ||
@@ -121,8 +121,8 @@ std::string where(const Call& c) {
 // One replay of the reference run, driven through the recorder's hook.
 class Replay {
  public:
-  Replay(const trace::Trace& reference, const RootCause& cause, std::vector<Target>& targets,
-         const ReplayLimits& limits)
+  Replay(const trace::Trace& reference, const compare::RootCause& cause,
+         std::vector<Target>& targets, const ReplayLimits& limits)
       : ref_(reference), cause_(cause), targets_(targets), limits_(limits) {}
 
   void on_op(OpRecorder& recorder, const Call& call) {
@@ -135,7 +135,7 @@ class Replay {
   int executions() const { return executions_; }
   int distinct_outputs() const { return static_cast<int>(distinct_.size()); }
   const std::vector<DType>& output_dtypes() const { return dtypes_; }
-  const std::vector<RootCause::OutputDifference>& spread() const { return spread_; }
+  const std::vector<compare::RootCause::OutputDifference>& spread() const { return spread_; }
 
  private:
   // Executes an op on the way, again while its outputs are not the reference run's.
@@ -167,7 +167,7 @@ class Replay {
       throw ReplayParted("the inputs of the root-cause op differ from the reference run's");
     }
     for (const Region& r : call.outputs) dtypes_.push_back(r.dtype);
-    if (cause_.cause == RootCause::Class::algorithm_choice) {
+    if (cause_.cause == compare::RootCause::Class::algorithm_choice) {
       execute_with_each_algorithm(recorder, call);
       return;
     }
@@ -216,7 +216,7 @@ class Replay {
       first_ = outputs;
       return;
     }
-    for (const auto& d : output_differences(first_, outputs, dtypes_)) widen(spread_, d);
+    for (const auto& d : compare::output_differences(first_, outputs, dtypes_)) widen(spread_, d);
   }
 
   // Whether this execution's outputs, with the target run's fault applied, are the run's.
@@ -243,14 +243,14 @@ class Replay {
   }
 
   const trace::Trace& ref_;
-  const RootCause& cause_;
+  const compare::RootCause& cause_;
   std::vector<Target>& targets_;
   const ReplayLimits& limits_;
   int executions_ = 0;
   std::set<std::string> distinct_;  // the executions' output digests, as hex
   std::vector<DType> dtypes_;
   std::vector<Bytes> first_;  // the first execution's outputs
-  std::vector<RootCause::OutputDifference> spread_;
+  std::vector<compare::RootCause::OutputDifference> spread_;
 };
 
 // Starts each step of the replay on the recorder: recorded where the reference recorded it, up
@@ -284,7 +284,7 @@ spec::ExperimentSpec spec_of(const trace::TraceHeader& h) {
 
 // One replay: true when it reached the op (its executions are done), false when it ended first.
 bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay& replay,
-                 const RootCause& cause) {
+                 const compare::RootCause& cause) {
   const trace::TraceHeader& h = ref.header;
   train::RunOptions options;
   options.threads = h.threads;
@@ -313,11 +313,12 @@ bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay&
 }
 
 // The differences of one run's outputs from the reference's, where their digests differ.
-RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
-                                     const std::vector<DType>& dtypes) {
-  RootCause::RunMagnitude m;
+compare::RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
+                                              const std::vector<DType>& dtypes) {
+  compare::RootCause::RunMagnitude m;
   m.run = run.run;
-  for (RootCause::OutputDifference& d : output_differences(*ref.found, *run.found, dtypes)) {
+  for (compare::RootCause::OutputDifference& d :
+       compare::output_differences(*ref.found, *run.found, dtypes)) {
     if (ref.out[d.output] != run.out[d.output]) m.outputs.push_back(d);
   }
   return m;
@@ -329,7 +330,7 @@ std::string run_name(int run, bool reference) {
 }
 
 // The targets: the reference run first, then each run of the cause.
-std::vector<Target> targets_of(const RootCause& c, const std::vector<trace::Trace>& traces,
+std::vector<Target> targets_of(const compare::RootCause& c, const std::vector<trace::Trace>& traces,
                                int reference) {
   std::vector<Target> targets;
   std::vector<int> runs{reference};
@@ -351,8 +352,8 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<trace::Trac
 
 // The outputs a run kept as it ran (record/kept_outputs.h), when their digests are the ones its
 // trace recorded for the op.
-bool take_kept(Target& t, const trace::Trace& run, const RootCause& c, const KeptOutputs* kept,
-               std::vector<DType>& dtypes) {
+bool take_kept(Target& t, const trace::Trace& run, const compare::RootCause& c,
+               const KeptOutputs* kept, std::vector<DType>& dtypes) {
   if (kept == nullptr || t.out.empty()) return false;
   std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
   if (!o || o->bytes.size() != t.out.size()) return false;
@@ -368,9 +369,9 @@ bool take_kept(Target& t, const trace::Trace& run, const RootCause& c, const Kep
 
 // Replays until one reaches the op, looking for the targets not found yet; false with the note
 // set when none did.
-bool replay_for(const RootCause& c, const trace::Trace& ref, const train::LoadedData& data,
+bool replay_for(const compare::RootCause& c, const trace::Trace& ref, const train::LoadedData& data,
                 const ReplayLimits& limits, std::vector<Target>& targets,
-                std::vector<DType>& dtypes, RootCause::Magnitude& m) {
+                std::vector<DType>& dtypes, compare::RootCause::Magnitude& m) {
   std::string parted;
   while (m.replays < limits.replays) {
     ++m.replays;
@@ -402,10 +403,11 @@ const nlohmann::json& gpu_here() {
 }
 
 // The magnitude of every run whose outputs were kept or appeared in a replay.
-RootCause::Magnitude measure(const RootCause& c, const std::vector<trace::Trace>& traces,
-                             int reference, const std::function<const train::LoadedData&()>& data,
-                             const ReplayLimits& limits, const KeptOutputs* kept) {
-  RootCause::Magnitude m;
+compare::RootCause::Magnitude measure(const compare::RootCause& c,
+                                      const std::vector<trace::Trace>& traces, int reference,
+                                      const std::function<const train::LoadedData&()>& data,
+                                      const ReplayLimits& limits, const KeptOutputs* kept) {
+  compare::RootCause::Magnitude m;
   std::vector<Target> targets = targets_of(c, traces, reference);
   std::vector<DType> dtypes;
   bool all_kept = true;
@@ -460,7 +462,7 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<trace::Trace>
 
 }  // namespace
 
-void measure_magnitudes(ComparisonResult& result, const std::vector<trace::Trace>& traces,
+void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                         const ReplayLimits& limits, const KeptOutputs* kept) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
@@ -471,10 +473,10 @@ void measure_magnitudes(ComparisonResult& result, const std::vector<trace::Trace
     }
     return *loaded;
   };
-  for (RootCause& c : result.root_causes) {
-    if (c.kind != RootCause::Kind::op) continue;
+  for (compare::RootCause& c : result.root_causes) {
+    if (c.kind != compare::RootCause::Kind::op) continue;
     if (!re_executable(c.record.op)) {
-      c.magnitude = RootCause::Magnitude{};
+      c.magnitude = compare::RootCause::Magnitude{};
       c.magnitude->note = c.record.op == "batch"
                               ? "not measured: the loader assembles the batch, no op computes it"
                               : "not measured: a replay does not execute " + c.record.op + " again";

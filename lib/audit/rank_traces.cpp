@@ -85,17 +85,17 @@ void quarantine_rank_traces(const fs::path& run_trace) {
 namespace {
 
 // Rank `rank` of each of `runs` compared with the reference's rank `rank`.
-RankComparison compare_rank(const std::vector<const trace::Trace*>& runs, int rank,
-                            const ComparisonOptions& given) {
+compare::RankComparison compare_rank(const std::vector<const trace::Trace*>& runs, int rank,
+                                     const compare::ComparisonOptions& given) {
   std::vector<trace::Trace> traces;
   for (const trace::Trace* t : runs)
     traces.push_back(trace::read_trace_summary(rank_trace_path(t->source, rank)));
-  ComparisonOptions options;
+  compare::ComparisonOptions options;
   options.expect_identical = given.expect_identical;
   options.loss_tolerance = given.loss_tolerance;
   options.measure_magnitudes = false;
-  const ComparisonResult result = compare_traces(traces, options);
-  return RankComparison{rank, result.identical, result.first_divergence};
+  const compare::ComparisonResult result = compare::compare_traces(traces, options);
+  return compare::RankComparison{rank, result.identical, result.first_divergence};
 }
 
 }  // namespace
@@ -103,27 +103,29 @@ RankComparison compare_rank(const std::vector<const trace::Trace*>& runs, int ra
 namespace {
 
 // The replicas of one run checked against each other, until the first run whose replicas part.
-void check_replicas(const std::vector<trace::Trace>& ranks, int run, DistributedFindings& f) {
+void check_replicas(const std::vector<trace::Trace>& ranks, int run,
+                    compare::DistributedFindings& f) {
   if (f.replicas_parted) return;
   ++f.runs_checked;
-  if (f.expected_differences.empty()) f.expected_differences = expected_rank_differences(ranks);
-  f.replicas_parted = replica_divergence(ranks, run);
+  if (f.expected_differences.empty())
+    f.expected_differences = compare::expected_rank_differences(ranks);
+  f.replicas_parted = compare::replica_divergence(ranks, run);
 }
 
 // One run's buckets against the reference run's, until the first difference of each kind.
-void check_collectives(const RunBuckets& reference, const RunBuckets& other,
-                       DistributedFindings& f) {
-  if (!f.bucket_layout) f.bucket_layout = bucket_layout_difference(reference, other);
-  if (!f.collective) f.collective = collective_divergence(reference, other);
+void check_collectives(const compare::RunBuckets& reference, const compare::RunBuckets& other,
+                       compare::DistributedFindings& f) {
+  if (!f.bucket_layout) f.bucket_layout = compare::bucket_layout_difference(reference, other);
+  if (!f.collective) f.collective = compare::collective_divergence(reference, other);
 }
 
 }  // namespace
 
-std::optional<DistributedFindings> distributed_findings(const std::vector<trace::Trace>& run_traces,
-                                                        const ComparisonOptions& options) {
+std::optional<compare::DistributedFindings> distributed_findings(
+    const std::vector<trace::Trace>& run_traces, const compare::ComparisonOptions& options) {
   if (run_traces.empty() || !run_traces[0].header.distributed) return std::nullopt;
   const trace::RankPlacement& reference = *run_traces[0].header.distributed;
-  DistributedFindings f;
+  compare::DistributedFindings f;
   f.world_size = reference.world_size;
   f.backend = reference.backend;
   f.nccl = reference.nccl;
@@ -138,7 +140,7 @@ std::optional<DistributedFindings> distributed_findings(const std::vector<trace:
   // Each run's ranks are read whole once: the replicas checked against each other, and the
   // buckets (small: a few digests a step) kept of the reference run only, to compare the others'
   // of its seed group with.
-  RunBuckets reference_buckets;
+  compare::RunBuckets reference_buckets;
   for (const trace::Trace* t : runs) {
     const bool reference_run = t == runs.front();
     const bool same_group = t->header.seed_group == runs.front()->header.seed_group;
@@ -152,9 +154,9 @@ std::optional<DistributedFindings> distributed_findings(const std::vector<trace:
     const int run = static_cast<int>(t - run_traces.data());
     check_replicas(ranks, run, f);
     if (reference_run) {
-      reference_buckets = buckets_of(ranks, run);
+      reference_buckets = compare::buckets_of(ranks, run);
     } else if (same_group) {
-      check_collectives(reference_buckets, buckets_of(ranks, run), f);
+      check_collectives(reference_buckets, compare::buckets_of(ranks, run), f);
     }
   }
   return f;

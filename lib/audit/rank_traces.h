@@ -28,7 +28,7 @@ void quarantine_rank_traces(const std::filesystem::path& run_trace);
 // checked against each other, for traces (rank 0's, from their files) of a data-parallel audit;
 // none when the reference run was a single process. Runs of another world size than the
 // reference's are left out of the rank comparison (compare says why in a warning).
-std::optional<DistributedFindings> distributed_findings(const std::vector<trace::Trace>& run_traces,
-                                                        const ComparisonOptions& options);
+std::optional<compare::DistributedFindings> distributed_findings(
+    const std::vector<trace::Trace>& run_traces, const compare::ComparisonOptions& options);
 
 }  // namespace ra::audit

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 bool same_layout(const trace::CollectiveRecord& a, const trace::CollectiveRecord& b) {
@@ -150,4 +150,4 @@ std::string describe(const CollectiveDivergence& d, const DistributedFindings& f
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -13,7 +13,7 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // One rank's buckets of one run: per step, its step number and its collectives in call order.
 struct StepBuckets {
@@ -47,4 +47,4 @@ std::optional<BucketLayoutDifference> bucket_layout_difference(const RunBuckets&
 // In words, for the report: the finding with the backend and NCCL settings it depends on.
 std::string describe(const CollectiveDivergence& d, const DistributedFindings& f);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -6,7 +6,7 @@
 #include "compare/duplicate_runs.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 const char* to_string(Category c) {
   switch (c) {
@@ -152,4 +152,4 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   return result;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

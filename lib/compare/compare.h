@@ -15,7 +15,7 @@
 #include "compare/statistics.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 class KeptOutputs;  // record/kept_outputs.h
 
@@ -477,4 +477,4 @@ nlohmann::json to_json(const ComparisonResult& result);
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.
 std::vector<std::string> next_step_advice(const ComparisonResult& r);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

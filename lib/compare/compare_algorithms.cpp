@@ -7,7 +7,7 @@
 #include "compare/compare_phases.h"
 #include "trace/op_names.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // The ledger entry of a geometry and direction (the last one: a ledger lists each once, and a
@@ -135,4 +135,4 @@ std::optional<std::string> pinned_nondeterministic_warning(
          "deterministic one there for identical runs";
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

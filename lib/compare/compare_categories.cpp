@@ -6,7 +6,7 @@
 #include "compare/compare_phases.h"
 #include "trace/tensor_digests.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 std::vector<Slot> per_tensor(const std::vector<trace::TensorInfo>& tensors,
@@ -123,4 +123,4 @@ std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& v
   return first;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

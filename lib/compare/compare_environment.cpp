@@ -7,7 +7,7 @@
 #include "compare/compare_phases.h"
 #include "compare/fingerprint_differences.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // Keys that say which machine ran, not what it computes: two nodes of one cluster differ in them
@@ -115,4 +115,4 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

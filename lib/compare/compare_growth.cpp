@@ -8,7 +8,7 @@
 #include "compare/compare_phases.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 double max_eval_accuracy_difference(const ComparedRuns& compared, const trace::EpochRecord& e) {
@@ -57,4 +57,4 @@ std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
   return growth;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -8,7 +8,7 @@
 #include "compare/compare_phases.h"
 #include "compare/instability.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 const char* const kGroups[] = {"same", "different", "perturbed"};
@@ -167,9 +167,9 @@ std::optional<InstabilityFindings> instability_findings(
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& traces,
                                                const ComparisonOptions& options,
@@ -197,4 +197,4 @@ std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& 
   return found;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

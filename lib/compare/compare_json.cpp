@@ -7,7 +7,7 @@
 #include "trace/op_window.h"
 #include "trace/trace_io.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 using nlohmann::json;
@@ -475,4 +475,4 @@ json to_json(const ComparisonResult& r) {
   return report;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

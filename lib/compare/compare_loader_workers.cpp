@@ -7,7 +7,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // What one run shows of one stream: the workers that shared it, the passes in which they did.
@@ -103,4 +103,4 @@ std::optional<LoaderWorkerFindings> loader_worker_findings(
   return findings;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

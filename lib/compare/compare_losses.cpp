@@ -8,7 +8,7 @@
 #include "compare/compare_phases.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 float loss_value(std::uint32_t bits) {
@@ -60,4 +60,4 @@ LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

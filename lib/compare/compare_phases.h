@@ -22,7 +22,7 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 // InputError when the traces cannot be compared: none given, a run without its end record,
 // different specs (digests), different parameter lists.
@@ -225,4 +225,4 @@ std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
                                           const ComparedRuns& compared,
                                           const std::optional<Digest128>& reference_indices);
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -7,7 +7,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 std::string run_words(const std::vector<int>& runs) {
@@ -95,4 +95,4 @@ std::optional<std::string> unapplied_seeds_warning(const std::vector<trace::Trac
          "it (docs/pytorch.md, \"Seeds\")";
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

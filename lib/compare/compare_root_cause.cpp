@@ -8,7 +8,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 const char* to_string(RootCause::Kind kind) {
   switch (kind) {
@@ -298,4 +298,4 @@ bool suggest_tensor_digests(const ComparisonResult& result) {
 }
 
 }  // namespace phases
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "spec/spec.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 std::string describe_mode(const nlohmann::json& determinism) {
@@ -162,4 +162,4 @@ bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary
   return classes.size() <= 1;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

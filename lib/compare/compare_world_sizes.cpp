@@ -7,7 +7,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 int world_size_of(const trace::Trace& t) {
@@ -53,4 +53,4 @@ std::optional<WorldSizes> world_sizes(const std::vector<trace::Trace>& traces,
   return w;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -4,7 +4,7 @@
 
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -57,4 +57,4 @@ std::string copies_warning(const std::vector<trace::Trace>& traces, const std::v
          ": their agreement says nothing about reproducibility";
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -19,7 +19,7 @@
 #include "compare/statistics.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // Fraction of samples whose predicted class differs between two runs (equal lengths;
 // std::logic_error otherwise); 0 for no samples.
@@ -102,4 +102,4 @@ std::optional<InstabilityFindings> instability_findings(
 // "instability" (docs/report.md); an infinite ratio is null.
 nlohmann::json instability_json(const InstabilityFindings& findings);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

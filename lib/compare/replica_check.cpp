@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 // The first parameter whose digest differs, "" for one digest over all weights (a step of a
@@ -94,4 +94,4 @@ std::string describe(const ReplicaDivergence& d) {
          std::to_string(d.rank) + "'s " + what + " differs from rank 0's";
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -10,7 +10,7 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // The first step (-1: the initial weights) and parameter where a rank's weights differ from rank
 // 0's, or none. `ranks[r]` is rank r's trace of run `run`, held with its steps (read_trace).
@@ -24,4 +24,4 @@ std::vector<std::string> expected_rank_differences(const std::vector<trace::Trac
 // "replicas desynchronised at step 12 of run 0: rank 1's layer3.weight differs from rank 0's".
 std::string describe(const ReplicaDivergence& d);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -4,7 +4,7 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 std::vector<ResumePiece> differing_pieces(const trace::ResumeState& reference,
@@ -87,4 +87,4 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

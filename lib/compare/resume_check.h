@@ -9,7 +9,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 struct Divergence;  // compare/compare.h
 
@@ -49,4 +49,4 @@ struct ResumeVerdict {
 std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces,
                                          const std::vector<Divergence>& divergences);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

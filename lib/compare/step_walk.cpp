@@ -11,7 +11,7 @@
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // One XXH3-128 over digests in order.
@@ -456,10 +456,10 @@ StepFindings walk_compared(const ComparedRuns& compared) {
   return walk(compared.traces, std::move(positions), compared.ids);
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases
 
 // The phase functions over traces held in memory: each a walk over their steps.
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared) {
   return walk_compared(compared).verdicts;
@@ -477,4 +477,4 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
   return walk_compared(compared).root_causes;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

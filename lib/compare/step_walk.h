@@ -14,7 +14,7 @@
 #include "compare/compare.h"
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 // The loss part of an epoch's growth (EpochGrowth), over the steps the compared runs share.
 struct EpochLosses {
@@ -76,4 +76,4 @@ StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedR
 // The walk over the compared runs only (the phase functions that take a ComparedRuns).
 StepFindings walk_compared(const ComparedRuns& compared);
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

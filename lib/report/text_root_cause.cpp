@@ -10,8 +10,8 @@
 namespace ra::report::text {
 namespace {
 
-using audit::KeptOpReplay;
-using audit::RootCause;
+using compare::KeptOpReplay;
+using compare::RootCause;
 using ra::DType;
 
 std::string step_text(const RootCause& c) {
@@ -48,7 +48,7 @@ std::string plural(int n, const char* word) {
 // across zero would count every float between ("14 of 4096 elements (2 change sign), by at most
 // 3 ULP where the signs agree (...)"; "..., all changing sign (...)" when every one did).
 std::string difference_text(const trace::OpRecord& op, const RootCause::OutputDifference& d) {
-  const audit::TensorDifference& t = d.difference;
+  const compare::TensorDifference& t = d.difference;
   std::string out =
       trace::op_output_name(op, d.output) +
       format(" differs in %lld of %lld elements", (long long)t.differing, (long long)d.elements);
@@ -129,7 +129,7 @@ std::string chain_text(const RootCause& c) {
 }
 
 // "{0,2} FFT_TILING (deterministic, autotuned, 0.117 ms), {1} FFT (...)", the first few groups.
-std::string groups_text(const std::vector<audit::AlgorithmGroup>& groups) {
+std::string groups_text(const std::vector<compare::AlgorithmGroup>& groups) {
   constexpr std::size_t kGroupsShown = 4;
   std::string out;
   for (std::size_t i = 0; i < groups.size() && i < kGroupsShown; ++i) {

@@ -51,7 +51,7 @@ void write_text(const fs::path& p, const std::string& text) {
 }
 
 // The bits of every run's outcome, as the report states them.
-std::vector<std::uint32_t> final_bits(const ra::audit::ComparisonResult& r) {
+std::vector<std::uint32_t> final_bits(const ra::compare::ComparisonResult& r) {
   std::vector<std::uint32_t> bits;
   for (const auto& run : r.runs) bits.push_back(run.final_loss_bits);
   return bits;

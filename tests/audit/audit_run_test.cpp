@@ -38,8 +38,8 @@ ra::audit::AuditOptions options_in(const TempDir& dir, int runs) {
   return o;
 }
 
-const ra::audit::CategoryVerdict& category(const ra::audit::ComparisonResult& r,
-                                           ra::audit::Category c) {
+const ra::compare::CategoryVerdict& category(const ra::compare::ComparisonResult& r,
+                                             ra::compare::Category c) {
   for (const auto& v : r.categories) {
     if (v.category == c) return v;
   }
@@ -78,13 +78,13 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
   REQUIRE(r.classes[0] == std::vector<int>{0, 2});
   REQUIRE(r.classes[1] == std::vector<int>{1});
   REQUIRE(r.first_divergence);
-  REQUIRE(r.first_divergence->category == ra::audit::Category::weights);
+  REQUIRE(r.first_divergence->category == ra::compare::Category::weights);
   REQUIRE(*r.first_divergence->step == 4);
   REQUIRE(r.first_divergence->tensor == "dense_0.weight");
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{1});
   // Nothing before the fault differs.
-  REQUIRE(category(r, ra::audit::Category::initial_weights).identical);
-  REQUIRE(category(r, ra::audit::Category::batches).identical);
+  REQUIRE(category(r, ra::compare::Category::initial_weights).identical);
+  REQUIRE(category(r, ra::compare::Category::batches).identical);
   // The losses can only part later, once the flipped weight is used by a forward pass.
   if (r.first_loss_difference) REQUIRE(r.first_loss_difference->step >= 5);
   // The step-4 snapshot shows exactly one element, one ulp apart.
@@ -106,7 +106,7 @@ TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   o.fault = ra::audit::parse_fault("run=2,step=3,tensor=batch");
   const auto r = ra::audit::run_audit(small_spec(), o).comparison;
   REQUIRE(r.diverged());
-  REQUIRE(r.first_divergence->category == ra::audit::Category::batches);
+  REQUIRE(r.first_divergence->category == ra::compare::Category::batches);
   REQUIRE(*r.first_divergence->step == 3);
   REQUIRE(r.first_divergence->tensor == "indices");
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
@@ -180,7 +180,7 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   auto o = options_in(dir, 3);
   o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
   const auto in_process = ra::audit::run_audit(small_spec(), o);
-  ra::audit::ComparisonOptions co;
+  ra::compare::ComparisonOptions co;
   const auto from_files = ra::audit::compare_trace_files(ra::audit::trace_files_in(dir.path), co);
   // Files given by name: the same report, without the folder's check.
   auto strip_sources = [](nlohmann::json j) {

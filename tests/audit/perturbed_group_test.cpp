@@ -93,12 +93,12 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
   o.seeds = ra::audit::SeedPolicy::all;
   o.mode = ra::spec::KernelMode::nondeterministic;  // the perturbed group is deterministic anyway
   const ra::audit::AuditResult result = ra::audit::run_audit(tiny_spec(), o);
-  const ra::audit::ComparisonResult& r = result.comparison;
+  const ra::compare::ComparisonResult& r = result.comparison;
   REQUIRE(r.runs.size() == 6);
   CHECK(r.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared
   REQUIRE(r.instability);
   REQUIRE(r.instability->perturbed.size() == 2);
-  for (const ra::audit::PerturbedRunCheck& c : r.instability->perturbed) {
+  for (const ra::compare::PerturbedRunCheck& c : r.instability->perturbed) {
     CHECK(c.parts_at_perturbation());
     CHECK((c.perturbation.before ^ c.perturbation.after) == 1u);
   }
@@ -117,9 +117,10 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
     ra::trace::Trace as_same = t;
     as_same.header.seed_group = "same";
     as_same.header.perturbation.reset();
-    const ra::audit::ComparisonResult pair = ra::audit::compare_traces({traces[0], as_same}, {});
+    const ra::compare::ComparisonResult pair =
+        ra::compare::compare_traces({traces[0], as_same}, {});
     REQUIRE(pair.first_divergence);
-    CHECK(pair.first_divergence->category == ra::audit::Category::initial_weights);
+    CHECK(pair.first_divergence->category == ra::compare::Category::initial_weights);
     CHECK(pair.first_divergence->tensor == t.header.perturbation->tensor);
     // The predictions file holds what the trace recorded.
     REQUIRE(t.final->predictions);

@@ -15,7 +15,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 
 using ra::test::race_spec_json;

@@ -19,7 +19,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::race_spec_json;
 using ra::test::root_cause_spec_json;
 using ra::test::TempDir;
@@ -40,7 +40,7 @@ ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& lay
 }
 
 // The one op cause of a comparison, with its magnitude.
-const RootCause& only_cause(const ra::audit::ComparisonResult& r) {
+const RootCause& only_cause(const ra::compare::ComparisonResult& r) {
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];
   REQUIRE(c.kind == RootCause::Kind::op);
@@ -133,7 +133,7 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
   CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["output"] == "dw");
 
   SECTION("and measures nothing when told not to") {
-    ra::audit::ComparisonOptions options;
+    ra::compare::ComparisonOptions options;
     options.measure_magnitudes = false;
     const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
     REQUIRE(unmeasured.root_causes.size() == 1);

@@ -22,7 +22,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 
 // Random data (no files needed): the Keras convnet's shapes, two convs and two dense layers.
@@ -127,9 +127,9 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
     o.algorithm_pins = pins_from(dir.path / (std::string(name) + ".json"));
     traces.push_back(ra::audit::run_audit(pin_spec(), o).trace_files[0]);
   }
-  ra::audit::ComparisonOptions options;
+  ra::compare::ComparisonOptions options;
   options.expect_identical = false;
-  const ra::audit::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
+  const ra::compare::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
   REQUIRE_FALSE(r.identical);
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];

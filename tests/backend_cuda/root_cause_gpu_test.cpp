@@ -16,7 +16,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 using ra::test::traced_audit;
 

@@ -15,7 +15,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::changed;
 using ra::test::pytorch_runs;
 using ra::trace::Trace;
@@ -30,9 +30,9 @@ void sum_output_differs(Trace& t, std::int64_t step) {
 }
 
 RootCause only_cause(std::vector<Trace>& traces) {
-  ra::audit::ComparisonOptions o;
+  ra::compare::ComparisonOptions o;
   o.expect_identical = false;
-  const auto r = ra::audit::compare_traces(traces, o);
+  const auto r = ra::compare::compare_traces(traces, o);
   REQUIRE(r.root_causes.size() == 1);
   return r.root_causes[0];
 }

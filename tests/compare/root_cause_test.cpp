@@ -16,7 +16,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 using ra::Digest128;
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::trace::OpRecord;
 using ra::trace::Trace;
 
@@ -72,10 +72,10 @@ void differ_at_filter(Trace& t, std::int64_t step) {
   ra::test::diverge(t, step, 0);
 }
 
-ra::audit::ComparisonResult compare(const std::vector<Trace>& traces) {
-  ra::audit::ComparisonOptions o;
+ra::compare::ComparisonResult compare(const std::vector<Trace>& traces) {
+  ra::compare::ComparisonOptions o;
   o.expect_identical = false;
-  return ra::audit::compare_traces(traces, o);
+  return ra::compare::compare_traces(traces, o);
 }
 
 }  // namespace
