@@ -39,7 +39,7 @@ compare::ComparisonOptions with_snapshots(compare::ComparisonOptions options,
                               int run, const std::string& point,
                               std::vector<std::pair<std::string, Tensor>>& out) {
     const Source& source = sources.at(static_cast<std::size_t>(run));
-    const auto path = SnapshotWriter::file_for(source.dir, point);
+    const auto path = record::SnapshotWriter::file_for(source.dir, point);
     if (!std::filesystem::exists(path)) return false;
     formats::SafetensorsFile file = formats::read_safetensors(path);
     const auto id = file.metadata.find("audit_id");
@@ -76,7 +76,7 @@ bool is_pytorch_trace(const trace::Trace& t) {
 
 // The outputs PyTorch runs kept (audit/kept_outputs_file.h), from each one's snapshot folder;
 // files not used are named in `ignored`.
-void load_kept_files(const std::vector<trace::Trace>& traces, KeptOutputs& store,
+void load_kept_files(const std::vector<trace::Trace>& traces, record::KeptOutputs& store,
                      std::set<std::string>& ignored) {
   for (const trace::Trace& t : traces) {
     if (!is_pytorch_trace(t) || t.source.empty()) continue;
@@ -113,7 +113,7 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
   }
   if (options.measure_magnitudes) {
     // PyTorch runs cannot be replayed: their own kept outputs are all there is.
-    KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
+    record::KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
     const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
     if (pytorch) load_kept_files(traces, from_files, *ignored);
     const std::vector<trace::Trace> at_causes = with_cause_steps(traces, result);

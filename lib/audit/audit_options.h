@@ -54,7 +54,7 @@ struct VariedStreams {
 // --inject-fault's text as a FaultSpec (record/run_options.h):
 // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0" or "run=1,step=3,op=dense_0/dense.forward,
 // element=5,bit=0".
-FaultSpec parse_fault(const std::string& text);
+record::FaultSpec parse_fault(const std::string& text);
 
 // What `run` does with an output folder that already holds files of an audit.
 enum class FolderUse {
@@ -75,8 +75,8 @@ struct AuditOptions {
   // The report files' paths (--json, --junit): recorded in the manifest when they lie in out_dir,
   // so that --overwrite knows them as the tool's own files.
   std::vector<std::filesystem::path> report_files;
-  SnapshotOptions snapshots;
-  std::optional<FaultSpec> fault;
+  record::SnapshotOptions snapshots;
+  std::optional<record::FaultSpec> fault;
   // --trace-ops: the steps whose ops every run records (trace format version 2).
   std::optional<trace::OpWindow> trace_ops;
   // --tensor-digests: the steps recorded per tensor, when not every step (trace format version 4).

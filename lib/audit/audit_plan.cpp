@@ -57,7 +57,7 @@ nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
   return {{"mode", spec::to_string(d.mode)}, {"ops", ops}};
 }
 
-nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
+nlohmann::json fault_json(const std::optional<record::FaultSpec>& f) {
   if (!f) return nullptr;
   nlohmann::json j{{"run", f->run},
                    {"step", f->step},

@@ -25,6 +25,6 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
 // {"mode": ..., "ops": {op: mode}}: the policy as trace headers and manifests record it.
 nlohmann::json determinism_json(const spec::DeterminismSpec& d);
 // The fault injection as recorded (null: none).
-nlohmann::json fault_json(const std::optional<FaultSpec>& f);
+nlohmann::json fault_json(const std::optional<record::FaultSpec>& f);
 
 }  // namespace ra::audit

@@ -25,11 +25,11 @@ inline constexpr std::uint64_t kMaxKeptOutputsBytes = std::uint64_t{2} << 30;
 // or another audit's or run's. Never throws for the file's content: the magnitude is what it
 // serves, the comparison goes on without.
 std::string load_kept_outputs(const std::filesystem::path& file, const trace::TraceHeader& header,
-                              KeptOutputs& store);
+                              record::KeptOutputs& store);
 
 // The file's bytes into `store`: "" when used, else why not (without the file's name). Nothing is
 // stored unless the whole file is sound.
 std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader& header,
-                               KeptOutputs& store);
+                               record::KeptOutputs& store);
 
 }  // namespace ra::audit

@@ -22,8 +22,8 @@
 namespace ra::audit {
 namespace {
 
-using Call = OpRecorder::Call;
-using Region = OpRecorder::Region;
+using Call = record::OpRecorder::Call;
+using Region = record::OpRecorder::Region;
 using Bytes = std::vector<unsigned char>;
 
 // The replay left the reference run before the op: it may be started again.
@@ -91,7 +91,7 @@ Digest128 digest_of(const Region& r, const Bytes& bytes) {
   return digest_bytes(r.dtype, Shape{r.count}, bytes.data(), bytes.size());
 }
 
-std::vector<Bytes> read_outputs(OpRecorder& recorder, const Call& call) {
+std::vector<Bytes> read_outputs(record::OpRecorder& recorder, const Call& call) {
   std::vector<Bytes> out;
   for (const Region& r : call.outputs) out.push_back(recorder.read(r));
   return out;
@@ -125,7 +125,7 @@ class Replay {
          std::vector<Target>& targets, const ReplayLimits& limits)
       : ref_(reference), cause_(cause), targets_(targets), limits_(limits) {}
 
-  void on_op(OpRecorder& recorder, const Call& call) {
+  void on_op(record::OpRecorder& recorder, const Call& call) {
     if (call.step == cause_.step && call.index == cause_.index) {
       execute_root_cause(recorder, call);
       throw ReplayDone{};
@@ -139,7 +139,7 @@ class Replay {
 
  private:
   // Executes an op on the way, again while its outputs are not the reference run's.
-  void steer(OpRecorder& recorder, const Call& call) {
+  void steer(record::OpRecorder& recorder, const Call& call) {
     call.execute();
     const trace::StepRecord* step = recorded_step(ref_, call.step);
     if (step == nullptr || call.index >= step->ops.size()) return;  // nothing to steer by
@@ -159,7 +159,7 @@ class Replay {
     }
   }
 
-  void execute_root_cause(OpRecorder& recorder, const Call& call) {
+  void execute_root_cause(record::OpRecorder& recorder, const Call& call) {
     if (call.opened->op != cause_.record.op || call.opened->layer != cause_.record.layer) {
       throw ReplayParted(where(call) + " is " + cause_.record.op + " in the reference run");
     }
@@ -176,7 +176,7 @@ class Replay {
 
   // An algorithm choice: each run's outputs are those of its own algorithm, so the op is executed
   // with each run's ledger pinned in turn (deterministic algorithms: once each).
-  void execute_with_each_algorithm(OpRecorder& recorder, const Call& call) {
+  void execute_with_each_algorithm(record::OpRecorder& recorder, const Call& call) {
     for (Target& t : targets_) {
       if (t.found) continue;
       recorder.pin_algorithms(t.pins);
@@ -186,7 +186,7 @@ class Replay {
 
   // Executes the op on its recorded inputs, offering every outcome to the targets, until each is
   // found, `until` executions were made or the time limit passed.
-  void execute_until_found(OpRecorder& recorder, const Call& call, int until) {
+  void execute_until_found(record::OpRecorder& recorder, const Call& call, int until) {
     const auto start = std::chrono::steady_clock::now();
     const auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -257,7 +257,7 @@ class Replay {
 // to the root cause's step.
 class ReplaySteps final : public train::Observer {
  public:
-  ReplaySteps(OpRecorder& recorder, const trace::OpWindow& window, std::int64_t last)
+  ReplaySteps(record::OpRecorder& recorder, const trace::OpWindow& window, std::int64_t last)
       : recorder_(recorder), window_(window), last_(last) {}
   void before_step(data::Batch& batch, std::int64_t step) override {
     recorder_.begin_step(step, window_.contains(step) && step <= last_);
@@ -268,7 +268,7 @@ class ReplaySteps final : public train::Observer {
   }
 
  private:
-  OpRecorder& recorder_;
+  record::OpRecorder& recorder_;
   trace::OpWindow window_;
   std::int64_t last_;
 };
@@ -291,9 +291,9 @@ bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay&
   options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
   // The algorithms the reference run ran, not those a new autotune would choose.
   options.algorithm_pins = pins_of_run(ref);
-  OpRecorder* recorder = nullptr;
+  record::OpRecorder* recorder = nullptr;
   options.wrap_backend = [&recorder](backend::Ops& backend) {
-    auto ops = std::make_unique<OpRecorder>(backend, backend.threads());
+    auto ops = std::make_unique<record::OpRecorder>(backend, backend.threads());
     recorder = ops.get();
     return std::unique_ptr<backend::Ops>(std::move(ops));
   };
@@ -353,9 +353,9 @@ std::vector<Target> targets_of(const compare::RootCause& c, const std::vector<tr
 // The outputs a run kept as it ran (record/kept_outputs.h), when their digests are the ones its
 // trace recorded for the op.
 bool take_kept(Target& t, const trace::Trace& run, const compare::RootCause& c,
-               const KeptOutputs* kept, std::vector<DType>& dtypes) {
+               const record::KeptOutputs* kept, std::vector<DType>& dtypes) {
   if (kept == nullptr || t.out.empty()) return false;
-  std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
+  std::optional<record::KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
   if (!o || o->bytes.size() != t.out.size()) return false;
   for (std::size_t i = 0; i < o->bytes.size(); ++i) {
     const std::size_t bytes = o->bytes[i].size();
@@ -406,7 +406,7 @@ const nlohmann::json& gpu_here() {
 compare::RootCause::Magnitude measure(const compare::RootCause& c,
                                       const std::vector<trace::Trace>& traces, int reference,
                                       const std::function<const train::LoadedData&()>& data,
-                                      const ReplayLimits& limits, const KeptOutputs* kept) {
+                                      const ReplayLimits& limits, const record::KeptOutputs* kept) {
   compare::RootCause::Magnitude m;
   std::vector<Target> targets = targets_of(c, traces, reference);
   std::vector<DType> dtypes;
@@ -463,7 +463,7 @@ compare::RootCause::Magnitude measure(const compare::RootCause& c,
 }  // namespace
 
 void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
-                        const ReplayLimits& limits, const KeptOutputs* kept) {
+                        const ReplayLimits& limits, const record::KeptOutputs* kept) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
   std::optional<train::LoadedData> loaded;  // once, for the first replay

@@ -35,6 +35,6 @@ struct ReplayLimits {
 // Outputs in `kept` (an in-process audit's runs, keyed by their audit run numbers) are used as
 // found, before any replay; when every run's are there, no replay is made.
 void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
-                        const ReplayLimits& limits = {}, const KeptOutputs* kept = nullptr);
+                        const ReplayLimits& limits = {}, const record::KeptOutputs* kept = nullptr);
 
 }  // namespace ra::audit

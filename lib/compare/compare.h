@@ -17,7 +17,7 @@
 
 namespace ra::compare {
 
-class KeptOutputs;  // record/kept_outputs.h
+class record::KeptOutputs;  // record/kept_outputs.h
 
 // The categories of recorded state, in causal order within a step. Buffers (a model's state that
 // is no parameter: BatchNorm's running statistics) are updated in the forward pass, before the
@@ -286,7 +286,7 @@ struct ComparisonOptions {
   // never trains. Off (--no-magnitude): the root causes say the magnitude was not measured.
   bool measure_magnitudes = true;
   // Outputs the runs kept as they ran (an in-process audit): used before any replay.
-  const KeptOutputs* kept_outputs = nullptr;
+  const record::KeptOutputs* kept_outputs = nullptr;
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
   std::optional<bool> expect_identical;

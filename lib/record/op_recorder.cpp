@@ -9,7 +9,7 @@
 #include "core/op_table.h"
 #include "trace/op_names.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 using backend::KernelMode;
@@ -243,4 +243,4 @@ void OpRecorder::record_dropout(const backend::OpCall& call) {
   close(dropout, std::vector<Region>(call.outputs.begin(), call.outputs.end()));
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

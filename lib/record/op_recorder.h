@@ -32,7 +32,7 @@
 #include "record/kept_outputs.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 // Test-only (--inject-fault op=LAYER/OP): flips one bit of one element of the first output of the
 // first execution of OP in LAYER at `step`, right after the op ran (before its digest).
@@ -149,4 +149,4 @@ class OpRecorder final : public backend::ForwardingOps {
   double seconds_ = 0.0;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -7,7 +7,7 @@
 #include "core/parallel_digest.h"
 #include "record/op_recorder.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 std::size_t bytes_of(const OpRecorder::Region& r) {
@@ -110,4 +110,4 @@ void OpRecorder::resolve_queued() {
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

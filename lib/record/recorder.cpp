@@ -10,7 +10,7 @@
 #include "core/statistics.h"
 #include "trace/tensor_digests.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 std::vector<const Tensor*> values_of(const nn::Model& model) {
@@ -217,4 +217,4 @@ trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainR
   return std::move(trace_);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -12,7 +12,7 @@
 #include "trace/trace_file_writer.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 class Recorder final : public train::Observer {
  public:
@@ -74,4 +74,4 @@ class Recorder final : public train::Observer {
   std::optional<trace::PredictionsRecord> predictions_;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

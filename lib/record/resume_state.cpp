@@ -6,7 +6,7 @@
 
 #include "train/checkpoint.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 // One digest over several: XXH3-128 of the concatenated digests (as the optimizer state's).
@@ -58,4 +58,4 @@ void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -10,7 +10,7 @@
 #include "trace/resume_point.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 // Digests of the state `trainer` starts its next step from, with `next` its batch.
 trace::ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next);
@@ -35,4 +35,4 @@ class ResumeStateRecorder final : public train::Observer {
   const train::Trainer* trainer_ = nullptr;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "formats/safetensors.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 namespace {
 
@@ -115,4 +115,4 @@ bool FaultInjector::after_update(nn::Model& model, std::int64_t step) {
   throw InputError("fault injection: no parameter named '" + fault_.tensor + "'");
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -26,8 +26,8 @@ ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
 }
 
-ra::audit::FaultSpec op_fault(std::int64_t step, const std::string& layer_op) {
-  ra::audit::FaultSpec f;
+ra::record::FaultSpec op_fault(std::int64_t step, const std::string& layer_op) {
+  ra::record::FaultSpec f;
   f.run = 1;
   f.step = step;
   f.op = layer_op;
@@ -118,7 +118,7 @@ TEST_CASE("a fault in a forward op's output is localised there, and spreads alon
 TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 2, "batch", 0, 0, ""};
+  o.fault = ra::record::FaultSpec{1, 2, "batch", 0, 0, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
@@ -132,7 +132,7 @@ TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audi
 TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
+  o.fault = ra::record::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];

@@ -29,8 +29,8 @@ ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
 }
 
-ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
-  ra::audit::FaultSpec f;
+ra::record::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
+  ra::record::FaultSpec f;
   f.run = run;
   f.step = step;
   f.op = layer_op;
@@ -162,7 +162,7 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
 TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 1, "batch", 0, 0, ""};
+  o.fault = ra::record::FaultSpec{1, 1, "batch", 0, 0, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.record.op == "batch");
@@ -226,8 +226,8 @@ TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a 
 }
 
 TEST_CASE("kept outputs stop at the run's budget and stay a prefix", "[audit][ops]") {
-  ra::audit::KeptOutputs kept(10);
-  using Outputs = ra::audit::KeptOutputs::Outputs;
+  ra::record::KeptOutputs kept(10);
+  using Outputs = ra::record::KeptOutputs::Outputs;
   const Outputs four{{{1, 2, 3, 4}}, {ra::DType::f32}};
   const Outputs eight{{{1, 2, 3, 4, 5, 6, 7, 8}}, {ra::DType::f32}};
   CHECK(kept.keep(0, 0, 1, four));

@@ -43,7 +43,7 @@ TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran
   TempDir dir;
   auto o = traced_audit(dir, 2);
   o.mode = ra::spec::KernelMode::deterministic;
-  o.fault = ra::audit::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
+  o.fault = ra::record::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];

@@ -95,7 +95,7 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
   const auto s = spec();
   CountingDeviceMemory memory;
   HashingDeviceOps* fake = nullptr;
-  ra::audit::OpRecorder* ops = nullptr;
+  ra::record::OpRecorder* ops = nullptr;
   ra::train::RunOptions options;
   options.threads = 2;
   if (device) {
@@ -110,13 +110,13 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
   }
   if (record_ops) {
     options.wrap_backend = [&](ra::backend::Ops& backend) {
-      auto recorder = std::make_unique<ra::audit::OpRecorder>(backend, 2);
+      auto recorder = std::make_unique<ra::record::OpRecorder>(backend, 2);
       ops = recorder.get();
       return std::unique_ptr<ra::backend::Ops>(std::move(recorder));
     };
   }
   ra::train::Trainer trainer(s, ra::train::load_data(s), options);
-  ra::audit::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
   if (record_ops) recorder.record_ops(*ops, ra::trace::OpWindow{0, 2});
   const auto result = trainer.run(&recorder);
   Outcome o{recorder.finish(trainer, result), memory.downloads.load(), 0};

@@ -68,7 +68,7 @@ Recorded record(const ra::spec::ExperimentSpec& spec, bool fuse,
     return owned;
   };
   ra::train::Trainer trainer(spec, ra::train::load_data(spec), options);
-  ra::audit::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
   ra::train::ObserverList observers;
   observers.add(extra);
   observers.add(&recorder);

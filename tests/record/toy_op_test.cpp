@@ -49,7 +49,7 @@ ra::Digest128 flat(const std::vector<float>& v) {
 
 TEST_CASE("the toy op is recorded as its table row names it", "[record][ops]") {
   ra::backend::CpuOps cpu(1);
-  ra::audit::OpRecorder recorder(cpu, 1);
+  ra::record::OpRecorder recorder(cpu, 1);
   const std::vector<float> x{1.0f, -2.0f, 3.0f, 0.25f};
   std::vector<float> y(x.size());
   recorder.begin_step(7, true);
