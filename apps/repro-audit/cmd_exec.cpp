@@ -106,7 +106,7 @@ int run_exec(ExecCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), e.out_dir,
+    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), e.out_dir,
                                                         result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});

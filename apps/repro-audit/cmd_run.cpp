@@ -193,7 +193,7 @@ int run_run(RunCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), a.out_dir,
+    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), a.out_dir,
                                                         result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});

@@ -331,7 +331,7 @@ json statistics_json(const ComparisonResult& r) {
   return statistics;
 }
 
-json trace::loader_workers_json(const LoaderWorkerFindings& f) {
+json loader_workers_json(const LoaderWorkerFindings& f) {
   json shared = json::array();
   for (const SharedWorkerStream& s : f.shared_streams) {
     shared.push_back({{"stream", s.stream},
@@ -462,7 +462,7 @@ json to_json(const ComparisonResult& r) {
   // Only for resumed runs (--interrupt-at), so that other reports read as before.
   if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
-  if (r.loader_workers) report["loader_workers"] = trace::loader_workers_json(*r.loader_workers);
+  if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).
   if (r.instability) report["instability"] = instability_json(*r.instability);
   // Only for data-parallel runs (a PyTorch script under torch.distributed).

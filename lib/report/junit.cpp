@@ -170,7 +170,7 @@ std::string instability_properties(const compare::InstabilityFindings& f) {
     out += property(key + "same_over_different", ratio_value(m.same_over_different));
     out += property(key + "perturbed_over_different", ratio_value(m.perturbed_over_different));
     out += property(key + "same_over_perturbed", ratio_value(m.same_over_perturbed));
-    out += property(key + "verdict", audit::to_string(m.verdict));
+    out += property(key + "verdict", compare::to_string(m.verdict));
     out += property(key + "interpretation", m.interpretation);
   }
   return out;

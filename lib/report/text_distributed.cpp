@@ -9,7 +9,7 @@ namespace ra::report::text {
 namespace {
 
 std::string divergence_place(const compare::Divergence& d) {
-  std::string out = std::string(audit::to_string(d.category));
+  std::string out = std::string(compare::to_string(d.category));
   if (d.step) out += " at step " + std::to_string(*d.step);
   if (!d.tensor.empty()) out += " (" + d.tensor + ")";
   return out;

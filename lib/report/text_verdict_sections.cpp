@@ -201,7 +201,7 @@ std::string next_step(const ComparisonResult& r) {
     return out;
   }
   if (!r.suggested_trace_ops) return "";
-  const std::string window = audit::to_string(*r.suggested_trace_ops);
+  const std::string window = trace::to_string(*r.suggested_trace_ops);
   const std::string why = advice.front();
   if (!r.rerun_command.empty()) {
     return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";

@@ -13,10 +13,10 @@ constexpr std::uint64_t kMaxSpecBytes = std::uint64_t{16} << 20;
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path) {
-  return formats::parse_json_text(read_file(path, kMaxSpecBytes, "a spec file"), path);
+  return parse_json_text(read_file(path, kMaxSpecBytes, "a spec file"), path);
 }
 
-nlohmann::json formats::parse_json_text(std::string_view text, const std::string& source) {
+nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
   return ra::formats::parse_json_text(text, source);
 }
 

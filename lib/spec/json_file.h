@@ -14,6 +14,6 @@ nlohmann::json read_json_file(const std::string& path);
 
 // The document in `text`, read as read_json_file reads a file's contents (the strict parser of
 // formats/json_text.h); `source` names the text in messages as the path does there.
-nlohmann::json formats::parse_json_text(std::string_view text, const std::string& source);
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
 }  // namespace ra::spec::detail

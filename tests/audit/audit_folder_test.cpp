@@ -235,7 +235,7 @@ TEST_CASE("resuming trains only the runs without a whole trace and gives the sam
     REQUIRE_FALSE(fs::exists(dir.path / "run-001" / "weights-epoch-1.safetensors.tmp-999-7"));
     REQUIRE(fs::exists(dir.path / "run-002" / "weights-epoch-1.safetensors"));
     // The report is the uninterrupted audit's, bit for bit (timings and sources aside).
-    auto a = ra::audit::to_json(whole.comparison), b = ra::audit::to_json(resumed.comparison);
+    auto a = ra::compare::to_json(whole.comparison), b = ra::compare::to_json(resumed.comparison);
     for (auto* j : {&a, &b}) {
       j->erase("runs");
       j->erase("statistics");

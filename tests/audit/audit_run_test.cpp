@@ -188,11 +188,11 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
     j.erase("audit_folders");
     return j;
   };
-  REQUIRE(strip_sources(ra::audit::to_json(from_files)) ==
-          strip_sources(ra::audit::to_json(in_process.comparison)));
+  REQUIRE(strip_sources(ra::compare::to_json(from_files)) ==
+          strip_sources(ra::compare::to_json(in_process.comparison)));
   // The folder, through its manifest: the very report of the audit.
-  REQUIRE(ra::audit::to_json(ra::audit::compare_inputs({dir.path}, co)) ==
-          ra::audit::to_json(in_process.comparison));
+  REQUIRE(ra::compare::to_json(ra::audit::compare_inputs({dir.path}, co)) ==
+          ra::compare::to_json(in_process.comparison));
 }
 
 TEST_CASE("a nondeterministic policy with every reducing op overridden expects identity",

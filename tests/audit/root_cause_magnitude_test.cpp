@@ -125,8 +125,8 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
   o.fault = op_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
   const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
-  const nlohmann::json a = ra::audit::to_json(in_process)["root_causes"];
-  const nlohmann::json b = ra::audit::to_json(from_files)["root_causes"];
+  const nlohmann::json a = ra::compare::to_json(in_process)["root_causes"];
+  const nlohmann::json b = ra::compare::to_json(from_files)["root_causes"];
   REQUIRE(a.size() == 1);
   CHECK(a == b);
   CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["max_ulp"] == 1 << 22);
@@ -138,7 +138,7 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
     const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
     REQUIRE(unmeasured.root_causes.size() == 1);
     CHECK_FALSE(unmeasured.root_causes[0].magnitude);
-    CHECK(ra::audit::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
+    CHECK(ra::compare::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
   }
 }
 

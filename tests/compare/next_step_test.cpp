@@ -53,7 +53,7 @@ TEST_CASE("next step: a sample order that differs is the loader's, not an op's",
   CHECK_THAT(advice, Catch::Contains("rec.watch_loader(loader)"));  // no workers recorded
   CHECK_THAT(advice, Catch::Contains("generator=torch.Generator().manual_seed(seed)"));
   CHECK_THAT(advice, !Catch::Contains("indices=..."));  // they were recorded
-  const nlohmann::json json = ra::audit::to_json(r)["next_step"];
+  const nlohmann::json json = ra::compare::to_json(r)["next_step"];
   CHECK(json["kind"] == "watch_loader");
   CHECK(json["trace_ops"].is_null());
   CHECK(json["advice"] == nlohmann::json(ra::compare::next_step_advice(r)));
@@ -99,8 +99,8 @@ TEST_CASE("next step: identical batches, differing gradients: --trace-ops", "[co
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
   CHECK_FALSE(r.loader_advice);
   REQUIRE(r.suggested_trace_ops);
-  CHECK(ra::audit::to_string(*r.suggested_trace_ops) == "1:2");
-  CHECK(ra::audit::to_json(r)["next_step"]["kind"] == "trace_ops");
+  CHECK(ra::trace::to_string(*r.suggested_trace_ops) == "1:2");
+  CHECK(ra::compare::to_json(r)["next_step"]["kind"] == "trace_ops");
   // The engine's batches are its own data stream, which its op records do see.
   std::vector<Trace> engine = {ra::test::TraceBuilder{}.build(0),
                                ra::test::TraceBuilder{}.build(1)};

@@ -219,7 +219,7 @@ TEST_CASE("a divergence before the window or in the initial weights is not pinne
     CHECK(r.root_causes[0].kind == RootCause::Kind::outside_window);
     CHECK(r.root_causes[0].step == 1);
     CHECK_THAT(r.root_causes[0].detail, Contains("no op records"));
-    CHECK(ra::audit::to_string(*r.op_window) == "2:");
+    CHECK(ra::trace::to_string(*r.op_window) == "2:");
   }
   SECTION("initial weights") {
     auto traces = traced_runs(2);

@@ -114,7 +114,7 @@ TEST_CASE(
   ra::test::check_golden("h100_autotune.txt", text);
 
   // The JSON report: ledger differences are structured, as a JSON parser reads them.
-  const std::string json_text = f.portable(ra::audit::to_json(r).dump(2) + "\n");
+  const std::string json_text = f.portable(ra::compare::to_json(r).dump(2) + "\n");
   const nlohmann::json j = ra::formats::parse_json_text(json_text, "report");
   REQUIRE(j["ledger_differences"].size() == 1);
   CHECK(j["ledger_differences"][0]["direction"] == "backward_data");

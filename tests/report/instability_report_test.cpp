@@ -64,7 +64,7 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
   CHECK(count(text, "  finding: ") == 3);
   CHECK_THAT(text, Catch::Contains("perturbed runs (2): final loss"));
 
-  const nlohmann::json json = ra::audit::to_json(r);
+  const nlohmann::json json = ra::compare::to_json(r);
   const nlohmann::json& found = json.at("instability");
   CHECK(found.at("perturbed_runs").size() == 2);
   CHECK(found.at("perturbed_runs")[0].at("parts_at_perturbation") == true);
@@ -97,7 +97,7 @@ TEST_CASE("no instability section without a perturbed group", "[report][instabil
       ra::compare::compare_traces({same.build(0), same.build(1)}, {});
   CHECK_FALSE(r.instability);
   CHECK(ra::report::render_text(r).find("instability") == std::string::npos);
-  CHECK_FALSE(ra::audit::to_json(r).contains("instability"));
+  CHECK_FALSE(ra::compare::to_json(r).contains("instability"));
   CHECK(ra::report::render_html(r).find("Does the nondeterminism") == std::string::npos);
   CHECK(ra::report::render_junit(r).find("instability.") == std::string::npos);
 }
