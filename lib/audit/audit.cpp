@@ -122,7 +122,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   }
   // The report is made from the folder, through the manifest, exactly as `compare DIR` makes it:
   // resumed and newly trained runs alike, and nothing of another audit.
-  compare::ComparisonOptions compare_options;
+  AuditComparisonOptions compare_options;
   compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   compare_options.measure_magnitudes = o.measure_magnitudes;

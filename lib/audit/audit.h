@@ -32,10 +32,10 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& opti
 // it, with a note that nothing vouches for them; a file itself (traces from anywhere). Snapshots
 // beside a trace are used only when they carry the trace's audit id.
 compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                         const compare::ComparisonOptions& options);
+                                         const AuditComparisonOptions& options);
 // Compares trace files given by name (and the snapshots beside them).
 compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
-                                              const compare::ComparisonOptions& options);
+                                              const AuditComparisonOptions& options);
 // The trace files of a folder (*.trace.jsonl), sorted by name.
 std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir);
 // The snapshot folder of a trace file: "run-003.trace.jsonl" -> "run-003/".

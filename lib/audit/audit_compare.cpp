@@ -101,7 +101,7 @@ std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& trac
 }  // namespace
 
 compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
-                                                 const compare::ComparisonOptions& options,
+                                                 const AuditComparisonOptions& options,
                                                  std::vector<compare::AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
   compare::ComparisonResult result =
@@ -149,7 +149,7 @@ std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestR
 
 compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
                                                const AuditManifest& manifest,
-                                               const compare::ComparisonOptions& options) {
+                                               const AuditComparisonOptions& options) {
   ManifestRuns runs = read_manifest_runs(dir, manifest, DamagedTrace::reject);
   std::vector<trace::Trace> traces = whole_runs(dir, runs);
   std::vector<compare::AuditFolderCheck> checks;
@@ -178,7 +178,7 @@ std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& d
 }
 
 compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
-                                              const compare::ComparisonOptions& options) {
+                                              const AuditComparisonOptions& options) {
   std::vector<trace::Trace> traces;
   for (const auto& f : files) traces.push_back(trace::read_trace_summary(f));
   return compare_with_snapshots(traces, options, {});
@@ -198,8 +198,8 @@ void apply_expectation(const AuditManifest& m, compare::ComparisonOptions& optio
 }
 
 compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                         const compare::ComparisonOptions& given) {
-  compare::ComparisonOptions options = given;
+                                         const AuditComparisonOptions& given) {
+  AuditComparisonOptions options = given;
   bool first_manifest = !given.expect_identical.has_value();
   const bool from_manifests = first_manifest;
   std::vector<trace::Trace> traces;

@@ -17,7 +17,7 @@ namespace ra::audit {
 // magnitude is measured by a replay (audit/op_replay.h). `folders` goes to the result's
 // audit_folders.
 compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
-                                                 const compare::ComparisonOptions& options,
+                                                 const AuditComparisonOptions& options,
                                                  std::vector<compare::AuditFolderCheck> folders);
 
 // The manifest's runs with a whole trace of its audit, read from the folder (InputError when
@@ -27,6 +27,6 @@ std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestR
 // The report of an audit folder: its manifest's whole runs, compared with their snapshots.
 compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
                                                const AuditManifest& manifest,
-                                               const compare::ComparisonOptions& options);
+                                               const AuditComparisonOptions& options);
 
 }  // namespace ra::audit

@@ -13,6 +13,7 @@
 #include "audit/shard.h"
 #include "backend/algorithm_pins.h"
 #include "compare/compare.h"
+#include "record/kept_outputs.h"
 #include "record/run_options.h"
 #include "spec/spec.h"
 #include "trace/trace.h"
@@ -20,6 +21,17 @@
 #include "train/trainer.h"
 
 namespace ra::audit {
+
+// A comparison of traces with their snapshots (audit/audit_compare.h): compare_traces' options and
+// what only the audit does beyond it, replaying runs (compare never trains, nor knows record).
+struct AuditComparisonOptions : compare::ComparisonOptions {
+  // Whether the magnitude of each op root cause is measured by a replay (audit/op_replay.h):
+  // training the reference run to the op. Off (--no-magnitude): the root causes say the magnitude
+  // was not measured.
+  bool measure_magnitudes = true;
+  // Outputs the runs kept as they ran (an in-process audit): used before any replay.
+  const record::KeptOutputs* kept_outputs = nullptr;
+};
 
 // both: a same-seed and a different-seed group; all: and a perturbed group (the same seed, one
 // bit of one initial weight flipped per run, deterministic kernels: docs/statistics.md).

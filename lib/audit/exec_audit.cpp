@@ -328,7 +328,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
-  compare::ComparisonOptions compare_options;
+  AuditComparisonOptions compare_options;
   compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).

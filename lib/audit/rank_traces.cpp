@@ -93,7 +93,6 @@ compare::RankComparison compare_rank(const std::vector<const trace::Trace*>& run
   compare::ComparisonOptions options;
   options.expect_identical = given.expect_identical;
   options.loss_tolerance = given.loss_tolerance;
-  options.measure_magnitudes = false;
   const compare::ComparisonResult result = compare::compare_traces(traces, options);
   return compare::RankComparison{rank, result.identical, result.first_divergence};
 }

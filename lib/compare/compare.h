@@ -17,8 +17,6 @@
 
 namespace ra::compare {
 
-class record::KeptOutputs;  // record/kept_outputs.h
-
 // The categories of recorded state, in causal order within a step. Buffers (a model's state that
 // is no parameter: BatchNorm's running statistics) are updated in the forward pass, before the
 // loss; they are a category of a comparison only when the runs record any (PyTorch traces).
@@ -281,12 +279,6 @@ struct StepSeries {
 };
 
 struct ComparisonOptions {
-  // Whether compare_with_snapshots (audit/audit_compare.h) measures the magnitude of each op root
-  // cause by a replay (audit/op_replay.h): training the reference run to the op. compare_traces
-  // never trains. Off (--no-magnitude): the root causes say the magnitude was not measured.
-  bool measure_magnitudes = true;
-  // Outputs the runs kept as they ran (an in-process audit): used before any replay.
-  const record::KeptOutputs* kept_outputs = nullptr;
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
   std::optional<bool> expect_identical;

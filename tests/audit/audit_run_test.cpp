@@ -180,7 +180,7 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   auto o = options_in(dir, 3);
   o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
   const auto in_process = ra::audit::run_audit(small_spec(), o);
-  ra::compare::ComparisonOptions co;
+  ra::audit::AuditComparisonOptions co;
   const auto from_files = ra::audit::compare_trace_files(ra::audit::trace_files_in(dir.path), co);
   // Files given by name: the same report, without the folder's check.
   auto strip_sources = [](nlohmann::json j) {

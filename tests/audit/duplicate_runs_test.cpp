@@ -49,7 +49,7 @@ std::string read_text(const std::filesystem::path& p) {
 }  // namespace
 
 TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][trace]") {
-  ra::compare::ComparisonOptions options;
+  ra::audit::AuditComparisonOptions options;
   SECTION("the same path twice") {
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
     REQUIRE(r.identical);

@@ -133,7 +133,7 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
   CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["output"] == "dw");
 
   SECTION("and measures nothing when told not to") {
-    ra::compare::ComparisonOptions options;
+    ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;
     const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
     REQUIRE(unmeasured.root_causes.size() == 1);

@@ -127,7 +127,7 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
     o.algorithm_pins = pins_from(dir.path / (std::string(name) + ".json"));
     traces.push_back(ra::audit::run_audit(pin_spec(), o).trace_files[0]);
   }
-  ra::compare::ComparisonOptions options;
+  ra::audit::AuditComparisonOptions options;
   options.expect_identical = false;
   const ra::compare::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
   REQUIRE_FALSE(r.identical);

@@ -49,7 +49,7 @@ struct FixtureReport {
 
   explicit FixtureReport(const std::string& set) : folder(dir.path / set) {
     fs::copy(kFixtures / set, folder, fs::copy_options::recursive);
-    ra::compare::ComparisonOptions options;
+    ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;  // a replay of a GPU run needs the GPU
     result = ra::audit::compare_inputs({folder}, options);
   }
