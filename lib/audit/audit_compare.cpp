@@ -7,7 +7,6 @@
 #include <memory>
 #include <set>
 
-#include "audit/audit.h"
 #include "audit/kept_op_replay.h"
 #include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"

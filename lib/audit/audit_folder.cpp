@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -117,16 +116,6 @@ std::string describe_audit(const AuditManifest& m) {
          std::to_string(m.runs.size()) + " run(s)" +
          (m.shards > 0 ? " in " + std::to_string(m.shards) + " shards" : std::string()) +
          ", created " + m.created;
-}
-
-std::string run_name(int index) {
-  char name[32];
-  std::snprintf(name, sizeof name, "run-%03d", index);
-  return name;
-}
-
-std::string trace_name(int index) {
-  return run_name(index) + ".trace.jsonl";
 }
 
 std::optional<int> run_of_trace_name(const std::string& name) {

@@ -15,7 +15,6 @@
 
 namespace ra::audit {
 
-inline constexpr const char* kManifestName = "audit.json";
 inline constexpr const char* kLockName = "audit.lock";
 // Run 0's convolution algorithms, which the other runs are pinned to (deterministic autotune:
 // audit/deterministic_autotune.h).
@@ -32,8 +31,6 @@ std::string run_numbers(const std::vector<int>& runs);
 // "audit 3f... of spec 'quick', 4 run(s), created 2026-...": an audit for a message.
 std::string describe_audit(const AuditManifest& manifest);
 
-std::string run_name(int index);    // "run-003" (the run's snapshot folder)
-std::string trace_name(int index);  // "run-003.trace.jsonl"
 // The run of a name the tool writes ("run-003.trace.jsonl", "run-003"), or none. Only the exact
 // spelling run_name() gives: "run-3.trace.jsonl" or "run-0003" are not the tool's.
 std::optional<int> run_of_trace_name(const std::string& name);

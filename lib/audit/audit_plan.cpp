@@ -3,7 +3,6 @@
 
 #include <xxhash.h>
 
-#include "audit/audit.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "audit/audit.h"
+#include "audit/audit_compare.h"
 #include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
 #include "audit/predictions_file.h"

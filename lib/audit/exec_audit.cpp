@@ -8,6 +8,7 @@
 #include "audit/audit_folder.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
+#include "audit/audit_plan.h"
 #include "audit/manifest.h"
 #include "audit/rank_traces.h"
 #include "audit/shard_folder_setup.h"

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
+#include "audit/audit_options.h"
 #include "audit/shard.h"
 
 namespace ra::audit {

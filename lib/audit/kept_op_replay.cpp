@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/audit.h"
+#include "audit/audit_compare.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "formats/json_text.h"

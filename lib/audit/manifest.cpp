@@ -7,7 +7,6 @@
 
 #include <limits>
 
-#include "audit/audit_folder.h"
 #include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -122,6 +121,16 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
+}
+
+std::string run_name(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "run-%03d", index);
+  return name;
+}
+
+std::string trace_name(int index) {
+  return run_name(index) + ".trace.jsonl";
 }
 
 json to_json(const AuditManifest& m) {

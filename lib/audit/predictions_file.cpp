@@ -1,7 +1,7 @@
 // Predicted classes beside a trace (audit/predictions_file.h).
 #include "audit/predictions_file.h"
 
-#include "audit/audit.h"
+#include "audit/audit_compare.h"
 #include "core/atomic_file.h"
 #include "core/digest.h"
 #include "core/directory.h"
