@@ -13,14 +13,14 @@
 
 namespace {
 
-ra::audit::TraceHeader header_of_run_0() {
-  ra::audit::TraceHeader h;
+ra::trace::TraceHeader header_of_run_0() {
+  ra::trace::TraceHeader h;
   h.audit_id = "0123456789abcdef0123456789abcdef";
   h.run_index = 0;
   return h;
 }
 
-std::string parse(std::string_view bytes, ra::audit::KeptOutputs& store) {
+std::string parse(std::string_view bytes, ra::record::KeptOutputs& store) {
   try {
     return ra::audit::parse_kept_outputs(bytes, header_of_run_0(), store);
   } catch (const std::exception& e) {
@@ -32,11 +32,11 @@ std::string parse(std::string_view bytes, ra::audit::KeptOutputs& store) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  ra::audit::KeptOutputs store(std::size_t{1} << 30);
+  ra::record::KeptOutputs store(std::size_t{1} << 30);
   const std::string why = parse(bytes, store);
   ra::fuzz::require(why.empty() || store.bytes_kept(0) == 0, "a refused file stored outputs");
   if (why.empty()) {
-    ra::audit::KeptOutputs again(std::size_t{1} << 30);
+    ra::record::KeptOutputs again(std::size_t{1} << 30);
     ra::fuzz::require(parse(bytes, again).empty(), "an accepted file is refused the second time");
     ra::fuzz::require(again.bytes_kept(0) == store.bytes_kept(0),
                       "an accepted file stores other outputs the second time");

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   ra::audit::AuditManifest manifest;
   if (!ra::fuzz::accepts([&] {
-        manifest = ra::audit::manifest_from_json(ra::spec::parse_json_text(text, "audit.json"),
+        manifest = ra::audit::manifest_from_json(ra::formats::parse_json_text(text, "audit.json"),
                                                  "audit.json");
       })) {
     return 0;

@@ -12,21 +12,21 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  ra::audit::SafetensorsFile file;
+  ra::formats::SafetensorsFile file;
   if (!ra::fuzz::accepts(
-          [&] { file = ra::audit::decode_safetensors(bytes, "fuzz.safetensors"); })) {
+          [&] { file = ra::formats::decode_safetensors(bytes, "fuzz.safetensors"); })) {
     return 0;
   }
-  std::vector<ra::audit::NamedTensor> named;
+  std::vector<ra::formats::NamedTensor> named;
   for (const auto& [name, tensor] : file.tensors) {
     // The writer takes only names it could have chosen itself; "" is legal in a file it reads.
     if (name.empty()) return 0;
     named.push_back({name, &tensor});
   }
-  const std::string encoded = ra::audit::encode_safetensors(named, file.metadata);
-  ra::audit::SafetensorsFile again;
+  const std::string encoded = ra::formats::encode_safetensors(named, file.metadata);
+  ra::formats::SafetensorsFile again;
   ra::fuzz::require(ra::fuzz::accepts([&] {
-                      again = ra::audit::decode_safetensors(encoded, "fuzz.safetensors");
+                      again = ra::formats::decode_safetensors(encoded, "fuzz.safetensors");
                     }),
                     "the encoding of an accepted file is refused");
   ra::fuzz::require(again.metadata == file.metadata, "metadata changes through encode/decode");

@@ -10,16 +10,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  ra::audit::Trace trace;
-  if (!ra::fuzz::accepts([&] { trace = ra::audit::parse_trace(text, "fuzz.trace.jsonl"); })) {
+  ra::trace::Trace trace;
+  if (!ra::fuzz::accepts([&] { trace = ra::trace::parse_trace(text, "fuzz.trace.jsonl"); })) {
     return 0;
   }
-  const std::string written = ra::audit::serialize_trace(trace);
-  ra::audit::Trace again;
+  const std::string written = ra::trace::serialize_trace(trace);
+  ra::trace::Trace again;
   ra::fuzz::require(
-      ra::fuzz::accepts([&] { again = ra::audit::parse_trace(written, "fuzz.trace.jsonl"); }),
+      ra::fuzz::accepts([&] { again = ra::trace::parse_trace(written, "fuzz.trace.jsonl"); }),
       "the serialisation of an accepted trace is refused");
-  ra::fuzz::require(ra::audit::serialize_trace(again) == written,
+  ra::fuzz::require(ra::trace::serialize_trace(again) == written,
                     "an accepted trace changes when written and read back");
   return 0;
 }

@@ -38,7 +38,7 @@ int run_compare(const CompareOptions& o) {
     }
   }
   audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, context);
-  audit::ComparisonOptions options;
+  audit::AuditComparisonOptions options;
   // Without --expect: the audit's expectation (its manifest's); for trace files named alone,
   // identity when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);

@@ -19,7 +19,7 @@ struct EnvOptions {
 };
 
 int run_env(const EnvOptions& o) {
-  nlohmann::json doc = audit::environment_fingerprint(hardware_threads(), "cpu");
+  nlohmann::json doc = record::environment_fingerprint(hardware_threads(), "cpu");
   doc["gpu"] = train::gpu_fingerprint();
   if (o.json) {
     std::printf("%s\n", json_text(doc).c_str());

@@ -66,8 +66,8 @@ int run_exec(ExecCommandOptions& o) {
   e.expect_identical = parse_expect(o.expect);
   e.tool_version = REPRO_AUDIT_VERSION;
   if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
-  if (!o.trace_ops.empty()) e.trace_ops = audit::parse_op_window(o.trace_ops);
-  if (const auto plan = audit::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
+  if (!o.trace_ops.empty()) e.trace_ops = trace::parse_op_window(o.trace_ops);
+  if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     e.tensor_digests = plan;
   }
   std::sort(o.interrupt_at.begin(), o.interrupt_at.end());
@@ -82,7 +82,7 @@ int run_exec(ExecCommandOptions& o) {
     // The kept op's step must be recorded: by default the window is that step alone.
     const std::string step = std::to_string(e.keep_op->step);
     if (!e.trace_ops) {
-      e.trace_ops = audit::parse_op_window(step + ":" + std::to_string(e.keep_op->step + 1));
+      e.trace_ops = trace::parse_op_window(step + ":" + std::to_string(e.keep_op->step + 1));
     }
     if (!e.trace_ops->contains(e.keep_op->step)) {
       throw InputError("--keep-op " + o.keep_op + ": step " + step + " is outside --trace-ops " +
@@ -106,7 +106,7 @@ int run_exec(ExecCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), e.out_dir,
+    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), e.out_dir,
                                                         result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});

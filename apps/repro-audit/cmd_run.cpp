@@ -133,8 +133,8 @@ int run_run(RunCommandOptions& o) {
   if (!o.mode.empty()) a.mode = spec::kernel_mode_from_string(o.mode);
   a.expect_identical = parse_expect(o.expect);
   if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
-  if (!o.trace_ops.empty()) a.trace_ops = audit::parse_op_window(o.trace_ops);
-  if (const auto plan = audit::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
+  if (!o.trace_ops.empty()) a.trace_ops = trace::parse_op_window(o.trace_ops);
+  if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     a.tensor_digests = plan;
   }
   a.measure_magnitudes = !o.no_magnitude;
@@ -193,7 +193,7 @@ int run_run(RunCommandOptions& o) {
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
   result.comparison.allow_empty = o.allow_empty;
   if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(audit::to_string(*window), a.out_dir,
+    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), a.out_dir,
                                                         result.comparison.suggest_tensor_digests);
   }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});

@@ -38,11 +38,11 @@ void write_stdout(const std::string& text) {
 
 }  // namespace
 
-int emit_report(const audit::ComparisonResult& result, const ReportFiles& files) {
+int emit_report(const compare::ComparisonResult& result, const ReportFiles& files) {
   const std::string& json_path = files.json;
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
-  const std::string json = json_text(audit::to_json(result)) + "\n";
+  const std::string json = json_text(compare::to_json(result)) + "\n";
   // Files first, stdout last: a reader of stdout that goes away early cannot lose them.
   if (!json_path.empty() && json_path != "-") write_file_atomic(json_path, json);
   if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));

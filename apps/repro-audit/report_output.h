@@ -18,7 +18,7 @@ namespace ra::app {
 struct ReportFiles {
   std::string json, junit, html;
 };
-int emit_report(const audit::ComparisonResult& result, const ReportFiles& files);
+int emit_report(const compare::ComparisonResult& result, const ReportFiles& files);
 
 // What a shard of `run --shard` or `exec --shard` did and how far the audit is (a shard makes no
 // report: compare's, once every shard has finished); returns 0.

@@ -101,7 +101,7 @@ std::optional<nlohmann::json> trace_header_line(const std::string& text) {
   const std::size_t end = text.find('\n');
   if (end == std::string::npos) return std::nullopt;
   try {
-    nlohmann::json line = spec::parse_json_text(std::string_view(text).substr(0, end), "");
+    nlohmann::json line = formats::parse_json_text(std::string_view(text).substr(0, end), "");
     if (line.is_object() && line.value("record", "") == "header") return line;
   } catch (const InputError&) {
   }
@@ -109,11 +109,11 @@ std::optional<nlohmann::json> trace_header_line(const std::string& text) {
 }
 
 // The fields of a trace header an algorithm file needs, checked as the trace reader would.
-TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
+trace::TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
   const auto fail = [&](const std::string& field, const char* what) {
     throw InputError(source + ": line 1 (the trace header): field '" + field + "' must be " + what);
   };
-  TraceHeader out;
+  trace::TraceHeader out;
   if (!h.contains("backend") || !h["backend"].is_string()) fail("backend", "a string");
   out.backend = h["backend"].get<std::string>();
   if (!h.contains("environment") || !h["environment"].is_object()) fail("environment", "an object");
@@ -131,7 +131,7 @@ TraceHeader header_of(const nlohmann::json& h, const std::string& source) {
 
 }  // namespace
 
-AlgorithmFile algorithm_file_of(const TraceHeader& run) {
+AlgorithmFile algorithm_file_of(const trace::TraceHeader& run) {
   const nlohmann::json& gpu = run.environment.contains("gpu") ? run.environment["gpu"] : nullptr;
   if (run.backend != "cuda" || !gpu.is_object()) {
     throw InputError("run " + std::to_string(run.run_index) + " trained on the " + run.backend +
@@ -174,14 +174,14 @@ AlgorithmFile read_algorithm_file(const std::filesystem::path& path) {
     throw InputError(source + ": larger than " + byte_size_text(kMaxAlgorithmFileBytes) +
                      ", the limit for an algorithm file (and no trace)");
   }
-  const nlohmann::json doc = spec::parse_json_text(text, source);
+  const nlohmann::json doc = formats::parse_json_text(text, source);
   if (!doc.is_object() || doc.value("format", "") != kAlgorithmFileFormat) {
     throw InputError(source + ": not an algorithm file (its \"format\" is not \"" +
                      kAlgorithmFileFormat + "\") nor a trace");
   }
   if (!doc.contains("version") || doc["version"] != kAlgorithmFileVersion) {
     throw InputError(source + ": algorithm file version " +
-                     spec::json_excerpt(doc.value("version", nlohmann::json())) +
+                     formats::json_excerpt(doc.value("version", nlohmann::json())) +
                      ", this tool reads version " + std::to_string(kAlgorithmFileVersion));
   }
   if (!doc.contains("gpu") || !doc["gpu"].is_object()) {
@@ -203,8 +203,8 @@ std::vector<std::string> gpu_mismatches(const AlgorithmFile& file, const nlohman
   const nlohmann::json mine = pinned_gpu_facts(here);
   for (const char* key : kPinnedGpuKeys) {
     if (file.gpu[key] != mine[key]) {
-      out.push_back(std::string(key) + ": " + spec::json_excerpt(file.gpu[key]) + " in the file, " +
-                    spec::json_excerpt(mine[key]) + " here");
+      out.push_back(std::string(key) + ": " + formats::json_excerpt(file.gpu[key]) +
+                    " in the file, " + formats::json_excerpt(mine[key]) + " here");
     }
   }
   return out;

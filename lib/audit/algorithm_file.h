@@ -42,7 +42,7 @@ struct AlgorithmFile {
 // The file of one run, from its trace header. InputError when the run has no algorithm to pin:
 // it ran on the CPU (one algorithm per op and instruction set) or its ledger names no
 // convolution.
-AlgorithmFile algorithm_file_of(const TraceHeader& run);
+AlgorithmFile algorithm_file_of(const trace::TraceHeader& run);
 nlohmann::json to_json(const AlgorithmFile& file);
 // Written whole or not at all (core/atomic_file.h).
 void write_algorithm_file(const std::filesystem::path& path, const AlgorithmFile& file);

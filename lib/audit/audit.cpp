@@ -61,7 +61,8 @@ struct RunsToTrain {
 // (audit/deterministic_autotune.h) run 0 trains first, alone, timing the deterministic
 // candidates; its choices are saved in the folder (a resumed audit's run 0 too) and every other
 // run is pinned to them.
-void train_runs(const RunsToTrain& r, const std::filesystem::path& run0_trace, KeptOutputs* kept) {
+void train_runs(const RunsToTrain& r, const std::filesystem::path& run0_trace,
+                record::KeptOutputs* kept) {
   const int planned = static_cast<int>(r.plan.size());
   std::vector<int> to_train = r.folder.to_train;
   AuditOptions pinned = r.options;
@@ -111,7 +112,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
 
   // Runs recording ops keep the outputs of their nondeterministic ops, for the magnitude of a
   // root cause that a replay could not reproduce (record/kept_outputs.h).
-  KeptOutputs kept(kKeptOutputBytesPerRun);
+  record::KeptOutputs kept(kKeptOutputBytesPerRun);
   train_runs({spec, data, folder, plan, o, progress}, result.trace_files[0],
              o.trace_ops && o.measure_magnitudes ? &kept : nullptr);
 
@@ -121,7 +122,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   }
   // The report is made from the folder, through the manifest, exactly as `compare DIR` makes it:
   // resumed and newly trained runs alike, and nothing of another audit.
-  ComparisonOptions compare_options;
+  AuditComparisonOptions compare_options;
   compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   compare_options.measure_magnitudes = o.measure_magnitudes;

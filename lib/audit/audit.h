@@ -8,15 +8,16 @@
 #include <filesystem>
 #include <vector>
 
+#include "audit/audit_compare.h"
 #include "audit/audit_options.h"
+#include "audit/audit_plan.h"
 #include "compare/compare.h"
 #include "spec/spec.h"
 
+// compare_inputs, compare_trace_files, trace_files_in, snapshot_dir_of: audit/audit_compare.h;
+// derived_seed: audit/audit_plan.h. The phases include those, never this facade
+// (scripts/check-layering).
 namespace ra::audit {
-
-// Seed of run i for a stream varied by --seeds different: a hash of (spec seed, i), stable
-// across versions (part of the trace contract).
-std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
 
 // InputError (exit 2) when the folder is locked by another audit, holds another audit (fresh), or
 // holds an audit other than the one requested (resume: the message lists what differs). With
@@ -25,20 +26,5 @@ std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
 // its runs that have no whole trace yet, and makes no report.
 AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& options,
                       const AuditProgress& progress = {});
-
-// What `repro-audit compare` does. A folder with a manifest contributes exactly the manifest's
-// runs that have a whole trace of its audit, and names missing runs and foreign files in the
-// result's audit_folders; a folder without one (written before manifests) every *.trace.jsonl in
-// it, with a note that nothing vouches for them; a file itself (traces from anywhere). Snapshots
-// beside a trace are used only when they carry the trace's audit id.
-ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                const ComparisonOptions& options);
-// Compares trace files given by name (and the snapshots beside them).
-ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
-                                     const ComparisonOptions& options);
-// The trace files of a folder (*.trace.jsonl), sorted by name.
-std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir);
-// The snapshot folder of a trace file: "run-003.trace.jsonl" -> "run-003/".
-std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file);
 
 }  // namespace ra::audit

@@ -7,7 +7,6 @@
 #include <memory>
 #include <set>
 
-#include "audit/audit.h"
 #include "audit/kept_op_replay.h"
 #include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
@@ -25,21 +24,23 @@ namespace {
 // Loads the snapshots beside compared traces: run i's folder is snapshot_dir_of(its source), and
 // a snapshot counts only when it carries the trace's audit id (both empty for older files): a
 // stale file of another audit in the same folder is never measured, and is named in `ignored`.
-ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Trace>& traces,
-                                 std::shared_ptr<std::set<std::string>> ignored) {
+compare::ComparisonOptions with_snapshots(compare::ComparisonOptions options,
+                                          const std::vector<trace::Trace>& traces,
+                                          std::shared_ptr<std::set<std::string>> ignored) {
   struct Source {
     std::filesystem::path dir;
     std::string audit_id;
   };
   std::vector<Source> sources;
-  for (const Trace& t : traces) sources.push_back({snapshot_dir_of(t.source), t.header.audit_id});
+  for (const trace::Trace& t : traces)
+    sources.push_back({snapshot_dir_of(t.source), t.header.audit_id});
   options.load_snapshot = [sources = std::move(sources), ignored = std::move(ignored)](
                               int run, const std::string& point,
                               std::vector<std::pair<std::string, Tensor>>& out) {
     const Source& source = sources.at(static_cast<std::size_t>(run));
-    const auto path = SnapshotWriter::file_for(source.dir, point);
+    const auto path = record::SnapshotWriter::file_for(source.dir, point);
     if (!std::filesystem::exists(path)) return false;
-    SafetensorsFile file = read_safetensors(path);
+    formats::SafetensorsFile file = formats::read_safetensors(path);
     const auto id = file.metadata.find("audit_id");
     const std::string snapshot_audit = id == file.metadata.end() ? "" : id->second;
     if (snapshot_audit != source.audit_id) {
@@ -52,8 +53,8 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
     out = std::move(file.tensors);
     return true;
   };
-  std::vector<std::pair<std::string, std::optional<PredictionsRecord>>> predictions;
-  for (const Trace& t : traces) predictions.emplace_back(t.source, t.final->predictions);
+  std::vector<std::pair<std::string, std::optional<trace::PredictionsRecord>>> predictions;
+  for (const trace::Trace& t : traces) predictions.emplace_back(t.source, t.final->predictions);
   options.load_predictions =
       [predictions = std::move(predictions)](int run) -> std::optional<std::vector<std::int64_t>> {
     const auto& [source, record] = predictions.at(static_cast<std::size_t>(run));
@@ -68,15 +69,15 @@ ComparisonOptions with_snapshots(ComparisonOptions options, const std::vector<Tr
   return options;
 }
 
-bool is_pytorch_trace(const Trace& t) {
+bool is_pytorch_trace(const trace::Trace& t) {
   return t.header.backend.starts_with("pytorch");
 }
 
 // The outputs PyTorch runs kept (audit/kept_outputs_file.h), from each one's snapshot folder;
 // files not used are named in `ignored`.
-void load_kept_files(const std::vector<Trace>& traces, KeptOutputs& store,
+void load_kept_files(const std::vector<trace::Trace>& traces, record::KeptOutputs& store,
                      std::set<std::string>& ignored) {
-  for (const Trace& t : traces) {
+  for (const trace::Trace& t : traces) {
     if (!is_pytorch_trace(t) || t.source.empty()) continue;
     const std::string why =
         load_kept_outputs(snapshot_dir_of(t.source) / kKeptOutputsFileName, t.header, store);
@@ -86,11 +87,11 @@ void load_kept_files(const std::vector<Trace>& traces, KeptOutputs& store,
 
 // The traces with the step records of their root causes' steps, which traces walked from their
 // files do not hold (Trace::steps_in_source): what a magnitude's replay reads.
-std::vector<Trace> with_cause_steps(const std::vector<Trace>& traces,
-                                    const ComparisonResult& result) {
-  std::vector<Trace> out = traces;
+std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& traces,
+                                           const compare::ComparisonResult& result) {
+  std::vector<trace::Trace> out = traces;
   for (const auto& [run, record] : result.root_cause_steps) {
-    Trace& t = out.at(static_cast<std::size_t>(run));
+    trace::Trace& t = out.at(static_cast<std::size_t>(run));
     if (t.steps_in_source) t.steps.push_back(record);
   }
   return out;
@@ -98,11 +99,12 @@ std::vector<Trace> with_cause_steps(const std::vector<Trace>& traces,
 
 }  // namespace
 
-ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
-                                        const ComparisonOptions& options,
-                                        std::vector<AuditFolderCheck> folders) {
+compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
+                                                 const AuditComparisonOptions& options,
+                                                 std::vector<compare::AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
-  ComparisonResult result = compare_traces(traces, with_snapshots(options, traces, ignored));
+  compare::ComparisonResult result =
+      compare::compare_traces(traces, with_snapshots(options, traces, ignored));
   result.distributed = distributed_findings(traces, options);  // none for single processes
   if (result.distributed && result.distributed->collective &&
       result.distributed->collective->inputs_identical) {
@@ -110,10 +112,10 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
   }
   if (options.measure_magnitudes) {
     // PyTorch runs cannot be replayed: their own kept outputs are all there is.
-    KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
+    record::KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
     const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
     if (pytorch) load_kept_files(traces, from_files, *ignored);
-    const std::vector<Trace> at_causes = with_cause_steps(traces, result);
+    const std::vector<trace::Trace> at_causes = with_cause_steps(traces, result);
     measure_magnitudes(result, at_causes, {}, pytorch ? &from_files : options.kept_outputs);
     if (pytorch) {
       std::vector<std::string> unread;
@@ -128,14 +130,14 @@ ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
 
 // The manifest's runs with a whole trace of its audit, read from the folder (InputError when
 // there are none: nothing to compare).
-std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs) {
-  std::vector<Trace> traces;
+std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs) {
+  std::vector<trace::Trace> traces;
   for (auto& t : runs.traces) {
     if (t) traces.push_back(std::move(*t));
   }
   if (traces.empty()) {
     std::string why;
-    for (const MissingRun& m : runs.check.missing_runs) {
+    for (const compare::MissingRun& m : runs.check.missing_runs) {
       why += "\n  run " + std::to_string(m.run) + ": " + m.reason;
     }
     throw InputError(dir.string() + ": none of the " + std::to_string(runs.check.planned_runs) +
@@ -144,12 +146,12 @@ std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& ru
   return traces;
 }
 
-ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                      const AuditManifest& manifest,
-                                      const ComparisonOptions& options) {
+compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                               const AuditManifest& manifest,
+                                               const AuditComparisonOptions& options) {
   ManifestRuns runs = read_manifest_runs(dir, manifest, DamagedTrace::reject);
-  std::vector<Trace> traces = whole_runs(dir, runs);
-  std::vector<AuditFolderCheck> checks;
+  std::vector<trace::Trace> traces = whole_runs(dir, runs);
+  std::vector<compare::AuditFolderCheck> checks;
   checks.push_back(std::move(runs.check));
   return compare_with_snapshots(traces, options, std::move(checks));
 }
@@ -174,17 +176,17 @@ std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& d
   return files;
 }
 
-ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
-                                     const ComparisonOptions& options) {
-  std::vector<Trace> traces;
-  for (const auto& f : files) traces.push_back(read_trace_summary(f));
+compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
+                                              const AuditComparisonOptions& options) {
+  std::vector<trace::Trace> traces;
+  for (const auto& f : files) traces.push_back(trace::read_trace_summary(f));
   return compare_with_snapshots(traces, options, {});
 }
 
 // The expectation of audits whose manifests compare reads, when --expect did not say it: each
 // audit decided its own (manifest `expect`), and of several the strictest applies (identity, then
 // identity of fully deterministic runs, then any), so no reader passes what another fails.
-void apply_expectation(const AuditManifest& m, ComparisonOptions& options, bool& first) {
+void apply_expectation(const AuditManifest& m, compare::ComparisonOptions& options, bool& first) {
   const std::optional<bool> e = expectation_of(m);
   if (first) {
     options.expect_identical = e;
@@ -194,20 +196,20 @@ void apply_expectation(const AuditManifest& m, ComparisonOptions& options, bool&
   first = false;
 }
 
-ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
-                                const ComparisonOptions& given) {
-  ComparisonOptions options = given;
+compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
+                                         const AuditComparisonOptions& given) {
+  AuditComparisonOptions options = given;
   bool first_manifest = !given.expect_identical.has_value();
   const bool from_manifests = first_manifest;
-  std::vector<Trace> traces;
-  std::vector<AuditFolderCheck> folders;
+  std::vector<trace::Trace> traces;
+  std::vector<compare::AuditFolderCheck> folders;
   for (const std::filesystem::path& input : inputs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(input, ec)) {
-      traces.push_back(read_trace_summary(input));
+      traces.push_back(trace::read_trace_summary(input));
       continue;
     }
-    std::vector<Trace> found;
+    std::vector<trace::Trace> found;
     if (std::filesystem::exists(input / kManifestName, ec)) {
       const AuditManifest manifest = read_manifest(input);
       if (from_manifests) apply_expectation(manifest, options, first_manifest);
@@ -219,7 +221,7 @@ ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs
       found = std::move(unvouched.traces);
       folders.push_back(std::move(unvouched.check));
     }
-    for (Trace& t : found) traces.push_back(std::move(t));
+    for (trace::Trace& t : found) traces.push_back(std::move(t));
   }
   return compare_with_snapshots(traces, options, std::move(folders));
 }

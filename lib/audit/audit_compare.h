@@ -16,17 +16,32 @@ namespace ra::audit {
 // ignored_snapshots, never measured. With options.measure_magnitudes, each op root cause's
 // magnitude is measured by a replay (audit/op_replay.h). `folders` goes to the result's
 // audit_folders.
-ComparisonResult compare_with_snapshots(const std::vector<Trace>& traces,
-                                        const ComparisonOptions& options,
-                                        std::vector<AuditFolderCheck> folders);
+compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
+                                                 const AuditComparisonOptions& options,
+                                                 std::vector<compare::AuditFolderCheck> folders);
 
 // The manifest's runs with a whole trace of its audit, read from the folder (InputError when
 // there are none: nothing to compare, listing why each run is missing).
-std::vector<Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
+std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
 
 // The report of an audit folder: its manifest's whole runs, compared with their snapshots.
-ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                      const AuditManifest& manifest,
-                                      const ComparisonOptions& options);
+compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
+                                               const AuditManifest& manifest,
+                                               const AuditComparisonOptions& options);
+
+// What `repro-audit compare` does. A folder with a manifest contributes exactly the manifest's
+// runs that have a whole trace of its audit, and names missing runs and foreign files in the
+// result's audit_folders; a folder without one (written before manifests) every *.trace.jsonl in
+// it, with a note that nothing vouches for them; a file itself (traces from anywhere). Snapshots
+// beside a trace are used only when they carry the trace's audit id.
+compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path>& inputs,
+                                         const AuditComparisonOptions& options);
+// Compares trace files given by name (and the snapshots beside them).
+compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
+                                              const AuditComparisonOptions& options);
+// The trace files of a folder (*.trace.jsonl), sorted by name.
+std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir);
+// The snapshot folder of a trace file: "run-003.trace.jsonl" -> "run-003/".
+std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file);
 
 }  // namespace ra::audit

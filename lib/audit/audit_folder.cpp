@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -78,8 +77,8 @@ std::string seeds_text(std::uint64_t init, std::uint64_t data, std::uint64_t dro
 }
 
 // Why a whole trace under planned run `run`'s name is not that run of `m`; "" when it is.
-std::string not_of_audit(const Trace& t, const AuditManifest& m, int run) {
-  const TraceHeader& h = t.header;
+std::string not_of_audit(const trace::Trace& t, const AuditManifest& m, int run) {
+  const trace::TraceHeader& h = t.header;
   if (h.audit_id.empty()) return "has no audit id (written by an older repro-audit or elsewhere)";
   if (h.audit_id != m.audit_id) return "belongs to audit " + h.audit_id;
   if (h.run_index != run) return "its header says run " + std::to_string(h.run_index);
@@ -117,16 +116,6 @@ std::string describe_audit(const AuditManifest& m) {
          std::to_string(m.runs.size()) + " run(s)" +
          (m.shards > 0 ? " in " + std::to_string(m.shards) + " shards" : std::string()) +
          ", created " + m.created;
-}
-
-std::string run_name(int index) {
-  char name[32];
-  std::snprintf(name, sizeof name, "run-%03d", index);
-  return name;
-}
-
-std::string trace_name(int index) {
-  return run_name(index) + ".trace.jsonl";
 }
 
 std::optional<int> run_of_trace_name(const std::string& name) {
@@ -320,7 +309,7 @@ namespace {
 
 // The folder's files that are not of its audit: runs past the plan, names the tool does not
 // write, names it never follows.
-void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& check) {
+void note_foreign_files(const FolderContents& c, int planned, compare::AuditFolderCheck& check) {
   for (int run : c.trace_runs) {
     if (run >= planned)
       check.foreign_files.push_back(
@@ -343,7 +332,7 @@ void note_foreign_files(const FolderContents& c, int planned, AuditFolderCheck& 
 // recorded, no end record". Never an error: the file may be cut anywhere, or still growing.
 std::string partial_trace_state(const fs::path& file) {
   try {
-    const PartialTrace t = read_partial_trace(file);
+    const trace::PartialTrace t = trace::read_partial_trace(file);
     const std::string steps =
         std::to_string(t.steps) + (t.steps == 1 ? " step recorded" : " steps recorded");
     return t.final ? steps + ", ended but never renamed" : steps + ", no end record";
@@ -357,7 +346,7 @@ std::string partial_trace_state(const fs::path& file) {
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
   const FolderContents c = scan_audit_folder(dir, m.report_files);
   ManifestRuns out;
-  AuditFolderCheck& check = out.check;
+  compare::AuditFolderCheck& check = out.check;
   check.folder = dir.string();
   check.audit_id = m.audit_id;
   check.planned_runs = static_cast<int>(m.runs.size());
@@ -378,12 +367,12 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
                                                "; the audit was interrupted, or is still running)"
                                          : "no trace " + name;
     } else {
-      std::optional<Trace> t;
+      std::optional<trace::Trace> t;
       if (damaged == DamagedTrace::reject) {
-        t = read_trace_summary(dir / name);
+        t = trace::read_trace_summary(dir / name);
       } else {
         try {
-          t = read_trace_summary(dir / name);
+          t = trace::read_trace_summary(dir / name);
         } catch (const InputError& e) {
           reason = std::string("its trace is not whole: ") + e.what();
         }
@@ -393,7 +382,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
           check.foreign_files.push_back({name, why});
           reason = "its trace " + name + " is not of this audit";
         } else if (t->failed()) {  // never compared as whole; --resume runs it again
-          reason = "its trace " + name + " says the run " + describe_failure(*t->final);
+          reason = "its trace " + name + " says the run " + trace::describe_failure(*t->final);
         } else if (std::string ranks = rank_traces_problem(*t, dir / name); !ranks.empty()) {
           reason = "the run " + ranks;  // a rank killed mid-run: --resume runs it again, whole
         } else {
@@ -406,8 +395,9 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
     check.missing_runs.push_back({p.index, reason});
   }
   note_foreign_files(c, static_cast<int>(m.runs.size()), check);
-  std::sort(check.foreign_files.begin(), check.foreign_files.end(),
-            [](const ForeignFile& a, const ForeignFile& b) { return a.file < b.file; });
+  std::sort(
+      check.foreign_files.begin(), check.foreign_files.end(),
+      [](const compare::ForeignFile& a, const compare::ForeignFile& b) { return a.file < b.file; });
   // (Not when the holder is this process: an audit reading its own folder for its report.)
   if (const auto pid = FolderLock::holder(dir); pid && *pid != static_cast<long>(::getpid())) {
     check.notes.push_back(*pid == 0
@@ -419,7 +409,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
   if (m.shards > 0) {
     check.shards = m.shards;
     check.shard_states = shard_states(dir, m.shards, out.traces);
-    for (MissingRun& missing : check.missing_runs)
+    for (compare::MissingRun& missing : check.missing_runs)
       missing.shard = shard_of_run(missing.run, m.shards);
   }
   return out;
@@ -440,7 +430,7 @@ UnvouchedTraces traces_without_manifest(const fs::path& dir) {
   out.check.folder = dir.string();
   std::map<std::string, std::vector<std::string>> by_audit;  // audit id -> files
   for (const fs::path& f : files) {
-    out.traces.push_back(read_trace_summary(f));
+    out.traces.push_back(trace::read_trace_summary(f));
     const std::string& id = out.traces.back().header.audit_id;
     by_audit[id.empty() ? "(none)" : id].push_back(f.filename().string());
     out.check.runs.push_back(out.traces.back().header.run_index);

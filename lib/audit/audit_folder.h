@@ -15,7 +15,6 @@
 
 namespace ra::audit {
 
-inline constexpr const char* kManifestName = "audit.json";
 inline constexpr const char* kLockName = "audit.lock";
 // Run 0's convolution algorithms, which the other runs are pinned to (deterministic autotune:
 // audit/deterministic_autotune.h).
@@ -32,8 +31,6 @@ std::string run_numbers(const std::vector<int>& runs);
 // "audit 3f... of spec 'quick', 4 run(s), created 2026-...": an audit for a message.
 std::string describe_audit(const AuditManifest& manifest);
 
-std::string run_name(int index);    // "run-003" (the run's snapshot folder)
-std::string trace_name(int index);  // "run-003.trace.jsonl"
 // The run of a name the tool writes ("run-003.trace.jsonl", "run-003"), or none. Only the exact
 // spelling run_name() gives: "run-3.trace.jsonl" or "run-0003" are not the tool's.
 std::optional<int> run_of_trace_name(const std::string& name);
@@ -107,8 +104,8 @@ class FolderLock {
 // the manifest's). Anything else is named: runs without such a trace as missing, trace files and
 // run folders that are not of this audit as foreign.
 struct ManifestRuns {
-  std::vector<std::optional<Trace>> traces;  // per planned run; none = missing
-  AuditFolderCheck check;
+  std::vector<std::optional<trace::Trace>> traces;  // per planned run; none = missing
+  compare::AuditFolderCheck check;
 };
 // `damaged`: what a trace under a planned run's name that does not parse is. For compare it is
 // bad input (InputError naming file and line); for --resume the run is retrained (missing, with
@@ -121,8 +118,8 @@ ManifestRuns read_manifest_runs(const std::filesystem::path& dir, const AuditMan
 // in it, sorted by name, read, with a note that no manifest vouches for them. InputError when there
 // are none, or when their audit ids say they are of more than one audit.
 struct UnvouchedTraces {
-  std::vector<Trace> traces;
-  AuditFolderCheck check;
+  std::vector<trace::Trace> traces;
+  compare::AuditFolderCheck check;
 };
 UnvouchedTraces traces_without_manifest(const std::filesystem::path& dir);
 

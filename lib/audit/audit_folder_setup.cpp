@@ -185,7 +185,7 @@ FolderPlan AuditFolderSetup::resume_plan() {
   plan.new_audit = false;
   plan.manifest = *existing_;
   ManifestRuns runs = read_manifest_runs(dir_, plan.manifest, DamagedTrace::retrain);
-  for (const MissingRun& m : runs.check.missing_runs) plan.to_train.push_back(m.run);
+  for (const compare::MissingRun& m : runs.check.missing_runs) plan.to_train.push_back(m.run);
   // What killed attempts left: temporaries of atomic writes and the runs' partial snapshots.
   remove_debris(dir_, contents_);
   for (int run : plan.to_train) remove_run_snapshots(dir_, run);
@@ -193,7 +193,7 @@ FolderPlan AuditFolderSetup::resume_plan() {
          (plan.to_train.empty() ? std::string("every run is whole, nothing to train")
                                 : "training run(s) " + run_numbers(plan.to_train)) +
          (runs.check.runs.empty() ? "" : "; whole: run(s) " + run_numbers(runs.check.runs)));
-  for (const ForeignFile& f : runs.check.foreign_files) {
+  for (const compare::ForeignFile& f : runs.check.foreign_files) {
     notice("not of this audit, left in place unless retrained: " + f.file + " (" + f.reason + ")");
   }
   return plan;

@@ -13,6 +13,7 @@
 #include "audit/shard.h"
 #include "backend/algorithm_pins.h"
 #include "compare/compare.h"
+#include "record/kept_outputs.h"
 #include "record/run_options.h"
 #include "spec/spec.h"
 #include "trace/trace.h"
@@ -20,6 +21,17 @@
 #include "train/trainer.h"
 
 namespace ra::audit {
+
+// A comparison of traces with their snapshots (audit/audit_compare.h): compare_traces' options and
+// what only the audit does beyond it, replaying runs (compare never trains, nor knows record).
+struct AuditComparisonOptions : compare::ComparisonOptions {
+  // Whether the magnitude of each op root cause is measured by a replay (audit/op_replay.h):
+  // training the reference run to the op. Off (--no-magnitude): the root causes say the magnitude
+  // was not measured.
+  bool measure_magnitudes = true;
+  // Outputs the runs kept as they ran (an in-process audit): used before any replay.
+  const record::KeptOutputs* kept_outputs = nullptr;
+};
 
 // both: a same-seed and a different-seed group; all: and a perturbed group (the same seed, one
 // bit of one initial weight flipped per run, deterministic kernels: docs/statistics.md).
@@ -54,7 +66,7 @@ struct VariedStreams {
 // --inject-fault's text as a FaultSpec (record/run_options.h):
 // "run=1,step=3,tensor=dense_0.weight,element=5,bit=0" or "run=1,step=3,op=dense_0/dense.forward,
 // element=5,bit=0".
-FaultSpec parse_fault(const std::string& text);
+record::FaultSpec parse_fault(const std::string& text);
 
 // What `run` does with an output folder that already holds files of an audit.
 enum class FolderUse {
@@ -75,12 +87,12 @@ struct AuditOptions {
   // The report files' paths (--json, --junit): recorded in the manifest when they lie in out_dir,
   // so that --overwrite knows them as the tool's own files.
   std::vector<std::filesystem::path> report_files;
-  SnapshotOptions snapshots;
-  std::optional<FaultSpec> fault;
+  record::SnapshotOptions snapshots;
+  std::optional<record::FaultSpec> fault;
   // --trace-ops: the steps whose ops every run records (trace format version 2).
-  std::optional<OpWindow> trace_ops;
+  std::optional<trace::OpWindow> trace_ops;
   // --tensor-digests: the steps recorded per tensor, when not every step (trace format version 4).
-  std::optional<TensorDigestPlan> tensor_digests;
+  std::optional<trace::TensorDigestPlan> tensor_digests;
   // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
   bool measure_magnitudes = true;
   // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the
@@ -133,7 +145,7 @@ struct AuditResult {
   std::string audit_id;
   std::vector<std::filesystem::path> trace_files;  // every planned run's, in run order
   std::vector<int> trained_runs;                   // the runs this call trained (all but resumed)
-  ComparisonResult comparison;                     // not made by a shard
+  compare::ComparisonResult comparison;            // not made by a shard
   std::optional<ShardOutcome> shard;               // with options.shard
 };
 

@@ -3,7 +3,6 @@
 
 #include <xxhash.h>
 
-#include "audit/audit.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "spec/parse.h"
@@ -57,7 +56,7 @@ nlohmann::json determinism_json(const spec::DeterminismSpec& d) {
   return {{"mode", spec::to_string(d.mode)}, {"ops", ops}};
 }
 
-nlohmann::json fault_json(const std::optional<FaultSpec>& f) {
+nlohmann::json fault_json(const std::optional<record::FaultSpec>& f) {
   if (!f) return nullptr;
   nlohmann::json j{{"run", f->run},
                    {"step", f->step},
@@ -88,7 +87,7 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = spec::to_json(spec);
-  m.spec_digest = spec_digest_of(m.spec).hex();  // as the trace header's
+  m.spec_digest = trace::spec_digest_of(m.spec).hex();  // as the trace header's
   m.device = spec::to_string(spec.device);
   // What the device resolves to here (a CPU run and a GPU run of one audit would differ).
   m.backend = spec.device == spec::Device::cpu || !train::fallback_notice(spec.device).empty()

@@ -1,6 +1,7 @@
 #pragma once
 // Planning an audit, before anything is trained or written: the runs and their seeds, and the
 // manifest that names the audit (audit/audit.h, audit/manifest.h).
+#include <cstdint>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,10 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
 // {"mode": ..., "ops": {op: mode}}: the policy as trace headers and manifests record it.
 nlohmann::json determinism_json(const spec::DeterminismSpec& d);
 // The fault injection as recorded (null: none).
-nlohmann::json fault_json(const std::optional<FaultSpec>& f);
+nlohmann::json fault_json(const std::optional<record::FaultSpec>& f);
+
+// Seed of run i for a stream varied by --seeds different: a hash of (spec seed, i), stable
+// across versions (part of the trace contract).
+std::uint64_t derived_seed(std::uint64_t spec_seed, int run);
 
 }  // namespace ra::audit

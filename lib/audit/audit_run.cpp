@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "audit/audit.h"
+#include "audit/audit_compare.h"
 #include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
 #include "audit/predictions_file.h"
@@ -62,9 +62,9 @@ train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p
 
 }  // namespace
 
-TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
-                       const train::Trainer& trainer, const AuditOptions& o) {
-  TraceHeader h;
+trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
+                              const train::Trainer& trainer, const AuditOptions& o) {
+  trace::TraceHeader h;
   h.tool_version = o.tool_version;
   h.audit_id = manifest.audit_id;
   h.spec = manifest.spec;
@@ -77,16 +77,16 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
   h.backend = trainer.ops().name();
   h.threads = trainer.threads();
   h.determinism = determinism_json(trainer.determinism());
-  h.environment = environment_fingerprint(trainer.threads(), trainer.ops().name());
+  h.environment = record::environment_fingerprint(trainer.threads(), trainer.ops().name());
   if (const nlohmann::json gpu = trainer.ops().device_fingerprint(); !gpu.is_null()) {
     h.environment["gpu"] = gpu;
   }
   if (o.fault && o.fault->run == p.index) h.fault = fault_json(o.fault);
   if (const auto& w = trainer.perturbation()) {
-    h.perturbation = Perturbation{w->tensor, w->element, w->bit, w->before, w->after};
+    h.perturbation = trace::Perturbation{w->tensor, w->element, w->bit, w->before, w->after};
   }
   if (o.tensor_digests) {  // a level of detail: version 4 (trace/tensor_digests.h)
-    h.format_version = kTraceFormatVersionWithDetail;
+    h.format_version = trace::kTraceFormatVersionWithDetail;
     h.tensor_digests = o.tensor_digests;
   }
   return h;
@@ -94,7 +94,8 @@ TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
 
 RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
                      const AuditManifest& manifest, const AuditOptions& options,
-                     const AuditProgress& progress, int planned_runs, KeptOutputs* kept_outputs)
+                     const AuditProgress& progress, int planned_runs,
+                     record::KeptOutputs* kept_outputs)
     : spec_(spec),
       data_(data),
       manifest_(manifest),
@@ -107,17 +108,18 @@ RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& 
 void RunWorker::run(const PlannedRun& p) {
   train::RunOptions run_options = planned_run_options(options_, p);
   // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
-  OpRecorder* op_recorder = nullptr;
+  record::OpRecorder* op_recorder = nullptr;
   const bool faulty = options_.fault && options_.fault->run == p.index;
   if (options_.trace_ops) {
-    std::optional<OpFault> op_fault;
+    std::optional<record::OpFault> op_fault;
     if (faulty && !options_.fault->op.empty()) {
-      const FaultSpec& f = *options_.fault;
+      const record::FaultSpec& f = *options_.fault;
       const auto slash = f.op.find('/');
-      op_fault = OpFault{f.step, f.op.substr(0, slash), f.op.substr(slash + 1), f.element, f.bit};
+      op_fault =
+          record::OpFault{f.step, f.op.substr(0, slash), f.op.substr(slash + 1), f.element, f.bit};
     }
     run_options.wrap_backend = [&, op_fault](backend::Ops& backend) {
-      auto ops = std::make_unique<OpRecorder>(backend, backend.threads(), op_fault);
+      auto ops = std::make_unique<record::OpRecorder>(backend, backend.threads(), op_fault);
       if (kept_outputs_ != nullptr) ops->keep_outputs(*kept_outputs_, p.index);
       op_recorder = ops.get();
       return std::unique_ptr<backend::Ops>(std::move(ops));
@@ -136,16 +138,18 @@ void RunWorker::run(const PlannedRun& p) {
   }
 
   const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
-  Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(), trace_file);
+  record::Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(),
+                            trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
-  SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
-                           {{"run", std::to_string(p.index)},
-                            {"spec_digest", manifest_.spec_digest},
-                            {"audit_id", manifest_.audit_id}});
-  std::optional<FaultInjector> injector;
+  record::SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
+                                   {{"run", std::to_string(p.index)},
+                                    {"spec_digest", manifest_.spec_digest},
+                                    {"audit_id", manifest_.audit_id}});
+  std::optional<record::FaultInjector> injector;
   if (faulty) injector.emplace(*options_.fault);
   ProgressRelay relay(progress_, progress_mutex_, p.index, total_steps_);
-  ResumeStateRecorder resume_states(recorder, p.index == 0 ? options_.interrupt_at : no_stops);
+  record::ResumeStateRecorder resume_states(recorder,
+                                            p.index == 0 ? options_.interrupt_at : no_stops);
 
   train::ObserverList observers;
   if (injector) observers.add(&*injector);
@@ -183,7 +187,7 @@ std::unique_ptr<train::Trainer> RunWorker::resume(const PlannedRun& p,
                                                   std::unique_ptr<train::Trainer> stopped,
                                                   const train::TrainPosition& at,
                                                   train::RunOptions options,
-                                                  ResumeStateRecorder& states) {
+                                                  record::ResumeStateRecorder& states) {
   const std::filesystem::path folder = snapshot_dir_of(options_.out_dir / trace_name(p.index));
   auto start = Clock::now();
   const train::CheckpointFiles files =

@@ -16,8 +16,8 @@ namespace ra::audit {
 
 // The trace header of a run about to train: the audit's identity (from its manifest), the run's
 // seeds and what this machine and trainer will use (backend, threads, policy, environment).
-TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& run,
-                       const train::Trainer& trainer, const AuditOptions& options);
+trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& run,
+                              const train::Trainer& trainer, const AuditOptions& options);
 
 // Runs planned runs of one audit; run() may be called from several job threads at once (progress
 // callbacks are serialised here).
@@ -25,7 +25,8 @@ class RunWorker {
  public:
   RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
             const AuditManifest& manifest, const AuditOptions& options,
-            const AuditProgress& progress, int planned_runs, KeptOutputs* kept_outputs = nullptr);
+            const AuditProgress& progress, int planned_runs,
+            record::KeptOutputs* kept_outputs = nullptr);
   RunWorker(const RunWorker&) = delete;
   RunWorker& operator=(const RunWorker&) = delete;
 
@@ -38,7 +39,7 @@ class RunWorker {
   std::unique_ptr<train::Trainer> resume(const PlannedRun& p,
                                          std::unique_ptr<train::Trainer> stopped,
                                          const train::TrainPosition& at, train::RunOptions options,
-                                         ResumeStateRecorder& states);
+                                         record::ResumeStateRecorder& states);
   void report_resume_event(int run, std::int64_t step, const std::string& event,
                            const std::string& message);
 
@@ -49,7 +50,8 @@ class RunWorker {
   const AuditProgress& progress_;
   int planned_runs_;
   std::int64_t total_steps_;
-  KeptOutputs* kept_outputs_;  // where runs recording ops keep their nondeterministic outputs
+  record::KeptOutputs*
+      kept_outputs_;  // where runs recording ops keep their nondeterministic outputs
   std::mutex progress_mutex_;
 };
 

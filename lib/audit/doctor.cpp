@@ -16,18 +16,18 @@ DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress) {
   e.out_dir = o.out_dir;
   e.expect_identical = false;  // one run: nothing is compared
   e.tool_version = o.tool_version;
-  e.trace_ops = OpWindow{0, o.steps};
+  e.trace_ops = trace::OpWindow{0, o.steps};
   e.device_digest_library = o.device_digest_library;
   e.timeout_seconds = o.timeout_seconds;
   const AuditResult result = run_exec_audit(e, progress);
   DoctorReport r;
   r.name = o.name;
   r.trace = result.trace_files.at(0);
-  const Trace t = read_trace(r.trace);
+  const trace::Trace t = trace::read_trace(r.trace);
   const nlohmann::json& env = t.header.environment;
   r.device = env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "cpu";
   r.steps = static_cast<std::int64_t>(t.steps.size());
-  for (const StepRecord& s : t.steps) r.steps_with_ops += s.ops_recorded ? 1 : 0;
+  for (const trace::StepRecord& s : t.steps) r.steps_with_ops += s.ops_recorded ? 1 : 0;
   r.findings = doctor_findings(t);
   return r;
 }

@@ -42,7 +42,7 @@ struct DoctorReport {
 };
 
 // Every finding the trace of one PyTorch run shows, in the order above.
-std::vector<DoctorFinding> doctor_findings(const Trace& t);
+std::vector<DoctorFinding> doctor_findings(const trace::Trace& t);
 
 // The aten op's base name ("index_add" for "aten.index_add_.default") when it is one of the ops
 // PyTorch documents as nondeterministic on CUDA (docs/doctor.md has the table), with what makes it

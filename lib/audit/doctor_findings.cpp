@@ -55,16 +55,16 @@ constexpr std::array kCudaNondeterministic = {
     CudaNondeterministicOp{"median", "with indices", false},
 };
 
-bool on_cuda(const Trace& t) {
+bool on_cuda(const trace::Trace& t) {
   return t.header.backend == "pytorch-cuda";
 }
 
-bool env_true(const Trace& t, const char* key) {
+bool env_true(const trace::Trace& t, const char* key) {
   const nlohmann::json& e = t.header.environment;
   return e.contains(key) && e[key].is_boolean() && e[key].get<bool>();
 }
 
-void seed_findings(const Trace& t, std::vector<DoctorFinding>& out) {
+void seed_findings(const trace::Trace& t, std::vector<DoctorFinding>& out) {
   const nlohmann::json& s = t.header.seeded;
   if (s.is_null()) {
     out.push_back({"seeds",
@@ -84,7 +84,7 @@ void seed_findings(const Trace& t, std::vector<DoctorFinding>& out) {
   }
 }
 
-void switch_findings(const Trace& t, bool risky_ops, std::vector<DoctorFinding>& out) {
+void switch_findings(const trace::Trace& t, bool risky_ops, std::vector<DoctorFinding>& out) {
   if (!env_true(t, "deterministic_algorithms") && (on_cuda(t) || risky_ops)) {
     out.push_back({"switch",
                    "torch.use_deterministic_algorithms is off: ops with a "
@@ -139,13 +139,13 @@ const CudaNondeterministicOp* cuda_nondeterministic_op(const std::string& aten_o
   return nullptr;
 }
 
-std::vector<DoctorFinding> doctor_findings(const Trace& t) {
+std::vector<DoctorFinding> doctor_findings(const trace::Trace& t) {
   std::vector<DoctorFinding> out;
   seed_findings(t, out);
   std::vector<DoctorFinding> ops;
   std::set<std::string> named;
-  for (const StepRecord& s : t.steps) {
-    for (const OpRecord& o : s.ops) {
+  for (const trace::StepRecord& s : t.steps) {
+    for (const trace::OpRecord& o : s.ops) {
       const CudaNondeterministicOp* op = cuda_nondeterministic_op(o.op);
       if (op == nullptr || !named.insert(o.op).second) continue;
       const std::string when = *op->when ? std::string(" ") + op->when : "";
@@ -162,8 +162,8 @@ std::vector<DoctorFinding> doctor_findings(const Trace& t) {
   }
   switch_findings(t, !ops.empty(), out);
   // Workers are seen only when the script watched its loader (rec.watch_loader).
-  if (const auto workers = phases::loader_worker_findings({t})) {
-    for (const SharedWorkerStream& s : workers->shared_streams) {
+  if (const auto workers = compare::phases::loader_worker_findings({t})) {
+    for (const compare::SharedWorkerStream& s : workers->shared_streams) {
       out.push_back({"loader",
                      "DataLoader workers start from the same state of the random stream " +
                          s.stream + ": what they draw from it repeats across workers",

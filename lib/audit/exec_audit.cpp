@@ -8,6 +8,7 @@
 #include "audit/audit_folder.h"
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
+#include "audit/audit_plan.h"
 #include "audit/manifest.h"
 #include "audit/rank_traces.h"
 #include "audit/shard_folder_setup.h"
@@ -48,7 +49,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = exec_spec(o);
-  m.spec_digest = spec_digest_of(m.spec).hex();
+  m.spec_digest = trace::spec_digest_of(m.spec).hex();
   m.device = "exec";
   m.backend = "exec";
   m.threads = 1;  // the command chooses its own; the manifest's field is run's
@@ -66,11 +67,11 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
 
 // What is missing from a whole trace of run `run` of an audit with --interrupt-at, or "": run 0
 // records its state as it passes each step, every other run a resume just after each restore.
-std::string missing_resume(const Trace& t, const AuditManifest& m, int run) {
+std::string missing_resume(const trace::Trace& t, const AuditManifest& m, int run) {
   for (const std::int64_t step : m.interrupt_at) {
     const bool found = std::any_of(
         t.resume_points.begin(), t.resume_points.end(),
-        [&](const ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
+        [&](const trace::ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
     if (found) continue;
     return "wrote a trace of " + std::to_string(t.final ? t.final->steps : 0) +
            " steps without a resume record at step " + std::to_string(step) +
@@ -92,8 +93,8 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
            ": does it record with repro_audit.record(model, optimizer) (docs/pytorch.md)?";
   }
   try {
-    const Trace t = read_trace_summary(trace);  // every check; its steps are not kept
-    if (t.failed()) return "ran, but the run " + describe_failure(*t.final);
+    const trace::Trace t = trace::read_trace_summary(trace);  // every check; its steps are not kept
+    if (t.failed()) return "ran, but the run " + trace::describe_failure(*t.final);
     if (std::string ranks = rank_traces_problem(t, trace); !ranks.empty()) {
       return "ran, but the run " + ranks;
     }
@@ -280,7 +281,7 @@ AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& 
   outcome.already_whole = folder.already_whole;
   outcome.planned_runs = of;
   const ManifestRuns now = read_manifest_runs(o.out_dir, folder.manifest, DamagedTrace::retrain);
-  for (const MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
+  for (const compare::MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
   result.shard = std::move(outcome);
   return result;
 }
@@ -328,7 +329,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
-  ComparisonOptions compare_options;
+  AuditComparisonOptions compare_options;
   compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
+#include "audit/audit_options.h"
 #include "audit/shard.h"
 
 namespace ra::audit {
@@ -73,10 +73,10 @@ struct ExecOptions {
   std::optional<Shard> shard;
   // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
   // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
-  std::optional<OpWindow> trace_ops;
+  std::optional<trace::OpWindow> trace_ops;
   // --tensor-digests: the steps recorded per tensor, when not every step
   // (REPRO_AUDIT_TENSOR_DIGESTS).
-  std::optional<TensorDigestPlan> tensor_digests;
+  std::optional<trace::TensorDigestPlan> tensor_digests;
   // libra_device_digest.so beside the binary (apps: the binary knows where it is); empty when the
   // build has none. The recorder then digests on the host, and its trace says so.
   std::filesystem::path device_digest_library;

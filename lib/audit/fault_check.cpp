@@ -48,9 +48,9 @@ std::vector<ParamInfo> parameters_of(const spec::ResolvedModel& model) {
 
 }  // namespace
 
-FaultSpec parse_fault(const std::string& text) {
+record::FaultSpec parse_fault(const std::string& text) {
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int64_t>::max();
-  FaultSpec f;
+  record::FaultSpec f;
   bool has_tensor = false;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -92,7 +92,7 @@ FaultSpec parse_fault(const std::string& text) {
   return f;
 }
 
-void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
+void validate_fault(const record::FaultSpec& fault, const spec::ExperimentSpec& spec,
                     const data::Dataset& train) {
   const std::int64_t steps = train::planned_steps(spec, train);
   if (fault.step < 0 || fault.step >= steps) {

@@ -14,7 +14,7 @@ namespace ra::audit {
 // tensor that is neither "batch" nor a parameter of the model (the message lists them), an
 // element outside the parameter, or "batch" at a step whose batch has fewer than 2 samples.
 // The run index is checked by run_audit against the planned runs.
-void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
+void validate_fault(const record::FaultSpec& fault, const spec::ExperimentSpec& spec,
                     const data::Dataset& train);
 
 }  // namespace ra::audit

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/audit.h"
+#include "audit/audit_compare.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "formats/json_text.h"
@@ -45,8 +45,9 @@ bool integer_in(const nlohmann::json& j, const char* key, std::int64_t low, std:
 
 }  // namespace
 
-std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
-                                             const RootCause& cause, std::string& why_not) {
+std::optional<compare::KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
+                                                      const compare::RootCause& cause,
+                                                      std::string& why_not) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return std::nullopt;
   if (std::filesystem::is_symlink(std::filesystem::symlink_status(file, ec))) {
@@ -54,7 +55,7 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
     return std::nullopt;
   }
   try {
-    const nlohmann::json j = spec::parse_json_text(read_small_file(file), file.string());
+    const nlohmann::json j = formats::parse_json_text(read_small_file(file), file.string());
     std::int64_t step = 0, index = 0, times = 0, distinct = 0;
     if (!j.is_object() || !integer_in(j, "step", 0, INT64_MAX, step) ||
         !integer_in(j, "index", 0, INT64_MAX, index) || !integer_in(j, "times", 1, 1000, times) ||
@@ -71,7 +72,7 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
                 ", op " + std::to_string(index) + ")";
       return std::nullopt;
     }
-    KeptOpReplay r;
+    compare::KeptOpReplay r;
     r.times = static_cast<int>(times);
     r.distinct_outputs = static_cast<int>(distinct);
     r.matches_run = j["matches_run"].get<bool>();
@@ -82,16 +83,16 @@ std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
   }
 }
 
-void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& traces,
+void load_kept_replays(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
-  for (RootCause& cause : result.root_causes) {
-    if (cause.kind != RootCause::Kind::op || cause.step < 0) continue;
+  for (compare::RootCause& cause : result.root_causes) {
+    if (cause.kind != compare::RootCause::Kind::op || cause.step < 0) continue;
     std::vector<int> runs{reference};
     runs.insert(runs.end(), cause.runs.begin(), cause.runs.end());
     for (const int run : runs) {
-      const Trace& t = traces[static_cast<std::size_t>(run)];
+      const trace::Trace& t = traces[static_cast<std::size_t>(run)];
       if (t.source.empty() || !t.header.backend.starts_with("pytorch")) continue;
       std::string why_not;
       auto replay =
@@ -101,7 +102,7 @@ void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& trace
       replay->run = run;
       // Assigned, not emplace()d: clang finds Magnitude not default-constructible through
       // std::optional, whose traits it fixed while RootCause was incomplete.
-      if (!cause.magnitude) cause.magnitude = RootCause::Magnitude{};
+      if (!cause.magnitude) cause.magnitude = compare::RootCause::Magnitude{};
       cause.magnitude->kept_replays.push_back(*replay);
     }
   }

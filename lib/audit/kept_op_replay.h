@@ -19,12 +19,13 @@ inline constexpr const char* kKeptOpReplayFileName = "replay.json";
 // The replay of `file` when it is the replay of op `index` of `step`, named `op`; nullopt when
 // there is no such file. `why_not` gets why a file that is there was not used (damaged, another
 // op's, not a regular file). Never throws for the file's content.
-std::optional<KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
-                                             const RootCause& cause, std::string& why_not);
+std::optional<compare::KeptOpReplay> read_kept_replay(const std::filesystem::path& file,
+                                                      const compare::RootCause& cause,
+                                                      std::string& why_not);
 
 // Every op cause's replays from the runs' snapshot folders (reference and differing runs),
 // into its magnitude (made when absent); files not used are named in `ignored`.
-void load_kept_replays(ComparisonResult& result, const std::vector<Trace>& traces,
+void load_kept_replays(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored);
 
 }  // namespace ra::audit

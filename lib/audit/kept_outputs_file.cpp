@@ -82,13 +82,13 @@ std::uint64_t count_in(const json& j, const char* key, std::uint64_t most) {
 struct Entry {
   std::int64_t step = 0;
   std::size_t index = 0;
-  KeptOutputs::Outputs outputs;
+  record::KeptOutputs::Outputs outputs;
 };
 
-KeptOutputs::Outputs read_outputs(const json& entry, Cursor& in, std::uint64_t file_bytes) {
+record::KeptOutputs::Outputs read_outputs(const json& entry, Cursor& in, std::uint64_t file_bytes) {
   const auto outputs = entry.find("outputs");
   if (outputs == entry.end() || !outputs->is_array()) throw Damaged("an entry has no outputs");
-  KeptOutputs::Outputs kept;
+  record::KeptOutputs::Outputs kept;
   for (const json& o : *outputs) {
     if (!o.is_object()) throw Damaged("an output is not a JSON object");
     const std::optional<DType> dtype = dtype_of(string_in(o, "dtype").value_or(""));
@@ -120,8 +120,8 @@ std::vector<Entry> read_entries(Cursor& in, const json& head, std::uint64_t file
 
 }  // namespace
 
-std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header,
-                               KeptOutputs& store) {
+std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader& header,
+                               record::KeptOutputs& store) {
   try {
     Cursor in(bytes);
     const json head = in.line("its header");
@@ -144,8 +144,8 @@ std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header
   return "";
 }
 
-std::string load_kept_outputs(const std::filesystem::path& file, const TraceHeader& header,
-                              KeptOutputs& store) {
+std::string load_kept_outputs(const std::filesystem::path& file, const trace::TraceHeader& header,
+                              record::KeptOutputs& store) {
   std::error_code ec;
   if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
     return "";

@@ -24,12 +24,12 @@ inline constexpr std::uint64_t kMaxKeptOutputsBytes = std::uint64_t{2} << 30;
 // otherwise why it was not used, naming the file: not a regular file, a link, too large, damaged,
 // or another audit's or run's. Never throws for the file's content: the magnitude is what it
 // serves, the comparison goes on without.
-std::string load_kept_outputs(const std::filesystem::path& file, const TraceHeader& header,
-                              KeptOutputs& store);
+std::string load_kept_outputs(const std::filesystem::path& file, const trace::TraceHeader& header,
+                              record::KeptOutputs& store);
 
 // The file's bytes into `store`: "" when used, else why not (without the file's name). Nothing is
 // stored unless the whole file is sound.
-std::string parse_kept_outputs(std::string_view bytes, const TraceHeader& header,
-                               KeptOutputs& store);
+std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader& header,
+                               record::KeptOutputs& store);
 
 }  // namespace ra::audit

@@ -7,7 +7,6 @@
 
 #include <limits>
 
-#include "audit/audit_folder.h"
 #include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -122,6 +121,16 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
+}
+
+std::string run_name(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "run-%03d", index);
+  return name;
+}
+
+std::string trace_name(int index) {
+  return run_name(index) + ".trace.jsonl";
 }
 
 json to_json(const AuditManifest& m) {
@@ -284,7 +293,7 @@ AuditManifest manifest_from_json(const json& j, const std::string& source) {
                      "; this tool reads version " + std::to_string(kManifestFormatVersion));
   }
   m.audit_id = top.get<std::string>("audit_id", "a string");
-  if (!is_audit_id(m.audit_id)) top.fail("audit_id", "32 lowercase hex digits");
+  if (!trace::is_audit_id(m.audit_id)) top.fail("audit_id", "32 lowercase hex digits");
   m.tool_version = top.get<std::string>("tool_version", "a string");
   m.created = top.get<std::string>("created", "a string");
   m.spec = top.object("spec");
@@ -323,7 +332,7 @@ AuditManifest read_manifest(const std::filesystem::path& dir) {
   // strict parser names file, line and column (duplicate keys, numbers out of range, depth).
   constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{16} << 20;
   const std::string text = read_file(path, kMaxManifestBytes, "a manifest");
-  return manifest_from_json(spec::parse_json_text(text, path.string()), path.string());
+  return manifest_from_json(formats::parse_json_text(text, path.string()), path.string());
 }
 
 std::optional<bool> expectation_of(const AuditManifest& m) {
@@ -366,7 +375,7 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   const auto pins_text = [](const json& p) {
     if (p.is_null()) return std::string("none");
     return std::to_string(p["pins"].size()) + " from " +
-           spec::json_excerpt(p.value("source", json()));
+           formats::json_excerpt(p.value("source", json()));
   };
   const auto pins = [](const json& p) { return p.is_object() ? p.value("pins", json()) : json(); };
   if (pins(a.algorithm_pins) != pins(b.algorithm_pins)) {

@@ -79,6 +79,13 @@ struct AuditManifest {
   std::vector<std::string> report_files;
 };
 
+// The manifest's file in the audit folder.
+inline constexpr const char* kManifestName = "audit.json";
+
+// The names the manifest gives a run's files in the folder (audit/audit_folder.h reads them).
+std::string run_name(int index);    // "run-003" (the run's snapshot folder)
+std::string trace_name(int index);  // "run-003.trace.jsonl"
+
 // 128 random bits as 32 lowercase hex digits (std::random_device: the kernel's entropy pool).
 std::string new_audit_id();
 // The current time, UTC, ISO 8601 to the second.

@@ -22,8 +22,8 @@
 namespace ra::audit {
 namespace {
 
-using Call = OpRecorder::Call;
-using Region = OpRecorder::Region;
+using Call = record::OpRecorder::Call;
+using Region = record::OpRecorder::Region;
 using Bytes = std::vector<unsigned char>;
 
 // The replay left the reference run before the op: it may be started again.
@@ -39,8 +39,8 @@ bool re_executable(const std::string& op) {
   return op != "batch" && op != "dropout_mask" && op != "dropout.forward";
 }
 
-const StepRecord* recorded_step(const Trace& t, std::int64_t step) {
-  for (const StepRecord& s : t.steps) {
+const trace::StepRecord* recorded_step(const trace::Trace& t, std::int64_t step) {
+  for (const trace::StepRecord& s : t.steps) {
     if (s.step == step) return s.ops_recorded ? &s : nullptr;
   }
   return nullptr;
@@ -54,7 +54,8 @@ struct Flip {
 
 // The flip a run's fault made in the root-cause op's output: the fault names the op's layer and
 // the step, and hits the first execution of that op in the layer, so none may come before.
-std::optional<Flip> fault_at(const Trace& run, const RootCause& c, const StepRecord& step) {
+std::optional<Flip> fault_at(const trace::Trace& run, const compare::RootCause& c,
+                             const trace::StepRecord& step) {
   const nlohmann::json& f = run.header.fault;
   if (!f.is_object() || f.value("op", "") != c.record.layer + "/" + c.record.op ||
       f.value("step", std::int64_t(-1)) != c.step) {
@@ -79,7 +80,7 @@ struct Target {
 
 // The convolution algorithms of a run's ledger as pins for a replay (backend/algorithm_pins.h),
 // or null when it names none (a CPU run has one algorithm per op: nothing to pin).
-std::shared_ptr<const backend::AlgorithmPins> pins_of_run(const Trace& run) {
+std::shared_ptr<const backend::AlgorithmPins> pins_of_run(const trace::Trace& run) {
   backend::AlgorithmPins pins =
       ledger_pins(run.header.ledger, "the ledger of run " + std::to_string(run.header.run_index));
   if (pins.pins.empty()) return nullptr;
@@ -90,7 +91,7 @@ Digest128 digest_of(const Region& r, const Bytes& bytes) {
   return digest_bytes(r.dtype, Shape{r.count}, bytes.data(), bytes.size());
 }
 
-std::vector<Bytes> read_outputs(OpRecorder& recorder, const Call& call) {
+std::vector<Bytes> read_outputs(record::OpRecorder& recorder, const Call& call) {
   std::vector<Bytes> out;
   for (const Region& r : call.outputs) out.push_back(recorder.read(r));
   return out;
@@ -120,11 +121,11 @@ std::string where(const Call& c) {
 // One replay of the reference run, driven through the recorder's hook.
 class Replay {
  public:
-  Replay(const Trace& reference, const RootCause& cause, std::vector<Target>& targets,
-         const ReplayLimits& limits)
+  Replay(const trace::Trace& reference, const compare::RootCause& cause,
+         std::vector<Target>& targets, const ReplayLimits& limits)
       : ref_(reference), cause_(cause), targets_(targets), limits_(limits) {}
 
-  void on_op(OpRecorder& recorder, const Call& call) {
+  void on_op(record::OpRecorder& recorder, const Call& call) {
     if (call.step == cause_.step && call.index == cause_.index) {
       execute_root_cause(recorder, call);
       throw ReplayDone{};
@@ -134,15 +135,15 @@ class Replay {
   int executions() const { return executions_; }
   int distinct_outputs() const { return static_cast<int>(distinct_.size()); }
   const std::vector<DType>& output_dtypes() const { return dtypes_; }
-  const std::vector<RootCause::OutputDifference>& spread() const { return spread_; }
+  const std::vector<compare::RootCause::OutputDifference>& spread() const { return spread_; }
 
  private:
   // Executes an op on the way, again while its outputs are not the reference run's.
-  void steer(OpRecorder& recorder, const Call& call) {
+  void steer(record::OpRecorder& recorder, const Call& call) {
     call.execute();
-    const StepRecord* step = recorded_step(ref_, call.step);
+    const trace::StepRecord* step = recorded_step(ref_, call.step);
     if (step == nullptr || call.index >= step->ops.size()) return;  // nothing to steer by
-    const OpRecord& want = step->ops[call.index];
+    const trace::OpRecord& want = step->ops[call.index];
     if (want.op != call.opened->op || want.layer != call.opened->layer) {
       throw ReplayParted(where(call) + " is " + want.op + " in the reference run");
     }
@@ -158,7 +159,7 @@ class Replay {
     }
   }
 
-  void execute_root_cause(OpRecorder& recorder, const Call& call) {
+  void execute_root_cause(record::OpRecorder& recorder, const Call& call) {
     if (call.opened->op != cause_.record.op || call.opened->layer != cause_.record.layer) {
       throw ReplayParted(where(call) + " is " + cause_.record.op + " in the reference run");
     }
@@ -166,7 +167,7 @@ class Replay {
       throw ReplayParted("the inputs of the root-cause op differ from the reference run's");
     }
     for (const Region& r : call.outputs) dtypes_.push_back(r.dtype);
-    if (cause_.cause == RootCause::Class::algorithm_choice) {
+    if (cause_.cause == compare::RootCause::Class::algorithm_choice) {
       execute_with_each_algorithm(recorder, call);
       return;
     }
@@ -175,7 +176,7 @@ class Replay {
 
   // An algorithm choice: each run's outputs are those of its own algorithm, so the op is executed
   // with each run's ledger pinned in turn (deterministic algorithms: once each).
-  void execute_with_each_algorithm(OpRecorder& recorder, const Call& call) {
+  void execute_with_each_algorithm(record::OpRecorder& recorder, const Call& call) {
     for (Target& t : targets_) {
       if (t.found) continue;
       recorder.pin_algorithms(t.pins);
@@ -185,7 +186,7 @@ class Replay {
 
   // Executes the op on its recorded inputs, offering every outcome to the targets, until each is
   // found, `until` executions were made or the time limit passed.
-  void execute_until_found(OpRecorder& recorder, const Call& call, int until) {
+  void execute_until_found(record::OpRecorder& recorder, const Call& call, int until) {
     const auto start = std::chrono::steady_clock::now();
     const auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -215,7 +216,7 @@ class Replay {
       first_ = outputs;
       return;
     }
-    for (const auto& d : output_differences(first_, outputs, dtypes_)) widen(spread_, d);
+    for (const auto& d : compare::output_differences(first_, outputs, dtypes_)) widen(spread_, d);
   }
 
   // Whether this execution's outputs, with the target run's fault applied, are the run's.
@@ -241,22 +242,22 @@ class Replay {
     if (d == t.out) t.found = std::move(flipped);
   }
 
-  const Trace& ref_;
-  const RootCause& cause_;
+  const trace::Trace& ref_;
+  const compare::RootCause& cause_;
   std::vector<Target>& targets_;
   const ReplayLimits& limits_;
   int executions_ = 0;
   std::set<std::string> distinct_;  // the executions' output digests, as hex
   std::vector<DType> dtypes_;
   std::vector<Bytes> first_;  // the first execution's outputs
-  std::vector<RootCause::OutputDifference> spread_;
+  std::vector<compare::RootCause::OutputDifference> spread_;
 };
 
 // Starts each step of the replay on the recorder: recorded where the reference recorded it, up
 // to the root cause's step.
 class ReplaySteps final : public train::Observer {
  public:
-  ReplaySteps(OpRecorder& recorder, const OpWindow& window, std::int64_t last)
+  ReplaySteps(record::OpRecorder& recorder, const trace::OpWindow& window, std::int64_t last)
       : recorder_(recorder), window_(window), last_(last) {}
   void before_step(data::Batch& batch, std::int64_t step) override {
     recorder_.begin_step(step, window_.contains(step) && step <= last_);
@@ -267,13 +268,13 @@ class ReplaySteps final : public train::Observer {
   }
 
  private:
-  OpRecorder& recorder_;
-  OpWindow window_;
+  record::OpRecorder& recorder_;
+  trace::OpWindow window_;
   std::int64_t last_;
 };
 
 // The reference run's spec as it ran: its policy, backend and thread count.
-spec::ExperimentSpec spec_of(const TraceHeader& h) {
+spec::ExperimentSpec spec_of(const trace::TraceHeader& h) {
   nlohmann::json doc = h.spec;
   doc["determinism"] = h.determinism;
   doc["device"] = h.backend;
@@ -282,17 +283,17 @@ spec::ExperimentSpec spec_of(const TraceHeader& h) {
 }
 
 // One replay: true when it reached the op (its executions are done), false when it ended first.
-bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay,
-                 const RootCause& cause) {
-  const TraceHeader& h = ref.header;
+bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay& replay,
+                 const compare::RootCause& cause) {
+  const trace::TraceHeader& h = ref.header;
   train::RunOptions options;
   options.threads = h.threads;
   options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
   // The algorithms the reference run ran, not those a new autotune would choose.
   options.algorithm_pins = pins_of_run(ref);
-  OpRecorder* recorder = nullptr;
+  record::OpRecorder* recorder = nullptr;
   options.wrap_backend = [&recorder](backend::Ops& backend) {
-    auto ops = std::make_unique<OpRecorder>(backend, backend.threads());
+    auto ops = std::make_unique<record::OpRecorder>(backend, backend.threads());
     recorder = ops.get();
     return std::unique_ptr<backend::Ops>(std::move(ops));
   };
@@ -302,7 +303,7 @@ bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay
                          ", the reference run trained on " + h.backend);
   }
   recorder->set_replay_hook([&](const Call& call) { replay.on_op(*recorder, call); });
-  ReplaySteps steps(*recorder, h.trace_ops.value_or(OpWindow{}), cause.step);
+  ReplaySteps steps(*recorder, h.trace_ops.value_or(trace::OpWindow{}), cause.step);
   try {
     trainer.run(&steps);
   } catch (const ReplayDone&) {
@@ -312,11 +313,12 @@ bool replay_once(const Trace& ref, const train::LoadedData& data, Replay& replay
 }
 
 // The differences of one run's outputs from the reference's, where their digests differ.
-RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
-                                     const std::vector<DType>& dtypes) {
-  RootCause::RunMagnitude m;
+compare::RootCause::RunMagnitude magnitude_of(const Target& ref, const Target& run,
+                                              const std::vector<DType>& dtypes) {
+  compare::RootCause::RunMagnitude m;
   m.run = run.run;
-  for (RootCause::OutputDifference& d : output_differences(*ref.found, *run.found, dtypes)) {
+  for (compare::RootCause::OutputDifference& d :
+       compare::output_differences(*ref.found, *run.found, dtypes)) {
     if (ref.out[d.output] != run.out[d.output]) m.outputs.push_back(d);
   }
   return m;
@@ -328,14 +330,14 @@ std::string run_name(int run, bool reference) {
 }
 
 // The targets: the reference run first, then each run of the cause.
-std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& traces,
+std::vector<Target> targets_of(const compare::RootCause& c, const std::vector<trace::Trace>& traces,
                                int reference) {
   std::vector<Target> targets;
   std::vector<int> runs{reference};
   runs.insert(runs.end(), c.runs.begin(), c.runs.end());
   for (int run : runs) {
-    const Trace& t = traces[static_cast<std::size_t>(run)];
-    const StepRecord* step = recorded_step(t, c.step);
+    const trace::Trace& t = traces[static_cast<std::size_t>(run)];
+    const trace::StepRecord* step = recorded_step(t, c.step);
     Target target;
     target.run = run;
     target.pins = pins_of_run(t);
@@ -350,10 +352,10 @@ std::vector<Target> targets_of(const RootCause& c, const std::vector<Trace>& tra
 
 // The outputs a run kept as it ran (record/kept_outputs.h), when their digests are the ones its
 // trace recorded for the op.
-bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutputs* kept,
-               std::vector<DType>& dtypes) {
+bool take_kept(Target& t, const trace::Trace& run, const compare::RootCause& c,
+               const record::KeptOutputs* kept, std::vector<DType>& dtypes) {
   if (kept == nullptr || t.out.empty()) return false;
-  std::optional<KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
+  std::optional<record::KeptOutputs::Outputs> o = kept->find(run.header.run_index, c.step, c.index);
   if (!o || o->bytes.size() != t.out.size()) return false;
   for (std::size_t i = 0; i < o->bytes.size(); ++i) {
     const std::size_t bytes = o->bytes[i].size();
@@ -367,9 +369,9 @@ bool take_kept(Target& t, const Trace& run, const RootCause& c, const KeptOutput
 
 // Replays until one reaches the op, looking for the targets not found yet; false with the note
 // set when none did.
-bool replay_for(const RootCause& c, const Trace& ref, const train::LoadedData& data,
+bool replay_for(const compare::RootCause& c, const trace::Trace& ref, const train::LoadedData& data,
                 const ReplayLimits& limits, std::vector<Target>& targets,
-                std::vector<DType>& dtypes, RootCause::Magnitude& m) {
+                std::vector<DType>& dtypes, compare::RootCause::Magnitude& m) {
   std::string parted;
   while (m.replays < limits.replays) {
     ++m.replays;
@@ -401,10 +403,11 @@ const nlohmann::json& gpu_here() {
 }
 
 // The magnitude of every run whose outputs were kept or appeared in a replay.
-RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& traces, int reference,
-                             const std::function<const train::LoadedData&()>& data,
-                             const ReplayLimits& limits, const KeptOutputs* kept) {
-  RootCause::Magnitude m;
+compare::RootCause::Magnitude measure(const compare::RootCause& c,
+                                      const std::vector<trace::Trace>& traces, int reference,
+                                      const std::function<const train::LoadedData&()>& data,
+                                      const ReplayLimits& limits, const record::KeptOutputs* kept) {
+  compare::RootCause::Magnitude m;
   std::vector<Target> targets = targets_of(c, traces, reference);
   std::vector<DType> dtypes;
   bool all_kept = true;
@@ -414,7 +417,7 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
     all_kept = all_kept && taken;
   }
   bool replayed = false;
-  const TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
+  const trace::TraceHeader& ref_header = traces[static_cast<std::size_t>(reference)].header;
   const bool pytorch = ref_header.backend.starts_with("pytorch");
   if (!all_kept && pytorch) {
     // Said below, with the runs: a PyTorch run is never replayed.
@@ -459,8 +462,8 @@ RootCause::Magnitude measure(const RootCause& c, const std::vector<Trace>& trace
 
 }  // namespace
 
-void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
-                        const ReplayLimits& limits, const KeptOutputs* kept) {
+void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
+                        const ReplayLimits& limits, const record::KeptOutputs* kept) {
   if (result.compared_runs.empty()) return;
   const int reference = result.compared_runs.front();
   std::optional<train::LoadedData> loaded;  // once, for the first replay
@@ -470,10 +473,10 @@ void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& trac
     }
     return *loaded;
   };
-  for (RootCause& c : result.root_causes) {
-    if (c.kind != RootCause::Kind::op) continue;
+  for (compare::RootCause& c : result.root_causes) {
+    if (c.kind != compare::RootCause::Kind::op) continue;
     if (!re_executable(c.record.op)) {
-      c.magnitude = RootCause::Magnitude{};
+      c.magnitude = compare::RootCause::Magnitude{};
       c.magnitude->note = c.record.op == "batch"
                               ? "not measured: the loader assembles the batch, no op computes it"
                               : "not measured: a replay does not execute " + c.record.op + " again";

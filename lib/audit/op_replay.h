@@ -34,7 +34,7 @@ struct ReplayLimits {
 // magnitude's note says so.
 // Outputs in `kept` (an in-process audit's runs, keyed by their audit run numbers) are used as
 // found, before any replay; when every run's are there, no replay is made.
-void measure_magnitudes(ComparisonResult& result, const std::vector<Trace>& traces,
-                        const ReplayLimits& limits = {}, const KeptOutputs* kept = nullptr);
+void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
+                        const ReplayLimits& limits = {}, const record::KeptOutputs* kept = nullptr);
 
 }  // namespace ra::audit

@@ -15,13 +15,13 @@ inline constexpr const char* kPredictionsFileName = "predictions.npy";
 
 // Writes the classes into the run's folder (snapshot_dir_of the trace; made when missing),
 // atomically, and returns the end record's entry (`file` relative to the trace's folder).
-PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
-                                    std::span<const std::int32_t> classes);
+trace::PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
+                                           std::span<const std::int32_t> classes);
 
 // Reads a trace's predictions file (relative to the trace's folder) whole: InputError naming the
 // file when it is missing, not an int64 vector, or not exactly what the trace recorded (sample
 // count or digest), so churn is never computed from a stale or damaged file.
 std::vector<std::int64_t> read_predictions_file(const std::filesystem::path& trace_file,
-                                                const PredictionsRecord& record);
+                                                const trace::PredictionsRecord& record);
 
 }  // namespace ra::audit

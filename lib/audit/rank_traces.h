@@ -18,7 +18,7 @@ std::filesystem::path rank_trace_path(const std::filesystem::path& run_trace, in
 // Why the run whose rank-0 trace `run_trace` is (read from `file`) is not whole for want of
 // another rank's trace: missing, refused by the reader, a failed run's, of another audit, run or
 // world size; "" when every rank's is whole, or the run was a single process.
-std::string rank_traces_problem(const Trace& run_trace, const std::filesystem::path& file);
+std::string rank_traces_problem(const trace::Trace& run_trace, const std::filesystem::path& file);
 
 // Rank traces of a run that failed, renamed failed-rank-R.trace.jsonl in its folder: never read as
 // parts of a whole run, kept to read.
@@ -28,7 +28,7 @@ void quarantine_rank_traces(const std::filesystem::path& run_trace);
 // checked against each other, for traces (rank 0's, from their files) of a data-parallel audit;
 // none when the reference run was a single process. Runs of another world size than the
 // reference's are left out of the rank comparison (compare says why in a warning).
-std::optional<DistributedFindings> distributed_findings(const std::vector<Trace>& run_traces,
-                                                        const ComparisonOptions& options);
+std::optional<compare::DistributedFindings> distributed_findings(
+    const std::vector<trace::Trace>& run_traces, const compare::ComparisonOptions& options);
 
 }  // namespace ra::audit

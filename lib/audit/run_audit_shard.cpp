@@ -54,7 +54,7 @@ AuditResult run_audit_shard(const spec::ExperimentSpec& spec, const AuditOptions
   outcome.already_whole = folder.already_whole;
   outcome.planned_runs = static_cast<int>(plan.size());
   const ManifestRuns now = read_manifest_runs(o.out_dir, folder.manifest, DamagedTrace::retrain);
-  for (const MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
+  for (const compare::MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
   result.shard = std::move(outcome);
   return result;
 }

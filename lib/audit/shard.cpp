@@ -163,17 +163,18 @@ std::optional<std::string> shard_holder(const std::filesystem::path& dir, int in
   return note;
 }
 
-std::vector<ShardState> shard_states(const std::filesystem::path& dir, int shard_count,
-                                     const std::vector<std::optional<Trace>>& traces) {
-  std::vector<ShardState> states;
+std::vector<compare::ShardState> shard_states(
+    const std::filesystem::path& dir, int shard_count,
+    const std::vector<std::optional<trace::Trace>>& traces) {
+  std::vector<compare::ShardState> states;
   const int planned = static_cast<int>(traces.size());
   for (int index = 0; index < shard_count; ++index) {
-    ShardState s;
+    compare::ShardState s;
     s.index = index;
     s.runs = runs_of_shard({index, shard_count}, planned);
     std::set<std::string> hosts;
     for (int run : s.runs) {
-      const std::optional<Trace>& t = traces[static_cast<std::size_t>(run)];
+      const std::optional<trace::Trace>& t = traces[static_cast<std::size_t>(run)];
       if (!t) {
         s.missing.push_back(run);
       } else if (t->header.environment.is_object()) {

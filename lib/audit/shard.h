@@ -57,8 +57,9 @@ std::optional<int> shard_of_lock_name(const std::string& name);
 std::optional<std::string> shard_holder(const std::filesystem::path& dir, int index);
 // Each shard's runs, missing runs, holder and hosts, from the whole traces of the audit's planned
 // runs (`traces`, none where missing).
-std::vector<ShardState> shard_states(const std::filesystem::path& dir, int shard_count,
-                                     const std::vector<std::optional<Trace>>& traces);
+std::vector<compare::ShardState> shard_states(
+    const std::filesystem::path& dir, int shard_count,
+    const std::vector<std::optional<trace::Trace>>& traces);
 // What a shard's process writes into its lock: "pid <pid> on <hostname>".
 std::string this_process_note();
 

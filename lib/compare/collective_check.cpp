@@ -3,25 +3,25 @@
 
 #include <algorithm>
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
-bool same_layout(const CollectiveRecord& a, const CollectiveRecord& b) {
+bool same_layout(const trace::CollectiveRecord& a, const trace::CollectiveRecord& b) {
   return a.bucket == b.bucket && a.params == b.params && a.elements == b.elements &&
          a.dtype == b.dtype;
 }
 
-std::string bucket_text(const CollectiveRecord& c) {
+std::string bucket_text(const trace::CollectiveRecord& c) {
   std::string names;
   for (const std::string& p : c.params) names += (names.empty() ? "" : ", ") + p;
   return "bucket " + std::to_string(c.bucket) + " [" + names + "] (" + std::to_string(c.elements) +
          " " + c.dtype + ")";
 }
 
-std::string layout_text(const std::vector<CollectiveRecord>& calls) {
+std::string layout_text(const std::vector<trace::CollectiveRecord>& calls) {
   if (calls.empty()) return "no bucket";
   std::string out;
-  for (const CollectiveRecord& c : calls) out += (out.empty() ? "" : ", ") + bucket_text(c);
+  for (const trace::CollectiveRecord& c : calls) out += (out.empty() ? "" : ", ") + bucket_text(c);
   return out;
 }
 
@@ -62,7 +62,7 @@ std::size_t most_steps(const RunBuckets& b) {
 
 }  // namespace
 
-RunBuckets buckets_of(const std::vector<Trace>& ranks, int run) {
+RunBuckets buckets_of(const std::vector<trace::Trace>& ranks, int run) {
   RunBuckets out;
   out.run = run;
   if (ranks.empty()) return out;
@@ -70,10 +70,10 @@ RunBuckets buckets_of(const std::vector<Trace>& ranks, int run) {
     out.comm_hook = placement->comm_hook;
     out.bucket_cap_bytes = placement->bucket_cap_bytes;
   }
-  for (const Trace& t : ranks) {
+  for (const trace::Trace& t : ranks) {
     std::vector<StepBuckets> steps;
     steps.reserve(t.steps.size());
-    for (const StepRecord& s : t.steps) steps.push_back(StepBuckets{s.step, s.collectives});
+    for (const trace::StepRecord& s : t.steps) steps.push_back(StepBuckets{s.step, s.collectives});
     out.ranks.push_back(std::move(steps));
   }
   return out;
@@ -115,8 +115,8 @@ std::optional<CollectiveDivergence> collective_divergence(const RunBuckets& refe
       for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t r = 0; r < ranks; ++r) {
           if (s >= common_steps(reference, other, r)) continue;
-          const CollectiveRecord& a = reference.ranks[r][s].calls.at(c);
-          const CollectiveRecord& b = other.ranks[r][s].calls.at(c);
+          const trace::CollectiveRecord& a = reference.ranks[r][s].calls.at(c);
+          const trace::CollectiveRecord& b = other.ranks[r][s].calls.at(c);
           if (pass == 0 ? a.before == b.before : a.after == b.after) continue;
           return CollectiveDivergence{
               other.run,  reference.ranks[r][s].step, a.bucket,  a.params,
@@ -150,4 +150,4 @@ std::string describe(const CollectiveDivergence& d, const DistributedFindings& f
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

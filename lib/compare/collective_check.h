@@ -13,12 +13,12 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // One rank's buckets of one run: per step, its step number and its collectives in call order.
 struct StepBuckets {
   std::int64_t step = 0;
-  std::vector<CollectiveRecord> calls;
+  std::vector<trace::CollectiveRecord> calls;
 };
 
 // A run's buckets, one entry per rank (rank 0 first), and the header's hook and bucket cap.
@@ -31,7 +31,7 @@ struct RunBuckets {
 
 // The buckets of run `run` (as the report numbers it), from its ranks' traces held with their
 // steps.
-RunBuckets buckets_of(const std::vector<Trace>& ranks, int run);
+RunBuckets buckets_of(const std::vector<trace::Trace>& ranks, int run);
 
 // The first bucket (by step, then call) whose inputs or result differ between `reference` and
 // `other` on some rank; none when the two agree, or their layouts differ (bucket_layout_difference
@@ -47,4 +47,4 @@ std::optional<BucketLayoutDifference> bucket_layout_difference(const RunBuckets&
 // In words, for the report: the finding with the backend and NCCL settings it depends on.
 std::string describe(const CollectiveDivergence& d, const DistributedFindings& f);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -6,7 +6,7 @@
 #include "compare/duplicate_runs.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 const char* to_string(Category c) {
   switch (c) {
@@ -37,15 +37,15 @@ bool ComparisonResult::nothing_compared() const {
 
 namespace {
 
-std::vector<LedgerDifference> ledger_differences_of(const std::vector<Trace>& traces) {
+std::vector<LedgerDifference> ledger_differences_of(const std::vector<trace::Trace>& traces) {
   std::vector<const nlohmann::json*> ledgers;
-  for (const Trace& t : traces) ledgers.push_back(&t.header.ledger);
+  for (const trace::Trace& t : traces) ledgers.push_back(&t.header.ledger);
   return phases::ledger_differences(ledgers);
 }
 
 // Each resumed run's restore (compare/resume_check.h), with the divergences found for the one
 // that follows it.
-void add_resume_verdicts(ComparisonResult& result, const std::vector<Trace>& traces) {
+void add_resume_verdicts(ComparisonResult& result, const std::vector<trace::Trace>& traces) {
   std::vector<Divergence> divergences;
   for (const CategoryVerdict& v : result.categories) {
     if (v.first) divergences.push_back(*v.first);
@@ -59,7 +59,7 @@ void add_resume_verdicts(ComparisonResult& result, const std::vector<Trace>& tra
 
 // Runs of several world sizes (compare/data_parallel.h). Runs that part only between world sizes
 // are explained: no re-run with op records or loader advice localises a configuration.
-void add_world_sizes(ComparisonResult& result, const std::vector<Trace>& traces,
+void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                      const phases::ComparedRuns& compared) {
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
   if (result.world_sizes && result.world_sizes->identical_within) {
@@ -72,7 +72,7 @@ void add_world_sizes(ComparisonResult& result, const std::vector<Trace>& traces,
 
 // The phases, in order (compare/compare_phases.h says what each computes and where it lives);
 // what they take from the steps, one walk over them gathers first (compare/step_walk.h).
-ComparisonResult compare_traces(const std::vector<Trace>& traces,
+ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
                                 const ComparisonOptions& options) {
   phases::check_comparable(traces);
   phases::ComparedRuns compared = phases::same_seed_runs(traces);
@@ -98,7 +98,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.runs = std::move(summaries.runs);
   result.classes = std::move(summaries.classes);
   result.mode_summary = std::move(summaries.mode_summary);
-  result.pytorch = std::all_of(traces.begin(), traces.end(), [](const Trace& t) {
+  result.pytorch = std::all_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
     return t.header.backend.starts_with("pytorch");
   });
 
@@ -115,7 +115,7 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   result.categories = std::move(found.verdicts);
   result.first_divergence = phases::first_divergence(result.categories);
   if (!result.first_divergence) result.first_divergence = found.step_count;
-  for (const Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
+  for (const trace::Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
   if (result.ops_traced) {
     result.op_window = compared.traces[0]->header.trace_ops;
     result.root_causes = std::move(found.root_causes);
@@ -152,4 +152,4 @@ ComparisonResult compare_traces(const std::vector<Trace>& traces,
   return result;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -15,9 +15,7 @@
 #include "compare/statistics.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
-
-class KeptOutputs;  // record/kept_outputs.h
+namespace ra::compare {
 
 // The categories of recorded state, in causal order within a step. Buffers (a model's state that
 // is no parameter: BatchNorm's running statistics) are updated in the forward pass, before the
@@ -107,8 +105,8 @@ struct RootCause {
   Class cause = Class::nondeterministic_kernel;
   std::int64_t step = 0;
   std::int64_t epoch = 0, batch = 0;
-  std::size_t index = 0;  // the record's position in the step (kind op, outside_ops)
-  OpRecord record;        // the reference run's record there (op, layer, mode, ledger key)
+  std::size_t index = 0;   // the record's position in the step (kind op, outside_ops)
+  trace::OpRecord record;  // the reference run's record there (op, layer, mode, ledger key)
   std::vector<std::size_t> differing_inputs, differing_outputs;  // positions in record.in/out
   // From the ledger of the run's trace header (GPU): the library algorithm the op ran, keyed by
   // the record's ledger key and the op's direction; empty when the ledger has no such entry.
@@ -281,12 +279,6 @@ struct StepSeries {
 };
 
 struct ComparisonOptions {
-  // Whether compare_with_snapshots (audit/audit_compare.h) measures the magnitude of each op root
-  // cause by a replay (audit/op_replay.h): training the reference run to the op. compare_traces
-  // never trains. Off (--no-magnitude): the root causes say the magnitude was not measured.
-  bool measure_magnitudes = true;
-  // Outputs the runs kept as they ran (an in-process audit): used before any replay.
-  const KeptOutputs* kept_outputs = nullptr;
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
   std::optional<bool> expect_identical;
@@ -390,12 +382,12 @@ struct ComparisonResult {
   // The step records of the runs at their root causes' steps (trace index, record): what a
   // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
   // hold no steps (Trace::steps_in_source).
-  std::vector<std::pair<int, StepRecord>> root_cause_steps;
+  std::vector<std::pair<int, trace::StepRecord>> root_cause_steps;
   bool ops_traced = false;  // some trace has op records (format version 2)
   // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
   // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
   bool pytorch = false;
-  std::optional<OpWindow> op_window;  // the reference run's window
+  std::optional<trace::OpWindow> op_window;  // the reference run's window
   std::optional<LossDifference> first_loss_difference;
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;
@@ -446,7 +438,7 @@ struct ComparisonResult {
   bool allow_empty = false;
   // The --trace-ops window that would localise the divergence: the first divergent step's, when
   // the runs part without op records there (none recorded, or outside the window).
-  std::optional<OpWindow> suggested_trace_ops;
+  std::optional<trace::OpWindow> suggested_trace_ops;
   // With it, when the first divergence is at a step recorded per category (a level of detail):
   // the re-run records that step per tensor too (--tensor-digests), to name the tensor.
   bool suggest_tensor_digests = false;
@@ -468,7 +460,8 @@ struct ComparisonResult {
 // parameter lists. Traces held whole are walked in memory; traces read without their steps
 // (read_trace_summary, trace/trace_reader.h) are walked from their files, all runs a step at a
 // time (compare/step_walk.h), so that no run is held whole.
-ComparisonResult compare_traces(const std::vector<Trace>& traces, const ComparisonOptions& options);
+ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
+                                const ComparisonOptions& options);
 
 nlohmann::json to_json(const ComparisonResult& result);
 
@@ -476,4 +469,4 @@ nlohmann::json to_json(const ComparisonResult& result);
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.
 std::vector<std::string> next_step_advice(const ComparisonResult& r);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -7,7 +7,7 @@
 #include "compare/compare_phases.h"
 #include "trace/op_names.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // The ledger entry of a geometry and direction (the last one: a ledger lists each once, and a
@@ -46,12 +46,12 @@ AlgorithmGroup group_of_entry(int run, const nlohmann::json& entry) {
 
 }  // namespace
 
-AlgorithmGroup algorithm_at(const Trace& trace, int run, const OpRecord& record) {
+AlgorithmGroup algorithm_at(const trace::Trace& trace, int run, const trace::OpRecord& record) {
   AlgorithmGroup g;
   g.runs = {run};
   if (record.ledger_key.empty()) return g;
   const nlohmann::json* entry =
-      ledger_entry(trace.header.ledger, record.ledger_key, ledger_direction(record.op));
+      ledger_entry(trace.header.ledger, record.ledger_key, trace::ledger_direction(record.op));
   // The ledger speaks for the record only about the algorithm the record names (a CPU run has no
   // ledger; a GPU record and its ledger entry name the same algorithm).
   if (entry != nullptr &&
@@ -112,7 +112,8 @@ std::vector<LedgerDifference> ledger_differences(
   return out;
 }
 
-std::optional<std::string> pinned_nondeterministic_warning(const std::vector<Trace>& traces) {
+std::optional<std::string> pinned_nondeterministic_warning(
+    const std::vector<trace::Trace>& traces) {
   if (traces.empty() || !traces[0].header.ledger.is_array()) return std::nullopt;
   std::string named;
   std::size_t count = 0;
@@ -134,4 +135,4 @@ std::optional<std::string> pinned_nondeterministic_warning(const std::vector<Tra
          "deterministic one there for identical runs";
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

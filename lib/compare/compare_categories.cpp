@@ -6,10 +6,10 @@
 #include "compare/compare_phases.h"
 #include "trace/tensor_digests.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
-std::vector<Slot> per_tensor(const std::vector<TensorInfo>& tensors,
+std::vector<Slot> per_tensor(const std::vector<trace::TensorInfo>& tensors,
                              const std::vector<Digest128>& digests) {
   std::vector<Slot> out;
   for (std::size_t p = 0; p < tensors.size(); ++p) out.push_back({tensors[p].name, digests[p]});
@@ -22,21 +22,21 @@ bool has_levels_of_detail(Category c) {
   return c == Category::gradients || c == Category::weights || c == Category::buffers;
 }
 
-Digest128 combined_digest(Category c, const StepRecord& r) {
+Digest128 combined_digest(Category c, const trace::StepRecord& r) {
   switch (c) {
     case Category::gradients:
-      return r.per_tensor ? category_digest(r.grads) : r.grads_digest;
+      return r.per_tensor ? trace::category_digest(r.grads) : r.grads_digest;
     case Category::weights:
-      return r.per_tensor ? category_digest(r.weights) : r.weights_digest;
+      return r.per_tensor ? trace::category_digest(r.weights) : r.weights_digest;
     case Category::buffers:
-      return r.per_tensor ? category_digest(r.buffers) : r.buffers_digest;
+      return r.per_tensor ? trace::category_digest(r.buffers) : r.buffers_digest;
     default:
       return {};
   }
 }
 
-std::vector<std::string> slot_names(Category c, const TraceHeader& h) {
-  StepRecord named;  // a step record of the header's sizes, for step_slots' names
+std::vector<std::string> slot_names(Category c, const trace::TraceHeader& h) {
+  trace::StepRecord named;  // a step record of the header's sizes, for step_slots' names
   named.grads.resize(h.params.size());
   named.weights.resize(h.params.size());
   named.buffers.resize(h.buffers.size());
@@ -45,12 +45,12 @@ std::vector<std::string> slot_names(Category c, const TraceHeader& h) {
   return out;
 }
 
-std::vector<Slot> initial_slots(Category c, const Trace& t) {
+std::vector<Slot> initial_slots(Category c, const trace::Trace& t) {
   return c == Category::initial_weights ? per_tensor(t.header.params, t.initial_weights)
                                         : per_tensor(t.header.buffers, t.initial_buffers);
 }
 
-std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord& r) {
+std::vector<Slot> step_slots(Category c, const trace::TraceHeader& h, const trace::StepRecord& r) {
   std::vector<Slot> out;
   const auto& params = h.params;
   switch (c) {
@@ -81,7 +81,8 @@ std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord&
 }
 
 std::optional<Divergence> slots_divergence(Category c, const std::vector<std::vector<Slot>>& runs,
-                                           const std::vector<int>& ids, const StepRecord* at) {
+                                           const std::vector<int>& ids,
+                                           const trace::StepRecord* at) {
   const std::vector<Slot>& ref = runs[0];
   std::optional<std::size_t> first_slot;
   std::vector<int> differing;
@@ -122,4 +123,4 @@ std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& v
   return first;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -7,7 +7,7 @@
 #include "compare/compare_phases.h"
 #include "compare/fingerprint_differences.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // Keys that say which machine ran, not what it computes: two nodes of one cluster differ in them
@@ -22,7 +22,7 @@ constexpr const char* kDeterminismFlags[] = {"deterministic_algorithms", "cudnn_
                                              "cudnn_benchmark", "cublas_workspace_config"};
 
 // "false (runs 0,2), true (run 1)": each value of `key` once, with the runs that had it.
-std::string values_by_run(const std::vector<Trace>& traces, const std::string& key) {
+std::string values_by_run(const std::vector<trace::Trace>& traces, const std::string& key) {
   std::vector<std::pair<std::string, std::vector<int>>> values;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const std::string v = traces[i].header.environment.value(key, nlohmann::json()).dump();
@@ -43,17 +43,17 @@ std::string values_by_run(const std::vector<Trace>& traces, const std::string& k
 
 }  // namespace
 
-std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces) {
+std::optional<std::string> determinism_flags_warning(const std::vector<trace::Trace>& traces) {
   // Only between runs of a framework that has the switches: a trace without them (the engine's,
   // in a cross-check) is another implementation, which the environment differences name.
-  const auto has_switches = [](const Trace& t) {
+  const auto has_switches = [](const trace::Trace& t) {
     return t.header.environment.is_object() && t.header.environment.contains(kDeterminismFlags[0]);
   };
   if (!std::all_of(traces.begin(), traces.end(), has_switches)) return std::nullopt;
   std::string differing;
   for (const char* key : kDeterminismFlags) {
     const nlohmann::json first = traces[0].header.environment.value(key, nlohmann::json());
-    const bool differs = std::any_of(traces.begin(), traces.end(), [&](const Trace& t) {
+    const bool differs = std::any_of(traces.begin(), traces.end(), [&](const trace::Trace& t) {
       return t.header.environment.value(key, nlohmann::json()) != first;
     });
     if (differs)
@@ -66,12 +66,12 @@ std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& t
          "before the model is built";
 }
 
-std::vector<std::string> environment_differences(const std::vector<Trace>& traces) {
+std::vector<std::string> environment_differences(const std::vector<trace::Trace>& traces) {
   std::vector<std::string> out;
   std::set<std::string> seen;
-  const TraceHeader& ref = traces[0].header;
+  const trace::TraceHeader& ref = traces[0].header;
   for (std::size_t i = 1; i < traces.size(); ++i) {
-    const TraceHeader& h = traces[i].header;
+    const trace::TraceHeader& h = traces[i].header;
     for (const std::string& key : fingerprint_differences(ref.environment, h.environment)) {
       const std::string line = key + ": " + ref.environment.value(key, nlohmann::json()).dump() +
                                " (run 0) vs " + h.environment.value(key, nlohmann::json()).dump() +
@@ -82,8 +82,8 @@ std::vector<std::string> environment_differences(const std::vector<Trace>& trace
   return out;
 }
 
-std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
-                                                         const TraceHeader& b) {
+std::vector<std::string> numeric_environment_differences(const trace::TraceHeader& a,
+                                                         const trace::TraceHeader& b) {
   std::vector<std::string> keys = fingerprint_differences(a.environment, b.environment);
   std::erase_if(keys, names_machine_only);
   return keys;
@@ -98,13 +98,13 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
   for (const std::vector<int>& c : classes) {
     if (std::find(c.begin(), c.end(), reference) != c.end()) reference_class = &c;
   }
-  const TraceHeader& ref = compared.traces[0]->header;
+  const trace::TraceHeader& ref = compared.traces[0]->header;
   for (std::size_t i = 1; i < compared.ids.size(); ++i) {
     const int run = compared.ids[i];
     if (reference_class &&
         std::find(reference_class->begin(), reference_class->end(), run) != reference_class->end())
       continue;
-    const TraceHeader& h = compared.traces[i]->header;
+    const trace::TraceHeader& h = compared.traces[i]->header;
     MachineDifference d;
     d.run = run;
     d.environment = fingerprint_differences(ref.environment, h.environment);
@@ -115,4 +115,4 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -8,13 +8,13 @@
 #include "compare/compare_phases.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
-double max_eval_accuracy_difference(const ComparedRuns& compared, const EpochRecord& e) {
+double max_eval_accuracy_difference(const ComparedRuns& compared, const trace::EpochRecord& e) {
   double worst = 0;
   for (std::size_t i = 1; i < compared.traces.size(); ++i) {
-    for (const EpochRecord& o : compared.traces[i]->epochs) {
+    for (const trace::EpochRecord& o : compared.traces[i]->epochs) {
       if (o.epoch == e.epoch && o.eval_accuracy) {
         worst = std::max(worst, std::abs(*o.eval_accuracy - *e.eval_accuracy));
       }
@@ -35,7 +35,7 @@ std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
                                       const std::vector<EpochLosses>& losses) {
   std::vector<EpochGrowth> growth;
   if (compared.traces.size() < 2) return growth;
-  for (const EpochRecord& e : compared.traces[0]->epochs) {
+  for (const trace::EpochRecord& e : compared.traces[0]->epochs) {
     EpochGrowth g;
     g.epoch = e.epoch;
     std::int64_t last_step = -1;
@@ -57,4 +57,4 @@ std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
   return growth;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

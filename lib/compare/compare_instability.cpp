@@ -8,16 +8,17 @@
 #include "compare/compare_phases.h"
 #include "compare/instability.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 const char* const kGroups[] = {"same", "different", "perturbed"};
 
-std::string group_of(const Trace& t) {
+std::string group_of(const trace::Trace& t) {
   return t.header.seed_group.empty() ? "same" : t.header.seed_group;
 }
 
-std::vector<std::string> differing_initial_tensors(const Trace& a, const Trace& reference) {
+std::vector<std::string> differing_initial_tensors(const trace::Trace& a,
+                                                   const trace::Trace& reference) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < a.header.params.size(); ++i) {
     if (i >= a.initial_weights.size() || i >= reference.initial_weights.size() ||
@@ -118,7 +119,7 @@ std::map<std::string, GroupMetric> churn_metric(
 }  // namespace
 
 std::optional<InstabilityFindings> instability_findings(
-    const std::vector<Trace>& traces,
+    const std::vector<trace::Trace>& traces,
     const std::vector<std::optional<std::vector<std::int64_t>>>& predictions) {
   std::map<std::string, std::vector<std::size_t>> members;
   for (std::size_t i = 0; i < traces.size(); ++i) members[group_of(traces[i])].push_back(i);
@@ -126,7 +127,7 @@ std::optional<InstabilityFindings> instability_findings(
   InstabilityFindings out;
   if (members.count("same")) {
     out.reference = static_cast<int>(members["same"].front());
-    const Trace& reference = traces[members["same"].front()];
+    const trace::Trace& reference = traces[members["same"].front()];
     for (std::size_t i : members["perturbed"]) {
       out.perturbed.push_back({static_cast<int>(i), *traces[i].header.perturbation,
                                differing_initial_tensors(traces[i], reference)});
@@ -139,7 +140,7 @@ std::optional<InstabilityFindings> instability_findings(
   bool all_accuracy = true, all_predictions = true;
   for (const auto& [name, runs] : members) {
     for (std::size_t i : runs) {
-      const FinalRecord& f = *traces[i].final;
+      const trace::FinalRecord& f = *traces[i].final;
       loss[name].push_back(std::bit_cast<float>(f.final_loss_bits));
       if (f.eval_accuracy) accuracy[name].push_back(*f.eval_accuracy);
       all_accuracy = all_accuracy && f.eval_accuracy.has_value();
@@ -166,15 +167,15 @@ std::optional<InstabilityFindings> instability_findings(
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
-std::optional<InstabilityFindings> instability(const std::vector<Trace>& traces,
+std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& traces,
                                                const ComparisonOptions& options,
                                                std::vector<std::string>& warnings) {
   std::vector<std::optional<std::vector<std::int64_t>>> predictions(traces.size());
-  const bool perturbed = std::any_of(traces.begin(), traces.end(), [](const Trace& t) {
+  const bool perturbed = std::any_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
     return t.header.seed_group == "perturbed";
   });
   if (!perturbed) return std::nullopt;  // no finding: no predictions file is read
@@ -196,4 +197,4 @@ std::optional<InstabilityFindings> instability(const std::vector<Trace>& traces,
   return found;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -7,7 +7,7 @@
 #include "trace/op_window.h"
 #include "trace/trace_io.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 using nlohmann::json;
@@ -42,9 +42,9 @@ json loss_difference_json(const std::optional<LossDifference>& d) {
   return {{"step", d->step},
           {"run", d->run},
           {"reference", d->reference},
-          {"reference_bits", bits_hex(std::bit_cast<std::uint32_t>(d->reference))},
+          {"reference_bits", trace::bits_hex(std::bit_cast<std::uint32_t>(d->reference))},
           {"other", d->other},
-          {"other_bits", bits_hex(std::bit_cast<std::uint32_t>(d->other))},
+          {"other_bits", trace::bits_hex(std::bit_cast<std::uint32_t>(d->other))},
           {"ulp", d->ulp}};
 }
 
@@ -145,7 +145,7 @@ json runs_json(const ComparisonResult& r) {
          {"seeds", {{"init", s.seed_init}, {"data", s.seed_data}, {"dropout", s.seed_dropout}}},
          {"steps", s.steps},
          {"final_loss", s.final_loss},
-         {"final_loss_bits", bits_hex(s.final_loss_bits)},
+         {"final_loss_bits", trace::bits_hex(s.final_loss_bits)},
          {"eval_loss", optional_json(s.eval_loss)},
          {"eval_accuracy", optional_json(s.eval_accuracy)},
          {"median_step_ms", s.median_step_seconds * 1e3},
@@ -170,13 +170,13 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-json output_differences_json(const OpRecord& op,
+json output_differences_json(const trace::OpRecord& op,
                              const std::vector<RootCause::OutputDifference>& differences) {
   json outputs = json::array();
   for (const RootCause::OutputDifference& d : differences) {
     const bool f32 = d.dtype == DType::f32;
     outputs.push_back(
-        {{"output", op_output_name(op, d.output)},
+        {{"output", trace::op_output_name(op, d.output)},
          {"index", d.output},
          {"dtype", dtype_name(d.dtype)},
          {"elements", d.elements},
@@ -239,8 +239,8 @@ json ledger_differences_json(const ComparisonResult& r) {
 
 json root_cause_json(const RootCause& c) {
   json in = json::array(), out = json::array(), chain = json::array();
-  for (std::size_t i : c.differing_inputs) in.push_back(op_input_name(c.record, i));
-  for (std::size_t i : c.differing_outputs) out.push_back(op_output_name(c.record, i));
+  for (std::size_t i : c.differing_inputs) in.push_back(trace::op_input_name(c.record, i));
+  for (std::size_t i : c.differing_outputs) out.push_back(trace::op_output_name(c.record, i));
   for (const RootCause::Link& l : c.chain) {
     chain.push_back({{"record", l.index},
                      {"op", l.op},
@@ -475,4 +475,4 @@ json to_json(const ComparisonResult& r) {
   return report;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

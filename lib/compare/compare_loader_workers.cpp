@@ -7,7 +7,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // What one run shows of one stream: the workers that shared it, the passes in which they did.
@@ -18,16 +18,16 @@ struct StreamInRun {
 
 // Per stream name, the workers of each pass that started from a state another worker of that
 // pass also started from.
-std::map<std::string, StreamInRun> shared_in_run(const std::vector<LoaderWorker>& workers,
+std::map<std::string, StreamInRun> shared_in_run(const std::vector<trace::LoaderWorker>& workers,
                                                  std::int64_t& passes) {
-  std::map<std::uint64_t, std::vector<const LoaderWorker*>> by_pass;
-  for (const LoaderWorker& w : workers) by_pass[w.loader_pass].push_back(&w);
+  std::map<std::uint64_t, std::vector<const trace::LoaderWorker*>> by_pass;
+  for (const trace::LoaderWorker& w : workers) by_pass[w.loader_pass].push_back(&w);
   passes = static_cast<std::int64_t>(by_pass.size());
   std::map<std::string, StreamInRun> shared;
   for (const auto& [pass, in_pass] : by_pass) {
     // (stream, digest words) -> the workers that started from that state.
     std::map<std::tuple<std::string, std::uint64_t, std::uint64_t>, std::vector<int>> holders;
-    for (const LoaderWorker* w : in_pass) {
+    for (const trace::LoaderWorker* w : in_pass) {
       for (const auto& [name, digest] : w->streams)
         holders[{name, digest.high, digest.low}].push_back(w->worker);
     }
@@ -45,10 +45,10 @@ std::map<std::string, StreamInRun> shared_in_run(const std::vector<LoaderWorker>
 
 // The state `stream` started from in worker 0 of a run's first recorded pass (workers may start
 // in any order; a stream seeded per worker differs between workers, not between runs), or none.
-std::optional<Digest128> first_state(const std::vector<LoaderWorker>& workers,
+std::optional<Digest128> first_state(const std::vector<trace::LoaderWorker>& workers,
                                      const std::string& stream) {
   if (workers.empty()) return std::nullopt;
-  for (const LoaderWorker& w : workers) {
+  for (const trace::LoaderWorker& w : workers) {
     if (w.loader_pass != workers.front().loader_pass || w.worker != 0) continue;
     for (const auto& [name, digest] : w.streams)
       if (name == stream) return digest;
@@ -58,9 +58,9 @@ std::optional<Digest128> first_state(const std::vector<LoaderWorker>& workers,
 
 // Whether `stream`'s starting state differs between the same-seed runs that recorded their
 // loader's workers: a stream not seeded from the run's seed.
-bool differs_between_runs(const std::vector<Trace>& traces, const std::string& stream) {
+bool differs_between_runs(const std::vector<trace::Trace>& traces, const std::string& stream) {
   std::optional<Digest128> seen;
-  for (const Trace& t : traces) {
+  for (const trace::Trace& t : traces) {
     if (!t.final || t.header.seed_group == "different") continue;
     const std::optional<Digest128> state = first_state(t.final->loader_workers, stream);
     if (!state) continue;
@@ -72,11 +72,12 @@ bool differs_between_runs(const std::vector<Trace>& traces, const std::string& s
 
 }  // namespace
 
-std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces) {
+std::optional<LoaderWorkerFindings> loader_worker_findings(
+    const std::vector<trace::Trace>& traces) {
   LoaderWorkerFindings findings;
   std::map<std::string, SharedWorkerStream> by_stream;
   std::int64_t most_passes = 0;
-  for (const Trace& t : traces) {
+  for (const trace::Trace& t : traces) {
     if (!t.final || t.final->loader_workers.empty()) continue;
     const int run = t.header.run_index;
     findings.runs_recorded.push_back(run);
@@ -102,4 +103,4 @@ std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Tra
   return findings;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

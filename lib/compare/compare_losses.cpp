@@ -8,23 +8,23 @@
 #include "compare/compare_phases.h"
 #include "compare/step_walk.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 float loss_value(std::uint32_t bits) {
   return std::bit_cast<float>(bits);
 }
 
-std::uint32_t final_loss_bits(const Trace& t, std::int64_t) {
+std::uint32_t final_loss_bits(const trace::Trace& t, std::int64_t) {
   return t.final->final_loss_bits;
 }
 
 // The run (other than the reference) whose loss at `step` is farthest from the reference's.
 std::optional<LossDifference> worst_loss_difference(const ComparedRuns& compared,
-                                                    std::uint32_t (*bits_at)(const Trace&,
+                                                    std::uint32_t (*bits_at)(const trace::Trace&,
                                                                              std::int64_t),
                                                     std::int64_t step) {
-  const std::vector<const Trace*>& runs = compared.traces;
+  const std::vector<const trace::Trace*>& runs = compared.traces;
   std::optional<LossDifference> worst;
   const std::uint32_t ref = bits_at(*runs[0], step);
   for (std::size_t i = 1; i < runs.size(); ++i) {
@@ -50,7 +50,7 @@ LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
     out.first = first;
     out.final = worst_loss_difference(compared, final_loss_bits, 0);
   }
-  for (const Trace* t : compared.traces) {
+  for (const trace::Trace* t : compared.traces) {
     const double ref = loss_value(compared.traces[0]->final->final_loss_bits);
     const double other = loss_value(t->final->final_loss_bits);
     // NaN compares false: a NaN loss is never within tolerance (equal infinities are).
@@ -60,4 +60,4 @@ LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -8,7 +8,7 @@
 #include "compare/compare_phases.h"
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace phases {
 
 std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
@@ -71,4 +71,4 @@ std::vector<std::string> next_step_advice(const ComparisonResult& r) {
           ", so that the report names the op where the runs part"};
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -22,14 +22,14 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 // InputError when the traces cannot be compared: none given, a run without its end record,
 // different specs (digests), different parameter lists.
-void check_comparable(const std::vector<Trace>& traces);
+void check_comparable(const std::vector<trace::Trace>& traces);
 
 // Whether every trace ran every reducing op deterministic (then identity is expected by default).
-bool all_fully_deterministic(const std::vector<Trace>& traces);
+bool all_fully_deterministic(const std::vector<trace::Trace>& traces);
 
 // One summary per run, in trace order; the classes of bitwise-identical outcome (everything
 // recorded, timings excluded), numbered by first appearance; the kernel-mode policy of the runs
@@ -39,21 +39,21 @@ struct RunSummaries {
   std::vector<std::vector<int>> classes;
   std::string mode_summary;
 };
-RunSummaries summarize_runs(const std::vector<Trace>& traces);
+RunSummaries summarize_runs(const std::vector<trace::Trace>& traces);
 // The same with each run's outcome signature (everything it recorded, timings excluded) given, as
 // the walk over the steps folds it (step_walk.h).
-RunSummaries summarize_runs(const std::vector<Trace>& traces,
+RunSummaries summarize_runs(const std::vector<trace::Trace>& traces,
                             const std::vector<Digest128>& outcomes);
 
 // The runs expected to agree: those in neither the "different" nor the "perturbed" seed group, the
 // first the reference;
 // and the number of steps every one of them recorded.
 struct ComparedRuns {
-  std::vector<const Trace*> traces;
+  std::vector<const trace::Trace*> traces;
   std::vector<int> ids;  // their indices among all traces
   std::int64_t common_steps = 0;
 };
-ComparedRuns same_seed_runs(const std::vector<Trace>& traces);
+ComparedRuns same_seed_runs(const std::vector<trace::Trace>& traces);
 // Whether the compared runs share one outcome class (`runs`: summarize_runs's): the verdict.
 bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary>& runs);
 
@@ -61,20 +61,21 @@ bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary
 // the earlier ones for its spec ("" when it can: a PyTorch run of a world size no earlier run has
 // may come from another command, as a launcher's); and, for runs of several world sizes, each
 // run's and whether the runs of each agree (none for runs of one world size).
-std::string other_spec_problem(const std::vector<Trace>& traces, std::size_t i);
-std::optional<WorldSizes> world_sizes(const std::vector<Trace>& traces,
+std::string other_spec_problem(const std::vector<trace::Trace>& traces, std::size_t i);
+std::optional<WorldSizes> world_sizes(const std::vector<trace::Trace>& traces,
                                       const ComparedRuns& compared,
                                       const std::vector<RunSummary>& runs);
 
 // Root causes from op records (compare_root_cause.cpp), found by the walk over the steps
 // (step_walk.h): a compared run's cause before step 0 (its initial state differs from the
 // reference's), or none;
-std::optional<RootCause> initial_root_cause(const Trace& ref, const Trace& other);
+std::optional<RootCause> initial_root_cause(const trace::Trace& ref, const trace::Trace& other);
 // the cause at the first step where its records differ from the reference run's (`ref_run`,
 // `run`: their indices among the traces), classified when an op is the cause; none when the two
 // steps agree;
-std::optional<RootCause> step_root_cause(const Trace& ref, int ref_run, const StepRecord& a,
-                                         const Trace& other, int run, const StepRecord& b);
+std::optional<RootCause> step_root_cause(const trace::Trace& ref, int ref_run,
+                                         const trace::StepRecord& a, const trace::Trace& other,
+                                         int run, const trace::StepRecord& b);
 // and the causes of every differing run (run index, cause), grouped by cause, earliest first.
 std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> found);
 // With op records, the root cause of each compared run that differs from the reference, grouped
@@ -88,18 +89,19 @@ struct Slot {
   std::string name;
   Digest128 value;
 };
-std::vector<Slot> initial_slots(Category c, const Trace& t);  // initial_weights, buffers
-std::vector<Slot> step_slots(Category c, const TraceHeader& h, const StepRecord& r);
+std::vector<Slot> initial_slots(Category c, const trace::Trace& t);  // initial_weights, buffers
+std::vector<Slot> step_slots(Category c, const trace::TraceHeader& h, const trace::StepRecord& r);
 // Whether a category is recorded per tensor at some steps and per category at others (version 4,
 // trace/tensor_digests.h): gradients, weights and buffers.
 bool has_levels_of_detail(Category c);
 // One digest over a category's tensors at a step (category_digest), however the step recorded
 // them: what steps compare by when some run recorded one of them per category.
-Digest128 combined_digest(Category c, const StepRecord& r);
+Digest128 combined_digest(Category c, const trace::StepRecord& r);
 // The category's tensor names (the per-tensor slots' names, in their order).
-std::vector<std::string> slot_names(Category c, const TraceHeader& h);
+std::vector<std::string> slot_names(Category c, const trace::TraceHeader& h);
 std::optional<Divergence> slots_divergence(Category c, const std::vector<std::vector<Slot>>& runs,
-                                           const std::vector<int>& ids, const StepRecord* at);
+                                           const std::vector<int>& ids,
+                                           const trace::StepRecord* at);
 // Whether the compared runs record buffers (a category only then).
 bool has_buffers(const ComparedRuns& compared);
 
@@ -108,7 +110,7 @@ bool has_buffers(const ComparedRuns& compared);
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared);
 // Every run's losses, and per recorded tensor of a step and per common step whether a compared run
 // differs from the reference there.
-StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared);
+StepSeries step_series(const std::vector<trace::Trace>& traces, const ComparedRuns& compared);
 // The earliest of the categories' first divergences, ties broken by causal (category) order.
 std::optional<Divergence> first_divergence(const std::vector<CategoryVerdict>& verdicts);
 // When the compared runs recorded different numbers of steps: a divergence of category steps at
@@ -160,48 +162,48 @@ SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 // With a perturbed group (compare_instability.cpp): the instability findings, the predictions
 // loaded through options.load_predictions; and a warning for each perturbed run whose initial
 // weights do not part from the reference's exactly at its flipped weight.
-std::optional<InstabilityFindings> instability(const std::vector<Trace>& traces,
+std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& traces,
                                                const ComparisonOptions& options,
                                                std::vector<std::string>& warnings);
 
 // The --trace-ops window that would name the op where the runs part (ComparisonResult
 // ::suggested_trace_ops), from the first divergence and the root causes found.
-std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result);
+std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& result);
 // With it, whether the re-run records that step per tensor too (ComparisonResult::
 // suggest_tensor_digests): the first divergence is at a step recorded per category.
 bool suggest_tensor_digests(const ComparisonResult& result);
 
 // Environment keys that differ from run 0's, one line each (each distinct line once).
-std::vector<std::string> environment_differences(const std::vector<Trace>& traces);
+std::vector<std::string> environment_differences(const std::vector<trace::Trace>& traces);
 // When the runs did not set a framework's determinism switches alike (PyTorch traces:
 // deterministic_algorithms, cudnn_deterministic, cudnn_benchmark, cublas_workspace_config), a
 // warning naming each switch and the runs' values: they are different configurations, so their
 // agreement or disagreement says nothing about repeats of one. None unless every trace has the
 // switches (a cross-check against the engine compares two implementations, not two settings).
-std::optional<std::string> determinism_flags_warning(const std::vector<Trace>& traces);
+std::optional<std::string> determinism_flags_warning(const std::vector<trace::Trace>& traces);
 // The PyTorch recorder's warnings (header recorder_warnings: rec.step before optimizer.step...),
 // each once, with the runs it came from.
-std::vector<std::string> recorder_warnings(const std::vector<Trace>& traces);
+std::vector<std::string> recorder_warnings(const std::vector<trace::Trace>& traces);
 // Runs given different seeds whose random states (header rng_states, taken when the recorder was
 // made) are the same for some stream: the seed never reached it. The warning names the streams
 // and, from seed_everything's record (header seeded), why. None with one seed or no states.
-std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& traces);
+std::optional<std::string> unapplied_seeds_warning(const std::vector<trace::Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).
-std::vector<std::string> numeric_environment_differences(const TraceHeader& a,
-                                                         const TraceHeader& b);
+std::vector<std::string> numeric_environment_differences(const trace::TraceHeader& a,
+                                                         const trace::TraceHeader& b);
 
 // The algorithm run `run` (`trace`) ran at one of its op records: the record's own (newer traces),
 // else its ledger's entry of the record's key and direction; with who chose it and what autotune
 // timed from the ledger. A group of one run; no algorithm when neither names one.
-AlgorithmGroup algorithm_at(const Trace& trace, int run, const OpRecord& record);
+AlgorithmGroup algorithm_at(const trace::Trace& trace, int run, const trace::OpRecord& record);
 // Groups of one run merged by algorithm and math type (and who chose it, with `by_chooser`), in
 // order of first appearance.
 std::vector<AlgorithmGroup> merge_algorithm_groups(const std::vector<AlgorithmGroup>& singles,
                                                    bool by_chooser);
 // When runs ran algorithms pinned from a file (--pin-algorithms) that are not deterministic, a
 // warning naming them (the reference run's): pinning fixes which algorithm runs, not its atomics.
-std::optional<std::string> pinned_nondeterministic_warning(const std::vector<Trace>& traces);
+std::optional<std::string> pinned_nondeterministic_warning(const std::vector<trace::Trace>& traces);
 // Every ledger geometry and direction whose entries differ between the traces (algorithm, math
 // type, who chose it; autotune's timing is measured anew each run and never a difference), in
 // order of first appearance; a run without the entry is a group with no algorithm. `ledgers`: the
@@ -214,7 +216,7 @@ std::vector<MachineDifference> divergent_machines(const ComparedRuns& compared,
 
 // Streams that two or more workers of one loader pass started from in the same state, over every
 // trace that recorded its loader's workers; none recorded: no findings at all.
-std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<Trace>& traces);
+std::optional<LoaderWorkerFindings> loader_worker_findings(const std::vector<trace::Trace>& traces);
 
 // PyTorch runs whose first divergence is a batch: what to watch in the loader (the findings on
 // its workers included), in place of a --trace-ops window; none otherwise.
@@ -223,4 +225,4 @@ std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
                                           const ComparedRuns& compared,
                                           const std::optional<Digest128>& reference_indices);
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -7,7 +7,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 std::string run_words(const std::vector<int>& runs) {
@@ -17,11 +17,11 @@ std::string run_words(const std::vector<int>& runs) {
 }
 
 // Why runs given different seeds started from the same `streams`, from seed_everything's record.
-std::string seeding_cause(const std::vector<const Trace*>& runs,
+std::string seeding_cause(const std::vector<const trace::Trace*>& runs,
                           const std::set<std::string>& streams) {
   bool all_seeded = true;
   std::set<nlohmann::json> seeded_states;
-  for (const Trace* t : runs) {
+  for (const trace::Trace* t : runs) {
     if (t->header.seeded.is_null()) {
       all_seeded = false;
       continue;
@@ -32,7 +32,7 @@ std::string seeding_cause(const std::vector<const Trace*>& runs,
     seeded_states.insert(pinned);
   }
   if (!all_seeded) return "the script does not call repro_audit.seed_everything";
-  for (const Trace* t : runs) {
+  for (const trace::Trace* t : runs) {
     const nlohmann::json& s = t->header.seeded;
     if (s.contains("torch_initial_seed") && s["torch_initial_seed"] != s["seed"]) {
       return "seed_everything applied each run's seed, and the script seeded torch again after "
@@ -52,10 +52,10 @@ std::string seeding_cause(const std::vector<const Trace*>& runs,
 
 }  // namespace
 
-std::vector<std::string> recorder_warnings(const std::vector<Trace>& traces) {
+std::vector<std::string> recorder_warnings(const std::vector<trace::Trace>& traces) {
   std::map<std::string, std::vector<int>> runs_of;  // each warning once, with its runs
   std::vector<std::string> order;
-  for (const Trace& t : traces) {
+  for (const trace::Trace& t : traces) {
     for (const std::string& w : t.header.recorder_warnings) {
       if (!runs_of.contains(w)) order.push_back(w);
       runs_of[w].push_back(t.header.run_index);
@@ -66,10 +66,10 @@ std::vector<std::string> recorder_warnings(const std::vector<Trace>& traces) {
   return out;
 }
 
-std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& traces) {
-  std::vector<const Trace*> recorded;
+std::optional<std::string> unapplied_seeds_warning(const std::vector<trace::Trace>& traces) {
+  std::vector<const trace::Trace*> recorded;
   std::set<std::uint64_t> seeds;
-  for (const Trace& t : traces) {
+  for (const trace::Trace& t : traces) {
     if (!t.header.rng_states.is_object()) continue;
     recorded.push_back(&t);
     seeds.insert(t.header.seed_init);
@@ -80,7 +80,7 @@ std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& tra
     // (Not a structured binding: clang 14, CI's sanitizer compiler, cannot capture one.)
     const std::string& stream = item.key();
     const nlohmann::json& state = item.value();
-    const bool same = std::all_of(recorded.begin(), recorded.end(), [&](const Trace* t) {
+    const bool same = std::all_of(recorded.begin(), recorded.end(), [&](const trace::Trace* t) {
       return t->header.rng_states.contains(stream) && t->header.rng_states[stream] == state;
     });
     if (same) pinned.insert(stream);
@@ -95,4 +95,4 @@ std::optional<std::string> unapplied_seeds_warning(const std::vector<Trace>& tra
          "it (docs/pytorch.md, \"Seeds\")";
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -8,7 +8,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 const char* to_string(RootCause::Kind kind) {
   switch (kind) {
@@ -54,7 +54,7 @@ std::vector<std::size_t> differing(const std::vector<Digest128>& a,
 
 // The names of what a step record holds that differ between two runs ("weights, optimizer
 // state"), or "" when the step records agree.
-std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
+std::string step_state_differences(const trace::StepRecord& a, const trace::StepRecord& b) {
   std::vector<std::string> names;
   if (a.batch_indices != b.batch_indices || a.batch_inputs != b.batch_inputs ||
       a.batch_labels != b.batch_labels) {
@@ -78,7 +78,7 @@ std::string step_state_differences(const StepRecord& a, const StepRecord& b) {
 
 // Whether two steps' op records are the same executions (the algorithms aside: they explain a
 // difference, they are none).
-bool same_executions(const StepRecord& a, const StepRecord& b) {
+bool same_executions(const trace::StepRecord& a, const trace::StepRecord& b) {
   if (a.ops.size() != b.ops.size()) return false;
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     if (!a.ops[i].same_execution(b.ops[i])) return false;
@@ -88,7 +88,7 @@ bool same_executions(const StepRecord& a, const StepRecord& b) {
 
 // Whether the run's test-only op fault (trace header "fault", --inject-fault op=) names this op
 // of this step: it flipped a bit of the op's output right after it ran.
-bool fault_fired_at(const Trace& run, const RootCause& c) {
+bool fault_fired_at(const trace::Trace& run, const RootCause& c) {
   const nlohmann::json& f = run.header.fault;
   return f.is_object() && f.value("op", "") == c.record.layer + "/" + c.record.op &&
          f.value("step", std::int64_t(-1)) == c.step;
@@ -97,8 +97,8 @@ bool fault_fired_at(const Trace& run, const RootCause& c) {
 // What made an op cause (kind op) of run `run` against the reference run: an injected fault, a
 // difference of machine or build, a different algorithm, else the kernel's own nondeterminism.
 // Also the two runs' algorithms there, as groups of one run (merged when causes are grouped).
-void classify(RootCause& c, const Trace& ref, int ref_run, const StepRecord* a, const Trace& other,
-              int run, const StepRecord* b) {
+void classify(RootCause& c, const trace::Trace& ref, int ref_run, const trace::StepRecord* a,
+              const trace::Trace& other, int run, const trace::StepRecord* b) {
   if (a == nullptr || b == nullptr || c.index >= a->ops.size() || c.index >= b->ops.size()) return;
   const AlgorithmGroup mine = algorithm_at(ref, ref_run, a->ops[c.index]);
   const AlgorithmGroup theirs = algorithm_at(other, run, b->ops[c.index]);
@@ -120,7 +120,7 @@ void classify(RootCause& c, const Trace& ref, int ref_run, const StepRecord* a, 
 
 // Where a differing input of a PyTorch op record (one with types) came from, as far as its type
 // says; the engine's records keep the general wording.
-std::string outside_ops_detail(const OpRecord& a, const std::vector<std::size_t>& inputs) {
+std::string outside_ops_detail(const trace::OpRecord& a, const std::vector<std::size_t>& inputs) {
   const auto all_typed = [&](const char* type) {
     return std::all_of(inputs.begin(), inputs.end(), [&](std::size_t i) {
       return i < a.in_types.size() && a.in_types[i] == type;
@@ -141,21 +141,21 @@ std::string outside_ops_detail(const OpRecord& a, const std::vector<std::size_t>
          "next op the dispatcher saw";
 }
 
-void locate_step(const StepRecord& r, RootCause& cause) {
+void locate_step(const trace::StepRecord& r, RootCause& cause) {
   cause.step = r.step;
   cause.epoch = r.epoch;
   cause.batch = r.batch;
 }
 
 // Within one step whose op records differ: the first differing pair, and the chain after it.
-RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
+RootCause localise_in_step(const trace::StepRecord& ref, const trace::StepRecord& other) {
   RootCause cause;
   locate_step(ref, cause);
   cause.step_records = ref.ops.size();
   const std::size_t common = std::min(ref.ops.size(), other.ops.size());
   std::size_t i = 0;
   for (; i < common; ++i) {
-    const OpRecord &a = ref.ops[i], &b = other.ops[i];
+    const trace::OpRecord &a = ref.ops[i], &b = other.ops[i];
     if (a.op != b.op || a.layer != b.layer || a.in.size() != b.in.size() ||
         a.out.size() != b.out.size()) {
       cause.kind = Kind::op_sequence;
@@ -183,7 +183,7 @@ RootCause localise_in_step(const StepRecord& ref, const StepRecord& other) {
                    " ops in the step, this run " + std::to_string(other.ops.size());
     return cause;
   }
-  const OpRecord &a = ref.ops[i], &b = other.ops[i];
+  const trace::OpRecord &a = ref.ops[i], &b = other.ops[i];
   cause.index = i;
   cause.record = a;
   cause.differing_inputs = differing(a.in, b.in);
@@ -208,7 +208,7 @@ bool same_cause(const RootCause& a, const RootCause& b) {
 
 }  // namespace
 
-std::optional<RootCause> initial_root_cause(const Trace& ref, const Trace& other) {
+std::optional<RootCause> initial_root_cause(const trace::Trace& ref, const trace::Trace& other) {
   if (ref.initial_weights == other.initial_weights &&
       ref.initial_buffers == other.initial_buffers) {
     return std::nullopt;
@@ -222,8 +222,9 @@ std::optional<RootCause> initial_root_cause(const Trace& ref, const Trace& other
   return c;
 }
 
-std::optional<RootCause> step_root_cause(const Trace& ref, int ref_run, const StepRecord& a,
-                                         const Trace& other, int run, const StepRecord& b) {
+std::optional<RootCause> step_root_cause(const trace::Trace& ref, int ref_run,
+                                         const trace::StepRecord& a, const trace::Trace& other,
+                                         int run, const trace::StepRecord& b) {
   const std::string state = step_state_differences(a, b);
   if (a.ops_recorded && b.ops_recorded) {
     if (!same_executions(a, b)) {
@@ -278,8 +279,8 @@ std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> 
   return causes;
 }
 
-std::optional<OpWindow> suggested_trace_ops(const ComparisonResult& result) {
-  const auto window_at = [](std::int64_t step) { return OpWindow{step, step + 1}; };
+std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& result) {
+  const auto window_at = [](std::int64_t step) { return trace::OpWindow{step, step + 1}; };
   if (result.identical || !result.first_divergence || !result.first_divergence->step ||
       result.first_divergence->category == Category::steps || result.loader_advice) {
     return std::nullopt;  // nothing parts, the initial state does, the step counts or the loader
@@ -297,4 +298,4 @@ bool suggest_tensor_digests(const ComparisonResult& result) {
 }
 
 }  // namespace phases
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "spec/spec.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 std::string describe_mode(const nlohmann::json& determinism) {
@@ -31,7 +31,7 @@ std::string describe_mode(const nlohmann::json& determinism) {
 // from a pin file (--pin-algorithms) and every entry is deterministic. Autotune runs its other
 // reductions deterministically (cuBLAS without atomics, custom kernels in their fixed order), so
 // such a run is as reproducible as deterministic mode.
-bool pinned_deterministic(const Trace& t) {
+bool pinned_deterministic(const trace::Trace& t) {
   const nlohmann::json& ledger = t.header.ledger;
   if (!ledger.is_array() || ledger.empty()) return false;
   for (const nlohmann::json& e : ledger) {
@@ -48,7 +48,7 @@ bool pinned_deterministic(const Trace& t) {
 // Every reducing op of the run was in deterministic mode (the policy recorded in its header):
 // its override, else the run's mode; or in autotune mode with every algorithm pinned and
 // deterministic. (A nondeterministic run with every op overridden to deterministic counts.)
-bool fully_deterministic(const Trace& t) {
+bool fully_deterministic(const trace::Trace& t) {
   const nlohmann::json& d = t.header.determinism;
   const std::string mode = d.value("mode", "");
   const nlohmann::json ops = d.value("ops", nlohmann::json::object());
@@ -62,7 +62,7 @@ bool fully_deterministic(const Trace& t) {
   return true;
 }
 
-RunSummary summary_of(const Trace& t, int run) {
+RunSummary summary_of(const trace::Trace& t, int run) {
   RunSummary s;
   s.run = run;
   s.seed_group = t.header.seed_group;
@@ -85,14 +85,14 @@ RunSummary summary_of(const Trace& t, int run) {
 
 }  // namespace
 
-void check_comparable(const std::vector<Trace>& traces) {
+void check_comparable(const std::vector<trace::Trace>& traces) {
   if (traces.empty()) throw InputError("no traces to compare");
-  const Trace& ref = traces[0];
+  const trace::Trace& ref = traces[0];
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    const Trace& t = traces[i];
+    const trace::Trace& t = traces[i];
     if (!t.final) throw InputError(t.source + ": the run did not finish (no end record)");
     if (t.failed()) {
-      throw InputError(t.source + ": the run " + describe_failure(*t.final) +
+      throw InputError(t.source + ": the run " + trace::describe_failure(*t.final) +
                        " (its end record says so): a failed run is never compared as whole; "
                        "run it again (exec --resume reruns it)");
     }
@@ -107,16 +107,16 @@ void check_comparable(const std::vector<Trace>& traces) {
   }
 }
 
-bool all_fully_deterministic(const std::vector<Trace>& traces) {
+bool all_fully_deterministic(const std::vector<trace::Trace>& traces) {
   return std::all_of(traces.begin(), traces.end(),
-                     [](const Trace& t) { return fully_deterministic(t); });
+                     [](const trace::Trace& t) { return fully_deterministic(t); });
 }
 
-RunSummaries summarize_runs(const std::vector<Trace>& traces) {
+RunSummaries summarize_runs(const std::vector<trace::Trace>& traces) {
   return summarize_runs(traces, walk_steps(traces, same_seed_runs(traces)).outcomes);
 }
 
-RunSummaries summarize_runs(const std::vector<Trace>& traces,
+RunSummaries summarize_runs(const std::vector<trace::Trace>& traces,
                             const std::vector<Digest128>& outcomes) {
   RunSummaries out;
   std::vector<Digest128> class_signatures;
@@ -138,7 +138,7 @@ RunSummaries summarize_runs(const std::vector<Trace>& traces,
   return out;
 }
 
-ComparedRuns same_seed_runs(const std::vector<Trace>& traces) {
+ComparedRuns same_seed_runs(const std::vector<trace::Trace>& traces) {
   ComparedRuns out;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     // The perturbed group parts from the others by design (its flipped weight): never compared.
@@ -150,7 +150,7 @@ ComparedRuns same_seed_runs(const std::vector<Trace>& traces) {
   }
   if (!out.traces.empty()) {
     out.common_steps = static_cast<std::int64_t>(out.traces[0]->steps.size());
-    for (const Trace* t : out.traces)
+    for (const trace::Trace* t : out.traces)
       out.common_steps = std::min<std::int64_t>(out.common_steps, t->steps.size());
   }
   return out;
@@ -162,4 +162,4 @@ bool all_in_one_class(const ComparedRuns& compared, const std::vector<RunSummary
   return classes.size() <= 1;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

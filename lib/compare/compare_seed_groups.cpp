@@ -5,7 +5,7 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs) {
   SeedGroupStatistics out;
@@ -34,4 +34,4 @@ SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs) {
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -4,7 +4,7 @@
 #include "compare/compare_phases.h"
 #include "core/error.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
@@ -72,4 +72,4 @@ std::vector<SnapshotDivergence> snapshot_divergences(const ComparisonOptions& op
   return out;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

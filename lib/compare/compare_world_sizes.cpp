@@ -7,22 +7,22 @@
 
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
-int world_size_of(const Trace& t) {
+int world_size_of(const trace::Trace& t) {
   return t.header.distributed ? t.header.distributed->world_size : 1;
 }
 
 }  // namespace
 
-std::string other_spec_problem(const std::vector<Trace>& traces, std::size_t i) {
-  const Trace& t = traces[i];
+std::string other_spec_problem(const std::vector<trace::Trace>& traces, std::size_t i) {
+  const trace::Trace& t = traces[i];
   // The specs of exec audits hold their commands, which name the launcher and the process count:
   // a run of another world size than every earlier one of its spec may be of another spec.
   const int world = world_size_of(t);
   for (std::size_t j = 0; j < i; ++j) {
-    const Trace& earlier = traces[j];
+    const trace::Trace& earlier = traces[j];
     if (world_size_of(earlier) != world) continue;
     if (earlier.header.spec_digest == t.header.spec_digest) return "";
     return "traces come from different specs: " + earlier.source + " has spec digest " +
@@ -36,11 +36,11 @@ std::string other_spec_problem(const std::vector<Trace>& traces, std::size_t i) 
          traces[0].header.spec_digest + ", " + t.source + " has " + t.header.spec_digest;
 }
 
-std::optional<WorldSizes> world_sizes(const std::vector<Trace>& traces,
+std::optional<WorldSizes> world_sizes(const std::vector<trace::Trace>& traces,
                                       const ComparedRuns& compared,
                                       const std::vector<RunSummary>& runs) {
   WorldSizes w;
-  for (const Trace& t : traces) w.of_runs.push_back(world_size_of(t));
+  for (const trace::Trace& t : traces) w.of_runs.push_back(world_size_of(t));
   if (std::all_of(w.of_runs.begin(), w.of_runs.end(), [&](int n) { return n == w.of_runs[0]; }))
     return std::nullopt;
   std::map<int, std::set<int>> classes;  // world size -> outcome classes of its compared runs
@@ -53,4 +53,4 @@ std::optional<WorldSizes> world_sizes(const std::vector<Trace>& traces,
   return w;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ra::audit {
+namespace ra::compare {
 
 // The first gradient bucket whose collective differs from the reference run's
 // (compare/collective_check.h). `inputs_identical`: every rank's input to the collective was the
@@ -43,4 +43,4 @@ struct WorldSizes {
   bool identical_within = true;  // the compared runs of each world size are in one outcome class
 };
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -4,7 +4,7 @@
 
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -42,7 +42,7 @@ std::vector<std::vector<int>> copies_of_one_run(const std::vector<Digest128>& di
   return groups;
 }
 
-std::string copies_warning(const std::vector<Trace>& traces, const std::vector<int>& group) {
+std::string copies_warning(const std::vector<trace::Trace>& traces, const std::vector<int>& group) {
   bool one_file = true;
   std::string sources;
   for (int run : group) {
@@ -57,4 +57,4 @@ std::string copies_warning(const std::vector<Trace>& traces, const std::vector<i
          ": their agreement says nothing about reproducibility";
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

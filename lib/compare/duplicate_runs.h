@@ -7,7 +7,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // Groups (of two or more run indices, ascending) of traces that record one run: traces whose
 // whole content is identical -- the header (run index, seeds, environment) and every record,
@@ -18,6 +18,6 @@ namespace ra::audit {
 std::vector<std::vector<int>> copies_of_one_run(const std::vector<Digest128>& contents);
 
 // The warning for one such group: whether its traces are one file or copies, and what it means.
-std::string copies_warning(const std::vector<Trace>& traces, const std::vector<int>& group);
+std::string copies_warning(const std::vector<trace::Trace>& traces, const std::vector<int>& group);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

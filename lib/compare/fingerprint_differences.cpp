@@ -2,7 +2,7 @@
 
 #include <set>
 
-namespace ra::audit {
+namespace ra::compare {
 
 std::vector<std::string> fingerprint_differences(const nlohmann::json& a, const nlohmann::json& b) {
   static const nlohmann::json kEmpty = nlohmann::json::object();
@@ -24,4 +24,4 @@ std::vector<std::string> fingerprint_differences(const nlohmann::json& a, const 
   return differing;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

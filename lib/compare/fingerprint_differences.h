@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-namespace ra::audit {
+namespace ra::compare {
 
 // The keys whose values differ between two fingerprints, sorted; a key present in only one of
 // them differs. All keys count (hostname too): the report decides what to show.
 std::vector<std::string> fingerprint_differences(const nlohmann::json& a, const nlohmann::json& b);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

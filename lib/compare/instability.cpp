@@ -12,7 +12,7 @@
 #include "rng/philox.h"
 #include "rng/stream.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 double ratio_of(double numerator, double denominator) {
@@ -162,4 +162,4 @@ void interpret(MetricFinding& f, const std::string& what) {
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

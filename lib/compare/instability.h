@@ -19,7 +19,7 @@
 #include "compare/statistics.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // Fraction of samples whose predicted class differs between two runs (equal lengths;
 // std::logic_error otherwise); 0 for no samples.
@@ -75,7 +75,7 @@ struct MetricFinding {
 // weight: the tensor holding it differs, and no other (digests of the initial weights).
 struct PerturbedRunCheck {
   int run = 0;  // index among the traces
-  Perturbation perturbation;
+  trace::Perturbation perturbation;
   std::vector<std::string> differing;  // the initial tensors that differ from the reference's
   bool parts_at_perturbation() const {
     return differing.size() == 1 && differing[0] == perturbation.tensor;
@@ -95,11 +95,11 @@ void interpret(MetricFinding& finding, const std::string& what);
 // The findings of traces with a perturbed group; none when there is none. `predictions`: each
 // run's predicted classes (none for a run that recorded none).
 std::optional<InstabilityFindings> instability_findings(
-    const std::vector<Trace>& traces,
+    const std::vector<trace::Trace>& traces,
     const std::vector<std::optional<std::vector<std::int64_t>>>& predictions);
 
 // {"reference_run", "perturbed_runs": [...], "metrics": [...], "notes"}: the JSON report's
 // "instability" (docs/report.md); an infinite ratio is null.
 nlohmann::json instability_json(const InstabilityFindings& findings);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

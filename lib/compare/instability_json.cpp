@@ -5,7 +5,7 @@
 
 #include "compare/instability.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 using nlohmann::json;
@@ -64,4 +64,4 @@ json instability_json(const InstabilityFindings& f) {
           {"notes", f.notes}};
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

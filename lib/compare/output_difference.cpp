@@ -4,7 +4,7 @@
 #include <cstring>
 #include <span>
 
-namespace ra::audit {
+namespace ra::compare {
 
 std::vector<RootCause::OutputDifference> output_differences(
     const std::vector<std::vector<unsigned char>>& a,
@@ -42,4 +42,4 @@ void widen(std::vector<RootCause::OutputDifference>& spread, const RootCause::Ou
   it->difference = widest(it->difference, d.difference);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -7,7 +7,7 @@
 #include "compare/compare.h"
 #include "compare/statistics.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // The difference of each output whose bytes differ between two executions (`a`, `b`: the
 // outputs' bytes, by position; `dtypes`: their element types).
@@ -18,4 +18,4 @@ std::vector<RootCause::OutputDifference> output_differences(
 // Widens `spread` (one entry per output, by position) to cover `d`.
 void widen(std::vector<RootCause::OutputDifference>& spread, const RootCause::OutputDifference& d);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -3,13 +3,14 @@
 
 #include <algorithm>
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 // The first parameter whose digest differs, "" for one digest over all weights (a step of a
 // version 4 trace that kept one per category); none when they agree.
-std::optional<std::string> first_difference(const TraceHeader& h, const StepRecord& reference,
-                                            const StepRecord& other) {
+std::optional<std::string> first_difference(const trace::TraceHeader& h,
+                                            const trace::StepRecord& reference,
+                                            const trace::StepRecord& other) {
   if (!reference.per_tensor || !other.per_tensor) {
     if (reference.weights_digest == other.weights_digest) return std::nullopt;
     return std::string();
@@ -21,7 +22,8 @@ std::optional<std::string> first_difference(const TraceHeader& h, const StepReco
   return std::nullopt;
 }
 
-std::optional<std::string> first_initial_difference(const Trace& reference, const Trace& other) {
+std::optional<std::string> first_initial_difference(const trace::Trace& reference,
+                                                    const trace::Trace& other) {
   const std::size_t n = std::min(reference.initial_weights.size(), other.initial_weights.size());
   for (std::size_t p = 0; p < n; ++p) {
     if (reference.initial_weights[p] != other.initial_weights[p])
@@ -30,17 +32,18 @@ std::optional<std::string> first_initial_difference(const Trace& reference, cons
   return std::nullopt;
 }
 
-bool same_steps(const std::vector<Trace>& ranks, std::size_t s, auto&& field) {
-  return std::all_of(ranks.begin(), ranks.end(), [&](const Trace& t) {
+bool same_steps(const std::vector<trace::Trace>& ranks, std::size_t s, auto&& field) {
+  return std::all_of(ranks.begin(), ranks.end(), [&](const trace::Trace& t) {
     return s < t.steps.size() && field(t.steps[s]) == field(ranks[0].steps[s]);
   });
 }
 
 }  // namespace
 
-std::optional<ReplicaDivergence> replica_divergence(const std::vector<Trace>& ranks, int run) {
+std::optional<ReplicaDivergence> replica_divergence(const std::vector<trace::Trace>& ranks,
+                                                    int run) {
   if (ranks.size() < 2) return std::nullopt;
-  const Trace& reference = ranks[0];
+  const trace::Trace& reference = ranks[0];
   for (std::size_t r = 1; r < ranks.size(); ++r) {
     if (auto name = first_initial_difference(reference, ranks[r])) {
       return ReplicaDivergence{run, -1, *name, static_cast<int>(r)};
@@ -58,12 +61,12 @@ std::optional<ReplicaDivergence> replica_divergence(const std::vector<Trace>& ra
   return std::nullopt;
 }
 
-std::vector<std::string> expected_rank_differences(const std::vector<Trace>& ranks) {
+std::vector<std::string> expected_rank_differences(const std::vector<trace::Trace>& ranks) {
   std::vector<std::string> out;
   if (ranks.size() < 2) return out;
   const std::size_t steps = ranks[0].steps.size();
   for (std::size_t s = 0; s < steps; ++s) {
-    if (!same_steps(ranks, s, [](const StepRecord& r) { return r.batch_inputs; })) {
+    if (!same_steps(ranks, s, [](const trace::StepRecord& r) { return r.batch_inputs; })) {
       out.push_back(
           "batches differ between ranks (each rank trains its share of the global "
           "batch), and so do their losses and local gradients: not compared across "
@@ -72,7 +75,7 @@ std::vector<std::string> expected_rank_differences(const std::vector<Trace>& ran
     }
   }
   for (std::size_t s = 0; s < steps; ++s) {
-    if (!same_steps(ranks, s, [](const StepRecord& r) { return r.buffers; })) {
+    if (!same_steps(ranks, s, [](const trace::StepRecord& r) { return r.buffers; })) {
       out.push_back("buffers differ between ranks from step " +
                     std::to_string(ranks[0].steps[s].step) +
                     " (BatchNorm's running statistics are each rank's own under "
@@ -91,4 +94,4 @@ std::string describe(const ReplicaDivergence& d) {
          std::to_string(d.rank) + "'s " + what + " differs from rank 0's";
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -10,17 +10,18 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 // The first step (-1: the initial weights) and parameter where a rank's weights differ from rank
 // 0's, or none. `ranks[r]` is rank r's trace of run `run`, held with its steps (read_trace).
-std::optional<ReplicaDivergence> replica_divergence(const std::vector<Trace>& ranks, int run);
+std::optional<ReplicaDivergence> replica_divergence(const std::vector<trace::Trace>& ranks,
+                                                    int run);
 
 // What differs between the ranks of a run as data parallelism expects, in words ("buffers differ
 // between ranks from step 0: ..."); ranks as replica_divergence's.
-std::vector<std::string> expected_rank_differences(const std::vector<Trace>& ranks);
+std::vector<std::string> expected_rank_differences(const std::vector<trace::Trace>& ranks);
 
 // "replicas desynchronised at step 12 of run 0: rank 1's layer3.weight differs from rank 0's".
 std::string describe(const ReplicaDivergence& d);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -4,10 +4,11 @@
 
 #include "compare/compare.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
-std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const ResumeState& other) {
+std::vector<ResumePiece> differing_pieces(const trace::ResumeState& reference,
+                                          const trace::ResumeState& other) {
   std::vector<ResumePiece> out;
   if (other.weights != reference.weights) out.push_back({"weights", ""});
   // A piece the reference recorded and the resumed run did not (or recorded otherwise) differs.
@@ -31,8 +32,8 @@ std::vector<ResumePiece> differing_pieces(const ResumeState& reference, const Re
   return out;
 }
 
-const ResumePoint* passed_point(const Trace& reference, std::int64_t step) {
-  for (const ResumePoint& p : reference.resume_points) {
+const trace::ResumePoint* passed_point(const trace::Trace& reference, std::int64_t step) {
+  for (const trace::ResumePoint& p : reference.resume_points) {
     if (p.step == step && !p.resumed) return &p;
   }
   return nullptr;
@@ -40,19 +41,19 @@ const ResumePoint* passed_point(const Trace& reference, std::int64_t step) {
 
 }  // namespace
 
-std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
+std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces,
                                          const std::vector<Divergence>& divergences) {
   std::vector<ResumeVerdict> out;
   if (traces.empty()) return out;
-  const TraceHeader& reference = traces[0].header;
+  const trace::TraceHeader& reference = traces[0].header;
   for (std::size_t i = 1; i < traces.size(); ++i) {
     // Only a run of the reference's seeds can be expected to be the reference resumed.
-    const TraceHeader& h = traces[i].header;
+    const trace::TraceHeader& h = traces[i].header;
     if (h.seed_init != reference.seed_init || h.seed_data != reference.seed_data ||
         h.seed_dropout != reference.seed_dropout) {
       continue;
     }
-    for (const ResumePoint& p : traces[i].resume_points) {
+    for (const trace::ResumePoint& p : traces[i].resume_points) {
       if (!p.resumed) continue;
       ResumeVerdict v;
       v.run = static_cast<int>(i);
@@ -61,7 +62,7 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
       v.checkpoint_bytes = p.checkpoint_bytes;
       v.write_seconds = p.write_seconds;
       v.read_seconds = p.read_seconds;
-      if (const ResumePoint* passed = passed_point(traces[0], p.step)) {
+      if (const trace::ResumePoint* passed = passed_point(traces[0], p.step)) {
         v.differing = differing_pieces(passed->state, p.state);
       } else {
         v.compared = false;
@@ -86,4 +87,4 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -9,7 +9,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 struct Divergence;  // compare/compare.h
 
@@ -46,7 +46,7 @@ struct ResumeVerdict {
 // Every resumed point of traces[1..] of traces[0]'s seeds against traces[0], the uninterrupted
 // reference (runs of other seeds are not its resumption and get no verdict); with the
 // comparison's divergences (category firsts, overall first) for the divergence that follows.
-std::vector<ResumeVerdict> check_resumes(const std::vector<Trace>& traces,
+std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces,
                                          const std::vector<Divergence>& divergences);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -10,7 +10,7 @@
 #include "rng/philox.h"
 #include "rng/stream.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 double sample_std(std::span<const double> values) {
@@ -186,4 +186,4 @@ TensorDifference combined(const TensorDifference& a, const TensorDifference& b) 
   return c;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare

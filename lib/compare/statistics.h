@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 
-namespace ra::audit {
+namespace ra::compare {
 
 struct Summary {
   std::size_t n = 0;
@@ -91,4 +91,4 @@ TensorDifference widest(const TensorDifference& a, const TensorDifference& b);
 // Differences of two tensors taken together: counts added, maxima the larger.
 TensorDifference combined(const TensorDifference& a, const TensorDifference& b);
 
-}  // namespace ra::audit
+}  // namespace ra::compare

@@ -11,7 +11,7 @@
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 namespace {
 
 // One XXH3-128 over digests in order.
@@ -33,7 +33,7 @@ Digest128 text_digest(const std::string& text) {
 }
 
 // What a step recorded, timings excluded (the outcome signature's part of it).
-void outcome_parts(const StepRecord& r, std::vector<Digest128>& parts) {
+void outcome_parts(const trace::StepRecord& r, std::vector<Digest128>& parts) {
   parts.push_back(r.batch_indices);
   parts.push_back(r.batch_inputs);
   parts.push_back(r.batch_labels);
@@ -47,11 +47,11 @@ void outcome_parts(const StepRecord& r, std::vector<Digest128>& parts) {
 }
 
 // The rest of a step record: its place, its time and its op records, names and types included.
-void content_parts(const StepRecord& r, std::vector<Digest128>& parts) {
+void content_parts(const trace::StepRecord& r, std::vector<Digest128>& parts) {
   parts.push_back(
       Digest128{static_cast<std::uint64_t>(r.epoch), static_cast<std::uint64_t>(r.batch)});
   parts.push_back(Digest128{std::bit_cast<std::uint64_t>(r.seconds), r.ops_recorded ? 1u : 0u});
-  for (const OpRecord& o : r.ops) {
+  for (const trace::OpRecord& o : r.ops) {
     std::string text;
     for (const std::string* field : {&o.op, &o.layer, &o.mode, &o.ledger_key, &o.algorithm}) {
       text.append(*field).push_back('\0');
@@ -70,7 +70,7 @@ void content_parts(const StepRecord& r, std::vector<Digest128>& parts) {
 
 // The digests of a category at a step, in the order of its slots (step_slots), without names; at a
 // step some run recorded per category (`per_category`), one digest for gradients, weights, buffers.
-void category_values(Category c, const StepRecord& r, bool per_category,
+void category_values(Category c, const trace::StepRecord& r, bool per_category,
                      std::vector<Digest128>& out) {
   out.clear();
   if (per_category && has_levels_of_detail(c)) {
@@ -109,7 +109,7 @@ struct StepPlace {
 }  // namespace
 
 struct StepWalk::State {
-  std::vector<const Trace*> traces;
+  std::vector<const trace::Trace*> traces;
   std::vector<std::size_t> positions;  // compared runs, reference first
   std::vector<int> ids;
   bool with_root_causes = false;
@@ -136,12 +136,13 @@ struct StepWalk::State {
     const std::size_t n = traces.size();
     found.step_counts.assign(n, 0);
     found.series.losses.resize(n);
-    for (const Trace* t : traces) {
+    for (const trace::Trace* t : traces) {
       std::vector<Digest128> initial = t->initial_weights;
       initial.insert(initial.end(), t->initial_buffers.begin(), t->initial_buffers.end());
       outcome_chain.push_back(fold(Digest128{}, initial));
-      content_chain.push_back(text_digest(
-          header_line(t->header) + init_line(t->header, t->initial_weights, t->initial_buffers)));
+      content_chain.push_back(
+          text_digest(trace::header_line(t->header) +
+                      trace::init_line(t->header, t->initial_weights, t->initial_buffers)));
     }
     const bool buffers = !positions.empty() && !traces[positions[0]]->header.buffers.empty();
     for (Category c : kCategories) {
@@ -169,9 +170,9 @@ struct StepWalk::State {
     }
   }
 
-  void per_run(const std::vector<const StepRecord*>& records) {
+  void per_run(const std::vector<const trace::StepRecord*>& records) {
     for (std::size_t k = 0; k < traces.size(); ++k) {
-      const StepRecord* r = records[k];
+      const trace::StepRecord* r = records[k];
       if (r == nullptr) continue;
       ++found.step_counts[k];
       found.series.losses[k].push_back(std::bit_cast<float>(r->loss_bits));
@@ -186,7 +187,8 @@ struct StepWalk::State {
   }
 
   // One category at a common step: per slot whether a compared run differs there.
-  bool compare_category(Category c, const std::vector<const StepRecord*>& runs, bool per_category) {
+  bool compare_category(Category c, const std::vector<const trace::StepRecord*>& runs,
+                        bool per_category) {
     category_values(c, *runs[0], per_category, ref_values);
     differs.assign(ref_values.size(), 0);
     bool any = false;
@@ -202,7 +204,7 @@ struct StepWalk::State {
   // The rows of the map, a tensor each (the header's names: step 0 may hold one digest per
   // category), and how many each category has.
   void add_rows() {
-    const TraceHeader& h = traces[positions[0]]->header;
+    const trace::TraceHeader& h = traces[positions[0]]->header;
     for (Category c : kCategories) {
       if (c == Category::initial_weights) continue;
       const std::vector<std::string> names = slot_names(c, h);
@@ -211,12 +213,12 @@ struct StepWalk::State {
     }
   }
 
-  void common_step(const std::vector<const StepRecord*>& runs) {
+  void common_step(const std::vector<const trace::StepRecord*>& runs) {
     if (next_step == 0) add_rows();
     // A step some run recorded per category compares gradients, weights and buffers as one
     // digest each; the map's rows of such a category then all show its one verdict.
-    const bool per_category =
-        std::any_of(runs.begin(), runs.end(), [](const StepRecord* r) { return !r->per_tensor; });
+    const bool per_category = std::any_of(
+        runs.begin(), runs.end(), [](const trace::StepRecord* r) { return !r->per_tensor; });
     losses(runs);  // first: it opens the step's epoch, whose weights_differing the weights set
     std::size_t row = 0, category = 0;
     for (Category c : kCategories) {
@@ -239,16 +241,16 @@ struct StepWalk::State {
       ++v.steps_differing;
       if (!v.first) {
         std::vector<std::vector<Slot>> slots;
-        const TraceHeader& h = traces[positions[0]]->header;
+        const trace::TraceHeader& h = traces[positions[0]]->header;
         const bool combined = per_category && has_levels_of_detail(c);
-        for (const StepRecord* r : runs) {
+        for (const trace::StepRecord* r : runs) {
           slots.push_back(combined ? std::vector<Slot>{{"", combined_digest(c, *r)}}
                                    : step_slots(c, h, *r));
         }
         v.first = slots_divergence(c, slots, ids, runs[0]);
         if (v.first && combined) {
           v.first->per_category = true;
-          v.first->tensor_digests = to_string(h.tensor_digests.value_or(TensorDigestPlan{}));
+          v.first->tensor_digests = to_string(h.tensor_digests.value_or(trace::TensorDigestPlan{}));
         }
         if (c == Category::batches) {
           found.reference_indices_at_batches_divergence = runs[0]->batch_indices;
@@ -258,7 +260,7 @@ struct StepWalk::State {
     if (with_root_causes) root_causes(runs);
   }
 
-  void losses(const std::vector<const StepRecord*>& runs) {
+  void losses(const std::vector<const trace::StepRecord*>& runs) {
     const float ref = std::bit_cast<float>(runs[0]->loss_bits);
     if (found.epochs.empty() || found.epochs.back().epoch != runs[0]->epoch) {
       EpochLosses e;
@@ -281,8 +283,8 @@ struct StepWalk::State {
     if (worst) found.first_loss = worst;
   }
 
-  void root_causes(const std::vector<const StepRecord*>& runs) {
-    const Trace& ref = *traces[positions[0]];
+  void root_causes(const std::vector<const trace::StepRecord*>& runs) {
+    const trace::Trace& ref = *traces[positions[0]];
     for (std::size_t i = 1; i < runs.size(); ++i) {
       if (caused[i]) continue;
       if (auto c =
@@ -295,14 +297,14 @@ struct StepWalk::State {
     }
   }
 
-  void keep_cause_step(std::size_t position, const StepRecord& r) {
+  void keep_cause_step(std::size_t position, const trace::StepRecord& r) {
     for (const auto& [p, kept] : found.cause_steps) {
       if (p == static_cast<int>(position) && kept.step == r.step) return;
     }
     found.cause_steps.emplace_back(static_cast<int>(position), r);
   }
 
-  void uncommon_step(const std::vector<const StepRecord*>& runs) {
+  void uncommon_step(const std::vector<const trace::StepRecord*>& runs) {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (runs[i] != nullptr && !at_first_uncommon[i]) {
         at_first_uncommon[i] = StepPlace{runs[i]->step, runs[i]->epoch, runs[i]->batch};
@@ -338,7 +340,7 @@ struct StepWalk::State {
   }
 };
 
-StepWalk::StepWalk(std::vector<const Trace*> traces, std::vector<std::size_t> positions,
+StepWalk::StepWalk(std::vector<const trace::Trace*> traces, std::vector<std::size_t> positions,
                    std::vector<int> ids, bool with_root_causes)
     : state_(std::make_unique<State>()) {
   state_->traces = std::move(traces);
@@ -350,10 +352,10 @@ StepWalk::StepWalk(std::vector<const Trace*> traces, std::vector<std::size_t> po
 
 StepWalk::~StepWalk() = default;
 
-void StepWalk::add(const std::vector<const StepRecord*>& records) {
+void StepWalk::add(const std::vector<const trace::StepRecord*>& records) {
   State& s = *state_;
   s.per_run(records);
-  std::vector<const StepRecord*> runs;
+  std::vector<const trace::StepRecord*> runs;
   runs.reserve(s.positions.size());
   for (std::size_t p : s.positions) runs.push_back(records[p]);
   const bool all = std::all_of(runs.begin(), runs.end(), [](auto* r) { return r != nullptr; });
@@ -376,16 +378,16 @@ StepFindings StepWalk::finish() {
     s.found.first_loss.reset();
   }
   for (std::size_t k = 0; k < s.traces.size(); ++k) {
-    const Trace& t = *s.traces[k];
+    const trace::Trace& t = *s.traces[k];
     std::vector<Digest128> end;
     std::string lines;
-    for (const EpochRecord& e : t.epochs) lines += epoch_line(e);
+    for (const trace::EpochRecord& e : t.epochs) lines += trace::epoch_line(e);
     if (t.final) {
       end.push_back(
           Digest128{t.final->final_loss_bits, static_cast<std::uint64_t>(t.final->steps)});
       end.insert(end.end(), t.final->weights.begin(), t.final->weights.end());
       end.insert(end.end(), t.final->buffers.begin(), t.final->buffers.end());
-      lines += end_line(t.header, *t.final);
+      lines += trace::end_line(t.header, *t.final);
     }
     s.found.outcomes.push_back(fold(s.outcome_chain[k], end));
     s.found.contents.push_back(fold(s.content_chain[k], {text_digest(lines)}));
@@ -398,22 +400,22 @@ namespace {
 
 // The walk over `traces` (the compared runs at `positions`): each trace's steps from memory, or
 // from its file again when it holds none (Trace::steps_in_source).
-StepFindings walk(const std::vector<const Trace*>& traces, std::vector<std::size_t> positions,
-                  const std::vector<int>& ids) {
+StepFindings walk(const std::vector<const trace::Trace*>& traces,
+                  std::vector<std::size_t> positions, const std::vector<int>& ids) {
   const std::size_t n = traces.size();
   bool ops = false;
-  std::vector<std::optional<TraceReader>> readers(n);
+  std::vector<std::optional<trace::TraceReader>> readers(n);
   for (std::size_t k = 0; k < n; ++k) {
     ops = ops || traces[k]->header.trace_ops.has_value();
     if (traces[k]->steps_in_source) readers[k].emplace(traces[k]->source);
   }
   StepWalk walk(traces, std::move(positions), ids, ops);
-  std::vector<StepRecord> held(n);
-  std::vector<const StepRecord*> records(n);
+  std::vector<trace::StepRecord> held(n);
+  std::vector<const trace::StepRecord*> records(n);
   for (std::size_t s = 0;; ++s) {
     bool any = false;
     for (std::size_t k = 0; k < n; ++k) {
-      const Trace& t = *traces[k];
+      const trace::Trace& t = *traces[k];
       if (readers[k]) {
         const bool more = (s == 0 || records[k] != nullptr) && readers[k]->next_step(held[k]);
         records[k] = more ? &held[k] : nullptr;
@@ -426,7 +428,7 @@ StepFindings walk(const std::vector<const Trace*>& traces, std::vector<std::size
     walk.add(records);
   }
   for (std::size_t k = 0; k < n; ++k) {
-    const Trace& t = *traces[k];
+    const trace::Trace& t = *traces[k];
     if (readers[k] && t.final && readers[k]->steps_read() != t.final->steps) {
       throw InputError(t.source + ": changed while it was compared: it held " +
                        std::to_string(t.final->steps) + " steps, now " +
@@ -438,11 +440,11 @@ StepFindings walk(const std::vector<const Trace*>& traces, std::vector<std::size
 
 }  // namespace
 
-StepFindings walk_steps(const std::vector<Trace>& traces, const ComparedRuns& compared) {
-  std::vector<const Trace*> all;
-  for (const Trace& t : traces) all.push_back(&t);
+StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared) {
+  std::vector<const trace::Trace*> all;
+  for (const trace::Trace& t : traces) all.push_back(&t);
   std::vector<std::size_t> positions;
-  for (const Trace* t : compared.traces) {
+  for (const trace::Trace* t : compared.traces) {
     positions.push_back(static_cast<std::size_t>(t - traces.data()));
   }
   return walk(all, std::move(positions), compared.ids);
@@ -454,16 +456,16 @@ StepFindings walk_compared(const ComparedRuns& compared) {
   return walk(compared.traces, std::move(positions), compared.ids);
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases
 
 // The phase functions over traces held in memory: each a walk over their steps.
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 std::vector<CategoryVerdict> category_verdicts(const ComparedRuns& compared) {
   return walk_compared(compared).verdicts;
 }
 
-StepSeries step_series(const std::vector<Trace>& traces, const ComparedRuns& compared) {
+StepSeries step_series(const std::vector<trace::Trace>& traces, const ComparedRuns& compared) {
   return walk_steps(traces, compared).series;
 }
 
@@ -475,4 +477,4 @@ std::vector<RootCause> root_causes(const ComparedRuns& compared) {
   return walk_compared(compared).root_causes;
 }
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -14,7 +14,7 @@
 #include "compare/compare.h"
 #include "compare/compare_phases.h"
 
-namespace ra::audit::phases {
+namespace ra::compare::phases {
 
 // The loss part of an epoch's growth (EpochGrowth), over the steps the compared runs share.
 struct EpochLosses {
@@ -43,7 +43,7 @@ struct StepFindings {
   std::vector<RootCause> root_causes;  // found when `with_root_causes`
   // The records of each run at the step of a root cause it takes part in (trace position,
   // record): what a magnitude's replay reads of runs walked from their files.
-  std::vector<std::pair<int, StepRecord>> cause_steps;
+  std::vector<std::pair<int, trace::StepRecord>> cause_steps;
 };
 
 class StepWalk {
@@ -51,7 +51,7 @@ class StepWalk {
   // `traces`: every run (the steps need not be there: the walk is given them); `positions`: the
   // compared runs (the reference first), as positions in `traces`; `ids`: their run indices in
   // the report. Root causes are looked for when `with_root_causes` (some run recorded ops).
-  StepWalk(std::vector<const Trace*> traces, std::vector<std::size_t> positions,
+  StepWalk(std::vector<const trace::Trace*> traces, std::vector<std::size_t> positions,
            std::vector<int> ids, bool with_root_causes);
   ~StepWalk();
   StepWalk(const StepWalk&) = delete;
@@ -59,7 +59,7 @@ class StepWalk {
 
   // Step `records.size()`... of every run: `records[k]` is trace k's record of the next step, or
   // null when that run has no more steps. Called for step 0, 1, ... in order.
-  void add(const std::vector<const StepRecord*>& records);
+  void add(const std::vector<const trace::StepRecord*>& records);
   // Everything gathered; the traces' end records must be there by now (they end the outcome and
   // content digests).
   StepFindings finish();
@@ -72,8 +72,8 @@ class StepWalk {
 // The walk over `traces` (`compared` points into them): the steps of a trace held whole from
 // memory, those of a trace read without them (Trace::steps_in_source) from its file again, a
 // record at a time. InputError when a file no longer holds the steps its summary counted.
-StepFindings walk_steps(const std::vector<Trace>& traces, const ComparedRuns& compared);
+StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared);
 // The walk over the compared runs only (the phase functions that take a ComparedRuns).
 StepFindings walk_compared(const ComparedRuns& compared);
 
-}  // namespace ra::audit::phases
+}  // namespace ra::compare::phases

@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ra {
-class ByteReader;  // core/byte_reader.h
-}
+#include "core/byte_reader.h"
 
 namespace ra::data {
 

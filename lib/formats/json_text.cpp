@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/text_excerpt.h"
 
-namespace ra::spec {
+namespace ra::formats {
 namespace {
 
 using Json = nlohmann::json;
@@ -476,4 +476,4 @@ std::string json_excerpt(const nlohmann::json& value, std::size_t max_bytes) {
   return out;
 }
 
-}  // namespace ra::spec
+}  // namespace ra::formats

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace ra::spec {
+namespace ra::formats {
 
 // No document of this tool nests deeper than 6 levels (a trace header's spec, an environment);
 // 64 leaves room for any future field and keeps every recursive walk over a value (printing,
@@ -42,4 +42,4 @@ std::string json_excerpt(const nlohmann::json& value, std::size_t max_bytes = 64
 // full length after it: "abc" or "abc..." (5242880 bytes).
 std::string json_string_excerpt(std::string_view text);
 
-}  // namespace ra::spec
+}  // namespace ra::formats

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/text_excerpt.h"
 
-namespace ra::audit {
+namespace ra::formats {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, ".npy I/O assumes a little-endian host");
@@ -288,4 +288,4 @@ std::vector<std::int64_t> read_npy_int64(const std::filesystem::path& path, Shap
   return decode_npy_int64(bytes, path.string(), shape);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::formats

@@ -13,7 +13,7 @@
 
 #include "core/tensor.h"
 
-namespace ra::audit {
+namespace ra::formats {
 
 // Atomic write (write_file_atomic; RuntimeFailure on I/O errors). values.size() must equal
 // element_count(shape) (std::invalid_argument otherwise). The bytes equal what NumPy >= 1.23's
@@ -32,4 +32,4 @@ std::vector<std::int64_t> read_npy_int64(const std::filesystem::path& path, Shap
 std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::string& source,
                                            Shape* shape);
 
-}  // namespace ra::audit
+}  // namespace ra::formats

@@ -14,7 +14,7 @@
 #include "core/text_excerpt.h"
 #include "formats/json_text.h"
 
-namespace ra::audit {
+namespace ra::formats {
 namespace {
 
 // The format is little-endian; on a little-endian host the tensor bytes are the file bytes, so
@@ -91,7 +91,7 @@ class Decoder {
     // problem in the header text: "header:1:38: duplicate key ...".
     nlohmann::json json;
     try {
-      json = spec::parse_json_text(header, "header");
+      json = parse_json_text(header, "header");
     } catch (const InputError& e) {
       fail(e.what());
     }
@@ -128,7 +128,7 @@ class Decoder {
     bool overflow = false;
     for (const nlohmann::json& d : *shape) {
       if (!d.is_number_unsigned())
-        fail(where + "shape " + spec::json_excerpt(*shape) + " is not a list of sizes");
+        fail(where + "shape " + json_excerpt(*shape) + " is not a list of sizes");
       const std::uint64_t dim = d.get<std::uint64_t>();
       if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
         overflow = true;
@@ -136,7 +136,7 @@ class Decoder {
       count = overflow ? 0 : count * dim;
       e.shape.push_back(static_cast<std::int64_t>(dim));
     }
-    if (overflow) fail(where + "shape " + spec::json_excerpt(*shape) + " is too large");
+    if (overflow) fail(where + "shape " + json_excerpt(*shape) + " is too large");
 
     const auto offsets = value.find("data_offsets");
     if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2 ||
@@ -146,10 +146,10 @@ class Decoder {
     e.begin = (*offsets)[0].get<std::uint64_t>();
     e.end = (*offsets)[1].get<std::uint64_t>();
     if (e.end < e.begin)
-      fail(where + "data_offsets " + spec::json_excerpt(*offsets) + " end before they begin");
+      fail(where + "data_offsets " + json_excerpt(*offsets) + " end before they begin");
     if (e.end - e.begin != count * sizeof(float)) {
-      fail(where + "data_offsets " + spec::json_excerpt(*offsets) + " span " +
-           std::to_string(e.end - e.begin) + " bytes, but shape " + spec::json_excerpt(*shape) +
+      fail(where + "data_offsets " + json_excerpt(*offsets) + " span " +
+           std::to_string(e.end - e.begin) + " bytes, but shape " + json_excerpt(*shape) +
            " of F32 needs " + std::to_string(count * sizeof(float)));
     }
     return e;
@@ -252,4 +252,4 @@ const Tensor* SafetensorsFile::find(std::string_view name) const {
   return nullptr;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::formats

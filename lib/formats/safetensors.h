@@ -17,7 +17,7 @@
 
 #include "core/tensor.h"
 
-namespace ra::audit {
+namespace ra::formats {
 
 struct NamedTensor {
   std::string name;
@@ -49,4 +49,4 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path);
 // Parses bytes already in memory; `source` names them in error messages.
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& source);
 
-}  // namespace ra::audit
+}  // namespace ra::formats

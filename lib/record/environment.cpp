@@ -15,7 +15,7 @@
 #include <gnu/libc-version.h>
 #endif
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 // Flags that change which kernels run or how their arithmetic rounds; the 100-odd others
@@ -139,4 +139,4 @@ nlohmann::json environment_fingerprint(int threads, const std::string& backend) 
   return doc;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

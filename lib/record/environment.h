@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ra::audit {
+namespace ra::record {
 
 // Keys (all always present; "unknown" where the machine does not say):
 //   "cpu_model"    /proc/cpuinfo "model name" of the first CPU
@@ -32,4 +32,4 @@ struct CpuInfo {
 };
 CpuInfo parse_cpuinfo(std::string_view cpuinfo_text);
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -1,6 +1,6 @@
 #include "record/kept_outputs.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 bool KeptOutputs::keep(int run, std::int64_t step, std::size_t index, Outputs outputs) {
   std::size_t bytes = 0;
@@ -30,4 +30,4 @@ std::size_t KeptOutputs::bytes_kept(int run) const {
   return it == used_.end() ? 0 : it->second;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

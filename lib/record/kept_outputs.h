@@ -14,7 +14,7 @@
 
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 class KeptOutputs {
  public:
@@ -41,4 +41,4 @@ class KeptOutputs {
   std::map<int, bool> full_;         // runs whose budget ran out
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

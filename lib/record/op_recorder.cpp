@@ -9,7 +9,7 @@
 #include "core/op_table.h"
 #include "trace/op_names.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 using backend::KernelMode;
@@ -50,7 +50,7 @@ void OpRecorder::begin_step(std::int64_t step, bool record) {
   queue_digests_ = record && !hook_ && !memory().host_accessible() && inner().queues_digests();
 }
 
-std::vector<OpRecord> OpRecorder::take_records() {
+std::vector<trace::OpRecord> OpRecorder::take_records() {
   recording_ = false;
   resolve_queued();
   return std::move(records_);
@@ -67,7 +67,7 @@ void OpRecorder::enter_layer(const std::string& name) {
 void OpRecorder::record_batch(const data::Batch& batch) {
   if (!recording_) return;
   const auto start = std::chrono::steady_clock::now();
-  OpRecord r;
+  trace::OpRecord r;
   r.op = "batch";
   // The batch is assembled on the host whatever the backend: hashed here, not through memory().
   r.out = {ra::digest(std::span<const std::int64_t>(batch.sample_indices)),
@@ -180,7 +180,7 @@ void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void OpRecorder::name_algorithm(OpRecord& record) const {
+void OpRecorder::name_algorithm(trace::OpRecord& record) const {
   if (record.ledger_key.empty()) return;
   std::optional<KernelMode> mode;
   for (KernelMode m :
@@ -188,7 +188,7 @@ void OpRecorder::name_algorithm(OpRecord& record) const {
     if (record.mode == to_string(m)) mode = m;
   }
   const std::optional<backend::AlgorithmUsed> used =
-      inner().algorithm_used(record.ledger_key, ledger_direction(record.op), mode);
+      inner().algorithm_used(record.ledger_key, trace::ledger_direction(record.op), mode);
   if (!used) return;
   record.algorithm = used->name;
   record.algorithm_deterministic = used->deterministic;
@@ -243,4 +243,4 @@ void OpRecorder::record_dropout(const backend::OpCall& call) {
   close(dropout, std::vector<Region>(call.outputs.begin(), call.outputs.end()));
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

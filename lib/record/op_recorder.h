@@ -32,7 +32,7 @@
 #include "record/kept_outputs.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 // Test-only (--inject-fault op=LAYER/OP): flips one bit of one element of the first output of the
 // first execution of OP in LAYER at `step`, right after the op ran (before its digest).
@@ -54,7 +54,7 @@ class OpRecorder final : public backend::ForwardingOps {
   void record_batch(const data::Batch& batch);
   // The step's records, in execution order; stops recording until the next begin_step (so the
   // evaluation after an epoch's last step is not recorded).
-  std::vector<OpRecord> take_records();
+  std::vector<trace::OpRecord> take_records();
   // Seconds spent digesting so far (the recording's cost to the run).
   double recording_seconds() const noexcept { return seconds_; }
   // Whether the fault (if any) was applied; an op fault that never matched an op is an input
@@ -77,10 +77,10 @@ class OpRecorder final : public backend::ForwardingOps {
   // the run.
   struct Call {
     std::int64_t step = 0;
-    std::size_t index = 0;         // the record's position in the step
-    const OpRecord* opened;        // op, layer, mode, ledger key and the inputs' digests
-    std::vector<Region> outputs;   // in the record's order
-    std::size_t fault_output = 0;  // the output an op fault flips (the first in backend memory)
+    std::size_t index = 0;          // the record's position in the step
+    const trace::OpRecord* opened;  // op, layer, mode, ledger key and the inputs' digests
+    std::vector<Region> outputs;    // in the record's order
+    std::size_t fault_output = 0;   // the output an op fault flips (the first in backend memory)
     // Runs the op on its inputs as they were before its first execution (inputs it overwrites,
     // in place, are restored first).
     std::function<void()> execute;
@@ -99,7 +99,7 @@ class OpRecorder final : public backend::ForwardingOps {
   // An op call being recorded: inputs are digested when it opens (before the op may overwrite
   // them: activations run in place), outputs when it closes.
   struct Open {
-    OpRecord record;
+    trace::OpRecord record;
     std::chrono::steady_clock::time_point started;
   };
   // Every op call (backend/forwarding_ops.h): forwarded, and recorded when the step is in the
@@ -122,7 +122,7 @@ class OpRecorder final : public backend::ForwardingOps {
   std::vector<Digest128> digest_regions(const std::vector<Region>& regions);
   void apply_fault(const std::string& op, const Region& output);
   // The algorithm the backend says the call ran (a record with a ledger key), into the record.
-  void name_algorithm(OpRecord& record) const;
+  void name_algorithm(trace::OpRecord& record) const;
 
   ThreadPool pool_;
   std::optional<OpFault> fault_;
@@ -133,7 +133,7 @@ class OpRecorder final : public backend::ForwardingOps {
   bool recording_ = false;
   std::int64_t step_ = 0;
   std::string layer_, pool_layer_;  // the announced layer (Ops::enter_layer); see there
-  std::vector<OpRecord> records_;
+  std::vector<trace::OpRecord> records_;
   // Digest of each buffer hashed or written so far in this step, by address.
   struct Cached {
     DType dtype;
@@ -149,4 +149,4 @@ class OpRecorder final : public backend::ForwardingOps {
   double seconds_ = 0.0;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

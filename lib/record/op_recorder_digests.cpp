@@ -7,7 +7,7 @@
 #include "core/parallel_digest.h"
 #include "record/op_recorder.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 std::size_t bytes_of(const OpRecorder::Region& r) {
@@ -100,7 +100,7 @@ void OpRecorder::resolve_queued() {
     throw std::logic_error("the backend returned " + std::to_string(digests.size()) +
                            " queued digests for " + std::to_string(queued));
   }
-  for (OpRecord& r : records_) {
+  for (trace::OpRecord& r : records_) {
     for (std::vector<Digest128>* list : {&r.in, &r.out}) {
       for (Digest128& d : *list) {
         if (const std::optional<std::size_t> ticket = queued_ticket(d)) d = digests.at(*ticket);
@@ -110,4 +110,4 @@ void OpRecorder::resolve_queued() {
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

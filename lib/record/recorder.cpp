@@ -10,7 +10,7 @@
 #include "core/statistics.h"
 #include "trace/tensor_digests.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 std::vector<const Tensor*> values_of(const nn::Model& model) {
@@ -33,7 +33,7 @@ Digest128 combine(const std::vector<Digest128>& parts) {
 
 }  // namespace
 
-Recorder::Recorder(TraceHeader header, int digest_threads, std::filesystem::path trace_file)
+Recorder::Recorder(trace::TraceHeader header, int digest_threads, std::filesystem::path trace_file)
     : pool_(std::max(1, digest_threads)) {
   trace_.header = std::move(header);
   if (!trace_file.empty()) file_.emplace(std::move(trace_file));
@@ -70,12 +70,12 @@ std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
   return out;
 }
 
-void Recorder::record_ops(OpRecorder& ops, const OpWindow& window) {
+void Recorder::record_ops(OpRecorder& ops, const trace::OpWindow& window) {
   ops_ = &ops;
   trace_.header.trace_ops = window;
   // Version 4 (a level of detail) holds op records as well.
-  if (trace_.header.format_version < kTraceFormatVersionWithOps) {
-    trace_.header.format_version = kTraceFormatVersionWithOps;
+  if (trace_.header.format_version < trace::kTraceFormatVersionWithOps) {
+    trace_.header.format_version = trace::kTraceFormatVersionWithOps;
   }
 }
 
@@ -103,7 +103,7 @@ void Recorder::on_start(const train::Trainer& trainer) {
 
 void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e) {
   const auto start = std::chrono::steady_clock::now();
-  StepRecord r;
+  trace::StepRecord r;
   r.step = e.step;
   r.epoch = e.epoch;
   r.batch = e.batch->index;
@@ -169,7 +169,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   }
   r.optimizer_state = combine(state_digests);
   if (const auto& plan = trace_.header.tensor_digests; plan && !plan->at(r.step)) {
-    keep_category_digests(r);  // the level of detail
+    trace::keep_category_digests(r);  // the level of detail
   }
   start_file();
   if (file_) {
@@ -181,7 +181,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void Recorder::resume_point(const ResumePoint& point) {
+void Recorder::resume_point(const trace::ResumePoint& point) {
   start_file();
   trace_.resume_points.push_back(point);
   if (file_) file_->resume_point(point);
@@ -189,13 +189,13 @@ void Recorder::resume_point(const ResumePoint& point) {
 
 void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
   start_file();
-  trace_.epochs.push_back(
-      EpochRecord{s.epoch, s.steps, s.mean_train_loss, s.eval_loss, s.eval_accuracy, s.seconds});
+  trace_.epochs.push_back(trace::EpochRecord{s.epoch, s.steps, s.mean_train_loss, s.eval_loss,
+                                             s.eval_accuracy, s.seconds});
   if (file_) file_->epoch(trace_.epochs.back());
 }
 
-Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& result) {
-  FinalRecord f;
+trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& result) {
+  trace::FinalRecord f;
   f.steps = result.steps;
   f.final_loss_bits = std::bit_cast<std::uint32_t>(result.final_loss);
   if (!result.epochs.empty()) {
@@ -217,4 +217,4 @@ Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& 
   return std::move(trace_);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

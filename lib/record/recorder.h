@@ -12,7 +12,7 @@
 #include "trace/trace_file_writer.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 class Recorder final : public train::Observer {
  public:
@@ -22,11 +22,11 @@ class Recorder final : public train::Observer {
   // goes to `trace_file`, whole when finish() returns; a run that ends otherwise leaves its
   // partial temporary beside it. Without a file (an empty path: tests, a caller that wants the
   // steps in memory) the steps are kept and finish() returns them.
-  Recorder(TraceHeader header, int digest_threads, std::filesystem::path trace_file = {});
+  Recorder(trace::TraceHeader header, int digest_threads, std::filesystem::path trace_file = {});
 
   // With --trace-ops: the steps in `window` also get the op records of `ops`, the decorator the
   // run computes through (the trace is then format version 2). Call before the run starts.
-  void record_ops(OpRecorder& ops, const OpWindow& window);
+  void record_ops(OpRecorder& ops, const trace::OpWindow& window);
 
   // A restored trainer (one that starts after step 0: a resumed run's next segment) only hands
   // over its optimizer's state: the trace goes on with the run's first trainer's records.
@@ -40,14 +40,14 @@ class Recorder final : public train::Observer {
   bool wants_update_digests() const override { return true; }
 
   // A resume record (record/resume_state.h), before the step it describes.
-  void resume_point(const ResumePoint& point);
+  void resume_point(const trace::ResumePoint& point);
 
   // The run's predicted classes of the eval set, written beside the trace by the caller
   // (audit/predictions_file.h): recorded in the end record.
-  void predictions(PredictionsRecord record) { predictions_ = std::move(record); }
+  void predictions(trace::PredictionsRecord record) { predictions_ = std::move(record); }
   // Completes the trace with the run's result and puts it under its name; the recorder is spent
   // afterwards. Returns the trace, without its steps when they went to a file.
-  Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
+  trace::Trace finish(const train::Trainer& trainer, const train::TrainResult& result);
 
  private:
   // Digests of the given tensors, in order: host tensors in parallel on the recorder's threads,
@@ -58,8 +58,8 @@ class Recorder final : public train::Observer {
   // Opens the trace file at the first step: the optimizer's state names are known by then.
   void start_file();
 
-  Trace trace_;  // all but the steps, which only a recorder without a file keeps
-  std::optional<TraceFileWriter> file_;
+  trace::Trace trace_;  // all but the steps, which only a recorder without a file keeps
+  std::optional<trace::TraceFileWriter> file_;
   OpRecorder* ops_ = nullptr;  // set by record_ops
   double counted_op_seconds_ = 0.0;
   ThreadPool pool_;
@@ -71,7 +71,7 @@ class Recorder final : public train::Observer {
   std::int64_t counted_hash_nanoseconds_ = 0;
   // Every step's time, over all trainers of a resumed run: the end record's median.
   std::vector<double> step_seconds_;
-  std::optional<PredictionsRecord> predictions_;
+  std::optional<trace::PredictionsRecord> predictions_;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

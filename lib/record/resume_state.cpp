@@ -6,7 +6,7 @@
 
 #include "train/checkpoint.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 // One digest over several: XXH3-128 of the concatenated digests (as the optimizer state's).
@@ -21,8 +21,8 @@ Digest128 words_digest(const std::vector<std::int64_t>& words) {
 
 }  // namespace
 
-ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next) {
-  ResumeState s;
+trace::ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next) {
+  trace::ResumeState s;
   std::vector<const Tensor*> weights;
   for (const nn::Param* p : trainer.model().params()) weights.push_back(&p->value);
   s.weights = combine(trainer.backend_digests(weights));
@@ -44,7 +44,7 @@ ResumeStateRecorder::ResumeStateRecorder(Recorder& recorder, std::vector<std::in
 
 void ResumeStateRecorder::expect_resume(std::int64_t step, std::uint64_t bytes,
                                         double write_seconds, double read_seconds) {
-  resume_ = ResumePoint{step, true, {}, bytes, write_seconds, read_seconds};
+  resume_ = trace::ResumePoint{step, true, {}, bytes, write_seconds, read_seconds};
 }
 
 void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
@@ -54,8 +54,8 @@ void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
     recorder_.resume_point(*resume_);
     resume_.reset();
   } else if (std::find(pass_steps_.begin(), pass_steps_.end(), step) != pass_steps_.end()) {
-    recorder_.resume_point(ResumePoint{step, false, resume_state(*trainer_, batch)});
+    recorder_.resume_point(trace::ResumePoint{step, false, resume_state(*trainer_, batch)});
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

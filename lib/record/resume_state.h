@@ -10,10 +10,10 @@
 #include "trace/resume_point.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 // Digests of the state `trainer` starts its next step from, with `next` its batch.
-ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next);
+trace::ResumeState resume_state(const train::Trainer& trainer, const data::Batch& next);
 
 class ResumeStateRecorder final : public train::Observer {
  public:
@@ -31,8 +31,8 @@ class ResumeStateRecorder final : public train::Observer {
  private:
   Recorder& recorder_;
   std::vector<std::int64_t> pass_steps_;
-  std::optional<ResumePoint> resume_;  // set by expect_resume until its step is recorded
+  std::optional<trace::ResumePoint> resume_;  // set by expect_resume until its step is recorded
   const train::Trainer* trainer_ = nullptr;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

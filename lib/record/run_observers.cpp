@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "formats/safetensors.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 namespace {
 
@@ -32,7 +32,7 @@ std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
 }
 
 void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
-  std::vector<NamedTensor> tensors;
+  std::vector<formats::NamedTensor> tensors;
   std::vector<Tensor> host_copies;  // of device parameters
   host_copies.reserve(t.model().params().size());
   for (const nn::Param* p : t.model().params()) {
@@ -46,7 +46,7 @@ void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
   auto metadata = metadata_;
   metadata["point"] = point;
   write_file_atomic(folder_, file_for(dir_, point).filename().string(),
-                    encode_safetensors(tensors, metadata));
+                    formats::encode_safetensors(tensors, metadata));
 }
 
 void SnapshotWriter::on_start(const train::Trainer& t) {
@@ -115,4 +115,4 @@ bool FaultInjector::after_update(nn::Model& model, std::int64_t step) {
   throw InputError("fault injection: no parameter named '" + fault_.tensor + "'");
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -10,7 +10,7 @@
 #include "record/run_options.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 
 // Writes weight snapshots (safetensors, PyTorch names and layouts) into one run's folder:
 // weights-initial, weights-epoch-<e>, weights-step-<s>, weights-final; and batches.json.
@@ -46,4 +46,4 @@ class FaultInjector final : public train::Observer {
   FaultSpec fault_;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ra::audit {
+namespace ra::record {
 
 // Test-only fault injection: flip one bit of one element of a tensor in one run at one step, or
 // swap two samples of that step's batch. Documented in docs/trace-format.md as a test facility.
@@ -25,4 +25,4 @@ struct SnapshotOptions {
   bool batches = false;          // the sample indices of every batch (batches.json)
 };
 
-}  // namespace ra::audit
+}  // namespace ra::record

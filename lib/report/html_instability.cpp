@@ -8,8 +8,8 @@
 namespace ra::report::html {
 namespace {
 
-using audit::MetricFinding;
-using audit::RatioEstimate;
+using compare::MetricFinding;
+using compare::RatioEstimate;
 using svg::html_escaped;
 
 std::string ratio_text(const char* what, const std::optional<RatioEstimate>& e) {
@@ -30,7 +30,7 @@ std::string metric_title(const MetricFinding& m) {
 
 std::string metric_section(const MetricFinding& m) {
   svg::StripPlot plot{metric_title(m), m.metric == "disagreement" ? "disagreement" : m.metric, {}};
-  for (const audit::MetricSpread& g : m.groups) {
+  for (const compare::MetricSpread& g : m.groups) {
     plot.groups.push_back(
         {g.group == "perturbed" ? "perturbed (1 bit)" : g.group + " seeds", g.values});
   }
@@ -48,16 +48,16 @@ std::string metric_section(const MetricFinding& m) {
 
 }  // namespace
 
-std::string instability_plots(const audit::ComparisonResult& r) {
+std::string instability_plots(const compare::ComparisonResult& r) {
   if (!r.instability) return "";
   std::string out =
       "<h2>Does the nondeterminism matter?</h2>\n<p>The perturbed group: the same seed, "
       "deterministic kernels, one bit of one initial weight flipped per run (the instability "
       "floor). A same/perturbed ratio above " +
-      text::format("%.3g", audit::kAmplificationThreshold) +
+      text::format("%.3g", compare::kAmplificationThreshold) +
       " says a nondeterministic op amplifies differences; at or below, nondeterminism only "
       "triggers an instability the training already has.</p>\n";
-  for (const audit::PerturbedRunCheck& c : r.instability->perturbed) {
+  for (const compare::PerturbedRunCheck& c : r.instability->perturbed) {
     if (c.parts_at_perturbation()) continue;
     out +=
         "<p class=\"warning\">perturbed run " + std::to_string(c.run) +

@@ -14,7 +14,7 @@
 namespace ra::report::html {
 namespace {
 
-using audit::ComparisonResult;
+using compare::ComparisonResult;
 using svg::html_escaped;
 using text::format;
 
@@ -200,7 +200,7 @@ std::string growth_plots(const ComparisonResult& r) {
   svg::LinePlot weights{"Max |weight difference| at the epoch's end (snapshots)", "epoch",
                         "max |difference| (log scale)", true};
   svg::Series u{"max ULP", {}, {}}, p{"parameters", {}, {}}, w{"max |dw|", {}, {}};
-  for (const audit::EpochGrowth& g : r.growth) {
+  for (const compare::EpochGrowth& g : r.growth) {
     const double epoch = double(g.epoch + 1);
     u.x.push_back(epoch);
     u.y.push_back(double(g.max_loss_ulp));
@@ -246,7 +246,7 @@ std::string seed_group_plots(const ComparisonResult& r) {
   svg::StripPlot loss{"Final loss per run, by seed group", "final training loss", {}};
   svg::StripPlot accuracy{"Evaluation accuracy per run, by seed group", "accuracy", {}};
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;
-  for (const audit::RunSummary& s : r.runs) {
+  for (const compare::RunSummary& s : r.runs) {
     groups[s.seed_group].first.push_back(s.final_loss);
     if (s.eval_accuracy) groups[s.seed_group].second.push_back(*s.eval_accuracy);
   }

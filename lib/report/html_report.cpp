@@ -12,7 +12,7 @@
 namespace ra::report {
 namespace {
 
-using audit::ComparisonResult;
+using compare::ComparisonResult;
 using svg::html_escaped;
 using text::format;
 
@@ -74,7 +74,7 @@ std::string category_table(const ComparisonResult& r) {
   std::string out =
       "<h2>Per category</h2>\n<table><tr><th>category</th><th>same-seed runs</th><th>first "
       "divergence</th><th>tensor</th><th>runs differing</th><th>steps differing</th></tr>\n";
-  for (const audit::CategoryVerdict& v : r.categories) {
+  for (const compare::CategoryVerdict& v : r.categories) {
     out += "<tr>" + cell(html_escaped(text::category_title(v.category)));
     out += v.identical ? cell("identical", "same") : cell("differ", "differs");
     if (v.first) {
@@ -109,7 +109,7 @@ std::string data_parallel(const ComparisonResult& r) {
   std::string out = "<h2>Data parallel</h2>\n";
   if (r.distributed) {
     out += "<table><tr><th>rank</th><th>across runs</th><th>first divergence</th></tr>\n";
-    const auto row = [&](int rank, bool identical, const std::optional<audit::Divergence>& d) {
+    const auto row = [&](int rank, bool identical, const std::optional<compare::Divergence>& d) {
       out += "<tr>" + cell(std::to_string(rank)) +
              (identical ? cell("identical", "same") : cell("differ", "differs")) +
              cell(d && !identical
@@ -119,7 +119,7 @@ std::string data_parallel(const ComparisonResult& r) {
              "</tr>\n";
     };
     row(0, r.identical, r.first_divergence);
-    for (const audit::RankComparison& c : r.distributed->ranks)
+    for (const compare::RankComparison& c : r.distributed->ranks)
       row(c.rank, c.identical, c.first_divergence);
     out += "</table>\n";
   }
@@ -127,13 +127,13 @@ std::string data_parallel(const ComparisonResult& r) {
          "</pre>\n";
 }
 
-std::string ulp_cell(const audit::TensorDifference& d) {
+std::string ulp_cell(const compare::TensorDifference& d) {
   if (d.max_ulp_same_sign == UINT64_MAX) return "a NaN against another value";
   if (d.differing > 0 && d.max_ulp_same_sign == 0) return "(every difference is a sign flip)";
   return std::to_string(d.max_ulp_same_sign);
 }
 
-std::string difference_cells(const audit::TensorDifference& d) {
+std::string difference_cells(const compare::TensorDifference& d) {
   return cell(std::to_string(d.differing)) + cell(std::to_string(d.sign_flips)) +
          cell(format("%.3g", d.max_abs)) + cell(format("%.3g", d.max_relative)) + cell(ulp_cell(d));
 }
@@ -145,10 +145,10 @@ std::string snapshots(const ComparisonResult& r) {
       "<h2>Weight differences (snapshots)</h2>\n<table><tr><th>point</th><th>tensor</th><th>"
       "elements differing</th><th>sign flips</th><th>max |difference|</th><th>relative</th><th>"
       "max ULP, same sign</th></tr>\n";
-  for (const audit::SnapshotDivergence& s : r.snapshots) {
+  for (const compare::SnapshotDivergence& s : r.snapshots) {
     out += "<tr>" + cell(html_escaped(s.point)) + cell(format("all %zu", s.tensors.size())) +
            difference_cells(s.total) + "</tr>\n";
-    for (const audit::TensorDivergence& t : s.tensors) {
+    for (const compare::TensorDivergence& t : s.tensors) {
       if (t.difference.differing == 0) continue;
       out += "<tr>" + cell("") + cell(html_escaped(t.tensor)) + difference_cells(t.difference) +
              "</tr>\n";
@@ -168,7 +168,7 @@ std::string statistics(const ComparisonResult& r) {
   std::string out =
       "<h2>Outcome statistics</h2>\n<table><tr><th>seed group</th><th>runs</th><th>final loss "
       "mean</th><th>std</th><th>min</th><th>max</th><th>eval accuracy mean</th></tr>\n";
-  for (const audit::GroupStatistics& g : r.statistics) {
+  for (const compare::GroupStatistics& g : r.statistics) {
     out += "<tr>" + cell(html_escaped(g.group)) + cell(std::to_string(g.final_loss.n)) +
            cell(format("%.6g", g.final_loss.mean)) + cell(format("%.3g", g.final_loss.std)) +
            cell(format("%.6g", g.final_loss.min)) + cell(format("%.6g", g.final_loss.max)) +
@@ -183,7 +183,7 @@ std::string differences(const ComparisonResult& r) {
   for (const std::string& d : r.environment_differences) {
     out += "<li>" + html_escaped(d) + "</li>\n";
   }
-  for (const audit::LedgerDifference& d : r.ledger_differences) {
+  for (const compare::LedgerDifference& d : r.ledger_differences) {
     out += "<li>" + html_escaped(text::ledger_difference_text(d)) + "</li>\n";
   }
   return out + "</ul>\n";
@@ -193,7 +193,7 @@ std::string cost(const ComparisonResult& r) {
   std::string out =
       "<h2>Cost per step</h2>\n<table><tr><th>run</th><th>seed group</th><th>steps</th><th>median "
       "step</th><th>recording</th><th>wall time</th></tr>\n";
-  for (const audit::RunSummary& s : r.runs) {
+  for (const compare::RunSummary& s : r.runs) {
     out += "<tr>" + cell(std::to_string(s.run)) + cell(html_escaped(s.seed_group)) +
            cell(std::to_string(s.steps)) + cell(format("%.3f ms", s.median_step_seconds * 1e3)) +
            cell(format("%.2f%%", s.recording_fraction * 100)) +

@@ -10,6 +10,6 @@
 
 namespace ra::report {
 
-std::string render_html(const audit::ComparisonResult& result);
+std::string render_html(const compare::ComparisonResult& result);
 
 }  // namespace ra::report

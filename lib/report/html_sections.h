@@ -16,11 +16,11 @@ namespace ra::report::html {
 inline constexpr std::size_t kMaxCurves = svg::kPaletteSize;
 inline constexpr std::size_t kFirstDivergentShown = 4;
 
-std::string loss_plots(const audit::ComparisonResult& r);        // losses, distance to reference
-std::string growth_plots(const audit::ComparisonResult& r);      // per epoch, from two epochs
-std::string divergence_map(const audit::ComparisonResult& r);    // where digests differ
-std::string seed_group_plots(const audit::ComparisonResult& r);  // with --seeds both
+std::string loss_plots(const compare::ComparisonResult& r);        // losses, distance to reference
+std::string growth_plots(const compare::ComparisonResult& r);      // per epoch, from two epochs
+std::string divergence_map(const compare::ComparisonResult& r);    // where digests differ
+std::string seed_group_plots(const compare::ComparisonResult& r);  // with --seeds both
 // With --seeds all (html_instability.cpp): a plot of the three groups per metric, the finding.
-std::string instability_plots(const audit::ComparisonResult& r);
+std::string instability_plots(const compare::ComparisonResult& r);
 
 }  // namespace ra::report::html

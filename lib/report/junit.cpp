@@ -14,8 +14,8 @@
 namespace ra::report {
 namespace {
 
-using audit::CategoryVerdict;
-using audit::ComparisonResult;
+using compare::CategoryVerdict;
+using compare::ComparisonResult;
 using text::format;
 
 // An attribute value: printable first, so a newline in a name is a visible "\n", not a line
@@ -152,7 +152,7 @@ std::string property(const std::string& name, const std::string& value) {
   return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
 }
 
-std::string ratio_value(const std::optional<audit::RatioEstimate>& e) {
+std::string ratio_value(const std::optional<compare::RatioEstimate>& e) {
   if (!e) return "";
   if (std::isinf(e->ratio)) return "inf";
   if (e->resamples == 0) return text::format("%.4g", e->ratio);
@@ -160,17 +160,17 @@ std::string ratio_value(const std::optional<audit::RatioEstimate>& e) {
 }
 
 // With --seeds all, per metric: "instability.<metric>.<what>" (docs/statistics.md).
-std::string instability_properties(const audit::InstabilityFindings& f) {
+std::string instability_properties(const compare::InstabilityFindings& f) {
   std::string out;
-  for (const audit::MetricFinding& m : f.metrics) {
+  for (const compare::MetricFinding& m : f.metrics) {
     const std::string key = "instability." + m.metric + ".";
-    for (const audit::MetricSpread& g : m.groups) {
+    for (const compare::MetricSpread& g : m.groups) {
       out += property(key + g.group + "_spread", text::format("%.6g", g.spread));
     }
     out += property(key + "same_over_different", ratio_value(m.same_over_different));
     out += property(key + "perturbed_over_different", ratio_value(m.perturbed_over_different));
     out += property(key + "same_over_perturbed", ratio_value(m.same_over_perturbed));
-    out += property(key + "verdict", audit::to_string(m.verdict));
+    out += property(key + "verdict", compare::to_string(m.verdict));
     out += property(key + "interpretation", m.interpretation);
   }
   return out;
@@ -220,7 +220,7 @@ std::string xml_escaped(const std::string& text) {
 // One resumed run's restore (docs/resume.md), numbered after the categories: fails where
 // identity was expected and a piece of state was not restored; its time the checkpoint's write
 // and read.
-Case resume_case(const ComparisonResult& r, const audit::ResumeVerdict& v, std::size_t number) {
+Case resume_case(const ComparisonResult& r, const compare::ResumeVerdict& v, std::size_t number) {
   Case c;
   const std::string words = text::resume(r, v);
   const std::string head = first_line(words);
@@ -244,7 +244,7 @@ Case resume_case(const ComparisonResult& r, const audit::ResumeVerdict& v, std::
 std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t first) {
   std::vector<Case> cases;
   if (!r.distributed) return cases;
-  const audit::DistributedFindings& f = *r.distributed;
+  const compare::DistributedFindings& f = *r.distributed;
   const auto add = [&](const std::string& name, const std::string& message, bool failed,
                        const char* type) {
     Case c;
@@ -257,7 +257,7 @@ std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t fir
     }
     cases.push_back(c);
   };
-  for (const audit::RankComparison& rank : f.ranks) {
+  for (const compare::RankComparison& rank : f.ranks) {
     add("rank " + std::to_string(rank.rank),
         rank.identical
             ? "bitwise identical across runs"
@@ -267,11 +267,11 @@ std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t fir
         !rank.identical && r.expect_identical, "divergence");
   }
   add("replicas",
-      f.replicas_parted ? audit::describe(*f.replicas_parted)
+      f.replicas_parted ? compare::describe(*f.replicas_parted)
                         : format("replicas agree (%d runs checked)", f.runs_checked),
       f.replicas_parted.has_value(), "replicas");
   add("collective",
-      f.collective          ? audit::describe(*f.collective, f)
+      f.collective          ? compare::describe(*f.collective, f)
       : f.comm_hook.empty() ? "not recorded (no DDP communication hook wrapped)"
                             : "every bucket's inputs and results as in the reference run",
       f.collective && f.collective->inputs_identical && r.expect_identical, "collective");

@@ -12,7 +12,7 @@
 
 namespace ra::report {
 
-std::string render_junit(const audit::ComparisonResult& result);
+std::string render_junit(const compare::ComparisonResult& result);
 
 // `text` made safe inside an XML 1.0 element or attribute: markup characters as entities, and
 // the characters XML 1.0 forbids (C0 controls other than tab, newline and carriage return,

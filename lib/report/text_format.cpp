@@ -26,7 +26,7 @@ std::string runs_count(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " run" : " runs");
 }
 
-std::string mode_words(const audit::ComparisonResult& r) {
+std::string mode_words(const compare::ComparisonResult& r) {
   if (!r.pytorch) return "mode " + shown(r.mode_summary);
   const std::string on = r.mode_summary == "deterministic" ? "on"
                          : r.mode_summary == "mixed"       ? "on in some runs"
@@ -80,12 +80,12 @@ std::string short_algorithm(const std::string& name) {
   return name;
 }
 
-std::string algorithm_group_text(const audit::AlgorithmGroup& g) {
+std::string algorithm_group_text(const compare::AlgorithmGroup& g) {
   return "{" + run_list(g.runs) + "} " +
          (g.algorithm.empty() ? std::string("(none)") : shown(short_algorithm(g.algorithm)));
 }
 
-std::string algorithm_facts(const audit::AlgorithmGroup& g) {
+std::string algorithm_facts(const compare::AlgorithmGroup& g) {
   std::string out;
   if (g.deterministic) out = *g.deterministic ? "deterministic" : "NOT deterministic";
   if (!g.chosen_by.empty()) out += (out.empty() ? "" : ", ") + shown(g.chosen_by);
@@ -97,14 +97,14 @@ std::string algorithm_facts(const audit::AlgorithmGroup& g) {
   return out;
 }
 
-std::string ledger_difference_text(const audit::LedgerDifference& d) {
+std::string ledger_difference_text(const compare::LedgerDifference& d) {
   // At most this many groups are named; the rest are counted (JSON has them all).
   constexpr std::size_t kGroupsShown = 6;
   std::string out = shown(d.layer) + " " + shown(d.direction) + ":";
   std::set<std::string> choosers;
   std::size_t deterministic = 0, known = 0;
   for (std::size_t i = 0; i < d.groups.size(); ++i) {
-    const audit::AlgorithmGroup& g = d.groups[i];
+    const compare::AlgorithmGroup& g = d.groups[i];
     if (i < kGroupsShown) out += (i ? ", " : " ") + algorithm_group_text(g);
     if (!g.chosen_by.empty()) choosers.insert(g.chosen_by);
     if (g.deterministic) {
@@ -121,7 +121,7 @@ std::string ledger_difference_text(const audit::LedgerDifference& d) {
   if (known > 0 && deterministic == known) {
     determinism = known == 1 ? "deterministic" : "all deterministic";
   } else if (known > 0) {
-    for (const audit::AlgorithmGroup& g : d.groups) {
+    for (const compare::AlgorithmGroup& g : d.groups) {
       if (g.deterministic == false) {
         determinism += (determinism.empty() ? "NOT deterministic: " : ", ") +
                        shown(short_algorithm(g.algorithm));
@@ -134,8 +134,8 @@ std::string ledger_difference_text(const audit::LedgerDifference& d) {
   return out;
 }
 
-std::string category_title(audit::Category c) {
-  using audit::Category;
+std::string category_title(compare::Category c) {
+  using compare::Category;
   switch (c) {
     case Category::initial_weights:
       return "initial weights";
@@ -159,11 +159,11 @@ std::string category_title(audit::Category c) {
 
 // Epochs and batches as the trace numbers them, from 0, as the script passed them (epoch=0) and
 // as steps and runs are numbered.
-std::string divergence_tensor(const audit::Divergence& d) {
+std::string divergence_tensor(const compare::Divergence& d) {
   return d.per_category ? "(one digest for all, at this step)" : shown(d.tensor);
 }
 
-std::string where(const audit::Divergence& d) {
+std::string where(const compare::Divergence& d) {
   if (!d.step) return "before step 0";
   return format("step %lld (epoch %lld, batch %lld)", static_cast<long long>(*d.step),
                 static_cast<long long>(d.epoch), static_cast<long long>(d.batch));

@@ -23,7 +23,7 @@ std::string run_list(const std::vector<int>& runs);
 std::string runs_count(std::size_t n);
 // The header's words for the runs' mode: the kernel mode of the engine's runs; for PyTorch runs,
 // whether the script turned on torch.use_deterministic_algorithms (no mode was chosen).
-std::string mode_words(const audit::ComparisonResult& r);
+std::string mode_words(const compare::ComparisonResult& r);
 
 // No line of the text report is longer (docs/report.md): render_text cuts a longer one, saying
 // how much it left out, after every list was cut at its own limit.
@@ -35,20 +35,20 @@ std::string cut_long_lines(const std::string& text);
 // "ALGO_0" for CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; any other name as it is.
 std::string short_algorithm(const std::string& name);
 // "{0,2} FFT_TILING": a run group and its algorithm (short), "(none)" for runs that name none.
-std::string algorithm_group_text(const audit::AlgorithmGroup& g);
+std::string algorithm_group_text(const compare::AlgorithmGroup& g);
 // What is known of a group's algorithm: "deterministic, autotuned, 0.117..0.125 ms".
-std::string algorithm_facts(const audit::AlgorithmGroup& g);
+std::string algorithm_facts(const compare::AlgorithmGroup& g);
 // "conv 128x32x26x26 k64 3x3 s1 p0 backward_data: {0,2} FFT_TILING, {1} FFT (autotuned; all
 // deterministic)": one ledger difference in one line.
-std::string ledger_difference_text(const audit::LedgerDifference& d);
+std::string ledger_difference_text(const compare::LedgerDifference& d);
 
 // "initial weights", "optimizer state", ...
-std::string category_title(audit::Category c);
+std::string category_title(compare::Category c);
 
 // "before step 0" or "step 17 (epoch 2, batch 3)" (epochs counted from 1 for the reader).
-std::string where(const audit::Divergence& d);
+std::string where(const compare::Divergence& d);
 // The tensor where a divergence is found, printable: its name, or, at a step recorded with one
 // digest per category (a level of detail), "(one digest for all, at this step)".
-std::string divergence_tensor(const audit::Divergence& d);
+std::string divergence_tensor(const compare::Divergence& d);
 
 }  // namespace ra::report::text

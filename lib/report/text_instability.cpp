@@ -9,8 +9,8 @@
 namespace ra::report::text {
 namespace {
 
-using audit::MetricFinding;
-using audit::RatioEstimate;
+using compare::MetricFinding;
+using compare::RatioEstimate;
 
 std::string ratio_cell(const std::optional<RatioEstimate>& e) {
   if (!e) return "-";
@@ -23,10 +23,10 @@ const char* spread_name(const MetricFinding& m) {
   return m.metric == "disagreement" ? "mean pairwise" : "std";
 }
 
-std::string perturbed_lines(const audit::InstabilityFindings& f) {
+std::string perturbed_lines(const compare::InstabilityFindings& f) {
   std::string out;
-  for (const audit::PerturbedRunCheck& c : f.perturbed) {
-    const audit::Perturbation& p = c.perturbation;
+  for (const compare::PerturbedRunCheck& c : f.perturbed) {
+    const trace::Perturbation& p = c.perturbation;
     out += format("  perturbed run %d: %s[%lld] bit %d (0x%08x -> 0x%08x): ", c.run,
                   shown(p.tensor).c_str(), static_cast<long long>(p.element), p.bit, p.before,
                   p.after);
@@ -42,7 +42,7 @@ std::string perturbed_lines(const audit::InstabilityFindings& f) {
 
 std::string instability(const ComparisonResult& r) {
   if (!r.instability) return "";
-  const audit::InstabilityFindings& f = *r.instability;
+  const compare::InstabilityFindings& f = *r.instability;
   std::string out =
       "instability (perturbed group: the same seed, deterministic kernels, one bit of one "
       "initial weight flipped per run):\n";
@@ -52,7 +52,7 @@ std::string instability(const ComparisonResult& r) {
              "different", "perturbed", "same/different", "perturbed/different", "same/perturbed");
   for (const MetricFinding& m : f.metrics) {
     double spread[3] = {NAN, NAN, NAN};
-    for (const audit::MetricSpread& g : m.groups) {
+    for (const compare::MetricSpread& g : m.groups) {
       const int i = g.group == "same" ? 0 : g.group == "different" ? 1 : 2;
       spread[i] = g.spread;
     }

@@ -13,7 +13,7 @@ namespace {
 // "max abs 0.00219, relative 0.0043, max 8192 ulp": with sign flips the ULP maximum is over the
 // elements that kept their sign (across zero it would count every float between: about 2^31 for
 // 1e-3 against -1e-3), and says so.
-std::string snapshot_figures(const audit::TensorDifference& d) {
+std::string snapshot_figures(const compare::TensorDifference& d) {
   std::string out = format("max abs %.3g, relative %.3g", d.max_abs, d.max_relative);
   if (d.max_ulp_same_sign == UINT64_MAX) return out + ", a NaN against another value";
   if (d.max_ulp_same_sign == 0) return out;  // every difference is a sign flip
@@ -82,7 +82,8 @@ std::string snapshots(const ComparisonResult& r) {
 // The same-seed / different-seed std ratio in words: how big the fixed-seed noise is against the
 // seed-to-seed spread, then whether the interval can be trusted (docs/report.md, "Seed groups").
 // `different_std`: the different-seed group's std (0 with the ratio 0: neither group spreads).
-std::string std_ratio_words(const char* what, const audit::RatioEstimate& e, double different_std) {
+std::string std_ratio_words(const char* what, const compare::RatioEstimate& e,
+                            double different_std) {
   std::string out = std::string(what) + ": ";
   if (std::isinf(e.ratio)) {
     out += "the different-seed runs do not spread at all while the same-seed runs do";

@@ -7,7 +7,7 @@ namespace ra::report {
 
 // The sections in reading order (report/text_sections.h): the verdict and its explanation first,
 // then how much the runs differ, then the statistics and cost after a blank line.
-std::string render_text(const audit::ComparisonResult& r) {
+std::string render_text(const compare::ComparisonResult& r) {
   std::string out = text::header(r);
   out += text::verdict(r);
   out += text::warnings(r);

@@ -6,6 +6,6 @@
 
 namespace ra::report {
 
-std::string render_text(const audit::ComparisonResult& result);
+std::string render_text(const compare::ComparisonResult& result);
 
 }  // namespace ra::report

@@ -9,8 +9,8 @@
 namespace ra::report::text {
 namespace {
 
-using audit::ResumePiece;
-using audit::ResumeVerdict;
+using compare::ResumePiece;
+using compare::ResumeVerdict;
 
 bool stream_differs(const ResumeVerdict& v, const std::string& stream) {
   for (const ResumePiece& p : v.differing) {

@@ -10,8 +10,8 @@
 namespace ra::report::text {
 namespace {
 
-using audit::KeptOpReplay;
-using audit::RootCause;
+using compare::KeptOpReplay;
+using compare::RootCause;
 using ra::DType;
 
 std::string step_text(const RootCause& c) {
@@ -20,7 +20,7 @@ std::string step_text(const RootCause& c) {
 }
 
 // "conv2d.backward_filter in conv2d_0 (nondeterministic, conv 32x1x16x16 k8 3x3 s1 p0)"
-std::string op_text(const audit::OpRecord& o) {
+std::string op_text(const trace::OpRecord& o) {
   std::string out = shown(o.op);
   if (!o.layer.empty()) out += " in " + shown(o.layer);
   std::string how = o.mode;
@@ -29,12 +29,12 @@ std::string op_text(const audit::OpRecord& o) {
   return out;
 }
 
-std::string names(const std::vector<std::size_t>& positions, const audit::OpRecord& op,
+std::string names(const std::vector<std::size_t>& positions, const trace::OpRecord& op,
                   bool input) {
   std::string out;
   for (std::size_t i : positions) {
     out += (out.empty() ? "" : ", ") +
-           (input ? audit::op_input_name(op, i) : audit::op_output_name(op, i));
+           (input ? trace::op_input_name(op, i) : trace::op_output_name(op, i));
   }
   return out;
 }
@@ -47,10 +47,10 @@ std::string plural(int n, const char* word) {
 // 0.0012)". Elements that changed sign are counted apart and kept out of the ULP maximum, which
 // across zero would count every float between ("14 of 4096 elements (2 change sign), by at most
 // 3 ULP where the signs agree (...)"; "..., all changing sign (...)" when every one did).
-std::string difference_text(const audit::OpRecord& op, const RootCause::OutputDifference& d) {
-  const audit::TensorDifference& t = d.difference;
+std::string difference_text(const trace::OpRecord& op, const RootCause::OutputDifference& d) {
+  const compare::TensorDifference& t = d.difference;
   std::string out =
-      audit::op_output_name(op, d.output) +
+      trace::op_output_name(op, d.output) +
       format(" differs in %lld of %lld elements", (long long)t.differing, (long long)d.elements);
   if (d.dtype != DType::f32) return out;
   if (t.max_ulp_same_sign == UINT64_MAX) return out + ", a NaN against a number";
@@ -129,7 +129,7 @@ std::string chain_text(const RootCause& c) {
 }
 
 // "{0,2} FFT_TILING (deterministic, autotuned, 0.117 ms), {1} FFT (...)", the first few groups.
-std::string groups_text(const std::vector<audit::AlgorithmGroup>& groups) {
+std::string groups_text(const std::vector<compare::AlgorithmGroup>& groups) {
   constexpr std::size_t kGroupsShown = 4;
   std::string out;
   for (std::size_t i = 0; i < groups.size() && i < kGroupsShown; ++i) {

@@ -14,10 +14,10 @@
 
 namespace ra::report::text {
 
-using audit::AuditFolderCheck;
-using audit::ComparisonResult;
-using audit::MachineDifference;
-using audit::ShardState;
+using compare::AuditFolderCheck;
+using compare::ComparisonResult;
+using compare::MachineDifference;
+using compare::ShardState;
 
 std::string header(const ComparisonResult& r);            // spec, run count, mode
 std::string verdict(const ComparisonResult& r);           // the verdict and the outcome classes
@@ -32,7 +32,7 @@ std::string environment(const ComparisonResult& r);     // environment and ledge
 std::string category_table(const ComparisonResult& r);  // one line per category
 std::string resumes(const ComparisonResult& r);  // each resumed run's restore (text_resume.cpp)
 // One resumed run's restore: its first line the verdict, then the pieces and what followed.
-std::string resume(const ComparisonResult& r, const audit::ResumeVerdict& v);
+std::string resume(const ComparisonResult& r, const compare::ResumeVerdict& v);
 
 std::string loss_differences(const ComparisonResult& r);  // first differing and final loss
 std::string growth_table(const ComparisonResult& r);      // per epoch, when runs differ

@@ -95,8 +95,8 @@ namespace {
 
 // What users get wrong, said plainly when the first divergence shows it: same-seed runs that do
 // not start alike were not seeded alike; batches that differ come from the data, not a kernel.
-std::string plain_words(const audit::Divergence& d) {
-  using audit::Category;
+std::string plain_words(const compare::Divergence& d) {
+  using compare::Category;
   if (d.category == Category::initial_weights) {
     return "  the same-seed runs start from different weights: they are not seeded alike (seed "
            "what initialises the weights before the model is built: torch.manual_seed, "
@@ -138,13 +138,13 @@ std::string ranges(const std::vector<int>& numbers) {
 
 std::string loader_workers(const ComparisonResult& r) {
   if (!r.loader_workers) return "";
-  const audit::LoaderWorkerFindings& f = *r.loader_workers;
+  const compare::LoaderWorkerFindings& f = *r.loader_workers;
   if (f.shared_streams.empty()) {
     return "Data loader workers: no random stream shared between the workers of a pass (runs " +
            ranges(f.runs_recorded) + " recorded them)\n";
   }
   std::string out;
-  for (const audit::SharedWorkerStream& s : f.shared_streams) {
+  for (const compare::SharedWorkerStream& s : f.shared_streams) {
     out += format(
         "Data loader workers: workers %s start from the same state of the random stream %s "
         "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or never "
@@ -167,7 +167,7 @@ std::string first_divergence(const ComparisonResult& r) {
   const auto& d = *r.first_divergence;
   const int reference = r.compared_runs.empty() ? 0 : r.compared_runs[0];
   std::string out =
-      d.category == audit::Category::steps
+      d.category == compare::Category::steps
           ? "first divergence: the runs recorded different numbers of steps: " + shown(d.detail) +
                 "\n"
           : "first divergence: " + where(d) + ", " + category_title(d.category) +
@@ -194,14 +194,14 @@ std::string first_divergence(const ComparisonResult& r) {
 }
 
 std::string next_step(const ComparisonResult& r) {
-  const std::vector<std::string> advice = audit::next_step_advice(r);
+  const std::vector<std::string> advice = compare::next_step_advice(r);
   if (r.loader_advice) {
     std::string out = "next step: " + shown(advice.front()) + "\n";
     for (std::size_t i = 1; i < advice.size(); ++i) out += "  " + shown(advice[i]) + "\n";
     return out;
   }
   if (!r.suggested_trace_ops) return "";
-  const std::string window = audit::to_string(*r.suggested_trace_ops);
+  const std::string window = trace::to_string(*r.suggested_trace_ops);
   const std::string why = advice.front();
   if (!r.rerun_command.empty()) {
     return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";

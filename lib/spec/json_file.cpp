@@ -17,7 +17,7 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
-  return ra::spec::parse_json_text(text, source);
+  return ra::formats::parse_json_text(text, source);
 }
 
 }  // namespace ra::spec::detail

@@ -66,7 +66,7 @@ std::optional<std::int64_t> integral_value(const Json& v) {
 std::string child_path(const std::string& parent, std::string_view key) {
   // Keys longer than an excerpt are shown cut, like any echoed input (core/text_excerpt.h).
   if (key.size() > kExcerptBytes || !is_plain_key(key)) {
-    return parent + "[" + json_string_excerpt(key) + "]";
+    return parent + "[" + formats::json_string_excerpt(key) + "]";
   }
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
 }
@@ -79,11 +79,11 @@ std::string describe(const Json& value) {
   if (value.is_object() || value.is_array()) {
     // Short arrays read best as themselves ([1, 28]); anything longer by its kind. The excerpt
     // stops early, so a huge or deeply nested value costs no more than a short one.
-    const std::string text = json_excerpt(value, 24);
+    const std::string text = formats::json_excerpt(value, 24);
     if (text.size() <= 24 && text.find("...") == std::string::npos) return text;
     return value.is_object() ? "an object" : "an array of " + std::to_string(value.size());
   }
-  return json_excerpt(value);
+  return formats::json_excerpt(value);
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {

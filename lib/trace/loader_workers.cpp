@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-namespace ra::audit {
+namespace ra::trace {
 
 namespace {
 
@@ -51,4 +51,4 @@ nlohmann::json loader_workers_json(const std::vector<LoaderWorker>& workers) {
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -8,7 +8,7 @@
 #include "trace/trace.h"
 #include "trace/trace_fields.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // InputError (naming the field) unless `field` is an array of worker records: `loader_pass` a
 // non-negative integer, `worker` in [0, workers), `workers` in [1, 65536], `streams` an object
@@ -17,4 +17,4 @@ std::vector<LoaderWorker> read_loader_workers(const Field& field);
 
 nlohmann::json loader_workers_json(const std::vector<LoaderWorker>& workers);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -6,7 +6,7 @@
 
 #include "core/op_table.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 std::string name_at(const std::string& op, std::size_t index, bool input) {
@@ -60,4 +60,4 @@ std::string ledger_direction(const std::string& op) {
   return dot == std::string::npos ? std::string() : op.substr(dot + 1);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

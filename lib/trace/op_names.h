@@ -7,7 +7,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // "weight", "dy", ...; "input 3" for a position the op does not have (a newer writer).
 std::string op_input_name(const std::string& op, std::size_t index);
@@ -22,4 +22,4 @@ std::string op_output_name(const OpRecord& record, std::size_t index);
 // op without one ("batch", "dropout_mask").
 std::string ledger_direction(const std::string& op);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

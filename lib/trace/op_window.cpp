@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 std::int64_t step_number(const std::string& part, const std::string& text,
@@ -52,4 +52,4 @@ std::string to_string(const OpWindow& window) {
   return std::to_string(window.first) + ":" + (window.last ? std::to_string(*window.last) : "");
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -4,7 +4,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // "A:B" (steps A..B-1, half open like a Python slice), "A:" (from A to the end), "all", or "N"
 // (step N alone: N:N+1).
@@ -14,4 +14,4 @@ OpWindow parse_op_window(const std::string& text, const std::string& option = "-
 // The same text back ("0:50", "10:", "all").
 std::string to_string(const OpWindow& window);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

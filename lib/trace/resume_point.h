@@ -11,7 +11,7 @@
 
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 struct ResumeState {
   Digest128 weights;          // over every parameter's digest, in header order
@@ -39,4 +39,4 @@ struct ResumePoint {
   double write_seconds = 0.0, read_seconds = 0.0;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::trace

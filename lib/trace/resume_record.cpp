@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ra::audit {
+namespace ra::trace {
 
 std::string resume_line(const ResumePoint& p) {
   nlohmann::json streams = nlohmann::json::object();
@@ -56,4 +56,4 @@ ResumePoint records::read_resume(const Field& r) {
   return p;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

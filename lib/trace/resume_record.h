@@ -6,7 +6,7 @@
 #include "trace/resume_point.h"
 #include "trace/trace_fields.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 std::string resume_line(const ResumePoint& point);
 
@@ -14,4 +14,4 @@ namespace records {
 ResumePoint read_resume(const Field& record);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

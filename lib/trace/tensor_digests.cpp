@@ -6,7 +6,7 @@
 #include "core/printable.h"
 #include "trace/op_window.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 [[noreturn]] void malformed(const std::string& value) {
@@ -105,4 +105,4 @@ Digest128 category_digest(const std::vector<Digest128>& tensors) {
                       text.size());
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

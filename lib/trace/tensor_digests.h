@@ -13,7 +13,7 @@
 #include "core/digest.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // The --tensor-digests values, each "all", "none", "every:K" (K >= 1) or a step window ("A:B",
 // "A:", "N", as --trace-ops takes); the plan is their union, and no value at all is "all" (the
@@ -33,4 +33,4 @@ Digest128 category_digest(const std::vector<Digest128>& tensors);
 // buffers' category digests kept, their lists dropped.
 void keep_category_digests(StepRecord& r);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

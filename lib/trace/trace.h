@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "trace/resume_point.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // Version 1: no op records. Version 2: the run recorded its ops (--trace-ops): the header's
 // trace_ops window and the steps' op records; everything else as in version 1. Version 3 (the
@@ -283,4 +283,4 @@ struct Trace {
 // "failed (ZeroDivisionError) after 3 steps": how a failed run ended, for messages.
 std::string describe_failure(const FinalRecord& final);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "trace/trace_io.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 using nlohmann::json;
@@ -196,4 +196,4 @@ std::uint32_t Field::float_bits() const {
   return bits_from_hex(text);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

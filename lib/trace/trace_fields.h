@@ -15,7 +15,7 @@
 
 #include "core/digest.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // Where a record was read from: the file and the 1-based line.
 struct RecordLocation {
@@ -75,4 +75,4 @@ class Field {
 // strings and numbers truncated, control characters escaped).
 std::string describe_json(const nlohmann::json& value);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

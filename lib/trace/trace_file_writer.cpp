@@ -9,7 +9,7 @@
 #include "trace/resume_record.h"
 #include "trace/trace_io.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 TraceFileWriter::TraceFileWriter(std::filesystem::path path) : path_(std::move(path)) {}
 
@@ -79,4 +79,4 @@ void TraceFileWriter::rewrite_with(const std::string& line) {
   file_.reset();  // not committed: its temporary is removed
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -14,7 +14,7 @@
 #include "core/atomic_file.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 class TraceFileWriter {
  public:
@@ -53,4 +53,4 @@ class TraceFileWriter {
   bool finished_ = false;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::trace

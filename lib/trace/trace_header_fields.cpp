@@ -9,7 +9,7 @@
 #include "core/text_excerpt.h"
 #include "spec/spec.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 using nlohmann::json;
@@ -233,4 +233,4 @@ void read_end_status(const Field& r, FinalRecord& f) {
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -12,7 +12,7 @@
 #include "trace/trace.h"
 #include "trace/trace_fields.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 // 1, 2 or 3: exactly a JSON integer the tool reads.
 int read_format_version(const Field& version);
@@ -44,4 +44,4 @@ void read_recorder_fields(const Field& header, TraceHeader& h);
 // Version 3's end record: status, and error exactly when failed.
 void read_end_status(const Field& r, FinalRecord& f);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -7,7 +7,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 std::string serialize_trace(const Trace& trace);
 // The records of a trace as lines, each with its newline: what serialize_trace concatenates, and
@@ -40,4 +40,4 @@ Trace read_trace(const std::filesystem::path& path);
 std::string bits_hex(std::uint32_t bits);
 std::uint32_t bits_from_hex(const std::string& text);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

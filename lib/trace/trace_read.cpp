@@ -19,7 +19,7 @@
 #include "trace/trace_io.h"
 #include "trace/trace_records.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 using nlohmann::json;
@@ -187,8 +187,8 @@ class TraceParser {
         return false;
       }
       // Strict: "<source>:<line>:<column>: ..." for syntax errors, duplicate keys, numbers out of
-      // range and nesting deeper than spec::kMaxJsonDepth.
-      rec = spec::parse_json_text(line, source_, line_);
+      // range and nesting deeper than formats::kMaxJsonDepth.
+      rec = formats::parse_json_text(line, source_, line_);
       if (!rec.is_object()) fail("a record must be a JSON object");
       return true;
     }
@@ -446,4 +446,4 @@ PartialTrace read_partial_trace(const std::filesystem::path& path) {
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

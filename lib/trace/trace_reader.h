@@ -13,7 +13,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::trace {
 
 namespace detail {
 class TraceParser;  // trace_read.cpp
@@ -73,4 +73,4 @@ struct PartialTrace {
 };
 PartialTrace read_partial_trace(const std::filesystem::path& path);
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -13,7 +13,7 @@
 #include "trace/trace_header_fields.h"
 #include "trace/trace_io.h"
 
-namespace ra::audit::records {
+namespace ra::trace::records {
 namespace {
 
 using nlohmann::json;
@@ -272,4 +272,4 @@ FinalRecord read_final(const Field& r, const TraceHeader& h) {
   return f;
 }
 
-}  // namespace ra::audit::records
+}  // namespace ra::trace::records

@@ -9,7 +9,7 @@
 #include "trace/trace.h"
 #include "trace/trace_fields.h"
 
-namespace ra::audit::records {
+namespace ra::trace::records {
 
 TraceHeader read_header(const Field& record);
 // A record's per-buffer digests (version 3; none before).
@@ -24,4 +24,4 @@ FinalRecord read_final(const Field& record, const TraceHeader& header);
 // writes a NaN or an infinity as null).
 void check_float_copy(const Field& value, std::uint32_t bits, const char* bits_field);
 
-}  // namespace ra::audit::records
+}  // namespace ra::trace::records

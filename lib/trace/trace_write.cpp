@@ -12,7 +12,7 @@
 #include "trace/resume_record.h"
 #include "trace/tensor_digests.h"
 
-namespace ra::audit {
+namespace ra::trace {
 namespace {
 
 using nlohmann::json;
@@ -265,4 +265,4 @@ Digest128 spec_digest_of(const nlohmann::json& spec) {
                       text.size());
 }
 
-}  // namespace ra::audit
+}  // namespace ra::trace

@@ -128,7 +128,7 @@ void read_tensors(const Fields& f, const json& m, const std::filesystem::path& m
                      manifest.filename().string() +
                      " was written with (its size or XXH3-128 digest differs)");
   }
-  audit::SafetensorsFile file = audit::decode_safetensors(bytes, path.string());
+  formats::SafetensorsFile file = formats::decode_safetensors(bytes, path.string());
   for (auto& [tensor_name, tensor] : file.tensors) {
     if (tensor_name.starts_with(kWeightsPrefix)) {
       c.weights.emplace_back(tensor_name.substr(std::string_view(kWeightsPrefix).size()),
@@ -149,7 +149,7 @@ std::filesystem::path checkpoint_stem(const std::filesystem::path& folder, std::
 }
 
 CheckpointFiles write_checkpoint(const std::filesystem::path& stem, const Checkpoint& c) {
-  std::vector<audit::NamedTensor> named;
+  std::vector<formats::NamedTensor> named;
   std::vector<std::string> names;  // the NamedTensors' names live here
   names.reserve(c.weights.size() + c.optimizer_state.size());
   for (const auto& [name, tensor] : c.weights) {
@@ -163,7 +163,7 @@ CheckpointFiles write_checkpoint(const std::filesystem::path& stem, const Checkp
   CheckpointFiles files;
   files.tensors = stem.string() + ".safetensors";
   files.manifest = stem.string() + ".json";
-  const std::string tensors = audit::encode_safetensors(named, {{"format", kFormatName}});
+  const std::string tensors = formats::encode_safetensors(named, {{"format", kFormatName}});
   write_file_atomic(files.tensors, tensors);  // first: a manifest vouches for a whole tensor file
   const std::string manifest =
       manifest_json(c, files.tensors.filename().string(), tensors).dump(1) + "\n";
@@ -176,7 +176,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& given) {
   std::filesystem::path manifest = given;
   if (manifest.extension() != ".json") manifest += ".json";
   const std::string text = read_file(manifest, kMaxManifestBytes, "a checkpoint manifest");
-  const json m = spec::parse_json_text(text, manifest.string());
+  const json m = formats::parse_json_text(text, manifest.string());
   const Fields f(manifest.string());
   if (!m.is_object() || f.text(m, "format") != kFormatName) {
     throw InputError(manifest.string() + ": not a repro-audit checkpoint manifest");

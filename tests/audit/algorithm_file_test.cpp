@@ -38,7 +38,7 @@ nlohmann::json h100_here() {
 
 // The fixture's spec (keras12: the Keras convnet, batch 128), from the trace header, on the GPU.
 ra::spec::ExperimentSpec keras12_spec() {
-  const ra::audit::Trace t = ra::audit::read_trace(kH100Trace);
+  const ra::trace::Trace t = ra::trace::read_trace(kH100Trace);
   nlohmann::json doc = t.header.spec;
   doc["device"] = "cuda";
   return ra::spec::parse_spec(doc, "");
@@ -56,7 +56,7 @@ std::string message_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("algorithm file: a run's ledger, written and read back", "[audit][pins]") {
-  const ra::audit::Trace run = ra::audit::read_trace(kH100Trace);
+  const ra::trace::Trace run = ra::trace::read_trace(kH100Trace);
   const AlgorithmFile file = ra::audit::algorithm_file_of(run.header);
   CHECK(file.gpu["gpu"] == "NVIDIA H100 80GB HBM3");
   CHECK(file.gpu["compute_capability"] == "9.0");
@@ -89,7 +89,7 @@ TEST_CASE("algorithm file: a run's ledger, written and read back", "[audit][pins
 
 TEST_CASE("algorithm file: any trace pins its ledger", "[audit][pins]") {
   const AlgorithmFile from_trace = ra::audit::read_algorithm_file(kH100Trace);
-  CHECK(from_trace.algorithms == ra::audit::read_trace(kH100Trace).header.ledger);
+  CHECK(from_trace.algorithms == ra::trace::read_trace(kH100Trace).header.ledger);
   const ra::backend::AlgorithmPins pins =
       ra::audit::pins_for_run(kH100Trace, keras12_spec(), h100_here());
   CHECK(pins.pins.size() == 5);
@@ -147,7 +147,7 @@ TEST_CASE("algorithm file: CPU runs and damaged files are refused", "[audit][pin
              Contains("the runs train on the CPU"));
   CHECK_THAT(message_of([&] { ra::audit::check_algorithms_can_be_saved(cpu, h100_here()); }),
              Contains("--save-algorithms: the runs train on the CPU"));
-  ra::audit::Trace cpu_run = ra::audit::read_trace(kH100Trace);
+  ra::trace::Trace cpu_run = ra::trace::read_trace(kH100Trace);
   cpu_run.header.backend = "cpu";
   cpu_run.header.ledger = nlohmann::json::array();
   CHECK_THAT(message_of([&] { ra::audit::algorithm_file_of(cpu_run.header); }),

@@ -51,7 +51,7 @@ void write_text(const fs::path& p, const std::string& text) {
 }
 
 // The bits of every run's outcome, as the report states them.
-std::vector<std::uint32_t> final_bits(const ra::audit::ComparisonResult& r) {
+std::vector<std::uint32_t> final_bits(const ra::compare::ComparisonResult& r) {
   std::vector<std::uint32_t> bits;
   for (const auto& run : r.runs) bits.push_back(run.final_loss_bits);
   return bits;
@@ -64,7 +64,7 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   const auto result = ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 2));
   const auto m = ra::audit::read_manifest(dir.path);
   REQUIRE(m.audit_id == result.audit_id);
-  REQUIRE(ra::audit::is_audit_id(m.audit_id));
+  REQUIRE(ra::trace::is_audit_id(m.audit_id));
   REQUIRE(m.runs.size() == 2);
   REQUIRE(m.runs[1].seeds.init == 9);
   REQUIRE(m.threads == 1);
@@ -75,8 +75,8 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   REQUIRE(ra::audit::to_json(again) == ra::audit::to_json(m));
   REQUIRE(ra::audit::manifest_differences(m, again).empty());
   // Every trace and snapshot carries the audit id.
-  REQUIRE(ra::audit::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
-  REQUIRE(ra::audit::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
+  REQUIRE(ra::trace::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
+  REQUIRE(ra::formats::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
               .metadata.at("audit_id") == m.audit_id);
 
   auto other = m;
@@ -235,7 +235,7 @@ TEST_CASE("resuming trains only the runs without a whole trace and gives the sam
     REQUIRE_FALSE(fs::exists(dir.path / "run-001" / "weights-epoch-1.safetensors.tmp-999-7"));
     REQUIRE(fs::exists(dir.path / "run-002" / "weights-epoch-1.safetensors"));
     // The report is the uninterrupted audit's, bit for bit (timings and sources aside).
-    auto a = ra::audit::to_json(whole.comparison), b = ra::audit::to_json(resumed.comparison);
+    auto a = ra::compare::to_json(whole.comparison), b = ra::compare::to_json(resumed.comparison);
     for (auto* j : {&a, &b}) {
       j->erase("runs");
       j->erase("statistics");
@@ -330,10 +330,10 @@ TEST_CASE("traces without an audit id are read as older traces", "[audit][folder
   const auto line_end = text.find('\n');
   auto header = nlohmann::json::parse(text.substr(0, line_end));
   header.erase("audit_id");
-  const auto older = ra::audit::parse_trace(header.dump() + text.substr(line_end), "old");
+  const auto older = ra::trace::parse_trace(header.dump() + text.substr(line_end), "old");
   REQUIRE(older.header.audit_id.empty());
-  REQUIRE(ra::audit::serialize_trace(older).find("audit_id") == std::string::npos);
+  REQUIRE(ra::trace::serialize_trace(older).find("audit_id") == std::string::npos);
   header["audit_id"] = 42;
-  REQUIRE_THROWS_WITH(ra::audit::parse_trace(header.dump() + text.substr(line_end), "t"),
+  REQUIRE_THROWS_WITH(ra::trace::parse_trace(header.dump() + text.substr(line_end), "t"),
                       Catch::Contains("t:1") && Catch::Contains("audit_id"));
 }

@@ -22,6 +22,9 @@
 namespace {
 
 using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::record;
+using namespace ra::trace;
 using ra::test::TempDir;
 
 ra::spec::ExperimentSpec small_spec() {

@@ -38,8 +38,8 @@ ra::audit::AuditOptions options_in(const TempDir& dir, int runs) {
   return o;
 }
 
-const ra::audit::CategoryVerdict& category(const ra::audit::ComparisonResult& r,
-                                           ra::audit::Category c) {
+const ra::compare::CategoryVerdict& category(const ra::compare::ComparisonResult& r,
+                                             ra::compare::Category c) {
   for (const auto& v : r.categories) {
     if (v.category == c) return v;
   }
@@ -78,13 +78,13 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
   REQUIRE(r.classes[0] == std::vector<int>{0, 2});
   REQUIRE(r.classes[1] == std::vector<int>{1});
   REQUIRE(r.first_divergence);
-  REQUIRE(r.first_divergence->category == ra::audit::Category::weights);
+  REQUIRE(r.first_divergence->category == ra::compare::Category::weights);
   REQUIRE(*r.first_divergence->step == 4);
   REQUIRE(r.first_divergence->tensor == "dense_0.weight");
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{1});
   // Nothing before the fault differs.
-  REQUIRE(category(r, ra::audit::Category::initial_weights).identical);
-  REQUIRE(category(r, ra::audit::Category::batches).identical);
+  REQUIRE(category(r, ra::compare::Category::initial_weights).identical);
+  REQUIRE(category(r, ra::compare::Category::batches).identical);
   // The losses can only part later, once the flipped weight is used by a forward pass.
   if (r.first_loss_difference) REQUIRE(r.first_loss_difference->step >= 5);
   // The step-4 snapshot shows exactly one element, one ulp apart.
@@ -106,7 +106,7 @@ TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   o.fault = ra::audit::parse_fault("run=2,step=3,tensor=batch");
   const auto r = ra::audit::run_audit(small_spec(), o).comparison;
   REQUIRE(r.diverged());
-  REQUIRE(r.first_divergence->category == ra::audit::Category::batches);
+  REQUIRE(r.first_divergence->category == ra::compare::Category::batches);
   REQUIRE(*r.first_divergence->step == 3);
   REQUIRE(r.first_divergence->tensor == "indices");
   REQUIRE(r.first_divergence->runs_differing == std::vector<int>{2});
@@ -119,8 +119,8 @@ TEST_CASE("varying the data stream changes batches, not initial weights, and ini
   o.seeds = ra::audit::SeedPolicy::both;
   o.vary = {.init = false, .data = true, .dropout = false};
   const auto data_runs = ra::audit::run_audit(small_spec(), o);
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : data_runs.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : data_runs.trace_files) traces.push_back(ra::trace::read_trace(f));
   REQUIRE(traces.size() == 4);
   REQUIRE(traces[2].header.seed_group == "different");
   REQUIRE(traces[2].initial_weights == traces[0].initial_weights);
@@ -137,8 +137,8 @@ TEST_CASE("varying the data stream changes batches, not initial weights, and ini
   o2.seeds = ra::audit::SeedPolicy::different;
   o2.vary = {.init = true, .data = false, .dropout = false};
   const auto init_runs = ra::audit::run_audit(small_spec(), o2);
-  const auto a = ra::audit::read_trace(init_runs.trace_files[0]);
-  const auto b = ra::audit::read_trace(init_runs.trace_files[1]);
+  const auto a = ra::trace::read_trace(init_runs.trace_files[0]);
+  const auto b = ra::trace::read_trace(init_runs.trace_files[1]);
   REQUIRE(a.initial_weights != b.initial_weights);
   for (std::size_t s = 0; s < a.steps.size(); ++s) {
     REQUIRE(a.steps[s].batch_indices == b.steps[s].batch_indices);
@@ -156,8 +156,8 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
   REQUIRE_FALSE(r.diverged());
   REQUIRE(r.mode_summary == "nondeterministic");
   // Classes must match the traces, whether or not nondeterminism happened in this run.
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
       const bool same_class = r.runs[i].outcome_class == r.runs[j].outcome_class;
@@ -180,7 +180,7 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   auto o = options_in(dir, 3);
   o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
   const auto in_process = ra::audit::run_audit(small_spec(), o);
-  ra::audit::ComparisonOptions co;
+  ra::audit::AuditComparisonOptions co;
   const auto from_files = ra::audit::compare_trace_files(ra::audit::trace_files_in(dir.path), co);
   // Files given by name: the same report, without the folder's check.
   auto strip_sources = [](nlohmann::json j) {
@@ -188,11 +188,11 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
     j.erase("audit_folders");
     return j;
   };
-  REQUIRE(strip_sources(ra::audit::to_json(from_files)) ==
-          strip_sources(ra::audit::to_json(in_process.comparison)));
+  REQUIRE(strip_sources(ra::compare::to_json(from_files)) ==
+          strip_sources(ra::compare::to_json(in_process.comparison)));
   // The folder, through its manifest: the very report of the audit.
-  REQUIRE(ra::audit::to_json(ra::audit::compare_inputs({dir.path}, co)) ==
-          ra::audit::to_json(in_process.comparison));
+  REQUIRE(ra::compare::to_json(ra::audit::compare_inputs({dir.path}, co)) ==
+          ra::compare::to_json(in_process.comparison));
 }
 
 TEST_CASE("a nondeterministic policy with every reducing op overridden expects identity",

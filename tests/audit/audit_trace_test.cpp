@@ -51,13 +51,13 @@ TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
   o.runs = 1;
   o.out_dir = dir.path / "out";
   const auto run_file = ra::audit::run_audit(small_spec(), o).trace_files.at(0);
-  const auto t = ra::audit::read_trace(run_file);
+  const auto t = ra::trace::read_trace(run_file);
   REQUIRE(lines_of(read_text(run_file)).size() == kEnd);
   REQUIRE(t.steps.size() == 6);
   REQUIRE(t.epochs.size() == 2);
   REQUIRE(t.final);
   REQUIRE(t.final->steps == 6);
-  REQUIRE(t.header.spec_digest == ra::audit::spec_digest_of(t.header.spec).hex());
+  REQUIRE(t.header.spec_digest == ra::trace::spec_digest_of(t.header.spec).hex());
   // What the reader reads, the writer writes back byte for byte.
-  REQUIRE(ra::audit::serialize_trace(t) == read_text(run_file));
+  REQUIRE(ra::trace::serialize_trace(t) == read_text(run_file));
 }

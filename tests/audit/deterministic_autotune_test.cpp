@@ -27,7 +27,7 @@ const fs::path kRun0Trace = fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit"
                             "h100-2026-11-26" / "deterministic" / "run-000.trace.jsonl";
 
 ra::spec::ExperimentSpec spec_in_mode(KernelMode mode) {
-  nlohmann::json doc = ra::audit::read_trace(kRun0Trace).header.spec;
+  nlohmann::json doc = ra::trace::read_trace(kRun0Trace).header.spec;
   doc["device"] = "cuda";
   doc["determinism"]["mode"] = ra::spec::to_string(mode);
   return ra::spec::parse_spec(doc, "");

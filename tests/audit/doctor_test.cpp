@@ -10,7 +10,7 @@
 
 using Catch::Matchers::Contains;
 using ra::audit::DoctorFinding;
-using ra::audit::Trace;
+using ra::trace::Trace;
 
 namespace {
 

@@ -49,7 +49,7 @@ std::string read_text(const std::filesystem::path& p) {
 }  // namespace
 
 TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][trace]") {
-  ra::audit::ComparisonOptions options;
+  ra::audit::AuditComparisonOptions options;
   SECTION("the same path twice") {
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
     REQUIRE(r.identical);
@@ -85,7 +85,7 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     const auto again = dir.path / "run-000.trace.jsonl";
     ra::test::write_trace_file(
         ra::test::two_epoch_trace(0, "fedcba9876543210fedcba9876543210", 0.0025), again);
-    const auto a = ra::audit::read_trace(run_file(0)), b = ra::audit::read_trace(again);
+    const auto a = ra::trace::read_trace(run_file(0)), b = ra::trace::read_trace(again);
     // The headers differ only in the audit id: the copies criterion must not lean on it.
     json first = json::parse(lines_of(read_text(run_file(0)))[0]);
     json second = json::parse(lines_of(read_text(again))[0]);

@@ -16,8 +16,8 @@
 #include "trace/trace_io.h"
 
 using Catch::Matchers::Contains;
-using ra::audit::OpRecord;
-using ra::audit::Trace;
+using ra::trace::OpRecord;
+using ra::trace::Trace;
 
 TEST_CASE("op records survive the trace file, version 2, and version 1 is unchanged",
           "[audit][ops][trace]") {
@@ -34,13 +34,13 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
   ra::audit::AuditOptions o;
   o.runs = 1;
   o.out_dir = dir.path;
-  o.trace_ops = ra::audit::OpWindow{1, 3};
+  o.trace_ops = ra::trace::OpWindow{1, 3};
   const auto result = ra::audit::run_audit(spec, o);
   const std::string text = ra::read_file(result.trace_files[0]);
-  const Trace t = ra::audit::parse_trace(text, "t.trace.jsonl");
+  const Trace t = ra::trace::parse_trace(text, "t.trace.jsonl");
   CHECK(t.header.format_version == 2);
   REQUIRE(t.header.trace_ops);
-  CHECK(*t.header.trace_ops == ra::audit::OpWindow{1, 3});
+  CHECK(*t.header.trace_ops == ra::trace::OpWindow{1, 3});
   REQUIRE(t.steps.size() == 3);
   CHECK_FALSE(t.steps[0].ops_recorded);
   for (int s = 1; s < 3; ++s) {
@@ -72,7 +72,7 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
     }
   }
   // Written back, the same text: nothing of the records is lost or reordered.
-  CHECK(ra::audit::serialize_trace(t) == text);
+  CHECK(ra::trace::serialize_trace(t) == text);
 
   SECTION("a version 1 trace has neither the window nor op records") {
     ra::test::TempDir plain_dir;
@@ -86,19 +86,19 @@ TEST_CASE("op records survive the trace file, version 2, and version 1 is unchan
   SECTION("op records outside the window are refused") {
     std::string bad = text;
     bad.replace(bad.find("\"first\":1"), 9, "\"first\":2");
-    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(bad, "t.trace.jsonl"),
                       Contains("step 1 is outside the op window"));
   }
   SECTION("a step of the window without op records is refused") {
     std::string bad = text;
     bad.replace(bad.find("\"first\":1"), 9, "\"first\":0");
-    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(bad, "t.trace.jsonl"),
                       Contains("field 'ops' is missing: step 0 is in the op window"));
   }
   SECTION("a version 1 header with a window is refused") {
     std::string bad = text;
     bad.replace(bad.find("\"format_version\":2"), 18, "\"format_version\":1");
-    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(bad, "t.trace.jsonl"),
                       Contains("op records need trace format version 2"));
   }
 }

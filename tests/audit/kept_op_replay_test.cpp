@@ -15,9 +15,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-ra::audit::RootCause sum_cause() {
-  ra::audit::RootCause c;
-  c.kind = ra::audit::RootCause::Kind::op;
+ra::compare::RootCause sum_cause() {
+  ra::compare::RootCause c;
+  c.kind = ra::compare::RootCause::Kind::op;
   c.step = 2;
   c.index = 11;
   c.record.op = "aten.sum.default";

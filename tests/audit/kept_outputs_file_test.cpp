@@ -37,10 +37,10 @@ void write_kept(const std::filesystem::path& file, const std::string& audit_id, 
 TEST_CASE("kept outputs are used whole and only for their own run", "[audit][ops][pytorch]") {
   ra::test::TempDir dir;
   const auto file = dir.path / ra::audit::kKeptOutputsFileName;
-  ra::audit::TraceHeader header;
+  ra::trace::TraceHeader header;
   header.audit_id = "0123456789abcdef0123456789abcdef";
   header.run_index = 2;
-  ra::audit::KeptOutputs store(1 << 20);
+  ra::record::KeptOutputs store(1 << 20);
 
   SECTION("absent: nothing to say") {
     CHECK(ra::audit::load_kept_outputs(file, header, store).empty());

@@ -93,12 +93,12 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
   o.seeds = ra::audit::SeedPolicy::all;
   o.mode = ra::spec::KernelMode::nondeterministic;  // the perturbed group is deterministic anyway
   const ra::audit::AuditResult result = ra::audit::run_audit(tiny_spec(), o);
-  const ra::audit::ComparisonResult& r = result.comparison;
+  const ra::compare::ComparisonResult& r = result.comparison;
   REQUIRE(r.runs.size() == 6);
   CHECK(r.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared
   REQUIRE(r.instability);
   REQUIRE(r.instability->perturbed.size() == 2);
-  for (const ra::audit::PerturbedRunCheck& c : r.instability->perturbed) {
+  for (const ra::compare::PerturbedRunCheck& c : r.instability->perturbed) {
     CHECK(c.parts_at_perturbation());
     CHECK((c.perturbation.before ^ c.perturbation.after) == 1u);
   }
@@ -109,17 +109,18 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
 
   // The traces: each perturbed run deterministic, and against run 0 its first divergence is its
   // flipped weight's tensor, before step 0.
-  std::vector<ra::audit::Trace> traces;
-  for (const fs::path& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const fs::path& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   for (int run : {4, 5}) {
-    const ra::audit::Trace& t = traces[static_cast<std::size_t>(run)];
+    const ra::trace::Trace& t = traces[static_cast<std::size_t>(run)];
     CHECK(t.header.determinism["mode"] == "deterministic");
-    ra::audit::Trace as_same = t;
+    ra::trace::Trace as_same = t;
     as_same.header.seed_group = "same";
     as_same.header.perturbation.reset();
-    const ra::audit::ComparisonResult pair = ra::audit::compare_traces({traces[0], as_same}, {});
+    const ra::compare::ComparisonResult pair =
+        ra::compare::compare_traces({traces[0], as_same}, {});
     REQUIRE(pair.first_divergence);
-    CHECK(pair.first_divergence->category == ra::audit::Category::initial_weights);
+    CHECK(pair.first_divergence->category == ra::compare::Category::initial_weights);
     CHECK(pair.first_divergence->tensor == t.header.perturbation->tensor);
     // The predictions file holds what the trace recorded.
     REQUIRE(t.final->predictions);
@@ -133,7 +134,7 @@ TEST_CASE("a predictions file that is not what its trace recorded is refused", "
   ra::test::TempDir dir;
   const fs::path trace = dir.path / "run-000.trace.jsonl";
   const std::vector<std::int32_t> classes = {0, 2, 1, 1};
-  const ra::audit::PredictionsRecord record = ra::audit::write_predictions(trace, classes);
+  const ra::trace::PredictionsRecord record = ra::audit::write_predictions(trace, classes);
   CHECK(record.file == "run-000/predictions.npy");
   CHECK(record.samples == 4);
   CHECK(ra::audit::read_predictions_file(trace, record) == std::vector<std::int64_t>{0, 2, 1, 1});

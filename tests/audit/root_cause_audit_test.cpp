@@ -15,7 +15,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 
 using ra::test::race_spec_json;
@@ -26,8 +26,8 @@ ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
 }
 
-ra::audit::FaultSpec op_fault(std::int64_t step, const std::string& layer_op) {
-  ra::audit::FaultSpec f;
+ra::record::FaultSpec op_fault(std::int64_t step, const std::string& layer_op) {
+  ra::record::FaultSpec f;
   f.run = 1;
   f.step = step;
   f.op = layer_op;
@@ -56,8 +56,8 @@ const std::vector<ReducingCase> kReducingOps = {
 
 // The first step at which run `run`'s records of `op` produce other outputs than the reference
 // run's: computed from the trace files, independently of the localisation.
-std::optional<std::int64_t> first_step_op_differs(const ra::audit::Trace& ref,
-                                                  const ra::audit::Trace& other,
+std::optional<std::int64_t> first_step_op_differs(const ra::trace::Trace& ref,
+                                                  const ra::trace::Trace& other,
                                                   const std::string& op) {
   for (std::size_t s = 0; s < ref.steps.size(); ++s) {
     const auto& a = ref.steps[s].ops;
@@ -118,7 +118,7 @@ TEST_CASE("a fault in a forward op's output is localised there, and spreads alon
 TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 2, "batch", 0, 0, ""};
+  o.fault = ra::record::FaultSpec{1, 2, "batch", 0, 0, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
@@ -132,7 +132,7 @@ TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audi
 TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
+  o.fault = ra::record::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& cause = r.root_causes[0];
@@ -144,7 +144,7 @@ TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[
     TempDir later;
     auto windowed = traced_audit(later, 2);
     windowed.fault = o.fault;
-    windowed.trace_ops = ra::audit::OpWindow{2, std::nullopt};
+    windowed.trace_ops = ra::trace::OpWindow{2, std::nullopt};
     const auto w = ra::audit::run_audit(spec_from(root_cause_spec_json()), windowed).comparison;
     REQUIRE(w.root_causes.size() == 1);
     CHECK(w.root_causes[0].kind == RootCause::Kind::outside_window);
@@ -160,8 +160,8 @@ TEST_CASE("op records change no bit of a run, and runs without them stay format 
   plain.out_dir = without.path;
   const auto a = ra::audit::run_audit(spec_from(root_cause_spec_json()), traced_audit(with, 1));
   const auto b = ra::audit::run_audit(spec_from(root_cause_spec_json()), plain);
-  const ra::audit::Trace ta = ra::audit::read_trace(a.trace_files[0]);
-  const ra::audit::Trace tb = ra::audit::read_trace(b.trace_files[0]);
+  const ra::trace::Trace ta = ra::trace::read_trace(a.trace_files[0]);
+  const ra::trace::Trace tb = ra::trace::read_trace(b.trace_files[0]);
   CHECK(ta.header.format_version == 2);
   CHECK(tb.header.format_version == 1);
   CHECK_FALSE(tb.header.trace_ops);
@@ -216,8 +216,8 @@ TEST_CASE("a run where only one reducing op is nondeterministic is localised to 
       if (r.identical && r.root_causes.empty()) {
         WARN("no race showed for " << c.policy_name << " in 3 runs of 3 steps");
       }
-      std::vector<ra::audit::Trace> traces;
-      for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+      std::vector<ra::trace::Trace> traces;
+      for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
       for (const RootCause& cause : r.root_causes) {
         INFO("root cause " << cause.record.op << " in " << cause.record.layer << " at step "
                            << cause.step << ": " << cause.detail);

@@ -19,7 +19,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::race_spec_json;
 using ra::test::root_cause_spec_json;
 using ra::test::TempDir;
@@ -29,8 +29,8 @@ ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
 }
 
-ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
-  ra::audit::FaultSpec f;
+ra::record::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
+  ra::record::FaultSpec f;
   f.run = run;
   f.step = step;
   f.op = layer_op;
@@ -40,7 +40,7 @@ ra::audit::FaultSpec op_fault(int run, std::int64_t step, const std::string& lay
 }
 
 // The one op cause of a comparison, with its magnitude.
-const RootCause& only_cause(const ra::audit::ComparisonResult& r) {
+const RootCause& only_cause(const ra::compare::ComparisonResult& r) {
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];
   REQUIRE(c.kind == RootCause::Kind::op);
@@ -125,20 +125,20 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
   o.fault = op_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
   const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
-  const nlohmann::json a = ra::audit::to_json(in_process)["root_causes"];
-  const nlohmann::json b = ra::audit::to_json(from_files)["root_causes"];
+  const nlohmann::json a = ra::compare::to_json(in_process)["root_causes"];
+  const nlohmann::json b = ra::compare::to_json(from_files)["root_causes"];
   REQUIRE(a.size() == 1);
   CHECK(a == b);
   CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["max_ulp"] == 1 << 22);
   CHECK(a[0]["magnitude"]["runs"][0]["outputs"][0]["output"] == "dw");
 
   SECTION("and measures nothing when told not to") {
-    ra::audit::ComparisonOptions options;
+    ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;
     const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
     REQUIRE(unmeasured.root_causes.size() == 1);
     CHECK_FALSE(unmeasured.root_causes[0].magnitude);
-    CHECK(ra::audit::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
+    CHECK(ra::compare::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
   }
 }
 
@@ -147,8 +147,8 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
   auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, 1, "dense_1/dense.backward_weight", 2);
   const auto result = ra::audit::run_audit(spec_from(root_cause_spec_json()), o);
-  std::vector<ra::audit::Trace> traces;
-  for (const auto& f : result.trace_files) traces.push_back(ra::audit::read_trace(f));
+  std::vector<ra::trace::Trace> traces;
+  for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   // Traces of CPU runs, presented as GPU runs: without a GPU the replay cannot train, and with one
   // its GPU kernels part from the CPU's records before the op. Either way: no magnitude, a reason.
   for (auto& t : traces) t.header.backend = "cuda";
@@ -162,7 +162,7 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
 TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = ra::audit::FaultSpec{1, 1, "batch", 0, 0, ""};
+  o.fault = ra::record::FaultSpec{1, 1, "batch", 0, 0, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.record.op == "batch");
@@ -226,8 +226,8 @@ TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a 
 }
 
 TEST_CASE("kept outputs stop at the run's budget and stay a prefix", "[audit][ops]") {
-  ra::audit::KeptOutputs kept(10);
-  using Outputs = ra::audit::KeptOutputs::Outputs;
+  ra::record::KeptOutputs kept(10);
+  using Outputs = ra::record::KeptOutputs::Outputs;
   const Outputs four{{{1, 2, 3, 4}}, {ra::DType::f32}};
   const Outputs eight{{{1, 2, 3, 4, 5, 6, 7, 8}}, {ra::DType::f32}};
   CHECK(kept.keep(0, 0, 1, four));

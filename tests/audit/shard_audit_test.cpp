@@ -71,7 +71,7 @@ void run_shards(const ra::spec::ExperimentSpec& spec, AuditOptions o, int count,
     if (f) std::rethrow_exception(f);
 }
 
-ra::audit::ComparisonResult compare_folder(const fs::path& dir) {
+ra::compare::ComparisonResult compare_folder(const fs::path& dir) {
   return ra::audit::compare_inputs({dir}, {});
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
       o.out_dir = sharded.path;
       run_shards(spec_of(c.mode), o, c.shards);
 
-      const ra::audit::ComparisonResult merged = compare_folder(sharded.path);
+      const ra::compare::ComparisonResult merged = compare_folder(sharded.path);
       CHECK_FALSE(merged.incomplete());
       REQUIRE(merged.audit_folders.size() == 1);
       CHECK(merged.audit_folders[0].shards == c.shards);
@@ -133,11 +133,11 @@ TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audi
       ra::FileLock::try_lock(dir.path / ra::audit::shard_lock_name(3),
                              ra::FileLock::Mode::exclusive, "pid 4242 on node-9");
   REQUIRE(running);
-  const ra::audit::ComparisonResult r = compare_folder(dir.path);
+  const ra::compare::ComparisonResult r = compare_folder(dir.path);
   CHECK(r.incomplete());
   CHECK(r.identical);  // over runs 0 and 2
   REQUIRE(r.audit_folders.size() == 1);
-  const ra::audit::AuditFolderCheck& f = r.audit_folders[0];
+  const ra::compare::AuditFolderCheck& f = r.audit_folders[0];
   CHECK(f.runs == std::vector<int>{0, 2});
   REQUIRE(f.missing_runs.size() == 2);
   CHECK(f.missing_runs[0].run == 1);
@@ -157,7 +157,7 @@ TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audi
   // The last shards finish: complete.
   running.reset();
   run_shards(spec, o, 4, {1, 3});
-  const ra::audit::ComparisonResult done = compare_folder(dir.path);
+  const ra::compare::ComparisonResult done = compare_folder(dir.path);
   CHECK_FALSE(done.incomplete());
   CHECK(done.runs.size() == 4);
   CHECK(to_json(done)["verdict"]["complete"] == true);

@@ -22,7 +22,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 
 // Random data (no files needed): the Keras convnet's shapes, two convs and two dense layers.
@@ -91,7 +91,7 @@ TEST_CASE("pinned deterministic algorithms from an autotuned run: bitwise identi
   CHECK(result.comparison.identical);
   CHECK(result.comparison.ledger_differences.empty());
   for (const fs::path& trace : result.trace_files) {
-    for (const nlohmann::json& e : ra::audit::read_trace(trace).header.ledger) {
+    for (const nlohmann::json& e : ra::trace::read_trace(trace).header.ledger) {
       if (e.value("layer", "").rfind("conv ", 0) != 0 ||
           e.value("direction", "") == "backward_bias")
         continue;
@@ -123,13 +123,13 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
     ra::audit::AuditOptions o = ra::test::traced_audit(dir, 1);
     o.out_dir = dir.path / name;
     o.mode = ra::spec::KernelMode::autotune;
-    o.trace_ops = ra::audit::OpWindow{0, 2};
+    o.trace_ops = ra::trace::OpWindow{0, 2};
     o.algorithm_pins = pins_from(dir.path / (std::string(name) + ".json"));
     traces.push_back(ra::audit::run_audit(pin_spec(), o).trace_files[0]);
   }
-  ra::audit::ComparisonOptions options;
+  ra::audit::AuditComparisonOptions options;
   options.expect_identical = false;
-  const ra::audit::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
+  const ra::compare::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
   REQUIRE_FALSE(r.identical);
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];

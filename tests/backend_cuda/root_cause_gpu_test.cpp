@@ -16,7 +16,7 @@
 
 namespace {
 
-using ra::audit::RootCause;
+using ra::compare::RootCause;
 using ra::test::TempDir;
 using ra::test::traced_audit;
 
@@ -43,7 +43,7 @@ TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran
   TempDir dir;
   auto o = traced_audit(dir, 2);
   o.mode = ra::spec::KernelMode::deterministic;
-  o.fault = ra::audit::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
+  o.fault = ra::record::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
   REQUIRE(r.root_causes.size() == 1);
   const RootCause& c = r.root_causes[0];

@@ -95,8 +95,8 @@ TEST_CASE("GPU and CPU start from the same weights and see the same batches", "[
   TempDir gpu_dir, cpu_dir;
   const auto gpu = audit(keras_mnist("cuda", 5), 1, gpu_dir, ra::spec::KernelMode::deterministic);
   const auto cpu = audit(keras_mnist("cpu", 5), 1, cpu_dir, ra::spec::KernelMode::deterministic);
-  const auto g = ra::audit::read_trace(gpu.trace_files[0]);
-  const auto c = ra::audit::read_trace(cpu.trace_files[0]);
+  const auto g = ra::trace::read_trace(gpu.trace_files[0]);
+  const auto c = ra::trace::read_trace(cpu.trace_files[0]);
   REQUIRE(g.header.backend == "cuda");
   REQUIRE(c.header.backend == "cpu");
   REQUIRE(g.initial_weights == c.initial_weights);
@@ -121,7 +121,7 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   REQUIRE(r.comparison.classes.size() == 1);
   // Every convolution ran the heuristic's choice (backend/cuda/conv_heuristic.h): deterministic,
   // fp32 FMA, and the same algorithms in every run.
-  const auto first = ra::audit::read_trace(r.trace_files[0]);
+  const auto first = ra::trace::read_trace(r.trace_files[0]);
   int convolutions = 0;
   for (const nlohmann::json& e : first.header.ledger) {
     if (e.value("layer", "").rfind("conv ", 0) != 0 || e.value("direction", "") == "backward_bias")
@@ -134,7 +134,7 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   }
   CHECK(convolutions == 5);  // 2 forward, 2 filter gradients, 1 data gradient (conv2d_1)
   for (const auto& file : r.trace_files) {
-    CHECK(ra::audit::read_trace(file).header.ledger == first.header.ledger);
+    CHECK(ra::trace::read_trace(file).header.ledger == first.header.ledger);
   }
 }
 
@@ -157,10 +157,10 @@ TEST_CASE("a GPU run's loss trajectory follows the CPU run's", "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir gpu_dir, cpu_dir;
-  const auto g = ra::audit::read_trace(
+  const auto g = ra::trace::read_trace(
       audit(keras_mnist("cuda", 40), 1, gpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
-  const auto c = ra::audit::read_trace(
+  const auto c = ra::trace::read_trace(
       audit(keras_mnist("cpu", 40), 1, cpu_dir, ra::spec::KernelMode::deterministic)
           .trace_files[0]);
   REQUIRE(g.steps.size() == c.steps.size());

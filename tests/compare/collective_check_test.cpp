@@ -8,7 +8,8 @@
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::trace;
 
 // Run `run` of 2 ranks, 3 steps, two buckets a step, the same digests on both ranks' inputs
 // (as if the batches agreed) and results.

@@ -12,7 +12,8 @@
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::trace;
 using ra::test::TraceBuilder;
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {

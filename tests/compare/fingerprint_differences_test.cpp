@@ -34,20 +34,20 @@ json fingerprint_of_this_kind() {
 
 TEST_CASE("fingerprint_differences lists the keys that differ", "[environment]") {
   const json a = fingerprint_of_this_kind();
-  CHECK(ra::audit::fingerprint_differences(a, a).empty());
+  CHECK(ra::compare::fingerprint_differences(a, a).empty());
 
   json b = a;
   b["threads"] = 8;
   b["cpu_flags"] = json::array({"avx2"});
-  CHECK(ra::audit::fingerprint_differences(a, b) == Strings{"cpu_flags", "threads"});
+  CHECK(ra::compare::fingerprint_differences(a, b) == Strings{"cpu_flags", "threads"});
 
   json c = a;
   c.erase("hostname");  // present in one only
   c["gpu"] = "H100";
-  CHECK(ra::audit::fingerprint_differences(a, c) == Strings{"gpu", "hostname"});
-  CHECK(ra::audit::fingerprint_differences(c, a) == Strings{"gpu", "hostname"});
+  CHECK(ra::compare::fingerprint_differences(a, c) == Strings{"gpu", "hostname"});
+  CHECK(ra::compare::fingerprint_differences(c, a) == Strings{"gpu", "hostname"});
 
   // A trace without a fingerprint (null) differs in every key of the other.
-  CHECK(ra::audit::fingerprint_differences(json(), json{{"os", "Linux"}, {"glibc", "2.36"}}) ==
+  CHECK(ra::compare::fingerprint_differences(json(), json{{"os", "Linux"}, {"glibc", "2.36"}}) ==
         Strings{"glibc", "os"});
 }

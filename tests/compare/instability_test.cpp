@@ -15,11 +15,11 @@
 #include "compare/compare.h"
 #include "trace/in_memory_traces.h"
 
-using ra::audit::bootstrap_indices;
-using ra::audit::bootstrap_ratio;
-using ra::audit::InstabilityVerdict;
-using ra::audit::MetricFinding;
-using ra::audit::RatioEstimate;
+using ra::compare::bootstrap_indices;
+using ra::compare::bootstrap_ratio;
+using ra::compare::InstabilityVerdict;
+using ra::compare::MetricFinding;
+using ra::compare::RatioEstimate;
 
 namespace {
 
@@ -34,7 +34,7 @@ double plain_std(const std::vector<double>& v) {
   return std::sqrt(squares / static_cast<double>(v.size() - 1));
 }
 
-ra::audit::GroupStatistic std_statistic(const std::vector<double>& values) {
+ra::compare::GroupStatistic std_statistic(const std::vector<double>& values) {
   return [&values](std::span<const std::size_t> runs) {
     std::vector<double> picked;
     for (std::size_t r : runs) picked.push_back(values[r]);
@@ -61,14 +61,14 @@ MetricFinding finding(double same, double perturbed, double same_over_perturbed)
 
 TEST_CASE("disagreement counts the samples whose class differs", "[statistics][instability]") {
   const std::vector<std::int64_t> a = {0, 1, 2, 3}, b = {0, 1, 1, 3}, c = {1, 1, 2, 3};
-  CHECK(ra::audit::disagreement(a, a) == 0.0);
-  CHECK(ra::audit::disagreement(a, b) == 0.25);  // sample 2
-  CHECK(ra::audit::disagreement(b, c) == 0.5);   // samples 0 and 2
+  CHECK(ra::compare::disagreement(a, a) == 0.0);
+  CHECK(ra::compare::disagreement(a, b) == 0.25);  // sample 2
+  CHECK(ra::compare::disagreement(b, c) == 0.5);   // samples 0 and 2
   // Pairs (a,b) 1/4, (a,c) 1/4, (b,c) 2/4: mean 1/3.
-  CHECK(ra::audit::mean_pairwise_disagreement({a, b, c}) == Approx(1.0 / 3).epsilon(1e-15));
-  CHECK(ra::audit::mean_pairwise_disagreement({a}) == 0.0);
-  CHECK(ra::audit::disagreement(std::vector<std::int64_t>{}, std::vector<std::int64_t>{}) == 0.0);
-  CHECK_THROWS_AS(ra::audit::disagreement(a, std::vector<std::int64_t>{0}), std::logic_error);
+  CHECK(ra::compare::mean_pairwise_disagreement({a, b, c}) == Approx(1.0 / 3).epsilon(1e-15));
+  CHECK(ra::compare::mean_pairwise_disagreement({a}) == 0.0);
+  CHECK(ra::compare::disagreement(std::vector<std::int64_t>{}, std::vector<std::int64_t>{}) == 0.0);
+  CHECK_THROWS_AS(ra::compare::disagreement(a, std::vector<std::int64_t>{0}), std::logic_error);
 }
 
 TEST_CASE("the bootstrap ratio is the recomputation on the same resamples", "[statistics]") {
@@ -94,7 +94,7 @@ TEST_CASE("the bootstrap ratio is the recomputation on the same resamples", "[st
   CHECK(e.resamples == resamples);
   CHECK(e.trustworthy);
   // The same draws as std_ratio's: its interval over these values is this one.
-  const RatioEstimate s = ra::audit::std_ratio(num, den, resamples);
+  const RatioEstimate s = ra::compare::std_ratio(num, den, resamples);
   CHECK(s.low == Approx(e.low).epsilon(1e-12));
   CHECK(s.high == Approx(e.high).epsilon(1e-12));
   // Seeded: a second call gives the same bits.
@@ -119,10 +119,10 @@ TEST_CASE("bootstrap indices are a hand-checkable resample", "[statistics]") {
 }
 
 TEST_CASE("the interpretation changes at its threshold", "[instability]") {
-  REQUIRE(ra::audit::kAmplificationThreshold == 2.0);
+  REQUIRE(ra::compare::kAmplificationThreshold == 2.0);
   MetricFinding at =
       finding(0.02, 0.01, 2.0);  // at the threshold: still the training's instability
-  ra::audit::interpret(at, "final loss");
+  ra::compare::interpret(at, "final loss");
   CHECK(at.verdict == InstabilityVerdict::unstable);
   CHECK(at.interpretation ==
         "final loss: same-seed nondeterminism spreads results as much as a 1-bit change (ratio 2 "
@@ -130,23 +130,23 @@ TEST_CASE("the interpretation changes at its threshold", "[instability]") {
         "runs, not better ones; to reduce the spread, average over seeds or ensemble");
 
   MetricFinding above = finding(0.0201, 0.01, 2.01);
-  ra::audit::interpret(above, "final loss");
+  ra::compare::interpret(above, "final loss");
   CHECK(above.verdict == InstabilityVerdict::amplifying);
   CHECK(above.interpretation ==
         "final loss: nondeterminism spreads results 2x more than a 1-bit change (ratio 2 [1, "
         "3]): a nondeterministic op amplifies differences; see the root cause");
 
   MetricFinding low = finding(0.001, 0.01, 0.1);
-  ra::audit::interpret(low, "eval accuracy");
+  ra::compare::interpret(low, "eval accuracy");
   CHECK(low.verdict == InstabilityVerdict::unstable);
   CHECK_THAT(low.interpretation, Catch::Contains("spreads results less than a 1-bit change"));
 
   MetricFinding repeatable = finding(0.0, 0.01, 0.0);
-  ra::audit::interpret(repeatable, "disagreement");
+  ra::compare::interpret(repeatable, "disagreement");
   CHECK(repeatable.verdict == InstabilityVerdict::repeatable);
 
   MetricFinding none = finding(0.0, 0.0, 0.0);
-  ra::audit::interpret(none, "disagreement");
+  ra::compare::interpret(none, "disagreement");
   CHECK(none.verdict == InstabilityVerdict::no_spread);
 }
 
@@ -159,14 +159,14 @@ TEST_CASE("perturbed runs part at their weight, with churn and spreads per group
   different.seed = 7;
   ra::test::TraceBuilder perturbed = same;
   perturbed.seed_group = "perturbed";
-  std::vector<ra::audit::Trace> traces = {same.build(0),      same.build(1),
+  std::vector<ra::trace::Trace> traces = {same.build(0),      same.build(1),
                                           different.build(2), different.build(3),
                                           perturbed.build(4), perturbed.build(5)};
   traces[1].final->eval_accuracy = 0.8;
   traces[3].final->eval_accuracy = 0.9;
   traces[5].final->eval_accuracy = 0.7;
   for (int i : {4, 5}) {
-    traces[i].header.perturbation = ra::audit::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
     traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
   }
   traces[5].initial_weights[0] = ra::test::changed(traces[5].initial_weights[0]);  // not only
@@ -175,7 +175,7 @@ TEST_CASE("perturbed runs part at their weight, with churn and spreads per group
       Classes{0, 1, 2, 3}, Classes{0, 1, 2, 1}, Classes{0, 0, 0, 3},
       Classes{1, 1, 2, 3}, Classes{0, 1, 2, 3}, Classes{0, 1, 2, 3}};
 
-  const auto found = ra::audit::instability_findings(traces, predictions);
+  const auto found = ra::compare::instability_findings(traces, predictions);
   REQUIRE(found);
   CHECK(found->reference == 0);
   REQUIRE(found->perturbed.size() == 2);
@@ -197,5 +197,5 @@ TEST_CASE("perturbed runs part at their weight, with churn and spreads per group
 
   // Without a perturbed group there is no finding.
   traces.resize(4);
-  CHECK_FALSE(ra::audit::instability_findings(traces, {4, std::nullopt}));
+  CHECK_FALSE(ra::compare::instability_findings(traces, {4, std::nullopt}));
 }

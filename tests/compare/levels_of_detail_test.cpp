@@ -11,7 +11,8 @@
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::trace;
 using ra::test::diverge;
 using ra::test::TraceBuilder;
 

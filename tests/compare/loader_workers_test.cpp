@@ -11,8 +11,8 @@
 
 namespace {
 
-using ra::audit::LoaderWorker;
-using ra::audit::Trace;
+using ra::trace::LoaderWorker;
+using ra::trace::Trace;
 
 // `workers` workers per pass; the dataset's generator in `shared_state` for workers listed in
 // `sharing`, its own state for the others; numpy always per worker.
@@ -44,7 +44,7 @@ TEST_CASE("loader_worker_findings: a generator copied into every worker", "[comp
       with_workers(0, {pass(10, 4, {0, 1, 2, 3}), pass(20, 4, {0, 1, 2, 3})}),
       with_workers(1, {pass(10, 4, {0, 1, 2, 3}), pass(30, 4, {1, 3})}),
   };
-  const auto findings = ra::audit::phases::loader_worker_findings(traces);
+  const auto findings = ra::compare::phases::loader_worker_findings(traces);
   REQUIRE(findings);
   CHECK(findings->runs_recorded == std::vector<int>{0, 1});
   REQUIRE(findings->shared_streams.size() == 1);  // numpy differs per worker: not flagged
@@ -62,7 +62,7 @@ TEST_CASE("loader_worker_findings: a pass shares only within itself", "[compare]
   std::vector<LoaderWorker> a = pass(10, 2, {}), b = pass(20, 3, {1, 2});
   b[1].streams[0].second = a[0].streams[0].second;
   b[2].streams[0].second = a[0].streams[0].second;
-  const auto findings = ra::audit::phases::loader_worker_findings({with_workers(0, {a, b})});
+  const auto findings = ra::compare::phases::loader_worker_findings({with_workers(0, {a, b})});
   REQUIRE(findings);
   REQUIRE(findings->shared_streams.size() == 1);
   CHECK(findings->shared_streams[0].workers == std::vector<int>{1, 2});
@@ -71,11 +71,11 @@ TEST_CASE("loader_worker_findings: a pass shares only within itself", "[compare]
 }
 
 TEST_CASE("loader_worker_findings: own streams per worker, and no record at all", "[compare]") {
-  const auto fixed = ra::audit::phases::loader_worker_findings(
+  const auto fixed = ra::compare::phases::loader_worker_findings(
       {with_workers(0, {pass(10, 4, {})}), ra::test::TraceBuilder{}.build(1)});
   REQUIRE(fixed);
   CHECK(fixed->runs_recorded == std::vector<int>{0});
   CHECK(fixed->shared_streams.empty());
-  CHECK_FALSE(ra::audit::phases::loader_worker_findings(
+  CHECK_FALSE(ra::compare::phases::loader_worker_findings(
       {ra::test::TraceBuilder{}.build(0), ra::test::TraceBuilder{}.build(1)}));
 }

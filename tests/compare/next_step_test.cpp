@@ -16,9 +16,9 @@
 
 namespace {
 
-using ra::audit::ComparisonResult;
-using ra::audit::LoaderWorker;
-using ra::audit::Trace;
+using ra::compare::ComparisonResult;
+using ra::trace::LoaderWorker;
+using ra::trace::Trace;
 
 Trace pytorch_run(int run) {
   Trace t = ra::test::TraceBuilder{}.build(run);
@@ -42,21 +42,21 @@ std::string joined(const std::vector<std::string>& lines) {
 TEST_CASE("next step: a sample order that differs is the loader's, not an op's", "[compare]") {
   std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
   traces[1].steps[0].batch_indices = ra::test::changed(traces[1].steps[0].batch_indices);
-  const ComparisonResult r = ra::audit::compare_traces(traces, {});
+  const ComparisonResult r = ra::compare::compare_traces(traces, {});
   REQUIRE(r.loader_advice);
   CHECK_FALSE(r.suggested_trace_ops);  // --trace-ops 0:1 could only say "no op is blamed"
   CHECK(r.loader_advice->step == 0);
   CHECK(r.loader_advice->tensor == "indices");
   CHECK(r.loader_advice->indices_recorded);
-  const std::string advice = joined(ra::audit::next_step_advice(r));
+  const std::string advice = joined(ra::compare::next_step_advice(r));
   CHECK_THAT(advice, Catch::Contains("the batches part at step 0 (their indices)"));
   CHECK_THAT(advice, Catch::Contains("rec.watch_loader(loader)"));  // no workers recorded
   CHECK_THAT(advice, Catch::Contains("generator=torch.Generator().manual_seed(seed)"));
   CHECK_THAT(advice, !Catch::Contains("indices=..."));  // they were recorded
-  const nlohmann::json json = ra::audit::to_json(r)["next_step"];
+  const nlohmann::json json = ra::compare::to_json(r)["next_step"];
   CHECK(json["kind"] == "watch_loader");
   CHECK(json["trace_ops"].is_null());
-  CHECK(json["advice"] == nlohmann::json(ra::audit::next_step_advice(r)));
+  CHECK(json["advice"] == nlohmann::json(ra::compare::next_step_advice(r)));
 }
 
 TEST_CASE("next step: a worker stream shared and unseeded is named both ways", "[compare]") {
@@ -67,13 +67,13 @@ TEST_CASE("next step: a worker stream shared and unseeded is named both ways", "
   traces[0].final->loader_workers = workers_sharing(100);
   traces[1].final->loader_workers = workers_sharing(200);  // another state in each run
   traces[1].steps[0].batch_inputs = ra::test::changed(traces[1].steps[0].batch_inputs);
-  const ComparisonResult r = ra::audit::compare_traces(traces, {});
+  const ComparisonResult r = ra::compare::compare_traces(traces, {});
   REQUIRE(r.loader_workers);
   REQUIRE(r.loader_workers->shared_streams.size() == 1);
   CHECK(r.loader_workers->shared_streams[0].differs_between_runs);
   REQUIRE(r.loader_advice);
   CHECK(r.loader_advice->shared_and_differing == std::vector<std::string>{"dataset.rng"});
-  const std::string advice = joined(ra::audit::next_step_advice(r));
+  const std::string advice = joined(ra::compare::next_step_advice(r));
   CHECK_THAT(advice, Catch::Contains("(their inputs)"));
   CHECK_THAT(advice, Catch::Contains("indices=..."));
   CHECK_THAT(advice, !Catch::Contains("rec.watch_loader(loader)"));  // it was watched
@@ -86,26 +86,26 @@ TEST_CASE("next step: a shared stream seeded alike in every run is not said to d
   std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
   traces[0].final->loader_workers = workers_sharing(100);
   traces[1].final->loader_workers = workers_sharing(100);
-  const ComparisonResult r = ra::audit::compare_traces(traces, {});
+  const ComparisonResult r = ra::compare::compare_traces(traces, {});
   REQUIRE(r.loader_workers);
   CHECK_FALSE(r.loader_workers->shared_streams[0].differs_between_runs);
   CHECK_FALSE(r.loader_advice);  // identical runs: no next step at all
-  CHECK(ra::audit::next_step_advice(r).empty());
+  CHECK(ra::compare::next_step_advice(r).empty());
 }
 
 TEST_CASE("next step: identical batches, differing gradients: --trace-ops", "[compare]") {
   std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
   ra::test::diverge(traces[1], 1, 2);
-  const ComparisonResult r = ra::audit::compare_traces(traces, {});
+  const ComparisonResult r = ra::compare::compare_traces(traces, {});
   CHECK_FALSE(r.loader_advice);
   REQUIRE(r.suggested_trace_ops);
-  CHECK(ra::audit::to_string(*r.suggested_trace_ops) == "1:2");
-  CHECK(ra::audit::to_json(r)["next_step"]["kind"] == "trace_ops");
+  CHECK(ra::trace::to_string(*r.suggested_trace_ops) == "1:2");
+  CHECK(ra::compare::to_json(r)["next_step"]["kind"] == "trace_ops");
   // The engine's batches are its own data stream, which its op records do see.
   std::vector<Trace> engine = {ra::test::TraceBuilder{}.build(0),
                                ra::test::TraceBuilder{}.build(1)};
   engine[1].steps[0].batch_inputs = ra::test::changed(engine[1].steps[0].batch_inputs);
-  const ComparisonResult e = ra::audit::compare_traces(engine, {});
+  const ComparisonResult e = ra::compare::compare_traces(engine, {});
   CHECK_FALSE(e.loader_advice);
   CHECK(e.suggested_trace_ops);
 }

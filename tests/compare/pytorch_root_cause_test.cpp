@@ -15,10 +15,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using ra::audit::RootCause;
-using ra::audit::Trace;
+using ra::compare::RootCause;
 using ra::test::changed;
 using ra::test::pytorch_runs;
+using ra::trace::Trace;
 
 // Record 1's output differs at `step` on identical inputs, and record 2, which reads it, with it.
 void sum_output_differs(Trace& t, std::int64_t step) {
@@ -30,9 +30,9 @@ void sum_output_differs(Trace& t, std::int64_t step) {
 }
 
 RootCause only_cause(std::vector<Trace>& traces) {
-  ra::audit::ComparisonOptions o;
+  ra::compare::ComparisonOptions o;
   o.expect_identical = false;
-  const auto r = ra::audit::compare_traces(traces, o);
+  const auto r = ra::compare::compare_traces(traces, o);
   REQUIRE(r.root_causes.size() == 1);
   return r.root_causes[0];
 }
@@ -119,10 +119,10 @@ TEST_CASE("cuDNN engines read from the log explain a PyTorch run's divergence",
   SECTION("the ledger's entries, without a workspace, read back") {
     Trace& t = traces[0];
     ra::test::make_whole(t);
-    const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "t.trace.jsonl");
+    const Trace back = ra::trace::parse_trace(ra::trace::serialize_trace(t), "t.trace.jsonl");
     CHECK(back.header.ledger == t.header.ledger);
-    std::string bad = ra::audit::serialize_trace(t);
+    std::string bad = ra::trace::serialize_trace(t);
     bad.replace(bad.find(R"("engine":34)"), 11, R"("engine":"x")");
-    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"), Contains("engine"));
+    CHECK_THROWS_WITH(ra::trace::parse_trace(bad, "t.trace.jsonl"), Contains("engine"));
   }
 }

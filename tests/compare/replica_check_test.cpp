@@ -8,7 +8,8 @@
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::trace;
 
 // Two ranks of one run: the same weights, rank 1 its own batches.
 std::vector<Trace> two_ranks() {

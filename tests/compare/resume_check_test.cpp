@@ -9,10 +9,10 @@
 #include "compare/compare.h"
 #include "trace/in_memory_traces.h"
 
-using ra::audit::ResumePiece;
-using ra::audit::ResumePoint;
-using ra::audit::Trace;
+using ra::compare::ResumePiece;
 using ra::test::made_up_digest;
+using ra::trace::ResumePoint;
+using ra::trace::Trace;
 
 namespace {
 
@@ -46,7 +46,7 @@ std::vector<Trace> pytorch_runs(const ResumePoint& resumed) {
 
 TEST_CASE("a script's exact resume has every piece equal and is a script's checkpoint",
           "[compare]") {
-  const auto verdicts = ra::audit::check_resumes(pytorch_runs(script_point(true)), {});
+  const auto verdicts = ra::compare::check_resumes(pytorch_runs(script_point(true)), {});
   REQUIRE(verdicts.size() == 1);
   REQUIRE(verdicts[0].exact());
   REQUIRE(verdicts[0].script_checkpoint);
@@ -59,7 +59,7 @@ TEST_CASE("a script's resume names its buffers and scheduler and scaler and torc
   resumed.state.lr_scheduler.reset();  // recorded by run 0, not by the resumed run: differs
   resumed.state.grad_scaler = ra::test::changed(*resumed.state.grad_scaler);
   resumed.state.rng_streams[2].second = ra::test::changed(resumed.state.rng_streams[2].second);
-  const auto verdicts = ra::audit::check_resumes(pytorch_runs(resumed), {});
+  const auto verdicts = ra::compare::check_resumes(pytorch_runs(resumed), {});
   REQUIRE(verdicts.size() == 1);
   REQUIRE(verdicts[0].differing ==
           std::vector<ResumePiece>{
@@ -71,7 +71,7 @@ TEST_CASE("pieces the reference did not record are not compared", "[compare]") {
   traces[0].resume_points[0].state.lr_scheduler.reset();  // the script named no scheduler
   traces[0].resume_points[0].state.grad_scaler.reset();
   traces[0].header.backend = "cpu";  // the engine's: not a script's checkpoint
-  const auto verdicts = ra::audit::check_resumes(traces, {});
+  const auto verdicts = ra::compare::check_resumes(traces, {});
   REQUIRE(verdicts.size() == 1);
   REQUIRE(verdicts[0].exact());
   REQUIRE_FALSE(verdicts[0].script_checkpoint);

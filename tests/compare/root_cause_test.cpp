@@ -16,9 +16,9 @@ using Catch::Matchers::Contains;
 namespace {
 
 using ra::Digest128;
-using ra::audit::OpRecord;
-using ra::audit::RootCause;
-using ra::audit::Trace;
+using ra::compare::RootCause;
+using ra::trace::OpRecord;
+using ra::trace::Trace;
 
 Digest128 d(std::uint64_t what, std::int64_t step, std::size_t i) {
   return ra::test::made_up_digest(100 + what, step, i);
@@ -50,7 +50,7 @@ std::vector<Trace> traced_runs(int runs, int steps = 4) {
   for (int r = 0; r < runs; ++r) {
     Trace t = b.build(r);
     t.header.format_version = 2;
-    t.header.trace_ops = ra::audit::OpWindow{};
+    t.header.trace_ops = ra::trace::OpWindow{};
     for (auto& s : t.steps) {
       s.ops_recorded = true;
       s.ops = step_ops(s.step);
@@ -72,10 +72,10 @@ void differ_at_filter(Trace& t, std::int64_t step) {
   ra::test::diverge(t, step, 0);
 }
 
-ra::audit::ComparisonResult compare(const std::vector<Trace>& traces) {
-  ra::audit::ComparisonOptions o;
+ra::compare::ComparisonResult compare(const std::vector<Trace>& traces) {
+  ra::compare::ComparisonOptions o;
   o.expect_identical = false;
-  return ra::audit::compare_traces(traces, o);
+  return ra::compare::compare_traces(traces, o);
 }
 
 }  // namespace
@@ -207,7 +207,7 @@ TEST_CASE("a divergence before the window or in the initial weights is not pinne
   SECTION("before the window") {
     auto traces = traced_runs(2);
     for (auto& t : traces) {
-      t.header.trace_ops = ra::audit::OpWindow{2, std::nullopt};
+      t.header.trace_ops = ra::trace::OpWindow{2, std::nullopt};
       for (int s = 0; s < 2; ++s) {
         t.steps[s].ops_recorded = false;
         t.steps[s].ops.clear();
@@ -219,7 +219,7 @@ TEST_CASE("a divergence before the window or in the initial weights is not pinne
     CHECK(r.root_causes[0].kind == RootCause::Kind::outside_window);
     CHECK(r.root_causes[0].step == 1);
     CHECK_THAT(r.root_causes[0].detail, Contains("no op records"));
-    CHECK(ra::audit::to_string(*r.op_window) == "2:");
+    CHECK(ra::trace::to_string(*r.op_window) == "2:");
   }
   SECTION("initial weights") {
     auto traces = traced_runs(2);

@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-using ra::audit::std_ratio;
-using ra::audit::ulp_distance;
+using ra::compare::std_ratio;
+using ra::compare::ulp_distance;
 
 namespace {
 
@@ -40,28 +40,28 @@ bool same_bits(double a, double b) {
 TEST_CASE("summarize matches hand-computed values", "[statistics]") {
   // Mean 5; squared deviations 9+1+1+1+0+0+4+16 = 32; sample variance 32/7.
   const std::vector<double> v = {2, 4, 4, 4, 5, 5, 7, 9};
-  const auto s = ra::audit::summarize(v);
+  const auto s = ra::compare::summarize(v);
   CHECK(s.n == 8);
   CHECK(s.mean == 5.0);
   CHECK(s.std == Approx(std::sqrt(32.0 / 7.0)).epsilon(1e-15));
   CHECK(s.min == 2.0);
   CHECK(s.max == 9.0);
 
-  const auto one = ra::audit::summarize(std::vector<double>{3.5});
+  const auto one = ra::compare::summarize(std::vector<double>{3.5});
   CHECK(one.n == 1);
   CHECK(one.mean == 3.5);
   CHECK(one.std == 0.0);  // undefined for one value: reported as 0
   CHECK(one.min == 3.5);
   CHECK(one.max == 3.5);
 
-  const auto none = ra::audit::summarize({});
+  const auto none = ra::compare::summarize({});
   CHECK(none.n == 0);
   CHECK(none.mean == 0.0);
   CHECK(none.std == 0.0);
 
   // Tiny spread on a large mean: 1e9 + {1, 2, 3} has std exactly 1. A one-pass sum of squares
   // (E[x^2] - E[x]^2 ~ 1e18 - 1e18) would lose it entirely.
-  const auto big = ra::audit::summarize(std::vector<double>{1e9 + 1, 1e9 + 2, 1e9 + 3});
+  const auto big = ra::compare::summarize(std::vector<double>{1e9 + 1, 1e9 + 2, 1e9 + 3});
   CHECK(big.mean == 1e9 + 2);
   CHECK(big.std == 1.0);
 }
@@ -199,22 +199,22 @@ TEST_CASE("compare_tensors counts differing elements, max |difference| and max U
   }
   // Differing: 2 vs 2.5 (|d| 0.5; floats in [2, 4) are 2^-22 apart, so 0.5 is 2^21 ulp),
   // 3 vs next (1 ulp), -0 vs +0 (1 ulp, |d| 0). The NaNs have equal bits: not a difference.
-  const auto d = ra::audit::compare_tensors(a, b);
+  const auto d = ra::compare::compare_tensors(a, b);
   CHECK(d.differing == 3);
   CHECK(d.max_abs == 0.5);
   CHECK(d.max_ulp == (1u << 21));
 
-  const auto same = ra::audit::compare_tensors(a, a);
+  const auto same = ra::compare::compare_tensors(a, a);
   CHECK(same.differing == 0);
   CHECK(same.max_abs == 0.0);
   CHECK(same.max_ulp == 0);
 
   // A NaN against a number: counted, max ULP saturates, max |d| stays over the comparable pairs.
   b[4] = 7.0f;
-  const auto with_nan = ra::audit::compare_tensors(a, b);
+  const auto with_nan = ra::compare::compare_tensors(a, b);
   CHECK(with_nan.differing == 4);
   CHECK(with_nan.max_ulp == kMaxU64);
   CHECK(with_nan.max_abs == 0.5);
 
-  CHECK_THROWS_AS(ra::audit::compare_tensors(a, ra::Tensor(ra::Shape{3, 2})), std::logic_error);
+  CHECK_THROWS_AS(ra::compare::compare_tensors(a, ra::Tensor(ra::Shape{3, 2})), std::logic_error);
 }

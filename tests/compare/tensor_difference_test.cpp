@@ -13,8 +13,8 @@
 
 namespace {
 
-using ra::audit::compare_values;
-using ra::audit::TensorDifference;
+using ra::compare::compare_values;
+using ra::compare::TensorDifference;
 
 constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
 
@@ -156,14 +156,14 @@ TEST_CASE("widest keeps the worst of each field, combined adds the counts",
   a.max_ulp_same_sign = 3;
   b.differing = 2, b.sign_flips = 2, b.max_abs = 0.25, b.max_relative = 0.02, b.max_ulp = 7,
   b.max_ulp_same_sign = 7;
-  const TensorDifference w = ra::audit::widest(a, b);
+  const TensorDifference w = ra::compare::widest(a, b);
   CHECK(w.differing == 5);
   CHECK(w.sign_flips == 2);
   CHECK(w.max_abs == 0.5);
   CHECK(w.max_relative == 0.02);
   CHECK(w.max_ulp == 900);
   CHECK(w.max_ulp_same_sign == 7);
-  const TensorDifference c = ra::audit::combined(a, b);
+  const TensorDifference c = ra::compare::combined(a, b);
   CHECK(c.differing == 7);
   CHECK(c.sign_flips == 3);
   CHECK(c.max_ulp_same_sign == 7);

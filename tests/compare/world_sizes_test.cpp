@@ -11,7 +11,8 @@
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::compare;
+using namespace ra::trace;
 using Catch::Matchers::Contains;
 
 // Run `run` of an exec audit of `world` processes: its spec is its command, which names them.

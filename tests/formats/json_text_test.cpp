@@ -9,10 +9,10 @@
 #include "core/error.h"
 #include "formats/json_text.h"
 
-using ra::spec::json_excerpt;
-using ra::spec::json_string_excerpt;
-using ra::spec::kMaxJsonDepth;
-using ra::spec::parse_json_text;
+using ra::formats::json_excerpt;
+using ra::formats::json_string_excerpt;
+using ra::formats::kMaxJsonDepth;
+using ra::formats::parse_json_text;
 using Json = nlohmann::json;
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;

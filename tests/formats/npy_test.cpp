@@ -84,39 +84,40 @@ std::string int64_bytes(std::initializer_list<std::int64_t> values) {
 }  // namespace
 
 TEST_CASE("encode_npy_int64 writes exactly what np.save writes", "[npy]") {
-  CHECK(ra::audit::encode_npy_int64({0, 1, -2, 3, std::int64_t{1} << 62, kMin}, {2, 3}) == kMatrix);
-  CHECK(ra::audit::encode_npy_int64({7, -1, 123456789012}, {3}) == kVector);
-  CHECK(ra::audit::encode_npy_int64({-5}, {}) == kScalar);
-  CHECK(ra::audit::encode_npy_int64({}, {2, 0}) == kEmpty);
+  CHECK(ra::formats::encode_npy_int64({0, 1, -2, 3, std::int64_t{1} << 62, kMin}, {2, 3}) ==
+        kMatrix);
+  CHECK(ra::formats::encode_npy_int64({7, -1, 123456789012}, {3}) == kVector);
+  CHECK(ra::formats::encode_npy_int64({-5}, {}) == kScalar);
+  CHECK(ra::formats::encode_npy_int64({}, {2, 0}) == kEmpty);
   // However long the shape, the data starts at a multiple of 64 bytes after a '\n'.
   for (const Shape& shape : {Shape{1}, Shape{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}) {
-    const std::string bytes = ra::audit::encode_npy_int64({42}, shape);
+    const std::string bytes = ra::formats::encode_npy_int64({42}, shape);
     CHECK((bytes.size() - 8) % 64 == 0);
     CHECK(bytes[bytes.size() - 9] == '\n');
   }
-  CHECK_THROWS_AS(ra::audit::encode_npy_int64({1, 2, 3}, {2, 2}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_npy_int64({1, 2, 3}, {2, 2}), std::invalid_argument);
 }
 
 TEST_CASE("decode_npy_int64 reads NumPy's files, versions 1.0 and 2.0", "[npy]") {
   Shape shape;
-  CHECK(ra::audit::decode_npy_int64(kMatrix, "m.npy", &shape) ==
+  CHECK(ra::formats::decode_npy_int64(kMatrix, "m.npy", &shape) ==
         std::vector<std::int64_t>{0, 1, -2, 3, std::int64_t{1} << 62, kMin});
   CHECK(shape == Shape{2, 3});
-  CHECK(ra::audit::decode_npy_int64(kVector, "v.npy", &shape) ==
+  CHECK(ra::formats::decode_npy_int64(kVector, "v.npy", &shape) ==
         std::vector<std::int64_t>{7, -1, 123456789012});
   CHECK(shape == Shape{3});
-  CHECK(ra::audit::decode_npy_int64(kScalar, "s.npy", &shape) == std::vector<std::int64_t>{-5});
+  CHECK(ra::formats::decode_npy_int64(kScalar, "s.npy", &shape) == std::vector<std::int64_t>{-5});
   CHECK(shape == Shape{});
-  CHECK(ra::audit::decode_npy_int64(kEmpty, "e.npy", &shape).empty());
+  CHECK(ra::formats::decode_npy_int64(kEmpty, "e.npy", &shape).empty());
   CHECK(shape == Shape{2, 0});
-  CHECK(ra::audit::decode_npy_int64(kVectorV2, "v2.npy", &shape) ==
+  CHECK(ra::formats::decode_npy_int64(kVectorV2, "v2.npy", &shape) ==
         std::vector<std::int64_t>{7, -1, 123456789012});
   CHECK(shape == Shape{3});
   // Other writers: double quotes, no trailing comma, other key order, 16-byte padding.
-  CHECK(ra::audit::decode_npy_int64(npy_v1("{\"shape\": (2,), \"fortran_order\": False, "
-                                           "\"descr\": \"<i8\"}",
-                                           int64_bytes({4, 5})),
-                                    "other.npy", nullptr) == std::vector<std::int64_t>{4, 5});
+  CHECK(ra::formats::decode_npy_int64(npy_v1("{\"shape\": (2,), \"fortran_order\": False, "
+                                             "\"descr\": \"<i8\"}",
+                                             int64_bytes({4, 5})),
+                                      "other.npy", nullptr) == std::vector<std::int64_t>{4, 5});
 }
 
 TEST_CASE("write_npy_int64 and read_npy_int64 round-trip through a file", "[npy]") {
@@ -124,12 +125,12 @@ TEST_CASE("write_npy_int64 and read_npy_int64 round-trip through a file", "[npy]
       fs::temp_directory_path() / ("ra_npy_test_" + std::to_string(::getpid()) + ".npy");
   const std::vector<std::int64_t> values = {5,    -6, 7,
                                             kMin, 0,  std::numeric_limits<std::int64_t>::max()};
-  ra::audit::write_npy_int64(file, values, {3, 1, 2});
+  ra::formats::write_npy_int64(file, values, {3, 1, 2});
   Shape shape;
-  CHECK(ra::audit::read_npy_int64(file, &shape) == values);
+  CHECK(ra::formats::read_npy_int64(file, &shape) == values);
   CHECK(shape == Shape{3, 1, 2});
   fs::remove(file);
-  CHECK_THROWS_WITH(ra::audit::read_npy_int64(file, nullptr),
+  CHECK_THROWS_WITH(ra::formats::read_npy_int64(file, nullptr),
                     Catch::Contains(file.string()) && Catch::Contains("No such file"));
 }
 
@@ -190,7 +191,7 @@ TEST_CASE("malformed .npy files are InputErrors naming the file and the fault", 
   for (const Case& c : cases) {
     INFO(c.what);
     try {
-      ra::audit::decode_npy_int64(c.bytes, "runs/batches.npy", nullptr);
+      ra::formats::decode_npy_int64(c.bytes, "runs/batches.npy", nullptr);
       FAIL("expected InputError");
     } catch (const ra::InputError& e) {
       const std::string what = e.what();

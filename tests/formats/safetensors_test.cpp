@@ -29,7 +29,7 @@
 namespace fs = std::filesystem;
 using ra::Shape;
 using ra::Tensor;
-using ra::audit::NamedTensor;
+using ra::formats::NamedTensor;
 
 namespace {
 
@@ -75,10 +75,10 @@ TEST_CASE("encode_safetensors lays out bytes exactly as the format says", "[safe
   REQUIRE(header.size() == 144);
   const std::string expected =
       u64_le(144) + header + std::string("\x00\x00\x80\x3F\x00\x00\x00\xC0\x00\x00\x00\x3F", 12);
-  CHECK(ra::audit::encode_safetensors({{"b", &b}, {"a", &a}}, {{"format", "pt"}}) == expected);
+  CHECK(ra::formats::encode_safetensors({{"b", &b}, {"a", &a}}, {{"format", "pt"}}) == expected);
 
   // No tensors and no metadata: "{}" padded to 8.
-  CHECK(ra::audit::encode_safetensors({}) == u64_le(8) + "{}      ");
+  CHECK(ra::formats::encode_safetensors({}) == u64_le(8) + "{}      ");
 }
 
 TEST_CASE("write_safetensors and read_safetensors round-trip bit for bit", "[safetensors]") {
@@ -95,10 +95,10 @@ TEST_CASE("write_safetensors and read_safetensors round-trip bit for bit", "[saf
                         ("ra_safetensors_test_" + std::to_string(::getpid()) + ".safetensors");
 
   // Written in an order that is not alphabetical: the reader must return file order.
-  ra::audit::write_safetensors(
+  ra::formats::write_safetensors(
       file, {{"z.weight", &weight}, {"a.bias", &bias}, {"m.empty", &empty}, {"scalar", &scalar}},
       metadata);
-  const ra::audit::SafetensorsFile read = ra::audit::read_safetensors(file);
+  const ra::formats::SafetensorsFile read = ra::formats::read_safetensors(file);
   fs::remove(file);
 
   CHECK(read.metadata == metadata);
@@ -116,7 +116,7 @@ TEST_CASE("write_safetensors and read_safetensors round-trip bit for bit", "[saf
   CHECK(read.find("missing") == nullptr);
 
   // The data of a written file starts 8-byte aligned.
-  const std::string bytes = ra::audit::encode_safetensors({{"b", &bias}}, metadata);
+  const std::string bytes = ra::formats::encode_safetensors({{"b", &bias}}, metadata);
   std::uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   CHECK((8 + n) % 8 == 0);
@@ -129,7 +129,7 @@ TEST_CASE("files from other writers: any key order, padding, data order", "[safe
       R"({ "a": {"data_offsets": [4, 12], "shape": [2], "dtype": "F32"},)"
       R"( "b": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}, "__metadata__": {"k": "v"} }   )";
   const auto file =
-      ra::audit::decode_safetensors(file_from(header, f32_le({9.0f, 1.5f, -1.5f})), "x");
+      ra::formats::decode_safetensors(file_from(header, f32_le({9.0f, 1.5f, -1.5f})), "x");
   REQUIRE(file.tensors.size() == 2);
   CHECK(file.tensors[0].first == "b");  // sorted by data offset
   CHECK(file.tensors[0].second[0] == 9.0f);
@@ -142,14 +142,14 @@ TEST_CASE("files from other writers: any key order, padding, data order", "[safe
 
 TEST_CASE("write_safetensors rejects caller bugs and reports I/O failures", "[safetensors]") {
   const Tensor t = tensor_of({1}, {1.0f});
-  CHECK_THROWS_AS(ra::audit::encode_safetensors({{"a", &t}, {"a", &t}}), std::invalid_argument);
-  CHECK_THROWS_AS(ra::audit::encode_safetensors({{"__metadata__", &t}}), std::invalid_argument);
-  CHECK_THROWS_AS(ra::audit::encode_safetensors({{"", &t}}), std::invalid_argument);
-  CHECK_THROWS_AS(ra::audit::encode_safetensors({{"a", nullptr}}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_safetensors({{"a", &t}, {"a", &t}}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_safetensors({{"__metadata__", &t}}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_safetensors({{"", &t}}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_safetensors({{"a", nullptr}}), std::invalid_argument);
   const Tensor inconsistent;  // shape [] means one element, but it holds none
-  CHECK_THROWS_AS(ra::audit::encode_safetensors({{"a", &inconsistent}}), std::invalid_argument);
+  CHECK_THROWS_AS(ra::formats::encode_safetensors({{"a", &inconsistent}}), std::invalid_argument);
   const fs::path missing = fs::temp_directory_path() / "ra_no_such_folder_xyz" / "w.safetensors";
-  CHECK_THROWS_AS(ra::audit::write_safetensors(missing, {{"a", &t}}), ra::InputError);
+  CHECK_THROWS_AS(ra::formats::write_safetensors(missing, {{"a", &t}}), ra::InputError);
 }
 
 TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fault",
@@ -213,7 +213,7 @@ TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fau
   for (const Case& c : cases) {
     INFO(c.what);
     try {
-      ra::audit::decode_safetensors(c.bytes, "run-001/weights-final.safetensors");
+      ra::formats::decode_safetensors(c.bytes, "run-001/weights-final.safetensors");
       FAIL("expected InputError");
     } catch (const ra::InputError& e) {
       const std::string what = e.what();
@@ -223,9 +223,9 @@ TEST_CASE("corrupt safetensors files are InputErrors naming the file and the fau
   }
 
   const fs::path missing = fs::temp_directory_path() / "ra_missing_snapshot.safetensors";
-  CHECK_THROWS_WITH(ra::audit::read_safetensors(missing),
+  CHECK_THROWS_WITH(ra::formats::read_safetensors(missing),
                     Catch::Contains(missing.string()) && Catch::Contains("No such file"));
   // Special files are refused, not read forever.
-  CHECK_THROWS_WITH(ra::audit::read_safetensors("/dev/zero"),
+  CHECK_THROWS_WITH(ra::formats::read_safetensors("/dev/zero"),
                     Catch::Contains("/dev/zero: is a character device"));
 }

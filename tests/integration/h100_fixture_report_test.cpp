@@ -26,8 +26,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-using ra::audit::ComparisonResult;
-using ra::audit::RootCause;
+using ra::compare::ComparisonResult;
+using ra::compare::RootCause;
 
 const fs::path kFixtures =
     fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures" / "h100-2026-11-26";
@@ -49,7 +49,7 @@ struct FixtureReport {
 
   explicit FixtureReport(const std::string& set) : folder(dir.path / set) {
     fs::copy(kFixtures / set, folder, fs::copy_options::recursive);
-    ra::audit::ComparisonOptions options;
+    ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;  // a replay of a GPU run needs the GPU
     result = ra::audit::compare_inputs({folder}, options);
   }
@@ -90,7 +90,7 @@ TEST_CASE(
   CHECK(c.algorithms[0].autotune_ms.size() == 3);
   // Run 1 also chose another backward-data algorithm for conv2d_1: one ledger difference.
   REQUIRE(r.ledger_differences.size() == 1);
-  const ra::audit::LedgerDifference& d = r.ledger_differences[0];
+  const ra::compare::LedgerDifference& d = r.ledger_differences[0];
   CHECK(d.layer == "conv 128x32x26x26 k64 3x3 s1 p0");
   CHECK(d.direction == "backward_data");
   REQUIRE(d.groups.size() == 2);
@@ -114,8 +114,8 @@ TEST_CASE(
   ra::test::check_golden("h100_autotune.txt", text);
 
   // The JSON report: ledger differences are structured, as a JSON parser reads them.
-  const std::string json_text = f.portable(ra::audit::to_json(r).dump(2) + "\n");
-  const nlohmann::json j = ra::spec::parse_json_text(json_text, "report");
+  const std::string json_text = f.portable(ra::compare::to_json(r).dump(2) + "\n");
+  const nlohmann::json j = ra::formats::parse_json_text(json_text, "report");
   REQUIRE(j["ledger_differences"].size() == 1);
   CHECK(j["ledger_differences"][0]["direction"] == "backward_data");
   CHECK(j["ledger_differences"][0]["groups"][1]["runs"] == nlohmann::json::array({1}));

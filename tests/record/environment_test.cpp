@@ -17,7 +17,7 @@ using nlohmann::json;
 using Strings = std::vector<std::string>;
 
 TEST_CASE("environment_fingerprint has every key, with this machine's values", "[environment]") {
-  const json env = ra::audit::environment_fingerprint(3, "cpu");
+  const json env = ra::record::environment_fingerprint(3, "cpu");
   for (const char* key :
        {"cpu_model", "cpu_flags", "logical_cpus", "threads", "backend", "compiler", "build_type",
         "cxx_flags", "os", "glibc", "tool_version", "hostname", "cpu_gemm_kernel"}) {
@@ -46,7 +46,7 @@ TEST_CASE("environment_fingerprint has every key, with this machine's values", "
   std::ifstream proc("/proc/cpuinfo");
   std::stringstream cpuinfo;
   cpuinfo << proc.rdbuf();
-  const auto cpu = ra::audit::parse_cpuinfo(cpuinfo.str());
+  const auto cpu = ra::record::parse_cpuinfo(cpuinfo.str());
   CHECK(env["cpu_flags"] == json(cpu.flags));
   CHECK(env["cpu_model"] == cpu.model);
 }
@@ -62,25 +62,25 @@ TEST_CASE("parse_cpuinfo takes the first CPU's model and its relevant flags in f
       "processor\t: 1\n"
       "model name\t: Some Other CPU\n"
       "flags\t\t: fpu\n";
-  const auto info = ra::audit::parse_cpuinfo(x86);
+  const auto info = ra::record::parse_cpuinfo(x86);
   CHECK(info.model == "Intel(R) Xeon(R) Platinum 8480+");
   CHECK(info.flags == Strings{"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
                               "avx512_bf16", "amx_tile"});
 
   // "avx512" alone or "avx2x" must not be mistaken for the real flags.
-  CHECK(ra::audit::parse_cpuinfo("flags : avx512 avx2x sse4_2\n").flags == Strings{"sse4_2"});
+  CHECK(ra::record::parse_cpuinfo("flags : avx512 avx2x sse4_2\n").flags == Strings{"sse4_2"});
 
   const auto arm =
-      ra::audit::parse_cpuinfo("processor : 0\nFeatures : fp asimd evtstrm sve2 sve\n");
+      ra::record::parse_cpuinfo("processor : 0\nFeatures : fp asimd evtstrm sve2 sve\n");
   CHECK(arm.model == "unknown");  // aarch64 kernels print no "model name"
   CHECK(arm.flags == Strings{"asimd", "sve", "sve2"});
 
-  const auto none = ra::audit::parse_cpuinfo("");
+  const auto none = ra::record::parse_cpuinfo("");
   CHECK(none.model == "unknown");
   CHECK(none.flags.empty());
 }
 
 TEST_CASE("the fingerprint names the GEMM kernel the CPU backend runs", "[environment]") {
-  const auto env = ra::audit::environment_fingerprint(1, "cpu");
+  const auto env = ra::record::environment_fingerprint(1, "cpu");
   CHECK(env["cpu_gemm_kernel"] == std::string(ra::backend::cpu::active_isa_name()));
 }

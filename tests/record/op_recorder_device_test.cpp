@@ -83,7 +83,7 @@ ra::spec::ExperimentSpec spec() {
 }
 
 struct Outcome {
-  ra::audit::Trace trace;
+  ra::trace::Trace trace;
   std::size_t downloads = 0;
   int region_requests = 0;
   int queue_calls = 0, takes = 0;
@@ -95,7 +95,7 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
   const auto s = spec();
   CountingDeviceMemory memory;
   HashingDeviceOps* fake = nullptr;
-  ra::audit::OpRecorder* ops = nullptr;
+  ra::record::OpRecorder* ops = nullptr;
   ra::train::RunOptions options;
   options.threads = 2;
   if (device) {
@@ -110,14 +110,14 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
   }
   if (record_ops) {
     options.wrap_backend = [&](ra::backend::Ops& backend) {
-      auto recorder = std::make_unique<ra::audit::OpRecorder>(backend, 2);
+      auto recorder = std::make_unique<ra::record::OpRecorder>(backend, 2);
       ops = recorder.get();
       return std::unique_ptr<ra::backend::Ops>(std::move(recorder));
     };
   }
   ra::train::Trainer trainer(s, ra::train::load_data(s), options);
-  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
-  if (record_ops) recorder.record_ops(*ops, ra::audit::OpWindow{0, 2});
+  ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  if (record_ops) recorder.record_ops(*ops, ra::trace::OpWindow{0, 2});
   const auto result = trainer.run(&recorder);
   Outcome o{recorder.finish(trainer, result), memory.downloads.load(), 0};
   if (fake != nullptr) {
@@ -129,7 +129,7 @@ Outcome run(bool device, bool record_ops, bool queues = false) {
 }
 
 // The two recorded steps of `got` hold the records of `want`, op for op and digest for digest.
-void check_same_records(const ra::audit::Trace& got, const ra::audit::Trace& want) {
+void check_same_records(const ra::trace::Trace& got, const ra::trace::Trace& want) {
   REQUIRE(got.steps.size() == 2);
   for (std::size_t s = 0; s < 2; ++s) {
     INFO("step " << s);

@@ -61,25 +61,25 @@ class Witness final : public ra::train::Observer {
 }  // namespace
 
 TEST_CASE("op records hold the digests of what each op read and wrote", "[audit][ops]") {
-  ra::audit::OpRecorder* ops = nullptr;
+  ra::record::OpRecorder* ops = nullptr;
   ra::train::RunOptions options;
   options.wrap_backend = [&](ra::backend::Ops& backend) {
-    auto recorder = std::make_unique<ra::audit::OpRecorder>(backend, 2);
+    auto recorder = std::make_unique<ra::record::OpRecorder>(backend, 2);
     ops = recorder.get();
     return std::unique_ptr<ra::backend::Ops>(std::move(recorder));
   };
   const auto s = spec();
   ra::train::Trainer trainer(s, ra::train::load_data(s), options);
   REQUIRE(ops != nullptr);
-  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
-  recorder.record_ops(*ops, ra::audit::OpWindow{1, 5});  // 3 steps an epoch: 1..2 and 3..4
+  ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
+  recorder.record_ops(*ops, ra::trace::OpWindow{1, 5});  // 3 steps an epoch: 1..2 and 3..4
   Witness witness;
   witness.trainer = &trainer;
   ra::train::ObserverList observers;
   observers.add(&witness);
   observers.add(&recorder);
   const auto result = trainer.run(&observers);
-  const ra::audit::Trace trace = recorder.finish(trainer, result);
+  const ra::trace::Trace trace = recorder.finish(trainer, result);
   REQUIRE(trace.steps.size() == 6);
   CHECK(trace.header.format_version == 2);
 

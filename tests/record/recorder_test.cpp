@@ -53,7 +53,7 @@ ra::spec::ExperimentSpec spec_with(const std::string& optimizer) {
 }
 
 struct Recorded {
-  ra::audit::Trace trace;
+  ra::trace::Trace trace;
   int fused_calls = 0;
 };
 
@@ -68,7 +68,7 @@ Recorded record(const ra::spec::ExperimentSpec& spec, bool fuse,
     return owned;
   };
   ra::train::Trainer trainer(spec, ra::train::load_data(spec), options);
-  ra::audit::Recorder recorder(ra::audit::TraceHeader{}, 2);
+  ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
   ra::train::ObserverList observers;
   observers.add(extra);
   observers.add(&recorder);
@@ -77,7 +77,7 @@ Recorded record(const ra::spec::ExperimentSpec& spec, bool fuse,
   return out;
 }
 
-void require_same_steps(const ra::audit::Trace& a, const ra::audit::Trace& b) {
+void require_same_steps(const ra::trace::Trace& a, const ra::trace::Trace& b) {
   REQUIRE(a.steps.size() == b.steps.size());
   REQUIRE(a.header.optimizer_state == b.header.optimizer_state);
   for (std::size_t s = 0; s < a.steps.size(); ++s) {

@@ -49,13 +49,13 @@ ra::Digest128 flat(const std::vector<float>& v) {
 
 TEST_CASE("the toy op is recorded as its table row names it", "[record][ops]") {
   ra::backend::CpuOps cpu(1);
-  ra::audit::OpRecorder recorder(cpu, 1);
+  ra::record::OpRecorder recorder(cpu, 1);
   const std::vector<float> x{1.0f, -2.0f, 3.0f, 0.25f};
   std::vector<float> y(x.size());
   recorder.begin_step(7, true);
   recorder.enter_layer("scale_0");
   scale_forward(recorder, 4, 0.5f, x.data(), y.data());
-  const std::vector<ra::audit::OpRecord> records = recorder.take_records();
+  const std::vector<ra::trace::OpRecord> records = recorder.take_records();
 
   CHECK(y == std::vector<float>{0.5f, -1.0f, 1.5f, 0.125f});
   REQUIRE(records.size() == 1);

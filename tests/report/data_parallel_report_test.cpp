@@ -11,7 +11,7 @@
 #include "report/text_sections.h"
 
 using Catch::Matchers::Contains;
-using ra::audit::ComparisonResult;
+using ra::compare::ComparisonResult;
 
 namespace {
 
@@ -22,18 +22,18 @@ ComparisonResult collective_varies() {
   r.expect_identical = true;
   r.identical = false;
   r.compared_runs = {0, 1};
-  ra::audit::DistributedFindings f;
+  ra::compare::DistributedFindings f;
   f.world_size = 2;
   f.backend = "gloo";
   f.comm_hook = "default";
-  ra::audit::Divergence d;
-  d.category = ra::audit::Category::gradients;
+  ra::compare::Divergence d;
+  d.category = ra::compare::Category::gradients;
   d.step = 3;
   d.tensor = "fc.weight";
   f.ranks = {{1, false, d}};
   f.runs_checked = 2;
   f.collective =
-      ra::audit::CollectiveDivergence{1, 3, 0, {"fc.weight", "fc.bias"}, 12, 0, true, "default"};
+      ra::compare::CollectiveDivergence{1, 3, 0, {"fc.weight", "fc.bias"}, 12, 0, true, "default"};
   r.distributed = f;
   return r;
 }
@@ -53,7 +53,7 @@ TEST_CASE("bucket layouts and an unrecorded collective are named", "[report]") {
   ComparisonResult r = collective_varies();
   r.distributed->collective.reset();
   r.distributed->bucket_layout =
-      ra::audit::BucketLayoutDifference{1, std::nullopt, 0, "bucket cap (bucket_cap_mb) ..."};
+      ra::compare::BucketLayoutDifference{1, std::nullopt, 0, "bucket cap (bucket_cap_mb) ..."};
   CHECK_THAT(ra::report::text::distributed(r),
              Contains("  bucket layouts differ: bucket cap (bucket_cap_mb) ...\n"));
   r.distributed->bucket_layout.reset();
@@ -68,7 +68,7 @@ TEST_CASE("bucket layouts and an unrecorded collective are named", "[report]") {
 TEST_CASE("runs of other world sizes are said to part by design", "[report]") {
   ComparisonResult r;
   r.identical = false;
-  r.world_sizes = ra::audit::WorldSizes{{1, 2}, true};
+  r.world_sizes = ra::compare::WorldSizes{{1, 2}, true};
   const std::string text = ra::report::text::distributed(r);
   CHECK_THAT(text, Contains("world size as a configuration: run 0 1 process; run 1 2 ranks"));
   CHECK_THAT(text, Contains("runs of one world size agree: no bug"));

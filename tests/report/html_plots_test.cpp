@@ -16,8 +16,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 namespace svg = ra::report::svg;
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
@@ -75,7 +75,7 @@ std::string page_of(int n, const std::vector<std::pair<int, int>>& parting) {
   b.steps = 10;
   std::vector<Trace> traces = runs_of(b, n);
   for (const auto& [run, step] : parting) ra::test::diverge(traces[run], step, 0);
-  return ra::report::render_html(ra::audit::compare_traces(traces, {}));
+  return ra::report::render_html(ra::compare::compare_traces(traces, {}));
 }
 
 }  // namespace
@@ -200,7 +200,7 @@ TEST_CASE("per-epoch plots need two epochs, one epoch gets a line saying so",
   b.steps = 2;  // one epoch of 2 steps
   std::vector<Trace> traces = runs_of(b, 3);
   ra::test::diverge(traces[1], 0, 0);
-  const std::string one = ra::report::render_html(ra::audit::compare_traces(traces, {}));
+  const std::string one = ra::report::render_html(ra::compare::compare_traces(traces, {}));
   CHECK(one.find("Growth per epoch is plotted from two epochs on; this audit has one") !=
         std::string::npos);
   CHECK(one.find("Divergence growth per epoch") == std::string::npos);

@@ -13,8 +13,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
   std::vector<Trace> traces;
@@ -43,7 +43,7 @@ TEST_CASE("the HTML report is one page, verdict first, with its plots", "[report
   b.eval_accuracy = {0.5, 0.6, 0.7, 0.8};
   std::vector<Trace> traces = runs_of(b, 3);
   ra::test::diverge(traces[2], 3, 1);
-  const std::string html = ra::report::render_html(ra::audit::compare_traces(traces, {}));
+  const std::string html = ra::report::render_html(ra::compare::compare_traces(traces, {}));
   CHECK(html.starts_with("<!DOCTYPE html>"));
   // Self-contained: no script, no link, no external URL of any kind.
   CHECK(html.find("<script") == std::string::npos);
@@ -70,7 +70,7 @@ TEST_CASE("the HTML report is one page, verdict first, with its plots", "[report
 
 TEST_CASE("identical runs get a green banner and no distance plot", "[report][html]") {
   const std::string html =
-      ra::report::render_html(ra::audit::compare_traces(runs_of(TraceBuilder{}, 2), {}));
+      ra::report::render_html(ra::compare::compare_traces(runs_of(TraceBuilder{}, 2), {}));
   CHECK(html.find("<div class=\"banner ok\">BITWISE IDENTICAL") != std::string::npos);
   CHECK(html.find("reference run&#39;s loss|") == std::string::npos);
   CHECK(html.find("bitwise identical: no distance to plot") != std::string::npos);
@@ -78,8 +78,8 @@ TEST_CASE("identical runs get a green banner and no distance plot", "[report][ht
 
 TEST_CASE("an incomplete sharded audit gets a grey banner that says so, and its missing shards",
           "[report][html][shard]") {
-  ra::audit::ComparisonResult r = ra::audit::compare_traces(runs_of(TraceBuilder{}, 2), {});
-  ra::audit::AuditFolderCheck folder;
+  ra::compare::ComparisonResult r = ra::compare::compare_traces(runs_of(TraceBuilder{}, 2), {});
+  ra::compare::AuditFolderCheck folder;
   folder.folder = "out";
   folder.audit_id = "00112233445566778899aabbccddeeff";
   folder.planned_runs = 3;
@@ -107,7 +107,7 @@ TEST_CASE("names from specs and traces cannot inject markup into the HTML report
   b.params = {"<img src=x onerror=alert(2)>", "a\"b'c", "dense_1.weight"};
   std::vector<Trace> traces = runs_of(b, 2);
   ra::test::diverge(traces[1], 1, 0);
-  const std::string html = ra::report::render_html(ra::audit::compare_traces(traces, {}));
+  const std::string html = ra::report::render_html(ra::compare::compare_traces(traces, {}));
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("<img") == std::string::npos);
   CHECK(html.find("&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
@@ -161,7 +161,7 @@ TEST_CASE("a large audit's page stays under 5 MB", "[report][html]") {
       if (step.step % 3 == 0) step.grads[std::size_t(run) % 8].low ^= 1;
     }
   }
-  const auto result = ra::audit::compare_traces(traces, {});
+  const auto result = ra::compare::compare_traces(traces, {});
   REQUIRE(result.series.rows.size() == 21);
   const std::string html = ra::report::render_html(result);
   INFO("page size " << html.size() << " bytes");
@@ -173,7 +173,7 @@ TEST_CASE("the page gives the snapshots' sign flips, relative difference and sam
           "[report][html]") {
   std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
   ra::test::diverge(traces[1], 1, 0);
-  ra::audit::ComparisonOptions options;
+  ra::compare::ComparisonOptions options;
   // conv2d_0.weight of run 1 at the end: 0.001 became -0.001 (a flip) and 0.5 became 0.5 + 2^-23
   // (2 ulp: floats in [0.5, 1) are 2^-24 apart). Max |d| 0.002 (the flip), largest |value| 0.5
   // (0.5 + 2^-23 to three digits), relative 0.004; the same-sign ULP maximum 2.
@@ -188,7 +188,7 @@ TEST_CASE("the page gives the snapshots' sign flips, relative difference and sam
     }
     return true;
   };
-  const std::string html = ra::report::render_html(ra::audit::compare_traces(traces, options));
+  const std::string html = ra::report::render_html(ra::compare::compare_traces(traces, options));
   const std::size_t table = position(html, "<h2>Weight differences (snapshots)</h2>");
   CHECK(table < position(html, "<h2>Cost per step</h2>"));
   CHECK(html.find("<tr><td>final</td><td>all 1</td><td>2</td><td>1</td><td>0.002</td><td>0.004"

@@ -14,8 +14,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -25,7 +25,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 // Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
 // predictions chosen so that every group spreads.
-ra::audit::ComparisonResult three_groups() {
+ra::compare::ComparisonResult three_groups() {
   TraceBuilder same;
   same.eval_accuracy = {0.5, 0.75};
   TraceBuilder different = same;
@@ -38,22 +38,22 @@ ra::audit::ComparisonResult three_groups() {
   const double accuracy[] = {0.75, 0.76, 0.70, 0.80, 0.74, 0.77};
   for (std::size_t i = 0; i < traces.size(); ++i) traces[i].final->eval_accuracy = accuracy[i];
   for (int i : {4, 5}) {
-    traces[i].header.perturbation = ra::audit::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
     traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
   }
-  ra::audit::ComparisonOptions options;
+  ra::compare::ComparisonOptions options;
   options.load_predictions = [](int run) -> std::optional<std::vector<std::int64_t>> {
     const std::vector<std::int64_t> classes[] = {{0, 1, 2, 3}, {0, 1, 2, 1}, {0, 0, 0, 3},
                                                  {1, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}};
     return classes[run];
   };
-  return ra::audit::compare_traces(traces, options);
+  return ra::compare::compare_traces(traces, options);
 }
 
 }  // namespace
 
 TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][instability]") {
-  const ra::audit::ComparisonResult r = three_groups();
+  const ra::compare::ComparisonResult r = three_groups();
   REQUIRE(r.instability);
 
   const std::string text = ra::report::render_text(r);
@@ -64,7 +64,7 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
   CHECK(count(text, "  finding: ") == 3);
   CHECK_THAT(text, Catch::Contains("perturbed runs (2): final loss"));
 
-  const nlohmann::json json = ra::audit::to_json(r);
+  const nlohmann::json json = ra::compare::to_json(r);
   const nlohmann::json& found = json.at("instability");
   CHECK(found.at("perturbed_runs").size() == 2);
   CHECK(found.at("perturbed_runs")[0].at("parts_at_perturbation") == true);
@@ -93,11 +93,11 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
 
 TEST_CASE("no instability section without a perturbed group", "[report][instability]") {
   TraceBuilder same;
-  const ra::audit::ComparisonResult r =
-      ra::audit::compare_traces({same.build(0), same.build(1)}, {});
+  const ra::compare::ComparisonResult r =
+      ra::compare::compare_traces({same.build(0), same.build(1)}, {});
   CHECK_FALSE(r.instability);
   CHECK(ra::report::render_text(r).find("instability") == std::string::npos);
-  CHECK_FALSE(ra::audit::to_json(r).contains("instability"));
+  CHECK_FALSE(ra::compare::to_json(r).contains("instability"));
   CHECK(ra::report::render_html(r).find("Does the nondeterminism") == std::string::npos);
   CHECK(ra::report::render_junit(r).find("instability.") == std::string::npos);
 }

@@ -16,8 +16,8 @@
 
 namespace {
 
-using ra::audit::Trace;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 const std::filesystem::path kSource = REPRO_AUDIT_SOURCE_DIR;
 
@@ -64,7 +64,7 @@ TEST_CASE("a divergence where identity was expected fails the verdict and each c
   TraceBuilder b;
   std::vector<Trace> traces = runs_of(b, 3);
   ra::test::diverge(traces[2], 1, 2);  // dense_1.weight's gradient from step 1
-  const auto result = ra::audit::compare_traces(traces, {});
+  const auto result = ra::compare::compare_traces(traces, {});
   REQUIRE(result.diverged());
   const std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());
@@ -94,7 +94,7 @@ TEST_CASE("the cases are numbered in causal order, so a viewer sorting by name k
           "[report][junit]") {
   std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
   ra::test::diverge(traces[1], 2, 0);
-  const std::string xml = ra::report::render_junit(ra::audit::compare_traces(traces, {}));
+  const std::string xml = ra::report::render_junit(ra::compare::compare_traces(traces, {}));
   std::vector<std::string> names;
   for (auto at = xml.find("<testcase "); at != std::string::npos;
        at = xml.find("<testcase ", at + 1)) {
@@ -111,7 +111,7 @@ TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
   b.mode = "nondeterministic";
   std::vector<Trace> traces = runs_of(b, 2);
   ra::test::diverge(traces[1], 0, 0);
-  const auto result = ra::audit::compare_traces(traces, {});
+  const auto result = ra::compare::compare_traces(traces, {});
   REQUIRE_FALSE(result.identical);
   REQUIRE_FALSE(result.diverged());
   const std::string xml = ra::report::render_junit(result);
@@ -124,7 +124,7 @@ TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
 
 TEST_CASE("one run has nothing to compare: the verdict fails, unless empty is allowed",
           "[report][junit]") {
-  auto result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), {});
+  auto result = ra::compare::compare_traces(runs_of(TraceBuilder{}, 1), {});
   REQUIRE(result.nothing_compared());
   std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());
@@ -134,9 +134,9 @@ TEST_CASE("one run has nothing to compare: the verdict fails, unless empty is al
         std::string::npos);
   CHECK(count(xml, "<skipped message=") == 6);  // the categories
   // --allow-empty: nothing fails, everything is skipped.
-  ra::audit::ComparisonOptions allow;
+  ra::compare::ComparisonOptions allow;
   allow.allow_empty = true;
-  result = ra::audit::compare_traces(runs_of(TraceBuilder{}, 1), allow);
+  result = ra::compare::compare_traces(runs_of(TraceBuilder{}, 1), allow);
   xml = ra::report::render_junit(result);
   CHECK(count(xml, "<failure ") == 0);
   CHECK(count(xml, "<skipped message=") == 7);
@@ -150,7 +150,7 @@ TEST_CASE("names from specs and traces cannot inject markup into the JUnit repor
   b.params = {"<script>alert(1)</script>", "a&b", "dense_1.weight"};
   std::vector<Trace> traces = runs_of(b, 2);
   ra::test::diverge(traces[1], 0, 0);
-  const std::string xml = ra::report::render_junit(ra::audit::compare_traces(traces, {}));
+  const std::string xml = ra::report::render_junit(ra::compare::compare_traces(traces, {}));
   INFO(xml);
   CHECK(schema_problems(xml).empty());
   CHECK(xml.find("<script>") == std::string::npos);

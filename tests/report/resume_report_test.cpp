@@ -12,12 +12,12 @@
 #include "report/text_sections.h"
 
 using Catch::Matchers::Contains;
-using ra::audit::ComparisonResult;
-using ra::audit::ResumeVerdict;
+using ra::compare::ComparisonResult;
+using ra::compare::ResumeVerdict;
 
 namespace {
 
-ComparisonResult one_resume(bool script, std::vector<ra::audit::ResumePiece> differing) {
+ComparisonResult one_resume(bool script, std::vector<ra::compare::ResumePiece> differing) {
   ResumeVerdict v;
   v.run = 1;
   v.step = 5;

@@ -1,6 +1,6 @@
 // Golden-text tests of the report: comparisons of traces built in memory
 // (tests/trace/in_memory_traces.h) rendered as text (report::render_text) and as JSON
-// (audit::to_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
+// (compare::to_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
 // compared byte for byte with a file checked in under tests/report/golden/ (<case>.txt,
 // <case>.json, <case>.xml).
 //
@@ -25,15 +25,15 @@
 
 namespace {
 
-using ra::audit::ComparisonResult;
-using ra::audit::Trace;
+using ra::compare::ComparisonResult;
 using ra::test::TraceBuilder;
+using ra::trace::Trace;
 
 using ra::test::check_golden;
 
 void check_report(const std::string& name, const ComparisonResult& result) {
   check_golden(name + ".txt", ra::report::render_text(result));
-  check_golden(name + ".json", ra::audit::to_json(result).dump(2) + "\n");
+  check_golden(name + ".json", ra::compare::to_json(result).dump(2) + "\n");
   check_golden(name + ".xml", ra::report::render_junit(result));
 }
 
@@ -63,7 +63,7 @@ bool divergence_snapshot(int run, const std::string& point,
 TEST_CASE("report golden: all runs bitwise identical", "[report][golden]") {
   TraceBuilder b;
   b.eval_accuracy = {0.8125, 0.875};
-  check_report("identical", ra::audit::compare_traces(runs_of(b, 3), {}));
+  check_report("identical", ra::compare::compare_traces(runs_of(b, 3), {}));
 }
 
 TEST_CASE("report golden: divergence at a step in one tensor", "[report][golden]") {
@@ -75,16 +75,16 @@ TEST_CASE("report golden: divergence at a step in one tensor", "[report][golden]
   traces[2].epochs[1].eval_accuracy = 0.8;
   traces[2].epochs[2].eval_accuracy = 0.86;
   traces[2].final->eval_accuracy = 0.86;
-  ra::audit::ComparisonOptions options;
+  ra::compare::ComparisonOptions options;
   options.load_snapshot = divergence_snapshot;
-  check_report("divergence", ra::audit::compare_traces(traces, options));
+  check_report("divergence", ra::compare::compare_traces(traces, options));
 }
 
 TEST_CASE("report golden: an audit folder with missing runs", "[report][golden]") {
   TraceBuilder b;
   std::vector<Trace> traces = runs_of(b, 3);
-  ComparisonResult result = ra::audit::compare_traces(traces, {});
-  ra::audit::AuditFolderCheck folder;
+  ComparisonResult result = ra::compare::compare_traces(traces, {});
+  ra::compare::AuditFolderCheck folder;
   folder.folder = "out";
   folder.audit_id = "00112233445566778899aabbccddeeff";
   folder.planned_runs = 4;
@@ -113,7 +113,7 @@ TEST_CASE("report golden: same and different seed groups", "[report][golden]") {
     different.step_seconds = 0.0021 + 0.0001 * i;
     traces.push_back(different.build(3 + i));
   }
-  check_report("seed_groups", ra::audit::compare_traces(traces, {}));
+  check_report("seed_groups", ra::compare::compare_traces(traces, {}));
 }
 
 TEST_CASE("report golden: environment and ledger differences", "[report][golden]") {
@@ -140,9 +140,9 @@ TEST_CASE("report golden: environment and ledger differences", "[report][golden]
   traces[1].header.ledger =
       nlohmann::json::array({entry("backward_data", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0", 0.25)});
   ra::test::diverge(traces[1], 0, 0);
-  ra::audit::ComparisonOptions options;
+  ra::compare::ComparisonOptions options;
   options.expect_identical = false;
-  check_report("environment", ra::audit::compare_traces(traces, options));
+  check_report("environment", ra::compare::compare_traces(traces, options));
 }
 
 TEST_CASE("report golden: nondeterministic runs and their timing", "[report][golden]") {
@@ -159,5 +159,5 @@ TEST_CASE("report golden: nondeterministic runs and their timing", "[report][gol
   }
   ra::test::diverge(traces[1], 1, 1, 1);
   ra::test::diverge(traces[3], 3, 0, 200);
-  check_report("nondeterministic_timing", ra::audit::compare_traces(traces, {}));
+  check_report("nondeterministic_timing", ra::compare::compare_traces(traces, {}));
 }

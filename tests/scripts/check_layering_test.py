@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """scripts/check-layering: passes on the real tree, and catches each kind of violation planted in
 a tiny fixture tree (an undeclared include, one from kernels/, a declared module never included,
-a cycle, a file in no module), and each kind of test that reaches past its module: a lib/ header,
-another module's test helper, a header reached through tests/support."""
+a cycle, a file in no module), each kind of test that reaches past its module: a lib/ header,
+another module's test helper, a header reached through tests/support; a namespace that does not
+follow its folder, and an include of audit's facade from inside lib/audit."""
 import os
 import subprocess
 import sys
@@ -28,14 +29,18 @@ ra_module(nn      DIRS nn      DEPS ra_spec ra_backend)
 """
 
 FILES = {
-    "lib/core/error.h": "#pragma once\n#include <string>\n",
+    "lib/core/error.h": "#pragma once\n#include <string>\nnamespace ra {\nnamespace detail {}\n}\n",
     "lib/spec/spec.h": '#pragma once\n#include "core/error.h"\n#include <nlohmann/json.hpp>\n',
     "lib/backend/ops.h": '#pragma once\n#include "core/error.h"\n',
     "lib/backend/cpu/gemm.h": '#pragma once\n#include "backend/ops.h"\n#include "xxhash.h"\n',
     "lib/backend/cuda/cuda_ops.h": '#pragma once\n#include "backend/ops.h"\n#include "kernels/a.cuh"\n',
     "kernels/a.cuh": '#pragma once\n#include "backend/ops.h"\n#include "core/error.h"\n',
     "kernels/a.cu": '#include "kernels/a.cuh"\n',
-    "lib/nn/model.cpp": '#include "spec/spec.h"\n#include "backend/ops.h"\n',
+    # Anonymous namespaces, aliases and what comments and strings say are no namespace opened.
+    "lib/nn/model.cpp": '#include "spec/spec.h"\n#include "backend/ops.h"\nnamespace ra::nn {\n'
+    'namespace fs = std::filesystem;\nnamespace {\n// namespace ra::spec {\n'
+    'const char* s = "namespace ra::spec {";\nvoid f() {}\n}  // namespace\n}  // namespace ra::nn\n',
+    "lib/backend/cpu/gemm.cpp": "namespace ra::backend::cpu {\nstruct A {\n  int x{};\n};\n}\n",
     # spec's tests may reach core (a dependency), their own folder and tests/support.
     "tests/spec/parse_test.cpp": '#include "spec/spec.h"\n#include "core/error.h"\n'
     '#include "spec/spec_fixtures.h"\n#include "support/temp_dir.h"\n#include <catch2/catch.hpp>\n',
@@ -152,6 +157,50 @@ class CheckLayeringTest(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertEqual(lines, ["lib/report/text.cpp: in no module's DIRS (lib/CMakeLists.txt)"])
 
+    def test_a_namespace_that_does_not_follow_the_folder_is_named(self):
+        model = '#include "spec/spec.h"\n#include "backend/ops.h"\nnamespace ra::nn {\n}\n' \
+            "namespace ra::spec {\nvoid f();\n}\n"
+        with Fixture(lib__nn__model_DOT_cpp=model) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "lib/nn/model.cpp:5: opens namespace ra::spec; module nn's files open ra::nn or a "
+                "namespace nested in it"
+            ],
+        )
+
+    def test_a_nested_namespace_counts_with_what_encloses_it(self):
+        error = "#pragma once\nnamespace ra {\nnamespace detail {}\n}\nnamespace other {\n}\n"
+        with Fixture(lib__core__error_DOT_h=error) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "lib/core/error.h:5: opens namespace other; module core's files open ra or a "
+                "namespace nested in it"
+            ],
+        )
+
+    def test_an_include_of_the_audit_facade_from_inside_audit_is_named(self):
+        cmake = CMAKE + "ra_module(audit   DIRS audit   DEPS ra_core)\n"
+        changes = {
+            "lib__audit__audit_DOT_h": '#pragma once\n#include "core/error.h"\n',
+            "lib__audit__audit_DOT_cpp": '#include "audit/audit.h"\n',
+            "lib__audit__plan_DOT_cpp": '#include "audit/audit.h"\n',
+        }
+        with Fixture(cmake=cmake, **changes) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(
+            lines,
+            [
+                "lib/audit/plan.cpp:1: includes audit/audit.h, its module's facade: include the "
+                "lower header that declares what it uses"
+            ],
+        )
 
     def test_a_test_including_a_module_its_module_does_not_reach_is_named(self):
         test = '#include "spec/spec.h"\n#include "backend/ops.h"\n'

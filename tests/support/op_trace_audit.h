@@ -52,7 +52,7 @@ inline audit::AuditOptions traced_audit(const TempDir& dir, int runs) {
   audit::AuditOptions o;
   o.runs = runs;
   o.out_dir = dir.path;
-  o.trace_ops = audit::OpWindow{};
+  o.trace_ops = trace::OpWindow{};
   o.expect_identical = false;
   return o;
 }

@@ -52,10 +52,10 @@ struct TraceBuilder {
                                 {"threads", 2},
                                 {"tool_version", "0.test"}};
 
-  audit::Trace build(int run) const {
-    audit::Trace t;
+  trace::Trace build(int run) const {
+    trace::Trace t;
     t.source = "run-00" + std::to_string(run) + ".trace.jsonl";
-    audit::TraceHeader& h = t.header;
+    trace::TraceHeader& h = t.header;
     h.tool_version = "0.test";
     h.spec = {{"name", spec_name}, {"seed", 42}};
     h.spec_digest = "0123456789abcdef0123456789abcdef";
@@ -72,7 +72,7 @@ struct TraceBuilder {
     for (std::size_t p = 0; p < params.size(); ++p)
       t.initial_weights.push_back(made_up_digest(1 + seeded, -1, p));
     for (int s = 0; s < steps; ++s) {
-      audit::StepRecord r;
+      trace::StepRecord r;
       r.step = s;
       r.epoch = s / steps_per_epoch;
       r.batch = s % steps_per_epoch;
@@ -91,13 +91,13 @@ struct TraceBuilder {
     }
     const int epochs = (steps + steps_per_epoch - 1) / steps_per_epoch;
     for (int e = 0; e < epochs; ++e) {
-      audit::EpochRecord rec;
+      trace::EpochRecord rec;
       rec.epoch = e;
       rec.steps = std::min(steps_per_epoch, steps - e * steps_per_epoch);
       if (e < static_cast<int>(eval_accuracy.size())) rec.eval_accuracy = eval_accuracy[e];
       t.epochs.push_back(rec);
     }
-    audit::FinalRecord f;
+    trace::FinalRecord f;
     f.steps = steps;
     f.final_loss_bits = steps ? t.steps.back().loss_bits : float_bits(2.5f);
     f.eval_accuracy = t.epochs.empty() ? std::nullopt : t.epochs.back().eval_accuracy;
@@ -113,10 +113,10 @@ struct TraceBuilder {
 // What a nondeterministic gradient of parameter `param` at step `step` does to a run: that
 // gradient, the parameter's updated weights and the optimizer state differ from `step` on; from
 // the next step every loss (by `loss_ulp_per_step` ulp more each step), gradient and weight does.
-inline void diverge(audit::Trace& t, std::int64_t step, std::size_t param,
+inline void diverge(trace::Trace& t, std::int64_t step, std::size_t param,
                     std::uint32_t loss_ulp_per_step = 3) {
   const auto changed = [](Digest128 d) { return Digest128{d.high, d.low ^ 0xd1ff0000u}; };
-  for (audit::StepRecord& r : t.steps) {
+  for (trace::StepRecord& r : t.steps) {
     if (r.step < step) continue;
     const bool later = r.step > step;
     for (std::size_t p = 0; p < r.grads.size(); ++p) {

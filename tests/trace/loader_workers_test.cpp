@@ -13,8 +13,8 @@
 
 namespace {
 
-using ra::audit::LoaderWorker;
-using ra::audit::Trace;
+using ra::trace::LoaderWorker;
+using ra::trace::Trace;
 
 LoaderWorker worker(std::uint64_t pass, int id, std::uint64_t rng) {
   return {pass, id, 2, {{"dataset.rng", {rng, 1}}, {"numpy", {7, static_cast<std::uint64_t>(id)}}}};
@@ -22,7 +22,7 @@ LoaderWorker worker(std::uint64_t pass, int id, std::uint64_t rng) {
 
 // The trace's text with the first occurrence of `from` replaced by `to`.
 std::string edited(const Trace& t, const std::string& from, const std::string& to) {
-  std::string text = ra::audit::serialize_trace(t);
+  std::string text = ra::trace::serialize_trace(t);
   const auto at = text.find(from);
   REQUIRE(at != std::string::npos);
   return text.replace(at, from.size(), to);
@@ -32,13 +32,13 @@ std::string edited(const Trace& t, const std::string& from, const std::string& t
 
 TEST_CASE("loader workers are written and read back as they were", "[trace]") {
   Trace t = ra::test::whole_one_step_trace();
-  const Trace plain = ra::audit::parse_trace(ra::audit::serialize_trace(t), "plain");
+  const Trace plain = ra::trace::parse_trace(ra::trace::serialize_trace(t), "plain");
   CHECK(plain.final->loader_workers.empty());
-  CHECK(ra::audit::serialize_trace(t).find("loader_workers") == std::string::npos);
+  CHECK(ra::trace::serialize_trace(t).find("loader_workers") == std::string::npos);
 
   t.final->loader_workers = {worker(9000000000000000000u, 0, 5), worker(9000000000000000000u, 1, 5),
                              worker(17, 1, 6)};
-  const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "workers");
+  const Trace back = ra::trace::parse_trace(ra::trace::serialize_trace(t), "workers");
   CHECK(back.final->loader_workers == t.final->loader_workers);
 }
 
@@ -47,7 +47,7 @@ TEST_CASE("damaged loader workers are bad input naming the field", "[trace]") {
   t.final->loader_workers = {worker(3, 0, 5), worker(3, 1, 5)};
   const auto refused = [&](const std::string& from, const std::string& to, const char* what) {
     INFO(from << " -> " << to);
-    CHECK_THROWS_WITH(ra::audit::parse_trace(edited(t, from, to), "run.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(edited(t, from, to), "run.jsonl"),
                       Catch::Contains(what));
   };
   refused("\"worker\":1", "\"worker\":2", "loader_workers[1].worker");

@@ -14,19 +14,19 @@
 
 namespace {
 
-using ra::audit::Trace;
+using ra::trace::Trace;
 
 Trace perturbed_trace() {
   Trace t = ra::test::whole_one_step_trace();
   t.header.seed_group = "perturbed";
-  t.header.perturbation = ra::audit::Perturbation{"dense_1.weight", 4, 0, 0x3d4ccccd, 0x3d4ccccc};
+  t.header.perturbation = ra::trace::Perturbation{"dense_1.weight", 4, 0, 0x3d4ccccd, 0x3d4ccccc};
   t.final->predictions =
-      ra::audit::PredictionsRecord{"run-000/predictions.npy", 256, ra::Digest128{1, 2}};
+      ra::trace::PredictionsRecord{"run-000/predictions.npy", 256, ra::Digest128{1, 2}};
   return t;
 }
 
 std::string edited(const Trace& t, const std::string& from, const std::string& to) {
-  std::string text = ra::audit::serialize_trace(t);
+  std::string text = ra::trace::serialize_trace(t);
   const auto at = text.find(from);
   REQUIRE(at != std::string::npos);
   return text.replace(at, from.size(), to);
@@ -36,15 +36,15 @@ std::string edited(const Trace& t, const std::string& from, const std::string& t
 
 TEST_CASE("a perturbation and predictions are written and read back as they were", "[trace]") {
   const Trace plain = ra::test::whole_one_step_trace();
-  const std::string text = ra::audit::serialize_trace(plain);
+  const std::string text = ra::trace::serialize_trace(plain);
   CHECK(text.find("perturbation") == std::string::npos);
   CHECK(text.find("predictions") == std::string::npos);
-  const Trace plain_back = ra::audit::parse_trace(text, "plain");
+  const Trace plain_back = ra::trace::parse_trace(text, "plain");
   CHECK_FALSE(plain_back.header.perturbation);
   CHECK_FALSE(plain_back.final->predictions);
 
   const Trace t = perturbed_trace();
-  const Trace back = ra::audit::parse_trace(ra::audit::serialize_trace(t), "perturbed");
+  const Trace back = ra::trace::parse_trace(ra::trace::serialize_trace(t), "perturbed");
   CHECK(back.header.seed_group == "perturbed");
   CHECK(back.header.perturbation == t.header.perturbation);
   CHECK(back.final->predictions == t.final->predictions);
@@ -53,7 +53,7 @@ TEST_CASE("a perturbation and predictions are written and read back as they were
 TEST_CASE("a damaged perturbation or predictions record is bad input naming it", "[trace]") {
   const Trace t = perturbed_trace();
   const auto rejected = [](const std::string& text, const std::string& expected) {
-    CHECK_THROWS_WITH(ra::audit::parse_trace(text, "t"), Catch::Contains(expected));
+    CHECK_THROWS_WITH(ra::trace::parse_trace(text, "t"), Catch::Contains(expected));
   };
   // Two bits flipped: not the one bit the perturbation names.
   rejected(edited(t, "\"after_bits\":\"0x3d4ccccc\"", "\"after_bits\":\"0x3d4cccce\""),
@@ -62,7 +62,7 @@ TEST_CASE("a damaged perturbation or predictions record is bad input naming it",
            "must be of the \"perturbed\" group");
   Trace unnamed = t;
   unnamed.header.perturbation.reset();
-  rejected(ra::audit::serialize_trace(unnamed), "must name its perturbation");
+  rejected(ra::trace::serialize_trace(unnamed), "must name its perturbation");
   rejected(edited(t, "\"run-000/predictions.npy\"", "\"../elsewhere.npy\""),
            "field 'predictions.file'");
   rejected(edited(t, "\"run-000/predictions.npy\"", "\"/tmp/p.npy\""), "below the trace's folder");

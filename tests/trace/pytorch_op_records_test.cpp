@@ -16,10 +16,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using ra::audit::OpRecord;
-using ra::audit::Trace;
 using ra::test::aten_ops;
 using ra::test::pytorch_runs;
+using ra::trace::OpRecord;
+using ra::trace::Trace;
 
 }  // namespace
 
@@ -27,35 +27,35 @@ TEST_CASE("op record types survive the trace file and are checked", "[trace][ops
   auto traces = pytorch_runs(1);
   Trace& t = traces[0];
   ra::test::make_whole(t);
-  const std::string text = ra::audit::serialize_trace(traces[0]);
-  const Trace back = ra::audit::parse_trace(text, "t.trace.jsonl");
+  const std::string text = ra::trace::serialize_trace(traces[0]);
+  const Trace back = ra::trace::parse_trace(text, "t.trace.jsonl");
   REQUIRE(back.steps[1].ops.size() == 3);
   CHECK(back.steps[1].ops[2].in_types == std::vector<std::string>{"f32[8,32]", "f32[]", "args"});
   CHECK(back.steps[1].ops[1].out_types == std::vector<std::string>{"f32[]"});
-  CHECK(ra::audit::serialize_trace(back) == text);
+  CHECK(ra::trace::serialize_trace(back) == text);
 
   SECTION("one type per digest, or none") {
     std::string bad = text;
     const std::string types = R"("in_types":["f32[8,32]","f32[]","args"])";
     bad.replace(bad.find(types), types.size(), R"("in_types":["f32[8,32]","args"])");
-    CHECK_THROWS_WITH(ra::audit::parse_trace(bad, "t.trace.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(bad, "t.trace.jsonl"),
                       Contains("expected 3 types, one per digest, found 2"));
   }
   SECTION("a type is a non-empty string") {
     std::string bad = text;
     const std::string types = R"("out_types":["f32[]"])";
     bad.replace(bad.find(types), types.size(), R"("out_types":[""])");
-    CHECK_THROWS(ra::audit::parse_trace(bad, "t.trace.jsonl"));
+    CHECK_THROWS(ra::trace::parse_trace(bad, "t.trace.jsonl"));
   }
 }
 
 TEST_CASE("a typed record's positions are named by their types", "[trace][ops][pytorch]") {
   const std::vector<OpRecord> ops = aten_ops(0);
-  CHECK(ra::audit::op_input_name(ops[0], 0) == "input 0 (f32[8,32])");
-  CHECK(ra::audit::op_input_name(ops[0], 1) == "the generator state");
-  CHECK(ra::audit::op_input_name(ops[2], 2) == "the non-tensor arguments");
-  CHECK(ra::audit::op_output_name(ops[1], 0) == "output 0 (f32[])");
+  CHECK(ra::trace::op_input_name(ops[0], 0) == "input 0 (f32[8,32])");
+  CHECK(ra::trace::op_input_name(ops[0], 1) == "the generator state");
+  CHECK(ra::trace::op_input_name(ops[2], 2) == "the non-tensor arguments");
+  CHECK(ra::trace::op_output_name(ops[1], 0) == "output 0 (f32[])");
   // An engine record has no types: its op names its positions.
   const OpRecord engine{"conv2d.backward_filter", "conv2d_0", "", "", {}, {}};
-  CHECK(ra::audit::op_input_name(engine, 1) == "dy");
+  CHECK(ra::trace::op_input_name(engine, 1) == "dy");
 }

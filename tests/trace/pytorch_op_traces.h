@@ -17,8 +17,8 @@ inline Digest128 aten_digest(std::uint64_t what, std::int64_t step, std::size_t 
 
 // Three aten records per step: a random op drawing from the generator, a sum of its output, a
 // division by the sum with a Python scalar.
-inline std::vector<audit::OpRecord> aten_ops(std::int64_t step) {
-  std::vector<audit::OpRecord> ops(3);
+inline std::vector<trace::OpRecord> aten_ops(std::int64_t step) {
+  std::vector<trace::OpRecord> ops(3);
   ops[0] = {"aten.bernoulli_.float",
             "model.drop",
             "",
@@ -42,14 +42,14 @@ inline std::vector<audit::OpRecord> aten_ops(std::int64_t step) {
   return ops;
 }
 
-inline std::vector<audit::Trace> pytorch_runs(int runs) {
+inline std::vector<trace::Trace> pytorch_runs(int runs) {
   TraceBuilder b;
-  std::vector<audit::Trace> out;
+  std::vector<trace::Trace> out;
   for (int r = 0; r < runs; ++r) {
-    audit::Trace t = b.build(r);
+    trace::Trace t = b.build(r);
     t.header.backend = "pytorch-cpu";
     t.header.format_version = 2;
-    t.header.trace_ops = audit::OpWindow{};
+    t.header.trace_ops = trace::OpWindow{};
     for (auto& s : t.steps) {
       s.ops_recorded = true;
       s.ops = aten_ops(s.step);

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::trace;
 
 // Rank 1 of 2 on gloo with NCCL_ALGO set: one parameter, one step, completed.
 Trace rank_trace() {

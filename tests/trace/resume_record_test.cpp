@@ -13,7 +13,7 @@
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
-using namespace ra::audit;
+using namespace ra::trace;
 
 namespace {
 

@@ -10,12 +10,12 @@
 
 namespace ra::test {
 
-inline audit::TraceHeader test_header(const std::string& name, int format_version) {
-  audit::TraceHeader h;
+inline trace::TraceHeader test_header(const std::string& name, int format_version) {
+  trace::TraceHeader h;
   h.format_version = format_version;
   h.tool_version = "test";
   h.spec = {{"name", name}};
-  h.spec_digest = audit::spec_digest_of(h.spec).hex();
+  h.spec_digest = trace::spec_digest_of(h.spec).hex();
   h.seed_group = "same";
   h.backend = "cpu";
   h.threads = 1;

@@ -18,7 +18,7 @@ namespace {
 
 std::string trace_error(const std::string& text) {
   try {
-    ra::audit::parse_trace(text, "run-000.trace.jsonl");
+    ra::trace::parse_trace(text, "run-000.trace.jsonl");
   } catch (const ra::InputError& e) {
     return e.what();
   }
@@ -47,9 +47,9 @@ TEST_CASE("read_trace refuses special files at once", "[trace]") {
   std::filesystem::create_directories(dir);
   const auto fifo = dir / "run-000.trace.jsonl";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK_THROWS_WITH(ra::audit::read_trace(fifo),
+  CHECK_THROWS_WITH(ra::trace::read_trace(fifo),
                     fifo.string() + ": is a FIFO (named pipe), not a regular file");
-  CHECK_THROWS_WITH(ra::audit::read_trace("/dev/zero"), Contains("is a character device"));
-  CHECK_THROWS_WITH(ra::audit::read_trace(dir), Contains("is a directory"));
+  CHECK_THROWS_WITH(ra::trace::read_trace("/dev/zero"), Contains("is a character device"));
+  CHECK_THROWS_WITH(ra::trace::read_trace(dir), Contains("is a directory"));
   std::filesystem::remove_all(dir);
 }

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::trace;
 
 ra::Digest128 digest_of(std::uint64_t n) {
   return ra::Digest128{n, 0x57ea3u};

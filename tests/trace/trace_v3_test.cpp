@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-using namespace ra::audit;
+using namespace ra::trace;
 
 ra::Digest128 digest_of(std::uint64_t n) {
   return ra::Digest128{n, 0xb0ffe5u};

@@ -79,7 +79,7 @@ void require_rejected(const std::string& text, int line, const std::string& fiel
                       const std::string& problem = "") {
   const std::string source = "edited.trace.jsonl";
   try {
-    ra::audit::parse_trace(text, source);
+    ra::trace::parse_trace(text, source);
     FAIL("the damaged trace was accepted");
   } catch (const ra::InputError& e) {
     const std::string message = e.what();
@@ -99,15 +99,15 @@ std::string other_digest(const std::string& hex) {
 }  // namespace
 
 TEST_CASE("a whole trace is read back whole", "[trace]") {
-  const auto t = ra::audit::read_trace(run_file(0));
+  const auto t = ra::trace::read_trace(run_file(0));
   REQUIRE(lines_of(read_text(run_file(0))).size() == kEnd);
   REQUIRE(t.steps.size() == 6);
   REQUIRE(t.epochs.size() == 2);
   REQUIRE(t.final);
   REQUIRE(t.final->steps == 6);
-  REQUIRE(t.header.spec_digest == ra::audit::spec_digest_of(t.header.spec).hex());
+  REQUIRE(t.header.spec_digest == ra::trace::spec_digest_of(t.header.spec).hex());
   // What the reader reads, the writer writes back byte for byte.
-  REQUIRE(ra::audit::serialize_trace(t) == read_text(run_file(0)));
+  REQUIRE(ra::trace::serialize_trace(t) == read_text(run_file(0)));
 }
 
 TEST_CASE("a trace with step records removed is rejected", "[trace]") {
@@ -125,7 +125,7 @@ TEST_CASE("a trace with step records removed is rejected", "[trace]") {
     epoch["steps"] = 2;
     double sum = 0;
     for (int l = kEpoch0 + 1; l < kLastStep; ++l) {
-      sum += std::bit_cast<float>(ra::audit::bits_from_hex(json::parse(lines[l - 1])["loss_bits"]));
+      sum += std::bit_cast<float>(ra::trace::bits_from_hex(json::parse(lines[l - 1])["loss_bits"]));
     }
     epoch["train_loss"] = sum / 2;
     lines[kEpoch1 - 1] = epoch.dump();
@@ -344,7 +344,7 @@ TEST_CASE("every record field must have its type", "[trace]") {
 TEST_CASE("echoed values of a damaged trace are truncated", "[trace]") {
   const std::string huge(100000, 'a');
   try {
-    ra::audit::parse_trace(edited(kHeader,
+    ra::trace::parse_trace(edited(kHeader,
                                   [&](json& h) {
                                     h["backend"] = {{"x", huge}};
                                   }),
@@ -354,7 +354,7 @@ TEST_CASE("echoed values of a damaged trace are truncated", "[trace]") {
     REQUIRE(std::string(e.what()).size() < 200);
   }
   try {
-    ra::audit::parse_trace(edited(kFirstStep, [&](json& r) { r["inputs"] = huge; }), "t.jsonl");
+    ra::trace::parse_trace(edited(kFirstStep, [&](json& r) { r["inputs"] = huge; }), "t.jsonl");
     FAIL("accepted");
   } catch (const ra::InputError& e) {
     REQUIRE(std::string(e.what()).find("field 'inputs'") != std::string::npos);
@@ -365,7 +365,7 @@ TEST_CASE("echoed values of a damaged trace are truncated", "[trace]") {
 TEST_CASE("a trace without its end record stays a truncated trace", "[trace]") {
   const std::string text = without_line(read_text(run_file(0)), kEnd);
   try {
-    ra::audit::parse_trace(text, "cut.trace.jsonl");
+    ra::trace::parse_trace(text, "cut.trace.jsonl");
     FAIL("accepted");
   } catch (const ra::InputError& e) {
     REQUIRE(std::string(e.what()).find("cut.trace.jsonl: trace is truncated") == 0);
@@ -374,15 +374,15 @@ TEST_CASE("a trace without its end record stays a truncated trace", "[trace]") {
 
 TEST_CASE("a run whose losses are not finite writes a trace that reads back", "[trace]") {
   // nlohmann/json writes NaN as null: the reader takes null for a mean loss that is not finite.
-  ra::audit::Trace t = ra::audit::read_trace(run_file(0));
+  ra::trace::Trace t = ra::trace::read_trace(run_file(0));
   const std::uint32_t nan_bits =
       std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN());
   for (auto& s : t.steps) s.loss_bits = nan_bits;
   for (auto& e : t.epochs) e.mean_train_loss = std::numeric_limits<double>::quiet_NaN();
   t.final->final_loss_bits = nan_bits;
-  const std::string text = ra::audit::serialize_trace(t);
+  const std::string text = ra::trace::serialize_trace(t);
   REQUIRE(text.find("\"train_loss\":null") != std::string::npos);
-  const auto back = ra::audit::parse_trace(text, "nan.trace.jsonl");
+  const auto back = ra::trace::parse_trace(text, "nan.trace.jsonl");
   REQUIRE(back.final->final_loss_bits == nan_bits);
   REQUIRE(std::isnan(back.epochs[0].mean_train_loss));
 }
@@ -401,7 +401,7 @@ TEST_CASE("ledger entries: the autotune measurement is optional and checked", "[
       {"math_type", "CUDNN_FMA_MATH"}, {"time_ms", 0.25}, {"workspace_bytes", 4096}};
   // Older traces have no "autotune" key; newer autotuned entries have it: both are read.
   const std::string text = edited(kHeader, [&](json& h) { h["ledger"] = {pinned, autotuned}; });
-  const auto t = ra::audit::parse_trace(text, "ledger.trace.jsonl");
+  const auto t = ra::trace::parse_trace(text, "ledger.trace.jsonl");
   REQUIRE(t.header.ledger.size() == 2);
   CHECK_FALSE(t.header.ledger[0].contains("autotune"));
   CHECK(t.header.ledger[1]["autotune"]["time_ms"] == 0.25);

@@ -16,25 +16,25 @@ namespace ra::test {
 
 // What the reader checks of a whole trace, made true of `t`: the spec digest, each epoch's mean
 // train loss (the step losses summed as the trainer sums them) and the median step time.
-inline void make_whole(audit::Trace& t) {
-  t.header.spec_digest = audit::spec_digest_of(t.header.spec).hex();
+inline void make_whole(trace::Trace& t) {
+  t.header.spec_digest = trace::spec_digest_of(t.header.spec).hex();
   std::vector<double> seconds;
-  for (audit::EpochRecord& e : t.epochs) {
+  for (trace::EpochRecord& e : t.epochs) {
     double sum = 0;
-    for (const audit::StepRecord& s : t.steps) {
+    for (const trace::StepRecord& s : t.steps) {
       if (s.epoch == e.epoch) sum += std::bit_cast<float>(s.loss_bits);
     }
     e.mean_train_loss = sum / static_cast<double>(e.steps);
   }
-  for (const audit::StepRecord& s : t.steps) seconds.push_back(s.seconds);
+  for (const trace::StepRecord& s : t.steps) seconds.push_back(s.seconds);
   t.final->median_step_seconds = median(seconds);
 }
 
-inline audit::Trace whole_one_step_trace() {
+inline trace::Trace whole_one_step_trace() {
   TraceBuilder b;
   b.steps = 1;
   b.steps_per_epoch = 1;
-  audit::Trace t = b.build(0);
+  trace::Trace t = b.build(0);
   make_whole(t);
   t.final->total_seconds = t.steps[0].seconds;
   return t;
@@ -44,7 +44,7 @@ inline audit::Trace whole_one_step_trace() {
 // trained with Adam for 2 epochs of 3 steps with an eval set: lines 1 header, 2 init, 3-5 steps,
 // 6 epoch 0, 7-9 steps, 10 epoch 1, 11 end; 4 parameters. The runs of one audit are bitwise
 // identical; only their step times (`step_seconds`, the median) differ, as real runs' do.
-inline audit::Trace two_epoch_trace(int run, const std::string& audit_id, double step_seconds) {
+inline trace::Trace two_epoch_trace(int run, const std::string& audit_id, double step_seconds) {
   TraceBuilder b;
   b.spec_name = "trace-validation";
   b.steps = 6;
@@ -52,7 +52,7 @@ inline audit::Trace two_epoch_trace(int run, const std::string& audit_id, double
   b.params = {"conv2d_0.weight", "conv2d_0.bias", "dense_0.weight", "dense_0.bias"};
   b.eval_accuracy = {0.375, 0.4375};
   b.step_seconds = step_seconds;
-  audit::Trace t = b.build(run);
+  trace::Trace t = b.build(run);
   t.header.format_version = 1;
   t.header.audit_id = audit_id;
   t.header.optimizer_state.clear();
@@ -67,8 +67,8 @@ inline audit::Trace two_epoch_trace(int run, const std::string& audit_id, double
   return t;
 }
 
-inline void write_trace_file(const audit::Trace& t, const std::filesystem::path& file) {
-  std::ofstream(file, std::ios::binary) << audit::serialize_trace(t);
+inline void write_trace_file(const trace::Trace& t, const std::filesystem::path& file) {
+  std::ofstream(file, std::ios::binary) << trace::serialize_trace(t);
 }
 
 }  // namespace ra::test
