@@ -88,6 +88,13 @@ class Fixture:
 
 
 class CheckLayeringTest(unittest.TestCase):
+    def assert_fails_with(self, expected, **fixture):
+        """The check fails on the fixture tree and prints exactly the expected lines."""
+        with Fixture(**fixture) as root:
+            code, lines = run(root)
+        self.assertEqual(code, 1)
+        self.assertEqual(lines, expected)
+
     def test_the_real_tree_keeps_its_layering(self):
         code, lines = run(ROOT)
         self.assertEqual(lines, [])
@@ -99,46 +106,43 @@ class CheckLayeringTest(unittest.TestCase):
 
     def test_an_include_of_an_undeclared_module_is_named_with_file_and_line(self):
         gemm = '#pragma once\n#include "backend/ops.h"\n#include "spec/spec.h"\n'
-        with Fixture(lib__backend__cpu__gemm_DOT_h=gemm) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
-            ["lib/backend/cpu/gemm.h:3: module backend includes spec (spec/spec.h), not in its DEPS"],
+        self.assert_fails_with(
+            [
+                "lib/backend/cpu/gemm.h:3: module backend includes spec (spec/spec.h), not in "
+                "its DEPS",
+            ],
+            lib__backend__cpu__gemm_DOT_h=gemm,
         )
 
     def test_the_longest_folder_decides_the_module(self):
         # backend/cuda is its own module: nn includes it without declaring it.
         model = '#include "spec/spec.h"\n#include "backend/ops.h"\n#include "backend/cuda/cuda_ops.h"\n'
-        with Fixture(lib__nn__model_DOT_cpp=model) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
                 "lib/nn/model.cpp:3: module nn includes backend_cuda (backend/cuda/cuda_ops.h), "
-                "not in its DEPS"
+                "not in its DEPS",
             ],
+            lib__nn__model_DOT_cpp=model,
         )
 
     def test_kernels_declare_through_their_target_link(self):
         cmake = CMAKE.replace("target_link_libraries(ra_kernels PUBLIC ra_core ra_backend)",
                               "target_link_libraries(ra_kernels PUBLIC ra_core)")
-        with Fixture(cmake=cmake) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
-            ["kernels/a.cuh:2: module kernels includes backend (backend/ops.h), not in its DEPS"],
+        self.assert_fails_with(
+            [
+                "kernels/a.cuh:2: module kernels includes backend (backend/ops.h), not in its "
+                "DEPS",
+            ],
+            cmake=cmake,
         )
 
     def test_a_declared_module_never_included_is_named(self):
         cmake = CMAKE.replace("DEPS ra_spec ra_backend)", "DEPS ra_core ra_spec ra_backend)")
-        with Fixture(cmake=cmake) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines, ["lib/CMakeLists.txt: module nn declares core but includes nothing from it"]
+        self.assert_fails_with(
+            [
+                "lib/CMakeLists.txt: module nn declares core but includes nothing from it",
+            ],
+            cmake=cmake,
         )
 
     def test_a_cycle_in_the_declared_graph_is_named(self):
@@ -152,36 +156,32 @@ class CheckLayeringTest(unittest.TestCase):
         )
 
     def test_a_file_in_no_module_is_named(self):
-        with Fixture(lib__report__text_DOT_cpp='#include "core/error.h"\n') as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(lines, ["lib/report/text.cpp: in no module's DIRS (lib/CMakeLists.txt)"])
+        self.assert_fails_with(
+            [
+                "lib/report/text.cpp: in no module's DIRS (lib/CMakeLists.txt)",
+            ],
+            lib__report__text_DOT_cpp='#include "core/error.h"\n',
+        )
 
     def test_a_namespace_that_does_not_follow_the_folder_is_named(self):
         model = '#include "spec/spec.h"\n#include "backend/ops.h"\nnamespace ra::nn {\n}\n' \
             "namespace ra::spec {\nvoid f();\n}\n"
-        with Fixture(lib__nn__model_DOT_cpp=model) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
-                "lib/nn/model.cpp:5: opens namespace ra::spec; module nn's files open ra::nn or a "
-                "namespace nested in it"
+                "lib/nn/model.cpp:5: opens namespace ra::spec; module nn's files open ra::nn or "
+                "a namespace nested in it",
             ],
+            lib__nn__model_DOT_cpp=model,
         )
 
     def test_a_nested_namespace_counts_with_what_encloses_it(self):
         error = "#pragma once\nnamespace ra {\nnamespace detail {}\n}\nnamespace other {\n}\n"
-        with Fixture(lib__core__error_DOT_h=error) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
                 "lib/core/error.h:5: opens namespace other; module core's files open ra or a "
-                "namespace nested in it"
+                "namespace nested in it",
             ],
+            lib__core__error_DOT_h=error,
         )
 
     def test_an_include_of_the_audit_facade_from_inside_audit_is_named(self):
@@ -191,58 +191,47 @@ class CheckLayeringTest(unittest.TestCase):
             "lib__audit__audit_DOT_cpp": '#include "audit/audit.h"\n',
             "lib__audit__plan_DOT_cpp": '#include "audit/audit.h"\n',
         }
-        with Fixture(cmake=cmake, **changes) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
                 "lib/audit/plan.cpp:1: includes audit/audit.h, its module's facade: include the "
-                "lower header that declares what it uses"
+                "lower header that declares what it uses",
             ],
+            cmake=cmake, **changes,
         )
 
     def test_a_test_including_a_module_its_module_does_not_reach_is_named(self):
         test = '#include "spec/spec.h"\n#include "backend/ops.h"\n'
-        with Fixture(tests__spec__parse_test_DOT_cpp=test) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
                 "tests/spec/parse_test.cpp:2: tests of spec include backend (backend/ops.h), "
-                "which module spec does not depend on"
+                "which module spec does not depend on",
             ],
+            tests__spec__parse_test_DOT_cpp=test,
         )
 
     def test_a_test_helper_of_a_module_the_module_does_not_reach_is_named(self):
         helper = '#pragma once\n#include "nn/model.h"\n'
         test = '#include "spec/spec.h"\n#include "nn/model_maker.h"\n'
         changes = {"tests__nn__model_maker_DOT_h": helper, "tests__spec__parse_test_DOT_cpp": test}
-        with Fixture(**changes) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
-                "tests/spec/parse_test.cpp:2: tests of spec include nn (nn/model_maker.h), "
-                "which module spec does not depend on"
+                "tests/spec/parse_test.cpp:2: tests of spec include nn (nn/model_maker.h), which "
+                "module spec does not depend on",
             ],
+            **changes,
         )
 
     def test_what_a_support_header_includes_counts_for_the_test_that_includes_it(self):
         support = '#pragma once\n#include "support/nested.h"\n'
         nested = '#pragma once\n#include "nn/model.h"\n'
         changes = {"tests__support__temp_dir_DOT_h": support, "tests__support__nested_DOT_h": nested}
-        with Fixture(**changes) as root:
-            code, lines = run(root)
-        self.assertEqual(code, 1)
-        self.assertEqual(
-            lines,
+        self.assert_fails_with(
             [
                 "tests/spec/parse_test.cpp:4: tests of spec include nn (nn/model.h through "
-                "support/temp_dir.h through support/nested.h), which module spec does not depend on"
+                "support/temp_dir.h through support/nested.h), which module spec does not depend "
+                "on",
             ],
+            **changes,
         )
 
 
