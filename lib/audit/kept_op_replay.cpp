@@ -35,8 +35,8 @@ std::string read_small_file(const std::filesystem::path& file) {
   return text;
 }
 
-bool integer_in(const nlohmann::json& j, const char* key, std::int64_t low, std::int64_t high,
-                std::int64_t& out) {
+bool integer_within(const nlohmann::json& j, const char* key, std::int64_t low, std::int64_t high,
+                    std::int64_t& out) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return false;
   out = it->get<std::int64_t>();
@@ -57,9 +57,10 @@ std::optional<compare::KeptOpReplay> read_kept_replay(const std::filesystem::pat
   try {
     const nlohmann::json j = formats::parse_json_text(read_small_file(file), file.string());
     std::int64_t step = 0, index = 0, times = 0, distinct = 0;
-    if (!j.is_object() || !integer_in(j, "step", 0, INT64_MAX, step) ||
-        !integer_in(j, "index", 0, INT64_MAX, index) || !integer_in(j, "times", 1, 1000, times) ||
-        !integer_in(j, "distinct_outputs", 1, times, distinct) || !j.contains("matches_run") ||
+    if (!j.is_object() || !integer_within(j, "step", 0, INT64_MAX, step) ||
+        !integer_within(j, "index", 0, INT64_MAX, index) ||
+        !integer_within(j, "times", 1, 1000, times) ||
+        !integer_within(j, "distinct_outputs", 1, times, distinct) || !j.contains("matches_run") ||
         !j["matches_run"].is_boolean() || !j.contains("op") || !j["op"].is_string()) {
       why_not = file.string() +
                 ": not a replay (step, index, times, distinct_outputs, "

@@ -91,7 +91,7 @@ Digest128 digest_of(const Region& r, const Bytes& bytes) {
   return digest_bytes(r.dtype, Shape{r.count}, bytes.data(), bytes.size());
 }
 
-std::vector<Bytes> read_outputs(record::OpRecorder& recorder, const Call& call) {
+std::vector<Bytes> read_call_outputs(record::OpRecorder& recorder, const Call& call) {
   std::vector<Bytes> out;
   for (const Region& r : call.outputs) out.push_back(recorder.read(r));
   return out;
@@ -150,7 +150,7 @@ class Replay {
     if (want.in != call.opened->in) {
       throw ReplayParted("the inputs of " + where(call) + " differ from the reference run's");
     }
-    for (int n = 1; digests_of(call, read_outputs(recorder, call)) != want.out; ++n) {
+    for (int n = 1; digests_of(call, read_call_outputs(recorder, call)) != want.out; ++n) {
       if (n >= limits_.executions) {
         throw ReplayParted(std::to_string(n) + " executions of " + where(call) +
                            " did not reproduce the reference run's outputs");
@@ -196,7 +196,7 @@ class Replay {
       vary_timing(executions_);
       call.execute();
       ++executions_;
-      const std::vector<Bytes> outputs = read_outputs(recorder, call);
+      const std::vector<Bytes> outputs = read_call_outputs(recorder, call);
       const std::vector<Digest128> digests = digests_of(call, outputs);
       std::string key;
       for (const Digest128& d : digests) key += d.hex();

@@ -27,6 +27,7 @@ struct OpRegion {
   const void* data = nullptr;
   std::int64_t count = 0;
   bool host = false;
+  std::size_t bytes() const { return static_cast<std::size_t>(count) * dtype_bytes(dtype); }
 };
 
 // The regions of one side of a call, in order (an op has at most 4 inputs and 3 outputs).

@@ -127,8 +127,8 @@ std::uint64_t ulp_distance(float a, float b) {
 
 TensorDifference compare_tensors(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape()) {
-    throw std::logic_error("compare_tensors: shapes differ: " + to_string(a.shape()) + " vs " +
-                           to_string(b.shape()));
+    throw std::logic_error("compare_tensors: shapes differ: " + ra::to_string(a.shape()) + " vs " +
+                           ra::to_string(b.shape()));
   }
   return compare_values(std::span<const float>(a.data(), a.size()),
                         std::span<const float>(b.data(), b.size()));

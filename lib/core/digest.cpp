@@ -104,4 +104,9 @@ Digest128 digest(std::span<const std::int64_t> values) {
                       values.size_bytes());
 }
 
+Digest128 digest(std::span<const Digest128> parts) {
+  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size_bytes())}, parts.data(),
+                      parts.size_bytes());
+}
+
 }  // namespace ra

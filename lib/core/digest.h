@@ -39,5 +39,8 @@ Digest128 digest_from_chunks(DType dtype, const Shape& shape,
 Digest128 digest(const Tensor& t);
 Digest128 digest(std::span<const std::int32_t> values);
 Digest128 digest(std::span<const std::int64_t> values);
+// One digest over several: XXH3-128 of the concatenated digests (as u8 bytes), as the optimizer
+// state's digest in a trace and the resume state's are taken.
+Digest128 digest(std::span<const Digest128> parts);
 
 }  // namespace ra

@@ -15,16 +15,12 @@ namespace {
 using backend::KernelMode;
 using Region = OpRecorder::Region;
 
-std::size_t bytes_of(const Region& r) {
-  return static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
-}
-
 // Whether two regions share a byte.
 bool overlap(const Region& a, const Region& b) {
   if (a.host != b.host) return false;
   const auto* a0 = static_cast<const unsigned char*>(a.data);
   const auto* b0 = static_cast<const unsigned char*>(b.data);
-  return a0 < b0 + bytes_of(b) && b0 < a0 + bytes_of(a);
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
 // The output an op fault flips: the first in backend memory (a loss's gradient, not its value).
@@ -79,7 +75,7 @@ void OpRecorder::record_batch(const data::Batch& batch) {
 }
 
 std::vector<unsigned char> OpRecorder::read(const Region& region) {
-  std::vector<unsigned char> bytes(bytes_of(region));
+  std::vector<unsigned char> bytes(region.bytes());
   if (region.host) {
     std::memcpy(bytes.data(), region.data, bytes.size());
   } else {

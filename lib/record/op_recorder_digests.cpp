@@ -10,10 +10,6 @@
 namespace ra::record {
 namespace {
 
-std::size_t bytes_of(const OpRecorder::Region& r) {
-  return static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
-}
-
 // A queued digest's stand-in in a record until the step's end (op_recorder.h): a high word no
 // digest of the step has but with XXH3's 2^-64 chance per digest, and the ticket.
 constexpr std::uint64_t kQueuedHigh = 0x51ed270b27cbd9a7ULL;
@@ -40,7 +36,7 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
   for (std::size_t i = 0; i < regions.size(); ++i) {
     if (regions[i].host) {  // a value on the caller's stack: hashed here, never cached
       out[i] = digest_bytes(regions[i].dtype, Shape{regions[i].count}, regions[i].data,
-                            bytes_of(regions[i]));
+                            regions[i].bytes());
       continue;
     }
     const auto it = cache_.find(regions[i].data);
@@ -49,7 +45,7 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
       out[i] = it->second.digest;
     } else {
       misses.push_back(i);
-      miss_bytes += bytes_of(regions[i]);
+      miss_bytes += regions[i].bytes();
     }
   }
   if (!memory().host_accessible()) {
@@ -74,13 +70,13 @@ std::vector<Digest128> OpRecorder::digest_regions(const std::vector<Region>& reg
   } else if (miss_bytes < kParallelBytes) {
     for (const std::size_t i : misses) {
       const Region& r = regions[i];
-      out[i] = digest_bytes(r.dtype, Shape{r.count}, r.data, bytes_of(r));
+      out[i] = digest_bytes(r.dtype, Shape{r.count}, r.data, r.bytes());
     }
   } else {
     std::vector<DigestInput> inputs;
     for (const std::size_t i : misses) {
       const Region& r = regions[i];
-      inputs.push_back({r.dtype, Shape{r.count}, r.data, bytes_of(r)});
+      inputs.push_back({r.dtype, Shape{r.count}, r.data, r.bytes()});
     }
     const std::vector<Digest128> d = digest_in_parallel(pool_, inputs);
     for (std::size_t m = 0; m < misses.size(); ++m) out[misses[m]] = d[m];

@@ -25,12 +25,6 @@ std::vector<const Tensor*> grads_of(const nn::Model& model) {
   return out;
 }
 
-// One digest over the optimizer state: XXH3-128 of the concatenated per-tensor digests.
-Digest128 combine(const std::vector<Digest128>& parts) {
-  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
-                      parts.size() * sizeof(Digest128));
-}
-
 }  // namespace
 
 Recorder::Recorder(trace::TraceHeader header, int digest_threads, std::filesystem::path trace_file)
@@ -167,7 +161,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     r.weights.assign(d.begin() + 1 + n, d.begin() + 1 + 2 * n);
     state_digests.assign(d.begin() + 1 + 2 * n, d.end());
   }
-  r.optimizer_state = combine(state_digests);
+  r.optimizer_state = digest(std::span<const Digest128>(state_digests));
   if (const auto& plan = trace_.header.tensor_digests; plan && !plan->at(r.step)) {
     trace::keep_category_digests(r);  // the level of detail
   }

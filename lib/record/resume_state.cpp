@@ -9,12 +9,6 @@
 namespace ra::record {
 namespace {
 
-// One digest over several: XXH3-128 of the concatenated digests (as the optimizer state's).
-Digest128 combine(const std::vector<Digest128>& parts) {
-  return digest_bytes(DType::u8, Shape{static_cast<std::int64_t>(parts.size() * 16)}, parts.data(),
-                      parts.size() * sizeof(Digest128));
-}
-
 Digest128 words_digest(const std::vector<std::int64_t>& words) {
   return digest(std::span<const std::int64_t>(words));
 }
@@ -25,10 +19,10 @@ trace::ResumeState resume_state(const train::Trainer& trainer, const data::Batch
   trace::ResumeState s;
   std::vector<const Tensor*> weights;
   for (const nn::Param* p : trainer.model().params()) weights.push_back(&p->value);
-  s.weights = combine(trainer.backend_digests(weights));
+  s.weights = digest(std::span<const Digest128>(trainer.backend_digests(weights)));
   std::vector<const Tensor*> state;
   for (const auto& [name, tensor] : trainer.optimizer().state()) state.push_back(tensor);
-  s.optimizer_state = combine(trainer.backend_digests(state));
+  s.optimizer_state = digest(std::span<const Digest128>(trainer.backend_digests(state)));
   const optim::Optimizer& o = trainer.optimizer();
   s.schedule = words_digest({o.iterations(), std::bit_cast<std::int64_t>(o.learning_rate())});
   for (const train::RngStreamState& r : trainer.rng_streams(trainer.position())) {

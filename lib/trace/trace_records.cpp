@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr std::int64_t kLargestInt = std::numeric_limits<int>::max();
 
 // An op record's optional in_types / out_types: one non-empty string per digest.
 std::vector<std::string> types(const Field& o, const char* name, std::size_t count) {
@@ -73,7 +73,7 @@ TraceHeader read_header(const Field& r) {
                 "): the spec or its digest was changed after the run");
   }
   h.spec_digest = actual.hex();
-  h.run_index = static_cast<int>(r["run_index"].integer(0, kMaxInt));
+  h.run_index = static_cast<int>(r["run_index"].integer(0, kLargestInt));
   const Field group = r["seed_group"];
   h.seed_group = group.string();
   if (h.seed_group != "same" && h.seed_group != "different" && h.seed_group != "perturbed") {
@@ -85,7 +85,7 @@ TraceHeader read_header(const Field& r) {
   h.seed_data = seeds["data"].uint64();
   h.seed_dropout = seeds["dropout"].uint64();
   h.backend = r["backend"].nonempty_string();
-  h.threads = static_cast<int>(r["threads"].integer(1, kMaxInt));
+  h.threads = static_cast<int>(r["threads"].integer(1, kLargestInt));
   h.determinism = read_determinism(r["determinism"]);
   const Field environment = r["environment"];
   environment.expect_object();

@@ -14,7 +14,8 @@ namespace {
 
 using cuda::ConvDirection;
 
-constexpr float kOne = 1.0f, kZero = 0.0f;  // cuDNN alpha/beta (host pointers)
+// cuDNN's alpha and beta (host pointers): y = 1 * op(x) + 0 * y.
+constexpr float kCudnnAlpha = 1.0f, kCudnnBeta = 0.0f;
 
 std::size_t padded_bytes(const cuda::ConvPlan& plan) {
   const ConvGeometry& g = plan.geometry();
@@ -78,10 +79,10 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
-      cudnnConvolutionForward(cudnn_.get(), &kOne, plan.x(), input, plan.w(), w,
+      cudnnConvolutionForward(cudnn_.get(), &kCudnnAlpha, plan.x(), input, plan.w(), w,
                               plan.conv_for(algo),
                               static_cast<cudnnConvolutionFwdAlgo_t>(algo.algorithm), scratch,
-                              algo.workspace_bytes, &kZero, plan.y(), y),
+                              algo.workspace_bytes, &kCudnnBeta, plan.y(), y),
       "cudnnConvolutionForward", choice.ledger.entry());
   choice.ledger.record_once(ledger_);
   if (bias != nullptr) {
@@ -106,10 +107,10 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
-      cudnnConvolutionBackwardData(cudnn_.get(), &kOne, plan.w(), w, plan.y(), dy,
+      cudnnConvolutionBackwardData(cudnn_.get(), &kCudnnAlpha, plan.w(), w, plan.y(), dy,
                                    plan.conv_for(algo),
                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algorithm),
-                                   scratch, algo.workspace_bytes, &kZero, plan.x(), out),
+                                   scratch, algo.workspace_bytes, &kCudnnBeta, plan.x(), out),
       "cudnnConvolutionBackwardData", choice.ledger.entry());
   choice.ledger.record_once(ledger_);
   if (out != dx) {
@@ -128,10 +129,10 @@ void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, cons
   const cuda::ConvAlgorithm& algo = choice.algorithm;
   void* scratch = workspace(algo.workspace_bytes);
   cuda::check_cudnn_execution(
-      cudnnConvolutionBackwardFilter(cudnn_.get(), &kOne, plan.x(), input, plan.y(), dy,
+      cudnnConvolutionBackwardFilter(cudnn_.get(), &kCudnnAlpha, plan.x(), input, plan.y(), dy,
                                      plan.conv_for(algo),
                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algorithm),
-                                     scratch, algo.workspace_bytes, &kZero, plan.w(), dw),
+                                     scratch, algo.workspace_bytes, &kCudnnBeta, plan.w(), dw),
       "cudnnConvolutionBackwardFilter", choice.ledger.entry());
   choice.ledger.record_once(ledger_);
 }

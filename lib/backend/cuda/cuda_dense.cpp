@@ -26,7 +26,8 @@
 namespace ra::backend {
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
+// cuBLAS's alpha and beta (host pointers): C = 1 * AB + 0 * C.
+constexpr float kBlasAlpha = 1.0f, kBlasBeta = 0.0f;
 
 enum DenseDirection : int { kForward, kBackwardData, kBackwardWeight };
 const char* const kDenseDirectionNames[] = {"forward", "backward_data", "backward_weight"};
@@ -71,8 +72,8 @@ void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float*
                             const float* bias, Activation act, float* y) {
   if (g.n == 0 || g.out == 0) return;
   run_dense_product(g, kForward, KernelMode::deterministic, [&] {
-    return cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kOne, w, g.in, x,
-                       g.in, &kZero, y, g.out);
+    return cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kBlasAlpha, w,
+                       g.in, x, g.in, &kBlasBeta, y, g.out);
   });
   if (bias != nullptr) {
     kernels::bias_add(stream(), y, bias, g.n, g.out, 1);
@@ -95,8 +96,8 @@ void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const
     return;
   }
   run_dense_product(g, kBackwardData, mode, [&] {
-    return cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, g.in, g.n, g.out, &kOne, w, g.in,
-                       dy, g.out, &kZero, dx, g.in);
+    return cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, g.in, g.n, g.out, &kBlasAlpha, w,
+                       g.in, dy, g.out, &kBlasBeta, dx, g.in);
   });
 }
 
