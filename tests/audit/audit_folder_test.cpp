@@ -15,11 +15,13 @@
 #include "formats/safetensors.h"
 #include "spec/parse.h"
 #include "support/audit_options.h"
+#include "support/file_text.h"
 #include "support/temp_dir.h"
 #include "trace/trace_io.h"
 
 namespace {
 
+using ra::test::read_text;
 using ra::test::TempDir;
 
 namespace fs = std::filesystem;
@@ -37,13 +39,6 @@ ra::spec::ExperimentSpec tiny_spec() {
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 2}})"),
                               ".");
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 void write_text(const fs::path& p, const std::string& text) {

@@ -27,7 +27,7 @@ using namespace ra::record;
 using namespace ra::trace;
 using ra::test::TempDir;
 
-ra::spec::ExperimentSpec small_spec() {
+ra::spec::ExperimentSpec phases_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
     "name": "plan-test", "seed": 5, "threads": 2, "device": "cpu",
     "data": {"train": {"format": "random", "samples": 32, "shape": [1, 4, 4], "classes": 2},
@@ -38,7 +38,7 @@ ra::spec::ExperimentSpec small_spec() {
                               ".");
 }
 
-AuditOptions options_in(const std::filesystem::path& dir, int runs) {
+AuditOptions phase_options_in(const std::filesystem::path& dir, int runs) {
   AuditOptions o;
   o.runs = runs;
   o.out_dir = dir;
@@ -59,7 +59,7 @@ FolderPlan set_up(const std::filesystem::path& dir, const AuditOptions& o,
                   std::vector<std::string>* notices = nullptr) {
   AuditProgress progress;
   if (notices) progress.notice = [notices](const std::string& m) { notices->push_back(m); };
-  const auto spec = small_spec();
+  const auto spec = phases_spec();
   AuditFolderSetup setup(dir, o, requested_manifest(spec, o, plan_runs(spec, o)), progress);
   setup.inspect();
   return setup.apply();
@@ -68,8 +68,8 @@ FolderPlan set_up(const std::filesystem::path& dir, const AuditOptions& o,
 }  // namespace
 
 TEST_CASE("plan_runs: groups, indices and derived seeds", "[audit][plan]") {
-  const auto spec = small_spec();
-  AuditOptions o = options_in("out", 2);
+  const auto spec = phases_spec();
+  AuditOptions o = phase_options_in("out", 2);
   o.seeds = SeedPolicy::both;
   o.vary.dropout = false;
   const auto plan = plan_runs(spec, o);
@@ -90,8 +90,8 @@ TEST_CASE("plan_runs: groups, indices and derived seeds", "[audit][plan]") {
 }
 
 TEST_CASE("plan_runs refuses no runs and a fault outside the plan", "[audit][plan]") {
-  const auto spec = small_spec();
-  AuditOptions o = options_in("out", 0);
+  const auto spec = phases_spec();
+  AuditOptions o = phase_options_in("out", 0);
   CHECK(error_of([&] { plan_runs(spec, o); }) == "--runs must be at least 1");
   o.runs = 3;
   o.fault = FaultSpec{3, 0, "dense_0.weight", 0, 0};
@@ -99,8 +99,8 @@ TEST_CASE("plan_runs refuses no runs and a fault outside the plan", "[audit][pla
 }
 
 TEST_CASE("requested_manifest records what decides the bits of the runs", "[audit][plan]") {
-  const auto spec = small_spec();
-  AuditOptions o = options_in("out", 2);
+  const auto spec = phases_spec();
+  AuditOptions o = phase_options_in("out", 2);
   o.mode = ra::spec::KernelMode::nondeterministic;
   o.threads = 3;
   o.snapshots.every_steps = 2;
@@ -124,20 +124,20 @@ TEST_CASE("requested_manifest records what decides the bits of the runs", "[audi
 TEST_CASE("folder setup: a fresh folder gets a new audit, a second one is refused",
           "[audit][folder]") {
   TempDir dir;
-  const FolderPlan first = set_up(dir.path, options_in(dir.path, 2));
+  const FolderPlan first = set_up(dir.path, phase_options_in(dir.path, 2));
   CHECK(first.new_audit);
   CHECK(first.to_train == std::vector<int>{0, 1});
   CHECK(is_audit_id(first.manifest.audit_id));
   CHECK(read_manifest(dir.path).audit_id == first.manifest.audit_id);
-  const std::string refused = error_of([&] { set_up(dir.path, options_in(dir.path, 2)); });
+  const std::string refused = error_of([&] { set_up(dir.path, phase_options_in(dir.path, 2)); });
   CHECK_THAT(refused, Catch::Contains("holds another audit (audit " + first.manifest.audit_id));
   CHECK_THAT(refused, Catch::Contains("Use --resume"));
 }
 
 TEST_CASE("folder setup: resume trains the runs without a whole trace", "[audit][folder]") {
   TempDir dir;
-  const FolderPlan first = set_up(dir.path, options_in(dir.path, 3));
-  AuditOptions resume = options_in(dir.path, 3);
+  const FolderPlan first = set_up(dir.path, phase_options_in(dir.path, 3));
+  AuditOptions resume = phase_options_in(dir.path, 3);
   resume.folder_use = FolderUse::resume;
   std::vector<std::string> notices;
   const FolderPlan resumed = set_up(dir.path, resume, &notices);
@@ -154,7 +154,7 @@ TEST_CASE("folder setup: resume trains the runs without a whole trace", "[audit]
   // Resume where there is nothing: a new audit, said so.
   TempDir empty;
   notices.clear();
-  AuditOptions nothing = options_in(empty.path, 1);
+  AuditOptions nothing = phase_options_in(empty.path, 1);
   nothing.folder_use = FolderUse::resume;
   CHECK(set_up(empty.path, nothing, &notices).new_audit);
   CHECK(notices == std::vector<std::string>{"nothing to resume in " + empty.path.string() +
@@ -164,9 +164,9 @@ TEST_CASE("folder setup: resume trains the runs without a whole trace", "[audit]
 TEST_CASE("folder setup: overwrite replaces the audit, keeps files not its own",
           "[audit][folder]") {
   TempDir dir;
-  const FolderPlan first = set_up(dir.path, options_in(dir.path, 1));
+  const FolderPlan first = set_up(dir.path, phase_options_in(dir.path, 1));
   std::ofstream(dir.path / "notes.txt") << "mine";
-  AuditOptions o = options_in(dir.path, 1);
+  AuditOptions o = phase_options_in(dir.path, 1);
   o.folder_use = FolderUse::overwrite;
   std::vector<std::string> notices;
   const FolderPlan second = set_up(dir.path, o, &notices);

@@ -10,6 +10,7 @@
 
 #include "audit/audit.h"
 #include "spec/parse.h"
+#include "support/file_text.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"
 #include "trace/trace_io.h"
@@ -18,11 +19,12 @@ namespace {
 
 using nlohmann::json;
 using ra::test::lines_of;
+using ra::test::read_text;
 using ra::test::TempDir;
 
 // 2 epochs of 3 steps, with an eval set: lines 1 header, 2 init, 3-5 steps, 6 epoch 0, 7-9 steps,
 // 10 epoch 1, 11 end.
-ra::spec::ExperimentSpec small_spec() {
+ra::spec::ExperimentSpec trace_spec() {
   return ra::spec::parse_spec(json::parse(R"({
     "name": "trace-validation", "seed": 9, "threads": 1,
     "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 3},
@@ -38,11 +40,6 @@ ra::spec::ExperimentSpec small_spec() {
 
 constexpr int kEnd = 11;
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
 TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
@@ -50,7 +47,7 @@ TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
   ra::audit::AuditOptions o;
   o.runs = 1;
   o.out_dir = dir.path / "out";
-  const auto run_file = ra::audit::run_audit(small_spec(), o).trace_files.at(0);
+  const auto run_file = ra::audit::run_audit(trace_spec(), o).trace_files.at(0);
   const auto t = ra::trace::read_trace(run_file);
   REQUIRE(lines_of(read_text(run_file)).size() == kEnd);
   REQUIRE(t.steps.size() == 6);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "support/file_text.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"
 #include "trace/trace_io.h"
@@ -20,6 +21,7 @@ namespace {
 
 using nlohmann::json;
 using ra::test::lines_of;
+using ra::test::read_text;
 using ra::test::TempDir;
 
 // Two runs of one audit, written once for all tests.
@@ -39,11 +41,6 @@ const std::filesystem::path& trace_dir() {
 
 std::filesystem::path run_file(int run) {
   return trace_dir() / (run == 0 ? "run-000.trace.jsonl" : "run-001.trace.jsonl");
-}
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace

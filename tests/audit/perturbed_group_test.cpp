@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ra::spec::ExperimentSpec tiny_spec() {
+ra::spec::ExperimentSpec perturbed_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
     "name": "perturb-test", "seed": 9, "threads": 1,
     "data": {"train": {"format": "random", "samples": 32, "shape": [1, 6, 6], "classes": 3},
@@ -61,7 +61,7 @@ std::vector<BitDifference> differences(const ra::nn::Model& a, const ra::nn::Mod
 }  // namespace
 
 TEST_CASE("a perturbed run starts one bit of one weight away from the same seed", "[audit]") {
-  const auto spec = tiny_spec();
+  const auto spec = perturbed_spec();
   const auto data = ra::train::load_data(spec);
   ra::train::Trainer plain(spec, data);
   std::vector<std::string> tensors;
@@ -92,7 +92,7 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
   ra::audit::AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   o.seeds = ra::audit::SeedPolicy::all;
   o.mode = ra::spec::KernelMode::nondeterministic;  // the perturbed group is deterministic anyway
-  const ra::audit::AuditResult result = ra::audit::run_audit(tiny_spec(), o);
+  const ra::audit::AuditResult result = ra::audit::run_audit(perturbed_spec(), o);
   const ra::compare::ComparisonResult& r = result.comparison;
   REQUIRE(r.runs.size() == 6);
   CHECK(r.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared

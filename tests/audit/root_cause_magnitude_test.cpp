@@ -25,11 +25,12 @@ using ra::test::root_cause_spec_json;
 using ra::test::TempDir;
 using ra::test::traced_audit;
 
-ra::spec::ExperimentSpec spec_from(const nlohmann::json& j) {
+ra::spec::ExperimentSpec magnitude_spec_from(const nlohmann::json& j) {
   return ra::spec::parse_spec(j, ".");
 }
 
-ra::record::FaultSpec op_fault(int run, std::int64_t step, const std::string& layer_op, int bit) {
+ra::record::FaultSpec bit_flip_fault(int run, std::int64_t step, const std::string& layer_op,
+                                     int bit) {
   ra::record::FaultSpec f;
   f.run = run;
   f.step = step;
@@ -92,8 +93,9 @@ TEST_CASE("the magnitude of a one-bit fault is one element moved by 2^bit ULP", 
     DYNAMIC_SECTION(f.layer_op) {
       TempDir dir;
       auto o = traced_audit(dir, 2);
-      o.fault = op_fault(1, 1, f.layer_op, 4);
-      const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
+      o.fault = bit_flip_fault(1, 1, f.layer_op, 4);
+      const auto r =
+          ra::audit::run_audit(magnitude_spec_from(root_cause_spec_json()), o).comparison;
       const RootCause& c = only_cause(r);
       CHECK(c.step == 1);
       check_one_flip(c, 1, f.output, 4);
@@ -105,8 +107,8 @@ TEST_CASE("a fault in the reference run is measured too, with the fault applied 
           "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 3);
-  o.fault = op_fault(0, 2, "dense_0/dense.backward_weight", 0);
-  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
+  o.fault = bit_flip_fault(0, 2, "dense_0/dense.backward_weight", 0);
+  const auto r = ra::audit::run_audit(magnitude_spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.runs == std::vector<int>{1, 2});
   const RootCause::Magnitude& m = *c.magnitude;
@@ -122,8 +124,9 @@ TEST_CASE("a fault in the reference run is measured too, with the fault applied 
 TEST_CASE("compare of the trace files measures the magnitude the audit measured", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = op_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
-  const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
+  o.fault = bit_flip_fault(1, 2, "conv2d_0/conv2d.backward_filter", 22);
+  const auto in_process =
+      ra::audit::run_audit(magnitude_spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
   const nlohmann::json a = ra::compare::to_json(in_process)["root_causes"];
   const nlohmann::json b = ra::compare::to_json(from_files)["root_causes"];
@@ -145,8 +148,8 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
 TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[audit][ops]") {
   TempDir dir;
   auto o = traced_audit(dir, 2);
-  o.fault = op_fault(1, 1, "dense_1/dense.backward_weight", 2);
-  const auto result = ra::audit::run_audit(spec_from(root_cause_spec_json()), o);
+  o.fault = bit_flip_fault(1, 1, "dense_1/dense.backward_weight", 2);
+  const auto result = ra::audit::run_audit(magnitude_spec_from(root_cause_spec_json()), o);
   std::vector<ra::trace::Trace> traces;
   for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
   // Traces of CPU runs, presented as GPU runs: without a GPU the replay cannot train, and with one
@@ -163,7 +166,7 @@ TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][o
   TempDir dir;
   auto o = traced_audit(dir, 2);
   o.fault = ra::record::FaultSpec{1, 1, "batch", 0, 0, ""};
-  const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
+  const auto r = ra::audit::run_audit(magnitude_spec_from(root_cause_spec_json()), o).comparison;
   const RootCause& c = only_cause(r);
   CHECK(c.record.op == "batch");
   CHECK(c.magnitude->runs.empty());
@@ -182,7 +185,7 @@ TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a 
   nlohmann::json j = race_spec_json();
   j["determinism"] = {{"mode", "nondeterministic"}};
   TempDir dir;
-  const auto r = ra::audit::run_audit(spec_from(j), traced_audit(dir, 3)).comparison;
+  const auto r = ra::audit::run_audit(magnitude_spec_from(j), traced_audit(dir, 3)).comparison;
   if (r.identical) WARN("no race showed in 3 runs of 2 steps");
   const auto replayed = ra::audit::compare_inputs({dir.path}, {});
   REQUIRE(replayed.root_causes.size() == r.root_causes.size());

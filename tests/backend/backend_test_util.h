@@ -21,9 +21,14 @@
 
 #include "backend/cpu/gemm/gemm.h"
 #include "backend/geometry.h"
+#include "backend/modes.h"
 #include "rng/philox.h"
 
 namespace test {
+
+// The two kernel modes every op has on the CPU backend, for the tests that run each op in both.
+inline constexpr ra::backend::KernelMode kModes[] = {ra::backend::KernelMode::deterministic,
+                                                     ra::backend::KernelMode::nondeterministic};
 
 inline constexpr double kUnitRoundoff = 1.0 / 16777216.0;  // 2^-24
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/backend_test_util.h"
 #include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/reference/reference_ops.h"
@@ -22,6 +23,7 @@ namespace {
 
 using test::conv_cases;
 using test::ConvCase;
+using test::kModes;
 
 struct ConvData {
   std::vector<float> x, w, b, dy;
@@ -36,8 +38,6 @@ std::vector<float> nan_filled(std::int64_t n) {
   // Outputs start as NaN: an element an op forgets to write, or accumulates into, fails the check.
   return std::vector<float>(static_cast<std::size_t>(n), std::numeric_limits<float>::quiet_NaN());
 }
-
-const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
 
 const char* mode_name(KernelMode m) {
   return m == KernelMode::deterministic ? "deterministic" : "nondeterministic";

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
@@ -16,6 +17,8 @@ using ra::backend::KernelMode;
 
 namespace {
 
+using test::kModes;
+
 struct DenseData {
   std::vector<float> x, w, b, dy;
 };
@@ -26,8 +29,6 @@ DenseData dense_data(const DenseGeometry& g, std::uint32_t seed) {
           test::random_values(g.out, seed + 2),
           test::random_values(std::size_t(g.n) * g.out, seed + 3)};
 }
-
-const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
 
 }  // namespace
 

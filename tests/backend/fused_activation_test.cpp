@@ -12,8 +12,8 @@ using namespace ra::backend;
 
 namespace {
 
-const Activation kActivations[] = {Activation::none, Activation::relu, Activation::tanh,
-                                   Activation::sigmoid};
+const Activation kFusedActivations[] = {Activation::none, Activation::relu, Activation::tanh,
+                                        Activation::sigmoid};
 
 }  // namespace
 
@@ -27,7 +27,7 @@ TEST_CASE("fused conv bias + activation equals the separate activation pass bit 
     const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 42);
     const auto b = test::random_values(static_cast<std::size_t>(g.k), 43);
     for (const bool with_bias : {true, false}) {
-      for (const Activation act : kActivations) {
+      for (const Activation act : kFusedActivations) {
         INFO("stride " << g.stride_h << ", bias " << with_bias << ", "
                        << ra::backend::to_string(act));
         const float* bias = with_bias ? b.data() : nullptr;
@@ -49,7 +49,7 @@ TEST_CASE("fused dense bias + activation equals the separate activation pass bit
   const auto w = test::random_values(std::size_t(g.out) * g.in, 52);
   const auto b = test::random_values(std::size_t(g.out), 53);
   for (const bool with_bias : {true, false}) {
-    for (const Activation act : kActivations) {
+    for (const Activation act : kFusedActivations) {
       INFO("bias " << with_bias << ", " << ra::backend::to_string(act));
       const float* bias = with_bias ? b.data() : nullptr;
       std::vector<float> fused(std::size_t(g.n) * g.out, -1.0f), separate(fused.size(), -1.0f);

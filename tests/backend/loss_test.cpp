@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/reference/reference_ops.h"
 #include "backend/gradient_check.h"
@@ -14,7 +15,8 @@ namespace ref = ra::backend::reference;
 using ra::backend::KernelMode;
 
 namespace {
-const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
+
+using test::kModes;
 }
 
 TEST_CASE("softmax cross-entropy on a hand-computed case", "[backend][loss]") {

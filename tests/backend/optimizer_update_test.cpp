@@ -165,8 +165,8 @@ TEST_CASE("CpuOps::optimizer_update_digested updates like optimizer_update and d
           if (s1p) REQUIRE(d1[c] == digest_chunk(s1.data(), bytes, c));
         }
         // And combined, the digest of the whole tensor.
-        REQUIRE(digest_from_chunks(DType::f32, Shape{count}, dv) ==
-                digest_bytes(DType::f32, Shape{count}, value.data(), bytes));
+        REQUIRE(digest_from_chunks(DType::f32, ra::Shape{count}, dv) ==
+                digest_bytes(DType::f32, ra::Shape{count}, value.data(), bytes));
       }
     }
   }

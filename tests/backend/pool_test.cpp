@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 
+#include "backend/backend_test_util.h"
 #include "backend/cpu/conv/direct_conv_support.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/pool/maxpool_2x2.h"
@@ -22,6 +23,7 @@ using ra::backend::PoolGeometry;
 
 namespace {
 
+using test::kModes;
 using test::PoolCase;
 
 std::vector<PoolCase> pool_cases() {
@@ -48,8 +50,6 @@ std::vector<float> distinct_values(std::size_t count, std::uint32_t seed) {
   for (std::size_t i = 0; i < count; ++i) v[order[i]] = (float(i) - float(count) / 2) / 64.0f;
   return v;
 }
-
-const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/backend_test_util.h"
 #include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/gemm/parallel_gemm.h"
@@ -29,9 +30,9 @@ using ra::backend::KernelMode;
 
 namespace {
 
-constexpr int kThreads = 3;
-const KernelMode kModes[] = {KernelMode::deterministic, KernelMode::nondeterministic};
+using test::kModes;
 
+constexpr int kThreads = 3;
 // The late growths one op call makes on a fresh CpuOps of kThreads threads.
 std::int64_t late_growths_of(const std::function<void(CpuOps&)>& call) {
   CpuOps ops(kThreads);

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "backend/cuda/conv_autotune.h"
+#include "support/text_lines.h"
 
 namespace {
 
 using namespace ra::backend::cuda;
+using ra::test::contains;
 
 ConvPerfResult result(int algorithm, float time_ms, cudnnMathType_t math,
                       cudnnStatus_t status = CUDNN_STATUS_SUCCESS, std::size_t memory = 0) {
@@ -21,10 +23,6 @@ ConvPerfResult result(int algorithm, float time_ms, cudnnMathType_t math,
   r.status = status;
   r.memory = memory;
   return r;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

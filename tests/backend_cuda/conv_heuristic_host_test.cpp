@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "backend/cuda/conv_heuristic.h"
+#include "support/text_lines.h"
 
 namespace {
 
 using namespace ra::backend::cuda;
+using ra::test::contains;
 
 ConvPerfResult ranked(int algorithm, bool deterministic, cudnnMathType_t math = CUDNN_FMA_MATH,
                       std::size_t memory = 0, cudnnStatus_t status = CUDNN_STATUS_SUCCESS) {
@@ -23,10 +25,6 @@ ConvPerfResult ranked(int algorithm, bool deterministic, cudnnMathType_t math = 
   r.status = status;
   r.time_ms = -1.0f;  // the heuristics time nothing
   return r;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;

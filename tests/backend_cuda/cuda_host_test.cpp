@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ledger.h"
+#include "support/text_lines.h"
 
 namespace {
 
@@ -27,6 +28,7 @@ using namespace ra::backend::cuda;
 using ra::backend::ConvGeometry;
 using ra::backend::KernelMode;
 namespace reference = ra::backend::reference;
+using ra::test::contains;
 
 cudnnStatus_t fake_cudnn_call(cudnnStatus_t result) {
   return result;
@@ -36,10 +38,6 @@ cublasStatus_t fake_cublas_call(cublasStatus_t result) {
 }
 cudaError_t fake_cuda_call(cudaError_t result) {
   return result;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

@@ -32,13 +32,11 @@ static_assert(kernels::kDigestChunkBytes == ra::kDigestChunkBytes,
 static_assert(sizeof(Hash128) == 16 && sizeof(XXH128_hash_t) == 16,
               "chunk digests are 16 bytes, low word first, on both sides");
 
-using gpu_test::Stream;
-
 // Device bytes, freed on scope exit; filled with 0xA5 so an unwritten output shows up. Fills and
 // copies are queued on the test's stream (gpu_test_support.h says why).
 class DeviceBytes {
  public:
-  DeviceBytes(const Stream& stream, std::size_t bytes) : stream_(stream), bytes_(bytes) {
+  DeviceBytes(const gpu_test::Stream& stream, std::size_t bytes) : stream_(stream), bytes_(bytes) {
     RA_TEST_CUDA(cudaMalloc(&data_, bytes == 0 ? 1 : bytes));
     stream_.fill_bytes(data_, 0xA5, bytes == 0 ? 1 : bytes);
   }
@@ -60,7 +58,7 @@ class DeviceBytes {
   }
 
  private:
-  const Stream& stream_;
+  const gpu_test::Stream& stream_;
   void* data_ = nullptr;
   std::size_t bytes_;
 };
@@ -126,7 +124,7 @@ TEST_CASE("digest_chunk_count is ceil(bytes / 64 KiB)", "[digest]") {
 
 TEST_CASE("device chunk digests equal libxxhash's, aligned and unaligned", "[gpu][digest]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const std::size_t sizes[] = {0,        1,   3,    8,    16,    100,   128,   200,
                                240,      241, 1024, 1025, 65535, 65536, 65537, 3 * 65536 + 123,
                                8 * 65536};
@@ -149,7 +147,7 @@ TEST_CASE("device chunk digests equal libxxhash's, aligned and unaligned", "[gpu
 
 TEST_CASE("a digest assembled from device chunk digests equals ra::digest", "[gpu][digest]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   // [3, 5, 70, 41]: 43,050 floats = 172,200 bytes = 2 full chunks and a 41,128-byte tail.
   const ra::Shape shape{3, 5, 70, 41};
   ra::Tensor tensor(shape, 0.0f);
@@ -171,7 +169,7 @@ TEST_CASE("a digest assembled from device chunk digests equals ra::digest", "[gp
 
 TEST_CASE("batched chunk digests of many buffers equal libxxhash's", "[gpu][digest]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   // Like a model's parameters: big and small tensors, an empty one, odd sizes; plus a gap of 2
   // output slots before the last job that the kernel must leave untouched.
   const std::size_t sizes[] = {4 * 9 * 32, 0, 4 * 32, 5 * 65536 + 4, 4 * 128 * 10, 65536, 1};

@@ -49,24 +49,23 @@ static_assert(kernels::kActivationSigmoid == static_cast<int>(Activation::sigmoi
     RA_TEST_CUDA(cudaStreamSynchronize(stream)); \
   } while (false)
 
-using gpu_test::Stream;
-
 // Device array of `size` T, filled with 0xFF bytes (NaN for floats) so that an element a kernel
 // forgot to write shows up in the comparison. Its fills and copies are queued on the test's stream
 // (gpu_test_support.h says why), so they are ordered with the kernels launched there.
 template <class T>
-class DeviceArray {
+class KernelArray {
  public:
-  DeviceArray(const Stream& stream, std::size_t size) : stream_(stream), size_(size) {
+  KernelArray(const gpu_test::Stream& stream, std::size_t size) : stream_(stream), size_(size) {
     RA_TEST_CUDA(cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
     stream_.fill_bytes(data_, 0xFF, bytes());
   }
-  DeviceArray(const Stream& stream, const std::vector<T>& host) : DeviceArray(stream, host.size()) {
+  KernelArray(const gpu_test::Stream& stream, const std::vector<T>& host)
+      : KernelArray(stream, host.size()) {
     upload(host);
   }
-  ~DeviceArray() { cudaFree(data_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~KernelArray() { cudaFree(data_); }
+  KernelArray(const KernelArray&) = delete;
+  KernelArray& operator=(const KernelArray&) = delete;
 
   T* get() const { return data_; }
   std::size_t bytes() const { return size_ * sizeof(T) + (size_ == 0 ? 1 : 0); }
@@ -83,7 +82,7 @@ class DeviceArray {
   }
 
  private:
-  const Stream& stream_;
+  const gpu_test::Stream& stream_;
   std::size_t size_;
   T* data_ = nullptr;
 };
@@ -140,7 +139,7 @@ void require_close(const std::vector<float>& got, const std::vector<float>& want
   }
 }
 
-float read_scalar(const DeviceArray<float>& value) {
+float read_scalar(const KernelArray<float>& value) {
   return value.download().at(0);
 }
 
@@ -148,11 +147,11 @@ float read_scalar(const DeviceArray<float>& value) {
 
 TEST_CASE("fill writes the value into every element and nothing past the end", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   // 1,300,001 elements: more than the 4096 x 256 threads of the capped grid, so the grid-stride
   // loop runs twice, and not a multiple of 256.
   const std::size_t count = 1300001;
-  DeviceArray<float> x(stream, count + 1);
+  KernelArray<float> x(stream, count + 1);
   kernels::fill(stream.get(), x.get(), count, -2.5f);
   RA_TEST_SYNC(stream.get());
   std::vector<float> want(count, -2.5f);
@@ -164,11 +163,11 @@ TEST_CASE("fill writes the value into every element and nothing past the end", "
 
 TEST_CASE("bias_add adds the bias of channel k to every element of channel k", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const int n = 3, k = 5, spatial = 7 * 6;
   const std::vector<float> y0 = uniform(std::size_t(n) * k * spatial, 1, -1.0f, 1.0f);
   const std::vector<float> bias = uniform(k, 2, -1.0f, 1.0f);
-  DeviceArray<float> y(stream, y0), b(stream, bias);
+  KernelArray<float> y(stream, y0), b(stream, bias);
   kernels::bias_add(stream.get(), y.get(), b.get(), n, k, spatial);
   RA_TEST_SYNC(stream.get());
   // One float add per element: the host sum is exact up to the same rounding, so bits must match.
@@ -181,7 +180,7 @@ TEST_CASE("bias_add adds the bias of channel k to every element of channel k", "
 
 TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   struct Case {
     int n, k, spatial;
   };
@@ -204,8 +203,8 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
     // Float sums of m terms in [-1, 1] drift by about sqrt(m) * 2^-24 * (partial magnitudes):
     // for m = 43,264, |error| <~ 1e-4 in practice; 1e-3 absolute leaves a margin.
     const double abs_tol = 1e-3;
-    DeviceArray<float> d_dy(stream, dy), db(stream, c.k);
-    DeviceArray<unsigned char> workspace(
+    KernelArray<float> d_dy(stream, dy), db(stream, c.k);
+    KernelArray<unsigned char> workspace(
         stream, kernels::bias_backward_workspace_bytes(c.n, c.k, c.spatial, true));
     std::vector<float> first;
     for (int call = 0; call < 3; ++call) {
@@ -226,11 +225,11 @@ TEST_CASE("bias_backward sums dy over batch and positions in both modes", "[gpu]
 
 TEST_CASE("activation_forward works in place", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const std::vector<float> x = uniform(4097, 5, -1.0f, 1.0f);
   std::vector<float> want(x.size());
   reference::activation_forward(Activation::relu, std::int64_t(x.size()), x.data(), want.data());
-  DeviceArray<float> d_x(stream, x);
+  KernelArray<float> d_x(stream, x);
   kernels::activation_forward(stream.get(), kernels::kActivationRelu, std::int64_t(x.size()),
                               d_x.get(), d_x.get());
   RA_TEST_SYNC(stream.get());
@@ -240,7 +239,7 @@ TEST_CASE("activation_forward works in place", "[gpu][kernels]") {
 TEST_CASE("activation_backward gives the CPU backend's float bits and the reference's values",
           "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const std::size_t count = 50001;
   const std::vector<float> dy = uniform(count, 6, -2.0f, 2.0f);
   for (Activation act :
@@ -272,7 +271,7 @@ TEST_CASE("activation_backward gives the CPU backend's float bits and the refere
     }
     std::vector<float> want(count);
     reference::activation_backward(act, std::int64_t(count), y.data(), dy.data(), want.data());
-    DeviceArray<float> d_y(stream, y), d_dy(stream, dy), d_dx(stream, count);
+    KernelArray<float> d_y(stream, y), d_dy(stream, dy), d_dx(stream, count);
     kernels::activation_backward(stream.get(), static_cast<int>(act), std::int64_t(count),
                                  d_y.get(), d_dy.get(), d_dx.get());
     RA_TEST_SYNC(stream.get());
@@ -289,9 +288,9 @@ namespace {
 enum class LossKind { cross_entropy, squared_error };
 
 float run_loss(cudaStream_t stream, LossKind kind, int n, int classes,
-               const DeviceArray<float>& rows, const DeviceArray<std::int32_t>& labels, float* grad,
-               bool deterministic, DeviceArray<float>& loss, DeviceArray<unsigned char>& workspace,
-               DeviceArray<int>& flag) {
+               const KernelArray<float>& rows, const KernelArray<std::int32_t>& labels, float* grad,
+               bool deterministic, KernelArray<float>& loss, KernelArray<unsigned char>& workspace,
+               KernelArray<int>& flag) {
   flag.zero();  // on the stream, before the launch (the kernels set the flag, never clear it)
   if (kind == LossKind::cross_entropy) {
     kernels::softmax_cross_entropy(stream, n, classes, rows.get(), labels.get(), grad, loss.get(),
@@ -309,7 +308,7 @@ float run_loss(cudaStream_t stream, LossKind kind, int n, int classes,
 
 TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   struct Case {
     int n, classes;
   };
@@ -328,10 +327,10 @@ TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "
                                                                 labels.data(), want_grad.data())
                              : reference::mean_squared_error(c.n, c.classes, rows.data(),
                                                              labels.data(), want_grad.data());
-      DeviceArray<float> d_rows(stream, rows), grad(stream, size), loss(stream, 1);
-      DeviceArray<std::int32_t> d_labels(stream, labels);
-      DeviceArray<unsigned char> workspace(stream, kernels::loss_workspace_bytes(c.n, c.classes));
-      DeviceArray<int> flag(stream, 1);
+      KernelArray<float> d_rows(stream, rows), grad(stream, size), loss(stream, 1);
+      KernelArray<std::int32_t> d_labels(stream, labels);
+      KernelArray<unsigned char> workspace(stream, kernels::loss_workspace_bytes(c.n, c.classes));
+      KernelArray<int> flag(stream, 1);
       // Per row: a few float roundings (expf / logf within 2 ulp); the batch mean sums n rows in
       // float by trees of depth <= log2(70,000) + 2: relative error well under 1e-5.
       float first = 0.0f;
@@ -363,16 +362,16 @@ TEST_CASE("losses match the reference, deterministic mode bitwise repeatable", "
 
 TEST_CASE("losses flag a label outside 0 .. classes - 1", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const int n = 4, classes = 3;
   const std::vector<float> rows = uniform(std::size_t(n) * classes, 12, -1.0f, 1.0f);
   for (std::int32_t bad : {-1, 3}) {
     INFO("bad label " << bad);
     const std::vector<std::int32_t> labels = {0, 2, bad, 1};
-    DeviceArray<float> d_rows(stream, rows), grad(stream, rows.size()), loss(stream, 1);
-    DeviceArray<std::int32_t> d_labels(stream, labels);
-    DeviceArray<unsigned char> workspace(stream, kernels::loss_workspace_bytes(n, classes));
-    DeviceArray<int> flag(stream, std::vector<int>{0});
+    KernelArray<float> d_rows(stream, rows), grad(stream, rows.size()), loss(stream, 1);
+    KernelArray<std::int32_t> d_labels(stream, labels);
+    KernelArray<unsigned char> workspace(stream, kernels::loss_workspace_bytes(n, classes));
+    KernelArray<int> flag(stream, std::vector<int>{0});
     kernels::softmax_cross_entropy(stream.get(), n, classes, d_rows.get(), d_labels.get(),
                                    grad.get(), loss.get(), true, workspace.get(), flag.get());
     RA_TEST_SYNC(stream.get());
@@ -404,7 +403,7 @@ PoolGeometry pool_geometry(int n, int c, int h, int w, int pool, int stride, int
 
 TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const PoolGeometry cases[] = {
       pool_geometry(2, 3, 8, 8, 2, 2, 0, 0),    // disjoint windows (the common case)
       pool_geometry(2, 3, 9, 7, 2, 2, 0, 0),    // disjoint, odd: cells in no window
@@ -421,8 +420,8 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
     std::vector<float> want_y(std::size_t(g.y_size()));
     std::vector<std::int32_t> want_argmax(want_y.size());
     reference::maxpool2d_forward(g, x.data(), want_y.data(), want_argmax.data());
-    DeviceArray<float> d_x(stream, x), d_y(stream, want_y.size());
-    DeviceArray<std::int32_t> d_argmax(stream, want_y.size());
+    KernelArray<float> d_x(stream, x), d_y(stream, want_y.size());
+    KernelArray<std::int32_t> d_argmax(stream, want_y.size());
     kernels::maxpool_forward(stream.get(), g, d_x.get(), d_y.get(), d_argmax.get());
     RA_TEST_SYNC(stream.get());
     require_same_bits(d_y.download(), want_y, "y");
@@ -436,7 +435,7 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
     for (std::size_t i = 0; i < dy.size(); ++i) {
       if (want_argmax[i] >= 0) cpu_twin[std::size_t(want_argmax[i])] += dy[i];
     }
-    DeviceArray<float> d_dy(stream, dy), d_dx(stream, x.size());
+    KernelArray<float> d_dy(stream, dy), d_dx(stream, x.size());
     for (int call = 0; call < 3; ++call) {
       kernels::maxpool_backward(stream.get(), g, d_dy.get(), nullptr, d_argmax.get(), d_dx.get(),
                                 true);
@@ -460,7 +459,7 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
         gated_twin[std::size_t(want_argmax[i])] += gate[i] > 0.0f ? dy[i] : 0.0f;
       }
     }
-    DeviceArray<float> d_gate(stream, gate);
+    KernelArray<float> d_gate(stream, gate);
     kernels::maxpool_backward(stream.get(), g, d_dy.get(), d_gate.get(), d_argmax.get(), d_dx.get(),
                               true);
     RA_TEST_SYNC(stream.get());
@@ -474,11 +473,11 @@ TEST_CASE("maxpool forward and backward against the reference", "[gpu][kernels]"
 
 TEST_CASE("a window of padding only gives -inf and argmax -1", "[gpu][kernels]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  Stream stream;
+  gpu_test::Stream stream;
   const PoolGeometry g = pool_geometry(1, 1, 4, 4, 2, 2, 2, 0);  // output row 0 covers rows -2, -1
   const std::vector<float> x = uniform(16, 15, -1.0f, 1.0f);
-  DeviceArray<float> d_x(stream, x), d_y(stream, std::size_t(g.y_size()));
-  DeviceArray<std::int32_t> d_argmax(stream, std::size_t(g.y_size()));
+  KernelArray<float> d_x(stream, x), d_y(stream, std::size_t(g.y_size()));
+  KernelArray<std::int32_t> d_argmax(stream, std::size_t(g.y_size()));
   kernels::maxpool_forward(stream.get(), g, d_x.get(), d_y.get(), d_argmax.get());
   RA_TEST_SYNC(stream.get());
   const std::vector<float> y = d_y.download();

@@ -92,7 +92,7 @@ std::vector<float> host_twin(const PoolGeometry& g, const std::vector<float>& dy
   return dx;
 }
 
-void require_same_bits(const std::vector<float>& got, const std::vector<float>& want) {
+void require_same_floats(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO("dx[" << i << "] = " << got[i] << ", want " << want[i]);
@@ -114,9 +114,9 @@ TEST_CASE("maxpool backward host twin gives the naive scatter's bits",
     std::vector<std::int32_t> argmax(y.size());
     ra::backend::reference::maxpool2d_forward(g, x.data(), y.data(), argmax.data());
     const std::vector<float> dy = grid_values(y.size(), 2);
-    require_same_bits(host_twin(g, dy, nullptr, argmax), naive_scatter(g, dy, nullptr, argmax));
+    require_same_floats(host_twin(g, dy, nullptr, argmax), naive_scatter(g, dy, nullptr, argmax));
     // The relu gate: the pooled output itself, about half of it <= 0 (zeros included).
-    require_same_bits(host_twin(g, dy, y.data(), argmax), naive_scatter(g, dy, y.data(), argmax));
+    require_same_floats(host_twin(g, dy, y.data(), argmax), naive_scatter(g, dy, y.data(), argmax));
   }
 }
 

@@ -65,7 +65,7 @@ class StreamArray {
   T* data_ = nullptr;
 };
 
-std::vector<float> uniform(std::size_t count, std::uint32_t seed) {
+std::vector<float> uniform_inputs(std::size_t count, std::uint32_t seed) {
   std::vector<float> values(count);
   const ra::rng::PhiloxKey key{seed, 0xa70u};
   for (std::size_t i = 0; i < count; ++i) {
@@ -151,8 +151,8 @@ TEST_CASE("nondeterministic dense gradients vary and agree with cuBLAS", "[gpu][
   const cudaStream_t stream = ops->stream();
   const DenseGeometry g{128, 9216, 128};  // Keras MNIST: flatten -> dense 128
   const std::size_t n = g.n, in = g.in, out = g.out;
-  const std::vector<float> x = uniform(n * in, 1), dy = uniform(n * out, 2),
-                           w = uniform(out * in, 3);
+  const std::vector<float> x = uniform_inputs(n * in, 1), dy = uniform_inputs(n * out, 2),
+                           w = uniform_inputs(out * in, 3);
   StreamArray<float> d_x(stream, x), d_dy(stream, dy), d_w(stream, w);
   StreamArray<float> d_dw(stream, std::vector<float>(out * in)),
       d_dx(stream, std::vector<float>(n * in));
@@ -225,7 +225,7 @@ TEST_CASE("nondeterministic bias gradients vary and agree with the fixed tree",
   for (const Case& c : cases) {
     INFO(c.name);
     const std::size_t items = std::size_t(c.n) * c.spatial;
-    const std::vector<float> dy = uniform(items * c.k, 4);
+    const std::vector<float> dy = uniform_inputs(items * c.k, 4);
     std::vector<double> bound(c.k, 0.0);
     for (std::size_t j = 0; j < std::size_t(c.n); ++j)
       for (std::size_t ch = 0; ch < std::size_t(c.k); ++ch)
@@ -265,7 +265,7 @@ TEST_CASE("the nondeterministic loss of a batch of 128 varies and agrees with th
   const auto ops = ra::backend::make_cuda_ops(KernelMode::nondeterministic);
   const cudaStream_t stream = ops->stream();
   const int n = 128, classes = 10;
-  std::vector<float> logits = uniform(std::size_t(n) * classes, 5);
+  std::vector<float> logits = uniform_inputs(std::size_t(n) * classes, 5);
   for (float& v : logits) v *= 4.0f;
   std::vector<std::int32_t> labels(n);
   for (int i = 0; i < n; ++i) labels[i] = (i * 7) % classes;

@@ -9,10 +9,12 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/op_execution.h"
 #include "core/error.h"
+#include "support/text_lines.h"
 
 namespace {
 
 using namespace ra::backend::cuda;
+using ra::test::contains;
 
 LedgerEntry conv_entry(const char* chosen_by) {
   LedgerEntry e;
@@ -24,10 +26,6 @@ LedgerEntry conv_entry(const char* chosen_by) {
   e.workspace_bytes = 256;
   e.chosen_by = chosen_by;
   return e;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

@@ -17,15 +17,16 @@
 namespace {
 
 // Device bytes, filled with 0xFF (NaN for floats) so that an output the kernel forgot shows up.
-class DeviceBytes {
+class SplitkDeviceBytes {
  public:
-  DeviceBytes(const gpu_test::Stream& stream, std::size_t bytes) : bytes_(bytes == 0 ? 1 : bytes) {
+  SplitkDeviceBytes(const gpu_test::Stream& stream, std::size_t bytes)
+      : bytes_(bytes == 0 ? 1 : bytes) {
     RA_TEST_CUDA(cudaMalloc(&data_, bytes_));
     stream.fill_bytes(data_, 0xFF, bytes_);
   }
-  ~DeviceBytes() { cudaFree(data_); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  ~SplitkDeviceBytes() { cudaFree(data_); }
+  SplitkDeviceBytes(const SplitkDeviceBytes&) = delete;
+  SplitkDeviceBytes& operator=(const SplitkDeviceBytes&) = delete;
   float* floats() const { return static_cast<float*>(data_); }
 
  private:
@@ -48,7 +49,8 @@ TEST_CASE("dense_weight_grad_fixed gives its host twin's bits on every call", "[
     const std::vector<float> x = values(std::size_t(shape.n) * shape.in, 1);
     const std::vector<float> dy = values(std::size_t(shape.n) * shape.out, 2);
     const std::size_t outputs = std::size_t(shape.out) * shape.in;
-    DeviceBytes d_x(stream, x.size() * 4), d_dy(stream, dy.size() * 4), d_dw(stream, outputs * 4);
+    SplitkDeviceBytes d_x(stream, x.size() * 4), d_dy(stream, dy.size() * 4),
+        d_dw(stream, outputs * 4);
     stream.upload(d_x.floats(), x.data(), x.size() * 4);
     stream.upload(d_dy.floats(), dy.data(), dy.size() * 4);
     const int planned = ra::kernels::gemm_fixed_slices(shape.out, shape.in, shape.n);
@@ -57,8 +59,8 @@ TEST_CASE("dense_weight_grad_fixed gives its host twin's bits on every call", "[
                 << " slices");
       const std::vector<float> want =
           splitk_twin::dense_weight_grad_fixed(shape.n, shape.in, shape.out, x, dy, slices);
-      DeviceBytes scratch(stream, ra::kernels::dense_weight_grad_fixed_workspace_bytes(
-                                      shape.in, shape.out, slices));
+      SplitkDeviceBytes scratch(stream, ra::kernels::dense_weight_grad_fixed_workspace_bytes(
+                                            shape.in, shape.out, slices));
       for (int call = 0; call < 3; ++call) {
         stream.fill_bytes(d_dw.floats(), 0xFF, outputs * 4);
         ra::kernels::dense_weight_grad_fixed(stream.get(), shape.n, shape.in, shape.out,

@@ -6,14 +6,12 @@
 #include <string>
 
 #include "backend/cuda/step_graph_policy.h"
+#include "support/text_lines.h"
 
 namespace {
 
 using namespace ra::backend::cuda;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using ra::test::contains;
 
 }  // namespace
 

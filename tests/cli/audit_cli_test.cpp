@@ -16,8 +16,10 @@ using ra::test::TempDir;
 
 namespace {
 
+using ra::test::quoted;
+
 // Quick spec: 3 steps per epoch, 2 epochs.
-std::string write_spec(const TempDir& dir) {
+std::string write_audit_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "cli-audit", "seed": 4, "threads": 2,
     "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 3},
@@ -30,16 +32,12 @@ std::string write_spec(const TempDir& dir) {
   return "'" + dir.write("spec.json", spec.dump()).string() + "'";
 }
 
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
-
 }  // namespace
 
 TEST_CASE("run: a deterministic audit exits 0 with one class", "[cli][audit]") {
   TempDir dir;
-  const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") + " --json -");
+  const auto r = run_cli("run " + write_audit_spec(dir) + " --runs 3 --out " +
+                         quoted(dir.path() / "out") + " --json -");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
@@ -47,16 +45,18 @@ TEST_CASE("run: a deterministic audit exits 0 with one class", "[cli][audit]") {
   REQUIRE(report.at("verdict").at("classes") == nlohmann::json::parse("[[0,1,2]]"));
   REQUIRE(report.at("runs").size() == 3);
   // The text report starts with the run line and the verdict.
-  const auto text = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out2"));
+  const auto text =
+      run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "out2"));
   REQUIRE(text.exit_code == 0);
   REQUIRE(text.out.find("BITWISE IDENTICAL: all 2 same-seed runs") != std::string::npos);
 }
 
 TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli][audit]") {
   TempDir dir;
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out") +
-                         " --inject-fault run=2,step=3,tensor=conv2d_0.weight,element=4,bit=0" +
-                         " --json " + q(dir.path() / "report.json"));
+  const auto r =
+      run_cli("run " + write_audit_spec(dir) + " --runs 3 --out " + quoted(dir.path() / "out") +
+              " --inject-fault run=2,step=3,tensor=conv2d_0.weight,element=4,bit=0" + " --json " +
+              quoted(dir.path() / "report.json"));
   INFO(r.err);
   REQUIRE(r.exit_code == 1);
   REQUIRE(r.out.find("DIVERGED") != std::string::npos);
@@ -69,7 +69,7 @@ TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli
   REQUIRE(report.at("verdict").at("classes") == nlohmann::json::parse("[[0,1],[2]]"));
   // --expect any turns the gate off.
   const auto allowed =
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "o2") +
+      run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "o2") +
               " --inject-fault run=1,step=0,tensor=batch --expect any");
   REQUIRE(allowed.exit_code == 0);
   REQUIRE(allowed.out.find("allowed") != std::string::npos);
@@ -81,66 +81,66 @@ TEST_CASE("run: an injected fault exits 1 and names run, step and tensor", "[cli
 TEST_CASE("compare of traces from separate processes gives the in-process verdict",
           "[cli][audit]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_audit_spec(dir);
   // One run alone compares nothing (exit 5); compared together, the two are an audit.
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "a")).exit_code == 5);
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(dir.path() / "b") + " --allow-empty")
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + quoted(dir.path() / "a")).exit_code == 5);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + quoted(dir.path() / "b") + " --allow-empty")
               .exit_code == 0);
   const auto together =
-      run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "ab") + " --json -");
-  const auto compared = run_cli("compare " + q(dir.path() / "a" / "run-000.trace.jsonl") + " " +
-                                q(dir.path() / "b" / "run-000.trace.jsonl") + " --json -");
+      run_cli("run " + spec + " --runs 2 --out " + quoted(dir.path() / "ab") + " --json -");
+  const auto compared =
+      run_cli("compare " + quoted(dir.path() / "a" / "run-000.trace.jsonl") + " " +
+              quoted(dir.path() / "b" / "run-000.trace.jsonl") + " --json -");
   INFO(compared.err);
   REQUIRE(compared.exit_code == together.exit_code);
   const auto a = nlohmann::json::parse(together.out), b = nlohmann::json::parse(compared.out);
   REQUIRE(a.at("verdict") == b.at("verdict"));
   REQUIRE(a.at("categories") == b.at("categories"));
   // A folder works as well as a list of files.
-  const auto folder = run_cli("compare " + q(dir.path() / "ab") + " --json -");
+  const auto folder = run_cli("compare " + quoted(dir.path() / "ab") + " --json -");
   REQUIRE(nlohmann::json::parse(folder.out).at("verdict") == a.at("verdict"));
 }
 
 TEST_CASE("corrupt, truncated and version-mismatched traces exit 2", "[cli][audit]") {
   TempDir dir;
-  REQUIRE(
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code ==
-      0);
+  REQUIRE(run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "out"))
+              .exit_code == 0);
   const auto good = dir.path() / "out" / "run-000.trace.jsonl";
   const std::string text = ra::test::read_text(good);
-  const auto other = q(dir.path() / "out" / "run-001.trace.jsonl");
+  const auto other = quoted(dir.path() / "out" / "run-001.trace.jsonl");
 
   SECTION("truncated: the end record is missing") {
     // Drop the last line (the end record).
     const auto cut =
         dir.write("cut.trace.jsonl", text.substr(0, text.rfind('\n', text.size() - 2) + 1));
-    const auto r = run_cli("compare " + q(cut) + " " + other);
+    const auto r = run_cli("compare " + quoted(cut) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("truncated") != std::string::npos);
   }
   SECTION("cut in the middle of a line") {
     const auto cut = dir.write("mid.trace.jsonl", text.substr(0, text.size() / 2));
-    const auto r = run_cli("compare " + q(cut) + " " + other);
+    const auto r = run_cli("compare " + quoted(cut) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("mid.trace.jsonl") != std::string::npos);
   }
   SECTION("version mismatch") {
     std::string v5 = text;
     v5.replace(v5.find("\"format_version\":1"), 18, "\"format_version\":5");
-    const auto r = run_cli("compare " + q(dir.write("v5.trace.jsonl", v5)) + " " + other);
+    const auto r = run_cli("compare " + quoted(dir.write("v5.trace.jsonl", v5)) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("format version 5; this tool reads versions 1, 2, 3 and 4") !=
             std::string::npos);
   }
   SECTION("garbage") {
     const auto r =
-        run_cli("compare " + q(dir.write("junk.trace.jsonl", "not json\n")) + " " + other);
+        run_cli("compare " + quoted(dir.write("junk.trace.jsonl", "not json\n")) + " " + other);
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.err.find("junk.trace.jsonl:1") != std::string::npos);
   }
   SECTION("missing file and empty folder") {
-    REQUIRE(run_cli("compare " + q(dir.path() / "nope.trace.jsonl")).exit_code == 2);
+    REQUIRE(run_cli("compare " + quoted(dir.path() / "nope.trace.jsonl")).exit_code == 2);
     std::filesystem::create_directories(dir.path() / "empty");
-    REQUIRE(run_cli("compare " + q(dir.path() / "empty")).exit_code == 2);
+    REQUIRE(run_cli("compare " + quoted(dir.path() / "empty")).exit_code == 2);
   }
 }
 
@@ -158,7 +158,8 @@ TEST_CASE("a full disk is a clear error and leaves no partial trace", "[cli][aud
     const std::string block(4096, 'x');
     for (int i = 0; i < 64 && filler.write(block.data(), block.size()); ++i) filler.flush();
   }
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(small / "out"));
+  const auto r =
+      run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(small / "out"));
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::recursive_directory_iterator(small)) {
     names.push_back(e.path().filename().string());
@@ -180,7 +181,8 @@ TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]
   // 2 fails. (A fault that cannot fire, the way this test once stopped run 2, is now refused
   // before any run.)
   ::setenv("REPRO_AUDIT_TEST_THREAD_LIMIT", "4", 1);
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "out"));
+  const auto r =
+      run_cli("run " + write_audit_spec(dir) + " --runs 3 --out " + quoted(dir.path() / "out"));
   ::unsetenv("REPRO_AUDIT_TEST_THREAD_LIMIT");
   REQUIRE(r.exit_code == 3);
   REQUIRE(r.err.find("cannot start thread pool worker") != std::string::npos);
@@ -189,7 +191,7 @@ TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]
   REQUIRE_FALSE(std::filesystem::exists(dir.path() / "out" / "run-002.trace.jsonl"));
   // The finished runs are whole and comparable.
   // (Exit code 4: the audit is incomplete, its verdict over the finished runs only.)
-  const auto c = run_cli("compare " + q(dir.path() / "out") + " --json -");
+  const auto c = run_cli("compare " + quoted(dir.path() / "out") + " --json -");
   REQUIRE(c.exit_code == 4);
   REQUIRE(nlohmann::json::parse(c.out).at("verdict").at("classes") ==
           nlohmann::json::parse("[[0,1]]"));
@@ -198,8 +200,9 @@ TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]
 TEST_CASE("snapshots per epoch and the batch order are written and used", "[cli][audit]") {
   TempDir dir;
   const auto out = dir.path() / "out";
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --mode nondeterministic --out " +
-                         q(out) + " --snapshot-epochs --save-batches --json -");
+  const auto r =
+      run_cli("run " + write_audit_spec(dir) + " --runs 2 --mode nondeterministic --out " +
+              quoted(out) + " --snapshot-epochs --save-batches --json -");
   REQUIRE(r.exit_code == 0);
   for (const char* f : {"weights-initial", "weights-epoch-0", "weights-epoch-1", "weights-final"}) {
     INFO(f);
@@ -221,10 +224,10 @@ TEST_CASE("snapshots per epoch and the batch order are written and used", "[cli]
 
 TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {
   TempDir dir;
-  const auto a = run_cli("run " + write_spec(dir) + " --runs 3 --jobs 2 --out " +
-                         q(dir.path() / "a") + " --json -");
-  const auto b =
-      run_cli("run " + write_spec(dir) + " --runs 3 --out " + q(dir.path() / "b") + " --json -");
+  const auto a = run_cli("run " + write_audit_spec(dir) + " --runs 3 --jobs 2 --out " +
+                         quoted(dir.path() / "a") + " --json -");
+  const auto b = run_cli("run " + write_audit_spec(dir) + " --runs 3 --out " +
+                         quoted(dir.path() / "b") + " --json -");
   REQUIRE(a.exit_code == 0);
   const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   REQUIRE(ja.at("verdict") == jb.at("verdict"));
@@ -235,9 +238,8 @@ TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {
 
 TEST_CASE("compare shows environment differences beside the verdict", "[cli][audit]") {
   TempDir dir;
-  REQUIRE(
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + q(dir.path() / "out")).exit_code ==
-      0);
+  REQUIRE(run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "out"))
+              .exit_code == 0);
   // Pretend run 1 was made on another machine.
   auto trace = ra::test::read_text(dir.path() / "out" / "run-001.trace.jsonl");
   const auto line_end = trace.find('\n');
@@ -245,8 +247,8 @@ TEST_CASE("compare shows environment differences beside the verdict", "[cli][aud
   header["environment"]["cpu_model"] = "Some Other CPU";
   trace = header.dump() + trace.substr(line_end);
   const auto moved = dir.write("other.trace.jsonl", trace);
-  const auto r =
-      run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " + q(moved));
+  const auto r = run_cli("compare " + quoted(dir.path() / "out" / "run-000.trace.jsonl") + " " +
+                         quoted(moved));
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("environment differs: cpu_model") != std::string::npos);
   REQUIRE(r.out.find("Some Other CPU") != std::string::npos);

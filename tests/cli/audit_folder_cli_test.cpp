@@ -26,13 +26,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string q(const fs::path& p) {
-  return "'" + p.string() + "'";
-}
+using ra::test::quoted;
 
 // A small spec. With `slow`, a few hundred steps per run, so that a run lasts long enough (a
 // fraction of a second) to be caught in the middle; else a few steps.
-fs::path write_spec(const TempDir& dir, bool slow = false) {
+fs::path write_folder_spec(const TempDir& dir, bool slow = false) {
   auto spec = nlohmann::json::parse(R"({
     "name": "folder-cli", "seed": 11, "device": "cpu", "threads": 1,
     "data": {"train": {"format": "random", "samples": 4096, "shape": [1, 12, 12], "classes": 4},
@@ -141,12 +139,13 @@ nlohmann::json without_timings(nlohmann::json report) {
 TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwrite replaces it",
           "[cli][folder]") {
   TempDir dir;
-  const auto spec = q(write_spec(dir));
+  const auto spec = quoted(write_folder_spec(dir));
   const auto out = dir.path() / "out";
-  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + q(out) + " --allow-empty").exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --out " + quoted(out) + " --allow-empty").exit_code ==
+          0);
   dir.write("out/notes.txt", "the user's");
 
-  const auto again = run_cli("run " + spec + " --runs 1 --out " + q(out));
+  const auto again = run_cli("run " + spec + " --runs 1 --out " + quoted(out));
   REQUIRE(again.exit_code == 2);
   REQUIRE(again.err.find("output folder " + out.string() + " holds another audit") !=
           std::string::npos);
@@ -155,8 +154,8 @@ TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwri
     REQUIRE(again.err.find(hint) != std::string::npos);
   }
 
-  const auto overwritten = run_cli("run " + spec + " --runs 2 --overwrite --out " + q(out) +
-                                   " --json " + q(out / "report.json"));
+  const auto overwritten = run_cli("run " + spec + " --runs 2 --overwrite --out " + quoted(out) +
+                                   " --json " + quoted(out / "report.json"));
   INFO(overwritten.err);
   REQUIRE(overwritten.exit_code == 0);
   REQUIRE(overwritten.err.find("left in place, not repro-audit's: notes.txt") != std::string::npos);
@@ -165,19 +164,18 @@ TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwri
   REQUIRE(manifest.at("runs").size() == 2);
   REQUIRE(manifest.at("report_files") == nlohmann::json::array({"report.json"}));
   // compare DIR reports exactly the manifest's runs.
-  const auto compared = run_cli("compare " + q(out) + " --json -");
+  const auto compared = run_cli("compare " + quoted(out) + " --json -");
   REQUIRE(compared.exit_code == 0);
   const auto report = nlohmann::json::parse(compared.out);
   REQUIRE(report.at("runs").size() == 2);
   REQUIRE(report.at("audit_folders")[0].at("audit_id") == manifest.at("audit_id"));
 
   // --overwrite again removes the report it wrote there too; --resume and --overwrite exclude.
-  REQUIRE(
-      run_cli("run " + spec + " --runs 1 --overwrite --allow-empty --out " + q(out)).exit_code ==
-      0);
+  REQUIRE(run_cli("run " + spec + " --runs 1 --overwrite --allow-empty --out " + quoted(out))
+              .exit_code == 0);
   REQUIRE_FALSE(fs::exists(out / "report.json"));
   REQUIRE(fs::exists(out / "notes.txt"));
-  const auto both = run_cli("run " + spec + " --resume --overwrite --out " + q(out));
+  const auto both = run_cli("run " + spec + " --resume --overwrite --out " + quoted(out));
   REQUIRE(both.exit_code == 2);
   REQUIRE(both.err.find("excludes") != std::string::npos);
 }
@@ -185,7 +183,7 @@ TEST_CASE("run into a folder holding an audit exits 2 with guidance, and overwri
 TEST_CASE("a second audit on a folder in use exits 2 at once, naming the folder and pid",
           "[cli][folder]") {
   TempDir dir;
-  const auto spec = write_spec(dir);
+  const auto spec = write_folder_spec(dir);
   const auto out = dir.path() / "out";
   Background first({"run", spec.string(), "--runs", "3", "--out", out.string()},
                    dir.path() / "first.out", dir.path() / "first.err");
@@ -194,7 +192,7 @@ TEST_CASE("a second audit on a folder in use exits 2 at once, naming the folder 
   REQUIRE(kill(first.pid(), SIGSTOP) == 0);
 
   const auto started = std::chrono::steady_clock::now();
-  const auto second = run_cli("run " + q(spec) + " --runs 3 --out " + q(out));
+  const auto second = run_cli("run " + quoted(spec) + " --runs 3 --out " + quoted(out));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const bool first_still_running = first.running();
@@ -208,18 +206,18 @@ TEST_CASE("a second audit on a folder in use exits 2 at once, naming the folder 
   REQUIRE(seconds < 5.0);
   // The first audit is undisturbed.
   REQUIRE(first.wait() == 0);
-  REQUIRE(run_cli("compare " + q(out)).exit_code == 0);
+  REQUIRE(run_cli("compare " + quoted(out)).exit_code == 0);
 }
 
 TEST_CASE("an audit killed with SIGKILL is finished by --resume with the same report",
           "[cli][folder]") {
   TempDir dir;
-  const auto spec = write_spec(dir, /*slow=*/true);
+  const auto spec = write_folder_spec(dir, /*slow=*/true);
   const std::vector<std::string> audit{"run", spec.string(), "--runs", "3", "--snapshot-epochs"};
 
   // The uninterrupted audit.
-  const auto whole = run_cli("run " + q(spec) + " --runs 3 --snapshot-epochs --out " +
-                             q(dir.path() / "whole") + " --json -");
+  const auto whole = run_cli("run " + quoted(spec) + " --runs 3 --snapshot-epochs --out " +
+                             quoted(dir.path() / "whole") + " --json -");
   INFO(whole.err);
   REQUIRE(whole.exit_code == 0);
 
@@ -237,7 +235,7 @@ TEST_CASE("an audit killed with SIGKILL is finished by --resume with the same re
   REQUIRE_FALSE(fs::exists(out / "run-002.trace.jsonl"));
 
   // compare names what is missing; a new audit into the folder is refused.
-  const auto partial = run_cli("compare " + q(out) + " --json -");
+  const auto partial = run_cli("compare " + quoted(out) + " --json -");
   REQUIRE(partial.exit_code == 4);  // incomplete: a verdict over part of the audit only
   const auto partial_report = nlohmann::json::parse(partial.out);
   REQUIRE(partial_report.at("runs").size() == 1);
@@ -247,17 +245,19 @@ TEST_CASE("an audit killed with SIGKILL is finished by --resume with the same re
   INFO(why);
   REQUIRE(why.find("only the partial run-001.trace.jsonl.tmp-") != std::string::npos);
   REQUIRE(why.find(" steps recorded, no end record") != std::string::npos);
-  REQUIRE(run_cli("run " + q(spec) + " --runs 3 --snapshot-epochs --out " + q(out)).exit_code == 2);
+  REQUIRE(run_cli("run " + quoted(spec) + " --runs 3 --snapshot-epochs --out " + quoted(out))
+              .exit_code == 2);
   // --resume with other options is refused, naming what differs.
   const auto other =
-      run_cli("run " + q(spec) + " --runs 4 --snapshot-epochs --resume --out " + q(out));
+      run_cli("run " + quoted(spec) + " --runs 4 --snapshot-epochs --resume --out " + quoted(out));
   REQUIRE(other.exit_code == 2);
   REQUIRE(other.err.find("runs: 3 planned in the folder, 4 planned requested") !=
           std::string::npos);
 
   const std::string run0 = ra::test::read_text(out / "run-000.trace.jsonl");
-  const auto resumed = run_cli("run " + q(spec) + " --runs 3 --snapshot-epochs --resume --out " +
-                               q(out) + " --json -");
+  const auto resumed =
+      run_cli("run " + quoted(spec) + " --runs 3 --snapshot-epochs --resume --out " + quoted(out) +
+              " --json -");
   INFO(resumed.err);
   REQUIRE(resumed.exit_code == 0);
   REQUIRE(resumed.err.find("training run(s) 1, 2; whole: run(s) 0") != std::string::npos);

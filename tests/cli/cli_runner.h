@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "support/file_text.h"
+
 namespace ra::test {
 
 struct CliResult {
@@ -16,13 +18,6 @@ struct CliResult {
   std::string out;
   std::string err;
 };
-
-inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A fresh temporary folder, removed with the object.
 class TempDir {

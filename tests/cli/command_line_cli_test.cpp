@@ -16,7 +16,7 @@ using ra::test::TempDir;
 
 namespace {
 
-std::string write_spec(const TempDir& dir, const nlohmann::json& train) {
+std::string write_train_spec(const TempDir& dir, const nlohmann::json& train) {
   nlohmann::json spec = nlohmann::json::parse(R"({
     "name": "cmdline", "seed": 4, "threads": 1, "device": "cpu",
     "data": {"batch_size": 16},
@@ -33,7 +33,7 @@ const nlohmann::json kRandom = {
 
 TEST_CASE("global options are accepted after the subcommand", "[cli][usability]") {
   TempDir dir;
-  const auto r = run_cli("run " + write_spec(dir, kRandom) + " --runs 2 --out " +
+  const auto r = run_cli("run " + write_train_spec(dir, kRandom) + " --runs 2 --out " +
                          quoted(dir.path() / "out") + " -q");
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, !Contains("[info]"));
@@ -42,7 +42,7 @@ TEST_CASE("global options are accepted after the subcommand", "[cli][usability]"
 TEST_CASE("a mistyped option gets a suggestion, a word for a number a type error",
           "[cli][usability]") {
   TempDir dir;
-  const std::string spec = write_spec(dir, kRandom);
+  const std::string spec = write_train_spec(dir, kRandom);
   const auto typo = run_cli("run " + spec + " --run 2");
   CHECK(typo.exit_code == 2);
   CHECK_THAT(typo.err, StartsWith("--run: no such option of `run`; did you mean --runs?\n"));
@@ -106,7 +106,7 @@ TEST_CASE("the version line names the program, its commit and whether CUDA is in
 TEST_CASE("missing data files are named by their spec key, at validate as at run",
           "[cli][usability]") {
   TempDir dir;
-  const std::string spec = write_spec(
+  const std::string spec = write_train_spec(
       dir, {{"format", "idx"}, {"images", "/nope/train-images.gz"}, {"labels", "/nope/l.gz"}});
   for (const std::string command :
        {"validate " + spec, "run " + spec + " --runs 2 --out " + quoted(dir.path() / "out")}) {
@@ -157,8 +157,8 @@ TEST_CASE("the auditing subcommands' --help lists the exit codes", "[cli][usabil
 
 TEST_CASE("progress counts runs from 0, as traces and errors do", "[cli][usability]") {
   TempDir dir;
-  const auto r =
-      run_cli("run " + write_spec(dir, kRandom) + " --runs 2 --out " + quoted(dir.path() / "out"));
+  const auto r = run_cli("run " + write_train_spec(dir, kRandom) + " --runs 2 --out " +
+                         quoted(dir.path() / "out"));
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("run 0 of 0..1 started"));
   CHECK_THAT(r.err, Contains("run 1 of 0..1 done: "));

@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string write_spec(const TempDir& dir) {
+std::string write_hostile_folder_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "hostile", "seed": 4, "threads": 1, "device": "cpu",
     "data": {"train": {"format": "random", "samples": 32, "shape": [1, 6, 6], "classes": 3},
@@ -86,7 +86,7 @@ bool cpu_has(const std::string& flag) {
 
 TEST_CASE("a report path over a file of the audit is refused before any work", "[cli][hostile]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_hostile_folder_spec(dir);
   const fs::path out = audit(dir, spec);
   const std::string trace = read_text(out / "run-001.trace.jsonl");
   for (const std::string option : {"--junit", "--json", "--html"}) {
@@ -118,7 +118,7 @@ TEST_CASE("a report path over a file of the audit is refused before any work", "
 
 TEST_CASE("a symbolic link inside the audit folder is never followed", "[cli][hostile]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_hostile_folder_spec(dir);
   const fs::path out = audit(dir, spec);
   // run-001/ replaced by a link to someone else's folder holding files of snapshot names.
   const fs::path elsewhere = dir.path() / "elsewhere";
@@ -145,7 +145,7 @@ TEST_CASE("a symbolic link inside the audit folder is never followed", "[cli][ho
 
 TEST_CASE("crafted manifest counts are refused, not looped over", "[cli][hostile]") {
   TempDir dir;
-  const fs::path out = audit(dir, write_spec(dir));
+  const fs::path out = audit(dir, write_hostile_folder_spec(dir));
   const nlohmann::json manifest = nlohmann::json::parse(read_text(out / "audit.json"));
   for (const nlohmann::json& shards : {nlohmann::json(2147483647), nlohmann::json(2000000000),
                                        nlohmann::json(4294967296ull), nlohmann::json(3)}) {
@@ -161,7 +161,7 @@ TEST_CASE("crafted manifest counts are refused, not looped over", "[cli][hostile
 
 TEST_CASE("a lock file that is a FIFO is refused at once, by compare and run", "[cli][hostile]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_hostile_folder_spec(dir);
   const fs::path out = audit(dir, spec);
   // As a sharded audit's folder, whose shard locks compare probes too.
   nlohmann::json manifest = nlohmann::json::parse(read_text(out / "audit.json"));
@@ -184,7 +184,7 @@ TEST_CASE("a lock file that is a FIFO is refused at once, by compare and run", "
 TEST_CASE("a stdout whose reader has gone loses no report file and keeps the verdict's code",
           "[cli][hostile]") {
   TempDir dir;
-  const fs::path out = audit(dir, write_spec(dir));
+  const fs::path out = audit(dir, write_hostile_folder_spec(dir));
   const fs::path json = dir.path() / "r.json", junit = dir.path() / "r.xml";
   const int code = run_with_closed_stdout("compare " + quoted(out) + " --json " + quoted(json) +
                                           " --junit " + quoted(junit));
@@ -199,7 +199,7 @@ TEST_CASE("resuming on another CPU instruction set is refused, naming it", "[cli
     return;
   }
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_hostile_folder_spec(dir);
   setenv("REPRO_AUDIT_ISA", "portable", 1);
   const fs::path out = audit(dir, spec);
   fs::remove(out / "run-001.trace.jsonl");  // interrupted
@@ -224,8 +224,8 @@ TEST_CASE("overwriting leaves an audit.json that is no manifest alone", "[cli][h
   const fs::path out = dir.path() / "out";
   fs::create_directories(out);
   std::ofstream(out / "audit.json") << R"({"my": "own file"})";
-  const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + quoted(out) + " --overwrite");
+  const auto r = run_cli("run " + write_hostile_folder_spec(dir) + " --runs 2 --out " +
+                         quoted(out) + " --overwrite");
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("is not a repro-audit manifest"));
@@ -234,7 +234,7 @@ TEST_CASE("overwriting leaves an audit.json that is no manifest alone", "[cli][h
 
 TEST_CASE("numbers past their limits are refused, not clamped or wrapped", "[cli][hostile]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_hostile_folder_spec(dir);
   const auto every = run_cli("run " + spec + " --runs 1 --out " + quoted(dir.path() / "a") +
                              " --snapshot-every 99999999999999999999");
   CHECK(every.exit_code == 2);

@@ -20,6 +20,8 @@ using ra::test::TempDir;
 
 namespace {
 
+using ra::test::quoted;
+
 struct TimedResult {
   CliResult result;
   double seconds = 0;
@@ -41,13 +43,6 @@ TimedResult run_timed(const std::string& args) {
   r.result.out = ra::test::read_text(out);
   r.result.err = ra::test::read_text(err);
   return r;
-}
-
-std::string quoted(const fs::path& p) {
-  std::string out(1, '\'');  // built in steps: GCC 12 warns falsely (-Wrestrict) on "'" + s
-  out += p.string();
-  out.push_back('\'');
-  return out;
 }
 
 // The time the binary takes to refuse a missing spec now: its start-up under the machine's
@@ -73,7 +68,7 @@ void require_refused(const TimedResult& r, const std::string& file, const std::s
 }
 
 // A small valid spec on random data.
-nlohmann::json valid_spec() {
+nlohmann::json valid_spec_json() {
   return nlohmann::json::parse(R"({
     "name": "t", "seed": 1, "threads": 1,
     "data": {"train": {"format": "random", "samples": 64, "shape": [1, 8, 8], "classes": 4},
@@ -115,7 +110,7 @@ TEST_CASE("a spec nested 100,000 levels deep is refused, not a crash", "[cli][ho
 
 TEST_CASE("a repeated key is refused with its line and column", "[cli][hostile]") {
   TempDir dir;
-  std::string text = valid_spec().dump(2);
+  std::string text = valid_spec_json().dump(2);
   // Repeat "seed" on its own line after "name": the second one is the error.
   const auto at = text.find("  \"seed\"");
   REQUIRE(at != std::string::npos);
@@ -140,7 +135,7 @@ TEST_CASE("numbers out of range are refused with line and column", "[cli][hostil
 
 TEST_CASE("a 5 MB unknown key is answered fast, and echoed only in part", "[cli][hostile]") {
   TempDir dir;
-  auto spec = valid_spec();
+  auto spec = valid_spec_json();
   const std::string key(5 << 20, 'q');
   spec["train"][key] = 1;
   const auto path = dir.write("key.json", spec.dump());
@@ -159,7 +154,7 @@ TEST_CASE("a gzip bomb as IDX images is refused by its header", "[cli][hostile]"
   write_gz_zeros(images.string(), idx_header({n, 28, 28}), std::uint64_t{n} * 28 * 28);
   write_gz_zeros(labels.string(), idx_header({n}), n);
   REQUIRE(fs::file_size(images) < (8u << 20));
-  auto spec = valid_spec();
+  auto spec = valid_spec_json();
   spec["data"]["train"] = {
       {"format", "idx"}, {"images", images.string()}, {"labels", labels.string()}};
   spec["model"]["input"] = {1, 28, 28};
@@ -172,7 +167,7 @@ TEST_CASE("special files as IDX data are refused", "[cli][hostile]") {
   TempDir dir;
   const fs::path fifo = dir.path() / "labels.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  auto spec = valid_spec();
+  auto spec = valid_spec_json();
   spec["data"]["train"] = {{"format", "idx"}, {"images", "/dev/zero"}, {"labels", fifo.string()}};
   const auto path = dir.write("special.json", spec.dump());
   require_refused(run_timed("train " + quoted(path)), "/dev/zero", "is a character device", 1.0);

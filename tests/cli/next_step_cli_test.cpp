@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string write_spec(const TempDir& dir) {
+std::string write_next_step_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "next", "seed": 4, "threads": 1, "device": "cpu",
     "data": {"train": {"format": "random", "samples": 64, "shape": [1, 6, 6], "classes": 3},
@@ -34,7 +34,7 @@ std::string write_spec(const TempDir& dir) {
 }
 
 // The binary run in `dir` (its default output folder is relative to the working directory).
-ra::test::CliResult run_in(const fs::path& dir, const std::string& args) {
+ra::test::CliResult run_in_folder(const fs::path& dir, const std::string& args) {
   TempDir tmp;
   const auto out = tmp.path() / "stdout", err = tmp.path() / "stderr";
   const std::string command = "cd " + quoted(dir) + " && '" + REPRO_AUDIT_BINARY + "' " + args +
@@ -47,13 +47,14 @@ ra::test::CliResult run_in(const fs::path& dir, const std::string& args) {
 
 TEST_CASE("the same command run twice: the earlier audit moves aside", "[cli][usability]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
-  const auto first = run_in(dir.path(), "run " + spec + " --runs 2");
+  const std::string spec = write_next_step_spec(dir);
+  const auto first = run_in_folder(dir.path(), "run " + spec + " --runs 2");
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   const std::string first_id =
       nlohmann::json::parse(read_text(dir.path() / "repro-audit-out/next/audit.json"))["audit_id"];
-  const auto second = run_in(dir.path(), "run " + spec + " --runs 2 --mode nondeterministic");
+  const auto second =
+      run_in_folder(dir.path(), "run " + spec + " --runs 2 --mode nondeterministic");
   INFO(second.err);
   CHECK(second.exit_code == 0);
   CHECK_THAT(second.err, Contains("moved the earlier audit in repro-audit-out/next to "
@@ -78,7 +79,7 @@ TEST_CASE("the same command run twice: the earlier audit moves aside", "[cli][us
 TEST_CASE("a report path in a missing folder fails before any run trains", "[cli][usability]") {
   TempDir dir;
   const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "out") +
+      run_cli("run " + write_next_step_spec(dir) + " --runs 2 --out " + quoted(dir.path() / "out") +
               " --html " + quoted(dir.path() / "nodir" / "x.html"));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("does not exist"));
@@ -87,7 +88,7 @@ TEST_CASE("a report path in a missing folder fails before any run trains", "[cli
 
 TEST_CASE("an audit that compared nothing exits 5, in text, JSON and JUnit", "[cli][usability]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_next_step_spec(dir);
   const auto one =
       run_cli("run " + spec + " --runs 1 --out " + quoted(dir.path() / "one") + " --junit " +
               quoted(dir.path() / "one.xml") + " --json " + quoted(dir.path() / "one.json"));
@@ -114,7 +115,7 @@ TEST_CASE("an audit that compared nothing exits 5, in text, JSON and JUnit", "[c
 TEST_CASE("a divergence without op records says the command that names the op, which does",
           "[cli][usability]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_next_step_spec(dir);
   const fs::path out = dir.path() / "out";
   // A weight changed after step 2's update: what the op records of step 2 will show.
   const auto diverged = run_cli("run " + spec + " --runs 2 --out " + quoted(out) +
@@ -142,7 +143,7 @@ TEST_CASE("a divergence without op records says the command that names the op, w
 TEST_CASE("a divergence at a step recorded per category: the next step names the tensor",
           "[cli][usability][detail]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_next_step_spec(dir);
   const fs::path out = dir.path() / "out";
   // Per tensor at steps 0 and 3 only (trace format version 4); the fault is at step 2.
   const auto diverged = run_cli(

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli_runner.h"
+#include "support/text_lines.h"
 
 using ra::test::quoted;
 using ra::test::run_cli;
@@ -14,7 +15,9 @@ using ra::test::TempDir;
 
 namespace {
 
-std::string write_spec(const TempDir& dir) {
+using ra::test::contains;
+
+std::string write_report_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "cli-junit", "seed": 4, "threads": 2,
     "data": {"train": {"format": "random", "samples": 48, "shape": [1, 8, 8], "classes": 3},
@@ -27,15 +30,11 @@ std::string write_spec(const TempDir& dir) {
   return quoted(dir.write("spec.json", spec.dump()));
 }
 
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli][junit]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_report_spec(dir);
   const auto out = dir.path() / "out";
   const auto junit = out / "junit.xml";  // inside the audit folder: the tool's own file
   const auto ok =
@@ -43,10 +42,10 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
   const std::string passed = ra::test::read_text(junit);
-  CHECK(has(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"8\" failures=\"0\""));
-  CHECK(has(passed, "name=\"2 complete audit\""));
-  CHECK(has(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"1 verdict\""));
-  CHECK(has(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
+  CHECK(contains(passed, "<testsuite name=\"repro-audit.cli-junit\" tests=\"8\" failures=\"0\""));
+  CHECK(contains(passed, "name=\"2 complete audit\""));
+  CHECK(contains(passed, "<testcase classname=\"repro-audit.cli-junit\" name=\"1 verdict\""));
+  CHECK(contains(passed, "BITWISE IDENTICAL: all 2 same-seed runs"));
 
   // --overwrite knows the report as the tool's own file, and writes the new one in its place.
   const auto bad =
@@ -55,25 +54,28 @@ TEST_CASE("run and compare --junit: a passing audit, then a diverged one", "[cli
   INFO(bad.err);
   REQUIRE(bad.exit_code == 1);
   const std::string failed = ra::test::read_text(junit);
-  CHECK(has(failed, "failures=\"2\""));  // the verdict and the weights (a low bit: nothing else)
-  CHECK(has(failed,
-            "<failure message=\"first divergence: step 1 (epoch 0, batch 1), weights of "
-            "dense_0.weight"));
-  CHECK(has(failed, "\" type=\"divergence\">DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
-  CHECK(has(failed, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
+  CHECK(
+      contains(failed, "failures=\"2\""));  // the verdict and the weights (a low bit: nothing else)
+  CHECK(contains(failed,
+                 "<failure message=\"first divergence: step 1 (epoch 0, batch 1), weights of "
+                 "dense_0.weight"));
+  CHECK(contains(failed,
+                 "\" type=\"divergence\">DIVERGED: 2 distinct outcomes among 2 same-seed runs"));
+  CHECK(contains(failed, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
 
   // compare of the folder writes the same verdicts.
   const auto again = dir.path() / "again.xml";
   const auto c = run_cli("compare " + quoted(out) + " --junit " + quoted(again));
   REQUIRE(c.exit_code == 1);
   const std::string compared = ra::test::read_text(again);
-  CHECK(has(compared, "failures=\"2\""));
-  CHECK(has(compared, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
+  CHECK(contains(compared, "failures=\"2\""));
+  CHECK(
+      contains(compared, "first divergence: step 1 (epoch 0, batch 1), weights of dense_0.weight"));
 }
 
 TEST_CASE("run and compare --html write one self-contained page", "[cli][html]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_report_spec(dir);
   const auto out = dir.path() / "out";
   const auto page = out / "report.html";
   const auto r =
@@ -83,17 +85,17 @@ TEST_CASE("run and compare --html write one self-contained page", "[cli][html]")
   REQUIRE(r.exit_code == 1);
   const std::string html = ra::test::read_text(page);
   CHECK(html.starts_with("<!DOCTYPE html>"));
-  CHECK(has(html, "<div class=\"banner diverged\">DIVERGED"));
-  CHECK(has(html, "<title>repro-audit: cli-junit</title>"));
-  CHECK_FALSE(has(html, "<script"));
+  CHECK(contains(html, "<div class=\"banner diverged\">DIVERGED"));
+  CHECK(contains(html, "<title>repro-audit: cli-junit</title>"));
+  CHECK_FALSE(contains(html, "<script"));
 
   // Again with --overwrite: the page is the tool's own file in the folder, replaced.
   const auto again = run_cli("run " + spec + " --runs 2 --out " + quoted(out) +
                              " --overwrite --html " + quoted(page));
   REQUIRE(again.exit_code == 0);
-  CHECK(has(ra::test::read_text(page), "<div class=\"banner ok\">BITWISE IDENTICAL"));
+  CHECK(contains(ra::test::read_text(page), "<div class=\"banner ok\">BITWISE IDENTICAL"));
   const auto c =
       run_cli("compare " + quoted(out) + " --html " + quoted(dir.path() / "compare.html"));
   REQUIRE(c.exit_code == 0);
-  CHECK(has(ra::test::read_text(dir.path() / "compare.html"), "<div class=\"banner ok\">"));
+  CHECK(contains(ra::test::read_text(dir.path() / "compare.html"), "<div class=\"banner ok\">"));
 }

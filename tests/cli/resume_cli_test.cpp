@@ -13,11 +13,6 @@ using ra::test::TempDir;
 
 namespace {
 
-// A path as one shell word (ra::test::quoted; named apart from std::quoted, which ADL finds).
-std::string q(const std::filesystem::path& p) {
-  return ra::test::quoted(p);
-}
-
 std::string last_line(const std::string& text) {
   std::string t = text;
   while (!t.empty() && t.back() == '\n') t.pop_back();
@@ -25,7 +20,8 @@ std::string last_line(const std::string& text) {
   return pos == std::string::npos ? t : t.substr(pos + 1);
 }
 
-const std::string kSpec = q(source_path("configs/quick.json"));  // 2 epochs of 16 steps
+const std::string kSpec =
+    ra::test::quoted(source_path("configs/quick.json"));  // 2 epochs of 16 steps
 
 // The differing pieces of a report's resume entry: "weights", "rng_stream:data/order", ...
 std::vector<std::string> pieces(const nlohmann::json& resume) {
@@ -42,17 +38,18 @@ std::vector<std::string> pieces(const nlohmann::json& resume) {
 TEST_CASE("train --resume-from in a new process ends with the uninterrupted run's bits", "[cli]") {
   const TempDir dir;
   const auto whole = run_cli("train " + kSpec);
-  const auto stopped =
-      run_cli("train " + kSpec + " --interrupt-at 20 --checkpoint-dir " + q(dir.path()));
+  const auto stopped = run_cli("train " + kSpec + " --interrupt-at 20 --checkpoint-dir " +
+                               ra::test::quoted(dir.path()));
   REQUIRE(stopped.exit_code == 0);
   const std::string manifest = (dir.path() / "checkpoint-step-20.json").string();
   REQUIRE(last_line(stopped.out) == "interrupted steps=20 checkpoint=" + manifest);
-  const auto resumed = run_cli("train " + kSpec + " --resume-from " + q(manifest));
+  const auto resumed = run_cli("train " + kSpec + " --resume-from " + ra::test::quoted(manifest));
   REQUIRE(resumed.exit_code == 0);
   REQUIRE(last_line(resumed.out) == last_line(whole.out));
   // The spec must be the checkpoint's.
-  const auto other = run_cli("train " + q(source_path("configs/single-conv-random.json")) +
-                             " --resume-from " + q(manifest));
+  const auto other =
+      run_cli("train " + ra::test::quoted(source_path("configs/single-conv-random.json")) +
+              " --resume-from " + ra::test::quoted(manifest));
   REQUIRE(other.exit_code == 2);
   REQUIRE(other.err.find("checkpoint of spec 'quick'") != std::string::npos);
 }
@@ -65,7 +62,7 @@ TEST_CASE("run --interrupt-at at 1, 2 and 3 points: every resume exact, runs ide
     INFO(stops);
     const TempDir dir;
     const auto r = run_cli("run " + kSpec + " --runs 2" + stops + " --out " +
-                           q(dir.path() / "out") + " --json -");
+                           ra::test::quoted(dir.path() / "out") + " --json -");
     REQUIRE(r.exit_code == 0);
     const auto report = nlohmann::json::parse(r.out);
     REQUIRE(report.at("verdict").at("identical") == true);
@@ -94,19 +91,19 @@ TEST_CASE("each piece a restore leaves out is named, with the divergence after i
     INFO(skip);
     const TempDir dir;
     const auto r = run_cli("run " + kSpec + " --runs 2 --interrupt-at 20 --test-skip-restore " +
-                           skip + " --out " + q(dir.path() / "out") + " --json -");
+                           skip + " --out " + ra::test::quoted(dir.path() / "out") + " --json -");
     REQUIRE(r.exit_code == 1);
     const auto resume = nlohmann::json::parse(r.out).at("resumes").at(0);
     REQUIRE(resume.at("exact") == false);
     REQUIRE(pieces(resume) == expected);
     REQUIRE(resume.at("first_divergence").at("step") == 20);
     // The text report words it as the fix.
-    const auto text = run_cli("compare " + q(dir.path() / "out"));
+    const auto text = run_cli("compare " + ra::test::quoted(dir.path() / "out"));
     REQUIRE(text.out.find("resume of run 1 at step 20: NOT exact") != std::string::npos);
   }
   const TempDir dir;
   const auto text = run_cli("run " + kSpec + " --runs 2 --interrupt-at 20 --test-skip-restore rng" +
-                            " --out " + q(dir.path() / "out"));
+                            " --out " + ra::test::quoted(dir.path() / "out"));
   REQUIRE(text.out.find("the random stream 'dropout/dropout_0' was not restored: the dropout "
                         "masks after step 20 differ") != std::string::npos);
 }
@@ -116,7 +113,7 @@ TEST_CASE("a kill -9 while a checkpoint is written or restored leaves an audit -
   for (const std::string& moment : {"checkpoint", "restore"}) {
     INFO(moment);
     const TempDir dir;
-    const std::string out = q(dir.path() / "out");
+    const std::string out = ra::test::quoted(dir.path() / "out");
     const std::string audit = "run " + kSpec + " --runs 2 --interrupt-at 10 --out " + out;
     const auto killed = run_cli(audit + " --test-kill-at " + moment);
     REQUIRE(killed.exit_code == 128 + 9);
@@ -134,13 +131,13 @@ TEST_CASE("a kill -9 while a checkpoint is written or restored leaves an audit -
 
 TEST_CASE("run --interrupt-at refuses steps outside the run and unknown restore faults", "[cli]") {
   const TempDir dir;
-  const auto late =
-      run_cli("run " + kSpec + " --runs 2 --interrupt-at 32 --out " + q(dir.path() / "a"));
+  const auto late = run_cli("run " + kSpec + " --runs 2 --interrupt-at 32 --out " +
+                            ra::test::quoted(dir.path() / "a"));
   REQUIRE(late.exit_code == 2);
   REQUIRE(late.err.find("can stop after step 1 to 31") != std::string::npos);
   const auto unknown = run_cli("run " + kSpec +
                                " --runs 2 --interrupt-at 3 --test-skip-restore "
                                "nothing --out " +
-                               q(dir.path() / "b"));
+                               ra::test::quoted(dir.path() / "b"));
   REQUIRE(unknown.exit_code == 2);
 }

@@ -10,6 +10,7 @@
 
 #include "cli/cli_runner.h"
 #include "support/report_json.h"
+#include "support/text_lines.h"
 
 using ra::test::quoted;
 using ra::test::run_cli;
@@ -17,7 +18,9 @@ using ra::test::TempDir;
 
 namespace {
 
-std::string write_spec(const TempDir& dir) {
+using ra::test::contains;
+
+std::string write_shard_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "cli-shard", "seed": 4, "threads": 1, "device": "cpu",
     "data": {"train": {"format": "random", "samples": 48, "shape": [1, 8, 8], "classes": 3},
@@ -28,10 +31,6 @@ std::string write_spec(const TempDir& dir) {
     "optimizer": {"type": "sgd", "lr": 0.05},
     "train": {"epochs": 1}})");
   return quoted(dir.write("spec.json", spec.dump()));
-}
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
 }
 
 // The environment of a Slurm array task for the length of a scope.
@@ -61,53 +60,53 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("JOB_COMPLETION_INDEX");
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_shard_spec(dir);
   const auto out = dir.path() / "sharded";
 
   const auto no_env = run_cli("run " + spec + " --runs 3 --shard auto --out " + quoted(out));
   CHECK(no_env.exit_code == 2);
-  CHECK(has(no_env.err,
-            "found neither a Slurm job array (SLURM_ARRAY_TASK_ID) nor a Kubernetes "
-            "Indexed Job (JOB_COMPLETION_INDEX)"));
+  CHECK(contains(no_env.err,
+                 "found neither a Slurm job array (SLURM_ARRAY_TASK_ID) nor a Kubernetes "
+                 "Indexed Job (JOB_COMPLETION_INDEX)"));
   const auto with_report =
       run_cli("run " + spec + " --runs 3 --shard 0/3 --json x.json --out " + quoted(out));
   CHECK(with_report.exit_code == 2);
-  CHECK(has(with_report.err, "a shard makes no report"));
+  CHECK(contains(with_report.err, "a shard makes no report"));
 
   {
     const SlurmTask task(0, 3);
     const auto first = run_cli("run " + spec + " --runs 3 --shard auto --out " + quoted(out));
     INFO(first.err);
     REQUIRE(first.exit_code == 0);
-    CHECK(has(first.err, "shard 0/3 started audit"));
-    CHECK(has(first.out, "shard 0/3: run(s) 0 of 3 planned\n"));
-    CHECK(has(first.out, "audit not complete yet: run(s) 1, 2 of other shards missing"));
+    CHECK(contains(first.err, "shard 0/3 started audit"));
+    CHECK(contains(first.out, "shard 0/3: run(s) 0 of 3 planned\n"));
+    CHECK(contains(first.out, "audit not complete yet: run(s) 1, 2 of other shards missing"));
   }
   // A shard that plans another audit is refused, naming what differs.
   const auto other = run_cli("run " + spec + " --runs 4 --shard 1/3 --out " + quoted(out));
   CHECK(other.exit_code == 2);
-  CHECK(has(other.err, "runs: 3 planned in the folder, 4 planned requested"));
+  CHECK(contains(other.err, "runs: 3 planned in the folder, 4 planned requested"));
   const auto second = run_cli("run " + spec + " --runs 3 --shard 1/3 --out " + quoted(out));
   REQUIRE(second.exit_code == 0);
-  CHECK(has(second.err, "shard 1/3 joined audit"));
+  CHECK(contains(second.err, "shard 1/3 joined audit"));
 
   const auto junit = dir.path() / "junit.xml";
   const auto partial = run_cli("compare " + quoted(out) + " --junit " + quoted(junit));
   CHECK(partial.exit_code == 4);
-  CHECK(has(partial.out,
-            "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these "
-            "only): BITWISE IDENTICAL: all 2 same-seed runs"));
-  CHECK(has(partial.out,
-            "shard 2/3 unfinished: run(s) 2 missing; not running (failed, cancelled "
-            "or not started)"));
-  CHECK(has(partial.out, "missing run 2 (shard 2/3): no trace"));
+  CHECK(contains(partial.out,
+                 "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these "
+                 "only): BITWISE IDENTICAL: all 2 same-seed runs"));
+  CHECK(contains(partial.out,
+                 "shard 2/3 unfinished: run(s) 2 missing; not running (failed, cancelled "
+                 "or not started)"));
+  CHECK(contains(partial.out, "missing run 2 (shard 2/3): no trace"));
   const std::string xml = ra::test::read_text(junit);
-  CHECK(has(xml, "name=\"2 complete audit\""));
-  CHECK(has(xml, "type=\"incomplete\""));
+  CHECK(contains(xml, "name=\"2 complete audit\""));
+  CHECK(contains(xml, "type=\"incomplete\""));
 
   const auto last = run_cli("run " + spec + " --runs 3 --shard 2/3 --out " + quoted(out));
   REQUIRE(last.exit_code == 0);
-  CHECK(has(last.out, "audit complete: every planned run has a whole trace"));
+  CHECK(contains(last.out, "audit complete: every planned run has a whole trace"));
   const auto merged = run_cli("compare " + quoted(out) + " --json -");
   CHECK(merged.exit_code == 0);
   const auto single =
@@ -122,7 +121,7 @@ TEST_CASE("a sharded audit through the binary: incomplete, then the single-proce
 TEST_CASE("an incomplete sharded audit that diverged exits 1: a divergence is final",
           "[cli][shard]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_shard_spec(dir);
   const auto out = dir.path() / "sharded";
   const std::string fault = " --inject-fault run=1,step=1,tensor=dense_0.weight,bit=20";
   for (const char* shard : {"0/3", "1/3"}) {
@@ -132,7 +131,7 @@ TEST_CASE("an incomplete sharded audit that diverged exits 1: a divergence is fi
   }
   const auto c = run_cli("compare " + quoted(out));
   CHECK(c.exit_code == 1);
-  CHECK(has(c.out,
-            "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these only): "
-            "DIVERGED"));
+  CHECK(contains(c.out,
+                 "INCOMPLETE AUDIT (2 of 3 planned runs; the verdict is over these only): "
+                 "DIVERGED"));
 }

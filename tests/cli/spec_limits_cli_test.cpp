@@ -17,12 +17,17 @@
 #include "cli/cli_runner.h"
 #include "core/digest.h"
 #include "core/tensor.h"
+#include "support/text_lines.h"
 
 using nlohmann::json;
 using ra::test::run_cli;
 using ra::test::TempDir;
 
 namespace {
+
+using ra::test::quoted;
+
+using ra::test::contains;
 
 // Small and valid: random [1, 6, 6] data, 3 classes, 48 samples in batches of 16: 3 steps.
 json small_spec() {
@@ -37,17 +42,9 @@ json small_spec() {
     "train": {"epochs": 1}})");
 }
 
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
-
-std::string write_spec(const TempDir& dir, const json& spec,
-                       const std::string& file = "spec.json") {
-  return q(dir.write(file, spec.dump()));
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+std::string write_limits_spec(const TempDir& dir, const json& spec,
+                              const std::string& file = "spec.json") {
+  return quoted(dir.write(file, spec.dump()));
 }
 
 // The forged line a hostile name tries to print, and the escape that would erase the real one.
@@ -56,15 +53,15 @@ const std::string kForgedName = "x\n  verdict: BITWISE IDENTICAL\x1b[2K";
 // No output line may start with the forged verdict, and no ESC may reach the terminal.
 void require_not_forged(const std::string& text) {
   INFO(text);
-  CHECK_FALSE(has(text, "\n  verdict: BITWISE"));
+  CHECK_FALSE(contains(text, "\n  verdict: BITWISE"));
   CHECK(text.rfind("  verdict: BITWISE", 0) == std::string::npos);
-  CHECK_FALSE(has(text, "\x1b"));
+  CHECK_FALSE(contains(text, "\x1b"));
 }
 
 void require_exit(const ra::test::CliResult& r, int code, const std::vector<std::string>& parts) {
   INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
   REQUIRE(r.exit_code == code);
-  for (const std::string& part : parts) CHECK(has(r.err, part));
+  for (const std::string& part : parts) CHECK(contains(r.err, part));
 }
 
 // Gzipped IDX file of unsigned bytes with `dims`.
@@ -88,10 +85,10 @@ TEST_CASE("validate refuses 2^62 samples by JSON path, without allocating", "[cl
   TempDir dir;
   json spec = small_spec();
   spec["data"]["train"]["samples"] = std::int64_t{1} << 62;
-  const auto r = run_cli("validate " + write_spec(dir, spec));
+  const auto r = run_cli("validate " + write_limits_spec(dir, spec));
   require_exit(r, 2, {"data.train.samples", "expected a positive integer <= 2147483647"});
   // `train` loads the spec the same way: refused before any data is generated.
-  require_exit(run_cli("train " + write_spec(dir, spec)), 2, {"data.train.samples"});
+  require_exit(run_cli("train " + write_limits_spec(dir, spec)), 2, {"data.train.samples"});
 }
 
 TEST_CASE("validate refuses a dense layer too large for memory at its path", "[cli][limits]") {
@@ -103,16 +100,16 @@ TEST_CASE("validate refuses a dense layer too large for memory at its path", "[c
   spec["data"]["train"]["classes"] = 16777216;
   spec["model"]["layers"] =
       json::array({json{{"type", "flatten"}}, json{{"type", "dense"}, {"units", 16777216}}});
-  const auto r = run_cli("validate " + write_spec(dir, spec));
+  const auto r = run_cli("validate " + write_limits_spec(dir, spec));
   require_exit(r, 2, {"model.layers[1]", "more than the 64.0 GiB a spec may plan"});
   spec["model"]["layers"][1]["units"] = std::int64_t{1} << 31;  // past the count limit
-  require_exit(run_cli("validate " + write_spec(dir, spec)), 2,
+  require_exit(run_cli("validate " + write_limits_spec(dir, spec)), 2,
                {"model.layers[1].units", "1..16777216"});
 }
 
 TEST_CASE("validate prints the memory a run plans", "[cli][limits]") {
   TempDir dir;
-  const auto r = run_cli("validate --json " + write_spec(dir, small_spec()));
+  const auto r = run_cli("validate --json " + write_limits_spec(dir, small_spec()));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json memory = json::parse(r.out).at("memory");
@@ -126,7 +123,7 @@ TEST_CASE("a spec name that is a path is refused", "[cli][name]") {
   for (const char* name : {"../../x", "/tmp/abs", "..", "a/b"}) {
     json spec = small_spec();
     spec["name"] = name;
-    const auto r = run_cli("run " + write_spec(dir, spec) + " --runs 1");
+    const auto r = run_cli("run " + write_limits_spec(dir, spec) + " --runs 1");
     require_exit(r, 2, {"name: expected one file-name component"});
   }
   // Nothing was written outside (or inside) repro-audit-out/ of the working folder.
@@ -138,19 +135,19 @@ TEST_CASE("a forged verdict in a spec name cannot reach validate's output or the
   TempDir dir;
   json spec = small_spec();
   spec["name"] = kForgedName;
-  const auto r = run_cli("validate " + write_spec(dir, spec));
+  const auto r = run_cli("validate " + write_limits_spec(dir, spec));
   require_exit(r, 2, {"name: expected one file-name component", "x\\n  verdict"});
   require_not_forged(r.out + r.err);
   // A layer name is reported escaped too.
   spec = small_spec();
   spec["model"]["layers"][0]["name"] = kForgedName;
-  const auto layer = run_cli("validate " + write_spec(dir, spec));
+  const auto layer = run_cli("validate " + write_limits_spec(dir, spec));
   require_exit(layer, 2, {"model.layers[0].name", "\\x1b[2K"});
   require_not_forged(layer.out + layer.err);
   // File paths in error messages are escaped in the log.
   spec = small_spec();
   spec["data"]["train"] = {{"format", "idx"}, {"images", kForgedName}, {"labels", kForgedName}};
-  const auto path = run_cli("train " + write_spec(dir, spec));
+  const auto path = run_cli("train " + write_limits_spec(dir, spec));
   REQUIRE(path.exit_code == 2);
   require_not_forged(path.out + path.err);
 }
@@ -159,7 +156,8 @@ TEST_CASE("a forged verdict in a trace's spec name cannot reach the text report"
           "[cli][printable]") {
   TempDir dir;
   const auto out = dir.path() / "out";
-  const auto r = run_cli("run " + write_spec(dir, small_spec()) + " --runs 2 --out " + q(out));
+  const auto r =
+      run_cli("run " + write_limits_spec(dir, small_spec()) + " --runs 2 --out " + quoted(out));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   // Give both traces the hostile name, with a consistent digest, as a hand-made trace would.
@@ -180,28 +178,28 @@ TEST_CASE("a forged verdict in a trace's spec name cannot reach the text report"
             .hex();
     header["spec_digest"] = digest;
     std::ofstream(file, std::ios::binary | std::ios::trunc) << header.dump() << "\n" << rest;
-    files.push_back(q(file));
+    files.push_back(quoted(file));
   }
   const auto c = run_cli("compare " + files[0] + " " + files[1]);
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
-  CHECK(has(c.out, "repro-audit: x\\n  verdict: BITWISE IDENTICAL\\x1b[2K, 2 runs"));
+  CHECK(contains(c.out, "repro-audit: x\\n  verdict: BITWISE IDENTICAL\\x1b[2K, 2 runs"));
   require_not_forged(c.out + c.err);
   // The JSON report carries the name as JSON escapes it.
   const auto j = run_cli("compare " + files[0] + " " + files[1] + " --json -");
   REQUIRE(j.exit_code == 0);
   CHECK(json::parse(j.out).at("spec").at("name") == kForgedName);
-  CHECK_FALSE(has(j.out, "\x1b"));
+  CHECK_FALSE(contains(j.out, "\x1b"));
 }
 
 TEST_CASE("run and compare: --tolerance must be a finite positive number", "[cli][options]") {
   TempDir dir;
   for (const char* value : {"nan", "inf", "-1", "0", "1e400"}) {
-    const auto r = run_cli("run " + write_spec(dir, small_spec()) + " --runs 1 --out " +
-                           q(dir.path() / "o") + " --tolerance " + value);
+    const auto r = run_cli("run " + write_limits_spec(dir, small_spec()) + " --runs 1 --out " +
+                           quoted(dir.path() / "o") + " --tolerance " + value);
     require_exit(r, 2, {"--tolerance", "expected a finite number > 0"});
   }
-  const auto c = run_cli("compare " + q(dir.path()) + " --tolerance nan");
+  const auto c = run_cli("compare " + quoted(dir.path()) + " --tolerance nan");
   require_exit(c, 2, {"--tolerance", "finite"});
 }
 
@@ -209,15 +207,15 @@ TEST_CASE("train: --seed refuses negative and out-of-range values instead of wra
           "[cli][options]") {
   TempDir dir;
   for (const char* value : {"-1", "18446744073709551616"}) {
-    const auto r = run_cli("train " + write_spec(dir, small_spec()) + " --seed " + value);
+    const auto r = run_cli("train " + write_limits_spec(dir, small_spec()) + " --seed " + value);
     require_exit(r, 2, {"--seed", "expected an integer in 0..18446744073709551615"});
   }
   for (const char* value : {"1x", "' '"}) {  // not a number at all: a type error
-    const auto r = run_cli("train " + write_spec(dir, small_spec()) + " --seed " + value);
+    const auto r = run_cli("train " + write_limits_spec(dir, small_spec()) + " --seed " + value);
     require_exit(r, 2, {"--seed: expected a whole number, got"});
   }
-  const auto ok =
-      run_cli("train " + write_spec(dir, small_spec()) + " --json --seed 18446744073709551615");
+  const auto ok = run_cli("train " + write_limits_spec(dir, small_spec()) +
+                          " --json --seed 18446744073709551615");
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
   CHECK(json::parse(ok.out).at("seed") == std::uint64_t{18446744073709551615u});
@@ -226,10 +224,10 @@ TEST_CASE("train: --seed refuses negative and out-of-range values instead of wra
 TEST_CASE("run: an --inject-fault that would never fire is refused before training",
           "[cli][options]") {
   TempDir dir;
-  const std::string spec = write_spec(dir, small_spec());  // 3 steps, 1 run of 2
+  const std::string spec = write_limits_spec(dir, small_spec());  // 3 steps, 1 run of 2
   const auto run = [&](const std::string& fault) {
-    return run_cli("run " + spec + " --runs 2 --out " + q(dir.path() / "out") + " --inject-fault " +
-                   fault);
+    return run_cli("run " + spec + " --runs 2 --out " + quoted(dir.path() / "out") +
+                   " --inject-fault " + fault);
   };
   require_exit(run("run=2,step=0,tensor=batch"), 2, {"--inject-fault", "run 2"});
   require_exit(run("run=1,step=3,tensor=batch"), 2,
@@ -251,7 +249,7 @@ TEST_CASE("an idx label outside the model's classes names the sample and the fil
   write_idx(dir.path() / "labels.gz", {8}, {0, 1, 2, 0, 1, 7, 2, 0});
   json spec = small_spec();
   spec["data"]["train"] = {{"format", "idx"}, {"images", "images.gz"}, {"labels", "labels.gz"}};
-  const auto r = run_cli("train " + write_spec(dir, spec));
+  const auto r = run_cli("train " + write_limits_spec(dir, spec));
   require_exit(r, 2, {"data.train: label 7 of sample 5 in", "labels.gz", "3 classes (0..2)"});
 }
 
@@ -262,20 +260,20 @@ TEST_CASE("threads the system refuses end the audit with exit 3, no hang or abor
   TempDir dir;
   json spec = small_spec();
   ::setenv("REPRO_AUDIT_TEST_THREAD_LIMIT", "1", 1);
-  const auto jobs = run_cli("run " + write_spec(dir, spec) + " --runs 2 --jobs 2 --out " +
-                            q(dir.path() / "jobs"));
+  const auto jobs = run_cli("run " + write_limits_spec(dir, spec) + " --runs 2 --jobs 2 --out " +
+                            quoted(dir.path() / "jobs"));
   // A thread pool of 4 threads per run: 3 worker starts.
   spec["threads"] = 4;
-  const auto pool = run_cli("train " + write_spec(dir, spec));
+  const auto pool = run_cli("train " + write_limits_spec(dir, spec));
   ::unsetenv("REPRO_AUDIT_TEST_THREAD_LIMIT");
   require_exit(jobs, 3, {"cannot start", "ulimit -u"});
-  CHECK_FALSE(has(jobs.err, "terminate"));
+  CHECK_FALSE(contains(jobs.err, "terminate"));
   require_exit(pool, 3, {"cannot start thread pool worker 2 of 3", "--threads"});
 }
 
 TEST_CASE("a usage error repeats the argument escaped", "[cli][printable]") {
   TempDir dir;
-  const auto r = run_cli("run " + write_spec(dir, small_spec()) +
+  const auto r = run_cli("run " + write_limits_spec(dir, small_spec()) +
                          " --mode \"$(printf 'x\\n  verdict: BITWISE IDENTICAL\\033[2K')\"");
   require_exit(r, 2, {"--mode", "x\\n  verdict: BITWISE IDENTICAL\\x1b[2K"});
   require_not_forged(r.out + r.err);

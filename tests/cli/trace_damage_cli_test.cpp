@@ -14,12 +14,10 @@ using ra::test::TempDir;
 
 namespace {
 
+using ra::test::quoted;
+
 using ra::test::join_lines;
 using ra::test::lines_of;
-
-std::string q(const std::filesystem::path& p) {
-  return "'" + p.string() + "'";
-}
 
 // An audit of 2 runs (2 epochs of 3 steps: line 1 header, 2 init, 3-5 steps, 6 epoch, 7-9 steps,
 // 10 epoch, 11 end) in dir/out.
@@ -31,7 +29,7 @@ void run_audit(const TempDir& dir) {
     "model": {"input": [1, 6, 6], "layers": [{"type": "flatten"}, {"type": "dense", "units": 3}]},
     "optimizer": {"type": "sgd", "lr": 0.1},
     "train": {"epochs": 2}})");
-  const auto r = run_cli("run " + q(spec) + " --runs 2 --out " + q(dir.path() / "out"));
+  const auto r = run_cli("run " + quoted(spec) + " --runs 2 --out " + quoted(dir.path() / "out"));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
 }
@@ -45,8 +43,8 @@ TEST_CASE("compare: a trace with a step record removed exits 2 naming file, line
   auto lines = lines_of(ra::test::read_text(dir.path() / "out" / "run-001.trace.jsonl"));
   lines.erase(lines.begin() + 3);  // step 1 (line 4)
   const auto damaged = dir.write("damaged.trace.jsonl", join_lines(lines));
-  const auto r =
-      run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " + q(damaged));
+  const auto r = run_cli("compare " + quoted(dir.path() / "out" / "run-000.trace.jsonl") + " " +
+                         quoted(damaged));
   INFO(r.err);
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.out.empty());
@@ -62,8 +60,8 @@ TEST_CASE("compare: a header field of the wrong type exits 2, not 3", "[cli][aud
   header["determinism"] = nlohmann::json::array();
   lines[0] = header.dump();
   const auto damaged = dir.write("edited.trace.jsonl", join_lines(lines));
-  const auto r = run_cli("compare " + q(dir.path() / "out" / "run-000.trace.jsonl") + " " +
-                         q(damaged) + " --json -");
+  const auto r = run_cli("compare " + quoted(dir.path() / "out" / "run-000.trace.jsonl") + " " +
+                         quoted(damaged) + " --json -");
   INFO(r.err);
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.out.empty());
@@ -80,7 +78,7 @@ TEST_CASE("compare: an end record edited to another step count exits 2", "[cli][
   end["steps"] = 5;
   lines.back() = end.dump();
   const auto damaged = dir.write("steps.trace.jsonl", join_lines(lines));
-  const auto r = run_cli("compare " + q(damaged) + " " + q(dir.path() / "out"));
+  const auto r = run_cli("compare " + quoted(damaged) + " " + quoted(dir.path() / "out"));
   REQUIRE(r.exit_code == 2);
   REQUIRE(r.err.find("steps.trace.jsonl:11: field 'steps': the end record counts 5 steps") !=
           std::string::npos);
@@ -89,7 +87,7 @@ TEST_CASE("compare: an end record edited to another step count exits 2", "[cli][
 TEST_CASE("compare: a trace compared with itself exits 0 with a warning", "[cli][audit][trace]") {
   TempDir dir;
   run_audit(dir);
-  const auto trace = q(dir.path() / "out" / "run-000.trace.jsonl");
+  const auto trace = quoted(dir.path() / "out" / "run-000.trace.jsonl");
   const std::string warning = "runs 0 and 1 are the same file";
 
   const auto text = run_cli("compare " + trace + " " + trace);
@@ -111,11 +109,11 @@ TEST_CASE("compare: a trace compared with itself exits 0 with a warning", "[cli]
   std::filesystem::copy_file(dir.path() / "out" / "run-000.trace.jsonl",
                              dir.path() / "copy.trace.jsonl");
   const auto copy =
-      run_cli("compare " + trace + " " + q(dir.path() / "copy.trace.jsonl") + " --json -");
+      run_cli("compare " + trace + " " + quoted(dir.path() / "copy.trace.jsonl") + " --json -");
   REQUIRE(copy.exit_code == 0);
   REQUIRE(nlohmann::json::parse(copy.out).at("warnings")[0].get<std::string>().find(
               "copies of one run") != std::string::npos);
-  const auto audit = run_cli("compare " + q(dir.path() / "out") + " --json -");
+  const auto audit = run_cli("compare " + quoted(dir.path() / "out") + " --json -");
   REQUIRE(audit.exit_code == 0);
   REQUIRE(nlohmann::json::parse(audit.out).at("warnings").empty());
   REQUIRE(audit.out.find("WARNING") == std::string::npos);
@@ -131,10 +129,12 @@ TEST_CASE("compare: a run whose loss became NaN reads back", "[cli][audit][trace
     "model": {"input": [1, 6, 6], "layers": [{"type": "flatten"}, {"type": "dense", "units": 3}]},
     "optimizer": {"type": "sgd", "lr": 3e38},
     "train": {"epochs": 4}})");
-  REQUIRE(run_cli("run " + q(spec) + " --runs 2 --out " + q(dir.path() / "out")).exit_code == 0);
+  REQUIRE(
+      run_cli("run " + quoted(spec) + " --runs 2 --out " + quoted(dir.path() / "out")).exit_code ==
+      0);
   const auto trace = ra::test::read_text(dir.path() / "out" / "run-000.trace.jsonl");
   REQUIRE(trace.find("\"train_loss\":null") != std::string::npos);
-  const auto r = run_cli("compare " + q(dir.path() / "out"));
+  const auto r = run_cli("compare " + quoted(dir.path() / "out"));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("BITWISE IDENTICAL") != std::string::npos);

@@ -14,7 +14,7 @@ using ra::test::TempDir;
 namespace {
 
 // 3 steps per epoch, 2 epochs, a conv, a max-pool and two dense layers.
-std::string write_spec(const TempDir& dir) {
+std::string write_trace_ops_spec(const TempDir& dir) {
   const auto spec = nlohmann::json::parse(R"({
     "name": "cli-ops", "seed": 4, "threads": 2,
     "data": {"train": {"format": "random", "samples": 48, "shape": [1, 8, 8], "classes": 3},
@@ -34,10 +34,10 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
           "[cli][ops]") {
   TempDir dir;
   const auto out = dir.path() / "out";
-  const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 0:4 --out " + quoted(out) +
-              " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
-              "bit=30 --json " + quoted(dir.path() / "report.json"));
+  const auto r = run_cli(
+      "run " + write_trace_ops_spec(dir) + " --runs 2 --trace-ops 0:4 --out " + quoted(out) +
+      " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
+      "bit=30 --json " + quoted(dir.path() / "report.json"));
   INFO(r.err);
   REQUIRE(r.exit_code == 1);  // deterministic: identity was expected
   CHECK(r.out.find("root cause: step 2 (epoch 0, batch 2), op ") != std::string::npos);
@@ -100,7 +100,7 @@ TEST_CASE("run --trace-ops names the root-cause op in text and JSON, compare agr
 
 TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[cli][ops]") {
   TempDir dir;
-  const auto r = run_cli("run " + write_spec(dir) + " --runs 2 --out " +
+  const auto r = run_cli("run " + write_trace_ops_spec(dir) + " --runs 2 --out " +
                          quoted(dir.path() / "out") + " --json -");
   REQUIRE(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
@@ -110,7 +110,7 @@ TEST_CASE("reports of audits without --trace-ops carry no root-cause fields", "[
 
 TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_trace_ops_spec(dir);
   const auto out = quoted(dir.path() / "out");
   const auto bad_window = run_cli("run " + spec + " --trace-ops 5x --out " + out);
   CHECK(bad_window.exit_code == 2);
@@ -138,7 +138,7 @@ TEST_CASE("bad --trace-ops windows and op faults exit 2, named", "[cli][ops]") {
 
 TEST_CASE("a resumed audit keeps its op window and refuses another", "[cli][ops]") {
   TempDir dir;
-  const std::string spec = write_spec(dir);
+  const std::string spec = write_trace_ops_spec(dir);
   const auto out = dir.path() / "out";
   REQUIRE(run_cli("run " + spec + " --runs 2 --trace-ops 0:3 --out " + quoted(out)).exit_code == 0);
   std::filesystem::remove(out / "run-001.trace.jsonl");
@@ -157,7 +157,7 @@ TEST_CASE("trace-ops: a step N alone is the window N:N+1", "[cli][ops]") {
   TempDir dir;
   const auto out = dir.path() / "out";
   const auto r =
-      run_cli("run " + write_spec(dir) + " --runs 2 --trace-ops 2 --out " + quoted(out) +
+      run_cli("run " + write_trace_ops_spec(dir) + " --runs 2 --trace-ops 2 --out " + quoted(out) +
               " --inject-fault run=1,step=2,op=dense_0/dense.backward_weight,element=2," +
               "bit=30 --no-magnitude --json -");
   INFO(r.err);

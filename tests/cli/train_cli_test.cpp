@@ -10,7 +10,7 @@ using ra::test::run_cli;
 using ra::test::source_path;
 
 namespace {
-std::string last_line(const std::string& text) {
+std::string final_line(const std::string& text) {
   std::string t = text;
   while (!t.empty() && t.back() == '\n') t.pop_back();
   const auto pos = t.rfind('\n');
@@ -24,13 +24,13 @@ TEST_CASE("train prints a stable final line that is identical across runs", "[cl
   const auto b = run_cli("train " + spec + " --threads 1");
   REQUIRE(a.exit_code == 0);
   REQUIRE(b.exit_code == 0);
-  const std::string line = last_line(a.out);
+  const std::string line = final_line(a.out);
   const std::regex format(
       R"(final loss=\S+ loss_bits=0x[0-9a-f]{8} eval_accuracy=[0-9.]+ steps=32 weights_xxh3=[0-9a-f]{32})");
   INFO(line);
   REQUIRE(std::regex_match(line, format));
   // Deterministic mode: the same bits with 2 threads (spec) and 1 thread (--threads 1).
-  REQUIRE(line == last_line(b.out));
+  REQUIRE(line == final_line(b.out));
   // stdout has the epoch lines and the final line only; progress went to stderr.
   REQUIRE(a.out.find("epoch 1/2 ") == 0);
   REQUIRE(a.err.find("step") != std::string::npos);
@@ -45,8 +45,9 @@ TEST_CASE("train --json keeps stdout pure JSON and agrees with the final line", 
   REQUIRE(doc.at("steps") == 32);
   REQUIRE(doc.at("epochs").size() == 2);
   const std::string bits = doc.at("final_loss_bits");
-  REQUIRE(last_line(text.out).find("loss_bits=" + bits) != std::string::npos);
-  REQUIRE(last_line(text.out).find(doc.at("weights_xxh3").get<std::string>()) != std::string::npos);
+  REQUIRE(final_line(text.out).find("loss_bits=" + bits) != std::string::npos);
+  REQUIRE(final_line(text.out).find(doc.at("weights_xxh3").get<std::string>()) !=
+          std::string::npos);
 }
 
 TEST_CASE("train --seed changes the run, and --mode nondeterministic stays close", "[cli]") {

@@ -14,13 +14,8 @@ namespace {
 
 using namespace ra::compare;
 using namespace ra::trace;
+using ra::test::runs_of;
 using ra::test::TraceBuilder;
-
-std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
-  std::vector<Trace> traces;
-  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
-  return traces;
-}
 
 // Six steps in three epochs; run 2's gradient of dense_1.weight differs from step 2 on.
 std::vector<Trace> diverging_at_step_2() {

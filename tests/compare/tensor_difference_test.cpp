@@ -16,9 +16,9 @@ namespace {
 using ra::compare::compare_values;
 using ra::compare::TensorDifference;
 
-constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kMaxUlp = std::numeric_limits<std::uint64_t>::max();
 
-float from_bits(std::uint32_t bits) {
+float float_of_bits(std::uint32_t bits) {
   return std::bit_cast<float>(bits);
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("a sign flip is counted apart and kept out of the same-sign ULP maximu
 
 TEST_CASE("zeros: +0 against -0 and a zero against a number are no sign flips",
           "[statistics][magnitude]") {
-  const float denorm = from_bits(1);  // 2^-149, the smallest float
+  const float denorm = float_of_bits(1);  // 2^-149, the smallest float
   // +0 vs -0: bits differ (1 ulp), values equal (|d| 0). 0 vs -2^-149: keys 0x80000000 and
   // 0x7FFFFFFE, 2 ulp. 2^-149 vs -0: keys 0x80000001 and 0x7FFFFFFF, 2 ulp. Neither is a flip:
   // a value that reached zero has not changed sign. |d| 2^-149, largest magnitude 2^-149.
@@ -102,13 +102,13 @@ TEST_CASE("zeros: +0 against -0 and a zero against a number are no sign flips",
 TEST_CASE("denormals: ULPs count from the bit patterns, a flip across them too",
           "[statistics][magnitude]") {
   // 3 * 2^-149 vs 2^-149: 2 ulp, |d| 2^-148, relative 2^-148 / (3 * 2^-149) = 2/3.
-  const TensorDifference d = diff({from_bits(3)}, {from_bits(1)});
+  const TensorDifference d = diff({float_of_bits(3)}, {float_of_bits(1)});
   CHECK(d.sign_flips == 0);
   CHECK(d.max_ulp_same_sign == 2);
   CHECK(d.max_abs == std::ldexp(1.0, -148));
   CHECK(d.max_relative == 2.0 / 3.0);
   // 2^-149 vs -2^-149: a flip of 3 ulp (to +0, to -0, to -2^-149); |d| 2^-148, relative 2.
-  const TensorDifference flip = diff({from_bits(1)}, {-from_bits(1)});
+  const TensorDifference flip = diff({float_of_bits(1)}, {-float_of_bits(1)});
   CHECK(flip.sign_flips == 1);
   CHECK(flip.max_ulp == 3);
   CHECK(flip.max_ulp_same_sign == 0);
@@ -123,8 +123,8 @@ TEST_CASE("NaN: counted as differing, never a flip, both ULP maxima saturate",
   const TensorDifference d = diff({-nan, 2.0f, 3.0f}, {1.0f, 3.0f, 3.0f});
   CHECK(d.differing == 2);
   CHECK(d.sign_flips == 0);
-  CHECK(d.max_ulp == kMaxU64);
-  CHECK(d.max_ulp_same_sign == kMaxU64);
+  CHECK(d.max_ulp == kMaxUlp);
+  CHECK(d.max_ulp_same_sign == kMaxUlp);
   CHECK(d.max_abs == 1.0);
   CHECK(d.max_relative == 1.0 / 3.0);
   // Equal NaN bits are equal.

@@ -18,15 +18,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh folder under the system temp folder, removed with everything in it.
-struct TempDir {
+struct FileTestDir {
   fs::path path;
-  TempDir() {
+  FileTestDir() {
     path = fs::temp_directory_path() /
            ("ra_atomic_file_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~FileTestDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -66,7 +66,7 @@ struct TinyTmpfs {
 }  // namespace
 
 TEST_CASE("write_file_atomic round-trips text, binary and empty content", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path file = dir.path / "out.bin";
   // Larger than the writer's buffer, with every byte value, including NULs.
   const std::string blob = binary_blob(ra::AtomicFileWriter::kBufferBytes * 2 + 77);
@@ -83,7 +83,7 @@ TEST_CASE("write_file_atomic round-trips text, binary and empty content", "[atom
 }
 
 TEST_CASE("AtomicFileWriter streams pieces and publishes only on commit", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path file = dir.path / "trace.jsonl";
   const std::string big = binary_blob(ra::AtomicFileWriter::kBufferBytes + 5);
   {
@@ -105,7 +105,7 @@ TEST_CASE("AtomicFileWriter streams pieces and publishes only on commit", "[atom
 }
 
 TEST_CASE("a writer destroyed without commit leaves no file and no temporary", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path file = dir.path / "snapshot.safetensors";
   SECTION("no previous file") {
     {
@@ -126,7 +126,7 @@ TEST_CASE("a writer destroyed without commit leaves no file and no temporary", "
 }
 
 TEST_CASE("writing into a missing folder is an input error naming it", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path file = dir.path / "no-such-folder" / "out.json";
   try {
     ra::write_file_atomic(file, "{}");
@@ -140,7 +140,7 @@ TEST_CASE("writing into a missing folder is an input error naming it", "[atomic_
 }
 
 TEST_CASE("I/O failures discard the temporary file and name path and reason", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path file = dir.path / "report.json";
   ra::write_file_atomic(file, "previous");
 
@@ -180,7 +180,7 @@ TEST_CASE("I/O failures discard the temporary file and name path and reason", "[
 }
 
 TEST_CASE("a really full disk (64 KiB tmpfs) fails cleanly", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   TinyTmpfs disk(dir.path / "tiny");
   if (!disk.mounted) {
     WARN(
@@ -202,7 +202,7 @@ TEST_CASE("a really full disk (64 KiB tmpfs) fails cleanly", "[atomic_file]") {
 }
 
 TEST_CASE("read_file names the path when it cannot read", "[atomic_file]") {
-  TempDir dir;
+  FileTestDir dir;
   const fs::path missing = dir.path / "missing.trace.jsonl";
   CHECK_THROWS_WITH(ra::read_file(missing),
                     Catch::Contains(missing.string()) && Catch::Contains("No such file"));

@@ -153,7 +153,7 @@ void require_close_to(const Vec3& got, const Vec3& expected, const char* what) {
   }
 }
 
-OptimizerSpec make_spec(OptimizerType type, double lr) {
+OptimizerSpec spec_with_rate(OptimizerType type, double lr) {
   OptimizerSpec s;
   s.type = type;
   s.lr = lr;
@@ -196,7 +196,7 @@ struct TorchCase {
 std::vector<TorchCase> torch_cases() {
   std::vector<TorchCase> cases;
   {
-    OptimizerSpec s = make_spec(OptimizerType::sgd, 0.1);
+    OptimizerSpec s = spec_with_rate(OptimizerType::sgd, 0.1);
     cases.push_back({"sgd",
                      s,
                      {{4.900000095e-01f, -1.230000019e+00f, 1.970000029e+00f},
@@ -205,7 +205,7 @@ std::vector<TorchCase> torch_cases() {
                      {}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::sgd, 0.1);
+    OptimizerSpec s = spec_with_rate(OptimizerType::sgd, 0.1);
     s.momentum = 0.9;
     s.dampening = 0.1;
     cases.push_back({"sgd momentum dampening",
@@ -216,7 +216,7 @@ std::vector<TorchCase> torch_cases() {
                      {{-1.979999989e-01f, 7.829999924e-01f, -1.844999790e-01f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::sgd, 0.1);
+    OptimizerSpec s = spec_with_rate(OptimizerType::sgd, 0.1);
     s.momentum = 0.9;
     s.nesterov = true;
     s.weight_decay = 0.01;
@@ -228,7 +228,7 @@ std::vector<TorchCase> torch_cases() {
                      {{-2.151632309e-01f, 8.541373014e-01f, -1.797262430e-01f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::adam, 0.01);
+    OptimizerSpec s = spec_with_rate(OptimizerType::adam, 0.01);
     s.beta1 = 0.9;
     s.beta2 = 0.999;
     s.eps = 1e-7;
@@ -241,7 +241,7 @@ std::vector<TorchCase> torch_cases() {
                       {1.723200403e-04f, 6.496700807e-04f, 6.422576262e-04f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::adam, 0.01);
+    OptimizerSpec s = spec_with_rate(OptimizerType::adam, 0.01);
     s.beta1 = 0.8;
     s.beta2 = 0.99;
     s.eps = 1e-7;
@@ -255,7 +255,7 @@ std::vector<TorchCase> torch_cases() {
                       {1.539164572e-03f, 4.698868375e-03f, 6.966067478e-03f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::rmsprop, 0.01);
+    OptimizerSpec s = spec_with_rate(OptimizerType::rmsprop, 0.01);
     s.rho = 0.9;
     s.eps = 1e-7;
     cases.push_back({"rmsprop",
@@ -266,7 +266,7 @@ std::vector<TorchCase> torch_cases() {
                      {{1.546000037e-02f, 6.174000353e-02f, 6.191499904e-02f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::rmsprop, 0.01);
+    OptimizerSpec s = spec_with_rate(OptimizerType::rmsprop, 0.01);
     s.rho = 0.9;
     s.eps = 1e-7;
     s.decay = 0.5;
@@ -278,7 +278,7 @@ std::vector<TorchCase> torch_cases() {
                      {{1.546000037e-02f, 6.174000353e-02f, 6.191499904e-02f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::adadelta, 1.0);
+    OptimizerSpec s = spec_with_rate(OptimizerType::adadelta, 1.0);
     s.rho = 0.95;
     s.eps = 1e-6;
     cases.push_back({"adadelta",
@@ -290,7 +290,7 @@ std::vector<TorchCase> torch_cases() {
                       {2.750813792e-06f, 4.644559340e-06f, 3.875578386e-06f}}});
   }
   {
-    OptimizerSpec s = make_spec(OptimizerType::adadelta, 0.5);
+    OptimizerSpec s = spec_with_rate(OptimizerType::adadelta, 0.5);
     s.rho = 0.9;
     s.eps = 1e-6;
     s.weight_decay = 0.05;
@@ -312,7 +312,7 @@ TEST_CASE("SGD by hand: plain, and momentum 0.9 with dampening 0.1", "[optim][sg
   //   0.5   -> 0.49  (-0.01)  -> 0.53  (+0.04)  -> 0.525 (-0.005)
   //   -1.25 -> -1.23 (+0.02)  -> -1.28 (-0.05)  -> -1.34 (-0.06)
   //   2.0   -> 1.97  (-0.03)  -> 1.945 (-0.025) -> 2.015 (+0.07)
-  const Trajectory plain = run_three_steps(make_spec(OptimizerType::sgd, 0.1));
+  const Trajectory plain = run_three_steps(spec_with_rate(OptimizerType::sgd, 0.1));
   require_close_to(plain.params[0], {0.49, -1.23, 1.97}, "plain step 1");
   require_close_to(plain.params[1], {0.53, -1.28, 1.945}, "plain step 2");
   require_close_to(plain.params[2], {0.525, -1.34, 2.015}, "plain step 3");
@@ -324,7 +324,7 @@ TEST_CASE("SGD by hand: plain, and momentum 0.9 with dampening 0.1", "[optim][sg
   //                                                       -> p2 = [0.517, -1.257, 1.9205]
   //   buf3 = 0.9 buf2 + 0.9 g3 = 0.9 [-0.22, 0.87, -0.205] = [-0.198, 0.783, -0.1845]
   //                                                       -> p3 = [0.5368, -1.3353, 1.93895]
-  OptimizerSpec s = make_spec(OptimizerType::sgd, 0.1);
+  OptimizerSpec s = spec_with_rate(OptimizerType::sgd, 0.1);
   s.momentum = 0.9;
   s.dampening = 0.1;
   const Trajectory momentum = run_three_steps(s);
@@ -338,7 +338,7 @@ TEST_CASE("Nesterov SGD with weight decay, first step by hand", "[optim][sgd]") 
   // lr 0.1, momentum 0.9, weight decay 0.01. Step 1: g = g1 + 0.01 p0 =
   // [0.105, -0.2125, 0.32]; buf = g; direction = g + 0.9 buf = 1.9 g = [0.1995, -0.40375, 0.608];
   // p1 = p0 - 0.1 direction = [0.48005, -1.209625, 1.9392].
-  OptimizerSpec s = make_spec(OptimizerType::sgd, 0.1);
+  OptimizerSpec s = spec_with_rate(OptimizerType::sgd, 0.1);
   s.momentum = 0.9;
   s.nesterov = true;
   s.weight_decay = 0.01;
@@ -349,7 +349,7 @@ TEST_CASE("Nesterov SGD with weight decay, first step by hand", "[optim][sgd]") 
 TEST_CASE("Adam first step moves every element by lr (bias-corrected)", "[optim][adam]") {
   // Step 1: m = 0.1 g, v = 0.001 g^2, mhat = g, vhat = g^2, so p -= lr g / (|g| + eps)
   // = lr sign(g) (1 - eps/|g|): with lr 0.01, eps 1e-7 -> p1 = p0 - 0.01 sign(g1) to ~1e-8.
-  OptimizerSpec s = make_spec(OptimizerType::adam, 0.01);
+  OptimizerSpec s = spec_with_rate(OptimizerType::adam, 0.01);
   s.eps = 1e-7;
   const Trajectory t = run_three_steps(s);
   require_close_to(t.params[0], {0.49, -1.24, 1.99}, "step 1");
@@ -358,14 +358,14 @@ TEST_CASE("Adam first step moves every element by lr (bias-corrected)", "[optim]
 TEST_CASE("RMSprop and Adadelta first step by hand", "[optim][rmsprop][adadelta]") {
   // RMSprop, rho 0.9, lr 0.01, eps 1e-7: a = 0.1 g^2, p -= 0.01 g / (sqrt(0.1) |g| + eps)
   // = 0.01 sign(g) / sqrt(0.1) = 0.0316228 sign(g) -> [0.4683772, -1.2183772, 1.9683772].
-  OptimizerSpec r = make_spec(OptimizerType::rmsprop, 0.01);
+  OptimizerSpec r = spec_with_rate(OptimizerType::rmsprop, 0.01);
   r.rho = 0.9;
   r.eps = 1e-7;
   require_close_to(run_three_steps(r).params[0], {0.4683772, -1.2183772, 1.9683772}, "rmsprop");
 
   // Adadelta, rho 0.95, lr 1, eps 1e-6: a = 0.05 g^2, u = g sqrt(1e-6) / sqrt(0.05 g^2 + 1e-6).
   // g = 0.1: u = 1e-4 / sqrt(5.01e-4) = 0.00446767 -> 0.5 - 0.00446767 = 0.49553233.
-  OptimizerSpec a = make_spec(OptimizerType::adadelta, 1.0);
+  OptimizerSpec a = spec_with_rate(OptimizerType::adadelta, 1.0);
   a.rho = 0.95;
   a.eps = 1e-6;
   REQUIRE(run_three_steps(a).params[0][0] == Approx(0.49553233).epsilon(1e-6));

@@ -68,7 +68,7 @@ class HashingDeviceOps final : public ra::test::ForwardingOps {
   CountingDeviceMemory& memory_;
 };
 
-ra::spec::ExperimentSpec spec() {
+ra::spec::ExperimentSpec device_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
     "seed": 8, "threads": 2,
     "data": {"train": {"format": "random", "samples": 32, "shape": [1, 10, 10], "classes": 3},
@@ -92,7 +92,7 @@ struct Outcome {
 // One run, its ops recorded (or not) on the fake device or (device == false) the CPU; `queues`:
 // the fake device queues digests.
 Outcome run(bool device, bool record_ops, bool queues = false) {
-  const auto s = spec();
+  const auto s = device_spec();
   CountingDeviceMemory memory;
   HashingDeviceOps* fake = nullptr;
   ra::record::OpRecorder* ops = nullptr;

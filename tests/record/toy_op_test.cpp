@@ -40,7 +40,7 @@ void scale_forward(ra::backend::ForwardingOps& ops, std::int64_t count, float al
                 .run = [&] { cpu_scale_forward(count, alpha, x, y); }});
 }
 
-ra::Digest128 flat(const std::vector<float>& v) {
+ra::Digest128 flat_digest(const std::vector<float>& v) {
   return ra::digest_bytes(ra::DType::f32, ra::Shape{static_cast<std::int64_t>(v.size())}, v.data(),
                           v.size() * sizeof(float));
 }
@@ -62,8 +62,8 @@ TEST_CASE("the toy op is recorded as its table row names it", "[record][ops]") {
   CHECK(records[0].op == "scale.forward");
   CHECK(records[0].layer == "scale_0");
   CHECK(records[0].mode.empty());  // the row does not reduce
-  CHECK(records[0].in == std::vector{flat(x)});
-  CHECK(records[0].out == std::vector{flat(y)});
+  CHECK(records[0].in == std::vector{flat_digest(x)});
+  CHECK(records[0].out == std::vector{flat_digest(y)});
 }
 
 TEST_CASE("the toy op is timed under its row's label, after the table's ops", "[record][ops]") {

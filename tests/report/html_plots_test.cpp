@@ -12,25 +12,17 @@
 #include "compare/compare.h"
 #include "report/html_report.h"
 #include "report/svg_plot.h"
+#include "support/text_lines.h"
 #include "trace/in_memory_traces.h"
 
 namespace {
 
+using ra::test::count_of;
+
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
 namespace svg = ra::report::svg;
-
-std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
-  std::vector<Trace> traces;
-  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
-  return traces;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using ra::test::runs_of;
 
 // The n-th <svg>...</svg> of a page (0-based).
 std::string nth_svg(const std::string& html, int n) {
@@ -99,7 +91,8 @@ TEST_CASE("20 runs: every run a curve of its own colour, every run in the legend
   CHECK(strokes[10] != strokes[0]);  // the issue: runs 0 and 10 shared a colour
   for (int run = 0; run < 20; ++run) {
     INFO("run " << run);
-    CHECK(count(losses, ">run " + std::to_string(run) + (run == 0 ? " (reference)<" : "<")) == 1);
+    CHECK(count_of(losses, ">run " + std::to_string(run) + (run == 0 ? " (reference)<" : "<")) ==
+          1);
   }
   CHECK(losses.find("more</text>") == std::string::npos);
   CHECK(losses.find("class=\"band\"") == std::string::npos);
@@ -122,14 +115,14 @@ TEST_CASE("above 20 runs: the reference, the first 4 runs to part, and a band of
         std::vector<std::string>{"run 0 (reference)", "run 20 (parts at step 1)",
                                  "run 9 (parts at step 2)", "run 17 (parts at step 2)",
                                  "run 12 (parts at step 3)", "min..max over all 21 runs"});
-  CHECK(count(losses, "<path class=\"series\"") == 5);
-  CHECK(count(losses, "<polygon class=\"band\"") == 1);
+  CHECK(count_of(losses, "<path class=\"series\"") == 5);
+  CHECK(count_of(losses, "<polygon class=\"band\"") == 1);
   const std::string distance = nth_svg(html, 1);
   CHECK(all_of(distance, "class=\"legend\">([^<]+)<") ==
         std::vector<std::string>{"run 20 (parts at step 1)", "run 9 (parts at step 2)",
                                  "run 17 (parts at step 2)", "run 12 (parts at step 3)",
                                  "min..max over all 20 same-seed runs, where they differ"});
-  CHECK(count(distance, "<polygon class=\"band\"") == 1);
+  CHECK(count_of(distance, "<polygon class=\"band\"") == 1);
   // Run 20 keeps its colour from plot to plot.
   const auto loss_strokes = all_of(losses, "class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
   const auto gap_strokes = all_of(distance, "class=\"series\" fill=\"none\" stroke=\"([^\"]+)\"");
@@ -185,9 +178,9 @@ TEST_CASE("grid lines are lighter than the axes, whatever the stylesheet",
   svg::LinePlot plot;
   plot.series.push_back({"a", {0, 1, 2}, {1, 3, 2}});
   const std::string out = svg::line_plot(plot);
-  CHECK(count(out, "class=\"grid\" stroke=\"#e6e6e6\"") >= 2);
-  CHECK(count(out, "class=\"axis\" stroke=\"#555\"") >= 2);
-  CHECK(count(out, "class=\"grid\"") == count(out, "class=\"grid\" stroke=\"#e6e6e6\""));
+  CHECK(count_of(out, "class=\"grid\" stroke=\"#e6e6e6\"") >= 2);
+  CHECK(count_of(out, "class=\"axis\" stroke=\"#555\"") >= 2);
+  CHECK(count_of(out, "class=\"grid\"") == count_of(out, "class=\"grid\" stroke=\"#e6e6e6\""));
   // The page sets no stroke for lines, which would override the attributes (CSS beats them).
   const std::string html = page_of(2, {});
   CHECK(html.find(".axes line") == std::string::npos);
@@ -204,7 +197,7 @@ TEST_CASE("per-epoch plots need two epochs, one epoch gets a line saying so",
   CHECK(one.find("Growth per epoch is plotted from two epochs on; this audit has one") !=
         std::string::npos);
   CHECK(one.find("Divergence growth per epoch") == std::string::npos);
-  CHECK(count(one, "<svg ") == 3);  // losses, their distance, the digest map
+  CHECK(count_of(one, "<svg ") == 3);  // losses, their distance, the digest map
   const std::string five = page_of(3, {{1, 0}});
   CHECK(five.find("Growth per epoch is plotted from two epochs on") == std::string::npos);
   CHECK(five.find("Divergence growth per epoch") != std::string::npos);
@@ -229,13 +222,13 @@ TEST_CASE("a point left out breaks the line instead of being bridged", "[report]
   const std::string broken = svg::line_plot(plot);
   const auto paths = attribute_values(broken, "<path class=\"series\"", "d");
   REQUIRE(paths.size() == 1);
-  CHECK(count(paths[0], "M") == 2);
-  CHECK(count(paths[0], "L") == 2);
+  CHECK(count_of(paths[0], "M") == 2);
+  CHECK(count_of(paths[0], "L") == 2);
   CHECK(broken.find("<circle") == std::string::npos);
   // Left alone by the gaps either side, step 2 is a dot.
   plot.series[0].y = {1, 0, 2, 0, 4};
   const std::string dots = svg::line_plot(plot);
-  CHECK(count(dots, "<circle") == 3);
+  CHECK(count_of(dots, "<circle") == 3);
   CHECK(dots.find("<path class=\"series\"") == std::string::npos);
   // Gaps narrower than a pixel and a half do not break it: 10,000 steps, every other one 0, stay
   // one stroke, reduced per pixel column.
@@ -248,7 +241,7 @@ TEST_CASE("a point left out breaks the line instead of being bridged", "[report]
   const std::string dense = svg::line_plot(plot);
   const auto dense_paths = attribute_values(dense, "<path class=\"series\"", "d");
   REQUIRE(dense_paths.size() == 1);
-  CHECK(count(dense_paths[0], "M") == 1);
-  CHECK(count(dense_paths[0], "L") < 2 * 866);
+  CHECK(count_of(dense_paths[0], "M") == 1);
+  CHECK(count_of(dense_paths[0], "L") < 2 * 866);
   CHECK(dense.find("<circle") == std::string::npos);
 }

@@ -9,24 +9,16 @@
 #include "compare/compare.h"
 #include "report/html_report.h"
 #include "report/svg_plot.h"
+#include "support/text_lines.h"
 #include "trace/in_memory_traces.h"
 
 namespace {
 
+using ra::test::count_of;
+
+using ra::test::runs_of;
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
-
-std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
-  std::vector<Trace> traces;
-  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
-  return traces;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 std::size_t position(const std::string& text, const std::string& what) {
   const auto at = text.find(what);
@@ -60,7 +52,7 @@ TEST_CASE("the HTML report is one page, verdict first, with its plots", "[report
   CHECK(table < plots);
   CHECK(plots < cost);
   // Losses, their distance from the reference, growth (ULP and parameters), the digest map.
-  CHECK(count(html, "<svg ") == 5);
+  CHECK(count_of(html, "<svg ") == 5);
   CHECK(html.find("Training loss per step, every run") != std::string::npos);
   CHECK(html.find("|loss - reference run&#39;s loss| per step") != std::string::npos);
   CHECK(html.find("first divergence (step 3)") != std::string::npos);
@@ -91,13 +83,13 @@ TEST_CASE("an incomplete sharded audit gets a grey banner that says so, and its 
                          {2, {2}, {2}, "pid 9 on node-c", {}}};
   r.audit_folders = {folder};
   const std::string html = ra::report::render_html(r);
-  CHECK(count(html,
-              "<div class=\"banner none\">INCOMPLETE AUDIT (2 of 3 planned runs; the "
-              "verdict is over these only): BITWISE IDENTICAL") == 1);
-  CHECK(count(html, "3 shards; ran on 2 host(s): node-a: shard(s) 0; node-b: shard(s) 1") == 1);
-  CHECK(count(html, "shard 2/3 unfinished: run(s) 2 missing; still running (pid 9 on node-c)") ==
+  CHECK(count_of(html,
+                 "<div class=\"banner none\">INCOMPLETE AUDIT (2 of 3 planned runs; the "
+                 "verdict is over these only): BITWISE IDENTICAL") == 1);
+  CHECK(count_of(html, "3 shards; ran on 2 host(s): node-a: shard(s) 0; node-b: shard(s) 1") == 1);
+  CHECK(count_of(html, "shard 2/3 unfinished: run(s) 2 missing; still running (pid 9 on node-c)") ==
         1);
-  CHECK(count(html, "missing run 2 (shard 2/3): no trace run-002.trace.jsonl") == 1);
+  CHECK(count_of(html, "missing run 2 (shard 2/3): no trace run-002.trace.jsonl") == 1);
 }
 
 TEST_CASE("names from specs and traces cannot inject markup into the HTML report",
@@ -113,7 +105,7 @@ TEST_CASE("names from specs and traces cannot inject markup into the HTML report
   CHECK(html.find("&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
   CHECK(html.find("&lt;img src=x onerror=alert(2)&gt;") != std::string::npos);
   CHECK(html.find("a&quot;b&#39;c") != std::string::npos);
-  CHECK(count(html, "<title>") == 1);
+  CHECK(count_of(html, "<title>") == 1);
 }
 
 TEST_CASE("html_escaped escapes markup and control characters", "[report][html]") {
@@ -166,7 +158,7 @@ TEST_CASE("a large audit's page stays under 5 MB", "[report][html]") {
   const std::string html = ra::report::render_html(result);
   INFO("page size " << html.size() << " bytes");
   CHECK(html.size() < 5u * 1024 * 1024);
-  CHECK(count(html, "<svg ") >= 4);
+  CHECK(count_of(html, "<svg ") >= 4);
 }
 
 TEST_CASE("the page gives the snapshots' sign flips, relative difference and same-sign ULP",

@@ -10,18 +10,15 @@
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_report.h"
+#include "support/text_lines.h"
 #include "trace/in_memory_traces.h"
 
 namespace {
 
+using ra::test::count_of;
+
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
 // predictions chosen so that every group spreads.
@@ -61,7 +58,7 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
                                    "kernels, one bit of one initial weight flipped per run):"));
   CHECK_THAT(text, Catch::Contains("perturbed run 4: dense_1.weight[4] bit 0 (0x00000002 -> "
                                    "0x00000003): parts from run 0 at this weight, by design"));
-  CHECK(count(text, "  finding: ") == 3);
+  CHECK(count_of(text, "  finding: ") == 3);
   CHECK_THAT(text, Catch::Contains("perturbed runs (2): final loss"));
 
   const nlohmann::json json = ra::compare::to_json(r);
@@ -80,7 +77,7 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
 
   const std::string html = ra::report::render_html(r);
   CHECK_THAT(html, Catch::Contains("<h2>Does the nondeterminism matter?</h2>"));
-  CHECK(count(html, "<p class=\"finding\">") == 3);
+  CHECK(count_of(html, "<p class=\"finding\">") == 3);
   CHECK_THAT(html, Catch::Contains("Prediction disagreement per pair of runs, by group"));
 
   const std::string xml = ra::report::render_junit(r);
@@ -88,7 +85,7 @@ TEST_CASE("the instability finding in text, JSON, HTML and JUnit", "[report][ins
                                   "value=\"unstable\"/>"));
   CHECK_THAT(xml, Catch::Contains("<property name=\"instability.disagreement.same_spread\" "
                                   "value=\"0.25\"/>"));
-  CHECK(count(xml, ".interpretation\"") == 3);
+  CHECK(count_of(xml, ".interpretation\"") == 3);
 }
 
 TEST_CASE("no instability section without a perturbed group", "[report][instability]") {

@@ -12,20 +12,18 @@
 #include "compare/compare.h"
 #include "report/junit.h"
 #include "support/temp_dir.h"
+#include "support/text_lines.h"
 #include "trace/in_memory_traces.h"
 
 namespace {
 
+using ra::test::count_of;
+
+using ra::test::runs_of;
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
 
 const std::filesystem::path kSource = REPRO_AUDIT_SOURCE_DIR;
-
-std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
-  std::vector<Trace> traces;
-  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
-  return traces;
-}
 
 // xmllint's verdict on `xml` against the subset schema: "" when it validates, else its output.
 std::string schema_problems(const std::string& xml) {
@@ -39,12 +37,6 @@ std::string schema_problems(const std::string& xml) {
   if (std::system(command.c_str()) == 0) return "";
   std::ifstream in(log);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 }  // namespace
@@ -71,7 +63,7 @@ TEST_CASE("a divergence where identity was expected fails the verdict and each c
   // Verdict, gradients, weights, optimizer state and losses fail; initial weights and batches
   // pass.
   CHECK(xml.find("tests=\"7\" failures=\"5\" errors=\"0\" skipped=\"0\"") != std::string::npos);
-  CHECK(count(xml, "<failure ") == 5);
+  CHECK(count_of(xml, "<failure ") == 5);
   CHECK(xml.find("name=\"3 initial weights\" time=\"0.000\"/>") != std::string::npos);
   // The verdict's message is where the runs first part; its text holds the rest, not the message
   // again.
@@ -79,14 +71,14 @@ TEST_CASE("a divergence where identity was expected fails the verdict and each c
   CHECK(xml.find("<failure message=\"first divergence: step 1 (epoch 0, batch 1), gradients of "
                  "dense_1.weight (runs 2 differ from run 0)\" type=\"divergence\">DIVERGED: ") !=
         std::string::npos);
-  CHECK(count(xml, "first divergence: step 1") == 2);  // the message, and the suite's output
+  CHECK(count_of(xml, "first divergence: step 1") == 2);  // the message, and the suite's output
   CHECK(xml.find("<failure message=\"first differs at step 1 (epoch 0, batch 1), in "
                  "dense_1.weight (runs 2 differ from run 0); 3 steps differ\" "
                  "type=\"divergence\"></failure>") != std::string::npos);
   // The next step: the traces have no op records.
   CHECK(xml.find("next step: run the audit again with --trace-ops 1:2") != std::string::npos);
   // Properties: what a CI page needs; per-run facts are in the JSON report.
-  CHECK(count(xml, "<property ") == 5);
+  CHECK(count_of(xml, "<property ") == 5);
   CHECK(xml.find("run.2.seeds") == std::string::npos);
 }
 
@@ -116,7 +108,7 @@ TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
   REQUIRE_FALSE(result.diverged());
   const std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());
-  CHECK(count(xml, "<failure ") == 0);
+  CHECK(count_of(xml, "<failure ") == 0);
   CHECK(xml.find("failures=\"0\"") != std::string::npos);
   CHECK(xml.find("(allowed: bitwise identity was not expected)</system-out>") != std::string::npos);
   CHECK(xml.find("NOT BITWISE IDENTICAL (allowed)") != std::string::npos);
@@ -128,18 +120,18 @@ TEST_CASE("one run has nothing to compare: the verdict fails, unless empty is al
   REQUIRE(result.nothing_compared());
   std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());
-  CHECK(count(xml, "<failure ") == 1);
+  CHECK(count_of(xml, "<failure ") == 1);
   CHECK(xml.find("type=\"nothing-compared\"") != std::string::npos);
   CHECK(xml.find("nothing was compared, no verdict (exit 5; --allow-empty accepts it)") !=
         std::string::npos);
-  CHECK(count(xml, "<skipped message=") == 6);  // the categories
+  CHECK(count_of(xml, "<skipped message=") == 6);  // the categories
   // --allow-empty: nothing fails, everything is skipped.
   ra::compare::ComparisonOptions allow;
   allow.allow_empty = true;
   result = ra::compare::compare_traces(runs_of(TraceBuilder{}, 1), allow);
   xml = ra::report::render_junit(result);
-  CHECK(count(xml, "<failure ") == 0);
-  CHECK(count(xml, "<skipped message=") == 7);
+  CHECK(count_of(xml, "<failure ") == 0);
+  CHECK(count_of(xml, "<skipped message=") == 7);
   CHECK(xml.find("nothing was compared (allowed: --allow-empty)") != std::string::npos);
 }
 
@@ -156,7 +148,7 @@ TEST_CASE("names from specs and traces cannot inject markup into the JUnit repor
   CHECK(xml.find("<script>") == std::string::npos);
   CHECK(xml.find("name=\"forged\"") == std::string::npos);
   CHECK(xml.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
-  CHECK(count(xml, "<testcase ") == 7);
+  CHECK(count_of(xml, "<testcase ") == 7);
 }
 
 TEST_CASE("every golden JUnit report validates against the subset schema", "[report][junit]") {

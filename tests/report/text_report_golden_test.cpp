@@ -26,6 +26,7 @@
 namespace {
 
 using ra::compare::ComparisonResult;
+using ra::test::runs_of;
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
 
@@ -35,12 +36,6 @@ void check_report(const std::string& name, const ComparisonResult& result) {
   check_golden(name + ".txt", ra::report::render_text(result));
   check_golden(name + ".json", ra::compare::to_json(result).dump(2) + "\n");
   check_golden(name + ".xml", ra::report::render_junit(result));
-}
-
-std::vector<Trace> runs_of(const TraceBuilder& b, int n) {
-  std::vector<Trace> traces;
-  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
-  return traces;
 }
 
 // Snapshots of the divergence case: one weight element of run 2 is off from epoch 1 on, and at

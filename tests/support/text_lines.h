@@ -24,4 +24,16 @@ inline std::string join_lines(const std::vector<std::string>& lines) {
   return text;
 }
 
+// Whether `part` occurs in `text`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// How many times `part` occurs in `text`, overlapping occurrences included.
+inline std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace ra::test

@@ -134,4 +134,11 @@ inline void diverge(trace::Trace& t, std::int64_t step, std::size_t param,
   }
 }
 
+// Runs 0 .. n-1 of the builder's audit.
+inline std::vector<trace::Trace> runs_of(const TraceBuilder& b, int n) {
+  std::vector<trace::Trace> traces;
+  for (int i = 0; i < n; ++i) traces.push_back(b.build(i));
+  return traces;
+}
+
 }  // namespace ra::test

@@ -21,7 +21,7 @@ LoaderWorker worker(std::uint64_t pass, int id, std::uint64_t rng) {
 }
 
 // The trace's text with the first occurrence of `from` replaced by `to`.
-std::string edited(const Trace& t, const std::string& from, const std::string& to) {
+std::string with_replaced(const Trace& t, const std::string& from, const std::string& to) {
   std::string text = ra::trace::serialize_trace(t);
   const auto at = text.find(from);
   REQUIRE(at != std::string::npos);
@@ -47,7 +47,7 @@ TEST_CASE("damaged loader workers are bad input naming the field", "[trace]") {
   t.final->loader_workers = {worker(3, 0, 5), worker(3, 1, 5)};
   const auto refused = [&](const std::string& from, const std::string& to, const char* what) {
     INFO(from << " -> " << to);
-    CHECK_THROWS_WITH(ra::trace::parse_trace(edited(t, from, to), "run.jsonl"),
+    CHECK_THROWS_WITH(ra::trace::parse_trace(with_replaced(t, from, to), "run.jsonl"),
                       Catch::Contains(what));
   };
   refused("\"worker\":1", "\"worker\":2", "loader_workers[1].worker");

@@ -25,7 +25,7 @@ Trace perturbed_trace() {
   return t;
 }
 
-std::string edited(const Trace& t, const std::string& from, const std::string& to) {
+std::string text_with_replaced(const Trace& t, const std::string& from, const std::string& to) {
   std::string text = ra::trace::serialize_trace(t);
   const auto at = text.find(from);
   REQUIRE(at != std::string::npos);
@@ -56,14 +56,15 @@ TEST_CASE("a damaged perturbation or predictions record is bad input naming it",
     CHECK_THROWS_WITH(ra::trace::parse_trace(text, "t"), Catch::Contains(expected));
   };
   // Two bits flipped: not the one bit the perturbation names.
-  rejected(edited(t, "\"after_bits\":\"0x3d4ccccc\"", "\"after_bits\":\"0x3d4cccce\""),
+  rejected(text_with_replaced(t, "\"after_bits\":\"0x3d4ccccc\"", "\"after_bits\":\"0x3d4cccce\""),
            "field 'perturbation.after_bits'");
-  rejected(edited(t, "\"seed_group\":\"perturbed\"", "\"seed_group\":\"same\""),
+  rejected(text_with_replaced(t, "\"seed_group\":\"perturbed\"", "\"seed_group\":\"same\""),
            "must be of the \"perturbed\" group");
   Trace unnamed = t;
   unnamed.header.perturbation.reset();
   rejected(ra::trace::serialize_trace(unnamed), "must name its perturbation");
-  rejected(edited(t, "\"run-000/predictions.npy\"", "\"../elsewhere.npy\""),
+  rejected(text_with_replaced(t, "\"run-000/predictions.npy\"", "\"../elsewhere.npy\""),
            "field 'predictions.file'");
-  rejected(edited(t, "\"run-000/predictions.npy\"", "\"/tmp/p.npy\""), "below the trace's folder");
+  rejected(text_with_replaced(t, "\"run-000/predictions.npy\"", "\"/tmp/p.npy\""),
+           "below the trace's folder");
 }

@@ -43,7 +43,7 @@ Trace rank_trace() {
 }
 
 // The reader's message for the trace with its header's `distributed` field edited by `edit`.
-std::string refused(const std::function<void(json&)>& edit) {
+std::string refusal_of(const std::function<void(json&)>& edit) {
   const std::string text = serialize_trace(rank_trace());
   const std::size_t end = text.find('\n');
   json header = json::parse(text.substr(0, end));
@@ -113,12 +113,12 @@ TEST_CASE("a trace without the field is a single process's", "[trace]") {
 }
 
 TEST_CASE("a placement the run cannot have is refused by name", "[trace]") {
-  CHECK_THAT(refused([](json& d) { d["rank"] = 2; }),
+  CHECK_THAT(refusal_of([](json& d) { d["rank"] = 2; }),
              Contains("rank 2 is not below the world size 2"));
-  CHECK_THAT(refused([](json& d) { d["world_size"] = 1; }), Contains("world_size"));
-  CHECK_THAT(refused([](json& d) { d["rank"] = -1; }), Contains("rank"));
-  CHECK_THAT(refused([](json& d) { d["backend"] = ""; }), Contains("backend"));
-  CHECK_THAT(refused([](json& d) { d["nccl"] = {{"NCCL_ALGO", 1}}; }), Contains("NCCL_ALGO"));
+  CHECK_THAT(refusal_of([](json& d) { d["world_size"] = 1; }), Contains("world_size"));
+  CHECK_THAT(refusal_of([](json& d) { d["rank"] = -1; }), Contains("rank"));
+  CHECK_THAT(refusal_of([](json& d) { d["backend"] = ""; }), Contains("backend"));
+  CHECK_THAT(refusal_of([](json& d) { d["nccl"] = {{"NCCL_ALGO", 1}}; }), Contains("NCCL_ALGO"));
 }
 
 TEST_CASE("a step's buckets through the collective are written and read back", "[trace]") {

@@ -17,7 +17,7 @@ using namespace ra::trace;
 
 namespace {
 
-ra::Digest128 digest_of(std::uint64_t n) {
+ra::Digest128 resume_digest(std::uint64_t n) {
   return ra::Digest128{n, 0x4e5u};
 }
 
@@ -28,7 +28,7 @@ Trace three_steps() {
   TraceHeader& h = t.header;
   h.params = {{"w", {2}, "f32"}};
   h.optimizer_state = {"w.momentum"};
-  t.initial_weights = {digest_of(1)};
+  t.initial_weights = {resume_digest(1)};
   double sum = 0;
   for (std::int64_t s = 0; s < 3; ++s) {
     StepRecord r;
@@ -36,8 +36,8 @@ Trace three_steps() {
     r.batch = s;
     r.loss_bits = 0x3f800000u;
     sum += 1.0;
-    r.grads = {digest_of(10 + s)};
-    r.weights = {digest_of(20 + s)};
+    r.grads = {resume_digest(10 + s)};
+    r.weights = {resume_digest(20 + s)};
     r.seconds = 0.5;
     t.steps.push_back(r);
   }
@@ -55,11 +55,11 @@ ResumePoint point(std::int64_t step, bool resumed) {
   ResumePoint p;
   p.step = step;
   p.resumed = resumed;
-  p.state = {digest_of(30),
-             digest_of(31),
-             digest_of(32),
-             {{"data/order", digest_of(33)}, {"dropout/dropout_0", digest_of(34)}},
-             digest_of(35)};
+  p.state = {resume_digest(30),
+             resume_digest(31),
+             resume_digest(32),
+             {{"data/order", resume_digest(33)}, {"dropout/dropout_0", resume_digest(34)}},
+             resume_digest(35)};
   if (resumed) {
     p.checkpoint_bytes = 4096;
     p.write_seconds = 0.002;
@@ -110,8 +110,8 @@ TEST_CASE("a script's optional pieces are written and read back and absent ones 
           "[trace]") {
   Trace t = three_steps();
   ResumePoint p = point(1, true);
-  p.state.buffers = digest_of(36);
-  p.state.lr_scheduler = digest_of(37);
+  p.state.buffers = resume_digest(36);
+  p.state.lr_scheduler = resume_digest(37);
   t.resume_points = {p, point(2, false)};
   const std::string text = serialize_trace(t);
   REQUIRE(text.find("\"grad_scaler\"") == std::string::npos);

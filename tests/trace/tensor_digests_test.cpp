@@ -20,7 +20,7 @@ namespace {
 
 using namespace ra::trace;
 
-ra::Digest128 digest_of(std::uint64_t n) {
+ra::Digest128 plan_digest(std::uint64_t n) {
   return ra::Digest128{n, 0xde7a11u};
 }
 
@@ -33,7 +33,7 @@ Trace detailed_trace(int steps, const TensorDigestPlan& plan) {
   h.tensor_digests = plan;
   h.params = {{"w", {2, 3}, "f32"}, {"b", {3}, "f32"}};
   h.optimizer_state = {"w.momentum", "b.momentum"};
-  t.initial_weights = {digest_of(1), digest_of(2)};
+  t.initial_weights = {plan_digest(1), plan_digest(2)};
   double sum = 0;
   for (int s = 0; s < steps; ++s) {
     StepRecord r;
@@ -42,8 +42,8 @@ Trace detailed_trace(int steps, const TensorDigestPlan& plan) {
     r.batch = s % 2;
     r.loss_bits = 0x3f800000u + static_cast<std::uint32_t>(s);
     r.seconds = 0.5;
-    const std::vector<ra::Digest128> grads{digest_of(100 + s), digest_of(200 + s)};
-    const std::vector<ra::Digest128> weights{digest_of(300 + s), digest_of(400 + s)};
+    const std::vector<ra::Digest128> grads{plan_digest(100 + s), plan_digest(200 + s)};
+    const std::vector<ra::Digest128> weights{plan_digest(300 + s), plan_digest(400 + s)};
     if (plan.at(s)) {
       r.grads = grads;
       r.weights = weights;
@@ -65,12 +65,12 @@ Trace detailed_trace(int steps, const TensorDigestPlan& plan) {
   f.steps = steps;
   f.final_loss_bits = t.steps.back().loss_bits;
   f.median_step_seconds = 0.5;
-  f.weights = {digest_of(300 + steps - 1), digest_of(400 + steps - 1)};
+  f.weights = {plan_digest(300 + steps - 1), plan_digest(400 + steps - 1)};
   t.final = f;
   return t;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> lines_in(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
@@ -84,8 +84,9 @@ std::string joined(const std::vector<std::string>& lines) {
 }
 
 // The trace's text with record `index` (0: the header) edited by `edit`.
-std::string edited(const Trace& t, std::size_t index, const std::function<void(json&)>& edit) {
-  std::vector<std::string> lines = lines_of(serialize_trace(t));
+std::string with_record_edited(const Trace& t, std::size_t index,
+                               const std::function<void(json&)>& edit) {
+  std::vector<std::string> lines = lines_in(serialize_trace(t));
   json record = json::parse(lines.at(index));
   edit(record);
   lines[index] = record.dump();
@@ -157,7 +158,7 @@ TEST_CASE("a version 4 trace reads back as written, per tensor where the plan sa
     }
     CHECK(serialize_trace(back) == text);  // the round trip is exact
   }
-  const std::string coarse = lines_of(serialize_trace(detailed_trace(3, {3, {}})))[3];
+  const std::string coarse = lines_in(serialize_trace(detailed_trace(3, {3, {}})))[3];
   CHECK_THAT(coarse, Contains("\"grads_digest\""));
   CHECK_THAT(coarse, !Contains("\"grads\""));
 }
@@ -168,36 +169,38 @@ TEST_CASE("the reader holds a version 4 trace to its plan", "[trace][detail]") {
     return [text] { (void)parse_trace(text, "d.trace.jsonl"); };
   };
   SECTION("a per-category step that holds per-tensor digests") {
-    const std::string text = edited(t, 3, [](json& r) { r["grads"] = json::array(); });
+    const std::string text = with_record_edited(t, 3, [](json& r) { r["grads"] = json::array(); });
     CHECK_THROWS_WITH(refused(text)(), Contains("step 1 records one digest per category"));
   }
   SECTION("a per-tensor step that holds a category digest") {
     const std::string text =
-        edited(t, 2, [](json& r) { r["weights_digest"] = std::string(32, 'a'); });
+        with_record_edited(t, 2, [](json& r) { r["weights_digest"] = std::string(32, 'a'); });
     CHECK_THROWS_WITH(refused(text)(), Contains("step 0 records a digest per tensor"));
   }
   SECTION("a per-category step without its digest") {
-    const std::string text = edited(t, 3, [](json& r) { r.erase("weights_digest"); });
+    const std::string text = with_record_edited(t, 3, [](json& r) { r.erase("weights_digest"); });
     CHECK_THROWS_WITH(refused(text)(), Contains("weights_digest"));
   }
   SECTION("the end's weights are not the last per-category step's") {
-    const std::string text = edited(t, 11, [](json& r) {  // the end record
+    const std::string text = with_record_edited(t, 11, [](json& r) {  // the end record
       r["weights"][0] = ra::Digest128{9, 9}.hex();
     });
     CHECK_THROWS_WITH(refused(text)(), Contains("combined, are not the weights_digest of step 5"));
   }
   SECTION("version 4 without a plan, or with every step") {
-    CHECK_THROWS_WITH(refused(edited(t, 0, [](json& h) { h.erase("tensor_digests"); }))(),
-                      Contains("tensor_digests"));
-    CHECK_THROWS_WITH(refused(edited(t, 0, [](json& h) { h["tensor_digests"]["every"] = 1; }))(),
-                      Contains("written as version 3"));
+    CHECK_THROWS_WITH(
+        refused(with_record_edited(t, 0, [](json& h) { h.erase("tensor_digests"); }))(),
+        Contains("tensor_digests"));
+    CHECK_THROWS_WITH(
+        refused(with_record_edited(t, 0, [](json& h) { h["tensor_digests"]["every"] = 1; }))(),
+        Contains("written as version 3"));
   }
   SECTION("a plan in a version 3 header") {
-    const std::string text = edited(t, 0, [](json& h) { h["format_version"] = 3; });
+    const std::string text = with_record_edited(t, 0, [](json& h) { h["format_version"] = 3; });
     CHECK_THROWS_WITH(refused(text)(), Contains("a level of detail needs trace format version 4"));
   }
   SECTION("a version this tool does not know") {
-    const std::string text = edited(t, 0, [](json& h) { h["format_version"] = 5; });
+    const std::string text = with_record_edited(t, 0, [](json& h) { h["format_version"] = 5; });
     CHECK_THROWS_WITH(refused(text)(), Contains("this tool reads versions 1, 2, 3 and 4"));
   }
 }

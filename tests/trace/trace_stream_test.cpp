@@ -26,7 +26,7 @@ namespace {
 
 using namespace ra::trace;
 
-ra::Digest128 digest_of(std::uint64_t n) {
+ra::Digest128 stream_digest(std::uint64_t n) {
   return ra::Digest128{n, 0x57ea3u};
 }
 
@@ -40,8 +40,8 @@ Trace sample_trace(int epochs, int steps_per_epoch, bool v3) {
   h.params = {{"w", {2, 3}, "f32"}, {"b", {3}, "f32"}};
   if (v3) h.buffers = {{"bn.running_mean", {3}, "f32"}};
   h.optimizer_state = {"w.momentum", "b.momentum"};
-  t.initial_weights = {digest_of(1), digest_of(2)};
-  if (v3) t.initial_buffers = {digest_of(3)};
+  t.initial_weights = {stream_digest(1), stream_digest(2)};
+  if (v3) t.initial_buffers = {stream_digest(3)};
   std::int64_t step = 0;
   for (int e = 0; e < epochs; ++e) {
     double sum = 0;
@@ -52,9 +52,9 @@ Trace sample_trace(int epochs, int steps_per_epoch, bool v3) {
       r.batch = b;
       r.loss_bits = 0x3f800000u + static_cast<std::uint32_t>(step);
       sum += std::bit_cast<float>(r.loss_bits);
-      r.grads = {digest_of(100 + step), digest_of(200 + step)};
-      r.weights = {digest_of(300 + step), digest_of(400 + step)};
-      if (v3) r.buffers = {digest_of(500 + step)};
+      r.grads = {stream_digest(100 + step), stream_digest(200 + step)};
+      r.weights = {stream_digest(300 + step), stream_digest(400 + step)};
+      if (v3) r.buffers = {stream_digest(500 + step)};
       r.seconds = 0.25 * static_cast<double>(step % 3 + 1);
       t.steps.push_back(r);
     }

@@ -17,7 +17,7 @@ namespace {
 
 using namespace ra::trace;
 
-ra::Digest128 digest_of(std::uint64_t n) {
+ra::Digest128 v3_digest(std::uint64_t n) {
   return ra::Digest128{n, 0xb0ffe5u};
 }
 
@@ -38,15 +38,15 @@ Trace v3_trace() {
   h.fault = nullptr;
   h.params = {{"temperature", {}, "f32"}, {"empty", {0, 4}, "f32"}, {"half", {2}, "bf16"}};
   h.buffers = {{"bn.running_mean", {3}, "f32"}, {"bn.num_batches_tracked", {}, "i64"}};
-  t.initial_weights = {digest_of(1), digest_of(2), digest_of(3)};
-  t.initial_buffers = {digest_of(4), digest_of(5)};
+  t.initial_weights = {v3_digest(1), v3_digest(2), v3_digest(3)};
+  t.initial_buffers = {v3_digest(4), v3_digest(5)};
   for (int s = 0; s < 2; ++s) {
     StepRecord r;
     r.step = s;
     r.batch = s;
     r.loss_bits = s == 0 ? 0x3fc00000u : 0x7fc00000u;  // 1.5, then NaN
-    r.grads = r.weights = {digest_of(10 + s), digest_of(20 + s), digest_of(30 + s)};
-    r.buffers = {digest_of(40 + s), digest_of(50 + s)};
+    r.grads = r.weights = {v3_digest(10 + s), v3_digest(20 + s), v3_digest(30 + s)};
+    r.buffers = {v3_digest(40 + s), v3_digest(50 + s)};
     t.steps.push_back(r);
   }
   EpochRecord e;
@@ -65,7 +65,8 @@ Trace v3_trace() {
 }
 
 // The trace's text with line `line` (0-based) edited.
-std::string edited(const std::string& text, std::size_t line, const std::function<void(json&)>& f) {
+std::string with_line_edited(const std::string& text, std::size_t line,
+                             const std::function<void(json&)>& f) {
   std::string out;
   std::size_t begin = 0;
   for (std::size_t i = 0; begin < text.size(); ++i) {
@@ -113,24 +114,27 @@ TEST_CASE("a version 3 trace is written and read back whole", "[trace]") {
 TEST_CASE("version 3 fields are checked", "[trace]") {
   const std::string text = serialize_trace(v3_trace());
   const std::size_t end = 5;  // header, init, 2 steps, epoch, end
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["params"][2]["dtype"] = "f33"; })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h["params"][2]["dtype"] = "f33"; })),
              Contains("field 'params[2].dtype': expected a dtype"));
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["params"][0]["shape"] = {-1}; })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h["params"][0]["shape"] = {-1}; })),
              Contains("params[0].shape[0]"));
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h.erase("buffers"); })), Contains("buffers"));
-  CHECK_THAT(refused(edited(text, 1, [](json& i) { i["buffers"].erase(0); })), Contains("buffers"));
-  CHECK_THAT(refused(edited(text, 2, [](json& s) { s.erase("buffers"); })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h.erase("buffers"); })),
+             Contains("buffers"));
+  CHECK_THAT(refused(with_line_edited(text, 1, [](json& i) { i["buffers"].erase(0); })),
+             Contains("buffers"));
+  CHECK_THAT(refused(with_line_edited(text, 2, [](json& s) { s.erase("buffers"); })),
              Contains("field 'buffers'"));
-  CHECK_THAT(refused(edited(text, end, [](json& e) { e["status"] = "crashed"; })),
+  CHECK_THAT(refused(with_line_edited(text, end, [](json& e) { e["status"] = "crashed"; })),
              Contains("field 'status': expected \"completed\" or \"failed\""));
-  CHECK_THAT(refused(edited(text, end, [](json& e) { e.erase("error"); })),
+  CHECK_THAT(refused(with_line_edited(text, end, [](json& e) { e.erase("error"); })),
              Contains("field 'error'"));
-  CHECK_THAT(refused(edited(text, end, [](json& e) { e["status"] = "completed"; })),
+  CHECK_THAT(refused(with_line_edited(text, end, [](json& e) { e["status"] = "completed"; })),
              Contains("a completed run has no error"));
-  CHECK_THAT(refused(edited(text, end, [](json& e) { e.erase("status"); })),
+  CHECK_THAT(refused(with_line_edited(text, end, [](json& e) { e.erase("status"); })),
              Contains("field 'status'"));
-  CHECK_THAT(refused(edited(text, end, [](json& e) { e["buffers"][1] = e["buffers"][0]; })),
-             Contains("the final digest of bn.num_batches_tracked"));
+  CHECK_THAT(
+      refused(with_line_edited(text, end, [](json& e) { e["buffers"][1] = e["buffers"][0]; })),
+      Contains("the final digest of bn.num_batches_tracked"));
 }
 
 TEST_CASE("versions 1 and 2 stay as they were", "[trace]") {
@@ -138,9 +142,9 @@ TEST_CASE("versions 1 and 2 stay as they were", "[trace]") {
   t.header.format_version = kTraceFormatVersion;
   t.header.params = {{"w", {2}, "f32"}};
   t.header.buffers.clear();
-  t.initial_weights = {digest_of(1)};
-  for (StepRecord& r : t.steps) r.grads = r.weights = {digest_of(9)}, r.buffers.clear();
-  t.final->weights = {digest_of(9)};
+  t.initial_weights = {v3_digest(1)};
+  for (StepRecord& r : t.steps) r.grads = r.weights = {v3_digest(9)}, r.buffers.clear();
+  t.final->weights = {v3_digest(9)};
   t.final->buffers.clear();
   t.final->status = RunStatus::completed;
   t.final->error.clear();
@@ -148,13 +152,14 @@ TEST_CASE("versions 1 and 2 stay as they were", "[trace]") {
   CHECK(text.find("\"status\"") == std::string::npos);  // a version 1 trace is always completed
   CHECK(text.find("\"dtype\"") == std::string::npos);
   CHECK_FALSE(parse_trace(text, "run-000.trace.jsonl").failed());
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["params"][0]["shape"] = json::array(); })),
-             Contains("a parameter has at least one dimension"));
+  CHECK_THAT(
+      refused(with_line_edited(text, 0, [](json& h) { h["params"][0]["shape"] = json::array(); })),
+      Contains("a parameter has at least one dimension"));
 }
 
 TEST_CASE("the recorder's seeds and warnings are read back, checked, and optional", "[trace]") {
   Trace with = v3_trace();
-  const std::string a = digest_of(7).hex(), b = digest_of(8).hex();
+  const std::string a = v3_digest(7).hex(), b = v3_digest(8).hex();
   with.header.rng_states = {{"torch", a}, {"cuda", {a, b}}, {"numpy", b}};
   with.header.seeded = {{"seed", 18446744073709551615u}, {"rng_states", {{"torch", b}}}};
   with.header.recorder_warnings = {"rec.step() at step 0 found the weights unchanged"};
@@ -169,10 +174,10 @@ TEST_CASE("the recorder's seeds and warnings are read back, checked, and optiona
   CHECK(without.header.rng_states.is_null());
   CHECK(without.header.recorder_warnings.empty());
   CHECK(serialize_trace(without).find("seeded") == std::string::npos);
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["rng_states"]["torch"] = "xyz"; })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h["rng_states"]["torch"] = "xyz"; })),
              Contains("rng_states.torch"));
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["seeded"]["seed"] = -1; })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h["seeded"]["seed"] = -1; })),
              Contains("seeded.seed"));
-  CHECK_THAT(refused(edited(text, 0, [](json& h) { h["recorder_warnings"] = {""}; })),
+  CHECK_THAT(refused(with_line_edited(text, 0, [](json& h) { h["recorder_warnings"] = {""}; })),
              Contains("recorder_warnings[0]"));
 }

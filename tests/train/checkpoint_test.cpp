@@ -62,14 +62,15 @@ class TempFolder {
   fs::path path_;
 };
 
-struct Outcome {
+struct ResumeOutcome {
   std::vector<std::uint32_t> loss_bits;
   std::string weights;
 };
 
 // Trains the spec to its end, stopping at each of `stops` and going on in a new trainer restored
 // from the checkpoint files (with `skips` left out of every restore).
-Outcome train_with_stops(const std::vector<std::int64_t>& stops, const RestoreSkips& skips = {}) {
+ResumeOutcome train_with_stops(const std::vector<std::int64_t>& stops,
+                               const RestoreSkips& skips = {}) {
   const ra::spec::ExperimentSpec spec = resumable_spec();
   const ra::train::LoadedData data = ra::train::load_data(spec);
   const TempFolder folder;
@@ -97,19 +98,19 @@ Outcome train_with_stops(const std::vector<std::int64_t>& stops, const RestoreSk
 }  // namespace
 
 TEST_CASE("a run resumed at 1, 2 or 3 points is bitwise the uninterrupted run", "[train]") {
-  const Outcome whole = train_with_stops({});
+  const ResumeOutcome whole = train_with_stops({});
   // Mid-epoch, at an epoch's end (step 4 of 4 batches an epoch) and in the last epoch.
   for (const std::vector<std::int64_t>& stops :
        {std::vector<std::int64_t>{5}, {4, 9}, {1, 4, 11}}) {
     INFO("stops: " << stops.size());
-    const Outcome resumed = train_with_stops(stops);
+    const ResumeOutcome resumed = train_with_stops(stops);
     REQUIRE(resumed.loss_bits == whole.loss_bits);
     REQUIRE(resumed.weights == whole.weights);
   }
 }
 
 TEST_CASE("each piece a restore leaves out changes the run after it", "[train]") {
-  const Outcome whole = train_with_stops({});
+  const ResumeOutcome whole = train_with_stops({});
   RestoreSkips weights, optimizer, schedule, rng, position;
   weights.weights = true;
   optimizer.optimizer_state = true;
@@ -118,7 +119,7 @@ TEST_CASE("each piece a restore leaves out changes the run after it", "[train]")
   position.data_position = true;
   for (const RestoreSkips& skips : {weights, optimizer, schedule, rng, position}) {
     // Step 6: in epoch 1, so the data order's counter left at 0 draws epoch 0's order.
-    const Outcome resumed = train_with_stops({6}, skips);
+    const ResumeOutcome resumed = train_with_stops({6}, skips);
     REQUIRE(std::equal(whole.loss_bits.begin(), whole.loss_bits.begin() + 6,
                        resumed.loss_bits.begin()));
     REQUIRE(resumed.weights != whole.weights);

@@ -58,8 +58,8 @@ class TimedDeviceOps final : public ra::test::ForwardingOps {
   FakeTimerLog& log_;
 };
 
-const OpTime* find(const std::vector<OpTime>& times, const std::string& op,
-                   const std::string& mode) {
+const OpTime* find_time(const std::vector<OpTime>& times, const std::string& op,
+                        const std::string& mode) {
   for (const OpTime& t : times)
     if (t.op == op && t.mode == mode) return &t;
   return nullptr;
@@ -86,20 +86,20 @@ TEST_CASE("TimingOps times a device backend's ops in device time", "[train]") {
 
   // Counted at once; timed only when the backend was waited for.
   const std::vector<OpTime> before = timed.times();
-  REQUIRE(find(before, "activation_forward", "") != nullptr);
-  CHECK(find(before, "activation_forward", "")->calls == 3);
-  CHECK(find(before, "activation_forward", "")->seconds == 0.0);
+  REQUIRE(find_time(before, "activation_forward", "") != nullptr);
+  CHECK(find_time(before, "activation_forward", "")->calls == 3);
+  CHECK(find_time(before, "activation_forward", "")->seconds == 0.0);
 
   timed.synchronize();
   CHECK(log.collects == 1);
   const std::vector<OpTime> after = timed.times();
-  const OpTime* act = find(after, "activation_forward", "");
+  const OpTime* act = find_time(after, "activation_forward", "");
   REQUIRE(act != nullptr);
   CHECK(act->calls == 3);
   // Exactly the device time: 3 intervals of 1 ms, whatever the host time around the calls.
   CHECK(act->seconds == Approx(3e-3).epsilon(1e-9));
-  const OpTime* det = find(after, "dense_backward_weight", "deterministic");
-  const OpTime* nondet = find(after, "dense_backward_weight", "nondeterministic");
+  const OpTime* det = find_time(after, "dense_backward_weight", "deterministic");
+  const OpTime* nondet = find_time(after, "dense_backward_weight", "nondeterministic");
   REQUIRE(det != nullptr);
   REQUIRE(nondet != nullptr);
   CHECK(det->calls == 1);
@@ -126,10 +126,11 @@ TEST_CASE("with a device timer a composite op is timed by its parts", "[train]")
                                     KernelMode::deterministic, KernelMode::nondeterministic);
   timed.synchronize();
   const std::vector<OpTime> t = timed.times();
-  CHECK(find(t, "conv2d_backward_filter_bias", "deterministic") == nullptr);
-  REQUIRE(find(t, "conv2d_backward_filter", "deterministic") != nullptr);
-  REQUIRE(find(t, "conv2d_backward_bias", "nondeterministic") != nullptr);
-  CHECK(find(t, "conv2d_backward_bias", "nondeterministic")->seconds == Approx(1e-3).epsilon(1e-9));
+  CHECK(find_time(t, "conv2d_backward_filter_bias", "deterministic") == nullptr);
+  REQUIRE(find_time(t, "conv2d_backward_filter", "deterministic") != nullptr);
+  REQUIRE(find_time(t, "conv2d_backward_bias", "nondeterministic") != nullptr);
+  CHECK(find_time(t, "conv2d_backward_bias", "nondeterministic")->seconds ==
+        Approx(1e-3).epsilon(1e-9));
   CHECK(log.stopped == 2);
 }
 
