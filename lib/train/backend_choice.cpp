@@ -35,7 +35,7 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
                            std::shared_ptr<const backend::AlgorithmPins> pins) {
   BackendChoice choice;
   if (device == spec::Device::cpu) {
-    choice.ops = backend::make_cpu_ops(threads);
+    choice.ops = backend::cpu::make_cpu_ops(threads);
     return choice;
   }
   const std::string reason = gpu_unusable_reason();
@@ -47,12 +47,12 @@ BackendChoice make_backend(spec::Device device, int threads, spec::KernelMode mo
     throw RuntimeFailure("device 'cuda' was asked for, but no GPU is usable: " + reason);
   }
   choice.notice = notice_for(device, reason);
-  choice.ops = backend::make_cpu_ops(threads);
+  choice.ops = backend::cpu::make_cpu_ops(threads);
   return choice;
 }
 
 nlohmann::json cpu_fingerprint() {
-  return backend::cpu_fingerprint();
+  return backend::cpu::cpu_fingerprint();
 }
 
 nlohmann::json gpu_fingerprint() {

@@ -42,7 +42,7 @@ ModeTiming time_mode(const spec::ExperimentSpec& spec, const LoadedData& data, i
   options.mode = mode;
   options.make_backend = [&timer, &spec, mode](int t) {
     std::unique_ptr<backend::Ops> inner = spec.device == spec::Device::cpu
-                                              ? backend::make_cpu_ops(t)
+                                              ? backend::cpu::make_cpu_ops(t)
                                               : make_backend(spec.device, t, mode).ops;
     auto ops = std::make_unique<TimingOps>(std::move(inner));
     timer = ops.get();

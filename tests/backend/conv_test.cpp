@@ -15,7 +15,7 @@
 #include "backend_test_util.h"
 #include "core/error.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::ConvGeometry;
 using ra::backend::KernelMode;
 
@@ -57,7 +57,7 @@ TEST_CASE("fused filter and bias gradients equal the two separate ops", "[backen
   REQUIRE(ra::backend::cpu::fuses_bias_gradient(test::conv(128, 1, 28, 28, 32, 3, 3)));
   REQUIRE(ra::backend::cpu::fuses_bias_gradient(test::conv(128, 32, 26, 26, 64, 3, 3)));
   for (int threads : {1, 2, 7}) {
-    ra::backend::CpuOps ops(threads);
+    ra::backend::cpu::CpuOps ops(threads);
     for (const ConvCase& c : cases) {
       const ConvGeometry& g = c.g;
       const ConvData d = conv_data(g, 29);
@@ -111,7 +111,7 @@ TEST_CASE("conv2d_forward_maxpool gives the values and argmax of the two ops", "
       {"strided conv: the two ops", test::conv(2, 3, 11, 11, 6, 3, 3, 2, 2), 2, 2, false},
   };
   for (const int threads : {1, 3}) {
-    ra::backend::CpuOps ops(threads);
+    ra::backend::cpu::CpuOps ops(threads);
     for (const Case& c : cases) {
       const ConvGeometry& g = c.g;
       const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
@@ -159,7 +159,7 @@ TEST_CASE("conv2d_backward_maxpool gives the gradients of the three ops", "[back
   };
   using ra::backend::KernelMode;
   for (const int threads : {1, 3}) {
-    ra::backend::CpuOps ops(threads);
+    ra::backend::cpu::CpuOps ops(threads);
     for (const Case& c : cases) {
       const ConvGeometry& g = c.g;
       const auto pg = test::pool(g.n, g.k, g.p, g.q, c.pool, c.pool, c.stride, c.stride);
@@ -228,7 +228,7 @@ TEST_CASE("conv2d_backward_maxpool rejects an argmax outside its window", "[back
   const ConvData d = conv_data(g, 45);
   std::vector<float> conv_y(g.y_size()), pooled(pg.y_size());
   std::vector<std::int32_t> argmax(pg.y_size());
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   ops.conv2d_forward(g, d.x.data(), d.w.data(), d.b.data(), ra::backend::Activation::relu,
                      conv_y.data());
   ops.maxpool2d_forward(pg, conv_y.data(), pooled.data(), argmax.data());
@@ -243,7 +243,7 @@ TEST_CASE("conv2d_backward_maxpool rejects an argmax outside its window", "[back
 TEST_CASE("conv2d forward on a hand-computed case", "[backend][conv]") {
   // x = [[1 2 3] [4 5 6] [7 8 9]], w = [[1 2] [3 4]], bias 0.5 (one channel, one filter).
   const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, w{1, 2, 3, 4}, b{0.5f};
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   SECTION("valid, stride 1") {
     // y[p,q] = x[p,q] + 2 x[p,q+1] + 3 x[p+1,q] + 4 x[p+1,q+1] + 0.5:
     //   1+4+12+20 = 37, 2+6+15+24 = 47, 4+10+21+32 = 67, 5+12+24+36 = 77.
@@ -289,7 +289,7 @@ TEST_CASE("conv2d gradients match central differences", "[backend][conv][gradien
   const auto numeric_dx = ra::backend::central_differences(x, h, objective);
   const auto numeric_dw = ra::backend::central_differences(w, h, objective);
   const auto numeric_db = ra::backend::central_differences(b, h, objective);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const KernelMode mode : kModes) {
     INFO(mode_name(mode));
     std::vector<float> dx(g.x_size()), dw(g.w_size()), db(g.k);

@@ -11,7 +11,7 @@
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::DenseGeometry;
 using ra::backend::KernelMode;
 
@@ -37,7 +37,7 @@ TEST_CASE("dense on a hand-computed case", "[backend][dense]") {
   // y = [1 + 0.5, -1 + 4, 3 + 2 - 1] = [1.5 3 4].
   const DenseGeometry g{1, 2, 3};
   const std::vector<float> x{1, 2}, w{1, 0, -1, 2, 3, 1}, b{0.5f, 0, -1};
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   std::vector<float> y(3);
   ops.dense_forward(g, x.data(), w.data(), b.data(), ra::backend::Activation::none, y.data());
   REQUIRE(y == std::vector<float>{1.5f, 3, 4});
@@ -68,7 +68,7 @@ TEST_CASE("dense gradients match central differences", "[backend][dense][gradien
   const auto numeric_dx = ra::backend::central_differences(x, 1e-2, objective);
   const auto numeric_dw = ra::backend::central_differences(w, 1e-2, objective);
   const auto numeric_db = ra::backend::central_differences(b, 1e-2, objective);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const KernelMode mode : kModes) {
     std::vector<float> dx(d.x.size()), dw(d.w.size()), db(g.out);
     ops.dense_backward_data(g, r.data(), d.w.data(), dx.data(), mode);

@@ -11,7 +11,7 @@
 #include "backend_test_util.h"
 #include "core/error.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::KernelMode;
 using ra::backend::Ops;
 
@@ -141,13 +141,13 @@ std::vector<ReducingCase> reducing_cases() {
 
 TEST_CASE("deterministic reducing ops give the same bits for any thread count",
           "[backend][determinism]") {
-  ra::backend::CpuOps single(1);
+  ra::backend::cpu::CpuOps single(1);
   for (const ReducingCase& c : reducing_cases()) {
     INFO(c.name);
     const std::vector<float> baseline = c.run(single, KernelMode::deterministic);
     for (int threads : {1, 2, 3, 7}) {
       INFO(threads << " threads");
-      ra::backend::CpuOps ops(threads);
+      ra::backend::cpu::CpuOps ops(threads);
       REQUIRE(test::same_bits(c.run(ops, KernelMode::deterministic), baseline));
       // Between the two calls a nondeterministic call dirties the scratch buffers.
       c.run(ops, KernelMode::nondeterministic);
@@ -158,13 +158,13 @@ TEST_CASE("deterministic reducing ops give the same bits for any thread count",
 
 TEST_CASE("nondeterministic reducing ops agree with deterministic ones within rounding",
           "[backend][determinism]") {
-  ra::backend::CpuOps single(1);
+  ra::backend::cpu::CpuOps single(1);
   for (const ReducingCase& c : reducing_cases()) {
     INFO(c.name);
     const std::vector<float> deterministic = c.run(single, KernelMode::deterministic);
     for (int threads : {1, 2, 3, 7}) {
       INFO(threads << " threads");
-      ra::backend::CpuOps ops(threads);
+      ra::backend::cpu::CpuOps ops(threads);
       for (int repeat = 0; repeat < 3; ++repeat) {
         // Both results are within (m + 1) u * scale of the exact sum, so within twice that of
         // each other. Whether the bits differ is left to chance and never asserted.
@@ -195,11 +195,11 @@ TEST_CASE("forward ops give the same bits for any thread count", "[backend][dete
     ops.maxpool2d_forward(pg, px.data(), dense_out + dg.n * dg.out, argmax.data());
     return std::pair{out, argmax};
   };
-  ra::backend::CpuOps single(1);
+  ra::backend::cpu::CpuOps single(1);
   const auto baseline = run(single);
   for (int threads : {2, 3, 7}) {
     INFO(threads << " threads");
-    ra::backend::CpuOps ops(threads);
+    ra::backend::cpu::CpuOps ops(threads);
     const auto result = run(ops);
     REQUIRE(test::same_bits(result.first, baseline.first));
     REQUIRE(result.second == baseline.second);
@@ -207,9 +207,9 @@ TEST_CASE("forward ops give the same bits for any thread count", "[backend][dete
 }
 
 TEST_CASE("CpuOps reports itself and rejects a bad thread count", "[backend]") {
-  ra::backend::CpuOps ops(3);
+  ra::backend::cpu::CpuOps ops(3);
   REQUIRE(ops.name() == "cpu");
   REQUIRE(ops.threads() == 3);
-  REQUIRE(ra::backend::make_cpu_ops(2)->threads() == 2);
-  REQUIRE_THROWS_AS(ra::backend::CpuOps(0), ra::InputError);
+  REQUIRE(ra::backend::cpu::make_cpu_ops(2)->threads() == 2);
+  REQUIRE_THROWS_AS(ra::backend::cpu::CpuOps(0), ra::InputError);
 }

@@ -11,7 +11,7 @@
 #include "backend/gradient_check.h"
 #include "backend_test_util.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::Activation;
 
 namespace {
@@ -35,7 +35,7 @@ std::vector<float> inputs_with_extremes(std::uint32_t seed) {
 
 TEST_CASE("activation forward matches the reference", "[backend][elementwise]") {
   const auto x = inputs_with_extremes(1);
-  ra::backend::CpuOps one(1), seven(7);
+  ra::backend::cpu::CpuOps one(1), seven(7);
   for (const Activation act : kActivations) {
     INFO(ra::backend::to_string(act));
     std::vector<float> y(kCount), y7(kCount), expected(kCount);
@@ -68,7 +68,7 @@ TEST_CASE("activation forward matches the reference", "[backend][elementwise]") 
 TEST_CASE("activations may work in place", "[backend][elementwise]") {
   const auto x = inputs_with_extremes(4);
   const auto dy = test::random_values(kCount, 5);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const Activation act : kActivations) {
     INFO(ra::backend::to_string(act));
     std::vector<float> y(kCount), inplace = x, dx(kCount), dx_inplace = dy;
@@ -93,7 +93,7 @@ TEST_CASE("activation gradients match central differences", "[backend][elementwi
   }
   const auto r = test::random_values(count, 7);
   const std::vector<double> rd = test::to_double(r);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const Activation act : kActivations) {
     INFO(ra::backend::to_string(act));
     std::vector<double> x = test::to_double(xf);
@@ -135,7 +135,7 @@ TEST_CASE("dropout mask is a pure function of key, draw and element", "[backend]
                         mask.data());
     return std::pair{y, mask};
   };
-  ra::backend::CpuOps one(1), seven(7);
+  ra::backend::cpu::CpuOps one(1), seven(7);
   const auto [y1, mask1] = run(one, kKey, 5);
   const auto [y7, mask7] = run(seven, kKey, 5);
   REQUIRE(test::same_bits(y1, y7));
@@ -172,7 +172,7 @@ TEST_CASE("dropout mask is a pure function of key, draw and element", "[backend]
 TEST_CASE("dropout keep rule at its thresholds", "[backend][dropout]") {
   const std::size_t count = 1000;
   const auto x = test::random_values(count, 9);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   std::vector<float> y(count);
   std::vector<std::uint8_t> mask(count);
   // Threshold 0 keeps everything (bits >> 8 >= 0 always); scale 1 then gives y == x.
@@ -193,7 +193,7 @@ TEST_CASE("dropout backward and its gradient check", "[backend][dropout][gradien
   const float rate = 0.4f, scale = 1.0f / (1.0f - rate);
   const auto xf = test::random_values(count, 10);
   const auto r = test::random_values(count, 11);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   std::vector<float> y(count), dx(count), in_place = r;
   std::vector<std::uint8_t> mask(count);
   ops.dropout_forward(count, threshold_of(rate), scale, kKey, 3, xf.data(), y.data(), mask.data());

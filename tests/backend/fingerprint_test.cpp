@@ -8,7 +8,7 @@
 #include "backend/cpu/simd/isa.h"
 
 TEST_CASE("the CPU fingerprint names the kernel variant this process runs", "[fingerprint]") {
-  const nlohmann::json fp = ra::backend::cpu_fingerprint();
+  const nlohmann::json fp = ra::backend::cpu::cpu_fingerprint();
   REQUIRE(fp.is_object());
   REQUIRE(fp.size() == 1);
   REQUIRE(fp.contains("cpu_gemm_kernel"));

@@ -11,7 +11,7 @@
 #include "backend_test_util.h"
 #include "core/error.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::KernelMode;
 
 namespace {
@@ -30,7 +30,7 @@ TEST_CASE("softmax cross-entropy on a hand-computed case", "[backend][loss]") {
   const std::vector<std::int32_t> labels{2, 0};
   const std::vector<double> expected{
       0.04501528658519022, 0.12236423552739879, -0.16737952211258916, -1.0 / 3, 1.0 / 6, 1.0 / 6};
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const KernelMode mode : kModes) {
     std::vector<float> dlogits(6);
     const float loss =
@@ -46,7 +46,7 @@ TEST_CASE("softmax cross-entropy is stable for large logits", "[backend][loss]")
   // exp(1000) overflows float; after subtracting the row max the largest exponent is 0.
   const std::vector<float> logits{1000, 0, -1000, 1000, 0, -1000};
   const std::vector<std::int32_t> labels{0, 1};
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   std::vector<float> dlogits(6);
   const float loss = ops.softmax_cross_entropy(2, 3, logits.data(), labels.data(), dlogits.data(),
                                                KernelMode::deterministic);
@@ -57,7 +57,7 @@ TEST_CASE("softmax cross-entropy is stable for large logits", "[backend][loss]")
 
 TEST_CASE("losses reject labels outside 0 .. classes - 1", "[backend][loss]") {
   const std::vector<float> logits(6, 0.0f);
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   for (const std::vector<std::int32_t>& labels :
        {std::vector<std::int32_t>{0, 3}, std::vector<std::int32_t>{-1, 0}}) {
     REQUIRE_THROWS_AS(ops.softmax_cross_entropy(2, 3, logits.data(), labels.data(), nullptr,
@@ -81,7 +81,7 @@ TEST_CASE("mean squared error on a hand-computed case", "[backend][loss]") {
   // dpred = 2 diff / 2 = [-0.5 0.25] (all exact in binary).
   const std::vector<float> pred{0.5f, 0.25f};
   const std::vector<std::int32_t> labels{0};
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   std::vector<float> dpred(2);
   REQUIRE(ops.mean_squared_error(1, 2, pred.data(), labels.data(), dpred.data(),
                                  KernelMode::deterministic) == 0.15625f);
@@ -95,7 +95,7 @@ TEST_CASE("loss gradients match central differences", "[backend][loss][gradient]
   const int n = 6, classes = 5;
   const auto logits = test::random_values(std::size_t(n) * classes, 13, -3.0f, 3.0f);
   const std::vector<std::int32_t> labels{0, 4, 2, 2, 1, 3};
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   std::vector<double> z = test::to_double(logits);
   for (const bool cross_entropy : {true, false}) {
     INFO((cross_entropy ? "softmax_cross_entropy" : "mean_squared_error"));

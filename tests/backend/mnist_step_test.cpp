@@ -103,7 +103,7 @@ struct MnistStep {
 TEST_CASE("a Keras MNIST training step is bitwise identical on 1 and 2 threads",
           "[backend][determinism]") {
   MnistStep one(32), two(32);
-  ra::backend::CpuOps ops1(1), ops2(2);
+  ra::backend::cpu::CpuOps ops1(1), ops2(2);
   const float loss1 = one.run(ops1, KernelMode::deterministic);
   const float loss2 = two.run(ops2, KernelMode::deterministic);
   REQUIRE(std::isfinite(loss1));
@@ -125,7 +125,7 @@ TEST_CASE("benchmark: Keras MNIST step, batch 128", "[.bench]") {
   for (const int threads : {1, 2}) {
     for (const KernelMode mode : {KernelMode::deterministic, KernelMode::nondeterministic}) {
       MnistStep step(128);
-      ra::backend::CpuOps ops(threads);
+      ra::backend::cpu::CpuOps ops(threads);
       step.run(ops, mode);  // warm-up: scratch buffers grow here
       const int steps = 5;
       const auto start = std::chrono::steady_clock::now();

@@ -94,7 +94,7 @@ void call_every_op(Ops& ops, StandIns& s) {
 }  // namespace
 
 TEST_CASE("every op reaches the hook as its row of the op table says", "[backend][ops]") {
-  CpuOps cpu(1);
+  cpu::CpuOps cpu(1);
   CallSpy spy(cpu, true);
   StandIns stand_ins;
   call_every_op(spy, stand_ins);
@@ -116,7 +116,7 @@ TEST_CASE("every op reaches the hook as its row of the op table says", "[backend
 }
 
 TEST_CASE("composites reach the hook as their parts unless asked for whole", "[backend][ops]") {
-  CpuOps cpu(1);
+  cpu::CpuOps cpu(1);
   StandIns s;
   const auto row = [](OpId id) { return &ra::op_info(id); };
   CallSpy parts(cpu, false);

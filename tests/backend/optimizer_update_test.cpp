@@ -84,7 +84,7 @@ TEST_CASE("CpuOps::optimizer_update equals apply_update element by element, bit 
           optim::apply_update(rule, ev[j], grad[j], uses_s0(rule.kind) ? &e0[j] : nullptr,
                               uses_s1(rule.kind) ? &e1[j] : nullptr);
         }
-        backend::CpuOps ops(threads);
+        backend::cpu::CpuOps ops(threads);
         ops.optimizer_update(rule, count, value.data(), grad.data(),
                              uses_s0(rule.kind) ? s0.data() : nullptr,
                              uses_s1(rule.kind) ? s1.data() : nullptr);
@@ -109,7 +109,7 @@ TEST_CASE("CpuOps::optimizer_update leaves the states a rule does not use untouc
     const std::vector<float> s1_0 = test::abs_of(test::random_values(n, 74));
     std::vector<float> value = value0, s0 = s0_0, s1 = s1_0;
     std::vector<float> ev = value0, e0 = s0_0, e1 = s1_0;
-    backend::CpuOps ops(2);
+    backend::cpu::CpuOps ops(2);
     ops.optimizer_update(rule, std::int64_t(n), value.data(), grad.data(), s0.data(), s1.data());
     ops.optimizer_update(rule, std::int64_t(n), ev.data(), grad.data(),
                          uses_s0(rule.kind) ? e0.data() : nullptr,
@@ -141,7 +141,7 @@ TEST_CASE("CpuOps::optimizer_update_digested updates like optimizer_update and d
         float* const s0p = uses_s0(rule.kind) ? s0.data() : nullptr;
         float* const s1p = uses_s1(rule.kind) ? s1.data() : nullptr;
 
-        backend::CpuOps ops(threads);
+        backend::cpu::CpuOps ops(threads);
         ops.optimizer_update(rule, count, ev.data(), grad.data(),
                              uses_s0(rule.kind) ? e0.data() : nullptr,
                              uses_s1(rule.kind) ? e1.data() : nullptr);

@@ -17,7 +17,7 @@
 #include "backend_test_util.h"
 #include "core/error.h"
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::KernelMode;
 using ra::backend::PoolGeometry;
 
@@ -60,7 +60,7 @@ TEST_CASE("maxpool2d forward on a hand-computed case, with ties and padding", "[
   //   9 9 4 -1            9 at 8 (tie: first)       (1,0) rows 1..3, cols -1..1: 9 at 8 (tie 9 at
   //   9) 9 1 -2 -3           4 at 10                   (1,1) rows 1..3, cols 1..3: 9 at 9
   const std::vector<float> x{1, 5, 2, 2, 3, 0, 2, 2, 9, 9, 4, -1, 9, 1, -2, -3};
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   {
     const auto g = test::pool(1, 1, 4, 4, 2, 2, 2, 2);
     std::vector<float> y(4);
@@ -125,7 +125,7 @@ TEST_CASE("maxpool2d 2x2/2 fast path keeps the reference's ties, signed zeros an
   plant(1, 3, 2, {nan, nan, nan, nan});  // all NaN: the first
   for (const int threads : {1, 3}) {
     INFO(threads << " thread(s)");
-    ra::backend::CpuOps ops(threads);
+    ra::backend::cpu::CpuOps ops(threads);
     std::vector<float> y(g.y_size()), y_ref(g.y_size());
     std::vector<std::int32_t> argmax(g.y_size(), -7), argmax_ref(g.y_size());
     ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
@@ -182,7 +182,7 @@ TEST_CASE("maxpool2d backward rejects an argmax outside its plane", "[backend][p
   std::vector<std::int32_t> argmax(g.y_size(), 0);  // plane 1 pointing into plane 0
   const std::vector<float> dy(g.y_size(), 1.0f);
   std::vector<float> dx(g.x_size());
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   for (const KernelMode mode : kModes) {
     REQUIRE_THROWS_AS(ops.maxpool2d_backward(g, dy.data(), argmax.data(), nullptr, dx.data(), mode),
                       ra::RuntimeFailure);
@@ -196,7 +196,7 @@ TEST_CASE("maxpool2d 2x2/2 backward rejects an argmax outside its window", "[bac
   std::vector<float> x = test::random_values(static_cast<std::size_t>(g.x_size()), 91);
   std::vector<float> y(g.y_size());
   std::vector<std::int32_t> good(g.y_size());
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   ops.maxpool2d_forward(g, x.data(), y.data(), good.data());
   const std::vector<float> dy(g.y_size(), 1.0f);
   std::vector<float> dx(g.x_size());
@@ -227,7 +227,7 @@ TEST_CASE("maxpool2d gradient matches central differences", "[backend][pool][gra
       return std::inner_product(y.begin(), y.end(), rd.begin(), 0.0);
     };
     const auto numeric = ra::backend::central_differences(x, 1e-3, objective);
-    ra::backend::CpuOps ops(2);
+    ra::backend::cpu::CpuOps ops(2);
     std::vector<float> y(g.y_size());
     std::vector<std::int32_t> argmax(g.y_size());
     ops.maxpool2d_forward(g, xf.data(), y.data(), argmax.data());
@@ -245,7 +245,7 @@ TEST_CASE("max-pool backward with a relu gate equals max-pool backward then relu
           "[backend][pool]") {
   // The pooled input is a relu output (zeros included, so that the gate closes), pooled with
   // overlapping windows (stride < pool: several windows add into one element) and disjoint ones.
-  ra::backend::CpuOps ops(2);
+  ra::backend::cpu::CpuOps ops(2);
   const ra::backend::PoolGeometry cases[] = {test::pool(3, 4, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1),
                                              test::pool(3, 4, 8, 8, 2, 2, 2, 2)};
   for (const auto& g : cases) {
@@ -281,7 +281,7 @@ TEST_CASE("maxpool2d 2x2/2 backward writes the bits of the reference scatter", "
     dy[1] = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> y(g.y_size());
     std::vector<std::int32_t> argmax(g.y_size());
-    ra::backend::CpuOps ops(3);
+    ra::backend::cpu::CpuOps ops(3);
     ops.maxpool2d_forward(g, x.data(), y.data(), argmax.data());
     for (const bool gate : {false, true}) {
       // The gate closes where the pooled value is not positive (about half the windows here).
@@ -313,7 +313,7 @@ TEST_CASE("unpool_shifted writes maxpool2d_backward's planes into a zero-padded 
   const auto x = test::random_values(static_cast<std::size_t>(pg.x_size()), 61);
   std::vector<float> pooled(pg.y_size());
   std::vector<std::int32_t> argmax(pg.y_size());
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   ops.maxpool2d_forward(pg, x.data(), pooled.data(), argmax.data());
   const auto dy = test::random_values(static_cast<std::size_t>(pg.y_size()), 62);
   std::vector<float> unpooled(pg.x_size());

@@ -24,9 +24,9 @@
 #include "core/thread_pool.h"
 
 using ra::backend::ConvGeometry;
-using ra::backend::CpuOps;
 using ra::backend::DenseGeometry;
 using ra::backend::KernelMode;
+using ra::backend::cpu::CpuOps;
 
 namespace {
 

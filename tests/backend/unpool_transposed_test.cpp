@@ -43,7 +43,7 @@ struct PooledData {
     for (std::size_t i = 0; i < x.size(); i += 7) x[i] = 0.0f;
     pooled.resize(static_cast<std::size_t>(g.y_size()));
     argmax.resize(pooled.size());
-    ra::backend::CpuOps ops(1);
+    ra::backend::cpu::CpuOps ops(1);
     ops.maxpool2d_forward(g, x.data(), pooled.data(), argmax.data());
     dy = test::random_values(pooled.size(), 72);
     for (std::size_t i = 0; i < dy.size(); i += 5) dy[i] = -0.0f;
@@ -57,7 +57,7 @@ struct PooledData {
 std::vector<float> expected_transposed(const PoolGeometry& g, const PooledData& data, bool gated,
                                        std::int64_t n, std::int64_t stride) {
   std::vector<float> dx(static_cast<std::size_t>(g.x_size()));
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   ops.maxpool2d_backward(g, data.dy.data(), data.argmax.data(),
                          gated ? data.pooled.data() : nullptr, dx.data(),
                          ra::backend::KernelMode::deterministic);

@@ -27,7 +27,7 @@ namespace {
 using namespace ra::backend::cuda;
 using ra::backend::ConvGeometry;
 using ra::backend::KernelMode;
-namespace reference = ra::backend::reference;
+namespace reference = ra::backend::cpu::reference;
 using ra::test::contains;
 
 cudnnStatus_t fake_cudnn_call(cudnnStatus_t result) {
@@ -337,7 +337,7 @@ TEST_CASE("query_device and make_cuda_ops on this machine", "[cuda][host]") {
     CHECK(fingerprint.at("unusable_reason") == info.reason);
     if (info.name.empty()) CHECK(fingerprint.at("gpu").is_null());
     try {
-      ra::backend::make_cuda_ops(KernelMode::deterministic);
+      ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
       FAIL("make_cuda_ops started without a usable GPU");
     } catch (const ra::RuntimeFailure& e) {
       CHECK(contains(e.what(), "no usable GPU"));
@@ -348,7 +348,7 @@ TEST_CASE("query_device and make_cuda_ops on this machine", "[cuda][host]") {
     CHECK(fingerprint.at("gpu") == info.name);
     CHECK(info.compute_capability_major >= 7);
     CHECK(info.memory_bytes > 0);
-    const auto ops = ra::backend::make_cuda_ops(KernelMode::deterministic);
+    const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
     CHECK(ops->name() == "cuda");
     CHECK_FALSE(ops->memory().host_accessible());
   }

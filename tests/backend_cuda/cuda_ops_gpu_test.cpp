@@ -43,7 +43,7 @@ class DeviceArray {
 
 TEST_CASE("CudaOps memory: upload, copy, zero, download", "[gpu][cuda_ops]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  const auto ops = ra::backend::make_cuda_ops(KernelMode::deterministic);
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
   ra::Memory& memory = ops->memory();
   CHECK_FALSE(memory.host_accessible());
   const auto values = test::random_values(1001, 7);
@@ -59,7 +59,7 @@ TEST_CASE("CudaOps memory: upload, copy, zero, download", "[gpu][cuda_ops]") {
 
 TEST_CASE("CudaOps digest_regions equals the host digest of the same bytes", "[gpu][cuda_ops]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  const auto ops = ra::backend::make_cuda_ops(KernelMode::deterministic);
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
   ra::Memory& memory = ops->memory();
   // Three chunks and a tail of floats, a few ints, an odd count of bytes, an empty region: what
   // the op recorder hashes of an op's inputs and outputs (record/op_recorder.h).

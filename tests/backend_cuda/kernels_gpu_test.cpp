@@ -33,7 +33,7 @@ using ra::backend::Activation;
 using ra::backend::ConvGeometry;
 using ra::backend::DenseGeometry;
 using ra::backend::PoolGeometry;
-namespace reference = ra::backend::reference;
+namespace reference = ra::backend::cpu::reference;
 namespace kernels = ra::kernels;
 
 // The kernels take backend::Activation as an int: the constants must follow the enum.

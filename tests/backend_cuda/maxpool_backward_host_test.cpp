@@ -112,7 +112,7 @@ TEST_CASE("maxpool backward host twin gives the naive scatter's bits",
     const std::vector<float> x = grid_values(std::size_t(g.x_size()), 1);
     std::vector<float> y(std::size_t(g.y_size()));
     std::vector<std::int32_t> argmax(y.size());
-    ra::backend::reference::maxpool2d_forward(g, x.data(), y.data(), argmax.data());
+    ra::backend::cpu::reference::maxpool2d_forward(g, x.data(), y.data(), argmax.data());
     const std::vector<float> dy = grid_values(y.size(), 2);
     require_same_floats(host_twin(g, dy, nullptr, argmax), naive_scatter(g, dy, nullptr, argmax));
     // The relu gate: the pooled output itself, about half of it <= 0 (zeros included).

@@ -28,9 +28,9 @@
 namespace {
 
 using ra::backend::ConvGeometry;
-using ra::backend::CudaOps;
 using ra::backend::DenseGeometry;
 using ra::backend::KernelMode;
+using ra::backend::cuda::CudaOps;
 
 constexpr int kRuns = 20;
 constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // fp32: 2^-24
@@ -147,7 +147,7 @@ bool ledger_deterministic(const CudaOps& ops, const std::string& layer,
 
 TEST_CASE("nondeterministic dense gradients vary and agree with cuBLAS", "[gpu][nondeterminism]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  const auto ops = ra::backend::make_cuda_ops(KernelMode::nondeterministic);
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::nondeterministic);
   const cudaStream_t stream = ops->stream();
   const DenseGeometry g{128, 9216, 128};  // Keras MNIST: flatten -> dense 128
   const std::size_t n = g.n, in = g.in, out = g.out;
@@ -211,7 +211,7 @@ TEST_CASE("nondeterministic dense gradients vary and agree with cuBLAS", "[gpu][
 TEST_CASE("nondeterministic bias gradients vary and agree with the fixed tree",
           "[gpu][nondeterminism]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  const auto ops = ra::backend::make_cuda_ops(KernelMode::nondeterministic);
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::nondeterministic);
   const cudaStream_t stream = ops->stream();
   struct Case {
     const char* name;
@@ -262,7 +262,7 @@ TEST_CASE("nondeterministic bias gradients vary and agree with the fixed tree",
 TEST_CASE("the nondeterministic loss of a batch of 128 varies and agrees with the fixed tree",
           "[gpu][nondeterminism]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
-  const auto ops = ra::backend::make_cuda_ops(KernelMode::nondeterministic);
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::nondeterministic);
   const cudaStream_t stream = ops->stream();
   const int n = 128, classes = 10;
   std::vector<float> logits = uniform_inputs(std::size_t(n) * classes, 5);

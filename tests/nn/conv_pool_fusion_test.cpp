@@ -154,7 +154,7 @@ TEST_CASE("a conv whose output its backward reads is never fused with its max-po
 }
 
 TEST_CASE("the CPU backend fuses the pools its direct convolution computes", "[nn][fusion]") {
-  ra::backend::CpuOps cpu(1);
+  ra::backend::cpu::CpuOps cpu(1);
   const auto spec = conv_pool_spec("relu");
   ra::nn::Model model(ra::spec::resolve_model(spec.model), {3, 4});
   const auto& conv = model.layers()[0]->info();

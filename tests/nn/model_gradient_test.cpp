@@ -49,7 +49,7 @@ TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
     INFO(loss);
     const auto spec = small_spec(loss);
     ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
-    ra::backend::CpuOps ops(2);
+    ra::backend::cpu::CpuOps ops(2);
     const ra::Tensor x = random_input({4, 2, 7, 7}, 99);
     const std::vector<std::int32_t> labels{0, 2, 1, 2};
     ra::nn::StepContext ctx{true, 17, &spec.determinism};
@@ -134,7 +134,7 @@ TEST_CASE("initial weights depend on the init seed only", "[nn]") {
 TEST_CASE("dropout is identity in evaluation and masks by step in training", "[nn]") {
   const auto spec = small_spec("softmax_cross_entropy");
   ra::nn::Model model(ra::spec::resolve_model(spec.model), {3, 4});
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   const ra::Tensor x = random_input({2, 2, 7, 7}, 5);
   auto run = [&](bool training, std::uint64_t step) {
     ra::nn::StepContext ctx{training, step, &spec.determinism};
@@ -176,7 +176,7 @@ TEST_CASE("a max-pool or conv after a relu layer takes over its relu backward wi
   const std::vector<std::int32_t> labels{0, 2, 1, 2};
   auto gradients = [&](const ra::spec::ExperimentSpec& spec) {
     ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
-    ra::backend::CpuOps ops(2);
+    ra::backend::cpu::CpuOps ops(2);
     ra::nn::StepContext ctx{true, 3, &spec.determinism};
     ra::Tensor dout;
     const ra::Tensor& out = model.forward(ops, x, ctx);
@@ -304,7 +304,7 @@ TEST_CASE("a flatten as the last layer still shapes the model output", "[nn]") {
                                               {"type": "flatten"}]}})"),
                                          ".");
   ra::nn::Model model(ra::spec::resolve_model(spec.model), {1, 2});
-  ra::backend::CpuOps ops(1);
+  ra::backend::cpu::CpuOps ops(1);
   ra::nn::StepContext ctx{true, 0, &spec.determinism};
   const ra::Tensor x = random_input({3, 1, 2, 3}, 5);
   const ra::Tensor& out = model.forward(ops, x, ctx);

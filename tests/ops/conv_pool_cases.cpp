@@ -10,7 +10,7 @@
 namespace ops_test {
 namespace {
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::Activation;
 using ra::backend::ConvGeometry;
 using ra::backend::PoolGeometry;

@@ -33,9 +33,9 @@ constexpr int kThreadCounts[] = {1, 2, 3};
 void run_cases_here(const std::string& op, const std::string& isa) {
   INFO("instruction set " << isa);
   REQUIRE(process_instruction_set() == isa);
-  std::vector<std::unique_ptr<ra::backend::CpuOps>> backends;
+  std::vector<std::unique_ptr<ra::backend::cpu::CpuOps>> backends;
   for (const int threads : kThreadCounts) {
-    backends.push_back(std::make_unique<ra::backend::CpuOps>(threads));
+    backends.push_back(std::make_unique<ra::backend::cpu::CpuOps>(threads));
   }
   for (const OpCase* c : cases_of(op)) {
     INFO(op << " [" << c->shape << "]");

@@ -24,8 +24,8 @@ namespace {
 void run_cases_on_cuda(const std::string& op) {
   const KernelMode modes[] = {KernelMode::deterministic, KernelMode::nondeterministic,
                               KernelMode::autotune};
-  std::vector<std::unique_ptr<ra::backend::CudaOps>> backends;
-  for (const KernelMode mode : modes) backends.push_back(ra::backend::make_cuda_ops(mode));
+  std::vector<std::unique_ptr<ra::backend::cuda::CudaOps>> backends;
+  for (const KernelMode mode : modes) backends.push_back(ra::backend::cuda::make_cuda_ops(mode));
   for (const OpCase* c : cases_of(op)) {
     INFO(op << " [" << c->shape << "]");
     const Arrays arrays = c->arrays();

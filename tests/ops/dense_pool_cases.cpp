@@ -7,7 +7,7 @@
 namespace ops_test {
 namespace {
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::Activation;
 using ra::backend::DenseGeometry;
 using ra::backend::PoolGeometry;

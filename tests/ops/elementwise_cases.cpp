@@ -7,7 +7,7 @@
 namespace ops_test {
 namespace {
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::backend::Activation;
 
 const std::int64_t kCounts[] = {1, 15, 40000};

@@ -14,7 +14,7 @@
 namespace ops_test {
 namespace {
 
-namespace ref = ra::backend::reference;
+namespace ref = ra::backend::cpu::reference;
 using ra::optim::RuleKind;
 using ra::optim::UpdateRule;
 

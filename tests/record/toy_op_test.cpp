@@ -48,7 +48,7 @@ ra::Digest128 flat_digest(const std::vector<float>& v) {
 }  // namespace
 
 TEST_CASE("the toy op is recorded as its table row names it", "[record][ops]") {
-  ra::backend::CpuOps cpu(1);
+  ra::backend::cpu::CpuOps cpu(1);
   ra::record::OpRecorder recorder(cpu, 1);
   const std::vector<float> x{1.0f, -2.0f, 3.0f, 0.25f};
   std::vector<float> y(x.size());
@@ -67,7 +67,7 @@ TEST_CASE("the toy op is recorded as its table row names it", "[record][ops]") {
 }
 
 TEST_CASE("the toy op is timed under its row's label, after the table's ops", "[record][ops]") {
-  ra::train::TimingOps timed(std::make_unique<ra::backend::CpuOps>(1));
+  ra::train::TimingOps timed(std::make_unique<ra::backend::cpu::CpuOps>(1));
   std::vector<float> x(8, 1.0f), y(8);
   scale_forward(timed, 8, 2.0f, x.data(), y.data());
   timed.activation_forward(ra::backend::Activation::relu, 8, x.data(), y.data());

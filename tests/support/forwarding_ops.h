@@ -11,7 +11,7 @@ namespace detail {
 // A base class, so that the CPU backend is built before the ForwardingOps that points at it.
 struct OwnedCpuOps {
   explicit OwnedCpuOps(int threads) : cpu(threads) {}
-  backend::CpuOps cpu;
+  backend::cpu::CpuOps cpu;
 };
 }  // namespace detail
 

@@ -135,7 +135,7 @@ TEST_CASE("with a device timer a composite op is timed by its parts", "[train]")
 }
 
 TEST_CASE("TimingOps over the CPU backend keeps host clocks", "[train]") {
-  TimingOps timed(ra::backend::make_cpu_ops(1));
+  TimingOps timed(ra::backend::cpu::make_cpu_ops(1));
   CHECK_FALSE(timed.device_timed());
   std::vector<float> x(64, 0.5f), y(64);
   timed.activation_forward(ra::backend::Activation::relu, 64, x.data(), y.data());

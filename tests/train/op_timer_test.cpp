@@ -40,8 +40,8 @@ const OpTime* find(const std::vector<OpTime>& times, const std::string& op,
 }  // namespace
 
 TEST_CASE("TimingOps forwards calls bit for bit and counts them per op and mode", "[train]") {
-  ra::backend::CpuOps reference(2);
-  TimingOps timed(ra::backend::make_cpu_ops(2));
+  ra::backend::cpu::CpuOps reference(2);
+  TimingOps timed(ra::backend::cpu::make_cpu_ops(2));
   REQUIRE(timed.name() == reference.name());
   REQUIRE(timed.threads() == 2);
 
@@ -116,11 +116,11 @@ TEST_CASE("A training run through TimingOps is bitwise identical and fully count
 
   ra::train::RunOptions plain;
   plain.threads = 2;
-  plain.make_backend = [](int t) { return ra::backend::make_cpu_ops(t); };
+  plain.make_backend = [](int t) { return ra::backend::cpu::make_cpu_ops(t); };
   TimingOps* timer = nullptr;
   ra::train::RunOptions timed = plain;
   timed.make_backend = [&timer](int t) {
-    auto ops = std::make_unique<TimingOps>(ra::backend::make_cpu_ops(t));
+    auto ops = std::make_unique<TimingOps>(ra::backend::cpu::make_cpu_ops(t));
     timer = ops.get();
     return std::unique_ptr<ra::backend::Ops>(std::move(ops));
   };

@@ -20,7 +20,7 @@
 #include "backend/cpu/runtime/parallel_for.h"
 #include "core/integer_math.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 using cpu::GemmOutput;
@@ -241,4 +241,4 @@ void CpuOps::conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, c
   });
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

@@ -16,7 +16,7 @@
 #include "backend/cpu/runtime/parallel_for.h"
 #include "core/integer_math.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 
 using cpu::GemmOutput;
 using cpu::row_major;
@@ -75,4 +75,4 @@ void CpuOps::dense_backward_bias(const DenseGeometry& g, const float* dy, float*
                      });
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

@@ -10,7 +10,7 @@
 #include "backend/cpu/runtime/parallel_for.h"
 #include "rng/philox_batch.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 template <class Body>
@@ -100,4 +100,4 @@ void CpuOps::dropout_backward(std::int64_t count, float scale, const std::uint8_
   });
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

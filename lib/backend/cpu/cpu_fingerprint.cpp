@@ -2,10 +2,10 @@
 
 #include "backend/cpu/simd/isa.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 
 nlohmann::json cpu_fingerprint() {
   return {{"cpu_gemm_kernel", cpu::active_isa_name()}};
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

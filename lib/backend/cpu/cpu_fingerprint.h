@@ -4,7 +4,7 @@
 // come from its Ops (Ops::device_fingerprint); this is what holds for the whole process.
 #include <nlohmann/json.hpp>
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 
 // The CPU backend's choices that decide its bits, as fingerprint keys (docs/trace-format.md):
 //   "cpu_gemm_kernel"  the instruction set its GEMM, convolution and pooling kernels run:
@@ -16,4 +16,4 @@ namespace ra::backend {
 // but the key lets traces of either kind be compared key for key.
 nlohmann::json cpu_fingerprint();
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

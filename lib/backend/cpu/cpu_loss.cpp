@@ -7,7 +7,7 @@
 #include "backend/cpu/reduce/reduction.h"
 #include "core/error.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 void check_batch(const char* op, int n, int classes, const std::int32_t* labels) {
@@ -88,4 +88,4 @@ float CpuOps::mean_squared_error(int n, int classes, const float* pred, const st
   return total / count;
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

@@ -3,7 +3,7 @@
 #include "backend/cpu/simd/isa.h"
 #include "core/error.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 int checked_threads(int threads) {
@@ -36,4 +36,4 @@ std::unique_ptr<Ops> make_cpu_ops(int threads) {
   return std::make_unique<CpuOps>(threads);
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

@@ -21,7 +21,7 @@
 #include "backend/ops.h"
 #include "core/thread_pool.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 
 class CpuOps final : public Ops {
  public:
@@ -106,4 +106,4 @@ class CpuOps final : public Ops {
 
 std::unique_ptr<Ops> make_cpu_ops(int threads);
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

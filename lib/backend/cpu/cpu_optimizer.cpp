@@ -17,7 +17,7 @@
 #include "core/digest.h"
 #include "core/integer_math.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 template <optim::RuleKind Kind>
@@ -101,4 +101,4 @@ bool CpuOps::optimizer_update_digested(const optim::UpdateRule& rule, std::int64
   return true;
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

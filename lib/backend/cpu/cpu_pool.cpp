@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/integer_math.h"
 
-namespace ra::backend {
+namespace ra::backend::cpu {
 namespace {
 
 using cpu::plane_size;
@@ -149,4 +149,4 @@ void CpuOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const st
   });
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cpu

@@ -9,7 +9,7 @@
 #include "backend/cuda/op_execution.h"
 #include "kernels/bias.cuh"
 
-namespace ra::backend {
+namespace ra::backend::cuda {
 namespace {
 
 using cuda::ConvDirection;
@@ -142,4 +142,4 @@ void CudaOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float
   bias_gradient(cuda::conv_geometry_key(g), dy, db, g.n, g.k, g.p * g.q, mode);
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cuda

@@ -23,7 +23,7 @@
 #include "kernels/bias.cuh"
 #include "kernels/splitk_gemm.cuh"
 
-namespace ra::backend {
+namespace ra::backend::cuda {
 namespace {
 
 // cuBLAS's alpha and beta (host pointers): C = 1 * AB + 0 * C.
@@ -153,4 +153,4 @@ void CudaOps::note_reduction(cuda::LedgerEntry entry) {
   if (reductions_noted_.insert(std::move(key)).second) ledger_.push_back(std::move(entry));
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cuda

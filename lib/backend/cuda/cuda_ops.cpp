@@ -19,7 +19,7 @@
 #include "kernels/maxpool.cuh"
 #include "kernels/optimizer.cuh"
 
-namespace ra::backend {
+namespace ra::backend::cuda {
 namespace {
 
 using cuda::CudaError;
@@ -261,4 +261,4 @@ float CudaOps::mean_squared_error(int n, int classes, const float* pred, const s
               });
 }
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cuda

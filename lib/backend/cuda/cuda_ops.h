@@ -32,7 +32,7 @@
 #include "backend/cuda/ledger.h"
 #include "backend/ops.h"
 
-namespace ra::backend {
+namespace ra::backend::cuda {
 
 class CudaOps final : public Ops {
  public:
@@ -184,4 +184,4 @@ class CudaOps final : public Ops {
 std::unique_ptr<CudaOps> make_cuda_ops(KernelMode mode,
                                        std::shared_ptr<const AlgorithmPins> pins = nullptr);
 
-}  // namespace ra::backend
+}  // namespace ra::backend::cuda

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace ra::backend::reference {
+namespace ra::backend::cpu::reference {
 namespace {
 
 using Acc = double;
@@ -295,4 +295,4 @@ RA_REFERENCE_INSTANTIATE(float)
 RA_REFERENCE_INSTANTIATE(double)
 #undef RA_REFERENCE_INSTANTIATE
 
-}  // namespace ra::backend::reference
+}  // namespace ra::backend::cpu::reference

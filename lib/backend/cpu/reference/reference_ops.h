@@ -12,7 +12,7 @@
 #include "backend/modes.h"
 #include "rng/philox.h"
 
-namespace ra::backend::reference {
+namespace ra::backend::cpu::reference {
 
 template <class T>
 void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y);
@@ -55,4 +55,4 @@ T softmax_cross_entropy(int n, int classes, const T* logits, const std::int32_t*
 template <class T>
 T mean_squared_error(int n, int classes, const T* pred, const std::int32_t* labels, T* dpred);
 
-}  // namespace ra::backend::reference
+}  // namespace ra::backend::cpu::reference

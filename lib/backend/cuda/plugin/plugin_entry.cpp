@@ -9,7 +9,7 @@ namespace {
 
 std::unique_ptr<ra::backend::Ops> make_ops(ra::backend::KernelMode mode,
                                            std::shared_ptr<const ra::backend::AlgorithmPins> pins) {
-  return ra::backend::make_cuda_ops(mode, std::move(pins));
+  return ra::backend::cuda::make_cuda_ops(mode, std::move(pins));
 }
 
 const ra::backend::CudaPluginApi kApi = [] {
