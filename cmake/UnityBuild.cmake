@@ -12,7 +12,7 @@
 # Sources with flags of their own (COMPILE_DEFINITIONS, COMPILE_OPTIONS) are compiled alone, as
 # CMake does for them; so are those that set their own target instruction set with pragmas
 # (lib/CMakeLists.txt). In one unit, two sources' file-local names meet: scripts/check-unity-names
-# (CI's layering stage) fails on a name that two sources of one target give internal linkage.
+# (its own CI stage, unity-names) fails on a name two sources of one target give internal linkage.
 # REPRO_AUDIT_UNITY_BUILD=OFF compiles every source alone, as an editor's compile command does, so
 # that a source that compiles only after another's includes fails there.
 option(REPRO_AUDIT_UNITY_BUILD "Compile each target's sources in batches (unity build)" ON)
