@@ -249,6 +249,18 @@ struct LoaderWorker {
 // run completed). A failed run's trace is never compared as a whole run.
 enum class RunStatus { completed, failed };
 
+// What recording cost the run, measured rather than summed: the run's median step, timed from
+// one step's start to the next (loader, step and every observer: what an audited step takes),
+// against the same median of a few steps trained with recording off (record/step_clock.h).
+struct RecordingCost {
+  double step_wall_seconds = 0.0;             // the recorded run's median step
+  double calibrated_step_wall_seconds = 0.0;  // with recording off
+  std::int64_t calibration_steps = 0;         // the steps that median is of
+  // step / calibrated - 1: what recording added to a step (below 0 within the noise).
+  double fraction() const { return step_wall_seconds / calibrated_step_wall_seconds - 1.0; }
+  friend bool operator==(const RecordingCost&, const RecordingCost&) = default;
+};
+
 struct FinalRecord {
   RunStatus status = RunStatus::completed;
   std::string error;  // failed: what ended the run, the exception's type ("ZeroDivisionError")
@@ -258,8 +270,9 @@ struct FinalRecord {
   double median_step_seconds = 0.0;
   double total_seconds = 0.0;
   double recording_seconds = 0.0;  // time the recorder spent digesting (its cost to the run)
-  std::vector<Digest128> weights;  // final parameters
-  std::vector<Digest128> buffers;  // final buffers (version 3)
+  std::optional<RecordingCost> recording_cost;   // none in traces of PyTorch scripts, older traces
+  std::vector<Digest128> weights;                // final parameters
+  std::vector<Digest128> buffers;                // final buffers (version 3)
   std::vector<LoaderWorker> loader_workers;      // in start order; empty but for PyTorch traces
   std::optional<PredictionsRecord> predictions;  // none without an eval set (or older traces)
 };

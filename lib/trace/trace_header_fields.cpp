@@ -166,6 +166,18 @@ PredictionsRecord read_predictions(const Field& f) {
   return p;
 }
 
+RecordingCost read_recording_cost(const Field& f) {
+  RecordingCost c;
+  c.step_wall_seconds = f["step_wall_seconds"].nonnegative_number();
+  c.calibrated_step_wall_seconds = f["calibrated_step_wall_seconds"].nonnegative_number();
+  // A median of no step, or of steps that took no time, is no reference to divide by.
+  if (c.calibrated_step_wall_seconds <= 0.0) {
+    f["calibrated_step_wall_seconds"].fail("must be a number > 0");
+  }
+  c.calibration_steps = f["calibration_steps"].integer(1, std::int64_t{1} << 40);
+  return c;
+}
+
 // Version 3: how the run ended; `error` (the exception's type) exactly when it failed.
 namespace {
 

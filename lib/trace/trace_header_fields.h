@@ -37,6 +37,8 @@ nlohmann::json read_fault(const Field& f, int run_index);
 Perturbation read_perturbation(const Field& f);
 // The end record's predictions: `file` a relative path without "..", `samples` and `digest`.
 PredictionsRecord read_predictions(const Field& f);
+// The end record's `recording_cost`: the calibrated median > 0, at least one calibration step.
+RecordingCost read_recording_cost(const Field& f);
 // The PyTorch recorder's optional header fields: rng_states and seeded (digests of random
 // states: an object of hex digests or lists of them; seeded with its seed), recorder_warnings (a
 // list of non-empty strings).

@@ -265,6 +265,7 @@ FinalRecord read_final(const Field& r, const TraceHeader& h) {
   f.median_step_seconds = r["median_step_seconds"].nonnegative_number();
   f.total_seconds = r["total_seconds"].nonnegative_number();
   f.recording_seconds = r["recording_seconds"].nonnegative_number();
+  if (r.has("recording_cost")) f.recording_cost = read_recording_cost(r["recording_cost"]);
   f.weights = r["weights"].digests(n, "parameters");
   f.buffers = read_buffer_digests(r, h);
   if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);

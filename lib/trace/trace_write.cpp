@@ -226,6 +226,12 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
     end["status"] = f.status == RunStatus::failed ? "failed" : "completed";
     if (f.status == RunStatus::failed) end["error"] = f.error;
   }
+  if (f.recording_cost) {
+    end["recording_cost"] = {
+        {"step_wall_seconds", f.recording_cost->step_wall_seconds},
+        {"calibrated_step_wall_seconds", f.recording_cost->calibrated_step_wall_seconds},
+        {"calibration_steps", f.recording_cost->calibration_steps}};
+  }
   if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
   if (f.predictions) {
     end["predictions"] = {{"file", f.predictions->file},
