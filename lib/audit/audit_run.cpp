@@ -105,7 +105,20 @@ RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& 
       total_steps_(train::planned_steps(spec, *data.train)),
       kept_outputs_(kept_outputs) {}
 
+void RunWorker::calibrate_once(const PlannedRun& p) {
+  std::call_once(calibration_once_, [&] {
+    // The audit's threads, mode, pins and this run's seeds; no perturbation, fault or recorder.
+    train::RunOptions plain;
+    plain.threads = options_.threads;
+    plain.mode = options_.mode;
+    plain.seeds = p.seeds;
+    plain.algorithm_pins = options_.algorithm_pins;
+    calibration_ = calibrate_step(spec_, data_, plain);
+  });
+}
+
 void RunWorker::run(const PlannedRun& p) {
+  calibrate_once(p);
   train::RunOptions run_options = planned_run_options(options_, p);
   // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
   record::OpRecorder* op_recorder = nullptr;
@@ -141,6 +154,7 @@ void RunWorker::run(const PlannedRun& p) {
   record::Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(),
                             trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
+  if (calibration_) recorder.calibrated(calibration_->step_wall_seconds, calibration_->steps);
   record::SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
                                    {{"run", std::to_string(p.index)},
                                     {"spec_digest", manifest_.spec_digest},

@@ -5,8 +5,10 @@
 // snapshots are complete too).
 #include <cstdint>
 #include <mutex>
+#include <optional>
 
 #include "audit/audit_options.h"
+#include "audit/calibration.h"
 #include "audit/manifest.h"
 #include "record/kept_outputs.h"
 #include "record/resume_state.h"
@@ -40,6 +42,8 @@ class RunWorker {
                                          std::unique_ptr<train::Trainer> stopped,
                                          const train::TrainPosition& at, train::RunOptions options,
                                          record::ResumeStateRecorder& states);
+  // The reference of the runs' recording cost (audit/calibration.h), trained by the first call.
+  void calibrate_once(const PlannedRun& p);
   void report_resume_event(int run, std::int64_t step, const std::string& event,
                            const std::string& message);
 
@@ -53,6 +57,9 @@ class RunWorker {
   record::KeptOutputs*
       kept_outputs_;  // where runs recording ops keep their nondeterministic outputs
   std::mutex progress_mutex_;
+  // Trained by the first run() before its own run, alone: the other job threads wait for it.
+  std::once_flag calibration_once_;
+  std::optional<Calibration> calibration_;
 };
 
 }  // namespace ra::audit

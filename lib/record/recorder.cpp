@@ -74,6 +74,7 @@ void Recorder::record_ops(OpRecorder& ops, const trace::OpWindow& window) {
 }
 
 void Recorder::before_step(data::Batch& batch, std::int64_t step) {
+  clock_.before_step(batch, step);
   if (ops_ == nullptr) return;
   ops_->begin_step(step, trace_.header.trace_ops->contains(step));
   ops_->record_batch(batch);
@@ -201,6 +202,10 @@ trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainR
                                                 : median(std::vector<double>(step_seconds_));
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
+  if (const std::optional<double> step = clock_.median_step_seconds();
+      step && calibration_ && calibration_->first > 0.0) {
+    f.recording_cost = trace::RecordingCost{*step, calibration_->first, calibration_->second};
+  }
   f.weights = digest_all(trainer, values_of(trainer.model()));
   f.predictions = predictions_;
   // The ledger is complete only now: autotuned algorithms are chosen at their first call.

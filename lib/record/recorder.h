@@ -3,11 +3,14 @@
 // step the batch, the loss bits, every gradient, every updated weight and the optimizer state.
 // Each record is written when it is made (trace/trace_file_writer.h): the cost of a step and the
 // memory held do not grow with the run's length.
+#include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "core/thread_pool.h"
 #include "record/op_recorder.h"
+#include "record/step_clock.h"
 #include "trace/trace.h"
 #include "trace/trace_file_writer.h"
 #include "train/trainer.h"
@@ -42,6 +45,13 @@ class Recorder final : public train::Observer {
   // A resume record (record/resume_state.h), before the step it describes.
   void resume_point(const trace::ResumePoint& point);
 
+  // The median step of a few steps trained with recording off (audit/calibration.h): finish()
+  // then records what recording cost, measured (trace::RecordingCost). Without it the trace
+  // holds only the recorder's summed time (recording_seconds).
+  void calibrated(double step_wall_seconds, std::int64_t steps) {
+    calibration_.emplace(step_wall_seconds, steps);
+  }
+
   // The run's predicted classes of the eval set, written beside the trace by the caller
   // (audit/predictions_file.h): recorded in the end record.
   void predictions(trace::PredictionsRecord record) { predictions_ = std::move(record); }
@@ -72,6 +82,8 @@ class Recorder final : public train::Observer {
   // Every step's time, over all trainers of a resumed run: the end record's median.
   std::vector<double> step_seconds_;
   std::optional<trace::PredictionsRecord> predictions_;
+  StepClock clock_;  // every step's start, over all trainers of a resumed run
+  std::optional<std::pair<double, std::int64_t>> calibration_;  // median step, its steps
 };
 
 }  // namespace ra::record

@@ -58,3 +58,39 @@ TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
   // What the reader reads, the writer writes back byte for byte.
   REQUIRE(ra::trace::serialize_trace(t) == read_text(run_file));
 }
+
+TEST_CASE("an audit's traces say what recording cost, measured against a calibration",
+          "[audit][trace]") {
+  TempDir dir;
+  ra::audit::AuditOptions o;
+  o.runs = 2;
+  o.out_dir = dir.path / "out";
+  const ra::audit::AuditResult result = ra::audit::run_audit(trace_spec(), o);
+  for (const auto& file : result.trace_files) {
+    const auto t = ra::trace::read_trace(file);
+    REQUIRE(t.final->recording_cost);
+    const ra::trace::RecordingCost& cost = *t.final->recording_cost;
+    // 6 steps: 5 intervals from start to start, less the 2 of the warm-up, in the calibration.
+    CHECK(cost.calibration_steps == 3);
+    CHECK(cost.step_wall_seconds > 0.0);
+    CHECK(cost.calibrated_step_wall_seconds > 0.0);
+  }
+  for (const auto& run : result.comparison.runs) {
+    CHECK(run.recording_measured);
+    const auto t = ra::trace::read_trace(run.source);
+    CHECK(run.recording_fraction == t.final->recording_cost->fraction());
+  }
+}
+
+TEST_CASE("an audit too short to calibrate sums the recorder's time, and says so",
+          "[audit][trace]") {
+  TempDir dir;
+  ra::audit::AuditOptions o;
+  o.runs = 2;
+  o.out_dir = dir.path / "out";
+  ra::spec::ExperimentSpec spec = trace_spec();
+  spec.train.max_steps = 3;  // 2 intervals, both warm-up
+  const ra::audit::AuditResult result = ra::audit::run_audit(spec, o);
+  CHECK_FALSE(ra::trace::read_trace(result.trace_files.at(0)).final->recording_cost);
+  for (const auto& run : result.comparison.runs) CHECK_FALSE(run.recording_measured);
+}

@@ -176,11 +176,11 @@ TEST_CASE("a full disk is a clear error and leaves no partial trace", "[cli][aud
 
 TEST_CASE("an audit stopped by an error keeps every finished run", "[cli][audit]") {
   TempDir dir;
-  // Each run starts two pool workers ("threads": 2: the backend's and the recorder's); the test
-  // hook lets the system refuse the fifth (core/thread_start.h), so runs 0 and 1 finish and run
-  // 2 fails. (A fault that cannot fire, the way this test once stopped run 2, is now refused
-  // before any run.)
-  ::setenv("REPRO_AUDIT_TEST_THREAD_LIMIT", "4", 1);
+  // The calibration before the runs starts one pool worker (its backend's: audit/calibration.h),
+  // each run two ("threads": 2: the backend's and the recorder's); the test hook lets the system
+  // refuse the sixth (core/thread_start.h), so runs 0 and 1 finish and run 2 fails. (A fault that
+  // cannot fire, the way this test once stopped run 2, is now refused before any run.)
+  ::setenv("REPRO_AUDIT_TEST_THREAD_LIMIT", "5", 1);
   const auto r =
       run_cli("run " + write_audit_spec(dir) + " --runs 3 --out " + quoted(dir.path() / "out"));
   ::unsetenv("REPRO_AUDIT_TEST_THREAD_LIMIT");
