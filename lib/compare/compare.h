@@ -209,8 +209,12 @@ struct RunSummary {
   std::uint32_t final_loss_bits = 0;
   std::optional<double> eval_accuracy, eval_loss;
   double median_step_seconds = 0;
-  double total_seconds = 0;       // the run's wall time, training and recording
-  double recording_fraction = 0;  // recorder time / training step time
+  double total_seconds = 0;  // the run's wall time, training and recording
+  // What recording added to a step: measured (the run's median step against steps trained with
+  // recording off: trace::RecordingCost) where the trace says, else the recorder's summed time
+  // over the steps' time (traces of PyTorch scripts, older traces).
+  double recording_fraction = 0;
+  bool recording_measured = false;
   int outcome_class = 0;
   std::string source;
 };

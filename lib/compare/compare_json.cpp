@@ -151,6 +151,7 @@ json runs_json(const ComparisonResult& r) {
          {"median_step_ms", s.median_step_seconds * 1e3},
          {"total_seconds", s.total_seconds},
          {"recording_fraction", s.recording_fraction},
+         {"recording_method", s.recording_measured ? "calibrated" : "summed"},
          {"outcome_class", s.outcome_class}});
   }
   return runs;

@@ -76,7 +76,10 @@ RunSummary summary_of(const trace::Trace& t, int run) {
   s.eval_loss = t.final->eval_loss;
   s.median_step_seconds = t.final->median_step_seconds;
   s.total_seconds = t.final->total_seconds;
-  if (s.steps > 0 && s.median_step_seconds > 0) {
+  if (t.final->recording_cost) {
+    s.recording_fraction = t.final->recording_cost->fraction();
+    s.recording_measured = true;
+  } else if (s.steps > 0 && s.median_step_seconds > 0) {
     s.recording_fraction = t.final->recording_seconds / (s.median_step_seconds * s.steps);
   }
   s.source = t.source;

@@ -196,7 +196,8 @@ std::string cost(const ComparisonResult& r) {
   for (const compare::RunSummary& s : r.runs) {
     out += "<tr>" + cell(std::to_string(s.run)) + cell(html_escaped(s.seed_group)) +
            cell(std::to_string(s.steps)) + cell(format("%.3f ms", s.median_step_seconds * 1e3)) +
-           cell(format("%.2f%%", s.recording_fraction * 100)) +
+           cell(format("%.2f%% %s", s.recording_fraction * 100,
+                       s.recording_measured ? "measured" : "summed")) +
            cell(format("%.2f s", s.total_seconds)) + "</tr>\n";
   }
   // A figure over 100 % reads as an error unless the page says what it is the share of.
@@ -206,7 +207,11 @@ std::string cost(const ComparisonResult& r) {
          "and the op records with --trace-ops), divided by the time the training steps took "
          "(median step &times; steps). It can exceed 100%: on a GPU a step takes about a "
          "millisecond, while digesting every tensor it touched (by a kernel on the device, or "
-         "on the host after a copy) can take longer than the step itself.</p>\n";
+         "on the host after a copy) can take longer than the step itself. That is the figure "
+         "marked summed (traces of PyTorch scripts, older traces); one marked measured is what "
+         "recording added to a step: the run's median step, start to start (the step, the "
+         "recorder, the loader), against the median of a few steps the audit trained with "
+         "recording off.</p>\n";
 }
 
 }  // namespace
