@@ -22,7 +22,7 @@ std::vector<Trace> costed_runs() {
   TraceBuilder b;
   b.steps = 4;
   std::vector<Trace> traces = runs_of(b, 3);
-  traces[0].final->recording_cost = RecordingCost{0.0011, 0.001, 6};  // +10%
+  traces[0].final->recording_cost = RecordingCost{0.0011, 0.001, 6};   // +10%
   traces[1].final->recording_cost = RecordingCost{0.00125, 0.001, 6};  // +25%, the largest
   traces[2].final->recording_cost = RecordingCost{0.00099, 0.001, 6};  // -1%: noise
   return traces;
