@@ -40,6 +40,14 @@ ra::spec::ExperimentSpec trace_spec() {
 
 constexpr int kEnd = 11;
 
+// A 2-run audit of `spec` into dir/out.
+ra::audit::AuditResult two_run_audit(const TempDir& dir, const ra::spec::ExperimentSpec& spec) {
+  ra::audit::AuditOptions o;
+  o.runs = 2;
+  o.out_dir = dir.path / "out";
+  return ra::audit::run_audit(spec, o);
+}
+
 }  // namespace
 
 TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
@@ -62,10 +70,7 @@ TEST_CASE("a trace written by an audit is read back whole", "[audit][trace]") {
 TEST_CASE("an audit's traces say what recording cost, measured against a calibration",
           "[audit][trace]") {
   TempDir dir;
-  ra::audit::AuditOptions o;
-  o.runs = 2;
-  o.out_dir = dir.path / "out";
-  const ra::audit::AuditResult result = ra::audit::run_audit(trace_spec(), o);
+  const ra::audit::AuditResult result = two_run_audit(dir, trace_spec());
   for (const auto& file : result.trace_files) {
     const auto t = ra::trace::read_trace(file);
     REQUIRE(t.final->recording_cost);
@@ -85,12 +90,9 @@ TEST_CASE("an audit's traces say what recording cost, measured against a calibra
 TEST_CASE("an audit too short to calibrate sums the recorder's time, and says so",
           "[audit][trace]") {
   TempDir dir;
-  ra::audit::AuditOptions o;
-  o.runs = 2;
-  o.out_dir = dir.path / "out";
   ra::spec::ExperimentSpec spec = trace_spec();
   spec.train.max_steps = 3;  // 2 intervals, both warm-up
-  const ra::audit::AuditResult result = ra::audit::run_audit(spec, o);
+  const ra::audit::AuditResult result = two_run_audit(dir, spec);
   CHECK_FALSE(ra::trace::read_trace(result.trace_files.at(0)).final->recording_cost);
   for (const auto& run : result.comparison.runs) CHECK_FALSE(run.recording_measured);
 }

@@ -14,6 +14,7 @@
 
 namespace {
 
+using ra::test::text_with_replaced;
 using ra::trace::Trace;
 
 Trace perturbed_trace() {
@@ -23,13 +24,6 @@ Trace perturbed_trace() {
   t.final->predictions =
       ra::trace::PredictionsRecord{"run-000/predictions.npy", 256, ra::Digest128{1, 2}};
   return t;
-}
-
-std::string text_with_replaced(const Trace& t, const std::string& from, const std::string& to) {
-  std::string text = ra::trace::serialize_trace(t);
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 namespace {
 
+using ra::test::text_with_replaced;
 using ra::trace::RecordingCost;
 using ra::trace::Trace;
 
@@ -18,12 +19,6 @@ Trace costed_trace(RecordingCost cost) {
   Trace t = ra::test::whole_one_step_trace();
   t.final->recording_cost = cost;
   return t;
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
 }
 
 }  // namespace
@@ -48,18 +43,18 @@ TEST_CASE("a recording cost is written and read back as it was", "[trace]") {
 }
 
 TEST_CASE("a damaged recording cost is bad input naming its field", "[trace]") {
-  const std::string text = ra::trace::serialize_trace(costed_trace({0.002, 0.001, 6}));
+  const Trace t = costed_trace({0.002, 0.001, 6});
   const auto rejected = [](const std::string& damaged, const std::string& expected) {
     CHECK_THROWS_WITH(ra::trace::parse_trace(damaged, "t"), Catch::Contains(expected));
   };
-  rejected(replaced(text, "\"calibrated_step_wall_seconds\":0.001",
-                    "\"calibrated_step_wall_seconds\":0.0"),
+  rejected(text_with_replaced(t, "\"calibrated_step_wall_seconds\":0.001",
+                              "\"calibrated_step_wall_seconds\":0.0"),
            "field 'recording_cost.calibrated_step_wall_seconds': must be a number > 0");
-  rejected(replaced(text, "\"calibration_steps\":6", "\"calibration_steps\":0"),
+  rejected(text_with_replaced(t, "\"calibration_steps\":6", "\"calibration_steps\":0"),
            "field 'recording_cost.calibration_steps'");
-  rejected(replaced(text, "\"step_wall_seconds\":0.002", "\"step_wall_seconds\":-1"),
+  rejected(text_with_replaced(t, "\"step_wall_seconds\":0.002", "\"step_wall_seconds\":-1"),
            "field 'recording_cost.step_wall_seconds'");
-  rejected(replaced(text, "\"calibration_steps\":6,", ""), "calibration_steps");
-  rejected(replaced(text, "\"step_wall_seconds\":0.002", "\"step_wall_seconds\":\"fast\""),
+  rejected(text_with_replaced(t, "\"calibration_steps\":6,", ""), "calibration_steps");
+  rejected(text_with_replaced(t, "\"step_wall_seconds\":0.002", "\"step_wall_seconds\":\"fast\""),
            "field 'recording_cost.step_wall_seconds'");
 }

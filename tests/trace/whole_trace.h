@@ -2,6 +2,8 @@
 // Whole traces for the tests of tests/trace (and of the modules above it) that read files or edit
 // records: the in-memory builder's traces with every value the reader checks made consistent, so
 // that the reader accepts them whole, built with the trace module alone (no training).
+#include <catch2/catch.hpp>
+
 #include <bit>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +71,16 @@ inline trace::Trace two_epoch_trace(int run, const std::string& audit_id, double
 
 inline void write_trace_file(const trace::Trace& t, const std::filesystem::path& file) {
   std::ofstream(file, std::ios::binary) << trace::serialize_trace(t);
+}
+
+// `t` as the writer writes it, its first `from` replaced by `to`: a damaged record for the
+// reader's tests. The text must hold `from`.
+inline std::string text_with_replaced(const trace::Trace& t, const std::string& from,
+                                      const std::string& to) {
+  std::string text = trace::serialize_trace(t);
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
 }
 
 }  // namespace ra::test
