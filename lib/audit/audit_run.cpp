@@ -154,7 +154,7 @@ void RunWorker::run(const PlannedRun& p) {
   record::Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(),
                             trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
-  if (calibration_) recorder.calibrated(calibration_->step_wall_seconds, calibration_->steps);
+  if (calibration_) recorder.calibrated(*calibration_);
   record::SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
                                    {{"run", std::to_string(p.index)},
                                     {"spec_digest", manifest_.spec_digest},

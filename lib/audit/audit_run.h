@@ -59,7 +59,7 @@ class RunWorker {
   std::mutex progress_mutex_;
   // Trained by the first run() before its own run, alone: the other job threads wait for it.
   std::once_flag calibration_once_;
-  std::optional<Calibration> calibration_;
+  std::optional<record::StepCalibration> calibration_;
 };
 
 }  // namespace ra::audit

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 
-#include "record/step_clock.h"
-
 namespace ra::audit {
 
-std::optional<Calibration> calibrate_step(const spec::ExperimentSpec& spec,
-                                          const train::LoadedData& data,
-                                          const train::RunOptions& options) {
+std::optional<record::StepCalibration> calibrate_step(const spec::ExperimentSpec& spec,
+                                                      const train::LoadedData& data,
+                                                      const train::RunOptions& options) {
   // One start more than intervals: warm-up + measured intervals need that many + 1 steps.
   const std::int64_t wanted = record::kStepClockWarmup + kCalibrationSteps + 1;
   const std::int64_t planned = train::planned_steps(spec, *data.train);
@@ -21,7 +19,7 @@ std::optional<Calibration> calibrate_step(const spec::ExperimentSpec& spec,
   static_cast<void>(trainer.run(&clock));
   const std::optional<double> median = clock.median_step_seconds();
   if (!median || *median <= 0.0) return std::nullopt;
-  return Calibration{*median, clock.measured_steps()};
+  return record::StepCalibration{*median, clock.measured_steps()};
 }
 
 }  // namespace ra::audit

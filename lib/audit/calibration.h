@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "record/step_clock.h"
 #include "spec/spec.h"
 #include "train/trainer.h"
 
@@ -15,16 +16,11 @@ namespace ra::audit {
 // The steps whose median is the reference, after record::kStepClockWarmup.
 inline constexpr std::int64_t kCalibrationSteps = 6;
 
-struct Calibration {
-  double step_wall_seconds = 0.0;  // median, start to start
-  std::int64_t steps = 0;          // the intervals it is the median of
-};
-
 // Trains `spec` on `data` with `options` (threads, mode, seeds and pins of the audit's runs)
 // for warm-up + kCalibrationSteps steps, or as many as the spec has; none when it has too few
 // for one measured step.
-std::optional<Calibration> calibrate_step(const spec::ExperimentSpec& spec,
-                                          const train::LoadedData& data,
-                                          const train::RunOptions& options);
+std::optional<record::StepCalibration> calibrate_step(const spec::ExperimentSpec& spec,
+                                                      const train::LoadedData& data,
+                                                      const train::RunOptions& options);
 
 }  // namespace ra::audit

@@ -203,8 +203,9 @@ trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainR
   f.total_seconds = result.total_seconds;
   f.recording_seconds = recording_seconds_;
   if (const std::optional<double> step = clock_.median_step_seconds();
-      step && calibration_ && calibration_->first > 0.0) {
-    f.recording_cost = trace::RecordingCost{*step, calibration_->first, calibration_->second};
+      step && calibration_ && calibration_->step_wall_seconds > 0.0) {
+    f.recording_cost =
+        trace::RecordingCost{*step, calibration_->step_wall_seconds, calibration_->steps};
   }
   f.weights = digest_all(trainer, values_of(trainer.model()));
   f.predictions = predictions_;

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
-#include <utility>
 
 #include "core/thread_pool.h"
 #include "record/op_recorder.h"
@@ -48,9 +47,7 @@ class Recorder final : public train::Observer {
   // The median step of a few steps trained with recording off (audit/calibration.h): finish()
   // then records what recording cost, measured (trace::RecordingCost). Without it the trace
   // holds only the recorder's summed time (recording_seconds).
-  void calibrated(double step_wall_seconds, std::int64_t steps) {
-    calibration_.emplace(step_wall_seconds, steps);
-  }
+  void calibrated(const StepCalibration& calibration) { calibration_ = calibration; }
 
   // The run's predicted classes of the eval set, written beside the trace by the caller
   // (audit/predictions_file.h): recorded in the end record.
@@ -83,7 +80,7 @@ class Recorder final : public train::Observer {
   std::vector<double> step_seconds_;
   std::optional<trace::PredictionsRecord> predictions_;
   StepClock clock_;  // every step's start, over all trainers of a resumed run
-  std::optional<std::pair<double, std::int64_t>> calibration_;  // median step, its steps
+  std::optional<StepCalibration> calibration_;
 };
 
 }  // namespace ra::record

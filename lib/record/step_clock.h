@@ -24,6 +24,13 @@ inline constexpr std::int64_t kStepClockWarmup = 2;
 // skipping the first `warmup` intervals; none when fewer than one interval is left.
 std::optional<double> median_interval(const std::vector<double>& starts, std::int64_t warmup);
 
+// The median step of a few steps trained with recording off (audit/calibration.h): what the
+// recorder's own median is measured against.
+struct StepCalibration {
+  double step_wall_seconds = 0.0;  // median, start to start
+  std::int64_t steps = 0;          // the intervals it is the median of
+};
+
 class StepClock final : public train::Observer {
  public:
   void before_step(data::Batch&, std::int64_t) override;
