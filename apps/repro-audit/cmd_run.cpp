@@ -238,6 +238,28 @@ void add_resume_options(CLI::App& cmd, RunCommandOptions& o) {
       ->group("Testing");
 }
 
+void add_snapshot_options(CLI::App& cmd, RunCommandOptions& o) {
+  cmd.add_flag("--snapshot-epochs", o.audit.snapshots.epochs, "Snapshot weights after every epoch");
+  cmd.add_option("--snapshot-every", o.audit.snapshots.every_steps,
+                 "Snapshot weights after every N-th step")
+      ->check(whole_number_up_to(spec::kMaxSteps));
+  cmd.add_option_function<std::string>(
+         "--snapshot-writer",
+         [&o](const std::string& how) {
+           if (how == "auto") {
+             o.audit.snapshots.write_behind.reset();
+           } else {
+             o.audit.snapshots.write_behind = how == "thread";
+           }
+         },
+         "Who writes the weight snapshots: thread (a writer thread, while the run trains on), "
+         "inline (the run, as it takes each) or auto (default: thread where the weights live on "
+         "a GPU, inline on the CPU)")
+      ->check(CLI::IsMember({"auto", "thread", "inline"}));
+  cmd.add_flag("--save-batches", o.audit.snapshots.batches,
+               "Write the sample indices of every batch (batches.json) for replay elsewhere");
+}
+
 void register_run(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<RunCommandOptions>();
   CLI::App* cmd =
@@ -297,13 +319,7 @@ void register_run(CLI::App& app, CommandRun& run) {
                   "Relative tolerance of the within-tolerance verdict on final losses")
       ->capture_default_str()
       ->check(finite_positive_number());
-  cmd->add_flag("--snapshot-epochs", o->audit.snapshots.epochs,
-                "Snapshot weights after every epoch");
-  cmd->add_option("--snapshot-every", o->audit.snapshots.every_steps,
-                  "Snapshot weights after every N-th step")
-      ->check(whole_number_up_to(spec::kMaxSteps));
-  cmd->add_flag("--save-batches", o->audit.snapshots.batches,
-                "Write the sample indices of every batch (batches.json) for replay elsewhere");
+  add_snapshot_options(*cmd, *o);
   add_trace_options(*cmd, *o);
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");

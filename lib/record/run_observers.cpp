@@ -1,6 +1,7 @@
 #include "record/run_observers.h"
 
 #include <bit>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -17,6 +18,19 @@ Directory snapshot_folder(const std::filesystem::path& dir) {
   return *Directory::open(dir.parent_path()).subfolder(dir.filename().string(), true);
 }
 
+std::string writer_name(const std::map<std::string, std::string>& metadata) {
+  const auto run = metadata.find("run");
+  return run == metadata.end() ? "snapshot writer" : "snapshot writer of run " + run->second;
+}
+
+// A snapshot handed to the writer thread: the weights as they were when it was taken.
+struct SnapshotJob {
+  std::string file;
+  std::vector<std::string> names;
+  std::vector<Tensor> values;  // host copies
+  std::map<std::string, std::string> metadata;
+};
+
 }  // namespace
 
 SnapshotWriter::SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
@@ -24,7 +38,8 @@ SnapshotWriter::SnapshotWriter(std::filesystem::path dir, SnapshotOptions option
     : dir_(std::move(dir)),
       folder_(snapshot_folder(dir_)),
       options_(options),
-      metadata_(std::move(metadata)) {}
+      metadata_(std::move(metadata)),
+      writer_(writer_name(metadata_), kSnapshotsPending) {}
 
 std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
                                                const std::string& point) {
@@ -32,6 +47,13 @@ std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
 }
 
 void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
+  const std::string file = file_for(dir_, point).filename().string();
+  auto metadata = metadata_;
+  metadata["point"] = point;
+  if (write_behind(t)) {
+    hand_over(t, file, std::move(metadata));
+    return;
+  }
   std::vector<formats::NamedTensor> tensors;
   std::vector<Tensor> host_copies;  // of device parameters
   host_copies.reserve(t.model().params().size());
@@ -43,10 +65,33 @@ void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
       tensors.push_back({p->name, &host_copies.back()});
     }
   }
-  auto metadata = metadata_;
-  metadata["point"] = point;
-  write_file_atomic(folder_, file_for(dir_, point).filename().string(),
-                    formats::encode_safetensors(tensors, metadata));
+  write_file_atomic(folder_, file, formats::encode_safetensors(tensors, metadata));
+}
+
+void SnapshotWriter::hand_over(const train::Trainer& t, const std::string& file,
+                               std::map<std::string, std::string> metadata) {
+  // Copies now (a download for device parameters): from its next step on, the trainer changes
+  // the weights in place while the writer thread encodes and writes these.
+  auto job = std::make_shared<SnapshotJob>();
+  job->file = file;
+  for (const nn::Param* p : t.model().params()) {
+    job->names.push_back(p->name);
+    job->values.push_back(p->value.to_host());
+  }
+  job->metadata = std::move(metadata);
+  writer_.submit([this, job] {
+    std::vector<formats::NamedTensor> tensors;
+    for (std::size_t i = 0; i < job->names.size(); ++i) {
+      tensors.push_back({job->names[i], &job->values[i]});
+    }
+    write_file_atomic(folder_, job->file, formats::encode_safetensors(tensors, job->metadata));
+  });
+}
+
+bool SnapshotWriter::write_behind(const train::Trainer& t) const {
+  if (options_.write_behind) return *options_.write_behind;
+  const auto& params = t.model().params();
+  return !params.empty() && !params.front()->value.on_host();
 }
 
 void SnapshotWriter::on_start(const train::Trainer& t) {
@@ -82,6 +127,7 @@ void SnapshotWriter::finish(const train::Trainer& t) {
     }
     write_file_atomic(folder_, "batches.json", batches.dump() + "\n");
   }
+  writer_.finish();
 }
 
 void FaultInjector::before_step(data::Batch& batch, std::int64_t step) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/directory.h"
+#include "core/writer_thread.h"
 #include "record/run_options.h"
 #include "train/trainer.h"
 
@@ -14,6 +15,12 @@ namespace ra::record {
 
 // Writes weight snapshots (safetensors, PyTorch names and layouts) into one run's folder:
 // weights-initial, weights-epoch-<e>, weights-step-<s>, weights-final; and batches.json.
+// Written behind the run (SnapshotOptions::write_behind), a snapshot takes host copies of the
+// weights on the training thread, and a writer thread of its own (core/writer_thread.h) encodes
+// and writes them while the run trains on, at most kSnapshotsPending at a time; a write's failure
+// reaches the next snapshot taken, or finish(). Otherwise each is written when taken. finish()
+// returns once every file is written, and throws what a write threw (a full disk: ra::InputError
+// naming the file).
 class SnapshotWriter final : public train::Observer {
  public:
   SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
@@ -25,8 +32,16 @@ class SnapshotWriter final : public train::Observer {
 
   static std::filesystem::path file_for(const std::filesystem::path& dir, const std::string& point);
 
+  // Snapshots copied and not yet written, at most: one written while one more waits. Taking a
+  // third waits for the first to be written, so the copies held stay at two model's worth.
+  static constexpr std::size_t kSnapshotsPending = 2;
+
  private:
   void write(const train::Trainer& t, const std::string& point);
+  // The copies of a snapshot written behind the run, handed to writer_.
+  void hand_over(const train::Trainer& t, const std::string& file,
+                 std::map<std::string, std::string> metadata);
+  bool write_behind(const train::Trainer& t) const;
 
   std::filesystem::path dir_;
   Directory folder_;  // dir_, opened once: every snapshot is written relative to it
@@ -34,6 +49,7 @@ class SnapshotWriter final : public train::Observer {
   std::map<std::string, std::string> metadata_;
   std::vector<std::vector<std::int64_t>> batches_;
   std::vector<std::int64_t> batch_epochs_;
+  WriterThread writer_;  // last: its jobs use folder_, so it is joined before folder_ closes
 };
 
 class FaultInjector final : public train::Observer {

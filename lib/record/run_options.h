@@ -2,6 +2,7 @@
 // What a run records besides its trace (snapshots), and the test-only fault it may inject: the
 // options of the observers of record/run_observers.h, set by the audit (audit/audit_options.h).
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ra::record {
@@ -23,6 +24,11 @@ struct SnapshotOptions {
   bool epochs = false;           // weights after every epoch
   std::int64_t every_steps = 0;  // weights after every N-th step (0 = none)
   bool batches = false;          // the sample indices of every batch (batches.json)
+  // Whether a writer thread writes the snapshots while the run trains on (record/run_observers.h).
+  // Unset: where the weights live in device memory (the host thread mostly waits for the device),
+  // not where they live in host memory (the CPU backend's threads take every core: a writer thread
+  // beside them made the step 1.14x as long, docs/performance.md). Tests set it both ways.
+  std::optional<bool> write_behind;
 };
 
 }  // namespace ra::record

@@ -4,8 +4,16 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
+#include <vector>
+
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
+#include "core/digest.h"
+#include "core/error.h"
+#include "formats/safetensors.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "trace/trace_io.h"
@@ -65,6 +73,92 @@ TEST_CASE("a deterministic audit is one class with every category identical", "[
   REQUIRE(std::filesystem::exists(dir.path / "run-000" / "weights-initial.safetensors"));
   REQUIRE(std::filesystem::exists(dir.path / "run-002" / "weights-final.safetensors"));
   REQUIRE(r.runs[0].steps == 12);
+}
+
+TEST_CASE("every snapshot, written when taken or behind the run, holds the weights of its step",
+          "[audit]") {
+  // Behind the run, a writer thread writes host copies taken at each step (record/
+  // run_observers.h): a copy taken late, or shared with the next step's update, would hold
+  // another step's weights.
+  for (const bool behind : {false, true}) {
+    INFO((behind ? "written behind the run" : "written when taken"));
+    TempDir dir;
+    auto o = options_in(dir, 1);
+    o.snapshots.every_steps = 1;
+    o.snapshots.write_behind = behind;
+    const auto result = ra::audit::run_audit(small_spec(), o);
+    const ra::trace::Trace trace = ra::trace::read_trace(result.trace_files.at(0));
+    REQUIRE(trace.steps.size() == 12);
+    const auto weights_in = [&](const std::string& point) {
+      const auto file = ra::formats::read_safetensors(dir.path / "run-000" /
+                                                      ("weights-" + point + ".safetensors"));
+      REQUIRE(file.metadata.at("point") == point);
+      std::vector<ra::Digest128> digests;
+      for (const auto& param : trace.header.params) {
+        const ra::Tensor* t = file.find(param.name);
+        REQUIRE(t != nullptr);
+        digests.push_back(ra::digest(*t));
+      }
+      return digests;
+    };
+    CHECK(weights_in("initial") == trace.initial_weights);
+    for (const auto& step : trace.steps) {
+      INFO("step " << step.step);
+      CHECK(weights_in("step-" + std::to_string(step.step)) == step.weights);
+    }
+    REQUIRE(trace.final);
+    CHECK(weights_in("final") == trace.final->weights);
+  }
+}
+
+TEST_CASE("a disk that fills at a snapshot ends the audit with the write's error", "[audit]") {
+  // 256 KiB of weights a snapshot (a dense layer of 1024 x 64): the folder, the trace and three
+  // snapshots fit in 1 MiB, the fourth does not. Written when taken (the CPU backend's way) or
+  // behind the run (a device backend's), the failure reaches the audit alike.
+  const auto spec = ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "name": "full-disk", "seed": 4, "threads": 1,
+    "data": {"train": {"format": "random", "samples": 32, "shape": [1, 32, 32], "classes": 64},
+             "batch_size": 4},
+    "model": {"input": [1, 32, 32], "layers": [{"type": "flatten"}, {"type": "dense", "units": 64}]},
+    "optimizer": {"type": "sgd", "lr": 0.01},
+    "train": {"epochs": 1}})"),
+                                         ".");
+  for (const bool behind : {false, true}) {
+    INFO((behind ? "written behind the run" : "written when taken"));
+    TempDir dir;
+    const auto small = dir.path / "small";
+    std::filesystem::create_directories(small);
+    if (geteuid() != 0 || mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m") != 0) {
+      WARN("skipped: mounting a small tmpfs needs root");
+      return;
+    }
+    ra::audit::AuditOptions o;
+    o.runs = 1;
+    o.out_dir = small / "out";
+    o.snapshots.every_steps = 1;
+    o.snapshots.write_behind = behind;
+    std::string message;
+    try {
+      static_cast<void>(ra::audit::run_audit(spec, o));
+    } catch (const ra::InputError& e) {
+      message = e.what();
+    }
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(small / "out" / "run-000")) {
+      names.push_back(e.path().filename().string());
+    }
+    const bool whole_trace = std::filesystem::exists(small / "out" / "run-000.trace.jsonl");
+    umount(small.c_str());
+    INFO(message);
+    CHECK(message.find("disk full") != std::string::npos);
+    CHECK(message.find(".safetensors") != std::string::npos);
+    CHECK_FALSE(whole_trace);
+    CHECK(names.size() >= 2);  // the snapshots written before the disk filled stay
+    for (const auto& n : names) {
+      INFO(n);
+      CHECK(n.find(".tmp") == std::string::npos);  // the failed write removed its temporary
+    }
+  }
 }
 
 TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[audit]") {

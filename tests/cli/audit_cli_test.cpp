@@ -222,6 +222,25 @@ TEST_CASE("snapshots per epoch and the batch order are written and used", "[cli]
   REQUIRE(report.at("growth")[1].at("snapshot").is_object());
 }
 
+TEST_CASE("run --snapshot-writer thread writes every snapshot, and an unknown writer exits 2",
+          "[cli][audit]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r = run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(out) +
+                         " --snapshot-epochs --snapshot-every 2 --snapshot-writer thread");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"weights-initial", "weights-step-1", "weights-step-5", "weights-epoch-1",
+                        "weights-final"}) {
+    INFO(f);
+    CHECK(std::filesystem::exists(out / "run-001" / (std::string(f) + ".safetensors")));
+  }
+  const auto bad = run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " +
+                           quoted(dir.path() / "bad") + " --snapshot-writer later");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--snapshot-writer") != std::string::npos);
+}
+
 TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {
   TempDir dir;
   const auto a = run_cli("run " + write_audit_spec(dir) + " --runs 3 --jobs 2 --out " +
