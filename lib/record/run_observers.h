@@ -33,7 +33,7 @@ class SnapshotWriter final : public train::Observer {
   static std::filesystem::path file_for(const std::filesystem::path& dir, const std::string& point);
 
   // Snapshots copied and not yet written, at most: one written while one more waits. Taking a
-  // third waits for the first to be written, so the copies held stay at two model's worth.
+  // third waits for the first to be written, so the copies held stay at two models' worth.
   static constexpr std::size_t kSnapshotsPending = 2;
 
  private:
