@@ -7,15 +7,13 @@
 #include <string>
 #include <vector>
 
-#include <sys/mount.h>
-#include <unistd.h>
-
 #include "audit/audit.h"
 #include "core/digest.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
+#include "support/tiny_tmpfs.h"
 #include "trace/trace_io.h"
 
 namespace {
@@ -126,12 +124,12 @@ TEST_CASE("a disk that fills at a snapshot ends the audit with the write's error
   for (const bool behind : {false, true}) {
     INFO((behind ? "written behind the run" : "written when taken"));
     TempDir dir;
-    const auto small = dir.path / "small";
-    std::filesystem::create_directories(small);
-    if (geteuid() != 0 || mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    ra::test::TinyTmpfs disk(dir.path / "small", "1m");
+    if (!disk.mounted) {
       WARN("skipped: mounting a small tmpfs needs root");
       return;
     }
+    const auto& small = disk.path;
     ra::audit::AuditOptions o;
     o.runs = 1;
     o.out_dir = small / "out";
@@ -148,7 +146,6 @@ TEST_CASE("a disk that fills at a snapshot ends the audit with the write's error
       names.push_back(e.path().filename().string());
     }
     const bool whole_trace = std::filesystem::exists(small / "out" / "run-000.trace.jsonl");
-    umount(small.c_str());
     INFO(message);
     CHECK(message.find("disk full") != std::string::npos);
     CHECK(message.find(".safetensors") != std::string::npos);

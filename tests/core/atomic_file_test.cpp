@@ -2,7 +2,6 @@
 // final file nor a temporary one, errors name the path and the reason.
 #include "core/atomic_file.h"
 
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "support/tiny_tmpfs.h"
 
 namespace fs = std::filesystem;
 
@@ -49,19 +49,6 @@ std::string binary_blob(std::size_t n) {
   for (char& c : s) c = static_cast<char>(gen() & 0xFF);
   return s;
 }
-
-// A 64 KiB tmpfs: a real full disk. Needs root and permission to mount (CAP_SYS_ADMIN).
-struct TinyTmpfs {
-  fs::path path;
-  bool mounted = false;
-  explicit TinyTmpfs(const fs::path& where) : path(where) {
-    fs::create_directories(path);
-    mounted = ::mount("tmpfs", path.c_str(), "tmpfs", 0, "size=64k") == 0;
-  }
-  ~TinyTmpfs() {
-    if (mounted) ::umount(path.c_str());
-  }
-};
 
 }  // namespace
 
@@ -181,7 +168,7 @@ TEST_CASE("I/O failures discard the temporary file and name path and reason", "[
 
 TEST_CASE("a really full disk (64 KiB tmpfs) fails cleanly", "[atomic_file]") {
   FileTestDir dir;
-  TinyTmpfs disk(dir.path / "tiny");
+  ra::test::TinyTmpfs disk(dir.path / "tiny", "64k");
   if (!disk.mounted) {
     WARN(
         "cannot mount a tmpfs here (needs root/CAP_SYS_ADMIN): the full-disk path is covered "
