@@ -22,6 +22,7 @@ class ForwardingOps : public Ops {
   std::string name() const override { return inner_->name(); }
   int threads() const override { return inner_->threads(); }
   Memory& memory() override { return inner_->memory(); }
+  Memory& staging_memory() const override { return inner_->staging_memory(); }
   nlohmann::json ledger() const override { return inner_->ledger(); }
   nlohmann::json device_fingerprint() const override { return inner_->device_fingerprint(); }
   std::optional<AlgorithmUsed> algorithm_used(const std::string& ledger_key,

@@ -59,6 +59,11 @@ class Ops {
   // The memory every pointer argument below points into (host for the CPU backend, device
   // memory for CUDA). The model allocates its parameters, activations and gradients there.
   virtual Memory& memory() = 0;
+  // Host memory that copies from and to memory() are fastest with: where a weight snapshot
+  // stages its copies. Page-locked for the CUDA backend (a download into it is one DMA with no
+  // bounce buffer); the process's host memory elsewhere. It is host-accessible and outlives every
+  // Ops (a process-wide object), so what a snapshot staged may outlive the run's backend.
+  virtual Memory& staging_memory() const { return host_memory(); }
   // The algorithm ledger (docs/trace-format.md): per op and geometry, which library algorithm
   // ran, its determinism, math mode and workspace. Empty for backends with no algorithm choice.
   virtual nlohmann::json ledger() const { return nlohmann::json::array(); }

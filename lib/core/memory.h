@@ -4,8 +4,16 @@
 // gradients live where the backend computes, and move to the host only when asked (snapshots,
 // evaluation metrics), never silently.
 #include <cstddef>
+#include <span>
 
 namespace ra {
+
+// One region of a Memory to copy into host memory (Memory::download_all).
+struct Download {
+  void* host_dst = nullptr;
+  const void* src = nullptr;
+  std::size_t bytes = 0;
+};
 
 class Memory {
  public:
@@ -21,6 +29,11 @@ class Memory {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;
+  // Every download, complete on return. The default makes them one by one; a device memory
+  // queues them all and waits once (a weight snapshot: one wait per snapshot, not per tensor).
+  virtual void download_all(std::span<const Download> downloads) {
+    for (const Download& d : downloads) download(d.host_dst, d.src, d.bytes);
+  }
 };
 
 // The process's host memory (a static object).

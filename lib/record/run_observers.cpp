@@ -23,15 +23,31 @@ std::string writer_name(const std::map<std::string, std::string>& metadata) {
   return run == metadata.end() ? "snapshot writer" : "snapshot writer of run " + run->second;
 }
 
-// A snapshot handed to the writer thread: the weights as they were when it was taken.
-struct SnapshotJob {
-  std::string file;
+}  // namespace
+
+// A snapshot's weights as host tensors, by name: the parameters themselves where they are host
+// tensors and the file is written at once; else copies, in a set of the staging pool.
+struct SnapshotWriter::StagedWeights {
   std::vector<std::string> names;
-  std::vector<Tensor> values;  // host copies
-  std::map<std::string, std::string> metadata;
+  std::vector<const Tensor*> tensors;
+  std::shared_ptr<TensorSetPool::Set> copies;  // what `tensors` points to, when copied
 };
 
-}  // namespace
+// A snapshot to write: written at once, or handed to the writer thread.
+struct SnapshotWriter::Job {
+  std::string file;
+  StagedWeights weights;
+  std::map<std::string, std::string> metadata;
+
+  void write(const Directory& folder) const {
+    std::vector<formats::NamedTensor> tensors;
+    tensors.reserve(weights.names.size());
+    for (std::size_t i = 0; i < weights.names.size(); ++i) {
+      tensors.push_back({weights.names[i], weights.tensors[i]});
+    }
+    write_file_atomic(folder, file, formats::encode_safetensors(tensors, metadata));
+  }
+};
 
 SnapshotWriter::SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,
                                std::map<std::string, std::string> metadata)
@@ -47,45 +63,54 @@ std::filesystem::path SnapshotWriter::file_for(const std::filesystem::path& dir,
 }
 
 void SnapshotWriter::write(const train::Trainer& t, const std::string& point) {
-  const std::string file = file_for(dir_, point).filename().string();
-  auto metadata = metadata_;
-  metadata["point"] = point;
-  if (write_behind(t)) {
-    hand_over(t, file, std::move(metadata));
+  const bool behind = write_behind(t);
+  auto job = std::make_shared<Job>();
+  job->file = file_for(dir_, point).filename().string();
+  job->metadata = metadata_;
+  job->metadata["point"] = point;
+  job->weights = stage(t, behind);
+  if (!behind) {
+    job->write(folder_);
     return;
   }
-  std::vector<formats::NamedTensor> tensors;
-  std::vector<Tensor> host_copies;  // of device parameters
-  host_copies.reserve(t.model().params().size());
-  for (const nn::Param* p : t.model().params()) {
-    if (p->value.on_host()) {
-      tensors.push_back({p->name, &p->value});
-    } else {
-      host_copies.push_back(p->value.to_host());
-      tensors.push_back({p->name, &host_copies.back()});
-    }
-  }
-  write_file_atomic(folder_, file, formats::encode_safetensors(tensors, metadata));
+  // The job owns the copies: the set returns to the pool when the writer thread is done with it.
+  writer_.submit([this, job] { job->write(folder_); });
 }
 
-void SnapshotWriter::hand_over(const train::Trainer& t, const std::string& file,
-                               std::map<std::string, std::string> metadata) {
-  // Copies now (a download for device parameters): from its next step on, the trainer changes
-  // the weights in place while the writer thread encodes and writes these.
-  auto job = std::make_shared<SnapshotJob>();
-  job->file = file;
-  for (const nn::Param* p : t.model().params()) {
-    job->names.push_back(p->name);
-    job->values.push_back(p->value.to_host());
+SnapshotWriter::StagedWeights SnapshotWriter::stage(const train::Trainer& t, bool behind) {
+  const std::vector<nn::Param*>& params = t.model().params();
+  StagedWeights w;
+  // Behind the run every tensor is copied: from its next step on, the trainer changes the
+  // weights in place while the writer thread encodes these.
+  bool copy = behind;
+  std::vector<Shape> shapes;
+  for (const nn::Param* p : params) {
+    w.names.push_back(p->name);
+    shapes.push_back(p->value.shape());
+    copy = copy || !p->value.on_host();
   }
-  job->metadata = std::move(metadata);
-  writer_.submit([this, job] {
-    std::vector<formats::NamedTensor> tensors;
-    for (std::size_t i = 0; i < job->names.size(); ++i) {
-      tensors.push_back({job->names[i], &job->values[i]});
+  if (!copy) {
+    for (const nn::Param* p : params) w.tensors.push_back(&p->value);
+    return w;
+  }
+  if (!staging_) staging_.emplace(t.ops().staging_memory());
+  w.copies = staging_->acquire(shapes);
+  // The downloads from each memory in one call (all from the backend's): one wait per snapshot.
+  std::vector<Download> downloads;
+  Memory* from = nullptr;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& value = params[i]->value;
+    if (from != nullptr && &value.memory() != from) {
+      from->download_all(downloads);
+      downloads.clear();
     }
-    write_file_atomic(folder_, job->file, formats::encode_safetensors(tensors, job->metadata));
-  });
+    from = &value.memory();
+    Tensor& copy_of = (*w.copies)[i];
+    downloads.push_back({copy_of.data(), value.data(), value.bytes()});
+    w.tensors.push_back(&copy_of);
+  }
+  if (from != nullptr) from->download_all(downloads);
+  return w;
 }
 
 bool SnapshotWriter::write_behind(const train::Trainer& t) const {

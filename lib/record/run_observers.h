@@ -3,10 +3,12 @@
 // fault injector.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/directory.h"
+#include "core/tensor_set_pool.h"
 #include "core/writer_thread.h"
 #include "record/run_options.h"
 #include "train/trainer.h"
@@ -16,7 +18,8 @@ namespace ra::record {
 // Writes weight snapshots (safetensors, PyTorch names and layouts) into one run's folder:
 // weights-initial, weights-epoch-<e>, weights-step-<s>, weights-final; and batches.json.
 // Written behind the run (SnapshotOptions::write_behind), a snapshot takes host copies of the
-// weights on the training thread, and a writer thread of its own (core/writer_thread.h) encodes
+// weights on the training thread (into reused buffers of the backend's staging memory, with one
+// wait for all the downloads), and a writer thread of its own (core/writer_thread.h) encodes
 // and writes them while the run trains on, at most kSnapshotsPending at a time; a write's failure
 // reaches the next snapshot taken, or finish(). Otherwise each is written when taken. finish()
 // returns once every file is written, and throws what a write threw (a full disk: ra::InputError
@@ -37,10 +40,12 @@ class SnapshotWriter final : public train::Observer {
   static constexpr std::size_t kSnapshotsPending = 2;
 
  private:
+  struct StagedWeights;
+  struct Job;
   void write(const train::Trainer& t, const std::string& point);
-  // The copies of a snapshot written behind the run, handed to writer_.
-  void hand_over(const train::Trainer& t, const std::string& file,
-                 std::map<std::string, std::string> metadata);
+  // The weights to write, as host tensors: copies in staging_ where they are on a device or
+  // written behind the run (all downloaded with one wait), else the parameters themselves.
+  StagedWeights stage(const train::Trainer& t, bool behind);
   bool write_behind(const train::Trainer& t) const;
 
   std::filesystem::path dir_;
@@ -49,6 +54,9 @@ class SnapshotWriter final : public train::Observer {
   std::map<std::string, std::string> metadata_;
   std::vector<std::vector<std::int64_t>> batches_;
   std::vector<std::int64_t> batch_epochs_;
+  // Host copies of the weights, in the backend's staging memory (page-locked for CUDA), reused
+  // from one snapshot to the next: at most kSnapshotsPending + 1 sets (the one being taken).
+  std::optional<TensorSetPool> staging_;
   WriterThread writer_;  // last: its jobs use folder_, so it is joined before folder_ closes
 };
 

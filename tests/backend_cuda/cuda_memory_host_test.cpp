@@ -6,6 +6,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "backend/cuda/cuda_memory.h"
 
@@ -35,4 +36,23 @@ TEST_CASE("DeviceMemory is device memory bound to the stream it is given", "[cud
   REQUIRE_NOTHROW(memory.download(&host, nullptr, 0));
   memory.deallocate(nullptr);
   CHECK(host == 1.0f);
+}
+
+TEST_CASE("PinnedHostMemory is host memory, one for the process, and empty requests need no GPU",
+          "[cuda][host]") {
+  ra::backend::cuda::PinnedHostMemory& pinned = ra::backend::cuda::pinned_host_memory();
+  CHECK(&pinned == &ra::backend::cuda::pinned_host_memory());
+  CHECK(pinned.host_accessible());
+  CHECK(std::string(pinned.name()) == "cuda-pinned");
+  float a = 1.0f, b = 2.0f;
+  pinned.copy(&a, &b, sizeof(float));  // a host memmove: no CUDA call
+  CHECK(a == 2.0f);
+  pinned.deallocate(nullptr);
+  // Downloads of zero bytes queue nothing and wait for nothing: no CUDA call on the fake stream.
+  DeviceMemory memory(fake_stream());
+  const std::vector<ra::Download> empty = {{&a, nullptr, 0}, {&b, nullptr, 0}};
+  REQUIRE_NOTHROW(memory.download_all(empty));
+  REQUIRE_NOTHROW(memory.download_all({}));
+  CHECK(a == 2.0f);
+  CHECK(b == 2.0f);
 }

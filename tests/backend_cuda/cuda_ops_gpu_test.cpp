@@ -84,3 +84,26 @@ TEST_CASE("CudaOps digest_regions equals the host digest of the same bytes", "[g
   CHECK(got[2] == ra::digest_bytes(ra::DType::u8, ra::Shape{7}, bytes.data(), 7));
   CHECK(got[3] == ra::digest_bytes(ra::DType::f32, ra::Shape{0}, floats.data(), 0));
 }
+
+TEST_CASE("CudaOps staging memory: pinned, and one batched download equals each alone",
+          "[gpu][cuda_ops]") {
+  RA_SKIP_WITHOUT_USABLE_GPU();
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
+  ra::Memory& staging = ops->staging_memory();
+  REQUIRE(staging.host_accessible());
+  CHECK(std::string(staging.name()) == "cuda-pinned");
+  const auto first = test::random_values(70001, 3), second = test::random_values(13, 4);
+  DeviceArray<float> a(ops->memory(), first), b(ops->memory(), second);
+  auto* pinned_a = static_cast<float*>(staging.allocate(first.size() * sizeof(float)));
+  auto* pinned_b = static_cast<float*>(staging.allocate(second.size() * sizeof(float)));
+  unsigned int flags = 0;
+  RA_TEST_CUDA(cudaHostGetFlags(&flags, pinned_a));  // fails for pageable memory
+  const std::vector<ra::Download> downloads = {{pinned_a, a.get(), first.size() * sizeof(float)},
+                                               {pinned_b, b.get(), second.size() * sizeof(float)},
+                                               {pinned_b, b.get(), 0}};
+  ops->memory().download_all(downloads);
+  CHECK(test::same_bits(std::vector<float>(pinned_a, pinned_a + first.size()), a.host()));
+  CHECK(test::same_bits(std::vector<float>(pinned_b, pinned_b + second.size()), second));
+  staging.deallocate(pinned_a);
+  staging.deallocate(pinned_b);
+}

@@ -1,5 +1,7 @@
 #include "backend/cuda/cuda_memory.h"
 
+#include <cstring>
+
 #include "backend/cuda/cuda_check.h"
 
 namespace ra::backend::cuda {
@@ -39,6 +41,49 @@ void DeviceMemory::download(void* host_dst, const void* src, std::size_t bytes) 
   if (bytes == 0) return;
   RA_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void DeviceMemory::download_all(std::span<const Download> downloads) {
+  bool queued = false;
+  for (const Download& d : downloads) {
+    if (d.bytes == 0) continue;
+    RA_CUDA_CHECK(cudaMemcpyAsync(d.host_dst, d.src, d.bytes, cudaMemcpyDeviceToHost, stream_));
+    queued = true;
+  }
+  if (queued) RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* PinnedHostMemory::allocate(std::size_t bytes) {
+  void* p = nullptr;
+  RA_CUDA_CHECK(cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault));
+  return p;
+}
+
+void PinnedHostMemory::deallocate(void* p) noexcept {
+  // The staging buffers are written by downloads that waited before returning: nothing queued
+  // still writes to them.
+  if (p != nullptr) static_cast<void>(cudaFreeHost(p));
+}
+
+void PinnedHostMemory::zero(void* p, std::size_t bytes) {
+  if (bytes) std::memset(p, 0, bytes);
+}
+
+void PinnedHostMemory::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memmove(dst, src, bytes);
+}
+
+void PinnedHostMemory::upload(void* dst, const void* host_src, std::size_t bytes) {
+  copy(dst, host_src, bytes);
+}
+
+void PinnedHostMemory::download(void* host_dst, const void* src, std::size_t bytes) {
+  copy(host_dst, src, bytes);
+}
+
+PinnedHostMemory& pinned_host_memory() {
+  static PinnedHostMemory memory;
+  return memory;
 }
 
 }  // namespace ra::backend::cuda

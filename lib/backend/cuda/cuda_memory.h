@@ -34,9 +34,30 @@ class DeviceMemory final : public Memory {
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void upload(void* dst, const void* host_src, std::size_t bytes) override;
   void download(void* host_dst, const void* src, std::size_t bytes) override;
+  // Every download queued on the stream, then one wait.
+  void download_all(std::span<const Download> downloads) override;
 
  private:
   cudaStream_t stream_;
 };
+
+// Page-locked host memory (cudaHostAlloc, cudaFreeHost): host-accessible, and what a download
+// from device memory reaches by DMA alone, where pageable memory goes through a bounce buffer.
+// Where weight snapshots stage their copies (Ops::staging_memory). One process-wide object
+// (pinned_host_memory()), bound to no stream: its copies are host memcpy's.
+class PinnedHostMemory final : public Memory {
+ public:
+  bool host_accessible() const noexcept override { return true; }
+  const char* name() const noexcept override { return "cuda-pinned"; }
+  // cudaHostAlloc aligns to a page, more than the 64 bytes the interface promises.
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* p) noexcept override;
+  void zero(void* p, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void upload(void* dst, const void* host_src, std::size_t bytes) override;
+  void download(void* host_dst, const void* src, std::size_t bytes) override;
+};
+
+PinnedHostMemory& pinned_host_memory();
 
 }  // namespace ra::backend::cuda

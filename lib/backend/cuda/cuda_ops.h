@@ -48,6 +48,8 @@ class CudaOps final : public Ops {
   // Device memory whose zeros and copies are queued on stream() (cuda_memory.h); what is
   // allocated through it must not outlive this object.
   Memory& memory() override;
+  // Page-locked host memory (cuda_memory.h): snapshots download into it by DMA alone.
+  Memory& staging_memory() const override { return pinned_host_memory(); }
 
   // What ran for each convolution and dense geometry and direction, in first-use order, each
   // once: a convolution's entry (one per geometry, direction and mode, chosen by ConvPlan) is
