@@ -50,6 +50,9 @@ class ForwardingOps : public Ops {
     return inner_->fuses_conv_maxpool(g, pool);
   }
 
+  // loss_when_done is not forwarded: Ops' default calls this decorator's loss op, which it sees
+  // (and records) like any other, and whose value the inner backend returns at once.
+
   // The ops: each is described as one OpCall and handed to observe(), whose default runs it.
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;

@@ -38,4 +38,11 @@ std::vector<Digest128> Ops::take_queued_digests() {
   throw std::logic_error("this backend does not queue digests (Ops::queues_digests)");
 }
 
+void Ops::loss_when_done(LossKind kind, int n, int classes, const float* pred,
+                         const std::int32_t* labels, float* grad, KernelMode mode, float* value) {
+  *value = kind == LossKind::mean_squared_error
+               ? mean_squared_error(n, classes, pred, labels, grad, mode)
+               : softmax_cross_entropy(n, classes, pred, labels, grad, mode);
+}
+
 }  // namespace ra::backend

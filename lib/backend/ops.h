@@ -262,6 +262,18 @@ class Ops {
   // (n*classes).
   virtual float mean_squared_error(int n, int classes, const float* pred,
                                    const std::int32_t* labels, float* dpred, KernelMode mode) = 0;
+
+  // A training step's loss, whose value its caller reads only once the step's work is done: the
+  // loss op `kind` with the arguments above, its value in *value when synchronize() returns, and a
+  // label outside [0, classes) thrown (ra::InputError) by synchronize() at the latest. The CUDA
+  // backend copies the value back with the step's other work, so that the step does not wait for
+  // its forward pass before queuing its backward pass (the calls above wait: they return the
+  // value). The default makes the call above, through any decorator, which so sees a loss op like
+  // any other, and stores the value at once. `value` must stay valid until synchronize().
+  enum class LossKind { softmax_cross_entropy, mean_squared_error };
+  virtual void loss_when_done(LossKind kind, int n, int classes, const float* pred,
+                              const std::int32_t* labels, float* grad, KernelMode mode,
+                              float* value);
 };
 
 }  // namespace ra::backend

@@ -21,6 +21,17 @@ float compute_loss(backend::Ops& ops, spec::Loss loss, const Tensor& output,
                                    to_backend(mode));
 }
 
+void compute_loss_when_done(backend::Ops& ops, spec::Loss loss, const Tensor& output,
+                            std::span<const std::int32_t> labels, Tensor& output_grad,
+                            spec::KernelMode mode, float* value) {
+  output_grad.resize(output.shape());
+  const auto kind = loss == spec::Loss::mean_squared_error
+                        ? backend::Ops::LossKind::mean_squared_error
+                        : backend::Ops::LossKind::softmax_cross_entropy;
+  ops.loss_when_done(kind, static_cast<int>(output.dim(0)), static_cast<int>(output.dim(1)),
+                     output.data(), labels.data(), output_grad.data(), to_backend(mode), value);
+}
+
 std::int64_t predict_classes(const Tensor& output, std::span<const std::int32_t> labels,
                              std::span<std::int32_t> predicted) {
   const std::int64_t n = output.dim(0), classes = output.dim(1);

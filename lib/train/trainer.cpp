@@ -250,8 +250,10 @@ bool Trainer::run_epoch(data::BatchLoader& loader, RunState& state, Observer* ob
     const Staged in = stage(batch);
     const Tensor& out = model_->forward(*ops_, in.images, ctx);
     ops_->enter_layer(kLossLayer);
-    const float loss = nn::compute_loss(*ops_, spec_.loss, out, in.labels, &state.output_grad,
-                                        determinism_.mode_for(spec::ReducingOp::loss));
+    // Read after synchronize(): a device backend queues the backward pass without waiting for it.
+    float loss = 0.0f;
+    nn::compute_loss_when_done(*ops_, spec_.loss, out, in.labels, state.output_grad,
+                               determinism_.mode_for(spec::ReducingOp::loss), &loss);
     model_->backward(*ops_, state.output_grad, ctx);
     optimizer_->step(state.params, state.digests);
     // The step ends when its work is done, not when a device backend has queued it: else its

@@ -10,6 +10,7 @@
 #include "backend/backend_test_util.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend_cuda/gpu_test_support.h"
+#include "core/error.h"
 
 namespace {
 
@@ -106,4 +107,38 @@ TEST_CASE("CudaOps staging memory: pinned, and one batched download equals each 
   CHECK(test::same_bits(std::vector<float>(pinned_b, pinned_b + second.size()), second));
   staging.deallocate(pinned_a);
   staging.deallocate(pinned_b);
+}
+
+TEST_CASE("CudaOps loss_when_done: the loss's bits at synchronize, a bad label thrown there",
+          "[gpu][cuda_ops]") {
+  RA_SKIP_WITHOUT_USABLE_GPU();
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
+  const int n = 37, classes = 10;
+  const auto logits = test::random_values(n * classes, 11);
+  std::vector<std::int32_t> labels(n);
+  for (int i = 0; i < n; ++i) labels[std::size_t(i)] = (i * 7) % classes;
+  DeviceArray<float> x(ops->memory(), logits), grad(ops->memory(), std::vector<float>(n * classes));
+  DeviceArray<std::int32_t> y(ops->memory(), labels);
+  using Kind = ra::backend::Ops::LossKind;
+  for (const Kind kind : {Kind::softmax_cross_entropy, Kind::mean_squared_error}) {
+    const float eager = kind == Kind::mean_squared_error
+                            ? ops->mean_squared_error(n, classes, x.get(), y.get(), grad.get(),
+                                                      KernelMode::deterministic)
+                            : ops->softmax_cross_entropy(n, classes, x.get(), y.get(), grad.get(),
+                                                         KernelMode::deterministic);
+    const auto eager_grad = grad.host();
+    float late = -1.0f;
+    ops->loss_when_done(kind, n, classes, x.get(), y.get(), grad.get(), KernelMode::deterministic,
+                        &late);
+    ops->synchronize();
+    CHECK(test::same_bits(std::vector<float>{late}, std::vector<float>{eager}));
+    CHECK(test::same_bits(grad.host(), eager_grad));
+  }
+  labels[5] = classes;  // outside [0, classes)
+  DeviceArray<std::int32_t> bad(ops->memory(), labels);
+  float value = 0.0f;
+  ops->loss_when_done(Kind::softmax_cross_entropy, n, classes, x.get(), bad.get(), grad.get(),
+                      KernelMode::deterministic, &value);
+  REQUIRE_THROWS_AS(ops->synchronize(), ra::InputError);
+  REQUIRE_NOTHROW(ops->synchronize());  // told once
 }

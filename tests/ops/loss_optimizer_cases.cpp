@@ -1,6 +1,7 @@
-// Loss cases (softmax_cross_entropy, mean_squared_error), optimizer cases (optimizer_update,
-// optimizer_update_digested: bit for bit the per-element rule of optim/rules/update_rules.h) and
-// digest cases (Ops::digest: bit for bit core/digest.h on the host).
+// Loss cases (softmax_cross_entropy, mean_squared_error, loss_when_done), optimizer cases
+// (optimizer_update, optimizer_update_digested: bit for bit the per-element rule of
+// optim/rules/update_rules.h) and digest cases (Ops::digest: bit for bit core/digest.h on the
+// host).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -102,6 +103,24 @@ void add_loss_shape(std::vector<OpCase>& table, const LossShape& s) {
                                       with_gradient ? a.f32("dx") : nullptr, mode)};
          },
          [s, with_gradient](const Arrays& a) { return mse_reference(s, a, with_gradient); }});
+  }
+  // The training step's call: the value read after synchronize(), the gradient always written.
+  using Kind = Ops::LossKind;
+  for (const Kind kind : {Kind::softmax_cross_entropy, Kind::mean_squared_error}) {
+    const bool mse = kind == Kind::mean_squared_error;
+    table.push_back({"loss_when_done",
+                     std::string(s.name) + (mse ? ", mean_squared_error" : ", softmax"), true,
+                     false, [s] { return loss_inputs(s); },
+                     [s, kind](Ops& ops, BackendArrays& a, KernelMode mode) {
+                       float value = -1.0f;
+                       ops.loss_when_done(kind, s.n, s.classes, a.f32("x"), a.i32("labels"),
+                                          a.f32("dx"), mode, &value);
+                       ops.synchronize();
+                       a.returned().f32["loss"] = {value};
+                     },
+                     [s, mse](const Arrays& a) {
+                       return mse ? mse_reference(s, a, true) : softmax_reference(s, a, true);
+                     }});
   }
 }
 

@@ -60,4 +60,22 @@ class PinnedHostMemory final : public Memory {
 
 PinnedHostMemory& pinned_host_memory();
 
+// One value in page-locked host memory, owned: what the device copies a result back into with a
+// step's other work (cudaMemcpyAsync into pageable memory would wait), for the host to read once
+// the stream has finished. Value-initialised.
+template <class T>
+class PinnedHostValue {
+ public:
+  PinnedHostValue() : value_(static_cast<T*>(pinned_host_memory().allocate(sizeof(T)))) {
+    *value_ = T{};
+  }
+  PinnedHostValue(const PinnedHostValue&) = delete;
+  PinnedHostValue& operator=(const PinnedHostValue&) = delete;
+  ~PinnedHostValue() { pinned_host_memory().deallocate(value_); }
+  T* get() const noexcept { return value_; }
+
+ private:
+  T* value_;
+};
+
 }  // namespace ra::backend::cuda

@@ -38,11 +38,6 @@ KernelMode require_usable_device(KernelMode mode) {
   return mode;
 }
 
-struct LossScalars {
-  float loss;
-  int bad_label;
-};
-
 }  // namespace
 
 CudaOps::CudaOps(KernelMode forward_mode)
@@ -136,6 +131,7 @@ std::vector<Digest128> CudaOps::take_queued_digests() {
 
 void CudaOps::synchronize() {
   stream_.synchronize();
+  resolve_pending_loss();
 }
 
 std::unique_ptr<DeviceTimer> CudaOps::make_device_timer() {
@@ -216,11 +212,13 @@ void CudaOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count
 // ---- losses ----
 
 template <class Launch>
-float CudaOps::loss(const char* op, int n, int classes, KernelMode mode, Launch launch) {
+void CudaOps::queue_loss(const char* op, int n, int classes, KernelMode mode, Launch launch) {
   if (n < 1 || classes < 1) {
     throw InputError(std::string(op) + ": need at least one sample and one class, got n = " +
                      std::to_string(n) + ", classes = " + std::to_string(classes));
   }
+  // One loss in flight: its readback buffer is about to be written again.
+  if (pending_loss_) synchronize();
   void* scratch = workspace(kernels::loss_workspace_bytes(n, classes));
   auto* scalars = loss_scalars_.as<LossScalars>();
   // The kernels set the flag but never clear it.
@@ -232,33 +230,62 @@ float CudaOps::loss(const char* op, int n, int classes, KernelMode mode, Launch 
   note_reduction(cuda::reduction_ledger_entry(plan, op, cuda::loss_geometry_key(op, n, classes),
                                               "batch_sum",
                                               kernels::loss_workspace_bytes(n, classes)));
-  LossScalars host{};
-  RA_CUDA_CHECK(
-      cudaMemcpyAsync(&host, scalars, sizeof(LossScalars), cudaMemcpyDeviceToHost, stream()));
-  stream_.synchronize();
+  RA_CUDA_CHECK(cudaMemcpyAsync(loss_readback_.get(), scalars, sizeof(LossScalars),
+                                cudaMemcpyDeviceToHost, stream()));
+}
+
+void CudaOps::resolve_pending_loss() {
+  if (!pending_loss_) return;
+  const PendingLoss pending = *pending_loss_;
+  pending_loss_.reset();
+  const LossScalars& host = *loss_readback_.get();
   if (host.bad_label != 0) {
-    throw InputError(std::string(op) + ": a label of the batch is outside [0, " +
-                     std::to_string(classes) + ")");
+    throw InputError(std::string(pending.op) + ": a label of the batch is outside [0, " +
+                     std::to_string(pending.classes) + ")");
   }
-  return host.loss;
+  *pending.value = host.loss;
+}
+
+namespace {
+
+const char* loss_name(Ops::LossKind kind) {
+  return kind == Ops::LossKind::mean_squared_error ? "mean_squared_error" : "softmax_cross_entropy";
+}
+
+}  // namespace
+
+void CudaOps::loss_when_done(LossKind kind, int n, int classes, const float* pred,
+                             const std::int32_t* labels, float* grad, KernelMode mode,
+                             float* value) {
+  const char* op = loss_name(kind);
+  queue_loss(op, n, classes, mode,
+             [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
+               if (kind == LossKind::mean_squared_error) {
+                 kernels::mean_squared_error(stream(), n, classes, pred, labels, grad, loss_out,
+                                             deterministic, scratch, bad_label);
+               } else {
+                 kernels::softmax_cross_entropy(stream(), n, classes, pred, labels, grad, loss_out,
+                                                deterministic, scratch, bad_label);
+               }
+             });
+  pending_loss_ = PendingLoss{op, classes, value};
 }
 
 float CudaOps::softmax_cross_entropy(int n, int classes, const float* logits,
                                      const std::int32_t* labels, float* dlogits, KernelMode mode) {
-  return loss("softmax_cross_entropy", n, classes, mode,
-              [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
-                kernels::softmax_cross_entropy(stream(), n, classes, logits, labels, dlogits,
-                                               loss_out, deterministic, scratch, bad_label);
-              });
+  float value = 0.0f;
+  loss_when_done(LossKind::softmax_cross_entropy, n, classes, logits, labels, dlogits, mode,
+                 &value);
+  synchronize();
+  return value;
 }
 
 float CudaOps::mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
                                   float* dpred, KernelMode mode) {
-  return loss("mean_squared_error", n, classes, mode,
-              [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
-                kernels::mean_squared_error(stream(), n, classes, pred, labels, dpred, loss_out,
-                                            deterministic, scratch, bad_label);
-              });
+  float value = 0.0f;
+  loss_when_done(LossKind::mean_squared_error, n, classes, pred, labels, dpred, mode, &value);
+  synchronize();
+  return value;
 }
 
 }  // namespace ra::backend::cuda

@@ -9,8 +9,9 @@
 //   pooling, activations, dropout, losses, optimizer   kernels/*.cuh (custom, CPU-identical rules)
 //
 // Workspaces are grow-only buffers: after the first step of a run (every geometry seen once) no
-// call allocates. Ops return when their work is queued, except the losses, which copy the loss
-// value (and the bad-label flag) back to the host: one small synchronization per loss.
+// call allocates. Ops return when their work is queued, except the losses that return their value,
+// which copy it (and the bad-label flag) back to the host and wait; a training step's loss
+// (loss_when_done) is read at the step's synchronize() instead, so the step never waits midway.
 //
 // KernelMode: the reducing ops follow the mode of each call (algorithm_policy.h). The forward
 // convolution has no mode argument: the mode given at construction decides whether it is pinned
@@ -21,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -120,8 +122,23 @@ class CudaOps final : public Ops {
                               float* dlogits, KernelMode mode) override;
   float mean_squared_error(int n, int classes, const float* pred, const std::int32_t* labels,
                            float* dpred, KernelMode mode) override;
+  // Queued with a copy of the value into page-locked memory, and no wait: synchronize() stores
+  // the value (or throws the bad label). One at a time: a second loss first waits for the first.
+  void loss_when_done(LossKind kind, int n, int classes, const float* pred,
+                      const std::int32_t* labels, float* grad, KernelMode mode,
+                      float* value) override;
 
  private:
+  struct LossScalars {
+    float loss;
+    int bad_label;
+  };
+  // A loss queued by loss_when_done, read when the stream has finished.
+  struct PendingLoss {
+    const char* op = nullptr;
+    int classes = 0;
+    float* value = nullptr;
+  };
   using ConvKey = std::array<int, 15>;
   cuda::ConvPlan& conv_plan(const ConvGeometry& g);
   // x itself, or (asymmetric padding) x copied into padded_input_.
@@ -146,8 +163,12 @@ class CudaOps final : public Ops {
   // throws a CudaError naming the geometry, direction, algorithm and status (op_execution.h).
   void run_dense_product(const DenseGeometry& g, int direction, KernelMode mode,
                          const std::function<cublasStatus_t()>& product);
+  // Queues the loss kernel `launch` and the copy of its scalars into loss_readback_.
   template <class Launch>
-  float loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
+  void queue_loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
+  // After the stream has finished: the queued loss's value into its caller's float, or its bad
+  // label thrown. Nothing when no loss is pending.
+  void resolve_pending_loss();
   // The bias gradient of dense (spatial 1) and conv layers by kernels::bias_backward, in the
   // plan of split_plan.h, noted under `layer` (the geometry key).
   void bias_gradient(const std::string& layer, const float* dy, float* db, int n, int k,
@@ -166,10 +187,12 @@ class CudaOps final : public Ops {
   // never holds a freed workspace.
   cuda::DeviceBuffer cublas_workspace_;
   cuda::CublasHandle cublas_;
-  cuda::DeviceBuffer workspace_;      // cuDNN, bias and loss scratch (grow-only, shared)
-  cuda::DeviceBuffer padded_input_;   // asymmetric padding: x with the extra rows and columns
-  cuda::DeviceBuffer padded_grad_;    // asymmetric padding: gradient of that padded x
-  cuda::DeviceBuffer loss_scalars_;   // {float loss; int bad_label}
+  cuda::DeviceBuffer workspace_;     // cuDNN, bias and loss scratch (grow-only, shared)
+  cuda::DeviceBuffer padded_input_;  // asymmetric padding: x with the extra rows and columns
+  cuda::DeviceBuffer padded_grad_;   // asymmetric padding: gradient of that padded x
+  cuda::DeviceBuffer loss_scalars_;  // LossScalars
+  cuda::PinnedHostValue<LossScalars> loss_readback_;  // their copy, read after a wait
+  std::optional<PendingLoss> pending_loss_;
   cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
   cuda::DeviceBuffer digest_chunks_;  // their chunk digests
   cuda::DigestQueue digest_queue_;    // queue_digests' until taken
