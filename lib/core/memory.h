@@ -25,7 +25,10 @@ class Memory {
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* p) noexcept = 0;
   virtual void zero(void* p, std::size_t bytes) = 0;
-  // Within this memory; and between this memory and the host. All complete before returning.
+  // Within this memory: ordered with the backend's work, not necessarily complete on return (a
+  // device memory queues it, like zero(), on its stream: the ops and copies after it see the
+  // result, and so does the host through download()). Between this memory and the host
+  // (upload, download): complete before returning.
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;

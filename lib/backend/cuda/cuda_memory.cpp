@@ -26,8 +26,9 @@ void DeviceMemory::zero(void* p, std::size_t bytes) {
 
 void DeviceMemory::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
+  // Queued, not waited for: the stream orders it with every op and copy (a flatten layer copies
+  // twice per step; a wait there would stall the step and make it uncapturable as a graph).
   RA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
-  RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void DeviceMemory::upload(void* dst, const void* host_src, std::size_t bytes) {

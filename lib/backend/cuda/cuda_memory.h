@@ -6,8 +6,9 @@
 // Ordering: every zero and copy is queued on that stream (cudaMemsetAsync, cudaMemcpyAsync), so it
 // runs after the kernels queued before it and before those queued after, by stream order alone:
 // nothing depends on the legacy default stream's implicit synchronization, which a per-thread
-// default stream (--default-stream per-thread) or a non-blocking stream would not give. Copies
-// then wait for that stream, as the interface promises completion on return.
+// default stream (--default-stream per-thread) or a non-blocking stream would not give. Uploads
+// and downloads then wait for that stream, as the interface promises them complete on return;
+// zeros and device-to-device copies do not.
 #include <cuda_runtime_api.h>
 
 #include "core/memory.h"
@@ -31,7 +32,7 @@ class DeviceMemory final : public Memory {
   // queued before may still read the block.
   void deallocate(void* p) noexcept override;
   void zero(void* p, std::size_t bytes) override;  // queued; later work on the stream sees zeros
-  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;  // queued, likewise
   void upload(void* dst, const void* host_src, std::size_t bytes) override;
   void download(void* host_dst, const void* src, std::size_t bytes) override;
   // Every download queued on the stream, then one wait.
