@@ -8,9 +8,19 @@
 namespace ra::kernels {
 namespace {
 
+// The draw as launched (a value) or as read from device memory when the kernel runs.
+__device__ std::uint64_t draw_of(std::uint64_t draw) {
+  return draw;
+}
+__device__ std::uint64_t draw_of(DeviceValue<std::uint64_t> draw) {
+  return *draw.at;
+}
+
+template <class Draw>
 __global__ void dropout_forward_kernel(std::int64_t count, std::uint32_t drop_threshold,
-                                       float scale, ra::rng::PhiloxKey key, std::uint64_t draw,
+                                       float scale, ra::rng::PhiloxKey key, Draw draw_arg,
                                        const float* x, float* y, std::uint8_t* mask) {
+  const std::uint64_t draw = draw_of(draw_arg);
   const std::int64_t blocks = (count + 3) / 4;
   for (std::int64_t b = detail::grid_first(); b < blocks; b += detail::grid_stride()) {
     const ra::rng::PhiloxBlock bits =
@@ -37,6 +47,14 @@ __global__ void dropout_backward_kernel(std::int64_t count, float scale, const s
 void dropout_forward(cudaStream_t stream, std::int64_t count, std::uint32_t drop_threshold,
                      float scale, ra::rng::PhiloxKey key, std::uint64_t draw, const float* x,
                      float* y, std::uint8_t* mask) {
+  if (count <= 0) return;
+  dropout_forward_kernel<<<detail::grid_for((count + 3) / 4), detail::kThreads, 0, stream>>>(
+      count, drop_threshold, scale, key, draw, x, y, mask);
+}
+
+void dropout_forward(cudaStream_t stream, std::int64_t count, std::uint32_t drop_threshold,
+                     float scale, ra::rng::PhiloxKey key, DeviceValue<std::uint64_t> draw,
+                     const float* x, float* y, std::uint8_t* mask) {
   if (count <= 0) return;
   dropout_forward_kernel<<<detail::grid_for((count + 3) / 4), detail::kThreads, 0, stream>>>(
       count, drop_threshold, scale, key, draw, x, y, mask);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "kernels/device_value.h"
 #include "rng/philox.h"
 
 namespace ra::kernels {
@@ -16,6 +17,10 @@ namespace ra::kernels {
 void dropout_forward(cudaStream_t stream, std::int64_t count, std::uint32_t drop_threshold,
                      float scale, ra::rng::PhiloxKey key, std::uint64_t draw, const float* x,
                      float* y, std::uint8_t* mask);
+// The same with the draw read from device memory as the kernel runs (kernels/device_value.h).
+void dropout_forward(cudaStream_t stream, std::int64_t count, std::uint32_t drop_threshold,
+                     float scale, ra::rng::PhiloxKey key, DeviceValue<std::uint64_t> draw,
+                     const float* x, float* y, std::uint8_t* mask);
 void dropout_backward(cudaStream_t stream, std::int64_t count, float scale,
                       const std::uint8_t* mask, const float* dy, float* dx);
 

@@ -17,6 +17,7 @@
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
+#include "cuda_graphs_option.h"
 #include "default_folder.h"
 #include "option_checks.h"
 #include "report_output.h"
@@ -256,6 +257,7 @@ void add_snapshot_options(CLI::App& cmd, RunCommandOptions& o) {
          "inline (the run, as it takes each) or auto (default: thread where the weights live on "
          "a GPU, inline on the CPU)")
       ->check(CLI::IsMember({"auto", "thread", "inline"}));
+  add_cuda_graphs_option(cmd, o.audit.step_graphs);
   cmd.add_flag("--save-batches", o.audit.snapshots.batches,
                "Write the sample indices of every batch (batches.json) for replay elsewhere");
 }

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "cuda_graphs_option.h"
 #include "json_output.h"
 #include "nn/model_digest.h"
 #include "option_checks.h"
@@ -33,6 +34,7 @@ struct TrainOptions {
   std::optional<std::int64_t> interrupt_at;
   std::string checkpoint_dir = ".";
   std::string resume_from;
+  bool cuda_graphs = false;
 };
 
 std::string float_bits_hex(float v) {
@@ -87,6 +89,49 @@ int write_interrupt_checkpoint(const TrainOptions& o, const train::Trainer& trai
   return 0;
 }
 
+// train --json's document: the run, its epochs, and (--cuda-graphs on) how its steps launched.
+nlohmann::json train_summary(const TrainOptions& o, const spec::ExperimentSpec& s,
+                             const train::Trainer& trainer, const train::TrainResult& r,
+                             const std::string& weights) {
+  const auto& last = r.epochs.back();
+  const backend::StepLaunchCounts& launches = r.step_launches;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : r.epochs) {
+    nlohmann::json je = {{"epoch", e.epoch + 1},
+                         {"steps", e.steps},
+                         {"train_loss", e.mean_train_loss},
+                         {"seconds", e.seconds}};
+    if (e.eval_loss) {
+      je["eval_loss"] = *e.eval_loss;
+      je["eval_accuracy"] = *e.eval_accuracy;
+    }
+    epochs.push_back(je);
+  }
+  nlohmann::json doc = {{"name", s.name},
+                        {"seed", s.seed},
+                        {"backend", trainer.ops().name()},
+                        {"threads", trainer.threads()},
+                        {"mode", spec::to_string(trainer.determinism().mode)},
+                        {"steps", r.steps},
+                        {"final_loss", r.final_loss},
+                        {"final_loss_bits", float_bits_hex(r.final_loss)},
+                        {"weights_xxh3", weights},
+                        {"median_step_ms", r.median_step_seconds * 1e3},
+                        {"seconds", r.total_seconds},
+                        {"epochs", epochs}};
+  if (o.cuda_graphs) {
+    doc["step_launch"] = {{"eager", launches.eager},
+                          {"capture", launches.capture},
+                          {"replay", launches.replay},
+                          {"eager_reasons", launches.eager_reasons}};
+  }
+  if (last.eval_accuracy) {
+    doc["eval_loss"] = *last.eval_loss;
+    doc["eval_accuracy"] = *last.eval_accuracy;
+  }
+  return doc;
+}
+
 int run_train(const TrainOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (o.seed) s.seed = *o.seed;
@@ -96,6 +141,7 @@ int run_train(const TrainOptions& o) {
   if (!o.mode.empty()) options.mode = spec::kernel_mode_from_string(o.mode);
 
   options.interrupt_at = o.interrupt_at;
+  options.step_graphs = o.cuda_graphs;
   std::optional<train::Checkpoint> checkpoint;
   if (!o.resume_from.empty()) {
     checkpoint = train::read_checkpoint(o.resume_from);
@@ -126,37 +172,17 @@ int run_train(const TrainOptions& o) {
   if (r.interrupted) return write_interrupt_checkpoint(o, trainer, r);
   const std::string weights = nn::parameters_digest(trainer.model()).hex();
   const auto& last = r.epochs.back();
+  const backend::StepLaunchCounts& launches = r.step_launches;
+  if (o.cuda_graphs) {
+    spdlog::info("steps launched: {} eager, {} captured, {} replayed", launches.eager,
+                 launches.capture, launches.replay);
+    for (const auto& [reason, count] : launches.eager_reasons) {
+      spdlog::info("  {} eager: {}", count, reason);
+    }
+  }
 
   if (o.json) {
-    nlohmann::json epochs = nlohmann::json::array();
-    for (const auto& e : r.epochs) {
-      nlohmann::json je = {{"epoch", e.epoch + 1},
-                           {"steps", e.steps},
-                           {"train_loss", e.mean_train_loss},
-                           {"seconds", e.seconds}};
-      if (e.eval_loss) {
-        je["eval_loss"] = *e.eval_loss;
-        je["eval_accuracy"] = *e.eval_accuracy;
-      }
-      epochs.push_back(je);
-    }
-    nlohmann::json doc = {{"name", s.name},
-                          {"seed", s.seed},
-                          {"backend", trainer.ops().name()},
-                          {"threads", trainer.threads()},
-                          {"mode", spec::to_string(trainer.determinism().mode)},
-                          {"steps", r.steps},
-                          {"final_loss", r.final_loss},
-                          {"final_loss_bits", float_bits_hex(r.final_loss)},
-                          {"weights_xxh3", weights},
-                          {"median_step_ms", r.median_step_seconds * 1e3},
-                          {"seconds", r.total_seconds},
-                          {"epochs", epochs}};
-    if (last.eval_accuracy) {
-      doc["eval_loss"] = *last.eval_loss;
-      doc["eval_accuracy"] = *last.eval_accuracy;
-    }
-    std::printf("%s\n", json_text(doc).c_str());
+    std::printf("%s\n", json_text(train_summary(o, s, trainer, r, weights)).c_str());
     return 0;
   }
   // The final line: stable format, documented in the README. %.9g round-trips a float.
@@ -192,6 +218,7 @@ void register_train(CLI::App& app, CommandRun& run) {
                   "Go on from a checkpoint (its .json manifest) written by --interrupt-at or an "
                   "audit's run folder: the same run, as if it had never stopped")
       ->excludes("--seed");
+  add_cuda_graphs_option(*cmd, o->cuda_graphs);
   cmd->callback([&run, o] { run = [o] { return run_train(*o); }; });
 }
 

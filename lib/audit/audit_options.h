@@ -108,6 +108,9 @@ struct AuditOptions {
   // checkpoint into its run-NNN/ folder and goes on in a new trainer restored from that file
   // alone; run 0 records its state as it passes them (docs/resume.md). Empty: no interrupts.
   std::vector<std::int64_t> interrupt_at;
+  // --cuda-graphs on: each run's full steps as CUDA graphs where the backend can (its calibration
+  // too, so the recording figure compares like with like); the traces say how each step ran.
+  bool step_graphs = false;
   // --test-skip-restore (test-only): the pieces every restore leaves out.
   train::RestoreSkips restore_skips;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic

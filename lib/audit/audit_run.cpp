@@ -51,6 +51,7 @@ train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p
   r.mode = o.mode;
   r.seeds = p.seeds;
   r.algorithm_pins = o.algorithm_pins;
+  r.step_graphs = o.step_graphs;
   if (p.group == "perturbed") {
     // The flipped bit must be the group's only source of difference: deterministic kernels, and
     // the draw is the run's index, so each run of the group flips another weight.
@@ -113,6 +114,7 @@ void RunWorker::calibrate_once(const PlannedRun& p) {
     plain.mode = options_.mode;
     plain.seeds = p.seeds;
     plain.algorithm_pins = options_.algorithm_pins;
+    plain.step_graphs = options_.step_graphs;
     calibration_ = calibrate_step(spec_, data_, plain);
   });
 }

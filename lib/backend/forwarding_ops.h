@@ -44,6 +44,12 @@ class ForwardingOps : public Ops {
     return inner_->queue_digests(regions);
   }
   std::vector<Digest128> take_queued_digests() override { return inner_->take_queued_digests(); }
+  // Not forwarded: a decorator sees (records, times) each op as it is called, which a replayed
+  // step would not call; the steps through one run eager.
+  StepLaunchDecision begin_step(const StepRequest& request) override {
+    return {StepLaunch::eager, request.graphs ? "ops observed one by one (op records or op times)"
+                                              : "CUDA graphs off"};
+  }
   // The inner backend's answer, so that a run through a decorator makes the same calls (a
   // decorator then sees a pair call's parts unless it forwards the pair through inner()).
   bool fuses_conv_maxpool(const ConvGeometry& g, const PoolGeometry& pool) const override {

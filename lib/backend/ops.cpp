@@ -38,6 +38,12 @@ std::vector<Digest128> Ops::take_queued_digests() {
   throw std::logic_error("this backend does not queue digests (Ops::queues_digests)");
 }
 
+StepLaunchDecision Ops::begin_step(const StepRequest& request) {
+  return {StepLaunch::eager, request.graphs
+                                 ? "the " + name() + " backend runs each op as it is called"
+                                 : "CUDA graphs off"};
+}
+
 void Ops::loss_when_done(LossKind kind, int n, int classes, const float* pred,
                          const std::int32_t* labels, float* grad, KernelMode mode, float* value) {
   *value = kind == LossKind::mean_squared_error

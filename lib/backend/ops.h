@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/algorithm_pins.h"
@@ -22,6 +23,7 @@
 #include "backend/geometry.h"
 #include "backend/modes.h"
 #include "backend/pool_gradient.h"
+#include "backend/step_launch.h"
 #include "core/digest.h"
 #include "core/memory.h"
 #include "core/tensor.h"
@@ -113,6 +115,20 @@ class Ops {
   virtual bool queues_digests() const { return false; }
   virtual std::size_t queue_digests(const std::vector<MemoryRegion>& regions);
   virtual std::vector<Digest128> take_queued_digests();
+  // A training step as a unit (backend/step_launch.h). The trainer calls begin_step before the
+  // step's first op and end_step after its last, before synchronize(). A backend that can run a
+  // whole step's work as one launch (the CUDA backend: a CUDA graph, captured once and replayed)
+  // decides in begin_step how this step runs; the ops between still get every call, in the same
+  // order, with this step's values (dropout's draw, the optimizer's rule), whichever it is.
+  // end_step launches what was captured or replayed and returns true; false when the step's work
+  // did not run at all (its capture failed, or its graph no longer fits its buffers): the trainer
+  // then undoes the host side of the step (the optimizer's iteration count) and runs it again,
+  // as begin_step then says. `op_failure`: empty when every op of the step returned, else the
+  // message of the one that threw; nothing of such a step is launched, and a capture it broke
+  // is ended and reported as failed. The defaults: every step eager, saying why; nothing to
+  // launch.
+  virtual StepLaunchDecision begin_step(const StepRequest& request);
+  virtual bool end_step(std::string_view /*op_failure*/) { return true; }
 
   // ---- convolution ----
   // y = act(conv(x, w) (+ bias[k] when bias != nullptr)): bias and activation fused into the

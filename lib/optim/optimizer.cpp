@@ -1,6 +1,8 @@
 #include "optim/optimizer.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "core/error.h"
 #include "optim/adadelta.h"
@@ -13,6 +15,14 @@ namespace ra::optim {
 double Optimizer::learning_rate() const noexcept {
   // Keras 2.x: lr * (1 / (1 + decay * iterations)), iterations counted before this step.
   return lr_ / (1.0 + decay_ * static_cast<double>(iterations_));
+}
+
+void Optimizer::rewind(std::int64_t iterations) {
+  if (iterations < 0 || iterations > iterations_) {
+    throw std::logic_error("optimizer: rewind to " + std::to_string(iterations) + " of " +
+                           std::to_string(iterations_) + " completed steps");
+  }
+  iterations_ = iterations;
 }
 
 namespace {

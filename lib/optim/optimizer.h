@@ -40,6 +40,11 @@ class Optimizer {
 
   // Completed steps.
   std::int64_t iterations() const noexcept { return iterations_; }
+  // Back to `iterations` completed steps, after steps whose device work never ran (a training
+  // step captured as a CUDA graph whose capture failed: backend/ops.h end_step). Their host side
+  // is the count alone (the rule comes from it; the state lives where the updates run, which
+  // did not). std::logic_error beyond the present count.
+  void rewind(std::int64_t iterations);
   // The lr the NEXT step will use: lr / (1 + decay * iterations()) (Keras 2.x time decay).
   double learning_rate() const noexcept;
 

@@ -209,6 +209,11 @@ trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainR
   }
   f.weights = digest_all(trainer, values_of(trainer.model()));
   f.predictions = predictions_;
+  if (trainer.step_graphs()) {
+    const backend::StepLaunchCounts& launches = result.step_launches;
+    f.step_launch = trace::StepLaunchRecord{launches.eager, launches.capture, launches.replay,
+                                            launches.eager_reasons};
+  }
   // The ledger is complete only now: autotuned algorithms are chosen at their first call.
   start_file();
   trace_.header.ledger = trainer.ops().ledger();

@@ -2,6 +2,7 @@
 // The trace of one run (docs/trace-format.md): everything a verdict is computed from. Digests say
 // whether two runs did the same thing at each point; the loss is kept as exact bits.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -261,6 +262,17 @@ struct RecordingCost {
   friend bool operator==(const RecordingCost&, const RecordingCost&) = default;
 };
 
+// How a run's training steps were launched on its device, where the run asked for CUDA graphs
+// (run --cuda-graphs on): eager (op by op), captured into a graph, or replayed from it; and the
+// eager steps by reason ("CUDA graphs off", "batch of 96 instead of 128 ...", "capture failed:
+// ..."). The three counts add up to the run's steps (those after its last resume, for a run that
+// was interrupted and resumed).
+struct StepLaunchRecord {
+  std::int64_t eager = 0, capture = 0, replay = 0;
+  std::map<std::string, std::int64_t> eager_reasons;  // their counts add up to `eager`
+  friend bool operator==(const StepLaunchRecord&, const StepLaunchRecord&) = default;
+};
+
 struct FinalRecord {
   RunStatus status = RunStatus::completed;
   std::string error;  // failed: what ended the run, the exception's type ("ZeroDivisionError")
@@ -275,6 +287,7 @@ struct FinalRecord {
   std::vector<Digest128> buffers;                // final buffers (version 3)
   std::vector<LoaderWorker> loader_workers;      // in start order; empty but for PyTorch traces
   std::optional<PredictionsRecord> predictions;  // none without an eval set (or older traces)
+  std::optional<StepLaunchRecord> step_launch;   // only where the run asked for CUDA graphs
 };
 
 struct Trace {

@@ -178,6 +178,23 @@ RecordingCost read_recording_cost(const Field& f) {
   return c;
 }
 
+StepLaunchRecord read_step_launch(const Field& f) {
+  StepLaunchRecord r;
+  r.eager = f["eager"].count();
+  r.capture = f["capture"].count();
+  r.replay = f["replay"].count();
+  std::int64_t reasons = 0;
+  for (const auto& [reason, count] : f["eager_reasons"].members()) {
+    r.eager_reasons[reason] = count.integer(1, std::int64_t{1} << 62);
+    reasons += r.eager_reasons[reason];
+  }
+  if (reasons != r.eager) {
+    f["eager_reasons"].fail("counts " + std::to_string(reasons) + " eager steps, 'eager' " +
+                            std::to_string(r.eager));
+  }
+  return r;
+}
+
 // Version 3: how the run ended; `error` (the exception's type) exactly when it failed.
 namespace {
 

@@ -39,6 +39,8 @@ Perturbation read_perturbation(const Field& f);
 PredictionsRecord read_predictions(const Field& f);
 // The end record's `recording_cost`: the calibrated median > 0, at least one calibration step.
 RecordingCost read_recording_cost(const Field& f);
+// The end record's step_launch: counts, and eager reasons whose counts add up to `eager`.
+StepLaunchRecord read_step_launch(const Field& f);
 // The PyTorch recorder's optional header fields: rng_states and seeded (digests of random
 // states: an object of hex digests or lists of them; seeded with its seed), recorder_warnings (a
 // list of non-empty strings).

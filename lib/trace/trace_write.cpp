@@ -232,6 +232,14 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
         {"calibrated_step_wall_seconds", f.recording_cost->calibrated_step_wall_seconds},
         {"calibration_steps", f.recording_cost->calibration_steps}};
   }
+  if (f.step_launch) {
+    json reasons = json::object();
+    for (const auto& [reason, count] : f.step_launch->eager_reasons) reasons[reason] = count;
+    end["step_launch"] = {{"eager", f.step_launch->eager},
+                          {"capture", f.step_launch->capture},
+                          {"replay", f.step_launch->replay},
+                          {"eager_reasons", reasons}};
+  }
   if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
   if (f.predictions) {
     end["predictions"] = {{"file", f.predictions->file},

@@ -84,6 +84,7 @@ Trainer::Trainer(const spec::ExperimentSpec& spec, LoadedData data, const RunOpt
   if (options.mode) determinism_ = spec::DeterminismSpec{*options.mode, {}};
   threads_ = options.threads.value_or(spec_.threads);
   interrupt_at_ = options.interrupt_at;
+  step_graphs_ = options.step_graphs;
   if (threads_ <= 0) threads_ = hardware_threads();
   if (options.make_backend) {
     backend_ = options.make_backend(threads_);
@@ -248,17 +249,7 @@ bool Trainer::run_epoch(data::BatchLoader& loader, RunState& state, Observer* ob
                         static_cast<std::uint64_t>(position_.step) - dropout_counter_lag_,
                         &determinism_};
     const Staged in = stage(batch);
-    const Tensor& out = model_->forward(*ops_, in.images, ctx);
-    ops_->enter_layer(kLossLayer);
-    // Read after synchronize(): a device backend queues the backward pass without waiting for it.
-    float loss = 0.0f;
-    nn::compute_loss_when_done(*ops_, spec_.loss, out, in.labels, state.output_grad,
-                               determinism_.mode_for(spec::ReducingOp::loss), &loss);
-    model_->backward(*ops_, state.output_grad, ctx);
-    optimizer_->step(state.params, state.digests);
-    // The step ends when its work is done, not when a device backend has queued it: else its
-    // unfinished tail would be timed in the next step, or in the observer (the recorder).
-    ops_->synchronize();
+    const float loss = train_step(in, ctx, state);
     const double seconds = seconds_since(step_start);
     state.step_seconds.push_back(seconds);
     const bool changed = observer && observer->after_update(*model_, position_.step);
@@ -275,6 +266,48 @@ bool Trainer::run_epoch(data::BatchLoader& loader, RunState& state, Observer* ob
     result.steps = position_.step;
     result.final_loss = loss;
     if (observer) observer->on_step(*this, event);
+  }
+}
+
+float Trainer::train_step(const Staged& in, const nn::StepContext& ctx, RunState& state) {
+  const int batch = static_cast<int>(in.images.dim(0));
+  // At most three tries: a replay whose graph no longer fits is captured again, and a failed
+  // capture runs eager; each answer of begin_step moves toward eager.
+  for (int attempt = 0;; ++attempt) {
+    const std::int64_t iterations = optimizer_->iterations();
+    const backend::StepLaunchDecision launch = ops_->begin_step({batch, step_graphs_});
+    // Read after synchronize(): a device backend queues the backward pass without waiting.
+    float loss = 0.0f;
+    std::string op_failure;
+    try {
+      const Tensor& out = model_->forward(*ops_, in.images, ctx);
+      ops_->enter_layer(kLossLayer);
+      nn::compute_loss_when_done(*ops_, spec_.loss, out, in.labels, state.output_grad,
+                                 determinism_.mode_for(spec::ReducingOp::loss), &loss);
+      model_->backward(*ops_, state.output_grad, ctx);
+      optimizer_->step(state.params, state.digests);
+    } catch (const std::exception& e) {
+      // An op that throws while its step is captured breaks the capture, whatever it was: the
+      // step runs again, eager. Anywhere else the failure is the run's.
+      const bool retry = launch.launch == backend::StepLaunch::capture && attempt < 2;
+      static_cast<void>(ops_->end_step(e.what()));
+      if (!retry) throw;
+      op_failure = e.what();
+    }
+    if (op_failure.empty() && ops_->end_step("")) {
+      // The step ends when its work is done, not when a device backend has queued it: else its
+      // unfinished tail would be timed in the next step, or in the observer (the recorder).
+      ops_->synchronize();
+      state.result.step_launches.add(launch);
+      return loss;
+    }
+    // Nothing of the step ran: its host side (the optimizer's count) is undone, and it runs again.
+    optimizer_->rewind(iterations);
+    if (attempt >= 2) {
+      throw std::logic_error("training step " + std::to_string(position_.step) +
+                             " did not run in three tries (" + backend::to_string(launch.launch) +
+                             ")");
+    }
   }
 }
 

@@ -55,6 +55,9 @@ struct RunOptions {
   // mantissa bit of the weight that this draw of the "perturb/weight" stream picks
   // (nn/weight_perturbation.h). Before on_start, so the initial weights record it.
   std::optional<std::uint64_t> perturb_draw;
+  // Run each full training step as a CUDA graph where the backend can (run --cuda-graphs on;
+  // backend/ops.h begin_step): captured once, then replayed. Off: every step eager.
+  bool step_graphs = false;
 };
 
 // The train and eval sets, loaded once and shared by every run of an audit.
@@ -122,6 +125,9 @@ struct TrainResult {
   double total_seconds = 0.0;
   bool interrupted = false;  // stopped at RunOptions::interrupt_at
   TrainPosition position;    // where it stopped: after its last step
+  // How this run's steps were launched (backend/step_launch.h): eager, captured or replayed as
+  // a CUDA graph, and why each eager one was.
+  backend::StepLaunchCounts step_launches;
 };
 
 class Trainer {
@@ -152,6 +158,7 @@ class Trainer {
   const spec::ResolvedModel& resolved() const noexcept { return model_->resolved(); }
   const nn::Model& model() const noexcept { return *model_; }
   const optim::Optimizer& optimizer() const noexcept { return *optimizer_; }
+  bool step_graphs() const noexcept { return step_graphs_; }  // RunOptions::step_graphs
   const backend::Ops& ops() const noexcept { return *ops_; }
   const RunSeeds& seeds() const noexcept { return seeds_; }
   const spec::DeterminismSpec& determinism() const noexcept { return determinism_; }
@@ -190,6 +197,9 @@ class Trainer {
   struct RunState;
   // One epoch's steps from position_; false when the run stopped (max_steps or the interrupt).
   bool run_epoch(data::BatchLoader& loader, RunState& state, Observer* observer);
+  // One step's work, queued as the backend says (Ops::begin_step) and run again where it did
+  // not run (a failed capture); returns its loss once the backend has synchronized.
+  float train_step(const Staged& in, const nn::StepContext& ctx, RunState& state);
 
   spec::ExperimentSpec spec_;
   LoadedData data_;
@@ -208,6 +218,7 @@ class Trainer {
   Buffer<std::int32_t> staged_labels_;
   TrainPosition position_;
   std::optional<std::int64_t> interrupt_at_;
+  bool step_graphs_ = false;
   // What each stream's counter is behind the run's position: 0 unless a test-only restore fault
   // left the counters of a restored run at 0 (its streams then draw from the start again).
   std::uint64_t dropout_counter_lag_ = 0;

@@ -67,3 +67,23 @@ TEST_CASE("step graphs: off means every step eager", "[cuda][host][graph]") {
   }
   CHECK(std::string(to_string(StepLaunch::replay)) == "replay");
 }
+
+TEST_CASE(
+    "step graphs: a run that does not ask for them runs eager, and a stale graph is "
+    "captured anew",
+    "[cuda][host][graph]") {
+  StepGraphPolicy policy(true);
+  const StepGraphDecision unasked = policy.decide({128, false, false});
+  CHECK(unasked.launch == StepLaunch::eager);
+  CHECK(unasked.reason == "CUDA graphs off");
+  REQUIRE(policy.decide({128, false}).launch == StepLaunch::capture);
+  policy.captured(128, true);
+  REQUIRE(policy.decide({128, false}).launch == StepLaunch::replay);
+  // A replay found the step's buffers moved: the graph is dropped and the next step captures.
+  policy.invalidate();
+  CHECK(policy.decide({128, false}).launch == StepLaunch::capture);
+  policy.captured(128, true);
+  CHECK(policy.decide({128, false}).launch == StepLaunch::replay);
+  // The reason of an unsettled step names what a capture cannot hold.
+  CHECK(contains(policy.decide({128, true}).reason, "allocation"));
+}

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
+#include "trace/trace_io.h"
 
 using ra::test::run_cli;
 using ra::test::TempDir;
@@ -239,6 +240,23 @@ TEST_CASE("run --snapshot-writer thread writes every snapshot, and an unknown wr
                            quoted(dir.path() / "bad") + " --snapshot-writer later");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--snapshot-writer") != std::string::npos);
+}
+
+TEST_CASE("run --cuda-graphs on records how each run's steps were launched", "[cli][audit]") {
+  TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto r = run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(out) +
+                         " --cuda-graphs on");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* run : {"run-000.trace.jsonl", "run-001.trace.jsonl"}) {
+    const auto trace = ra::trace::read_trace(out / run);
+    REQUIRE(trace.final);
+    REQUIRE(trace.final->step_launch);
+    CHECK(trace.final->step_launch->eager == trace.final->steps);
+    CHECK(trace.final->step_launch->replay == 0);
+    CHECK(trace.final->step_launch->eager_reasons.size() == 1);
+  }
 }
 
 TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {

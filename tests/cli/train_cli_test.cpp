@@ -84,3 +84,24 @@ TEST_CASE("every shipped config validates", "[cli]") {
     REQUIRE(r.exit_code == 0);
   }
 }
+
+TEST_CASE("train --cuda-graphs on: the CPU runs op by op, says why, with the same bits", "[cli]") {
+  const std::string spec = "'" + source_path("configs/quick.json") + "'";
+  const auto plain = run_cli("train " + spec + " --json");
+  const auto graphs = run_cli("train " + spec + " --json --cuda-graphs on");
+  INFO(graphs.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(graphs.exit_code == 0);
+  const auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(graphs.out);
+  CHECK_FALSE(a.contains("step_launch"));
+  CHECK(b.at("weights_xxh3") == a.at("weights_xxh3"));
+  const auto& launches = b.at("step_launch");
+  CHECK(launches.at("eager") == 32);
+  CHECK(launches.at("capture") == 0);
+  CHECK(launches.at("replay") == 0);
+  CHECK(launches.at("eager_reasons") ==
+        nlohmann::json{{"the cpu backend runs each op as it is called", 32}});
+  const auto bad = run_cli("train " + spec + " --cuda-graphs maybe");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--cuda-graphs") != std::string::npos);
+}

@@ -58,3 +58,45 @@ TEST_CASE("a damaged recording cost is bad input naming its field", "[trace]") {
   rejected(text_with_replaced(t, "\"step_wall_seconds\":0.002", "\"step_wall_seconds\":\"fast\""),
            "field 'recording_cost.step_wall_seconds'");
 }
+
+TEST_CASE("step launches are written and read back as they were", "[trace]") {
+  const Trace plain = ra::test::whole_one_step_trace();
+  const std::string text = ra::trace::serialize_trace(plain);
+  CHECK(text.find("step_launch") == std::string::npos);
+  CHECK_FALSE(ra::trace::parse_trace(text, "plain").final->step_launch);
+
+  Trace t = ra::test::whole_one_step_trace();
+  REQUIRE(t.final->steps >= 1);
+  using ra::trace::StepLaunchRecord;
+  const std::int64_t steps = t.final->steps;
+  for (const StepLaunchRecord& launches :
+       {StepLaunchRecord{steps, 0, 0, {{"CUDA graphs off", steps}}}, StepLaunchRecord{0, 0, 0, {}},
+        StepLaunchRecord{
+            steps, 0, 0, {{"capture failed: cudaStreamEndCapture: \"quoted\"\n", steps}}}}) {
+    t.final->step_launch = launches;
+    const Trace back = ra::trace::parse_trace(ra::trace::serialize_trace(t), "t");
+    REQUIRE(back.final->step_launch);
+    CHECK(*back.final->step_launch == launches);
+  }
+}
+
+TEST_CASE("damaged step launches are bad input naming the field", "[trace]") {
+  Trace t = ra::test::whole_one_step_trace();
+  const std::int64_t steps = t.final->steps;
+  t.final->step_launch = ra::trace::StepLaunchRecord{steps, 0, 0, {{"off", steps}}};
+  const std::string whole = ra::trace::serialize_trace(t);
+  const auto rejected = [&](const std::string& from, const std::string& to,
+                            const std::string& expected) {
+    std::string damaged = whole;
+    const auto at = damaged.find(from);
+    REQUIRE(at != std::string::npos);
+    damaged.replace(at, from.size(), to);
+    CHECK_THROWS_WITH(ra::trace::parse_trace(damaged, "t"), Catch::Contains(expected));
+  };
+  const std::string eager = "\"eager\":" + std::to_string(steps);
+  rejected(eager, "\"eager\":-1", "field 'step_launch.eager'");
+  rejected("{\"off\":" + std::to_string(steps) + "}", "{\"off\":0}", "step_launch.eager_reasons");
+  rejected("{\"off\":" + std::to_string(steps) + "}", "{}", "counts 0 eager steps");
+  rejected("\"replay\":0", "\"replay\":" + std::to_string(steps + 1), "more than the run's");
+  rejected("\"capture\":0,", "", "capture");
+}

@@ -39,6 +39,10 @@ cuda::ConvPlan& CudaOps::conv_plan(const ConvGeometry& g) {
 void CudaOps::pin_algorithms(std::shared_ptr<const AlgorithmPins> pins) {
   pins_ = std::move(pins);
   for (auto& [key, plan] : conv_plans_) plan->forget_choices();
+  // The next convolutions choose again, which a captured graph would not: captured anew after.
+  step_graph_ = cuda::GraphExec();
+  graph_policy_ = cuda::StepGraphPolicy(true);
+  steps_begun_ = 0;
 }
 
 std::optional<AlgorithmUsed> CudaOps::algorithm_used(const std::string& ledger_key,
@@ -72,6 +76,7 @@ const float* CudaOps::conv_input(const cuda::ConvPlan& plan, const float* x) {
 
 void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float* w,
                              const float* bias, Activation act, float* y) {
+  if (replayed_call(g, x, w, bias, act, y)) return;
   cuda::ConvPlan& plan = conv_plan(g);
   const float* input = conv_input(plan, x);
   cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::forward, forward_mode_,
@@ -90,11 +95,12 @@ void CudaOps::conv2d_forward(const ConvGeometry& g, const float* x, const float*
     RA_CUDA_CHECK(cudaGetLastError());
   }
   // In place, as the layer did after the op before the activation was fused into it.
-  if (act != Activation::none) activation_forward(act, g.y_size(), y, y);
+  if (act != Activation::none) queue_activation_forward(act, g.y_size(), y, y);
 }
 
 void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const float* w,
                                    const float* relu_gate, float* dx, KernelMode mode) {
+  if (replayed_call(g, dy, w, relu_gate, dx, mode)) return;
   cuda::ConvPlan& plan = conv_plan(g);
   float* out = dx;
   if (plan.padding().copies_input()) {
@@ -117,11 +123,13 @@ void CudaOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const
     cuda::copy_from_padded(stream(), out, dx, std::int64_t(g.n) * g.c, g.h, g.w, plan.padding());
   }
   // The relu backward of the layer before, in place (the CPU gates as it stores: same values).
-  if (relu_gate != nullptr) activation_backward(Activation::relu, g.x_size(), relu_gate, dx, dx);
+  if (relu_gate != nullptr)
+    queue_activation_backward(Activation::relu, g.x_size(), relu_gate, dx, dx);
 }
 
 void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, const float* dy,
                                      float* dw, KernelMode mode) {
+  if (replayed_call(g, x, dy, dw, mode)) return;
   cuda::ConvPlan& plan = conv_plan(g);
   const float* input = conv_input(plan, x);
   cuda::ConvChoice& choice = plan.algorithm(cudnn_.get(), ConvDirection::backward_filter, mode,
@@ -139,6 +147,7 @@ void CudaOps::conv2d_backward_filter(const ConvGeometry& g, const float* x, cons
 
 void CudaOps::conv2d_backward_bias(const ConvGeometry& g, const float* dy, float* db,
                                    KernelMode mode) {
+  if (replayed_call(g, dy, db, mode)) return;
   bias_gradient(cuda::conv_geometry_key(g), dy, db, g.n, g.k, g.p * g.q, mode);
 }
 

@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_memory.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "backend/cuda/cuda_check.h"
 
@@ -21,17 +22,19 @@ void DeviceMemory::deallocate(void* p) noexcept {
 }
 
 void DeviceMemory::zero(void* p, std::size_t bytes) {
+  if (replaying_) return;  // the replayed graph zeroes it
   if (bytes) RA_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
 }
 
 void DeviceMemory::copy(void* dst, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0 || replaying_) return;  // the replayed graph copies it
   // Queued, not waited for: the stream orders it with every op and copy (a flatten layer copies
   // twice per step; a wait there would stall the step and make it uncapturable as a graph).
   RA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void DeviceMemory::upload(void* dst, const void* host_src, std::size_t bytes) {
+  if (replaying_) throw std::logic_error("an upload inside a replayed step");
   if (bytes == 0) return;
   RA_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
   // The host source may be freed or rewritten on return.
@@ -39,12 +42,14 @@ void DeviceMemory::upload(void* dst, const void* host_src, std::size_t bytes) {
 }
 
 void DeviceMemory::download(void* host_dst, const void* src, std::size_t bytes) {
+  if (replaying_) throw std::logic_error("a download inside a replayed step");
   if (bytes == 0) return;
   RA_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   RA_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void DeviceMemory::download_all(std::span<const Download> downloads) {
+  if (replaying_) throw std::logic_error("a download inside a replayed step");
   bool queued = false;
   for (const Download& d : downloads) {
     if (d.bytes == 0) continue;

@@ -37,9 +37,14 @@ class DeviceMemory final : public Memory {
   void download(void* host_dst, const void* src, std::size_t bytes) override;
   // Every download queued on the stream, then one wait.
   void download_all(std::span<const Download> downloads) override;
+  // Inside a replayed step (CudaOps::begin_step) its graph holds the step's zeros and copies:
+  // they are skipped; an upload or download there is a std::logic_error (it would not be
+  // ordered with the graph's work).
+  void set_replaying(bool replaying) noexcept { replaying_ = replaying; }
 
  private:
   cudaStream_t stream_;
+  bool replaying_ = false;
 };
 
 // Page-locked host memory (cudaHostAlloc, cudaFreeHost): host-accessible, and what a download

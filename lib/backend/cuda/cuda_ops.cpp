@@ -85,6 +85,7 @@ std::vector<Digest128> CudaOps::digest_regions(const std::vector<MemoryRegion>& 
 }
 
 std::vector<Digest128> CudaOps::device_digests(const std::vector<DigestItem>& items) {
+  require_outside_graph_step("a digest");
   // One job per item, laid out back to back in one output array of chunk digests.
   std::vector<kernels::DigestJob> jobs;
   std::size_t total = 0;
@@ -122,6 +123,7 @@ std::vector<Digest128> CudaOps::device_digests(const std::vector<DigestItem>& it
 }
 
 std::size_t CudaOps::queue_digests(const std::vector<MemoryRegion>& regions) {
+  require_outside_graph_step("a queued digest");
   return digest_queue_.queue(stream_.get(), regions);
 }
 
@@ -130,6 +132,7 @@ std::vector<Digest128> CudaOps::take_queued_digests() {
 }
 
 void CudaOps::synchronize() {
+  require_outside_graph_step("synchronize");
   stream_.synchronize();
   resolve_pending_loss();
 }
@@ -147,6 +150,7 @@ void* CudaOps::workspace(std::size_t bytes) {
 
 void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
                                 std::int32_t* argmax) {
+  if (replayed_call(g, x, y, argmax)) return;
   if (g.x_size() > std::numeric_limits<std::int32_t>::max()) {
     throw RuntimeFailure("maxpool2d: input of " + std::to_string(g.x_size()) +
                          " elements is too large for int32 argmax indices");
@@ -158,6 +162,7 @@ void CudaOps::maxpool2d_forward(const PoolGeometry& g, const float* x, float* y,
 
 void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                                  const float* relu_gate, float* dx, KernelMode mode) {
+  if (replayed_call(g, dy, argmax, relu_gate, dx, mode)) return;
   if (g.x_size() == 0) return;
   // The kernels index in int32 (kernels/maxpool_backward.h): argmax's range.
   if (g.x_size() > std::numeric_limits<std::int32_t>::max() ||
@@ -175,13 +180,25 @@ void CudaOps::maxpool2d_backward(const PoolGeometry& g, const float* dy, const s
 // ---- elementwise ----
 
 void CudaOps::activation_forward(Activation act, std::int64_t count, const float* x, float* y) {
+  if (replayed_call(act, count, x, y)) return;
+  queue_activation_forward(act, count, x, y);
+}
+
+void CudaOps::activation_backward(Activation act, std::int64_t count, const float* y,
+                                  const float* dy, float* dx) {
+  if (replayed_call(act, count, y, dy, dx)) return;
+  queue_activation_backward(act, count, y, dy, dx);
+}
+
+void CudaOps::queue_activation_forward(Activation act, std::int64_t count, const float* x,
+                                       float* y) {
   if (count <= 0) return;
   kernels::activation_forward(stream(), static_cast<int>(act), count, x, y);
   RA_CUDA_CHECK(cudaGetLastError());
 }
 
-void CudaOps::activation_backward(Activation act, std::int64_t count, const float* y,
-                                  const float* dy, float* dx) {
+void CudaOps::queue_activation_backward(Activation act, std::int64_t count, const float* y,
+                                        const float* dy, float* dx) {
   if (count <= 0) return;
   kernels::activation_backward(stream(), static_cast<int>(act), count, y, dy, dx);
   RA_CUDA_CHECK(cudaGetLastError());
@@ -190,13 +207,26 @@ void CudaOps::activation_backward(Activation act, std::int64_t count, const floa
 void CudaOps::dropout_forward(std::int64_t count, std::uint32_t drop_threshold, float scale,
                               rng::PhiloxKey key, std::uint64_t draw, const float* x, float* y,
                               std::uint8_t* mask) {
+  const bool replay = replayed_call(count, drop_threshold, scale, key, x, y, mask);
   if (count <= 0) return;
-  kernels::dropout_forward(stream(), count, drop_threshold, scale, key, draw, x, y, mask);
+  if (launch_ == StepLaunch::eager) {
+    step_scalars_.note(sizeof draw);
+    kernels::dropout_forward(stream(), count, drop_threshold, scale, key, draw, x, y, mask);
+    RA_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // The draw changes every step: a graph reads it from a step argument (step_scalars.h), so
+  // that each replay draws its own step's mask.
+  const auto* at = step_scalars_.put(stream(), draw, /*queue_copy=*/!replay);
+  if (replay) return;
+  kernels::dropout_forward(stream(), count, drop_threshold, scale, key,
+                           kernels::DeviceValue<std::uint64_t>{at}, x, y, mask);
   RA_CUDA_CHECK(cudaGetLastError());
 }
 
 void CudaOps::dropout_backward(std::int64_t count, float scale, const std::uint8_t* mask,
                                const float* dy, float* dx) {
+  if (replayed_call(count, scale, mask, dy, dx)) return;
   if (count <= 0) return;
   kernels::dropout_backward(stream(), count, scale, mask, dy, dx);
   RA_CUDA_CHECK(cudaGetLastError());
@@ -204,8 +234,20 @@ void CudaOps::dropout_backward(std::int64_t count, float scale, const std::uint8
 
 void CudaOps::optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                                const float* grad, float* s0, float* s1) {
+  const bool replay = replayed_call(count, value, grad, s0, s1);
   if (count <= 0) return;
-  kernels::optimizer_update(stream(), rule, count, value, grad, s0, s1);
+  if (launch_ == StepLaunch::eager) {
+    step_scalars_.note(sizeof rule);
+    kernels::optimizer_update(stream(), rule, count, value, grad, s0, s1);
+    RA_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // The rule changes every step (the learning rate's schedule, Adam's bias corrections): a step
+  // argument in a graph, like dropout's draw.
+  const auto* at = step_scalars_.put(stream(), rule, /*queue_copy=*/!replay);
+  if (replay) return;
+  kernels::optimizer_update(stream(), kernels::DeviceValue<optim::UpdateRule>{at}, count, value,
+                            grad, s0, s1);
   RA_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -258,6 +300,10 @@ void CudaOps::loss_when_done(LossKind kind, int n, int classes, const float* pre
                              const std::int32_t* labels, float* grad, KernelMode mode,
                              float* value) {
   const char* op = loss_name(kind);
+  if (replayed_call(kind, n, classes, pred, labels, grad, mode)) {
+    pending_loss_ = PendingLoss{op, classes, value};  // the graph copies it into loss_readback_
+    return;
+  }
   queue_loss(op, n, classes, mode,
              [&](float* loss_out, bool deterministic, void* scratch, int* bad_label) {
                if (kind == LossKind::mean_squared_error) {

@@ -32,6 +32,9 @@
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/digest_queue.h"
 #include "backend/cuda/ledger.h"
+#include "backend/cuda/step_call_print.h"
+#include "backend/cuda/step_graph_policy.h"
+#include "backend/cuda/step_scalars.h"
 #include "backend/ops.h"
 
 namespace ra::backend::cuda {
@@ -82,6 +85,15 @@ class CudaOps final : public Ops {
   void synchronize() override;
   // CUDA events on the stream (event_timer.h).
   std::unique_ptr<DeviceTimer> make_device_timer() override;
+
+  // The step as a CUDA graph (step_graph_policy.h says when): a captured step's ops are recorded
+  // by stream capture, then the graph is launched at end_step; a replayed step's ops queue
+  // nothing and write only their step arguments (step_scalars.h), and end_step launches the
+  // graph, unless their call print (step_call_print.h) differs from the capture's: then nothing
+  // ran, the graph is dropped and end_step returns false. A failed capture returns false too,
+  // and every later step runs eager, with the failure as its reason.
+  StepLaunchDecision begin_step(const StepRequest& request) override;
+  bool end_step(std::string_view op_failure) override;
 
   void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       Activation act, float* y) override;
@@ -163,6 +175,27 @@ class CudaOps final : public Ops {
   // throws a CudaError naming the geometry, direction, algorithm and status (op_execution.h).
   void run_dense_product(const DenseGeometry& g, int direction, KernelMode mode,
                          const std::function<cublasStatus_t()>& product);
+  // The first call of every op: folds its fixed arguments into the step's call print in a
+  // captured or replayed step, and returns true in a replayed one (the op then only writes its
+  // step arguments: the graph does its work).
+  template <class... Args>
+  bool replayed_call(const Args&... args) {
+    if (launch_ != StepLaunch::eager) step_print_.add(args...);
+    return launch_ == StepLaunch::replay;
+  }
+  // The activation kernels, for the ops that fuse one (their own call is the one folded).
+  void queue_activation_forward(Activation act, std::int64_t count, const float* x, float* y);
+  void queue_activation_backward(Activation act, std::int64_t count, const float* y,
+                                 const float* dy, float* dx);
+  // Throws std::logic_error inside a captured or replayed step: for the calls that wait.
+  void require_outside_graph_step(const char* call) const;
+  // What a step may settle (algorithms chosen, ledger entries, buffers grown): a change during
+  // a step means the next may still choose, so it is not captured.
+  std::size_t settled_state() const noexcept;
+  // The addresses of the buffers the ops use besides their arguments, into the call print.
+  void fold_own_buffers();
+  // A step whose work did not run (a failed capture, a stale graph): back to eager calls.
+  void abandon_step();
   // Queues the loss kernel `launch` and the copy of its scalars into loss_readback_.
   template <class Launch>
   void queue_loss(const char* op, int n, int classes, KernelMode mode, Launch launch);
@@ -193,9 +226,20 @@ class CudaOps final : public Ops {
   cuda::DeviceBuffer loss_scalars_;  // LossScalars
   cuda::PinnedHostValue<LossScalars> loss_readback_;  // their copy, read after a wait
   std::optional<PendingLoss> pending_loss_;
-  cuda::DeviceBuffer digest_jobs_;    // kernels::DigestJob per tensor of a digest call
-  cuda::DeviceBuffer digest_chunks_;  // their chunk digests
-  cuda::DigestQueue digest_queue_;    // queue_digests' until taken
+  cuda::StepScalars step_scalars_;  // dropout draws and optimizer rules, per step
+  // CUDA graphs of the training step (begin_step, end_step).
+  cuda::StepGraphPolicy graph_policy_{true};
+  StepLaunch launch_ = StepLaunch::eager;  // of the step between begin_step and end_step
+  int step_batch_ = 0;
+  std::int64_t steps_begun_ = 0;
+  std::size_t settled_at_begin_ = 0;
+  cuda::StepCallPrint step_print_;
+  cuda::GraphExec step_graph_;
+  std::uint64_t graph_print_ = 0;       // the captured step's call print
+  std::size_t graph_scalar_bytes_ = 0;  // and its step arguments' bytes
+  cuda::DeviceBuffer digest_jobs_;      // kernels::DigestJob per tensor of a digest call
+  cuda::DeviceBuffer digest_chunks_;    // their chunk digests
+  cuda::DigestQueue digest_queue_;      // queue_digests' until taken
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
   std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}

@@ -88,6 +88,17 @@ class Event : public UniqueHandle<cudaEvent_t, cudaEventDestroy> {
   Event();
 };
 
+// A captured CUDA graph (cudaStreamEndCapture's), and its instantiation, which is what runs
+// (cudaGraphLaunch); the exec does not need the graph it came from.
+class Graph : public UniqueHandle<cudaGraph_t, cudaGraphDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+};
+class GraphExec : public UniqueHandle<cudaGraphExec_t, cudaGraphExecDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+};
+
 class CudnnHandle : public UniqueHandle<cudnnHandle_t, cudnnDestroy> {
  public:
   explicit CudnnHandle(cudaStream_t stream);

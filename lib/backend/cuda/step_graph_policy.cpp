@@ -2,24 +2,13 @@
 
 namespace ra::backend::cuda {
 
-const char* to_string(StepLaunch launch) {
-  switch (launch) {
-    case StepLaunch::eager:
-      return "eager";
-    case StepLaunch::capture:
-      return "capture";
-    case StepLaunch::replay:
-      return "replay";
-  }
-  return "eager";
-}
-
 StepGraphDecision StepGraphPolicy::decide(const StepFacts& step) {
   if (!full_batch_) full_batch_ = step.batch;
-  if (!enabled_) return {StepLaunch::eager, "CUDA graphs off"};
+  if (!enabled_ || !step.wanted) return {StepLaunch::eager, "CUDA graphs off"};
   if (step.chooses_algorithm) {
     return {StepLaunch::eager,
-            "an algorithm is chosen in this step (cudnnFind cannot run inside a stream capture)"};
+            "an algorithm may be chosen or a buffer grown in this step (cudnnFind and allocation "
+            "cannot run inside a stream capture)"};
   }
   if (step.batch != *full_batch_) {
     return {StepLaunch::eager, "batch of " + std::to_string(step.batch) + " instead of " +
