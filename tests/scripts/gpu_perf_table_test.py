@@ -56,6 +56,22 @@ class GpuPerfTableTest(unittest.TestCase):
         self.assertRegex(rows["report's recording figure"], r"95\.19% +within 2 pp of 38\.10% +no$")
         self.assertRegex(rows["audit median step / bench det. step"], r"1\.156 .* no$")
 
+    def test_graph_rows(self):
+        # Hand-written: no GPU has run --cuda-graphs on yet. The shape is train --json's.
+        eager = '{"median_step_ms": 1.2, "weights_xxh3": "%s"}\n' % ("ab" * 16)
+        graphs = ('{"median_step_ms": 0.6, "step_launch": {"capture": 1, "eager": 4, '
+                  '"eager_reasons": {"x": 4}, "replay": 464}, "weights_xxh3": "%s"}\n')
+        rows = table({"train-deterministic.log": eager, "train-graphs.log": graphs % ("ab" * 16)})
+        self.assertRegex(rows["train median step, CUDA graphs (ms)"], r"0\.600")
+        self.assertRegex(rows["graph step / eager step (train)"], r"0\.500")
+        self.assertRegex(rows["graph run's weights = eager run's"], r"equal +equal +yes$")
+        self.assertRegex(rows["graph launches"], r"capture 1 / replay 464 / eager 4")
+        rows = table({"train-deterministic.log": eager, "train-graphs.log": graphs % ("cd" * 16)})
+        self.assertRegex(rows["graph run's weights = eager run's"], r"differ +equal +no$")
+        rows = table({"train-deterministic.log": eager})
+        self.assertRegex(rows["graph run's weights = eager run's"], r"not measured .* -$")
+        self.assertRegex(rows["graph launches"], r"not measured")
+
     def test_nothing_measured_is_said_and_not_judged(self):
         rows = table({})
         self.assertRegex(rows["deterministic step (bench, ms)"], r"not measured .* -$")
