@@ -74,7 +74,11 @@ void CudaOps::abandon_step() {
 
 bool CudaOps::end_step(std::string_view op_failure) {
   const StepLaunch launch = launch_;
-  if (launch == StepLaunch::eager) return op_failure.empty();
+  if (launch == StepLaunch::eager) {
+    // A step that threw never reaches its synchronize(): its loss, if queued, is nobody's.
+    if (!op_failure.empty()) pending_loss_.reset();
+    return op_failure.empty();
+  }
   fold_own_buffers();
   if (launch == StepLaunch::replay && !op_failure.empty()) {
     abandon_step();  // nothing was queued; the trainer reports the failure
