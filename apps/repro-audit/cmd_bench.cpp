@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/thread_pool.h"
+#include "cuda_graphs_option.h"
 #include "json_output.h"
 #include "spec/parse.h"
 #include "spec/resolve.h"
@@ -35,6 +36,7 @@ struct BenchOptions {
   std::string threads;  // "" = 1 and the spec's thread count
   std::string device = "cpu";
   bool json = false;
+  bool cuda_graphs = false;
 };
 
 // "1,2,all" -> {1, 2, hardware threads}; duplicates dropped, order kept.
@@ -78,7 +80,7 @@ std::vector<int> parse_thread_list(const std::string& text, int spec_threads) {
 // One kernel mode at one thread count: median step time, throughput and every measured step, as
 // JSON; also one text line unless the output is JSON.
 nlohmann::json mode_figures(const train::ModeTiming& r, int batch_size, double flops_per_step,
-                            bool text) {
+                            bool graphs, bool text) {
   const double sec = r.median_step_seconds();
   const double samples = sec > 0 ? batch_size / sec : 0.0;
   const double gflops = sec > 0 ? flops_per_step / sec * 1e-9 : 0.0;
@@ -87,12 +89,26 @@ nlohmann::json mode_figures(const train::ModeTiming& r, int batch_size, double f
   if (text)
     std::printf("  %-16s median %9.3f ms/step  %10.1f samples/s  %8.2f GFLOP/s\n",
                 spec::to_string(r.mode), sec * 1e3, samples, gflops);
-  return {{"mode", spec::to_string(r.mode)},
-          {"median_step_ms", sec * 1e3},
-          {"samples_per_second", samples},
-          {"gflops", gflops},
-          {"step_ms", step_ms},
-          {"untimed_ms_per_step", r.untimed_seconds_per_step() * 1e3}};
+  nlohmann::json figures = {{"mode", spec::to_string(r.mode)},
+                            {"median_step_ms", sec * 1e3},
+                            {"samples_per_second", samples},
+                            {"gflops", gflops},
+                            {"step_ms", step_ms}};
+  if (!graphs) {
+    figures["untimed_ms_per_step"] = r.untimed_seconds_per_step() * 1e3;
+    return figures;
+  }
+  const backend::StepLaunchCounts& l = r.launches;
+  figures["step_launch"] = {{"eager", l.eager},
+                            {"capture", l.capture},
+                            {"replay", l.replay},
+                            {"eager_reasons", l.eager_reasons}};
+  if (text) {
+    std::printf("  %-16s steps launched: %lld captured, %lld replayed, %lld eager\n", "",
+                static_cast<long long>(l.capture), static_cast<long long>(l.replay),
+                static_cast<long long>(l.eager));
+  }
+  return figures;
 }
 
 // One op's time per step in both modes and their ratio (what its reproducible kernel costs).
@@ -112,20 +128,24 @@ nlohmann::json op_figures(const train::OpRow& row, bool text) {
 // Everything measured at one thread count: both modes, the per-op table, the time outside the
 // ops and the deterministic / nondeterministic step-time ratio.
 nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
-                              double flops_per_step, bool gpu, bool text) {
+                              double flops_per_step, bool gpu, bool graphs, bool text) {
   nlohmann::json jt = {{"threads", timing.threads},
                        {"modes", nlohmann::json::array()},
                        {"ops", nlohmann::json::array()}};
-  if (text && gpu) std::printf("\ndevice cuda (op times: device time, CUDA events)\n");
+  if (text && gpu) {
+    std::printf(graphs ? "\ndevice cuda (whole steps, each full one a CUDA graph: no op times)\n"
+                       : "\ndevice cuda (op times: device time, CUDA events)\n");
+  }
   if (text && !gpu) std::printf("\nthreads %d\n", timing.threads);
   for (const train::ModeTiming& r : timing.modes)
-    jt["modes"].push_back(mode_figures(r, batch_size, flops_per_step, text));
-  if (text)
+    jt["modes"].push_back(mode_figures(r, batch_size, flops_per_step, graphs, text));
+  // With graphs no op is timed alone (a replayed step makes no op's launch): no table.
+  if (text && !graphs)
     std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
   for (const train::OpRow& row : train::op_rows(timing)) jt["ops"].push_back(op_figures(row, text));
   // What the op table does not see: batch staging, the loader and the trainer's own work (on
   // the GPU also the device's idle time between ops: launch and host overhead).
-  if (text)
+  if (text && !graphs)
     std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
                 timing.modes[0].untimed_seconds_per_step() * 1e3,
                 timing.modes[1].untimed_seconds_per_step() * 1e3);
@@ -145,6 +165,7 @@ train::BenchPlan bench_plan(const BenchOptions& o, const spec::ExperimentSpec& s
   plan.steps = o.steps;
   plan.warmup = o.warmup;
   plan.device = *spec::device_from_string(o.device);
+  plan.step_graphs = o.cuda_graphs;
   if (plan.device == spec::Device::cpu) {
     plan.threads = parse_thread_list(o.threads, s.threads);
     return plan;
@@ -201,7 +222,7 @@ int run_bench(const BenchOptions& o) {
   if (gpu) doc["gpu"] = train::gpu_fingerprint();
   for (const train::ThreadTiming& timing : timings)
     doc["results"].push_back(
-        thread_figures(timing, s.data.batch_size, flops_per_step, gpu, !o.json));
+        thread_figures(timing, s.data.batch_size, flops_per_step, gpu, plan.step_graphs, !o.json));
   if (o.json) std::printf("%s\n", json_text(doc).c_str());
   return 0;
 }
@@ -229,6 +250,7 @@ void register_bench(CLI::App& app, CommandRun& run) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--json", o->json, "Print one JSON document (and nothing else) on stdout");
+  add_cuda_graphs_option(*cmd, o->cuda_graphs);
   cmd->callback([&run, o] { run = [o] { return run_bench(*o); }; });
 }
 

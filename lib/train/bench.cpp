@@ -20,39 +20,44 @@ constexpr std::int64_t kMaxEpochs = 100000;
 // table covers exactly the measured steps.
 class StepTimer final : public Observer {
  public:
-  StepTimer(std::int64_t warmup, TimingOps& timer) : warmup_(warmup), timer_(timer) {}
+  // `timer`: null when no op is timed (BenchPlan::step_graphs).
+  StepTimer(std::int64_t warmup, TimingOps* timer) : warmup_(warmup), timer_(timer) {}
   void on_step(const Trainer&, const StepEvent& e) override {
     if (e.step >= warmup_) seconds.push_back(e.seconds);
-    if (e.step + 1 == warmup_) timer_.reset();
+    if (e.step + 1 == warmup_ && timer_ != nullptr) timer_->reset();
   }
   std::vector<double> seconds;
 
  private:
   std::int64_t warmup_;
-  TimingOps& timer_;
+  TimingOps* timer_;
 };
 
 ModeTiming time_mode(const spec::ExperimentSpec& spec, const LoadedData& data, int threads,
-                     spec::KernelMode mode, std::int64_t warmup) {
+                     spec::KernelMode mode, const BenchPlan& plan) {
   // The trainer owns the backend; the TimingOps it gets owns the Ops it wraps, and `timer`
-  // points at it to read its table after the run.
+  // points at it to read its table after the run. With step graphs no op is timed alone.
   TimingOps* timer = nullptr;
   RunOptions options;
   options.threads = threads;
   options.mode = mode;
-  options.make_backend = [&timer, &spec, mode](int t) {
+  options.step_graphs = plan.step_graphs;
+  options.make_backend = [&timer, &spec, &plan, mode](int t) {
     std::unique_ptr<backend::Ops> inner = spec.device == spec::Device::cpu
                                               ? backend::cpu::make_cpu_ops(t)
                                               : make_backend(spec.device, t, mode).ops;
+    if (plan.step_graphs) return inner;
     auto ops = std::make_unique<TimingOps>(std::move(inner));
     timer = ops.get();
     return std::unique_ptr<backend::Ops>(std::move(ops));
   };
   Trainer trainer(spec, data, options);
   // Initialisation calls no op, so with no warmup the fresh table already covers only steps.
-  StepTimer steps(warmup, *timer);
-  trainer.run(&steps);
-  return ModeTiming{mode, std::move(steps.seconds), timer->times()};
+  StepTimer steps(plan.warmup, timer);
+  const TrainResult result = trainer.run(&steps);
+  ModeTiming timing{mode, std::move(steps.seconds), {}, result.step_launches};
+  if (timer != nullptr) timing.ops = timer->times();
+  return timing;
 }
 
 }  // namespace
@@ -114,7 +119,7 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
     t.threads = threads;
     for (int m = 0; m < 2; ++m) {
       if (progress) progress(threads, kBenchModes[m]);
-      t.modes[m] = time_mode(spec, data, threads, kBenchModes[m], plan.warmup);
+      t.modes[m] = time_mode(spec, data, threads, kBenchModes[m], plan);
     }
     timings.push_back(std::move(t));
   }

@@ -24,12 +24,17 @@ struct BenchPlan {
   std::vector<int> threads;
   // cpu or cuda (auto is not accepted: a benchmark says what it measured).
   spec::Device device = spec::Device::cpu;
+  // --cuda-graphs on: whole steps timed, each full one a CUDA graph where the backend can
+  // (RunOptions::step_graphs). No op is timed alone (an op timer sees every call, which a
+  // replayed step does not make), so the op table stays empty.
+  bool step_graphs = false;
 };
 
 struct ModeTiming {
   spec::KernelMode mode{};
-  std::vector<double> step_seconds;  // the measured steps
-  std::vector<OpTime> ops;           // summed over the measured steps
+  std::vector<double> step_seconds;    // the measured steps
+  std::vector<OpTime> ops;             // summed over the measured steps; none with step_graphs
+  backend::StepLaunchCounts launches;  // how the run's steps were launched, warmup included
   double median_step_seconds() const;
   // Mean step time minus the ops' time per step (batch staging, the loader, the trainer's own
   // work), at least 0.

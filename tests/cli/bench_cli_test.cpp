@@ -86,6 +86,31 @@ TEST_CASE("bench --json reports step times, throughput and a per-op table", "[cl
   REQUIRE(t1.at("step_ratio").get<double>() > 0.0);
 }
 
+TEST_CASE("bench --cuda-graphs on times whole steps, no op alone, and says how they launched",
+          "[cli]") {
+  const auto r = run_cli("bench " + quoted_quick_spec() +
+                         " --steps 3 --warmup 1 --threads 1 --json --cuda-graphs on");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& t1 = doc.at("results").at(0);
+  CHECK(t1.at("ops").empty());  // a replayed step makes no op's launch: nothing to time alone
+  for (const auto& m : t1.at("modes")) {
+    CHECK(m.at("median_step_ms").get<double>() > 0.0);
+    CHECK(m.at("step_ms").size() == 3);
+    CHECK_FALSE(m.contains("untimed_ms_per_step"));
+    // On the CPU every step runs op by op, and says why: warmup and measured steps.
+    CHECK(m.at("step_launch").at("eager") == 4);
+    CHECK(m.at("step_launch").at("eager_reasons") ==
+          nlohmann::json{{"the cpu backend runs each op as it is called", 4}});
+  }
+  const auto text = run_cli("bench " + quoted_quick_spec() +
+                            " --steps 2 --warmup 0 --threads 1 --cuda-graphs on");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("steps launched: 0 captured, 0 replayed, 2 eager") != std::string::npos);
+  CHECK(text.out.find("op (ms/step)") == std::string::npos);
+}
+
 TEST_CASE("bench rejects a malformed thread list with exit code 2", "[cli]") {
   const auto r = run_cli("bench " + quoted_quick_spec() + " --threads 1,x");
   REQUIRE(r.exit_code == 2);

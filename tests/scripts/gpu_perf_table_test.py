@@ -72,6 +72,23 @@ class GpuPerfTableTest(unittest.TestCase):
         self.assertRegex(rows["graph run's weights = eager run's"], r"not measured .* -$")
         self.assertRegex(rows["graph launches"], r"not measured")
 
+    def test_bench_graph_rows(self):
+        # Hand-written in bench's text format (no GPU has run bench --cuda-graphs on yet).
+        graphs = """device cuda (whole steps, each full one a CUDA graph: no op times)
+  deterministic    median     0.550 ms/step    232727.3 samples/s  16858.18 GFLOP/s
+                   steps launched: 1 captured, 57 replayed, 2 eager
+  nondeterministic median     0.600 ms/step    213333.3 samples/s  15453.33 GFLOP/s
+                   steps launched: 1 captured, 57 replayed, 2 eager
+  step time deterministic / nondeterministic: 0.917
+"""
+        rows = table({"bench-cuda.log": BENCH, "bench-cuda-graphs.log": graphs})
+        self.assertRegex(rows["deterministic step (bench, CUDA graphs, ms)"], r"0\.550 .* yes$")
+        self.assertRegex(rows["det. / nondet. (CUDA graphs)"], r"0\.917 .* yes$")
+        self.assertRegex(rows["graph det. step / eager det. step (bench)"], r"0\.464")
+        self.assertRegex(rows["bench steps replayed (det. / nondet.)"], r"57 / 57")
+        rows = table({"bench-cuda.log": BENCH})
+        self.assertRegex(rows["deterministic step (bench, CUDA graphs, ms)"], r"not measured .* -$")
+
     def test_nothing_measured_is_said_and_not_judged(self):
         rows = table({})
         self.assertRegex(rows["deterministic step (bench, ms)"], r"not measured .* -$")
