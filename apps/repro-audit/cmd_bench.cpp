@@ -99,10 +99,7 @@ nlohmann::json mode_figures(const train::ModeTiming& r, int batch_size, double f
     return figures;
   }
   const backend::StepLaunchCounts& l = r.launches;
-  figures["step_launch"] = {{"eager", l.eager},
-                            {"capture", l.capture},
-                            {"replay", l.replay},
-                            {"eager_reasons", l.eager_reasons}};
+  figures["step_launch"] = step_launch_json(l);
   if (text) {
     std::printf("  %-16s steps launched: %lld captured, %lld replayed, %lld eager\n", "",
                 static_cast<long long>(l.capture), static_cast<long long>(l.replay),

@@ -94,7 +94,6 @@ nlohmann::json train_summary(const TrainOptions& o, const spec::ExperimentSpec& 
                              const train::Trainer& trainer, const train::TrainResult& r,
                              const std::string& weights) {
   const auto& last = r.epochs.back();
-  const backend::StepLaunchCounts& launches = r.step_launches;
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : r.epochs) {
     nlohmann::json je = {{"epoch", e.epoch + 1},
@@ -120,10 +119,7 @@ nlohmann::json train_summary(const TrainOptions& o, const spec::ExperimentSpec& 
                         {"seconds", r.total_seconds},
                         {"epochs", epochs}};
   if (o.cuda_graphs) {
-    doc["step_launch"] = {{"eager", launches.eager},
-                          {"capture", launches.capture},
-                          {"replay", launches.replay},
-                          {"eager_reasons", launches.eager_reasons}};
+    doc["step_launch"] = step_launch_json(r.step_launches);
   }
   if (last.eval_accuracy) {
     doc["eval_loss"] = *last.eval_loss;
