@@ -218,6 +218,11 @@ std::vector<Digest128> ForwardingOps::digest(const std::vector<const Tensor*>& t
   return digests;
 }
 
+void ForwardingOps::digest_when_done(const std::vector<const Tensor*>& tensors,
+                                     std::vector<Digest128>* out) {
+  dispatch({.op = row(OpId::digest), .run = [&] { inner_->digest_when_done(tensors, out); }});
+}
+
 namespace {
 
 // value, gradient and the states present; the update writes value and the states.

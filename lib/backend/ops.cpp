@@ -30,6 +30,10 @@ std::vector<Digest128> Ops::digest_regions(const std::vector<MemoryRegion>& regi
   return out;
 }
 
+void Ops::digest_when_done(const std::vector<const Tensor*>& tensors, std::vector<Digest128>* out) {
+  *out = digest(tensors);
+}
+
 std::size_t Ops::queue_digests(const std::vector<MemoryRegion>&) {
   throw std::logic_error("this backend does not queue digests (Ops::queues_digests)");
 }

@@ -115,6 +115,14 @@ class Ops {
   virtual bool queues_digests() const { return false; }
   virtual std::size_t queue_digests(const std::vector<MemoryRegion>& regions);
   virtual std::vector<Digest128> take_queued_digests();
+  // Digests of tensors (digest(), below) as they are now, in order with the work queued so far,
+  // stored into `*out` by synchronize() at the latest: what lets the trace recorder hash a step's
+  // weights without waiting for them, so that the host queues the next step while the device
+  // hashes (record/recorder.h). The default calls digest() at once; the CUDA backend queues the
+  // hashing and the copy of its chunk digests to page-locked memory, and fills `*out` at its next
+  // synchronize(). `*out` must stay valid until then.
+  virtual void digest_when_done(const std::vector<const Tensor*>& tensors,
+                                std::vector<Digest128>* out);
   // A training step as a unit (backend/step_launch.h). The trainer calls begin_step before the
   // step's first op and end_step after its last, before synchronize(). A backend that can run a
   // whole step's work as one launch (the CUDA backend: a CUDA graph, captured once and replayed)

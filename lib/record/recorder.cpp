@@ -98,6 +98,8 @@ void Recorder::on_start(const train::Trainer& trainer) {
 
 void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e) {
   const auto start = std::chrono::steady_clock::now();
+  // The step's end waited for the backend: the previous step's digests are in.
+  write_pending();
   trace::StepRecord r;
   r.step = e.step;
   r.epoch = e.epoch;
@@ -124,8 +126,6 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
     }
     state_listed_ = true;
   }
-  const std::vector<const Tensor*>& state = state_;
-  std::vector<Digest128> state_digests;
   if (const optim::UpdateDigests* u = e.update_digests) {
     // The update hashed every chunk of the gradients, weights and state: combine them. Its
     // hashing time, summed over the backend's threads, counts as recording time spread over
@@ -140,29 +140,90 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
       r.weights.push_back(from_chunks(params[i]->value, u->params[i].value));
     }
     // state() lists each parameter's state kinds in order, as the update digested them.
-    const std::size_t kinds = params.empty() ? 0 : state.size() / params.size();
-    for (std::size_t k = 0; k < state.size(); ++k) {
-      state_digests.push_back(from_chunks(*state[k], u->params[k / kinds].state[k % kinds]));
+    std::vector<Digest128> state_digests;
+    const std::size_t kinds = params.empty() ? 0 : state_.size() / params.size();
+    for (std::size_t k = 0; k < state_.size(); ++k) {
+      state_digests.push_back(from_chunks(*state_[k], u->params[k / kinds].state[k % kinds]));
     }
+    r.optimizer_state = digest(std::span<const Digest128>(state_digests));
     const std::int64_t hashed = u->hash_nanoseconds.load(std::memory_order_relaxed);
     recording_seconds_ += static_cast<double>(hashed - counted_hash_nanoseconds_) * 1e-9 /
                           std::max(1, trainer.ops().threads());
     counted_hash_nanoseconds_ = hashed;
+    write_step(std::move(r));
   } else {
-    // All tensors of the step in one parallel batch: inputs, gradients, weights, optimizer state.
-    std::vector<const Tensor*> tensors{&e.batch->images};
-    const auto grads = grads_of(model), values = values_of(model);
-    tensors.insert(tensors.end(), grads.begin(), grads.end());
-    tensors.insert(tensors.end(), values.begin(), values.end());
-    tensors.insert(tensors.end(), state.begin(), state.end());
-    const std::vector<Digest128> d = digest_all(trainer, tensors);
-    const std::size_t n = grads.size();
-    r.batch_inputs = d[0];
-    r.grads.assign(d.begin() + 1, d.begin() + 1 + n);
-    r.weights.assign(d.begin() + 1 + n, d.begin() + 1 + 2 * n);
-    state_digests.assign(d.begin() + 1 + 2 * n, d.end());
+    queue_step_digests(trainer, e, std::move(r));
   }
-  r.optimizer_state = digest(std::span<const Digest128>(state_digests));
+  recording_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Recorder::queue_step_digests(const train::Trainer& trainer, const train::StepEvent& e,
+                                  trace::StepRecord r) {
+  // All tensors of the step in one batch: inputs, gradients, weights, optimizer state.
+  std::vector<const Tensor*> tensors{&e.batch->images};
+  const auto grads = grads_of(trainer.model()), values = values_of(trainer.model());
+  tensors.insert(tensors.end(), grads.begin(), grads.end());
+  tensors.insert(tensors.end(), values.begin(), values.end());
+  tensors.insert(tensors.end(), state_.begin(), state_.end());
+
+  PendingStep& p = pending_.emplace();
+  p.record = std::move(r);
+  p.params = grads.size();
+  p.all.resize(tensors.size());
+  std::vector<const Tensor*> on_device;
+  std::vector<DigestInput> on_host;
+  std::vector<std::size_t> host_slots;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = *tensors[i];
+    if (t.on_host()) {
+      on_host.push_back({DType::f32, t.shape(), t.data(), t.bytes()});
+      host_slots.push_back(i);
+    } else {
+      on_device.push_back(&t);
+      p.device_slots.push_back(i);
+    }
+  }
+  const std::vector<Digest128> d = digest_in_parallel(pool_, on_host);
+  for (std::size_t k = 0; k < d.size(); ++k) p.all[host_slots[k]] = d[k];
+  if (on_device.empty()) {
+    write_pending();
+  } else {
+    trainer.backend_digests_when_done(on_device, &p.device);
+  }
+}
+
+void Recorder::write_pending() {
+  if (!pending_) return;
+  PendingStep p = std::move(*pending_);
+  pending_.reset();
+  if (p.device.size() != p.device_slots.size()) {
+    throw std::logic_error("the backend stored " + std::to_string(p.device.size()) + " of step " +
+                           std::to_string(p.record.step) + "'s " +
+                           std::to_string(p.device_slots.size()) +
+                           " digests by its synchronize() (Ops::digest_when_done)");
+  }
+  for (std::size_t k = 0; k < p.device.size(); ++k) p.all[p.device_slots[k]] = p.device[k];
+  trace::StepRecord& r = p.record;
+  const auto at = [&](std::size_t i) { return p.all.begin() + static_cast<std::ptrdiff_t>(i); };
+  r.batch_inputs = p.all[0];
+  r.grads.assign(at(1), at(1 + p.params));
+  r.weights.assign(at(1 + p.params), at(1 + 2 * p.params));
+  r.optimizer_state =
+      digest(std::span<const Digest128>(&*at(1 + 2 * p.params), p.all.size() - 1 - 2 * p.params));
+  write_step(std::move(r));
+}
+
+void Recorder::settle_pending(const train::Trainer& trainer) {
+  if (!pending_) return;
+  const auto start = std::chrono::steady_clock::now();
+  trainer.settle_backend();
+  write_pending();
+  recording_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Recorder::write_step(trace::StepRecord r) {
   if (const auto& plan = trace_.header.tensor_digests; plan && !plan->at(r.step)) {
     trace::keep_category_digests(r);  // the level of detail
   }
@@ -172,17 +233,21 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
   } else {
     trace_.steps.push_back(std::move(r));
   }
-  recording_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void Recorder::resume_point(const trace::ResumePoint& point) {
+void Recorder::on_run_end(const train::Trainer& trainer) {
+  settle_pending(trainer);
+}
+
+void Recorder::resume_point(const train::Trainer& trainer, const trace::ResumePoint& point) {
+  settle_pending(trainer);
   start_file();
   trace_.resume_points.push_back(point);
   if (file_) file_->resume_point(point);
 }
 
-void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
+void Recorder::on_epoch(const train::Trainer& trainer, const train::EpochSummary& s) {
+  settle_pending(trainer);
   start_file();
   trace_.epochs.push_back(trace::EpochRecord{s.epoch, s.steps, s.mean_train_loss, s.eval_loss,
                                              s.eval_accuracy, s.seconds});
@@ -190,6 +255,7 @@ void Recorder::on_epoch(const train::Trainer&, const train::EpochSummary& s) {
 }
 
 trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainResult& result) {
+  settle_pending(trainer);
   trace::FinalRecord f;
   f.steps = result.steps;
   f.final_loss_bits = std::bit_cast<std::uint32_t>(result.final_loss);

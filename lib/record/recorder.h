@@ -1,8 +1,14 @@
 #pragma once
 // Records one run into its trace file while it trains: the initial parameters' digests, then per
 // step the batch, the loss bits, every gradient, every updated weight and the optimizer state.
-// Each record is written when it is made (trace/trace_file_writer.h): the cost of a step and the
-// memory held do not grow with the run's length.
+// Each record is written when it is complete (trace/trace_file_writer.h): the cost of a step and
+// the memory held do not grow with the run's length.
+//
+// On a device backend a step's tensors are hashed where they are, queued after the step
+// (Ops::digest_when_done): the device hashes while the host queues the next step, and the record
+// is written one step late, when the next step's end has waited for the device anyway. Before
+// anything else is written (an epoch, a resume point, the end record) and when the trainer's run
+// returns, the recorder waits for the step still pending, so the file keeps the run's order.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -37,12 +43,15 @@ class Recorder final : public train::Observer {
   void before_step(data::Batch& batch, std::int64_t step) override;
   void on_step(const train::Trainer& trainer, const train::StepEvent& event) override;
   void on_epoch(const train::Trainer& trainer, const train::EpochSummary& summary) override;
+  // Writes the step still pending: its trainer may go (a resumed run's next segment).
+  void on_run_end(const train::Trainer& trainer) override;
   // The update digests the gradients, weights and optimizer state while they are in cache, on
   // backends that can (optim/rules/update_digests.h); the recorder combines its chunk digests.
   bool wants_update_digests() const override { return true; }
 
-  // A resume record (record/resume_state.h), before the step it describes.
-  void resume_point(const trace::ResumePoint& point);
+  // A resume record (record/resume_state.h), before the step it describes; `trainer` is the one
+  // about to run that step.
+  void resume_point(const train::Trainer& trainer, const trace::ResumePoint& point);
 
   // The median step of a few steps trained with recording off (audit/calibration.h): finish()
   // then records what recording cost, measured (trace::RecordingCost). Without it the trace
@@ -65,6 +74,27 @@ class Recorder final : public train::Observer {
   // Opens the trace file at the first step: the optimizer's state names are known by then.
   void start_file();
 
+  // A step whose device tensors' digests the backend has yet to store (Ops::digest_when_done).
+  struct PendingStep {
+    trace::StepRecord record;
+    std::size_t params = 0;
+    // The step's digests in order: batch inputs, gradients, weights, optimizer state; the host
+    // tensors' filled at once, the rest from `device` when it is in.
+    std::vector<Digest128> all;
+    std::vector<std::size_t> device_slots;  // in `all`, of each of `device`
+    std::vector<Digest128> device;          // the backend's, by its next synchronize()
+  };
+  // The step's digests, on the host now and on the backend queued: into pending_, written now
+  // when no tensor is on the backend.
+  void queue_step_digests(const train::Trainer& trainer, const train::StepEvent& e,
+                          trace::StepRecord r);
+  // Writes the pending step, whose backend has synchronized since it was queued.
+  void write_pending();
+  // Waits for `trainer`'s backend, then writes the pending step (if any).
+  void settle_pending(const train::Trainer& trainer);
+  // The level of detail, then the file (or the kept steps).
+  void write_step(trace::StepRecord r);
+
   trace::Trace trace_;  // all but the steps, which only a recorder without a file keeps
   std::optional<trace::TraceFileWriter> file_;
   OpRecorder* ops_ = nullptr;  // set by record_ops
@@ -81,6 +111,7 @@ class Recorder final : public train::Observer {
   std::optional<trace::PredictionsRecord> predictions_;
   StepClock clock_;  // every step's start, over all trainers of a resumed run
   std::optional<StepCalibration> calibration_;
+  std::optional<PendingStep> pending_;  // `device` must not move while the backend holds it
 };
 
 }  // namespace ra::record

@@ -45,10 +45,11 @@ void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
   if (trainer_ == nullptr) return;
   if (resume_ && resume_->step == step) {
     resume_->state = resume_state(*trainer_, batch);
-    recorder_.resume_point(*resume_);
+    recorder_.resume_point(*trainer_, *resume_);
     resume_.reset();
   } else if (std::find(pass_steps_.begin(), pass_steps_.end(), step) != pass_steps_.end()) {
-    recorder_.resume_point(trace::ResumePoint{step, false, resume_state(*trainer_, batch)});
+    recorder_.resume_point(*trainer_,
+                           trace::ResumePoint{step, false, resume_state(*trainer_, batch)});
   }
 }
 

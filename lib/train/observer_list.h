@@ -34,6 +34,9 @@ class ObserverList final : public Observer {
   void on_epoch(const Trainer& t, const EpochSummary& s) override {
     for (Observer* o : observers_) o->on_epoch(t, s);
   }
+  void on_run_end(const Trainer& t) override {
+    for (Observer* o : observers_) o->on_run_end(t);
+  }
 
  private:
   std::vector<Observer*> observers_;

@@ -222,6 +222,7 @@ TrainResult Trainer::run(Observer* observer) {
     position_.epoch_steps = 0;
     position_.epoch_loss_sum = 0.0;
   }
+  if (observer) observer->on_run_end(*this);
   state.result.position = position_;
   state.result.median_step_seconds = median(std::move(state.step_seconds));
   state.result.total_seconds = seconds_since(run_start);

@@ -115,6 +115,9 @@ class Observer {
   virtual bool wants_update_digests() const { return false; }
   virtual void on_step(const Trainer&, const StepEvent&) {}
   virtual void on_epoch(const Trainer&, const EpochSummary&) {}
+  // When run() returns, interrupted or at its end (not when it throws): the last hook that sees
+  // this trainer's backend before a resumed run may replace it.
+  virtual void on_run_end(const Trainer&) {}
 };
 
 struct TrainResult {
@@ -178,6 +181,14 @@ class Trainer {
   std::vector<Digest128> backend_digests(const std::vector<const Tensor*>& tensors) const {
     return ops_->digest(tensors);
   }
+  // The same digests, of the tensors as they are now, stored into `*out` by the backend's next
+  // synchronize (Ops::digest_when_done): at the end of the next step, or at settle_backend().
+  void backend_digests_when_done(const std::vector<const Tensor*>& tensors,
+                                 std::vector<Digest128>* out) const {
+    ops_->digest_when_done(tensors, out);
+  }
+  // Waits for the backend's queued work and stores what its *_when_done calls promised.
+  void settle_backend() const { ops_->synchronize(); }
 
   // Loss and accuracy of the current weights on a data set (no dropout, no update).
   struct Evaluation {

@@ -4,12 +4,14 @@
 // reason when query_device() finds none.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "backend/backend_test_util.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend_cuda/gpu_test_support.h"
+#include "core/digest.h"
 #include "core/error.h"
 
 namespace {
@@ -141,4 +143,49 @@ TEST_CASE("CudaOps loss_when_done: the loss's bits at synchronize, a bad label t
                       KernelMode::deterministic, &value);
   REQUIRE_THROWS_AS(ops->synchronize(), ra::InputError);
   REQUIRE_NOTHROW(ops->synchronize());  // told once
+}
+
+TEST_CASE("CudaOps digest_when_done: the tensors' digests as they were, stored at synchronize",
+          "[gpu][cuda_ops]") {
+  RA_SKIP_WITHOUT_USABLE_GPU();
+  const auto ops = ra::backend::cuda::make_cuda_ops(KernelMode::deterministic);
+  ra::Memory& memory = ops->memory();
+  // Several 64 KiB chunks and a tail, a one-element tensor, an empty one: shapes kept.
+  std::vector<ra::Tensor> host;
+  host.emplace_back(ra::Shape{7, 3 * 16384 + 5});
+  host.emplace_back(ra::Shape{1, 1});
+  host.emplace_back(ra::Shape{0, 4});
+  std::uint32_t seed = 21;
+  for (ra::Tensor& t : host) {
+    const auto values = test::random_values(t.size(), seed++);
+    std::copy(values.begin(), values.end(), t.begin());
+  }
+  std::vector<ra::Tensor> device;
+  for (const ra::Tensor& t : host) {
+    device.emplace_back(t.shape(), memory);
+    device.back().copy_from(t);
+  }
+  const std::vector<const ra::Tensor*> all = {&device[0], &device[1], &device[2]};
+  for (int round = 0; round < 2; ++round) {  // the second reuses the first's buffers
+    const ra::Digest128 untouched{7, 7};
+    std::vector<ra::Digest128> first{untouched}, second;
+    ops->digest_when_done(all, &first);
+    // Queued after the digests: hashed before it, as a step queued after them would be.
+    memory.zero(device[0].data(), device[0].bytes());
+    // A second request before the wait: more chunks, a larger readback buffer.
+    ops->digest_when_done({&device[1], &device[0]}, &second);
+    CHECK(first == std::vector<ra::Digest128>{untouched});  // not before the wait
+    ops->synchronize();
+    REQUIRE(first.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(first[i] == ra::digest(host[i]));
+    REQUIRE(second.size() == 2);
+    CHECK(second[0] == ra::digest(host[1]));
+    CHECK(second[1] == ra::digest(ra::Tensor(host[0].shape())));  // zeros
+    CHECK(second[1] == ops->digest({&device[0]})[0]);
+    device[0].copy_from(host[0]);
+  }
+  std::vector<ra::Digest128> none{ra::Digest128{1, 2}};
+  ops->digest_when_done({}, &none);
+  ops->synchronize();
+  CHECK(none.empty());
 }

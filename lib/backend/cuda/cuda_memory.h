@@ -11,6 +11,9 @@
 // zeros and device-to-device copies do not.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <utility>
+
 #include "core/memory.h"
 
 namespace ra::backend::cuda {
@@ -82,6 +85,39 @@ class PinnedHostValue {
 
  private:
   T* value_;
+};
+
+// A block of page-locked host memory, owned and move-only, that the device copies results into
+// while the host goes on (deferred_digests.h). Replacing or destroying it while a copy into it is
+// still queued is the owner's to prevent (it waits for the stream first).
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() noexcept = default;
+  explicit PinnedHostBuffer(std::size_t bytes)
+      : data_(pinned_host_memory().allocate(bytes)), bytes_(bytes) {}
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept {
+    if (this != &other) {
+      pinned_host_memory().deallocate(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  ~PinnedHostBuffer() { pinned_host_memory().deallocate(data_); }
+
+  template <class T>
+  T* as() const noexcept {
+    return static_cast<T*>(data_);
+  }
+  std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace ra::backend::cuda

@@ -2,8 +2,6 @@
 // activations, dropout, optimizer, losses). Convolutions: cuda_conv.cpp; dense: cuda_dense.cpp.
 #include "backend/cuda/cuda_ops.h"
 
-#include "kernels/digest.cuh"
-
 #include <limits>
 
 #include "backend/cuda/algorithm_policy.h"
@@ -70,61 +68,28 @@ nlohmann::json CudaOps::device_fingerprint() const {
 }
 
 std::vector<Digest128> CudaOps::digest(const std::vector<const Tensor*>& tensors) {
-  std::vector<DigestItem> items;
-  for (const Tensor* t : tensors) items.push_back({t->data(), t->bytes(), DType::f32, t->shape()});
-  return device_digests(items);
+  return device_digests(cuda::digest_items(tensors));
 }
 
 std::vector<Digest128> CudaOps::digest_regions(const std::vector<MemoryRegion>& regions) {
-  std::vector<DigestItem> items;
-  for (const MemoryRegion& r : regions) {
-    items.push_back({r.data, static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype), r.dtype,
-                     Shape{r.count}});
-  }
-  return device_digests(items);
+  return device_digests(cuda::digest_items(regions));
 }
 
-std::vector<Digest128> CudaOps::device_digests(const std::vector<DigestItem>& items) {
+std::vector<Digest128> CudaOps::device_digests(const std::vector<cuda::DigestItem>& items) {
   require_outside_graph_step("a digest");
-  // One job per item, laid out back to back in one output array of chunk digests.
-  std::vector<kernels::DigestJob> jobs;
-  std::size_t total = 0;
-  for (const DigestItem& item : items) {
-    jobs.push_back(kernels::DigestJob{item.data, item.bytes, total});
-    total += kernels::digest_chunk_count(item.bytes);
-  }
-  std::vector<Digest128> out;
-  if (items.empty()) return out;
-  digest_jobs_.reserve(jobs.size() * sizeof(kernels::DigestJob));
-  digest_chunks_.reserve(std::max<std::size_t>(total, 1) * sizeof(xxh3::Hash128));
-  RA_CUDA_CHECK(cudaMemcpyAsync(digest_jobs_.data(), jobs.data(),
-                                jobs.size() * sizeof(kernels::DigestJob), cudaMemcpyHostToDevice,
-                                stream_.get()));
-  if (total > 0) {
-    kernels::digest_chunks_batched(stream_.get(), digest_jobs_.as<kernels::DigestJob>(),
-                                   static_cast<int>(jobs.size()), total,
-                                   digest_chunks_.as<xxh3::Hash128>());
-    RA_CUDA_CHECK(cudaGetLastError());
-  }
-  std::vector<xxh3::Hash128> chunks(total);
-  if (total > 0) {
-    RA_CUDA_CHECK(cudaMemcpyAsync(chunks.data(), digest_chunks_.data(),
-                                  total * sizeof(xxh3::Hash128), cudaMemcpyDeviceToHost,
-                                  stream_.get()));
-  }
-  stream_.synchronize();
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::size_t n = kernels::digest_chunk_count(items[i].bytes);
-    out.push_back(
-        digest_from_chunks(items[i].dtype, items[i].shape,
-                           std::span<const xxh3::Hash128>(chunks.data() + jobs[i].first_chunk, n)));
-  }
-  return out;
+  digests_now_.queue(stream(), items);
+  return digests_now_.take(stream());
+}
+
+void CudaOps::digest_when_done(const std::vector<const Tensor*>& tensors,
+                               std::vector<Digest128>* out) {
+  require_outside_graph_step("a digest");
+  deferred_digests_.queue(stream(), cuda::digest_items(tensors), out);
 }
 
 std::size_t CudaOps::queue_digests(const std::vector<MemoryRegion>& regions) {
   require_outside_graph_step("a queued digest");
-  return digest_queue_.queue(stream_.get(), regions);
+  return digest_queue_.queue(stream_.get(), cuda::digest_items(regions));
 }
 
 std::vector<Digest128> CudaOps::take_queued_digests() {
@@ -134,6 +99,8 @@ std::vector<Digest128> CudaOps::take_queued_digests() {
 void CudaOps::synchronize() {
   require_outside_graph_step("synchronize");
   stream_.synchronize();
+  // The digests first: a bad label (the loss throws) leaves them correct all the same.
+  deferred_digests_.resolve();
   resolve_pending_loss();
 }
 

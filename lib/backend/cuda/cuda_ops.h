@@ -30,6 +30,7 @@
 #include "backend/cuda/conv_plan.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_resources.h"
+#include "backend/cuda/deferred_digests.h"
 #include "backend/cuda/digest_queue.h"
 #include "backend/cuda/ledger.h"
 #include "backend/cuda/step_call_print.h"
@@ -76,6 +77,9 @@ class CudaOps final : public Ops {
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   // The same for flat regions (the op recorder's inputs and outputs): one launch, one download.
   std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override;
+  // The same, queued with their copy back to page-locked memory; read at synchronize().
+  void digest_when_done(const std::vector<const Tensor*>& tensors,
+                        std::vector<Digest128>* out) override;
   // The same, queued on the stream and taken once per step (digest_queue.h).
   bool queues_digests() const override { return true; }
   std::size_t queue_digests(const std::vector<MemoryRegion>& regions) override;
@@ -159,14 +163,8 @@ class CudaOps final : public Ops {
   // workspace.
   cuda::ConvFindOperands find_operands(const float* first, const float* second, float* output);
   void* workspace(std::size_t bytes);
-  // What digest() and digest_regions() hash: `bytes` at `data`, digested as `dtype` and `shape`.
-  struct DigestItem {
-    const void* data = nullptr;
-    std::size_t bytes = 0;
-    DType dtype = DType::f32;
-    Shape shape;
-  };
-  std::vector<Digest128> device_digests(const std::vector<DigestItem>& items);
+  // What digest() and digest_regions() run: one launch, one download, one wait.
+  std::vector<Digest128> device_digests(const std::vector<cuda::DigestItem>& items);
   // Sets cuBLAS's atomics and math modes from cublas_policy(mode).
   void set_cublas_mode(KernelMode mode);
   // Runs one cuBLAS product of a dense layer in `mode`: sets the handle's modes, runs `product`
@@ -235,11 +233,11 @@ class CudaOps final : public Ops {
   std::size_t settled_at_begin_ = 0;
   cuda::StepCallPrint step_print_;
   cuda::GraphExec step_graph_;
-  std::uint64_t graph_print_ = 0;       // the captured step's call print
-  std::size_t graph_scalar_bytes_ = 0;  // and its step arguments' bytes
-  cuda::DeviceBuffer digest_jobs_;      // kernels::DigestJob per tensor of a digest call
-  cuda::DeviceBuffer digest_chunks_;    // their chunk digests
-  cuda::DigestQueue digest_queue_;      // queue_digests' until taken
+  std::uint64_t graph_print_ = 0;           // the captured step's call print
+  std::size_t graph_scalar_bytes_ = 0;      // and its step arguments' bytes
+  cuda::DigestQueue digests_now_;           // digest() and digest_regions(), taken at once
+  cuda::DigestQueue digest_queue_;          // queue_digests' until taken
+  cuda::DeferredDigests deferred_digests_;  // digest_when_done's until synchronize()
   std::map<ConvKey, std::unique_ptr<cuda::ConvPlan>> conv_plans_;
   std::vector<cuda::LedgerEntry> ledger_;
   std::set<std::array<int, 6>> dense_noted_;  // {n, in, out, direction, atomics allowed, math}

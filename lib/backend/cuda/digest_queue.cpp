@@ -1,27 +1,42 @@
 #include "backend/cuda/digest_queue.h"
 
 #include <algorithm>
-#include <span>
 
 #include "backend/cuda/cuda_check.h"
 #include "kernels/digest.cuh"
 
 namespace ra::backend::cuda {
 
-std::size_t DigestQueue::queue(cudaStream_t stream, const std::vector<MemoryRegion>& regions) {
+std::vector<DigestItem> digest_items(const std::vector<const Tensor*>& tensors) {
+  std::vector<DigestItem> items;
+  items.reserve(tensors.size());
+  for (const Tensor* t : tensors) items.push_back({t->data(), t->bytes(), DType::f32, t->shape()});
+  return items;
+}
+
+std::vector<DigestItem> digest_items(const std::vector<MemoryRegion>& regions) {
+  std::vector<DigestItem> items;
+  items.reserve(regions.size());
+  for (const MemoryRegion& r : regions) {
+    items.push_back({r.data, static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype), r.dtype,
+                     Shape{r.count}});
+  }
+  return items;
+}
+
+std::size_t DigestQueue::queue(cudaStream_t stream, const std::vector<DigestItem>& items) {
   const std::size_t ticket = queued_.size();
   const std::size_t base = chunks_;
   // Job offsets are relative to this call's first chunk: the launch covers its chunks only.
   std::vector<kernels::DigestJob> jobs;
   std::size_t local = 0;
-  for (const MemoryRegion& r : regions) {
-    const std::size_t bytes = static_cast<std::size_t>(r.count) * dtype_bytes(r.dtype);
-    const std::size_t chunks = kernels::digest_chunk_count(bytes);
-    jobs.push_back(kernels::DigestJob{r.data, bytes, local});
-    queued_.push_back(Queued{r.dtype, r.count, base + local, chunks});
+  for (const DigestItem& item : items) {
+    const std::size_t chunks = kernels::digest_chunk_count(item.bytes);
+    jobs.push_back(kernels::DigestJob{item.data, item.bytes, local});
+    queued_.push_back(Queued{item.dtype, item.shape, base + local, chunks});
     local += chunks;
   }
-  if (local == 0) return ticket;  // empty regions: their digests need no chunk
+  if (local == 0) return ticket;  // empty items: their digests need no chunk
   reserve_chunks(stream, base + local);
   jobs_.reserve(jobs.size() * sizeof(kernels::DigestJob));
   // From pageable memory: staged before the call returns, so `jobs` may go; the stream orders
@@ -36,23 +51,33 @@ std::size_t DigestQueue::queue(cudaStream_t stream, const std::vector<MemoryRegi
   return ticket;
 }
 
-std::vector<Digest128> DigestQueue::take(cudaStream_t stream) {
-  std::vector<xxh3::Hash128> chunks(chunks_);
-  if (chunks_ > 0) {
-    RA_CUDA_CHECK(cudaMemcpyAsync(chunks.data(), chunk_digests_.data(),
-                                  chunks_ * sizeof(xxh3::Hash128), cudaMemcpyDeviceToHost, stream));
+void DigestQueue::queue_download(cudaStream_t stream, xxh3::Hash128* host) const {
+  if (chunks_ == 0) return;
+  RA_CUDA_CHECK(cudaMemcpyAsync(host, chunk_digests_.data(), chunks_ * sizeof(xxh3::Hash128),
+                                cudaMemcpyDeviceToHost, stream));
+}
+
+std::vector<Digest128> DigestQueue::take_downloaded(std::span<const xxh3::Hash128> host_chunks) {
+  if (host_chunks.size() < chunks_) {
+    throw std::logic_error("DigestQueue::take_downloaded: " + std::to_string(host_chunks.size()) +
+                           " chunk digests for " + std::to_string(chunks_));
   }
-  RA_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<Digest128> out;
   out.reserve(queued_.size());
   for (const Queued& q : queued_) {
-    out.push_back(digest_from_chunks(
-        q.dtype, Shape{q.count},
-        std::span<const xxh3::Hash128>(chunks.data() + q.first_chunk, q.chunks)));
+    out.push_back(
+        digest_from_chunks(q.dtype, q.shape, host_chunks.subspan(q.first_chunk, q.chunks)));
   }
   queued_.clear();
   chunks_ = 0;
   return out;
+}
+
+std::vector<Digest128> DigestQueue::take(cudaStream_t stream) {
+  std::vector<xxh3::Hash128> chunks(chunks_);
+  queue_download(stream, chunks.data());
+  RA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return take_downloaded(chunks);
 }
 
 void DigestQueue::reserve_chunks(cudaStream_t stream, std::size_t chunks) {
