@@ -215,6 +215,8 @@ struct RunSummary {
   // over the steps' time (traces of PyTorch scripts, older traces).
   double recording_fraction = 0;
   bool recording_measured = false;
+  // With --cuda-graphs on (the trace's end record): how the run's steps were launched.
+  std::optional<trace::StepLaunchRecord> step_launch;
   int outcome_class = 0;
   std::string source;
 };

@@ -153,6 +153,7 @@ json runs_json(const ComparisonResult& r) {
          {"recording_fraction", s.recording_fraction},
          {"recording_method", s.recording_measured ? "calibrated" : "summed"},
          {"outcome_class", s.outcome_class}});
+    if (s.step_launch) runs.back()["step_launch"] = trace::step_launch_json(*s.step_launch);
   }
   return runs;
 }

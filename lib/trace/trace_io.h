@@ -36,6 +36,9 @@ void write_trace(const std::filesystem::path& path, const Trace& trace);
 Trace parse_trace(std::string_view text, const std::string& source);
 Trace read_trace(const std::filesystem::path& path);
 
+// The end record's `step_launch` object: {"eager", "capture", "replay", "eager_reasons"}.
+nlohmann::json step_launch_json(const StepLaunchRecord& launches);
+
 // "0x3f800000" for the bits of 1.0f, and back (InputError on malformed text).
 std::string bits_hex(std::uint32_t bits);
 std::uint32_t bits_from_hex(const std::string& text);

@@ -172,6 +172,15 @@ json step_json(const StepRecord& r, bool v3) {
 
 }  // namespace
 
+json step_launch_json(const StepLaunchRecord& launches) {
+  json reasons = json::object();
+  for (const auto& [reason, count] : launches.eager_reasons) reasons[reason] = count;
+  return {{"eager", launches.eager},
+          {"capture", launches.capture},
+          {"replay", launches.replay},
+          {"eager_reasons", reasons}};
+}
+
 std::string bits_hex(std::uint32_t bits) {
   char text[12];
   std::snprintf(text, sizeof text, "0x%08x", bits);
@@ -232,14 +241,7 @@ std::string end_line(const TraceHeader& h, const FinalRecord& f) {
         {"calibrated_step_wall_seconds", f.recording_cost->calibrated_step_wall_seconds},
         {"calibration_steps", f.recording_cost->calibration_steps}};
   }
-  if (f.step_launch) {
-    json reasons = json::object();
-    for (const auto& [reason, count] : f.step_launch->eager_reasons) reasons[reason] = count;
-    end["step_launch"] = {{"eager", f.step_launch->eager},
-                          {"capture", f.step_launch->capture},
-                          {"replay", f.step_launch->replay},
-                          {"eager_reasons", reasons}};
-  }
+  if (f.step_launch) end["step_launch"] = step_launch_json(*f.step_launch);
   if (!f.loader_workers.empty()) end["loader_workers"] = loader_workers_json(f.loader_workers);
   if (f.predictions) {
     end["predictions"] = {{"file", f.predictions->file},
