@@ -126,10 +126,12 @@ std::string band_note(const ComparisonResult& r, const Curves& curves) {
 // Each same-seed run's |loss - the reference's loss| per step (log scale): every compared run, or
 // above kMaxCurves runs the first to part and the band of all compared runs.
 std::string distance_plot(const ComparisonResult& r, const Curves& curves) {
-  svg::LinePlot gap{
-      "|loss - reference run's loss| per step, same-seed runs (points where they "
-      "are equal are left out)",
-      "step", "|loss difference| (log scale)", true};
+  svg::LinePlot gap{.title =
+                        "|loss - reference run's loss| per step, same-seed runs (points where "
+                        "they are equal are left out)",
+                    .x_label = "step",
+                    .y_label = "|loss difference| (log scale)",
+                    .log_y = true};
   const auto& losses = r.series.losses;
   const std::vector<float>& ref = losses[reference_of(r)];
   for (const Curve& c : curves.curves) {

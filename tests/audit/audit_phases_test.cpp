@@ -94,7 +94,7 @@ TEST_CASE("plan_runs refuses no runs and a fault outside the plan", "[audit][pla
   AuditOptions o = phase_options_in("out", 0);
   CHECK(error_of([&] { plan_runs(spec, o); }) == "--runs must be at least 1");
   o.runs = 3;
-  o.fault = FaultSpec{3, 0, "dense_0.weight", 0, 0};
+  o.fault = FaultSpec{.run = 3, .step = 0, .tensor = "dense_0.weight"};
   CHECK(error_of([&] { plan_runs(spec, o); }) == "--inject-fault: run 3 is not in 0..2");
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("requested_manifest records what decides the bits of the runs", "[audi
   o.mode = ra::spec::KernelMode::nondeterministic;
   o.threads = 3;
   o.snapshots.every_steps = 2;
-  o.fault = FaultSpec{1, 2, "dense_0.weight", 4, 1};
+  o.fault = FaultSpec{.run = 1, .step = 2, .tensor = "dense_0.weight", .element = 4, .bit = 1};
   o.tool_version = "9.9";
   const auto m = requested_manifest(spec, o, plan_runs(spec, o));
   CHECK(m.audit_id.empty());  // the caller's

@@ -55,11 +55,12 @@ ResumePoint point(std::int64_t step, bool resumed) {
   ResumePoint p;
   p.step = step;
   p.resumed = resumed;
-  p.state = {resume_digest(30),
-             resume_digest(31),
-             resume_digest(32),
-             {{"data/order", resume_digest(33)}, {"dropout/dropout_0", resume_digest(34)}},
-             resume_digest(35)};
+  p.state = {
+      .weights = resume_digest(30),
+      .optimizer_state = resume_digest(31),
+      .schedule = resume_digest(32),
+      .rng_streams = {{"data/order", resume_digest(33)}, {"dropout/dropout_0", resume_digest(34)}},
+      .next_batch = resume_digest(35)};
   if (resumed) {
     p.checkpoint_bytes = 4096;
     p.write_seconds = 0.002;
