@@ -178,11 +178,14 @@ void RunWorker::run(const PlannedRun& p) {
     progress_.run_started(p.index, planned_runs_);
   }
   train::TrainResult r;
+  backend::StepLaunchCounts launches;  // each segment's trainer counts its own steps
   for (;;) {
     r = trainer->run(&observers);
+    launches += r.step_launches;
     if (!r.interrupted) break;
     trainer = resume(p, std::move(trainer), r.position, run_options, resume_states);
   }
+  r.step_launches = launches;
   if (faulty && !options_.fault->op.empty() && !op_recorder->fault_applied()) {
     throw InputError("--inject-fault: op " + options_.fault->op + " did not run at step " +
                      std::to_string(options_.fault->step) + " (op names: docs/trace-format.md)");

@@ -49,6 +49,14 @@ struct StepLaunchCounts {
       ++eager_reasons[d.reason];
     }
   }
+  // A resumed run's segments, each its own trainer's counts, summed into the run's.
+  StepLaunchCounts& operator+=(const StepLaunchCounts& other) {
+    eager += other.eager;
+    capture += other.capture;
+    replay += other.replay;
+    for (const auto& [reason, count] : other.eager_reasons) eager_reasons[reason] += count;
+    return *this;
+  }
   bool operator==(const StepLaunchCounts&) const = default;
 };
 

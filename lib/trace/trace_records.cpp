@@ -271,13 +271,14 @@ FinalRecord read_final(const Field& r, const TraceHeader& h) {
   if (r.has("loader_workers")) f.loader_workers = read_loader_workers(r["loader_workers"]);
   if (r.has("predictions")) f.predictions = read_predictions(r["predictions"]);
   if (r.has("step_launch")) f.step_launch = read_step_launch(r["step_launch"]);
-  // A resumed run counts the steps after its last resume: at most the run's.
-  if (f.step_launch &&
-      f.step_launch->eager + f.step_launch->capture + f.step_launch->replay > f.steps) {
-    r["step_launch"].fail(
-        "counts " +
-        std::to_string(f.step_launch->eager + f.step_launch->capture + f.step_launch->replay) +
-        " steps, more than the run's " + std::to_string(f.steps));
+  // Every step of the run was launched one way (a resumed run's segments summed).
+  if (f.step_launch) {
+    const std::int64_t launched =
+        f.step_launch->eager + f.step_launch->capture + f.step_launch->replay;
+    if (launched != f.steps) {
+      r["step_launch"].fail("counts " + std::to_string(launched) + " steps, the run has " +
+                            std::to_string(f.steps));
+    }
   }
   return f;
 }

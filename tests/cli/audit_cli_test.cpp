@@ -245,18 +245,29 @@ TEST_CASE("run --snapshot-writer thread writes every snapshot, and an unknown wr
 TEST_CASE("run --cuda-graphs on records how each run's steps were launched", "[cli][audit]") {
   TempDir dir;
   const auto out = dir.path() / "out";
+  // Run 1 stops after step 2 and goes on in a new trainer: its trace counts both segments.
   const auto r = run_cli("run " + write_audit_spec(dir) + " --runs 2 --out " + quoted(out) +
-                         " --cuda-graphs on");
+                         " --cuda-graphs on --interrupt-at 2");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
+  std::int64_t steps = 0;
   for (const char* run : {"run-000.trace.jsonl", "run-001.trace.jsonl"}) {
     const auto trace = ra::trace::read_trace(out / run);
     REQUIRE(trace.final);
     REQUIRE(trace.final->step_launch);
+    REQUIRE(trace.final->steps > 2);
     CHECK(trace.final->step_launch->eager == trace.final->steps);
     CHECK(trace.final->step_launch->replay == 0);
-    CHECK(trace.final->step_launch->eager_reasons.size() == 1);
+    REQUIRE(trace.final->step_launch->eager_reasons.size() == 1);
+    CHECK(trace.final->step_launch->eager_reasons.begin()->first ==
+          "the cpu backend runs each op as it is called");
+    steps += trace.final->steps;
   }
+  CHECK_THAT(r.out,
+             Catch::Contains("steps as CUDA graphs (--cuda-graphs on, 2 of 2 runs): 0 "
+                             "replayed, 0 captured, " +
+                             std::to_string(steps) + " eager\n  eager: " + std::to_string(steps) +
+                             " steps, the cpu backend runs each op as it is called\n"));
 }
 
 TEST_CASE("two jobs train runs at once with the same outcome", "[cli][audit]") {

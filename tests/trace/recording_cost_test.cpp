@@ -70,7 +70,8 @@ TEST_CASE("step launches are written and read back as they were", "[trace]") {
   using ra::trace::StepLaunchRecord;
   const std::int64_t steps = t.final->steps;
   for (const StepLaunchRecord& launches :
-       {StepLaunchRecord{steps, 0, 0, {{"CUDA graphs off", steps}}}, StepLaunchRecord{0, 0, 0, {}},
+       {StepLaunchRecord{steps, 0, 0, {{"CUDA graphs off", steps}}},
+        StepLaunchRecord{0, 1, steps - 1, {}},
         StepLaunchRecord{
             steps, 0, 0, {{"capture failed: cudaStreamEndCapture: \"quoted\"\n", steps}}}}) {
     t.final->step_launch = launches;
@@ -97,6 +98,12 @@ TEST_CASE("damaged step launches are bad input naming the field", "[trace]") {
   rejected(eager, "\"eager\":-1", "field 'step_launch.eager'");
   rejected("{\"off\":" + std::to_string(steps) + "}", "{\"off\":0}", "step_launch.eager_reasons");
   rejected("{\"off\":" + std::to_string(steps) + "}", "{}", "counts 0 eager steps");
-  rejected("\"replay\":0", "\"replay\":" + std::to_string(steps + 1), "more than the run's");
+  rejected("\"replay\":0", "\"replay\":1",
+           "counts " + std::to_string(steps + 1) + " steps, the run has " + std::to_string(steps));
+  // Fewer than the run's steps: a resumed run's earlier segments lost.
+  t.final->step_launch = ra::trace::StepLaunchRecord{0, 0, 0, {}};
+  CHECK_THROWS_WITH(
+      ra::trace::parse_trace(ra::trace::serialize_trace(t), "t"),
+      Catch::Contains("field 'step_launch': counts 0 steps, the run has " + std::to_string(steps)));
   rejected("\"capture\":0,", "", "capture");
 }
