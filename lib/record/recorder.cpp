@@ -25,6 +25,30 @@ std::vector<const Tensor*> grads_of(const nn::Model& model) {
   return out;
 }
 
+// Where each of a list of tensors is digested: host tensors chunk by chunk on the recorder's
+// threads, device tensors where they are, by the backend. `*_slots`: their places in the list.
+struct DigestSplit {
+  std::vector<DigestInput> host;
+  std::vector<std::size_t> host_slots;
+  std::vector<const Tensor*> device;
+  std::vector<std::size_t> device_slots;
+};
+
+DigestSplit split_by_memory(const std::vector<const Tensor*>& tensors) {
+  DigestSplit split;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = *tensors[i];
+    if (t.on_host()) {
+      split.host.push_back({DType::f32, t.shape(), t.data(), t.bytes()});
+      split.host_slots.push_back(i);
+    } else {
+      split.device.push_back(&t);
+      split.device_slots.push_back(i);
+    }
+  }
+  return split;
+}
+
 }  // namespace
 
 Recorder::Recorder(trace::TraceHeader header, int digest_threads, std::filesystem::path trace_file)
@@ -40,27 +64,13 @@ void Recorder::start_file() {
 std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
                                             const std::vector<const Tensor*>& tensors) {
   std::vector<Digest128> out(tensors.size());
-  // Device tensors are digested where they are, by the backend; host tensors chunk by chunk on
-  // the recorder's threads.
-  std::vector<const Tensor*> on_backend;
-  std::vector<DigestInput> on_host;
-  std::vector<std::size_t> backend_slots, host_slots;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = *tensors[i];
-    if (t.on_host()) {
-      on_host.push_back({DType::f32, t.shape(), t.data(), t.bytes()});
-      host_slots.push_back(i);
-    } else {
-      on_backend.push_back(&t);
-      backend_slots.push_back(i);
-    }
+  const DigestSplit split = split_by_memory(tensors);
+  if (!split.device.empty()) {
+    const std::vector<Digest128> d = trainer.backend_digests(split.device);
+    for (std::size_t k = 0; k < d.size(); ++k) out[split.device_slots[k]] = d[k];
   }
-  if (!on_backend.empty()) {
-    const std::vector<Digest128> d = trainer.backend_digests(on_backend);
-    for (std::size_t k = 0; k < d.size(); ++k) out[backend_slots[k]] = d[k];
-  }
-  const std::vector<Digest128> d = digest_in_parallel(pool_, on_host);
-  for (std::size_t k = 0; k < d.size(); ++k) out[host_slots[k]] = d[k];
+  const std::vector<Digest128> d = digest_in_parallel(pool_, split.host);
+  for (std::size_t k = 0; k < d.size(); ++k) out[split.host_slots[k]] = d[k];
   return out;
 }
 
@@ -171,25 +181,14 @@ void Recorder::queue_step_digests(const train::Trainer& trainer, const train::St
   p.record = std::move(r);
   p.params = grads.size();
   p.all.resize(tensors.size());
-  std::vector<const Tensor*> on_device;
-  std::vector<DigestInput> on_host;
-  std::vector<std::size_t> host_slots;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = *tensors[i];
-    if (t.on_host()) {
-      on_host.push_back({DType::f32, t.shape(), t.data(), t.bytes()});
-      host_slots.push_back(i);
-    } else {
-      on_device.push_back(&t);
-      p.device_slots.push_back(i);
-    }
-  }
-  const std::vector<Digest128> d = digest_in_parallel(pool_, on_host);
-  for (std::size_t k = 0; k < d.size(); ++k) p.all[host_slots[k]] = d[k];
-  if (on_device.empty()) {
+  DigestSplit split = split_by_memory(tensors);
+  p.device_slots = std::move(split.device_slots);
+  const std::vector<Digest128> d = digest_in_parallel(pool_, split.host);
+  for (std::size_t k = 0; k < d.size(); ++k) p.all[split.host_slots[k]] = d[k];
+  if (split.device.empty()) {
     write_pending();
   } else {
-    trainer.backend_digests_when_done(on_device, &p.device);
+    trainer.backend_digests_when_done(split.device, &p.device);
   }
 }
 
