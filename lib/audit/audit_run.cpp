@@ -177,15 +177,7 @@ void RunWorker::run(const PlannedRun& p) {
     std::lock_guard lock(progress_mutex_);
     progress_.run_started(p.index, planned_runs_);
   }
-  train::TrainResult r;
-  backend::StepLaunchCounts launches;  // each segment's trainer counts its own steps
-  for (;;) {
-    r = trainer->run(&observers);
-    launches += r.step_launches;
-    if (!r.interrupted) break;
-    trainer = resume(p, std::move(trainer), r.position, run_options, resume_states);
-  }
-  r.step_launches = launches;
+  const train::TrainResult r = train_segments(p, trainer, observers, run_options, resume_states);
   if (faulty && !options_.fault->op.empty() && !op_recorder->fault_applied()) {
     throw InputError("--inject-fault: op " + options_.fault->op + " did not run at step " +
                      std::to_string(options_.fault->step) + " (op names: docs/trace-format.md)");
@@ -199,6 +191,23 @@ void RunWorker::run(const PlannedRun& p) {
   if (progress_.run_finished) {
     std::lock_guard lock(progress_mutex_);
     progress_.run_finished(p.index, trace_file);
+  }
+}
+
+train::TrainResult RunWorker::train_segments(const PlannedRun& p,
+                                             std::unique_ptr<train::Trainer>& trainer,
+                                             train::Observer& observers,
+                                             const train::RunOptions& run_options,
+                                             record::ResumeStateRecorder& states) {
+  backend::StepLaunchCounts launches;  // each segment's trainer counts its own steps
+  for (;;) {
+    train::TrainResult r = trainer->run(&observers);
+    launches += r.step_launches;
+    if (!r.interrupted) {
+      r.step_launches = std::move(launches);
+      return r;
+    }
+    trainer = resume(p, std::move(trainer), r.position, run_options, states);
   }
 }
 

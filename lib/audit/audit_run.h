@@ -42,6 +42,12 @@ class RunWorker {
                                          std::unique_ptr<train::Trainer> stopped,
                                          const train::TrainPosition& at, train::RunOptions options,
                                          record::ResumeStateRecorder& states);
+  // Trains the run to its end, going on in a new trainer (`trainer` replaced) at each interrupt;
+  // the result counts every segment's step launches.
+  train::TrainResult train_segments(const PlannedRun& p, std::unique_ptr<train::Trainer>& trainer,
+                                    train::Observer& observers,
+                                    const train::RunOptions& run_options,
+                                    record::ResumeStateRecorder& states);
   // The reference of the runs' recording cost (audit/calibration.h), trained by the first call.
   void calibrate_once(const PlannedRun& p);
   void report_resume_event(int run, std::int64_t step, const std::string& event,
