@@ -219,8 +219,9 @@ std::vector<Digest128> ForwardingOps::digest(const std::vector<const Tensor*>& t
 }
 
 void ForwardingOps::digest_when_done(const std::vector<const Tensor*>& tensors,
-                                     std::vector<Digest128>* out) {
-  dispatch({.op = row(OpId::digest), .run = [&] { inner_->digest_when_done(tensors, out); }});
+                                     std::shared_ptr<std::vector<Digest128>> out) {
+  dispatch(
+      {.op = row(OpId::digest), .run = [&] { inner_->digest_when_done(tensors, std::move(out)); }});
 }
 
 namespace {

@@ -100,7 +100,7 @@ class ForwardingOps : public Ops {
                         float* dx) override;
   std::vector<Digest128> digest(const std::vector<const Tensor*>& tensors) override;
   void digest_when_done(const std::vector<const Tensor*>& tensors,
-                        std::vector<Digest128>* out) override;
+                        std::shared_ptr<std::vector<Digest128>> out) override;
   void optimizer_update(const optim::UpdateRule& rule, std::int64_t count, float* value,
                         const float* grad, float* s0, float* s1) override;
   bool optimizer_update_digested(const optim::UpdateRule& rule, std::int64_t count, float* value,

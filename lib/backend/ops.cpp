@@ -30,7 +30,8 @@ std::vector<Digest128> Ops::digest_regions(const std::vector<MemoryRegion>& regi
   return out;
 }
 
-void Ops::digest_when_done(const std::vector<const Tensor*>& tensors, std::vector<Digest128>* out) {
+void Ops::digest_when_done(const std::vector<const Tensor*>& tensors,
+                           std::shared_ptr<std::vector<Digest128>> out) {
   *out = digest(tensors);
 }
 

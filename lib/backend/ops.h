@@ -120,9 +120,10 @@ class Ops {
   // weights without waiting for them, so that the host queues the next step while the device
   // hashes (record/recorder.h). The default calls digest() at once; the CUDA backend queues the
   // hashing and the copy of its chunk digests to page-locked memory, and fills `*out` at its next
-  // synchronize(). `*out` must stay valid until then.
+  // synchronize(). The backend shares `out` until then: a caller that gives up (a run that
+  // failed) may drop its own share.
   virtual void digest_when_done(const std::vector<const Tensor*>& tensors,
-                                std::vector<Digest128>* out);
+                                std::shared_ptr<std::vector<Digest128>> out);
   // A training step as a unit (backend/step_launch.h). The trainer calls begin_step before the
   // step's first op and end_step after its last, before synchronize(). A backend that can run a
   // whole step's work as one launch (the CUDA backend: a CUDA graph, captured once and replayed)

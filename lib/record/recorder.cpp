@@ -188,7 +188,7 @@ void Recorder::queue_step_digests(const train::Trainer& trainer, const train::St
   if (split.device.empty()) {
     write_pending();
   } else {
-    trainer.backend_digests_when_done(split.device, &p.device);
+    trainer.backend_digests_when_done(split.device, p.device);
   }
 }
 
@@ -196,13 +196,14 @@ void Recorder::write_pending() {
   if (!pending_) return;
   PendingStep p = std::move(*pending_);
   pending_.reset();
-  if (p.device.size() != p.device_slots.size()) {
-    throw std::logic_error("the backend stored " + std::to_string(p.device.size()) + " of step " +
+  const std::vector<Digest128>& device = *p.device;
+  if (device.size() != p.device_slots.size()) {
+    throw std::logic_error("the backend stored " + std::to_string(device.size()) + " of step " +
                            std::to_string(p.record.step) + "'s " +
                            std::to_string(p.device_slots.size()) +
                            " digests by its synchronize() (Ops::digest_when_done)");
   }
-  for (std::size_t k = 0; k < p.device.size(); ++k) p.all[p.device_slots[k]] = p.device[k];
+  for (std::size_t k = 0; k < device.size(); ++k) p.all[p.device_slots[k]] = device[k];
   trace::StepRecord& r = p.record;
   const auto at = [&](std::size_t i) { return p.all.begin() + static_cast<std::ptrdiff_t>(i); };
   r.batch_inputs = p.all[0];

@@ -11,6 +11,7 @@
 // returns, the recorder waits for the step still pending, so the file keeps the run's order.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "core/thread_pool.h"
@@ -21,6 +22,20 @@
 #include "train/trainer.h"
 
 namespace ra::record {
+
+// A recorded step whose device tensors' digests the backend has yet to store
+// (Ops::digest_when_done): the recorder's, between a step and the next (at namespace scope, so
+// that std::optional sees it complete).
+struct PendingStep {
+  trace::StepRecord record;
+  std::size_t params = 0;
+  // The step's digests in order: batch inputs, gradients, weights, optimizer state; the host
+  // tensors' filled at once, the rest from `device` when it is in.
+  std::vector<Digest128> all;
+  std::vector<std::size_t> device_slots;  // in `all`, of each of `device`
+  // The backend's, by its next synchronize(); shared with it until then.
+  std::shared_ptr<std::vector<Digest128>> device = std::make_shared<std::vector<Digest128>>();
+};
 
 class Recorder final : public train::Observer {
  public:
@@ -74,16 +89,6 @@ class Recorder final : public train::Observer {
   // Opens the trace file at the first step: the optimizer's state names are known by then.
   void start_file();
 
-  // A step whose device tensors' digests the backend has yet to store (Ops::digest_when_done).
-  struct PendingStep {
-    trace::StepRecord record;
-    std::size_t params = 0;
-    // The step's digests in order: batch inputs, gradients, weights, optimizer state; the host
-    // tensors' filled at once, the rest from `device` when it is in.
-    std::vector<Digest128> all;
-    std::vector<std::size_t> device_slots;  // in `all`, of each of `device`
-    std::vector<Digest128> device;          // the backend's, by its next synchronize()
-  };
   // The step's digests, on the host now and on the backend queued: into pending_, written now
   // when no tensor is on the backend.
   void queue_step_digests(const train::Trainer& trainer, const train::StepEvent& e,
@@ -111,7 +116,7 @@ class Recorder final : public train::Observer {
   std::optional<trace::PredictionsRecord> predictions_;
   StepClock clock_;  // every step's start, over all trainers of a resumed run
   std::optional<StepCalibration> calibration_;
-  std::optional<PendingStep> pending_;  // `device` must not move while the backend holds it
+  std::optional<PendingStep> pending_;
 };
 
 }  // namespace ra::record

@@ -184,8 +184,8 @@ class Trainer {
   // The same digests, of the tensors as they are now, stored into `*out` by the backend's next
   // synchronize (Ops::digest_when_done): at the end of the next step, or at settle_backend().
   void backend_digests_when_done(const std::vector<const Tensor*>& tensors,
-                                 std::vector<Digest128>* out) const {
-    ops_->digest_when_done(tensors, out);
+                                 std::shared_ptr<std::vector<Digest128>> out) const {
+    ops_->digest_when_done(tensors, std::move(out));
   }
   // Waits for the backend's queued work and stores what its *_when_done calls promised.
   void settle_backend() const { ops_->synchronize(); }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/backend_test_util.h"
@@ -168,24 +169,33 @@ TEST_CASE("CudaOps digest_when_done: the tensors' digests as they were, stored a
   const std::vector<const ra::Tensor*> all = {&device[0], &device[1], &device[2]};
   for (int round = 0; round < 2; ++round) {  // the second reuses the first's buffers
     const ra::Digest128 untouched{7, 7};
-    std::vector<ra::Digest128> first{untouched}, second;
-    ops->digest_when_done(all, &first);
+    auto first = std::make_shared<std::vector<ra::Digest128>>(1, untouched);
+    auto second = std::make_shared<std::vector<ra::Digest128>>();
+    ops->digest_when_done(all, first);
     // Queued after the digests: hashed before it, as a step queued after them would be.
     memory.zero(device[0].data(), device[0].bytes());
-    // A second request before the wait: more chunks, a larger readback buffer.
-    ops->digest_when_done({&device[1], &device[0]}, &second);
-    CHECK(first == std::vector<ra::Digest128>{untouched});  // not before the wait
+    // A second request before the wait: more chunks, a larger readback buffer. Its caller drops
+    // its share at once: the backend holds the target until it stores into it.
+    ops->digest_when_done({&device[1], &device[0]}, second);
+    const std::weak_ptr<std::vector<ra::Digest128>> held = second;
+    second.reset();
+    CHECK(*first == std::vector<ra::Digest128>{untouched});  // not before the wait
+    CHECK_FALSE(held.expired());
     ops->synchronize();
-    REQUIRE(first.size() == 3);
-    for (std::size_t i = 0; i < 3; ++i) CHECK(first[i] == ra::digest(host[i]));
-    REQUIRE(second.size() == 2);
-    CHECK(second[0] == ra::digest(host[1]));
-    CHECK(second[1] == ra::digest(ra::Tensor(host[0].shape())));  // zeros
-    CHECK(second[1] == ops->digest({&device[0]})[0]);
+    CHECK(held.expired());  // stored, and let go
+    REQUIRE(first->size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) CHECK((*first)[i] == ra::digest(host[i]));
+    CHECK(ops->digest({&device[0]})[0] == ra::digest(ra::Tensor(host[0].shape())));  // zeros
     device[0].copy_from(host[0]);
   }
-  std::vector<ra::Digest128> none{ra::Digest128{1, 2}};
-  ops->digest_when_done({}, &none);
+  auto both = std::make_shared<std::vector<ra::Digest128>>();
+  ops->digest_when_done({&device[1], &device[0]}, both);
   ops->synchronize();
-  CHECK(none.empty());
+  REQUIRE(both->size() == 2);
+  CHECK((*both)[0] == ra::digest(host[1]));
+  CHECK((*both)[1] == ra::digest(host[0]));
+  auto none = std::make_shared<std::vector<ra::Digest128>>(1, ra::Digest128{1, 2});
+  ops->digest_when_done({}, none);
+  ops->synchronize();
+  CHECK(none->empty());
 }

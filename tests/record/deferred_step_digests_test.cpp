@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <deque>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -48,10 +49,10 @@ class LateDigestOps final : public ra::test::ForwardingOps {
     return false;
   }
   void digest_when_done(const std::vector<const ra::Tensor*>& tensors,
-                        std::vector<ra::Digest128>* out) override {
+                        std::shared_ptr<std::vector<ra::Digest128>> out) override {
     ++requests_.made;
-    pending_.push_back({out, digest(tensors)});
     out->clear();  // what a reader before synchronize() would see
+    pending_.push_back({std::move(out), digest(tensors)});
   }
   void synchronize() override {
     ForwardingOps::synchronize();
@@ -63,7 +64,7 @@ class LateDigestOps final : public ra::test::ForwardingOps {
 
  private:
   struct Pending {
-    std::vector<ra::Digest128>* out;
+    std::shared_ptr<std::vector<ra::Digest128>> out;
     std::vector<ra::Digest128> digests;
   };
   FakeDeviceMemory& memory_;
@@ -211,4 +212,30 @@ TEST_CASE("a backend that never stores the digests it was asked for fails the ru
   REQUIRE_THROWS_WITH(
       record_to_file(spec, &late, dir.path / "late.trace", 0, {}),
       Catch::Contains("the backend stored 0 of step 0's") && Catch::Contains("digest_when_done"));
+}
+
+TEST_CASE("a recorder gone with a step pending leaves its backend no dangling target", "[record]") {
+  // An observer after the recorder fails the run at step 3: the recorder has step 3's digests
+  // pending, and is destroyed with the run's failure, before its trainer and backend.
+  class FailAt final : public ra::train::Observer {
+    void on_step(const ra::train::Trainer&, const ra::train::StepEvent& e) override {
+      if (e.step == 3) throw std::runtime_error("failed after step 3");
+    }
+  };
+  const auto spec = late_spec();
+  Backends late;
+  ra::train::Trainer trainer(spec, ra::train::load_data(spec), options_for(&late));
+  {
+    ra::record::Recorder recorder(ra::trace::TraceHeader{}, 2);
+    FailAt fail;
+    ra::train::ObserverList observers;
+    observers.add(&recorder);
+    observers.add(&fail);
+    REQUIRE_THROWS_WITH(trainer.run(&observers), "failed after step 3");
+  }
+  // The backend stores what it owes into memory it shares (ASan would see a write to the
+  // recorder's freed step otherwise).
+  trainer.settle_backend();
+  REQUIRE(late.made.size() == 1);
+  REQUIRE(late.made[0].made == 4);
 }

@@ -34,7 +34,7 @@ class HashingDeviceOps final : public ra::test::ForwardingOps {
   }
   // At once, as the default does: the forward to the CPU backend would download.
   void digest_when_done(const std::vector<const ra::Tensor*>& tensors,
-                        std::vector<ra::Digest128>* out) override {
+                        std::shared_ptr<std::vector<ra::Digest128>> out) override {
     *out = digest(tensors);
   }
   std::vector<ra::Digest128> digest_regions(

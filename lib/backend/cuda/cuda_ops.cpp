@@ -82,9 +82,9 @@ std::vector<Digest128> CudaOps::device_digests(const std::vector<cuda::DigestIte
 }
 
 void CudaOps::digest_when_done(const std::vector<const Tensor*>& tensors,
-                               std::vector<Digest128>* out) {
+                               std::shared_ptr<std::vector<Digest128>> out) {
   require_outside_graph_step("a digest");
-  deferred_digests_.queue(stream(), cuda::digest_items(tensors), out);
+  deferred_digests_.queue(stream(), cuda::digest_items(tensors), std::move(out));
 }
 
 std::size_t CudaOps::queue_digests(const std::vector<MemoryRegion>& regions) {

@@ -79,7 +79,7 @@ class CudaOps final : public Ops {
   std::vector<Digest128> digest_regions(const std::vector<MemoryRegion>& regions) override;
   // The same, queued with their copy back to page-locked memory; read at synchronize().
   void digest_when_done(const std::vector<const Tensor*>& tensors,
-                        std::vector<Digest128>* out) override;
+                        std::shared_ptr<std::vector<Digest128>> out) override;
   // The same, queued on the stream and taken once per step (digest_queue.h).
   bool queues_digests() const override { return true; }
   std::size_t queue_digests(const std::vector<MemoryRegion>& regions) override;

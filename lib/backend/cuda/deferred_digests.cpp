@@ -9,9 +9,9 @@
 namespace ra::backend::cuda {
 
 void DeferredDigests::queue(cudaStream_t stream, const std::vector<DigestItem>& items,
-                            std::vector<Digest128>* out) {
+                            std::shared_ptr<std::vector<Digest128>> out) {
   queue_.queue(stream, items);
-  targets_.push_back(Target{out, items.size()});
+  targets_.push_back(Target{std::move(out), items.size()});
   const std::size_t bytes = queue_.chunk_count() * sizeof(xxh3::Hash128);
   if (readback_.size() < bytes) {
     // A copy queued by an earlier call may still be writing the old block: it is freed only

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "backend/cuda/cuda_memory.h"
@@ -17,9 +18,9 @@ namespace ra::backend::cuda {
 class DeferredDigests {
  public:
   // Queues the items' digests and the copy of their chunk digests back on `stream`; `out`
-  // receives them, in order, at resolve(), and must stay valid until then.
+  // receives them, in order, at resolve() (held until then).
   void queue(cudaStream_t stream, const std::vector<DigestItem>& items,
-             std::vector<Digest128>* out);
+             std::shared_ptr<std::vector<Digest128>> out);
   // Fills every queued `out`. The stream must have finished the work queued before (the caller
   // has waited for it).
   void resolve();
@@ -27,7 +28,7 @@ class DeferredDigests {
 
  private:
   struct Target {
-    std::vector<Digest128>* out;
+    std::shared_ptr<std::vector<Digest128>> out;
     std::size_t count;
   };
   DigestQueue queue_;
