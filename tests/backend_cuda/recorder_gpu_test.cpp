@@ -20,18 +20,19 @@
 
 namespace {
 
-// Adam (two state tensors), dropout, a short last batch and an eval set between the epochs.
+// Adam (two state tensors), dropout, a short last batch and an eval set between the epochs; small,
+// as the sanitize stage of scripts/gpu-verify runs it under four compute-sanitizer tools.
 ra::spec::ExperimentSpec recorded_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
     "name": "recorder-gpu", "device": "cuda", "seed": 17,
-    "data": {"train": {"format": "random", "samples": 90, "shape": [1, 12, 12], "classes": 5},
+    "data": {"train": {"format": "random", "samples": 60, "shape": [1, 12, 12], "classes": 5},
              "eval": {"format": "random", "samples": 20, "shape": [1, 12, 12], "classes": 5,
                       "seed": 3},
              "batch_size": 16},
     "model": {"input": [1, 12, 12], "layers": [
       {"type": "conv2d", "filters": 8, "kernel": 3, "activation": "relu"},
       {"type": "maxpool2d", "pool": 2}, {"type": "dropout", "rate": 0.3}, {"type": "flatten"},
-      {"type": "dense", "units": 700, "activation": "relu"}, {"type": "dense", "units": 5}]},
+      {"type": "dense", "units": 300, "activation": "relu"}, {"type": "dense", "units": 5}]},
     "optimizer": {"type": "adam", "lr": 0.003},
     "train": {"epochs": 2}})"),
                               ".");
@@ -73,9 +74,9 @@ TEST_CASE("the recorder's queued step digests on the GPU are the step's tensors'
   const auto result = trainer.run(&observers);
   const ra::trace::Trace trace = recorder.finish(trainer, result);
 
-  REQUIRE(trace.steps.size() == 12);  // 2 epochs of 5 full batches and one of 10
+  REQUIRE(trace.steps.size() == 8);  // 2 epochs of 3 full batches and one of 12
   REQUIRE(trace.epochs.size() == 2);
-  if (graphs) CHECK(result.step_launches.replay >= 6);
+  if (graphs) CHECK(result.step_launches.replay >= 2);
   for (const ra::trace::StepRecord& s : trace.steps) {
     INFO("step " << s.step);
     REQUIRE(s.weights == now.device_weights.at(s.step));
