@@ -117,8 +117,8 @@ class Ops {
   virtual std::vector<Digest128> take_queued_digests();
   // Digests of tensors (digest(), below) as they are now, in order with the work queued so far,
   // stored into `*out` by synchronize() at the latest: what lets the trace recorder hash a step's
-  // weights without waiting for them, so that the host queues the next step while the device
-  // hashes (record/recorder.h). The default calls digest() at once; the CUDA backend queues the
+  // weights without a wait, download and fold of their own; the device hashes while the host goes
+  // on (record/recorder.h). The default calls digest() at once; the CUDA backend queues the
   // hashing and the copy of its chunk digests to page-locked memory, and fills `*out` at its next
   // synchronize(). The backend shares `out` until then: a caller that gives up (a run that
   // failed) may drop its own share.

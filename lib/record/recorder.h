@@ -5,8 +5,10 @@
 // the memory held do not grow with the run's length.
 //
 // On a device backend a step's tensors are hashed where they are, queued after the step
-// (Ops::digest_when_done): the device hashes while the host queues the next step, and the record
-// is written one step late, when the next step's end has waited for the device anyway. Before
+// (Ops::digest_when_done), with no wait of their own: the device hashes while the host writes the
+// previous step's record and fetches the next batch (whose upload, from pageable memory, waits for
+// the stream), and the record is written one step late, when the next step's end has waited for
+// the device anyway. Before
 // anything else is written (an epoch, a resume point, the end record) and when the trainer's run
 // returns, the recorder waits for the step still pending, so the file keeps the run's order.
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The recorder on a device backend that hands a step's digests over only at its next
-// synchronize() (Ops::digest_when_done, as the CUDA backend does, so that the device hashes while
-// the host queues the next step). Simulated on the CPU: host memory reported as a device's. The
+// synchronize() (Ops::digest_when_done, as the CUDA backend does, so that the device hashes with
+// no wait of their own). Simulated on the CPU: host memory reported as a device's. The
 // recorder must write each step one step late, wait for the last one before an epoch record, a
 // resume point, the end record and a resumed run's new trainer, and record what the plain CPU run
 // records, digest for digest, in a trace file its reader accepts.

@@ -1,9 +1,10 @@
 #pragma once
 // Digests of tensors queued after a training step and read at the next synchronize
 // (Ops::digest_when_done): the trace recorder's digests of a step's gradients, weights and
-// optimizer state. The device hashes them while the host queues the next step; their chunk
-// digests are copied to page-locked memory by the stream itself, so that nothing waits until the
-// next step's end, which waits anyway, and resolve() then only folds chunks on the host.
+// optimizer state. The device hashes them while the host goes on; their chunk digests are copied
+// to page-locked memory by the stream itself, so that nothing waits for them in particular (the
+// next batch's upload and the next step's end wait for the stream anyway), and resolve() then
+// only folds chunks on the host.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
