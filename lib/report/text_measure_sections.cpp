@@ -21,6 +21,29 @@ std::string snapshot_figures(const compare::TensorDifference& d) {
                       d.sign_flips > 0 ? " where the signs agree" : "");
 }
 
+// With --cuda-graphs on: how the steps of the runs that asked were launched, summed, and why the
+// eager ones were (docs/report.md, "Cost"); nothing when no run asked.
+std::string step_launches(const std::vector<compare::RunSummary>& runs) {
+  trace::StepLaunchRecord sum;
+  std::size_t asked = 0;
+  for (const compare::RunSummary& run : runs) {
+    if (!run.step_launch) continue;
+    ++asked;
+    sum += *run.step_launch;
+  }
+  if (asked == 0) return "";
+  std::string out = format(
+      "steps as CUDA graphs (--cuda-graphs on, %zu of %zu runs): %lld replayed, %lld captured, "
+      "%lld eager\n",
+      asked, runs.size(), static_cast<long long>(sum.replay), static_cast<long long>(sum.capture),
+      static_cast<long long>(sum.eager));
+  for (const auto& [reason, count] : sum.eager_reasons) {
+    out += format("  eager: %lld step%s, %s\n", static_cast<long long>(count),
+                  count == 1 ? "" : "s", reason.c_str());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string loss_differences(const ComparisonResult& r) {
@@ -125,38 +148,6 @@ std::string seed_groups(const ComparisonResult& r) {
   }
   return out;
 }
-
-namespace {
-
-// With --cuda-graphs on: how the steps of the runs that asked were launched, summed, and why the
-// eager ones were (docs/report.md, "Cost"); nothing when no run asked.
-std::string step_launches(const std::vector<compare::RunSummary>& runs) {
-  trace::StepLaunchRecord sum;
-  std::size_t asked = 0;
-  for (const compare::RunSummary& run : runs) {
-    if (!run.step_launch) continue;
-    ++asked;
-    sum.eager += run.step_launch->eager;
-    sum.capture += run.step_launch->capture;
-    sum.replay += run.step_launch->replay;
-    for (const auto& [reason, count] : run.step_launch->eager_reasons) {
-      sum.eager_reasons[reason] += count;
-    }
-  }
-  if (asked == 0) return "";
-  std::string out = format(
-      "steps as CUDA graphs (--cuda-graphs on, %zu of %zu runs): %lld replayed, %lld captured, "
-      "%lld eager\n",
-      asked, runs.size(), static_cast<long long>(sum.replay), static_cast<long long>(sum.capture),
-      static_cast<long long>(sum.eager));
-  for (const auto& [reason, count] : sum.eager_reasons) {
-    out += format("  eager: %lld step%s, %s\n", static_cast<long long>(count),
-                  count == 1 ? "" : "s", reason.c_str());
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string timing(const ComparisonResult& r) {
   std::string out;

@@ -270,6 +270,14 @@ struct RecordingCost {
 struct StepLaunchRecord {
   std::int64_t eager = 0, capture = 0, replay = 0;
   std::map<std::string, std::int64_t> eager_reasons;  // their counts add up to `eager`
+  // Several runs' launches summed (the report's).
+  StepLaunchRecord& operator+=(const StepLaunchRecord& other) {
+    eager += other.eager;
+    capture += other.capture;
+    replay += other.replay;
+    for (const auto& [reason, count] : other.eager_reasons) eager_reasons[reason] += count;
+    return *this;
+  }
   friend bool operator==(const StepLaunchRecord&, const StepLaunchRecord&) = default;
 };
 
