@@ -3,7 +3,9 @@ request the recorder keeps that op's outputs whatever the budget of kept outputs
 call with its inputs as they were before it ran (an in-place op writes them), and a fresh process
 replays it on those inputs with the run's switches: one distinct output, the run's, for a
 deterministic op; the replay's count and whether it matched reach `repro-audit compare`'s JSON."""
+import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -46,10 +48,12 @@ def test_the_kept_op_is_kept_whatever_the_budget_with_its_inputs_before_it_ran(t
     index = names.index("aten.mul_.Tensor")
     recording, records, _ = record_one_step(tmp_path, (0, index), 0)  # a budget of 0 bytes
     assert [(s, i) for s, i, _ in recording.kept.entries] == [(0, index)]
-    kept = torch.load(recording.kept_op_path, weights_only=False)
-    assert kept["op"] == "aten.mul_.Tensor" and (kept["step"], kept["index"]) == (0, index)
-    assert kept["recorded_outputs"] == records[index]["out"]
-    before = kept["args"][0]["__tensor__"]
+    with open(recording.kept_op_path, "rb") as f:
+        call, tensors = kept_op.load(torch, f.read())  # weights_only: tensors and text
+    assert call["op"] == "aten.mul_.Tensor" and (call["step"], call["index"]) == (0, index)
+    assert call["recorded_outputs"] == records[index]["out"]
+    assert call["args"][0] == {"tensor": 0, "device": "cpu"}
+    before = tensors[0]
     (_, kept_bytes), = recording.kept.entries[0][2]
     after = torch.frombuffer(bytearray(kept_bytes), dtype=torch.float32)
     assert torch.equal(before.reshape(-1) * 3.0, after)  # the input as it was, the output after
@@ -62,17 +66,83 @@ def test_a_replay_in_a_fresh_process_counts_distinct_outputs(tmp_path):
     out = tmp_path / "replay.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-m", "repro_audit.replay", recording.kept_op_path,
-                    "--times", "5", "--out", str(out)], check=True, env=env)
+                    "--sha256", recording.kept_op_sha256, "--times", "5", "--out", str(out)],
+                   check=True, env=env)
     result = json.loads(out.read_text())
     assert (result["op"], result["step"], result["index"]) == ("aten.sum.default", 0, index)
     assert result["times"] == 5 and result["distinct_outputs"] == 1 and result["matches_run"]
-    # A file that is no kept op: exit 2, nothing written.
+    # A file that is no kept op, with its own digest: exit 2, nothing written.
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a pickle")
-    done = subprocess.run([sys.executable, "-m", "repro_audit.replay", str(junk), "--out",
-                           str(tmp_path / "none.json")], env=env, capture_output=True, text=True)
+    done = replay_process(junk, hashlib.sha256(b"not a pickle").hexdigest(), tmp_path / "none.json")
     assert done.returncode == 2 and "not a kept op" in done.stderr
     assert not (tmp_path / "none.json").exists()
+
+
+def replay_process(kept, sha256, out):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "repro_audit.replay", str(kept), "--sha256",
+                           sha256, "--times", "2", "--out", str(out)], env=env,
+                          capture_output=True, text=True)
+
+
+class Payload:
+    """What someone who can write into the audit folder could put in kept-op.pt: unpickled, it
+    calls open(marker, "w")."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_crafted_pickle_in_place_of_the_kept_op_is_refused_unloaded(tmp_path):
+    _, records, _ = record_one_step(tmp_path, None, 0)
+    index = [r["op"] for r in records].index("aten.sum.default")
+    recording, _, _ = record_one_step(tmp_path, (0, index), 0)
+    marker = tmp_path / "marker"
+    torch.save(Payload(str(marker)), recording.kept_op_path)  # over the recorder's file
+    done = replay_process(recording.kept_op_path, recording.kept_op_sha256, tmp_path / "r.json")
+    assert done.returncode == 2, done.stderr
+    assert "%s: refused, not loaded" % recording.kept_op_path in done.stderr
+    assert not marker.exists() and not (tmp_path / "r.json").exists()
+    # Even with the crafted file's own digest (were the recorder's ever taken from it), the load
+    # is weights_only: the payload is not called.
+    with open(recording.kept_op_path, "rb") as f:
+        crafted = hashlib.sha256(f.read()).hexdigest()
+    done = replay_process(recording.kept_op_path, crafted, tmp_path / "r.json")
+    assert done.returncode == 2 and "not a kept op" in done.stderr, done.stderr
+    assert not marker.exists() and not (tmp_path / "r.json").exists()
+
+
+def test_kept_arguments_round_trip_without_pickling():
+    tensors = []
+    values = [None, True, 3, -2**70, "mean", 1.5, -0.0, float("inf"), float("nan"), 2 + 3j,
+              (1, [2.0, (3,)]), {"dim": [0, 1]}, torch.float16, torch.bool, torch.device("cpu"),
+              torch.strided, torch.channels_last, torch.Size([2, 3]),
+              torch.tensor(2.5), torch.zeros(0, 3), torch.arange(6.0).reshape(2, 3).t()]
+    values += [torch.ones(2, dtype=d) for d in (torch.bool, torch.uint8, torch.int8, torch.int32,
+                                                torch.int64, torch.float16, torch.bfloat16,
+                                                torch.float64, torch.complex64)]
+    encoded = json.loads(json.dumps(kept_op.encode(torch, values, tensors)))  # JSON, strictly
+    back = kept_op.decode(torch, encoded, lambda i, device: tensors[i].to(device))
+    for a, b in zip(values, back):
+        if isinstance(a, torch.Tensor):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride()
+            assert torch.equal(a, b)
+        elif isinstance(a, float) and a != a:
+            assert b != b
+        elif isinstance(a, torch.Size):  # a tuple, as aten takes it
+            assert type(b) is tuple and b == tuple(a)
+        else:
+            assert type(a) is type(b) and str(a) == str(b)
+    assert math.copysign(1.0, back[6]) == -1.0
+    with pytest.raises(kept_op.Unstorable, match="torch._C.Generator"):
+        kept_op.encode(torch, [torch.Generator()], [])
+    for bad in ({"dtype": "torch.manual_seed"}, {"eval": "x"}, {"float": 1}, {"tensor": "0"}):
+        with pytest.raises(ValueError):
+            kept_op.decode(torch, bad, lambda i, device: None)
 
 
 def test_the_replay_resolves_aten_names():
@@ -139,6 +209,44 @@ def test_exec_keep_op_gives_the_magnitude_and_a_replay_that_names_a_setting(tmp_
         {"run": 0, "times": 4, "distinct_outputs": 1, "matches_run": True},
         {"run": 1, "times": 4, "distinct_outputs": 1, "matches_run": True}]
     assert (tmp_path / "kept" / "run-001" / "kept-op.pt").is_file()
+
+
+# The same script, but the run's own folder is written by someone else while it trains: after
+# step 0 (its kept op written), kept-op.pt is replaced by a pickle whose unpickling creates a
+# marker file.
+TAMPERED = THREADS_SUM + r"""
+    if rec._records.step_count == 1:
+        import pathlib
+        class Payload:
+            def __reduce__(self):
+                return (open, (os.environ["MARKER"], "w"))
+        kept = pathlib.Path(os.environ["REPRO_AUDIT_TRACE"][:-len(".trace.jsonl")]) / "kept-op.pt"
+        assert kept.is_file()
+        torch.save(Payload(), str(kept))
+"""
+
+
+def test_exec_refuses_to_load_a_kept_op_changed_after_the_run_wrote_it(tmp_path):
+    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
+    if not binary or not os.access(binary, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    script = tmp_path / "train.py"
+    script.write_text(TAMPERED)
+    marker = tmp_path / "marker"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), REPRO_AUDIT_REPLAYS="2",
+               MARKER=str(marker))
+    done = subprocess.run([binary, "exec", "--runs", "2", "--out", str(tmp_path / "out"),
+                           "--expect", "any", "--json", "-", "--keep-op", "0:0", "--",
+                           sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert not marker.exists(), "the replay unpickled the crafted kept-op.pt"
+    assert done.returncode == 0, done.stderr
+    for run in (0, 1):
+        with open(tmp_path / "out" / ("run-%03d.trace.jsonl" % run)) as f:
+            environment = json.loads(f.readline())["environment"]
+        kept = str(tmp_path / "out" / ("run-%03d" % run) / "kept-op.pt")
+        assert environment["kept_op"].startswith(
+            "replay refused: repro_audit.replay: %s: refused, not loaded" % kept)
+        assert not (tmp_path / "out" / ("run-%03d" % run) / "replay.json").exists()
 
 
 def test_exec_refuses_a_keep_request_outside_the_op_window(tmp_path):

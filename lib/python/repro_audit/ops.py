@@ -320,6 +320,8 @@ class OpRecording:
         self._run_folder = run_folder
         self._captured = None  # the kept op's call, captured before it ran
         self.kept_op_path = None
+        self.kept_op_sha256 = None  # of the bytes written: the replay loads no other file
+        self.kept_op_unstorable = None  # why the op was not kept (an argument only a pickle holds)
         self._torch = torch
         self._digester = digester or device_digest.Digester(torch)
         self._digests = self._digester.batch()  # the step's (begin() makes each step's own)
@@ -387,9 +389,9 @@ class OpRecording:
         self.kept.settle(self._torch)
         records, self._records = device_digest.resolved(self._records), []
         if self._captured is not None:
-            index = self._captured["index"]
-            self.kept_op_path = kept_op.save(self._torch, self._captured, records[index]["out"],
-                                             self._run_folder)
+            index = self._captured["call"]["index"]
+            self.kept_op_path, self.kept_op_sha256 = kept_op.save(
+                self._torch, self._captured, records[index]["out"], self._run_folder)
             self._captured = None
         self.seconds += time.perf_counter() - started
         return records
@@ -444,8 +446,11 @@ class OpRecording:
             self._digests.launch()  # the GPU reads what is queued before the op writes it
         kept_whole = self.keep_op == (self._step, len(self._records))
         if kept_whole and self._run_folder is not None:
-            self._captured = kept_op.capture(torch, func, args, kwargs, self._step,
-                                             len(self._records))
+            try:
+                self._captured = kept_op.capture(torch, func, args, kwargs, self._step,
+                                                 len(self._records))
+            except kept_op.Unstorable as e:  # the run goes on; its trace says why
+                self.kept_op_unstorable = "%s takes %s" % (func, e)
         ran = time.perf_counter()
         out = func(*args, **kwargs)
         done = time.perf_counter()

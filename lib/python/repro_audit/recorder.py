@@ -38,6 +38,7 @@ from . import env
 from . import ops as op_records
 from . import perturb
 from . import workers
+from .replay import REFUSED_EXIT as REPLAY_REFUSED_EXIT
 from .state import ModelState, check_name
 from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none, float32_value,
                     loss_bits)
@@ -468,25 +469,32 @@ class Recorder:
 
     def _replay_kept_op(self):
         """The kept op replayed in a fresh process (replay.py), its outcome in the trace's
-        environment; replay.json beside kept-op.pt."""
+        environment; replay.json beside kept-op.pt. The replay loads kept-op.pt only when it is
+        the file written (its SHA-256, from this process's memory, on the replay's command
+        line); a file changed since is refused, and the environment says so."""
         if self._ops.keep_op is None:
             return
         environment = self._records.header["environment"]
         path = self._ops.kept_op_path
         if path is None:
-            environment["kept_op"] = ("not kept: the run never reached op %d of step %d"
-                                      % (self._ops.keep_op[1], self._ops.keep_op[0]))
+            environment["kept_op"] = (
+                "not kept: " + self._ops.kept_op_unstorable if self._ops.kept_op_unstorable
+                else "not kept: the run never reached op %d of step %d"
+                % (self._ops.keep_op[1], self._ops.keep_op[0]))
             return
         import subprocess
         out = os.path.join(os.path.dirname(path), kept_op.REPLAY_FILE_NAME)
+        _remove_if_there(out)  # only this replay's outcome may be read as the run's
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [package] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         for name in ("REPRO_AUDIT_TRACE", "REPRO_AUDIT_TRACE_OPS", kept_op.ENVIRONMENT):
             env.pop(name, None)  # the replay is no run of the audit
-        done = subprocess.run([sys.executable, "-m", "repro_audit.replay", path, "--times",
-                               str(self._replays), "--out", out], env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "repro_audit.replay", path, "--sha256",
+                               self._ops.kept_op_sha256, "--times", str(self._replays), "--out",
+                               out], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True)
+        last_line = (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
         if done.returncode == 0:
             with open(out) as f:
                 result = json.load(f)
@@ -495,9 +503,10 @@ class Recorder:
                                           result["times"], result["distinct_outputs"],
                                           "" if result["distinct_outputs"] == 1 else "s",
                                           "equal to" if result["matches_run"] else "unlike"))
+        elif done.returncode == REPLAY_REFUSED_EXIT:
+            environment["kept_op"] = "replay refused: " + last_line
         else:
-            environment["kept_op"] = "replay failed: " + (done.stderr.strip().splitlines() or
-                                                          ["exit %d" % done.returncode])[-1]
+            environment["kept_op"] = "replay failed: " + last_line
 
     def close(self):
         """Ends the run and writes its trace: at the end of the `with` block, else at exit (in a
@@ -544,3 +553,11 @@ def _command_text(argv):
     return [os.fsencode(a).decode("utf-8", "replace") if isinstance(a, str) else str(a)
             for a in argv]
 
+
+def _remove_if_there(path):
+    """Removes the file `path` (a link itself, never what it names), if there is one; a folder
+    there stays (the replay's write then fails, and says why)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
