@@ -136,6 +136,45 @@ def test_a_kill_during_the_interrupt_leaves_an_audit_that_resume_finishes(tmp_pa
     assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]  # the killed one's, gone
 
 
+# The checkpointing example, with its run folder written by someone else between the interrupt
+# and the restart: the recorder's file then names, as the trace's temporary, a file outside the
+# audit folder (what version 1 of the file held, and the restarted recorder appended to and
+# renamed over the trace).
+REDIRECTED = r"""
+import json, os, runpy, sys
+resume = os.environ.get("REPRO_AUDIT_RESUME_FROM")
+if resume:
+    with open(resume) as f:
+        saved = json.load(f)
+    saved["records"]["temporary"] = os.environ["VICTIM"]
+    with open(resume, "w") as f:
+        json.dump(saved, f)
+sys.argv = [os.environ["EXAMPLE"]]
+runpy.run_path(os.environ["EXAMPLE"], run_name="__main__")
+"""
+
+
+def test_a_recorder_file_naming_a_trace_outside_the_folder_is_refused(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(REDIRECTED)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("the user's own file\n")
+    status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", script=script,
+                                    VICTIM=str(victim), EXAMPLE=EXAMPLE)
+    assert [p.name for p in outside.iterdir()] == ["victim.txt"]
+    assert victim.read_text() == "the user's own file\n"
+    assert status == 3, text + errors
+    assert "refused: it names a file for the trace" in errors
+    assert "checkpoint-step-5.recorder.json" in errors
+
+
+def test_an_interrupted_trace_waits_under_a_name_derived_from_its_step(tmp_path):
+    trace = str(tmp_path / "run-001.trace.jsonl")
+    assert checkpoint.parked_temporary(trace, 12) == trace + ".tmp-0-12"
+
+
 def test_checkpoint_functions_are_checked_without_an_audit():
     with pytest.raises(TypeError, match="two functions"):
         Checkpoint(print, None)

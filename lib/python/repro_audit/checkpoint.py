@@ -34,7 +34,8 @@ from .state import value_digest
 from .trace import write_whole, TraceRecords
 
 INTERRUPTED_EXIT = 75  # EX_TEMPFAIL; exec's kInterruptedExit (lib/audit/exec_audit.h)
-FORMAT, VERSION = "repro_audit python checkpoint", 1
+# Version 2: the trace's temporary is no longer named in the file (parked_temporary derives it).
+FORMAT, VERSION = "repro_audit python checkpoint", 2
 INTERRUPT_AT = "REPRO_AUDIT_INTERRUPT_AT"
 CHECKPOINT_DIR = "REPRO_AUDIT_CHECKPOINT_DIR"
 RESUME_FROM = "REPRO_AUDIT_RESUME_FROM"
@@ -160,7 +161,7 @@ class Interrupts:
         recorder.start_step, recorder.restored = 0, None
         if self._resume_from is None:
             return
-        saved = _read_manifest(self._resume_from, self._run, recorder)
+        saved = _read_manifest(self._resume_from, self._run, recorder, self._steps)
         step = saved["step"]
         pt = self._name(step, ".pt")
         _check_file(pt, saved["checkpoint"])
@@ -168,7 +169,8 @@ class Interrupts:
         recorder.restored = self._checkpoint.load(pt)
         read_seconds = time.perf_counter() - started
         _kill_for_test(self._environ, "restore")
-        recorder._records = TraceRecords.resumed(saved["records"], recorder._path)
+        recorder._records = TraceRecords.resumed(saved["records"], recorder._path,
+                                                 parked_temporary(recorder._path, step))
         kept = saved["recorder"]
         recorder._epoch_batches = {int(e): n for e, n in kept["epoch_batches"].items()}
         recorder._recording += kept["recording_seconds"]
@@ -231,7 +233,7 @@ class Interrupts:
             "format": FORMAT, "version": VERSION, "step": step, "run": self._run,
             "audit_id": recorder._audit_id,
             "checkpoint": dict(_file_facts(pt), write_seconds=write_seconds),
-            "records": recorder._records.suspend(),
+            "records": recorder._records.suspend(parked_temporary(recorder._path, step)),
             "recorder": {"epoch_batches": {str(e): n for e, n in recorder._epoch_batches.items()},
                          "recording_seconds": recorder._recording,
                          "elapsed_seconds": time.perf_counter() - recorder._started,
@@ -241,6 +243,16 @@ class Interrupts:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(INTERRUPTED_EXIT)  # no exit hooks: the trace goes on in the next process
+
+
+def parked_temporary(trace: str, step: int) -> str:
+    """Where an interrupted run's trace waits for the next process: "<trace>.tmp-0-<step>",
+    derived from the trace's name and the step, never read from the folder (a name read there
+    could send the records, and the rename over the trace, to any file the user can write).
+    Beside the trace, so the rename at the end stays in its folder; pid 0 is no process's, so no
+    live writer's temporary has the name, and the audit folder knows it for the trace's debris
+    (audit_folder.cpp atomic_write_target), which `exec --resume` removes."""
+    return "%s.tmp-0-%d" % (trace, step)
 
 
 def _file_facts(path):
@@ -261,8 +273,9 @@ def _check_file(path, expected):
                          f"({facts['bytes']} bytes, not {expected['bytes']}, or another digest)")
 
 
-def _read_manifest(path, run, recorder):
-    """The recorder's file of an interrupt, checked: its format, run and audit."""
+def _read_manifest(path: str, run: int, recorder, steps: list) -> dict:
+    """The recorder's file of an interrupt, checked: its format, run, audit and step (one of the
+    audit's), and that it names no file (which version 1 did)."""
     try:
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
@@ -275,4 +288,14 @@ def _read_manifest(path, run, recorder):
                          f"reads version {VERSION}")
     if saved.get("run") != run or saved.get("audit_id") != recorder._audit_id:
         raise ValueError(f"repro_audit: {path} is another run's or another audit's checkpoint")
+    step = saved.get("step")
+    if type(step) is not int or step not in steps:
+        raise ValueError(f"repro_audit: {path}: step {step!r} is none of the audit's "
+                         f"{INTERRUPT_AT} steps {steps}")
+    records = saved.get("records")
+    if not isinstance(records, dict) or "temporary" in records:
+        named = records.get("temporary") if isinstance(records, dict) else None
+        raise ValueError(f"repro_audit: {path}: refused: it names a file for the trace "
+                         f"({named!r}), which this recorder never writes there nor reads: the "
+                         "trace's temporary is derived from the trace's name and the step")
     return saved

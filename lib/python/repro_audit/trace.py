@@ -210,27 +210,31 @@ class TraceRecords:
                 os.unlink(self._temporary)
             raise
 
-    def suspend(self):
+    def suspend(self, parked: str) -> dict:
         """The state a new process needs to go on writing this trace (checkpoint.py: an
-        interrupted run), as JSON values; the temporary flushed and synced, left open for the
-        process's end."""
+        interrupted run), as JSON values; the temporary flushed, synced and renamed to `parked`
+        (a name the next process derives as well: no path is in the state, which lies in a
+        folder others may write), left open for the process's end."""
         if self._out is None:
             self._start()
         if not isinstance(self._out, list):
             self._out.flush()
             os.fsync(self._out.fileno())
+            check_replaceable(parked)
+            os.replace(self._temporary, parked)
+            self._temporary = parked
         return {"header": self.header, "header_line": self._header_line,
                 "initial_weights": self.initial_weights, "initial_buffers": self.initial_buffers,
                 "step_count": self.step_count, "epoch": self.epoch,
                 "epochs_written": self._epochs_written, "last": self._last,
                 "last_weights": self._last_weights, "last_buffers": self._last_buffers,
                 "seconds": list(self._seconds), "epoch_steps": self._epoch_steps,
-                "epoch_loss_sum": self._epoch_loss_sum, "epoch_seconds": self._epoch_seconds,
-                "temporary": self._temporary}
+                "epoch_loss_sum": self._epoch_loss_sum, "epoch_seconds": self._epoch_seconds}
 
     @classmethod
-    def resumed(cls, state, path):
-        """The records of a suspended trace (suspend()), appended to its temporary."""
+    def resumed(cls, state: dict, path: str, parked: str) -> "TraceRecords":
+        """The records of a suspended trace (suspend()), appended to `parked`, its temporary:
+        opened without following a link, and only when it is a regular file with one name."""
         records = cls(state["header"], state["initial_weights"], state["initial_buffers"], path)
         records.step_count, records.epoch = state["step_count"], state["epoch"]
         records._epochs_written, records._last = state["epochs_written"], state["last"]
@@ -240,8 +244,8 @@ class TraceRecords:
         records._epoch_steps = state["epoch_steps"]
         records._epoch_loss_sum = state["epoch_loss_sum"]
         records._epoch_seconds = state["epoch_seconds"]
-        records._header_line, records._temporary = state["header_line"], state["temporary"]
-        records._out = open(records._temporary, "a", encoding="utf-8")
+        records._header_line, records._temporary = state["header_line"], parked
+        records._out = _open_to_append(parked)
         return records
 
     def add_resume(self, record, epoch):
@@ -267,6 +271,17 @@ def _create_temporary(path):
         except FileExistsError:
             continue
     raise OSError(f"repro_audit: no free temporary name beside {path}")
+
+
+def _open_to_append(path: str):
+    """`path` opened to append, never through a link; OSError unless it is a regular file of one
+    name (a hard link would send the records to another file too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise OSError(f"repro_audit: {path} is not the regular file the interrupted run left")
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def _rewrite_header(path, temporary, old_header_bytes, header_line):
