@@ -4,7 +4,16 @@ from .digest import digest_bytes, tensor_digest, text_digest
 from .recorder import NoOpRecorder, Recorder, VERSION, record, seed_everything
 from .workers import worker_init_fn
 
-if __import__("os").environ.get("REPRO_AUDIT_TRACE"):
+
+def _is_the_launcher():
+    # `python3 -m repro_audit.launch` imports this package first: the launcher never records, and
+    # importing torch there would cost every run of an audit a second or more before its ranks.
+    argv = getattr(__import__("sys"), "orig_argv", [])  # Python 3.10+
+    return "-mrepro_audit.launch" in argv or any(
+        a == "-m" and b == "repro_audit.launch" for a, b in zip(argv, argv[1:]))
+
+
+if __import__("os").environ.get("REPRO_AUDIT_TRACE") and not _is_the_launcher():
     # Under an audit only: a DDP communication hook the script registers is wrapped, so that the
     # recorder sees its buckets (collective.py).
     from . import collective as _collective
