@@ -1,9 +1,9 @@
 """Data-parallel runs (docs/distributed.md): one trace per rank, rank r of each run compared with
 rank r of the reference run, replicas checked against each other within a run, and a run whole
 only when every rank's trace is. Two gloo ranks on the CPU, a tiny model, a few steps; the ranks
-start through tests/python/scripts/launch_ranks.py (what torchrun sets; Debian's torch 1.13
-cannot start torchrun under Python 3.11). REPRO_AUDIT_BINARY names the built binary (CTest sets
-it)."""
+start through `python3 -m repro_audit.launch` (what torchrun sets; Debian's torch 1.13 cannot
+start torchrun under Python 3.11; tests/python/test_launch.py tests the launcher itself).
+REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
 import json
 import os
 import re
@@ -17,7 +17,7 @@ pytest.importorskip("torch.distributed")
 
 BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
-LAUNCH = os.path.join(SCRIPTS, "launch_ranks.py")
+LAUNCH = [sys.executable, "-m", "repro_audit.launch"]
 TRAIN = os.path.join(SCRIPTS, "ddp_train.py")
 
 
@@ -32,7 +32,7 @@ def script_env(**extra):
 def exec_audit(out, *options, ranks=2, **extra):
     if not BINARY or not os.access(BINARY, os.X_OK):
         pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    launch = [sys.executable, LAUNCH, str(ranks), TRAIN] if ranks > 1 else [sys.executable, TRAIN]
+    launch = [*LAUNCH, str(ranks), TRAIN] if ranks > 1 else [sys.executable, TRAIN]
     command = [BINARY, "exec", "--out", str(out), "--json", "-", *options, "--", *launch]
     return subprocess.run(command, capture_output=True, text=True, env=script_env(**extra))
 
@@ -100,8 +100,7 @@ def test_a_hook_that_varies_from_run_to_run_is_localised_to_the_collective_of_it
 def test_the_recorders_default_hook_gives_ddps_own_gradients_bitwise():
     # 3 ranks: 1/3 is no power of two, so a division (torch's allreduce_hook: HOOK=allreduce_hook
     # makes this check print False) and DDP's multiplication differ in bits.
-    done = subprocess.run([sys.executable, LAUNCH, "3", os.path.join(SCRIPTS,
-                                                                     "ddp_default_hook.py")],
+    done = subprocess.run([*LAUNCH, "3", os.path.join(SCRIPTS, "ddp_default_hook.py")],
                           capture_output=True, text=True, env=script_env())
     assert done.returncode == 0, done.stderr
     # Three processes print into one pipe: their lines may interleave.
