@@ -8,6 +8,7 @@
 
 #include "audit/audit_folder.h"
 #include "audit/shard.h"
+#include "compare/verdict.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "json_output.h"
@@ -48,14 +49,8 @@ int emit_report(const compare::ComparisonResult& result, const ReportFiles& file
   if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));
   if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
   write_stdout(json_path == "-" ? json : report::render_text(result));
-  // A divergence among the runs there is final (more runs cannot undo it); otherwise a verdict
-  // over part of an audit is not the audit's; and an audit that compared nothing has none.
-  if (result.diverged()) return static_cast<int>(ExitCode::divergence);
-  if (result.incomplete()) return static_cast<int>(ExitCode::incomplete);
-  if (result.nothing_compared() && !result.allow_empty) {
-    return static_cast<int>(ExitCode::nothing_compared);
-  }
-  return 0;
+  // The verdict's own exit code (compare/verdict.h), from the checks every report form reads.
+  return compare::audit_verdict(result).exit_code();
 }
 
 std::optional<bool> parse_expect(const std::string& expect) {

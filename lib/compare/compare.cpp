@@ -62,7 +62,8 @@ void add_resume_verdicts(ComparisonResult& result, const std::vector<trace::Trac
 void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                      const phases::ComparedRuns& compared) {
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
-  if (result.world_sizes && result.world_sizes->identical_within) {
+  if (result.world_sizes && result.world_sizes->configuration &&
+      result.world_sizes->identical_within) {
     result.loader_advice.reset();
     result.suggested_trace_ops.reset();
   }

@@ -427,11 +427,9 @@ struct ComparisonResult {
   // Replicas that part within a run are a fault whatever runs are expected to do.
   // Runs of several world sizes (compare/data_parallel.h): they may differ; runs of one may not.
   std::optional<WorldSizes> world_sizes;
-  bool diverged() const {
-    if (distributed && distributed->replicas_parted) return true;
-    const bool parted = world_sizes ? !world_sizes->identical_within : !identical;
-    return expect_identical && (parted || (distributed && distributed->rank_diverged()));
-  }
+  // Some check of the audit's verdict fails with a difference (compare/verdict.h): the same-seed
+  // runs, a rank, the replicas, the collective, the world sizes of one command or a resume.
+  bool diverged() const;
   // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
   // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs
   // that recorded no step; except different-seed runs only (--seeds different), whose result is

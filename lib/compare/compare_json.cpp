@@ -124,6 +124,7 @@ json resumes_json(const ComparisonResult& r) {
                    {"step", v.step},
                    {"compared", v.compared},
                    {"exact", v.exact()},
+                   {"restored", v.restored()},
                    {"differing", pieces},
                    {"first_divergence", first},
                    {"checkpoint",
@@ -472,7 +473,8 @@ json to_json(const ComparisonResult& r) {
   // Only for runs of several world sizes (world size as a configuration).
   if (r.world_sizes) {
     report["world_sizes"] = {{"of_runs", r.world_sizes->of_runs},
-                             {"identical_within", r.world_sizes->identical_within}};
+                             {"identical_within", r.world_sizes->identical_within},
+                             {"configuration", r.world_sizes->configuration}};
   }
   return report;
 }

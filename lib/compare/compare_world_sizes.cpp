@@ -50,6 +50,13 @@ std::optional<WorldSizes> world_sizes(const std::vector<trace::Trace>& traces,
   }
   w.identical_within = std::all_of(classes.begin(), classes.end(),
                                    [](const auto& entry) { return entry.second.size() <= 1; });
+  // One spec (an exec audit's spec holds its command, launcher and process count) run at two
+  // world sizes: a rank that never came up, not a configuration.
+  std::map<std::string, int> world_of_spec;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto [it, added] = world_of_spec.emplace(traces[i].header.spec_digest, w.of_runs[i]);
+    if (!added && it->second != w.of_runs[i]) w.configuration = false;
+  }
   return w;
 }
 

@@ -41,6 +41,10 @@ struct BucketLayoutDifference {
 struct WorldSizes {
   std::vector<int> of_runs;      // per run, in the report's run order; 1 for a single process
   bool identical_within = true;  // the compared runs of each world size are in one outcome class
+  // Each world size came from a command (spec) of its own: a configuration the runs vary on
+  // purpose. False when the runs of one command came up with different world sizes (a rank that
+  // never started): those runs may not differ, and the audit fails (compare/verdict.h).
+  bool configuration = true;
 };
 
 }  // namespace ra::compare

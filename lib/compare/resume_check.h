@@ -32,8 +32,13 @@ struct ResumeVerdict {
   // The script's own save and load (exec --interrupt-at), not the engine's checkpoint: the report
   // words each piece as the fix in the script.
   bool script_checkpoint = false;
-  std::vector<ResumePiece> differing;  // empty: the restore was exact
-  bool exact() const { return compared && differing.empty(); }
+  std::vector<ResumePiece> differing;  // empty: every recorded piece agreed at the save point
+  // Every recorded piece agreed at the save point.
+  bool restored() const { return compared && differing.empty(); }
+  // The resumed run is the uninterrupted one from the save point on: every piece agreed there and
+  // no later step parts (issue 61: pieces that agree at a save point taken before the script's
+  // evaluation and scheduler step do not make the script's own resume exact).
+  bool exact() const { return restored() && !first_divergence_step; }
   // The first difference of this run from the reference at or after `step` (none: it never
   // parted from the reference run after the resume).
   std::optional<std::int64_t> first_divergence_step;
@@ -43,8 +48,9 @@ struct ResumeVerdict {
   double write_seconds = 0.0, read_seconds = 0.0;
 };
 
-// Every resumed point of traces[1..] of traces[0]'s seeds against traces[0], the uninterrupted
-// reference (runs of other seeds are not its resumption and get no verdict); with the
+// Every resumed point of traces[1..] of traces[0]'s seeds and seed group against traces[0], the
+// uninterrupted reference (runs of other seeds, and perturbed runs, whose initial weights differ
+// by design, are not its resumption and get no verdict); with the
 // comparison's divergences (category firsts, overall first) for the divergence that follows.
 std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces,
                                          const std::vector<Divergence>& divergences);

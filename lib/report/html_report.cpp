@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "compare/verdict.h"
 #include "report/html_sections.h"
 #include "report/svg_plot.h"
 #include "report/text_format.h"
@@ -49,10 +50,14 @@ std::string cell(const std::string& content, const std::string& cls = "") {
 std::string banner(const ComparisonResult& r) {
   const std::string verdict = text::verdict(r);
   const std::string head = verdict.substr(0, verdict.find('\n'));
-  const std::string cls = r.diverged()                                   ? "diverged"
-                          : r.compared_runs.size() < 2 || r.incomplete() ? "none"
-                          : r.identical                                  ? "ok"
-                                                                         : "allowed";
+  // The banner's colour is the verdict's status (compare/verdict.h), as the exit code is.
+  const compare::AuditStatus status = compare::audit_verdict(r).status;
+  const bool none =
+      status != compare::AuditStatus::passed || r.nothing_compared() || r.compared_runs.size() < 2;
+  const std::string cls = status == compare::AuditStatus::diverged ? "diverged"
+                          : none                                   ? "none"
+                          : r.identical                            ? "ok"
+                                                                   : "allowed";
   std::string out =
       "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
       (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +

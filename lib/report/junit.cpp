@@ -5,6 +5,7 @@
 
 #include "compare/collective_check.h"
 #include "compare/replica_check.h"
+#include "compare/verdict.h"
 #include "core/printable.h"
 #include "report/markup.h"
 #include "report/text_format.h"
@@ -76,7 +77,7 @@ std::string after_first_line(const std::string& section) {
 // the runs first part and why: what a CI page shows first), and on an audit that compared nothing
 // (unless --allow-empty). The failure's text holds what the message does not: the verdict, the
 // classes, the root cause's details and the next step, never the message again.
-Case verdict_case(const ComparisonResult& r) {
+Case verdict_case(const ComparisonResult& r, const compare::AuditVerdict& v) {
   Case c;
   c.name = "1 verdict";
   c.time = total_seconds(r);
@@ -87,7 +88,7 @@ Case verdict_case(const ComparisonResult& r) {
     c.failure_type = "nothing-compared";
     c.message = head;
     c.detail = verdict;
-  } else if (r.diverged()) {
+  } else if (v.status == compare::AuditStatus::diverged) {
     c.outcome = Case::Outcome::failed;
     const std::string first = text::first_divergence(r), cause = text::root_cause(r);
     c.message = r.first_divergence ? first_line(first) : head;
@@ -119,9 +120,11 @@ Case completeness_case(const ComparisonResult& r) {
   return c;
 }
 
-// One category: fails where identity was expected and the category differs. Numbered after the
-// verdict in causal order, so that a viewer sorting cases by name shows them as they happened.
-Case category_case(const ComparisonResult& r, const CategoryVerdict& v, std::size_t position) {
+// One category: fails where the identity check fails (compare/verdict.h) and the category
+// differs. Numbered after the verdict in causal order, so that a viewer sorting cases by name
+// shows them as they happened.
+Case category_case(const ComparisonResult& r, const compare::AuditVerdict& verdict,
+                   const CategoryVerdict& v, std::size_t position) {
   Case c;
   c.name = std::to_string(3 + position) + " " + text::category_title(v.category);
   if (r.compared_runs.size() < 2) {
@@ -139,9 +142,11 @@ Case category_case(const ComparisonResult& r, const CategoryVerdict& v, std::siz
            std::to_string(r.compared_runs.front()) + ")";
   }
   what += format("; %lld steps differ", static_cast<long long>(v.steps_differing));
-  if (r.expect_identical) {
+  if (verdict.failed(compare::CheckKind::identity)) {
     c.outcome = Case::Outcome::failed;
     c.message = what;  // the whole of it: no text repeats it
+  } else if (r.expect_identical) {
+    c.message = what + " (allowed: the runs differ only between world sizes, a configuration)";
   } else {
     c.message = what + " (allowed: bitwise identity was not expected)";
   }
@@ -220,20 +225,29 @@ std::string xml_escaped(const std::string& text) {
 // One resumed run's restore (docs/resume.md), numbered after the categories: fails where
 // identity was expected and a piece of state was not restored; its time the checkpoint's write
 // and read.
-Case resume_case(const ComparisonResult& r, const compare::ResumeVerdict& v, std::size_t number) {
+Case resume_case(const ComparisonResult& r, const compare::AuditVerdict& verdict, std::size_t i,
+                 std::size_t number) {
+  const compare::ResumeVerdict& v = r.resumes[i];
   Case c;
   const std::string words = text::resume(r, v);
   const std::string head = first_line(words);
   c.name = std::to_string(number) + " " + head.substr(0, head.find(':'));
   c.time = v.write_seconds + v.read_seconds;
   c.message = head.substr(head.find(": ") + 2);
-  if (!v.compared) {
-    c.outcome = Case::Outcome::skipped;
-  } else if (!v.exact()) {
-    c.outcome = r.expect_identical ? Case::Outcome::failed : Case::Outcome::passed;
-    c.failure_type = "resume";
-    c.detail = after_first_line(words);
-    if (!r.expect_identical) c.message += " (allowed: bitwise identity was not expected)";
+  switch (verdict.outcome(compare::CheckKind::resume, static_cast<int>(i))) {
+    case compare::CheckOutcome::skipped:
+      c.outcome = Case::Outcome::skipped;
+      break;
+    case compare::CheckOutcome::failed:
+      c.outcome = Case::Outcome::failed;
+      c.failure_type = "resume";
+      c.detail = after_first_line(words);
+      break;
+    case compare::CheckOutcome::allowed:
+      c.message += " (allowed: bitwise identity was not expected)";
+      break;
+    case compare::CheckOutcome::passed:
+      break;
   }
   return c;
 }
@@ -241,10 +255,10 @@ Case resume_case(const ComparisonResult& r, const compare::ResumeVerdict& v, std
 // A data-parallel audit's findings (docs/distributed.md), numbered after the resumes: each rank's
 // runs (rank 0's are the verdict's), the replicas (a fault whatever the expectation), and the
 // collective (fails when it is the cause and identity was expected).
-std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t first) {
+std::vector<Case> data_parallel_cases(const ComparisonResult& r, const compare::AuditVerdict& v,
+                                      std::size_t first) {
+  using compare::CheckKind;
   std::vector<Case> cases;
-  if (!r.distributed) return cases;
-  const compare::DistributedFindings& f = *r.distributed;
   const auto add = [&](const std::string& name, const std::string& message, bool failed,
                        const char* type) {
     Case c;
@@ -257,6 +271,14 @@ std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t fir
     }
     cases.push_back(c);
   };
+  if (r.world_sizes) {
+    add("world sizes",
+        r.world_sizes->configuration ? "a configuration: each world size is a command of its own"
+                                     : "the runs of one command came up with different world sizes",
+        v.failed(CheckKind::world_sizes), "world-size");
+  }
+  if (!r.distributed) return cases;
+  const compare::DistributedFindings& f = *r.distributed;
   for (const compare::RankComparison& rank : f.ranks) {
     add("rank " + std::to_string(rank.rank),
         rank.identical
@@ -264,30 +286,33 @@ std::vector<Case> data_parallel_cases(const ComparisonResult& r, std::size_t fir
             : "DIVERGED across runs" + (rank.first_divergence
                                             ? ", first " + text::where(*rank.first_divergence)
                                             : std::string()),
-        !rank.identical && r.expect_identical, "divergence");
+        v.failed(CheckKind::rank, rank.rank), "divergence");
   }
   add("replicas",
       f.replicas_parted ? compare::describe(*f.replicas_parted)
                         : format("replicas agree (%d runs checked)", f.runs_checked),
-      f.replicas_parted.has_value(), "replicas");
+      v.failed(CheckKind::replicas), "replicas");
   add("collective",
       f.collective          ? compare::describe(*f.collective, f)
       : f.comm_hook.empty() ? "not recorded (no DDP communication hook wrapped)"
                             : "every bucket's inputs and results as in the reference run",
-      f.collective && f.collective->inputs_identical && r.expect_identical, "collective");
+      v.failed(CheckKind::collective), "collective");
   return cases;
 }
 
+// Every case's outcome is a check's of the audit's one verdict (compare/verdict.h): a case fails
+// exactly where the exit code says the audit failed.
 std::string render_junit(const ComparisonResult& r) {
-  std::vector<Case> cases{verdict_case(r)};
+  const compare::AuditVerdict v = compare::audit_verdict(r);
+  std::vector<Case> cases{verdict_case(r, v)};
   if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
   for (std::size_t i = 0; i < r.categories.size(); ++i) {
-    cases.push_back(category_case(r, r.categories[i], i));
+    cases.push_back(category_case(r, v, r.categories[i], i));
   }
   for (std::size_t i = 0; i < r.resumes.size(); ++i) {
-    cases.push_back(resume_case(r, r.resumes[i], 3 + r.categories.size() + i));
+    cases.push_back(resume_case(r, v, i, 3 + r.categories.size() + i));
   }
-  for (Case& c : data_parallel_cases(r, 3 + r.categories.size() + r.resumes.size()))
+  for (Case& c : data_parallel_cases(r, v, 3 + r.categories.size() + r.resumes.size()))
     cases.push_back(std::move(c));
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {

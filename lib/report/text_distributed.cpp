@@ -40,12 +40,19 @@ std::string collective(const compare::DistributedFindings& f) {
 // Runs of several world sizes: which run had which, and that they part by design.
 std::string world_sizes(const ComparisonResult& r) {
   if (!r.world_sizes) return "";
-  std::string out = "world size as a configuration:";
+  std::string runs;
   const std::vector<int>& sizes = r.world_sizes->of_runs;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    out += format(" run %zu %d %s%s", i, sizes[i], sizes[i] == 1 ? "process" : "ranks",
-                  i + 1 < sizes.size() ? ";" : "");
+    runs += format(" run %zu %d %s%s", i, sizes[i], sizes[i] == 1 ? "process" : "ranks",
+                   i + 1 < sizes.size() ? ";" : "");
   }
+  if (!r.world_sizes->configuration) {
+    return "world sizes DIFFER within one command:" + runs +
+           "\n  the runs of one command came up with different numbers of ranks (a rank that "
+           "never started, a launcher given another count): they trained other configurations "
+           "than the audit asked for, so the audit fails (exit 1)\n";
+  }
+  std::string out = "world size as a configuration:" + runs;
   out += " (rank 0's trace stands for a data-parallel run)\n";
   if (r.identical) return out + "  the runs agree nonetheless\n";
   out +=

@@ -128,6 +128,39 @@ std::string cost_words(const ResumeVerdict& v) {
   return text;
 }
 
+// Every recorded piece agreed at the save point and the run parted all the same: what the first
+// difference's signature says. At the first step after the resume it is work done between the save
+// point and that step (pytorch/examples' mnist saves before its evaluation, whose DataLoader
+// draws from torch's generator, and before its scheduler.step()); later, no restore explains it.
+std::string parted_after_restore(const ResumeVerdict& v) {
+  const std::string& category = v.first_divergence_category;
+  if (*v.first_divergence_step != v.step) {
+    return "  every recorded piece agreed at the save point and " +
+           std::to_string(*v.first_divergence_step - v.step) +
+           " steps after it agreed too: not the restore's doing (a nondeterministic op, or state "
+           "the recorder does not see)\n";
+  }
+  std::string out =
+      "  every recorded piece agreed at the save point, yet the first step after it "
+      "differs: ";
+  if (category == "batches") {
+    return out +
+           "its batch. A random generator was drawn between the save point and the next step "
+           "(work the script does after it saves: an evaluation whose DataLoader shuffles or "
+           "draws), or the loader's position is not the recorded one; save where the next step "
+           "starts from\n";
+  }
+  if (category == "weights" || category == "optimizer_state") {
+    return out + "the same batch, loss and gradients gave other " +
+           (category == "weights" ? std::string("weights") : std::string("optimizer state")) +
+           ": the learning rate (or another hyperparameter) differs, changed after the save point "
+           "(a scheduler.step() after the save) or not restored\n";
+  }
+  return out + "the same batch gave another " + category +
+         ": a random draw in the step (dropout) differs, so a generator was drawn between the "
+         "save point and the next step (work the script does after it saves)\n";
+}
+
 }  // namespace
 
 std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
@@ -144,6 +177,7 @@ std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
     out += "  first divergence after the resume: step " + std::to_string(*v.first_divergence_step) +
            ", " + v.first_divergence_category +
            (v.first_divergence_tensor.empty() ? "" : " (" + v.first_divergence_tensor + ")") + "\n";
+    if (v.restored()) out += parted_after_restore(v);
   } else if (!v.exact()) {
     out += "  the run did not part from run 0 after the resume\n";
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "compare/verdict.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
 #include "trace/op_window.h"
@@ -14,7 +15,29 @@ std::string header(const ComparisonResult& r) {
          mode_words(r) + "\n";
 }
 
+namespace {
+
+// The head of the verdict when the compared runs agree (rank 0's, per world size) and the audit
+// still failed: which check failed, and where the report shows it.
+std::string failed_beside_identity(const compare::AuditVerdict& v, std::size_t n) {
+  using compare::CheckKind;
+  if (v.failed(CheckKind::rank) || v.failed(CheckKind::replicas) ||
+      v.failed(CheckKind::collective)) {
+    return format(
+        "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
+        "rank or replica agrees (data-parallel, below)",
+        n);
+  }
+  return format(
+      "DIVERGED: the %zu same-seed runs' recorded steps agree, but a resumed run is NOT the "
+      "uninterrupted run (resume, below)",
+      n);
+}
+
+}  // namespace
+
 std::string verdict(const ComparisonResult& r) {
+  const compare::AuditVerdict v = compare::audit_verdict(r);
   const std::size_t n = r.compared_runs.size();
   std::size_t classes_among_compared = 0;
   for (const auto& c : r.classes) {
@@ -26,9 +49,13 @@ std::string verdict(const ComparisonResult& r) {
     }
   }
   std::string head;
+  // The exit code is the verdict's (an incomplete audit's 4 ranks above nothing compared's 5).
   const std::string nothing =
       r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
-                    : "nothing was compared, no verdict (exit 5; --allow-empty accepts it)";
+      : v.status == compare::AuditStatus::nothing_compared
+          ? "nothing was compared, no verdict (exit 5; --allow-empty accepts it)"
+          : "nothing was compared, no verdict";
+  const compare::CheckOutcome identity = v.outcome(compare::CheckKind::identity);
   if (r.spread_only) {
     head = "DIFFERENT SEEDS ONLY (" + runs_count(r.runs.size()) +
            "): no same-seed pair, so no identity to check; the spread of their outcomes "
@@ -39,22 +66,25 @@ std::string verdict(const ComparisonResult& r) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
         nothing;
-  } else if (r.identical && r.diverged()) {  // rank 0 agrees; another rank or a replica not
+  } else if (v.failed(compare::CheckKind::world_sizes)) {
     head = format(
-        "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
-        "rank or replica agrees (data-parallel, below)",
+        "DIVERGED: the %zu same-seed runs of one command came up with different world sizes "
+        "(data-parallel, below)",
         n);
-  } else if (r.world_sizes && !r.identical && r.world_sizes->identical_within) {
+  } else if (identity == compare::CheckOutcome::passed && !r.identical) {
     head = format(
         "DIFFERENT WORLD SIZES: the %zu same-seed runs differ only between world sizes, a "
         "configuration (data-parallel, below); no two runs of one world size differ",
         n);
-  } else if (r.identical) {
-    head = format("BITWISE IDENTICAL: all %zu same-seed runs", n);
+  } else if (identity == compare::CheckOutcome::passed) {
+    head = v.status == compare::AuditStatus::diverged
+               ? failed_beside_identity(v, n)
+               : format("BITWISE IDENTICAL: all %zu same-seed runs", n);
   } else {
-    head = format("%s: %zu distinct outcomes among %zu same-seed runs",
-                  r.diverged() ? "DIVERGED" : "NOT BITWISE IDENTICAL (allowed)",
-                  classes_among_compared, n);
+    head = format(
+        "%s: %zu distinct outcomes among %zu same-seed runs",
+        identity == compare::CheckOutcome::failed ? "DIVERGED" : "NOT BITWISE IDENTICAL (allowed)",
+        classes_among_compared, n);
     if (r.within_tolerance) {
       head += format("; final losses within %.0e relative", r.loss_tolerance);
     } else {

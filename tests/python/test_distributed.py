@@ -146,7 +146,9 @@ def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configurat
                           text=True)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["world_sizes"] == {"of_runs": [1, 2], "identical_within": True}
+    # Each world size is a command of its own (the launcher's count is in it): a configuration.
+    assert report["world_sizes"] == {"of_runs": [1, 2], "identical_within": True,
+                                     "configuration": True}
     assert not report["verdict"]["identical"] and not report["verdict"]["diverged"]
     # Rank 0 trains half of the global batch the single process trains: where they part first.
     first = report["first_divergence"]
@@ -163,7 +165,8 @@ def test_a_1_process_audit_against_a_2_process_one_is_world_size_as_a_configurat
                             "--json", "-"], capture_output=True, text=True)
     assert mixed.returncode == 1, mixed.stderr
     assert json.loads(mixed.stdout)["world_sizes"] == {"of_runs": [2, 1, 2],
-                                                       "identical_within": False}
+                                                       "identical_within": False,
+                                                       "configuration": True}
 
 
 def test_a_rank_killed_mid_run_leaves_an_incomplete_run_that_resume_reruns_whole(tmp_path):
@@ -193,3 +196,28 @@ def test_a_run_missing_a_rank_trace_is_not_whole_and_resume_reruns_it(tmp_path):
     resumed = exec_audit(out, "--runs", "2", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "run-001" / "rank-1.trace.jsonl").exists()
+
+
+def test_runs_of_one_command_that_came_up_with_different_world_sizes_fail_every_reader(
+        tmp_path):
+    """One command whose runs start different numbers of ranks (here on purpose: the count is
+    the run's index plus one) trained other configurations than the audit asked for: exit 1, and
+    the JSON, the text and the JUnit report say the same (issue 61: exit 0, diverged false, under
+    a JUnit report that failed 4 cases)."""
+    if not BINARY or not os.access(BINARY, os.X_OK):
+        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    out, junit = tmp_path / "out", tmp_path / "junit.xml"
+    launch = " ".join([*LAUNCH, '"$((REPRO_AUDIT_RUN + 1))"', TRAIN])
+    done = subprocess.run([BINARY, "exec", "--out", str(out), "--runs", "2", "--junit", str(junit),
+                           "--json", "-", "--", "sh", "-c", "exec " + launch],
+                          capture_output=True, text=True, env=script_env())
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["world_sizes"]["of_runs"] == [1, 2]
+    assert report["world_sizes"]["configuration"] is False
+    assert report["verdict"]["diverged"] is True
+    assert 'failures="0"' not in junit.read_text()
+    assert 'type="world-size"' in junit.read_text()
+    text = subprocess.run([BINARY, "compare", str(out)], capture_output=True, text=True)
+    assert text.returncode == 1
+    assert "world sizes DIFFER within one command" in text.stdout

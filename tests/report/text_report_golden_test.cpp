@@ -19,6 +19,7 @@
 
 #include "compare/compare.h"
 #include "report/junit.h"
+#include "report/readers_agree.h"
 #include "report/text_report.h"
 #include "support/golden.h"
 #include "trace/in_memory_traces.h"
@@ -33,6 +34,7 @@ using ra::trace::Trace;
 using ra::test::check_golden;
 
 void check_report(const std::string& name, const ComparisonResult& result) {
+  ra::test::readers_agree(result);  // every form below says the one verdict
   check_golden(name + ".txt", ra::report::render_text(result));
   check_golden(name + ".json", ra::compare::to_json(result).dump(2) + "\n");
   check_golden(name + ".xml", ra::report::render_junit(result));

@@ -1,0 +1,168 @@
+// The audit's one verdict (compare/verdict.h): the checks of a comparison and the rule that ranks
+// them into a status and an exit code.
+#include "compare/verdict.h"
+
+#include <algorithm>
+
+#include "compare/compare.h"
+#include "core/error.h"
+
+namespace ra::compare {
+namespace {
+
+// A difference fails where the audit expects identity and is allowed where it does not.
+CheckOutcome differs(const ComparisonResult& r) {
+  return r.expect_identical ? CheckOutcome::failed : CheckOutcome::allowed;
+}
+
+// The compared runs part: rank 0's runs across every world size, or, where world size is a
+// configuration the runs vary on purpose, within one world size.
+bool runs_parted(const ComparisonResult& r) {
+  if (r.world_sizes && r.world_sizes->configuration) return !r.world_sizes->identical_within;
+  return !r.identical;
+}
+
+void add_data_parallel_checks(const ComparisonResult& r, std::vector<Check>& checks) {
+  if (r.world_sizes) {
+    // One command whose runs came up with different world sizes (a rank that did not start)
+    // compared other configurations than the audit asked for, whatever it expects of them.
+    checks.push_back({CheckKind::world_sizes, 0,
+                      r.world_sizes->configuration ? CheckOutcome::passed : CheckOutcome::failed});
+  }
+  if (!r.distributed) return;
+  const DistributedFindings& f = *r.distributed;
+  for (const RankComparison& rank : f.ranks) {
+    checks.push_back({CheckKind::rank, rank.rank, rank.identical ? CheckOutcome::passed : differs(r)});
+  }
+  // Replicas that part within one run are a fault whatever the runs are expected to do.
+  checks.push_back({CheckKind::replicas, 0,
+                    f.replicas_parted ? CheckOutcome::failed : CheckOutcome::passed});
+  const bool collective_cause = f.collective && f.collective->inputs_identical;
+  checks.push_back(
+      {CheckKind::collective, 0, collective_cause ? differs(r) : CheckOutcome::passed});
+}
+
+void add_resume_checks(const ComparisonResult& r, std::vector<Check>& checks) {
+  for (std::size_t i = 0; i < r.resumes.size(); ++i) {
+    const ResumeVerdict& v = r.resumes[i];
+    const CheckOutcome outcome = !v.compared ? CheckOutcome::skipped
+                                 : v.exact() ? CheckOutcome::passed
+                                             : differs(r);
+    checks.push_back({CheckKind::resume, static_cast<int>(i), outcome});
+  }
+}
+
+AuditStatus status_of(const std::vector<Check>& checks) {
+  const auto failing = [&](CheckKind kind) {
+    return std::any_of(checks.begin(), checks.end(), [&](const Check& c) {
+      return c.kind == kind && c.outcome == CheckOutcome::failed;
+    });
+  };
+  for (CheckKind kind : {CheckKind::identity, CheckKind::world_sizes, CheckKind::rank,
+                         CheckKind::replicas, CheckKind::collective, CheckKind::resume}) {
+    if (failing(kind)) return AuditStatus::diverged;
+  }
+  if (failing(CheckKind::complete)) return AuditStatus::incomplete;
+  if (failing(CheckKind::compared)) return AuditStatus::nothing_compared;
+  return AuditStatus::passed;
+}
+
+}  // namespace
+
+const char* to_string(CheckOutcome outcome) {
+  switch (outcome) {
+    case CheckOutcome::passed:
+      return "passed";
+    case CheckOutcome::failed:
+      return "failed";
+    case CheckOutcome::allowed:
+      return "allowed";
+    case CheckOutcome::skipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+const char* to_string(CheckKind kind) {
+  switch (kind) {
+    case CheckKind::identity:
+      return "identity";
+    case CheckKind::world_sizes:
+      return "world_sizes";
+    case CheckKind::rank:
+      return "rank";
+    case CheckKind::replicas:
+      return "replicas";
+    case CheckKind::collective:
+      return "collective";
+    case CheckKind::resume:
+      return "resume";
+    case CheckKind::complete:
+      return "complete";
+    case CheckKind::compared:
+      return "compared";
+  }
+  return "?";
+}
+
+const char* to_string(AuditStatus status) {
+  switch (status) {
+    case AuditStatus::passed:
+      return "passed";
+    case AuditStatus::diverged:
+      return "diverged";
+    case AuditStatus::incomplete:
+      return "incomplete";
+    case AuditStatus::nothing_compared:
+      return "nothing_compared";
+  }
+  return "?";
+}
+
+int AuditVerdict::exit_code() const {
+  switch (status) {
+    case AuditStatus::passed:
+      return static_cast<int>(ExitCode::ok);
+    case AuditStatus::diverged:
+      return static_cast<int>(ExitCode::divergence);
+    case AuditStatus::incomplete:
+      return static_cast<int>(ExitCode::incomplete);
+    case AuditStatus::nothing_compared:
+      return static_cast<int>(ExitCode::nothing_compared);
+  }
+  return static_cast<int>(ExitCode::divergence);
+}
+
+CheckOutcome AuditVerdict::outcome(CheckKind kind, int index) const {
+  for (const Check& c : checks) {
+    if (c.kind == kind && c.index == index) return c.outcome;
+  }
+  return CheckOutcome::skipped;
+}
+
+AuditVerdict audit_verdict(const ComparisonResult& r) {
+  AuditVerdict v;
+  const bool nothing = r.nothing_compared();
+  v.checks.push_back({CheckKind::identity, 0,
+                      nothing ? CheckOutcome::skipped
+                      : runs_parted(r) ? differs(r)
+                                       : CheckOutcome::passed});
+  add_data_parallel_checks(r, v.checks);
+  add_resume_checks(r, v.checks);
+  if (!r.audit_folders.empty()) {
+    v.checks.push_back(
+        {CheckKind::complete, 0, r.incomplete() ? CheckOutcome::failed : CheckOutcome::passed});
+  }
+  v.checks.push_back({CheckKind::compared, 0,
+                      !nothing        ? CheckOutcome::passed
+                      : r.allow_empty ? CheckOutcome::skipped
+                                      : CheckOutcome::failed});
+  v.status = status_of(v.checks);
+  return v;
+}
+
+bool ComparisonResult::diverged() const {
+  return audit_verdict(*this).status == AuditStatus::diverged;
+}
+
+}  // namespace ra::compare

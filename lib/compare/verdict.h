@@ -1,0 +1,61 @@
+#pragma once
+// The audit's one verdict (DESIGN.md, "Findings as data"): each finding of a comparison that can
+// pass or fail is a check with one outcome, and the audit's status and exit code follow from the
+// checks in one ordered rule. The exit code, the text's verdict line, the JSON's "diverged", the
+// JUnit cases and the HTML's class all read this, so that no two of them can disagree (issue 61:
+// exec exited 0 under a JUnit report that failed its resume case).
+#include <string>
+#include <vector>
+
+namespace ra::compare {
+
+struct ComparisonResult;  // compare/compare.h
+
+// passed: holds; failed: breaks what the audit expects; allowed: differs where the audit does not
+// expect agreement (--expect any, a nondeterministic mode, world sizes as a configuration);
+// skipped: nothing to check.
+enum class CheckOutcome { passed, failed, allowed, skipped };
+const char* to_string(CheckOutcome outcome);
+
+// What a check is about (docs/report.md, "Verdict"). One per finding that decides the exit code;
+// the ranks, resumes and categories have one check each.
+enum class CheckKind {
+  identity,      // the compared same-seed runs are in one outcome class (rank 0's, per world size)
+  world_sizes,   // the runs of one command came up with one world size
+  rank,          // rank r of every run against rank r of the reference run (data-parallel)
+  replicas,      // the replicas of each run agree after every step (data-parallel)
+  collective,    // the all-reduce gave the reference run's results on its inputs (data-parallel)
+  resume,        // a resumed run's restore and the steps after it (--interrupt-at)
+  complete,      // every planned run of the audit folders has a whole trace
+  compared,      // two or more same-seed runs that recorded steps were compared
+};
+const char* to_string(CheckKind kind);
+
+struct Check {
+  CheckKind kind = CheckKind::identity;
+  int index = 0;  // the rank (rank) or the position in ComparisonResult::resumes (resume)
+  CheckOutcome outcome = CheckOutcome::passed;
+};
+
+// The audit's status, in the order the exit code ranks them: a divergence is final (more runs
+// cannot undo it); else a verdict over part of an audit is not the audit's; else an audit that
+// compared nothing has none.
+enum class AuditStatus { passed, diverged, incomplete, nothing_compared };
+const char* to_string(AuditStatus status);
+
+struct AuditVerdict {
+  AuditStatus status = AuditStatus::passed;
+  std::vector<Check> checks;
+  // The process's exit status (docs/exit-codes in the README): 0, 1, 4 or 5 (core/error.h).
+  int exit_code() const;
+  // The outcome of the check of `kind` (and `index`); skipped when the audit has none.
+  CheckOutcome outcome(CheckKind kind, int index = 0) const;
+  bool failed(CheckKind kind, int index = 0) const {
+    return outcome(kind, index) == CheckOutcome::failed;
+  }
+};
+
+// The one rule: every check of the result, then the status from the failing ones.
+AuditVerdict audit_verdict(const ComparisonResult& r);
+
+}  // namespace ra::compare

@@ -1,0 +1,208 @@
+// The audit's one verdict (compare/verdict.h) and its readers: each case is a comparison whose
+// exit code and reports disagreed before issue 61 (a resume not exact under exit 0, one command's
+// runs of two world sizes under exit 0, perturbed runs' resumes judged against run 0, an
+// incomplete audit's text naming exit 5 under exit 4), now held to one verdict by
+// readers_agree (tests/report/readers_agree.h).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "compare/compare.h"
+#include "compare/verdict.h"
+#include "core/error.h"
+#include "report/junit.h"
+#include "report/text_report.h"
+#include "report/text_sections.h"
+#include "report/readers_agree.h"
+#include "trace/in_memory_traces.h"
+
+namespace {
+
+using namespace ra::compare;
+using ra::test::readers_agree;
+using ra::trace::ResumePoint;
+using ra::trace::Trace;
+using Catch::Matchers::Contains;
+
+constexpr int kDivergence = static_cast<int>(ra::ExitCode::divergence);
+
+ResumePoint resume_point(std::int64_t step, bool resumed) {
+  ResumePoint p;
+  p.step = step;
+  p.resumed = resumed;
+  p.state.weights = ra::test::made_up_digest(40, step, 0);
+  p.state.optimizer_state = ra::test::made_up_digest(41, step, 0);
+  p.state.schedule = ra::test::made_up_digest(42, step, 0);
+  p.state.rng_streams = {{"torch", ra::test::made_up_digest(45, step, 0)}};
+  p.state.next_batch = ra::test::made_up_digest(46, step, 0);
+  return p;
+}
+
+// Two PyTorch runs, run 1 stopped after step 2 and resumed from the script's checkpoint.
+std::vector<Trace> resumed_runs(const ResumePoint& resumed) {
+  ra::test::TraceBuilder b;
+  std::vector<Trace> traces{b.build(0), b.build(1)};
+  for (Trace& t : traces) t.header.backend = "pytorch-cpu";
+  traces[0].resume_points = {resume_point(2, false)};
+  traces[1].resume_points = {resumed};
+  return traces;
+}
+
+ComparisonOptions expect_identity() {
+  ComparisonOptions o;
+  o.expect_identical = true;
+  return o;
+}
+
+// Run `run` of a data-parallel exec audit whose command is `command`: its spec digest.
+Trace exec_run(int run, int world, char command) {
+  Trace t = ra::test::TraceBuilder{}.build(run);
+  t.header.backend = "pytorch-cpu";
+  t.header.spec = {{"name", "ddp_train"}, {"source", "pytorch"}};
+  t.header.spec_digest = std::string(32, command);
+  if (world > 1) t.header.distributed = ra::trace::RankPlacement{0, world, "gloo", {}};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a resume that left a piece out fails the audit though the steps agree", "[report]") {
+  ResumePoint resumed = resume_point(2, true);
+  resumed.state.rng_streams[0].second = ra::test::changed(resumed.state.rng_streams[0].second);
+  const ComparisonResult r = compare_traces(resumed_runs(resumed), expect_identity());
+  REQUIRE(r.identical);  // the recorded steps agree: only the resume check sees it
+  REQUIRE(r.resumes.size() == 1);
+  CHECK_FALSE(r.resumes[0].exact());
+  CHECK(readers_agree(r) == kDivergence);
+  CHECK_THAT(ra::report::render_text(r),
+             Contains("DIVERGED: the 2 same-seed runs' recorded steps agree, but a resumed run is "
+                      "NOT the uninterrupted run"));
+}
+
+TEST_CASE("the same resume under --expect any is allowed, and every reader says so", "[report]") {
+  ResumePoint resumed = resume_point(2, true);
+  resumed.state.next_batch = ra::test::changed(resumed.state.next_batch);
+  ComparisonOptions options;
+  options.expect_identical = false;
+  const ComparisonResult r = compare_traces(resumed_runs(resumed), options);
+  CHECK(audit_verdict(r).outcome(CheckKind::resume) == CheckOutcome::allowed);
+  CHECK(readers_agree(r) == 0);
+  CHECK_THAT(ra::report::render_junit(r), Contains("(allowed: bitwise identity was not expected)"));
+}
+
+TEST_CASE("pieces that agree at the save point do not make a resume exact when the run parts",
+          "[report]") {
+  std::vector<Trace> traces = resumed_runs(resume_point(2, true));
+  // Step 2, the first after the resume: the same batch, loss and gradients, other weights (a
+  // scheduler stepped after the save point); everything after it differs.
+  for (ra::trace::StepRecord& s : traces[1].steps) {
+    if (s.step < 2) continue;
+    for (auto& w : s.weights) w = ra::test::changed(w);
+    if (s.step > 2) {
+      s.loss_bits += 1;
+      for (auto& g : s.grads) g = ra::test::changed(g);
+    }
+  }
+  traces[1].final->weights = traces[1].steps.back().weights;
+  traces[1].final->final_loss_bits = traces[1].steps.back().loss_bits;
+  const ComparisonResult r = compare_traces(traces, expect_identity());
+  REQUIRE(r.resumes.size() == 1);
+  CHECK(r.resumes[0].restored());
+  CHECK_FALSE(r.resumes[0].exact());
+  CHECK(readers_agree(r) == kDivergence);
+  const std::string text = ra::report::text::resumes(r);
+  CHECK_THAT(text, Contains("resume of run 1 at step 2: NOT exact"));
+  CHECK_THAT(text, Contains("first divergence after the resume: step 2, weights"));
+  CHECK_THAT(text, Contains("the same batch, loss and gradients gave other weights: the learning "
+                            "rate (or another hyperparameter) differs"));
+  CHECK(to_json(r)["resumes"][0]["restored"] == true);
+  CHECK(to_json(r)["resumes"][0]["exact"] == false);
+}
+
+TEST_CASE("a batch that differs after an agreeing save point names work after the save",
+          "[report]") {
+  std::vector<Trace> traces = resumed_runs(resume_point(2, true));
+  for (ra::trace::StepRecord& s : traces[1].steps) {
+    if (s.step >= 2) s.batch_indices = ra::test::changed(s.batch_indices);
+  }
+  const ComparisonResult r = compare_traces(traces, expect_identity());
+  REQUIRE(r.resumes.size() == 1);
+  CHECK(readers_agree(r) == kDivergence);
+  CHECK_THAT(ra::report::text::resumes(r),
+             Contains("its batch. A random generator was drawn between the save point and the "
+                      "next step"));
+}
+
+TEST_CASE("an exact resume passes every reader", "[report]") {
+  const ComparisonResult r = compare_traces(resumed_runs(resume_point(2, true)), expect_identity());
+  REQUIRE(r.resumes.size() == 1);
+  CHECK(r.resumes[0].exact());
+  CHECK(readers_agree(r) == 0);
+}
+
+TEST_CASE("a perturbed run's resume is not judged against run 0", "[report]") {
+  std::vector<Trace> traces = resumed_runs(resume_point(2, true));
+  traces[1].header.seed_group = "perturbed";
+  traces[1].header.perturbation = ra::trace::Perturbation{};
+  traces[1].resume_points[0].state.weights =
+      ra::test::changed(traces[1].resume_points[0].state.weights);
+  const ComparisonResult r = compare_traces(traces, expect_identity());
+  CHECK(r.resumes.empty());
+}
+
+TEST_CASE("one command's runs that came up with two world sizes fail every reader", "[report]") {
+  // The same command (spec digest): run 1 came up with one rank instead of two.
+  std::vector<Trace> runs{exec_run(0, 2, 'a'), exec_run(1, 1, 'a')};
+  ra::test::diverge(runs[1], 0, 0);
+  const ComparisonResult r = compare_traces(runs, expect_identity());
+  REQUIRE(r.world_sizes);
+  CHECK_FALSE(r.world_sizes->configuration);
+  CHECK(readers_agree(r) == kDivergence);
+  CHECK_THAT(ra::report::render_text(r), Contains("world sizes DIFFER within one command"));
+  CHECK(to_json(r)["world_sizes"]["configuration"] == false);
+}
+
+TEST_CASE("world sizes as a configuration pass every reader, JUnit included", "[report]") {
+  std::vector<Trace> runs{exec_run(0, 1, 'a'), exec_run(1, 2, 'b')};
+  ra::test::diverge(runs[1], 2, 1);
+  const ComparisonResult r = compare_traces(runs, expect_identity());
+  REQUIRE(r.world_sizes);
+  CHECK(r.world_sizes->configuration);
+  // Before: exit 0 with JUnit failing every category that differs.
+  CHECK(readers_agree(r) == 0);
+  CHECK_THAT(ra::report::render_junit(r),
+             Contains("(allowed: the runs differ only between world sizes, a configuration)"));
+}
+
+TEST_CASE("an incomplete audit that compared nothing names exit 4, not 5", "[report]") {
+  ComparisonResult r = compare_traces({ra::test::TraceBuilder{}.build(0)}, {});
+  AuditFolderCheck folder;
+  folder.folder = "out";
+  folder.planned_runs = 2;
+  folder.runs = {0};
+  folder.missing_runs = {{1, "no trace"}};
+  r.audit_folders.push_back(folder);
+  CHECK(readers_agree(r) == static_cast<int>(ra::ExitCode::incomplete));
+  CHECK_THAT(ra::report::render_text(r), !Contains("exit 5"));
+}
+
+TEST_CASE("nothing compared fails with exit 5 unless --allow-empty", "[report]") {
+  ComparisonResult r = compare_traces({ra::test::TraceBuilder{}.build(0)}, {});
+  CHECK(readers_agree(r) == static_cast<int>(ra::ExitCode::nothing_compared));
+  ComparisonOptions allow;
+  allow.allow_empty = true;
+  r = compare_traces({ra::test::TraceBuilder{}.build(0)}, allow);
+  CHECK(readers_agree(r) == 0);
+}
+
+TEST_CASE("replicas that part fail every reader whatever the expectation", "[report]") {
+  ra::test::TraceBuilder b;
+  ComparisonOptions options;
+  options.expect_identical = false;
+  ComparisonResult r = compare_traces({b.build(0), b.build(1)}, options);
+  r.distributed = DistributedFindings{};
+  r.distributed->world_size = 2;
+  r.distributed->replicas_parted = ReplicaDivergence{1, 3, "conv2d_0.weight", 1};
+  CHECK(readers_agree(r) == kDivergence);
+}
