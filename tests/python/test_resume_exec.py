@@ -175,6 +175,70 @@ def test_an_interrupted_trace_waits_under_a_name_derived_from_its_step(tmp_path)
     assert checkpoint.parked_temporary(trace, 12) == trace + ".tmp-0-12"
 
 
+# Two ranks of a script, with what torchrun sets. A launcher under exec --interrupt-at must let
+# every rank write its checkpoint and pass their exit status 75 on (torchrun does not: it stops
+# the other ranks and fails); this one does, and stops the ranks when one fails otherwise.
+TWO_RANKS = r"""
+import os, socket, subprocess, sys, time
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = str(s.getsockname()[1])
+ranks = [subprocess.Popen([sys.executable] + sys.argv[1:], env=dict(
+    os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+    MASTER_ADDR="127.0.0.1", MASTER_PORT=port)) for r in range(2)]
+while any(p.poll() is None for p in ranks):
+    if any(p.returncode not in (None, 0, 75) for p in ranks):
+        for p in ranks:
+            if p.poll() is None:
+                p.kill()
+    time.sleep(0.05)
+codes = {p.returncode for p in ranks}
+sys.exit(codes.pop() if len(codes) == 1 else 1)
+"""
+DDP_TRAIN = os.path.join(ROOT, "tests", "python", "scripts", "ddp_train.py")
+
+
+def test_each_rank_of_a_data_parallel_run_resumes_from_its_own_files(tmp_path):
+    pytest.importorskip("torch.distributed")
+    launcher = tmp_path / "two_ranks.py"
+    launcher.write_text(TWO_RANKS)
+    out = tmp_path / "out"
+    status, report, text, errors = audit(out, "--interrupt-at", "2", script=launcher,
+                                         script_args=[DDP_TRAIN], CHECKPOINT="1", STEPS="4")
+    assert status == 0, text + errors
+    assert [(r["run"], r["step"], r["exact"]) for r in report["resumes"]] == [(1, 2, True)]
+    # Rank 0 keeps the run's names (exec looks for its recorder's file); rank 1 its own.
+    assert sorted(p.name for p in (out / "run-001").glob("checkpoint-step-*")) == [
+        "checkpoint-step-2.pt", "checkpoint-step-2.rank-1.pt",
+        "checkpoint-step-2.rank-1.recorder.json", "checkpoint-step-2.recorder.json"]
+    for rank, trace in enumerate(("%s.trace.jsonl", "%s/rank-1.trace.jsonl")):
+        resumes = []
+        for run in ("run-000", "run-001"):
+            records = [json.loads(line) for line in (out / (trace % run)).open()]
+            assert records[0]["distributed"]["rank"] == rank
+            assert [r["step"] for r in records if r["record"] == "step"] == [0, 1, 2, 3]
+            (resume,) = [r for r in records if r["record"] == "resume"]
+            resumes.append(resume)
+        # Each rank's resumed state is its own uninterrupted state, piece by piece.
+        assert [(r["step"], r["resumed"]) for r in resumes] == [(2, False), (2, True)]
+        assert resumes[0]["state"] == resumes[1]["state"]
+
+
+def test_a_rank_reads_its_own_resume_file_of_the_step_exec_names(tmp_path):
+    def interrupts(resume_from, rank):
+        return checkpoint.Interrupts(None, Checkpoint(print, print), [2, 5], 1, str(tmp_path),
+                                     resume_from, {}, rank)
+    named = str(tmp_path / "checkpoint-step-5.recorder.json")
+    assert interrupts(named, 0)._resume_file() == named
+    assert interrupts(named, 3)._resume_file() == str(
+        tmp_path / "checkpoint-step-5.rank-3.recorder.json")
+    for wrong in ("/elsewhere/checkpoint-step-5.recorder.json",
+                  str(tmp_path / "checkpoint-step-4.recorder.json"),
+                  str(tmp_path / "checkpoint-step-5.rank-3.recorder.json")):
+        with pytest.raises(ValueError, match="REPRO_AUDIT_RESUME_FROM"):
+            interrupts(wrong, 3)._resume_file()
+
+
 def test_checkpoint_functions_are_checked_without_an_audit():
     with pytest.raises(TypeError, match="two functions"):
         Checkpoint(print, None)

@@ -20,10 +20,13 @@ INTERRUPTED_EXIT. exec starts the same command again with REPRO_AUDIT_RESUME_FRO
 file: the recorder calls `load(path)`, digests the state it restored, and appends to the same
 trace, whose `resume` record (docs/trace-format.md) holds the same digests as run 0's, written
 before the first step after the resume with the digest of that step's batch. The report compares
-them piece by piece and words each difference as the fix.
+them piece by piece and words each difference as the fix. In a data-parallel run each rank has
+its own files: rank r's names carry ".rank-R" (checkpoint-step-STEP.rank-R.pt and .recorder.json),
+rank 0's are the run's, and every rank resumes from its own file of the step exec names.
 """
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -124,16 +127,18 @@ def _kill_for_test(environ, where):
 class Interrupts:
     """The recorder's side of exec --interrupt-at for one process of one run."""
 
-    def __init__(self, torch, checkpoint, steps, run, folder, resume_from, environ):
+    def __init__(self, torch, checkpoint, steps, run, folder, resume_from, environ, rank=0):
         self._torch, self._checkpoint, self._steps = torch, checkpoint, steps
         self._run, self._folder, self._resume_from = run, folder, resume_from
+        self._rank = rank  # of a data-parallel run (distributed.py); 0 for one process
         self._environ = environ
         self._pending = None  # (resume record, epoch) waiting for the next step's batch
 
     @classmethod
-    def from_env(cls, torch, checkpoint, run, environ=os.environ):
+    def from_env(cls, torch, checkpoint, run, environ=os.environ, rank=0):
         """None unless the audit asks for interrupts; ValueError when it does and the script gave
-        no checkpoint functions (no silent no-op: the run fails, and exec says why)."""
+        no checkpoint functions (no silent no-op: the run fails, and exec says why). `rank`: this
+        process's in a data-parallel run (the recorder's Placement), whose files it names."""
         steps = parse_steps(environ.get(INTERRUPT_AT, ""))
         if not steps:
             return None
@@ -148,10 +153,27 @@ class Interrupts:
             raise ValueError(f"repro_audit: {CHECKPOINT_DIR}={folder!r}: expected the run's "
                              "folder")
         return cls(torch, checkpoint, steps, run, folder, environ.get(RESUME_FROM) or None,
-                   environ)
+                   environ, rank)
 
     def _name(self, step, suffix):
-        return os.path.join(self._folder, "checkpoint-step-%d%s" % (step, suffix))
+        """This rank's file of the interrupt after `step`: rank 0's (and a single process's) keeps
+        the run's name, which exec looks for; rank r's has ".rank-R" before the suffix, so that
+        the ranks of one run never write or read each other's."""
+        rank = ".rank-%d" % self._rank if self._rank else ""
+        return os.path.join(self._folder, "checkpoint-step-%d%s%s" % (step, rank, suffix))
+
+    def _resume_file(self):
+        """This rank's recorder's file for the step REPRO_AUDIT_RESUME_FROM names: exec names rank
+        0's (the run's) file of the step, every rank reads its own of that step."""
+        match = re.fullmatch(r"checkpoint-step-(\d{1,18})\.recorder\.json",
+                             os.path.basename(self._resume_from))
+        if (match is None or int(match.group(1)) not in self._steps or
+                os.path.abspath(os.path.dirname(self._resume_from)) !=
+                os.path.abspath(self._folder)):
+            raise ValueError(f"repro_audit: {RESUME_FROM}={self._resume_from!r}: expected "
+                             f"checkpoint-step-STEP.recorder.json in {CHECKPOINT_DIR} "
+                             f"({self._folder!r}), STEP one of {INTERRUPT_AT}'s {self._steps}")
+        return self._name(int(match.group(1)), ".recorder.json")
 
     # -- the recorder's hooks (recorder.py) --
 
@@ -161,7 +183,7 @@ class Interrupts:
         recorder.start_step, recorder.restored = 0, None
         if self._resume_from is None:
             return
-        saved = _read_manifest(self._resume_from, self._run, recorder, self._steps)
+        saved = _read_manifest(self._resume_file(), self._run, self._rank, recorder, self._steps)
         step = saved["step"]
         pt = self._name(step, ".pt")
         _check_file(pt, saved["checkpoint"])
@@ -231,6 +253,7 @@ class Interrupts:
                 loader_workers = f.read()
         manifest = {
             "format": FORMAT, "version": VERSION, "step": step, "run": self._run,
+            "rank": self._rank,
             "audit_id": recorder._audit_id,
             "checkpoint": dict(_file_facts(pt), write_seconds=write_seconds),
             "records": recorder._records.suspend(parked_temporary(recorder._path, step)),
@@ -273,9 +296,9 @@ def _check_file(path, expected):
                          f"({facts['bytes']} bytes, not {expected['bytes']}, or another digest)")
 
 
-def _read_manifest(path: str, run: int, recorder, steps: list) -> dict:
-    """The recorder's file of an interrupt, checked: its format, run, audit and step (one of the
-    audit's), and that it names no file (which version 1 did)."""
+def _read_manifest(path: str, run: int, rank: int, recorder, steps: list) -> dict:
+    """The recorder's file of an interrupt, checked: its format, run, rank, audit and step (one of
+    the audit's), and that it names no file (which version 1 did)."""
     try:
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
@@ -288,6 +311,9 @@ def _read_manifest(path: str, run: int, recorder, steps: list) -> dict:
                          f"reads version {VERSION}")
     if saved.get("run") != run or saved.get("audit_id") != recorder._audit_id:
         raise ValueError(f"repro_audit: {path} is another run's or another audit's checkpoint")
+    if saved.get("rank") != rank:
+        raise ValueError(f"repro_audit: {path} is rank {saved.get('rank')!r}'s checkpoint, not "
+                         f"rank {rank}'s")
     step = saved.get("step")
     if type(step) is not int or step not in steps:
         raise ValueError(f"repro_audit: {path}: step {step!r} is none of the audit's "

@@ -228,7 +228,8 @@ class Recorder:
         env.check_trace_path(path)
         # exec --interrupt-at (checkpoint.py): None without one.
         self._interrupts = checkpoints.Interrupts.from_env(
-            torch, checkpoints.checkpoint_of(checkpoint), run)
+            torch, checkpoints.checkpoint_of(checkpoint), run,
+            rank=placement.rank if placement is not None else 0)
         self._torch = torch
         self._model = model
         self._optimizer = optimizer

@@ -10,6 +10,8 @@ Without a process group (WORLD_SIZE unset) it trains the whole global batch in o
     EPSILON_BUCKET=b  a test-only communication hook: DDP's all-reduce, then, in run r (of the
                    audit) its result in bucket b plus r * 1e-6 on every rank: identical inputs to
                    the collective, a run-dependent result
+    CHECKPOINT=1   gives the recorder save and load functions (exec --interrupt-at): each rank
+                   saves its model, optimizer and data generator to the path the recorder names
 Rank 0 prints `seconds_per_step=S` over the training loop, the recorder's end included.
 """
 import os
@@ -53,9 +55,25 @@ kill_at = int(os.environ.get("KILL_AT", "-1"))
 once = os.environ.get("KILL_ONCE")
 data = torch.Generator().manual_seed(11)
 steps = int(os.environ.get("STEPS", "4"))
+
+
+def save(path):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "data": data.get_state(), "torch_rng": torch.get_rng_state()}, path)
+
+
+def load(path):
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    data.set_state(state["data"])
+    torch.set_rng_state(state["torch_rng"])
+
+
+checkpoint = (save, load) if os.environ.get("CHECKPOINT") == "1" else None
 started = time.perf_counter()
-with repro_audit.record(model, optimizer) as rec:
-    for step in range(steps):
+with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:
+    for step in range(rec.start_step, steps):
         x = torch.randn(GLOBAL_BATCH, 6, generator=data)
         y = torch.randn(GLOBAL_BATCH, 2, generator=data)
         share = GLOBAL_BATCH // world
