@@ -65,7 +65,8 @@ void register_compare(CLI::App& app, CommandRun& run) {
                   "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   cmd->add_option("--expect", o->expect,
                   "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
-                  "the audit's, from its folder's manifest; for trace files, identical when "
+                  "the audit's, from its folder's manifest; for trace files, the default of the "
+                  "command that made them: identical for exec's runs, and for the engine's when "
                   "every run was fully deterministic)")
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")

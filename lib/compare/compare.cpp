@@ -80,8 +80,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   phases::StepFindings found = phases::walk_steps(traces, compared);
   compared.common_steps = found.common_steps;
   ComparisonResult result;
-  result.expect_identical =
-      options.expect_identical.value_or(phases::all_fully_deterministic(traces));
+  result.expect_identical = options.expect_identical.value_or(phases::default_expectation(traces));
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(found.contents);

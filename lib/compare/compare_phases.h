@@ -30,6 +30,11 @@ void check_comparable(const std::vector<trace::Trace>& traces);
 
 // Whether every trace ran every reducing op deterministic (then identity is expected by default).
 bool all_fully_deterministic(const std::vector<trace::Trace>& traces);
+// What the verdict expects of traces no manifest speaks for (trace files named alone): the
+// default of the command that made them, so that `compare` of files fails what that command
+// failed. exec's runs (PyTorch traces) are expected identical (its question is why runs of one
+// command differ); the engine's when every reducing op ran deterministic.
+bool default_expectation(const std::vector<trace::Trace>& traces);
 
 // One summary per run, in trace order; the classes of bitwise-identical outcome (everything
 // recorded, timings excluded), numbered by first appearance; the kernel-mode policy of the runs

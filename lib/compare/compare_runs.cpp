@@ -116,6 +116,14 @@ bool all_fully_deterministic(const std::vector<trace::Trace>& traces) {
                      [](const trace::Trace& t) { return fully_deterministic(t); });
 }
 
+bool default_expectation(const std::vector<trace::Trace>& traces) {
+  const bool pytorch =
+      !traces.empty() && std::all_of(traces.begin(), traces.end(), [](const auto& t) {
+        return t.header.backend.starts_with("pytorch");
+      });
+  return pytorch || all_fully_deterministic(traces);
+}
+
 RunSummaries summarize_runs(const std::vector<trace::Trace>& traces) {
   return summarize_runs(traces, walk_steps(traces, same_seed_runs(traces)).outcomes);
 }

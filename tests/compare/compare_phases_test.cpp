@@ -365,3 +365,21 @@ TEST_CASE("pinned algorithms that are not deterministic are named in a warning",
   for (Trace& t : traces) t.header.ledger[0]["chosen_by"] = "pinned";
   CHECK(compare_traces(traces, {}).warnings.empty());
 }
+
+TEST_CASE("default_expectation: the command's own default for trace files named alone",
+          "[audit][compare]") {
+  // exec's runs (PyTorch traces) are expected identical whatever the script's switches, as exec
+  // and `compare DIR` of its folder expect them (issue 61: compare of the files exited 0).
+  TraceBuilder pytorch;
+  pytorch.mode = "nondeterministic";  // no torch.use_deterministic_algorithms
+  std::vector<Trace> traces = runs_of(pytorch, 2);
+  for (Trace& t : traces) t.header.backend = "pytorch-cpu";
+  CHECK(phases::default_expectation(traces));
+  ra::test::diverge(traces[1], 1, 0);
+  CHECK(compare_traces(traces, {}).diverged());
+  // The engine's: identity only when every reducing op ran deterministic.
+  TraceBuilder engine;
+  engine.mode = "nondeterministic";
+  CHECK_FALSE(phases::default_expectation(runs_of(engine, 2)));
+  CHECK(phases::default_expectation(runs_of(TraceBuilder{}, 2)));
+}
