@@ -31,6 +31,18 @@ std::string rerun_with_window(const std::string& window, const std::filesystem::
   for (; i < args.size() && args[i] != "--"; ++i) {
     const std::string name = args[i].substr(0, args[i].find('='));
     if (dropped.contains(args[i])) continue;
+    // "none" excludes every other level of detail (trace/tensor_digests.h): the added window
+    // replaces it, where any other level combines with the window.
+    if (tensor_digests && name == "--tensor-digests") {
+      const bool inline_value = name != args[i];
+      const std::string value = inline_value          ? args[i].substr(name.size() + 1)
+                                : i + 1 < args.size() ? args[i + 1]
+                                                      : "";
+      if (value == "none") {
+        if (!inline_value) ++i;
+        continue;
+      }
+    }
     if (dropped_with_value.contains(name)) {
       if (name == args[i]) ++i;  // "--out DIR": its value too
       continue;

@@ -175,3 +175,26 @@ TEST_CASE("a divergence at a step recorded per category: the next step names the
   CHECK(other.exit_code == 2);
   CHECK_THAT(other.err, Contains("--tensor-digests"));
 }
+
+TEST_CASE("under --tensor-digests none the next step is a command the tool accepts",
+          "[cli][usability][detail]") {
+  TempDir dir;
+  const std::string spec = write_next_step_spec(dir);
+  const fs::path out = dir.path() / "out";
+  // No digest per tensor at any step: the next step must replace "none", which excludes every
+  // other level of detail, with the window (issue 61: it added the window beside it).
+  const auto diverged = run_cli(
+      "run " + spec + " --runs 2 --tensor-digests none --out " + quoted(out) +
+      " --inject-fault run=1,step=2,tensor=dense_0.weight --json " + quoted(dir.path() / "r.json"));
+  INFO(diverged.err);
+  REQUIRE(diverged.exit_code == 1);
+  const auto report = nlohmann::json::parse(read_text(dir.path() / "r.json"));
+  REQUIRE(report["next_step"].is_object());
+  const std::string command = report["next_step"]["command"];
+  CHECK(command.find("--tensor-digests none") == std::string::npos);
+  CHECK_THAT(command, Contains("--tensor-digests 2:3"));
+  const auto named = run_cli(command.substr(std::string("repro-audit ").size()));
+  INFO(named.err);
+  CHECK(named.exit_code == 1);
+  CHECK_THAT(named.out, Contains("weights of dense_0.weight"));
+}
