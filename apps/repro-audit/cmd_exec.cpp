@@ -146,7 +146,8 @@ void register_exec(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"identical", "any"}));
   cmd->add_option("--tolerance", o->exec.loss_tolerance,
                   "Relative tolerance of the within-tolerance verdict on final losses")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_positive_number());
   auto* overwrite = cmd->add_flag("--overwrite", o->overwrite,
                                   "Replace the audit in --out (only repro-audit's own files)");
   cmd->add_flag("--resume", o->resume, "Finish the audit in --out: run only the missing runs")

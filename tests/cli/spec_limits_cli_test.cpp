@@ -192,7 +192,7 @@ TEST_CASE("a forged verdict in a trace's spec name cannot reach the text report"
   CHECK_FALSE(contains(j.out, "\x1b"));
 }
 
-TEST_CASE("run and compare: --tolerance must be a finite positive number", "[cli][options]") {
+TEST_CASE("run, compare and exec: --tolerance must be a finite positive number", "[cli][options]") {
   TempDir dir;
   for (const char* value : {"nan", "inf", "-1", "0", "1e400"}) {
     const auto r = run_cli("run " + write_limits_spec(dir, small_spec()) + " --runs 1 --out " +
@@ -201,6 +201,13 @@ TEST_CASE("run and compare: --tolerance must be a finite positive number", "[cli
   }
   const auto c = run_cli("compare " + quoted(dir.path()) + " --tolerance nan");
   require_exit(c, 2, {"--tolerance", "finite"});
+  // exec's too (issue 61: it took nan, -1, inf and 0), refused before the command runs.
+  for (const char* value : {"nan", "inf", "-1", "0"}) {
+    const auto e = run_cli("exec --runs 2 --out " + quoted(dir.path() / "e") + " --tolerance " +
+                           value + " -- /bin/false");
+    require_exit(e, 2, {"--tolerance", "expected a finite number > 0"});
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "e"));
+  }
 }
 
 TEST_CASE("train: --seed refuses negative and out-of-range values instead of wrapping",
