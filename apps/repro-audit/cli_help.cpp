@@ -60,6 +60,34 @@ bool looks_like_option(const std::string& word) {
   return word.starts_with("-") && word.size() > 1 && !std::isdigit(word[1]);
 }
 
+// Whether `name` is an option of the subcommand `command` that the command line gives before the
+// subcommand's name (where it is the program's, and the program has none of that name).
+bool given_before_subcommand(const std::string& name, const CLI::App& command,
+                             const std::vector<std::string>& given) {
+  const std::vector<std::string> own = option_names(command);
+  if (std::find(own.begin(), own.end(), name) == own.end()) return false;
+  const auto sub = std::find(given.begin(), given.end(), command.get_name());
+  return std::any_of(given.begin(), sub, [&](const std::string& word) {
+    return word.substr(0, word.find('=')) == name;
+  });
+}
+
+// exec and doctor run a command of the user's: an option they do not know is most often the
+// command's own, written where the tool's options go.
+// With "--" given, only for an option close to none of the tool's (a typo gets its suggestion
+// alone).
+std::string command_after_separator_hint(const CLI::App& command,
+                                         const std::vector<std::string>& given, bool unlike_any) {
+  const std::string name = command.get_name();
+  if (name != "exec" && name != "doctor") return "";
+  const std::string usage = "repro-audit " + name + " [OPTIONS] -- python3 train.py [ITS OPTIONS]";
+  if (std::find(given.begin(), given.end(), "--") == given.end()) {
+    return "put the command after `--`: " + usage + "\n";
+  }
+  if (!unlike_any) return "";
+  return "the command's own options go after `--`, with the command: " + usage + "\n";
+}
+
 }  // namespace
 
 std::string unexpected_arguments_message(const CLI::App& app,
@@ -73,6 +101,7 @@ std::string unexpected_arguments_message(const CLI::App& app,
   // After an unknown option, the words that follow are its value or the rest of a command line
   // CLI11 could no longer place: naming them too would be a second, spurious error.
   bool unknown_option = false;
+  bool unlike_any = false;  // an unknown option close to none of the tool's: the command's own?
   for (const std::string& extra : extras) {
     const std::string name = extra.substr(0, extra.find('='));
     if (!looks_like_option(name)) {
@@ -81,19 +110,21 @@ std::string unexpected_arguments_message(const CLI::App& app,
       continue;
     }
     unknown_option = true;
+    if (&command != &app && given_before_subcommand(name, command, given)) {
+      // "repro-audit --runs 2 exec ...": the subcommand's option, placed before its name.
+      out += printable(name) + ": an option of " + where + ", given before it: write it after " +
+             where + " (repro-audit " + command.get_name() + " " + printable(name) + " ...)\n";
+      continue;
+    }
     out += printable(name) + ": no such option of " + where;
     if (const std::string best = closest(name, names); !best.empty()) {
       out += "; did you mean " + best + "?";
+    } else {
+      unlike_any = true;
     }
     out += "\n";
   }
-  // exec without "--": the command's own options were taken for exec's.
-  const bool has_separator = std::find(given.begin(), given.end(), "--") != given.end();
-  if (command.get_name() == "exec" && unknown_option && !has_separator) {
-    out +=
-        "put the command after `--`: repro-audit exec [OPTIONS] -- python3 train.py "
-        "[ITS OPTIONS]\n";
-  }
+  if (unknown_option) out += command_after_separator_hint(command, given, unlike_any);
   return out;
 }
 

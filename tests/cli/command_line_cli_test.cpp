@@ -133,6 +133,29 @@ TEST_CASE("exec's command line: the command after --, and no spurious second err
   CHECK_THAT(typo.err, !Contains("put the command after"));
 }
 
+TEST_CASE("doctor and exec: the command's options where the tool's go are said so",
+          "[cli][usability]") {
+  // doctor without "--" gets exec's hint (issue 61).
+  const auto doctor = run_cli("doctor python3 x.py --epochs 1");
+  CHECK(doctor.exit_code == 2);
+  CHECK_THAT(doctor.err, Contains("--epochs: no such option of `doctor`"));
+  CHECK_THAT(doctor.err, Contains("put the command after `--`: repro-audit doctor [OPTIONS] -- "
+                                  "python3 train.py"));
+  // The script's option before "--", the command after it.
+  const auto before = run_cli("exec --epochs 3 -- python3 train.py");
+  CHECK(before.exit_code == 2);
+  CHECK_THAT(before.err, Contains("--epochs: no such option of `exec`\n"));
+  CHECK_THAT(before.err, Contains("the command's own options go after `--`, with the command"));
+}
+
+TEST_CASE("a subcommand's option before the subcommand is named as such", "[cli][usability]") {
+  const auto r = run_cli("--runs 2 exec -- python3 train.py");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--runs: an option of `exec`, given before it: write it after "
+                             "`exec` (repro-audit exec --runs ...)"));
+  CHECK_THAT(r.err, !Contains("did you mean --runs"));
+}
+
 TEST_CASE("a misspelt subcommand gets a suggestion", "[cli][usability]") {
   const auto r = run_cli("exce --runs 3 -- python3 train.py");
   CHECK(r.exit_code == 2);
