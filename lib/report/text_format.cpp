@@ -34,6 +34,17 @@ std::string mode_words(const compare::ComparisonResult& r) {
   return "torch.use_deterministic_algorithms " + on;
 }
 
+std::string byte_size(std::uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double value = static_cast<double>(bytes) / 1024.0;
+  for (const char* unit : {"KiB", "MiB"}) {
+    // 1023.95 KiB prints as "1024.0 KiB": move up from where one decimal would round to 1024.
+    if (value < 1023.95) return format("%.1f %s", value, unit);
+    value /= 1024.0;
+  }
+  return format("%.1f GiB", value);
+}
+
 std::string run_list(const std::vector<int>& runs) {
   std::string s;
   for (std::size_t i = 0; i < runs.size() && i < kRunsShown; ++i) {

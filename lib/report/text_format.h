@@ -1,5 +1,6 @@
 #pragma once
 // The small formatting helpers every section of the text report uses (report/text_sections.h).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // "0,2,5"; past kRunsShown runs, "0,1,...,23 ... (N more)": a report line stays readable for any
 // number of runs (JSON has every run).
+// A size for a reader: "700 bytes", "2.0 KiB", "89.3 MiB", "1.5 GiB" (one decimal, the largest
+// unit it reaches), never "91418.9 KiB".
+std::string byte_size(std::uint64_t bytes);
+
 inline constexpr std::size_t kRunsShown = 24;
 std::string run_list(const std::vector<int>& runs);
 // "1 run", "3 runs".

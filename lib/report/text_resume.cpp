@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report/text_format.h"
 #include "report/text_sections.h"
 
 namespace ra::report::text {
@@ -118,14 +119,10 @@ std::string piece_words(const ResumePiece& p, const ResumeVerdict& v) {
 }
 
 std::string cost_words(const ResumeVerdict& v) {
-  char text[160];
-  std::snprintf(text, sizeof text,
-                v.script_checkpoint
-                    ? "checkpoint %.1f KiB, the script's save took %.2f ms, its load %.2f ms"
-                    : "checkpoint %.1f KiB, written in %.2f ms, read in %.2f ms",
-                static_cast<double>(v.checkpoint_bytes) / 1024.0, v.write_seconds * 1e3,
-                v.read_seconds * 1e3);
-  return text;
+  return "checkpoint " + byte_size(v.checkpoint_bytes) +
+         format(v.script_checkpoint ? ", the script's save took %.2f ms, its load %.2f ms"
+                                    : ", written in %.2f ms, read in %.2f ms",
+                v.write_seconds * 1e3, v.read_seconds * 1e3);
 }
 
 // Every recorded piece agreed at the save point and the run parted all the same: what the first

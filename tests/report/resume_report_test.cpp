@@ -9,6 +9,7 @@
 #include "compare/compare.h"
 #include "report/html_report.h"
 #include "report/junit.h"
+#include "report/text_format.h"
 #include "report/text_sections.h"
 
 using Catch::Matchers::Contains;
@@ -65,6 +66,17 @@ TEST_CASE("a script's pieces left out are worded as the fix in the script", "[re
   REQUIRE_THAT(text, Contains("restore it with random.setstate()"));
   REQUIRE_THAT(text, Contains("the DataLoader's sampler started again from the beginning"));
   REQUIRE_THAT(text, Contains("first divergence after the resume: step 5, batches (inputs)"));
+}
+
+TEST_CASE("a checkpoint's size is given in the largest unit it reaches", "[report]") {
+  ComparisonResult r = one_resume(true, {});
+  r.resumes[0].checkpoint_bytes = 93612441;  // issue 61 printed "91418.9 KiB"
+  CHECK_THAT(ra::report::text::resumes(r), Contains("(checkpoint 89.3 MiB, the script's save"));
+  using ra::report::text::byte_size;
+  CHECK(byte_size(700) == "700 bytes");
+  CHECK(byte_size(2048) == "2.0 KiB");
+  CHECK(byte_size(1024 * 1024 - 1) == "1.0 MiB");  // not "1024.0 KiB"
+  CHECK(byte_size(3ull << 30) == "3.0 GiB");
 }
 
 TEST_CASE("the engine's resume keeps the engine's words", "[report]") {
