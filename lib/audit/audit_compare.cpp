@@ -136,12 +136,14 @@ std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestR
     if (t) traces.push_back(std::move(*t));
   }
   if (traces.empty()) {
+    // One line: the log escapes a line break inside a message (apps/printable_log.h).
     std::string why;
     for (const compare::MissingRun& m : runs.check.missing_runs) {
-      why += "\n  run " + std::to_string(m.run) + ": " + m.reason;
+      why += (why.empty() ? " (" : "; ") + ("run " + std::to_string(m.run) + ": " + m.reason);
     }
     throw InputError(dir.string() + ": none of the " + std::to_string(runs.check.planned_runs) +
-                     " runs of audit " + runs.check.audit_id + " has a whole trace:" + why);
+                     " runs of audit " + runs.check.audit_id + " has a whole trace" +
+                     (why.empty() ? "" : why + ")"));
   }
   return traces;
 }

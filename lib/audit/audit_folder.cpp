@@ -341,6 +341,27 @@ std::string partial_trace_state(const fs::path& file) {
   }
 }
 
+// Why a run without a trace has none: its command failed, when the run's folder keeps the failed
+// run's trace (exec: failed.trace.jsonl), whose end record names the exception; else no trace.
+// Never an error: the file may be of any state.
+std::string no_trace_reason(const fs::path& dir, int run) {
+  const std::string failed = run_name(run) + "/" + kFailedTraceName;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(dir / failed, ec))) {
+    return "no trace " + trace_name(run);
+  }
+  try {
+    const trace::PartialTrace t = trace::read_partial_trace(dir / failed);
+    if (t.final && t.final->status == trace::RunStatus::failed) {
+      return "the run " + trace::describe_failure(*t.final) + " (" + failed + ")";
+    }
+    return "no whole trace; the failed run's " + failed + " has " + std::to_string(t.steps) +
+           (t.steps == 1 ? " step" : " steps") + " and no end record";
+  } catch (const std::exception& e) {
+    return "no whole trace; the failed run's " + failed + " is unreadable: " + e.what();
+  }
+}
+
 }  // namespace
 
 ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, DamagedTrace damaged) {
@@ -365,7 +386,7 @@ ManifestRuns read_manifest_runs(const fs::path& dir, const AuditManifest& m, Dam
       reason = partial.contains(p.index) ? "no whole trace, only the partial " + partial[p.index] +
                                                " (" + partial_trace_state(dir / partial[p.index]) +
                                                "; the audit was interrupted, or is still running)"
-                                         : "no trace " + name;
+                                         : no_trace_reason(dir, p.index);
     } else {
       std::optional<trace::Trace> t;
       if (damaged == DamagedTrace::reject) {

@@ -161,6 +161,12 @@ def test_exec_moves_a_failed_trace_away_and_resume_runs_it_again(tmp_path):
     assert report.returncode == 4, report.stderr
     missing = json.loads(report.stdout)["audit_folders"][0]["missing_runs"]
     assert [m["run"] for m in missing] == [1, 2]
+    # The failed run's reason is its exception, from the trace kept in its folder, not "no trace".
+    assert missing[0]["reason"] == ("the run failed (ZeroDivisionError) after 3 steps "
+                                    "(run-001/failed.trace.jsonl)")
+    text = subprocess.run([BINARY, "compare", str(out)], capture_output=True, text=True).stdout
+    assert "failed (ZeroDivisionError) after 3 steps" in text
+    assert "\\n" not in text  # no escaped line break in a reason
     resumed = exec_audit(tmp_path, "--runs", "3", "--resume", FAIL_AT=2, RUN_FAILS=1,
                          FAIL_ONCE=marker)
     assert resumed.returncode == 0, resumed.stderr
