@@ -1,6 +1,6 @@
 # ra_precompile_headers(TARGET HEADER...): the heavy third-party headers a target's sources all
 # include (Catch2, nlohmann/json, CLI11, spdlog) parsed once per target instead of once per source:
-# two thirds of a small source's compile is parsing them (README, "CI"). ccache still caches the
+# two thirds of a small source's compile is parsing them (docs/ci-time.md). ccache still caches the
 # sources that use the precompiled header (cmake/CompilerCache.cmake: its sloppiness; GCC:
 # -fpch-preprocess), and a miss compiles as usual. REPRO_AUDIT_PCH=OFF compiles every source on its
 # own, so a source that forgets one of these includes fails there.

@@ -4,7 +4,7 @@
 # nlohmann/json, Catch2 and the standard library that each source instantiates and emits again.
 # Measured on this 2-core machine, no compiler cache (docs/ci-time.md): lib/audit's 23 sources at
 # GCC -O3, 152 CPU s one by one, 42 s as one unit; tests/compare's 15 sources at -O0, 99.5 s one
-# by one, 21.5 s as one unit. A clean clone compiles three builds of everything (README, "CI"), so
+# by one, 21.5 s as one unit. A clean clone compiles three builds of everything (docs/ci-time.md), so
 # this is most of CI's cold time.
 #
 # Batches of REPRO_AUDIT_UNITY_BATCH_SIZE sources (CMake's default, 8): larger batches save a

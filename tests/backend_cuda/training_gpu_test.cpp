@@ -147,7 +147,7 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
 // alone exceeds. So: the first steps tightly, where noise is still small and a wrong gradient is
 // not (H200, deterministic: at most 5.1e-5 up to step 5), and later training by its mean loss
 // (steps 20..39: 0.4% to 1.7% between CPU runs, 1.4% to 2.6% between H200 runs of the three
-// kernel modes and the CPU run; docs/gpu-results.md).
+// kernel modes and the CPU run; docs/history/gpu-results.md).
 constexpr std::size_t kTightSteps = 6;    // steps 0 .. 5
 constexpr float kTightTolerance = 1e-3f;  // ~20x what the H200 showed
 constexpr std::size_t kMeanFrom = 20;     // the mean of steps 20 .. 39
