@@ -4,8 +4,8 @@
 // Why a warp, not a thread, per chunk: a thread walking its chunk alone reads 1,024 stripes of
 // 64 bytes one after the other, eight 8-byte loads each, and the 32 threads of a warp read 32
 // chunks 64 KiB apart (32 cache lines per load): about 1 ms per launch on an H100 whatever the
-// size, which cost ResNet-18's step 1.48x with the PyTorch recorder (docs/history/gpu-results.md). In
-// XXH3's long loop lane i of the 8 accumulators takes only words i and i ^ 1 of each stripe, and
+// size, which cost ResNet-18's step 1.48x with the PyTorch recorder (docs/history/gpu-results.md).
+// In XXH3's long loop lane i of the 8 accumulators takes only words i and i ^ 1 of each stripe, and
 // within a 1 KiB block the 16 stripes' terms are sums modulo 2^64: so 8 lanes x 4 groups of
 // threads each add 4 stripes of a block (the warp reads 256 contiguous bytes per load), a
 // butterfly of two shuffles adds the groups, and each lane scrambles its own accumulator. The

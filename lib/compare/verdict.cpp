@@ -32,11 +32,12 @@ void add_data_parallel_checks(const ComparisonResult& r, std::vector<Check>& che
   if (!r.distributed) return;
   const DistributedFindings& f = *r.distributed;
   for (const RankComparison& rank : f.ranks) {
-    checks.push_back({CheckKind::rank, rank.rank, rank.identical ? CheckOutcome::passed : differs(r)});
+    checks.push_back(
+        {CheckKind::rank, rank.rank, rank.identical ? CheckOutcome::passed : differs(r)});
   }
   // Replicas that part within one run are a fault whatever the runs are expected to do.
-  checks.push_back({CheckKind::replicas, 0,
-                    f.replicas_parted ? CheckOutcome::failed : CheckOutcome::passed});
+  checks.push_back(
+      {CheckKind::replicas, 0, f.replicas_parted ? CheckOutcome::failed : CheckOutcome::passed});
   const bool collective_cause = f.collective && f.collective->inputs_identical;
   checks.push_back(
       {CheckKind::collective, 0, collective_cause ? differs(r) : CheckOutcome::passed});
@@ -144,7 +145,7 @@ AuditVerdict audit_verdict(const ComparisonResult& r) {
   AuditVerdict v;
   const bool nothing = r.nothing_compared();
   v.checks.push_back({CheckKind::identity, 0,
-                      nothing ? CheckOutcome::skipped
+                      nothing          ? CheckOutcome::skipped
                       : runs_parted(r) ? differs(r)
                                        : CheckOutcome::passed});
   add_data_parallel_checks(r, v.checks);

@@ -20,14 +20,14 @@ const char* to_string(CheckOutcome outcome);
 // What a check is about (docs/report.md, "Verdict"). One per finding that decides the exit code;
 // the ranks, resumes and categories have one check each.
 enum class CheckKind {
-  identity,      // the compared same-seed runs are in one outcome class (rank 0's, per world size)
-  world_sizes,   // the runs of one command came up with one world size
-  rank,          // rank r of every run against rank r of the reference run (data-parallel)
-  replicas,      // the replicas of each run agree after every step (data-parallel)
-  collective,    // the all-reduce gave the reference run's results on its inputs (data-parallel)
-  resume,        // a resumed run's restore and the steps after it (--interrupt-at)
-  complete,      // every planned run of the audit folders has a whole trace
-  compared,      // two or more same-seed runs that recorded steps were compared
+  identity,     // the compared same-seed runs are in one outcome class (rank 0's, per world size)
+  world_sizes,  // the runs of one command came up with one world size
+  rank,         // rank r of every run against rank r of the reference run (data-parallel)
+  replicas,     // the replicas of each run agree after every step (data-parallel)
+  collective,   // the all-reduce gave the reference run's results on its inputs (data-parallel)
+  resume,       // a resumed run's restore and the steps after it (--interrupt-at)
+  complete,     // every planned run of the audit folders has a whole trace
+  compared,     // two or more same-seed runs that recorded steps were compared
 };
 const char* to_string(CheckKind kind);
 

@@ -67,8 +67,8 @@ struct Worst {
 // normwise: it spreads over the whole transformed tile, so an element whose terms are all zero
 // (padding, or a stride no window covers) comes out as ~1e-9, not 0. Seen on an H200 under
 // compute-sanitizer, whose slower kernels made cudnnFind pick other algorithms
-// (docs/history/gpu-results.md). So such a case is held to 1e-4 of its element's scale and to 1e-6 of the
-// output's largest scale.
+// (docs/history/gpu-results.md). So such a case is held to 1e-4 of its element's scale and to 1e-6
+// of the output's largest scale.
 double normwise_floor(const FloatExpectation& e, bool autotuned) {
   if (!autotuned) return 0.0;
   double largest = 0.0;

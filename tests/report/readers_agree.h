@@ -39,7 +39,8 @@ inline int readers_agree(const compare::ComparisonResult& r) {
   CHECK((verdict_line.find("DIVERGED") != std::string::npos) == diverged);
   // The text names an exit code only where it is the verdict's.
   for (int code : {1, 4, 5}) {
-    if (code != exit_code) CHECK(verdict_line.find("exit " + std::to_string(code)) == std::string::npos);
+    if (code != exit_code)
+      CHECK(verdict_line.find("exit " + std::to_string(code)) == std::string::npos);
   }
   CHECK((report::render_html(r).find("class=\"banner diverged\"") != std::string::npos) ==
         diverged);

@@ -12,18 +12,18 @@
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "report/junit.h"
+#include "report/readers_agree.h"
 #include "report/text_report.h"
 #include "report/text_sections.h"
-#include "report/readers_agree.h"
 #include "trace/in_memory_traces.h"
 
 namespace {
 
 using namespace ra::compare;
+using Catch::Matchers::Contains;
 using ra::test::readers_agree;
 using ra::trace::ResumePoint;
 using ra::trace::Trace;
-using Catch::Matchers::Contains;
 
 constexpr int kDivergence = static_cast<int>(ra::ExitCode::divergence);
 
