@@ -160,13 +160,20 @@ bool is_snapshot_file_name(const std::string& name) {
   }
   // A run's checkpoints (train/checkpoint.h): "checkpoint-step-<S>.json" and ".safetensors"; of
   // an exec run (lib/python/repro_audit/checkpoint.py) the script's ".pt" and the recorder's
-  // ".recorder.json".
+  // ".recorder.json", and a data-parallel run's rank R's "checkpoint-step-<S>.rank-<R>.pt" and
+  // ".rank-<R>.recorder.json" (rank 0 keeps the run's names).
   constexpr std::string_view kCheckpoint = "checkpoint-step-";
   for (std::string_view suffix : {".json", ".safetensors", ".pt", ".recorder.json"}) {
     if (!name.starts_with(kCheckpoint) || !name.ends_with(suffix)) continue;
-    const std::string_view step = std::string_view(name).substr(
+    std::string_view step = std::string_view(name).substr(
         kCheckpoint.size(), name.size() - kCheckpoint.size() - suffix.size());
     if (all_digits(step)) return true;
+    const std::size_t rank_at = step.find(".rank-");
+    if (suffix != ".pt" && suffix != ".recorder.json") continue;
+    if (rank_at == std::string_view::npos) continue;
+    const std::string_view rank = step.substr(rank_at + 6);
+    step = step.substr(0, rank_at);
+    if (!step.empty() && all_digits(step) && !rank.empty() && all_digits(rank)) return true;
   }
   const std::string suffix = ".safetensors";
   if (!name.ends_with(suffix)) return false;

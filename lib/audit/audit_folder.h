@@ -40,7 +40,8 @@ std::optional<int> run_of_snapshot_folder_name(const std::string& name);
 std::optional<std::string> atomic_write_target(const std::string& name);
 // A file the tool puts into run-NNN/ (weights-initial/final/epoch-E/step-S.safetensors,
 // batches.json, checkpoint-step-S.json/.safetensors; of PyTorch runs checkpoint-step-S.pt and
-// .recorder.json, kept-outputs.bin,
+// .recorder.json (rank R of a data-parallel run: checkpoint-step-S.rank-R.pt and
+// .rank-R.recorder.json), kept-outputs.bin,
 // cudnn-api.log, command.log,
 // failed.trace.jsonl).
 bool is_snapshot_file_name(const std::string& name);

@@ -332,3 +332,18 @@ TEST_CASE("traces without an audit id are read as older traces", "[audit][folder
   REQUIRE_THROWS_WITH(ra::trace::parse_trace(header.dump() + text.substr(line_end), "t"),
                       Catch::Contains("t:1") && Catch::Contains("audit_id"));
 }
+
+TEST_CASE("a data-parallel run's per-rank checkpoint files are the tool's own", "[audit][folder]") {
+  using ra::audit::is_snapshot_file_name;
+  // Rank 0 keeps the run's names; rank R's have ".rank-R" before the suffix
+  // (lib/python/repro_audit/checkpoint.py), so --resume and --overwrite remove them.
+  for (const char* own :
+       {"checkpoint-step-2.pt", "checkpoint-step-2.recorder.json", "checkpoint-step-12.rank-1.pt",
+        "checkpoint-step-12.rank-13.recorder.json"})
+    CHECK(is_snapshot_file_name(own));
+  for (const char* other :
+       {"checkpoint-step-2.rank-.pt", "checkpoint-step-.rank-1.pt",
+        "checkpoint-step-2.rank-x.recorder.json", "checkpoint-step-2.rank-1.safetensors",
+        "checkpoint-step-2.rank-1.json"})
+    CHECK_FALSE(is_snapshot_file_name(other));
+}
