@@ -144,10 +144,15 @@ class TraceParser {
         epochs_.push_back(records::read_epoch(r));
         check_epoch(r);
       } else if (kind == "resume") {
+        const bool repeated = !resume_points_.empty() && resume_points_.back().step == steps_;
         resume_points_.push_back(records::read_resume(r));
         if (resume_points_.back().step != steps_) {
           r["step"].fail("a resume record before step " + std::to_string(steps_) + " says step " +
                          std::to_string(resume_points_.back().step));
+        }
+        // A run stops or passes a point once: a second record there would be judged twice.
+        if (repeated) {
+          r["step"].fail("a second resume record before step " + std::to_string(steps_));
         }
       } else if (kind == "end") {
         final_ = records::read_final(r, header_);

@@ -102,6 +102,18 @@ TEST_CASE("a resume record that names another step than the next is refused", "[
       Contains("t.jsonl:4: field 'step': a resume record before step 1 says step 2"));
 }
 
+TEST_CASE("a repeated resume record is refused, not judged twice", "[trace]") {
+  // Issue 61: a trace with a resume record given twice was read, and its resume reported twice.
+  Trace t = three_steps();
+  t.resume_points = {point(1, true)};
+  std::string text = serialize_trace(t);
+  const auto line_start = text.find("{\"checkpoint\"");
+  const auto line_end = text.find('\n', line_start);
+  text.insert(line_end + 1, text.substr(line_start, line_end + 1 - line_start));
+  REQUIRE_THROWS_WITH(parse_trace(text, "t.jsonl"),
+                      Contains("t.jsonl:5: field 'step': a second resume record before step 1"));
+}
+
 TEST_CASE("a trace without resume records reads as before", "[trace]") {
   const Trace back = parse_trace(serialize_trace(three_steps()), "t.jsonl");
   REQUIRE(back.resume_points.empty());
