@@ -199,6 +199,8 @@ class Trainer {
   Evaluation evaluate(const data::Dataset& set);
 
  private:
+  // InputError when the checkpoint's position does not add up (trainer_checkpoint.cpp).
+  void check_position(const Checkpoint& checkpoint) const;
   // A batch where the backend reads it: the batch itself on a host backend, else uploaded copies.
   struct Staged {
     const Tensor& images;

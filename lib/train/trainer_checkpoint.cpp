@@ -63,17 +63,36 @@ Checkpoint Trainer::checkpoint(const TrainPosition& at) const {
   return c;
 }
 
+// The position's numbers must agree with each other and with the spec (issue 61: a checkpoint
+// whose step disagreed with its epoch and batch was restored, and the run went on elsewhere).
+void Trainer::check_position(const Checkpoint& c) const {
+  const TrainPosition& p = c.position;
+  const std::int64_t per_epoch = batches_per_epoch(spec_, *data_.train);
+  const std::string where = "checkpoint position (step " + std::to_string(p.step) + ", epoch " +
+                            std::to_string(p.epoch) + ", batch " + std::to_string(p.batch) + ")";
+  if (p.epoch >= spec_.train.epochs || p.batch > per_epoch) {
+    throw InputError(where + " is outside the spec's training");
+  }
+  if (p.step != p.epoch * per_epoch + p.batch || p.epoch_steps != p.batch) {
+    throw InputError(
+        where + " does not add up: " + std::to_string(per_epoch) + " batches an epoch make step " +
+        std::to_string(p.epoch * per_epoch + p.batch) + ", and the epoch's steps so far (" +
+        std::to_string(p.epoch_steps) + ") must be its batch");
+  }
+  // An optimizer counts one iteration a step (fewer only where a restore left the schedule out).
+  if (c.optimizer_iterations < 0 || c.optimizer_iterations > p.step) {
+    throw InputError(where + ": the optimizer's " + std::to_string(c.optimizer_iterations) +
+                     " iterations are more than the steps done");
+  }
+}
+
 void Trainer::restore(const Checkpoint& c, const RestoreSkips& skips) {
   if (c.spec_digest != spec_digest_hex(spec_)) {
     throw InputError("checkpoint of spec '" + c.spec_name +
                      "' (another spec, or the same with other values): resume it with the spec "
                      "it was written with");
   }
-  if (c.position.epoch >= spec_.train.epochs ||
-      c.position.batch > batches_per_epoch(spec_, *data_.train)) {
-    throw InputError("checkpoint position (epoch " + std::to_string(c.position.epoch) + ", batch " +
-                     std::to_string(c.position.batch) + ") is outside the spec's training");
-  }
+  check_position(c);
   // The streams are this run's (the same keys) and the data the same (the same permutation).
   const std::vector<RngStreamState> expected = rng_streams(c.position);
   for (const RngStreamState& s : expected) {

@@ -3,6 +3,9 @@
 // checkpoint is written or restored left for `run --resume` to finish (docs/resume.md).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -52,6 +55,34 @@ TEST_CASE("train --resume-from in a new process ends with the uninterrupted run'
               " --resume-from " + ra::test::quoted(manifest));
   REQUIRE(other.exit_code == 2);
   REQUIRE(other.err.find("checkpoint of spec 'quick'") != std::string::npos);
+}
+
+TEST_CASE("train --resume-from refuses a position that does not add up", "[cli]") {
+  // Issue 61: a checkpoint whose step disagreed with its epoch, batch and the optimizer's
+  // iterations was restored. quick.json: 16 batches an epoch; stopped after step 20 (epoch 1,
+  // batch 4).
+  const TempDir dir;
+  REQUIRE(run_cli("train " + kSpec + " --interrupt-at 20 --checkpoint-dir " +
+                  ra::test::quoted(dir.path()))
+              .exit_code == 0);
+  const std::filesystem::path manifest = dir.path() / "checkpoint-step-20.json";
+  const nlohmann::json whole = nlohmann::json::parse(ra::test::read_text(manifest));
+  REQUIRE(whole.at("position").at("epoch") == 1);
+  const auto refused = [&](const char* what, const std::function<void(nlohmann::json&)>& edit) {
+    INFO(what);
+    nlohmann::json m = whole;
+    edit(m);
+    std::ofstream(manifest, std::ios::trunc) << m.dump();
+    const auto r = run_cli("train " + kSpec + " --resume-from " + ra::test::quoted(manifest));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("checkpoint position (step") != std::string::npos);
+  };
+  refused("step", [](nlohmann::json& m) { m["position"]["step"] = 21; });
+  refused("batch", [](nlohmann::json& m) { m["position"]["batch"] = 5; });
+  refused("epoch steps", [](nlohmann::json& m) { m["position"]["epoch_steps"] = 3; });
+  refused("iterations", [](nlohmann::json& m) { m["optimizer"]["iterations"] = 25; });
+  std::ofstream(manifest, std::ios::trunc) << whole.dump();
+  CHECK(run_cli("train " + kSpec + " --resume-from " + ra::test::quoted(manifest)).exit_code == 0);
 }
 
 TEST_CASE("run --interrupt-at at 1, 2 and 3 points: every resume exact, runs identical", "[cli]") {
