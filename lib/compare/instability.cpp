@@ -118,15 +118,40 @@ const char* to_string(InstabilityVerdict v) {
       return "unstable";
     case InstabilityVerdict::amplifying:
       return "amplifying";
+    case InstabilityVerdict::at_resolution:
+      return "at_resolution";
   }
   return "?";
 }
+
+namespace {
+
+// Two float32 ULPs at the largest magnitude among the same-seed and perturbed runs' values: the
+// float resolution of a spread of them (float's ULP at x is at most x * 2^-23).
+double float_resolution(const MetricFinding& f) {
+  double largest = 0;
+  for (const MetricSpread& g : f.groups) {
+    if (g.group == "different") continue;
+    for (double v : g.values) largest = std::max(largest, std::abs(v));
+  }
+  return std::ldexp(largest, -22);
+}
+
+}  // namespace
 
 void interpret(MetricFinding& f, const std::string& what) {
   double same = 0, perturbed = 0;
   for (const MetricSpread& g : f.groups) {
     if (g.group == "same") same = g.spread;
     if (g.group == "perturbed") perturbed = g.spread;
+  }
+  const double resolution = float_resolution(f);
+  if ((same > 0 || perturbed > 0) && same <= resolution && perturbed <= resolution) {
+    f.verdict = InstabilityVerdict::at_resolution;
+    f.interpretation = what + ": the same-seed and perturbed runs spread by at most two float32 " +
+                       "ULPs of the values (" + ratio_text(same) + " and " + ratio_text(perturbed) +
+                       "): at the resolution, no evidence either way; more steps or runs tell";
+    return;
   }
   const std::string pd =
       f.perturbed_over_different ? estimate_text(*f.perturbed_over_different) : "n/a";

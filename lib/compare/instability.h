@@ -52,6 +52,9 @@ enum class InstabilityVerdict {
   repeatable,  // the same-seed runs do not spread; the perturbed ones do
   unstable,    // same/perturbed <= threshold: nondeterminism triggers an instability
   amplifying,  // same/perturbed > threshold: a nondeterministic op amplifies differences
+  // Both spreads within two float32 ULPs of the values: a ratio of such spreads (1 ULP against 0
+  // is "inf") is an inference at the float resolution, no evidence either way.
+  at_resolution,
 };
 const char* to_string(InstabilityVerdict v);  // "no_spread", "repeatable", ...
 

@@ -51,9 +51,10 @@ std::string metric_section(const MetricFinding& m) {
 std::string instability_plots(const compare::ComparisonResult& r) {
   if (!r.instability) return "";
   std::string out =
-      "<h2>Does the nondeterminism matter?</h2>\n<p>The perturbed group: the same seed, "
-      "deterministic kernels, one bit of one initial weight flipped per run (the instability "
-      "floor). A same/perturbed ratio above " +
+      "<h2>Does the nondeterminism matter?</h2>\n<p>The perturbed group: the same seed, " +
+      text::perturbed_kernels(r) +
+      ", one bit of one initial weight flipped per run (the instability floor). A same/perturbed "
+      "ratio above " +
       text::format("%.3g", compare::kAmplificationThreshold) +
       " says a nondeterministic op amplifies differences; at or below, nondeterminism only "
       "triggers an instability the training already has.</p>\n";

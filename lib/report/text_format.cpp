@@ -34,6 +34,10 @@ std::string mode_words(const compare::ComparisonResult& r) {
   return "torch.use_deterministic_algorithms " + on;
 }
 
+std::string perturbed_kernels(const compare::ComparisonResult& r) {
+  return r.pytorch ? "the script's own kernel settings" : "deterministic kernels";
+}
+
 std::string byte_size(std::uint64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " bytes";
   double value = static_cast<double>(bytes) / 1024.0;

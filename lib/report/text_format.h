@@ -22,6 +22,10 @@ std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // unit it reaches), never "91418.9 KiB".
 std::string byte_size(std::uint64_t bytes);
 
+// How the perturbed group (--seeds all) ran its kernels: the engine forces deterministic ones; a
+// PyTorch script runs its own settings (the report's first line says which).
+std::string perturbed_kernels(const compare::ComparisonResult& r);
+
 inline constexpr std::size_t kRunsShown = 24;
 std::string run_list(const std::vector<int>& runs);
 // "1 run", "3 runs".

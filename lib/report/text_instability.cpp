@@ -43,9 +43,8 @@ std::string perturbed_lines(const compare::InstabilityFindings& f) {
 std::string instability(const ComparisonResult& r) {
   if (!r.instability) return "";
   const compare::InstabilityFindings& f = *r.instability;
-  std::string out =
-      "instability (perturbed group: the same seed, deterministic kernels, one bit of one "
-      "initial weight flipped per run):\n";
+  std::string out = "instability (perturbed group: the same seed, " + perturbed_kernels(r) +
+                    ", one bit of one initial weight flipped per run):\n";
   out += perturbed_lines(f);
   out +=
       format("  %-14s %-14s %-12s %-12s %-12s %-24s %-24s %s\n", "metric", "spread", "same",

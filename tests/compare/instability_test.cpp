@@ -8,6 +8,7 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -148,6 +149,25 @@ TEST_CASE("the interpretation changes at its threshold", "[instability]") {
   MetricFinding none = finding(0.0, 0.0, 0.0);
   ra::compare::interpret(none, "disagreement");
   CHECK(none.verdict == InstabilityVerdict::no_spread);
+}
+
+TEST_CASE("spreads at the float resolution are no evidence either way", "[instability]") {
+  // Issue 61: a same-seed spread of 1 ULP against a perturbed spread of 0 read "ratio inf: a
+  // nondeterministic op amplifies differences".
+  const float loss = 0.3f;
+  const double ulp = std::nextafter(loss, 1.0f) - loss;
+  MetricFinding f = finding(ulp / std::sqrt(2.0), 0.0, std::numeric_limits<double>::infinity());
+  f.groups[0].values = {loss, std::nextafter(loss, 1.0f)};
+  f.groups[2].values = {loss, loss};
+  ra::compare::interpret(f, "final loss");
+  CHECK(f.verdict == InstabilityVerdict::at_resolution);
+  CHECK_THAT(f.interpretation, Catch::Contains("at the resolution, no evidence either way"));
+  CHECK(std::string(ra::compare::to_string(f.verdict)) == "at_resolution");
+  // Ten ULPs are past it: the ratio speaks again.
+  f.groups[0].values = {loss, loss + static_cast<float>(10 * ulp)};
+  f.groups[0].spread = 10 * ulp / std::sqrt(2.0);
+  ra::compare::interpret(f, "final loss");
+  CHECK(f.verdict == InstabilityVerdict::amplifying);
 }
 
 TEST_CASE("perturbed runs part at their weight, with churn and spreads per group",

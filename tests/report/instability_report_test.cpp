@@ -22,7 +22,8 @@ using ra::trace::Trace;
 
 // Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
 // predictions chosen so that every group spreads.
-ra::compare::ComparisonResult three_groups() {
+ra::compare::ComparisonResult three_groups(const std::string& backend = "cpu",
+                                           bool predictions = true) {
   TraceBuilder same;
   same.eval_accuracy = {0.5, 0.75};
   TraceBuilder different = same;
@@ -38,7 +39,9 @@ ra::compare::ComparisonResult three_groups() {
     traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
     traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
   }
+  for (Trace& t : traces) t.header.backend = backend;
   ra::compare::ComparisonOptions options;
+  if (!predictions) return ra::compare::compare_traces(traces, options);
   options.load_predictions = [](int run) -> std::optional<std::vector<std::int64_t>> {
     const std::vector<std::int64_t> classes[] = {{0, 1, 2, 3}, {0, 1, 2, 1}, {0, 0, 0, 3},
                                                  {1, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}};
@@ -97,4 +100,19 @@ TEST_CASE("no instability section without a perturbed group", "[report][instabil
   CHECK_FALSE(ra::compare::to_json(r).contains("instability"));
   CHECK(ra::report::render_html(r).find("Does the nondeterminism") == std::string::npos);
   CHECK(ra::report::render_junit(r).find("instability.") == std::string::npos);
+}
+
+TEST_CASE("a PyTorch audit's perturbed group is not said to run deterministic kernels",
+          "[report][instability]") {
+  // Issue 61: the report said "deterministic kernels" under a first line saying
+  // use_deterministic_algorithms off; the engine forces them, a script runs its own settings.
+  const ra::compare::ComparisonResult r = three_groups("pytorch-cpu", false);
+  REQUIRE(r.instability);
+  const std::string text = ra::report::render_text(r);
+  CHECK_THAT(text, Catch::Contains("instability (perturbed group: the same seed, the script's own "
+                                   "kernel settings, one bit"));
+  CHECK_THAT(ra::report::render_html(r), Catch::Contains("the script's own kernel settings"));
+  CHECK_THAT(ra::report::render_html(r), !Catch::Contains("deterministic kernels, one bit"));
+  // Without predictions, the note names the call that records them.
+  CHECK_THAT(text, Catch::Contains("call rec.eval(predictions, labels) after the evaluation"));
 }
