@@ -90,8 +90,8 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
     if (w) result.warnings.push_back(*w);
   }
   for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
-  if (std::optional<std::string> w = phases::unapplied_seeds_warning(traces)) {
-    result.warnings.push_back(std::move(*w));
+  for (auto warning : {phases::unapplied_seeds_warning, phases::empty_first_epoch_warning}) {
+    if (std::optional<std::string> w = warning(traces)) result.warnings.push_back(std::move(*w));
   }
 
   phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);

@@ -36,6 +36,7 @@ std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
   std::vector<EpochGrowth> growth;
   if (compared.traces.size() < 2) return growth;
   for (const trace::EpochRecord& e : compared.traces[0]->epochs) {
+    if (e.steps == 0) continue;  // an epoch without steps compares nothing (a warning says why)
     EpochGrowth g;
     g.epoch = e.epoch;
     std::int64_t last_step = -1;

@@ -193,6 +193,9 @@ std::vector<std::string> recorder_warnings(const std::vector<trace::Trace>& trac
 // made) are the same for some stream: the seed never reached it. The warning names the streams
 // and, from seed_everything's record (header seeded), why. None with one seed or no states.
 std::optional<std::string> unapplied_seeds_warning(const std::vector<trace::Trace>& traces);
+// Runs whose epoch 0 has no step and whose steps start in epoch 1 (a script that counts its
+// epochs from 1): said, so that the empty epoch is not a silent row.
+std::optional<std::string> empty_first_epoch_warning(const std::vector<trace::Trace>& traces);
 // The fingerprint keys of two runs that differ and can change bits: every key but those that
 // name the machine without deciding what it computes (hostname, logical_cpus, os).
 std::vector<std::string> numeric_environment_differences(const trace::TraceHeader& a,

@@ -95,4 +95,21 @@ std::optional<std::string> unapplied_seeds_warning(const std::vector<trace::Trac
          "it (docs/pytorch.md, \"Seeds\")";
 }
 
+std::optional<std::string> empty_first_epoch_warning(const std::vector<trace::Trace>& traces) {
+  std::vector<int> runs;
+  for (const trace::Trace& t : traces) {
+    // The recorder writes an epoch with no step for every epoch number a step skipped: an empty
+    // epoch 0 before steps of epoch 1 is a loop that counts its epochs from 1.
+    const auto& e = t.epochs;
+    if (e.size() >= 2 && e[0].epoch == 0 && e[0].steps == 0 && e[1].steps > 0) {
+      runs.push_back(t.header.run_index);
+    }
+  }
+  if (runs.empty()) return std::nullopt;
+  return run_words(runs) +
+         ": epoch 0 has no step, the first steps are of epoch 1: epochs count from 0 (a loop "
+         "`for epoch in range(1, epochs + 1)` passes rec.step(..., epoch=epoch - 1)); the "
+         "growth per epoch leaves the empty epoch out";
+}
+
 }  // namespace ra::compare::phases

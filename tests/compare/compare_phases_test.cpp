@@ -383,3 +383,25 @@ TEST_CASE("default_expectation: the command's own default for trace files named 
   CHECK_FALSE(phases::default_expectation(runs_of(engine, 2)));
   CHECK(phases::default_expectation(runs_of(TraceBuilder{}, 2)));
 }
+
+TEST_CASE("empty_first_epoch_warning: epochs counted from 1 are said, not a silent row",
+          "[audit][compare]") {
+  TraceBuilder b;
+  b.steps = 4;
+  std::vector<Trace> traces = runs_of(b, 2);
+  // The recorder's trace of `for epoch in range(1, 3)`: an empty epoch 0, then epochs 1 and 2.
+  for (Trace& t : traces) {
+    for (StepRecord& s : t.steps) s.epoch += 1;
+    for (EpochRecord& e : t.epochs) e.epoch += 1;
+    t.epochs.insert(t.epochs.begin(), EpochRecord{0, 0, 0.0, std::nullopt, std::nullopt, 0.0});
+  }
+  const std::optional<std::string> w = phases::empty_first_epoch_warning(traces);
+  REQUIRE(w);
+  CHECK_THAT(*w, Catch::Contains("runs 0, 1: epoch 0 has no step, the first steps are of epoch 1"));
+  ra::test::diverge(traces[1], 1, 0);
+  const ComparisonResult r = compare_traces(traces, {});
+  CHECK(std::find(r.warnings.begin(), r.warnings.end(), *w) != r.warnings.end());
+  REQUIRE_FALSE(r.growth.empty());
+  CHECK(r.growth.front().epoch == 1);  // no row for the empty epoch
+  CHECK_FALSE(phases::empty_first_epoch_warning(runs_of(b, 2)));
+}
