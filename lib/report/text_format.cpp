@@ -81,6 +81,27 @@ std::string cut_long_lines(const std::string& text) {
   return out;
 }
 
+std::string wrapped(const std::string& line, std::size_t width, const std::string& indent) {
+  // The line's own indentation stays: words start after it.
+  std::size_t start = std::min(line.find_first_not_of(' '), line.size());
+  std::string out, current = line.substr(0, start);
+  bool first_word = true;
+  while (start <= line.size()) {
+    std::size_t end = line.find(' ', start);
+    if (end == std::string::npos) end = line.size();
+    const std::string word = line.substr(start, end - start);
+    if (!first_word && current.size() + 1 + word.size() > width) {
+      out += current + "\n";
+      current = indent + word;
+    } else {
+      current += (first_word ? "" : " ") + word;
+    }
+    first_word = false;
+    start = end + 1;
+  }
+  return out + current + "\n";
+}
+
 std::string short_algorithm(const std::string& name) {
   static const char* const kPrefixes[] = {"CUDNN_CONVOLUTION_FWD_ALGO_",
                                           "CUDNN_CONVOLUTION_BWD_DATA_ALGO_",

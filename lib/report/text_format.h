@@ -39,6 +39,10 @@ std::string mode_words(const compare::ComparisonResult& r);
 inline constexpr std::size_t kMaxLineLength = 300;
 // `text` with every line longer than kMaxLineLength cut to it, ending "... (N more characters)".
 std::string cut_long_lines(const std::string& text);
+// One line of text as lines of at most `width` characters, broken at spaces, every line after the
+// first starting with `indent`; a word longer than a line stays whole (cut_long_lines then cuts
+// it). Ends with a newline.
+std::string wrapped(const std::string& line, std::size_t width, const std::string& indent);
 
 // A cuDNN algorithm without the prefix its direction already says: "WINOGRAD_NONFUSED", "FFT",
 // "ALGO_0" for CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; any other name as it is.

@@ -44,6 +44,20 @@ std::string step_launches(const std::vector<compare::RunSummary>& runs) {
   return out;
 }
 
+// A final loss compares each run's last step: where the runs recorded different numbers of steps
+// (a resumed run that lost some, a script that stopped early), those are other steps, and said so.
+std::string final_steps_note(const ComparisonResult& r, int other) {
+  if (r.compared_runs.empty()) return "";
+  const auto reference = static_cast<std::size_t>(r.compared_runs.front());
+  const auto index = static_cast<std::size_t>(other);
+  if (reference >= r.runs.size() || index >= r.runs.size()) return "";
+  const std::int64_t a = r.runs[reference].steps, b = r.runs[index].steps;
+  if (a == b) return "";
+  return format(" (after %lld steps in run %d, %lld in run %d: other steps)",
+                static_cast<long long>(a), r.runs[reference].run, static_cast<long long>(b),
+                r.runs[index].run);
+}
+
 }  // namespace
 
 std::string loss_differences(const ComparisonResult& r) {
@@ -56,10 +70,11 @@ std::string loss_differences(const ComparisonResult& r) {
   }
   if (r.final_loss_difference) {
     const auto& d = *r.final_loss_difference;
-    out += format("final loss: %.9g vs %.9g (run %d), %llu ulp, %.3g relative\n", d.reference,
+    out += format("final loss: %.9g vs %.9g (run %d), %llu ulp, %.3g relative", d.reference,
                   d.other, d.run, static_cast<unsigned long long>(d.ulp),
                   std::abs(static_cast<double>(d.other) - d.reference) /
                       std::max(1e-30, std::abs(static_cast<double>(d.reference))));
+    out += final_steps_note(r, d.run) + "\n";
   }
   return out;
 }

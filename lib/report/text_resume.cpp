@@ -169,7 +169,10 @@ std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
     return out + "not checked: run 0 recorded no state at that step (" + cost_words(v) + ")\n";
   }
   out += (v.exact() ? "exact" : "NOT exact") + std::string(" (") + cost_words(v) + ")\n";
-  for (const ResumePiece& p : v.differing) out += "  - " + piece_words(p, v) + "\n";
+  // Wrapped, never cut: the fix is at the end of each piece's words.
+  for (const ResumePiece& p : v.differing) {
+    out += wrapped("  - " + piece_words(p, v), kMaxLineLength, "    ");
+  }
   if (v.first_divergence_step) {
     out += "  first divergence after the resume: step " + std::to_string(*v.first_divergence_step) +
            ", " + v.first_divergence_category +

@@ -117,7 +117,11 @@ std::string verdict(const ComparisonResult& r) {
 
 std::string warnings(const ComparisonResult& r) {
   std::string out;
-  for (const std::string& w : r.warnings) out += "WARNING: " + shown(w) + "\n";  // names files
+  // Wrapped, never cut (cut_long_lines would cut a long warning's fix off, issue 61): a line
+  // break between words, the rest indented.
+  for (const std::string& w : r.warnings) {
+    out += wrapped("WARNING: " + shown(w), kMaxLineLength, "  ");  // names files
+  }
   return out;
 }
 

@@ -79,6 +79,13 @@ TEST_CASE("a checkpoint's size is given in the largest unit it reaches", "[repor
   CHECK(byte_size(3ull << 30) == "3.0 GiB");
 }
 
+TEST_CASE("wrapped keeps a line's indentation and breaks between words", "[report]") {
+  using ra::report::text::wrapped;
+  CHECK(wrapped("  - one two three", 12, "    ") == "  - one two\n    three\n");
+  CHECK(wrapped("short", 12, "  ") == "short\n");
+  CHECK(wrapped("averyveryverylongword x", 8, "  ") == "averyveryverylongword\n  x\n");
+}
+
 TEST_CASE("the engine's resume keeps the engine's words", "[report]") {
   const std::string text = ra::report::text::resumes(one_resume(false, {{"next_batch", ""}}));
   REQUIRE_THAT(text, Contains("written in 2.00 ms, read in 13.00 ms"));

@@ -5,6 +5,7 @@
 // readers_agree (tests/report/readers_agree.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "report/junit.h"
 #include "report/readers_agree.h"
+#include "report/text_format.h"
 #include "report/text_report.h"
 #include "report/text_sections.h"
 #include "trace/in_memory_traces.h"
@@ -205,4 +207,40 @@ TEST_CASE("replicas that part fail every reader whatever the expectation", "[rep
   r.distributed->world_size = 2;
   r.distributed->replicas_parted = ReplicaDivergence{1, 3, "conv2d_0.weight", 1};
   CHECK(readers_agree(r) == kDivergence);
+}
+
+TEST_CASE("a final loss of runs that recorded other numbers of steps says so", "[report]") {
+  // Issue 61: a mid-epoch resume recorded 21 and 16 steps, and "final loss" compared steps 20 and
+  // 15 without a word.
+  ra::test::TraceBuilder b;
+  b.steps = 6;
+  ra::test::TraceBuilder shorter = b;
+  shorter.steps = 4;
+  std::vector<Trace> traces{b.build(0), shorter.build(1)};
+  ra::test::diverge(traces[1], 1, 0);
+  const ComparisonResult r = compare_traces(traces, expect_identity());
+  CHECK(readers_agree(r) == kDivergence);
+  CHECK_THAT(ra::report::render_text(r),
+             Contains("relative (after 6 steps in run 0, 4 in run 1: other steps)"));
+}
+
+TEST_CASE("a long warning is wrapped, its fix never cut off", "[report]") {
+  ra::test::TraceBuilder b;
+  ComparisonResult r = compare_traces({b.build(0), b.build(1)}, {});
+  std::string warning = "runs 0, 1: something went wrong";
+  while (warning.size() < 520) warning += " and the reason goes on";
+  warning += "; the fix: call rec.the_fix() before the loop";
+  r.warnings = {warning};
+  const std::string text = ra::report::render_text(r);
+  CHECK_THAT(text, Contains("the fix: call rec.the_fix() before the loop\n"));
+  CHECK_THAT(text, !Contains("more characters)"));
+  CHECK_THAT(text, Contains("\nWARNING: runs 0, 1: something went wrong and"));
+  // Every line of it within the report's line length, the continuations indented.
+  const std::size_t begin = text.find("WARNING: "), end = text.find("before the loop\n");
+  const std::string lines = text.substr(begin, end - begin);
+  CHECK(lines.find("\n  ") != std::string::npos);
+  for (std::size_t at = 0, next = 0; at < lines.size(); at = next + 1) {
+    next = std::min(lines.find('\n', at), lines.size());
+    CHECK(next - at <= ra::report::text::kMaxLineLength);
+  }
 }
