@@ -55,6 +55,7 @@ void add_resume_verdicts(ComparisonResult& result, const std::vector<trace::Trac
   // A resumed run's divergence is named by its resume check; --trace-ops does not combine with
   // --interrupt-at (docs/resume.md), so no re-run with it is suggested.
   if (!result.resumes.empty()) result.suggested_trace_ops.reset();
+  if (divergence_follows_resume(result)) result.loader_advice.reset();
 }
 
 // Runs of several world sizes (compare/data_parallel.h). Runs that part only between world sizes
@@ -70,6 +71,13 @@ void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& 
 }
 
 }  // namespace
+
+bool divergence_follows_resume(const ComparisonResult& r) {
+  if (!r.first_divergence || !r.first_divergence->step) return false;
+  return std::any_of(r.resumes.begin(), r.resumes.end(), [&](const ResumeVerdict& v) {
+    return v.compared && !v.exact() && v.step <= *r.first_divergence->step;
+  });
+}
 
 // The phases, in order (compare/compare_phases.h says what each computes and where it lives);
 // what they take from the steps, one walk over them gathers first (compare/step_walk.h).

@@ -469,6 +469,11 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
 
 nlohmann::json to_json(const ComparisonResult& result);
 
+// The runs first part at or after a resume that is not exact: the resume check explains where
+// they part (its pieces and the signature of the first difference), so no loader advice or
+// word about seeding the loader is given for it (issue 61).
+bool divergence_follows_resume(const ComparisonResult& r);
+
 // The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.
 std::vector<std::string> next_step_advice(const ComparisonResult& r);

@@ -72,12 +72,23 @@ std::string script_piece_words(const ResumePiece& p, const ResumeVerdict& v) {
     return "the random state '" + p.stream + "' was not restored: what it draws" + after +
            " differs; save it and restore it";
   }
+  // Only what the evidence shows (issue 61: "started again from the beginning" was said where the
+  // sampler had drawn another order): whether torch's generator, which a sampler without one of
+  // its own draws each epoch's order from, agreed.
+  const std::string first = "the first batch after the resume is not the uninterrupted run's: ";
+  if (stream_differs(v, "torch")) {
+    return first +
+           "torch's RNG state above differs, and a RandomSampler without a generator of its own "
+           "draws each epoch's order from it as its iterator starts; restore it before that, and "
+           "resume the loader's position (a resumable sampler)";
+  }
   const bool streams_differ =
       std::any_of(v.differing.begin(), v.differing.end(),
                   [](const ResumePiece& d) { return d.piece == "rng_stream"; });
-  return "the first batch after the resume is not the uninterrupted run's: the DataLoader's "
-         "sampler started again from the beginning (or drew another order); save its generator "
-         "state and position, or use a resumable sampler" +
+  return first +
+         "torch's RNG state agreed, so the loader's position or a generator of its own "
+         "(DataLoader(generator=...), a sampler's) is not where the uninterrupted run's was; a "
+         "resumable sampler saves and restores both" +
          std::string(streams_differ ? " (or an augmentation drew from an RNG state above)" : "");
 }
 

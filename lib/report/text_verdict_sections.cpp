@@ -210,7 +210,8 @@ std::string first_divergence(const ComparisonResult& r) {
                 " (runs " + run_list(d.runs_differing) + " differ from run " +
                 std::to_string(reference) + ")\n" +
                 // Runs of other world sizes part by design: the data-parallel section says why.
-                (r.world_sizes ? std::string() : plain_words(d));
+                (r.world_sizes || compare::divergence_follows_resume(r) ? std::string()
+                                                                        : plain_words(d));
   // Runs made on other machines (shards on other nodes): the likely explanation, said here.
   constexpr std::size_t kShown = 8;
   for (std::size_t i = 0; i < r.divergent_machines.size() && i < kShown; ++i) {

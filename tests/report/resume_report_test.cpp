@@ -64,8 +64,19 @@ TEST_CASE("a script's pieces left out are worded as the fix in the script", "[re
   REQUIRE_THAT(text, Contains("restore it with torch.cuda.set_rng_state_all()"));
   REQUIRE_THAT(text, Contains("restore it with numpy.random.set_state()"));
   REQUIRE_THAT(text, Contains("restore it with random.setstate()"));
-  REQUIRE_THAT(text, Contains("the DataLoader's sampler started again from the beginning"));
+  // torch's generator differs: the next batch's words say what a sampler draws from it.
+  REQUIRE_THAT(text, Contains("a RandomSampler without a generator of its own draws each epoch's "
+                              "order from it as its iterator starts; restore it before that, and "
+                              "resume the loader's position (a resumable sampler)"));
+  REQUIRE_THAT(text, !Contains("started again from the beginning"));
   REQUIRE_THAT(text, Contains("first divergence after the resume: step 5, batches (inputs)"));
+}
+
+TEST_CASE("a next batch that differs under an agreeing torch generator blames no generator",
+          "[report]") {
+  const std::string text = ra::report::text::resumes(one_resume(true, {{"next_batch", ""}}));
+  REQUIRE_THAT(text, Contains("torch's RNG state agreed, so the loader's position or a generator "
+                              "of its own (DataLoader(generator=...), a sampler's) is not where"));
 }
 
 TEST_CASE("a checkpoint's size is given in the largest unit it reaches", "[report]") {
