@@ -244,3 +244,32 @@ TEST_CASE("a long warning is wrapped, its fix never cut off", "[report]") {
     CHECK(next - at <= ra::report::text::kMaxLineLength);
   }
 }
+
+TEST_CASE("batches that part after a resume get the resume's words, not loader advice",
+          "[report]") {
+  // Issue 61: after a resume, "watch the loader" and "seed the loader's shuffling" were advised
+  // for a script with no workers and a seeded loader; the resume check explains those batches.
+  ResumePoint resumed = resume_point(2, true);
+  resumed.state.next_batch = ra::test::changed(resumed.state.next_batch);
+  std::vector<Trace> traces = resumed_runs(resumed);
+  for (ra::trace::StepRecord& s : traces[1].steps) {
+    if (s.step >= 2) s.batch_inputs = ra::test::changed(s.batch_inputs);
+  }
+  const ComparisonResult r = compare_traces(traces, expect_identity());
+  REQUIRE(r.first_divergence);
+  REQUIRE(r.first_divergence->category == Category::batches);
+  CHECK(divergence_follows_resume(r));
+  CHECK_FALSE(r.loader_advice);
+  const std::string text = ra::report::render_text(r);
+  CHECK_THAT(text, !Contains("watch the loader"));
+  CHECK_THAT(text, !Contains("seed the loader's shuffling"));
+  CHECK_THAT(text, Contains("the first batch after the resume is not the uninterrupted run's"));
+  CHECK(readers_agree(r) == kDivergence);
+  // The same batches without a resume: the loader advice stands.
+  std::vector<Trace> plain = resumed_runs(resume_point(2, true));
+  for (Trace& t : plain) t.resume_points.clear();
+  for (ra::trace::StepRecord& s : plain[1].steps) {
+    if (s.step >= 2) s.batch_inputs = ra::test::changed(s.batch_inputs);
+  }
+  CHECK(compare_traces(plain, expect_identity()).loader_advice);
+}
