@@ -32,12 +32,12 @@ std::string reason(int error_number) {
   return text;
 }
 
-// A full disk, a missing folder or a read-only one is something the user fixes (exit code 2, like
-// any bad input); other I/O errors are failures of the machine (exit code 3).
+// A missing folder, a read-only one or one without permission is a path the user gave (exit code
+// 2, like any bad input); a full disk or quota, and other I/O errors, are failures of the machine
+// the run met (exit code 3), as exec's run whose recorder cannot write is (issue 61: run exited 2
+// on a full disk where exec exited 3).
 [[noreturn]] void throw_write_error(const std::string& message, int error_number) {
   switch (error_number) {
-    case ENOSPC:
-    case EDQUOT:
     case EACCES:
     case EPERM:
     case EROFS:

@@ -22,8 +22,8 @@ namespace ra::record {
 // wait for all the downloads), and a writer thread of its own (core/writer_thread.h) encodes
 // and writes them while the run trains on, at most kSnapshotsPending at a time; a write's failure
 // reaches the next snapshot taken, or finish(). Otherwise each is written when taken. finish()
-// returns once every file is written, and throws what a write threw (a full disk: ra::InputError
-// naming the file).
+// returns once every file is written, and throws what a write threw (a full disk:
+// ra::RuntimeFailure naming the file).
 class SnapshotWriter final : public train::Observer {
  public:
   SnapshotWriter(std::filesystem::path dir, SnapshotOptions options,

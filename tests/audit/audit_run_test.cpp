@@ -138,7 +138,7 @@ TEST_CASE("a disk that fills at a snapshot ends the audit with the write's error
     std::string message;
     try {
       static_cast<void>(ra::audit::run_audit(spec, o));
-    } catch (const ra::InputError& e) {
+    } catch (const ra::RuntimeFailure& e) {  // a full disk: the machine's failure (exit 3)
       message = e.what();
     }
     std::vector<std::string> names;

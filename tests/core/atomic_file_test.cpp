@@ -131,7 +131,7 @@ TEST_CASE("I/O failures discard the temporary file and name path and reason", "[
   const fs::path file = dir.path / "report.json";
   ra::write_file_atomic(file, "previous");
 
-  // A full disk or a permission problem is the user's to fix (InputError, exit 2); an I/O error
+  // A permission problem is the user's to fix (InputError, exit 2); a full disk or an I/O error
   // of the device is a runtime failure (exit 3).
   struct Case {
     ra::detail::IoStep step;
@@ -141,7 +141,7 @@ TEST_CASE("I/O failures discard the temporary file and name path and reason", "[
   };
   const Case cases[] = {
       {ra::detail::IoStep::write, ENOSPC, "write failed: disk full (No space left on device)",
-       true},
+       false},
       {ra::detail::IoStep::fsync, EIO, "fsync failed: Input/output error", false},
       {ra::detail::IoStep::rename, EACCES, "rename failed: Permission denied", true},
   };
@@ -178,8 +178,8 @@ TEST_CASE("a really full disk (64 KiB tmpfs) fails cleanly", "[atomic_file]") {
   const fs::path file = disk.path / "big.bin";
   try {
     ra::write_file_atomic(file, binary_blob(256 * 1024));  // 4x the disk
-    FAIL("expected InputError");
-  } catch (const ra::InputError& e) {
+    FAIL("expected RuntimeFailure");
+  } catch (const ra::RuntimeFailure& e) {
     CHECK(std::string(e.what()).find("disk full") != std::string::npos);
   }
   CHECK(fs::is_empty(disk.path));  // no partial file, no temporary
