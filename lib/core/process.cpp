@@ -144,6 +144,55 @@ class Child {
   bool reaped_ = false;
 };
 
+// The guard of a command's process group against a `kill -9` of the tool: PR_SET_PDEATHSIG ends
+// only the command itself, and what it started (torchrun's ranks, a launcher's workers) would go
+// on training and writing into the audit folder (issue 61). A small forked process blocks reading
+// a pipe whose only writer is the tool; when the tool ends in any way the kernel closes the pipe,
+// the read returns, and the guard kills the whole group. When the wait ends normally the tool
+// kills the guard first (it must never act on a group already gone: its id could be reused).
+class GroupGuard {
+ public:
+  explicit GroupGuard(pid_t group) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw RuntimeFailure("pipe: " + std::string(strerror(errno)));
+    pid_ = ::fork();
+    if (pid_ == 0) guard(fds[0], group);
+    ::close(fds[0]);
+    if (pid_ < 0) {
+      ::close(fds[1]);
+      throw RuntimeFailure("fork: " + std::string(strerror(errno)));
+    }
+    write_fd_ = fds[1];
+  }
+  ~GroupGuard() {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(write_fd_);
+  }
+  GroupGuard(const GroupGuard&) = delete;
+  GroupGuard& operator=(const GroupGuard&) = delete;
+
+ private:
+  // The guard between fork and its end: async-signal-safe calls only. It keeps nothing of the
+  // tool's open (its pipe's read end as stdin), ignores the terminal's signals (the tool forwards
+  // them), and waits for the pipe to close.
+  [[noreturn]] static void guard(int read_fd, pid_t group) {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(signal, SIG_IGN);
+    if (::dup2(read_fd, STDIN_FILENO) < 0) ::_exit(1);
+    ::close_range(STDIN_FILENO + 1, ~0U, 0);  // the tool's files, the pipe's write end too
+    char byte = 0;
+    while (::read(STDIN_FILENO, &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::kill(-group, SIGKILL);
+    ::_exit(0);
+  }
+
+  pid_t pid_ = -1;
+  int write_fd_ = -1;
+};
+
 // Starts the command; InputError when it cannot be executed.
 pid_t start(const std::vector<std::string>& argv,
             const std::vector<std::pair<std::string, std::string>>& environment, int& output_fd) {
@@ -240,6 +289,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   int output_fd = -1;
   const pid_t pid = start(argv, environment, output_fd);
   Child child(pid, output_fd);
+  const GroupGuard guard(pid);  // destroyed first: the group is killed and reaped after it
   ProcessResult result;
   result.timeout_seconds = limits.timeout_seconds;
   const Clock::time_point started = Clock::now();

@@ -2,12 +2,13 @@
 // Running another program and waiting for it (repro-audit exec: the user's training command, once
 // per run). The tool owns what it starts: the command runs in a process group of its own, with
 // PR_SET_PDEATHSIG (Linux: the kernel kills it when the thread that started it ends, so a
-// `kill -9` of the tool does not leave it training), its stdout and stderr into one bounded log
-// (core/log_ring.h; stdout of repro-audit carries results only), stdin /dev/null, no shell in
-// between. A time limit ends it (SIGTERM to its group, SIGKILL a grace period later); SIGINT or
-// SIGTERM noted by core/stop_signals.h is forwarded to its group; and when the command has ended,
-// or anything goes wrong while waiting, whatever is left of its group is killed: no run outlives
-// its wait.
+// `kill -9` of the tool does not leave it training) and a guard process that kills its whole
+// group when the tool ends in any way (what the command started: torchrun's ranks), its stdout and
+// stderr into one bounded log (core/log_ring.h; stdout of repro-audit carries results only), stdin
+// /dev/null, no shell in between. A time limit ends it (SIGTERM to its group, SIGKILL a grace
+// period later); SIGINT or SIGTERM noted by core/stop_signals.h is forwarded to its group; and when
+// the command has ended, or anything goes wrong while waiting, whatever is left of its group is
+// killed: no run outlives its wait.
 #include <cstddef>
 #include <filesystem>
 #include <string>
