@@ -76,10 +76,13 @@ std::vector<std::string> expected_rank_differences(const std::vector<trace::Trac
   }
   for (std::size_t s = 0; s < steps; ++s) {
     if (!same_steps(ranks, s, [](const trace::StepRecord& r) { return r.buffers; })) {
+      // Whatever broadcast_buffers is (not recorded): each rank's forward updates BatchNorm's
+      // running statistics from its own batch after DDP copied rank 0's in (the default, True).
       out.push_back("buffers differ between ranks from step " +
                     std::to_string(ranks[0].steps[s].step) +
-                    " (BatchNorm's running statistics are each rank's own under "
-                    "broadcast_buffers=False): expected, not a desynchronisation");
+                    " (each rank's forward updates BatchNorm's running statistics from its own "
+                    "batch; DDP's default broadcast_buffers=True copies rank 0's back in at the "
+                    "next forward): expected, not a desynchronisation");
       break;
     }
   }
