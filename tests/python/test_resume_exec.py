@@ -51,6 +51,16 @@ def test_the_checkpointing_example_resumes_exactly(tmp_path):
     assert not list((tmp_path / "out" / "run-000").glob("checkpoint-step-*"))  # never stopped
 
 
+def test_the_checkpointing_example_runs_under_different_seeds(tmp_path):
+    """exec --seeds different gives 64-bit seeds: the example's sampler overflowed a generator's
+    seed with them (issue 61)."""
+    status, report, text, errors = audit(tmp_path / "out", "--seeds", "different",
+                                         "--interrupt-at", "5")
+    assert status == 0, text + errors
+    assert "DIFFERENT SEEDS ONLY (2 runs)" in text
+    assert "resumes" not in report  # runs of other seeds are no resumption of run 0
+
+
 def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
                                          script_args=["--buggy"])

@@ -43,8 +43,9 @@ class ResumableSampler(torch.utils.data.Sampler):
     def __iter__(self):
         if self.position >= self.size:  # the last epoch was taken whole: the next one
             self.epoch, self.position = self.epoch + 1, 0
+        # Within a generator's 64 bits whatever the seed (exec --seeds different gives 64-bit ones).
         order = torch.randperm(self.size, generator=torch.Generator().manual_seed(
-            self.seed * 1000 + self.epoch)).tolist()
+            (self.seed * 1000 + self.epoch) % 2**63)).tolist()
         while self.position < self.size:
             self.position += 1
             yield order[self.position - 1]
