@@ -6,8 +6,8 @@ work a script does after its last step and before its save (test(), scheduler.st
 the interrupted run. The example with checkpoint functions (train_checkpointed.py, the recorder
 saves and loads) resumes exactly and its --buggy variant is diagnosed; bad input fails with its
 reason; a kill -9 during the interrupt's save or the restore leaves an audit that `exec --resume`
-finishes; each rank of a data-parallel run resumes from its own files. REPRO_AUDIT_BINARY names
-the built binary (CTest sets it)."""
+finishes; a data-parallel run interrupts through repro_audit.launch. REPRO_AUDIT_BINARY names the
+built binary (CTest sets it)."""
 import json
 import os
 import subprocess
@@ -462,42 +462,30 @@ def test_an_interrupted_trace_waits_under_a_name_derived_from_its_step(tmp_path)
     assert checkpoint.parked_temporary(trace, 12) == trace + ".tmp-0-12"
 
 
-# Two ranks of a script, with what torchrun sets. A launcher under exec --interrupt-at must let
-# every rank write its checkpoint and pass their exit status 75 on (torchrun does not: it stops
-# the other ranks and fails); this one does, and stops the ranks when one fails otherwise.
-TWO_RANKS = r"""
-import os, socket, subprocess, sys, time
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = str(s.getsockname()[1])
-ranks = [subprocess.Popen([sys.executable] + sys.argv[1:], env=dict(
-    os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-    MASTER_ADDR="127.0.0.1", MASTER_PORT=port)) for r in range(2)]
-while any(p.poll() is None for p in ranks):
-    if any(p.returncode not in (None, 0, 75) for p in ranks):
-        for p in ranks:
-            if p.poll() is None:
-                p.kill()
-    time.sleep(0.05)
-codes = {p.returncode for p in ranks}
-sys.exit(codes.pop() if len(codes) == 1 else 1)
-"""
+# Two ranks under repro_audit.launch, which lets every rank reach its save and exits 75 when all
+# did (torchrun stops the other ranks when one exits non-zero, and fails).
 DDP_TRAIN = os.path.join(ROOT, "tests", "python", "scripts", "ddp_train.py")
+LAUNCH_TWO = [sys.executable, "-m", "repro_audit.launch", "2", DDP_TRAIN]
 
 
-def test_each_rank_of_a_data_parallel_run_resumes_from_its_own_files(tmp_path):
+@pytest.mark.parametrize("mode, options", [("1", ()), ("saved", (RESUME_ARG,))])
+def test_each_rank_of_a_data_parallel_run_resumes_from_its_own_files(tmp_path, mode, options):
+    # CHECKPOINT=1: the recorder saves and loads through the script's functions; "saved": each
+    # rank saves with its own code and calls rec.saved, and resumes with --resume FILE (rank 0's
+    # file, from which each rank derives its own).
     pytest.importorskip("torch.distributed")
-    launcher = tmp_path / "two_ranks.py"
-    launcher.write_text(TWO_RANKS)
     out = tmp_path / "out"
-    status, report, text, errors = audit(out, "--interrupt-at", "2", script=launcher,
-                                         script_args=[DDP_TRAIN], CHECKPOINT="1", STEPS="4")
+    status, report, text, errors = audit(out, "--interrupt-at", "2", *options,
+                                         command=LAUNCH_TWO, CHECKPOINT=mode, STEPS="4")
     assert status == 0, text + errors
     assert [(r["run"], r["step"], r["exact"]) for r in report["resumes"]] == [(1, 2, True)]
     # Rank 0 keeps the run's names (exec looks for its recorder's file); rank 1 its own.
-    assert checkpoints(out, 1) == [
-        "checkpoint-step-2.pt", "checkpoint-step-2.rank-1.pt",
-        "checkpoint-step-2.rank-1.recorder.json", "checkpoint-step-2.recorder.json"]
+    assert checkpoints(out, 1) == sorted(
+        ["checkpoint-step-2.pt", "checkpoint-step-2.rank-1.pt",
+         "checkpoint-step-2.rank-1.recorder.json", "checkpoint-step-2.recorder.json"]
+        if mode == "1" else  # each rank's own save, every 2 steps
+        ["checkpoint-step-2.rank-1.recorder.json", "checkpoint-step-2.recorder.json",
+         "rank-0.step-2.pt", "rank-1.step-2.pt", "rank-0.step-4.pt", "rank-1.step-4.pt"])
     for rank, trace in enumerate(("%s.trace.jsonl", "%s/rank-1.trace.jsonl")):
         resumes = []
         for run in ("run-000", "run-001"):
