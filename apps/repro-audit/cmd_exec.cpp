@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audit/exec_audit.h"
+#include "audit/interrupt_state.h"
 #include "audit/report_paths.h"
 #include "audit/shard.h"
 #include "cli_help.h"
@@ -40,6 +41,7 @@ struct ExecCommandOptions {
   std::vector<std::string> tensor_digests;
   std::string keep_op;
   std::vector<std::int64_t> interrupt_at;
+  std::string resume_arg;
   bool overwrite = false, resume = false, allow_empty = false;
 };
 
@@ -77,6 +79,7 @@ int run_exec(ExecCommandOptions& o) {
   if (!e.interrupt_at.empty() && (!o.trace_ops.empty() || !o.keep_op.empty())) {
     throw InputError("--interrupt-at does not combine with --trace-ops or --keep-op yet");
   }
+  e.resume_arg = audit::parse_resume_arg(o.resume_arg, !e.interrupt_at.empty());
   if (!o.keep_op.empty()) {
     e.keep_op = audit::parse_kept_op(o.keep_op);
     // The kept op's step must be recorded: by default the window is that step alone.
@@ -169,13 +172,20 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "it in a fresh process that tell a nondeterministic kernel from a setting "
                   "(REPRO_AUDIT_KEEP_OP; docs/pytorch.md, \"The root-cause op's magnitude\")");
   cmd->add_option("--interrupt-at", o->interrupt_at,
-                  "Stop every run but run 0 after step STEP (repeatable): its recorder calls the "
-                  "script's save, exec starts the command again and the recorder calls its load; "
-                  "the report checks each resume against run 0 (docs/resume.md, \"PyTorch\")")
+                  "Stop every run but run 0 at the script's first save at or after step STEP "
+                  "(rec.saved(path), or the recorder's call of checkpoint=(save, load) after "
+                  "step STEP; repeatable), exit status 75; exec starts the command again to "
+                  "resume from that file, and the report checks each resume against run 0 "
+                  "(docs/resume.md, \"PyTorch\")")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)  // one step each: a "--" after it is the command's, not its end
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_option("--resume-arg", o->resume_arg,
+                  "With --interrupt-at: words appended to the command when exec starts it again "
+                  "after an interrupt, {checkpoint} replaced by the file the script saved (in "
+                  "REPRO_AUDIT_CHECKPOINT_DIR), as in --resume-arg='--resume {checkpoint}'; "
+                  "without it the script reads REPRO_AUDIT_RESUME_FROM");
   cmd->add_option("--timeout", o->exec.timeout_seconds,
                   "Stop a run still going after SECONDS (SIGTERM to its process group, SIGKILL "
                   "5 s later): the run fails, exit 3")

@@ -47,7 +47,14 @@ void scan_run_folder(const Directory& folder, const std::string& folder_name, Fo
     const std::optional<std::string> target = atomic_write_target(name);
     const bool snapshot = is_snapshot_file_name(name);
     const bool temporary = target && is_snapshot_file_name(*target);
-    if ((snapshot || temporary) && !file) {
+    if (name == kCheckpointFolderName) {
+      // The run's checkpoint folder, the tool's whole (what the script saved there included).
+      if (folder.kind(name) != Directory::Kind::folder) {
+        refuse(c, folder, name, relative, "a folder");
+      } else {
+        c.own.push_back(relative + "/");
+      }
+    } else if ((snapshot || temporary) && !file) {
       refuse(c, folder, name, relative, "a regular file");
     } else if (snapshot) {
       c.own.push_back(relative);
@@ -60,6 +67,8 @@ void scan_run_folder(const Directory& folder, const std::string& folder_name, Fo
 }
 
 // Removes `relative` ("run-001/weights-final.safetensors" or "audit.json"), relative to `d`.
+// A name ending in "/" is a folder the tool owns whole ("run-001/checkpoints/"), removed with all
+// it holds.
 void remove_relative(const Directory& d, const std::string& relative) {
   const std::size_t slash = relative.find('/');
   if (slash == std::string::npos) {
@@ -67,7 +76,13 @@ void remove_relative(const Directory& d, const std::string& relative) {
     return;
   }
   if (const auto folder = d.subfolder(relative.substr(0, slash), false)) {
-    folder->remove_file(relative.substr(slash + 1));
+    std::string name = relative.substr(slash + 1);
+    if (name.ends_with('/')) {
+      name.pop_back();
+      folder->remove_tree(name);
+    } else {
+      folder->remove_file(name);
+    }
   }
 }
 
@@ -278,7 +293,9 @@ void remove_run_snapshots(const fs::path& dir, int run) {
   if (!folder) return;
   for (const std::string& name : folder->names()) {
     const auto target = atomic_write_target(name);
-    if (is_snapshot_file_name(name) || (target && is_snapshot_file_name(*target))) {
+    if (name == kCheckpointFolderName) {
+      folder->remove_tree(name);  // refuses a link under the name
+    } else if (is_snapshot_file_name(name) || (target && is_snapshot_file_name(*target))) {
       folder->remove_file(name);  // refuses a link or a folder under such a name
     }
   }

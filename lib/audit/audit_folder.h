@@ -23,6 +23,11 @@ inline constexpr const char* kPinFileName = "algorithms.json";
 // the output of the run's command (a bounded ring, core/process.h).
 inline constexpr const char* kFailedTraceName = "failed.trace.jsonl";
 inline constexpr const char* kCommandLogName = "command.log";
+// In run-NNN/ of an exec audit: the run's folder for checkpoints (REPRO_AUDIT_CHECKPOINT_DIR),
+// where the script saves what it resumes from and the recorder writes its files of an interrupt
+// (docs/resume.md, "PyTorch"). Everything in it is the run's, whatever its name, removed with the
+// run's other files (links as links, never what they name).
+inline constexpr const char* kCheckpointFolderName = "checkpoints";
 
 // "a, b, c and 4 more": names for a message, at most `max_items` of them.
 std::string name_list(const std::vector<std::string>& items, std::size_t max_items = 8);

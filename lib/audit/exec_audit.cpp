@@ -9,9 +9,11 @@
 #include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
+#include "audit/interrupt_state.h"
 #include "audit/manifest.h"
 #include "audit/rank_traces.h"
 #include "audit/shard_folder_setup.h"
+#include "core/directory.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/process.h"
@@ -42,7 +44,10 @@ std::vector<PlannedRun> plan_exec_runs(const ExecOptions& o) {
 }
 
 nlohmann::json exec_spec(const ExecOptions& o) {
-  return {{"name", o.name}, {"source", "pytorch"}, {"command", o.command}};
+  nlohmann::json spec{{"name", o.name}, {"source", "pytorch"}, {"command", o.command}};
+  // How the command resumes is part of what is audited: --resume with another is refused.
+  if (!o.resume_arg.empty()) spec["resume_arg"] = o.resume_arg;
+  return spec;
 }
 
 AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<PlannedRun>& plan) {
@@ -66,16 +71,20 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
 }
 
 // What is missing from a whole trace of run `run` of an audit with --interrupt-at, or "": run 0
-// records its state as it passes each step, every other run a resume just after each restore.
+// records its state as it passes each step's save point, every other run a resume after each
+// restore.
 std::string missing_resume(const trace::Trace& t, const AuditManifest& m, int run) {
   for (const std::int64_t step : m.interrupt_at) {
-    const bool found = std::any_of(
-        t.resume_points.begin(), t.resume_points.end(),
-        [&](const trace::ResumePoint& p) { return p.step == step && p.resumed == (run != 0); });
+    const bool found = std::any_of(t.resume_points.begin(), t.resume_points.end(),
+                                   [&](const trace::ResumePoint& p) {
+                                     return p.interrupt_at == step && p.resumed == (run != 0);
+                                   });
     if (found) continue;
     return "wrote a trace of " + std::to_string(t.final ? t.final->steps : 0) +
-           " steps without a resume record at step " + std::to_string(step) +
-           " (--interrupt-at): is the step past the run's last but one?";
+           " steps without a resume record for --interrupt-at " + std::to_string(step) +
+           ": did the script tell the recorder of a save at or after step " + std::to_string(step) +
+           " (rec.saved(path) after its own save), and train a step after it (docs/resume.md, "
+           "\"PyTorch\")?";
   }
   return "";
 }
@@ -149,18 +158,58 @@ std::string steps_text(const std::vector<std::int64_t>& steps) {
   return out;
 }
 
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// The run's checkpoint folder, run-NNN/checkpoints/ (REPRO_AUDIT_CHECKPOINT_DIR), absolute.
+fs::path checkpoint_folder(const ExecOptions& o, int run) {
+  return fs::absolute(o.out_dir / run_name(run) / kCheckpointFolderName);
+}
+
+// After the interrupt that served --interrupt-at `step`: the recorder's file read, and the
+// command and environment that resume the run (--resume-arg's words with the script's file,
+// REPRO_AUDIT_RESUME_FROM and REPRO_AUDIT_RESUME_STATE); "" or what was wrong.
+std::string resume_after_interrupt(const ExecOptions& o, int run, std::int64_t step,
+                                   std::vector<std::string>& command, Environment& environment) {
+  const fs::path folder = checkpoint_folder(o, run);
+  const fs::path state = folder / ("checkpoint-step-" + std::to_string(step) + ".recorder.json");
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(state, ec))) {
+    return "ended with exit status " + std::to_string(kInterruptedExit) +
+           " (interrupted) but left no " + state.filename().string();
+  }
+  fs::path checkpoint;
+  try {
+    const InterruptState s = read_interrupt_state(state);
+    if (s.interrupt_at != step) {
+      throw InputError(state.string() + " serves --interrupt-at " + std::to_string(s.interrupt_at) +
+                       ", not " + std::to_string(step));
+    }
+    checkpoint = checkpoint_in_folder(folder, s.checkpoint_file);
+  } catch (const InputError& e) {
+    return std::string("was interrupted, but cannot be resumed: ") + e.what();
+  }
+  command = o.command;
+  const std::vector<std::string> words = resume_words(o.resume_arg, checkpoint.string());
+  command.insert(command.end(), words.begin(), words.end());
+  for (auto& [name, value] : environment) {
+    if (name == "REPRO_AUDIT_RESUME_FROM") value = checkpoint.string();
+    if (name == "REPRO_AUDIT_RESUME_STATE") value = state.string();
+  }
+  return "";
+}
+
 // The command, started again after each interrupt (lib/python/repro_audit/checkpoint.py): an
 // exit with kInterruptedExit after the recorder wrote checkpoint-step-S.recorder.json is a run
-// stopped at its next --interrupt-at step S, which the next process resumes from
-// (REPRO_AUDIT_RESUME_FROM). Its result is the last process's; `problem` says what was wrong
-// with an interrupt.
+// stopped at the save point of its next --interrupt-at step S, which the next process resumes
+// from. Its result is the last process's; `problem` says what was wrong with an interrupt.
 ProcessResult run_through_interrupts(const ExecOptions& o, const PlannedRun& p,
-                                     std::vector<std::pair<std::string, std::string>> environment,
-                                     const fs::path& log, std::string& problem) {
+                                     Environment environment, const fs::path& log,
+                                     std::string& problem) {
   ProcessLimits limits;
   limits.timeout_seconds = o.timeout_seconds;
+  std::vector<std::string> command = o.command;
   for (std::size_t interrupts = 0;; ++interrupts) {
-    const ProcessResult result = run_process(o.command, environment, log, limits);
+    const ProcessResult result = run_process(command, environment, log, limits);
     if (result.signal != 0 || result.timed_out || result.forwarded != 0 ||
         result.exit_code != kInterruptedExit) {
       return result;
@@ -170,18 +219,8 @@ ProcessResult run_through_interrupts(const ExecOptions& o, const PlannedRun& p,
                 ", the recorder's after an interrupt, though none was due";
       return result;
     }
-    const std::string step = std::to_string(o.interrupt_at[interrupts]);
-    const fs::path state =
-        o.out_dir / run_name(p.index) / ("checkpoint-step-" + step + ".recorder.json");
-    std::error_code ec;
-    if (!fs::is_regular_file(fs::symlink_status(state, ec))) {
-      problem = "ended with exit status " + std::to_string(kInterruptedExit) +
-                " (interrupted) but left no " + state.filename().string();
-      return result;
-    }
-    for (auto& [name, value] : environment) {
-      if (name == "REPRO_AUDIT_RESUME_FROM") value = fs::absolute(state).string();
-    }
+    problem = resume_after_interrupt(o, p.index, o.interrupt_at[interrupts], command, environment);
+    if (!problem.empty()) return result;
   }
 }
 
@@ -193,21 +232,23 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
                          " was not started");
   }
   const fs::path trace = o.out_dir / trace_name(p.index);
-  const fs::path log = run_folder(o, p.index) / kCommandLogName;
-  std::vector<std::pair<std::string, std::string>> environment{
-      {"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
-      {"REPRO_AUDIT_RUN", std::to_string(p.index)},
-      {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
-      {"REPRO_AUDIT_SEED_GROUP", p.group},
-      {"REPRO_AUDIT_ID", m.audit_id},
-      {"REPRO_AUDIT_SPEC", m.spec.dump()}};
+  const fs::path folder = run_folder(o, p.index);
+  const fs::path log = folder / kCommandLogName;
+  // Made never through a link; everything in it is the run's (audit_folder.h).
+  Directory::open(folder).subfolder(kCheckpointFolderName, true);
+  Environment environment{{"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
+                          {"REPRO_AUDIT_RUN", std::to_string(p.index)},
+                          {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
+                          {"REPRO_AUDIT_SEED_GROUP", p.group},
+                          {"REPRO_AUDIT_ID", m.audit_id},
+                          {"REPRO_AUDIT_SPEC", m.spec.dump()}};
   // Set either way: a window left in the caller's environment is not this audit's.
   environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
   environment.emplace_back("REPRO_AUDIT_TENSOR_DIGESTS", m.tensor_digests);
   environment.emplace_back("REPRO_AUDIT_INTERRUPT_AT", steps_text(o.interrupt_at));
-  environment.emplace_back("REPRO_AUDIT_RESUME_FROM", "");  // set when started again
-  environment.emplace_back("REPRO_AUDIT_CHECKPOINT_DIR",
-                           fs::absolute(o.out_dir / run_name(p.index)).string());
+  environment.emplace_back("REPRO_AUDIT_RESUME_FROM", "");   // set when started again
+  environment.emplace_back("REPRO_AUDIT_RESUME_STATE", "");  // likewise
+  environment.emplace_back("REPRO_AUDIT_CHECKPOINT_DIR", checkpoint_folder(o, p.index).string());
   // The perturbed group: the recorder flips one bit of one initial weight, picked by this draw
   // (lib/python/repro_audit/perturb.py); set either way, as the window is.
   environment.emplace_back("REPRO_AUDIT_PERTURB",

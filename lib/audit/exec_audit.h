@@ -16,10 +16,13 @@
 //                           (kernels/digest_abi), when this build has one and the caller's
 //                           environment names none
 //   REPRO_AUDIT_INTERRUPT_AT  --interrupt-at's steps, "20,50" ("" for none): every run but run 0
-//                           stops after each (the script's save), run 0 records its state there
-//   REPRO_AUDIT_CHECKPOINT_DIR  the run's folder, where an interrupted run's checkpoints go
-//   REPRO_AUDIT_RESUME_FROM the checkpoint-step-S.recorder.json to resume from (the script's
-//                           load), set when the command is started again after an interrupt
+//                           stops at each step's save point (the script's first save at or after
+//                           it), run 0 records its state there
+//   REPRO_AUDIT_CHECKPOINT_DIR  the run's checkpoint folder, run-NNN/checkpoints/, where the
+//                           script saves and the recorder writes its files of an interrupt
+//   REPRO_AUDIT_RESUME_FROM the script's file to resume from, and REPRO_AUDIT_RESUME_STATE the
+//                           recorder's (checkpoint-step-S.recorder.json), set when the command is
+//                           started again after an interrupt (with --resume-arg's words)
 // The audit folder keeps run's rules (manifest, lock, --resume, --overwrite); the report is the
 // same, from the traces. A run whose command fails, times out, is stopped by a signal exec passed
 // on, or writes no whole trace (or a failed run's) is a RuntimeFailure (exit 3) naming it with its
@@ -85,11 +88,16 @@ struct ExecOptions {
   // fresh process: lib/python/repro_audit/kept_op.py), as REPRO_AUDIT_KEEP_OP. The op window
   // defaults to that step and must hold it.
   std::optional<KeptOp> keep_op;
-  // --interrupt-at: every run but run 0 is stopped after each of these steps (ascending) by its
-  // recorder, which calls the script's save; exec starts the command again, the recorder calls the
-  // script's load and appends to the same trace (docs/resume.md, "PyTorch"). Kept in the
-  // manifest, as run's.
+  // --interrupt-at: every run but run 0 is stopped by its recorder at the save point of each of
+  // these steps (ascending): the script's first save at or after it (rec.saved), or the
+  // recorder's call of the script's save after it; exec starts the command again, the script
+  // loads its file and the recorder appends to the same trace (docs/resume.md, "PyTorch"). Kept
+  // in the manifest, as run's.
   std::vector<std::int64_t> interrupt_at;
+  // --resume-arg: words appended to the command when it is started again after an interrupt,
+  // each "{checkpoint}" replaced by the path of the file the script saved (in the run's
+  // checkpoint folder: audit/interrupt_state.h). Part of the audit's spec.
+  std::vector<std::string> resume_arg;
   // --timeout: a run still going after this many seconds is stopped and failed (exit 3); 0: none.
   double timeout_seconds = 0.0;
 };

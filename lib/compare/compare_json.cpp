@@ -120,8 +120,12 @@ json resumes_json(const ComparisonResult& r) {
                {"tensor", v.first_divergence_tensor}};
     }
     const auto index = static_cast<std::size_t>(v.run);
+    const auto seconds = [](const std::optional<double>& s) {
+      return s ? json(*s) : json(nullptr);
+    };
     out.push_back({{"run", index < r.runs.size() ? r.runs[index].run : v.run},
                    {"step", v.step},
+                   {"interrupt_at", v.interrupt_at},
                    {"compared", v.compared},
                    {"exact", v.exact()},
                    {"restored", v.restored()},
@@ -130,8 +134,8 @@ json resumes_json(const ComparisonResult& r) {
                    {"checkpoint",
                     {{"by", v.script_checkpoint ? "script" : "engine"},
                      {"bytes", v.checkpoint_bytes},
-                     {"write_seconds", v.write_seconds},
-                     {"read_seconds", v.read_seconds}}}});
+                     {"write_seconds", seconds(v.write_seconds)},
+                     {"read_seconds", seconds(v.read_seconds)}}}});
   }
   return out;
 }

@@ -59,6 +59,7 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces
       ResumeVerdict v;
       v.run = static_cast<int>(i);
       v.step = p.step;
+      v.interrupt_at = p.interrupt_at;
       v.script_checkpoint = reference.backend.starts_with("pytorch");
       v.checkpoint_bytes = p.checkpoint_bytes;
       v.write_seconds = p.write_seconds;

@@ -26,6 +26,9 @@ struct ResumePiece {
 struct ResumeVerdict {
   int run = 0;            // index among the traces
   std::int64_t step = 0;  // resumed before this step (after `step` steps)
+  // The --interrupt-at step the resume serves: `step`, or of a script that saves itself the step
+  // S whose save point (the script's first save at or after S) is at `step`.
+  std::int64_t interrupt_at = 0;
   // False when the reference run recorded no state at the step (its trace is of an audit without
   // this interrupt): then nothing is compared, and `differing` is empty.
   bool compared = true;
@@ -45,7 +48,8 @@ struct ResumeVerdict {
   std::string first_divergence_category;  // "batches", "losses", ... (compare.h Category)
   std::string first_divergence_tensor;
   std::uint64_t checkpoint_bytes = 0;
-  double write_seconds = 0.0, read_seconds = 0.0;
+  // None for a script's own save and load, which the recorder does not time.
+  std::optional<double> write_seconds, read_seconds;
 };
 
 // Every resumed point of traces[1..] of traces[0]'s seeds and seed group against traces[0], the

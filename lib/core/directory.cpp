@@ -127,4 +127,26 @@ bool Directory::remove_empty_folder(const std::string& name) const {
   return ::unlinkat(fd_, name.c_str(), AT_REMOVEDIR) == 0;
 }
 
+void Directory::remove_tree(const std::string& name, int max_depth) const {
+  const std::optional<Directory> folder = subfolder(name, false);  // never a link's target
+  if (!folder) return;
+  for (const std::string& entry : folder->names()) {
+    const Kind k = folder->kind(entry);
+    if (k == Kind::folder) {
+      if (max_depth <= 1) {
+        throw InputError((folder->path_ / entry).string() +
+                         ": nested deeper than repro-audit removes a folder it manages; remove "
+                         "it yourself");
+      }
+      folder->remove_tree(entry, max_depth - 1);
+    } else if (k != Kind::absent && ::unlinkat(folder->fd_, entry.c_str(), 0) != 0 &&
+               errno != ENOENT) {
+      fail(folder->path_ / entry, "cannot remove it", errno);
+    }
+  }
+  if (::unlinkat(fd_, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    fail(path_ / name, "cannot remove the folder", errno);
+  }
+}
+
 }  // namespace ra

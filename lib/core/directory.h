@@ -40,6 +40,11 @@ class Directory {
   void remove_file(const std::string& name) const;
   // Removes the subfolder `name` when it is empty; false (and nothing done) otherwise.
   bool remove_empty_folder(const std::string& name) const;
+  // Removes the subfolder `name` and all it holds: files, links (the link itself, never what it
+  // names) and folders, at most `max_depth` levels down; nothing when absent. For a folder the
+  // tool hands over whole (an exec run's checkpoints/, whatever the script saves there).
+  // InputError naming it when it is a link or not a folder, or when it nests deeper.
+  void remove_tree(const std::string& name, int max_depth = 16) const;
 
   int fd() const noexcept { return fd_; }
   const std::filesystem::path& path() const noexcept { return path_; }  // for messages

@@ -38,7 +38,7 @@ ResumeStateRecorder::ResumeStateRecorder(Recorder& recorder, std::vector<std::in
 
 void ResumeStateRecorder::expect_resume(std::int64_t step, std::uint64_t bytes,
                                         double write_seconds, double read_seconds) {
-  resume_ = trace::ResumePoint{step, true, {}, bytes, write_seconds, read_seconds};
+  resume_ = trace::ResumePoint{step, step, true, {}, bytes, write_seconds, read_seconds};
 }
 
 void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
@@ -48,8 +48,10 @@ void ResumeStateRecorder::before_step(data::Batch& batch, std::int64_t step) {
     recorder_.resume_point(*trainer_, *resume_);
     resume_.reset();
   } else if (std::find(pass_steps_.begin(), pass_steps_.end(), step) != pass_steps_.end()) {
-    recorder_.resume_point(*trainer_,
-                           trace::ResumePoint{step, false, resume_state(*trainer_, batch)});
+    trace::ResumePoint passed;
+    passed.step = passed.interrupt_at = step;
+    passed.state = resume_state(*trainer_, batch);
+    recorder_.resume_point(*trainer_, passed);
   }
 }
 

@@ -232,7 +232,7 @@ Case resume_case(const ComparisonResult& r, const compare::AuditVerdict& verdict
   const std::string words = text::resume(r, v);
   const std::string head = first_line(words);
   c.name = std::to_string(number) + " " + head.substr(0, head.find(':'));
-  c.time = v.write_seconds + v.read_seconds;
+  c.time = v.write_seconds.value_or(0.0) + v.read_seconds.value_or(0.0);
   c.message = head.substr(head.find(": ") + 2);
   switch (verdict.outcome(compare::CheckKind::resume, static_cast<int>(i))) {
     case compare::CheckOutcome::skipped:

@@ -44,7 +44,8 @@ std::string script_piece_words(const ResumePiece& p, const ResumeVerdict& v) {
   }
   if (p.piece == "lr_scheduler") {
     return "the LR scheduler was not restored: its position, so the learning rate" + after +
-           ", differs; save scheduler.state_dict() and load it";
+           ", differs; save scheduler.state_dict() and load it (saved after scheduler.step(): "
+           "a save before it holds the schedule a step behind)";
   }
   if (p.piece == "grad_scaler") {
     return "the GradScaler was not restored: its loss scale" + after +
@@ -53,7 +54,9 @@ std::string script_piece_words(const ResumePiece& p, const ResumeVerdict& v) {
   if (p.piece == "rng_stream" && p.stream == "torch") {
     return "torch's RNG state was not restored: the dropout masks (and every other draw of "
            "torch's generator, a shuffling DataLoader's order included)" +
-           after + " differ; save torch.get_rng_state() and restore it with torch.set_rng_state()";
+           after +
+           " differ; save torch.get_rng_state() and restore it with torch.set_rng_state() (save "
+           "after an evaluation that draws)";
   }
   if (p.piece == "rng_stream" && p.stream == "cuda") {
     return "CUDA's RNG state was not restored: what the GPU draws (dropout on the GPU)" + after +
@@ -130,10 +133,11 @@ std::string piece_words(const ResumePiece& p, const ResumeVerdict& v) {
 }
 
 std::string cost_words(const ResumeVerdict& v) {
-  return "checkpoint " + byte_size(v.checkpoint_bytes) +
-         format(v.script_checkpoint ? ", the script's save took %.2f ms, its load %.2f ms"
-                                    : ", written in %.2f ms, read in %.2f ms",
-                v.write_seconds * 1e3, v.read_seconds * 1e3);
+  const std::string size = "checkpoint " + byte_size(v.checkpoint_bytes);
+  if (!v.write_seconds || !v.read_seconds) return size + ", the script's own save and load";
+  return size + format(v.script_checkpoint ? ", the script's save took %.2f ms, its load %.2f ms"
+                                           : ", written in %.2f ms, read in %.2f ms",
+                       *v.write_seconds * 1e3, *v.read_seconds * 1e3);
 }
 
 // Every recorded piece agreed at the save point and the run parted all the same: what the first
@@ -174,8 +178,12 @@ std::string parted_after_restore(const ResumeVerdict& v) {
 std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
   const auto index = static_cast<std::size_t>(v.run);
   const int run = index < r.runs.size() ? r.runs[index].run : v.run;
-  std::string out =
-      "resume of run " + std::to_string(run) + " at step " + std::to_string(v.step) + ": ";
+  std::string out = "resume of run " + std::to_string(run) + " at step " + std::to_string(v.step);
+  if (v.interrupt_at != 0 && v.interrupt_at != v.step) {
+    out += " (the script's first save at or after --interrupt-at " +
+           std::to_string(v.interrupt_at) + ")";
+  }
+  out += ": ";
   if (!v.compared) {
     return out + "not checked: run 0 recorded no state at that step (" + cost_words(v) + ")\n";
   }

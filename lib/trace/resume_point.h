@@ -32,11 +32,16 @@ struct ResumeState {
 
 struct ResumePoint {
   std::int64_t step = 0;  // the state before this step (after `step` steps)
-  bool resumed = false;   // recorded just after a restore; else as the run passed the point
+  // The --interrupt-at step this point serves: `step` itself for the engine; of a PyTorch script
+  // that saves with its own code, the step S whose save point (its first save at or after S) is
+  // here. Absent in a record: `step`.
+  std::int64_t interrupt_at = 0;
+  bool resumed = false;  // recorded just after a restore; else as the run passed the point
   ResumeState state;
-  // A resumed run's checkpoint: its size and the time to write it and to read and restore it.
+  // A resumed run's checkpoint: its size and the time to write it and to read and restore it;
+  // no times for a script's own save and load, which the recorder does not see.
   std::uint64_t checkpoint_bytes = 0;
-  double write_seconds = 0.0, read_seconds = 0.0;
+  std::optional<double> write_seconds, read_seconds;
 };
 
 }  // namespace ra::trace

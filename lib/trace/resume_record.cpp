@@ -22,10 +22,11 @@ std::string resume_line(const ResumePoint& p) {
   optional_piece("buffers", p.state.buffers);
   optional_piece("lr_scheduler", p.state.lr_scheduler);
   optional_piece("grad_scaler", p.state.grad_scaler);
+  if (p.interrupt_at != 0 && p.interrupt_at != p.step) rec["interrupt_at"] = p.interrupt_at;
   if (p.resumed) {
-    rec["checkpoint"] = {{"bytes", p.checkpoint_bytes},
-                         {"write_seconds", p.write_seconds},
-                         {"read_seconds", p.read_seconds}};
+    rec["checkpoint"] = {{"bytes", p.checkpoint_bytes}};
+    if (p.write_seconds) rec["checkpoint"]["write_seconds"] = *p.write_seconds;
+    if (p.read_seconds) rec["checkpoint"]["read_seconds"] = *p.read_seconds;
   }
   return rec.dump() + "\n";
 }
@@ -33,6 +34,13 @@ std::string resume_line(const ResumePoint& p) {
 ResumePoint records::read_resume(const Field& r) {
   ResumePoint p;
   p.step = r["step"].count();
+  p.interrupt_at = p.step;
+  if (r.has("interrupt_at")) {
+    p.interrupt_at = r["interrupt_at"].count();
+    if (p.interrupt_at < 1 || p.interrupt_at > p.step) {
+      r["interrupt_at"].fail("the --interrupt-at step this point serves: 1 to the record's step");
+    }
+  }
   p.resumed = r["resumed"].boolean();
   const Field s = r["state"];
   p.state.weights = s["weights"].digest();
@@ -48,8 +56,8 @@ ResumePoint records::read_resume(const Field& r) {
   if (p.resumed) {
     const Field c = r["checkpoint"];
     p.checkpoint_bytes = c["bytes"].uint64();
-    p.write_seconds = c["write_seconds"].nonnegative_number();
-    p.read_seconds = c["read_seconds"].nonnegative_number();
+    if (c.has("write_seconds")) p.write_seconds = c["write_seconds"].nonnegative_number();
+    if (c.has("read_seconds")) p.read_seconds = c["read_seconds"].nonnegative_number();
   } else if (r.has("checkpoint")) {
     r["checkpoint"].fail("only a resumed run's resume record has a checkpoint");
   }

@@ -144,13 +144,17 @@ class TraceParser {
         epochs_.push_back(records::read_epoch(r));
         check_epoch(r);
       } else if (kind == "resume") {
-        const bool repeated = !resume_points_.empty() && resume_points_.back().step == steps_;
+        const std::optional<ResumePoint> last =
+            resume_points_.empty() ? std::nullopt : std::optional(resume_points_.back());
         resume_points_.push_back(records::read_resume(r));
+        const bool repeated =
+            last && last->step == steps_ && last->resumed == resume_points_.back().resumed;
         if (resume_points_.back().step != steps_) {
           r["step"].fail("a resume record before step " + std::to_string(steps_) + " says step " +
                          std::to_string(resume_points_.back().step));
         }
-        // A run stops or passes a point once: a second record there would be judged twice.
+        // A run passes a point, or resumes at it, once: a second such record would be judged
+        // twice.
         if (repeated) {
           r["step"].fail("a second resume record before step " + std::to_string(steps_));
         }

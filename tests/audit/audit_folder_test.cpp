@@ -347,3 +347,27 @@ TEST_CASE("a data-parallel run's per-rank checkpoint files are the tool's own", 
         "checkpoint-step-2.rank-1.json"})
     CHECK_FALSE(is_snapshot_file_name(other));
 }
+
+TEST_CASE("an exec run's checkpoint folder is the tool's whole", "[audit][folder]") {
+  // run-NNN/checkpoints/ (REPRO_AUDIT_CHECKPOINT_DIR): whatever the script saved there, under
+  // any name, goes with the run (--resume retraining it, --overwrite); a link there is refused.
+  TempDir dir;
+  const fs::path run = dir.path / "run-001";
+  fs::create_directories(run / "checkpoints" / "sub");
+  write_text(run / "checkpoints" / "epoch-1.pt", "x");
+  write_text(run / "checkpoints" / "sub" / "model.pth", "y");
+  write_text(run / "command.log", "log");
+  const ra::audit::FolderContents c = ra::audit::scan_audit_folder(dir.path);
+  CHECK(c.own == std::vector<std::string>{"run-001/checkpoints/", "run-001/command.log"});
+  CHECK(c.unrecognised.empty());
+  ra::audit::remove_run_snapshots(dir.path, 1);
+  CHECK_FALSE(fs::exists(run));
+  fs::create_directories(run / "checkpoints");
+  write_text(run / "checkpoints" / "epoch-1.pt", "x");
+  CHECK(ra::audit::remove_own_files(dir.path, ra::audit::scan_audit_folder(dir.path)).empty());
+  CHECK_FALSE(fs::exists(run));
+  fs::create_directories(run);
+  fs::create_directory_symlink(dir.path, run / "checkpoints");
+  CHECK(ra::audit::scan_audit_folder(dir.path).refused ==
+        std::vector<std::string>{"run-001/checkpoints (a symbolic link, not a folder)"});
+}

@@ -97,3 +97,25 @@ TEST_CASE("atomic writes relative to a folder stay in it when its path is swappe
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"a.txt", "b.txt", "d.txt"});
 }
+
+TEST_CASE("a tree is removed whole, its links as links, never what they name",
+          "[core][directory]") {
+  ra::test::TempDir tmp;
+  fs::create_directories(tmp.path / "tree" / "a" / "b");
+  fs::create_directories(tmp.path / "outside");
+  std::ofstream(tmp.path / "outside" / "keep") << "k";
+  std::ofstream(tmp.path / "tree" / "x.pt") << "x";
+  std::ofstream(tmp.path / "tree" / "a" / "b" / "y.pt") << "y";
+  fs::create_directory_symlink(tmp.path / "outside", tmp.path / "tree" / "a" / "to-outside");
+  fs::create_symlink(tmp.path / "outside" / "keep", tmp.path / "tree" / "latest.pt");
+  const Directory d = Directory::open(tmp.path);
+  d.remove_tree("tree");
+  CHECK(d.kind("tree") == Directory::Kind::absent);
+  CHECK(text_of(tmp.path / "outside" / "keep") == "k");
+  d.remove_tree("tree");  // absent: nothing
+  fs::create_directory_symlink(tmp.path / "outside", tmp.path / "link");
+  CHECK_THROWS_WITH(d.remove_tree("link"), Contains("a symbolic link, not a folder"));
+  CHECK(text_of(tmp.path / "outside" / "keep") == "k");
+  fs::create_directories(tmp.path / "deep" / "1" / "2");
+  CHECK_THROWS_WITH(d.remove_tree("deep", 2), Contains("nested deeper than repro-audit removes"));
+}

@@ -25,7 +25,9 @@ WAIT_S = 20.0  # an upper bound on waits that take well under a second when all 
 
 # PROBE_DIR: where rank R writes rank-R.json (its argv, interpreter, pid, parent, environment),
 # atomically, once ready. PROBE_FAIL_RANK fails that rank, once every rank has written its file,
-# with PROBE_CODE (an exit code, or "SIGKILL"); PROBE_SLEEP makes the other ranks sleep a minute;
+# with PROBE_CODE (an exit code, or "SIGKILL"); PROBE_EXITS ({"R": [code, seconds]}) ends rank R
+# with that exit code that many seconds after every rank has written its file (75: an interrupt's,
+# as the recorder ends a rank under exec --interrupt-at); PROBE_SLEEP makes the other ranks sleep a minute;
 # PROBE_IGNORE_TERM makes them ignore SIGTERM. A rank writes rank-R.signal, the number of the
 # SIGINT or SIGTERM it received, before it ends by it.
 PROBE = '''
@@ -44,6 +46,14 @@ partial = os.path.join(folder, "rank-%%s.tmp" %% rank)
 with open(partial, "w") as f:
     json.dump(seen, f)
 os.replace(partial, os.path.join(folder, "rank-%%s.json" %% rank))
+def everyone_started():
+    while not all(os.path.exists(os.path.join(folder, "rank-%%d.json" %% r)) for r in range(world)):
+        time.sleep(0.01)
+exits = json.loads(os.environ.get("PROBE_EXITS", "{}"))
+if rank in exits:
+    everyone_started()
+    time.sleep(exits[rank][1])
+    sys.exit(exits[rank][0])
 if rank == os.environ.get("PROBE_FAIL_RANK"):
     while not all(os.path.exists(os.path.join(folder, "rank-%%d.json" %% r)) for r in range(world)):
         time.sleep(0.01)
@@ -163,6 +173,42 @@ def test_a_failing_rank_ends_the_others_and_gives_the_launcher_its_status(tmp_pa
     assert signals_received(tmp_path, (0, 2)) == [signal.SIGTERM] * 2  # told, not left to sleep
 
 
+def test_ranks_that_all_stop_at_an_interrupt_end_the_launcher_with_75(tmp_path, probe):
+    # Rank 0 ends interrupted first; rank 1 still saves for a second: it is waited for, not
+    # stopped (torchrun would stop it and fail), and the launcher passes 75 on to exec.
+    launcher = start(["2", probe], probe_env(tmp_path, PROBE_EXITS=json.dumps(
+        {"0": [75, 0], "1": [75, 1.0]})))
+    _, err = launcher.communicate(timeout=WAIT_S)
+    assert launcher.returncode == 75, err
+    assert "stopping" not in err
+    assert signals_received(tmp_path, (0, 1)) == [None, None]
+
+
+@pytest.mark.parametrize("second, status, words", [
+    ([0, 0.5], 1, "rank 1 exited with status 0, but rank 0 was interrupted (status 75): every "
+                  "rank must stop at the same save"),
+    ([7, 0.5], 7, "rank 1 (pid %d) exited with status 7; stopping the other ranks"),
+])
+def test_an_interrupt_that_not_every_rank_reaches_fails_the_launch(tmp_path, probe, second,
+                                                                   status, words):
+    launcher = start(["2", probe], probe_env(tmp_path, PROBE_EXITS=json.dumps(
+        {"0": [75, 0], "1": second})))
+    _, err = launcher.communicate(timeout=WAIT_S)
+    assert launcher.returncode == status, err
+    if "%d" in words:
+        words %= seen_by_ranks(tmp_path, 2)[1]["pid"]
+    assert words in err
+
+
+def test_a_rank_still_running_past_the_interrupt_grace_is_stopped(tmp_path, probe):
+    launcher = start(["--interrupt-grace", "0.5", "2", probe], probe_env(
+        tmp_path, PROBE_EXITS=json.dumps({"0": [75, 0]}), PROBE_SLEEP=1))
+    _, err = launcher.communicate(timeout=WAIT_S)  # rank 1 sleeps a minute unless stopped
+    assert launcher.returncode == 1, err
+    assert "rank(s) 1 still running 0.5 s after rank 0 was interrupted (status 75)" in err
+    assert signals_received(tmp_path, (1,)) == [signal.SIGTERM]
+
+
 def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, probe):
     # The grace shortened to half a second: launch.main's argument, as the module runs it.
     command = [sys.executable, "-c", "import sys; from repro_audit import launch; "
@@ -212,6 +258,8 @@ def test_kill_9_of_the_launcher_ends_its_ranks(tmp_path, probe):
     (["2", "{missing}"], "no such file"),
     (["--nnodes", "2", "2", "{probe}"], "one node only"),
     (["--master-port", "70000", "2", "{probe}"], "no TCP port"),
+    (["--interrupt-grace", "0", "2", "{probe}"], "--interrupt-grace: '0' is not a number"),
+    (["--interrupt-grace", "inf", "2", "{probe}"], "--interrupt-grace: 'inf' is not a number"),
     (["--rdzv-backend", "c10d", "2", "{probe}"], "unrecognized arguments: --rdzv-backend"),
 ])
 def test_bad_usage_is_said_and_exits_2(tmp_path, probe, args, message):

@@ -123,3 +123,19 @@ TEST_CASE("JUnit has a testcase per resume that fails when a piece was left out"
   REQUIRE_THAT(passed, Contains("name=\"3 resume of run 1 at step 5\""));
   REQUIRE(passed.find("type=\"resume\"") == std::string::npos);
 }
+
+TEST_CASE("a script's own save point names the --interrupt-at step it serves, untimed",
+          "[report]") {
+  ComparisonResult r = one_resume(true, {});
+  r.resumes[0].step = 8;
+  r.resumes[0].interrupt_at = 5;
+  r.resumes[0].write_seconds.reset();
+  r.resumes[0].read_seconds.reset();
+  REQUIRE(ra::report::text::resumes(r) ==
+          "resume of run 1 at step 8 (the script's first save at or after --interrupt-at 5): "
+          "exact (checkpoint 2.0 KiB, the script's own save and load)\n");
+  r.expect_identical = true;
+  const std::string junit = ra::report::render_junit(r);
+  REQUIRE_THAT(junit, Contains("name=\"3 resume of run 1 at step 8 (the script&#39;s first save "
+                               "at or after --interrupt-at 5)\" time=\"0.000\""));
+}

@@ -60,7 +60,10 @@ ResumePoint point(std::int64_t step, bool resumed) {
       .optimizer_state = resume_digest(31),
       .schedule = resume_digest(32),
       .rng_streams = {{"data/order", resume_digest(33)}, {"dropout/dropout_0", resume_digest(34)}},
-      .next_batch = resume_digest(35)};
+      .next_batch = resume_digest(35),
+      .buffers = std::nullopt,
+      .lr_scheduler = std::nullopt,
+      .grad_scaler = std::nullopt};
   if (resumed) {
     p.checkpoint_bytes = 4096;
     p.write_seconds = 0.002;
@@ -131,4 +134,41 @@ TEST_CASE("a script's optional pieces are written and read back and absent ones 
   const Trace back = parse_trace(text, "t.jsonl");
   REQUIRE(back.resume_points[0].state == p.state);
   REQUIRE_FALSE(back.resume_points[1].state.buffers);
+}
+
+TEST_CASE("a script's save point after its --interrupt-at step is read back, untimed", "[trace]") {
+  Trace t = three_steps();
+  ResumePoint resumed = point(2, true);
+  resumed.interrupt_at = 1;  // the script's first save at or after step 1: after step 2
+  resumed.write_seconds.reset();
+  resumed.read_seconds.reset();
+  ResumePoint passed = point(2, false);
+  passed.interrupt_at = 1;
+  t.resume_points = {passed, resumed};
+  const std::string text = serialize_trace(t);
+  REQUIRE(text.find("\"write_seconds\"") == std::string::npos);
+  const Trace back = parse_trace(text, "t.jsonl");
+  REQUIRE(back.resume_points.size() == 2);
+  for (const ResumePoint& p : back.resume_points) REQUIRE(p.interrupt_at == 1);
+  REQUIRE(back.resume_points[1].checkpoint_bytes == 4096);
+  REQUIRE_FALSE(back.resume_points[1].write_seconds);
+  REQUIRE_FALSE(back.resume_points[1].read_seconds);
+  // Without the field (the engine's records): the point serves its own step.
+  const Trace engine = parse_trace(serialize_trace([] {
+                                     Trace e = three_steps();
+                                     e.resume_points = {point(1, true)};
+                                     return e;
+                                   }()),
+                                   "e.jsonl");
+  REQUIRE(engine.resume_points[0].interrupt_at == 1);
+  REQUIRE(engine.resume_points[0].write_seconds == 0.002);
+}
+
+TEST_CASE("a resume record serving a step after its own is refused", "[trace]") {
+  Trace t = three_steps();
+  ResumePoint p = point(1, false);
+  p.interrupt_at = 2;
+  t.resume_points = {p};
+  REQUIRE_THROWS_WITH(parse_trace(serialize_trace(t), "t.jsonl"),
+                      Contains("field 'interrupt_at'") && Contains("1 to the record's step"));
 }

@@ -16,7 +16,12 @@ The script runs as itself (its sys.argv[0]), so the recorder names the trace's s
 It ends as torchrun does: when a rank fails, the others get SIGTERM (SIGKILL after
 STOP_GRACE_S) and the launcher exits with the failing rank's status (128 + S for a rank killed by
 signal S); SIGINT, SIGTERM and SIGHUP are passed on to the ranks, and once they have ended the
-launcher ends by the same signal. On Linux each rank dies with the launcher (PR_SET_PDEATHSIG): a
+launcher ends by the same signal. But for exit status 75 (INTERRUPTED_EXIT), the recorder's
+after an interrupt's save (`repro-audit exec --interrupt-at`, docs/resume.md): a rank that ends
+with it stops no other; the launcher waits for every rank to reach its own save and exits 75
+when they all did (torchrun stops the others and fails). A rank that ends 0 or fails meanwhile,
+or one still running INTERRUPT_GRACE_S (--interrupt-grace) after the first interrupted rank
+ended, fails the launch (exit 1, or the failing rank's status), saying which. On Linux each rank dies with the launcher (PR_SET_PDEATHSIG): a
 `kill -9` of it, or of the `repro-audit exec` above it, leaves no rank training and writing into
 the audit folder. Bad usage exits 2.
 
@@ -45,6 +50,14 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_GRACE_S = 10.0
 POLL_S = 0.05  # the supervision loop's period: 20 wake-ups a second cost nothing next to training
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# The recorder's exit status after an interrupt's save (checkpoint.py INTERRUPTED_EXIT; not
+# imported: the launcher imports nothing of the package).
+INTERRUPTED_EXIT = 75
+# How long the other ranks may take to reach their save once one rank ended interrupted: they save
+# at the same point of the same step, so seconds apart, but a large checkpoint written by every
+# rank to one file system may take minutes; a rank that never gets there (it does not call
+# rec.saved at the same point) must not keep the run waiting forever.
+INTERRUPT_GRACE_S = 600.0
 
 
 @dataclass
@@ -56,6 +69,7 @@ class Launch:
     script_args: list[str]
     master_addr: str
     master_port: Optional[int]
+    interrupt_grace_s: float = INTERRUPT_GRACE_S
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,9 +81,11 @@ def _parser() -> argparse.ArgumentParser:
                     "environment torchrun sets (docs/distributed.md). For torch versions whose "
                     "torchrun cannot start; `torchrun --standalone --nproc-per-node N script.py` "
                     "reads the same with `python3 -m repro_audit.launch` for `torchrun`.",
-        epilog="Exit status: 0 when every rank exits 0; else the first failing rank's (128 + S "
-               "for a rank killed by signal S); 2 for bad usage; stopped by SIGINT, SIGTERM or "
-               "SIGHUP, the same signal once the ranks have ended.")
+        epilog="Exit status: 0 when every rank exits 0; 75 when every rank exits 75 (the "
+               "recorder's after an interrupt's save: `repro-audit exec --interrupt-at`); else "
+               "the first failing rank's (128 + S for a rank killed by signal S), 1 for ranks "
+               "that did not all stop at the interrupt; 2 for bad usage; stopped by SIGINT, "
+               "SIGTERM or SIGHUP, the same signal once the ranks have ended.")
     parser.add_argument("--nproc-per-node", "--nproc_per_node", dest="nproc", metavar="N",
                         help="the number of ranks (instead of the first positional N)")
     parser.add_argument("--standalone", action="store_true",
@@ -81,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                         default=MASTER_ADDR, help=f"MASTER_ADDR (default {MASTER_ADDR})")
     parser.add_argument("--master-port", "--master_port", dest="master_port", metavar="PORT",
                         help="MASTER_PORT (default: a free port)")
+    parser.add_argument("--interrupt-grace", dest="interrupt_grace", metavar="SECONDS",
+                        help="once a rank exited 75 (interrupted), how long the others may take "
+                             f"to exit 75 too (default {INTERRUPT_GRACE_S:g})")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="N script.py [args...]",
                         help="the number of ranks (unless --nproc-per-node gives it), the script, "
                              "and its arguments")
@@ -118,7 +137,16 @@ def parse(argv: Sequence[str]) -> Launch:
         port = _positive(parser, "--master-port", args.master_port)
         if port > 65535:
             parser.error(f"--master-port: {port} is no TCP port")
-    return Launch(nproc, script, command[1:], args.master_addr, port)
+    grace = INTERRUPT_GRACE_S
+    if args.interrupt_grace is not None:
+        try:
+            grace = float(args.interrupt_grace)
+        except ValueError:
+            grace = -1.0
+        if not grace > 0 or grace == float("inf"):
+            parser.error(f"--interrupt-grace: {args.interrupt_grace!r} is not a number of "
+                         "seconds > 0")
+    return Launch(nproc, script, command[1:], args.master_addr, port, grace)
 
 
 def free_port(addr: str) -> int:
@@ -218,24 +246,53 @@ def describe(returncode: int) -> str:
     return f"was killed by signal {-returncode} ({signal.Signals(-returncode).name})"
 
 
-def supervise(stop: StopSignals, grace_s: float) -> Optional[int]:
-    """Waits for every rank to end. The first rank seen failing (the lowest of those seen in one
-    look) makes the others stop; its status is returned, None when no rank failed on its own (a
-    rank stopped by a signal the launcher passed on has not)."""
+def _failure(ranks: Sequence[subprocess.Popen], interrupted_at: Optional[float],
+             interrupt_grace_s: float) -> Optional[tuple[int, str]]:
+    """The launch's failure seen now, as (status, what to say), or None: the lowest rank that
+    failed (exit 75 is none); or, once a rank ended interrupted, a rank that ended 0 (the ranks
+    must all stop at the interrupt) or ranks still running past the interrupt's grace."""
+    for rank, process in enumerate(ranks):
+        if process.returncode not in (None, 0, INTERRUPTED_EXIT):
+            return (status_of(process.returncode),
+                    f"rank {rank} (pid {process.pid}) {describe(process.returncode)}")
+    if interrupted_at is None:
+        return None
+    codes = [p.returncode for p in ranks]
+    stopped = [r for r, c in enumerate(codes) if c == INTERRUPTED_EXIT]
+    if 0 in codes:
+        return (1, f"rank {codes.index(0)} exited with status 0, but rank {stopped[0]} was "
+                   f"interrupted (status {INTERRUPTED_EXIT}): every rank must stop at the same "
+                   "save (rec.saved at the same point of the same step; docs/resume.md)")
+    if time.monotonic() >= interrupted_at + interrupt_grace_s:
+        late = [r for r, c in enumerate(codes) if c is None]
+        return (1, f"rank(s) {', '.join(map(str, late))} still running "
+                   f"{interrupt_grace_s:g} s after rank {stopped[0]} was interrupted (status "
+                   f"{INTERRUPTED_EXIT}): does every rank tell the recorder of the same save "
+                   "(docs/resume.md)?")
+    return None
+
+
+def supervise(stop: StopSignals, grace_s: float,
+              interrupt_grace_s: float = INTERRUPT_GRACE_S) -> Optional[int]:
+    """Waits for every rank to end. The first failure seen (_failure) makes the other ranks stop;
+    its status is returned. INTERRUPTED_EXIT when every rank ended with it; None when no rank
+    failed on its own (a rank stopped by a signal the launcher passed on has not)."""
     failed: Optional[int] = None
     kill_at: Optional[float] = None
+    interrupted_at: Optional[float] = None  # when the first rank ended interrupted
     while True:
         running = [p for p in stop.ranks if p.poll() is None]
+        if interrupted_at is None and any(p.returncode == INTERRUPTED_EXIT for p in stop.ranks):
+            interrupted_at = time.monotonic()
         if failed is None and stop.received is None:
-            failure = next(((rank, p) for rank, p in enumerate(stop.ranks)
-                            if p.returncode not in (None, 0)), None)
+            failure = _failure(stop.ranks, interrupted_at, interrupt_grace_s)
             if failure is not None:
-                rank, process = failure
-                failed = status_of(process.returncode)
-                print(f"{PROG}: rank {rank} (pid {process.pid}) {describe(process.returncode)}; "
-                      f"stopping the other ranks", file=sys.stderr, flush=True)
+                failed, what = failure
+                print(f"{PROG}: {what}; stopping the other ranks", file=sys.stderr, flush=True)
                 signal_ranks(running, signal.SIGTERM)
         if not running:
+            if failed is None and stop.received is None and interrupted_at is not None:
+                return INTERRUPTED_EXIT  # every rank ended interrupted (_failure saw no 0)
             return failed
         if kill_at is None and (failed is not None or stop.received is not None):
             kill_at = time.monotonic() + grace_s
@@ -268,7 +325,7 @@ def main(argv: Optional[Sequence[str]] = None, grace_s: float = STOP_GRACE_S) ->
         for process in stop.ranks:
             process.wait()
         return 1
-    failed = supervise(stop, grace_s)
+    failed = supervise(stop, grace_s, launch.interrupt_grace_s)
     if failed is not None:
         return failed
     if stop.received is not None:

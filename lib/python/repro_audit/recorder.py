@@ -150,6 +150,9 @@ class NoOpRecorder:
     enabled = False
     start_step, restored = 0, None  # never resumed (checkpoint.py)
 
+    def __init__(self, checkpoint=None):
+        self._checkpoint = checkpoint  # the recorder's save and load (checkpoint.py), or None
+
     def __enter__(self):
         return self
 
@@ -158,6 +161,10 @@ class NoOpRecorder:
 
     def step(self, batch=(), loss=_MISSING, epoch=0, indices=None):
         check_step_arguments(loss, epoch)
+
+    def saved(self, path: "str | os.PathLike[str]") -> None:
+        """Checks `path` as the recorder does (a path to a file there) and does nothing."""
+        checkpoints.check_saved_path(path, self._checkpoint)
 
     _closed = False
 
@@ -175,10 +182,14 @@ class NoOpRecorder:
         pass
 
 
-def record(model, optimizer=None, names=None, spec=None, checkpoint=None):
+def record(model, optimizer=None, names=None, spec=None, checkpoint=None, scheduler=None,
+           scaler=None):
     """The documented form: `with repro_audit.record(model, optimizer) as rec:` (Recorder.from_env
-    as a context manager: the end of the block ends the run, an exception marks it failed)."""
-    return Recorder.from_env(model, optimizer, names=names, spec=spec, checkpoint=checkpoint)
+    as a context manager: the end of the block ends the run, an exception marks it failed).
+    `scheduler`, `scaler`: the LR scheduler and GradScaler the script steps, whose state the
+    resume check compares (docs/resume.md)."""
+    return Recorder.from_env(model, optimizer, names=names, spec=spec, checkpoint=checkpoint,
+                             scheduler=scheduler, scaler=scaler)
 
 
 class Recorder:
@@ -187,16 +198,20 @@ class Recorder:
     enabled = True
 
     @classmethod
-    def from_env(cls, model, optimizer=None, names=None, spec=None, checkpoint=None):
+    def from_env(cls, model, optimizer=None, names=None, spec=None, checkpoint=None,
+                 scheduler=None, scaler=None):
         """`names`: the parameters' names in the trace, in named_parameters order (default:
         PyTorch's); `spec`: the trace's spec (default: REPRO_AUDIT_SPEC, else the script's name).
         Both serve a trace that must line up with another tool's, as the engine's for the
-        cross-check (docs/pytorch.md, "Cross-check with the engine"). `checkpoint`: the script's
-        (save, load), or a checkpoint.Checkpoint, for `exec --interrupt-at` (docs/resume.md)."""
+        cross-check (docs/pytorch.md, "Cross-check with the engine"). `checkpoint`: (save, load),
+        or a checkpoint.Checkpoint, for a recorder that saves and loads for `exec --interrupt-at`
+        (a script that saves itself calls rec.saved(path) instead); `scheduler`, `scaler`: the LR
+        scheduler and GradScaler the script steps, compared at a resume (docs/resume.md)."""
         checkpoint = checkpoints.checkpoint_of(checkpoint)  # a wrong one fails without an audit
+        checkpoints.stateful_of(checkpoint, scheduler, scaler)
         path = os.environ.get("REPRO_AUDIT_TRACE")
         if not path:
-            return NoOpRecorder()
+            return NoOpRecorder(checkpoint)
         window = os.environ.get("REPRO_AUDIT_TRACE_OPS")
         return cls(model, optimizer, path, run=env.run_index(), seed_group=env.seed_group(),
                    audit_id=env.audit_id(),
@@ -207,19 +222,20 @@ class Recorder:
                             if os.environ.get(kept_op.ENVIRONMENT) else None),
                    replays=kept_op.replays_from(os.environ),
                    tensor_digests=detail.TensorDigestPlan.from_env(), checkpoint=checkpoint,
-                   perturb_draw=perturb.draw_from_env())
+                   perturb_draw=perturb.draw_from_env(), scheduler=scheduler, scaler=scaler)
 
     def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
                  name=None, names=None, spec=None, trace_ops=None,
                  keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
                  replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None,
-                 perturb_draw=None):
+                 perturb_draw=None, scheduler=None, scaler=None):
         """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
         None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
         index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
         step's ops are recorded whatever `trace_ops` says; `tensor_digests`: the level of detail
         (a detail.TensorDigestPlan, or its text "every:1000,5000:5100"), None for every step per
-        tensor; `perturb_draw`: the perturbed group's draw (perturb.py), None outside it."""
+        tensor; `perturb_draw`: the perturbed group's draw (perturb.py), None outside it;
+        `checkpoint`, `scheduler`, `scaler`: as from_env's."""
         import torch
 
         placement = distributed.placement(torch)  # a rank of a data-parallel run, or None
@@ -227,9 +243,11 @@ class Recorder:
             path = placement.trace_path(path)
         env.check_trace_path(path)
         # exec --interrupt-at (checkpoint.py): None without one.
+        self._checkpoint = checkpoints.checkpoint_of(checkpoint)
+        scheduler, scaler = checkpoints.stateful_of(self._checkpoint, scheduler, scaler)
         self._interrupts = checkpoints.Interrupts.from_env(
-            torch, checkpoints.checkpoint_of(checkpoint), run,
-            rank=placement.rank if placement is not None else 0)
+            torch, self._checkpoint, run, rank=placement.rank if placement is not None else 0,
+            scheduler=scheduler, scaler=scaler)
         self._torch = torch
         self._model = model
         self._optimizer = optimizer
@@ -332,7 +350,8 @@ class Recorder:
             self._ops.begin(0)
         self.start_step, self.restored = 0, None  # the steps done before this process, load's
         if self._interrupts is not None:
-            self._interrupts.begin(self)  # a resumed process: load(), the trace taken up
+            # The compare point's hook; a resumed process: the trace taken up (and load()).
+            self._interrupts.begin(self)
 
     def __enter__(self):
         return self
@@ -418,12 +437,30 @@ class Recorder:
             # The hook the buckets went through: the script may have registered it after record().
             self._records.header["distributed"]["comm_hook"] = self._collectives.hook_name
         self._pending = (record, digesting, buckets, misuse.grads_exist(self._state.params))
-        if self._interrupts is not None:  # run 0 records its state; another run may stop here
+        if self._interrupts is not None:  # checkpoint functions: the recorder saves, or stops
             self._interrupts.after_step(self, self._records.step_count + 1)
         self._last = time.perf_counter()
         self._recording += self._last - now
         if self._ops is not None:
             self._ops.begin(self._records.step_count + 1)
+
+    def saved(self, path: "str | os.PathLike[str]") -> None:
+        """Tells the recorder that the script has just saved the file `path`, everything it
+        resumes from (call it after its own save: torch.save(...); rec.saved(path)). Under `exec
+        --interrupt-at S` the first call at or after step S is S's save point: a run but run 0
+        ends there (exit status 75) and exec starts it again to resume from `path`, which must be
+        in REPRO_AUDIT_CHECKPOINT_DIR (docs/resume.md, "PyTorch"). Otherwise it checks `path`
+        (TypeError, ValueError: no file there) and does nothing."""
+        path = checkpoints.check_saved_path(path, self._checkpoint)
+        if self._finished:
+            raise RuntimeError("repro_audit: saved() after the run ended (close() or the end of "
+                               "the with block)")
+        if self._interrupts is not None:
+            self._interrupts.saved(self, path)
+
+    def _steps_done(self):
+        """The steps recorded so far, the last one's still settling included."""
+        return self._records.step_count + (1 if self._pending is not None else 0)
 
     def _settle(self):
         """The last step's record, its digests and loss back from the GPU, into the trace."""
@@ -538,6 +575,9 @@ class Recorder:
                 self._ops.kept.write(self._kept_path, self._audit_id, self._run)
             self._write_ledger(self._ops.cudnn)
             self._replay_kept_op()
+        if self._interrupts is not None:
+            for note in self._interrupts.end_notes(self._records.step_count):
+                print(note, file=sys.stderr, flush=True)
         total = time.perf_counter() - self._started
         if self._warnings:
             self._records.header["recorder_warnings"] = self._warnings

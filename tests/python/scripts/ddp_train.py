@@ -12,10 +12,15 @@ Without a process group (WORLD_SIZE unset) it trains the whole global batch in o
                    the collective, a run-dependent result
     CHECKPOINT=1   gives the recorder save and load functions (exec --interrupt-at): each rank
                    saves its model, optimizer and data generator to the path the recorder names
+    CHECKPOINT=saved  each rank saves the same after every second step with its own code, to
+                   rank-R.step-S.pt in REPRO_AUDIT_CHECKPOINT_DIR, and calls rec.saved(path);
+                   --resume FILE (rank 0's file: each rank reads its own beside it) goes on
 Rank 0 prints `seconds_per_step=S` over the training loop, the recorder's end included.
 """
 import os
+import re
 import signal
+import sys
 import time
 
 import torch
@@ -71,9 +76,16 @@ def load(path):
 
 
 checkpoint = (save, load) if os.environ.get("CHECKPOINT") == "1" else None
+own_saves = os.environ.get("CHECKPOINT") == "saved"
+start = None
+if own_saves and "--resume" in sys.argv:
+    # exec --resume-arg names rank 0's file; this rank's is beside it.
+    path = sys.argv[sys.argv.index("--resume") + 1]
+    load(re.sub(r"rank-0\.step-", "rank-%d.step-" % rank, path))
+    start = int(re.search(r"step-(\d+)\.pt$", path).group(1))
 started = time.perf_counter()
 with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:
-    for step in range(rec.start_step, steps):
+    for step in range(rec.start_step if start is None else start, steps):
         x = torch.randn(GLOBAL_BATCH, 6, generator=data)
         y = torch.randn(GLOBAL_BATCH, 2, generator=data)
         share = GLOBAL_BATCH // world
@@ -90,6 +102,11 @@ with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:
             os.kill(os.getpid(), signal.SIGKILL)
         optimizer.step()
         rec.step(batch=(x, y), loss=loss)
+        if own_saves and (step + 1) % 2 == 0:
+            mine = os.path.join(os.environ["REPRO_AUDIT_CHECKPOINT_DIR"],
+                                "rank-%d.step-%d.pt" % (rank, step + 1))
+            save(mine)
+            rec.saved(mine)
 if rank == 0:
     print("seconds_per_step=%.6f" % ((time.perf_counter() - started) / steps), flush=True)
 if world > 1:
