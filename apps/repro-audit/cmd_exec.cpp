@@ -11,8 +11,6 @@
 #include <vector>
 
 #include "audit/exec_audit.h"
-#include "audit/report_paths.h"
-#include "audit/shard.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
@@ -21,6 +19,8 @@
 #include "report_output.h"
 #include "rerun_command.h"
 #include "run_label.h"
+#include "rundir/report_paths.h"
+#include "rundir/shard.h"
 #include "trace/op_window.h"
 #include "trace/tensor_digests.h"
 #include "trace_options.h"
@@ -60,12 +60,12 @@ int run_exec(ExecCommandOptions& o) {
   e.seeds = audit::seed_policy_from_string(o.seeds);
   e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / e.name
                             : std::filesystem::path(o.out);
-  e.folder_use = o.resume      ? audit::FolderUse::resume
-                 : o.overwrite ? audit::FolderUse::overwrite
-                               : audit::FolderUse::fresh;
+  e.folder_use = o.resume      ? rundir::FolderUse::resume
+                 : o.overwrite ? rundir::FolderUse::overwrite
+                               : rundir::FolderUse::fresh;
   e.expect_identical = parse_expect(o.expect);
   e.tool_version = REPRO_AUDIT_VERSION;
-  if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
+  if (!o.shard.empty()) e.shard = rundir::parse_shard(o.shard, rundir::process_environment());
   if (!o.trace_ops.empty()) e.trace_ops = trace::parse_op_window(o.trace_ops);
   if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     e.tensor_digests = plan;
@@ -89,7 +89,7 @@ int run_exec(ExecCommandOptions& o) {
                        o.trace_ops);
     }
   }
-  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
   for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
   }

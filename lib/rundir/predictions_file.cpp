@@ -1,14 +1,14 @@
-// Predicted classes beside a trace (audit/predictions_file.h).
-#include "audit/predictions_file.h"
+// Predicted classes beside a trace (rundir/predictions_file.h).
+#include "rundir/predictions_file.h"
 
-#include "audit/audit_compare.h"
 #include "core/atomic_file.h"
 #include "core/digest.h"
 #include "core/directory.h"
 #include "core/error.h"
 #include "formats/npy.h"
+#include "rundir/folder_traces.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 trace::PredictionsRecord write_predictions(const std::filesystem::path& trace_file,
                                            std::span<const std::int32_t> classes) {
@@ -46,4 +46,4 @@ std::vector<std::int64_t> read_predictions_file(const std::filesystem::path& tra
   return values;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -3,8 +3,8 @@
 // pin for every run"). `run --save-algorithms FILE` writes the algorithms a run used, per
 // convolution geometry and direction, with the GPU and library versions they were chosen on;
 // `run --pin-algorithms FILE` (such a file, or any trace: its header's ledger) makes every run
-// run exactly those. cuDNN's choice depends on the GPU model and the library versions, so a file
-// made on another GPU or version is refused, naming what differs.
+// run exactly those (audit/pinned_algorithms.h). cuDNN's choice depends on the GPU model and the
+// library versions, so a file made on another GPU or version is refused, naming what differs.
 //
 // The file (JSON, docs/trace-format.md "Algorithm files"):
 //   {"format": "repro-audit algorithms", "version": 1,
@@ -13,18 +13,17 @@
 //            "cublas": "13.1.0"},
 //    "algorithms": [ledger entries, as in a trace header]}
 // Only the convolutions' entries (forward, backward_data, backward_filter) are pinned: cuBLAS and
-// the custom kernels follow the kernel mode and have nothing to choose.
+// the custom kernels follow the kernel mode and have nothing to choose. This is the format alone:
+// what the pins of a file are for a spec's runs is the audit's (audit/pinned_algorithms.h).
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "backend/algorithm_pins.h"
-#include "spec/spec.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 inline constexpr const char* kAlgorithmFileFormat = "repro-audit algorithms";
 inline constexpr int kAlgorithmFileVersion = 1;
@@ -38,6 +37,10 @@ struct AlgorithmFile {
   nlohmann::json algorithms = nlohmann::json::array();  // ledger entries
   nlohmann::json made_from = nlohmann::json::object();  // spec, spec_digest, audit_id, run
 };
+
+// Whether a ledger entry is a convolution's (layer "conv ...", direction forward, backward_data
+// or backward_filter): the entries a file pins.
+bool is_convolution_entry(const nlohmann::json& entry);
 
 // The file of one run, from its trace header. InputError when the run has no algorithm to pin:
 // it ran on the CPU (one algorithm per op and instruction set) or its ledger names no
@@ -56,27 +59,4 @@ AlgorithmFile read_algorithm_file(const std::filesystem::path& path);
 // train::gpu_fingerprint()), each "gpu: \"A\" in the file, \"B\" here".
 std::vector<std::string> gpu_mismatches(const AlgorithmFile& file, const nlohmann::json& here);
 
-// The convolution pins of the file (complete: a geometry it lacks is an error), named by `source`.
-backend::AlgorithmPins pins_of(const AlgorithmFile& file, const std::string& source);
-// The convolution pins of a run's ledger, for a replay of that run: chosen_by "pinned-ledger",
-// not complete (what the ledger lacks is chosen as the mode chooses).
-backend::AlgorithmPins ledger_pins(const nlohmann::json& ledger, const std::string& source);
-
-// The convolution geometries and directions of the spec's model at its full batch size that
-// `pins` does not cover, each "conv 128x1x28x28 k32 3x3 s1 p0 backward_filter": checked before
-// any run trains (a partial last batch or the eval batch, if their geometries are missing, fail
-// at their first call, naming the geometry).
-std::vector<std::string> uncovered_convolutions(const backend::AlgorithmPins& pins,
-                                                const spec::ExperimentSpec& spec);
-
-// What `run --pin-algorithms FILE` pins for runs of `spec` on this machine (`gpu`:
-// train::gpu_fingerprint()). InputError (exit 2) when the runs would train on the CPU, when FILE
-// was made on another GPU model, compute capability, cuDNN or cuBLAS version (each difference
-// named), or when it lacks a convolution of the spec's model (each named); RuntimeFailure (exit
-// 3) when the spec asks for the GPU and none is usable.
-backend::AlgorithmPins pins_for_run(const std::filesystem::path& file,
-                                    const spec::ExperimentSpec& spec, const nlohmann::json& gpu);
-// InputError when `run --save-algorithms` has nothing to save: the runs train on the CPU.
-void check_algorithms_can_be_saved(const spec::ExperimentSpec& spec, const nlohmann::json& gpu);
-
-}  // namespace ra::audit
+}  // namespace ra::rundir

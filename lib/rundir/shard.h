@@ -12,7 +12,7 @@
 #include "compare/compare.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 // The most shards an audit may have (--shard K/N, a manifest's "shards").
 inline constexpr int kMaxShards = 10000;
@@ -63,4 +63,4 @@ std::vector<compare::ShardState> shard_states(
 // What a shard's process writes into its lock: "pid <pid> on <hostname>".
 std::string this_process_note();
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

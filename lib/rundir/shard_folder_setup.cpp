@@ -1,12 +1,13 @@
-// The shared folder of a sharded audit: created or joined (audit/shard_folder_setup.h).
-#include "audit/shard_folder_setup.h"
+// The shared folder of a sharded audit: created or joined (rundir/shard_folder_setup.h).
+#include "rundir/shard_folder_setup.h"
 
 #include <algorithm>
 #include <system_error>
 
 #include "core/error.h"
+#include "rundir/folder_traces.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 ShardLocks::ShardLocks(const std::filesystem::path& dir, const Shard& shard)
     : folder_(dir, FileLock::Mode::shared) {
   shard_ = FileLock::try_lock(dir / shard_lock_name(shard.index), FileLock::Mode::exclusive,
@@ -107,11 +108,11 @@ void ShardFolderSetup::check_joinable(const AuditManifest& existing) const {
 }
 
 void ShardFolderSetup::notice(const std::string& message) const {
-  if (progress_.notice) progress_.notice(message);
+  if (notice_) notice_(message);
 }
 
 void ShardFolderSetup::info(const std::string& message) const {
-  if (progress_.info) progress_.info(message);
+  if (info_) info_(message);
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

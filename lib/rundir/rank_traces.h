@@ -2,15 +2,14 @@
 // The traces of a data-parallel run's ranks (docs/distributed.md). Rank 0's trace is the run's
 // (run-NNN.trace.jsonl, what the manifest, --resume and shards see); rank r's is
 // run-NNN/rank-R.trace.jsonl, written by the PyTorch recorder
-// (lib/python/repro_audit/distributed.py). A run is whole only when every rank's trace is.
+// (lib/python/repro_audit/distributed.py). A run is whole only when every rank's trace is. The
+// ranks compared across runs are the comparison's (audit/audit_compare.h).
 #include <filesystem>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "compare/compare.h"
+#include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 // run-NNN/rank-R.trace.jsonl beside run-NNN.trace.jsonl (rank 0: the run's trace itself).
 std::filesystem::path rank_trace_path(const std::filesystem::path& run_trace, int rank);
@@ -24,11 +23,4 @@ std::string rank_traces_problem(const trace::Trace& run_trace, const std::filesy
 // parts of a whole run, kept to read.
 void quarantine_rank_traces(const std::filesystem::path& run_trace);
 
-// Rank r of each run compared with rank r of the reference run, and the replicas of each run
-// checked against each other, for traces (rank 0's, from their files) of a data-parallel audit;
-// none when the reference run was a single process. Runs of another world size than the
-// reference's are left out of the rank comparison (compare says why in a warning).
-std::optional<compare::DistributedFindings> distributed_findings(
-    const std::vector<trace::Trace>& run_traces, const compare::ComparisonOptions& options);
-
-}  // namespace ra::audit
+}  // namespace ra::rundir

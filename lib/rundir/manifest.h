@@ -13,9 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/trace.h"
-#include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 // The most runs a manifest may plan: --runs 10000 with --seeds both.
 inline constexpr int kMaxPlannedRuns = 20000;
@@ -26,11 +25,20 @@ inline constexpr const char* kExpectIdentical = "identical";
 inline constexpr const char* kExpectAny = "any";
 inline constexpr const char* kExpectWhenDeterministic = "when-deterministic";
 
+// The seeds of a planned run's independent random streams, as the manifest records them: what
+// the run trains with (train::RunSeeds, which the audit makes of them) and its trace header says.
+struct PlannedSeeds {
+  std::uint64_t init = 0;     // parameter initialisation
+  std::uint64_t data = 0;     // sample order (shuffle)
+  std::uint64_t dropout = 0;  // dropout masks
+  static PlannedSeeds all(std::uint64_t seed) { return PlannedSeeds{seed, seed, seed}; }
+};
+
 // One planned run: its index (run-NNN), seed group and the seeds of its random streams.
 struct PlannedRun {
   int index = 0;
   std::string group;  // "same", "different" or "perturbed"
-  train::RunSeeds seeds;
+  PlannedSeeds seeds;
 };
 
 struct AuditManifest {
@@ -69,7 +77,7 @@ struct AuditManifest {
   // checked). --resume and joining shards refuse a machine where it differs.
   nlohmann::json runtime;
   std::vector<PlannedRun> runs;
-  // The number of shards the runs are spread over (audit/shard.h), 0 for an audit in one process.
+  // The number of shards the runs are spread over (rundir/shard.h), 0 for an audit in one process.
   // Shards of one audit must agree on it; `run --resume` in one process may finish any audit.
   int shards = 0;
   // Provenance: who wrote the manifest ("shard 2/4, pid 1234 on node-7"; "" in one process).
@@ -82,7 +90,7 @@ struct AuditManifest {
 // The manifest's file in the audit folder.
 inline constexpr const char* kManifestName = "audit.json";
 
-// The names the manifest gives a run's files in the folder (audit/audit_folder.h reads them).
+// The names the manifest gives a run's files in the folder (rundir/audit_folder.h reads them).
 std::string run_name(int index);    // "run-003" (the run's snapshot folder)
 std::string trace_name(int index);  // "run-003.trace.jsonl"
 
@@ -117,4 +125,4 @@ void set_expectation(AuditManifest& manifest, std::optional<bool> given,
 std::vector<std::string> manifest_differences(const AuditManifest& in_folder,
                                               const AuditManifest& requested);
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,4 +1,4 @@
-#include "audit/kept_op_replay.h"
+#include "rundir/kept_op_replay.h"
 
 #include <unistd.h>
 
@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/audit_compare.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "formats/json_text.h"
+#include "rundir/folder_traces.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 namespace {
 
 // A replay.json is a few hundred bytes per distinct output: 1 MiB holds a thousand.
@@ -109,4 +109,4 @@ void load_kept_replays(compare::ComparisonResult& result, const std::vector<trac
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

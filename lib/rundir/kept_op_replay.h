@@ -12,7 +12,7 @@
 #include "compare/compare.h"
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 inline constexpr const char* kKeptOpReplayFileName = "replay.json";
 
@@ -28,4 +28,4 @@ std::optional<compare::KeptOpReplay> read_kept_replay(const std::filesystem::pat
 void load_kept_replays(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored);
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

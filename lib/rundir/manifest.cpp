@@ -1,4 +1,4 @@
-#include "audit/manifest.h"
+#include "rundir/manifest.h"
 
 #include <cstdio>
 #include <ctime>
@@ -7,18 +7,18 @@
 
 #include <limits>
 
-#include "audit/shard.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "formats/json_text.h"
+#include "rundir/shard.h"
 #include "spec/limits.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 namespace {
 
 using nlohmann::json;
 
-json seeds_json(const train::RunSeeds& s) {
+json seeds_json(const PlannedSeeds& s) {
   return {{"init", s.init}, {"data", s.data}, {"dropout", s.dropout}};
 }
 
@@ -412,4 +412,4 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,18 +1,30 @@
 #pragma once
-// The output folder of `run`, from creation to the first run: what the audit does with a folder
-// that already holds files (refuse, overwrite, resume: audit/audit.h FolderUse), decided with the
+// The output folder of `run` and `exec`, from creation to the first run: what the audit does with
+// a folder that already holds files (refuse, overwrite, resume: FolderUse), decided with the
 // folder locked, and the guards that leave a folder as it was when the audit fails before any of
 // its runs reached it.
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "audit/audit_folder.h"
-#include "audit/audit_options.h"
-#include "audit/manifest.h"
+#include "rundir/audit_folder.h"
+#include "rundir/manifest.h"
 
-namespace ra::audit {
+namespace ra::rundir {
+
+// What `run` does with an output folder that already holds files of an audit.
+enum class FolderUse {
+  fresh,      // refuse (InputError) a folder holding another audit or unrecognised run-* files
+  overwrite,  // remove the tool's own files (only those), then start a new audit
+  resume,     // finish the folder's audit: train only the runs without a whole trace
+};
+
+// Tells the user what a folder's setup did (files removed or left in place, runs resumed, a shard
+// started or joined the audit): audit::AuditProgress's notice and info; empty: told to no one.
+using FolderNotice = std::function<void(const std::string& message)>;
 
 // The output folder of an audit, created up front. If the audit fails before writing anything
 // into a folder it created (missing data, no usable GPU), the folder is removed again, so a failed
@@ -45,15 +57,21 @@ struct FolderPlan {
   bool new_audit = true;      // false: resuming the folder's audit
 };
 
-// Decides, then prepares: inspect() looks at the folder and refuses (InputError) what options'
-// folder_use does not allow, changing nothing; apply() removes what must go (--overwrite: the
-// tool's own files; --resume: debris and the partial snapshots of runs to retrain), writes the
-// manifest and says which runs to train. Every change is told through progress.notice.
+// Decides, then prepares: inspect() looks at the folder and refuses (InputError) what `use` does
+// not allow, changing nothing; apply() removes what must go (--overwrite: the tool's own files;
+// --resume: debris and the partial snapshots of runs to retrain), writes the manifest (listing
+// those of `report_files`, the --json/--junit/--html paths, that lie in the folder) and says which
+// runs to train. Every change is told through `notice`.
 class AuditFolderSetup {
  public:
-  AuditFolderSetup(const std::filesystem::path& dir, const AuditOptions& o, AuditManifest requested,
-                   const AuditProgress& progress)
-      : dir_(dir), o_(o), requested_(std::move(requested)), progress_(progress) {}
+  AuditFolderSetup(const std::filesystem::path& dir, FolderUse use,
+                   std::vector<std::filesystem::path> report_files, AuditManifest requested,
+                   FolderNotice notice)
+      : dir_(dir),
+        use_(use),
+        report_files_(std::move(report_files)),
+        requested_(std::move(requested)),
+        notice_(std::move(notice)) {}
 
   void inspect();
   FolderPlan apply();
@@ -66,18 +84,14 @@ class AuditFolderSetup {
   FolderPlan resume_plan();
 
   std::filesystem::path dir_;
-  const AuditOptions& o_;
+  FolderUse use_;
+  std::vector<std::filesystem::path> report_files_;
   AuditManifest requested_;
-  const AuditProgress& progress_;
+  FolderNotice notice_;
   FolderContents contents_;
   std::optional<AuditManifest> existing_;
   std::string manifest_error_;
 };
-
-// What an audit call reports before its runs train: the folder's audit id, the runs it trains and
-// every planned run's trace file (run and exec share it).
-AuditResult started_result(const FolderPlan& folder, const std::vector<PlannedRun>& plan,
-                           const std::filesystem::path& out_dir);
 
 // A new audit that fails before anything of its runs reached the folder (no usable GPU, a bad
 // fault injection at step 0) takes its manifest back, so the folder is as it was.
@@ -99,4 +113,4 @@ class NewManifestGuard {
 std::optional<std::string> report_in_folder(const std::filesystem::path& report,
                                             const std::filesystem::path& dir);
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

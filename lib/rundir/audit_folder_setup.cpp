@@ -1,13 +1,14 @@
 // The audit folder of `run`: created, inspected and prepared before the first run trains
-// (audit/audit_folder_setup.h).
-#include "audit/audit_folder_setup.h"
+// (rundir/audit_folder_setup.h).
+#include "rundir/audit_folder_setup.h"
 
 #include <algorithm>
 #include <exception>
 
 #include "core/error.h"
+#include "rundir/folder_traces.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 std::optional<std::string> report_in_folder(const std::filesystem::path& report,
                                             const std::filesystem::path& dir) {
   if (report.empty() || report == "-") return std::nullopt;
@@ -44,15 +45,6 @@ std::optional<std::filesystem::path> move_earlier_audit_aside(const std::filesys
   return target;
 }
 
-AuditResult started_result(const FolderPlan& folder, const std::vector<PlannedRun>& plan,
-                           const std::filesystem::path& out_dir) {
-  AuditResult result;
-  result.audit_id = folder.manifest.audit_id;
-  result.trained_runs = folder.to_train;
-  for (const PlannedRun& p : plan) result.trace_files.push_back(out_dir / trace_name(p.index));
-  return result;
-}
-
 OutputFolder::OutputFolder(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   created_ = std::filesystem::create_directories(path, ec);
@@ -78,7 +70,7 @@ void AuditFolderSetup::inspect() {
       manifest_error_ = e.what();
     }
   }
-  switch (o_.folder_use) {
+  switch (use_) {
     case FolderUse::fresh:
       if (contents_.holds_audit() || !contents_.unrecognised.empty()) refuse_occupied();
       break;
@@ -109,12 +101,12 @@ void AuditFolderSetup::inspect() {
 
 FolderPlan AuditFolderSetup::apply() {
   FolderPlan plan;
-  if (o_.folder_use == FolderUse::resume && existing_) {
+  if (use_ == FolderUse::resume && existing_) {
     plan = resume_plan();
   } else {
-    if (o_.folder_use == FolderUse::overwrite) {
+    if (use_ == FolderUse::overwrite) {
       clear_own_files();
-    } else if (o_.folder_use == FolderUse::resume) {
+    } else if (use_ == FolderUse::resume) {
       notice("nothing to resume in " + dir_.string() + ": starting the audit");
     }
     remove_debris(dir_, contents_);
@@ -123,7 +115,7 @@ FolderPlan AuditFolderSetup::apply() {
     plan.manifest.created = utc_now();
     for (const PlannedRun& p : plan.manifest.runs) plan.to_train.push_back(p.index);
   }
-  for (const std::filesystem::path& file : o_.report_files) {
+  for (const std::filesystem::path& file : report_files_) {
     if (const auto report = report_in_folder(file, dir_)) {
       auto& reports = plan.manifest.report_files;
       if (std::find(reports.begin(), reports.end(), *report) == reports.end())
@@ -135,7 +127,7 @@ FolderPlan AuditFolderSetup::apply() {
 }
 
 void AuditFolderSetup::notice(const std::string& message) const {
-  if (progress_.notice) progress_.notice(message);
+  if (notice_) notice_(message);
 }
 
 void AuditFolderSetup::refuse_occupied() const {
@@ -211,4 +203,4 @@ NewManifestGuard::~NewManifestGuard() {
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,4 +1,4 @@
-#include "audit/kept_outputs_file.h"
+#include "rundir/kept_outputs_file.h"
 
 #include <limits>
 #include <optional>
@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/text_excerpt.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 namespace {
 
 using json = nlohmann::json;
@@ -79,16 +79,10 @@ std::uint64_t count_in(const json& j, const char* key, std::uint64_t most) {
   return static_cast<std::uint64_t>(*value);
 }
 
-struct Entry {
-  std::int64_t step = 0;
-  std::size_t index = 0;
-  record::KeptOutputs::Outputs outputs;
-};
-
-record::KeptOutputs::Outputs read_outputs(const json& entry, Cursor& in, std::uint64_t file_bytes) {
+// The outputs of one entry into `kept`.
+void read_outputs(const json& entry, Cursor& in, std::uint64_t file_bytes, KeptOutputsEntry& kept) {
   const auto outputs = entry.find("outputs");
   if (outputs == entry.end() || !outputs->is_array()) throw Damaged("an entry has no outputs");
-  record::KeptOutputs::Outputs kept;
   for (const json& o : *outputs) {
     if (!o.is_object()) throw Damaged("an output is not a JSON object");
     const std::optional<DType> dtype = dtype_of(string_in(o, "dtype").value_or(""));
@@ -100,19 +94,19 @@ record::KeptOutputs::Outputs read_outputs(const json& entry, Cursor& in, std::ui
                             reinterpret_cast<const std::uint8_t*>(data.data()) + data.size());
     kept.dtypes.push_back(*dtype);
   }
-  return kept;
 }
 
 // Every entry after the header, or Damaged: a file is used whole or not at all.
-std::vector<Entry> read_entries(Cursor& in, const json& head, std::uint64_t file_bytes) {
+std::vector<KeptOutputsEntry> read_entries(Cursor& in, const json& head, std::uint64_t file_bytes) {
   const std::uint64_t entries = count_in(head, "entries", file_bytes);
-  std::vector<Entry> out;
+  std::vector<KeptOutputsEntry> out;
   for (std::uint64_t e = 0; e < entries; ++e) {
     const json entry = in.line("an entry");
-    const auto step = static_cast<std::int64_t>(count_in(
+    KeptOutputsEntry& kept = out.emplace_back();
+    kept.step = static_cast<std::int64_t>(count_in(
         entry, "step", static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
-    const std::size_t index = count_in(entry, "index", std::numeric_limits<std::uint32_t>::max());
-    out.push_back({step, index, read_outputs(entry, in, file_bytes)});
+    kept.index = count_in(entry, "index", std::numeric_limits<std::uint32_t>::max());
+    read_outputs(entry, in, file_bytes, kept);
   }
   if (!in.done()) throw Damaged("bytes follow its last entry");
   return out;
@@ -121,7 +115,7 @@ std::vector<Entry> read_entries(Cursor& in, const json& head, std::uint64_t file
 }  // namespace
 
 std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader& header,
-                               record::KeptOutputs& store) {
+                               std::vector<KeptOutputsEntry>& entries) {
   try {
     Cursor in(bytes);
     const json head = in.line("its header");
@@ -135,8 +129,8 @@ std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader&
       return "kept by another run (audit " + excerpt(audit->empty() ? "none" : *audit) + ", run " +
              std::to_string(*run) + ") than its trace's";
     }
-    for (Entry& e : read_entries(in, head, bytes.size())) {
-      store.keep(header.run_index, e.step, e.index, std::move(e.outputs));
+    for (KeptOutputsEntry& e : read_entries(in, head, bytes.size())) {
+      entries.push_back(std::move(e));
     }
   } catch (const Damaged& e) {
     return std::string("damaged (") + e.what() + "), not used";
@@ -145,7 +139,7 @@ std::string parse_kept_outputs(std::string_view bytes, const trace::TraceHeader&
 }
 
 std::string load_kept_outputs(const std::filesystem::path& file, const trace::TraceHeader& header,
-                              record::KeptOutputs& store) {
+                              std::vector<KeptOutputsEntry>& entries) {
   std::error_code ec;
   if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
     return "";
@@ -156,8 +150,8 @@ std::string load_kept_outputs(const std::filesystem::path& file, const trace::Tr
   } catch (const InputError& e) {
     return std::string(e.what()) + ": not read";
   }
-  const std::string why = parse_kept_outputs(bytes, header, store);
+  const std::string why = parse_kept_outputs(bytes, header, entries);
   return why.empty() ? why : file.string() + ": " + why;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <vector>
 
-namespace ra::audit {
+namespace ra::rundir {
 
 struct ReportPathContext {
   // Folders whose files repro-audit manages: the audit's --out; compare's folders, and the folders
@@ -22,4 +22,4 @@ struct ReportPathContext {
 void check_report_paths(const std::vector<std::filesystem::path>& reports,
                         const ReportPathContext& context);
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

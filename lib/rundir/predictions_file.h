@@ -9,7 +9,7 @@
 
 #include "trace/trace.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 inline constexpr const char* kPredictionsFileName = "predictions.npy";
 
@@ -24,4 +24,4 @@ trace::PredictionsRecord write_predictions(const std::filesystem::path& trace_fi
 std::vector<std::int64_t> read_predictions_file(const std::filesystem::path& trace_file,
                                                 const trace::PredictionsRecord& record);
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,14 +1,16 @@
-// Algorithm files (audit/algorithm_file.h): what --save-algorithms writes and --pin-algorithms
-// reads, on any machine: a round trip, a trace read as its ledger, and every refusal (another GPU
-// or library version, a geometry of the model the file lacks, a CPU run, a damaged file).
+// Pinned algorithms (audit/pinned_algorithms.h): what --pin-algorithms pins for a spec's runs on
+// this machine, from an algorithm file or a trace (the format:
+// tests/rundir/algorithm_file_test.cpp), and every refusal (another GPU or library version, a
+// geometry of the model the file lacks, a CPU run, no usable GPU).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
-#include "audit/algorithm_file.h"
-#include "core/atomic_file.h"
+#include "audit/pinned_algorithms.h"
 #include "core/error.h"
+#include "rundir/algorithm_file.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "trace/trace_io.h"
@@ -18,7 +20,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-using ra::audit::AlgorithmFile;
+using ra::rundir::AlgorithmFile;
 
 // A real H100 autotuned run of the Keras convnet (tests/audit/fixtures/h100-2026-11-26).
 const fs::path kH100Trace = fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures" /
@@ -55,24 +57,12 @@ std::string message_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("algorithm file: a run's ledger, written and read back", "[audit][pins]") {
-  const ra::trace::Trace run = ra::trace::read_trace(kH100Trace);
-  const AlgorithmFile file = ra::audit::algorithm_file_of(run.header);
-  CHECK(file.gpu["gpu"] == "NVIDIA H100 80GB HBM3");
-  CHECK(file.gpu["compute_capability"] == "9.0");
-  CHECK(file.gpu["cudnn"] == "9.19.0");
-  CHECK(file.gpu["cublas"] == "13.1.0");
-  CHECK(file.made_from["run"] == 0);
-  CHECK(file.made_from["spec"] == "keras12");
-  CHECK(file.algorithms == run.header.ledger);
-
+TEST_CASE("pinned algorithms: a file pins its convolutions", "[audit][pins]") {
   ra::test::TempDir dir;
-  ra::audit::write_algorithm_file(dir.path / "algos.json", file);
-  const AlgorithmFile back = ra::audit::read_algorithm_file(dir.path / "algos.json");
-  CHECK(back.gpu == file.gpu);
-  CHECK(back.algorithms == file.algorithms);
-  CHECK(back.made_from == file.made_from);
-
+  ra::rundir::write_algorithm_file(
+      dir.path / "algos.json",
+      ra::rundir::algorithm_file_of(ra::trace::read_trace(kH100Trace).header));
+  const AlgorithmFile back = ra::rundir::read_algorithm_file(dir.path / "algos.json");
   // Only the convolutions are pinned: 5 of the ledger's 16 entries (2 forward, 2 filter
   // gradients, 1 data gradient: the first layer's input gradient is never computed).
   const ra::backend::AlgorithmPins pins = ra::audit::pins_of(back, "algos.json");
@@ -87,9 +77,7 @@ TEST_CASE("algorithm file: a run's ledger, written and read back", "[audit][pins
   CHECK(pins.find("dense 128x9216->128", "forward") == nullptr);
 }
 
-TEST_CASE("algorithm file: any trace pins its ledger", "[audit][pins]") {
-  const AlgorithmFile from_trace = ra::audit::read_algorithm_file(kH100Trace);
-  CHECK(from_trace.algorithms == ra::trace::read_trace(kH100Trace).header.ledger);
+TEST_CASE("pinned algorithms: any trace pins its ledger", "[audit][pins]") {
   const ra::backend::AlgorithmPins pins =
       ra::audit::pins_for_run(kH100Trace, keras12_spec(), h100_here());
   CHECK(pins.pins.size() == 5);
@@ -98,7 +86,7 @@ TEST_CASE("algorithm file: any trace pins its ledger", "[audit][pins]") {
   CHECK(ra::audit::uncovered_convolutions(pins, keras12_spec()).empty());
 }
 
-TEST_CASE("algorithm file: another GPU or library version is refused, naming each difference",
+TEST_CASE("pinned algorithms: another GPU or library version is refused, naming each difference",
           "[audit][pins]") {
   nlohmann::json here = h100_here();
   here["gpu"] = "NVIDIA H200";
@@ -115,16 +103,16 @@ TEST_CASE("algorithm file: another GPU or library version is refused, naming eac
   CHECK_NOTHROW(ra::audit::pins_for_run(kH100Trace, keras12_spec(), here));
 }
 
-TEST_CASE("algorithm file: a geometry the file lacks is named", "[audit][pins]") {
+TEST_CASE("pinned algorithms: a geometry the file lacks is named", "[audit][pins]") {
   ra::test::TempDir dir;
-  AlgorithmFile file = ra::audit::read_algorithm_file(kH100Trace);
+  AlgorithmFile file = ra::rundir::read_algorithm_file(kH100Trace);
   nlohmann::json kept = nlohmann::json::array();
   for (const nlohmann::json& e : file.algorithms) {
     if (!(e["layer"] == "conv 128x32x26x26 k64 3x3 s1 p0" && e["direction"] == "backward_data"))
       kept.push_back(e);
   }
   file.algorithms = kept;
-  ra::audit::write_algorithm_file(dir.path / "partial.json", file);
+  ra::rundir::write_algorithm_file(dir.path / "partial.json", file);
   const std::string message = message_of(
       [&] { ra::audit::pins_for_run(dir.path / "partial.json", keras12_spec(), h100_here()); });
   CHECK_THAT(message, Contains("pins no algorithm for 1 convolution(s) of keras12"));
@@ -138,8 +126,7 @@ TEST_CASE("algorithm file: a geometry the file lacks is named", "[audit][pins]")
   CHECK_THAT(batch, Contains("conv 64x1x28x28 k32 3x3 s1 p0 forward"));
 }
 
-TEST_CASE("algorithm file: CPU runs and damaged files are refused", "[audit][pins]") {
-  ra::test::TempDir dir;
+TEST_CASE("pinned algorithms: CPU runs and no usable GPU are refused", "[audit][pins]") {
   // A CPU run: one algorithm per op and instruction set, nothing to pin or save.
   ra::spec::ExperimentSpec cpu = keras12_spec();
   cpu.device = ra::spec::Device::cpu;
@@ -147,29 +134,7 @@ TEST_CASE("algorithm file: CPU runs and damaged files are refused", "[audit][pin
              Contains("the runs train on the CPU"));
   CHECK_THAT(message_of([&] { ra::audit::check_algorithms_can_be_saved(cpu, h100_here()); }),
              Contains("--save-algorithms: the runs train on the CPU"));
-  ra::trace::Trace cpu_run = ra::trace::read_trace(kH100Trace);
-  cpu_run.header.backend = "cpu";
-  cpu_run.header.ledger = nlohmann::json::array();
-  CHECK_THAT(message_of([&] { ra::audit::algorithm_file_of(cpu_run.header); }),
-             Contains("one algorithm per op and instruction set"));
   // No usable GPU where the spec demands one: a runtime failure (exit 3), as the run would be.
   nlohmann::json none = {{"available", false}, {"reason", "no CUDA device"}};
   CHECK_THROWS_AS(ra::audit::pins_for_run(kH100Trace, keras12_spec(), none), ra::RuntimeFailure);
-
-  const auto write = [&](const std::string& name, const std::string& text) {
-    ra::write_file_atomic(dir.path / name, text);
-    return message_of([&] { ra::audit::read_algorithm_file(dir.path / name); });
-  };
-  CHECK_THAT(write("spec.json", R"({"name": "x"})"), Contains("not an algorithm file"));
-  CHECK_THAT(write("v2.json", R"({"format": "repro-audit algorithms", "version": 2})"),
-             Contains("algorithm file version 2, this tool reads version 1"));
-  CHECK_THAT(write("bad.json", R"({"format": "repro-audit algorithms", "version": 1,
-               "gpu": {}, "algorithms": [{"layer": "conv 1x1x3x3 k1 1x1 s1 p0"}]})"),
-             Contains("algorithms[0].direction must be a string"));
-  CHECK_THAT(write("empty.json", R"({"format": "repro-audit algorithms", "version": 1,
-               "gpu": {}, "algorithms": []})"),
-             Contains("names no convolution algorithm"));
-  CHECK_THAT(write("broken.json", "{\"format\": "), Contains("broken.json:1:"));
-  CHECK_THAT(message_of([&] { ra::audit::read_algorithm_file(dir.path / "missing.json"); }),
-             Contains("missing.json"));
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The shared output folder of a sharded audit (audit/shard.h), from the shard's start to its first
+// The shared output folder of a sharded audit (rundir/shard.h), from the shard's start to its first
 // run: whichever shard comes first creates the manifest (exactly one can: create_manifest), the
 // others join the audit it names when they plan the same runs for the same number of shards, and
 // each shard prepares only what is its own (the debris of its own runs). The folder's lock is
@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_folder.h"
-#include "audit/audit_options.h"
-#include "audit/manifest.h"
-#include "audit/shard.h"
+#include "rundir/audit_folder.h"
+#include "rundir/audit_folder_setup.h"
+#include "rundir/manifest.h"
+#include "rundir/shard.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 struct ShardPlan {
   AuditManifest manifest;
@@ -27,12 +27,16 @@ struct ShardPlan {
 // audit's manifest (or one planned for another shard count), or audit files without a manifest.
 // apply() creates or joins the manifest (a manifest created meanwhile by another shard is checked
 // like one found), removes the debris of the shard's runs and says which to train. Every change
-// is told through progress.notice, starting or joining the audit through progress.info.
+// is told through `notice` (joining the audit too), starting the audit through `info`.
 class ShardFolderSetup {
  public:
   ShardFolderSetup(const std::filesystem::path& dir, const Shard& shard, AuditManifest requested,
-                   const AuditProgress& progress)
-      : dir_(dir), shard_(shard), requested_(std::move(requested)), progress_(progress) {}
+                   FolderNotice notice, FolderNotice info)
+      : dir_(dir),
+        shard_(shard),
+        requested_(std::move(requested)),
+        notice_(std::move(notice)),
+        info_(std::move(info)) {}
 
   void inspect();
   ShardPlan apply();
@@ -45,11 +49,12 @@ class ShardFolderSetup {
   std::filesystem::path dir_;
   Shard shard_;
   AuditManifest requested_;
-  const AuditProgress& progress_;
+  FolderNotice notice_;
+  FolderNotice info_;
 };
 
 // The lock a shard holds while it runs: the folder's lock, shared with the other shards, and its
-// own shard lock (audit/shard.h shard_lock_name), exclusive. InputError naming the folder and who
+// own shard lock (rundir/shard.h shard_lock_name), exclusive. InputError naming the folder and who
 // holds what when either cannot be taken.
 class ShardLocks {
  public:
@@ -60,4 +65,4 @@ class ShardLocks {
   std::optional<FileLock> shard_;
 };
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,4 +1,4 @@
-#include "audit/shard.h"
+#include "rundir/shard.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/file_lock.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 namespace {
 
 // A whole non-negative decimal integer, or none.
@@ -218,4 +218,4 @@ void check_shard_request(const Shard& shard, bool overwrite, bool report_files,
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

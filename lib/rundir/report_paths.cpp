@@ -1,12 +1,12 @@
-#include "audit/report_paths.h"
+#include "rundir/report_paths.h"
 
 #include <string>
 
-#include "audit/audit_folder.h"
-#include "audit/shard.h"
 #include "core/error.h"
+#include "rundir/audit_folder.h"
+#include "rundir/shard.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 namespace {
 
 namespace fs = std::filesystem;
@@ -76,4 +76,4 @@ void check_report_paths(const std::vector<fs::path>& reports, const ReportPathCo
   }
 }
 
-}  // namespace ra::audit
+}  // namespace ra::rundir

@@ -1,19 +1,19 @@
 // --shard: K/N, and auto from the environment of a Slurm job array or a Kubernetes Indexed Job
 // (the variables as Slurm 22.05 sets them: scripts/slurm-local shows them); which runs a shard
 // trains; the names of shard locks.
-#include "audit/shard.h"
+#include "rundir/shard.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 
 #include "core/error.h"
 
-using ra::audit::parse_shard;
-using ra::audit::Shard;
+using ra::rundir::parse_shard;
+using ra::rundir::Shard;
 
 namespace {
 
-ra::audit::EnvironmentLookup env(std::map<std::string, std::string> values) {
+ra::rundir::EnvironmentLookup env(std::map<std::string, std::string> values) {
   return [values](const std::string& name) -> std::optional<std::string> {
     const auto it = values.find(name);
     if (it == values.end()) return std::nullopt;
@@ -21,7 +21,7 @@ ra::audit::EnvironmentLookup env(std::map<std::string, std::string> values) {
   };
 }
 
-const ra::audit::EnvironmentLookup kEmpty = env({});
+const ra::rundir::EnvironmentLookup kEmpty = env({});
 
 }  // namespace
 
@@ -91,7 +91,7 @@ TEST_CASE("the shard option: auto says clearly when it finds neither or both env
 }
 
 TEST_CASE("run p belongs to shard p mod N: shares differ by one run at most", "[shard]") {
-  using ra::audit::runs_of_shard;
+  using ra::rundir::runs_of_shard;
   CHECK(runs_of_shard({0, 4}, 8) == std::vector<int>{0, 4});
   CHECK(runs_of_shard({3, 4}, 8) == std::vector<int>{3, 7});
   CHECK(runs_of_shard({2, 4}, 6) == std::vector<int>{2});
@@ -107,8 +107,8 @@ TEST_CASE("run p belongs to shard p mod N: shares differ by one run at most", "[
 }
 
 TEST_CASE("shard lock names are spelt one way", "[shard]") {
-  using ra::audit::shard_lock_name;
-  using ra::audit::shard_of_lock_name;
+  using ra::rundir::shard_lock_name;
+  using ra::rundir::shard_of_lock_name;
   CHECK(shard_lock_name(2) == "audit.shard-002.lock");
   CHECK(shard_of_lock_name("audit.shard-002.lock") == 2);
   CHECK(shard_of_lock_name("audit.shard-1234.lock") == 1234);

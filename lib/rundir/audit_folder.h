@@ -1,19 +1,17 @@
 #pragma once
 // The files of an audit folder and what the tool may do with them (docs/trace-format.md "The
 // audit folder"): which names are its own, what a folder holds, removing only its own files
-// (--overwrite) or the debris of a killed audit (--resume), and which traces of a folder are the
-// whole traces of its manifest's runs (compare DIR, --resume).
+// (--overwrite) or the debris of a killed audit (--resume), and the folder's lock. Which traces of
+// a folder are the whole traces of its manifest's runs: rundir/folder_traces.h.
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "audit/manifest.h"
-#include "compare/compare.h"
 #include "core/file_lock.h"
-#include "trace/trace.h"
+#include "rundir/manifest.h"
 
-namespace ra::audit {
+namespace ra::rundir {
 
 inline constexpr const char* kLockName = "audit.lock";
 // Run 0's convolution algorithms, which the other runs are pinned to (deterministic autotune:
@@ -84,7 +82,7 @@ void remove_run_snapshots(const std::filesystem::path& dir, int run);
 
 // The lock of an audit folder, held by an audit from before it looks at the folder until its
 // report is made: a FileLock (core/file_lock.h) on `dir`/audit.lock. An audit in one process holds
-// it exclusively (the file holds its pid); the shards of a sharded audit (audit/shard.h) share it.
+// it exclusively (the file holds its pid); the shards of a sharded audit (rundir/shard.h) share it.
 // A second audit on the folder, or a shard beside an audit in one process, fails at once
 // (InputError naming the folder and the holder's pid) instead of mixing its files with the
 // first's.
@@ -100,28 +98,4 @@ class FolderLock {
   std::optional<FileLock> lock_;
 };
 
-// The manifest's runs as found in its folder: a run's trace is used when it is whole (it parses
-// with its end record) and is of this audit (its audit id, run index, spec digest and seeds are
-// the manifest's). Anything else is named: runs without such a trace as missing, trace files and
-// run folders that are not of this audit as foreign.
-struct ManifestRuns {
-  std::vector<std::optional<trace::Trace>> traces;  // per planned run; none = missing
-  compare::AuditFolderCheck check;
-};
-// `damaged`: what a trace under a planned run's name that does not parse is. For compare it is
-// bad input (InputError naming file and line); for --resume the run is retrained (missing, with
-// the reason).
-enum class DamagedTrace { reject, retrain };
-ManifestRuns read_manifest_runs(const std::filesystem::path& dir, const AuditManifest& manifest,
-                                DamagedTrace damaged);
-
-// The traces of a folder without a manifest (made before manifests existed): every *.trace.jsonl
-// in it, sorted by name, read, with a note that no manifest vouches for them. InputError when there
-// are none, or when their audit ids say they are of more than one audit.
-struct UnvouchedTraces {
-  std::vector<trace::Trace> traces;
-  compare::AuditFolderCheck check;
-};
-UnvouchedTraces traces_without_manifest(const std::filesystem::path& dir);
-
-}  // namespace ra::audit
+}  // namespace ra::rundir

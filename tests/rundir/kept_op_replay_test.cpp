@@ -1,4 +1,4 @@
-// The replay of a PyTorch run's kept op (audit/kept_op_replay.h; lib/python/repro_audit/replay.py
+// The replay of a PyTorch run's kept op (rundir/kept_op_replay.h; lib/python/repro_audit/replay.py
 // writes replay.json): read only when it is the replay of the root cause's own op, a regular file
 // of sane size and fields; anything else is named, never used, never fatal.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "audit/kept_op_replay.h"
 #include "compare/compare.h"
+#include "rundir/kept_op_replay.h"
 #include "support/temp_dir.h"
 
 using Catch::Matchers::Contains;
@@ -36,10 +36,10 @@ const char* kReplay =
 
 }  // namespace
 
-TEST_CASE("a kept op's replay is read when it is the root cause's op", "[audit][pytorch]") {
+TEST_CASE("a kept op's replay is read when it is the root cause's op", "[rundir][pytorch]") {
   ra::test::TempDir dir;
   std::string why;
-  const auto r = ra::audit::read_kept_replay(write(dir.path, kReplay), sum_cause(), why);
+  const auto r = ra::rundir::read_kept_replay(write(dir.path, kReplay), sum_cause(), why);
   REQUIRE(r);
   CHECK(why.empty());
   CHECK(r->times == 10);
@@ -47,19 +47,19 @@ TEST_CASE("a kept op's replay is read when it is the root cause's op", "[audit][
   CHECK(r->matches_run);
 }
 
-TEST_CASE("no replay file is no replay and no complaint", "[audit][pytorch]") {
+TEST_CASE("no replay file is no replay and no complaint", "[rundir][pytorch]") {
   ra::test::TempDir dir;
   std::string why;
-  CHECK_FALSE(ra::audit::read_kept_replay(dir.path / "replay.json", sum_cause(), why));
+  CHECK_FALSE(ra::rundir::read_kept_replay(dir.path / "replay.json", sum_cause(), why));
   CHECK(why.empty());
 }
 
-TEST_CASE("another op's, a damaged or a linked replay is named and not used", "[audit][pytorch]") {
+TEST_CASE("another op's, a damaged or a linked replay is named and not used", "[rundir][pytorch]") {
   ra::test::TempDir dir;
   std::string why;
   std::string other = kReplay;
   other.replace(other.find("\"index\": 11"), 11, "\"index\": 12");
-  CHECK_FALSE(ra::audit::read_kept_replay(write(dir.path, other), sum_cause(), why));
+  CHECK_FALSE(ra::rundir::read_kept_replay(write(dir.path, other), sum_cause(), why));
   CHECK_THAT(why, Contains("the replay of another op (step 2, op 12)"));
 
   for (const std::string bad :
@@ -69,7 +69,7 @@ TEST_CASE("another op's, a damaged or a linked replay is named and not used", "[
         std::string(kReplay).replace(std::string(kReplay).find("\"distinct_outputs\": 3"), 21,
                                      "\"distinct_outputs\": 11")}) {
     why.clear();
-    CHECK_FALSE(ra::audit::read_kept_replay(write(dir.path, bad), sum_cause(), why));
+    CHECK_FALSE(ra::rundir::read_kept_replay(write(dir.path, bad), sum_cause(), why));
     CHECK_THAT(why, Contains("replay.json"));
   }
 
@@ -78,13 +78,13 @@ TEST_CASE("another op's, a damaged or a linked replay is named and not used", "[
   std::filesystem::create_directories(link.parent_path());
   std::filesystem::create_symlink(real, link);
   why.clear();
-  CHECK_FALSE(ra::audit::read_kept_replay(link, sum_cause(), why));
+  CHECK_FALSE(ra::rundir::read_kept_replay(link, sum_cause(), why));
   CHECK_THAT(why, Contains("symbolic link"));
 
   const auto big = dir.path / "big" / "replay.json";
   std::filesystem::create_directories(big.parent_path());
   std::ofstream(big) << std::string(2 << 20, ' ');
   why.clear();
-  CHECK_FALSE(ra::audit::read_kept_replay(big, sum_cause(), why));
+  CHECK_FALSE(ra::rundir::read_kept_replay(big, sum_cause(), why));
   CHECK_THAT(why, Contains("more than a replay"));
 }
