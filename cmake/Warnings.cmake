@@ -31,7 +31,8 @@ if(REPRO_AUDIT_FUZZ)
   # runs (8% of a test source's compile; they still link the instrumented libraries), and the
   # modules below, which no fuzz target's input goes through (the fuzz targets read specs, IDX
   # files, traces, safetensors, npy, manifests, kept outputs and shard names: core, formats, spec,
-  # data, trace, record and audit). Their counters gave the fuzzers nothing and slowed the ASan
+  # data, trace and rundir; record and audit, which held the manifest and kept outputs before
+  # rundir did, keep theirs). Their counters gave the fuzzers nothing and slowed the ASan
   # suite, which runs the same libraries: the CPU backend's kernels in its slowest tests (an audit
   # that localises a race, 7.3 s in the Release suite, took 127 s under ASan with the counters).
   # They keep ASan and UBSan. lib/CMakeLists.txt sets the property on them.

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "audit/audit.h"
-#include "audit/report_paths.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "option_checks.h"
 #include "report_output.h"
+#include "rundir/report_paths.h"
 
 namespace ra::app {
 namespace {
@@ -27,7 +27,7 @@ struct CompareOptions {
 
 int run_compare(const CompareOptions& o) {
   const std::vector<std::filesystem::path> inputs(o.inputs.begin(), o.inputs.end());
-  audit::ReportPathContext context;
+  rundir::ReportPathContext context;
   for (const std::filesystem::path& input : inputs) {
     std::error_code ec;
     if (std::filesystem::is_directory(input, ec)) {
@@ -37,7 +37,7 @@ int run_compare(const CompareOptions& o) {
       context.audit_folders.push_back(input.parent_path().empty() ? "." : input.parent_path());
     }
   }
-  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, context);
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, context);
   audit::AuditComparisonOptions options;
   // Without --expect: the audit's expectation (its manifest's); for trace files named alone,
   // identity when every trace says it ran fully deterministic.

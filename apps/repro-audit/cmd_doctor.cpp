@@ -31,7 +31,7 @@ int run_doctor_command(DoctorCommandOptions& o) {
   d.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / (d.name + "-doctor")
                             : std::filesystem::path(o.out);
   d.tool_version = REPRO_AUDIT_VERSION;
-  move_earlier_default_audit(d.out_dir, !o.out.empty(), audit::FolderUse::fresh, false);
+  move_earlier_default_audit(d.out_dir, !o.out.empty(), rundir::FolderUse::fresh, false);
   spdlog::info("doctor: one run of the command, the ops of its first {} steps, into {}", d.steps,
                d.out_dir.string());
   const audit::DoctorReport report = audit::run_doctor(d);

@@ -11,9 +11,6 @@
 #include <vector>
 
 #include "audit/exec_audit.h"
-#include "audit/interrupt_state.h"
-#include "audit/report_paths.h"
-#include "audit/shard.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
@@ -22,6 +19,9 @@
 #include "report_output.h"
 #include "rerun_command.h"
 #include "run_label.h"
+#include "rundir/interrupt_state.h"
+#include "rundir/report_paths.h"
+#include "rundir/shard.h"
 #include "trace/op_window.h"
 #include "trace/tensor_digests.h"
 #include "trace_options.h"
@@ -62,12 +62,12 @@ int run_exec(ExecCommandOptions& o) {
   e.seeds = audit::seed_policy_from_string(o.seeds);
   e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / e.name
                             : std::filesystem::path(o.out);
-  e.folder_use = o.resume      ? audit::FolderUse::resume
-                 : o.overwrite ? audit::FolderUse::overwrite
-                               : audit::FolderUse::fresh;
+  e.folder_use = o.resume      ? rundir::FolderUse::resume
+                 : o.overwrite ? rundir::FolderUse::overwrite
+                               : rundir::FolderUse::fresh;
   e.expect_identical = parse_expect(o.expect);
   e.tool_version = REPRO_AUDIT_VERSION;
-  if (!o.shard.empty()) e.shard = audit::parse_shard(o.shard, audit::process_environment());
+  if (!o.shard.empty()) e.shard = rundir::parse_shard(o.shard, rundir::process_environment());
   if (!o.trace_ops.empty()) e.trace_ops = trace::parse_op_window(o.trace_ops);
   if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     e.tensor_digests = plan;
@@ -79,7 +79,7 @@ int run_exec(ExecCommandOptions& o) {
   if (!e.interrupt_at.empty() && (!o.trace_ops.empty() || !o.keep_op.empty())) {
     throw InputError("--interrupt-at does not combine with --trace-ops or --keep-op yet");
   }
-  e.resume_arg = audit::parse_resume_arg(o.resume_arg, !e.interrupt_at.empty());
+  e.resume_arg = rundir::parse_resume_arg(o.resume_arg, !e.interrupt_at.empty());
   if (!o.keep_op.empty()) {
     e.keep_op = audit::parse_kept_op(o.keep_op);
     // The kept op's step must be recorded: by default the window is that step alone.
@@ -92,7 +92,7 @@ int run_exec(ExecCommandOptions& o) {
                        o.trace_ops);
     }
   }
-  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
   for (const std::string& f : {o.json_path, o.junit_path, o.html_path}) {
     if (!f.empty() && f != "-") e.report_files.push_back(f);
   }

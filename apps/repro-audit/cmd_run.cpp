@@ -9,11 +9,8 @@
 #include <cstdio>
 #include <string>
 
-#include "audit/algorithm_file.h"
 #include "audit/audit.h"
-#include "audit/audit_folder.h"
-#include "audit/audit_folder_setup.h"
-#include "audit/report_paths.h"
+#include "audit/pinned_algorithms.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
@@ -23,6 +20,9 @@
 #include "report_output.h"
 #include "rerun_command.h"
 #include "run_label.h"
+#include "rundir/audit_folder.h"
+#include "rundir/audit_folder_setup.h"
+#include "rundir/report_paths.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
 #include "trace/op_window.h"
@@ -142,10 +142,11 @@ int run_run(RunCommandOptions& o) {
   a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / s.name
                             : std::filesystem::path(o.out);
   a.tool_version = REPRO_AUDIT_VERSION;
-  a.folder_use = o.resume      ? audit::FolderUse::resume
-                 : o.overwrite ? audit::FolderUse::overwrite
-                               : audit::FolderUse::fresh;
-  audit::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{a.out_dir}, {o.spec_path}});
+  a.folder_use = o.resume      ? rundir::FolderUse::resume
+                 : o.overwrite ? rundir::FolderUse::overwrite
+                               : rundir::FolderUse::fresh;
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path},
+                             {{a.out_dir}, {o.spec_path}});
   if (!o.json_path.empty() && o.json_path != "-") a.report_files.push_back(o.json_path);
   if (!o.junit_path.empty()) a.report_files.push_back(o.junit_path);
   if (!o.html_path.empty()) a.report_files.push_back(o.html_path);
@@ -173,7 +174,7 @@ int run_run(RunCommandOptions& o) {
   if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
     spdlog::warn("{}", notice);
   }
-  if (!o.shard.empty()) a.shard = audit::parse_shard(o.shard, audit::process_environment());
+  if (!o.shard.empty()) a.shard = rundir::parse_shard(o.shard, rundir::process_environment());
   if (!o.pin_algorithms.empty()) {
     a.algorithm_pins = std::make_shared<const backend::AlgorithmPins>(
         audit::pins_for_run(o.pin_algorithms, s, train::gpu_fingerprint()));
@@ -189,7 +190,7 @@ int run_run(RunCommandOptions& o) {
   }
   move_earlier_default_audit(a.out_dir, !o.out.empty(), a.folder_use, a.shard.has_value());
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
-               a.shard ? " (shard " + audit::shard_text(*a.shard) + ")" : "", a.out_dir.string());
+               a.shard ? " (shard " + rundir::shard_text(*a.shard) + ")" : "", a.out_dir.string());
   audit::AuditResult result = audit::run_audit(s, a, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
   result.comparison.allow_empty = o.allow_empty;

@@ -3,14 +3,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include "audit/audit_folder_setup.h"
+#include "rundir/audit_folder_setup.h"
 
 namespace ra::app {
 
 void move_earlier_default_audit(const std::filesystem::path& out_dir, bool out_given,
-                                audit::FolderUse use, bool shard) {
-  if (out_given || use != audit::FolderUse::fresh || shard) return;
-  if (const auto moved = audit::move_earlier_audit_aside(out_dir)) {
+                                rundir::FolderUse use, bool shard) {
+  if (out_given || use != rundir::FolderUse::fresh || shard) return;
+  if (const auto moved = rundir::move_earlier_audit_aside(out_dir)) {
     spdlog::warn("moved the earlier audit in {} to {}", out_dir.string(), moved->string());
   }
 }

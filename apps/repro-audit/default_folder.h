@@ -12,6 +12,6 @@ namespace ra::app {
 // stderr, when the folder is the default one (`out_given` false), the audit is a fresh one and no
 // shard: an explicit --out, --resume, --overwrite and shards keep the strict folder rules.
 void move_earlier_default_audit(const std::filesystem::path& out_dir, bool out_given,
-                                audit::FolderUse use, bool shard);
+                                rundir::FolderUse use, bool shard);
 
 }  // namespace ra::app

@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "audit/audit_folder.h"
-#include "audit/shard.h"
 #include "compare/verdict.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -15,6 +13,8 @@
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_report.h"
+#include "rundir/audit_folder.h"
+#include "rundir/shard.h"
 
 namespace ra::app {
 
@@ -62,11 +62,11 @@ std::optional<bool> parse_expect(const std::string& expect) {
 // A shard reports what it did and how far the audit is; the report is compare's, once every
 // shard has finished.
 int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out) {
-  std::printf("shard %s: run(s) %s of %d planned%s\n", audit::shard_text(s.shard).c_str(),
-              audit::run_numbers(s.runs).c_str(), s.planned_runs,
+  std::printf("shard %s: run(s) %s of %d planned%s\n", rundir::shard_text(s.shard).c_str(),
+              rundir::run_numbers(s.runs).c_str(), s.planned_runs,
               s.already_whole.empty()
                   ? ""
-                  : (" (already whole: " + audit::run_numbers(s.already_whole) + ")").c_str());
+                  : (" (already whole: " + rundir::run_numbers(s.already_whole) + ")").c_str());
   if (s.missing_runs.empty()) {
     std::printf(
         "audit complete: every planned run has a whole trace; report: repro-audit "
@@ -76,7 +76,7 @@ int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::pat
     std::printf(
         "audit not complete yet: run(s) %s of other shards missing; once every shard has "
         "finished: repro-audit compare %s\n",
-        audit::run_numbers(s.missing_runs).c_str(), out.c_str());
+        rundir::run_numbers(s.missing_runs).c_str(), out.c_str());
   }
   std::fflush(stdout);
   return 0;

@@ -1,6 +1,7 @@
 // run_audit: the phases of an audit in order. Each lives in its own file:
 //   audit_plan.cpp          the planned runs, their seeds, the requested manifest
-//   audit_folder_setup.cpp  the output folder: created, locked, inspected, prepared (or resumed)
+//   rundir/audit_folder_setup.cpp  the output folder: created, locked, inspected, prepared (or
+//                           resumed)
 //   audit_run.cpp           one run: trained, recorded, its snapshots and trace written
 //   audit_jobs.cpp          the runs K at a time (--jobs)
 //   deterministic_autotune.cpp  on a GPU in deterministic mode: run 0 tunes, the others pin
@@ -8,9 +9,7 @@
 //   run_audit_shard.cpp     one shard's share of the runs, in a folder the shards share
 #include "audit/audit.h"
 
-#include "audit/algorithm_file.h"
 #include "audit/audit_compare.h"
-#include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
@@ -18,6 +17,8 @@
 #include "audit/fault_check.h"
 #include "audit/run_audit_shard.h"
 #include "core/error.h"
+#include "rundir/algorithm_file.h"
+#include "rundir/audit_folder_setup.h"
 
 namespace ra::audit {
 namespace {
@@ -51,8 +52,8 @@ void validate_interrupts(const AuditOptions& o, const spec::ExperimentSpec& spec
 struct RunsToTrain {
   const spec::ExperimentSpec& spec;
   const train::LoadedData& data;
-  const FolderPlan& folder;
-  const std::vector<PlannedRun>& plan;
+  const rundir::FolderPlan& folder;
+  const std::vector<rundir::PlannedRun>& plan;
   const AuditOptions& options;
   const AuditProgress& progress;
 };
@@ -84,18 +85,20 @@ void train_runs(const RunsToTrain& r, const std::filesystem::path& run0_trace,
 }  // namespace
 
 // parse_fault: audit/fault_check.cpp; derived_seed: audit/audit_plan.cpp; compare_inputs,
-// compare_trace_files, trace_files_in, snapshot_dir_of: audit/audit_compare.cpp.
+// compare_trace_files: audit/audit_compare.cpp; trace_files_in, snapshot_dir_of:
+// rundir/folder_traces.cpp.
 
 AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
                       const AuditProgress& progress) {
   if (o.shard) return run_audit_shard(spec, o, progress);
-  const std::vector<PlannedRun> plan = plan_runs(spec, o);
+  const std::vector<rundir::PlannedRun> plan = plan_runs(spec, o);
 
   // The folder: locked before it is looked at (a second audit fails here, at once), refused or
   // prepared before the data is loaded, its manifest written before the first run trains.
-  const OutputFolder out_folder(o.out_dir);
-  const FolderLock folder_lock(o.out_dir);
-  AuditFolderSetup setup(o.out_dir, o, requested_manifest(spec, o, plan), progress);
+  const rundir::OutputFolder out_folder(o.out_dir);
+  const rundir::FolderLock folder_lock(o.out_dir);
+  rundir::AuditFolderSetup setup(o.out_dir, o.folder_use, o.report_files,
+                                 requested_manifest(spec, o, plan), progress.notice);
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
   if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
@@ -105,8 +108,8 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
     throw InputError("--inject-fault op=" + o.fault->op + " needs --trace-ops with step " +
                      std::to_string(o.fault->step) + " in its window");
   }
-  const FolderPlan folder = setup.apply();
-  const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
+  const rundir::FolderPlan folder = setup.apply();
+  const rundir::NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 
   AuditResult result = started_result(folder, plan, o.out_dir);
 
@@ -118,12 +121,14 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
 
   // The algorithms run 0 ran (--save-algorithms), from its trace: a resumed audit's run 0 too.
   if (!o.save_algorithms.empty()) {
-    write_algorithm_file(o.save_algorithms, read_algorithm_file(result.trace_files[0]));
+    rundir::write_algorithm_file(o.save_algorithms,
+                                 rundir::read_algorithm_file(result.trace_files[0]));
   }
   // The report is made from the folder, through the manifest, exactly as `compare DIR` makes it:
   // resumed and newly trained runs alike, and nothing of another audit.
   AuditComparisonOptions compare_options;
-  compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
+  // The audit's expectation, as compare's.
+  compare_options.expect_identical = rundir::expectation_of(folder.manifest);
   compare_options.loss_tolerance = o.loss_tolerance;
   compare_options.measure_magnitudes = o.measure_magnitudes;
   compare_options.kept_outputs = &kept;

@@ -3,7 +3,7 @@
 // (written atomically as soon as its run ends, so an interrupted audit keeps every finished run),
 // then compared. The folder holds one audit: its manifest (audit.json) names the audit and its
 // planned runs, every trace and snapshot carries the audit id, and a lock keeps a second audit
-// out while one runs (audit/manifest.h, audit/audit_folder.h).
+// out while one runs (rundir/manifest.h, rundir/audit_folder.h).
 #include <cstdint>
 #include <filesystem>
 #include <vector>
@@ -14,9 +14,9 @@
 #include "compare/compare.h"
 #include "spec/spec.h"
 
-// compare_inputs, compare_trace_files, trace_files_in, snapshot_dir_of: audit/audit_compare.h;
-// derived_seed: audit/audit_plan.h. The phases include those, never this facade
-// (scripts/check-layering).
+// compare_inputs, compare_trace_files: audit/audit_compare.h; derived_seed: audit/audit_plan.h;
+// trace_files_in, snapshot_dir_of: rundir/folder_traces.h. The phases include those, never this
+// facade (scripts/check-layering).
 namespace ra::audit {
 
 // InputError (exit 2) when the folder is locked by another audit, holds another audit (fresh), or

@@ -7,14 +7,16 @@
 #include <memory>
 #include <set>
 
-#include "audit/kept_op_replay.h"
-#include "audit/kept_outputs_file.h"
 #include "audit/op_replay.h"
-#include "audit/predictions_file.h"
-#include "audit/rank_traces.h"
+#include "compare/collective_check.h"
+#include "compare/replica_check.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
 #include "record/run_observers.h"
+#include "rundir/kept_op_replay.h"
+#include "rundir/kept_outputs_file.h"
+#include "rundir/predictions_file.h"
+#include "rundir/rank_traces.h"
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
 
@@ -33,7 +35,7 @@ compare::ComparisonOptions with_snapshots(compare::ComparisonOptions options,
   };
   std::vector<Source> sources;
   for (const trace::Trace& t : traces)
-    sources.push_back({snapshot_dir_of(t.source), t.header.audit_id});
+    sources.push_back({rundir::snapshot_dir_of(t.source), t.header.audit_id});
   options.load_snapshot = [sources = std::move(sources), ignored = std::move(ignored)](
                               int run, const std::string& point,
                               std::vector<std::pair<std::string, Tensor>>& out) {
@@ -64,7 +66,7 @@ compare::ComparisonOptions with_snapshots(compare::ComparisonOptions options,
     if (!std::filesystem::exists(std::filesystem::path(source).parent_path() / record->file)) {
       return std::nullopt;
     }
-    return read_predictions_file(source, *record);
+    return rundir::read_predictions_file(source, *record);
   };
   return options;
 }
@@ -73,15 +75,19 @@ bool is_pytorch_trace(const trace::Trace& t) {
   return t.header.backend.starts_with("pytorch");
 }
 
-// The outputs PyTorch runs kept (audit/kept_outputs_file.h), from each one's snapshot folder;
-// files not used are named in `ignored`.
+// The outputs PyTorch runs kept (rundir/kept_outputs_file.h), from each one's snapshot folder,
+// into `store` under the run's index; files not used are named in `ignored`.
 void load_kept_files(const std::vector<trace::Trace>& traces, record::KeptOutputs& store,
                      std::set<std::string>& ignored) {
   for (const trace::Trace& t : traces) {
     if (!is_pytorch_trace(t) || t.source.empty()) continue;
-    const std::string why =
-        load_kept_outputs(snapshot_dir_of(t.source) / kKeptOutputsFileName, t.header, store);
+    std::vector<rundir::KeptOutputsEntry> entries;
+    const std::string why = rundir::load_kept_outputs(
+        rundir::snapshot_dir_of(t.source) / rundir::kKeptOutputsFileName, t.header, entries);
     if (!why.empty()) ignored.insert(why);
+    for (rundir::KeptOutputsEntry& e : entries) {
+      store.keep(t.header.run_index, e.step, e.index, {std::move(e.bytes), std::move(e.dtypes)});
+    }
   }
 }
 
@@ -97,6 +103,101 @@ std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& trac
   return out;
 }
 
+// The magnitude of each op root cause: the one step of a comparison that may train (the replay of
+// audit/op_replay.h, which re-runs the reference run to the op). Outputs the runs kept are used
+// first: an in-process audit's (options.kept_outputs), or PyTorch runs' files, which are all
+// there is for those (they cannot be replayed), with their kept ops' replays
+// (rundir/kept_op_replay.h). Files not used are named in `ignored`.
+void add_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
+                    const AuditComparisonOptions& options, std::set<std::string>& ignored) {
+  record::KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
+  const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
+  if (pytorch) load_kept_files(traces, from_files, ignored);
+  const std::vector<trace::Trace> at_causes = with_cause_steps(traces, result);
+  measure_magnitudes(result, at_causes, {}, pytorch ? &from_files : options.kept_outputs);
+  if (pytorch) {
+    std::vector<std::string> unread;
+    rundir::load_kept_replays(result, at_causes, unread);
+    ignored.insert(unread.begin(), unread.end());
+  }
+}
+
+// Rank `rank` of each of `runs` compared with the reference's rank `rank`.
+compare::RankComparison compare_rank(const std::vector<const trace::Trace*>& runs, int rank,
+                                     const compare::ComparisonOptions& given) {
+  std::vector<trace::Trace> traces;
+  for (const trace::Trace* t : runs)
+    traces.push_back(trace::read_trace_summary(rundir::rank_trace_path(t->source, rank)));
+  compare::ComparisonOptions options;
+  options.expect_identical = given.expect_identical;
+  options.loss_tolerance = given.loss_tolerance;
+  const compare::ComparisonResult result = compare::compare_traces(traces, options);
+  return compare::RankComparison{rank, result.identical, result.first_divergence};
+}
+
+// The replicas of one run checked against each other, until the first run whose replicas part.
+void check_replicas(const std::vector<trace::Trace>& ranks, int run,
+                    compare::DistributedFindings& f) {
+  if (f.replicas_parted) return;
+  ++f.runs_checked;
+  if (f.expected_differences.empty())
+    f.expected_differences = compare::expected_rank_differences(ranks);
+  f.replicas_parted = compare::replica_divergence(ranks, run);
+}
+
+// One run's buckets against the reference run's, until the first difference of each kind.
+void check_collectives(const compare::RunBuckets& reference, const compare::RunBuckets& other,
+                       compare::DistributedFindings& f) {
+  if (!f.bucket_layout) f.bucket_layout = compare::bucket_layout_difference(reference, other);
+  if (!f.collective) f.collective = compare::collective_divergence(reference, other);
+}
+
+// Rank r of each run compared with rank r of the reference run, and the replicas of each run
+// checked against each other, for traces (rank 0's, from their files) of a data-parallel audit;
+// none when the reference run was a single process. Runs of another world size than the
+// reference's are left out of the rank comparison (compare says why in a warning). The ranks'
+// traces are found beside rank 0's (rundir/rank_traces.h).
+std::optional<compare::DistributedFindings> distributed_findings(
+    const std::vector<trace::Trace>& run_traces, const compare::ComparisonOptions& options) {
+  if (run_traces.empty() || !run_traces[0].header.distributed) return std::nullopt;
+  const trace::RankPlacement& reference = *run_traces[0].header.distributed;
+  compare::DistributedFindings f;
+  f.world_size = reference.world_size;
+  f.backend = reference.backend;
+  f.nccl = reference.nccl;
+  f.comm_hook = reference.comm_hook;
+  std::vector<const trace::Trace*> runs;  // the runs of the reference's world size
+  for (const trace::Trace& t : run_traces) {
+    if (t.header.distributed && t.header.distributed->world_size == f.world_size)
+      runs.push_back(&t);
+  }
+  for (int rank = 1; rank < f.world_size; ++rank)
+    f.ranks.push_back(compare_rank(runs, rank, options));
+  // Each run's ranks are read whole once: the replicas checked against each other, and the
+  // buckets (small: a few digests a step) kept of the reference run only, to compare the others'
+  // of its seed group with.
+  compare::RunBuckets reference_buckets;
+  for (const trace::Trace* t : runs) {
+    const bool reference_run = t == runs.front();
+    const bool same_group = t->header.seed_group == runs.front()->header.seed_group;
+    if (f.replicas_parted && !reference_run && (!same_group || (f.collective && f.bucket_layout)))
+      continue;  // nothing left to find in this run
+    std::vector<trace::Trace> ranks;
+    for (int rank = 0; rank < f.world_size; ++rank)
+      ranks.push_back(trace::read_trace(rundir::rank_trace_path(t->source, rank)));
+    // The run as the report numbers it: its position among the compared traces (two audits'
+    // files given to compare may share a run index).
+    const int run = static_cast<int>(t - run_traces.data());
+    check_replicas(ranks, run, f);
+    if (reference_run) {
+      reference_buckets = compare::buckets_of(ranks, run);
+    } else if (same_group) {
+      check_collectives(reference_buckets, compare::buckets_of(ranks, run), f);
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>& traces,
@@ -110,72 +211,21 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
       result.distributed->collective->inputs_identical) {
     result.suggested_trace_ops.reset();  // the collective is the cause: no op of a rank is
   }
-  if (options.measure_magnitudes) {
-    // PyTorch runs cannot be replayed: their own kept outputs are all there is.
-    record::KeptOutputs from_files(std::numeric_limits<std::size_t>::max());
-    const bool pytorch = std::any_of(traces.begin(), traces.end(), is_pytorch_trace);
-    if (pytorch) load_kept_files(traces, from_files, *ignored);
-    const std::vector<trace::Trace> at_causes = with_cause_steps(traces, result);
-    measure_magnitudes(result, at_causes, {}, pytorch ? &from_files : options.kept_outputs);
-    if (pytorch) {
-      std::vector<std::string> unread;
-      load_kept_replays(result, at_causes, unread);
-      ignored->insert(unread.begin(), unread.end());
-    }
-  }
+  if (options.measure_magnitudes) add_magnitudes(result, traces, options, *ignored);
   result.audit_folders = std::move(folders);
   result.ignored_snapshots.assign(ignored->begin(), ignored->end());
   return result;
 }
 
-// The manifest's runs with a whole trace of its audit, read from the folder (InputError when
-// there are none: nothing to compare).
-std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs) {
-  std::vector<trace::Trace> traces;
-  for (auto& t : runs.traces) {
-    if (t) traces.push_back(std::move(*t));
-  }
-  if (traces.empty()) {
-    // One line: the log escapes a line break inside a message (apps/printable_log.h).
-    std::string why;
-    for (const compare::MissingRun& m : runs.check.missing_runs) {
-      why += (why.empty() ? " (" : "; ") + ("run " + std::to_string(m.run) + ": " + m.reason);
-    }
-    throw InputError(dir.string() + ": none of the " + std::to_string(runs.check.planned_runs) +
-                     " runs of audit " + runs.check.audit_id + " has a whole trace" +
-                     (why.empty() ? "" : why + ")"));
-  }
-  return traces;
-}
-
 compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                               const AuditManifest& manifest,
+                                               const rundir::AuditManifest& manifest,
                                                const AuditComparisonOptions& options) {
-  ManifestRuns runs = read_manifest_runs(dir, manifest, DamagedTrace::reject);
-  std::vector<trace::Trace> traces = whole_runs(dir, runs);
+  rundir::ManifestRuns runs =
+      rundir::read_manifest_runs(dir, manifest, rundir::DamagedTrace::reject);
+  std::vector<trace::Trace> traces = rundir::whole_runs(dir, runs);
   std::vector<compare::AuditFolderCheck> checks;
   checks.push_back(std::move(runs.check));
   return compare_with_snapshots(traces, options, std::move(checks));
-}
-
-std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file) {
-  std::string name = trace_file.filename().string();
-  const std::string suffix = ".trace.jsonl";
-  if (name.size() > suffix.size() && name.ends_with(suffix))
-    name.resize(name.size() - suffix.size());
-  return trace_file.parent_path() / name;
-}
-
-std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().ends_with(".trace.jsonl")) files.push_back(entry.path());
-  }
-  if (ec) throw InputError("cannot read folder " + dir.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw InputError("no *.trace.jsonl files in " + dir.string());
-  return files;
 }
 
 compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
@@ -188,8 +238,9 @@ compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem:
 // The expectation of audits whose manifests compare reads, when --expect did not say it: each
 // audit decided its own (manifest `expect`), and of several the strictest applies (identity, then
 // identity of fully deterministic runs, then any), so no reader passes what another fails.
-void apply_expectation(const AuditManifest& m, compare::ComparisonOptions& options, bool& first) {
-  const std::optional<bool> e = expectation_of(m);
+void apply_expectation(const rundir::AuditManifest& m, compare::ComparisonOptions& options,
+                       bool& first) {
+  const std::optional<bool> e = rundir::expectation_of(m);
   if (first) {
     options.expect_identical = e;
   } else if (e == true || (!e && options.expect_identical == false)) {
@@ -212,14 +263,15 @@ compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path
       continue;
     }
     std::vector<trace::Trace> found;
-    if (std::filesystem::exists(input / kManifestName, ec)) {
-      const AuditManifest manifest = read_manifest(input);
+    if (std::filesystem::exists(input / rundir::kManifestName, ec)) {
+      const rundir::AuditManifest manifest = rundir::read_manifest(input);
       if (from_manifests) apply_expectation(manifest, options, first_manifest);
-      ManifestRuns runs = read_manifest_runs(input, manifest, DamagedTrace::reject);
-      found = whole_runs(input, runs);
+      rundir::ManifestRuns runs =
+          rundir::read_manifest_runs(input, manifest, rundir::DamagedTrace::reject);
+      found = rundir::whole_runs(input, runs);
       folders.push_back(std::move(runs.check));
     } else {
-      UnvouchedTraces unvouched = traces_without_manifest(input);
+      rundir::UnvouchedTraces unvouched = rundir::traces_without_manifest(input);
       found = std::move(unvouched.traces);
       folders.push_back(std::move(unvouched.check));
     }

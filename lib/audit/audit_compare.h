@@ -1,13 +1,16 @@
 #pragma once
 // Comparison of traces read from files and audit folders, with the snapshots beside them: what
 // `repro-audit compare` does (audit/audit.h compare_inputs) and how `run` makes its report, from
-// the folder through its manifest, exactly as `compare DIR` would.
+// the folder through its manifest, exactly as `compare DIR` would. What is read of a folder
+// (manifest, whole runs, side files) is lib/rundir's and needs no training; the comparison is
+// lib/compare's; the one step here that may train is the magnitude of op root causes, measured by
+// a replay (audit/op_replay.h) only with options.measure_magnitudes.
 #include <filesystem>
 #include <vector>
 
-#include "audit/audit_folder.h"
 #include "audit/audit_options.h"
-#include "audit/manifest.h"
+#include "rundir/folder_traces.h"
+#include "rundir/manifest.h"
 
 namespace ra::audit {
 
@@ -20,13 +23,9 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
                                                  const AuditComparisonOptions& options,
                                                  std::vector<compare::AuditFolderCheck> folders);
 
-// The manifest's runs with a whole trace of its audit, read from the folder (InputError when
-// there are none: nothing to compare, listing why each run is missing).
-std::vector<trace::Trace> whole_runs(const std::filesystem::path& dir, ManifestRuns& runs);
-
 // The report of an audit folder: its manifest's whole runs, compared with their snapshots.
 compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
-                                               const AuditManifest& manifest,
+                                               const rundir::AuditManifest& manifest,
                                                const AuditComparisonOptions& options);
 
 // What `repro-audit compare` does. A folder with a manifest contributes exactly the manifest's
@@ -39,9 +38,5 @@ compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path
 // Compares trace files given by name (and the snapshots beside them).
 compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
                                               const AuditComparisonOptions& options);
-// The trace files of a folder (*.trace.jsonl), sorted by name.
-std::vector<std::filesystem::path> trace_files_in(const std::filesystem::path& dir);
-// The snapshot folder of a trace file: "run-003.trace.jsonl" -> "run-003/".
-std::filesystem::path snapshot_dir_of(const std::filesystem::path& trace_file);
 
 }  // namespace ra::audit

@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "audit/shard.h"
 #include "backend/algorithm_pins.h"
 #include "compare/compare.h"
 #include "record/kept_outputs.h"
 #include "record/run_options.h"
+#include "rundir/audit_folder_setup.h"
+#include "rundir/shard.h"
 #include "spec/spec.h"
 #include "trace/trace.h"
 #include "train/checkpoint.h"
@@ -68,13 +69,6 @@ struct VariedStreams {
 // element=5,bit=0".
 record::FaultSpec parse_fault(const std::string& text);
 
-// What `run` does with an output folder that already holds files of an audit.
-enum class FolderUse {
-  fresh,      // refuse (InputError) a folder holding another audit or unrecognised run-* files
-  overwrite,  // remove the tool's own files (only those), then start a new audit
-  resume,     // finish the folder's audit: train only the runs without a whole trace
-};
-
 struct AuditOptions {
   int runs = 3;
   SeedPolicy seeds = SeedPolicy::same;
@@ -83,7 +77,7 @@ struct AuditOptions {
   std::optional<int> threads;
   int jobs = 1;
   std::filesystem::path out_dir;
-  FolderUse folder_use = FolderUse::fresh;
+  rundir::FolderUse folder_use = rundir::FolderUse::fresh;  // rundir/audit_folder_setup.h
   // The report files' paths (--json, --junit): recorded in the manifest when they lie in out_dir,
   // so that --overwrite knows them as the tool's own files.
   std::vector<std::filesystem::path> report_files;
@@ -95,14 +89,14 @@ struct AuditOptions {
   std::optional<trace::TensorDigestPlan> tensor_digests;
   // Whether the report measures each op root cause's magnitude by a replay (audit/op_replay.h).
   bool measure_magnitudes = true;
-  // --shard K/N: train only shard K's runs of the planned ones (audit/shard.h) into a folder the
+  // --shard K/N: train only shard K's runs of the planned ones (rundir/shard.h) into a folder the
   // other shards share; no report (compare the folder once every shard has finished).
-  std::optional<Shard> shard;
-  // --pin-algorithms: the convolution algorithms every run runs (audit/algorithm_file.h); null:
-  // as the mode chooses them.
+  std::optional<rundir::Shard> shard;
+  // --pin-algorithms: the convolution algorithms every run runs (audit/pinned_algorithms.h, of a
+  // file: rundir/algorithm_file.h); null: as the mode chooses them.
   std::shared_ptr<const backend::AlgorithmPins> algorithm_pins;
   // --save-algorithms: where the algorithms run 0 used are written once it has finished
-  // (audit/algorithm_file.h); empty: not written.
+  // (rundir/algorithm_file.h); empty: not written.
   std::filesystem::path save_algorithms;
   // --interrupt-at: every run but run 0 stops after each of these steps (ascending), writes a
   // checkpoint into its run-NNN/ folder and goes on in a new trainer restored from that file
@@ -136,7 +130,7 @@ struct AuditProgress {
 
 // What one shard did, and how far the whole audit is.
 struct ShardOutcome {
-  Shard shard;
+  rundir::Shard shard;
   bool created_manifest = false;   // this shard started the audit (else it joined it)
   std::vector<int> runs;           // its planned runs
   std::vector<int> already_whole;  // of those, whole in the folder before it began (not retrained)

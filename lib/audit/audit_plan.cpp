@@ -18,14 +18,14 @@ std::uint64_t derived_seed(std::uint64_t spec_seed, int run) {
   return XXH3_64bits_withSeed(name.data(), name.size(), spec_seed);
 }
 
-std::vector<PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditOptions& o) {
+std::vector<rundir::PlannedRun> plan_runs(const spec::ExperimentSpec& spec, const AuditOptions& o) {
   if (o.runs < 1) throw InputError("--runs must be at least 1");
-  std::vector<PlannedRun> runs;
+  std::vector<rundir::PlannedRun> runs;
   auto add = [&](const std::string& group) {
-    PlannedRun r;
+    rundir::PlannedRun r;
     r.index = static_cast<int>(runs.size());
     r.group = group;
-    r.seeds = train::RunSeeds::all(spec.seed);
+    r.seeds = rundir::PlannedSeeds::all(spec.seed);
     if (group == "different") {
       const std::uint64_t s = derived_seed(spec.seed, r.index);
       if (o.vary.init) r.seeds.init = s;
@@ -82,9 +82,9 @@ nlohmann::json runtime_facts(const std::string& backend) {
 
 }  // namespace
 
-AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& o,
-                                 const std::vector<PlannedRun>& plan) {
-  AuditManifest m;
+rundir::AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOptions& o,
+                                         const std::vector<rundir::PlannedRun>& plan) {
+  rundir::AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = spec::to_json(spec);
   m.spec_digest = trace::spec_digest_of(m.spec).hex();  // as the trace header's
@@ -113,8 +113,20 @@ AuditManifest requested_manifest(const spec::ExperimentSpec& spec, const AuditOp
   }
   m.runs = plan;
   m.runtime = runtime_facts(m.backend);
-  set_expectation(m, o.expect_identical, kExpectWhenDeterministic);
+  rundir::set_expectation(m, o.expect_identical, rundir::kExpectWhenDeterministic);
   return m;
+}
+
+AuditResult started_result(const rundir::FolderPlan& folder,
+                           const std::vector<rundir::PlannedRun>& plan,
+                           const std::filesystem::path& out_dir) {
+  AuditResult result;
+  result.audit_id = folder.manifest.audit_id;
+  result.trained_runs = folder.to_train;
+  for (const rundir::PlannedRun& p : plan) {
+    result.trace_files.push_back(out_dir / rundir::trace_name(p.index));
+  }
+  return result;
 }
 
 }  // namespace ra::audit

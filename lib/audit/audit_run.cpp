@@ -5,14 +5,15 @@
 #include <optional>
 
 #include "audit/audit_compare.h"
-#include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
-#include "audit/predictions_file.h"
 #include "core/error.h"
 #include "record/environment.h"
 #include "record/recorder.h"
 #include "record/resume_state.h"
 #include "record/run_observers.h"
+#include "rundir/audit_folder.h"
+#include "rundir/folder_traces.h"
+#include "rundir/predictions_file.h"
 #include "trace/trace_io.h"
 #include "train/observer_list.h"
 
@@ -43,13 +44,18 @@ class ProgressRelay final : public train::Observer {
   std::int64_t total_;
 };
 
+// The seeds a planned run trains with: the manifest's.
+train::RunSeeds seeds_of(const rundir::PlannedRun& p) {
+  return train::RunSeeds{p.seeds.init, p.seeds.data, p.seeds.dropout};
+}
+
 // What the run trains with, before any recorder: threads, mode, seeds, pinned algorithms, and
 // for the perturbed group its flipped weight.
-train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p) {
+train::RunOptions planned_run_options(const AuditOptions& o, const rundir::PlannedRun& p) {
   train::RunOptions r;
   r.threads = o.threads;
   r.mode = o.mode;
-  r.seeds = p.seeds;
+  r.seeds = seeds_of(p);
   r.algorithm_pins = o.algorithm_pins;
   r.step_graphs = o.step_graphs;
   if (p.group == "perturbed") {
@@ -63,7 +69,7 @@ train::RunOptions planned_run_options(const AuditOptions& o, const PlannedRun& p
 
 }  // namespace
 
-trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p,
+trace::TraceHeader run_header(const rundir::AuditManifest& manifest, const rundir::PlannedRun& p,
                               const train::Trainer& trainer, const AuditOptions& o) {
   trace::TraceHeader h;
   h.tool_version = o.tool_version;
@@ -94,7 +100,7 @@ trace::TraceHeader run_header(const AuditManifest& manifest, const PlannedRun& p
 }
 
 RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& data,
-                     const AuditManifest& manifest, const AuditOptions& options,
+                     const rundir::AuditManifest& manifest, const AuditOptions& options,
                      const AuditProgress& progress, int planned_runs,
                      record::KeptOutputs* kept_outputs)
     : spec_(spec),
@@ -106,20 +112,20 @@ RunWorker::RunWorker(const spec::ExperimentSpec& spec, const train::LoadedData& 
       total_steps_(train::planned_steps(spec, *data.train)),
       kept_outputs_(kept_outputs) {}
 
-void RunWorker::calibrate_once(const PlannedRun& p) {
+void RunWorker::calibrate_once(const rundir::PlannedRun& p) {
   std::call_once(calibration_once_, [&] {
     // The audit's threads, mode, pins and this run's seeds; no perturbation, fault or recorder.
     train::RunOptions plain;
     plain.threads = options_.threads;
     plain.mode = options_.mode;
-    plain.seeds = p.seeds;
+    plain.seeds = seeds_of(p);
     plain.algorithm_pins = options_.algorithm_pins;
     plain.step_graphs = options_.step_graphs;
     calibration_ = calibrate_step(spec_, data_, plain);
   });
 }
 
-void RunWorker::run(const PlannedRun& p) {
+void RunWorker::run(const rundir::PlannedRun& p) {
   calibrate_once(p);
   train::RunOptions run_options = planned_run_options(options_, p);
   // --trace-ops: the run computes through an OpRecorder, which the trainer owns.
@@ -152,12 +158,12 @@ void RunWorker::run(const PlannedRun& p) {
                          manifest_.backend + " (" + options_.out_dir.string() + "/audit.json)");
   }
 
-  const std::filesystem::path trace_file = options_.out_dir / trace_name(p.index);
+  const std::filesystem::path trace_file = options_.out_dir / rundir::trace_name(p.index);
   record::Recorder recorder(run_header(manifest_, p, *trainer, options_), trainer->threads(),
                             trace_file);
   if (op_recorder != nullptr) recorder.record_ops(*op_recorder, *options_.trace_ops);
   if (calibration_) recorder.calibrated(*calibration_);
-  record::SnapshotWriter snapshots(snapshot_dir_of(trace_file), options_.snapshots,
+  record::SnapshotWriter snapshots(rundir::snapshot_dir_of(trace_file), options_.snapshots,
                                    {{"run", std::to_string(p.index)},
                                     {"spec_digest", manifest_.spec_digest},
                                     {"audit_id", manifest_.audit_id}});
@@ -184,7 +190,7 @@ void RunWorker::run(const PlannedRun& p) {
   }
   snapshots.finish(*trainer);
   if (!trainer->predictions().empty()) {
-    recorder.predictions(write_predictions(trace_file, trainer->predictions()));
+    recorder.predictions(rundir::write_predictions(trace_file, trainer->predictions()));
   }
   // The trace last: a whole trace under its name means the run's snapshots are complete too.
   recorder.finish(*trainer, r);
@@ -194,7 +200,7 @@ void RunWorker::run(const PlannedRun& p) {
   }
 }
 
-train::TrainResult RunWorker::train_segments(const PlannedRun& p,
+train::TrainResult RunWorker::train_segments(const rundir::PlannedRun& p,
                                              std::unique_ptr<train::Trainer>& trainer,
                                              train::Observer& observers,
                                              const train::RunOptions& run_options,
@@ -211,12 +217,13 @@ train::TrainResult RunWorker::train_segments(const PlannedRun& p,
   }
 }
 
-std::unique_ptr<train::Trainer> RunWorker::resume(const PlannedRun& p,
+std::unique_ptr<train::Trainer> RunWorker::resume(const rundir::PlannedRun& p,
                                                   std::unique_ptr<train::Trainer> stopped,
                                                   const train::TrainPosition& at,
                                                   train::RunOptions options,
                                                   record::ResumeStateRecorder& states) {
-  const std::filesystem::path folder = snapshot_dir_of(options_.out_dir / trace_name(p.index));
+  const std::filesystem::path folder =
+      rundir::snapshot_dir_of(options_.out_dir / rundir::trace_name(p.index));
   auto start = Clock::now();
   const train::CheckpointFiles files =
       train::write_checkpoint(train::checkpoint_stem(folder, at.step), stopped->checkpoint(at));

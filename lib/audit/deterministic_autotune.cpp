@@ -1,7 +1,8 @@
 #include "audit/deterministic_autotune.h"
 
-#include "audit/audit_folder.h"
+#include "audit/pinned_algorithms.h"
 #include "core/error.h"
+#include "rundir/audit_folder.h"
 
 namespace ra::audit {
 
@@ -21,11 +22,11 @@ std::shared_ptr<const backend::AlgorithmPins> tuning_pins() {
   return pins;
 }
 
-std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const AlgorithmFile& run0,
+std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const rundir::AlgorithmFile& run0,
                                                          const std::string& source) {
   // Only what run 0 tuned: an op the spec runs nondeterministic took its mode's algorithm there,
   // takes it again here, and must not be labelled a deterministic autotune's choice.
-  AlgorithmFile tuned = run0;
+  rundir::AlgorithmFile tuned = run0;
   tuned.algorithms = nlohmann::json::array();
   for (const nlohmann::json& entry : run0.algorithms) {
     if (entry.value("chosen_by", "") == backend::kDeterministicAutotune) {
@@ -40,14 +41,14 @@ std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const AlgorithmFile& ru
 
 std::shared_ptr<const backend::AlgorithmPins> save_tuned_pins(
     const std::filesystem::path& run0_trace, const std::filesystem::path& audit_dir) {
-  AlgorithmFile file;
+  rundir::AlgorithmFile file;
   try {
-    file = read_algorithm_file(run0_trace);
+    file = rundir::read_algorithm_file(run0_trace);
   } catch (const InputError&) {
     return nullptr;  // run 0 ended before its ledger was written, or ran no convolution
   }
-  const std::filesystem::path path = audit_dir / kPinFileName;
-  write_algorithm_file(path, file);
+  const std::filesystem::path path = audit_dir / rundir::kPinFileName;
+  rundir::write_algorithm_file(path, file);
   return tuned_pins(file, path.string());
 }
 

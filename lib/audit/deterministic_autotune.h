@@ -2,8 +2,8 @@
 // Deterministic autotune of an audit: on a GPU, in deterministic mode, run 0 times cuDNN's
 // deterministic candidates for each convolution geometry and direction (cudnnFind on the op's own
 // operands, as autotune does) and runs the fastest; its choices are saved as the audit's pin file
-// (DIR/algorithms.json: audit_folder.h, kPinFileName; the format of --save-algorithms) and every
-// other run is pinned to them. So all runs run the same algorithms, and deterministic ones:
+// (DIR/algorithms.json: rundir/audit_folder.h, kPinFileName; the format of --save-algorithms) and
+// every other run is pinned to them. So all runs run the same algorithms, and deterministic ones:
 // autotune's speed with bitwise identity across runs. The ledger entries of those choices say
 // chosen_by "deterministic-autotune", in run 0 and in the pinned runs (backend/algorithm_pins.h).
 //
@@ -17,9 +17,9 @@
 #include <memory>
 #include <string>
 
-#include "audit/algorithm_file.h"
 #include "audit/audit_options.h"
 #include "backend/algorithm_pins.h"
+#include "rundir/algorithm_file.h"
 #include "spec/spec.h"
 
 namespace ra::audit {
@@ -36,7 +36,7 @@ std::shared_ptr<const backend::AlgorithmPins> tuning_pins();
 // Every other run's: the convolution algorithms run 0 tuned (its file's entries chosen_by
 // "deterministic-autotune"), pinned with that label; a convolution run 0 did not tune (an op the
 // spec sets nondeterministic) is chosen by its mode, as in run 0. Named by `source` in messages.
-std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const AlgorithmFile& run0,
+std::shared_ptr<const backend::AlgorithmPins> tuned_pins(const rundir::AlgorithmFile& run0,
                                                          const std::string& source);
 
 // Reads run 0's algorithms from its trace and writes them to DIR/algorithms.json; the pins of the

@@ -5,19 +5,20 @@
 #include <cstring>
 
 #include "audit/audit_compare.h"
-#include "audit/audit_folder.h"
-#include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
-#include "audit/interrupt_state.h"
-#include "audit/manifest.h"
-#include "audit/rank_traces.h"
-#include "audit/shard_folder_setup.h"
 #include "core/directory.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/process.h"
 #include "core/stop_signals.h"
+#include "rundir/audit_folder.h"
+#include "rundir/audit_folder_setup.h"
+#include "rundir/folder_traces.h"
+#include "rundir/interrupt_state.h"
+#include "rundir/manifest.h"
+#include "rundir/rank_traces.h"
+#include "rundir/shard_folder_setup.h"
 #include "trace/op_window.h"
 #include "trace/tensor_digests.h"
 #include "trace/trace_io.h"
@@ -28,13 +29,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<PlannedRun> plan_exec_runs(const ExecOptions& o) {
-  std::vector<PlannedRun> plan;
+std::vector<rundir::PlannedRun> plan_exec_runs(const ExecOptions& o) {
+  std::vector<rundir::PlannedRun> plan;
   const auto add = [&](const char* group, bool derived) {
     for (int i = 0; i < o.runs; ++i) {
       const int index = static_cast<int>(plan.size());
       const std::uint64_t seed = derived ? derived_seed(o.seed, index) : o.seed;
-      plan.push_back({index, group, train::RunSeeds::all(seed)});
+      plan.push_back({index, group, rundir::PlannedSeeds::all(seed)});
     }
   };
   if (o.seeds != SeedPolicy::different) add("same", false);
@@ -50,8 +51,9 @@ nlohmann::json exec_spec(const ExecOptions& o) {
   return spec;
 }
 
-AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<PlannedRun>& plan) {
-  AuditManifest m;
+rundir::AuditManifest requested_exec_manifest(const ExecOptions& o,
+                                              const std::vector<rundir::PlannedRun>& plan) {
+  rundir::AuditManifest m;
   m.tool_version = o.tool_version;
   m.spec = exec_spec(o);
   m.spec_digest = trace::spec_digest_of(m.spec).hex();
@@ -65,7 +67,8 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
   if (o.trace_ops) m.trace_ops = to_string(*o.trace_ops);
   if (o.tensor_digests) m.tensor_digests = to_string(*o.tensor_digests);
   m.interrupt_at = o.interrupt_at;
-  set_expectation(m, o.expect_identical, kExpectIdentical);  // exec's question: why runs differ
+  // Exec's question: why runs differ.
+  rundir::set_expectation(m, o.expect_identical, rundir::kExpectIdentical);
   m.runs = plan;
   return m;
 }
@@ -73,7 +76,7 @@ AuditManifest requested_exec_manifest(const ExecOptions& o, const std::vector<Pl
 // What is missing from a whole trace of run `run` of an audit with --interrupt-at, or "": run 0
 // records its state as it passes each step's save point, every other run a resume after each
 // restore.
-std::string missing_resume(const trace::Trace& t, const AuditManifest& m, int run) {
+std::string missing_resume(const trace::Trace& t, const rundir::AuditManifest& m, int run) {
   for (const std::int64_t step : m.interrupt_at) {
     const bool found = std::any_of(t.resume_points.begin(), t.resume_points.end(),
                                    [&](const trace::ResumePoint& p) {
@@ -92,8 +95,8 @@ std::string missing_resume(const trace::Trace& t, const AuditManifest& m, int ru
 // What is wrong with a run whose command ended with `result`, or "" when it is a whole run of the
 // audit: the command failed, wrote no trace, a trace this tool refuses, a failed run's trace, one
 // without the op records asked for, or without the resume records --interrupt-at asked for.
-std::string run_problem(const ProcessResult& result, const fs::path& trace, const AuditManifest& m,
-                        int run) {
+std::string run_problem(const ProcessResult& result, const fs::path& trace,
+                        const rundir::AuditManifest& m, int run) {
   if (result.timed_out || result.forwarded != 0) return result.describe();  // "timed out ..."
   if (!result.ok()) return "ended with " + result.describe();
   std::error_code ec;
@@ -104,7 +107,7 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
   try {
     const trace::Trace t = trace::read_trace_summary(trace);  // every check; its steps are not kept
     if (t.failed()) return "ran, but the run " + trace::describe_failure(*t.final);
-    if (std::string ranks = rank_traces_problem(t, trace); !ranks.empty()) {
+    if (std::string ranks = rundir::rank_traces_problem(t, trace); !ranks.empty()) {
       return "ran, but the run " + ranks;
     }
     if (!m.trace_ops.empty() && !t.header.trace_ops) {
@@ -123,19 +126,20 @@ std::string run_problem(const ProcessResult& result, const fs::path& trace, cons
 // failed.trace.jsonl (the folder's own file, removed when the run runs again), so the audit
 // folder holds only whole traces and --resume runs it again.
 void quarantine_trace(const fs::path& out_dir, int run) {
-  const fs::path trace = out_dir / trace_name(run);
-  quarantine_rank_traces(trace);  // a data-parallel run's other ranks: no part of a whole run
+  const fs::path trace = out_dir / rundir::trace_name(run);
+  // A data-parallel run's other ranks: no part of a whole run.
+  rundir::quarantine_rank_traces(trace);
   std::error_code ec;
   if (!fs::is_regular_file(fs::symlink_status(trace, ec))) return;
-  const fs::path folder = out_dir / run_name(run);
+  const fs::path folder = out_dir / rundir::run_name(run);
   fs::create_directories(folder, ec);
-  fs::rename(trace, folder / kFailedTraceName, ec);
+  fs::rename(trace, folder / rundir::kFailedTraceName, ec);
   if (ec) fs::remove(trace, ec);  // never left under a whole trace's name
 }
 
 // The run's folder (run-NNN/), where its command's output is kept.
 fs::path run_folder(const ExecOptions& o, int run) {
-  const fs::path folder = o.out_dir / run_name(run);
+  const fs::path folder = o.out_dir / rundir::run_name(run);
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) throw InputError("cannot create the run folder " + folder.string() + ": " + ec.message());
@@ -162,7 +166,7 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 
 // The run's checkpoint folder, run-NNN/checkpoints/ (REPRO_AUDIT_CHECKPOINT_DIR), absolute.
 fs::path checkpoint_folder(const ExecOptions& o, int run) {
-  return fs::absolute(o.out_dir / run_name(run) / kCheckpointFolderName);
+  return fs::absolute(o.out_dir / rundir::run_name(run) / rundir::kCheckpointFolderName);
 }
 
 // After the interrupt that served --interrupt-at `step`: the recorder's file read, and the
@@ -179,17 +183,17 @@ std::string resume_after_interrupt(const ExecOptions& o, int run, std::int64_t s
   }
   fs::path checkpoint;
   try {
-    const InterruptState s = read_interrupt_state(state);
+    const rundir::InterruptState s = rundir::read_interrupt_state(state);
     if (s.interrupt_at != step) {
       throw InputError(state.string() + " serves --interrupt-at " + std::to_string(s.interrupt_at) +
                        ", not " + std::to_string(step));
     }
-    checkpoint = checkpoint_in_folder(folder, s.checkpoint_file);
+    checkpoint = rundir::checkpoint_in_folder(folder, s.checkpoint_file);
   } catch (const InputError& e) {
     return std::string("was interrupted, but cannot be resumed: ") + e.what();
   }
   command = o.command;
-  const std::vector<std::string> words = resume_words(o.resume_arg, checkpoint.string());
+  const std::vector<std::string> words = rundir::resume_words(o.resume_arg, checkpoint.string());
   command.insert(command.end(), words.begin(), words.end());
   for (auto& [name, value] : environment) {
     if (name == "REPRO_AUDIT_RESUME_FROM") value = checkpoint.string();
@@ -202,7 +206,7 @@ std::string resume_after_interrupt(const ExecOptions& o, int run, std::int64_t s
 // exit with kInterruptedExit after the recorder wrote checkpoint-step-S.recorder.json is a run
 // stopped at the save point of its next --interrupt-at step S, which the next process resumes
 // from. Its result is the last process's; `problem` says what was wrong with an interrupt.
-ProcessResult run_through_interrupts(const ExecOptions& o, const PlannedRun& p,
+ProcessResult run_through_interrupts(const ExecOptions& o, const rundir::PlannedRun& p,
                                      Environment environment, const fs::path& log,
                                      std::string& problem) {
   ProcessLimits limits;
@@ -225,17 +229,18 @@ ProcessResult run_through_interrupts(const ExecOptions& o, const PlannedRun& p,
 }
 
 // One run of the command; RuntimeFailure when it fails or leaves no whole trace.
-void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun& p) {
+void run_command(const ExecOptions& o, const rundir::AuditManifest& m,
+                 const rundir::PlannedRun& p) {
   if (const int signal = StopSignals::received(); signal != 0) {
     throw RuntimeFailure("exec received signal " + std::to_string(signal) + " (" +
                          strsignal(signal) + "): run " + std::to_string(p.index) +
                          " was not started");
   }
-  const fs::path trace = o.out_dir / trace_name(p.index);
+  const fs::path trace = o.out_dir / rundir::trace_name(p.index);
   const fs::path folder = run_folder(o, p.index);
-  const fs::path log = folder / kCommandLogName;
+  const fs::path log = folder / rundir::kCommandLogName;
   // Made never through a link; everything in it is the run's (audit_folder.h).
-  Directory::open(folder).subfolder(kCheckpointFolderName, true);
+  Directory::open(folder).subfolder(rundir::kCheckpointFolderName, true);
   Environment environment{{"REPRO_AUDIT_TRACE", fs::absolute(trace).string()},
                           {"REPRO_AUDIT_RUN", std::to_string(p.index)},
                           {"REPRO_AUDIT_SEED", std::to_string(p.seeds.init)},
@@ -279,49 +284,53 @@ void run_command(const ExecOptions& o, const AuditManifest& m, const PlannedRun&
 }
 
 // The planned runs `to_train` (indices into `plan`), o.jobs at a time.
-void run_commands(const ExecOptions& o, const AuditManifest& m, const std::vector<PlannedRun>& plan,
-                  const std::vector<int>& to_train, const AuditProgress& progress) {
+void run_commands(const ExecOptions& o, const rundir::AuditManifest& m,
+                  const std::vector<rundir::PlannedRun>& plan, const std::vector<int>& to_train,
+                  const AuditProgress& progress) {
   const int of = static_cast<int>(plan.size());
   run_jobs(to_train.size(), o.jobs, [&](std::size_t i) {
-    const PlannedRun& p = plan[static_cast<std::size_t>(to_train[i])];
+    const rundir::PlannedRun& p = plan[static_cast<std::size_t>(to_train[i])];
     if (progress.run_started) progress.run_started(p.index, of);
     run_command(o, m, p);
-    if (progress.run_finished) progress.run_finished(p.index, o.out_dir / trace_name(p.index));
+    if (progress.run_finished)
+      progress.run_finished(p.index, o.out_dir / rundir::trace_name(p.index));
   });
 }
 
 // One shard of an exec audit: the folder is shared (never removed on failure; locked in common,
 // the shard's own lock exclusively), as in run_audit_shard (audit/run_audit_shard.cpp).
-AuditResult run_exec_shard(const ExecOptions& o, const std::vector<PlannedRun>& plan,
+AuditResult run_exec_shard(const ExecOptions& o, const std::vector<rundir::PlannedRun>& plan,
                            const AuditProgress& progress) {
-  const Shard shard = *o.shard;
-  check_shard_request(shard, o.folder_use == FolderUse::overwrite, !o.report_files.empty(),
-                      plan.size(), o.out_dir);
-  AuditManifest requested = requested_exec_manifest(o, plan);
+  const rundir::Shard shard = *o.shard;
+  rundir::check_shard_request(shard, o.folder_use == rundir::FolderUse::overwrite,
+                              !o.report_files.empty(), plan.size(), o.out_dir);
+  rundir::AuditManifest requested = requested_exec_manifest(o, plan);
   requested.shards = shard.count;
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec)
     throw InputError("cannot create output folder " + o.out_dir.string() + ": " + ec.message());
-  const ShardLocks locks(o.out_dir, shard);
+  const rundir::ShardLocks locks(o.out_dir, shard);
   const StopSignals stop_signals;  // SIGINT and SIGTERM are passed on to the runs
-  ShardFolderSetup setup(o.out_dir, shard, requested, progress);
+  rundir::ShardFolderSetup setup(o.out_dir, shard, requested, progress.notice, progress.info);
   setup.inspect();
-  const ShardPlan folder = setup.apply();
+  const rundir::ShardPlan folder = setup.apply();
 
   AuditResult result;
   result.audit_id = folder.manifest.audit_id;
   result.trained_runs = folder.to_train;
-  for (const PlannedRun& p : plan) result.trace_files.push_back(o.out_dir / trace_name(p.index));
+  for (const rundir::PlannedRun& p : plan)
+    result.trace_files.push_back(o.out_dir / rundir::trace_name(p.index));
   const int of = static_cast<int>(plan.size());
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
   ShardOutcome outcome;
   outcome.shard = shard;
   outcome.created_manifest = folder.created_manifest;
-  outcome.runs = runs_of_shard(shard, of);
+  outcome.runs = rundir::runs_of_shard(shard, of);
   outcome.already_whole = folder.already_whole;
   outcome.planned_runs = of;
-  const ManifestRuns now = read_manifest_runs(o.out_dir, folder.manifest, DamagedTrace::retrain);
+  const rundir::ManifestRuns now =
+      rundir::read_manifest_runs(o.out_dir, folder.manifest, rundir::DamagedTrace::retrain);
   for (const compare::MissingRun& m : now.check.missing_runs) outcome.missing_runs.push_back(m.run);
   result.shard = std::move(outcome);
   return result;
@@ -354,24 +363,23 @@ std::string exec_name(const std::vector<std::string>& command) {
 
 AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) {
   if (o.command.empty()) throw InputError("exec: no command given (repro-audit exec -- CMD ...)");
-  const std::vector<PlannedRun> plan = plan_exec_runs(o);
+  const std::vector<rundir::PlannedRun> plan = plan_exec_runs(o);
   if (o.shard) return run_exec_shard(o, plan, progress);
-  AuditOptions folder_options;  // the folder rules run applies, with exec's choices
-  folder_options.out_dir = o.out_dir;
-  folder_options.folder_use = o.folder_use;
-  folder_options.report_files = o.report_files;
   const StopSignals stop_signals;  // SIGINT and SIGTERM are passed on to the runs
-  const OutputFolder out_folder(o.out_dir);
-  const FolderLock folder_lock(o.out_dir);
-  AuditFolderSetup setup(o.out_dir, folder_options, requested_exec_manifest(o, plan), progress);
+  const rundir::OutputFolder out_folder(o.out_dir);
+  const rundir::FolderLock folder_lock(o.out_dir);
+  // The folder rules run applies, with exec's choices.
+  rundir::AuditFolderSetup setup(o.out_dir, o.folder_use, o.report_files,
+                                 requested_exec_manifest(o, plan), progress.notice);
   setup.inspect();
-  const FolderPlan folder = setup.apply();
-  const NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
+  const rundir::FolderPlan folder = setup.apply();
+  const rundir::NewManifestGuard manifest_guard(o.out_dir, folder.new_audit);
 
   AuditResult result = started_result(folder, plan, o.out_dir);
   run_commands(o, folder.manifest, plan, folder.to_train, progress);
   AuditComparisonOptions compare_options;
-  compare_options.expect_identical = expectation_of(folder.manifest);  // the audit's, as compare's
+  // The audit's expectation, as compare's.
+  compare_options.expect_identical = rundir::expectation_of(folder.manifest);
   compare_options.loss_tolerance = o.loss_tolerance;
   // From the outputs the runs kept (a PyTorch run is never replayed).
   compare_options.measure_magnitudes = true;

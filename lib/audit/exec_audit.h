@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "audit/audit_options.h"
-#include "audit/shard.h"
+#include "rundir/shard.h"
 
 namespace ra::audit {
 
@@ -64,7 +64,7 @@ struct ExecOptions {
   std::uint64_t seed = 42;  // the same-seed group's; the different group's derive from it
   int jobs = 1;
   std::filesystem::path out_dir;
-  FolderUse folder_use = FolderUse::fresh;
+  rundir::FolderUse folder_use = rundir::FolderUse::fresh;
   std::vector<std::filesystem::path> report_files;
   // Default: identity expected (the question exec answers is why runs of one script differ).
   std::optional<bool> expect_identical;
@@ -73,7 +73,7 @@ struct ExecOptions {
   // Run only this shard's runs (run p belongs to shard p mod N) into out_dir, shared with the
   // other shards, as `run --shard` does (docs/scale-out.md): no report; `compare out_dir` makes
   // it once every shard has finished. Refused with --overwrite and with report files.
-  std::optional<Shard> shard;
+  std::optional<rundir::Shard> shard;
   // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
   // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
   std::optional<trace::OpWindow> trace_ops;

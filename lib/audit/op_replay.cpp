@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "audit/algorithm_file.h"
+#include "audit/pinned_algorithms.h"
 #include "compare/output_difference.h"
 #include "core/error.h"
 #include "record/op_recorder.h"

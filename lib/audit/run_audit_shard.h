@@ -1,5 +1,5 @@
 #pragma once
-// One shard of an audit (audit/shard.h): its share of the planned runs, trained into the folder
+// One shard of an audit (rundir/shard.h): its share of the planned runs, trained into the folder
 // the shards share, without a report.
 #include "audit/audit_options.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Pinned algorithms: for convolution geometries and directions, the library algorithm a backend
 // runs instead of choosing one (autotune) or taking its mode's default. Three users:
-// - `run --pin-algorithms FILE` (audit/algorithm_file.h): tune once, pin for every run, so runs
+// - `run --pin-algorithms FILE` (rundir/algorithm_file.h): tune once, pin for every run, so runs
 //   get autotune's algorithms without autotune's run-to-run choice;
 // - the replay that measures a root cause (audit/op_replay.h): a run is replayed with the
 //   algorithms its own ledger names, and the root-cause op is executed with each run's;

@@ -226,7 +226,7 @@ struct RunSummary {
 struct MissingRun {
   int run = 0;         // the audit's run number (run-NNN)
   std::string reason;  // "no trace", "partial trace run-001.trace.jsonl.tmp-... (interrupted)"
-  int shard = -1;      // the shard that trains it, in a sharded audit (audit/shard.h)
+  int shard = -1;      // the shard that trains it, in a sharded audit (rundir/shard.h)
 };
 // One shard of a sharded audit as its folder shows it.
 struct ShardState {
@@ -299,7 +299,7 @@ struct ComparisonOptions {
                      std::vector<std::pair<std::string, Tensor>>&)>
       load_snapshot;
   // Run `run`'s predicted classes of the eval set (its end record's predictions file, checked
-  // against the record: audit/predictions_file.h); none when it recorded none. Null: no churn.
+  // against the record: rundir/predictions_file.h); none when it recorded none. Null: no churn.
   std::function<std::optional<std::vector<std::int64_t>>(int run)> load_predictions;
 };
 

@@ -76,7 +76,7 @@ class Recorder final : public train::Observer {
   void calibrated(const StepCalibration& calibration) { calibration_ = calibration; }
 
   // The run's predicted classes of the eval set, written beside the trace by the caller
-  // (audit/predictions_file.h): recorded in the end record.
+  // (rundir/predictions_file.h): recorded in the end record.
   void predictions(trace::PredictionsRecord record) { predictions_ = std::move(record); }
   // Completes the trace with the run's result and puts it under its name; the recorder is spent
   // afterwards. Returns the trace, without its steps when they went to a file.

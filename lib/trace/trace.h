@@ -43,7 +43,7 @@ inline constexpr const char* kTraceDTypes[] = {
     "f32", "i32", "i64",  "u8",  "f16", "bf16", "f64",      "i16",    "i8",         "bool",
     "c32", "c64", "c128", "u16", "u32", "u64",  "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
 
-// An audit id (audit/manifest.h): 32 lowercase hex digits.
+// An audit id (rundir/manifest.h): 32 lowercase hex digits.
 inline bool is_audit_id(const std::string& text) {
   return text.size() == 32 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "audit/audit.h"
-#include "audit/audit_folder.h"
-#include "audit/manifest.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
+#include "rundir/audit_folder.h"
+#include "rundir/manifest.h"
 #include "spec/parse.h"
 #include "support/audit_options.h"
 #include "support/file_text.h"
@@ -26,7 +26,7 @@ using ra::test::TempDir;
 
 namespace fs = std::filesystem;
 using ra::audit::AuditOptions;
-using ra::audit::FolderUse;
+using ra::rundir::FolderUse;
 
 ra::spec::ExperimentSpec tiny_spec() {
   return ra::spec::parse_spec(nlohmann::json::parse(R"({
@@ -57,7 +57,7 @@ std::vector<std::uint32_t> final_bits(const ra::compare::ComparisonResult& r) {
 TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   TempDir dir;
   const auto result = ra::audit::run_audit(tiny_spec(), ra::test::audit_options_in(dir.path, 2));
-  const auto m = ra::audit::read_manifest(dir.path);
+  const auto m = ra::rundir::read_manifest(dir.path);
   REQUIRE(m.audit_id == result.audit_id);
   REQUIRE(ra::trace::is_audit_id(m.audit_id));
   REQUIRE(m.runs.size() == 2);
@@ -66,9 +66,9 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   REQUIRE(m.backend == "cpu");
   REQUIRE(m.determinism.at("mode") == "deterministic");
   REQUIRE(m.created.size() == 20);
-  const auto again = ra::audit::manifest_from_json(ra::audit::to_json(m), "x");
-  REQUIRE(ra::audit::to_json(again) == ra::audit::to_json(m));
-  REQUIRE(ra::audit::manifest_differences(m, again).empty());
+  const auto again = ra::rundir::manifest_from_json(ra::rundir::to_json(m), "x");
+  REQUIRE(ra::rundir::to_json(again) == ra::rundir::to_json(m));
+  REQUIRE(ra::rundir::manifest_differences(m, again).empty());
   // Every trace and snapshot carries the audit id.
   REQUIRE(ra::trace::read_trace(dir.path / "run-001.trace.jsonl").header.audit_id == m.audit_id);
   REQUIRE(ra::formats::read_safetensors(dir.path / "run-001" / "weights-final.safetensors")
@@ -77,24 +77,24 @@ TEST_CASE("a manifest round-trips and names what differs", "[audit][folder]") {
   auto other = m;
   other.threads = 4;
   other.runs.pop_back();
-  const auto differences = ra::audit::manifest_differences(m, other);
+  const auto differences = ra::rundir::manifest_differences(m, other);
   REQUIRE(differences.size() == 2);
   REQUIRE(differences[0] == "threads: 1 in the folder, 4 requested");
   REQUIRE(differences[1] == "runs: 2 planned in the folder, 1 planned requested");
 
   // A damaged manifest names the file and the field.
-  auto bad = ra::audit::to_json(m);
+  auto bad = ra::rundir::to_json(m);
   bad["runs"][1]["seeds"]["data"] = "seven";
   try {
-    ra::audit::manifest_from_json(bad, "f/audit.json");
+    ra::rundir::manifest_from_json(bad, "f/audit.json");
     FAIL("accepted");
   } catch (const ra::InputError& e) {
     REQUIRE(std::string(e.what()) ==
             "f/audit.json: field 'runs[1].seeds.data' must be an unsigned integer");
   }
-  bad = ra::audit::to_json(m);
+  bad = ra::rundir::to_json(m);
   bad["audit_id"] = "../../x";
-  REQUIRE_THROWS_WITH(ra::audit::manifest_from_json(bad, "f"),
+  REQUIRE_THROWS_WITH(ra::rundir::manifest_from_json(bad, "f"),
                       Catch::Contains("audit_id") && Catch::Contains("32 lowercase hex"));
 }
 
@@ -102,10 +102,10 @@ TEST_CASE("a second lock on an audit folder fails at once and names the holder",
           "[audit][folder]") {
   TempDir dir;
   {
-    const ra::audit::FolderLock first(dir.path);
-    REQUIRE(ra::audit::FolderLock::holder(dir.path) == static_cast<long>(getpid()));
+    const ra::rundir::FolderLock first(dir.path);
+    REQUIRE(ra::rundir::FolderLock::holder(dir.path) == static_cast<long>(getpid()));
     try {
-      const ra::audit::FolderLock second(dir.path);
+      const ra::rundir::FolderLock second(dir.path);
       FAIL("two locks");
     } catch (const ra::InputError& e) {
       const std::string what = e.what();
@@ -118,9 +118,9 @@ TEST_CASE("a second lock on an audit folder fails at once and names the holder",
                         Catch::Contains("in use by another audit"));
   }
   // Released: no holder, no lock file left, and the folder can be locked again.
-  REQUIRE_FALSE(ra::audit::FolderLock::holder(dir.path));
+  REQUIRE_FALSE(ra::rundir::FolderLock::holder(dir.path));
   REQUIRE_FALSE(fs::exists(dir.path / "audit.lock"));
-  const ra::audit::FolderLock again(dir.path);
+  const ra::rundir::FolderLock again(dir.path);
 }
 
 TEST_CASE("a folder holding an audit is refused, and overwriting removes only the tool's files",
@@ -148,7 +148,7 @@ TEST_CASE("a folder holding an audit is refused, and overwriting removes only th
         REQUIRE(what.find(hint) != std::string::npos);
       }
     }
-    REQUIRE(ra::audit::read_manifest(dir.path).audit_id == first.audit_id);  // untouched
+    REQUIRE(ra::rundir::read_manifest(dir.path).audit_id == first.audit_id);  // untouched
   }
   SECTION("unrecognised run files alone are refused too") {
     TempDir other;
@@ -331,43 +331,4 @@ TEST_CASE("traces without an audit id are read as older traces", "[audit][folder
   header["audit_id"] = 42;
   REQUIRE_THROWS_WITH(ra::trace::parse_trace(header.dump() + text.substr(line_end), "t"),
                       Catch::Contains("t:1") && Catch::Contains("audit_id"));
-}
-
-TEST_CASE("a data-parallel run's per-rank checkpoint files are the tool's own", "[audit][folder]") {
-  using ra::audit::is_snapshot_file_name;
-  // Rank 0 keeps the run's names; rank R's have ".rank-R" before the suffix
-  // (lib/python/repro_audit/checkpoint.py), so --resume and --overwrite remove them.
-  for (const char* own :
-       {"checkpoint-step-2.pt", "checkpoint-step-2.recorder.json", "checkpoint-step-12.rank-1.pt",
-        "checkpoint-step-12.rank-13.recorder.json"})
-    CHECK(is_snapshot_file_name(own));
-  for (const char* other :
-       {"checkpoint-step-2.rank-.pt", "checkpoint-step-.rank-1.pt",
-        "checkpoint-step-2.rank-x.recorder.json", "checkpoint-step-2.rank-1.safetensors",
-        "checkpoint-step-2.rank-1.json"})
-    CHECK_FALSE(is_snapshot_file_name(other));
-}
-
-TEST_CASE("an exec run's checkpoint folder is the tool's whole", "[audit][folder]") {
-  // run-NNN/checkpoints/ (REPRO_AUDIT_CHECKPOINT_DIR): whatever the script saved there, under
-  // any name, goes with the run (--resume retraining it, --overwrite); a link there is refused.
-  TempDir dir;
-  const fs::path run = dir.path / "run-001";
-  fs::create_directories(run / "checkpoints" / "sub");
-  write_text(run / "checkpoints" / "epoch-1.pt", "x");
-  write_text(run / "checkpoints" / "sub" / "model.pth", "y");
-  write_text(run / "command.log", "log");
-  const ra::audit::FolderContents c = ra::audit::scan_audit_folder(dir.path);
-  CHECK(c.own == std::vector<std::string>{"run-001/checkpoints/", "run-001/command.log"});
-  CHECK(c.unrecognised.empty());
-  ra::audit::remove_run_snapshots(dir.path, 1);
-  CHECK_FALSE(fs::exists(run));
-  fs::create_directories(run / "checkpoints");
-  write_text(run / "checkpoints" / "epoch-1.pt", "x");
-  CHECK(ra::audit::remove_own_files(dir.path, ra::audit::scan_audit_folder(dir.path)).empty());
-  CHECK_FALSE(fs::exists(run));
-  fs::create_directories(run);
-  fs::create_directory_symlink(dir.path, run / "checkpoints");
-  CHECK(ra::audit::scan_audit_folder(dir.path).refused ==
-        std::vector<std::string>{"run-001/checkpoints (a symbolic link, not a folder)"});
 }

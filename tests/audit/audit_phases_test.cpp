@@ -12,10 +12,10 @@
 #include <stdexcept>
 
 #include "audit/audit.h"
-#include "audit/audit_folder_setup.h"
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "core/error.h"
+#include "rundir/audit_folder_setup.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 
@@ -24,6 +24,7 @@ namespace {
 using namespace ra::audit;
 using namespace ra::compare;
 using namespace ra::record;
+using namespace ra::rundir;
 using namespace ra::trace;
 using ra::test::TempDir;
 
@@ -60,7 +61,8 @@ FolderPlan set_up(const std::filesystem::path& dir, const AuditOptions& o,
   AuditProgress progress;
   if (notices) progress.notice = [notices](const std::string& m) { notices->push_back(m); };
   const auto spec = phases_spec();
-  AuditFolderSetup setup(dir, o, requested_manifest(spec, o, plan_runs(spec, o)), progress);
+  AuditFolderSetup setup(dir, o.folder_use, o.report_files,
+                         requested_manifest(spec, o, plan_runs(spec, o)), progress.notice);
   setup.inspect();
   return setup.apply();
 }
@@ -174,14 +176,6 @@ TEST_CASE("folder setup: overwrite replaces the audit, keeps files not its own",
   CHECK(second.manifest.audit_id != first.manifest.audit_id);
   CHECK(std::filesystem::exists(dir.path / "notes.txt"));
   CHECK(read_manifest(dir.path).audit_id == second.manifest.audit_id);
-}
-
-TEST_CASE("report_in_folder: only a report file directly in the folder", "[audit][folder]") {
-  TempDir dir;
-  CHECK(report_in_folder(dir.path / "report.json", dir.path) == "report.json");
-  CHECK_FALSE(report_in_folder(dir.path / "sub" / "report.json", dir.path));
-  CHECK_FALSE(report_in_folder("-", dir.path));
-  CHECK_FALSE(report_in_folder("", dir.path));
 }
 
 TEST_CASE("run_jobs: every run once, the first failure stops and is rethrown", "[audit][jobs]") {

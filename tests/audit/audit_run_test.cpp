@@ -11,6 +11,7 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
+#include "rundir/folder_traces.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "support/tiny_tmpfs.h"
@@ -272,7 +273,7 @@ TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
   const auto in_process = ra::audit::run_audit(small_spec(), o);
   ra::audit::AuditComparisonOptions co;
-  const auto from_files = ra::audit::compare_trace_files(ra::audit::trace_files_in(dir.path), co);
+  const auto from_files = ra::audit::compare_trace_files(ra::rundir::trace_files_in(dir.path), co);
   // Files given by name: the same report, without the folder's check.
   auto strip_sources = [](nlohmann::json j) {
     for (auto& run : j["runs"]) run.erase("source");

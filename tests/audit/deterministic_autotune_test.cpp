@@ -8,9 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include "audit/algorithm_file.h"
-#include "audit/audit_folder.h"
 #include "audit/deterministic_autotune.h"
+#include "audit/pinned_algorithms.h"
+#include "rundir/algorithm_file.h"
+#include "rundir/audit_folder.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
 #include "trace/trace_io.h"
@@ -55,7 +56,7 @@ TEST_CASE("deterministic autotune: which audits tune in run 0", "[audit][determi
   pinned.algorithm_pins = std::make_shared<const ra::backend::AlgorithmPins>();
   CHECK_FALSE(ra::audit::uses_deterministic_autotune(deterministic, pinned, "cuda"));
   AuditOptions shard;
-  shard.shard = ra::audit::Shard{0, 2};
+  shard.shard = ra::rundir::Shard{0, 2};
   CHECK_FALSE(ra::audit::uses_deterministic_autotune(deterministic, shard, "cuda"));
 }
 
@@ -88,7 +89,7 @@ TEST_CASE("deterministic autotune: run 0 tunes, the others pin to the folder's f
   }
   const auto pins = ra::audit::save_tuned_pins(run0, dir.path);
   REQUIRE(pins != nullptr);
-  const fs::path file = dir.path / ra::audit::kPinFileName;
+  const fs::path file = dir.path / ra::rundir::kPinFileName;
   REQUIRE(fs::exists(file));
   CHECK(pins->source == file.string());
   CHECK_FALSE(pins->complete);  // what run 0 did not tune is chosen by its mode again
@@ -106,7 +107,7 @@ TEST_CASE("deterministic autotune: run 0 tunes, the others pin to the folder's f
   // The folder's file is an ordinary algorithm file of everything run 0 ran: `run
   // --pin-algorithms DIR/algorithms.json` repeats all of it.
   const ra::backend::AlgorithmPins reread =
-      ra::audit::pins_of(ra::audit::read_algorithm_file(file), file.string());
+      ra::audit::pins_of(ra::rundir::read_algorithm_file(file), file.string());
   CHECK(reread.pins.size() == 5);
   CHECK(reread.find("conv 128x32x26x26 k64 3x3 s1 p0", "backward_filter")->algorithm ==
         filter->algorithm);
@@ -117,5 +118,5 @@ TEST_CASE("deterministic autotune: a run 0 without a ledger leaves the others un
   // Run 0 failed before its trace was whole: no file, the other runs take the heuristic's choice.
   const TempDir dir;
   CHECK(ra::audit::save_tuned_pins(dir.path / "run-000.trace.jsonl", dir.path) == nullptr);
-  CHECK_FALSE(fs::exists(dir.path / ra::audit::kPinFileName));
+  CHECK_FALSE(fs::exists(dir.path / ra::rundir::kPinFileName));
 }

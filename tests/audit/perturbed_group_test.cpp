@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/audit.h"
-#include "audit/predictions_file.h"
 #include "compare/compare.h"
 #include "core/error.h"
 #include "nn/weight_perturbation.h"
+#include "rundir/predictions_file.h"
 #include "spec/parse.h"
 #include "support/audit_options.h"
 #include "support/temp_dir.h"
@@ -124,8 +124,8 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
     CHECK(pair.first_divergence->tensor == t.header.perturbation->tensor);
     // The predictions file holds what the trace recorded.
     REQUIRE(t.final->predictions);
-    CHECK(ra::audit::read_predictions_file(result.trace_files[static_cast<std::size_t>(run)],
-                                           *t.final->predictions)
+    CHECK(ra::rundir::read_predictions_file(result.trace_files[static_cast<std::size_t>(run)],
+                                            *t.final->predictions)
               .size() == 20);
   }
 }
@@ -134,12 +134,12 @@ TEST_CASE("a predictions file that is not what its trace recorded is refused", "
   ra::test::TempDir dir;
   const fs::path trace = dir.path / "run-000.trace.jsonl";
   const std::vector<std::int32_t> classes = {0, 2, 1, 1};
-  const ra::trace::PredictionsRecord record = ra::audit::write_predictions(trace, classes);
+  const ra::trace::PredictionsRecord record = ra::rundir::write_predictions(trace, classes);
   CHECK(record.file == "run-000/predictions.npy");
   CHECK(record.samples == 4);
-  CHECK(ra::audit::read_predictions_file(trace, record) == std::vector<std::int64_t>{0, 2, 1, 1});
+  CHECK(ra::rundir::read_predictions_file(trace, record) == std::vector<std::int64_t>{0, 2, 1, 1});
   const std::vector<std::int32_t> other = {0, 2, 1, 2};
-  ra::audit::write_predictions(trace, other);
-  CHECK_THROWS_WITH(ra::audit::read_predictions_file(trace, record),
+  ra::rundir::write_predictions(trace, other);
+  CHECK_THROWS_WITH(ra::rundir::read_predictions_file(trace, record),
                     Catch::Contains("is not the") && Catch::Contains("predictions.npy"));
 }

@@ -1,4 +1,4 @@
-// Sharded audits (audit/shard.h): shards started at once create one manifest and train their
+// Sharded audits (rundir/shard.h): shards started at once create one manifest and train their
 // share into one folder; compare of that folder is the report of the same audit run in one
 // process (deterministic, nondeterministic with a divergence, --seeds both); an unfinished shard
 // makes an incomplete report that names it (its text, exit code and JUnit case:
@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "audit/audit.h"
-#include "audit/audit_folder.h"
 #include "audit/audit_plan.h"
-#include "audit/manifest.h"
-#include "audit/shard_folder_setup.h"
 #include "core/error.h"
 #include "core/file_lock.h"
+#include "rundir/audit_folder.h"
+#include "rundir/manifest.h"
+#include "rundir/shard_folder_setup.h"
 #include "spec/parse.h"
 #include "support/audit_options.h"
 #include "support/report_json.h"
@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ra::audit::AuditOptions;
-using ra::audit::Shard;
+using ra::rundir::Shard;
 using ra::test::TempDir;
 
 ra::spec::ExperimentSpec spec_of(const std::string& mode, int seed = 9) {
@@ -130,7 +130,7 @@ TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audi
 
   // Shard 3 is running (its lock is held), shard 1 is not.
   std::optional<ra::FileLock> running =
-      ra::FileLock::try_lock(dir.path / ra::audit::shard_lock_name(3),
+      ra::FileLock::try_lock(dir.path / ra::rundir::shard_lock_name(3),
                              ra::FileLock::Mode::exclusive, "pid 4242 on node-9");
   REQUIRE(running);
   const ra::compare::ComparisonResult r = compare_folder(dir.path);
@@ -168,7 +168,7 @@ TEST_CASE("shards that disagree on the audit are refused and write nothing", "[a
   const auto spec = spec_of("deterministic");
   AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   run_shards(spec, o, 2, {0});
-  const std::string manifest_before = ra::audit::read_manifest(dir.path).audit_id;
+  const std::string manifest_before = ra::rundir::read_manifest(dir.path).audit_id;
   auto refused = [&](const ra::spec::ExperimentSpec& s, AuditOptions x, Shard shard) {
     x.shard = shard;
     try {
@@ -187,8 +187,8 @@ TEST_CASE("shards that disagree on the audit are refused and write nothing", "[a
   CHECK_THAT(refused(spec_of("deterministic", 10), o, {1, 2}), Catch::Contains("spec digest"));
   CHECK_THAT(refused(spec_of("nondeterministic"), o, {1, 2}), Catch::Contains("determinism"));
   // Nothing of the refused shards reached the folder.
-  CHECK_FALSE(fs::exists(dir.path / ra::audit::trace_name(1)));
-  CHECK(ra::audit::read_manifest(dir.path).audit_id == manifest_before);
+  CHECK_FALSE(fs::exists(dir.path / ra::rundir::trace_name(1)));
+  CHECK(ra::rundir::read_manifest(dir.path).audit_id == manifest_before);
 
   // A single-process audit does not join shards, nor shards a single-process audit.
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o), Catch::Contains("holds another audit"));
@@ -210,12 +210,12 @@ TEST_CASE("what a shard cannot do is refused before anything is written", "[audi
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o),
                     Catch::Contains("plans 2 run(s), so at most 2 shards"));
   o.shard = Shard{0, 2};
-  o.folder_use = ra::audit::FolderUse::overwrite;
+  o.folder_use = ra::rundir::FolderUse::overwrite;
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o), Catch::Contains("--overwrite with --shard"));
-  o.folder_use = ra::audit::FolderUse::fresh;
+  o.folder_use = ra::rundir::FolderUse::fresh;
   o.report_files = {dir.path / "out" / "report.json"};
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, o), Catch::Contains("a shard makes no report"));
-  CHECK_FALSE(fs::exists(dir.path / "out" / ra::audit::kManifestName));
+  CHECK_FALSE(fs::exists(dir.path / "out" / ra::rundir::kManifestName));
 }
 
 TEST_CASE("a shard run again trains only its runs without a whole trace", "[audit][shard]") {
@@ -231,20 +231,20 @@ TEST_CASE("a shard run again trains only its runs without a whole trace", "[audi
 
   // A requeued shard: run 2 was lost, a killed write of it left a temporary; another shard's
   // write in progress (run 1's temporary) is not this shard's to remove.
-  fs::remove(dir.path / ra::audit::trace_name(2));
-  std::ofstream(dir.path / (ra::audit::trace_name(2) + ".tmp-99999-0")) << "partial";
-  std::ofstream(dir.path / (ra::audit::trace_name(1) + ".tmp-99998-0")) << "other shard";
+  fs::remove(dir.path / ra::rundir::trace_name(2));
+  std::ofstream(dir.path / (ra::rundir::trace_name(2) + ".tmp-99999-0")) << "partial";
+  std::ofstream(dir.path / (ra::rundir::trace_name(1) + ".tmp-99998-0")) << "other shard";
   const ra::audit::AuditResult again = ra::audit::run_audit(spec, o);
   CHECK(again.trained_runs == std::vector<int>{2});
   CHECK(again.shard->already_whole == std::vector<int>{0});
   CHECK_FALSE(again.shard->created_manifest);
-  CHECK_FALSE(fs::exists(dir.path / (ra::audit::trace_name(2) + ".tmp-99999-0")));
-  CHECK(fs::exists(dir.path / (ra::audit::trace_name(1) + ".tmp-99998-0")));
-  fs::remove(dir.path / (ra::audit::trace_name(1) + ".tmp-99998-0"));
+  CHECK_FALSE(fs::exists(dir.path / (ra::rundir::trace_name(2) + ".tmp-99999-0")));
+  CHECK(fs::exists(dir.path / (ra::rundir::trace_name(1) + ".tmp-99998-0")));
+  fs::remove(dir.path / (ra::rundir::trace_name(1) + ".tmp-99998-0"));
 
   // A single-process --resume finishes the audit of shards that will not come back.
   AuditOptions resume = ra::test::audit_options_in(dir.path, 4);
-  resume.folder_use = ra::audit::FolderUse::resume;
+  resume.folder_use = ra::rundir::FolderUse::resume;
   const ra::audit::AuditResult finished = ra::audit::run_audit(spec, resume);
   CHECK(finished.trained_runs == std::vector<int>{1, 3});
   CHECK_FALSE(finished.comparison.incomplete());
@@ -258,7 +258,7 @@ TEST_CASE("a shard runs once at a time, and shards keep a single-process audit o
   AuditOptions o = ra::test::audit_options_in(dir.path, 2);
   o.shard = Shard{1, 2};
   {
-    const ra::audit::ShardLocks held(dir.path, Shard{1, 2});
+    const ra::rundir::ShardLocks held(dir.path, Shard{1, 2});
     CHECK_THROWS_WITH(
         ra::audit::run_audit(spec, o),
         Catch::Contains("shard 1/2 of the audit in") && Catch::Contains("is already running (pid"));
@@ -267,13 +267,13 @@ TEST_CASE("a shard runs once at a time, and shards keep a single-process audit o
     zero.shard = Shard{0, 2};
     ra::audit::run_audit(spec, zero);
     AuditOptions resume = ra::test::audit_options_in(dir.path, 2);
-    resume.folder_use = ra::audit::FolderUse::resume;
+    resume.folder_use = ra::rundir::FolderUse::resume;
     CHECK_THROWS_WITH(ra::audit::run_audit(spec, resume),
                       Catch::Contains("is in use by the shards of an audit"));
   }
   // And a single-process audit keeps shards out.
   TempDir busy;
-  const ra::audit::FolderLock lock(busy.path);
+  const ra::rundir::FolderLock lock(busy.path);
   AuditOptions other = ra::test::audit_options_in(busy.path, 2);
   other.shard = Shard{0, 2};
   CHECK_THROWS_WITH(ra::audit::run_audit(spec, other),
@@ -285,21 +285,21 @@ TEST_CASE("of shards racing to start an audit, exactly one creates the manifest"
   TempDir dir;
   const auto spec = spec_of("deterministic");
   const AuditOptions o = ra::test::audit_options_in(dir.path, 8);
-  ra::audit::AuditManifest requested =
+  ra::rundir::AuditManifest requested =
       ra::audit::requested_manifest(spec, o, ra::audit::plan_runs(spec, o));
   requested.shards = 8;
   for (int round = 0; round < 5; ++round) {
-    fs::remove(dir.path / ra::audit::kManifestName);
+    fs::remove(dir.path / ra::rundir::kManifestName);
     constexpr int kRacers = 8;
     std::vector<std::thread> racers;
     std::vector<int> created(kRacers, 0);
     std::vector<std::string> ids(kRacers);
     for (int i = 0; i < kRacers; ++i) {
       racers.emplace_back([&, i] {
-        ra::audit::AuditManifest m = requested;
-        m.audit_id = ra::audit::new_audit_id();
+        ra::rundir::AuditManifest m = requested;
+        m.audit_id = ra::rundir::new_audit_id();
         ids[i] = m.audit_id;
-        created[i] = ra::audit::create_manifest(dir.path, m) ? 1 : 0;
+        created[i] = ra::rundir::create_manifest(dir.path, m) ? 1 : 0;
       });
     }
     for (std::thread& t : racers) t.join();
@@ -310,7 +310,7 @@ TEST_CASE("of shards racing to start an audit, exactly one creates the manifest"
       if (created[i]) winner = ids[i];
     }
     CHECK(winners == 1);
-    CHECK(ra::audit::read_manifest(dir.path).audit_id == winner);
+    CHECK(ra::rundir::read_manifest(dir.path).audit_id == winner);
     // No temporary left behind by the losers.
     int files = 0;
     for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file() ? 1 : 0;

@@ -11,8 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "audit/algorithm_file.h"
 #include "audit/audit.h"
+#include "audit/pinned_algorithms.h"
+#include "rundir/algorithm_file.h"
 #include "spec/parse.h"
 #include "support/op_trace_audit.h"
 #include "support/temp_dir.h"
@@ -51,14 +52,14 @@ std::string deterministic_instead(const nlohmann::json& entry) {
 
 // Saves the algorithms of one autotuned run into dir/autotuned.json and returns the file with
 // every non-deterministic convolution algorithm replaced by a deterministic one.
-ra::audit::AlgorithmFile autotuned_file(const TempDir& dir) {
+ra::rundir::AlgorithmFile autotuned_file(const TempDir& dir) {
   ra::audit::AuditOptions o;
   o.runs = 1;
   o.out_dir = dir.path / "tune";
   o.mode = ra::spec::KernelMode::autotune;
   o.save_algorithms = dir.path / "autotuned.json";
   ra::audit::run_audit(pin_spec(), o);
-  ra::audit::AlgorithmFile file = ra::audit::read_algorithm_file(o.save_algorithms);
+  ra::rundir::AlgorithmFile file = ra::rundir::read_algorithm_file(o.save_algorithms);
   for (nlohmann::json& e : file.algorithms) {
     if (e.value("deterministic", true)) continue;
     if (e.value("layer", "").rfind("conv ", 0) != 0) continue;
@@ -79,7 +80,7 @@ TEST_CASE("pinned deterministic algorithms from an autotuned run: bitwise identi
           "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   TempDir dir;
-  ra::audit::write_algorithm_file(dir.path / "pins.json", autotuned_file(dir));
+  ra::rundir::write_algorithm_file(dir.path / "pins.json", autotuned_file(dir));
   ra::audit::AuditOptions o;
   o.runs = 3;
   o.out_dir = dir.path / "pinned";
@@ -106,7 +107,7 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
           "[gpu]") {
   RA_SKIP_WITHOUT_USABLE_GPU();
   TempDir dir;
-  ra::audit::AlgorithmFile file = autotuned_file(dir);
+  ra::rundir::AlgorithmFile file = autotuned_file(dir);
   const std::string second_conv = "conv 128x32x26x26 k64 3x3 s1 p0";
   const auto pin_filter = [&](const std::string& algorithm, const fs::path& path) {
     for (nlohmann::json& e : file.algorithms) {
@@ -114,7 +115,7 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
         e["algorithm"] = algorithm;
       }
     }
-    ra::audit::write_algorithm_file(path, file);
+    ra::rundir::write_algorithm_file(path, file);
   };
   pin_filter("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", dir.path / "one.json");
   pin_filter("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT", dir.path / "fft.json");

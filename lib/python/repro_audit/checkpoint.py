@@ -426,7 +426,7 @@ def parked_temporary(trace: str, step: int) -> str:
     could send the records, and the rename over the trace, to any file the user can write).
     Beside the trace, so the rename at the end stays in its folder; pid 0 is no process's, so no
     live writer's temporary has the name, and the audit folder knows it for the trace's debris
-    (audit_folder.cpp atomic_write_target), which `exec --resume` removes."""
+    (lib/rundir/audit_folder.cpp atomic_write_target), which `exec --resume` removes."""
     return "%s.tmp-0-%d" % (trace, step)
 
 

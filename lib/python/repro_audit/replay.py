@@ -12,7 +12,7 @@ that equals the run's: the op is deterministic here, and runs that differ at it 
 setting or an input. More than one: the kernel itself gives other bits on the same inputs.
 replay.json, written whole: {"op", "step", "index", "times", "distinct_outputs", "outputs":
 [digests of each replay's outputs], "matches_run": whether the first replay's outputs are the
-run's, "switches"} (lib/audit/kept_op_replay.cpp reads it). Exit 0 when it wrote the file,
+run's, "switches"} (lib/rundir/kept_op_replay.cpp reads it). Exit 0 when it wrote the file,
 REFUSED_EXIT (2) when the file is refused (not the recorder's bytes, or not a kept op), 3 when
 the op could not be run here (no GPU, an op this PyTorch lacks)."""
 import argparse
