@@ -42,6 +42,9 @@ std::optional<std::filesystem::path> move_earlier_audit_aside(const std::filesys
     throw InputError("cannot move the earlier audit in " + dir.string() + " to " + target.string() +
                      ": " + ec.message() + "; give --out, --resume or --overwrite");
   }
+  // The lock file moved with the folder, where its release would no longer find it by name
+  // (issue 61: a moved-aside audit kept a stale lock): removed now, while it is still held.
+  fs::remove(target / kLockName, ec);
   return target;
 }
 

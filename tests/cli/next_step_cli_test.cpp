@@ -66,6 +66,8 @@ TEST_CASE("the same command run twice: the earlier audit moves aside", "[cli][us
     ++earlier;
     CHECK(nlohmann::json::parse(read_text(e.path() / "audit.json"))["audit_id"] == first_id);
     CHECK(run_cli("compare " + quoted(e.path())).exit_code == 0);
+    // No lock left behind with the folder (issue 61: the moved folder kept a stale audit.lock).
+    CHECK_FALSE(fs::exists(e.path() / "audit.lock"));
   }
   CHECK(earlier == 1);
   CHECK(nlohmann::json::parse(
