@@ -105,13 +105,13 @@ int run_exec(ExecCommandOptions& o) {
   move_earlier_default_audit(e.out_dir, !o.out.empty(), e.folder_use, e.shard.has_value());
   spdlog::info("auditing {}: {} run(s) of the command, traces in {}", e.name, e.runs,
                e.out_dir.string());
+  // Inputs of the comparison, not patches of its result (issue 60).
+  e.allow_empty = o.allow_empty;
+  e.rerun_command = [out = e.out_dir](const std::string& window, bool tensor_digests) {
+    return rerun_with_window(window, out, tensor_digests);
+  };
   audit::AuditResult result = audit::run_exec_audit(e, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
-  result.comparison.allow_empty = o.allow_empty;
-  if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), e.out_dir,
-                                                        result.comparison.suggest_tensor_digests);
-  }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 

@@ -191,13 +191,13 @@ int run_run(RunCommandOptions& o) {
   move_earlier_default_audit(a.out_dir, !o.out.empty(), a.folder_use, a.shard.has_value());
   spdlog::info("auditing {}: {} run(s){}, traces in {}", s.name, a.runs,
                a.shard ? " (shard " + rundir::shard_text(*a.shard) + ")" : "", a.out_dir.string());
+  // Inputs of the comparison, not patches of its result (issue 60).
+  a.allow_empty = o.allow_empty;
+  a.rerun_command = [out = a.out_dir](const std::string& window, bool tensor_digests) {
+    return rerun_with_window(window, out, tensor_digests);
+  };
   audit::AuditResult result = audit::run_audit(s, a, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, a.out_dir);
-  result.comparison.allow_empty = o.allow_empty;
-  if (const auto& window = result.comparison.suggested_trace_ops) {
-    result.comparison.rerun_command = rerun_with_window(trace::to_string(*window), a.out_dir,
-                                                        result.comparison.suggest_tensor_digests);
-  }
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 

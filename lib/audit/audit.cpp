@@ -130,6 +130,8 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
   // The audit's expectation, as compare's.
   compare_options.expect_identical = rundir::expectation_of(folder.manifest);
   compare_options.loss_tolerance = o.loss_tolerance;
+  compare_options.allow_empty = o.allow_empty;
+  compare_options.rerun_command = o.rerun_command;
   compare_options.measure_magnitudes = o.measure_magnitudes;
   compare_options.kept_outputs = &kept;
   result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);

@@ -204,13 +204,13 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
                                                  const AuditComparisonOptions& options,
                                                  std::vector<compare::AuditFolderCheck> folders) {
   auto ignored = std::make_shared<std::set<std::string>>();
-  compare::ComparisonResult result =
-      compare::compare_traces(traces, with_snapshots(options, traces, ignored));
-  result.distributed = distributed_findings(traces, options);  // none for single processes
-  if (result.distributed && result.distributed->collective &&
-      result.distributed->collective->inputs_identical) {
-    result.suggested_trace_ops.reset();  // the collective is the cause: no op of a rank is
-  }
+  compare::ComparisonOptions compare_options = with_snapshots(options, traces, ignored);
+  // The ranks' findings as an input of the comparison, not a patch after it (none for single
+  // processes); the ranks are compared with the expectation and tolerance alone.
+  compare_options.distributed = [&options](const std::vector<trace::Trace>& runs) {
+    return distributed_findings(runs, options);
+  };
+  compare::ComparisonResult result = compare::compare_traces(traces, compare_options);
   if (options.measure_magnitudes) add_magnitudes(result, traces, options, *ignored);
   result.audit_folders = std::move(folders);
   result.ignored_snapshots.assign(ignored->begin(), ignored->end());

@@ -109,6 +109,11 @@ struct AuditOptions {
   train::RestoreSkips restore_skips;
   std::optional<bool> expect_identical;  // default: when every run was fully deterministic
   double loss_tolerance = 1e-4;
+  // --allow-empty: an audit that compared nothing is no failure (an input of the comparison).
+  bool allow_empty = false;
+  // The next step's command for a --trace-ops window (the app's, which knows its command line);
+  // null: the report words the re-run (compare/compare.h ComparisonOptions::rerun_command).
+  std::function<std::string(const std::string& window, bool tensor_digests)> rerun_command;
   std::string tool_version = "unknown";
 };
 

@@ -381,6 +381,8 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   // The audit's expectation, as compare's.
   compare_options.expect_identical = rundir::expectation_of(folder.manifest);
   compare_options.loss_tolerance = o.loss_tolerance;
+  compare_options.allow_empty = o.allow_empty;
+  compare_options.rerun_command = o.rerun_command;
   // From the outputs the runs kept (a PyTorch run is never replayed).
   compare_options.measure_magnitudes = true;
   result.comparison = compare_audit_folder(o.out_dir, folder.manifest, compare_options);

@@ -33,6 +33,7 @@
 // left behind when exec ends.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,11 @@ struct ExecOptions {
   // Default: identity expected (the question exec answers is why runs of one script differ).
   std::optional<bool> expect_identical;
   double loss_tolerance = 1e-4;
+  // --allow-empty: an audit that compared nothing is no failure (an input of the comparison).
+  bool allow_empty = false;
+  // The next step's command for a --trace-ops window (the app's, which knows its command line);
+  // null: the report words the re-run (compare/compare.h ComparisonOptions::rerun_command).
+  std::function<std::string(const std::string& window, bool tensor_digests)> rerun_command;
   std::string tool_version = "unknown";
   // Run only this shard's runs (run p belongs to shard p mod N) into out_dir, shared with the
   // other shards, as `run --shard` does (docs/scale-out.md): no report; `compare out_dir` makes

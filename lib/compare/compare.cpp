@@ -5,6 +5,7 @@
 #include "compare/compare_phases.h"
 #include "compare/duplicate_runs.h"
 #include "compare/step_walk.h"
+#include "trace/op_window.h"
 
 namespace ra::compare {
 
@@ -56,6 +57,25 @@ void add_resume_verdicts(ComparisonResult& result, const std::vector<trace::Trac
   // --interrupt-at (docs/resume.md), so no re-run with it is suggested.
   if (!result.resumes.empty()) result.suggested_trace_ops.reset();
   if (divergence_follows_resume(result)) result.loader_advice.reset();
+}
+
+// A data-parallel audit's findings (ComparisonOptions::distributed). A collective that is the
+// cause leaves no op of a rank to localise: no re-run with op records is suggested.
+void add_distributed(ComparisonResult& result, const std::vector<trace::Trace>& traces,
+                     const ComparisonOptions& options) {
+  if (!options.distributed) return;
+  result.distributed = options.distributed(traces);
+  if (result.distributed && result.distributed->collective &&
+      result.distributed->collective->inputs_identical) {
+    result.suggested_trace_ops.reset();
+  }
+}
+
+// The command of the next step, once every phase that may drop the suggested window has run.
+void add_rerun_command(ComparisonResult& result, const ComparisonOptions& options) {
+  if (!result.suggested_trace_ops || !options.rerun_command) return;
+  result.rerun_command = options.rerun_command(trace::to_string(*result.suggested_trace_ops),
+                                               result.suggest_tensor_digests);
 }
 
 // Runs of several world sizes (compare/data_parallel.h). Runs that part only between world sizes
@@ -157,6 +177,8 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.ledger_differences = ledger_differences_of(traces);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
   add_resume_verdicts(result, traces);
+  add_distributed(result, traces, options);
+  add_rerun_command(result, options);
   return result;
 }
 

@@ -284,6 +284,8 @@ struct StepSeries {
   std::vector<Row> rows;
 };
 
+struct DistributedFindings;  // below
+
 struct ComparisonOptions {
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
@@ -298,6 +300,14 @@ struct ComparisonOptions {
   std::function<bool(int run, const std::string& point,
                      std::vector<std::pair<std::string, Tensor>>&)>
       load_snapshot;
+  // The command that re-runs the audit with --trace-ops WINDOW (and --tensor-digests WINDOW when
+  // `tensor_digests`): the next step's command, where whoever compares knows it (`run`, `exec`;
+  // not `compare` of files). Null: the report words the re-run instead. An input, so that nothing
+  // after the comparison patches its result (issue 60).
+  std::function<std::string(const std::string& window, bool tensor_digests)> rerun_command;
+  // A data-parallel audit's ranks, replicas and collective, from the rank traces beside the runs'
+  // (lib/audit reads them); null, or none returned: single processes.
+  std::function<std::optional<DistributedFindings>(const std::vector<trace::Trace>&)> distributed;
   // Run `run`'s predicted classes of the eval set (its end record's predictions file, checked
   // against the record: rundir/predictions_file.h); none when it recorded none. Null: no churn.
   std::function<std::optional<std::vector<std::int64_t>>(int run)> load_predictions;

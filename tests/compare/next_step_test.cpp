@@ -109,3 +109,33 @@ TEST_CASE("next step: identical batches, differing gradients: --trace-ops", "[co
   CHECK_FALSE(e.loader_advice);
   CHECK(e.suggested_trace_ops);
 }
+
+TEST_CASE("next step: the re-run command and the ranks are inputs, never patches", "[compare]") {
+  // Issue 60: run and exec set the command, and the audit the ranks' findings, on the finished
+  // result. Both are options of the comparison now, and it decides the next step once.
+  std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
+  ra::test::diverge(traces[1], 1, 2);
+  ra::compare::ComparisonOptions options;
+  std::vector<std::string> asked;
+  options.rerun_command = [&asked](const std::string& window, bool tensor_digests) {
+    asked.push_back(window + (tensor_digests ? " +digests" : ""));
+    return "repro-audit exec --trace-ops " + window + " -- python3 train.py";
+  };
+  const ComparisonResult r = ra::compare::compare_traces(traces, options);
+  CHECK(asked == std::vector<std::string>{"1:2"});
+  CHECK(r.rerun_command == "repro-audit exec --trace-ops 1:2 -- python3 train.py");
+  // A collective that is the cause leaves no op of a rank to localise: no re-run is asked for.
+  options.distributed = [](const std::vector<Trace>&) {
+    ra::compare::DistributedFindings f;
+    f.world_size = 2;
+    f.collective = ra::compare::CollectiveDivergence{};
+    f.collective->inputs_identical = true;
+    return std::optional<ra::compare::DistributedFindings>(f);
+  };
+  asked.clear();
+  const ComparisonResult c = ra::compare::compare_traces(traces, options);
+  REQUIRE(c.distributed);
+  CHECK_FALSE(c.suggested_trace_ops);
+  CHECK(c.rerun_command.empty());
+  CHECK(asked.empty());
+}
