@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/atomic_file.h"
 #include "core/directory.h"
 #include "core/error.h"
 #include "core/input_file.h"
@@ -21,21 +22,7 @@ namespace {
 constexpr std::uint64_t kMaxInterruptStateBytes = std::uint64_t{256} << 20;
 
 std::string read_state_text(const std::filesystem::path& file) {
-  const InputFile in(file, Links::refuse);
-  if (in.size() > kMaxInterruptStateBytes) {
-    throw InputError(file.string() + ": " + byte_size_text(in.size()) +
-                     ", more than a recorder's file (" + byte_size_text(kMaxInterruptStateBytes) +
-                     ")");
-  }
-  std::string text(static_cast<std::size_t>(in.size()), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(in.fd(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw InputError(file.string() + ": cannot read (" + std::strerror(errno) + ")");
-    done += static_cast<std::size_t>(n);
-  }
-  return text;
+  return read_file(file, kMaxInterruptStateBytes, "a recorder's file", Links::refuse);
 }
 
 std::int64_t positive_integer(const nlohmann::json& j, const char* key,

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "formats/json_text.h"
@@ -19,20 +20,7 @@ namespace {
 constexpr std::uint64_t kMaxReplayBytes = 1 << 20;
 
 std::string read_small_file(const std::filesystem::path& file) {
-  const InputFile in(file);  // a regular file, never a FIFO or a device
-  if (in.size() > kMaxReplayBytes) {
-    throw InputError(file.string() + ": " + byte_size_text(in.size()) + ", more than a replay (" +
-                     byte_size_text(kMaxReplayBytes) + ")");
-  }
-  std::string text(static_cast<std::size_t>(in.size()), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(in.fd(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw InputError(file.string() + ": cannot read (" + std::strerror(errno) + ")");
-    done += static_cast<std::size_t>(n);
-  }
-  return text;
+  return read_file(file, kMaxReplayBytes, "a replay");  // a regular file, never a FIFO
 }
 
 bool integer_within(const nlohmann::json& j, const char* key, std::int64_t low, std::int64_t high,

@@ -86,5 +86,5 @@ TEST_CASE("another op's, a damaged or a linked replay is named and not used", "[
   std::ofstream(big) << std::string(2 << 20, ' ');
   why.clear();
   CHECK_FALSE(ra::rundir::read_kept_replay(big, sum_cause(), why));
-  CHECK_THAT(why, Contains("more than a replay"));
+  CHECK_THAT(why, Contains("the limit for a replay"));
 }
