@@ -60,7 +60,9 @@ struct DoctorOptions {
   std::string name;
   std::filesystem::path out_dir;
   std::int64_t steps = 2;  // the steps whose ops are recorded, from 0
-  std::uint64_t seed = 42;
+  // Not 42, 0, 1, 1234 or 3407, the seeds scripts write: a script that seeds torch again with
+  // one of those after seed_everything must show (issue 61: 42 hid `torch.manual_seed(42)`).
+  std::uint64_t seed = 73910541;
   double timeout_seconds = 0.0;
   std::filesystem::path device_digest_library;
   std::string tool_version = "unknown";

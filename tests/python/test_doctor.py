@@ -17,6 +17,8 @@ SCRIPT = r"""
 import os, torch, repro_audit
 if os.environ.get("CLEAN"):
     repro_audit.seed_everything(default=1)
+    if os.environ.get("RESEED"):
+        torch.manual_seed(int(os.environ["RESEED"]))  # a seed written into the script
 else:
     torch.manual_seed(1)
 torch.set_num_threads(1)
@@ -66,3 +68,14 @@ def test_doctor_is_clear_for_a_seeded_deterministic_script(tmp_path):
     done = doctor(tmp_path, CLEAN="1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOTHING IN THE WAY of identical runs" in done.stdout
+
+
+def test_doctor_sees_a_reseed_with_the_commonest_seed(tmp_path):
+    """A script that seeds again with torch.manual_seed(42) after seed_everything: doctor's own
+    seed was 42, so the reseed left torch where it was and doctor said "nothing in the way"
+    (issue 61). Its default seed is one no script writes."""
+    done = doctor(tmp_path, "--json", CLEAN="1", RESEED="42")
+    assert done.returncode == 1, done.stdout + done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    assert [f["kind"] for f in findings] == ["seeds"]
+    assert "torch was seeded again after seed_everything" in findings[0]["what"]
