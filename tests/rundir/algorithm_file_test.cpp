@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "rundir/algorithm_file.h"
+#include "support/h100_fixture.h"
 #include "support/temp_dir.h"
 #include "trace/trace_io.h"
 
@@ -21,21 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using ra::rundir::AlgorithmFile;
 
-// A real H100 autotuned run of the Keras convnet (tests/audit/fixtures/h100-2026-11-26).
-const fs::path kH100Trace = fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures" /
-                            "h100-2026-11-26" / "autotune" / "run-000.trace.jsonl";
-
-// This machine's GPU as train::gpu_fingerprint() reports an H100 like the fixture's.
-nlohmann::json h100_here() {
-  return {{"available", true},
-          {"gpu", "NVIDIA H100 80GB HBM3"},
-          {"compute_capability", "9.0"},
-          {"cudnn", "9.19.0"},
-          {"cublas", "13.1.0"},
-          {"cuda", "13.0"},
-          {"driver", "13.0"},
-          {"memory_bytes", 85017493504}};
-}
+using ra::test::h100_here;
+using ra::test::kH100Trace;
 
 std::string message_of(const std::function<void()>& f) {
   try {
