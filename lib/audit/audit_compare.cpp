@@ -228,10 +228,25 @@ compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,
   return compare_with_snapshots(traces, options, std::move(checks));
 }
 
+namespace {
+
+// A trace file named alone, with its steps left in the file. A data-parallel run is whole only
+// with each rank's trace of that run beside it, as an audit folder's runs are (issue 61: a rank
+// trace of another run was compared as this run's).
+trace::Trace read_run_trace_file(const std::filesystem::path& file) {
+  trace::Trace t = trace::read_trace_summary(file);
+  if (std::string why = rundir::rank_traces_problem(t, file); !why.empty()) {
+    throw InputError(file.string() + " " + why);
+  }
+  return t;
+}
+
+}  // namespace
+
 compare::ComparisonResult compare_trace_files(const std::vector<std::filesystem::path>& files,
                                               const AuditComparisonOptions& options) {
   std::vector<trace::Trace> traces;
-  for (const auto& f : files) traces.push_back(trace::read_trace_summary(f));
+  for (const auto& f : files) traces.push_back(read_run_trace_file(f));
   return compare_with_snapshots(traces, options, {});
 }
 
@@ -259,7 +274,7 @@ compare::ComparisonResult compare_inputs(const std::vector<std::filesystem::path
   for (const std::filesystem::path& input : inputs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(input, ec)) {
-      traces.push_back(trace::read_trace_summary(input));
+      traces.push_back(read_run_trace_file(input));
       continue;
     }
     std::vector<trace::Trace> found;

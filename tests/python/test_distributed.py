@@ -7,6 +7,7 @@ REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -221,3 +222,16 @@ def test_runs_of_one_command_that_came_up_with_different_world_sizes_fail_every_
     text = subprocess.run([BINARY, "compare", str(out)], capture_output=True, text=True)
     assert text.returncode == 1
     assert "world sizes DIFFER within one command" in text.stdout
+
+
+def test_compare_of_trace_files_refuses_a_rank_trace_of_another_run(tmp_path):
+    """compare of two runs' trace files read each run's rank traces beside it unchecked: a rank
+    trace of another run was compared as this run's (issue 61). They are checked as an audit
+    folder's are: the run, the audit, the rank, the world size."""
+    out = tmp_path / "out"
+    assert exec_audit(out, "--runs", "2").returncode == 0
+    shutil.copyfile(out / "run-000" / "rank-1.trace.jsonl", out / "run-001" / "rank-1.trace.jsonl")
+    done = subprocess.run([BINARY, "compare", str(out / "run-000.trace.jsonl"),
+                           str(out / "run-001.trace.jsonl")], capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "run-001/rank-1.trace.jsonl that is of run 0" in done.stderr
