@@ -126,9 +126,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.runs = std::move(summaries.runs);
   result.classes = std::move(summaries.classes);
   result.mode_summary = std::move(summaries.mode_summary);
-  result.pytorch = std::all_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
-    return t.header.backend.starts_with("pytorch");
-  });
+  result.pytorch = phases::all_pytorch(traces);
 
   result.compared_runs = compared.ids;
   result.identical = phases::all_in_one_class(compared, result.runs);

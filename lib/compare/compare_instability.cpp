@@ -164,15 +164,13 @@ std::optional<InstabilityFindings> instability_findings(
   } else {
     // Where the predictions come from, by the runs' kind: the engine evaluates its eval set; a
     // PyTorch script hands them over with rec.eval(predictions, labels).
-    const bool pytorch = std::all_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
-      return t.header.backend.starts_with("pytorch");
-    });
     out.notes.push_back(
-        pytorch ? "not every run recorded its predictions of one eval set: no disagreement (call "
-                  "rec.eval(predictions, labels) after the evaluation, with the predicted class of "
-                  "every eval sample in a fixed order)"
-                : "not every run recorded its predictions of one eval set: no disagreement (give "
-                  "the spec an eval set)");
+        phases::all_pytorch(traces)
+            ? "not every run recorded its predictions of one eval set: no disagreement (call "
+              "rec.eval(predictions, labels) after the evaluation, with the predicted class of "
+              "every eval sample in a fixed order)"
+            : "not every run recorded its predictions of one eval set: no disagreement (give "
+              "the spec an eval set)");
   }
   return out;
 }

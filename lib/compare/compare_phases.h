@@ -30,6 +30,8 @@ void check_comparable(const std::vector<trace::Trace>& traces);
 
 // Whether every trace ran every reducing op deterministic (then identity is expected by default).
 bool all_fully_deterministic(const std::vector<trace::Trace>& traces);
+// Every trace is a PyTorch script's (exec's; backend "pytorch-..."), and there is one at least.
+bool all_pytorch(const std::vector<trace::Trace>& traces);
 // What the verdict expects of traces no manifest speaks for (trace files named alone): the
 // default of the command that made them, so that `compare` of files fails what that command
 // failed. exec's runs (PyTorch traces) are expected identical (its question is why runs of one

@@ -116,12 +116,14 @@ bool all_fully_deterministic(const std::vector<trace::Trace>& traces) {
                      [](const trace::Trace& t) { return fully_deterministic(t); });
 }
 
+bool all_pytorch(const std::vector<trace::Trace>& traces) {
+  return !traces.empty() && std::all_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
+    return t.header.backend.starts_with("pytorch");
+  });
+}
+
 bool default_expectation(const std::vector<trace::Trace>& traces) {
-  const bool pytorch =
-      !traces.empty() && std::all_of(traces.begin(), traces.end(), [](const auto& t) {
-        return t.header.backend.starts_with("pytorch");
-      });
-  return pytorch || all_fully_deterministic(traces);
+  return all_pytorch(traces) || all_fully_deterministic(traces);
 }
 
 RunSummaries summarize_runs(const std::vector<trace::Trace>& traces) {
