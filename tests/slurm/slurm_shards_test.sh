@@ -33,8 +33,12 @@ spec="$source_dir/configs/quick.json"
 # shellcheck disable=SC2054  # the commas are the fault spec's, inside one word
 both_options=(--runs 2 --seeds both --mode nondeterministic --threads 1
               --inject-fault run=1,step=3,tensor=conv2d_0.weight,bit=12)
+# Each task writes its own exit status: the verdict on the job array is the tasks' statuses, not
+# sbatch's. `sbatch --wait` polls the controller and can fail on its own (a timed-out poll under
+# load) while every task succeeded; a task that failed is named with its status and its log.
 cat > "$work/shard.sh" <<JOB
 #!/usr/bin/env bash
+trap 'echo \$? > "$work/task-\$SLURM_ARRAY_TASK_ID.status"' EXIT
 set -e
 "$binary" run "$spec" --runs 4 --shard auto --out "$work/deterministic"
 "$binary" run "$spec" ${both_options[*]} --shard auto --out "$work/both"
@@ -42,8 +46,28 @@ JOB
 chmod +x "$work/shard.sh"
 
 echo "submitting a 4-task job array"
+sbatch_rc=0
 sbatch --array=0-3 --wait --cpus-per-task=1 --output="$work/task-%a.log" "$work/shard.sh" \
-  || { tail -n 20 "$work"/task-*.log; echo "FAILED: the job array failed"; exit 1; }
+  > "$work/sbatch.out" 2>&1 || sbatch_rc=$?
+cat "$work/sbatch.out"
+# The tasks' statuses, once every task of the array has left the queue (a minute at most).
+for _ in $(seq 60); do
+  [ -z "$(squeue --noheader --array 2> /dev/null)" ] && break
+  sleep 1
+done
+failed=()
+for k in 0 1 2 3; do
+  status=$(cat "$work/task-$k.status" 2> /dev/null || echo "none (it never ended its script)")
+  [ "$status" = 0 ] || failed+=("$k: exit status $status")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  for k in 0 1 2 3; do echo "==> task $k's log"; tail -n 15 "$work/task-$k.log" 2> /dev/null; done
+  echo "==> slurmd's and slurmctld's logs"
+  tail -n 15 "$work"/cluster/log/*.log 2> /dev/null || true
+  echo "FAILED: the job array failed (sbatch exit $sbatch_rc); task(s) ${failed[*]}"
+  exit 1
+fi
+[ "$sbatch_rc" = 0 ] || echo "note: sbatch --wait exited $sbatch_rc, but every task exited 0"
 for k in 0 1 2 3; do
   grep -q "^shard $k/4: run(s) $k of 4 planned" "$work/task-$k.log" \
     || { cat "$work/task-$k.log"; echo "FAILED: task $k did not train shard $k/4"; exit 1; }
