@@ -37,8 +37,8 @@ struct ProbeConfig {
   int batch_size = 1;
   int anchor_row = 0;              // 0 .. batch_size - 1
   std::string position = "first";  // first | middle | last (named for the report)
-  std::string neighbours;          // what fills the other rows: "batch", "noise", ... ("" at size 1)
-  bool control = false;  // the control probe: a one-ULP batch-dependent change injected
+  std::string neighbours;  // what fills the other rows: "batch", "noise", ... ("" at size 1)
+  bool control = false;    // the control probe: a one-ULP batch-dependent change injected
 };
 
 struct InvarianceProbe {
