@@ -152,7 +152,8 @@ void check_sweep(const InvarianceSweep& s, const std::string& source) {
 }  // namespace
 
 void write_invariance_sweep(const std::filesystem::path& file, const InvarianceSweep& sweep) {
-  std::string text = sweep_header_json(sweep).dump() + "\n" + sweep_probe_json(sweep.reference).dump() + "\n";
+  std::string text =
+      sweep_header_json(sweep).dump() + "\n" + sweep_probe_json(sweep.reference).dump() + "\n";
   for (const InvarianceProbe& p : sweep.probes) text += sweep_probe_json(p).dump() + "\n";
   text += json{{"end", {{"probes", sweep.probes.size()}}}}.dump() + "\n";
   write_file_atomic(file, text);

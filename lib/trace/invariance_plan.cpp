@@ -20,6 +20,31 @@ std::vector<int> default_invariance_sizes(int max_size) {
   return {sizes.begin(), sizes.end()};
 }
 
+std::vector<int> parse_invariance_sizes(const std::string& text) {
+  std::set<int> sizes{1};
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string piece = text.substr(start, comma - start);
+    start = comma + 1;
+    const std::size_t dash = piece.find('-');
+    const auto number = [&](const std::string& digits) {
+      if (digits.empty() || digits.size() > 7 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        throw InputError("--sizes: '" + piece + "' is not a size or a range A-B of sizes");
+      }
+      return std::stoi(digits);
+    };
+    const int first = number(piece.substr(0, dash));
+    const int last = dash == std::string::npos ? first : number(piece.substr(dash + 1));
+    if (first < 1 || last < first) {
+      throw InputError("--sizes: '" + piece + "': batch sizes start at 1 and ranges go up");
+    }
+    for (int s = first; s <= last; ++s) sizes.insert(s);
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
 int anchor_row(const std::string& position, int size) {
   if (size < 1) throw InputError("a batch of " + std::to_string(size) + " holds no anchor");
   if (position == "first") return 0;

@@ -194,3 +194,15 @@ TEST_CASE("a sweep's default sizes and anchor rows", "[trace][invariance]") {
   CHECK_THROWS_WITH(anchor_row("centre", 4), Contains("first, middle or last"));
   CHECK_THROWS_AS(anchor_row("first", 0), ra::InputError);
 }
+
+TEST_CASE("--sizes reads sizes and ranges, and refuses what is not one", "[trace][invariance]") {
+  CHECK(parse_invariance_sizes("4") == std::vector<int>{1, 4});
+  CHECK(parse_invariance_sizes("2-4,8,3") == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK(parse_invariance_sizes("1") == std::vector<int>{1});
+  CHECK_THROWS_WITH(parse_invariance_sizes("0"), Contains("start at 1"));
+  CHECK_THROWS_WITH(parse_invariance_sizes("8-2"), Contains("'8-2'"));
+  CHECK_THROWS_WITH(parse_invariance_sizes("4,,5"), Contains("not a size"));
+  CHECK_THROWS_WITH(parse_invariance_sizes("-3"), Contains("not a size"));
+  CHECK_THROWS_WITH(parse_invariance_sizes("99999999"), Contains("not a size"));
+  CHECK_THROWS_WITH(parse_invariance_sizes(""), Contains("not a size"));
+}
