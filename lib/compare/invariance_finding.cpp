@@ -172,7 +172,8 @@ FindingTable invariance_table(const InvarianceAnalysis& a) {
   return t;
 }
 
-std::vector<std::string> invariance_next_steps(const InvarianceAnalysis& a, const std::string& command) {
+std::vector<std::string> invariance_next_steps(const InvarianceAnalysis& a,
+                                               const std::string& command) {
   // The engine has a mode that makes every op invariant; a PyTorch model's fix is the user's (the
   // op named above), which no command of this tool applies.
   if (a.invariant || a.source != "engine" || a.mode == "batch_invariant" || command.empty()) {

@@ -30,8 +30,12 @@ InvarianceProbe probe(int size, int row, std::uint64_t mm, std::uint64_t out,
                       std::vector<float> values, bool control = false) {
   InvarianceProbe p;
   p.config = {size, row, row == 0 ? "first" : "last", size == 1 ? "" : "batch", control};
-  InvarianceOp fc{"aten.addmm.default", "fc", {{digest_of(1), false}, {digest_of(2), true}}, RowDigest{digest_of(mm)}};
-  InvarianceOp relu{"aten.relu.default", "act", {{digest_of(mm), false}}, RowDigest{digest_of(out)}};
+  InvarianceOp fc{"aten.addmm.default",
+                  "fc",
+                  {{digest_of(1), false}, {digest_of(2), true}},
+                  RowDigest{digest_of(mm)}};
+  InvarianceOp relu{
+      "aten.relu.default", "act", {{digest_of(mm), false}}, RowDigest{digest_of(out)}};
   p.ops = {fc, relu};
   p.output_digest = digest_of(out);
   p.output_values = std::move(values);
