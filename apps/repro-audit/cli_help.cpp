@@ -151,7 +151,9 @@ std::string exit_codes_text() {
          "  3  runtime or device failure (exec: a run's command failed, timed out or wrote no "
          "whole trace)\n"
          "  4  incomplete audit: planned runs without a whole trace (compare DIR, shards)\n"
-         "  5  nothing was compared (fewer than two same-seed runs); --allow-empty makes it 0\n";
+         "  5  nothing was compared (fewer than two same-seed runs); --allow-empty makes it 0\n"
+         "  6  inconclusive: nothing differed, but the control that proves a difference would be "
+         "seen was not (--invariance)\n";
 }
 
 namespace {

@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "audit/exec_audit.h"
+#include "audit/invariance_exec.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
 #include "default_folder.h"
+#include "invariance_cli.h"
 #include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
@@ -43,7 +45,32 @@ struct ExecCommandOptions {
   std::vector<std::int64_t> interrupt_at;
   std::string resume_arg;
   bool overwrite = false, resume = false, allow_empty = false;
+  InvarianceCli invariance;
 };
+
+// The options of an audit of runs, which a sweep does not take.
+const std::vector<std::string> kAuditOnlyOptions = {
+    "--runs",      "--seeds",          "--seed",      "--jobs",         "--shard",
+    "--trace-ops", "--tensor-digests", "--keep-op",   "--interrupt-at", "--resume-arg",
+    "--resume",    "--overwrite",      "--tolerance", "--allow-empty"};
+
+// `exec --invariance`: the command once, with the plan; the sweep's report.
+int run_exec_invariance(const ExecCommandOptions& o) {
+  audit::InvarianceExecOptions e;
+  e.command = o.command;
+  e.plan = invariance_plan(o.invariance);
+  e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") /
+                                  (audit::exec_name(o.command) + "-invariance")
+                            : std::filesystem::path(o.out);
+  e.timeout_seconds = o.exec.timeout_seconds;
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{e.out_dir}, {}});
+  spdlog::info("batch-invariance sweep of {}: {} batch size(s) up to {}, in {}",
+               e.out_dir.filename().string(), e.plan.sizes.size(), e.plan.sizes.back(),
+               e.out_dir.string());
+  const audit::InvarianceExecResult r = audit::run_invariance_command(e);
+  return emit_invariance_report(r.sweep, parse_expect(o.expect).value_or(true), "",
+                                {o.json_path, o.junit_path, o.html_path});
+}
 
 // libra_device_digest.so beside this binary (lib/CMakeLists.txt writes it there), if it is there.
 std::filesystem::path device_digest_library() {
@@ -55,6 +82,7 @@ std::filesystem::path device_digest_library() {
 }
 
 int run_exec(ExecCommandOptions& o) {
+  if (o.invariance.enabled) return run_exec_invariance(o);
   audit::ExecOptions& e = o.exec;
   e.command = o.command;
   e.name = audit::exec_name(e.command);
@@ -113,6 +141,19 @@ int run_exec(ExecCommandOptions& o) {
   audit::AuditResult result = audit::run_exec_audit(e, hooks);
   if (result.shard) return print_shard_outcome(*result.shard, e.out_dir);
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
+}
+
+// The sweep's options, and the callback that runs the audit or, with --invariance, the sweep.
+void add_exec_callback(CLI::App* cmd, CommandRun& run,
+                       const std::shared_ptr<ExecCommandOptions>& o) {
+  add_invariance_options(*cmd, o->invariance);
+  cmd->callback([&run, o, cmd] {
+    run = [o, cmd] {
+      // Here, not in the parse: main turns what a run throws into its exit code.
+      if (o->invariance.enabled) refuse_with_invariance(*cmd, kAuditOnlyOptions);
+      return run_exec(*o);
+    };
+  });
 }
 
 }  // namespace
@@ -192,7 +233,7 @@ void register_exec(CLI::App& app, CommandRun& run) {
       ->check(finite_positive_number());
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
-  cmd->callback([&run, o] { run = [o] { return run_exec(*o); }; });
+  add_exec_callback(cmd, run, o);
 }
 
 }  // namespace ra::app

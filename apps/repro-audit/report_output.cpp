@@ -18,11 +18,7 @@
 
 namespace ra::app {
 
-namespace {
-
-// Writes the report to stdout. A reader that has gone (`| head -1`: EPIPE, SIGPIPE being ignored)
-// costs nothing already written: the files are whole, the verdict's exit code stands, and stderr
-// says so. Any other failure (a full disk under a redirection) is an error naming it.
+// (report_output.h)
 void write_stdout(const std::string& text) {
   errno = 0;
   const bool written = std::fputs(text.c_str(), stdout) >= 0 && std::fflush(stdout) == 0;
@@ -36,8 +32,6 @@ void write_stdout(const std::string& text) {
   }
   throw InputError(std::string("cannot write the report to stdout: ") + std::strerror(e));
 }
-
-}  // namespace
 
 int emit_report(const compare::ComparisonResult& result, const ReportFiles& files) {
   const std::string& json_path = files.json;

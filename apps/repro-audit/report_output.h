@@ -24,6 +24,11 @@ int emit_report(const compare::ComparisonResult& result, const ReportFiles& file
 // report: compare's, once every shard has finished); returns 0.
 int print_shard_outcome(const audit::ShardOutcome& s, const std::filesystem::path& out);
 
+// Writes a report to stdout. A reader that has gone (`| head -1`: EPIPE, SIGPIPE being ignored)
+// costs nothing already written: the files are whole, the verdict's exit code stands, and stderr
+// says so. Any other failure (a full disk under a redirection) is an error naming it.
+void write_stdout(const std::string& text);
+
 // "identical" -> true, "any" -> false, "" -> nullopt (the default of the mode).
 std::optional<bool> parse_expect(const std::string& expect);
 

@@ -80,6 +80,8 @@ const char* to_string(CheckOutcome outcome) {
       return "allowed";
     case CheckOutcome::skipped:
       return "skipped";
+    case CheckOutcome::inconclusive:
+      return "inconclusive";
   }
   return "?";
 }

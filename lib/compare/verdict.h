@@ -13,8 +13,9 @@ struct ComparisonResult;  // compare/compare.h
 
 // passed: holds; failed: breaks what the audit expects; allowed: differs where the audit does not
 // expect agreement (--expect any, a nondeterministic mode, world sizes as a configuration);
-// skipped: nothing to check.
-enum class CheckOutcome { passed, failed, allowed, skipped };
+// skipped: nothing to check; inconclusive: nothing differed, but the control that proves the check
+// could see a difference (an injected one-ULP change) was not seen, so "passed" would be unproven.
+enum class CheckOutcome { passed, failed, allowed, skipped, inconclusive };
 const char* to_string(CheckOutcome outcome);
 
 // What a check is about (docs/report.md, "Verdict"). One per finding that decides the exit code;

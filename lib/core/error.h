@@ -16,6 +16,7 @@ enum class ExitCode : int {
   runtime = 3,           // device or runtime failure
   incomplete = 4,        // an audit folder's planned runs are not all whole (a shard not finished)
   nothing_compared = 5,  // fewer than two same-seed runs: no verdict (unless --allow-empty)
+  inconclusive = 6,      // no difference seen, but the control that proves one would be was not
 };
 
 // Bad input: a spec, a data file, a trace or a command line the user can fix. Exit code 2.

@@ -239,6 +239,7 @@ Case resume_case(const ComparisonResult& r, const compare::AuditVerdict& verdict
       c.outcome = Case::Outcome::skipped;
       break;
     case compare::CheckOutcome::failed:
+    case compare::CheckOutcome::inconclusive:  // a resume has no control: never inconclusive
       c.outcome = Case::Outcome::failed;
       c.failure_type = "resume";
       c.detail = after_first_line(words);

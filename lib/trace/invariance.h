@@ -37,8 +37,8 @@ struct ProbeConfig {
   int batch_size = 1;
   int anchor_row = 0;              // 0 .. batch_size - 1
   std::string position = "first";  // first | middle | last (named for the report)
-  std::string neighbours;          // what fills the other rows: "batch", "noise", ... ("" at size 1)
-  bool control = false;  // the control probe: a one-ULP batch-dependent change injected
+  std::string neighbours;  // what fills the other rows: "batch", "noise", ... ("" at size 1)
+  bool control = false;    // the control probe: a one-ULP batch-dependent change injected
 };
 
 struct InvarianceProbe {
@@ -87,6 +87,9 @@ struct InvariancePlan {
 // The default sizes up to `max_size`: 1..16, then each power of two and its neighbours
 // (2^k - 1, 2^k, 2^k + 1), where kernels switch their blocking.
 std::vector<int> default_invariance_sizes(int max_size);
+// "1-64,128,255-257" as sorted distinct sizes (1 always among them: the reference); InputError
+// naming the piece for a size below 1, a reversed range or anything but digits, '-' and ','.
+std::vector<int> parse_invariance_sizes(const std::string& text);
 // The anchor's row for `position` in a batch of `size`: first 0, middle size / 2, last size - 1.
 int anchor_row(const std::string& position, int size);
 

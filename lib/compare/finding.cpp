@@ -1,0 +1,36 @@
+// The exit status and words of findings (compare/finding.h).
+#include "compare/finding.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ra::compare {
+
+int findings_exit_code(const std::vector<Finding>& findings) {
+  const auto any = [&](CheckOutcome o) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [&](const Finding& f) { return f.outcome == o; });
+  };
+  if (any(CheckOutcome::failed)) return static_cast<int>(ExitCode::divergence);
+  if (any(CheckOutcome::inconclusive)) return static_cast<int>(ExitCode::inconclusive);
+  return static_cast<int>(ExitCode::ok);
+}
+
+const char* outcome_word(CheckOutcome outcome) {
+  switch (outcome) {
+    case CheckOutcome::passed:
+      return "PASSED";
+    case CheckOutcome::failed:
+      return "FAILED";
+    case CheckOutcome::allowed:
+      return "ALLOWED";
+    case CheckOutcome::skipped:
+      return "SKIPPED";
+    case CheckOutcome::inconclusive:
+      return "INCONCLUSIVE";
+  }
+  return "?";
+}
+
+}  // namespace ra::compare
