@@ -63,9 +63,9 @@ trace::RowDigest InvarianceRecorder::row_digest(const backend::OpRegion& region)
 
 void InvarianceRecorder::change_anchor_row(const backend::OpRegion& output) {
   const std::int64_t count = output.count / batch_;
-  void* row = static_cast<unsigned char*>(const_cast<void*>(output.data)) +
-              static_cast<std::size_t>(anchor_row_) * static_cast<std::size_t>(count) *
-                  sizeof(float);
+  void* row =
+      static_cast<unsigned char*>(const_cast<void*>(output.data)) +
+      static_cast<std::size_t>(anchor_row_) * static_cast<std::size_t>(count) * sizeof(float);
   std::vector<float> values(static_cast<std::size_t>(count));
   memory().download(values.data(), row, values.size() * sizeof(float));
   constexpr float kInfinity = std::numeric_limits<float>::infinity();

@@ -14,9 +14,10 @@
 // when the batch holds other samples: a batch of one is every sweep's reference. The change is
 // one ULP on every element of the row, as the PyTorch recorder makes it (docs/invariance.md, "The
 // control"): std::nextafter toward +infinity, +infinity toward zero, NaN left; so that it
-// reaches the model's output as a batch-dependent kernel's rounding would. One element alone need not: in the Keras convnet, one ULP on the first element of the
-// first conv's row was lost in the second conv, its max-pool and relu (measured: the output's
-// bits unchanged), and a control that the output cannot show proves nothing about the output.
+// reaches the model's output as a batch-dependent kernel's rounding would. One element alone need
+// not: in the Keras convnet, one ULP on the first element of the first conv's row was lost in the
+// second conv, its max-pool and relu (measured: the output's bits unchanged), and a control that
+// the output cannot show proves nothing about the output.
 #include <cstddef>
 #include <optional>
 #include <string>
