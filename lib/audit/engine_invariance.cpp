@@ -39,9 +39,10 @@ void check_plan(const trace::InvariancePlan& plan) {
   for (const std::string& position : plan.positions) trace::anchor_row(position, 1);
   for (const std::string& neighbours : plan.neighbours) {
     if (neighbours != "batch") {
-      throw InputError("invariance sweep: the engine fills the other rows from the spec's data "
-                       "only (\"batch\"), not \"" +
-                       neighbours + "\"");
+      throw InputError(
+          "invariance sweep: the engine fills the other rows from the spec's data "
+          "only (\"batch\"), not \"" +
+          neighbours + "\"");
     }
   }
 }

@@ -7,6 +7,7 @@
 // under REPRO_AUDIT_ISA. The op table (tests/ops/cpu_ops_test.cpp) does the same per op.
 #include <sys/wait.h>
 
+#include <unistd.h>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
