@@ -4,7 +4,9 @@
 namespace ra::compare {
 
 const std::vector<RegisteredCheck>& registered_checks() {
-  static const std::vector<RegisteredCheck> checks = {};
+  static const std::vector<RegisteredCheck> checks = {
+      {"perturbation_control", perturbation_control_applies, perturbation_control},
+  };
   return checks;
 }
 

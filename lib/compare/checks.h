@@ -31,5 +31,7 @@ const std::vector<RegisteredCheck>& registered_checks();
 std::vector<Finding> run_checks(const CheckContext& context);
 
 // The checks, each in its own section file.
+bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
+Finding perturbation_control(const CheckContext& context);
 
 }  // namespace ra::compare
