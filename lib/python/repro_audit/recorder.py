@@ -325,6 +325,7 @@ class Recorder:
                 os.path.dirname(self._kept_path) if self._kept_path else None)
             if keep_op is not None:
                 header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+        perturb.check_perturbable(torch, self._state.params)
         if perturb.wanted(seed_group, perturb_draw):  # before the initial weights are digested
             header["perturbation"] = perturb.flip_one_weight(torch, self._state.params, seed,
                                                              perturb_draw)
