@@ -18,6 +18,7 @@ exception leaves the block or ends the script. A failed run's trace is never com
 """
 import atexit
 import json
+import multiprocessing
 import os
 import platform
 import random
@@ -138,6 +139,8 @@ def _environment(torch, threads, digests_where):
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "hostname": socket.gethostname(),
+        # A process multiprocessing started (mp.spawn's workers): doctor names seeding there.
+        "spawned": multiprocessing.parent_process() is not None,
         "tool_version": "repro_audit-python " + VERSION,
         "digests": digests_where,
     }
