@@ -66,6 +66,17 @@ bool env_true(const trace::Trace& t, const char* key) {
 
 void seed_findings(const trace::Trace& t, std::vector<DoctorFinding>& out) {
   const nlohmann::json& s = t.header.seeded;
+  if (s.is_null() && env_true(t, "spawned")) {
+    // The run was recorded in a process that multiprocessing started (mp.spawn's workers, issue
+    // 61: pytorch/examples imagenet seeds its parent only): seeding the parent does not reach it.
+    out.push_back({"seeds",
+                   "the worker process that recorded the run (started by multiprocessing, as "
+                   "mp.spawn starts them) does not call repro_audit.seed_everything: a seed set "
+                   "in the parent process does not reach it",
+                   "call repro_audit.seed_everything(default=args.seed) at the start of the "
+                   "worker function (the one mp.spawn runs), before the model is built"});
+    return;
+  }
   if (s.is_null()) {
     out.push_back({"seeds",
                    "the script does not call repro_audit.seed_everything: its runs are "

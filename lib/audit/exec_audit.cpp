@@ -258,6 +258,9 @@ void run_command(const ExecOptions& o, const rundir::AuditManifest& m,
   // (lib/python/repro_audit/perturb.py); set either way, as the window is.
   environment.emplace_back("REPRO_AUDIT_PERTURB",
                            p.group == "perturbed" ? std::to_string(p.index) : std::string());
+  // Every run of an audit with a perturbed group checks that its model can be perturbed, so that
+  // a model without a float32 weight fails at run 0's start, not after the other groups trained.
+  environment.emplace_back("REPRO_AUDIT_PERTURB_PLANNED", o.seeds == SeedPolicy::all ? "1" : "");
   if (o.keep_op) {
     environment.emplace_back("REPRO_AUDIT_KEEP_OP", std::to_string(o.keep_op->step) + ":" +
                                                         std::to_string(o.keep_op->index));

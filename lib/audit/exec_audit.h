@@ -6,6 +6,7 @@
 //   REPRO_AUDIT_SEED        its seed: the same for the same-seed group, derived for the other
 //   REPRO_AUDIT_SEED_GROUP  "same", "different" or "perturbed"
 //   REPRO_AUDIT_PERTURB     in the perturbed group (--seeds all), the draw (the run's number)
+//   REPRO_AUDIT_PERTURB_PLANNED  1 in every run of an audit with a perturbed group (--seeds all)
 //                           that picks the initial weight whose lowest bit the recorder flips;
 //                           empty otherwise
 //   REPRO_AUDIT_ID          the audit's id (the traces carry it, as the engine's do)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compare/checks.h"
 #include "compare/compare_phases.h"
 #include "compare/duplicate_runs.h"
 #include "compare/step_walk.h"
@@ -177,6 +178,8 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_resume_verdicts(result, traces);
   add_distributed(result, traces, options);
   add_rerun_command(result, options);
+  // Last: the registered checks read the spine made above (compare/checks.h).
+  result.findings = run_checks({traces, result});
   return result;
 }
 

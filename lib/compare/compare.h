@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/data_parallel.h"
+#include "compare/finding.h"
 #include "compare/instability.h"
 #include "compare/resume_check.h"
 #include "compare/statistics.h"
@@ -432,6 +433,8 @@ struct ComparisonResult {
   std::vector<AuditFolderCheck> audit_folders;
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
+  // The registered checks' findings (compare/checks.h), each with its own verdict.
+  std::vector<Finding> findings;
   // A data-parallel audit's ranks and replicas (absent for single processes).
   std::optional<DistributedFindings> distributed;
   // Replicas that part within a run are a fault whatever runs are expected to do.

@@ -468,6 +468,8 @@ json to_json(const ComparisonResult& r) {
   }
   // Only for resumed runs (--interrupt-at), so that other reports read as before.
   if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
+  // Only where a registered check applied (compare/checks.h), so that other reports read as before.
+  if (!r.findings.empty()) report["findings"] = findings_json(r.findings);
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
   if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).

@@ -17,6 +17,20 @@ int findings_exit_code(const std::vector<Finding>& findings) {
   return static_cast<int>(ExitCode::ok);
 }
 
+nlohmann::json finding_json(const Finding& f) {
+  return {{"name", f.name},
+          {"outcome", to_string(f.outcome)},
+          {"summary", f.summary},
+          {"next_steps", f.next_steps},
+          {"data", f.data}};
+}
+
+nlohmann::json findings_json(const std::vector<Finding>& findings) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Finding& f : findings) out[f.id] = finding_json(f);
+  return out;
+}
+
 const char* outcome_word(CheckOutcome outcome) {
   switch (outcome) {
     case CheckOutcome::passed:

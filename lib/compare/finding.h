@@ -35,6 +35,10 @@ struct Finding {
 // The exit status of a report made of findings: 1 if any failed; else 6 if any was inconclusive;
 // else 0 (core/error.h).
 int findings_exit_code(const std::vector<Finding>& findings);
+// {"name", "outcome", "summary", "next_steps", "data"}: a finding's JSON form, under its id.
+nlohmann::json finding_json(const Finding& finding);
+// {id: finding_json, ...} in order.
+nlohmann::json findings_json(const std::vector<Finding>& findings);
 // "PASSED", "FAILED", "INCONCLUSIVE", "ALLOWED", "SKIPPED": the word a report leads with.
 const char* outcome_word(CheckOutcome outcome);
 

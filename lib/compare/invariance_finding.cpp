@@ -12,8 +12,12 @@ namespace {
 
 using nlohmann::json;
 
+// "aten.addmm.default in encoder.fc"; a Sequential's child is named by its index alone, so
+// "in module 2" says what the number is.
 std::string op_place(const std::string& op, const std::string& module) {
-  return op + (module.empty() ? "" : " in " + module);
+  if (module.empty()) return op;
+  const bool index = module.find_first_not_of("0123456789") == std::string::npos;
+  return op + (index ? " in module " : " in ") + module;
 }
 
 std::string probe_place(const trace::ProbeConfig& c) {

@@ -54,17 +54,19 @@ void add_resume_checks(const ComparisonResult& r, std::vector<Check>& checks) {
 }
 
 AuditStatus status_of(const std::vector<Check>& checks) {
-  const auto failing = [&](CheckKind kind) {
-    return std::any_of(checks.begin(), checks.end(), [&](const Check& c) {
-      return c.kind == kind && c.outcome == CheckOutcome::failed;
-    });
+  const auto any = [&](CheckKind kind, CheckOutcome outcome) {
+    return std::any_of(checks.begin(), checks.end(),
+                       [&](const Check& c) { return c.kind == kind && c.outcome == outcome; });
   };
-  for (CheckKind kind : {CheckKind::identity, CheckKind::world_sizes, CheckKind::rank,
-                         CheckKind::replicas, CheckKind::collective, CheckKind::resume}) {
+  const auto failing = [&](CheckKind kind) { return any(kind, CheckOutcome::failed); };
+  for (CheckKind kind :
+       {CheckKind::identity, CheckKind::world_sizes, CheckKind::rank, CheckKind::replicas,
+        CheckKind::collective, CheckKind::resume, CheckKind::finding}) {
     if (failing(kind)) return AuditStatus::diverged;
   }
   if (failing(CheckKind::complete)) return AuditStatus::incomplete;
   if (failing(CheckKind::compared)) return AuditStatus::nothing_compared;
+  if (any(CheckKind::finding, CheckOutcome::inconclusive)) return AuditStatus::inconclusive;
   return AuditStatus::passed;
 }
 
@@ -104,6 +106,8 @@ const char* to_string(CheckKind kind) {
       return "complete";
     case CheckKind::compared:
       return "compared";
+    case CheckKind::finding:
+      return "finding";
   }
   return "?";
 }
@@ -118,6 +122,8 @@ const char* to_string(AuditStatus status) {
       return "incomplete";
     case AuditStatus::nothing_compared:
       return "nothing_compared";
+    case AuditStatus::inconclusive:
+      return "inconclusive";
   }
   return "?";
 }
@@ -132,6 +138,8 @@ int AuditVerdict::exit_code() const {
       return static_cast<int>(ExitCode::incomplete);
     case AuditStatus::nothing_compared:
       return static_cast<int>(ExitCode::nothing_compared);
+    case AuditStatus::inconclusive:
+      return static_cast<int>(ExitCode::inconclusive);
   }
   return static_cast<int>(ExitCode::divergence);
 }
@@ -160,6 +168,9 @@ AuditVerdict audit_verdict(const ComparisonResult& r) {
                       !nothing        ? CheckOutcome::passed
                       : r.allow_empty ? CheckOutcome::skipped
                                       : CheckOutcome::failed});
+  for (std::size_t i = 0; i < r.findings.size(); ++i) {
+    v.checks.push_back({CheckKind::finding, static_cast<int>(i), r.findings[i].outcome});
+  }
   v.status = status_of(v.checks);
   return v;
 }

@@ -29,6 +29,7 @@ enum class CheckKind {
   resume,       // a resumed run's restore and the steps after it (--interrupt-at)
   complete,     // every planned run of the audit folders has a whole trace
   compared,     // two or more same-seed runs that recorded steps were compared
+  finding,      // a registered check's finding (compare/checks.h); index: its position
 };
 const char* to_string(CheckKind kind);
 
@@ -40,14 +41,14 @@ struct Check {
 
 // The audit's status, in the order the exit code ranks them: a divergence is final (more runs
 // cannot undo it); else a verdict over part of an audit is not the audit's; else an audit that
-// compared nothing has none.
-enum class AuditStatus { passed, diverged, incomplete, nothing_compared };
+// compared nothing has none; else a verdict whose control was not seen is unproven.
+enum class AuditStatus { passed, diverged, incomplete, nothing_compared, inconclusive };
 const char* to_string(AuditStatus status);
 
 struct AuditVerdict {
   AuditStatus status = AuditStatus::passed;
   std::vector<Check> checks;
-  // The process's exit status (docs/exit-codes in the README): 0, 1, 4 or 5 (core/error.h).
+  // The process's exit status (docs/exit-codes in the README): 0, 1, 4, 5 or 6 (core/error.h).
   int exit_code() const;
   // The outcome of the check of `kind` (and `index`); skipped when the audit has none.
   CheckOutcome outcome(CheckKind kind, int index = 0) const;

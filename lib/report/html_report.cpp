@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "compare/verdict.h"
+#include "report/finding_forms.h"
 #include "report/html_sections.h"
 #include "report/svg_plot.h"
 #include "report/text_format.h"
@@ -247,9 +248,11 @@ std::string render_html(const ComparisonResult& r) {
   out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
-  out += banner(r) + category_table(r) + resumes(r) + data_parallel(r) + html::loss_plots(r) +
-         html::growth_plots(r) + html::divergence_map(r) + html::seed_group_plots(r) +
-         html::instability_plots(r) + snapshots(r) + statistics(r) + differences(r) + cost(r);
+  out += banner(r) + category_table(r) + resumes(r) + data_parallel(r);
+  for (const compare::Finding& f : r.findings) out += finding_html(f);
+  out += html::loss_plots(r) + html::growth_plots(r) + html::divergence_map(r) +
+         html::seed_group_plots(r) + html::instability_plots(r) + snapshots(r) + statistics(r) +
+         differences(r) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

@@ -7,6 +7,7 @@
 #include "compare/replica_check.h"
 #include "compare/verdict.h"
 #include "core/printable.h"
+#include "report/finding_forms.h"
 #include "report/markup.h"
 #include "report/text_format.h"
 #include "report/text_report.h"
@@ -149,6 +150,22 @@ Case category_case(const ComparisonResult& r, const compare::AuditVerdict& verdi
     c.message = what + " (allowed: the runs differ only between world sizes, a configuration)";
   } else {
     c.message = what + " (allowed: bitwise identity was not expected)";
+  }
+  return c;
+}
+
+// A registered check's finding (compare/checks.h): fails where the finding fails a CI gate
+// (failed, inconclusive), skipped where it was skipped.
+Case finding_case(const compare::Finding& f, std::size_t number) {
+  Case c;
+  c.name = std::to_string(number) + " " + f.name;
+  c.message = f.summary;
+  if (finding_fails(f)) {
+    c.outcome = Case::Outcome::failed;
+    c.failure_type = compare::to_string(f.outcome);
+    for (const std::string& d : f.details) c.detail += d + "\n";
+  } else if (f.outcome == compare::CheckOutcome::skipped) {
+    c.outcome = Case::Outcome::skipped;
   }
   return c;
 }
@@ -315,6 +332,9 @@ std::string render_junit(const ComparisonResult& r) {
   }
   for (Case& c : data_parallel_cases(r, v, 3 + r.categories.size() + r.resumes.size()))
     cases.push_back(std::move(c));
+  // The registered checks' findings, numbered last: a case each, failing unless it passed.
+  for (const compare::Finding& f : r.findings)
+    cases.push_back(finding_case(f, 3 + cases.size() - 1));
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {
     failures += c.outcome == Case::Outcome::failed ? 1 : 0;

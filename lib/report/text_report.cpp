@@ -1,5 +1,6 @@
 #include "report/text_report.h"
 
+#include "report/finding_forms.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
 
@@ -14,6 +15,7 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::first_divergence(r);
   out += text::distributed(r);
   out += text::resumes(r);
+  for (const compare::Finding& f : r.findings) out += finding_text(f);
   out += text::root_cause(r);
   out += text::next_step(r);
   out += text::loader_workers(r);

@@ -19,8 +19,21 @@ namespace {
 
 // The head of the verdict when the compared runs agree (rank 0's, per world size) and the audit
 // still failed: which check failed, and where the report shows it.
-std::string failed_beside_identity(const compare::AuditVerdict& v, std::size_t n) {
+// The first finding (compare/checks.h) of `outcome`, named for the verdict line.
+std::string finding_named(const ComparisonResult& r, compare::CheckOutcome outcome) {
+  for (const compare::Finding& f : r.findings) {
+    if (f.outcome == outcome) return f.name;
+  }
+  return "a check";
+}
+
+std::string failed_beside_identity(const ComparisonResult& r, const compare::AuditVerdict& v,
+                                   std::size_t n) {
   using compare::CheckKind;
+  if (v.failed(CheckKind::finding)) {
+    return format("DIVERGED: the %zu same-seed runs agree, but %s failed (below)", n,
+                  finding_named(r, compare::CheckOutcome::failed).c_str());
+  }
   if (v.failed(CheckKind::rank) || v.failed(CheckKind::replicas) ||
       v.failed(CheckKind::collective)) {
     return format(
@@ -32,6 +45,19 @@ std::string failed_beside_identity(const compare::AuditVerdict& v, std::size_t n
       "DIVERGED: the %zu same-seed runs' recorded steps agree, but a resumed run is NOT the "
       "uninterrupted run (resume, below)",
       n);
+}
+
+// The same-seed runs are identical: the verdict, unless another check failed or was not proven.
+std::string identical_head(const ComparisonResult& r, const compare::AuditVerdict& v,
+                           std::size_t n) {
+  if (v.status == compare::AuditStatus::diverged) return failed_beside_identity(r, v, n);
+  if (v.status == compare::AuditStatus::inconclusive) {
+    return format(
+        "INCONCLUSIVE: all %zu same-seed runs are bitwise identical, but %s did not prove the "
+        "audit could see a difference (below; exit 6)",
+        n, finding_named(r, compare::CheckOutcome::inconclusive).c_str());
+  }
+  return format("BITWISE IDENTICAL: all %zu same-seed runs", n);
 }
 
 }  // namespace
@@ -77,9 +103,7 @@ std::string verdict(const ComparisonResult& r) {
         "configuration (data-parallel, below); no two runs of one world size differ",
         n);
   } else if (identity == compare::CheckOutcome::passed) {
-    head = v.status == compare::AuditStatus::diverged
-               ? failed_beside_identity(v, n)
-               : format("BITWISE IDENTICAL: all %zu same-seed runs", n);
+    head = identical_head(r, v, n);
   } else {
     head = format(
         "%s: %zu distinct outcomes among %zu same-seed runs",

@@ -47,6 +47,13 @@ TEST_CASE("doctor: seeds not applied, or overridden after seed_everything", "[au
   const auto none = ra::audit::doctor_findings(unseeded);
   REQUIRE(kinds(none) == std::vector<std::string>{"seeds"});
   CHECK_THAT(none[0].fix, Contains("repro_audit.seed_everything(default=args.seed)"));
+  // Issue 61: a run recorded in an mp.spawn worker, whose parent seeded itself alone.
+  Trace worker = unseeded;
+  worker.header.environment["spawned"] = true;
+  const auto spawned = ra::audit::doctor_findings(worker);
+  REQUIRE(kinds(spawned) == std::vector<std::string>{"seeds"});
+  CHECK_THAT(spawned[0].what, Contains("worker process") && Contains("does not reach it"));
+  CHECK_THAT(spawned[0].fix, Contains("at the start of the worker function"));
   Trace overridden = clean_run();
   overridden.header.seeded["torch_initial_seed"] = 1;
   const auto later = ra::audit::doctor_findings(overridden);

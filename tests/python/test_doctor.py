@@ -79,3 +79,43 @@ def test_doctor_sees_a_reseed_with_the_commonest_seed(tmp_path):
     findings = json.loads(done.stdout)["findings"]
     assert [f["kind"] for f in findings] == ["seeds"]
     assert "torch was seeded again after seed_everything" in findings[0]["what"]
+
+
+SPAWNED = r"""
+import torch, torch.multiprocessing as mp, repro_audit
+
+def worker(rank):
+    # The parent seeded itself; this worker, a process of its own, does not (issue 61: the
+    # pytorch/examples imagenet script's mp.spawn workers).
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with repro_audit.record(model, optimizer) as rec:
+        for step in range(2):
+            optimizer.zero_grad()
+            x = torch.ones(8, 4)
+            loss = model(x).square().mean()
+            loss.backward()
+            optimizer.step()
+            rec.step(batch=(x,), loss=loss)
+
+if __name__ == "__main__":
+    repro_audit.seed_everything(default=1)
+    mp.spawn(worker, nprocs=1)
+"""
+
+
+def test_an_mp_spawn_worker_that_does_not_seed_is_named(tmp_path):
+    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+    script = tmp_path / "spawned.py"
+    script.write_text(SPAWNED)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
+    env.update(PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([BINARY, "doctor", "--out", str(tmp_path / "out"), "--json", "--",
+                           sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr
+    seeds = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "seeds"]
+    assert len(seeds) == 1
+    assert "worker process" in seeds[0]["what"] and "mp.spawn" in seeds[0]["what"]
+    assert "at the start of the worker function" in seeds[0]["fix"]

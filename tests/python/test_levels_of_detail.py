@@ -5,6 +5,7 @@ the plan record one digest per category, the trace is version 4, the C++ reader 
 REPRO_AUDIT_BINARY names the built binary."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -112,10 +113,14 @@ def test_a_divergence_at_a_per_category_step_is_found_and_the_rerun_names_the_te
     assert "--tensor-digests every:3" in report["next_step"]["command"]
     assert "--tensor-digests 4:5" in report["next_step"]["command"]
     assert "one digest for all of them at this step" in done.stdout
-    # The re-run with step 4 per tensor names the weight.
-    (tmp_path / "report.json").unlink()
-    done, _ = run_exec(tmp_path, "--overwrite", "--tensor-digests", "every:3,4:5", bump=4)
+    # The printed next step, run word for word (issue 61: every next step is a command the tool
+    # accepts), records step 4 per tensor in a folder of its own and names the weight.
+    words = shlex.split(report["next_step"]["command"])
+    assert words[0] == "repro-audit"
+    env = dict(os.environ, PYTHONPATH=LIB, BUMP_AT="4")
+    done = subprocess.run([BINARY, words[1], "--json", str(tmp_path / "rerun.json"), *words[2:]],
+                          env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
-    with open(tmp_path / "report.json", encoding="utf-8") as f:
+    with open(tmp_path / "rerun.json", encoding="utf-8") as f:
         first = json.load(f)["first_divergence"]
     assert first["step"] == 4 and first["tensor"] == "2.weight" and "per_category" not in first

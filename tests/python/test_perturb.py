@@ -133,3 +133,33 @@ def test_exec_seeds_all_reports_the_perturbed_group_by_design(tmp_path):
         end = json.loads((out / ("run-%03d.trace.jsonl" % run)).read_text().splitlines()[-1])
         assert end["predictions"]["samples"] == 64
         assert 0 <= end["eval_accuracy"] <= 1
+    # The control (compare/perturbation_control.cpp): each flip was seen, so the verdict stands.
+    control = report["findings"]["perturbation_control"]
+    assert control["outcome"] == "passed"
+    assert [r["run"] for r in control["data"]["runs"]] == [4, 5]
+    assert all(r["seen"] for r in control["data"]["runs"])
+
+
+def test_a_model_without_a_float32_weight_fails_at_the_first_run(tmp_path):
+    """Issue 61: --seeds all on a float64 model failed only when its perturbed runs started, after
+    the other groups trained; every run now checks first, so run 0 fails at its start, named."""
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.replace("model = torch.nn.Sequential(",
+                                     "torch.set_default_dtype(torch.float64)\n"
+                                     "model = torch.nn.Sequential("))
+    out = tmp_path / "out"
+    done = tool("exec", "--runs", 2, "--seeds", "all", "--jobs", 1, "--out", out,
+                "--", sys.executable, script)
+    assert done.returncode == 3, done.stderr
+    assert "run 0:" in done.stderr and "has none (its parameters: float64)" in done.stderr
+    assert "--seeds both" in done.stderr
+    assert not (out / "run-001.trace.jsonl").exists()  # nothing trained after it
+
+
+def test_without_a_perturbed_group_a_float64_model_is_not_checked(monkeypatch):
+    params = [("w", torch.zeros(3, dtype=torch.float64))]
+    monkeypatch.delenv(perturb.PLANNED, raising=False)
+    perturb.check_perturbable(torch, params)
+    with pytest.raises(ValueError, match="float64"):
+        perturb.check_perturbable(torch, params, {perturb.PLANNED: "1"})
+    perturb.check_perturbable(torch, [("w", torch.zeros(3))], {perturb.PLANNED: "1"})

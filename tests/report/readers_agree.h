@@ -38,7 +38,7 @@ inline int readers_agree(const compare::ComparisonResult& r) {
   INFO(verdict_line);
   CHECK((verdict_line.find("DIVERGED") != std::string::npos) == diverged);
   // The text names an exit code only where it is the verdict's.
-  for (int code : {1, 4, 5}) {
+  for (int code : {1, 4, 5, 6}) {
     if (code != exit_code)
       CHECK(verdict_line.find("exit " + std::to_string(code)) == std::string::npos);
   }

@@ -195,7 +195,8 @@ TEST_CASE("a sweep's default sizes and anchor rows", "[trace][invariance]") {
   CHECK_THROWS_AS(anchor_row("first", 0), ra::InputError);
 }
 
-TEST_CASE("--sizes reads sizes and ranges, and refuses what is not one", "[trace][invariance]") {
+TEST_CASE("a sweep's --sizes list: sizes and ranges, and what is not one refused",
+          "[trace][invariance]") {
   CHECK(parse_invariance_sizes("4") == std::vector<int>{1, 4});
   CHECK(parse_invariance_sizes("2-4,8,3") == std::vector<int>{1, 2, 3, 4, 8});
   CHECK(parse_invariance_sizes("1") == std::vector<int>{1});

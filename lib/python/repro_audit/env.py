@@ -7,6 +7,7 @@ made, before the training, never written.
     REPRO_AUDIT_SEED        the run's seed, an integer in [0, 2^64)
     REPRO_AUDIT_SEED_GROUP  "same", "different" or "perturbed"
     REPRO_AUDIT_PERTURB     the perturbed group's draw (perturb.py)
+    REPRO_AUDIT_PERTURB_PLANNED  1: the audit has a perturbed group (perturb.py)
     REPRO_AUDIT_ID          the audit's id, 32 lowercase hex digits
     REPRO_AUDIT_KEEP_BYTES  the budget of kept outputs, an integer in [0, 2^30] (1 GiB)
     REPRO_AUDIT_TRACE_OPS   the op window (ops.parse_window)

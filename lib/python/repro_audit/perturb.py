@@ -46,6 +46,24 @@ def wanted(seed_group, draw):
     return draw is not None
 
 
+PLANNED = "REPRO_AUDIT_PERTURB_PLANNED"
+
+
+def check_perturbable(torch, params, environ=None):
+    """In every run of an audit with a perturbed group (REPRO_AUDIT_PERTURB_PLANNED=1): a model
+    with no contiguous float32 parameter element cannot be perturbed, and fails now, in the
+    audit's first run, not after the same-seed and different-seed groups have trained."""
+    environ = os.environ if environ is None else environ
+    if environ.get(PLANNED, "") != "1":
+        return
+    if any(p.dtype == torch.float32 and p.is_contiguous() and p.numel() > 0 for _, p in params):
+        return
+    dtypes = sorted({str(p.dtype).replace("torch.", "") for _, p in params}) or ["none"]
+    raise ValueError("repro_audit: --seeds all flips one bit of a float32 weight, and this model "
+                     f"has none (its parameters: {', '.join(dtypes)}): audit it with --seeds "
+                     "both, or keep a float32 copy of the model for the audit")
+
+
 def choose(sizes, seed, draw):
     """(parameter position, element) that draw `draw` picks among parameters of `sizes` elements:
     uniform over all their elements, from 64 bits of SHA-256("perturb/weight", seed, draw)."""

@@ -18,6 +18,7 @@ exception leaves the block or ends the script. A failed run's trace is never com
 """
 import atexit
 import json
+import multiprocessing
 import os
 import platform
 import random
@@ -138,6 +139,8 @@ def _environment(torch, threads, digests_where):
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "hostname": socket.gethostname(),
+        # A process multiprocessing started (mp.spawn's workers): doctor names seeding there.
+        "spawned": multiprocessing.parent_process() is not None,
         "tool_version": "repro_audit-python " + VERSION,
         "digests": digests_where,
     }
@@ -325,6 +328,7 @@ class Recorder:
                 os.path.dirname(self._kept_path) if self._kept_path else None)
             if keep_op is not None:
                 header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+        perturb.check_perturbable(torch, self._state.params)
         if perturb.wanted(seed_group, perturb_draw):  # before the initial weights are digested
             header["perturbation"] = perturb.flip_one_weight(torch, self._state.params, seed,
                                                              perturb_draw)

@@ -1,0 +1,23 @@
+// The registry of checks (compare/checks.h).
+#include "compare/checks.h"
+
+namespace ra::compare {
+
+const std::vector<RegisteredCheck>& registered_checks() {
+  static const std::vector<RegisteredCheck> checks = {
+      {"perturbation_control", perturbation_control_applies, perturbation_control},
+  };
+  return checks;
+}
+
+std::vector<Finding> run_checks(const CheckContext& context) {
+  std::vector<Finding> findings;
+  for (const RegisteredCheck& c : registered_checks()) {
+    if (!c.applies(context)) continue;
+    findings.push_back(c.evaluate(context));
+    findings.back().id = c.id;
+  }
+  return findings;
+}
+
+}  // namespace ra::compare

@@ -1,0 +1,37 @@
+#pragma once
+// The registered checks (DESIGN.md, "Findings as data"): each an id, whether it applies to the
+// traces, and its evaluation into one finding (compare/finding.h). compare_traces runs every
+// check that applies, after the spine (categories, first divergence, root cause, growth), into
+// ComparisonResult::findings; the verdict (compare/verdict.h) and every report form read those.
+// A new check: one section file with its evaluate (and its words), one line in checks.cpp, one
+// test (docs/architecture.md, "Adding a check").
+#include <vector>
+
+#include "compare/finding.h"
+#include "trace/trace.h"
+
+namespace ra::compare {
+
+struct ComparisonResult;  // compare/compare.h
+
+// What a check reads: the traces and the spine of the comparison already made.
+struct CheckContext {
+  const std::vector<trace::Trace>& traces;
+  const ComparisonResult& result;
+};
+
+struct RegisteredCheck {
+  const char* id;
+  bool (*applies)(const CheckContext&);
+  Finding (*evaluate)(const CheckContext&);
+};
+
+// In the order their findings are reported.
+const std::vector<RegisteredCheck>& registered_checks();
+std::vector<Finding> run_checks(const CheckContext& context);
+
+// The checks, each in its own section file.
+bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
+Finding perturbation_control(const CheckContext& context);
+
+}  // namespace ra::compare

@@ -1,0 +1,512 @@
+"""A batch-invariance sweep of a PyTorch model (docs/invariance.md, "The PyTorch sweep"; the file
+in docs/trace-format.md, "Invariance sweeps").
+
+    result = repro_audit.invariance(model, batch, anchor=0)
+    assert not result.differing, result.differing
+
+Does the model give sample `anchor` of `batch` the same output bits whatever else is in its
+batch? The sweep runs the model's forward pass (eval mode, torch.no_grad()) on the anchor alone
+(the reference), then on batches of other sizes holding the anchor at row 0 ("first"), S // 2
+("middle") and S - 1 ("last"), the other rows filled with the batch's other samples in order,
+cycling, the anchor skipped ("batch"), or with seeded normal noise of the batch's mean and
+standard deviation ("noise": torch.Generator seeded with NOISE_SEED for each probe, so a probe's
+noise depends on its size only). Each probe records its output's anchor row and, op by op (every
+aten call, under a TorchDispatchMode), the digests of the anchor's row of what the op read and
+wrote (invariance_ops.py: which tensors have a row, and how the reference's rows are found).
+
+The plan: `sizes` (default: default_sizes(), 1..16 and each power of two with its neighbours,
+2^k - 1, 2^k, 2^k + 1, up to 64, the rule of C++'s default_invariance_sizes), `positions`
+(default all three), `neighbours` (default "batch") and `control` (default True: one more probe,
+the first probe's configuration, in which one op's output row is moved by one ULP, so that a
+reader can check that the sweep sees a change where there is one). Under `repro-audit exec
+--invariance` the environment's REPRO_AUDIT_INVARIANCE (JSON: {"out": FILE, "sizes": [...],
+"positions": [...], "neighbours": [...], "control": true}) sets the plan: its `out` and `control`
+win over the arguments; its sizes, positions and neighbours are merged with the arguments' (the
+union: a script that names sizes of its own gets them swept too, and so does the audit's plan).
+Without the variable and without `out=`, the sweep runs and its result is returned, nothing is
+written. The file is written whole or not at all (trace.write_whole): bad input fails before the
+first forward pass, and an exception during the sweep leaves no file.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:  # the package imports without torch
+    import torch
+
+from .digest import tensor_digest
+from .invariance_ops import (WHOLE, Deferred, ModuleStack, ProbeOps, WholeDigests, by_size,
+                             make_mode, order_dependent)
+from .trace import write_whole
+
+ENVIRONMENT = "REPRO_AUDIT_INVARIANCE"
+POSITIONS = ("first", "middle", "last")
+NEIGHBOURS = ("batch", "noise")
+DEFAULT_MAX_SIZE = 64
+NOISE_SEED = 0x5EED  # each "noise" probe's generator: the same noise for every probe of a size
+FORMAT_VERSION = 1
+KIND = "repro-audit invariance sweep"
+_PLAN_KEYS = ("out", "sizes", "positions", "neighbours", "control")
+
+
+def default_sizes(max_size: int = DEFAULT_MAX_SIZE) -> List[int]:
+    """1..16, then each power of two and its neighbours (2^k - 1, 2^k, 2^k + 1), where kernels
+    switch their blocking, up to `max_size` (C++'s default_invariance_sizes)."""
+    sizes = set(range(1, min(16, max_size) + 1))
+    power = 16
+    while power - 1 <= max_size:
+        sizes.update(s for s in (power - 1, power, power + 1) if s <= max_size)
+        power *= 2
+    return sorted(sizes)
+
+
+def anchor_row(position: str, size: int) -> int:
+    """The anchor's row for `position` in a batch of `size`: first 0, middle size // 2, last
+    size - 1."""
+    return {"first": 0, "middle": size // 2, "last": size - 1}[position]
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    batch_size: int
+    anchor_row: int
+    position: str
+    neighbours: str  # "" for the reference
+    control: bool = False
+
+
+@dataclass(frozen=True)
+class RowDigest:
+    digest: str  # 32 hex digits (digest.py)
+    whole: bool  # the whole tensor's digest: it has no batch dimension
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    op: str  # "aten.addmm.default"
+    module: str  # "fc1"; "" for the model itself or outside any module
+    inputs: Tuple[RowDigest, ...]
+    output: Optional[RowDigest]  # None: the op reduced over the batch (or returned no tensor)
+
+
+@dataclass
+class Probe:
+    config: ProbeConfig
+    output_digest: str  # the anchor's output row (as float32 where it is float16 or bfloat16)
+    output_values: Optional[bytes]  # its float32 values, little-endian (None: not float)
+    ops: List[OpRecord]
+
+
+@dataclass(frozen=True)
+class ControlOp:
+    op_index: int  # into the reference's ops
+    op: str
+    module: str
+
+
+@dataclass
+class InvarianceResult:
+    """What a sweep found. `differing`: the configurations (the control probe left out) whose
+    anchor output differs from the reference's; `control_seen`: whether the control probe's
+    record of the control op's output differs from that of the probe it repeats (None: no
+    control ran)."""
+    path: Optional[str]
+    probe_count: int  # the probes after the reference, the control's included
+    differing: List[ProbeConfig]
+    reference: Probe
+    probes: List[Probe] = field(repr=False)
+    control: Optional[ControlOp] = None
+    control_seen: Optional[bool] = None
+
+    @property
+    def invariant(self) -> bool:
+        return not self.differing
+
+    def first_difference(self, probe: Probe) -> Optional[int]:
+        """The index of the first op of `probe` that is not the reference's op at the same index
+        or whose output row differs from it (None: every op agrees)."""
+        for i, (mine, theirs) in enumerate(zip(probe.ops, self.reference.ops)):
+            if mine.op != theirs.op or mine.output != theirs.output:
+                return i
+        if len(probe.ops) != len(self.reference.ops):
+            return min(len(probe.ops), len(self.reference.ops))
+        return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    sizes: Tuple[int, ...]
+    positions: Tuple[str, ...]
+    neighbours: Tuple[str, ...]
+    control: bool
+    out: Optional[str]
+
+
+def _checked_names(values, allowed, what):
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"repro_audit.invariance: {what} must be a list of names, got {values!r}")
+    for v in values:
+        if v not in allowed:
+            raise ValueError(f"repro_audit.invariance: {what}: {v!r} is not one of "
+                             f"{', '.join(allowed)}")
+    if not values:
+        raise ValueError(f"repro_audit.invariance: {what} is empty")
+    return list(values)
+
+
+def _checked_sizes(values, what):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"repro_audit.invariance: {what} must be a list of batch sizes, got "
+                        f"{values!r}")
+    values = list(values)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"repro_audit.invariance: {what}: {v!r} is not a whole number")
+        if v < 1:
+            raise ValueError(f"repro_audit.invariance: {what}: a batch size of {v}: sizes are "
+                             "1 or more (1 is the anchor alone, the reference)")
+    return values
+
+
+def _environment_plan(text):
+    try:
+        plan = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"repro_audit.invariance: {ENVIRONMENT} is not JSON ({e})") from None
+    if not isinstance(plan, dict):
+        raise ValueError(f"repro_audit.invariance: {ENVIRONMENT} is not a JSON object")
+    unknown = sorted(set(plan) - set(_PLAN_KEYS))
+    if unknown:
+        raise ValueError(f"repro_audit.invariance: {ENVIRONMENT} has unknown keys "
+                         f"{', '.join(unknown)} (known: {', '.join(_PLAN_KEYS)})")
+    if "out" in plan and not (isinstance(plan["out"], str) and plan["out"]):
+        raise ValueError(f"repro_audit.invariance: {ENVIRONMENT}: out must name a file")
+    if "control" in plan and not isinstance(plan["control"], bool):
+        raise ValueError(f"repro_audit.invariance: {ENVIRONMENT}: control must be true or false")
+    return plan
+
+
+def resolve_plan(sizes=None, positions=None, neighbours=None, control=None, out=None,
+                 environ=None) -> Plan:
+    """The plan of a call (the module's documentation: the environment's out and control win,
+    lists are merged), checked: ValueError or TypeError naming what is wrong."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(ENVIRONMENT)
+    env = _environment_plan(text) if text else {}
+    merged_sizes = set()
+    for source, values in (("sizes", sizes), (ENVIRONMENT + " sizes", env.get("sizes"))):
+        if values is not None:
+            merged_sizes.update(_checked_sizes(values, source))
+    if sizes is None and "sizes" not in env:
+        merged_sizes.update(default_sizes())
+    lists = {}
+    for key, argument, allowed, default in (("positions", positions, POSITIONS, POSITIONS),
+                                            ("neighbours", neighbours, NEIGHBOURS, ("batch",))):
+        names = []
+        for source, values in ((key, argument), (ENVIRONMENT + " " + key, env.get(key))):
+            if values is not None:
+                names += _checked_names(values, allowed, source)
+        if argument is None and key not in env:
+            names = list(default)
+        lists[key] = tuple(dict.fromkeys(names))  # in order, each once
+    out = env.get("out", out)
+    if "control" in env:
+        control = env["control"]
+    return Plan(sizes=tuple(sorted(merged_sizes | {1})), positions=lists["positions"],
+                neighbours=lists["neighbours"], control=True if control is None else bool(control),
+                out=None if out is None else os.fspath(out))
+
+
+def _check_inputs(torch, model, batch, anchor, batch_dim, plan):
+    """(batch_dim, batch size) normalised, or ValueError / TypeError before anything runs."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("repro_audit.invariance: model must be a torch.nn.Module, got "
+                        f"{type(model).__name__}")
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError("repro_audit.invariance: batch must be a tensor with the samples along "
+                        f"batch_dim, got {type(batch).__name__}")
+    if isinstance(batch_dim, bool) or not isinstance(batch_dim, int):
+        raise TypeError(f"repro_audit.invariance: batch_dim must be an int, got {batch_dim!r}")
+    if not -batch.dim() <= batch_dim < batch.dim():
+        raise ValueError(f"repro_audit.invariance: batch_dim {batch_dim} is out of range for a "
+                         f"batch of shape {list(batch.shape)}")
+    batch_dim %= batch.dim()
+    count = batch.shape[batch_dim]
+    if isinstance(anchor, bool) or not isinstance(anchor, int):
+        raise TypeError(f"repro_audit.invariance: anchor must be an int, got {anchor!r}")
+    if not 0 <= anchor < count:
+        raise ValueError(f"repro_audit.invariance: anchor {anchor} is out of range: the batch "
+                         f"holds {count} samples along dimension {batch_dim}")
+    if "batch" in plan.neighbours and count < 2 and max(plan.sizes) > 1:
+        raise ValueError("repro_audit.invariance: neighbours 'batch' fills the other rows with "
+                         "the batch's other samples, and this batch holds the anchor alone: "
+                         "pass more samples, or neighbours=('noise',)")
+    if "noise" in plan.neighbours and not batch.is_floating_point():
+        raise ValueError(f"repro_audit.invariance: neighbours 'noise' needs a floating batch, "
+                         f"this one is {batch.dtype}: use neighbours=('batch',)")
+    training_norms = [name or type(model).__name__ for name, m in model.named_modules()
+                      if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
+    if training_norms:
+        raise ValueError("repro_audit.invariance: the model is in train mode with BatchNorm "
+                         f"({', '.join(training_norms[:3])}), which normalises each sample by "
+                         "the batch's statistics: batch-dependent by definition. Call "
+                         "model.eval() before the sweep (it then uses the running statistics)")
+    if plan.out is not None:
+        folder = os.path.dirname(os.path.abspath(plan.out))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"repro_audit.invariance: no folder {folder} for {plan.out}")
+    return batch_dim, count
+
+
+def _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats):
+    """The probe's input: the anchor at its row, the other rows filled as `config` says."""
+    size, row = config.batch_size, config.anchor_row
+    if config.neighbours != "noise":
+        fill = [others[k % len(others)] for k in range(size - 1)] if size > 1 else []
+        order = fill[:row] + [anchor] + fill[row:]
+        return batch.index_select(batch_dim, torch.tensor(order, device=batch.device))
+    mean, std = noise_stats
+    sample = batch.select(batch_dim, anchor)
+    generator = torch.Generator().manual_seed(NOISE_SEED)
+    noise = torch.randn((size - 1,) + tuple(sample.shape), generator=generator,
+                        dtype=torch.float64) * std + mean
+    noise = noise.to(device=batch.device, dtype=batch.dtype)
+    rows = torch.cat([noise[:row], sample.unsqueeze(0), noise[row:]])
+    return rows.movedim(0, batch_dim).contiguous()
+
+
+def _output_row(torch, out, config, batch_dim):
+    """(digest, float32 bytes or None) of the anchor's row of the model's output; TypeError or
+    ValueError where the output is not one tensor with the batch's size along batch_dim."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"repro_audit.invariance: the model returned a {type(out).__name__}, "
+                        "not one tensor: wrap it in a module whose forward returns the tensor "
+                        "to audit (e.g. the logits)")
+    if out.dim() <= batch_dim or out.shape[batch_dim] != config.batch_size:
+        raise ValueError(f"repro_audit.invariance: for a batch of {config.batch_size} the model "
+                         f"returned shape {list(out.shape)}: its dimension {batch_dim} must hold "
+                         "one row per sample (the same batch_dim as the input)")
+    row = out.select(batch_dim, config.anchor_row)
+    if row.dtype in (torch.float16, torch.bfloat16):
+        row = row.float()  # exact: every float16 and bfloat16 value is a float32 value
+    values = None
+    if row.dtype == torch.float32:
+        values = row.detach().to("cpu").contiguous().numpy().astype("<f4").tobytes()
+    return tensor_digest(row), values
+
+
+def _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config, others,
+               noise_stats, reference=None, control=None):
+    """(ProbeOps, model output, output digest, values) of one probe; `reference`: the
+    reference's ProbeOps (None: this is the reference)."""
+    probe_input = _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats)
+    probe = ProbeOps(torch, modules, wholes, config.batch_size, config.anchor_row, batch_dim,
+                     reference, control)
+    probe.mark_batched(probe_input)
+    with modules, make_mode(torch, probe):
+        out = model(probe_input)
+    digest, values = _output_row(torch, out, config, batch_dim)
+    return probe, out, digest, values
+
+
+def _configs(plan):
+    """Every probe after the reference, in the order run (the control's not among them)."""
+    configs = []
+    for size in plan.sizes:
+        if size == 1:
+            continue
+        rows = {}
+        for position in plan.positions:
+            rows.setdefault(anchor_row(position, size), position)  # a small batch: rows shared
+        for row, position in rows.items():
+            for way in plan.neighbours:
+                configs.append(ProbeConfig(size, row, position, way))
+    return configs
+
+
+def _vote(reference, probes):
+    """The reference's decisions (invariance_ops.py): for each batched tensor of each op, where
+    most probes found the anchor's row at the op aligned with it (ties: the largest size's)."""
+    votes = {}
+    for probe in sorted(probes, key=lambda p: -p.size):
+        for aligned, decided in zip(probe.aligned, probe.decisions):
+            if aligned is None or len(decided) != len(reference.decisions[aligned]):
+                continue
+            for j, d in enumerate(decided):
+                counts = votes.setdefault((aligned, j), {})
+                counts[d] = counts.get(d, 0) + 1  # dicts keep the first seen first: ties
+    return {key: max(counts, key=counts.get) for key, counts in votes.items()}
+
+
+def _resolved(held, decision, batch_dim, output):
+    """A reference entry as a RowDigest (None: no row)."""
+    if not isinstance(held, Deferred):
+        return None if held is None else RowDigest(*held)
+    shape = held.tensor.shape
+    usable = decision is None or (decision != WHOLE and decision[1] < len(shape) and
+                                  (decision[0] == "chunk" or shape[decision[1]] == 1))
+    if not usable:  # no probe ran the same ops: by sizes
+        decision = by_size(tuple(shape), 1, batch_dim)
+    if decision is None:
+        return None if output else RowDigest(held.digest(None), True)
+    return RowDigest(held.digest(decision), False)
+
+
+def _reference_ops(reference, probes, batch_dim):
+    decided = _vote(reference, probes)
+    ops = []
+    for i, (name, module, inputs, output) in enumerate(reference.ops):
+        slots = list(inputs) + [output]
+        resolved = [_resolved(h, decided.get((i, j), WHOLE), batch_dim, j == len(inputs))
+                    for j, h in enumerate(slots)]
+        ops.append(OpRecord(name, module, tuple(resolved[:-1]), resolved[-1]))
+    return ops
+
+
+def _probe_ops(probe):
+    return [OpRecord(name, module, tuple(RowDigest(*h) for h in inputs),
+                     None if output is None else RowDigest(*output))
+            for name, module, inputs, output in probe.ops]
+
+
+def _control_op(reference_ops, template):
+    """The op whose output row the control probe moves: the first order-dependent op with a
+    floating row output in the reference and, at the same index, in the template probe (the first
+    probe run, which the control probe repeats), else the first op with one. The same index: a
+    reader that compares the control probe with the reference op by op finds it there."""
+    if template is None:
+        return None
+    candidates = [i for i, op in enumerate(reference_ops)
+                  if op.output is not None and not op.output.whole and i < len(template.ops)
+                  and template.aligned[i] == i and template.floating[i]
+                  and isinstance(template.decisions[i][-1], tuple)]
+    chosen = next((i for i in candidates if order_dependent(reference_ops[i].op)),
+                  candidates[0] if candidates else None)
+    if chosen is None:
+        return None
+    return ControlOp(chosen, reference_ops[chosen].op, reference_ops[chosen].module)
+
+
+def _row_json(row):
+    return None if row is None else {"digest": row.digest, "whole": row.whole}
+
+
+def _probe_line(probe):
+    config = probe.config
+    output = {"digest": probe.output_digest}
+    if probe.output_values is not None:
+        output["values"] = base64.b64encode(probe.output_values).decode("ascii")
+    return {"probe": {"batch_size": config.batch_size, "anchor_row": config.anchor_row,
+                      "position": config.position, "neighbours": config.neighbours,
+                      "control": config.control},
+            "output": output,
+            "ops": [{"op": op.op, "module": op.module,
+                     "inputs": [_row_json(r) for r in op.inputs], "output": _row_json(op.output)}
+                    for op in probe.ops]}
+
+
+def sweep_text(header, reference, probes):
+    """The file's text (docs/trace-format.md, "Invariance sweeps"): one JSON object a line."""
+    lines = [header, _probe_line(reference)] + [_probe_line(p) for p in probes]
+    lines.append({"end": {"probes": len(probes)}})
+    return "".join(json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n"
+                   for line in lines)
+
+
+class _EvalMode:
+    """Every module in eval mode for the sweep, each module's own flag restored after (a model
+    may hold submodules the script froze in eval mode)."""
+
+    def __init__(self, model):
+        self._flags = [(m, m.training) for m in model.modules()]
+        self._model = model
+
+    def __enter__(self):
+        self._model.eval()
+
+    def __exit__(self, *exc):
+        for module, training in self._flags:
+            module.training = training
+
+
+def _sweep(torch, model, batch, batch_dim, anchor, count, plan):
+    """(header, reference Probe, probes, ControlOp or None)."""
+    others = [i for i in range(count) if i != anchor]
+    noise_stats = None
+    if "noise" in plan.neighbours:
+        as_double = batch.detach().double()
+        noise_stats = (as_double.mean().item(), as_double.std(unbiased=False).item())
+    modules, wholes = ModuleStack(model), WholeDigests(model)
+
+    reference = None
+
+    def run(config, control=None):
+        return _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config,
+                          others, noise_stats, reference, control)
+
+    reference_config = ProbeConfig(1, 0, "first", "")
+    reference, out, reference_digest, reference_values = run(reference_config)
+    runs = []  # (config, ProbeOps, digest, values)
+    for config in _configs(plan):
+        probe, _, digest, values = run(config)
+        runs.append((config, probe, digest, values))
+    reference_ops = _reference_ops(reference, [r[1] for r in runs], batch_dim)
+    probes = [Probe(c, d, v, _probe_ops(p)) for c, p, d, v in runs]
+    control = _control_op(reference_ops, runs[0][1] if runs else None) if plan.control else None
+    if control is not None:
+        config = ProbeConfig(runs[0][0].batch_size, runs[0][0].anchor_row, runs[0][0].position,
+                             runs[0][0].neighbours, control=True)
+        probe, _, digest, values = run(config, control=control.op_index)
+        if (not probe.control_applied or len(probe.ops) <= control.op_index
+                or probe.ops[control.op_index][0] != control.op):
+            raise RuntimeError(f"repro_audit.invariance: the control probe ran other ops than "
+                               f"the probe it repeats ({control.op} at op {control.op_index}): "
+                               "the model's ops depend on more than the batch's size")
+        probes.append(Probe(config, digest, values, _probe_ops(probe)))
+    header = {"kind": KIND, "version": FORMAT_VERSION, "source": "pytorch",
+              "model": type(model).__name__, "mode": "", "device": str(batch.device),
+              "dtype": str(out.dtype), "batch_dim": batch_dim,
+              "sample_shape": [d for i, d in enumerate(batch.shape) if i != batch_dim],
+              "output_shape": [d for i, d in enumerate(out.shape) if i != batch_dim],
+              "control": None if control is None else {"op_index": control.op_index,
+                                                       "op": control.op,
+                                                       "module": control.module}}
+    reference_probe = Probe(reference_config, reference_digest, reference_values, reference_ops)
+    return header, reference_probe, probes, control
+
+
+def invariance(model: torch.nn.Module, batch: torch.Tensor, *, anchor: int = 0,
+               batch_dim: int = 0,
+               sizes: Optional[Sequence[int]] = None,
+               positions: Optional[Sequence[str]] = None,
+               neighbours: Optional[Sequence[str]] = None,
+               control: Optional[bool] = None,
+               out: Union[str, os.PathLike, None] = None) -> InvarianceResult:
+    """Sweeps `model` (a torch.nn.Module returning one tensor) over batches holding sample
+    `anchor` of `batch` (samples along `batch_dim`, in the model's input and output alike) and
+    returns what it found; writes the sweep to `out` (or REPRO_AUDIT_INVARIANCE's file). The
+    plan, defaults and precedence: the module's documentation. ValueError or TypeError, and no
+    file, for bad input: a size below 1, an anchor or batch_dim out of range, a model in train
+    mode with BatchNorm, an output that is not one tensor with a row per sample."""
+    import torch  # the package imports without torch: only a sweep needs it
+
+    plan = resolve_plan(sizes, positions, neighbours, control, out)
+    batch_dim, count = _check_inputs(torch, model, batch, anchor, batch_dim, plan)
+    with _EvalMode(model), torch.no_grad():
+        header, reference, probes, control_op = _sweep(torch, model, batch, batch_dim, anchor,
+                                                       count, plan)
+    if plan.out is not None:
+        write_whole(plan.out, sweep_text(header, reference, probes))
+    differing = [p.config for p in probes
+                 if not p.config.control and p.output_digest != reference.output_digest]
+    seen = None
+    if control_op is not None:
+        i = control_op.op_index
+        seen = probes[-1].ops[i].output != probes[0].ops[i].output
+    return InvarianceResult(path=plan.out, probe_count=len(probes), differing=differing,
+                            reference=reference, probes=probes, control=control_op,
+                            control_seen=seen)
