@@ -127,6 +127,24 @@ inline int gemm_fixed_slices(std::int64_t m, std::int64_t n, std::int64_t k) {
   return static_cast<int>(slices < 1 ? 1 : slices);
 }
 
+// The batch-invariant dense products (kernels/splitk_gemm.cuh: dense_forward_invariant,
+// dense_data_grad_invariant): the same tiles and passes as dense_weight_grad_fixed, K (the
+// sample's own reduced dimension: in for the forward pass, out for the data gradient) cut into
+// fixed slices from K ALONE: ceil(k / kInvariantTermsPerSlice), at most kInvariantMaxSlices.
+// Never from m (the batch) nor the device, so one sample's output is the same chain of slice
+// partials, added in slice order, in a batch of 1 and of 128; gemm_fixed_slices, which targets a
+// block count from m, would change a sample's sum with the batch size (cuBLAS's split-k does).
+// Why slice at all: the Keras convnet's 9216 -> 128 forward pass has 4 tiles of 64 x 64 at batch
+// 128 (2 at batch 1); one slice would leave 4 blocks walking 9216 terms each, 18 slices of 512
+// give 72 blocks. Partials cost 18 x batch x 128 floats (1.2 MB at batch 128) written, read back.
+inline constexpr std::int64_t kInvariantTermsPerSlice = 512;
+inline constexpr int kInvariantMaxSlices = 32;
+inline int gemm_invariant_slices(std::int64_t k) {
+  if (k <= 0) return 0;
+  const std::int64_t slices = ra::ceil_div(k, kInvariantTermsPerSlice);
+  return static_cast<int>(slices < kInvariantMaxSlices ? slices : kInvariantMaxSlices);
+}
+
 // bias_backward's atomic grid: x over the slices, y over the channels (capped; blocks loop).
 inline GridShape bias_atomic_grid(std::int64_t channels, int slices) {
   GridShape grid;

@@ -1,6 +1,7 @@
 #pragma once
 // The dense layers' gradients in nondeterministic mode: an atomic split-k GEMM; the weight
-// gradient in deterministic mode: the same GEMM split in fixed order. cuBLAS has no
+// gradient in deterministic mode, and the forward product and data gradient in batch-invariant
+// mode: the same GEMM split in fixed order. cuBLAS has no
 // atomic sgemm to ask for (CUBLAS_ATOMICS_ALLOWED only permits it, and the fp32 GEMMs of these
 // shapes do not use it), so a run that asks for nondeterministic dense gradients gets this kernel.
 // Row-major, as in lib/backend/cuda/cuda_dense.cpp:
@@ -23,6 +24,16 @@
 //                             partial is 0.0f + a0 b0 + a1 b1 + ... in increasing k, each product
 //                             rounded before it is added (the host twin in
 //                             tests/backend_cuda/splitk_fixed_host_test.cpp).
+//
+//   dense_forward_invariant   y[n, out] = sum over i < in of x[n, i] * w[out, i]   ('=')
+//   dense_data_grad_invariant dx as dense_data_grad_splitk ('=')
+//                             batch-invariant mode (docs/invariance.md): the fixed-order split
+//                             of dense_weight_grad_fixed with K (in, resp. out) cut into
+//                             gemm_invariant_slices(K) slices, from K alone: each output is
+//                             ((p0 + p1) + p2) + ... of partials 0.0f + a0 b0 + a1 b1 + ... over
+//                             its slice in increasing k, a chain that no batch size changes
+//                             (tiles along the batch never cut k). Scratch as for
+//                             dense_weight_grad_fixed ([slices][n][out or in]; none for 1 slice).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -37,5 +48,12 @@ void dense_weight_grad_fixed(cudaStream_t stream, int n, int in, int out, const 
                              const float* dy, float* dw, int slices, void* scratch);
 void dense_data_grad_splitk(cudaStream_t stream, int n, int in, int out, const float* dy,
                             const float* w, float* dx, int slices);
+
+// Scratch bytes of the invariant products of an [rows, cols] output over k terms (0: 1 slice).
+std::size_t gemm_invariant_workspace_bytes(int rows, int cols, int k);
+void dense_forward_invariant(cudaStream_t stream, int n, int in, int out, const float* x,
+                             const float* w, float* y, void* scratch);
+void dense_data_grad_invariant(cudaStream_t stream, int n, int in, int out, const float* dy,
+                               const float* w, float* dx, void* scratch);
 
 }  // namespace ra::kernels

@@ -1,17 +1,20 @@
 // `repro-audit bench SPEC`: speed of the CPU backend (or with --device cuda the CUDA backend) on
 // a spec, per thread count and kernel mode. For each thread count (on the GPU: once) it trains
-// the spec for warmup + N steps in deterministic and then in nondeterministic mode, times every
-// op through a TimingOps decorator (on the GPU in device time, CUDA events) and reports the
-// median step time, samples/s, GFLOP/s and a per-op table with the deterministic /
-// nondeterministic ratio: what the reproducible kernels cost. Text on stdout, or one JSON
+// the spec for warmup + N steps in deterministic and then in nondeterministic mode (or the two
+// modes of --modes, in their order), times every op through a TimingOps decorator (on the GPU in
+// device time, CUDA events) and reports the median step time, samples/s, GFLOP/s and a per-op
+// table with the first / second mode's ratio: what the reproducible kernels cost (with --modes
+// batch_invariant,deterministic: what batch invariance costs). Text on stdout, or one JSON
 // document with --json. The spec's eval set is not loaded: only training steps are timed.
 // --device cuda on a machine without a usable GPU: exit 3 (a device failure) with the reason.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +40,25 @@ struct BenchOptions {
   std::string device = "cpu";
   bool json = false;
   bool cuda_graphs = false;
+  std::string modes = "deterministic,nondeterministic";
 };
+
+// "A,B": two distinct kernel modes, in that order.
+std::array<spec::KernelMode, 2> parse_mode_pair(const std::string& text) {
+  const std::size_t comma = text.find(',');
+  const std::optional<spec::KernelMode> first =
+      spec::kernel_mode_from_string(text.substr(0, comma));
+  const std::optional<spec::KernelMode> second =
+      comma == std::string::npos ? std::nullopt
+                                 : spec::kernel_mode_from_string(text.substr(comma + 1));
+  if (!first || !second || *first == *second) {
+    throw InputError(
+        "--modes: expected two different kernel modes as A,B (deterministic, "
+        "nondeterministic, autotune, batch_invariant), got '" +
+        text + "'");
+  }
+  return {*first, *second};
+}
 
 // "1,2,all" -> {1, 2, hardware threads}; duplicates dropped, order kept.
 std::vector<int> parse_thread_list(const std::string& text, int spec_threads) {
@@ -108,22 +129,40 @@ nlohmann::json mode_figures(const train::ModeTiming& r, int batch_size, double f
   return figures;
 }
 
-// One op's time per step in both modes and their ratio (what its reproducible kernel costs).
-nlohmann::json op_figures(const train::OpRow& row, bool text) {
-  const double det = row.ms_per_step[0], nondet = row.ms_per_step[1];
-  const double ratio = nondet > 0 ? det / nondet : 0.0;
+// One op's time per step in both modes and their ratio (what its reproducible kernel costs), keyed
+// by the modes' names ("deterministic_ms_per_step", "batch_invariant_calls", ...).
+nlohmann::json op_figures(const train::OpRow& row, const train::ThreadTiming& timing, bool text) {
+  const double first = row.ms_per_step[0], second = row.ms_per_step[1];
+  const double ratio = second > 0 ? first / second : 0.0;
   if (text)
-    std::printf("  %-24s %12.4f %12.4f %8.3f\n", printable(row.op).c_str(), det, nondet, ratio);
+    std::printf("  %-24s %12.4f %12.4f %8.3f\n", printable(row.op).c_str(), first, second, ratio);
+  const std::string a = spec::to_string(timing.modes[0].mode);
+  const std::string b = spec::to_string(timing.modes[1].mode);
   return {{"op", row.op},
-          {"deterministic_ms_per_step", det},
-          {"nondeterministic_ms_per_step", nondet},
-          {"deterministic_calls", row.calls[0]},
-          {"nondeterministic_calls", row.calls[1]},
+          {a + "_ms_per_step", first},
+          {b + "_ms_per_step", second},
+          {a + "_calls", row.calls[0]},
+          {b + "_calls", row.calls[1]},
           {"ratio", ratio}};
 }
 
+// A mode's name in a 12-character column of the text table ("determ.", "nondeterm.", "batch_inv.").
+std::string column_label(spec::KernelMode mode) {
+  switch (mode) {
+    case spec::KernelMode::deterministic:
+      return "determ.";
+    case spec::KernelMode::nondeterministic:
+      return "nondeterm.";
+    case spec::KernelMode::autotune:
+      return "autotune";
+    case spec::KernelMode::batch_invariant:
+      return "batch_inv.";
+  }
+  return "?";
+}
+
 // Everything measured at one thread count: both modes, the per-op table, the time outside the
-// ops and the deterministic / nondeterministic step-time ratio.
+// ops and the first / second mode's step-time ratio.
 nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
                               double flops_per_step, bool gpu, bool graphs, bool text) {
   nlohmann::json jt = {{"threads", timing.threads},
@@ -138,20 +177,23 @@ nlohmann::json thread_figures(const train::ThreadTiming& timing, int batch_size,
     jt["modes"].push_back(mode_figures(r, batch_size, flops_per_step, graphs, text));
   // With graphs no op is timed alone (a replayed step makes no op's launch): no table.
   if (text && !graphs)
-    std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)", "determ.", "nondeterm.", "ratio");
-  for (const train::OpRow& row : train::op_rows(timing)) jt["ops"].push_back(op_figures(row, text));
+    std::printf("  %-24s %12s %12s %8s\n", "op (ms/step)",
+                column_label(timing.modes[0].mode).c_str(),
+                column_label(timing.modes[1].mode).c_str(), "ratio");
+  for (const train::OpRow& row : train::op_rows(timing))
+    jt["ops"].push_back(op_figures(row, timing, text));
   // What the op table does not see: batch staging, the loader and the trainer's own work (on
   // the GPU also the device's idle time between ops: launch and host overhead).
   if (text && !graphs)
     std::printf("  %-24s %12.4f %12.4f\n", "(outside Ops)",
                 timing.modes[0].untimed_seconds_per_step() * 1e3,
                 timing.modes[1].untimed_seconds_per_step() * 1e3);
-  const double det_ms = timing.modes[0].median_step_seconds();
-  const double nondet_ms = timing.modes[1].median_step_seconds();
-  jt["step_ratio"] = nondet_ms > 0 ? det_ms / nondet_ms : 0.0;
+  const double first_ms = timing.modes[0].median_step_seconds();
+  const double second_ms = timing.modes[1].median_step_seconds();
+  jt["step_ratio"] = second_ms > 0 ? first_ms / second_ms : 0.0;
   if (text)
-    std::printf("  step time deterministic / nondeterministic: %.3f\n",
-                jt["step_ratio"].get<double>());
+    std::printf("  step time %s / %s: %.3f\n", spec::to_string(timing.modes[0].mode),
+                spec::to_string(timing.modes[1].mode), jt["step_ratio"].get<double>());
   return jt;
 }
 
@@ -163,6 +205,7 @@ train::BenchPlan bench_plan(const BenchOptions& o, const spec::ExperimentSpec& s
   plan.warmup = o.warmup;
   plan.device = *spec::device_from_string(o.device);
   plan.step_graphs = o.cuda_graphs;
+  plan.modes = parse_mode_pair(o.modes);
   if (plan.device == spec::Device::cpu) {
     plan.threads = parse_thread_list(o.threads, s.threads);
     return plan;
@@ -246,6 +289,10 @@ void register_bench(CLI::App& app, CommandRun& run) {
                   "usable GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--modes", o->modes,
+                  "Two kernel modes to time, in this order, as A,B; the ratios are A / B (e.g. "
+                  "batch_invariant,deterministic)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON document (and nothing else) on stdout");
   add_cuda_graphs_option(*cmd, o->cuda_graphs);
   cmd->callback([&run, o] { run = [o] { return run_bench(*o); }; });

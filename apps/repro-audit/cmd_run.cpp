@@ -282,7 +282,7 @@ void register_run(CLI::App& app, CommandRun& run) {
                   "Comma list of streams the different-seed runs vary (init,data,dropout); the "
                   "others keep the spec's seed. Implies --seeds different unless both");
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
-      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
+      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune", "batch_invariant"}));
   cmd->add_option("--device", o->device,
                   "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
                   "(overrides the spec)")

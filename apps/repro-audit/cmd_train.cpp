@@ -197,7 +197,7 @@ void register_train(CLI::App& app, CommandRun& run) {
   cmd->add_option("--threads", o->threads, "Worker threads (overrides the spec; 0 = all cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
-      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune"}));
+      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune", "batch_invariant"}));
   cmd->add_option("--seed", o->seed, "Seed (overrides the spec), 0..2^64-1")
       ->check(unsigned_integer());
   cmd->add_option("--device", o->device,

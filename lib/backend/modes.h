@@ -13,8 +13,12 @@ enum class Activation { none, relu, tanh, sigmoid };
 // deterministic: a reduction tree fixed by the data size, the same bits for any thread count;
 // nondeterministic: per-worker partials added in completion order (atomic adds);
 // autotune: (CUDA) convolution algorithms chosen by timing at start-up, as cudnn.benchmark=True
-// does; the CPU backend has no algorithm to choose and runs its deterministic path.
-enum class KernelMode { deterministic, nondeterministic, autotune };
+// does; the CPU backend has no algorithm to choose and runs its deterministic path;
+// batch_invariant: deterministic, and each sample's result independent of the batch's size and
+// other samples (docs/invariance.md): no algorithm, blocking or split chosen by the batch size.
+// A reduction over the batch (a weight gradient) runs its deterministic path: it cannot be
+// independent of the batch it sums.
+enum class KernelMode { deterministic, nondeterministic, autotune, batch_invariant };
 
 // "none", "relu", "tanh", "sigmoid": the names the spec uses.
 constexpr const char* to_string(Activation activation) {
@@ -31,7 +35,8 @@ constexpr const char* to_string(Activation activation) {
   return "?";
 }
 
-// "deterministic", "nondeterministic", "autotune": the names the spec and the trace use.
+// "deterministic", "nondeterministic", "autotune", "batch_invariant": the names the spec and the
+// trace use.
 constexpr const char* to_string(KernelMode mode) {
   switch (mode) {
     case KernelMode::deterministic:
@@ -40,6 +45,8 @@ constexpr const char* to_string(KernelMode mode) {
       return "nondeterministic";
     case KernelMode::autotune:
       return "autotune";
+    case KernelMode::batch_invariant:
+      return "batch_invariant";
   }
   return "?";
 }

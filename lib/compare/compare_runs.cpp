@@ -46,8 +46,9 @@ bool pinned_deterministic(const trace::Trace& t) {
 }
 
 // Every reducing op of the run was in deterministic mode (the policy recorded in its header):
-// its override, else the run's mode; or in autotune mode with every algorithm pinned and
-// deterministic. (A nondeterministic run with every op overridden to deterministic counts.)
+// its override, else the run's mode; or in batch_invariant mode (deterministic paths, with
+// invariant forward choices); or in autotune mode with every algorithm pinned and deterministic.
+// (A nondeterministic run with every op overridden to deterministic counts.)
 bool fully_deterministic(const trace::Trace& t) {
   const nlohmann::json& d = t.header.determinism;
   const std::string mode = d.value("mode", "");
@@ -55,7 +56,7 @@ bool fully_deterministic(const trace::Trace& t) {
   for (int i = 0; i < spec::kReducingOpCount; ++i) {
     const char* op = spec::to_string(static_cast<spec::ReducingOp>(i));
     const std::string op_mode = ops.value(op, mode);
-    if (op_mode == "deterministic") continue;
+    if (op_mode == "deterministic" || op_mode == "batch_invariant") continue;
     if (op_mode == "autotune" && pinned_deterministic(t)) continue;
     return false;
   }

@@ -31,6 +31,8 @@ backend::KernelMode to_backend(spec::KernelMode mode) {
       return backend::KernelMode::nondeterministic;
     case spec::KernelMode::autotune:
       return backend::KernelMode::autotune;
+    case spec::KernelMode::batch_invariant:
+      return backend::KernelMode::batch_invariant;
   }
   throw RuntimeFailure("kernel mode " + std::to_string(static_cast<int>(mode)) +
                        " has no backend counterpart");

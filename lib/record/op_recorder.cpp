@@ -53,10 +53,7 @@ std::vector<trace::OpRecord> OpRecorder::take_records() {
 }
 
 void OpRecorder::enter_layer(const std::string& name) {
-  // "conv+pool" (Ops::enter_layer): the conv's ops are the first layer's, the pool's the second's.
-  const auto plus = name.find('+');
-  layer_ = name.substr(0, plus);
-  pool_layer_ = plus == std::string::npos ? name : name.substr(plus + 1);
+  layer_.enter(name);
   ForwardingOps::enter_layer(name);
 }
 
@@ -132,10 +129,6 @@ void OpRecorder::run_hook(const Open& call, const std::vector<Region>& inputs,
   hook_(c);
 }
 
-const std::string& OpRecorder::records_layer(std::string_view op) const {
-  return op.starts_with("maxpool2d") ? pool_layer_ : layer_;
-}
-
 OpRecorder::Open OpRecorder::open(std::string_view op, const char* mode, std::string ledger_key,
                                   const std::vector<Region>& inputs) {
   Open call;
@@ -179,8 +172,8 @@ void OpRecorder::close(Open& call, const std::vector<Region>& outputs) {
 void OpRecorder::name_algorithm(trace::OpRecord& record) const {
   if (record.ledger_key.empty()) return;
   std::optional<KernelMode> mode;
-  for (KernelMode m :
-       {KernelMode::deterministic, KernelMode::nondeterministic, KernelMode::autotune}) {
+  for (KernelMode m : {KernelMode::deterministic, KernelMode::nondeterministic,
+                       KernelMode::autotune, KernelMode::batch_invariant}) {
     if (record.mode == to_string(m)) mode = m;
   }
   const std::optional<backend::AlgorithmUsed> used =

@@ -29,6 +29,7 @@
 #include "backend/forwarding_ops.h"
 #include "core/thread_pool.h"
 #include "data/loader.h"
+#include "record/announced_layer.h"
 #include "record/kept_outputs.h"
 #include "trace/trace.h"
 
@@ -118,7 +119,7 @@ class OpRecorder final : public backend::ForwardingOps {
   void record_dropout(const backend::OpCall& call);
 
   // The layer an op's record names: the announced one, the pool's for a conv + pool pair.
-  const std::string& records_layer(std::string_view op) const;
+  const std::string& records_layer(std::string_view op) const { return layer_.of(op); }
   std::vector<Digest128> digest_regions(const std::vector<Region>& regions);
   void apply_fault(const std::string& op, const Region& output);
   // The algorithm the backend says the call ran (a record with a ledger key), into the record.
@@ -132,7 +133,7 @@ class OpRecorder final : public backend::ForwardingOps {
   bool fault_applied_ = false;
   bool recording_ = false;
   std::int64_t step_ = 0;
-  std::string layer_, pool_layer_;  // the announced layer (Ops::enter_layer); see there
+  AnnouncedLayer layer_;  // the announced layer (Ops::enter_layer)
   std::vector<trace::OpRecord> records_;
   // Digest of each buffer hashed or written so far in this step, by address.
   struct Cached {

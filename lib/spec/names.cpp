@@ -96,6 +96,8 @@ const char* to_string(KernelMode m) {
       return "nondeterministic";
     case KernelMode::autotune:
       return "autotune";
+    case KernelMode::batch_invariant:
+      return "batch_invariant";
   }
   return "?";
 }
@@ -136,6 +138,7 @@ std::optional<KernelMode> kernel_mode_from_string(std::string_view s) {
   if (s == "deterministic") return KernelMode::deterministic;
   if (s == "nondeterministic") return KernelMode::nondeterministic;
   if (s == "autotune") return KernelMode::autotune;
+  if (s == "batch_invariant") return KernelMode::batch_invariant;
   return std::nullopt;
 }
 

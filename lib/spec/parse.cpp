@@ -222,7 +222,7 @@ void parse_train(const Json& value, TrainSpec& t, Problems& problems) {
 }
 
 const std::vector<KernelMode> kModes{KernelMode::deterministic, KernelMode::nondeterministic,
-                                     KernelMode::autotune};
+                                     KernelMode::autotune, KernelMode::batch_invariant};
 
 void parse_determinism(const Json& value, DeterminismSpec& d, Problems& problems) {
   ObjectReader r(value, "determinism", problems);

@@ -106,8 +106,10 @@ struct TrainSpec {
 // deterministic: fixed reduction order, same bits for any thread count; nondeterministic:
 // atomic-add reductions; autotune: (CUDA) convolution algorithms chosen by timing at start-up in
 // each run, as cudnn.benchmark=True does. The CPU backend has no algorithm to choose: autotune runs
-// its deterministic path there.
-enum class KernelMode { deterministic, nondeterministic, autotune };
+// its deterministic path there. batch_invariant: deterministic, and every op's result for one
+// sample independent of the batch's size and its other samples (docs/invariance.md); reductions
+// over the batch (weight and bias gradients, the loss's mean) stay deterministic, not invariant.
+enum class KernelMode { deterministic, nondeterministic, autotune, batch_invariant };
 
 // Names of the reducing ops whose implementation the spec can choose, as written in the spec
 // ("conv2d.backward_filter", ...). See docs/determinism.md.

@@ -54,7 +54,7 @@ OpWindow read_op_window(const Field& w) {
 
 void read_kernel_mode(const Field& mode) {
   if (!spec::kernel_mode_from_string(mode.string())) {
-    mode.fail("expected deterministic, nondeterministic or autotune, found " +
+    mode.fail("expected deterministic, nondeterministic, autotune or batch_invariant, found " +
               describe_json(mode.json()));
   }
 }

@@ -20,7 +20,7 @@ int read_format_version(const Field& version);
 OpWindow read_op_window(const Field& w);
 // Version 4's tensor_digests: {"every": K >= 1 or null, "windows": [op windows]}, not every step.
 TensorDigestPlan read_tensor_digest_plan(const Field& p);
-// deterministic, nondeterministic or autotune.
+// deterministic, nondeterministic, autotune or batch_invariant.
 void read_kernel_mode(const Field& mode);
 // {"mode", "ops": {reducing op: mode}}.
 nlohmann::json read_determinism(const Field& d);

@@ -118,8 +118,8 @@ std::vector<ThreadTiming> run_bench(spec::ExperimentSpec spec, const LoadedData&
     ThreadTiming t;
     t.threads = threads;
     for (int m = 0; m < 2; ++m) {
-      if (progress) progress(threads, kBenchModes[m]);
-      t.modes[m] = time_mode(spec, data, threads, kBenchModes[m], plan);
+      if (progress) progress(threads, plan.modes[m]);
+      t.modes[m] = time_mode(spec, data, threads, plan.modes[m], plan);
     }
     timings.push_back(std::move(t));
   }

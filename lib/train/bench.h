@@ -1,10 +1,12 @@
 #pragma once
 // Step timing behind `repro-audit bench`: trains a spec for warmup + N steps per thread count, in
-// deterministic and then nondeterministic mode, through a TimingOps decorator over the CPU
+// two kernel modes one after the other (deterministic and then nondeterministic unless the plan
+// names others: bench --modes), through a TimingOps decorator over the CPU
 // backend (or the CUDA backend: `bench --device cuda`), and returns the measured step times and
 // the per-op times of the measured steps. On the GPU a step's time runs until its device work is
 // done (Ops::synchronize) and the per-op times are device times between CUDA events
 // (backend/device_timer.h); host threads do not matter there: one "thread count", 1.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -28,6 +30,9 @@ struct BenchPlan {
   // (RunOptions::step_graphs). No op is timed alone (an op timer sees every call, which a
   // replayed step does not make), so the op table stays empty.
   bool step_graphs = false;
+  // The two modes timed, in this order; the first is the ratios' numerator (bench's "step_ratio":
+  // first / second).
+  std::array<spec::KernelMode, 2> modes{kBenchModes[0], kBenchModes[1]};
 };
 
 struct ModeTiming {
@@ -43,13 +48,13 @@ struct ModeTiming {
 
 struct ThreadTiming {
   int threads = 1;
-  ModeTiming modes[2];  // indexed like kBenchModes
+  ModeTiming modes[2];  // indexed like BenchPlan::modes
 };
 
 // One row per op: its time per measured step in each mode, summed over the modes it ran in.
 struct OpRow {
   std::string op;
-  double ms_per_step[2] = {0.0, 0.0};  // indexed like kBenchModes
+  double ms_per_step[2] = {0.0, 0.0};  // indexed like BenchPlan::modes
   std::int64_t calls[2] = {0, 0};      // during the measured steps
 };
 std::vector<OpRow> op_rows(const ThreadTiming& timing);

@@ -24,7 +24,7 @@ namespace ra::train {
 
 struct OpTime {
   std::string op;    // "conv2d_forward", ...
-  std::string mode;  // "deterministic", "nondeterministic", "autotune"; "" for ops without a mode
+  std::string mode;  // "deterministic", "batch_invariant", ...; "" for ops without a mode
   double seconds = 0.0;
   std::int64_t calls = 0;
 };
@@ -55,9 +55,10 @@ class TimingOps final : public backend::ForwardingOps {
   // composite takes the mode slot of its filter gradient, the largest reduction of its parts.
   void observe(const backend::OpCall& call) override;
 
-  // Mode slot 0 is "no mode"; slots 1..3 are KernelMode + 1. Indexed by the op's row, not a map
-  // keyed by strings: the per-call cost stays two clock reads and two adds.
-  static constexpr int kModeSlots = 4;
+  // Mode slot 0 is "no mode"; slots 1..4 are KernelMode + 1 (the last, batch_invariant, sized
+  // from it below: a mode added to backend/modes.h must move it). Indexed by the op's row, not a
+  // map keyed by strings: the per-call cost stays two clock reads and two adds.
+  static constexpr int kModeSlots = static_cast<int>(KernelMode::batch_invariant) + 2;
   struct Accumulator {
     std::chrono::steady_clock::duration elapsed{};
     std::int64_t calls = 0;

@@ -133,6 +133,13 @@ TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
       {KernelMode::autotune, D::forward, Rule::autotune, 0},
       {KernelMode::autotune, D::backward_data, Rule::autotune, 0},
       {KernelMode::autotune, D::backward_filter, Rule::autotune, 0},
+      // Batch-invariant mode: the per-sample directions pinned whatever the batch size, the
+      // filter gradient (a sum over the batch) the deterministic heuristic's.
+      {KernelMode::batch_invariant, D::forward, Rule::pinned,
+       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM},
+      {KernelMode::batch_invariant, D::backward_data, Rule::pinned,
+       CUDNN_CONVOLUTION_BWD_DATA_ALGO_1},
+      {KernelMode::batch_invariant, D::backward_filter, Rule::heuristic, 0},
   };
   for (const Row& row : table) {
     INFO(ra::backend::to_string(row.mode) << " " << to_string(row.direction));
@@ -142,9 +149,9 @@ TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
     if (row.rule == Rule::pinned) {
       CHECK(policy.algorithm == row.algorithm);
       // Nondeterministic mode pins the atomic algorithms wherever cuDNN has one (forward has
-      // none).
+      // none); batch-invariant mode only deterministic ones.
       CHECK(cudnn_algorithm_is_deterministic(row.direction, policy.algorithm) ==
-            (row.direction == D::forward));
+            (row.direction == D::forward || row.mode == KernelMode::batch_invariant));
     }
     CHECK(policy.math == CUDNN_FMA_MATH);  // no TF32 in any mode
   }
@@ -157,12 +164,14 @@ TEST_CASE("algorithm policy: every mode and direction", "[cuda][host]") {
   CHECK(cublas_policy(KernelMode::nondeterministic).atomics == CUBLAS_ATOMICS_ALLOWED);
   CHECK(cublas_policy(KernelMode::deterministic).atomics == CUBLAS_ATOMICS_NOT_ALLOWED);
   CHECK(cublas_policy(KernelMode::autotune).atomics == CUBLAS_ATOMICS_NOT_ALLOWED);
-  for (KernelMode m :
-       {KernelMode::deterministic, KernelMode::nondeterministic, KernelMode::autotune}) {
+  CHECK(cublas_policy(KernelMode::batch_invariant).atomics == CUBLAS_ATOMICS_NOT_ALLOWED);
+  for (KernelMode m : {KernelMode::deterministic, KernelMode::nondeterministic,
+                       KernelMode::autotune, KernelMode::batch_invariant}) {
     CHECK(cublas_policy(m).math == CUBLAS_DEFAULT_MATH);
   }
   CHECK(kernels_deterministic(KernelMode::deterministic));
   CHECK(kernels_deterministic(KernelMode::autotune));
+  CHECK(kernels_deterministic(KernelMode::batch_invariant));
   CHECK_FALSE(kernels_deterministic(KernelMode::nondeterministic));
 }
 

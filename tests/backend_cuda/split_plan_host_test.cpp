@@ -137,6 +137,37 @@ TEST_CASE("split plans: the deterministic dense weight gradient's fixed order",
   CHECK(plan_dense_data_grad(KernelMode::deterministic, g).fixed_slices == 0);
 }
 
+TEST_CASE("split plans: the batch-invariant dense products slice K by K alone",
+          "[cuda][host][split_plan]") {
+  // kernels/reduction_split.h: gemm_invariant_slices. The Keras convnet's 9216 -> 128 forward
+  // pass: 18 slices of 512 inputs at every batch size; its 128 -> 10 layer: one slice.
+  for (const int batch : {1, 2, 31, 64, 128, 4096}) {
+    INFO("batch " << batch);
+    const ReductionPlan forward = plan_dense_forward_invariant({batch, 9216, 128});
+    CHECK_FALSE(forward.atomic);
+    CHECK_FALSE(forward.can_vary());
+    CHECK(forward.length == 9216);
+    CHECK(forward.fixed_slices == 18);
+    CHECK(forward.grid.z == 18);
+    CHECK(plan_dense_forward_invariant({batch, 128, 10}).fixed_slices == 1);
+    // The data gradient sums over the output units: 128 of them, one slice, for any batch.
+    const ReductionPlan data =
+        plan_dense_data_grad(KernelMode::batch_invariant, DenseGeometry{batch, 9216, 128});
+    CHECK_FALSE(data.atomic);
+    CHECK(data.fixed_slices == 1);
+  }
+  CHECK(kernels::gemm_invariant_slices(0) == 0);
+  CHECK(kernels::gemm_invariant_slices(512) == 1);
+  CHECK(kernels::gemm_invariant_slices(513) == 2);
+  CHECK(kernels::gemm_invariant_slices(1 << 30) == kernels::kInvariantMaxSlices);
+  const DenseGeometry g{128, 9216, 128};
+  CHECK(reduction_algorithm_name(plan_dense_forward_invariant(g), "dense_forward_invariant") ==
+        "ra::kernels::dense_forward_invariant (fixed order, 18 slices in order)");
+  // The weight gradient sums over the batch: deterministic mode's plan, not an invariant one.
+  CHECK(plan_dense_weight_grad(KernelMode::batch_invariant, g).fixed_slices ==
+        plan_dense_weight_grad(KernelMode::deterministic, g).fixed_slices);
+}
+
 TEST_CASE("split plans: nondeterministic slices race whenever the length allows",
           "[cuda][host][split_plan]") {
   const int lengths[] = {0,    1,    2,    3,     4,     7,       8,       9,   10,

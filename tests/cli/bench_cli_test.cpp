@@ -111,6 +111,37 @@ TEST_CASE("bench --cuda-graphs on times whole steps, no op alone, and says how t
   CHECK(text.out.find("op (ms/step)") == std::string::npos);
 }
 
+TEST_CASE("bench --modes times the two modes named, in their order, the ratios first / second",
+          "[cli]") {
+  const auto r = run_cli("bench " + quoted_quick_spec() +
+                         " --steps 2 --warmup 1 --threads 1 --json --modes "
+                         "batch_invariant,deterministic");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& t1 = doc.at("results").at(0);
+  REQUIRE(t1.at("modes").size() == 2);
+  CHECK(t1.at("modes")[0].at("mode") == "batch_invariant");
+  CHECK(t1.at("modes")[1].at("mode") == "deterministic");
+  CHECK(t1.at("step_ratio").get<double>() ==
+        Approx(t1.at("modes")[0].at("median_step_ms").get<double>() /
+               t1.at("modes")[1].at("median_step_ms").get<double>()));
+  for (const auto& op : t1.at("ops")) {
+    INFO(op.dump());
+    const double invariant = op.at("batch_invariant_ms_per_step").get<double>();
+    const double deterministic = op.at("deterministic_ms_per_step").get<double>();
+    CHECK(op.at("batch_invariant_calls") == op.at("deterministic_calls"));
+    CHECK_FALSE(op.contains("nondeterministic_ms_per_step"));
+    if (deterministic > 0) CHECK(op.at("ratio").get<double>() == Approx(invariant / deterministic));
+  }
+  for (const char* bad : {"batch_invariant", "deterministic,deterministic", "fast,deterministic"}) {
+    INFO(bad);
+    const auto refused = run_cli("bench " + quoted_quick_spec() + " --modes " + bad);
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("--modes: expected two different kernel modes") != std::string::npos);
+  }
+}
+
 TEST_CASE("bench rejects a malformed thread list with exit code 2", "[cli]") {
   const auto r = run_cli("bench " + quoted_quick_spec() + " --threads 1,x");
   REQUIRE(r.exit_code == 2);

@@ -83,6 +83,10 @@ TEST_CASE("summarize_runs: outcome classes, mode and per-run figures", "[audit][
   CHECK(phases::summarize_runs(timed).mode_summary == "mixed");
   CHECK(phases::all_fully_deterministic(runs_of(TraceBuilder{}, 2)));
   CHECK_FALSE(phases::all_fully_deterministic(timed));
+  // batch_invariant runs every reduction on its deterministic path: identity is expected.
+  TraceBuilder invariant;
+  invariant.mode = "batch_invariant";
+  CHECK(phases::all_fully_deterministic(runs_of(invariant, 2)));
 }
 
 TEST_CASE("same_seed_runs: the runs expected to agree and their common steps", "[audit][compare]") {

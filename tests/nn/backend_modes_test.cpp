@@ -37,6 +37,7 @@ std::vector<ra::spec::KernelMode> all_kernel_modes() {
       case ra::spec::KernelMode::deterministic:
       case ra::spec::KernelMode::nondeterministic:
       case ra::spec::KernelMode::autotune:
+      case ra::spec::KernelMode::batch_invariant:
         all.push_back(m);
         continue;
     }
@@ -62,7 +63,7 @@ TEST_CASE("every spec activation reaches the backend as the one of its name",
 TEST_CASE("every spec kernel mode reaches the backend as the one of its name",
           "[nn][backend_modes]") {
   const auto all = all_kernel_modes();
-  REQUIRE(all.size() == 3);
+  REQUIRE(all.size() == 4);
   std::set<ra::backend::KernelMode> seen;
   for (const ra::spec::KernelMode m : all) {
     const ra::backend::KernelMode b = ra::nn::to_backend(m);

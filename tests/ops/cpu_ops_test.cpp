@@ -28,8 +28,8 @@ namespace {
 constexpr int kThreadCounts[] = {1, 2, 3};
 
 // The op's cases in this process: against the reference in each mode and thread count; in
-// deterministic mode (and for ops without a mode) the same bits for every thread count and on a
-// repeated call.
+// deterministic and batch-invariant mode (and for ops without a mode) the same bits for every
+// thread count and on a repeated call.
 void run_cases_here(const std::string& op, const std::string& isa) {
   INFO("instruction set " << isa);
   REQUIRE(process_instruction_set() == isa);
@@ -42,14 +42,17 @@ void run_cases_here(const std::string& op, const std::string& isa) {
     const Arrays arrays = c->arrays();
     const Expected expected = c->reference(arrays);
     std::vector<KernelMode> modes{KernelMode::deterministic};
-    if (c->takes_mode) modes.push_back(KernelMode::nondeterministic);
+    if (c->takes_mode) {
+      modes.push_back(KernelMode::nondeterministic);
+      modes.push_back(KernelMode::batch_invariant);
+    }
     for (const KernelMode mode : modes) {
       std::optional<Arrays> first;
       for (const auto& ops : backends) {
         INFO(ra::backend::to_string(mode) << ", " << ops->threads() << " threads");
         const Arrays out = run_case(*ops, *c, arrays, mode);
         require_matches_reference(out, expected, false);
-        if (mode != KernelMode::deterministic) continue;  // atomics: bits may differ
+        if (mode == KernelMode::nondeterministic) continue;  // atomics: bits may differ
         require_same_bits(out, run_case(*ops, *c, arrays, mode), expected);
         if (first) {
           require_same_bits(out, *first, expected);

@@ -1,12 +1,13 @@
-// Every case of the op table on the CUDA backend, in its three modes: one [gpu] test, one section
+// Every case of the op table on the CUDA backend, in its four modes: one [gpu] test, one section
 // per op (run one with -c conv2d_forward). It skips, saying why, where no GPU is usable (every
 // machine of this project's CI) or the CUDA backend is not built.
 //
-// Modes: ops with a KernelMode run in deterministic, nondeterministic and autotune (the call's
-// mode, and the mode the backend was made with, which pins or autotunes forward convolutions);
-// ops without one run once, convolutions also under autotune. Deterministic results must repeat
-// bit for bit; convolutions whose algorithm the backend chooses (autotune by timing,
-// deterministic by cuDNN's heuristic ranking) get the wider bound of
+// Modes: ops with a KernelMode run in deterministic, nondeterministic, autotune and
+// batch_invariant (the call's mode, and the mode the backend was made with, which pins or
+// autotunes forward convolutions); ops without one run once, convolutions also under autotune,
+// and every op under batch_invariant, whose backend runs its own dense forward product.
+// Deterministic results must repeat bit for bit; convolutions whose algorithm the backend chooses
+// (autotune by timing, deterministic by cuDNN's heuristic ranking) get the wider bound of
 // OpCase::autotuned_convolution.
 #include <catch2/catch.hpp>
 
@@ -23,7 +24,7 @@ namespace {
 #ifdef RA_HAVE_CUDA
 void run_cases_on_cuda(const std::string& op) {
   const KernelMode modes[] = {KernelMode::deterministic, KernelMode::nondeterministic,
-                              KernelMode::autotune};
+                              KernelMode::autotune, KernelMode::batch_invariant};
   std::vector<std::unique_ptr<ra::backend::cuda::CudaOps>> backends;
   for (const KernelMode mode : modes) backends.push_back(ra::backend::cuda::make_cuda_ops(mode));
   for (const OpCase* c : cases_of(op)) {
@@ -33,15 +34,19 @@ void run_cases_on_cuda(const std::string& op) {
     for (std::size_t m = 0; m < std::size(modes); ++m) {
       const KernelMode mode = modes[m];
       const bool autotuned = mode == KernelMode::autotune && c->autotuned_convolution;
-      if (!c->takes_mode && mode != KernelMode::deterministic && !autotuned) continue;
+      const bool invariant = mode == KernelMode::batch_invariant;
+      if (!c->takes_mode && mode != KernelMode::deterministic && !autotuned && !invariant) {
+        continue;
+      }
       // Deterministic mode runs cuDNN's heuristic choice (backend/cuda/conv_heuristic.h: FFT or
       // Winograd, as the ranking says), autotune the fastest by timing: both get the wider,
-      // normwise bound. Nondeterministic mode pins direct algorithms.
+      // normwise bound, as batch_invariant does (its filter gradient is the heuristic's).
+      // Nondeterministic mode pins direct algorithms.
       const bool chosen = c->autotuned_convolution && mode != KernelMode::nondeterministic;
       INFO(ra::backend::to_string(mode));
       const Arrays out = run_case(*backends[m], *c, arrays, mode);
       require_matches_reference(out, expected, chosen);
-      if (mode == KernelMode::deterministic) {
+      if (mode == KernelMode::deterministic || invariant) {
         require_same_bits(out, run_case(*backends[m], *c, arrays, mode), expected);
       }
     }

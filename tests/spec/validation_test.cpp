@@ -218,7 +218,8 @@ TEST_CASE("bad enumeration values list the choices", "[spec]") {
   doc = small_doc();
   doc["determinism"] = {{"ops", {{"loss", "fast"}}}};
   CHECK(only_problem(doc, "determinism.ops.loss") ==
-        "expected one of \"deterministic\", \"nondeterministic\", \"autotune\", got \"fast\"");
+        "expected one of \"deterministic\", \"nondeterministic\", \"autotune\", "
+        "\"batch_invariant\", got \"fast\"");
 
   doc = small_doc();
   doc["loss"] = "cross_entropy";

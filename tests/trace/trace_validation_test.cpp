@@ -272,7 +272,7 @@ TEST_CASE("every header field must have its type", "[trace]") {
       {"ledger entry", [](json& h) { h["ledger"] = json::array({json::object()}); },
        "ledger[0].layer", "is missing"},
       {"unknown mode", [](json& h) { h["determinism"]["mode"] = "fast"; }, "determinism.mode",
-       "expected deterministic, nondeterministic or autotune"},
+       "expected deterministic, nondeterministic, autotune or batch_invariant"},
       {"unknown op",
        [](json& h) {
          h["determinism"]["ops"] = {{"conv", "deterministic"}};

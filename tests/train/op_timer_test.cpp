@@ -107,6 +107,25 @@ TEST_CASE("TimingOps forwards calls bit for bit and counts them per op and mode"
   REQUIRE(timed.times().empty());
 }
 
+TEST_CASE("TimingOps counts every kernel mode in a slot of its own", "[train]") {
+  // The last mode, batch_invariant, once landed in the next op's first slot (one slot short).
+  TimingOps timed(ra::backend::cpu::make_cpu_ops(1));
+  DenseGeometry d{3, 5, 2};
+  const auto x = ramp(15, 0.05f), dy = ramp(6, 0.04f);
+  std::vector<float> db(2);
+  const KernelMode modes[] = {KernelMode::deterministic, KernelMode::nondeterministic,
+                              KernelMode::autotune, KernelMode::batch_invariant};
+  for (const KernelMode mode : modes) timed.dense_backward_bias(d, dy.data(), db.data(), mode);
+  timed.dense_backward_bias(d, dy.data(), db.data(), KernelMode::batch_invariant);
+  const auto times = timed.times();
+  REQUIRE(times.size() == 4);
+  for (const KernelMode mode : modes) {
+    const OpTime* t = find(times, "dense_backward_bias", ra::backend::to_string(mode));
+    REQUIRE(t != nullptr);
+    CHECK(t->calls == (mode == KernelMode::batch_invariant ? 2 : 1));
+  }
+}
+
 TEST_CASE("A training run through TimingOps is bitwise identical and fully counted", "[train]") {
   ra::spec::ExperimentSpec s =
       ra::spec::load_spec(std::string(REPRO_AUDIT_SOURCE_DIR) + "/configs/quick.json");

@@ -25,6 +25,21 @@ ConvAlgorithmPolicy conv_algorithm_policy(KernelMode mode, ConvDirection directi
     policy.heuristic = true;
     return policy;
   }
+  if (mode == KernelMode::batch_invariant) {
+    // The per-sample directions pinned, whatever the batch size (the heuristic ranks by the whole
+    // geometry, batch included); the filter gradient sums over the batch: the heuristic's.
+    switch (direction) {
+      case ConvDirection::forward:
+        policy.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        return policy;
+      case ConvDirection::backward_data:
+        policy.algorithm = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+        return policy;
+      case ConvDirection::backward_filter:
+        policy.heuristic = true;
+        return policy;
+    }
+  }
   switch (direction) {
     case ConvDirection::forward:
       policy.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;

@@ -3,10 +3,10 @@
 // logic (no device), so the table is tested on any machine.
 //
 // Convolution (cuDNN legacy API, per direction):
-//                     deterministic             nondeterministic           autotune
-//   forward           heuristic (*)             IMPLICIT_PRECOMP_GEMM (**) fastest by cudnnFind
-//   backward_data     heuristic (*)             BWD_DATA_ALGO_0 (atomics)  fastest by cudnnFind
-//   backward_filter   heuristic (*)             BWD_FILTER_ALGO_0 (atomics) fastest by cudnnFind
+//                   deterministic  nondeterministic            autotune       batch_invariant
+//   forward         heuristic (*)  IMPLICIT_PRECOMP_GEMM (**)  cudnnFind's    IMPLICIT_PRECOMP_GEMM
+//   backward_data   heuristic (*)  BWD_DATA_ALGO_0 (atomics)   fastest, per   BWD_DATA_ALGO_1
+//   backward_filter heuristic (*)  BWD_FILTER_ALGO_0 (atomics) geometry       heuristic (*)
 //   (*) the first deterministic fp32 FMA algorithm, within a fixed workspace limit, of cuDNN's
 //   heuristic ranking for the geometry (cudnnGetConvolution*Algorithm_v7; conv_heuristic.h): a
 //   function of GPU, cuDNN version and geometry, never of timing, so the same in every run and
@@ -17,6 +17,14 @@
 //   Nondeterministic mode keeps the atomic algorithms: the mode exists to show what atomics do
 //   (on an H100, issue 33, ALGO_0 was faster than the heuristic's FFT for conv2d_0's filter
 //   gradient, 0.066 against 0.087 ms, and slower for conv2d_1's, 0.18 against 0.12 ms).
+// batch_invariant pins the per-sample directions to one algorithm whatever the geometry's batch
+// size: the heuristic ranks by the whole geometry, so a batch of 1 and one of 128 may run other
+// algorithms, which sum a sample's terms in other orders. IMPLICIT_PRECOMP_GEMM (nondeterministic
+// mode's forward pin, so known to run these geometries) accumulates each output over the (c, r,
+// s) tiles of the implicit GEMM's K dimension. cuDNN does not document that its kernels never
+// split that K by the batch size: the invariance of these two pins is what the [gpu] sweep test
+// (tests/backend_cuda/invariance_gpu_test.cpp) checks, not a library promise. The filter
+// gradient sums over the batch and cannot be invariant: the deterministic heuristic's choice.
 // autotune is what PyTorch's cudnn.benchmark = True does: time every algorithm once per geometry
 // (cudnnFind*AlgorithmEx, on the op's own operands) at the first call and keep the fastest; which
 // one wins can change between runs and machines, and some winners (ALGO_0, ALGO_3) are

@@ -10,6 +10,11 @@
 // Every product first sets cuBLAS's atomics and math modes from its KernelMode
 // (algorithm_policy.h); the ledger records the modes cuBLAS then reports, once the product ran.
 //
+// Batch-invariant mode (docs/invariance.md) runs neither the forward product nor the data
+// gradient on cuBLAS, which picks its kernel, and with it a split of K, by the whole shape, the
+// batch included: the fixed-order split-k kernel with K's slices from K alone
+// (kernels/splitk_gemm.cuh: dense_forward_invariant, dense_data_grad_invariant).
+//
 // The weight gradient never runs cuBLAS: deterministic and autotune modes run the split-k kernel
 // below in fixed order (partials stored, then added in slice order).
 // Nondeterministic gradients do not run cuBLAS: allowing cuBLAS atomics only permits an atomic
@@ -72,10 +77,21 @@ void CudaOps::dense_forward(const DenseGeometry& g, const float* x, const float*
                             const float* bias, Activation act, float* y) {
   if (replayed_call(g, x, w, bias, act, y)) return;
   if (g.n == 0 || g.out == 0) return;
-  run_dense_product(g, kForward, KernelMode::deterministic, [&] {
-    return cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kBlasAlpha, w,
-                       g.in, x, g.in, &kBlasBeta, y, g.out);
-  });
+  if (forward_mode_ == KernelMode::batch_invariant) {
+    const cuda::ReductionPlan plan = cuda::plan_dense_forward_invariant(g);
+    const std::size_t bytes = kernels::gemm_invariant_workspace_bytes(g.n, g.out, g.in);
+    kernels::dense_forward_invariant(stream(), g.n, g.in, g.out, x, w, y,
+                                     bytes == 0 ? nullptr : workspace(bytes));
+    RA_CUDA_CHECK(cudaGetLastError());
+    note_reduction(cuda::reduction_ledger_entry(plan, "dense_forward_invariant",
+                                                cuda::dense_geometry_key(g),
+                                                kDenseDirectionNames[kForward], bytes));
+  } else {
+    run_dense_product(g, kForward, KernelMode::deterministic, [&] {
+      return cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, g.out, g.n, g.in, &kBlasAlpha, w,
+                         g.in, x, g.in, &kBlasBeta, y, g.out);
+    });
+  }
   if (bias != nullptr) {
     kernels::bias_add(stream(), y, bias, g.n, g.out, 1);
     RA_CUDA_CHECK(cudaGetLastError());
@@ -95,6 +111,16 @@ void CudaOps::dense_backward_data(const DenseGeometry& g, const float* dy, const
     note_reduction(cuda::reduction_ledger_entry(plan, "dense_data_grad_splitk",
                                                 cuda::dense_geometry_key(g),
                                                 kDenseDirectionNames[kBackwardData], 0));
+    return;
+  }
+  if (mode == KernelMode::batch_invariant) {
+    const std::size_t bytes = kernels::gemm_invariant_workspace_bytes(g.n, g.in, g.out);
+    kernels::dense_data_grad_invariant(stream(), g.n, g.in, g.out, dy, w, dx,
+                                       bytes == 0 ? nullptr : workspace(bytes));
+    RA_CUDA_CHECK(cudaGetLastError());
+    note_reduction(cuda::reduction_ledger_entry(plan, "dense_data_grad_invariant",
+                                                cuda::dense_geometry_key(g),
+                                                kDenseDirectionNames[kBackwardData], bytes));
     return;
   }
   run_dense_product(g, kBackwardData, mode, [&] {

@@ -14,8 +14,10 @@
 // (loss_when_done) is read at the step's synchronize() instead, so the step never waits midway.
 //
 // KernelMode: the reducing ops follow the mode of each call (algorithm_policy.h). The forward
-// convolution has no mode argument: the mode given at construction decides whether it is pinned
-// (deterministic, nondeterministic) or autotuned (autotune).
+// ops have no mode argument: the mode given at construction decides whether the forward
+// convolution's algorithm is chosen by cuDNN's heuristic (deterministic), pinned
+// (nondeterministic, batch_invariant) or autotuned (autotune), and whether the dense forward
+// product runs cuBLAS or, batch_invariant, the fixed-order split-k kernel (cuda_dense.cpp).
 //
 // One CudaOps serves one run: calls must not overlap (its workspaces are shared by calls).
 #include <array>

@@ -27,6 +27,12 @@ ReductionPlan splitk_plan(ReductionOp op, KernelMode mode, std::int64_t k, std::
   return plan;
 }
 
+// The batch-invariant split of an m x n output over k: its slices from k alone.
+void make_invariant(ReductionPlan& plan, std::int64_t m, std::int64_t n) {
+  plan.fixed_slices = kernels::gemm_invariant_slices(plan.length);
+  plan.grid = kernels::splitk_grid(m, n, plan.fixed_slices);
+}
+
 }  // namespace
 
 ReductionPlan plan_dense_weight_grad(KernelMode mode, const DenseGeometry& g) {
@@ -41,7 +47,17 @@ ReductionPlan plan_dense_weight_grad(KernelMode mode, const DenseGeometry& g) {
 
 ReductionPlan plan_dense_data_grad(KernelMode mode, const DenseGeometry& g) {
   // dx[n, in] = sum over the output units.
-  return splitk_plan(ReductionOp::dense_data_grad, mode, g.out, g.n, g.in);
+  ReductionPlan plan = splitk_plan(ReductionOp::dense_data_grad, mode, g.out, g.n, g.in);
+  if (mode == KernelMode::batch_invariant) make_invariant(plan, g.n, g.in);
+  return plan;
+}
+
+ReductionPlan plan_dense_forward_invariant(const DenseGeometry& g) {
+  // y[n, out] = sum over the inputs.
+  ReductionPlan plan = base_plan(ReductionOp::dense_forward, KernelMode::batch_invariant, g.in,
+                                 std::int64_t(g.n) * g.out);
+  make_invariant(plan, g.n, g.out);
+  return plan;
 }
 
 ReductionPlan plan_bias_grad(KernelMode mode, int n, int channels, int spatial) {
@@ -67,7 +83,12 @@ ReductionPlan plan_loss(KernelMode mode, int n) {
 
 std::string reduction_algorithm_name(const ReductionPlan& plan, const std::string& kernel) {
   std::string name = "ra::kernels::" + kernel;
-  if (!plan.atomic && plan.op == ReductionOp::dense_weight_grad) {
+  // (A deterministic data gradient that gets here is a batch-invariant one: the others run
+  // cuBLAS.)
+  const bool dense = plan.op == ReductionOp::dense_weight_grad ||
+                     plan.op == ReductionOp::dense_data_grad ||
+                     plan.op == ReductionOp::dense_forward;
+  if (!plan.atomic && dense) {
     const std::string slices = std::to_string(plan.fixed_slices);
     return name + " (fixed order, " + slices +
            (plan.fixed_slices == 1 ? " slice)" : " slices in order)");
