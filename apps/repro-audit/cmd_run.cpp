@@ -10,12 +10,14 @@
 #include <string>
 
 #include "audit/audit.h"
+#include "audit/engine_invariance.h"
 #include "audit/pinned_algorithms.h"
 #include "cli_help.h"
 #include "commands.h"
 #include "core/error.h"
 #include "cuda_graphs_option.h"
 #include "default_folder.h"
+#include "invariance_cli.h"
 #include "option_checks.h"
 #include "report_output.h"
 #include "rerun_command.h"
@@ -25,6 +27,7 @@
 #include "rundir/report_paths.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
+#include "trace/invariance.h"
 #include "trace/op_window.h"
 #include "trace/tensor_digests.h"
 #include "trace_options.h"
@@ -58,7 +61,44 @@ struct RunCommandOptions {
   std::vector<std::int64_t> interrupt_at;
   std::string skip_restore;
   std::string kill_at;  // test-only: "checkpoint" or "restore"
+  InvarianceCli invariance;
 };
+
+// The options of an audit of runs, which a sweep does not take.
+const std::vector<std::string> kAuditOnlyRunOptions = {
+    "--runs",           "--seeds",        "--vary",
+    "--jobs",           "--shard",        "--trace-ops",
+    "--tensor-digests", "--resume",       "--overwrite",
+    "--allow-empty",    "--no-magnitude", "--save-algorithms",
+    "--pin-algorithms", "--interrupt-at", "--snapshot-epochs",
+    "--snapshot-every", "--inject-fault"};
+
+// `run SPEC --invariance`: the engine's sweep of the spec's model, its file, and its report.
+int run_invariance(const RunCommandOptions& o) {
+  spec::ExperimentSpec s = spec::load_spec(o.spec_path);
+  if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
+  audit::EngineSweepOptions e;
+  e.threads = o.audit.threads;
+  if (!o.mode.empty()) e.mode = spec::kernel_mode_from_string(o.mode);
+  const trace::InvariancePlan plan = invariance_plan(o.invariance);
+  const std::filesystem::path out =
+      o.out.empty() ? std::filesystem::path("repro-audit-out") / (s.name + "-invariance")
+                    : std::filesystem::path(o.out);
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{out}, {o.spec_path}});
+  if (const std::string notice = train::fallback_notice(s.device); !notice.empty()) {
+    spdlog::warn("{}", notice);
+  }
+  spdlog::info("batch-invariance sweep of {}: {} batch size(s) up to {}, in {}", s.name,
+               plan.sizes.size(), plan.sizes.back(), out.string());
+  const trace::InvarianceSweep sweep = audit::engine_invariance_sweep(s, plan, e);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw InputError("cannot create output folder " + out.string() + ": " + ec.message());
+  trace::write_invariance_sweep(out / "invariance.jsonl", sweep);
+  return emit_invariance_report(sweep, parse_expect(o.expect).value_or(true),
+                                rerun_without({"--mode", "--json", "--junit", "--html"}),
+                                {o.json_path, o.junit_path, o.html_path});
+}
 
 audit::VariedStreams parse_vary(const std::string& text) {
   audit::VariedStreams v{false, false, false};
@@ -122,6 +162,7 @@ class Progress {
 };
 
 int run_run(RunCommandOptions& o) {
+  if (o.invariance.enabled) return run_invariance(o);
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
   audit::AuditOptions& a = o.audit;
@@ -334,7 +375,14 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--inject-fault", o->fault,
                   "TESTING ONLY: run=J,step=K,tensor=NAME|batch|op=LAYER/OP[,element=E][,bit=B]")
       ->group("Testing");
-  cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
+  add_invariance_options(*cmd, o->invariance);
+  cmd->callback([&run, o, cmd] {
+    run = [o, cmd] {
+      // Here, not in the parse: main turns what a run throws into its exit code.
+      if (o->invariance.enabled) refuse_with_invariance(*cmd, kAuditOnlyRunOptions);
+      return run_run(*o);
+    };
+  });
 }
 
 }  // namespace ra::app

@@ -54,4 +54,20 @@ std::string rerun_with_window(const std::string& window, const std::filesystem::
   return command;
 }
 
+std::string rerun_without(const std::set<std::string>& dropped) {
+  std::string command = "repro-audit";
+  const std::vector<std::string>& args = command_arguments();
+  bool commands_own = false;  // after "--": exec's command, never the tool's options
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    commands_own = commands_own || args[i] == "--";
+    if (!commands_own && dropped.contains(name)) {
+      if (name == args[i]) ++i;  // "--mode X": its value too
+      continue;
+    }
+    command += " " + shell_word(args[i]);
+  }
+  return command;
+}
+
 }  // namespace ra::app

@@ -2,6 +2,7 @@
 // The command a report suggests to localise a divergence: this one again, recording the ops of
 // the steps where the runs first part (`run` and `exec` --trace-ops).
 #include <filesystem>
+#include <set>
 #include <string>
 
 namespace ra::app {
@@ -16,5 +17,10 @@ std::string shell_word(const std::string& word);
 // --tensor-digests, which it keeps: the values add up).
 std::string rerun_with_window(const std::string& window, const std::filesystem::path& out,
                               bool tensor_digests = false);
+
+// This command again without the options named in `dropped` (each with its value: "--mode X" or
+// "--mode=X"), for a next step that adds its own: `run SPEC --invariance` suggests itself with
+// --mode batch_invariant.
+std::string rerun_without(const std::set<std::string>& dropped);
 
 }  // namespace ra::app

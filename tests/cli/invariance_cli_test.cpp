@@ -118,3 +118,33 @@ TEST_CASE("exec --invariance refuses what a sweep does not take", "[cli][invaria
   CHECK(one.exit_code == 2);
   CHECK_THAT(one.err, Contains("a batch size above 1"));
 }
+
+TEST_CASE("run --invariance: the engine's sweep of quick.json", "[cli][invariance]") {
+  TempDir dir;
+  const std::string spec = quoted(std::filesystem::path(source_path("configs/quick.json")));
+  const std::string out = " --out " + quoted(dir.path() / "sweep");
+  const CliResult r = run_cli("run " + spec + " --invariance --sizes 1-6 --threads 2" + out +
+                              " --json " + quoted(dir.path() / "r.json"));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("batch invariance: INVARIANT") && Contains("control was seen"));
+  const auto json = nlohmann::json::parse(read_text(dir.path() / "r.json"));
+  const auto& data = json["findings"]["invariance"]["data"];
+  CHECK(data["source"] == "engine");
+  CHECK(data["mode"] == "deterministic");
+  CHECK(data["control"]["detected"] == true);
+  CHECK(data["probes"].size() == 14);  // sizes 2-6 at three positions, size 2 at two rows
+  // The file the sweep wrote is whole: compare's reader takes it (the exec path reads it so).
+  CHECK(std::filesystem::exists(dir.path() / "sweep" / "invariance.jsonl"));
+
+  SECTION("without the control: inconclusive, exit 6") {
+    const CliResult none = run_cli("run " + spec + " --invariance --sizes 1-3 --no-control" + out);
+    CHECK(none.exit_code == 6);
+    CHECK_THAT(none.out, Contains("INCONCLUSIVE"));
+  }
+  SECTION("the options of an audit of runs are refused") {
+    const CliResult refused = run_cli("run " + spec + " --invariance --runs 3" + out);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.err, Contains("--runs does not apply"));
+  }
+}
