@@ -210,11 +210,18 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
   compare_options.distributed = [&options](const std::vector<trace::Trace>& runs) {
     return distributed_findings(runs, options);
   };
-  compare::ComparisonResult result = compare::compare_traces(traces, compare_options);
-  if (options.measure_magnitudes) add_magnitudes(result, traces, options, *ignored);
-  result.audit_folders = std::move(folders);
-  result.ignored_snapshots.assign(ignored->begin(), ignored->end());
-  return result;
+  // What needs the run folders is an input of the comparison, never a patch after it (issue 60).
+  compare_options.audit_folders = std::move(folders);
+  if (options.measure_magnitudes) {
+    compare_options.measure_magnitudes = [&options, ignored](compare::ComparisonResult& result,
+                                                             const std::vector<trace::Trace>& t) {
+      add_magnitudes(result, t, options, *ignored);
+    };
+  }
+  compare_options.ignored_snapshots = [ignored] {
+    return std::vector<std::string>(ignored->begin(), ignored->end());
+  };
+  return compare::compare_traces(traces, compare_options);
 }
 
 compare::ComparisonResult compare_audit_folder(const std::filesystem::path& dir,

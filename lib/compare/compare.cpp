@@ -178,6 +178,9 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_resume_verdicts(result, traces);
   add_distributed(result, traces, options);
   add_rerun_command(result, options);
+  result.audit_folders = options.audit_folders;
+  if (options.measure_magnitudes) options.measure_magnitudes(result, traces);
+  if (options.ignored_snapshots) result.ignored_snapshots = options.ignored_snapshots();
   // Last: the registered checks read the spine made above (compare/checks.h).
   result.findings = run_checks({traces, result});
   return result;

@@ -287,6 +287,8 @@ struct StepSeries {
 
 struct DistributedFindings;  // below
 
+struct ComparisonResult;
+
 struct ComparisonOptions {
   // Whether bitwise identity of the same-seed runs is expected (decides the exit code). Default:
   // expected when every trace ran every reducing op in deterministic mode.
@@ -312,6 +314,16 @@ struct ComparisonOptions {
   // Run `run`'s predicted classes of the eval set (its end record's predictions file, checked
   // against the record: rundir/predictions_file.h); none when it recorded none. Null: no churn.
   std::function<std::optional<std::vector<std::int64_t>>(int run)> load_predictions;
+  // The audit folders the traces were read from, with what each holds (complete or not), as
+  // whoever read them found them (lib/audit); empty for trace files named alone.
+  std::vector<AuditFolderCheck> audit_folders;
+  // The last phase before the registered checks, where whoever compares has the run folders:
+  // the root causes' magnitudes and kept-op replays (lib/audit measures them). Null: none.
+  std::function<void(ComparisonResult& result, const std::vector<trace::Trace>& traces)>
+      measure_magnitudes;
+  // Called once the comparison is made: the side files beside the traces that were not used (of
+  // another audit), for the report. Null: none.
+  std::function<std::vector<std::string>()> ignored_snapshots;
 };
 
 // A random stream that two or more data-loader workers of one pass over the data started from in
@@ -429,7 +441,7 @@ struct ComparisonResult {
   std::vector<std::vector<int>> copies;
   // What the reader of the report must know before trusting the verdict.
   std::vector<std::string> warnings;
-  // Filled by whoever read the traces from audit folders (compare_inputs, run_audit).
+  // The folders the traces came from (ComparisonOptions::audit_folders).
   std::vector<AuditFolderCheck> audit_folders;
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
   std::vector<std::string> ignored_snapshots;
