@@ -91,6 +91,27 @@ void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& 
   }
 }
 
+// What only the caller can give, which needs the run folders: where the traces came from, the
+// magnitudes, the side files left unused.
+void add_caller_phases(ComparisonResult& result, const std::vector<trace::Trace>& traces,
+                       const ComparisonOptions& options) {
+  result.audit_folders = options.audit_folders;
+  if (options.measure_magnitudes) options.measure_magnitudes(result, traces);
+  if (options.ignored_snapshots) result.ignored_snapshots = options.ignored_snapshots();
+}
+
+// What the reader must know of the traces themselves before trusting the verdict.
+void add_trace_warnings(ComparisonResult& result, const std::vector<trace::Trace>& traces) {
+  for (const std::optional<std::string>& w : {phases::pinned_nondeterministic_warning(traces),
+                                              phases::determinism_flags_warning(traces)}) {
+    if (w) result.warnings.push_back(*w);
+  }
+  for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
+  for (auto warning : {phases::unapplied_seeds_warning, phases::empty_first_epoch_warning}) {
+    if (std::optional<std::string> w = warning(traces)) result.warnings.push_back(std::move(*w));
+  }
+}
+
 }  // namespace
 
 bool divergence_follows_resume(const ComparisonResult& r) {
@@ -114,14 +135,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(found.contents);
   for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
-  for (const std::optional<std::string>& w : {phases::pinned_nondeterministic_warning(traces),
-                                              phases::determinism_flags_warning(traces)}) {
-    if (w) result.warnings.push_back(*w);
-  }
-  for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
-  for (auto warning : {phases::unapplied_seeds_warning, phases::empty_first_epoch_warning}) {
-    if (std::optional<std::string> w = warning(traces)) result.warnings.push_back(std::move(*w));
-  }
+  add_trace_warnings(result, traces);
 
   phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);
   result.runs = std::move(summaries.runs);
@@ -178,9 +192,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_resume_verdicts(result, traces);
   add_distributed(result, traces, options);
   add_rerun_command(result, options);
-  result.audit_folders = options.audit_folders;
-  if (options.measure_magnitudes) options.measure_magnitudes(result, traces);
-  if (options.ignored_snapshots) result.ignored_snapshots = options.ignored_snapshots();
+  add_caller_phases(result, traces, options);
   // Last: the registered checks read the spine made above (compare/checks.h).
   result.findings = run_checks({traces, result});
   return result;
