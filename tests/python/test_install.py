@@ -1,7 +1,8 @@
 """The install lines of docs/pytorch.md ("Install"), run for real: `export PYTHONPATH=$(repro-audit
 python-path)` makes the system python import the recorder; `pip install --no-build-isolation
 ./lib/python` in a venv made with --system-site-packages (Debian's torch) installs it offline and
-writes nothing into lib/python (no build/, no egg-info); an exec whose command cannot import
+writes nothing into lib/python (no build/, no egg-info), and pytest finds the plugin by its entry
+point (`-p repro_audit.pytest_plugin` then names the same plugin); an exec whose command cannot import
 repro_audit fails (exit 3) pointing at those lines. REPRO_AUDIT_BINARY names the built binary."""
 import os
 import pathlib
@@ -56,6 +57,13 @@ def test_pip_installs_into_a_venv_offline_and_leaves_the_package_folder_clean(tm
          "import torch, repro_audit; print(repro_audit.__file__)"],
         env=clean_environment(), capture_output=True, text=True, check=True, cwd="/")
     assert str(venv) in imported.stdout
+    # The pytest plugin, by its entry point, and by -p with the entry point's name: one plugin.
+    for more in ([], ["-p", "repro_audit.pytest_plugin"]):
+        markers = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "--markers",
+                                  "-p", "no:cacheprovider", *more], env=clean_environment(),
+                                 capture_output=True, text=True, cwd=tmp_path)
+        assert markers.returncode == 0, markers.stderr
+        assert "@pytest.mark.reproducible(runs=2, " in markers.stdout
 
 
 def test_exec_points_at_the_install_line_when_the_recorder_is_missing(tmp_path):
