@@ -4,7 +4,9 @@ forward passes run here without it (nn.Linear's output for a sample changes with
 on this CPU's BLAS, in addmm; LayerNorm and elementwise ops do not, and the control is seen), the
 rows it digests (batch_dim 1, a batch folded into another dimension, a reduction over the batch),
 the plan's precedence, the file's lines (and `repro-audit exec --invariance` reading them back to
-the same verdict), and the refusals, none of which leaves a file."""
+the same verdict), padding (a masked mean over the sequence is invariant to it, an unmasked one
+is not, first in aten.mean; rows cut back to the anchor's own positions), and the refusals, none
+of which leaves a file."""
 import base64
 import json
 import os
@@ -352,3 +354,238 @@ def test_the_tools_exec_reads_the_sweep_the_script_wrote(tmp_path):
     assert report["first_failing"]["first_break"]["op"] == "aten.addmm.default"
     code, report, first = verdicts["layer_norm"]
     assert code == 0 and report["invariant"] is True and first == 0
+
+
+class MeanOverSequence(torch.nn.Module):
+    """LayerNorm over features, then the mean over the sequence (dimension 1 of [S, T, F]):
+    `masked` over each sample's own positions (the mask from the sweep: True at them), else
+    over the padded length, the classic padding bug. `pooled`: the mean, one row a sample; else
+    a sequence output, each position less the mean."""
+
+    def __init__(self, masked, pooled=True, features=16):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(features)
+        self.masked, self.pooled = masked, pooled
+
+    def forward(self, x, mask):
+        h = self.norm(x)
+        if self.masked:
+            m = mask.unsqueeze(-1).to(h.dtype)
+            mean = (h * m).sum(1, keepdim=True) / m.sum(1, keepdim=True)
+        else:
+            mean = h.mean(1, keepdim=True)
+        return (mean.squeeze(1) if self.pooled else h - mean) * 2.0
+
+
+def ragged_batch(seed=5, lengths=(5, 7, 3, 9, 5, 6), features=16):
+    torch.manual_seed(seed)
+    return [torch.randn(n, features) for n in lengths]
+
+
+def padded_forward(model, batch, anchor, config):
+    """The probe's anchor output as the sweep documents it, run here plainly: the anchor and the
+    other samples in order, cycling, each padded with zeros or cut to the probe's length, the
+    mask True at each one's own positions; the anchor's row cut to its own positions."""
+    length = config.padded_length or batch[anchor].shape[0]
+    others = [i for i in range(len(batch)) if i != anchor]
+    fill = [others[k % len(others)] for k in range(config.batch_size - 1)]
+    order = fill[:config.anchor_row] + [anchor] + fill[config.anchor_row:]
+    rows = [torch.nn.functional.pad(batch[i][:length], (0, 0, 0, length - min(
+        length, batch[i].shape[0]))) for i in order]
+    own = torch.tensor([min(length, batch[i].shape[0]) for i in order])
+    mask = torch.arange(length)[None, :] < own[:, None]
+    with torch.no_grad():
+        row = model(torch.stack(rows), mask=mask)[config.anchor_row]
+    return row if row.dim() == 1 else row[:batch[anchor].shape[0]]
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_padding_a_masked_mean_is_invariant_and_every_ops_rows_are_the_anchors(pooled):
+    batch = ragged_batch()
+    model = MeanOverSequence(masked=True, pooled=pooled)
+    result = repro_audit.invariance(model, batch, anchor=0, sizes=[1, 2, 3, 5],
+                                    neighbours=("batch", "noise"),
+                                    padding=repro_audit.Padding(dim=0, mask_arg="mask"))
+    # The anchor's length is 5: 6 and 10 by default, 7 and 9 the batch's own longer lengths.
+    padded = [p for p in result.probes if p.config.padded_length]
+    assert sorted({p.config.padded_length for p in padded}) == [6, 7, 9, 10]
+    assert {p.config.neighbours for p in padded} == \
+        {f"{way}+pad:{n}" for way in ("batch", "noise") for n in (6, 7, 9, 10)}
+    assert result.invariant and result.control_seen is True
+    assert result.control.op == "aten.native_layer_norm.default"
+    for probe in result.probes[:-1]:  # every op's rows cut back to the anchor's 5 positions
+        assert probe.ops == result.reference.ops, probe.config
+    alone = padded_forward(model, batch, 0, inv.ProbeConfig(1, 0, "first", ""))
+    assert result.reference.output_digest == tensor_digest(alone)
+    for probe in padded:  # the verdict is the forward pass's: rerun here, no dispatch mode
+        if probe.config.neighbours.startswith("batch"):
+            assert torch.equal(padded_forward(model, batch, 0, probe.config), alone)
+    assert len(result.reference.output_values) == 4 * (16 if pooled else 5 * 16)
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_padding_an_unmasked_mean_depends_on_the_padding_first_in_the_mean(pooled):
+    batch = ragged_batch()
+    model = MeanOverSequence(masked=False, pooled=pooled)
+    result = repro_audit.invariance(model, batch, anchor=0, sizes=[1, 2, 3],
+                                    padding=repro_audit.Padding(dim=0, mask_arg="mask",
+                                                                lengths=[6, 12]))
+    assert set(result.differing) == {p.config for p in result.probes
+                                     if p.config.padded_length and not p.config.control}
+    assert len(result.differing) == 2 * 5  # 5 configurations (sizes 2 and 3) x 2 lengths
+    alone = padded_forward(model, batch, 0, inv.ProbeConfig(1, 0, "first", ""))
+    for probe in result.probes[:-1]:  # the control's is moved by one ULP
+        if probe.config.padded_length is None:
+            assert probe.output_digest == result.reference.output_digest, probe.config
+            continue
+        mine = padded_forward(model, batch, 0, probe.config)
+        assert not torch.equal(mine, alone)
+        values = torch.frombuffer(bytearray(probe.output_values), dtype=torch.float32)
+        assert torch.equal(values, mine.flatten())
+        # The first op to part read the anchor's own positions as the reference did.
+        i = result.first_difference(probe)
+        assert probe.ops[i].op == "aten.mean.dim" and probe.ops[i].module == ""
+        assert probe.ops[i].inputs == result.reference.ops[i].inputs
+    assert result.control_seen is True
+
+
+def test_padding_cuts_a_folded_batch_and_two_length_dimensions_back_to_the_anchor():
+    class Scores(torch.nn.Module):  # nn.Linear folds [S, L, F] into [S * L, F]; scores [S, L, L]
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x, keep):
+            h = self.proj(x)
+            scores = torch.bmm(h, h.transpose(1, 2))
+            scores = scores.masked_fill(~keep[:, None, :], float("-inf"))
+            return torch.softmax(scores, -1).sum(1)  # [S, L]: a sequence output
+
+    torch.manual_seed(6)
+    model = Scores()
+    batch = torch.randn(4, 3, 8)  # a tensor batch: every sample of length 3
+    made = []
+
+    def make_inputs(x, lengths):
+        made.append(lengths.tolist())
+        return (x,), {"keep": torch.arange(x.shape[1])[None, :] < lengths[:, None]}
+
+    result = repro_audit.invariance(model, batch, anchor=2, sizes=[1, 2, 3], control=False,
+                                    padding=repro_audit.Padding(dim=0, make_inputs=make_inputs))
+    # A tensor batch: every sample is its own 3 long, padded (default lengths: 4 and 6).
+    assert made[0] == [3] and all(set(lengths) == {3} for lengths in made)
+    assert sorted({p.config.padded_length for p in result.probes} - {None}) == [4, 6]
+    names = [op.op for op in result.reference.ops]
+    addmm, bmm = names.index("aten.addmm.default"), names.index("aten.bmm.default")
+    proj = model.proj
+    for probe in result.probes:
+        # [S * L, 8]: the anchor's chunk of L rows, its first 3: the reference's input row.
+        assert probe.ops[addmm].inputs[1] == result.reference.ops[addmm].inputs[1], probe.config
+        if not probe.config.padded_length:
+            continue
+        # bmm's output [S, L, L]: the anchor's row cut to 3 x 3, computed here without the sweep.
+        x = torch.nn.functional.pad(batch[2], (0, 0, 0, probe.config.padded_length - 3))
+        others = [0, 1, 3]
+        fill = [others[k % 3] for k in range(probe.config.batch_size - 1)]
+        rows = [torch.nn.functional.pad(batch[i], (0, 0, 0, probe.config.padded_length - 3))
+                for i in fill]
+        rows.insert(probe.config.anchor_row, x)
+        with torch.no_grad():
+            h = proj(torch.stack(rows))
+            scores = torch.bmm(h, h.transpose(1, 2))[probe.config.anchor_row, :3, :3]
+        assert probe.ops[bmm].output.digest == tensor_digest(scores), probe.config
+        assert not probe.ops[bmm].output.whole
+        assert len(probe.output_values) == 4 * 3  # the [L] output cut to the anchor's 3
+
+
+def padding_refused(**overrides):
+    arguments = dict(model=MeanOverSequence(masked=True), batch=ragged_batch(),
+                     padding=repro_audit.Padding(dim=0, mask_arg="mask"), sizes=[1, 2])
+    arguments.update(overrides)
+    return arguments
+
+
+class Flattened(torch.nn.Module):
+    def forward(self, x):
+        return x.flatten(1) * 2.0
+
+
+@pytest.mark.parametrize("arguments, error, words", [
+    (padding_refused(padding=repro_audit.Padding(dim=2, mask_arg="mask")), ValueError,
+     "padding.dim 2 is out of range for a sample of shape [5, 16]"),
+    (padding_refused(padding=repro_audit.Padding(dim=0, mask_arg="mask", lengths=[8, 4])),
+     ValueError, "padding.lengths: 4 is not longer than the anchor's length 5"),
+    (padding_refused(padding=repro_audit.Padding(dim=0, mask_arg="mask", lengths=[5])),
+     ValueError, "padding.lengths: 5 is not longer than the anchor's length 5"),
+    (padding_refused(padding=repro_audit.Padding(dim=0, mask_arg="mask", lengths=[0])),
+     ValueError, "a batch size of 0"),
+    (padding_refused(padding=repro_audit.Padding(dim=0, mask_arg="mask",
+                                                 make_inputs=lambda x, n: ((x,), {}))),
+     ValueError, "both mask_arg and make_inputs"),
+    (padding_refused(batch=[torch.randn(5, 16), torch.randn(6, 8)]), ValueError,
+     "sample 1 ([6, 8], torch.float32) differs from sample 0"),
+    (padding_refused(padding=repro_audit.Padding(dim=0, make_inputs=lambda x, n: x)),
+     TypeError, "padding.make_inputs must return (args, kwargs)"),
+    (padding_refused(batch=[torch.ones(4, dtype=torch.long)] * 2,
+                     padding=repro_audit.Padding(dim=0, value=0.5)), ValueError,
+     "padding.value 0.5 is not a torch.int64"),
+    (padding_refused(padding={"dim": 0}), TypeError, "padding must be a repro_audit.Padding"),
+    (padding_refused(padding=None), TypeError, "batch must be a tensor"),
+    (padding_refused(model=Flattened(), batch=torch.randn(3, 4, 2),
+                     padding=repro_audit.Padding(dim=0)), ValueError,
+     "padded to length 5, the model's output row of the anchor has shape [10]"),
+])
+def test_bad_padding_is_refused_and_no_file_is_written(tmp_path, arguments, error, words):
+    with pytest.raises(error) as caught:
+        repro_audit.invariance(out=tmp_path / "sweep.jsonl", **arguments)
+    assert words in str(caught.value)
+    assert os.listdir(tmp_path) == []
+
+
+PADDED_SCRIPT = r"""
+import sys, torch, repro_audit
+sys.path.insert(0, sys.argv[2])
+from test_invariance import MeanOverSequence, ragged_batch
+result = repro_audit.invariance(MeanOverSequence(masked=sys.argv[1] == "masked"), ragged_batch(),
+                                padding=repro_audit.Padding(dim=0, mask_arg="mask"))
+print(result.path, len(result.differing))
+"""
+
+
+def test_the_tools_exec_reads_a_padded_sweep_to_the_same_verdict(tmp_path):
+    """`repro-audit exec --invariance` on the padded sweeps: the masked mean invariant with its
+    control seen, the unmasked one not, first at a padded probe of size 2 and in aten.mean.dim."""
+    import subprocess
+    import sys
+    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
+    if not binary or not os.access(binary, os.X_OK):
+        pytest.skip("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+    script = tmp_path / "padded.py"
+    script.write_text(PADDED_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop(inv.ENVIRONMENT, None)
+    reports = {}
+    for name in ("masked", "unmasked"):
+        folder = tmp_path / name
+        done = subprocess.run([binary, "exec", "--invariance", "--sizes", "1-3", "--json", "-",
+                               "--out", str(folder), "--", sys.executable, str(script), name,
+                               os.path.dirname(os.path.abspath(__file__))],
+                              env=env, capture_output=True, text=True, timeout=300)
+        with open(folder / "invariance-command.log", encoding="utf-8") as f:
+            differing = int(f.read().split()[-1])
+        report = json.loads(done.stdout)["findings"]["invariance"]["data"]
+        assert report["control"]["detected"] is True
+        reports[name] = (done.returncode, report, differing)
+    code, report, differing = reports["masked"]
+    assert code == 0 and report["invariant"] is True and differing == 0
+    neighbours = {p["neighbours"] for p in report["probes"]}
+    assert neighbours == {"batch"} | {f"batch+pad:{n}" for n in (6, 7, 9, 10)}
+    code, report, differing = reports["unmasked"]
+    failing = [p for p in report["probes"] if not p["equal"]]
+    assert code == 1 and len(failing) == differing == 5 * 4  # sizes 2, 3 x 4 lengths
+    assert all("+pad:" in p["neighbours"] for p in failing)
+    first = report["first_failing"]
+    assert (first["batch_size"], first["anchor_row"], first["neighbours"]) == \
+        (2, 0, "batch+pad:6")
+    assert first["first_break"]["op"] == "aten.mean.dim"
+    assert first["first_break"]["kind"] == "output_differs"

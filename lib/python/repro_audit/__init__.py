@@ -1,7 +1,7 @@
 """repro_audit: record a PyTorch training run in repro-audit's trace format (docs/pytorch.md)."""
 from .checkpoint import Checkpoint
 from .digest import digest_bytes, tensor_digest, text_digest
-from .invariance_sweep import InvarianceResult, invariance
+from .invariance_sweep import InvarianceResult, Padding, invariance
 from .recorder import NoOpRecorder, Recorder, VERSION, record, seed_everything
 from .workers import worker_init_fn
 
@@ -22,5 +22,5 @@ if __import__("os").environ.get("REPRO_AUDIT_TRACE") and not _is_the_launcher():
 
 __all__ = ["record", "Checkpoint", "Recorder", "NoOpRecorder", "seed_everything", "digest_bytes",
            "tensor_digest", "text_digest", "worker_init_fn", "invariance", "InvarianceResult",
-           "VERSION"]
+           "Padding", "VERSION"]
 __version__ = VERSION

@@ -19,10 +19,23 @@ Where no dimension or more than one differs, the tensor has no row (an op reduce
 `x.sum(0)`, or mixed it): an input is digested whole, an output is null. Where the probe ran other
 ops than the reference (the model's ops depend on the batch's size), a tensor's row is along
 `batch_dim` if that dimension has size S, else along dimension 0 if it has, else it has none.
+
 The reference cannot tell from its own shapes (every candidate has size 1): it keeps its batched
 tensors (`Deferred`) and digests them once the sweep is done, along the dimension the probes
 that ran the same ops found most often (invariance_sweep.py's vote), so that the reference's rows
 are the probes' rows: `select(d, 0)` or the whole tensor (its chunk), the same shapes.
+
+Under padding (a probe whose batch is padded to length L, the anchor's own length La < L; the
+sweep's `Padding`) a batched tensor's shape may also differ from the reference's in its length:
+each dimension that is La in the reference and L in the probe is cut back to the anchor's
+positions, `narrow(d, 0, La)` (attention's scores [S, H, L, L] have two), and a dimension into
+which the batch and the length were folded ([S * L, F] against [La, F]: nn.Linear on a padded
+sequence) gives the anchor's chunk of L * m cut to its first La * m. Exactly one dimension must
+read as the batch's and every other one that differs as a length (a dimension of S * La == L
+reads both ways: the other dimensions decide); a tensor that reads no way or two has no row. So
+a padded probe's rows have the reference's shapes, and an op whose anchor positions read the
+reference's bits and wrote others is the op that made the sample depend on its padding. The
+reference's vote counts a padded probe's decision by its batch dimension alone.
 
 A row is digested with digest.tensor_digest (dtype, shape and bits), so the row of a batch of
 one and the row of a batch of 64 are equal exactly when their bits are. Whole tensors on the
@@ -41,36 +54,69 @@ WHOLE = "whole"  # a decision: the tensor is not batched
 ALIGN_WINDOW = 8
 
 
-def by_size(shape, size, batch_dim):
+def by_size(shape, size, batch_dim, pad=None):
     """The decision for a batched tensor of a probe whose ops are not the reference's: ("row", d)
-    for `batch_dim` if it has `size`, else for dimension 0 if it has, else None."""
+    for `batch_dim` if it has `size`, else for dimension 0 if it has, else None. Under padding
+    (`pad`: (La, L)) every other dimension of size L is cut to La."""
+    d = None
     if len(shape) > batch_dim and shape[batch_dim] == size:
-        return ("row", batch_dim)
-    if len(shape) > 0 and shape[0] == size:
-        return ("row", 0)
-    return None
+        d = batch_dim
+    elif len(shape) > 0 and shape[0] == size:
+        d = 0
+    if d is None:
+        return None
+    if pad is None:
+        return ("row", d)
+    anchor_length, length = pad
+    cuts = tuple((e, anchor_length) for e, n in enumerate(shape) if e != d and n == length)
+    return ("row", d, None, cuts)
 
 
-def by_reference(shape, reference_shape, size):
+def by_reference(shape, reference_shape, size, pad=None):
     """The decision for a batched tensor of `shape` in a probe of `size` > 1 whose reference
-    tensor had `reference_shape` (the module's documentation): ("row", d), ("chunk", d) or None."""
+    tensor had `reference_shape` (the module's documentation): ("row", d), ("chunk", d) or None;
+    under padding (`pad`: (La, L), L > La) ("row" | "chunk", d, keep, cuts): `keep` the chunk's
+    first elements that are the anchor's (None: all), `cuts` each length dimension and La."""
     if len(shape) != len(reference_shape):
         return None
     differ = [d for d, (mine, theirs) in enumerate(zip(shape, reference_shape)) if mine != theirs]
-    if len(differ) != 1 or shape[differ[0]] != size * reference_shape[differ[0]]:
+    if pad is None:
+        if len(differ) != 1 or shape[differ[0]] != size * reference_shape[differ[0]]:
+            return None
+        d = differ[0]
+        return ("row", d) if reference_shape[d] == 1 else ("chunk", d)
+    anchor_length, length = pad
+    batches, cuts = [], set()  # each dimension's readings as the batch's, the ones cut
+    for d in differ:
+        mine, theirs = shape[d], reference_shape[d]
+        if mine == size * theirs:  # the batch: a row (the reference had 1) or a folded chunk
+            batches.append(("row", d, None) if theirs == 1 else ("chunk", d, None))
+        if theirs % anchor_length == 0 and mine * anchor_length == size * theirs * length:
+            batches.append(("chunk", d, theirs))  # the batch and the length folded together
+        if theirs == anchor_length and mine == length:
+            cuts.add(d)
+    # One dimension is the batch's, every other one that differs a length: the readings that
+    # leave exactly one such choice ([2, 10, F] against [1, 5, F]: 10 reads as 2 * 5 or as the
+    # length 10, but dimension 0 can only be the batch).
+    chosen = [b for b in batches if all(d in cuts for d in differ if d != b[1])]
+    if len(chosen) != 1:
         return None
-    d = differ[0]
-    return ("row", d) if reference_shape[d] == 1 else ("chunk", d)
+    batch = chosen[0]
+    return batch + (tuple((d, anchor_length) for d in differ if d != batch[1]),)
 
 
 def anchor_part(tensor, decision, row, size):
     """The anchor's row of `tensor` (a decision that is not None) in a batch of `size` where the
-    anchor is row `row`: a row, or its chunk of k = shape[d] / size."""
-    kind, d = decision
+    anchor is row `row`: a row, or its chunk of k = shape[d] / size (its first `keep` elements
+    under padding), each length dimension of a padded probe cut to the anchor's length first."""
+    kind, d = decision[0], decision[1]
+    keep = decision[2] if len(decision) > 2 else None
+    for dim, anchor_length in (decision[3] if len(decision) > 3 else ()):
+        tensor = tensor.narrow(dim, 0, anchor_length)
     if kind == "row":
         return tensor.select(d, row)
     k = tensor.shape[d] // size
-    return tensor.narrow(d, row * k, k)
+    return tensor.narrow(d, row * k, k if keep is None else keep)
 
 
 def one_ulp_up(torch, row):
@@ -178,20 +224,23 @@ class ModuleStack:
 class ProbeOps:
     """The op records of one probe: `ops`, each (op, module, inputs, output), each input and the
     output (digest, whole), or a Deferred in the reference, the output None where there is no row;
-    `decisions`, per op the decision (WHOLE, None, ("row", d) or ("chunk", d)) of each input and
+    `decisions`, per op the decision (WHOLE, None, ("row", d) or ("chunk", d), under padding
+    with the chunk's part and the length cuts after them: by_reference) of each input and
     of the output; `shapes`, per op the shape of each batched tensor (None for a whole one);
     `aligned`, per op the index of the reference's op it is (None: none). `reference`: the
     reference's ProbeOps (None: this is the reference). `control`: the index of the op whose
-    output's anchor row is moved by one ULP (the control probe), else None."""
+    output's anchor row is moved by one ULP (the control probe), else None. `pad`: (La, L) where
+    the probe's batch is padded to L beyond the anchor's length La, else None."""
 
     def __init__(self, torch, modules, wholes, size, row, batch_dim, reference=None,
-                 control=None):
+                 control=None, pad=None):
         self._torch = torch
         self._modules = modules
         self._wholes = wholes
         self.size, self.row, self.batch_dim = size, row, batch_dim
         self.reference = reference
         self.control = control
+        self.pad = pad
         self.control_applied = False
         self.ops, self.decisions, self.shapes, self.aligned = [], [], [], []
         self.floating = []  # per op: whether its first tensor output is floating
@@ -227,8 +276,8 @@ class ProbeOps:
         if aligned is not None and slot < len(self.reference.shapes[aligned]):
             reference_shape = self.reference.shapes[aligned][slot]
             if reference_shape is not None:
-                return by_reference(tuple(tensor.shape), reference_shape, self.size)
-        return by_size(tuple(tensor.shape), self.size, self.batch_dim)
+                return by_reference(tuple(tensor.shape), reference_shape, self.size, self.pad)
+        return by_size(tuple(tensor.shape), self.size, self.batch_dim, self.pad)
 
     def _entry(self, aligned, slot, tensor, batched, output):
         """(decision, what the record holds) of one tensor the op read or wrote."""

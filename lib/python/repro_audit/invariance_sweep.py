@@ -26,14 +26,25 @@ union: a script that names sizes of its own gets them swept too, and so does the
 Without the variable and without `out=`, the sweep runs and its result is returned, nothing is
 written. The file is written whole or not at all (trace.write_whole): bad input fails before the
 first forward pass, and an exception during the sweep leaves no file.
+
+Padding (`padding=Padding(dim=...)`): a sequence model's batch pads its samples to the batch's
+longest, and a sample's output must not depend on how much padding its neighbours forced on it.
+Every probe then also runs padded to each of `Padding.lengths` (default: the anchor's length
+La + 1, 2 * La, and the longer lengths of a batch given as a list of samples): the anchor padded
+with `value` from La to L, each neighbour padded or cut to L, the model given the mask or the
+lengths as the Padding says; its neighbours are named "batch+pad:L". The anchor's output row is
+compared over the anchor's own positions (each output dimension that is La alone and L padded cut
+back to La; an output without the length is compared whole), and so is each op's row
+(invariance_ops.py), so the first op whose unpadded part parts is named.
 """
 from __future__ import annotations
 
 import base64
 import json
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, replace
+from typing import (TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 if TYPE_CHECKING:  # the package imports without torch
     import torch
@@ -41,6 +52,7 @@ if TYPE_CHECKING:  # the package imports without torch
 from .digest import tensor_digest
 from .invariance_ops import (WHOLE, Deferred, ModuleStack, ProbeOps, WholeDigests, by_size,
                              make_mode, order_dependent)
+from .ops import _leaves
 from .trace import write_whole
 
 ENVIRONMENT = "REPRO_AUDIT_INVARIANCE"
@@ -71,12 +83,35 @@ def anchor_row(position: str, size: int) -> int:
 
 
 @dataclass(frozen=True)
+class Padding:
+    """How the model's batches pad samples of different lengths (docs/invariance.md, "Padding").
+
+    `dim`: the length dimension of one sample, counted without the batch dimension (a sample of
+    shape [T, F]: 0). `value`: what the padded positions hold (a pad token's id, 0.0). `lengths`:
+    the lengths L to pad the anchor to, each longer than the anchor's own La (None: La + 1,
+    2 * La and the longer lengths of a batch given as a list of samples). The model's call:
+    `model(padded)` by default (the model finds the padding itself, or does not: that is what
+    the sweep tells); `mask_arg="mask"`: `model(padded, mask=mask)`, `mask` a bool tensor
+    [batch size, L], True at each sample's own positions; or `make_inputs(padded, lengths)`
+    returning (args, kwargs) for `model(*args, **kwargs)`, `lengths` an int64 tensor of each
+    sample's own length (for any other convention: True at the padding, an additive float mask,
+    position ids). Samples are padded at the end (right)."""
+    dim: int
+    value: Union[int, float, bool] = 0
+    lengths: Optional[Sequence[int]] = None
+    mask_arg: Optional[str] = None
+    make_inputs: Optional[Callable[["torch.Tensor", "torch.Tensor"],
+                                   Tuple[Sequence[Any], Mapping[str, Any]]]] = None
+
+
+@dataclass(frozen=True)
 class ProbeConfig:
     batch_size: int
     anchor_row: int
     position: str
-    neighbours: str  # "" for the reference
+    neighbours: str  # "" for the reference; "batch+pad:L" for a batch padded to L
     control: bool = False
+    padded_length: Optional[int] = None  # L, where the anchor is padded beyond its own length
 
 
 @dataclass(frozen=True)
@@ -221,33 +256,128 @@ def resolve_plan(sizes=None, positions=None, neighbours=None, control=None, out=
                 out=None if out is None else os.fspath(out))
 
 
-def _check_inputs(torch, model, batch, anchor, batch_dim, plan):
-    """(batch_dim, batch size) normalised, or ValueError / TypeError before anything runs."""
+@dataclass(frozen=True)
+class _Padded:
+    """A checked Padding: the samples (each without the batch dimension), the length dimension
+    of a sample, the anchor's length and the lengths to pad it to."""
+    samples: Tuple["torch.Tensor", ...]
+    dim: int
+    value: Union[int, float, bool]
+    anchor_length: int
+    lengths: Tuple[int, ...]
+    mask_arg: Optional[str]
+    make_inputs: Optional[Callable]
+
+
+def _whole_number(value):
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
+def _check_padding(torch, padding, samples, is_list, anchor):
+    """The _Padded of a call (`samples`: the batch's, each without the batch dimension; the
+    anchor already checked), or ValueError / TypeError."""
+    first = samples[0]
+    if not _whole_number(padding.dim):
+        raise TypeError(f"repro_audit.invariance: padding.dim must be an int, got {padding.dim!r}")
+    if not -first.dim() <= padding.dim < first.dim():
+        raise ValueError(f"repro_audit.invariance: padding.dim {padding.dim} is out of range for "
+                         f"a sample of shape {list(first.shape)} (the length dimension of one "
+                         "sample, counted without the batch dimension)")
+    dim = padding.dim % first.dim()
+    rest = [n for d, n in enumerate(first.shape) if d != dim]
+    for i, sample in enumerate(samples):
+        if (sample.dim() != first.dim() or sample.dtype != first.dtype
+                or sample.device != first.device
+                or [n for d, n in enumerate(sample.shape) if d != dim] != rest):
+            raise ValueError(f"repro_audit.invariance: sample {i} ({list(sample.shape)}, "
+                             f"{sample.dtype}) differs from sample 0 ({list(first.shape)}, "
+                             f"{first.dtype}) in more than its length along padding.dim {dim}")
+        if sample.shape[dim] < 1:
+            raise ValueError(f"repro_audit.invariance: sample {i} has length 0 along "
+                             f"padding.dim {dim}")
+    if not isinstance(padding.value, (bool, int, float)):
+        raise TypeError("repro_audit.invariance: padding.value must be a number, got "
+                        f"{padding.value!r}")
+    if not first.is_floating_point() and padding.value != int(padding.value):
+        raise ValueError(f"repro_audit.invariance: padding.value {padding.value!r} is not a "
+                         f"{first.dtype} (a pad token's id, a whole number)")
+    if padding.mask_arg is not None and padding.make_inputs is not None:
+        raise ValueError("repro_audit.invariance: padding names both mask_arg and make_inputs: "
+                         "give the model its mask one way")
+    if padding.mask_arg is not None and not (isinstance(padding.mask_arg, str)
+                                             and padding.mask_arg.isidentifier()):
+        raise TypeError("repro_audit.invariance: padding.mask_arg must name a keyword argument, "
+                        f"got {padding.mask_arg!r}")
+    if padding.make_inputs is not None and not callable(padding.make_inputs):
+        raise TypeError("repro_audit.invariance: padding.make_inputs must be callable: (padded "
+                        "batch, lengths) -> (args, kwargs)")
+    anchor_length = samples[anchor].shape[dim]
+    if padding.lengths is None:
+        lengths = {anchor_length + 1, 2 * anchor_length}
+        if is_list:
+            lengths.update(s.shape[dim] for s in samples if s.shape[dim] > anchor_length)
+    else:
+        lengths = _checked_sizes(padding.lengths, "padding.lengths")
+        if not lengths:
+            raise ValueError("repro_audit.invariance: padding.lengths is empty")
+        for length in lengths:
+            if length <= anchor_length:
+                raise ValueError(f"repro_audit.invariance: padding.lengths: {length} is not "
+                                 f"longer than the anchor's length {anchor_length} (along "
+                                 f"padding.dim {dim}): a padded probe pads the anchor beyond its "
+                                 "own length (its own length is the unpadded probes')")
+    return _Padded(tuple(samples), dim, padding.value, anchor_length,
+                   tuple(sorted(set(lengths))), padding.mask_arg, padding.make_inputs)
+
+
+def _check_inputs(torch, model, batch, anchor, batch_dim, plan, padding=None):
+    """(batch_dim, batch size, _Padded or None) normalised, or ValueError / TypeError before
+    anything runs."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError("repro_audit.invariance: model must be a torch.nn.Module, got "
                         f"{type(model).__name__}")
-    if not isinstance(batch, torch.Tensor):
+    if padding is not None and not isinstance(padding, Padding):
+        raise TypeError("repro_audit.invariance: padding must be a repro_audit.Padding, got "
+                        f"{type(padding).__name__}")
+    is_list = padding is not None and isinstance(batch, (list, tuple))
+    if is_list:
+        for i, sample in enumerate(batch):
+            if not isinstance(sample, torch.Tensor):
+                raise TypeError(f"repro_audit.invariance: batch[{i}] is a "
+                                f"{type(sample).__name__}: a list batch holds one tensor a "
+                                "sample, without the batch dimension")
+        if not batch or batch[0].dim() == 0:
+            raise ValueError("repro_audit.invariance: a list batch needs samples with a length "
+                             "dimension")
+    elif not isinstance(batch, torch.Tensor):
         raise TypeError("repro_audit.invariance: batch must be a tensor with the samples along "
-                        f"batch_dim, got {type(batch).__name__}")
+                        f"batch_dim{' (with padding: or a list of samples)' if padding else ''}"
+                        f", got {type(batch).__name__}")
     if isinstance(batch_dim, bool) or not isinstance(batch_dim, int):
         raise TypeError(f"repro_audit.invariance: batch_dim must be an int, got {batch_dim!r}")
-    if not -batch.dim() <= batch_dim < batch.dim():
+    shape = [len(batch)] + list(batch[0].shape) if is_list else list(batch.shape)
+    if not -len(shape) <= batch_dim < len(shape):
         raise ValueError(f"repro_audit.invariance: batch_dim {batch_dim} is out of range for a "
-                         f"batch of shape {list(batch.shape)}")
-    batch_dim %= batch.dim()
-    count = batch.shape[batch_dim]
+                         f"batch of shape {shape}")
+    batch_dim %= len(shape)
+    count = len(batch) if is_list else batch.shape[batch_dim]
     if isinstance(anchor, bool) or not isinstance(anchor, int):
         raise TypeError(f"repro_audit.invariance: anchor must be an int, got {anchor!r}")
     if not 0 <= anchor < count:
         raise ValueError(f"repro_audit.invariance: anchor {anchor} is out of range: the batch "
                          f"holds {count} samples along dimension {batch_dim}")
+    padded = None
+    if padding is not None:
+        samples = list(batch) if is_list else list(batch.unbind(batch_dim))
+        padded = _check_padding(torch, padding, samples, is_list, anchor)
+    first = padded.samples[0] if padded is not None else batch
     if "batch" in plan.neighbours and count < 2 and max(plan.sizes) > 1:
         raise ValueError("repro_audit.invariance: neighbours 'batch' fills the other rows with "
                          "the batch's other samples, and this batch holds the anchor alone: "
                          "pass more samples, or neighbours=('noise',)")
-    if "noise" in plan.neighbours and not batch.is_floating_point():
+    if "noise" in plan.neighbours and not first.is_floating_point():
         raise ValueError(f"repro_audit.invariance: neighbours 'noise' needs a floating batch, "
-                         f"this one is {batch.dtype}: use neighbours=('batch',)")
+                         f"this one is {first.dtype}: use neighbours=('batch',)")
     training_norms = [name or type(model).__name__ for name, m in model.named_modules()
                       if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
     if training_norms:
@@ -259,7 +389,65 @@ def _check_inputs(torch, model, batch, anchor, batch_dim, plan):
         folder = os.path.dirname(os.path.abspath(plan.out))
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"repro_audit.invariance: no folder {folder} for {plan.out}")
-    return batch_dim, count
+    return batch_dim, count, padded
+
+
+def _way(config):
+    """What fills the probe's other rows: "batch" or "noise" ("batch+pad:12": "batch")."""
+    return config.neighbours.split("+", 1)[0]
+
+
+def _noise(torch, shape, count, noise_stats, like):
+    """`count` samples of `shape` of the batch's mean and standard deviation (NOISE_SEED)."""
+    mean, std = noise_stats
+    generator = torch.Generator().manual_seed(NOISE_SEED)
+    noise = torch.randn((count,) + tuple(shape), generator=generator,
+                        dtype=torch.float64) * std + mean
+    return noise.to(device=like.device, dtype=like.dtype)
+
+
+def _padded_probe_batch(torch, padded, batch_dim, anchor, config, others, noise_stats):
+    """(probe input, each sample's own length) under padding: the samples in the order
+    _probe_batch's, each padded with the pad value or cut to the probe's length L (the anchor's
+    own where the probe is not padded), stacked along batch_dim."""
+    size, row, dim = config.batch_size, config.anchor_row, padded.dim
+    length = config.padded_length or padded.anchor_length
+    sample = padded.samples[anchor]
+    if _way(config) == "noise":
+        shape = list(sample.shape)
+        shape[dim] = length  # a neighbour of noise is as long as the batch
+        fill = list(_noise(torch, shape, size - 1, noise_stats, sample).unbind(0))
+    else:
+        fill = [padded.samples[others[k % len(others)]] for k in range(size - 1)]
+    rows, lengths = [], []
+    for part in fill[:row] + [sample] + fill[row:]:
+        own = part.shape[dim]
+        if own >= length:
+            part = part.narrow(dim, 0, length)
+        else:
+            shape = list(part.shape)
+            shape[dim] = length - own
+            part = torch.cat([part, part.new_full(shape, padded.value)], dim)
+        rows.append(part)
+        lengths.append(min(own, length))
+    return (torch.stack(rows, batch_dim),
+            torch.tensor(lengths, dtype=torch.int64, device=sample.device))
+
+
+def _model_inputs(torch, padded, probe_input, lengths, length):
+    """(args, kwargs) of the model's call: the probe's input alone, or with its mask ([S, L],
+    L = `length`), or what the Padding's make_inputs made of the input and the lengths."""
+    if padded is None or (padded.mask_arg is None and padded.make_inputs is None):
+        return (probe_input,), {}
+    if padded.mask_arg is not None:
+        positions = torch.arange(length, device=lengths.device)
+        return (probe_input,), {padded.mask_arg: positions.unsqueeze(0) < lengths.unsqueeze(1)}
+    made = padded.make_inputs(probe_input, lengths)
+    if not (isinstance(made, (tuple, list)) and len(made) == 2
+            and isinstance(made[0], (tuple, list)) and isinstance(made[1], Mapping)):
+        raise TypeError("repro_audit.invariance: padding.make_inputs must return (args, kwargs), "
+                        f"a tuple and a dict, got {type(made).__name__}")
+    return tuple(made[0]), dict(made[1])
 
 
 def _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats):
@@ -269,19 +457,36 @@ def _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats):
         fill = [others[k % len(others)] for k in range(size - 1)] if size > 1 else []
         order = fill[:row] + [anchor] + fill[row:]
         return batch.index_select(batch_dim, torch.tensor(order, device=batch.device))
-    mean, std = noise_stats
     sample = batch.select(batch_dim, anchor)
-    generator = torch.Generator().manual_seed(NOISE_SEED)
-    noise = torch.randn((size - 1,) + tuple(sample.shape), generator=generator,
-                        dtype=torch.float64) * std + mean
-    noise = noise.to(device=batch.device, dtype=batch.dtype)
+    noise = _noise(torch, sample.shape, size - 1, noise_stats, batch)
     rows = torch.cat([noise[:row], sample.unsqueeze(0), noise[row:]])
     return rows.movedim(0, batch_dim).contiguous()
 
 
-def _output_row(torch, out, config, batch_dim):
+def _unpadded(row, reference_shape, anchor_length, length):
+    """The anchor's own positions of its output row in a batch padded to `length`: each
+    dimension that is the anchor's length in the reference's row and `length` here cut back to
+    the anchor's length; ValueError where the row's shape changed otherwise."""
+    shape = tuple(row.shape)
+    changed = [d for d, (mine, theirs) in enumerate(zip(shape, reference_shape))
+               if mine != theirs]
+    if len(shape) != len(reference_shape) or any(
+            (shape[d], reference_shape[d]) != (length, anchor_length) for d in changed):
+        raise ValueError(f"repro_audit.invariance: padded to length {length}, the model's output "
+                         f"row of the anchor has shape {list(shape)}, and alone (length "
+                         f"{anchor_length}) {list(reference_shape)}: only a dimension that is "
+                         f"the length ({anchor_length} alone, {length} padded) may change, so "
+                         "that the anchor's own positions are found in it. Return one output a "
+                         "sample (pooled) or one with the length as a dimension of its own")
+    for d in changed:
+        row = row.narrow(d, 0, anchor_length)
+    return row
+
+
+def _output_row(torch, out, config, batch_dim, unpad=None):
     """(digest, float32 bytes or None) of the anchor's row of the model's output; TypeError or
-    ValueError where the output is not one tensor with the batch's size along batch_dim."""
+    ValueError where the output is not one tensor with the batch's size along batch_dim.
+    `unpad`: (the reference's row shape, La, L) for a padded probe (_unpadded)."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"repro_audit.invariance: the model returned a {type(out).__name__}, "
                         "not one tensor: wrap it in a module whose forward returns the tensor "
@@ -291,6 +496,8 @@ def _output_row(torch, out, config, batch_dim):
                          f"returned shape {list(out.shape)}: its dimension {batch_dim} must hold "
                          "one row per sample (the same batch_dim as the input)")
     row = out.select(batch_dim, config.anchor_row)
+    if unpad is not None:
+        row = _unpadded(row, *unpad)
     if row.dtype in (torch.float16, torch.bfloat16):
         row = row.float()  # exact: every float16 and bfloat16 value is a float32 value
     values = None
@@ -300,21 +507,37 @@ def _output_row(torch, out, config, batch_dim):
 
 
 def _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config, others,
-               noise_stats, reference=None, control=None):
+               noise_stats, reference=None, control=None, padded=None, reference_row=None):
     """(ProbeOps, model output, output digest, values) of one probe; `reference`: the
-    reference's ProbeOps (None: this is the reference)."""
-    probe_input = _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats)
+    reference's ProbeOps (None: this is the reference); `padded`: the _Padded of a sweep under
+    padding, `reference_row` the shape of the reference's output row."""
+    pad = unpad = None
+    if padded is None:
+        probe_input = _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats)
+        args, kwargs = (probe_input,), {}
+    else:
+        probe_input, lengths = _padded_probe_batch(torch, padded, batch_dim, anchor, config,
+                                                   others, noise_stats)
+        length = config.padded_length or padded.anchor_length
+        args, kwargs = _model_inputs(torch, padded, probe_input, lengths, length)
+        if config.padded_length is not None:
+            pad = (padded.anchor_length, config.padded_length)
+            unpad = (reference_row,) + pad
     probe = ProbeOps(torch, modules, wholes, config.batch_size, config.anchor_row, batch_dim,
-                     reference, control)
+                     reference, control, pad)
     probe.mark_batched(probe_input)
+    for t in _leaves((args, kwargs), []):  # the mask, the lengths: rows of the batch too
+        if isinstance(t, torch.Tensor):
+            probe.mark_batched(t)
     with modules, make_mode(torch, probe):
-        out = model(probe_input)
-    digest, values = _output_row(torch, out, config, batch_dim)
+        out = model(*args, **kwargs)
+    digest, values = _output_row(torch, out, config, batch_dim, unpad)
     return probe, out, digest, values
 
 
-def _configs(plan):
-    """Every probe after the reference, in the order run (the control's not among them)."""
+def _configs(plan, lengths=()):
+    """Every probe after the reference, in the order run (the control's not among them); each
+    neighbours way followed by the same batch padded to each of `lengths`."""
     configs = []
     for size in plan.sizes:
         if size == 1:
@@ -325,6 +548,8 @@ def _configs(plan):
         for row, position in rows.items():
             for way in plan.neighbours:
                 configs.append(ProbeConfig(size, row, position, way))
+                configs.extend(ProbeConfig(size, row, position, f"{way}+pad:{length}",
+                                           padded_length=length) for length in lengths)
     return configs
 
 
@@ -337,6 +562,8 @@ def _vote(reference, probes):
             if aligned is None or len(decided) != len(reference.decisions[aligned]):
                 continue
             for j, d in enumerate(decided):
+                if isinstance(d, tuple):
+                    d = d[:2]  # a padded probe's cuts: its row's place is the batch's dimension
                 counts = votes.setdefault((aligned, j), {})
                 counts[d] = counts.get(d, 0) + 1  # dicts keep the first seen first: ties
     return {key: max(counts, key=counts.get) for key, counts in votes.items()}
@@ -433,33 +660,34 @@ class _EvalMode:
             module.training = training
 
 
-def _sweep(torch, model, batch, batch_dim, anchor, count, plan):
+def _sweep(torch, model, batch, batch_dim, anchor, count, plan, padded=None):
     """(header, reference Probe, probes, ControlOp or None)."""
     others = [i for i in range(count) if i != anchor]
     noise_stats = None
     if "noise" in plan.neighbours:
-        as_double = batch.detach().double()
+        values = batch if padded is None else torch.cat([s.reshape(-1) for s in padded.samples])
+        as_double = values.detach().double()
         noise_stats = (as_double.mean().item(), as_double.std(unbiased=False).item())
     modules, wholes = ModuleStack(model), WholeDigests(model)
 
-    reference = None
+    reference = reference_row = None
 
     def run(config, control=None):
         return _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config,
-                          others, noise_stats, reference, control)
+                          others, noise_stats, reference, control, padded, reference_row)
 
     reference_config = ProbeConfig(1, 0, "first", "")
     reference, out, reference_digest, reference_values = run(reference_config)
+    reference_row = tuple(out.select(batch_dim, 0).shape)
     runs = []  # (config, ProbeOps, digest, values)
-    for config in _configs(plan):
+    for config in _configs(plan, padded.lengths if padded is not None else ()):
         probe, _, digest, values = run(config)
         runs.append((config, probe, digest, values))
     reference_ops = _reference_ops(reference, [r[1] for r in runs], batch_dim)
     probes = [Probe(c, d, v, _probe_ops(p)) for c, p, d, v in runs]
     control = _control_op(reference_ops, runs[0][1] if runs else None) if plan.control else None
     if control is not None:
-        config = ProbeConfig(runs[0][0].batch_size, runs[0][0].anchor_row, runs[0][0].position,
-                             runs[0][0].neighbours, control=True)
+        config = replace(runs[0][0], control=True)
         probe, _, digest, values = run(config, control=control.op_index)
         if (not probe.control_applied or len(probe.ops) <= control.op_index
                 or probe.ops[control.op_index][0] != control.op):
@@ -468,9 +696,10 @@ def _sweep(torch, model, batch, batch_dim, anchor, count, plan):
                                "the model's ops depend on more than the batch's size")
         probes.append(Probe(config, digest, values, _probe_ops(probe)))
     header = {"kind": KIND, "version": FORMAT_VERSION, "source": "pytorch",
-              "model": type(model).__name__, "mode": "", "device": str(batch.device),
+              "model": type(model).__name__, "mode": "", "device": str(out.device),
               "dtype": str(out.dtype), "batch_dim": batch_dim,
-              "sample_shape": [d for i, d in enumerate(batch.shape) if i != batch_dim],
+              "sample_shape": ([d for i, d in enumerate(batch.shape) if i != batch_dim]
+                               if padded is None else list(padded.samples[anchor].shape)),
               "output_shape": [d for i, d in enumerate(out.shape) if i != batch_dim],
               "control": None if control is None else {"op_index": control.op_index,
                                                        "op": control.op,
@@ -479,26 +708,33 @@ def _sweep(torch, model, batch, batch_dim, anchor, count, plan):
     return header, reference_probe, probes, control
 
 
-def invariance(model: torch.nn.Module, batch: torch.Tensor, *, anchor: int = 0,
+def invariance(model: torch.nn.Module,
+               batch: Union[torch.Tensor, Sequence[torch.Tensor]], *, anchor: int = 0,
                batch_dim: int = 0,
                sizes: Optional[Sequence[int]] = None,
                positions: Optional[Sequence[str]] = None,
                neighbours: Optional[Sequence[str]] = None,
                control: Optional[bool] = None,
-               out: Union[str, os.PathLike, None] = None) -> InvarianceResult:
+               out: Union[str, os.PathLike, None] = None,
+               padding: Optional[Padding] = None) -> InvarianceResult:
     """Sweeps `model` (a torch.nn.Module returning one tensor) over batches holding sample
     `anchor` of `batch` (samples along `batch_dim`, in the model's input and output alike) and
     returns what it found; writes the sweep to `out` (or REPRO_AUDIT_INVARIANCE's file). The
-    plan, defaults and precedence: the module's documentation. ValueError or TypeError, and no
-    file, for bad input: a size below 1, an anchor or batch_dim out of range, a model in train
-    mode with BatchNorm, an output that is not one tensor with a row per sample."""
+    plan, defaults and precedence: the module's documentation. With `padding` (a Padding) every
+    probe also runs with the anchor padded to each of its lengths, and `batch` may be a list of
+    samples of different lengths. ValueError or TypeError, and no file, for bad input: a size
+    below 1, an anchor or batch_dim out of range, a model in train mode with BatchNorm, an
+    output that is not one tensor with a row per sample, a padding.dim out of range, a padded
+    length not longer than the anchor's, a padded output whose shape changed in more than its
+    length."""
     import torch  # the package imports without torch: only a sweep needs it
 
     plan = resolve_plan(sizes, positions, neighbours, control, out)
-    batch_dim, count = _check_inputs(torch, model, batch, anchor, batch_dim, plan)
+    batch_dim, count, padded = _check_inputs(torch, model, batch, anchor, batch_dim, plan,
+                                             padding)
     with _EvalMode(model), torch.no_grad():
         header, reference, probes, control_op = _sweep(torch, model, batch, batch_dim, anchor,
-                                                       count, plan)
+                                                       count, plan, padded)
     if plan.out is not None:
         write_whole(plan.out, sweep_text(header, reference, probes))
     differing = [p.config for p in probes
