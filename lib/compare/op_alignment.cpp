@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compare/sequence_alignment.h"
 
@@ -151,13 +153,16 @@ StepAlignment align_step(const trace::StepRecord& a, const trace::StepRecord& b)
 
 std::string layers_of(const std::vector<trace::OpRecord>& records, std::size_t begin,
                       std::size_t end) {
-  std::vector<std::string> layers;
-  for (std::size_t i = begin; i < end; ++i) {
-    const std::string layer = records[i].layer.empty() ? "(none)" : records[i].layer;
-    if (std::find(layers.begin(), layers.end(), layer) == layers.end()) layers.push_back(layer);
-  }
+  constexpr std::size_t kNamed = 4;
+  std::unordered_set<std::string_view> seen;
   std::string text;
-  for (const std::string& l : layers) text += (text.empty() ? "" : ", ") + l;
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::string_view layer =
+        records[i].layer.empty() ? std::string_view("(none)") : std::string_view(records[i].layer);
+    if (!seen.insert(layer).second || seen.size() > kNamed) continue;
+    text += (text.empty() ? "" : ", ") + std::string(layer);
+  }
+  if (seen.size() > kNamed) text += " and " + std::to_string(seen.size() - kNamed) + " more";
   return text;
 }
 

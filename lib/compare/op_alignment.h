@@ -66,7 +66,8 @@ struct StepAlignment {
 StepAlignment align_step(const trace::StepRecord& a, const trace::StepRecord& b);
 
 // "model.norm" or "model.norm, model.head": the layers of records [begin, end), in order of
-// first appearance ("(none)" for an engine's batch record, which has none).
+// first appearance ("(none)" for an engine's batch record, which has none), the first four named
+// ("..., model.layers.3 and 996 more").
 std::string layers_of(const std::vector<trace::OpRecord>& records, std::size_t begin,
                       std::size_t end);
 // The occurrence of records[index] among the records of its layer and op before it, from 0:

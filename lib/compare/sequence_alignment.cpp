@@ -6,6 +6,7 @@
 #include "compare/sequence_alignment.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace ra::compare {
 namespace {
@@ -119,13 +120,51 @@ class Aligner {
   std::vector<Index> forward_, reverse_;  // reused by every middle(): one allocation in all
 };
 
+// The positions of `keys` whose key `other` has too: a key in one sequence alone can be in no
+// common subsequence, so dropping those first (as GNU diff drops the lines without a match in the
+// other file) leaves the same subsequences with D counting only keys both have. Two programs that
+// differ in ops of their own (a fused op, a copy, another module) then align in O(N + M).
+std::vector<std::size_t> shared_positions(std::span<const std::uint32_t> keys,
+                                          std::span<const std::uint32_t> other) {
+  const std::unordered_set<std::uint32_t> in_other(other.begin(), other.end());
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (in_other.contains(keys[i])) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<std::uint32_t> keys_at(std::span<const std::uint32_t> keys,
+                                   const std::vector<std::size_t>& positions) {
+  std::vector<std::uint32_t> out;
+  out.reserve(positions.size());
+  for (std::size_t p : positions) out.push_back(keys[p]);
+  return out;
+}
+
 }  // namespace
 
 std::vector<MatchedRun> longest_common_subsequence(std::span<const std::uint32_t> a,
                                                    std::span<const std::uint32_t> b) {
-  Aligner aligner(a, b);
-  aligner.align(0, static_cast<Index>(a.size()), 0, static_cast<Index>(b.size()));
-  return std::move(aligner.runs);
+  const std::vector<std::size_t> at_a = shared_positions(a, b), at_b = shared_positions(b, a);
+  const std::vector<std::uint32_t> shared_a = keys_at(a, at_a), shared_b = keys_at(b, at_b);
+  Aligner aligner(shared_a, shared_b);
+  aligner.align(0, static_cast<Index>(shared_a.size()), 0, static_cast<Index>(shared_b.size()));
+  // Back to the positions in `a` and `b`: a run of the shared keys splits where a dropped key lay
+  // within it on either side.
+  std::vector<MatchedRun> runs;
+  for (const MatchedRun& shared : aligner.runs) {
+    for (std::size_t i = 0; i < shared.length; ++i) {
+      const std::size_t x = at_a[shared.a_begin + i], y = at_b[shared.b_begin + i];
+      if (!runs.empty() && runs.back().a_begin + runs.back().length == x &&
+          runs.back().b_begin + runs.back().length == y) {
+        ++runs.back().length;
+      } else {
+        runs.push_back({x, y, 1});
+      }
+    }
+  }
+  return runs;
 }
 
 }  // namespace ra::compare

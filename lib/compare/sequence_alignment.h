@@ -1,10 +1,11 @@
 #pragma once
 // A longest common subsequence of two sequences of keys, as diff finds one: Myers' O(ND)
 // algorithm ("An O(ND) Difference Algorithm and Its Variations", Algorithmica 1986) in its linear
-// space form, the middle snake found from both ends and the two halves aligned in turn. Time is
-// O((N+M) D) for D keys present in only one sequence, memory two arrays of N+M+2 integers
-// whatever D (a table of N x M cells would be 800 MB at 10,000 x 10,000 ops: issue 63 asks for
-// memory linear in the ops). What aligns two programs' op records (compare/op_alignment.h).
+// space form, the middle snake found from both ends and the two halves aligned in turn, after the
+// keys that only one sequence has are dropped. Time is O(N+M) for that, then O((N'+M') D) for
+// the N' and M' keys left and D of them left unmatched; memory linear in N+M whatever D (a table
+// of N x M cells would be 800 MB at 10,000 x 10,000 ops: issue 63 asks for memory linear in the
+// ops). What aligns two programs' op records (compare/op_alignment.h).
 #include <cstddef>
 #include <cstdint>
 #include <span>
