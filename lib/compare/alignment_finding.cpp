@@ -30,10 +30,13 @@ std::string plural(std::size_t n, const std::string& one, const std::string& man
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+std::string layer_name(const trace::OpRecord& r) {
+  return r.layer.empty() ? "(no layer)" : r.layer;
+}
+
 // "aten.addmm.default in model.head (its 1st there)".
 std::string named(const trace::OpRecord& r, std::size_t occurrence) {
-  return r.op + " in " + (r.layer.empty() ? "(no layer)" : r.layer) + " (its " +
-         ordinal(occurrence + 1) + " there)";
+  return r.op + " in " + layer_name(r) + " (its " + ordinal(occurrence + 1) + " there)";
 }
 
 // One side of a stretch: "9 ops in model.norm: aten.mean.dim, aten.sub.Tensor, ... (+3 more)",
@@ -77,7 +80,13 @@ std::string parting_summary(const PartingSummary& p) {
   const std::string op = named(p.a, p.occurrence);
   switch (p.kind) {
     case OpParting::Kind::op:
-      return "the programs part " + step + " in " + p.a.layer + ": " + op +
+      if (p.a.op == "batch" && p.a.in.empty()) {  // the engine's pseudo-op: no kernel
+        return "the programs part " + step +
+               " in their batch (the data order or the data read), "
+               "before any op";
+      }
+      return "the programs part " + step + " in " + layer_name(p.a) + ": its " +
+             ordinal(p.occurrence + 1) + " " + p.a.op +
              " read the same inputs in both and wrote another " +
              positions_text("output", p.positions, p.a.out_types);
     case OpParting::Kind::stretch:
@@ -129,7 +138,7 @@ std::string alignment_summary(const ProgramAlignment& al, const ComparisonResult
 std::vector<std::string> parting_details(const PartingSummary& p) {
   const auto record = [&](const char* program, const trace::OpRecord& r, std::size_t index) {
     std::string line = std::string(program) + ": record " + std::to_string(index) + " of step " +
-                       std::to_string(p.step) + ", " + r.op + " in " + r.layer;
+                       std::to_string(p.step) + ", " + r.op + " in " + layer_name(r);
     if (p.kind == OpParting::Kind::op) {
       line += ", " + positions_text("output", p.positions, r.out_types) + " " +
               (p.positions.size() == 1 ? "differs" : "differ");

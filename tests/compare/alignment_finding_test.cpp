@@ -127,10 +127,23 @@ TEST_CASE("where two programs part, the alignment names it", "[compare][align][c
     ra::test::diverge(traces[1], 2, 0);
     const Finding f = alignment_of(aligned(traces));
     CHECK(f.outcome == CheckOutcome::failed);
-    CHECK_THAT(f.summary, Contains("at step 2 in model.head: aten.addmm.default in model.head "
-                                   "(its 1st there) read the same inputs in both and wrote "
-                                   "another output 0 (f32[8,4])"));
+    CHECK_THAT(f.summary, Contains("at step 2 in model.head: its 1st aten.addmm.default read the "
+                                   "same inputs in both and wrote another output 0 (f32[8,4])"));
     CHECK(f.data["parting"]["kind"] == "op");
+  }
+  SECTION("the engine's batch pseudo-op: the batch, no kernel") {
+    for (Trace& t : traces) {
+      for (auto& s : t.steps) {
+        s.ops.insert(s.ops.begin(), OpRecord{"batch", "", "", "", {}, {s.batch_inputs}});
+      }
+    }
+    auto& batch = traces[1].steps[0].ops[0];
+    batch.out[0] = changed(batch.out[0]);
+    traces[1].steps[0].batch_inputs = batch.out[0];
+    const Finding f = alignment_of(aligned(traces));
+    CHECK(f.outcome == CheckOutcome::failed);
+    CHECK_THAT(f.summary, Contains("part at step 0 in their batch (the data order or the data "
+                                   "read), before any op"));
   }
   SECTION("the runs differ where no aligned op shows it") {
     ra::test::diverge(traces[1], 3, 0);
