@@ -23,6 +23,7 @@ struct CompareOptions {
   double tolerance = 1e-4;
   bool no_magnitude = false;
   bool allow_empty = false;
+  bool align = false;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -45,6 +46,7 @@ int run_compare(const CompareOptions& o) {
   options.loss_tolerance = o.tolerance;
   options.measure_magnitudes = !o.no_magnitude;
   options.allow_empty = o.allow_empty;
+  options.align = o.align;
   return emit_report(audit::compare_inputs(inputs, options),
                      {o.json_path, o.junit_path, o.html_path});
 }
@@ -73,6 +75,10 @@ void register_compare(CLI::App& app, CommandRun& run) {
       ->check(finite_positive_number());
   cmd->add_flag("--allow-empty", o->allow_empty,
                 "Exit 0, not 5, when nothing was compared (fewer than two same-seed runs)");
+  cmd->add_flag("--align", o->align,
+                "The two traces are of two programs that should compute the same (a manual "
+                "LayerNorm and nn.LayerNorm): align their op records (--trace-ops) by module and "
+                "op, and name where the programs part (docs/equivalence.md)");
   cmd->add_flag("--no-magnitude", o->no_magnitude,
                 "Do not measure how much a root-cause op's outputs differ (a replay of the "
                 "reference run to the op, executing it until each run's outputs reappear)");

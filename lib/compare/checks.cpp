@@ -6,6 +6,7 @@ namespace ra::compare {
 const std::vector<RegisteredCheck>& registered_checks() {
   static const std::vector<RegisteredCheck> checks = {
       {"perturbation_control", perturbation_control_applies, perturbation_control},
+      {"op_alignment", program_alignment_applies, program_alignment},
   };
   return checks;
 }

@@ -12,12 +12,15 @@
 
 namespace ra::compare {
 
-struct ComparisonResult;  // compare/compare.h
+struct ComparisonResult;   // compare/compare.h
+struct ComparisonOptions;  // compare/compare.h
 
-// What a check reads: the traces and the spine of the comparison already made.
+// What a check reads: the traces, the spine of the comparison already made, and the inputs the
+// comparison was given (an option such as --align is one: it decides whether a check applies).
 struct CheckContext {
   const std::vector<trace::Trace>& traces;
   const ComparisonResult& result;
+  const ComparisonOptions& options;
 };
 
 struct RegisteredCheck {
@@ -33,5 +36,9 @@ std::vector<Finding> run_checks(const CheckContext& context);
 // The checks, each in its own section file.
 bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
 Finding perturbation_control(const CheckContext& context);
+// With --align: the two programs' op records aligned (compare/alignment_finding.cpp). InputError
+// when a window step recorded by both cannot be found (compare/program_alignment.h).
+bool program_alignment_applies(const CheckContext& context);
+Finding program_alignment(const CheckContext& context);
 
 }  // namespace ra::compare

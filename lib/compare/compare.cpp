@@ -125,9 +125,9 @@ bool divergence_follows_resume(const ComparisonResult& r) {
 // what they take from the steps, one walk over them gathers first (compare/step_walk.h).
 ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
                                 const ComparisonOptions& options) {
-  phases::check_comparable(traces);
+  phases::check_comparable(traces, options.align);
   phases::ComparedRuns compared = phases::same_seed_runs(traces);
-  phases::StepFindings found = phases::walk_steps(traces, compared);
+  phases::StepFindings found = phases::walk_steps(traces, compared, !options.align);
   compared.common_steps = found.common_steps;
   ComparisonResult result;
   result.expect_identical = options.expect_identical.value_or(phases::default_expectation(traces));
@@ -194,7 +194,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_rerun_command(result, options);
   add_caller_phases(result, traces, options);
   // Last: the registered checks read the spine made above (compare/checks.h).
-  result.findings = run_checks({traces, result});
+  result.findings = run_checks({traces, result, options});
   return result;
 }
 

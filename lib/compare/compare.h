@@ -299,6 +299,11 @@ struct ComparisonOptions {
   double loss_tolerance = 1e-4;
   // --allow-empty: an audit that compared nothing (fewer than two same-seed runs) is no failure.
   bool allow_empty = false;
+  // --align: the two traces are of two programs that should compute the same (docs/equivalence.md,
+  // "Aligning two programs' ops"): their specs may differ, their op records are aligned by
+  // (layer, op) into a finding of their own (compare/program_alignment.h) instead of paired by
+  // position into root causes, and check_alignable says what cannot be aligned.
+  bool align = false;
   // Loads a snapshot of run `run` at `point` ("initial", "final", "epoch-<e>", "step-<s>"); returns
   // false when it was not written. Null: no snapshots.
   std::function<bool(int run, const std::string& point,
@@ -458,9 +463,9 @@ struct ComparisonResult {
 };
 
 // InputError when the traces cannot be compared: none given, different specs (digests), different
-// parameter lists. Traces held whole are walked in memory; traces read without their steps
-// (read_trace_summary, trace/trace_reader.h) are walked from their files, all runs a step at a
-// time (compare/step_walk.h), so that no run is held whole.
+// parameter lists; with options.align, what check_alignable names. Traces held whole are walked in
+// memory; traces read without their steps (read_trace_summary, trace/trace_reader.h) are walked
+// from their files, all runs a step at a time (compare/step_walk.h), so that no run is held whole.
 ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
                                 const ComparisonOptions& options);
 

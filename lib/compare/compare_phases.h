@@ -25,8 +25,10 @@
 namespace ra::compare::phases {
 
 // InputError when the traces cannot be compared: none given, a run without its end record,
-// different specs (digests), different parameter lists.
-void check_comparable(const std::vector<trace::Trace>& traces);
+// different specs (digests), different parameter lists. Of two programs (`two_programs`, --align)
+// that each run is whole, then check_alignable (compare/program_alignment.h): their specs differ
+// by design, and their parameters are checked with the words of an alignment.
+void check_comparable(const std::vector<trace::Trace>& traces, bool two_programs = false);
 
 // Whether every trace ran every reducing op deterministic (then identity is expected by default).
 bool all_fully_deterministic(const std::vector<trace::Trace>& traces);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "compare/compare_phases.h"
+#include "compare/program_alignment.h"
 #include "compare/step_walk.h"
 #include "core/error.h"
 #include "spec/spec.h"
@@ -90,7 +91,7 @@ RunSummary summary_of(const trace::Trace& t, int run) {
 
 }  // namespace
 
-void check_comparable(const std::vector<trace::Trace>& traces) {
+void check_comparable(const std::vector<trace::Trace>& traces, bool two_programs) {
   if (traces.empty()) throw InputError("no traces to compare");
   const trace::Trace& ref = traces[0];
   for (std::size_t i = 0; i < traces.size(); ++i) {
@@ -101,6 +102,7 @@ void check_comparable(const std::vector<trace::Trace>& traces) {
                        " (its end record says so): a failed run is never compared as whole; "
                        "run it again (exec --resume reruns it)");
     }
+    if (two_programs) continue;
     if (std::string why = other_spec_problem(traces, i); !why.empty()) throw InputError(why);
     // Names, shapes and dtypes (f32 in versions 1 and 2).
     if (t.header.params != ref.header.params) {
@@ -110,6 +112,7 @@ void check_comparable(const std::vector<trace::Trace>& traces) {
       throw InputError("traces have different buffer lists: " + ref.source + " and " + t.source);
     }
   }
+  if (two_programs) check_alignable(traces);
 }
 
 bool all_fully_deterministic(const std::vector<trace::Trace>& traces) {

@@ -401,7 +401,8 @@ namespace {
 // The walk over `traces` (the compared runs at `positions`): each trace's steps from memory, or
 // from its file again when it holds none (Trace::steps_in_source).
 StepFindings walk(const std::vector<const trace::Trace*>& traces,
-                  std::vector<std::size_t> positions, const std::vector<int>& ids) {
+                  std::vector<std::size_t> positions, const std::vector<int>& ids,
+                  bool pair_ops = true) {
   const std::size_t n = traces.size();
   bool ops = false;
   std::vector<std::optional<trace::TraceReader>> readers(n);
@@ -409,7 +410,7 @@ StepFindings walk(const std::vector<const trace::Trace*>& traces,
     ops = ops || traces[k]->header.trace_ops.has_value();
     if (traces[k]->steps_in_source) readers[k].emplace(traces[k]->source);
   }
-  StepWalk walk(traces, std::move(positions), ids, ops);
+  StepWalk walk(traces, std::move(positions), ids, ops && pair_ops);
   std::vector<trace::StepRecord> held(n);
   std::vector<const trace::StepRecord*> records(n);
   for (std::size_t s = 0;; ++s) {
@@ -440,14 +441,15 @@ StepFindings walk(const std::vector<const trace::Trace*>& traces,
 
 }  // namespace
 
-StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared) {
+StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared,
+                        bool pair_ops) {
   std::vector<const trace::Trace*> all;
   for (const trace::Trace& t : traces) all.push_back(&t);
   std::vector<std::size_t> positions;
   for (const trace::Trace* t : compared.traces) {
     positions.push_back(static_cast<std::size_t>(t - traces.data()));
   }
-  return walk(all, std::move(positions), compared.ids);
+  return walk(all, std::move(positions), compared.ids, pair_ops);
 }
 
 StepFindings walk_compared(const ComparedRuns& compared) {

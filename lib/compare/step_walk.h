@@ -71,8 +71,11 @@ class StepWalk {
 
 // The walk over `traces` (`compared` points into them): the steps of a trace held whole from
 // memory, those of a trace read without them (Trace::steps_in_source) from its file again, a
-// record at a time. InputError when a file no longer holds the steps its summary counted.
-StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared);
+// record at a time. InputError when a file no longer holds the steps its summary counted. Root
+// causes are looked for unless `pair_ops` is false (two programs' records do not pair by
+// position: compare/program_alignment.h aligns them).
+StepFindings walk_steps(const std::vector<trace::Trace>& traces, const ComparedRuns& compared,
+                        bool pair_ops = true);
 // The walk over the compared runs only (the phase functions that take a ComparedRuns).
 StepFindings walk_compared(const ComparedRuns& compared);
 

@@ -1,0 +1,257 @@
+// The op alignment of two programs (compare/checks.h; docs/equivalence.md, "Aligning two
+// programs' ops"): with --align, the two traces' op records at every step of their op window,
+// aligned by (layer, op) (compare/program_alignment.h), and the first place where the programs
+// part. Failed when they part there (an aligned op read equal inputs and wrote another output; an
+// unaligned stretch made a value an aligned op then read otherwise; the step's inputs differ) or
+// when the runs differ at all (their outcome classes: final loss, weights...); passed when every
+// aligned op agreed and the runs agree to the bit, so the unaligned stretches ended in equal
+// outputs.
+#include <algorithm>
+
+#include "compare/checks.h"
+#include "compare/compare.h"
+#include "compare/program_alignment.h"
+
+namespace ra::compare {
+namespace {
+
+// "1st", "2nd", "3rd", "4th", ... "11th", "12th", "13th", "21st".
+std::string ordinal(std::size_t n) {
+  const std::size_t tens = n % 100, ones = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : ones == 1                ? "st"
+                       : ones == 2                ? "nd"
+                       : ones == 3                ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
+std::string plural(std::size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string layer_name(const trace::OpRecord& r) {
+  return r.layer.empty() ? "(no layer)" : r.layer;
+}
+
+// "aten.addmm.default in model.head (its 1st there)".
+std::string named(const trace::OpRecord& r, std::size_t occurrence) {
+  return r.op + " in " + layer_name(r) + " (its " + ordinal(occurrence + 1) + " there)";
+}
+
+// One side of a stretch: "9 ops in model.norm: aten.mean.dim, aten.sub.Tensor, ... (+3 more)",
+// with at most `shown` op names.
+std::string side_text(std::size_t count, const std::string& layers,
+                      const std::vector<std::string>& ops, std::size_t shown) {
+  if (count == 0) return "-";
+  std::string text = plural(count, "op", "ops") + " in " + layers + ":";
+  shown = std::min(shown, ops.size());
+  for (std::size_t i = 0; i < shown; ++i) text += (i ? ", " : " ") + ops[i];
+  if (count > shown) text += " (+" + std::to_string(count - shown) + " more)";
+  return text;
+}
+
+std::string stretch_text(const StretchSummary& s) {
+  constexpr std::size_t kAll = ProgramAlignment::kListedOps;
+  return "only in A: " + side_text(s.a_count, s.a_layers, s.a_ops, kAll) +
+         "; only in B: " + side_text(s.b_count, s.b_layers, s.b_ops, kAll);
+}
+
+// "model.norm", or "model.norm / model.block" where the two sides ran in other layers.
+std::string stretch_layers(const StretchSummary& s) {
+  if (s.b_layers.empty() || s.b_layers == s.a_layers) return s.a_layers;
+  if (s.a_layers.empty()) return s.b_layers;
+  return s.a_layers + " / " + s.b_layers;
+}
+
+// "output 0 (f32[8,64])": positions of a record's inputs or outputs, with their types.
+std::string positions_text(const char* what, const std::vector<std::size_t>& positions,
+                           const std::vector<std::string>& types) {
+  std::string text;
+  for (std::size_t p : positions) {
+    text += (text.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(p);
+    if (p < types.size()) text += " (" + types[p] + ")";
+  }
+  return text;
+}
+
+std::string parting_summary(const PartingSummary& p) {
+  const std::string step = "at step " + std::to_string(p.step);
+  const std::string op = named(p.a, p.occurrence);
+  switch (p.kind) {
+    case OpParting::Kind::op:
+      if (p.a.op == "batch" && p.a.in.empty()) {  // the engine's pseudo-op: no kernel
+        return "the programs part " + step +
+               " in their batch (the data order or the data read), "
+               "before any op";
+      }
+      return "the programs part " + step + " in " + layer_name(p.a) + ": its " +
+             ordinal(p.occurrence + 1) + " " + p.a.op +
+             " read the same inputs in both and wrote another " +
+             positions_text("output", p.positions, p.a.out_types);
+    case OpParting::Kind::stretch:
+      return "the programs part " + step + " in " + stretch_layers(*p.stretch) +
+             ", in ops only one of them runs there (" + std::to_string(p.stretch->a_count) +
+             " in A, " + std::to_string(p.stretch->b_count) + " in B): the next aligned op, " +
+             p.a.op + " in " + p.a.layer + ", reads another value";
+    case OpParting::Kind::inputs:
+      break;
+  }
+  return "the programs part " + step + " before their ops do: " + op + " reads another " +
+         positions_text("input", p.positions, p.a.in_types) +
+         ", made by no op only one program ran (the step's batch or weights differ, or the "
+         "programs call the op otherwise)";
+}
+
+struct Totals {
+  std::size_t a = 0, b = 0, aligned = 0;
+};
+
+Totals totals_of(const ProgramAlignment& al) {
+  Totals t;
+  for (const StepSummary& s : al.steps) {
+    t.a += s.a_records;
+    t.b += s.b_records;
+    t.aligned += s.aligned;
+  }
+  return t;
+}
+
+std::string alignment_summary(const ProgramAlignment& al, const ComparisonResult& r) {
+  if (al.parting) return parting_summary(*al.parting);
+  const std::string steps = plural(al.steps.size(), "step", "steps") + " of the op window";
+  if (!r.identical) {
+    std::string where;
+    if (const std::optional<Divergence>& d = r.first_divergence) {
+      where = ": first in " + std::string(to_string(d->category)) +
+              (d->step ? " at step " + std::to_string(*d->step) : std::string(" (initial)"));
+    }
+    return "every aligned op agreed at the " + steps + ", but the runs differ" + where;
+  }
+  if (al.stretches_total == 0)
+    return "every op aligned and agreed at the " + steps + ", and the runs agree to the bit";
+  return "every aligned op agreed at the " + steps + " and the runs agree to the bit: the " +
+         plural(al.stretches_total, "unaligned stretch", "unaligned stretches") +
+         " ended in equal outputs";
+}
+
+std::vector<std::string> parting_details(const PartingSummary& p) {
+  const auto record = [&](const char* program, const trace::OpRecord& r, std::size_t index) {
+    std::string line = std::string(program) + ": record " + std::to_string(index) + " of step " +
+                       std::to_string(p.step) + ", " + r.op + " in " + layer_name(r);
+    if (p.kind == OpParting::Kind::op) {
+      line += ", " + positions_text("output", p.positions, r.out_types) + " " +
+              (p.positions.size() == 1 ? "differs" : "differ");
+    } else {
+      line += ", reads " + positions_text("input", p.positions, r.in_types);
+    }
+    return line;
+  };
+  std::vector<std::string> out = {record("A", p.a, p.a_index), record("B", p.b, p.b_index)};
+  if (p.stretch) out.push_back("the stretch where they part: " + stretch_text(*p.stretch));
+  return out;
+}
+
+std::vector<std::string> details_of(const ProgramAlignment& al, const ComparisonResult& r) {
+  const Totals t = totals_of(al);
+  std::vector<std::string> out = {
+      "aligned by (layer, op) at " + plural(al.steps.size(), "step", "steps") + ": " +
+      std::to_string(t.aligned) + " of A's " + std::to_string(t.a) + " op records paired with " +
+      std::to_string(t.aligned) + " of B's " + std::to_string(t.b) + "; " +
+      plural(al.stretches_total, "unaligned stretch", "unaligned stretches")};
+  if (t.aligned == 0) out.push_back("no op aligned: the programs share no (layer, op)");
+  if (al.parting) {
+    for (std::string& line : parting_details(*al.parting)) out.push_back(std::move(line));
+  } else if (!r.identical) {
+    out.push_back(
+        "the op records do not show where: the value that differs is made by an "
+        "unaligned stretch no aligned op reads, or outside the recorded ops (or after "
+        "the op window)");
+  }
+  out.push_back(
+      "digests are of each tensor's elements in logical order: a transposed view and "
+      "its contiguous copy digest alike, so a difference of memory layout alone is none");
+  return out;
+}
+
+nlohmann::json stretch_json(const StretchSummary& s) {
+  const auto one = [](std::size_t begin, std::size_t count, const std::string& layers,
+                      const std::vector<std::string>& ops) {
+    return nlohmann::json{{"begin", begin}, {"count", count}, {"layers", layers}, {"ops", ops}};
+  };
+  return {{"step", s.step},
+          {"a", one(s.a_begin, s.a_count, s.a_layers, s.a_ops)},
+          {"b", one(s.b_begin, s.b_count, s.b_layers, s.b_ops)}};
+}
+
+nlohmann::json parting_json(const std::optional<PartingSummary>& p) {
+  if (!p) return nullptr;
+  const char* kinds[] = {"op", "stretch", "inputs"};
+  return {{"step", p->step},
+          {"kind", kinds[static_cast<int>(p->kind)]},
+          {"op", p->a.op},
+          {"layer", p->a.layer},
+          {"occurrence", p->occurrence},
+          {"record_a", p->a_index},
+          {"record_b", p->b_index},
+          {"positions", p->positions},
+          {"types", p->kind == OpParting::Kind::op ? p->a.out_types : p->a.in_types},
+          {"stretch", p->stretch ? stretch_json(*p->stretch) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json data_of(const ProgramAlignment& al, const CheckContext& c) {
+  nlohmann::json steps = nlohmann::json::array(), stretches = nlohmann::json::array();
+  for (const StepSummary& s : al.steps) {
+    steps.push_back({{"step", s.step},
+                     {"records_a", s.a_records},
+                     {"records_b", s.b_records},
+                     {"aligned", s.aligned},
+                     {"unaligned_stretches", s.unaligned}});
+  }
+  for (const StretchSummary& s : al.stretches) stretches.push_back(stretch_json(s));
+  return {{"traces", {c.traces[0].source, c.traces[1].source}},
+          {"steps", steps},
+          {"parting", parting_json(al.parting)},
+          {"stretches", stretches},
+          {"stretches_total", al.stretches_total},
+          {"runs_identical", c.result.identical}};
+}
+
+}  // namespace
+
+bool program_alignment_applies(const CheckContext& c) {
+  return c.options.align;
+}
+
+Finding program_alignment(const CheckContext& c) {
+  constexpr std::size_t kTableRows = 20;
+  const ProgramAlignment al = align_programs(c.traces.at(0), c.traces.at(1));
+  Finding f;
+  f.name = "op alignment";
+  f.outcome = al.parting || !c.result.identical ? CheckOutcome::failed : CheckOutcome::passed;
+  f.summary = alignment_summary(al, c.result);
+  f.details = details_of(al, c.result);
+  f.table.columns = {"step", "module", "only in A", "only in B"};
+  for (std::size_t i = 0; i < std::min(al.stretches.size(), kTableRows); ++i) {
+    const StretchSummary& s = al.stretches[i];
+    const auto cell = [](std::size_t count, const std::vector<std::string>& ops) {
+      if (count == 0) return std::string("-");
+      std::string text = std::to_string(count) + ":";
+      for (std::size_t k = 0; k < std::min<std::size_t>(ops.size(), 3); ++k)
+        text += (k ? ", " : " ") + ops[k];
+      return count > 3 ? text + ", ..." : text;
+    };
+    f.table.rows.push_back({std::to_string(s.step), stretch_layers(s), cell(s.a_count, s.a_ops),
+                            cell(s.b_count, s.b_ops)});
+  }
+  if (al.stretches_total > f.table.rows.size()) {
+    f.details.push_back(std::to_string(al.stretches_total - f.table.rows.size()) +
+                        " more unaligned stretches than the table shows: the JSON data lists "
+                        "the first " +
+                        std::to_string(ProgramAlignment::kListedStretches));
+  }
+  f.data = data_of(al, c);
+  return f;
+}
+
+}  // namespace ra::compare
