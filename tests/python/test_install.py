@@ -2,8 +2,9 @@
 python-path)` makes the system python import the recorder; `pip install --no-build-isolation
 ./lib/python` in a venv made with --system-site-packages (Debian's torch) installs it offline and
 writes nothing into lib/python (no build/, no egg-info), and pytest finds the plugin by its entry
-point (`-p repro_audit.pytest_plugin` then names the same plugin); an exec whose command cannot import
-repro_audit fails (exit 3) pointing at those lines. REPRO_AUDIT_BINARY names the built binary."""
+point (`-p repro_audit.pytest_plugin` then names the same plugin); an exec whose command cannot
+import repro_audit fails (exit 3) pointing at those lines. REPRO_AUDIT_BINARY names the built
+binary."""
 import os
 import pathlib
 import shutil

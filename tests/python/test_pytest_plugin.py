@@ -51,9 +51,12 @@ def user_file(pytester, *tests):
 
 
 @pytest.fixture
-def binary(monkeypatch):
+def binary(monkeypatch, pytestconfig):
     named = os.environ.get("REPRO_AUDIT_BINARY", "")
+    # From where pytest started: pytester has moved into its own folder by now.
+    named = os.path.join(pytestconfig.invocation_params.dir, named) if named else ""
     assert named and os.access(named, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+    monkeypatch.setenv("REPRO_AUDIT_BINARY", named)
     for name in [n for n in os.environ if n.startswith("REPRO_AUDIT_") and
                  n != "REPRO_AUDIT_BINARY"]:
         monkeypatch.delenv(name)  # this process is no run of an audit
@@ -190,16 +193,21 @@ def test_a_marker_exec_would_refuse_is_an_error_at_setup_that_names_it(pytester,
 
 def test_without_the_tool_a_marked_test_errors_saying_how_to_name_it(pytester, binary,
                                                                     monkeypatch, tmp_path):
-    user_file(pytester, "@pytest.mark.reproducible(runs=2)\ndef test_it():\n    pass")
+    user_file(pytester, "@pytest.mark.reproducible(runs=2)\ndef test_it():\n    pass",
+              "def test_runs_the_tool(repro_audit_binary):\n    pass")
     monkeypatch.delenv("REPRO_AUDIT_BINARY")
     monkeypatch.setenv("PATH", str(tmp_path))  # no repro-audit on it
     result = pytester.runpytest(*PLUGIN)
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines([
         "repro_audit: @pytest.mark.reproducible needs the repro-audit tool: put repro-audit on "
-        "PATH or set REPRO_AUDIT_BINARY=/path/to/repro-audit*"])
+        "PATH or set REPRO_AUDIT_BINARY=/path/to/repro-audit*",
+        "repro_audit: the fixture repro_audit_binary needs the repro-audit tool*"])
+    # On PATH, the fixture finds it.
+    os.symlink(binary, tmp_path / "repro-audit")
+    pytester.runpytest(*PLUGIN, "-k", "runs_the_tool").assert_outcomes(passed=1)
     monkeypatch.setenv("REPRO_AUDIT_BINARY", str(tmp_path / "nothing"))
-    result = pytester.runpytest(*PLUGIN)
+    result = pytester.runpytest(*PLUGIN, "-k", "test_it")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["repro_audit: REPRO_AUDIT_BINARY=*nothing' is not an "
                                  "executable file*"])

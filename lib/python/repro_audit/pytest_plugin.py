@@ -180,22 +180,26 @@ def under_an_audit(environ: Optional[Mapping[str, str]] = None) -> bool:
     return bool((os.environ if environ is None else environ).get(TRACE_VARIABLE))
 
 
-def find_binary(environ: Optional[Mapping[str, str]] = None) -> str:
-    """REPRO_AUDIT_BINARY, else `repro-audit` on PATH; ValueError saying how to name it."""
+def find_binary(environ: Optional[Mapping[str, str]] = None,
+                who: str = f"@pytest.mark.{MARKER}", base: Optional[Path] = None) -> str:
+    """REPRO_AUDIT_BINARY (a relative path is taken from `base`, pytest's invocation folder: a
+    test or fixture may have changed the working folder since), else `repro-audit` on PATH, as an
+    absolute path; ValueError saying how to name it (and that `who` needs it)."""
     environ = os.environ if environ is None else environ
     named = environ.get(BINARY_VARIABLE)
     if named:
-        if not (os.path.isfile(named) and os.access(named, os.X_OK)):
+        path = os.path.join(base or os.getcwd(), named)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             raise ValueError(f"{BINARY_VARIABLE}={named!r} is not an executable file: name the "
                              "built repro-audit (build/apps/repro-audit/repro-audit)")
-        return named
+        return os.path.abspath(path)
     found = shutil.which("repro-audit", path=environ.get("PATH"))
     if found is None:
         raise ValueError(
-            f"@pytest.mark.{MARKER} needs the repro-audit tool: put repro-audit on PATH or set "
+            f"{who} needs the repro-audit tool: put repro-audit on PATH or set "
             f"{BINARY_VARIABLE}=/path/to/repro-audit (the build's "
             "build/apps/repro-audit/repro-audit; docs/pytorch.md, \"Testing with pytest\")")
-    return found
+    return os.path.abspath(found)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,6 +341,19 @@ def audit(item: pytest.Item, options: Reproducible, binary: str, folder: Path) -
     return Outcome(done.returncode, done.stdout, done.stderr, folder, json_report)
 
 
+@pytest.fixture(scope="session")
+def repro_audit_binary(pytestconfig: pytest.Config) -> str:
+    """The repro-audit tool the marker runs (REPRO_AUDIT_BINARY, else repro-audit on PATH), for a
+    test that runs it itself (`compare`, `exec` with options of its own); without one, each test
+    that asks errors at setup saying how to name it."""
+    try:
+        return find_binary(who="the fixture repro_audit_binary",
+                           base=pytestconfig.invocation_params.dir)
+    except ValueError as error:
+        problem = f"repro_audit: {error}"
+    pytest.fail(problem, pytrace=False)
+
+
 _OPTIONS_KEY = pytest.StashKey[Reproducible]()
 _BINARY_KEY = pytest.StashKey[str]()
 
@@ -388,7 +405,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     try:
         item.stash[_OPTIONS_KEY] = Reproducible.from_marker(
             mark, item.config.getoption("--repro-runs"))
-        item.stash[_BINARY_KEY] = find_binary()
+        item.stash[_BINARY_KEY] = find_binary(base=item.config.invocation_params.dir)
         problem = None
     except ValueError as error:
         problem = f"repro_audit: {error}"
