@@ -1,17 +1,14 @@
 """`repro-audit doctor -- CMD` (docs/doctor.md) on real PyTorch runs: a script that never seeds
 through repro_audit and adds rows with index_add_ is told both, with the determinism switch that
 index_add_ needs on CUDA (exit 1, text and JSON); a seeded script of deterministic ops is clear
-(exit 0). REPRO_AUDIT_BINARY names the built binary."""
+(exit 0). The tool runs through conftest.py's `tool` (REPRO_AUDIT_BINARY names the built
+binary)."""
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
 pytest.importorskip("torch")
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 SCRIPT = r"""
 import os, torch, repro_audit
@@ -39,18 +36,15 @@ with repro_audit.record(model, optimizer) as rec:
 """
 
 
-def doctor(tmp_path, *options, out="out", **env_extra):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+def doctor(tool, tmp_path, *options, out="out", **env_extra):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    env.update(PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
-    return subprocess.run([BINARY, "doctor", "--out", str(tmp_path / out), *options, "--",
-                           sys.executable, str(script)], capture_output=True, text=True, env=env)
+    return tool("doctor", "--out", tmp_path / out, *options, "--", sys.executable, script,
+                **env_extra)
 
 
-def test_doctor_names_each_obstacle_with_its_fix(tmp_path):
-    done = doctor(tmp_path, "--json")
+def test_doctor_names_each_obstacle_with_its_fix(tool, tmp_path):
+    done = doctor(tool, tmp_path, "--json")
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["clear"] is False and report["device"] == "cpu"
@@ -59,22 +53,22 @@ def test_doctor_names_each_obstacle_with_its_fix(tmp_path):
     op = report["findings"][2]
     assert op["what"].startswith("aten.index_add_.default")
     assert "identical on the CPU, where this run ran, but not on a GPU" in op["what"]
-    text = doctor(tmp_path, out="again").stdout
+    text = doctor(tool, tmp_path, out="again").stdout
     assert "3 obstacles to identical runs (exit 1):" in text
     assert "fix: call repro_audit.seed_everything(default=args.seed)" in text
 
 
-def test_doctor_is_clear_for_a_seeded_deterministic_script(tmp_path):
-    done = doctor(tmp_path, CLEAN="1")
+def test_doctor_is_clear_for_a_seeded_deterministic_script(tool, tmp_path):
+    done = doctor(tool, tmp_path, CLEAN="1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOTHING IN THE WAY of identical runs" in done.stdout
 
 
-def test_doctor_sees_a_reseed_with_the_commonest_seed(tmp_path):
+def test_doctor_sees_a_reseed_with_the_commonest_seed(tool, tmp_path):
     """A script that seeds again with torch.manual_seed(42) after seed_everything: doctor's own
     seed was 42, so the reseed left torch where it was and doctor said "nothing in the way"
     (issue 61). Its default seed is one no script writes."""
-    done = doctor(tmp_path, "--json", CLEAN="1", RESEED="42")
+    done = doctor(tool, tmp_path, "--json", CLEAN="1", RESEED="42")
     assert done.returncode == 1, done.stdout + done.stderr
     findings = json.loads(done.stdout)["findings"]
     assert [f["kind"] for f in findings] == ["seeds"]
@@ -105,15 +99,11 @@ if __name__ == "__main__":
 """
 
 
-def test_an_mp_spawn_worker_that_does_not_seed_is_named(tmp_path):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+def test_an_mp_spawn_worker_that_does_not_seed_is_named(tool, tmp_path):
     script = tmp_path / "spawned.py"
     script.write_text(SPAWNED)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    env.update(PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([BINARY, "doctor", "--out", str(tmp_path / "out"), "--json", "--",
-                           sys.executable, str(script)], capture_output=True, text=True, env=env,
-                          timeout=300)
+    done = tool("doctor", "--out", tmp_path / "out", "--json", "--", sys.executable, script,
+                timeout=300)
     assert done.returncode == 1, done.stderr
     seeds = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "seeds"]
     assert len(seeds) == 1

@@ -2,11 +2,10 @@
 perturb.py, docs/statistics.md): the flipped bit is the only difference at the start, the header
 names it, rec.eval's predictions reach the end record and predictions.npy whole, and `exec
 --seeds all` reports the perturbed runs parted by design with the instability finding.
-REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+The tool runs through conftest.py's `tool` (REPRO_AUDIT_BINARY names the built binary; CTest sets
+it)."""
 import json
-import os
 import struct
-import subprocess
 import sys
 
 import pytest
@@ -17,8 +16,6 @@ numpy = pytest.importorskip("numpy")
 from repro_audit import perturb  # noqa: E402
 from repro_audit import digest as digests  # noqa: E402
 from repro_audit.recorder import Recorder  # noqa: E402
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 SCRIPT = r"""
 import torch, repro_audit
@@ -101,15 +98,7 @@ def test_eval_predictions_are_written_whole_beside_the_trace(tmp_path):
     assert p["digest"] == digests.tensor_digest(torch.tensor([1, 0, 1], dtype=torch.int64))
 
 
-def tool(*args):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment["PYTHONPATH"] = os.pathsep.join(sys.path)
-    return subprocess.run([BINARY, *[str(a) for a in args]], capture_output=True, text=True,
-                          env=environment)
-
-
-def test_exec_seeds_all_reports_the_perturbed_group_by_design(tmp_path):
+def test_exec_seeds_all_reports_the_perturbed_group_by_design(tool, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     out = tmp_path / "out"
@@ -140,7 +129,7 @@ def test_exec_seeds_all_reports_the_perturbed_group_by_design(tmp_path):
     assert all(r["seen"] for r in control["data"]["runs"])
 
 
-def test_a_model_without_a_float32_weight_fails_at_the_first_run(tmp_path):
+def test_a_model_without_a_float32_weight_fails_at_the_first_run(tool, tmp_path):
     """Issue 61: --seeds all on a float64 model failed only when its perturbed runs started, after
     the other groups trained; every run now checks first, so run 0 fails at its start, named."""
     script = tmp_path / "train.py"

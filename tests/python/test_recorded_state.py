@@ -1,17 +1,14 @@
 """What the recorder sees (docs/pytorch.md "What is recorded"): buffers (BatchNorm's running
 statistics, num_batches_tracked) are a category of their own, so two runs whose models differ only
 at evaluation time are not identical; all optimizer state is recorded (a 0-dim step, LBFGS's
-lists); mixed-precision parameters are recorded. REPRO_AUDIT_BINARY names the built binary."""
+lists); mixed-precision parameters are recorded. The tool runs through conftest.py's `tool`
+(REPRO_AUDIT_BINARY names the built binary)."""
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
 pytest.importorskip("torch")
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 # CHANGE (in run 1 only) says what differs: "running_mean" (a BatchNorm statistic after step 1),
 # "batches_tracked", "lbfgs_history" (a value in LBFGS's history list), "adam_step" (Adam's 0-dim
@@ -57,15 +54,11 @@ with repro_audit.record(model, optimizer) as rec:
 """
 
 
-def audit(tmp_path, **env):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+def audit(tool, tmp_path, **env):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment.update(PYTHONPATH=os.pathsep.join(sys.path), **env)
-    done = subprocess.run([BINARY, "exec", "--runs", "2", "--out", str(tmp_path / "out"),
-                           "--json", "-", "--", sys.executable, str(script)],
-                          capture_output=True, text=True, env=environment)
+    done = tool("exec", "--runs", 2, "--out", tmp_path / "out", "--json", "-", "--",
+                sys.executable, script, **env)
     return done, json.loads(done.stdout) if done.stdout else None
 
 
@@ -75,24 +68,24 @@ def audit(tmp_path, **env):
     ("adam_step", "optimizer_state", "optimizer_state"),
     ("bf16", "weights", "scale"),
 ])
-def test_a_difference_in_any_state_is_found_where_it_is(tmp_path, change, category, tensor):
-    done, report = audit(tmp_path, CHANGE=change)
+def test_a_difference_in_any_state_is_found_where_it_is(tool, tmp_path, change, category, tensor):
+    done, report = audit(tool, tmp_path, CHANGE=change)
     assert done.returncode == 1, done.stderr
     first = report["first_divergence"]
     assert (first["category"], first["step"], first["tensor"]) == (category, 1, tensor)
     assert report["categories"]["buffers"]["identical"] == (category != "buffers")
 
 
-def test_lbfgs_history_is_recorded(tmp_path):
-    done, report = audit(tmp_path, CHANGE="lbfgs_history", OPTIMIZER="lbfgs")
+def test_lbfgs_history_is_recorded(tool, tmp_path):
+    done, report = audit(tool, tmp_path, CHANGE="lbfgs_history", OPTIMIZER="lbfgs")
     assert done.returncode == 1, done.stderr
     assert report["first_divergence"]["category"] == "optimizer_state"
     header = json.loads((tmp_path / "out" / "run-000.trace.jsonl").read_text().splitlines()[0])
     assert "old_dirs:0.weight" in header["optimizer_state"]
 
 
-def test_runs_alike_in_every_state_are_identical(tmp_path):
-    done, report = audit(tmp_path)
+def test_runs_alike_in_every_state_are_identical(tool, tmp_path):
+    done, report = audit(tool, tmp_path)
     assert done.returncode == 0, done.stderr
     assert report["categories"]["buffers"]["identical"]
     header = json.loads((tmp_path / "out" / "run-000.trace.jsonl").read_text().splitlines()[0])

@@ -2,17 +2,14 @@
 that made an audit folder and `repro-audit compare DIR` give the same exit code on it, for every
 kind of audit (run, exec, sharded exec, --seeds both, --seeds different); runs that record no step
 compare nothing (exit 5); runs of different lengths are told apart by their step counts.
-REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+The tool runs through conftest.py's `tool` (REPRO_AUDIT_BINARY names the built binary; CTest sets
+it)."""
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
 pytest.importorskip("torch")
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 # Seeded; RUN_NUDGES (a run number) nudges a weight after step 1 in that run, as a racing kernel
 # would; STEPS_OF_RUN_1 gives run 1 another number of steps.
@@ -50,16 +47,7 @@ TINY_SPEC = {
 }
 
 
-def tool(*args, **env):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment["PYTHONPATH"] = os.pathsep.join(sys.path)
-    environment.update({k: str(v) for k, v in env.items()})
-    return subprocess.run([BINARY, *[str(a) for a in args]], capture_output=True, text=True,
-                          env=environment)
-
-
-def compare_dir(out, *more):
+def compare_dir(tool, out, *more):
     return tool("compare", out, "--json", "-", *more)
 
 
@@ -72,13 +60,13 @@ def exec_command(tmp_path):
 @pytest.mark.parametrize("seeds,nudge,expected", [
     ("same", None, 0), ("same", 1, 1), ("both", None, 0), ("both", 1, 1), ("different", None, 0),
 ])
-def test_exec_and_compare_agree_on_the_folder(tmp_path, seeds, nudge, expected):
+def test_exec_and_compare_agree_on_the_folder(tool, tmp_path, seeds, nudge, expected):
     out = tmp_path / "out"
     env = {"RUN_NUDGES": nudge} if nudge is not None else {}
     done = tool("exec", "--runs", 2, "--seeds", seeds, "--out", out, "--junit",
                 tmp_path / "exec.xml", *exec_command(tmp_path), **env)
     assert done.returncode == expected, done.stderr
-    again = compare_dir(out, "--junit", tmp_path / "compare.xml")
+    again = compare_dir(tool, out, "--junit", tmp_path / "compare.xml")
     assert again.returncode == expected, again.stderr
     report = json.loads(again.stdout)
     assert report["verdict"]["expect_identical"] is True
@@ -89,18 +77,18 @@ def test_exec_and_compare_agree_on_the_folder(tmp_path, seeds, nudge, expected):
         assert "DIFFERENT SEEDS ONLY" in tool("compare", out).stdout
 
 
-def test_a_sharded_exec_audit_fails_in_compare_as_in_exec(tmp_path):
+def test_a_sharded_exec_audit_fails_in_compare_as_in_exec(tool, tmp_path):
     out = tmp_path / "out"
     for shard in ("0/2", "1/2"):
         done = tool("exec", "--runs", 3, "--shard", shard, "--out", out,
                     *exec_command(tmp_path), RUN_NUDGES=1)
         assert done.returncode == 0, done.stderr
-    report = compare_dir(out)
+    report = compare_dir(tool, out)
     assert report.returncode == 1, report.stderr
     assert json.loads(report.stdout)["verdict"]["diverged"]
 
 
-def test_the_expectation_of_run_is_the_folders(tmp_path):
+def test_the_expectation_of_run_is_the_folders(tool, tmp_path):
     spec = tmp_path / "tiny.json"
     nondeterministic = dict(TINY_SPEC, determinism={"mode": "nondeterministic"})
     spec.write_text(json.dumps(nondeterministic))
@@ -110,7 +98,7 @@ def test_the_expectation_of_run_is_the_folders(tmp_path):
         done = tool("run", spec, "--runs", 2, "--out", out, "--expect", expect,
                     "--inject-fault", fault)
         assert done.returncode == expected, done.stderr
-        assert compare_dir(out).returncode == expected
+        assert compare_dir(tool, out).returncode == expected
         assert json.loads((out / "audit.json").read_text())["expect"] == expect
         # --resume with another expectation is refused: it is decided once.
         other = "any" if expect == "identical" else "identical"
@@ -120,15 +108,15 @@ def test_the_expectation_of_run_is_the_folders(tmp_path):
         assert "expectation (--expect)" in resumed.stderr
 
 
-def test_runs_that_record_no_step_compare_nothing(tmp_path):
+def test_runs_that_record_no_step_compare_nothing(tool, tmp_path):
     out = tmp_path / "out"
     done = tool("exec", "--runs", 2, "--out", out, *exec_command(tmp_path), STEPS=0)
     assert done.returncode == 5, done.stderr
     assert "NO STEP RECORDED" in done.stdout
-    assert compare_dir(out).returncode == 5
+    assert compare_dir(tool, out).returncode == 5
 
 
-def test_runs_of_different_lengths_part_at_their_step_counts(tmp_path):
+def test_runs_of_different_lengths_part_at_their_step_counts(tool, tmp_path):
     out = tmp_path / "out"
     done = tool("exec", "--runs", 2, "--out", out, "--json", "-", *exec_command(tmp_path),
                 STEPS=6, STEPS_OF_RUN_1=5)
@@ -142,7 +130,7 @@ def test_runs_of_different_lengths_part_at_their_step_counts(tmp_path):
             "5 steps, run 0 after 6") in text.stdout
 
 
-def test_run_seeds_different_reports_the_spread(tmp_path):
+def test_run_seeds_different_reports_the_spread(tool, tmp_path):
     spec = tmp_path / "tiny.json"
     spec.write_text(json.dumps(TINY_SPEC))
     out = tmp_path / "out"
@@ -151,4 +139,4 @@ def test_run_seeds_different_reports_the_spread(tmp_path):
     report = json.loads(done.stdout)
     assert report["verdict"]["nothing_compared"] is False
     assert report["statistics"]["different"]["final_loss"]["n"] == 2
-    assert compare_dir(out).returncode == 0
+    assert compare_dir(tool, out).returncode == 0

@@ -1,0 +1,45 @@
+"""What the tests of tests/python share (issue 64, part 4), instead of a copy per file: the built
+tool, found by the pytest plugin's own fixture (`repro_audit_binary`: REPRO_AUDIT_BINARY, which
+CTest sets, else repro-audit on PATH; without it a test errors at setup saying how to name it),
+the environment a test's command runs in, and a runner of the tool in it.
+
+    def test_x(tool, tmp_path):
+        done = tool("exec", "--runs", 2, "--out", tmp_path / "out", "--", sys.executable, script,
+                    STEPS=3)   # keywords: environment variables of the command
+
+The plugin's fixture is imported, not the plugin loaded with `pytest_plugins`: pytest refuses that
+in a conftest.py below the rootdir (`pytest tests` from the checkout's root), and these tests mark
+nothing `reproducible` (tests/python/test_pytest_plugin.py loads the plugin in its own runs)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Callable, Dict
+
+import pytest
+
+from repro_audit.pytest_plugin import repro_audit_binary  # noqa: F401 (a fixture, by name)
+
+Tool = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def audit_environment(**extra: object) -> Dict[str, str]:
+    """The environment of a command a test runs: the caller's, without an audit's variables
+    (REPRO_AUDIT_*: the command's audit sets its own), with this Python's sys.path as PYTHONPATH
+    (the recorder the test imports), and `extra` as strings."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
+    environment["PYTHONPATH"] = os.pathsep.join(sys.path)
+    environment.update({k: str(v) for k, v in extra.items()})
+    return environment
+
+
+@pytest.fixture
+def tool(repro_audit_binary: str) -> Tool:  # noqa: F811 (the imported fixture, as an argument)
+    """Runs the tool with the arguments given (str() of each) in audit_environment(**keywords);
+    its CompletedProcess, text, output captured."""
+    def run(*args: object, timeout: float | None = None,
+            **environment: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([repro_audit_binary, *[str(a) for a in args]], capture_output=True,
+                              text=True, env=audit_environment(**environment), timeout=timeout)
+    return run
