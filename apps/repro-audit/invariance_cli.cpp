@@ -2,7 +2,6 @@
 #include "invariance_cli.h"
 
 #include "compare/invariance_finding.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "json_output.h"
 #include "report/findings_report.h"
@@ -68,11 +67,10 @@ int emit_invariance_report(const trace::InvarianceSweep& sweep, bool expect_inva
   if (!sweep.mode.empty()) r.properties.emplace_back("mode", sweep.mode);
   r.findings.push_back(compare::invariance_finding(compare::analyse_invariance(sweep),
                                                    {expect_invariant, rerun_command}));
-  const std::string json = json_text(report::findings_json(r)) + "\n";
-  if (!files.json.empty() && files.json != "-") write_file_atomic(files.json, json);
-  if (!files.junit.empty()) write_file_atomic(files.junit, report::render_findings_junit(r));
-  if (!files.html.empty()) write_file_atomic(files.html, report::render_findings_html(r));
-  write_stdout(files.json == "-" ? json : report::render_findings_text(r));
+  write_report_forms(files, {json_text(report::findings_json(r)) + "\n",
+                             [&] { return report::render_findings_junit(r); },
+                             [&] { return report::render_findings_html(r); },
+                             [&] { return report::render_findings_text(r); }});
   return compare::findings_exit_code(r.findings);
 }
 

@@ -33,16 +33,20 @@ void write_stdout(const std::string& text) {
   throw InputError(std::string("cannot write the report to stdout: ") + std::strerror(e));
 }
 
+void write_report_forms(const ReportFiles& files, const ReportForms& forms) {
+  if (!files.json.empty() && files.json != "-") write_file_atomic(files.json, forms.json);
+  if (!files.junit.empty()) write_file_atomic(files.junit, forms.junit());
+  if (!files.html.empty()) write_file_atomic(files.html, forms.html());
+  write_stdout(files.json == "-" ? forms.json : forms.text());
+}
+
 int emit_report(const compare::ComparisonResult& result, const ReportFiles& files) {
-  const std::string& json_path = files.json;
   // On stderr too: with --json - the report itself may go unread by a person.
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
-  const std::string json = json_text(compare::to_json(result)) + "\n";
-  // Files first, stdout last: a reader of stdout that goes away early cannot lose them.
-  if (!json_path.empty() && json_path != "-") write_file_atomic(json_path, json);
-  if (!files.junit.empty()) write_file_atomic(files.junit, report::render_junit(result));
-  if (!files.html.empty()) write_file_atomic(files.html, report::render_html(result));
-  write_stdout(json_path == "-" ? json : report::render_text(result));
+  write_report_forms(
+      files,
+      {json_text(compare::to_json(result)) + "\n", [&] { return report::render_junit(result); },
+       [&] { return report::render_html(result); }, [&] { return report::render_text(result); }});
   // The verdict's own exit code (compare/verdict.h), from the checks every report form reads.
   return compare::audit_verdict(result).exit_code();
 }

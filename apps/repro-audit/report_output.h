@@ -2,6 +2,7 @@
 // Shared by `run`, `exec` and `compare`: prints the report (or a shard's outcome) and maps the
 // verdict to the exit code.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,15 @@ struct ReportFiles {
   std::string json, junit, html;
 };
 int emit_report(const compare::ComparisonResult& result, const ReportFiles& files);
+
+// One report's forms: the files asked for (JSON, JUnit, HTML; each made only when asked for),
+// then stdout: the text, or the JSON alone with --json -. Files first, stdout last: a reader of
+// stdout that goes away early cannot lose them.
+struct ReportForms {
+  std::string json;  // with its final newline
+  std::function<std::string()> junit, html, text;
+};
+void write_report_forms(const ReportFiles& files, const ReportForms& forms);
 
 // What a shard of `run --shard` or `exec --shard` did and how far the audit is (a shard makes no
 // report: compare's, once every shard has finished); returns 0.

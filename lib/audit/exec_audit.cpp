@@ -275,11 +275,7 @@ void run_command(const ExecOptions& o, const rundir::AuditManifest& m,
   if (problem.empty()) problem = run_problem(result, trace, m, p.index);
   if (!problem.empty()) {
     quarantine_trace(o.out_dir, p.index);
-    // One line (the log keeps a record to a line): the output's last lines joined by " | ".
-    std::string tail = last_lines(log, 8);
-    for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at)) {
-      tail.replace(at, 1, " | ");
-    }
+    const std::string tail = last_lines_joined(log, 8);
     throw RuntimeFailure("run " + std::to_string(p.index) + ": the command " + problem +
                          (tail.empty() ? "; it printed nothing" : "; its last lines: " + tail) +
                          " (its output: " + log.string() + ")" + failure_hint(tail));

@@ -17,10 +17,7 @@ constexpr const char* kLogName = "invariance-command.log";
 
 // The command's last lines, on one line, for a message.
 std::string tail_of(const fs::path& log) {
-  std::string tail = last_lines(log, 8);
-  for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at)) {
-    tail.replace(at, 1, " | ");
-  }
+  const std::string tail = last_lines_joined(log, 8);
   return tail.empty() ? "it printed nothing" : "its last lines: " + tail;
 }
 

@@ -344,4 +344,12 @@ std::string last_lines(const std::filesystem::path& file, std::size_t lines) {
   return text.substr(at == 0 ? 0 : at + 1);
 }
 
+std::string last_lines_joined(const std::filesystem::path& file, std::size_t lines) {
+  std::string tail = last_lines(file, lines);
+  for (std::size_t at = tail.find('\n'); at != std::string::npos; at = tail.find('\n', at)) {
+    tail.replace(at, 1, " | ");
+  }
+  return tail;
+}
+
 }  // namespace ra

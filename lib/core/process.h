@@ -46,5 +46,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 // The last `lines` lines of a text file (at most 64 KiB of its end), for messages.
 std::string last_lines(const std::filesystem::path& file, std::size_t lines);
+// The same on one line, joined by " | ", for a message (a log keeps a record to a line).
+std::string last_lines_joined(const std::filesystem::path& file, std::size_t lines);
 
 }  // namespace ra
