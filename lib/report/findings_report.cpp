@@ -5,29 +5,14 @@
 
 #include "core/printable.h"
 #include "report/finding_forms.h"
+#include "report/html_sections.h"
 #include "report/junit.h"
 #include "report/markup.h"
 
 namespace ra::report {
-namespace {
 
 using compare::CheckOutcome;
 using compare::Finding;
-
-constexpr const char* kFindingsStyle = R"(
-body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1000px; margin: 24px auto;
-       padding: 0 16px; }
-h1 { font-size: 20px; } h2 { font-size: 16px; margin: 24px 0 8px; }
-.banner { padding: 12px 16px; border-radius: 6px; font-weight: 600; }
-.banner.ok { background: #e3f4e1; border: 1px solid #59a14f; }
-.banner.allowed { background: #fdf3d8; border: 1px solid #edc948; }
-.banner.diverged { background: #fbe1e1; border: 1px solid #e15759; }
-.banner.none { background: #eee; border: 1px solid #aaa; }
-table { border-collapse: collapse; margin: 4px 0; }
-th, td { text-align: left; padding: 3px 10px 3px 0; border-bottom: 1px solid #ddd; }
-)";
-
-}  // namespace
 
 std::string render_findings_text(const FindingsReport& r) {
   std::string out = printable("repro-audit: " + r.title) + "\n";
@@ -79,7 +64,7 @@ std::string render_findings_junit(const FindingsReport& r) {
 std::string render_findings_html(const FindingsReport& r) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<title>repro-audit: " + with_entities(printable(r.title)) + "</title>\n";
-  out += "<style>" + std::string(kFindingsStyle) + "</style>\n</head>\n<body>\n";
+  out += "<style>" + std::string(html::page_style()) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + with_entities(printable(r.title)) + "</h1>\n<table>\n";
   for (const auto& [name, value] : r.properties) {
     out += "<tr><th>" + with_entities(printable(name)) + "</th><td>" +

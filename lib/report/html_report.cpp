@@ -241,11 +241,15 @@ std::string cost(const ComparisonResult& r) {
 
 }  // namespace
 
+const char* html::page_style() {
+  return kStyle;
+}
+
 std::string render_html(const ComparisonResult& r) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<title>repro-audit: " + html_escaped(r.spec_name) + "</title>\n";
-  out += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
+  out += "<style>" + std::string(html::page_style()) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r) + resumes(r) + data_parallel(r);

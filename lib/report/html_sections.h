@@ -22,5 +22,7 @@ std::string divergence_map(const compare::ComparisonResult& r);    // where dige
 std::string seed_group_plots(const compare::ComparisonResult& r);  // with --seeds both
 // With --seeds all (html_instability.cpp): a plot of the three groups per metric, the finding.
 std::string instability_plots(const compare::ComparisonResult& r);
+// The style sheet every HTML page of the tool uses (the audit's, a report of findings alone).
+const char* page_style();
 
 }  // namespace ra::report::html
