@@ -56,9 +56,11 @@ std::string html_table(const compare::FindingTable& t) {
 }  // namespace
 
 std::string finding_html(const Finding& f) {
+  // The audit page's colours: red only for a failure; an inconclusive finding, like a verdict
+  // not reached, is grey (its exit code 6 fails a gate all the same).
   const std::string cls = f.outcome == CheckOutcome::passed    ? "ok"
                           : f.outcome == CheckOutcome::allowed ? "allowed"
-                          : finding_fails(f)                   ? "diverged"
+                          : f.outcome == CheckOutcome::failed  ? "diverged"
                                                                : "none";
   std::string out = "<h2>" + with_entities(printable(f.name)) + "</h2>\n<div class=\"banner " +
                     cls + "\">" + with_entities(printable(f.summary)) + "</div>\n<ul>\n";

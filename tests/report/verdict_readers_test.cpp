@@ -273,3 +273,32 @@ TEST_CASE("batches that part after a resume get the resume's words, not loader a
   }
   CHECK(compare_traces(plain, expect_identity()).loader_advice);
 }
+
+namespace {
+
+// Two same-seed runs and a perturbed one whose flip is `seen` in its initial weights, or not.
+ra::compare::ComparisonResult with_perturbed_run(bool seen) {
+  ra::test::TraceBuilder same;
+  ra::test::TraceBuilder perturbed = same;
+  perturbed.seed_group = "perturbed";
+  std::vector<ra::trace::Trace> traces = {same.build(0), same.build(1), perturbed.build(2)};
+  traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 1, 0, 2, 3};
+  if (seen) traces[2].initial_weights[2] = ra::test::changed(traces[2].initial_weights[2]);
+  ra::test::diverge(traces[2], 0, 2);
+  return ra::compare::compare_traces(traces, {});
+}
+
+}  // namespace
+
+TEST_CASE("a perturbation the audit did not see makes every reader inconclusive", "[report]") {
+  const ra::compare::ComparisonResult unseen = with_perturbed_run(false);
+  CHECK(ra::test::readers_agree(unseen) == static_cast<int>(ra::ExitCode::inconclusive));
+  const std::string text = ra::report::render_text(unseen);
+  CHECK(text.find("\nINCONCLUSIVE: all 2 same-seed runs are bitwise identical") !=
+        std::string::npos);
+  CHECK(ra::report::render_junit(unseen).find("type=\"inconclusive\"") != std::string::npos);
+  CHECK(ra::compare::to_json(unseen)["findings"]["perturbation_control"]["outcome"] ==
+        "inconclusive");
+  // The control seen: the same audit passes every reader.
+  CHECK(ra::test::readers_agree(with_perturbed_run(true)) == 0);
+}
