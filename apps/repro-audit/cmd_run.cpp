@@ -19,6 +19,7 @@
 #include "default_folder.h"
 #include "invariance_cli.h"
 #include "option_checks.h"
+#include "record/fault_check.h"
 #include "report_output.h"
 #include "rerun_command.h"
 #include "run_label.h"
@@ -174,7 +175,7 @@ int run_run(RunCommandOptions& o) {
   }
   if (!o.mode.empty()) a.mode = spec::kernel_mode_from_string(o.mode);
   a.expect_identical = parse_expect(o.expect);
-  if (!o.fault.empty()) a.fault = audit::parse_fault(o.fault);
+  if (!o.fault.empty()) a.fault = record::parse_fault(o.fault);
   if (!o.trace_ops.empty()) a.trace_ops = trace::parse_op_window(o.trace_ops);
   if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     a.tensor_digests = plan;

@@ -14,9 +14,9 @@
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
 #include "audit/deterministic_autotune.h"
-#include "audit/fault_check.h"
 #include "audit/run_audit_shard.h"
 #include "core/error.h"
+#include "record/fault_check.h"
 #include "rundir/algorithm_file.h"
 #include "rundir/audit_folder_setup.h"
 
@@ -84,7 +84,7 @@ void train_runs(const RunsToTrain& r, const std::filesystem::path& run0_trace,
 
 }  // namespace
 
-// parse_fault: audit/fault_check.cpp; derived_seed: audit/audit_plan.cpp; compare_inputs,
+// derived_seed: audit/audit_plan.cpp; compare_inputs,
 // compare_trace_files: audit/audit_compare.cpp; trace_files_in, snapshot_dir_of:
 // rundir/folder_traces.cpp.
 
@@ -101,7 +101,7 @@ AuditResult run_audit(const spec::ExperimentSpec& spec, const AuditOptions& o,
                                  requested_manifest(spec, o, plan), progress.notice);
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
-  if (o.fault) validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
+  if (o.fault) record::validate_fault(*o.fault, spec, *data.train);  // before any run: it must fire
   validate_interrupts(o, spec, *data.train);
   // An op fault is applied where the op is recorded: its step must be in the window.
   if (o.fault && !o.fault->op.empty() && (!o.trace_ops || !o.trace_ops->contains(o.fault->step))) {

@@ -64,11 +64,6 @@ struct VariedStreams {
   bool init = true, data = true, dropout = true;
 };
 
-// --inject-fault's text as a FaultSpec (record/run_options.h):
-// "run=1,step=3,tensor=dense_0.weight,element=5,bit=0" or "run=1,step=3,op=dense_0/dense.forward,
-// element=5,bit=0".
-record::FaultSpec parse_fault(const std::string& text);
-
 struct AuditOptions {
   int runs = 3;
   SeedPolicy seeds = SeedPolicy::same;

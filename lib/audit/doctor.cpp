@@ -28,7 +28,7 @@ DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress) {
   r.device = env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "cpu";
   r.steps = static_cast<std::int64_t>(t.steps.size());
   for (const trace::StepRecord& s : t.steps) r.steps_with_ops += s.ops_recorded ? 1 : 0;
-  r.findings = doctor_findings(t);
+  r.findings = compare::doctor_findings(t);
   return r;
 }
 
@@ -44,7 +44,7 @@ std::string doctor_text(const DoctorReport& r) {
   }
   out +=
       std::to_string(n) + (n == 1 ? " obstacle" : " obstacles") + " to identical runs (exit 1):\n";
-  for (const DoctorFinding& f : r.findings) {
+  for (const compare::DoctorFinding& f : r.findings) {
     out += "  [" + f.kind + "] " + printable(f.what) + "\n      fix: " + printable(f.fix) + "\n";
   }
   return out + "trace: " + printable(r.trace.string()) + "\n";
@@ -52,7 +52,7 @@ std::string doctor_text(const DoctorReport& r) {
 
 nlohmann::json doctor_json(const DoctorReport& r) {
   nlohmann::json findings = nlohmann::json::array();
-  for (const DoctorFinding& f : r.findings) {
+  for (const compare::DoctorFinding& f : r.findings) {
     findings.push_back({{"kind", f.kind}, {"what", f.what}, {"fix", f.fix}});
   }
   return {{"doctor_version", 1},       {"name", r.name},

@@ -5,7 +5,8 @@
 // determinism switches unset, loader workers that share a random stream, ops that ran and are
 // nondeterministic on the device they ran on (or on CUDA, when the run was on the CPU), cuDNN
 // engines cuDNN marks nondeterministic. The findings are a pure function of the run's trace
-// (doctor_findings), tested on traces made in memory; run_doctor runs the command as exec does.
+// (compare/doctor_findings.h), tested on traces made in memory; run_doctor runs the command as
+// exec does.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -14,17 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/audit_options.h"
+#include "compare/doctor_findings.h"
 #include "trace/trace.h"
 
 namespace ra::audit {
-
-struct DoctorFinding {
-  // "seeds", "switch", "loader", "op", "cudnn"; "precision": no obstacle to identical runs, a
-  // difference from fp32 and between GPU generations (TF32 allowed on a GPU)
-  std::string kind;
-  std::string what;  // what stands in the way of identical runs
-  std::string fix;   // what to change
-};
 
 struct DoctorReport {
   std::string name;             // the command's name (exec_name)
@@ -32,28 +26,14 @@ struct DoctorReport {
   std::string device;           // "cpu", or the GPU's name
   std::int64_t steps = 0;       // steps the run recorded
   std::int64_t steps_with_ops = 0;
-  std::vector<DoctorFinding> findings;
+  std::vector<compare::DoctorFinding> findings;
   // Nothing stands in the way of identical runs (exit 0; else 1): no finding but precision notes.
   bool clear() const {
-    for (const DoctorFinding& f : findings)
+    for (const compare::DoctorFinding& f : findings)
       if (f.kind != "precision") return false;
     return true;
   }
 };
-
-// Every finding the trace of one PyTorch run shows, in the order above.
-std::vector<DoctorFinding> doctor_findings(const trace::Trace& t);
-
-// The aten op's base name ("index_add" for "aten.index_add_.default") when it is one of the ops
-// PyTorch documents as nondeterministic on CUDA (docs/doctor.md has the table), with what makes it
-// so and whether torch.use_deterministic_algorithms(True) gives it a deterministic kernel (else it
-// raises); none otherwise.
-struct CudaNondeterministicOp {
-  const char* name;
-  const char* when;  // "" or the condition ("with accumulate=True")
-  bool has_deterministic_kernel;
-};
-const CudaNondeterministicOp* cuda_nondeterministic_op(const std::string& aten_op);
 
 struct DoctorOptions {
   std::vector<std::string> command;

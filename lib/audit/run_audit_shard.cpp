@@ -4,8 +4,8 @@
 #include "audit/audit_jobs.h"
 #include "audit/audit_plan.h"
 #include "audit/audit_run.h"
-#include "audit/fault_check.h"
 #include "core/error.h"
+#include "record/fault_check.h"
 #include "rundir/audit_folder.h"
 #include "rundir/folder_traces.h"
 #include "rundir/shard_folder_setup.h"
@@ -31,7 +31,7 @@ AuditResult run_audit_shard(const spec::ExperimentSpec& spec, const AuditOptions
   rundir::ShardFolderSetup setup(o.out_dir, shard, requested, progress.notice, progress.info);
   setup.inspect();
   const train::LoadedData data = train::load_data(spec);
-  if (o.fault) validate_fault(*o.fault, spec, *data.train);
+  if (o.fault) record::validate_fault(*o.fault, spec, *data.train);
   if (o.fault && !o.fault->op.empty() && (!o.trace_ops || !o.trace_ops->contains(o.fault->step))) {
     throw InputError("--inject-fault op=" + o.fault->op + " needs --trace-ops with step " +
                      std::to_string(o.fault->step) + " in its window");

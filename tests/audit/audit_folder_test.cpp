@@ -11,6 +11,7 @@
 #include "audit/audit.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
+#include "record/fault_check.h"
 #include "rundir/audit_folder.h"
 #include "rundir/manifest.h"
 #include "spec/parse.h"
@@ -266,7 +267,7 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
   auto o = ra::test::audit_options_in(a_dir.path, 3);
   const auto a = ra::audit::run_audit(tiny_spec(), o);
   o.out_dir = b_dir.path;
-  o.fault = ra::audit::parse_fault("run=1,step=2,tensor=dense_0.weight,element=1,bit=3");
+  o.fault = ra::record::parse_fault("run=1,step=2,tensor=dense_0.weight,element=1,bit=3");
   const auto b = ra::audit::run_audit(tiny_spec(), o);
   REQUIRE(b.comparison.diverged());
 

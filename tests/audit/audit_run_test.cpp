@@ -11,6 +11,7 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "formats/safetensors.h"
+#include "record/fault_check.h"
 #include "rundir/folder_traces.h"
 #include "spec/parse.h"
 #include "support/temp_dir.h"
@@ -162,7 +163,7 @@ TEST_CASE("a disk that fills at a snapshot ends the audit with the write's error
 TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 3);
-  o.fault = ra::audit::parse_fault("run=1,step=4,tensor=dense_0.weight,element=7,bit=0");
+  o.fault = ra::record::parse_fault("run=1,step=4,tensor=dense_0.weight,element=7,bit=0");
   o.snapshots.every_steps = 1;
   const auto r = ra::audit::run_audit(small_spec(), o).comparison;
   REQUIRE(r.diverged());
@@ -195,7 +196,7 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
 TEST_CASE("a perturbed batch order is caught in batches", "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 3);
-  o.fault = ra::audit::parse_fault("run=2,step=3,tensor=batch");
+  o.fault = ra::record::parse_fault("run=2,step=3,tensor=batch");
   const auto r = ra::audit::run_audit(small_spec(), o).comparison;
   REQUIRE(r.diverged());
   REQUIRE(r.first_divergence->category == ra::compare::Category::batches);
@@ -270,7 +271,7 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
 TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {
   TempDir dir;
   auto o = options_in(dir, 3);
-  o.fault = ra::audit::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
+  o.fault = ra::record::parse_fault("run=0,step=2,tensor=conv2d_0.bias,element=1,bit=3");
   const auto in_process = ra::audit::run_audit(small_spec(), o);
   ra::audit::AuditComparisonOptions co;
   const auto from_files = ra::audit::compare_trace_files(ra::rundir::trace_files_in(dir.path), co);

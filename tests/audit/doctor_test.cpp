@@ -9,7 +9,7 @@
 #include "trace/in_memory_traces.h"
 
 using Catch::Matchers::Contains;
-using ra::audit::DoctorFinding;
+using ra::compare::DoctorFinding;
 using ra::trace::Trace;
 
 namespace {
@@ -38,25 +38,25 @@ std::vector<std::string> kinds(const std::vector<DoctorFinding>& findings) {
 }  // namespace
 
 TEST_CASE("doctor: a run with nothing in the way has no finding", "[audit][doctor]") {
-  CHECK(ra::audit::doctor_findings(clean_run()).empty());
+  CHECK(ra::compare::doctor_findings(clean_run()).empty());
 }
 
 TEST_CASE("doctor: seeds not applied, or overridden after seed_everything", "[audit][doctor]") {
   Trace unseeded = clean_run();
   unseeded.header.seeded = nullptr;
-  const auto none = ra::audit::doctor_findings(unseeded);
+  const auto none = ra::compare::doctor_findings(unseeded);
   REQUIRE(kinds(none) == std::vector<std::string>{"seeds"});
   CHECK_THAT(none[0].fix, Contains("repro_audit.seed_everything(default=args.seed)"));
   // Issue 61: a run recorded in an mp.spawn worker, whose parent seeded itself alone.
   Trace worker = unseeded;
   worker.header.environment["spawned"] = true;
-  const auto spawned = ra::audit::doctor_findings(worker);
+  const auto spawned = ra::compare::doctor_findings(worker);
   REQUIRE(kinds(spawned) == std::vector<std::string>{"seeds"});
   CHECK_THAT(spawned[0].what, Contains("worker process") && Contains("does not reach it"));
   CHECK_THAT(spawned[0].fix, Contains("at the start of the worker function"));
   Trace overridden = clean_run();
   overridden.header.seeded["torch_initial_seed"] = 1;
-  const auto later = ra::audit::doctor_findings(overridden);
+  const auto later = ra::compare::doctor_findings(overridden);
   REQUIRE(kinds(later) == std::vector<std::string>{"seeds"});
   CHECK_THAT(later[0].what, Contains("torch.initial_seed() is 1, not 42"));
 }
@@ -66,18 +66,18 @@ TEST_CASE("doctor: an op nondeterministic on CUDA, run on the CPU", "[audit][doc
   t.steps[1].ops_recorded = true;
   t.steps[1].ops.push_back({"aten.index_add_.default", "model.1", "", "", {}, {}});
   t.steps[1].ops.push_back({"aten.index_add_.default", "model.1", "", "", {}, {}});  // once
-  const auto f = ra::audit::doctor_findings(t);
+  const auto f = ra::compare::doctor_findings(t);
   REQUIRE(kinds(f) == std::vector<std::string>{"switch", "op"});
   CHECK_THAT(f[0].fix, Contains("torch.use_deterministic_algorithms(True)"));
   CHECK_THAT(f[1].what, Contains("aten.index_add_.default in model.1 (step 1) is "
                                  "nondeterministic on CUDA; identical on the CPU, where this run "
                                  "ran, but not on a GPU"));
   CHECK_THAT(f[1].fix, Contains("gives it a deterministic kernel"));
-  CHECK(ra::audit::cuda_nondeterministic_op("aten.upsample_bilinear2d_backward.grad_input"));
-  CHECK_FALSE(ra::audit::cuda_nondeterministic_op("aten.addmm.default"));
+  CHECK(ra::compare::cuda_nondeterministic_op("aten.upsample_bilinear2d_backward.grad_input"));
+  CHECK_FALSE(ra::compare::cuda_nondeterministic_op("aten.addmm.default"));
   CHECK_FALSE(
-      ra::audit::cuda_nondeterministic_op("aten.index_add"
-                                          "_foo.default"));
+      ra::compare::cuda_nondeterministic_op("aten.index_add"
+                                            "_foo.default"));
 }
 
 TEST_CASE("doctor: on a GPU, the switches and the cuDNN engines", "[audit][doctor]") {
@@ -92,7 +92,7 @@ TEST_CASE("doctor: on a GPU, the switches and the cuDNN engines", "[audit][docto
                       {"direction", "forward"},
                       {"algorithm", "engine 1"},
                       {"deterministic", true}}};
-  const auto f = ra::audit::doctor_findings(t);
+  const auto f = ra::compare::doctor_findings(t);
   CHECK(kinds(f) == std::vector<std::string>{"switch", "switch", "switch", "switch", "cudnn"});
   CHECK_THAT(f[3].fix, Contains("CUBLAS_WORKSPACE_CONFIG=:4096:8"));
   CHECK_THAT(f[4].what, Contains("engine 0, marked NONDETERMINISTIC, for model.conv1 "
@@ -103,11 +103,11 @@ TEST_CASE("doctor: on a GPU, the switches and the cuDNN engines", "[audit][docto
                           {"cudnn_deterministic", true},
                           {"cublas_workspace_config", ":4096:8"}};
   t.header.ledger.erase(0);
-  CHECK(ra::audit::doctor_findings(t).empty());
+  CHECK(ra::compare::doctor_findings(t).empty());
   // TF32 allowed (cuDNN's default): a precision note, no obstacle to identical runs.
   t.header.environment["cudnn_allow_tf32"] = true;
   ra::audit::DoctorReport r;
-  r.findings = ra::audit::doctor_findings(t);
+  r.findings = ra::compare::doctor_findings(t);
   REQUIRE(kinds(r.findings) == std::vector<std::string>{"precision"});
   CHECK_THAT(r.findings[0].what, Contains("torch.backends.cudnn.allow_tf32"));
   CHECK_THAT(r.findings[0].fix, Contains("allow_tf32 = False"));
@@ -120,7 +120,7 @@ TEST_CASE("doctor: loader workers sharing a stream", "[audit][doctor]") {
   Trace t = clean_run();
   t.final->loader_workers = {{7, 0, 2, {{"dataset.rng", {1, 1}}}},
                              {7, 1, 2, {{"dataset.rng", {1, 1}}}}};
-  const auto f = ra::audit::doctor_findings(t);
+  const auto f = ra::compare::doctor_findings(t);
   REQUIRE(kinds(f) == std::vector<std::string>{"loader"});
   CHECK_THAT(f[0].what, Contains("random stream dataset.rng"));
   const nlohmann::json j = ra::audit::doctor_json({"train", "t.jsonl", "cpu", 4, 2, f});

@@ -15,6 +15,7 @@
 #include "audit/audit_plan.h"
 #include "core/error.h"
 #include "core/file_lock.h"
+#include "record/fault_check.h"
 #include "rundir/audit_folder.h"
 #include "rundir/manifest.h"
 #include "rundir/shard_folder_setup.h"
@@ -99,7 +100,7 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
       TempDir single, sharded;
       AuditOptions o = ra::test::audit_options_in(single.path, c.runs);
       o.seeds = c.seeds;
-      if (c.fault) o.fault = ra::audit::parse_fault("run=1,step=2,tensor=conv2d_0.weight,bit=3");
+      if (c.fault) o.fault = ra::record::parse_fault("run=1,step=2,tensor=conv2d_0.weight,bit=3");
       const ra::audit::AuditResult one = ra::audit::run_audit(spec_of(c.mode), o);
       o.out_dir = sharded.path;
       run_shards(spec_of(c.mode), o, c.shards);

@@ -1,4 +1,5 @@
-#include "audit/fault_check.h"
+// --inject-fault read and checked before any run (record/fault_check.h).
+#include "record/fault_check.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +12,7 @@
 #include "spec/resolve.h"
 #include "train/trainer.h"
 
-namespace ra::audit {
+namespace ra::record {
 namespace {
 
 // A whole decimal number in [min, max]: "3x", "", "-1" for a count, or 2^64 are refused rather
@@ -48,9 +49,9 @@ std::vector<ParamInfo> parameters_of(const spec::ResolvedModel& model) {
 
 }  // namespace
 
-record::FaultSpec parse_fault(const std::string& text) {
+FaultSpec parse_fault(const std::string& text) {
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int64_t>::max();
-  record::FaultSpec f;
+  FaultSpec f;
   bool has_tensor = false;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -92,7 +93,7 @@ record::FaultSpec parse_fault(const std::string& text) {
   return f;
 }
 
-void validate_fault(const record::FaultSpec& fault, const spec::ExperimentSpec& spec,
+void validate_fault(const FaultSpec& fault, const spec::ExperimentSpec& spec,
                     const data::Dataset& train) {
   const std::int64_t steps = train::planned_steps(spec, train);
   if (fault.step < 0 || fault.step >= steps) {
@@ -145,4 +146,4 @@ void validate_fault(const record::FaultSpec& fault, const spec::ExperimentSpec& 
                    "' (batch, " + names + ")");
 }
 
-}  // namespace ra::audit
+}  // namespace ra::record

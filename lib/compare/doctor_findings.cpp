@@ -1,12 +1,14 @@
-// What one PyTorch run's trace shows of the obstacles to identical runs (audit/doctor.h).
+// What one PyTorch run's trace shows of the obstacles to identical runs
+// (compare/doctor_findings.h).
 #include <algorithm>
 #include <array>
 #include <set>
 
-#include "audit/doctor.h"
+#include "compare/doctor_findings.h"
+
 #include "compare/compare_phases.h"
 
-namespace ra::audit {
+namespace ra::compare {
 namespace {
 
 // From PyTorch's notes on torch.use_deterministic_algorithms (1.13 to 2.x): the ops that are
@@ -173,8 +175,8 @@ std::vector<DoctorFinding> doctor_findings(const trace::Trace& t) {
   }
   switch_findings(t, !ops.empty(), out);
   // Workers are seen only when the script watched its loader (rec.watch_loader).
-  if (const auto workers = compare::phases::loader_worker_findings({t})) {
-    for (const compare::SharedWorkerStream& s : workers->shared_streams) {
+  if (const auto workers = phases::loader_worker_findings({t})) {
+    for (const SharedWorkerStream& s : workers->shared_streams) {
       out.push_back({"loader",
                      "DataLoader workers start from the same state of the random stream " +
                          s.stream + ": what they draw from it repeats across workers",
@@ -199,4 +201,4 @@ std::vector<DoctorFinding> doctor_findings(const trace::Trace& t) {
   return out;
 }
 
-}  // namespace ra::audit
+}  // namespace ra::compare
