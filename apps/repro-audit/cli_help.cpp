@@ -146,14 +146,16 @@ std::string unknown_subcommand_message(const CLI::App& app) {
 std::string exit_codes_text() {
   return "Exit codes (README, \"Exit codes\"):\n"
          "  0  runs reproducible, or differing only where --expect allows\n"
-         "  1  divergence where bitwise equality was expected\n"
+         "  1  divergence where bitwise equality was expected; with --expect equivalent, B "
+         "beyond the floor\n"
          "  2  bad input or usage\n"
          "  3  runtime or device failure (exec: a run's command failed, timed out or wrote no "
          "whole trace)\n"
          "  4  incomplete audit: planned runs without a whole trace (compare DIR, shards)\n"
          "  5  nothing was compared (fewer than two same-seed runs); --allow-empty makes it 0\n"
          "  6  inconclusive: nothing differed, but the control that proves a difference would be "
-         "seen was not (--invariance)\n";
+         "seen was not (--invariance, a perturbed run's flip), or no floor was measured "
+         "(--expect equivalent)\n";
 }
 
 namespace {

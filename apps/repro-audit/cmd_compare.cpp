@@ -24,6 +24,7 @@ struct CompareOptions {
   bool no_magnitude = false;
   bool allow_empty = false;
   bool align = false;
+  double floor_margin = 10.0;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -43,6 +44,8 @@ int run_compare(const CompareOptions& o) {
   // Without --expect: the audit's expectation (its manifest's); for trace files named alone,
   // identity when every trace says it ran fully deterministic.
   options.expect_identical = parse_expect(o.expect);
+  options.expect_equivalent = o.expect == "equivalent";
+  options.equivalence_margin = o.floor_margin;
   options.loss_tolerance = o.tolerance;
   options.measure_magnitudes = !o.no_magnitude;
   options.allow_empty = o.allow_empty;
@@ -66,11 +69,17 @@ void register_compare(CLI::App& app, CommandRun& run) {
   cmd->add_option("--junit", o->junit_path,
                   "Also write a JUnit XML report to FILE, for CI test-report readers (docs/ci.md)");
   cmd->add_option("--expect", o->expect,
-                  "identical: exit 1 unless bitwise identical; any: never exit 1 (default: "
-                  "the audit's, from its folder's manifest; for trace files, the default of the "
-                  "command that made them: identical for exec's runs, and for the engine's when "
-                  "every run was fully deterministic)")
-      ->check(CLI::IsMember({"identical", "any"}));
+                  "identical: exit 1 unless bitwise identical; any: never exit 1; equivalent: "
+                  "the traces are two programs A and B and perturbed runs of A, and B must stay "
+                  "within the floor those measure (docs/equivalence.md) (default: the audit's, "
+                  "from its folder's manifest; for trace files, the default of the command that "
+                  "made them: identical for exec's runs, and for the engine's when every run was "
+                  "fully deterministic)")
+      ->check(CLI::IsMember({"identical", "any", "equivalent"}));
+  cmd->add_option("--floor-margin", o->floor_margin,
+                  "With --expect equivalent: B is beyond the floor where its loss's distance from "
+                  "A's exceeds this many floors")
+      ->check(finite_positive_number());
   cmd->add_option("--tolerance", o->tolerance, "Relative tolerance of the within-tolerance verdict")
       ->check(finite_positive_number());
   cmd->add_flag("--allow-empty", o->allow_empty,

@@ -7,6 +7,7 @@ const std::vector<RegisteredCheck>& registered_checks() {
   static const std::vector<RegisteredCheck> checks = {
       {"perturbation_control", perturbation_control_applies, perturbation_control},
       {"op_alignment", program_alignment_applies, program_alignment},
+      {"equivalence", equivalence_applies, equivalence},
   };
   return checks;
 }

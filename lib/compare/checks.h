@@ -40,5 +40,9 @@ Finding perturbation_control(const CheckContext& context);
 // when a window step recorded by both cannot be found (compare/program_alignment.h).
 bool program_alignment_applies(const CheckContext& context);
 Finding program_alignment(const CheckContext& context);
+// With --expect equivalent: program B's losses against the floor of A's perturbed runs
+// (compare/equivalence_finding.cpp).
+bool equivalence_applies(const CheckContext& context);
+Finding equivalence(const CheckContext& context);
 
 }  // namespace ra::compare

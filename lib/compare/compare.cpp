@@ -5,7 +5,10 @@
 #include "compare/checks.h"
 #include "compare/compare_phases.h"
 #include "compare/duplicate_runs.h"
+#include "compare/equivalence_floor.h"
+#include "compare/program_alignment.h"
 #include "compare/step_walk.h"
+#include "core/error.h"
 #include "trace/op_window.h"
 
 namespace ra::compare {
@@ -91,6 +94,14 @@ void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& 
   }
 }
 
+// Two programs judged against a floor differ by design: the equivalence finding says where to look
+// next (compare A B --align), not a re-run of one program's audit or its loader.
+void drop_one_program_advice(ComparisonResult& result, const ComparisonOptions& options) {
+  if (!options.expect_equivalent) return;
+  result.loader_advice.reset();
+  result.suggested_trace_ops.reset();
+}
+
 // What only the caller can give, which needs the run folders: where the traces came from, the
 // magnitudes, the side files left unused.
 void add_caller_phases(ComparisonResult& result, const std::vector<trace::Trace>& traces,
@@ -112,6 +123,24 @@ void add_trace_warnings(ComparisonResult& result, const std::vector<trace::Trace
   }
 }
 
+// Whether the traces can be compared as the options ask: one program's runs, or two programs
+// (--align: their op records aligned; --expect equivalent: judged against a floor).
+void check_programs(const std::vector<trace::Trace>& traces, const ComparisonOptions& options) {
+  if (options.align && options.expect_equivalent) {
+    throw InputError(
+        "--align and --expect equivalent ask two things of different traces: align A's and B's "
+        "traces alone (compare A B --align), and judge them against the floor with A's perturbed "
+        "runs (compare A B A-PERTURBED --expect equivalent)");
+  }
+  phases::check_comparable(traces, options.align || options.expect_equivalent);
+  if (options.align) check_alignable(traces);
+  if (options.expect_equivalent) {
+    const EquivalenceRoles roles = equivalence_roles(traces);
+    check_programs_pair_up(traces[static_cast<std::size_t>(roles.a)],
+                           traces[static_cast<std::size_t>(roles.b)], "--expect equivalent");
+  }
+}
+
 }  // namespace
 
 bool divergence_follows_resume(const ComparisonResult& r) {
@@ -125,12 +154,15 @@ bool divergence_follows_resume(const ComparisonResult& r) {
 // what they take from the steps, one walk over them gathers first (compare/step_walk.h).
 ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
                                 const ComparisonOptions& options) {
-  phases::check_comparable(traces, options.align);
+  check_programs(traces, options);
   phases::ComparedRuns compared = phases::same_seed_runs(traces);
-  phases::StepFindings found = phases::walk_steps(traces, compared, !options.align);
+  // Two programs' records are not paired by position into root causes (--align aligns them).
+  const bool two_programs = options.align || options.expect_equivalent;
+  phases::StepFindings found = phases::walk_steps(traces, compared, !two_programs);
   compared.common_steps = found.common_steps;
   ComparisonResult result;
-  result.expect_identical = options.expect_identical.value_or(phases::default_expectation(traces));
+  result.expect_identical = !options.expect_equivalent &&
+                            options.expect_identical.value_or(phases::default_expectation(traces));
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(found.contents);
@@ -185,6 +217,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
       phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
   add_world_sizes(result, traces, compared);
+  drop_one_program_advice(result, options);
   result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   result.environment_differences = phases::environment_differences(traces);
   result.ledger_differences = ledger_differences_of(traces);

@@ -304,6 +304,13 @@ struct ComparisonOptions {
   // (layer, op) into a finding of their own (compare/program_alignment.h) instead of paired by
   // position into root causes, and check_alignable says what cannot be aligned.
   bool align = false;
+  // --expect equivalent: the traces are two programs, A and B, that should compute the same up to
+  // rounding (another reduction order), and perturbed runs of A that measure what rounding alone
+  // grows into (compare/equivalence_floor.h, docs/equivalence.md "The floor"). B is judged against
+  // that floor, a finding of its own; bitwise identity is not expected of A and B.
+  bool expect_equivalent = false;
+  // --floor-margin: B is beyond the floor where its distance from A exceeds this many floors.
+  double equivalence_margin = 10.0;
   // Loads a snapshot of run `run` at `point` ("initial", "final", "epoch-<e>", "step-<s>"); returns
   // false when it was not written. Null: no snapshots.
   std::function<bool(int run, const std::string& point,

@@ -25,9 +25,9 @@
 namespace ra::compare::phases {
 
 // InputError when the traces cannot be compared: none given, a run without its end record,
-// different specs (digests), different parameter lists. Of two programs (`two_programs`, --align)
-// that each run is whole, then check_alignable (compare/program_alignment.h): their specs differ
-// by design, and their parameters are checked with the words of an alignment.
+// different specs (digests), different parameter lists. Of two programs (`two_programs`: --align,
+// --expect equivalent) only that each run is whole: their specs differ by design, and their
+// parameters are checked by compare_traces with the words of the option.
 void check_comparable(const std::vector<trace::Trace>& traces, bool two_programs = false);
 
 // Whether every trace ran every reducing op deterministic (then identity is expected by default).

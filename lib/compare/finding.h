@@ -5,6 +5,7 @@
 // details and the table; JUnit makes one case of it, failing where the outcome is not a pass; the
 // JSON holds the outcome and the data; the exit code follows from the outcomes
 // (findings_exit_code). No form decides anything a finding did not say.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,20 @@ struct FindingTable {
   std::vector<std::vector<std::string>> rows;
 };
 
+// A plot of a finding (the HTML form draws it; text and JSON carry its numbers elsewhere): curves
+// over one x axis, on a linear or logarithmic y axis.
+struct FindingCurve {
+  std::string label;
+  std::vector<double> x, y;
+};
+struct FindingPlot {
+  std::string title, x_label, y_label;
+  bool log_y = false;
+  std::vector<FindingCurve> curves;  // none: no plot
+  std::optional<double> marker_x;    // a vertical line (where a verdict changes)
+  std::string marker_label;
+};
+
 struct Finding {
   std::string id;    // the JSON key and JUnit class: "invariance"
   std::string name;  // the heading and JUnit case name: "batch invariance"
@@ -30,6 +45,7 @@ struct Finding {
   FindingTable table;                   // optional: rows of evidence (e.g. per batch size)
   std::vector<std::string> next_steps;  // commands the tool accepts, most useful first
   nlohmann::json data;                  // the JSON form's own fields
+  FindingPlot plot;                     // optional: drawn in the HTML form
 };
 
 // The exit status of a report made of findings: 1 if any failed; else 6 if any was inconclusive;

@@ -38,18 +38,17 @@ std::vector<std::string> missing_from(const std::vector<trace::TensorInfo>& from
 
 // The spine compares tensors by position (compare_categories.cpp), so the two programs' lists
 // must be one list: the same names in the same order, each of one shape and dtype.
-void check_names(const char* what, const trace::Trace& a, const trace::Trace& b,
-                 const std::vector<trace::TensorInfo>& in_a,
+void check_names(const char* what, const std::string& option, const trace::Trace& a,
+                 const trace::Trace& b, const std::vector<trace::TensorInfo>& in_a,
                  const std::vector<trace::TensorInfo>& in_b) {
   if (in_a == in_b) return;
   const std::vector<std::string> only_a = missing_from(in_a, in_b);
   const std::vector<std::string> only_b = missing_from(in_b, in_a);
   if (!only_a.empty() || !only_b.empty()) {
-    throw InputError(std::string("the two programs' ") + what +
-                     "s do not pair up by name (--align pairs them by name): only in " +
-                     side_name(a, "A") + ": " + (only_a.empty() ? "none" : first_names(only_a)) +
-                     "; only in " + side_name(b, "B") + ": " +
-                     (only_b.empty() ? "none" : first_names(only_b)) +
+    throw InputError(std::string("the two programs' ") + what + "s do not pair up by name (" +
+                     option + " pairs them by name): only in " + side_name(a, "A") + ": " +
+                     (only_a.empty() ? "none" : first_names(only_a)) + "; only in " +
+                     side_name(b, "B") + ": " + (only_b.empty() ? "none" : first_names(only_b)) +
                      "; name one program's modules and " + what + "s as the other's");
   }
   for (std::size_t i = 0; i < in_a.size(); ++i) {
@@ -152,8 +151,13 @@ void check_alignable(const std::vector<trace::Trace>& traces) {
         trace::to_string(*a.header.trace_ops) + ", " + side_name(b, "B") + " with --trace-ops " +
         trace::to_string(*b.header.trace_ops) + ": record both programs with one window");
   }
-  check_names("parameter", a, b, a.header.params, b.header.params);
-  check_names("buffer", a, b, a.header.buffers, b.header.buffers);
+  check_programs_pair_up(a, b, "--align");
+}
+
+void check_programs_pair_up(const trace::Trace& a, const trace::Trace& b,
+                            const std::string& option) {
+  check_names("parameter", option, a, b, a.header.params, b.header.params);
+  check_names("buffer", option, a, b, a.header.buffers, b.header.buffers);
 }
 
 ProgramAlignment align_programs(const trace::Trace& a, const trace::Trace& b) {

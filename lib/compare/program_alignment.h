@@ -20,6 +20,10 @@ namespace ra::compare {
 // names (the first unmatched names of each side listed: parameters pair up by name), or of one
 // name and another shape or dtype. The spec digests may differ (two programs have two specs).
 void check_alignable(const std::vector<trace::Trace>& traces);
+// The parameters and buffers of two programs' traces pair up by name, each of one shape and dtype
+// on both sides; else InputError, its words naming `option` ("--align", "--expect equivalent").
+void check_programs_pair_up(const trace::Trace& a, const trace::Trace& b,
+                            const std::string& option);
 
 // An unaligned stretch as the report shows it.
 struct StretchSummary {

@@ -5,6 +5,7 @@
 
 #include "core/printable.h"
 #include "report/markup.h"
+#include "report/svg_plot.h"
 
 namespace ra::report {
 namespace {
@@ -53,6 +54,20 @@ std::string html_table(const compare::FindingTable& t) {
   return out + "</table>\n";
 }
 
+std::string html_plot(const compare::FindingPlot& p) {
+  if (p.curves.empty()) return "";
+  svg::LinePlot plot;
+  plot.title = p.title;
+  plot.x_label = p.x_label;
+  plot.y_label = p.y_label;
+  plot.log_y = p.log_y;
+  plot.integer_x = true;
+  for (const compare::FindingCurve& c : p.curves) plot.series.push_back({c.label, c.x, c.y});
+  plot.marker_x = p.marker_x;
+  plot.marker_label = p.marker_label;
+  return svg::line_plot(plot) + "\n";
+}
+
 }  // namespace
 
 std::string finding_html(const Finding& f) {
@@ -65,7 +80,7 @@ std::string finding_html(const Finding& f) {
   std::string out = "<h2>" + with_entities(printable(f.name)) + "</h2>\n<div class=\"banner " +
                     cls + "\">" + with_entities(printable(f.summary)) + "</div>\n<ul>\n";
   for (const std::string& d : f.details) out += html_cell("li", d) + "\n";
-  out += "</ul>\n" + html_table(f.table);
+  out += "</ul>\n" + html_plot(f.plot) + html_table(f.table);
   for (const std::string& s : f.next_steps) out += "<p>Next: " + html_cell("code", s) + "</p>\n";
   return out;
 }
