@@ -20,6 +20,7 @@
 #include "spec/parse.h"
 #include "support/forwarding_ops.h"
 #include "support/instruction_set_runs.h"
+#include "support/sanitizers.h"
 #include "trace/invariance.h"
 
 namespace {
@@ -46,6 +47,13 @@ ra::spec::ExperimentSpec keras_spec() {
   REQUIRE(std::filesystem::exists(spec.data.train.images));
   spec.data.train.limit = 64;
   return spec;
+}
+
+// The Keras convnet's sweeps: the default sizes up to 64; under a sanitizer up to 17 (1-17: the
+// blocking switches at 8 and 16 kept), which took each Keras sweep from 145-155 s under ASan on
+// 2 loaded cores, near CTest's 300 s, to a third of that.
+std::vector<int> keras_sizes() {
+  return ra::trace::default_invariance_sizes(ra::test::kSanitized ? 17 : 64);
 }
 
 InvariancePlan plan_of(std::vector<int> sizes) {
@@ -168,15 +176,15 @@ TEST_CASE("invariance sweep: the Keras convnet's model in batch_invariant mode",
           "[audit][invariance]") {
   // The default sizes up to 64 (1-17, 31-33, 63-64), as `run --invariance` sweeps: every size
   // 1-64 took 5.8 s in the Release build and over CTest's 300 s under ASan (stop 68's CI); the
-  // quick.json model above covers every size 1-64.
+  // quick.json model above covers every size 1-64. Under a sanitizer up to 17 (Keras_sizes).
   ra::test::at_every_instruction_set([] {
     ra::audit::EngineSweepOptions options;
     options.mode = KernelMode::batch_invariant;
-    const InvarianceSweep sweep = ra::audit::engine_invariance_sweep(
-        keras_spec(), plan_of(ra::trace::default_invariance_sizes(64)), options);
+    const InvarianceSweep sweep =
+        ra::audit::engine_invariance_sweep(keras_spec(), plan_of(keras_sizes()), options);
     CHECK(sweep.sample_shape == std::vector<std::int64_t>{1, 28, 28});
-    // 21 sizes above 1, three positions each but at size 2, and the control.
-    CHECK(sweep.probes.size() == 21 * 3 - 1 + 1);
+    // The sizes above 1, three positions each but at size 2, and the control.
+    CHECK(sweep.probes.size() == (keras_sizes().size() - 1) * 3 - 1 + 1);
     require_invariant(sweep);
     require_control_seen(sweep, "conv2d_forward", "conv2d_0");
   });
@@ -186,12 +194,12 @@ TEST_CASE("invariance sweep: deterministic mode on the CPU", "[audit][invariance
   // The CPU kernels sum each output in one chain fixed by the shapes of a sample, whatever the
   // batch (backend/cpu/gemm/gemm.h; docs/invariance.md): deterministic mode passes too. Not the
   // issue's negative control, which must come from a kernel that does depend on the batch (below).
-  // The default sizes up to 64: 1-16 and each power of two with its neighbours.
+  // keras_sizes(): the default sizes up to 64 (up to 17 under a sanitizer).
   ra::test::at_every_instruction_set([] {
     ra::audit::EngineSweepOptions options;
     options.mode = KernelMode::deterministic;
-    const InvarianceSweep sweep = ra::audit::engine_invariance_sweep(
-        keras_spec(), plan_of(ra::trace::default_invariance_sizes(64)), options);
+    const InvarianceSweep sweep =
+        ra::audit::engine_invariance_sweep(keras_spec(), plan_of(keras_sizes()), options);
     CHECK(sweep.mode == "deterministic");
     require_invariant(sweep);
     require_control_seen(sweep, "conv2d_forward", "conv2d_0");
