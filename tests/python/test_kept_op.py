@@ -13,7 +13,7 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from repro_audit import kept_op, ops, replay  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit import kept_op, op_records, replay  # noqa: E402  (PYTHONPATH=lib/python)
 
 
 def test_a_keep_request_is_two_integers():
@@ -31,8 +31,8 @@ def record_one_step(tmp_path, keep_op, budget):
     """One step of a linear layer and an in-place op, recorded with a keep request."""
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 4)
-    recording = ops.OpRecording(torch, model, None, (0, 1), keep_bytes=budget, keep_op=keep_op,
-                                run_folder=str(tmp_path))
+    recording = op_records.OpRecording(torch, model, None, (0, 1), keep_bytes=budget,
+                                       keep_op=keep_op, run_folder=str(tmp_path))
     recording.begin(0)
     x = torch.randn(16, 8)
     y = model(x)

@@ -24,6 +24,10 @@ What a log says of an engine's numerical notes is read as written: a list of not
 are always logged so, and no engine logged NONDETERMINISTIC once is ever logged NULL_PTR in the
 real logs): no note, so deterministic. A block that names no notes at all leaves them unknown,
 and so whether the engine is deterministic (None), never guessed.
+
+The ledger (CudnnLedger) turns the executions read between a convolution op's start and end into
+the op record's `algorithm` and the header's ledger, one entry per geometry (conv_key) and
+direction; op_records.py calls it for the op window's convolutions.
 """
 import os
 import re
@@ -334,3 +338,67 @@ def source(environ=os.environ):
         if log.usable:
             return log
     return CudnnCapture()
+
+
+def conv_key(torch, func, args):
+    """The geometry of a convolution call as a ledger keys it, "conv 128x32x26x26 k64 3x3 s1 p0"
+    (the engine's form), from the input's and the weight's shapes and the stride and padding."""
+    backward = func.overloadpacket.__name__.endswith("_backward")
+    x, w = (args[1], args[2]) if backward else (args[0], args[1])
+    stride, padding = (args[4], args[5]) if backward else (args[3], args[4])
+
+    def joined(values):
+        values = list(values)
+        return str(values[0]) if len(set(values)) == 1 else "x".join(str(v) for v in values)
+    return "conv %s k%d %s s%s p%s" % ("x".join(str(d) for d in x.shape), w.shape[0],
+                                       "x".join(str(d) for d in w.shape[2:]), joined(stride),
+                                       joined(padding))
+
+
+class CudnnLedger:
+    """What cuDNN executed for the op window's convolutions (op_records.py names each record's
+    algorithm through it), and the ledger of the trace's header, one entry per geometry and
+    direction."""
+
+    def __init__(self, torch, log):
+        self._torch = torch
+        self.log = log
+        self.entries = []
+        self.executions = 0
+
+    def name(self, record, func, args, executes):
+        """Names in `record` what the call executed (the last execution per direction)."""
+        ran = executed(executes)
+        if not ran:
+            return
+        self.executions += 1
+        key = conv_key(self._torch, func, args)
+        chooser = "cudnn.benchmark" if self._torch.backends.cudnn.benchmark else "heuristic"
+        texts = []
+        for direction in ("forward", "backward_data", "backward_filter"):
+            if direction not in ran:
+                continue
+            e = ran[direction]
+            text = algorithm_text(e)
+            texts.append(text if len(ran) == 1 else "%s: %s" % (direction, text))
+            entry = {"layer": key, "direction": direction, "algorithm": text,
+                     "engine": -1 if e["engine_id"] is None else e["engine_id"],
+                     "deterministic": deterministic(e),
+                     "math_type": math_type(e), "chosen_by": chooser}
+            known = [x for x in self.entries
+                     if x["layer"] == key and x["direction"] == direction]
+            if not known or known[-1]["algorithm"] != text:
+                self.entries.append(entry)  # a later choice is appended: the last one counts
+        record["ledger_key"] = key
+        record["algorithm"] = "; ".join(texts)
+        record["algorithm_deterministic"] = all(deterministic(e) for e in ran.values())
+
+    def note(self):
+        """What the ledger holds, in words, for the trace's environment."""
+        if not self.log.usable:
+            return "not recorded: " + self.log.why_not
+        if not self.executions:
+            return "no convolution executed through cuDNN's graph API in the op window"
+        how = ("cuDNN's API messages (cudnnSetCallback, in the op window)"
+               if isinstance(self.log, CudnnCapture) else "cuDNN's API log")
+        return "read from %s: %d convolution calls" % (how, self.executions)

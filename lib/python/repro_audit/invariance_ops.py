@@ -45,7 +45,7 @@ once per version, not once per probe.
 import weakref
 
 from .digest import tensor_digest
-from .ops import ORDER_DEPENDENT, _leaves, _storage_ptr
+from .op_records import ORDER_DEPENDENT, _leaves, _storage_ptr
 
 WHOLE = "whole"  # a decision: the tensor is not batched
 # How far ahead of the last op matched a probe's op is looked for among the reference's: the ops
@@ -338,7 +338,8 @@ class ProbeOps:
 
 
 def order_dependent(op_name):
-    """Whether an op ("aten.addmm.default") sums in an order a kernel chooses (ops.py's list)."""
+    """Whether an op ("aten.addmm.default") sums in an order a kernel chooses (op_records.py's
+    list)."""
     packet = op_name.split(".")[1] if op_name.count(".") >= 2 else op_name
     base = packet[:-1] if packet.endswith("_") and not packet.endswith("__") else packet
     return base in ORDER_DEPENDENT

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # the package imports without torch
 from .digest import tensor_digest
 from .invariance_ops import (WHOLE, Deferred, ModuleStack, ProbeOps, WholeDigests, by_size,
                              make_mode, order_dependent)
-from .ops import _leaves
+from .op_records import _leaves
 from .trace import write_whole
 
 ENVIRONMENT = "REPRO_AUDIT_INVARIANCE"

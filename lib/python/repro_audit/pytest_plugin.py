@@ -145,7 +145,7 @@ class Reproducible:
         if isinstance(self.ops, int) and not isinstance(self.ops, bool) and self.ops >= 0:
             return str(self.ops)
         if isinstance(self.ops, str):
-            from .ops import parse_window  # the recorder's own reading of REPRO_AUDIT_TRACE_OPS
+            from .op_records import parse_window  # the recorder's own reading of REPRO_AUDIT_TRACE_OPS
             try:
                 parse_window(self.ops)
             except ValueError:

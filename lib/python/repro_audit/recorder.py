@@ -36,7 +36,7 @@ from . import digest as digests
 from . import kept_op
 from . import misuse
 from . import env
-from . import ops as op_records
+from . import op_records
 from . import perturb
 from . import workers
 from .replay import REFUSED_EXIT as REPLAY_REFUSED_EXIT
@@ -232,7 +232,7 @@ class Recorder:
                  keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
                  replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None,
                  perturb_draw=None, scheduler=None, scaler=None):
-        """`trace_ops`: the window (first, last) of steps whose ops are recorded (ops.py), or
+        """`trace_ops`: the window (first, last) of steps whose ops are recorded (op_records.py), or
         None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
         index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
         step's ops are recorded whatever `trace_ops` says; `tensor_digests`: the level of detail
@@ -321,7 +321,7 @@ class Recorder:
             trace_ops = (keep_op[0], keep_op[0] + 1)
         if trace_ops is not None:
             header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
-            cudnn = (op_records.CudnnLedger(torch, cudnn_log.source())
+            cudnn = (cudnn_log.CudnnLedger(torch, cudnn_log.source())
                      if torch.cuda.is_available() else None)
             self._ops = op_records.OpRecording(
                 torch, model, optimizer, trace_ops, keep_bytes, cudnn, self._digester, keep_op,

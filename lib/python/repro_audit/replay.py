@@ -62,7 +62,7 @@ def resolve_op(torch, name):
 
 def outputs_digest(torch, out):
     """The digests of a call's outputs as its op record has them, joined."""
-    from .ops import _leaves
+    from .op_records import _leaves
     digests = []
     for value in _leaves(out, []):
         if isinstance(value, torch.Tensor):

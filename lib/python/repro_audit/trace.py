@@ -7,8 +7,8 @@ that is not finite is written as null beside its bits, as the format says: JSON 
 
 The recorder writes version 3: the end record says how the run ended (`status` "completed", or
 "failed" with the exception's type in `error`), parameters and buffers carry their dtype and may
-be 0-dim or empty, buffers are recorded; op records (ops.py) when the header has `trace_ops`.
-Readers of versions 1 and 2 only refuse it by its version, so none takes a failed run for whole.
+be 0-dim or empty, buffers are recorded; op records (op_records.py) when the header has
+`trace_ops`. Readers of versions 1 and 2 only refuse it by its version, so none takes a failed run for whole.
 With a level of detail (detail.py: REPRO_AUDIT_TENSOR_DIGESTS), version 4: the header's
 `tensor_digests` names the steps recorded per tensor, the others hold one digest per category.
 """

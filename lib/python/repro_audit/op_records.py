@@ -17,7 +17,7 @@ import os
 import time
 import weakref
 
-from . import cudnn_log, device_digest, kept_op, op_digests
+from . import device_digest, kept_op, op_digests
 from .op_places import OpPlaces
 from .trace import write_whole
 
@@ -244,78 +244,15 @@ class _DigestCache:
             table.pop(key, None)
 
 
-def conv_key(torch, func, args):
-    """The geometry of a convolution call as a ledger keys it, "conv 128x32x26x26 k64 3x3 s1 p0"
-    (the engine's form), from the input's and the weight's shapes and the stride and padding."""
-    backward = _base_name(func).endswith("_backward")
-    x, w = (args[1], args[2]) if backward else (args[0], args[1])
-    stride, padding = (args[4], args[5]) if backward else (args[3], args[4])
-
-    def joined(values):
-        values = list(values)
-        return str(values[0]) if len(set(values)) == 1 else "x".join(str(v) for v in values)
-    return "conv %s k%d %s s%s p%s" % ("x".join(str(d) for d in x.shape), w.shape[0],
-                                       "x".join(str(d) for d in w.shape[2:]), joined(stride),
-                                       joined(padding))
-
-
-class CudnnLedger:
-    """What cuDNN executed for the window's convolutions (cudnn_log.py): each record's algorithm,
-    and the ledger of the trace's header, one entry per geometry and direction."""
-
-    def __init__(self, torch, log):
-        self._torch = torch
-        self.log = log
-        self.entries = []
-        self.executions = 0
-
-    def name(self, record, func, args, executes):
-        """Names in `record` what the call executed (the last execution per direction)."""
-        ran = cudnn_log.executed(executes)
-        if not ran:
-            return
-        self.executions += 1
-        key = conv_key(self._torch, func, args)
-        chooser = "cudnn.benchmark" if self._torch.backends.cudnn.benchmark else "heuristic"
-        texts = []
-        for direction in ("forward", "backward_data", "backward_filter"):
-            if direction not in ran:
-                continue
-            e = ran[direction]
-            text = cudnn_log.algorithm_text(e)
-            texts.append(text if len(ran) == 1 else "%s: %s" % (direction, text))
-            entry = {"layer": key, "direction": direction, "algorithm": text,
-                     "engine": -1 if e["engine_id"] is None else e["engine_id"],
-                     "deterministic": cudnn_log.deterministic(e),
-                     "math_type": cudnn_log.math_type(e), "chosen_by": chooser}
-            known = [x for x in self.entries
-                     if x["layer"] == key and x["direction"] == direction]
-            if not known or known[-1]["algorithm"] != text:
-                self.entries.append(entry)  # a later choice is appended: the last one counts
-        record["ledger_key"] = key
-        record["algorithm"] = "; ".join(texts)
-        record["algorithm_deterministic"] = all(cudnn_log.deterministic(e) for e in ran.values())
-
-    def note(self):
-        """What the ledger holds, in words, for the trace's environment."""
-        if not self.log.usable:
-            return "not recorded: " + self.log.why_not
-        if not self.executions:
-            return "no convolution executed through cuDNN's graph API in the op window"
-        how = ("cuDNN's API messages (cudnnSetCallback, in the op window)"
-               if isinstance(self.log, cudnn_log.CudnnCapture) else "cuDNN's API log")
-        return "read from %s: %d convolution calls" % (how, self.executions)
-
-
 class OpRecording:
     """The op records of a run's window steps; begin(step) before a step's ops, end() after."""
 
     def __init__(self, torch, model, optimizer, window, keep_bytes=DEFAULT_KEEP_BYTES,
                  cudnn=None, digester=None, keep_op=None, run_folder=None):
-        """`cudnn`: the CudnnLedger of a GPU run (None: no cuDNN, as on the CPU); `digester`:
-        where tensors are digested (device_digest.py; default: the environment's); `keep_op`:
-        (step, index) of the op kept whole for a magnitude and a replay (kept_op.py), its
-        kept-op.pt written into `run_folder`."""
+        """`cudnn`: the cudnn_log.CudnnLedger of a GPU run (None: no cuDNN, as on the CPU);
+        `digester`: where tensors are digested (device_digest.py; default: the environment's);
+        `keep_op`: (step, index) of the op kept whole for a magnitude and a replay (kept_op.py),
+        its kept-op.pt written into `run_folder`."""
         self.keep_op = keep_op
         self._run_folder = run_folder
         self._captured = None  # the kept op's call, captured before it ran
