@@ -3,7 +3,9 @@ from .checkpoint import Checkpoint
 from .digest import digest_bytes, tensor_digest, text_digest
 from .invariance_sweep import InvarianceResult, Padding, invariance
 from .recorder import NoOpRecorder, Recorder, VERSION, record, seed_everything
+from .settings import Settings, SettingsWarning
 from .workers import worker_init_fn
+from . import settings as _settings
 
 
 def _is_the_launcher():
@@ -14,7 +16,7 @@ def _is_the_launcher():
         a == "-m" and b == "repro_audit.launch" for a, b in zip(argv, argv[1:]))
 
 
-if __import__("os").environ.get("REPRO_AUDIT_TRACE") and not _is_the_launcher():
+if _settings.trace_named() and not _is_the_launcher():
     # Under an audit only: a DDP communication hook the script registers is wrapped, so that the
     # recorder sees its buckets (collective.py).
     from . import collective as _collective
@@ -22,5 +24,5 @@ if __import__("os").environ.get("REPRO_AUDIT_TRACE") and not _is_the_launcher():
 
 __all__ = ["record", "Checkpoint", "Recorder", "NoOpRecorder", "seed_everything", "digest_bytes",
            "tensor_digest", "text_digest", "worker_init_fn", "invariance", "InvarianceResult",
-           "Padding", "VERSION"]
+           "Padding", "Settings", "SettingsWarning", "VERSION"]
 __version__ = VERSION

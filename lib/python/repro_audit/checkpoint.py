@@ -44,6 +44,7 @@ import time
 
 from . import digest as digests
 from . import distributed
+from . import settings
 from . import workers
 from .state import value_digest
 from .trace import write_whole, TraceRecords
@@ -54,14 +55,14 @@ INTERRUPTED_EXIT = 75  # EX_TEMPFAIL; exec's kInterruptedExit (lib/audit/exec_au
 # and `step`, the steps done at the save (S or later); `checkpoint.file` the script's file, by its
 # name in the checkpoint folder; `write_seconds` only when the recorder called the save.
 FORMAT, VERSION = "repro_audit python checkpoint", 3
-INTERRUPT_AT = "REPRO_AUDIT_INTERRUPT_AT"
-CHECKPOINT_DIR = "REPRO_AUDIT_CHECKPOINT_DIR"
-RESUME_FROM = "REPRO_AUDIT_RESUME_FROM"  # the script's file to resume from (exec sets it)
-RESUME_STATE = "REPRO_AUDIT_RESUME_STATE"  # the recorder's file of that interrupt
+# The variables of the protocol (read in settings.py): the steps, the run's checkpoint folder,
+# the script's file to resume from (exec sets it) and the recorder's file of that interrupt.
+INTERRUPT_AT, CHECKPOINT_DIR = settings.INTERRUPT_AT, settings.CHECKPOINT_DIR
+RESUME_FROM, RESUME_STATE = settings.RESUME_FROM, settings.RESUME_STATE
 # Testing only: "checkpoint" kills the process (SIGKILL) at the save point, after the script's
 # file is written and before the recorder's; "restore" when the recorder of the restarted process
 # has checked the script's file (and called the Checkpoint's load), before it takes the trace up.
-TEST_KILL_AT = "REPRO_AUDIT_TEST_KILL_AT"
+TEST_KILL_AT = settings.TEST_KILL_AT
 DOCS = "docs/resume.md, \"PyTorch\""
 
 
@@ -130,20 +131,6 @@ def check_saved_path(path, checkpoint=None):
     return path
 
 
-def parse_steps(text):
-    """REPRO_AUDIT_INTERRUPT_AT's steps, ascending ("" for none); ValueError naming it."""
-    if not text:
-        return []
-    try:
-        steps = [int(part) for part in text.split(",")]
-    except ValueError:
-        steps = [0]
-    if any(s < 1 for s in steps) or not all(p.isdigit() for p in text.split(",")):
-        raise ValueError(f"repro_audit: {INTERRUPT_AT}={text!r}: expected steps >= 1, "
-                         "comma-separated")
-    return sorted(set(steps))
-
-
 def state_digests(torch, model_state, optimizer, scheduler=None, scaler=None):
     """The resume record's `state` but `next_batch` (docs/trace-format.md "resume"), now."""
     _, optimizer_values = model_state.optimizer_state()
@@ -172,8 +159,8 @@ def batch_digest(tensors, indices):
     return digests.digest_of_digests(parts)
 
 
-def _kill_for_test(environ, where):
-    if environ.get(TEST_KILL_AT) == where:
+def _kill_for_test(kill_at, where):
+    if kill_at == where:
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -182,13 +169,13 @@ def _kill_for_test(environ, where):
 class Interrupts:
     """The recorder's side of exec --interrupt-at for one process of one run."""
 
-    def __init__(self, torch, checkpoint, steps, run, folder, resume_state, environ, rank=0,
+    def __init__(self, torch, checkpoint, steps, run, folder, resume_state, kill_at, rank=0,
                  scheduler=None, scaler=None):
         self._torch, self._checkpoint, self._steps = torch, checkpoint, steps
         self._run, self._folder, self._resume_state = run, folder, resume_state
         self._rank = rank  # of a data-parallel run (distributed.py); 0 for one process
         self._scheduler, self._scaler = scheduler, scaler
-        self._environ = environ
+        self._kill_at = kill_at  # REPRO_AUDIT_TEST_KILL_AT: where the tests SIGKILL the run
         self._served = set()  # the steps S whose save point this run has passed
         # A save point's resume record without its state: digested at the compare point, the
         # model's next forward pass with gradients enabled.
@@ -197,19 +184,19 @@ class Interrupts:
         self._recorder = None
 
     @classmethod
-    def from_env(cls, torch, checkpoint, run, environ=os.environ, rank=0, scheduler=None,
+    def from_settings(cls, torch, checkpoint, given, rank=0, scheduler=None,
                  scaler=None):
         """None unless the audit asks for interrupts. `rank`: this process's in a data-parallel
         run (the recorder's Placement), whose files it names."""
-        steps = parse_steps(environ.get(INTERRUPT_AT, ""))
+        steps = list(given.interrupt_at)
         if not steps:
             return None
-        folder = environ.get(CHECKPOINT_DIR)
+        folder = given.checkpoint_dir
         if not folder or not os.path.isdir(folder):
             raise ValueError(f"repro_audit: {CHECKPOINT_DIR}={folder!r}: expected the run's "
                              "checkpoint folder")
-        return cls(torch, checkpoint, steps, run, folder, environ.get(RESUME_STATE) or None,
-                   environ, rank, scheduler, scaler)
+        return cls(torch, checkpoint, steps, given.run, folder, given.resume_state,
+                   given.test_kill_at, rank, scheduler, scaler)
 
     def _name(self, step, suffix):
         """This rank's file of the interrupt at `step`: rank 0's (and a single process's) keeps
@@ -276,7 +263,7 @@ class Interrupts:
             recorder.restored = self._checkpoint.load(path)
             checkpoint["read_seconds"] = time.perf_counter() - started
             checkpoint["write_seconds"] = saved["checkpoint"].get("write_seconds", 0.0)
-        _kill_for_test(self._environ, "restore")
+        _kill_for_test(self._kill_at, "restore")
         recorder._records = TraceRecords.resumed(saved["records"], recorder._path,
                                                  parked_temporary(recorder._path, step))
         kept = saved["recorder"]
@@ -397,7 +384,7 @@ class Interrupts:
         facts["file"] = relative if relative is not None else self._relative(path)
         if write_seconds is not None:
             facts["write_seconds"] = write_seconds
-        _kill_for_test(self._environ, "checkpoint")
+        _kill_for_test(self._kill_at, "checkpoint")
         side = workers.side_file(recorder._path)
         loader_workers = ""
         if os.path.exists(side):

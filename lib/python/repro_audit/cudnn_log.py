@@ -175,8 +175,11 @@ class CudnnCapture:
     alike. Measured on cuDNN 9.19 (its library on this machine, no GPU needed): the callback gets
     each call's lines separated by NULs, ending with two, without the "I!"/"i!" prefixes."""
 
-    def __init__(self, library=None):
+    def __init__(self, library=None, log_dest=None):
+        """`library`: cuDNN's shared library (default: the one this process loaded); `log_dest`:
+        CUDNN_LOGDEST_DBG's value (settings.py), where cuDNN logs when the recorder does not."""
         self._library_path = library
+        self._log_dest = log_dest
         self._set = self._get = None
         self._original = None
         self._callback = None
@@ -264,8 +267,7 @@ class CudnnCapture:
         arguments and does nothing, so no Python runs inside cuDNN, even at interpreter exit."""
         if self.active:
             mask, udata, function = self._original
-            if function is None and mask & ~_SEV_ERROR_EN == 0 and not os.environ.get(
-                    "CUDNN_LOGDEST_DBG"):
+            if function is None and mask & ~_SEV_ERROR_EN == 0 and not self._log_dest:
                 import ctypes
                 sink = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p)
                 self._set(_SEV_ERROR_EN, None, sink)
@@ -297,9 +299,10 @@ class CudnnLog:
     def stop(self):
         pass
 
-    def __init__(self, environ=os.environ):
-        self.path = environ.get("CUDNN_LOGDEST_DBG")
-        level = environ.get("CUDNN_LOGLEVEL_DBG", environ.get("CUDNN_LOGINFO_DBG"))
+    def __init__(self, path=None, level=None):
+        """`path`: CUDNN_LOGDEST_DBG's value; `level`: CUDNN_LOGLEVEL_DBG's, else
+        CUDNN_LOGINFO_DBG's (settings.py)."""
+        self.path = path
         self.why_not = None
         if not self.path:
             self.why_not = "CUDNN_LOGDEST_DBG is not set: cuDNN writes no API log"
@@ -329,15 +332,16 @@ class CudnnLog:
         return parse_executes(text)
 
 
-def source(environ=os.environ):
+def source(log_dest=None, log_level=None):
     """Where the op records read what cuDNN executed: its callback (CudnnCapture) when this
     process has a cuDNN shared library loaded, else the file log the environment names
-    (CudnnLog), else a capture that will look for cuDNN again when the window starts."""
+    (CudnnLog: `log_dest` and `log_level`, CUDNN_LOGDEST_DBG's and CUDNN_LOGLEVEL_DBG's values),
+    else a capture that will look for cuDNN again when the window starts."""
     if _loaded_cudnn() is None:
-        log = CudnnLog(environ)
+        log = CudnnLog(log_dest, log_level)
         if log.usable:
             return log
-    return CudnnCapture()
+    return CudnnCapture(log_dest=log_dest)
 
 
 def conv_key(torch, func, args):

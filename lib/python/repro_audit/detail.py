@@ -3,11 +3,10 @@ digest per tensor (every gradient, weight and buffer); the others record one dig
 `grads_digest`, `weights_digest`, `buffers_digest` (the digest of the per-tensor hex digests
 joined by newlines, as the optimizer state's). A trace with a level of detail is format version 4.
 
-REPRO_AUDIT_TENSOR_DIGESTS holds the plan as `repro-audit exec --tensor-digests` writes it:
+REPRO_AUDIT_TENSOR_DIGESTS (read in settings.py) holds the plan as `repro-audit exec --tensor-digests` writes it:
 comma-separated values, each "all", "none", "every:K" (steps 0, K, 2K, ...) or a step window
 "A:B" (steps A..B-1), "A:" (A to the end) or "N" (step N alone). Unset or "all": every step.
 """
-import os
 import re
 
 ENVIRONMENT = "REPRO_AUDIT_TENSOR_DIGESTS"
@@ -55,15 +54,6 @@ class TensorDigestPlan:
         if "all" in seen:
             return cls(1)
         return cls(every, windows)
-
-    @classmethod
-    def from_env(cls, environ=None):
-        """The plan REPRO_AUDIT_TENSOR_DIGESTS asks for, or None for every step."""
-        text = (os.environ if environ is None else environ).get(ENVIRONMENT)
-        if not text:
-            return None
-        plan = cls.parse(text)
-        return None if plan.all() else plan
 
     def all(self):
         """Every step per tensor: a plan of versions 1 to 3."""

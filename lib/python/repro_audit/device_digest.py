@@ -13,7 +13,6 @@ Where the library or a GPU is missing, every tensor is digested on the host, wit
 result; `Digester.where` says which, and the recorder writes it in the trace's environment.
 """
 import ctypes
-import os
 
 from . import digest as digests
 
@@ -66,11 +65,11 @@ class DeviceDigestLibrary:
             raise DeviceDigestError(f"repro_audit: the GPU digest launch failed: {text}")
 
 
-def load_library(torch, environ=os.environ):
-    """(the library or None, where digests are made, in words, for the trace's environment)."""
+def load_library(torch, path):
+    """(the library or None, where digests are made, in words, for the trace's environment):
+    `path` is REPRO_AUDIT_DEVICE_DIGEST_LIBRARY's value (settings.py), or None."""
     if not torch.cuda.is_available():
         return None, "host: no GPU"
-    path = environ.get(LIBRARY_VARIABLE)
     if not path:
         return None, (f"host: {LIBRARY_VARIABLE} is not set (repro-audit exec sets it where its "
                       "build has the library)")
@@ -233,9 +232,10 @@ class Digester:
     """Where a run's tensors are digested (`where`, for the trace's environment), and batches
     that digest them there."""
 
-    def __init__(self, torch, environ=os.environ):
+    def __init__(self, torch, library_path=None):
+        """`library_path`: REPRO_AUDIT_DEVICE_DIGEST_LIBRARY's value, or None (host digests)."""
         self._torch = torch
-        self.library, self.where = load_library(torch, environ)
+        self.library, self.where = load_library(torch, library_path)
 
     @property
     def on_device(self):

@@ -13,11 +13,7 @@ and compares rank r of each run with rank r of the reference run.
 """
 import os
 
-from . import env
-
 TRACE_SUFFIX = ".trace.jsonl"
-# What pins NCCL's reduction: NCCL has no determinism switch, only the algorithm and protocol.
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
 
 
 class Placement:
@@ -26,10 +22,10 @@ class Placement:
     def __init__(self, rank, world_size, backend=None):
         self.rank, self.world_size, self.backend = rank, world_size, backend
 
-    def header(self, environ=None):
-        """The header's `distributed` field."""
-        environ = os.environ if environ is None else environ
-        nccl = {name: environ[name] for name in NCCL_VARIABLES if environ.get(name)}
+    def header(self, nccl):
+        """The header's `distributed` field; `nccl`: the NCCL_* variables set (settings.py: what
+        pins NCCL's reduction, which has no determinism switch, only the algorithm and
+        protocol)."""
         return {"rank": self.rank, "world_size": self.world_size,
                 "backend": self.backend or "unknown", "nccl": nccl}
 
@@ -72,13 +68,10 @@ def _backend(torch):
     return None
 
 
-def placement(torch, environ=None):
-    """This process's Placement, or None for a single process (no WORLD_SIZE, or 1, and no
-    process group of more than one rank). An initialised process group wins over the
-    environment; RANK and WORLD_SIZE are checked as the other audit variables are."""
-    environ = os.environ if environ is None else environ
-    world = env.integer("WORLD_SIZE", 1, env.RUN_LIMIT, default=1, environ=environ)
-    rank = env.integer("RANK", 0, env.RUN_LIMIT, default=0, environ=environ)
+def placement(torch, world, rank):
+    """This process's Placement, or None for a single process (`world`: WORLD_SIZE, 1 when
+    unset, and no process group of more than one rank). An initialised process group wins over
+    the environment's WORLD_SIZE and RANK (checked in settings.py as the audit's variables are)."""
     backend = _backend(torch)
     if backend is not None:
         import torch.distributed as dist

@@ -49,13 +49,14 @@ from typing import (TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Seque
 if TYPE_CHECKING:  # the package imports without torch
     import torch
 
+from . import settings
 from .digest import tensor_digest
 from .invariance_ops import (WHOLE, Deferred, ModuleStack, ProbeOps, WholeDigests, by_size,
                              make_mode, order_dependent)
 from .op_records import _leaves
 from .trace import write_whole
 
-ENVIRONMENT = "REPRO_AUDIT_INVARIANCE"
+ENVIRONMENT = settings.INVARIANCE
 POSITIONS = ("first", "middle", "last")
 NEIGHBOURS = ("batch", "noise")
 DEFAULT_MAX_SIZE = 64
@@ -225,12 +226,10 @@ def _environment_plan(text):
     return plan
 
 
-def resolve_plan(sizes=None, positions=None, neighbours=None, control=None, out=None,
-                 environ=None) -> Plan:
+def resolve_plan(sizes=None, positions=None, neighbours=None, control=None, out=None) -> Plan:
     """The plan of a call (the module's documentation: the environment's out and control win,
     lists are merged), checked: ValueError or TypeError naming what is wrong."""
-    environ = os.environ if environ is None else environ
-    text = environ.get(ENVIRONMENT)
+    text = settings.invariance_plan()
     env = _environment_plan(text) if text else {}
     merged_sizes = set()
     for source, values in (("sizes", sizes), (ENVIRONMENT + " sizes", env.get("sizes"))):

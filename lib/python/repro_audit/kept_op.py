@@ -44,21 +44,13 @@ class Written(NamedTuple):
     sha256: str
 
 
-def parse(text):
-    """(step, index) of "STEP:INDEX"; ValueError naming the variable otherwise."""
+def parse(text, name=ENVIRONMENT):
+    """(step, index) of "STEP:INDEX"; ValueError naming the variable (`name`) otherwise."""
     step, colon, index = text.strip().partition(":")
     if not colon or not step.isdigit() or not index.isdigit() or len(step) > 18 or len(index) > 18:
-        raise ValueError(f"repro_audit: {ENVIRONMENT}={text!r}: expected STEP:INDEX, two "
+        raise ValueError(f"repro_audit: {name}={text!r}: expected STEP:INDEX, two "
                          "non-negative integers (the root cause's step and op index)")
     return int(step), int(index)
-
-
-def replays_from(environ):
-    text = environ.get(REPLAYS_ENVIRONMENT, str(DEFAULT_REPLAYS)).strip()
-    if not text.isdigit() or not 1 <= int(text) <= 1000:
-        raise ValueError(f"repro_audit: {REPLAYS_ENVIRONMENT}={text!r}: expected an integer "
-                         "from 1 to 1000")
-    return int(text)
 
 
 def switches(torch):

@@ -19,6 +19,9 @@ import weakref
 
 from . import device_digest, kept_op, op_digests
 from .op_places import OpPlaces
+# The window's text is read with the other settings (REPRO_AUDIT_TRACE_OPS, settings.py); the
+# names stay here too, where the op records' readers look for them.
+from .settings import DEFAULT_KEEP_BYTES, MAX_STEP, parse_window  # noqa: F401
 from .trace import write_whole
 
 # Base names (the overload packet's, without a trailing "_") of the ops whose outputs are kept.
@@ -59,35 +62,8 @@ CONVOLUTIONS = frozenset("""
 convolution _convolution convolution_backward cudnn_convolution cudnn_convolution_transpose
 """.split())
 
-DEFAULT_KEEP_BYTES = 64 << 20
-MAX_STEP = (1 << 63) - 1
 KEPT_FILE_NAME = "kept-outputs.bin"
 TRACE_SUFFIX = ".trace.jsonl"
-
-
-def parse_window(text):
-    """(first, last) of "A:B" (steps A..B-1), "A:" (last None), "all" or "N" (N:N+1), as
-    `--trace-ops` has it; ValueError naming the text otherwise."""
-    text = text.strip()
-    if text == "all":
-        return 0, None
-    first, colon, last = text.partition(":")
-    ascii_digits = lambda part: part.isascii() and part.isdigit()  # noqa: E731
-    try:
-        if not ascii_digits(first) or (last and not ascii_digits(last)):
-            raise ValueError
-        if not colon:  # "N": step N alone
-            window = int(first), int(first) + 1
-        else:
-            window = int(first), (int(last) if last else None)
-        if max(window[0], window[1] or 0) > MAX_STEP:  # the reader's steps are int64
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected N, A:B, A: or "
-                         f"all, N, A and B step numbers up to {MAX_STEP}")
-    if window[1] is not None and window[1] <= window[0]:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: the window is empty")
-    return window
 
 
 def in_window(window, step):

@@ -1,7 +1,7 @@
 """The perturbed group and prediction churn of an audit (`repro-audit exec --seeds all`,
 docs/statistics.md), kept out of recorder.py, which only calls in here.
 
-The perturbed group: REPRO_AUDIT_PERTURB holds a draw (the run's number). Once the model is built
+The perturbed group: REPRO_AUDIT_PERTURB holds a draw (the run's number; settings.py reads it). Once the model is built
 and before its initial weights are digested, the recorder flips the lowest mantissa bit of one
 float32 parameter element, picked by that draw of the named stream "perturb/weight" (a keyed
 SHA-256 of the seed, the stream's name and the draw: no RNG of the script moves), and writes which
@@ -26,16 +26,6 @@ TRACE_SUFFIX = ".trace.jsonl"
 PREDICTIONS_FILE = "predictions.npy"
 
 
-def draw_from_env(environ=None):
-    """REPRO_AUDIT_PERTURB as an integer draw, or None when unset or empty."""
-    text = (os.environ if environ is None else environ).get(ENVIRONMENT)
-    if not text:
-        return None
-    if not text.isdigit() or not text.isascii():
-        raise ValueError(f"repro_audit: {ENVIRONMENT}={text!r}: expected a run number")
-    return int(text)
-
-
 def wanted(seed_group, draw):
     """Whether the run flips a weight: exactly the perturbed group's runs, which need a draw
     (ValueError otherwise: the tool refuses a perturbed trace without its perturbation)."""
@@ -49,12 +39,12 @@ def wanted(seed_group, draw):
 PLANNED = "REPRO_AUDIT_PERTURB_PLANNED"
 
 
-def check_perturbable(torch, params, environ=None):
-    """In every run of an audit with a perturbed group (REPRO_AUDIT_PERTURB_PLANNED=1): a model
-    with no contiguous float32 parameter element cannot be perturbed, and fails now, in the
-    audit's first run, not after the same-seed and different-seed groups have trained."""
-    environ = os.environ if environ is None else environ
-    if environ.get(PLANNED, "") != "1":
+def check_perturbable(torch, params, planned):
+    """In every run of an audit with a perturbed group (`planned`: REPRO_AUDIT_PERTURB_PLANNED=1,
+    settings.py): a model with no contiguous float32 parameter element cannot be perturbed, and
+    fails now, in the audit's first run, not after the same-seed and different-seed groups have
+    trained."""
+    if not planned:
         return
     if any(p.dtype == torch.float32 and p.is_contiguous() and p.numel() > 0 for _, p in params):
         return

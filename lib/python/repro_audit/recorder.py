@@ -35,9 +35,9 @@ from . import device_digest
 from . import digest as digests
 from . import kept_op
 from . import misuse
-from . import env
 from . import op_records
 from . import perturb
+from . import settings as settings_module
 from . import workers
 from .replay import REFUSED_EXIT as REPLAY_REFUSED_EXIT
 from .state import ModelState, check_name
@@ -47,10 +47,6 @@ from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none
 VERSION = "0.1.0"
 
 _MISSING = object()
-
-
-def _seed_from_env():
-    return env.seed()
 
 
 def exception_name(exception_type):
@@ -85,7 +81,7 @@ def seed_everything(seed=None, default=None):
     with REPRO_AUDIT_SEED (what `repro-audit exec` sets per run), else with `default`; returns the
     seed used, or None when there is none to apply."""
     if seed is None:
-        seed = _seed_from_env()
+        seed = settings_module.seed()
     if seed is None:
         seed = default
     if seed is None:
@@ -117,7 +113,7 @@ def _rng_states(torch):
     return states
 
 
-def _environment(torch, threads, digests_where):
+def _environment(torch, threads, digests_where, cublas_workspace_config):
     cuda = torch.cuda.is_available()
     cudnn = torch.backends.cudnn
     return {
@@ -129,7 +125,7 @@ def _environment(torch, threads, digests_where):
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cudnn_deterministic": bool(cudnn.deterministic),
         "cudnn_benchmark": bool(cudnn.benchmark),
-        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        "cublas_workspace_config": cublas_workspace_config,
         # TF32 (Ampere and later): matmuls and convolutions on 10-bit mantissas, other bits than
         # fp32 and than an older GPU, though identical run to run on one (doctor says so).
         "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
@@ -185,14 +181,21 @@ class NoOpRecorder:
         pass
 
 
-def record(model, optimizer=None, names=None, spec=None, checkpoint=None, scheduler=None,
-           scaler=None):
+def record(model, optimizer=None, *, ops=None, tensor_digests=None, keep_op=None,
+           checkpoint=None, scheduler=None, scaler=None, names=None, spec=None, trace=None,
+           keep_bytes=None, replays=None):
     """The documented form: `with repro_audit.record(model, optimizer) as rec:` (Recorder.from_env
     as a context manager: the end of the block ends the run, an exception marks it failed).
     `scheduler`, `scaler`: the LR scheduler and GradScaler the script steps, whose state the
-    resume check compares (docs/resume.md)."""
-    return Recorder.from_env(model, optimizer, names=names, spec=spec, checkpoint=checkpoint,
-                             scheduler=scheduler, scaler=scaler)
+    resume check compares (docs/resume.md). The settings (settings.py; docs/pytorch.md,
+    "Settings"), each over its variable: `trace` (REPRO_AUDIT_TRACE: a trace without exec),
+    `ops` (REPRO_AUDIT_TRACE_OPS: "A:B", "all", a step, or (first, last)), `tensor_digests`
+    (REPRO_AUDIT_TENSOR_DIGESTS), `keep_op` (REPRO_AUDIT_KEEP_OP: "STEP:INDEX" or a pair),
+    `keep_bytes` (REPRO_AUDIT_KEEP_BYTES), `replays` (REPRO_AUDIT_REPLAYS); None: not given."""
+    return Recorder.from_env(model, optimizer, ops=ops, tensor_digests=tensor_digests,
+                             keep_op=keep_op, checkpoint=checkpoint, scheduler=scheduler,
+                             scaler=scaler, names=names, spec=spec, trace=trace,
+                             keep_bytes=keep_bytes, replays=replays)
 
 
 class Recorder:
@@ -201,55 +204,62 @@ class Recorder:
     enabled = True
 
     @classmethod
-    def from_env(cls, model, optimizer=None, names=None, spec=None, checkpoint=None,
-                 scheduler=None, scaler=None):
+    def from_env(cls, model, optimizer=None, *, names=None, spec=None, checkpoint=None,
+                 scheduler=None, scaler=None, **keywords):
         """`names`: the parameters' names in the trace, in named_parameters order (default:
         PyTorch's); `spec`: the trace's spec (default: REPRO_AUDIT_SPEC, else the script's name).
         Both serve a trace that must line up with another tool's, as the engine's for the
         cross-check (docs/pytorch.md, "Cross-check with the engine"). `checkpoint`: (save, load),
         or a checkpoint.Checkpoint, for a recorder that saves and loads for `exec --interrupt-at`
         (a script that saves itself calls rec.saved(path) instead); `scheduler`, `scaler`: the LR
-        scheduler and GradScaler the script steps, compared at a resume (docs/resume.md)."""
+        scheduler and GradScaler the script steps, compared at a resume (docs/resume.md).
+        `keywords`: the settings record() takes (trace, ops, tensor_digests, keep_op, keep_bytes,
+        replays), checked with or without an audit."""
         checkpoint = checkpoints.checkpoint_of(checkpoint)  # a wrong one fails without an audit
         checkpoints.stateful_of(checkpoint, scheduler, scaler)
-        path = os.environ.get("REPRO_AUDIT_TRACE")
-        if not path:
+        given = settings_module.Settings.from_environment(**keywords)
+        if not given.trace:
             return NoOpRecorder(checkpoint)
-        window = os.environ.get("REPRO_AUDIT_TRACE_OPS")
-        return cls(model, optimizer, path, run=env.run_index(), seed_group=env.seed_group(),
-                   audit_id=env.audit_id(),
-                   name=os.environ.get("REPRO_AUDIT_NAME"), names=names, spec=spec,
-                   trace_ops=op_records.parse_window(window) if window else None,
-                   keep_bytes=env.keep_bytes(op_records.DEFAULT_KEEP_BYTES),
-                   keep_op=(kept_op.parse(os.environ[kept_op.ENVIRONMENT])
-                            if os.environ.get(kept_op.ENVIRONMENT) else None),
-                   replays=kept_op.replays_from(os.environ),
-                   tensor_digests=detail.TensorDigestPlan.from_env(), checkpoint=checkpoint,
-                   perturb_draw=perturb.draw_from_env(), scheduler=scheduler, scaler=scaler)
+        return cls(model, optimizer, settings=given, names=names, spec=spec,
+                   checkpoint=checkpoint, scheduler=scheduler, scaler=scaler)
 
-    def __init__(self, model, optimizer, path, run=0, seed_group="same", audit_id=None,
-                 name=None, names=None, spec=None, trace_ops=None,
-                 keep_bytes=op_records.DEFAULT_KEEP_BYTES, keep_op=None,
-                 replays=kept_op.DEFAULT_REPLAYS, tensor_digests=None, checkpoint=None,
-                 perturb_draw=None, scheduler=None, scaler=None):
-        """`trace_ops`: the window (first, last) of steps whose ops are recorded (op_records.py), or
-        None; `keep_bytes`: the budget of the outputs kept for magnitudes; `keep_op`: (step,
-        index) of the op kept whole and replayed `replays` times at the end (kept_op.py): its
-        step's ops are recorded whatever `trace_ops` says; `tensor_digests`: the level of detail
-        (a detail.TensorDigestPlan, or its text "every:1000,5000:5100"), None for every step per
-        tensor; `perturb_draw`: the perturbed group's draw (perturb.py), None outside it;
-        `checkpoint`, `scheduler`, `scaler`: as from_env's."""
+    def __init__(self, model, optimizer=None, path=None, *, settings=None, names=None,
+                 spec=None, checkpoint=None, scheduler=None, scaler=None, **keywords):
+        """Records into `path` (else the settings' trace), with `settings` (a settings.Settings),
+        else the environment's under `keywords` (record()'s: ops, tensor_digests, keep_op,
+        keep_bytes, replays). The op window (first, last) records the ops of its steps
+        (op_records.py); keep_op, (step, index) of the op kept whole and replayed `replays` times
+        at the end (kept_op.py), records its step's ops whatever the window says;
+        tensor_digests, the level of detail (a detail.TensorDigestPlan, or its text
+        "every:1000,5000:5100"); `checkpoint`, `scheduler`, `scaler`: as from_env's."""
         import torch
 
-        placement = distributed.placement(torch)  # a rank of a data-parallel run, or None
+        if settings is None:
+            settings = settings_module.Settings.from_environment(trace=path, **keywords)
+        elif path is not None or keywords:
+            raise TypeError("repro_audit: Recorder(settings=...) takes no path or settings "
+                            "keywords besides: they are the settings' own")
+        if not settings.trace:
+            raise ValueError("repro_audit: Recorder needs a trace file (path, trace=, or "
+                             "REPRO_AUDIT_TRACE); record() gives a no-op recorder without one")
+        run, seed_group, audit_id = settings.run, settings.seed_group, settings.audit_id
+        name, trace_ops, keep_bytes = settings.name, settings.ops, settings.keep_bytes
+        keep_op, replays = settings.keep_op, settings.replays
+        tensor_digests, perturb_draw = settings.tensor_digests, settings.perturb
+        self._settings = settings
+        settings.warn_unused()
+        # a rank of a data-parallel run, or None
+        placement = distributed.placement(torch, settings.world_size, settings.rank)
+        path = settings.trace
         if placement is not None:
             path = placement.trace_path(path)
-        env.check_trace_path(path)
+        settings_module.check_trace_path(path)
         # exec --interrupt-at (checkpoint.py): None without one.
         self._checkpoint = checkpoints.checkpoint_of(checkpoint)
         scheduler, scaler = checkpoints.stateful_of(self._checkpoint, scheduler, scaler)
-        self._interrupts = checkpoints.Interrupts.from_env(
-            torch, self._checkpoint, run, rank=placement.rank if placement is not None else 0,
+        self._interrupts = checkpoints.Interrupts.from_settings(
+            torch, self._checkpoint, settings,
+            rank=placement.rank if placement is not None else 0,
             scheduler=scheduler, scaler=scaler)
         self._torch = torch
         self._model = model
@@ -267,17 +277,15 @@ class Recorder:
         started = time.perf_counter()
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.
-        given = os.environ.get("REPRO_AUDIT_SPEC")
-        if spec is None and given:
-            spec = json.loads(given)
+        if spec is None and settings.spec is not None:
+            spec = settings.spec
         elif spec is None:
             name = name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0]
             spec = {"name": name or "python", "source": "pytorch"}
         check_name("spec", spec.get("name") if isinstance(spec, dict) else None)
-        seed = _seed_from_env()
-        seed = torch.initial_seed() if seed is None else seed
+        seed = torch.initial_seed() if settings.seed is None else settings.seed
         threads = torch.get_num_threads()
-        self._digester = device_digest.Digester(torch)
+        self._digester = device_digest.Digester(torch, settings.device_digest_library)
         header = {
             "record": "header",
             "format_version": FORMAT_VERSION,
@@ -290,7 +298,8 @@ class Recorder:
             "threads": max(1, threads),
             "determinism": {"mode": "deterministic" if torch.are_deterministic_algorithms_enabled()
                             else "nondeterministic", "ops": {}},
-            "environment": _environment(torch, threads, self._digester.where),
+            "environment": _environment(torch, threads, self._digester.where,
+                                        settings.cublas_workspace_config),
             "rng_states": _rng_states(torch),
             "ledger": [],
             "params": self._state.header_params(), "buffers": self._state.header_buffers(),
@@ -301,12 +310,10 @@ class Recorder:
         self._collectives = None  # the DDP model's buckets (collective.py), or None
         unwrapped_hook = None  # why the buckets are not recorded, in words
         if placement is not None:
-            header["distributed"] = placement.header()
+            header["distributed"] = placement.header(settings.nccl)
             self._collectives, fields, unwrapped_hook = collective.install(
                 torch, model, self._state.params, self._digester)
             header["distributed"].update(fields)
-        if isinstance(tensor_digests, str):
-            tensor_digests = detail.TensorDigestPlan.parse(tensor_digests, "tensor_digests")
         if tensor_digests is not None and not tensor_digests.all():
             header["format_version"] = detail.FORMAT_VERSION
             header["tensor_digests"] = tensor_digests.header()
@@ -321,14 +328,15 @@ class Recorder:
             trace_ops = (keep_op[0], keep_op[0] + 1)
         if trace_ops is not None:
             header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
-            cudnn = (cudnn_log.CudnnLedger(torch, cudnn_log.source())
+            cudnn = (cudnn_log.CudnnLedger(torch, cudnn_log.source(settings.cudnn_log_dest,
+                                                                   settings.cudnn_log_level))
                      if torch.cuda.is_available() else None)
             self._ops = op_records.OpRecording(
                 torch, model, optimizer, trace_ops, keep_bytes, cudnn, self._digester, keep_op,
                 os.path.dirname(self._kept_path) if self._kept_path else None)
             if keep_op is not None:
                 header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
-        perturb.check_perturbable(torch, self._state.params)
+        perturb.check_perturbable(torch, self._state.params, settings.perturb_planned)
         if perturb.wanted(seed_group, perturb_draw):  # before the initial weights are digested
             header["perturbation"] = perturb.flip_one_weight(torch, self._state.params, seed,
                                                              perturb_draw)
@@ -528,13 +536,13 @@ class Recorder:
         out = os.path.join(os.path.dirname(path), kept_op.REPLAY_FILE_NAME)
         _remove_if_there(out)  # only this replay's outcome may be read as the run's
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [package] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        for name in ("REPRO_AUDIT_TRACE", "REPRO_AUDIT_TRACE_OPS", kept_op.ENVIRONMENT):
-            env.pop(name, None)  # the replay is no run of the audit
+        # The replay is no run of the audit: no trace, no window, no kept op.
+        child = settings_module.child_environment(
+            drop=(settings_module.TRACE, settings_module.TRACE_OPS, settings_module.KEEP_OP),
+            python_path=package)
         done = subprocess.run([sys.executable, "-m", "repro_audit.replay", path, "--sha256",
                                self._ops.kept_op_sha256, "--times", str(self._replays), "--out",
-                               out], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                               out], env=child, stdin=subprocess.DEVNULL, capture_output=True,
                               text=True)
         last_line = (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
         if done.returncode == 0:

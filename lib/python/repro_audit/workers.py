@@ -20,8 +20,9 @@ import os
 import random
 
 from . import digest as digests
+from . import settings
 
-TRACE_VARIABLE = "REPRO_AUDIT_TRACE"
+TRACE_VARIABLE = settings.TRACE
 
 
 def side_file(trace_path):
@@ -85,7 +86,7 @@ def worker_init_fn(worker_id, _chained=None):
     from (nothing when no audit asked for a trace)."""
     if _chained is not None:
         _chained(worker_id)
-    path = os.environ.get(TRACE_VARIABLE)
+    path = settings.trace_named()
     if path:
         import torch
         info = torch.utils.data.get_worker_info()
