@@ -234,65 +234,78 @@ class Recorder:
         "every:1000,5000:5100"); `checkpoint`, `scheduler`, `scaler`: as from_env's."""
         import torch
 
-        if settings is None:
-            settings = settings_module.Settings.from_environment(trace=path, **keywords)
-        elif path is not None or keywords:
-            raise TypeError("repro_audit: Recorder(settings=...) takes no path or settings "
-                            "keywords besides: they are the settings' own")
-        if not settings.trace:
-            raise ValueError("repro_audit: Recorder needs a trace file (path, trace=, or "
-                             "REPRO_AUDIT_TRACE); record() gives a no-op recorder without one")
-        run, seed_group, audit_id = settings.run, settings.seed_group, settings.audit_id
-        name, trace_ops, keep_bytes = settings.name, settings.ops, settings.keep_bytes
-        keep_op, replays = settings.keep_op, settings.replays
-        tensor_digests, perturb_draw = settings.tensor_digests, settings.perturb
-        self._settings = settings
+        self._settings = settings = _settings_of(path, settings, keywords)
         settings.warn_unused()
-        # a rank of a data-parallel run, or None
+        # A rank of a data-parallel run, or None.
         placement = distributed.placement(torch, settings.world_size, settings.rank)
-        path = settings.trace
-        if placement is not None:
-            path = placement.trace_path(path)
-        settings_module.check_trace_path(path)
-        # exec --interrupt-at (checkpoint.py): None without one.
-        self._checkpoint = checkpoints.checkpoint_of(checkpoint)
-        scheduler, scaler = checkpoints.stateful_of(self._checkpoint, scheduler, scaler)
-        self._interrupts = checkpoints.Interrupts.from_settings(
-            torch, self._checkpoint, settings,
-            rank=placement.rank if placement is not None else 0,
-            scheduler=scheduler, scaler=scaler)
-        self._torch = torch
-        self._model = model
-        self._optimizer = optimizer
-        self._path = path
+        self._path = path = _trace_path(settings, placement)
+        self._torch, self._model, self._optimizer = torch, model, optimizer
+        self._install_interrupts(checkpoint, placement, scheduler, scaler)
         self._recording = 0.0
         self._finished = False
         self._error = None  # the type of the exception that ended the script, once known
         self._state = ModelState(torch, distributed.unwrapped(model), optimizer, names)
-        self._run, self._audit_id = run, audit_id
-        workers.remove_side_file(path)
+        self._run, self._audit_id = settings.run, settings.audit_id
+        self._replays = settings.replays
         self._kept_path = op_records.kept_outputs_path(path)
-        if self._kept_path and os.path.exists(self._kept_path):
-            os.remove(self._kept_path)  # an earlier run's: not this run's values
+        self._remove_earlier_files()
         started = time.perf_counter()
+        self._digester = device_digest.Digester(torch, settings.device_digest_library)
+        header = self._header(spec)
+        self._warnings = []  # misuse.py: what the trace's header says went wrong
+        self._install_collectives(placement, header)
+        self._install_op_recording(header)
+        self._perturb(header)
+        self._eval = perturb.EvalRecord()
+        self._records = self._initial_records(header)
+        self._pending = None  # the last step's record and its batch, still on the GPU
+        self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
+        self._started = time.perf_counter()
+        self._last = self._started
+        self._recording += self._started - started
+        self.start_step, self.restored = 0, None  # the steps done before this process, load's
+        self._install_hooks()
+
+    # --- what __init__ does, one job each, in its order ---
+
+    def _install_interrupts(self, checkpoint, placement, scheduler, scaler):
+        """exec --interrupt-at (checkpoint.py): self._interrupts, None without one."""
+        self._checkpoint = checkpoints.checkpoint_of(checkpoint)
+        scheduler, scaler = checkpoints.stateful_of(self._checkpoint, scheduler, scaler)
+        self._interrupts = checkpoints.Interrupts.from_settings(
+            self._torch, self._checkpoint, self._settings,
+            rank=placement.rank if placement is not None else 0,
+            scheduler=scheduler, scaler=scaler)
+
+    def _remove_earlier_files(self):
+        """What an earlier run left for this trace: its loader workers' side file, its kept
+        outputs (not this run's values)."""
+        workers.remove_side_file(self._path)
+        if self._kept_path and os.path.exists(self._kept_path):
+            os.remove(self._kept_path)
+
+    def _header(self, spec):
+        """The trace's header, but for what the installers add (distributed, trace_ops, keep_op,
+        perturbation): spec, seeds, environment, RNG states, parameters and buffers, the level of
+        detail and what seed_everything did."""
+        torch, settings = self._torch, self._settings
         # `repro-audit exec` gives the audit's spec, so that the trace is known as the audit's by
         # its digest; by hand, the script's name.
         if spec is None and settings.spec is not None:
             spec = settings.spec
         elif spec is None:
-            name = name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0]
+            name = settings.name or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0]
             spec = {"name": name or "python", "source": "pytorch"}
         check_name("spec", spec.get("name") if isinstance(spec, dict) else None)
         seed = torch.initial_seed() if settings.seed is None else settings.seed
         threads = torch.get_num_threads()
-        self._digester = device_digest.Digester(torch, settings.device_digest_library)
         header = {
             "record": "header",
             "format_version": FORMAT_VERSION,
             "tool_version": "repro_audit-python " + VERSION,
             "source": {"kind": "pytorch", "command": _command_text(sys.argv)},
             "spec": spec, "spec_digest": digests.text_digest(canonical_json(spec)),
-            "run_index": run, "seed_group": seed_group,
+            "run_index": settings.run, "seed_group": settings.seed_group,
             "seeds": {"init": seed, "data": seed, "dropout": seed},
             "backend": "pytorch-cuda" if torch.cuda.is_available() else "pytorch-cpu",
             "threads": max(1, threads),
@@ -305,64 +318,80 @@ class Recorder:
             "params": self._state.header_params(), "buffers": self._state.header_buffers(),
             "optimizer_state": [], "fault": None,
         }
-        if audit_id:
-            header["audit_id"] = audit_id
-        self._collectives = None  # the DDP model's buckets (collective.py), or None
-        unwrapped_hook = None  # why the buckets are not recorded, in words
-        if placement is not None:
-            header["distributed"] = placement.header(settings.nccl)
-            self._collectives, fields, unwrapped_hook = collective.install(
-                torch, model, self._state.params, self._digester)
-            header["distributed"].update(fields)
-        if tensor_digests is not None and not tensor_digests.all():
+        if settings.audit_id:
+            header["audit_id"] = settings.audit_id
+        plan = settings.tensor_digests
+        if plan is not None and not plan.all():
             header["format_version"] = detail.FORMAT_VERSION
-            header["tensor_digests"] = tensor_digests.header()
+            header["tensor_digests"] = plan.header()
         if _seeded is not None:
             # torch.initial_seed() is the last seed torch was given: another than
             # seed_everything's says the script seeded torch again after it.
             header["seeded"] = dict(_seeded, torch_initial_seed=torch.initial_seed())
+        return header
+
+    def _install_collectives(self, placement, header):
+        """A rank of a data-parallel run: the header's `distributed`, and the DDP model's buckets
+        recorded (collective.py) into self._collectives, or why not in the warnings."""
+        self._collectives = None
+        if placement is None:
+            return
+        header["distributed"] = placement.header(self._settings.nccl)
+        self._collectives, fields, unwrapped_hook = collective.install(
+            self._torch, self._model, self._state.params, self._digester)
+        header["distributed"].update(fields)
+        if unwrapped_hook:  # why the buckets are not recorded, in words
+            self._warnings.append(unwrapped_hook)
+
+    def _install_op_recording(self, header):
+        """The op window's recording (op_records.py) into self._ops, None without a window: the
+        kept op's step is recorded whatever the window says."""
+        torch, settings = self._torch, self._settings
         self._ops = None
-        self._replays = replays
-        if keep_op is not None and (trace_ops is None or
-                                    not op_records.in_window(trace_ops, keep_op[0])):
-            trace_ops = (keep_op[0], keep_op[0] + 1)
-        if trace_ops is not None:
-            header["trace_ops"] = {"first": trace_ops[0], "last": trace_ops[1]}
-            cudnn = (cudnn_log.CudnnLedger(torch, cudnn_log.source(settings.cudnn_log_dest,
-                                                                   settings.cudnn_log_level))
-                     if torch.cuda.is_available() else None)
-            self._ops = op_records.OpRecording(
-                torch, model, optimizer, trace_ops, keep_bytes, cudnn, self._digester, keep_op,
-                os.path.dirname(self._kept_path) if self._kept_path else None)
-            if keep_op is not None:
-                header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
-        perturb.check_perturbable(torch, self._state.params, settings.perturb_planned)
-        if perturb.wanted(seed_group, perturb_draw):  # before the initial weights are digested
-            header["perturbation"] = perturb.flip_one_weight(torch, self._state.params, seed,
-                                                             perturb_draw)
-        self._eval = perturb.EvalRecord()
+        window, keep_op = settings.ops, settings.keep_op
+        if keep_op is not None and (window is None or
+                                    not op_records.in_window(window, keep_op[0])):
+            window = (keep_op[0], keep_op[0] + 1)
+        if window is None:
+            return
+        header["trace_ops"] = {"first": window[0], "last": window[1]}
+        cudnn = (cudnn_log.CudnnLedger(torch, cudnn_log.source(settings.cudnn_log_dest,
+                                                               settings.cudnn_log_level))
+                 if torch.cuda.is_available() else None)
+        self._ops = op_records.OpRecording(
+            torch, self._model, self._optimizer, window, settings.keep_bytes, cudnn,
+            self._digester, keep_op,
+            os.path.dirname(self._kept_path) if self._kept_path else None)
+        if keep_op is not None:
+            header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
+
+    def _perturb(self, header):
+        """The perturbed group's flipped weight (perturb.py), before the initial weights are
+        digested; a model that an audit with that group cannot perturb fails now."""
+        settings = self._settings
+        perturb.check_perturbable(self._torch, self._state.params, settings.perturb_planned)
+        if perturb.wanted(settings.seed_group, settings.perturb):
+            header["perturbation"] = perturb.flip_one_weight(
+                self._torch, self._state.params, header["seeds"]["init"], settings.perturb)
+
+    def _initial_records(self, header):
+        """The trace's records, begun with the header and the initial weights and buffers."""
         canonical_json(header).encode("utf-8")  # what the trace cannot hold fails now
         initial = self._digester.batch()
         weights, buffers = self._state.weights(initial.add), self._state.buffers(initial.add)
         initial.collect()
-        self._records = TraceRecords(header, device_digest.resolved(weights),
-                                     device_digest.resolved(buffers), path)
-        self._pending = None  # the last step's record and its batch, still on the GPU
-        self._warnings = []  # misuse.py: what the trace's header says went wrong
-        if unwrapped_hook:
-            self._warnings.append(unwrapped_hook)
-        self._epoch_batches = {}  # epoch -> steps recorded in it (the next step's batch number)
-        self._started = time.perf_counter()
-        self._last = self._started
-        self._recording += self._started - started
+        return TraceRecords(header, device_digest.resolved(weights),
+                            device_digest.resolved(buffers), self._path)
+
+    def _install_hooks(self):
+        """The run's end at an uncaught exception and at exit; the first window step's ops; the
+        compare point's hook and, in a resumed process, the trace taken up (and load())."""
         self._previous_hook = sys.excepthook
         sys.excepthook = self._exception_hook
         atexit.register(self._finish_at_exit)
         if self._ops is not None:
             self._ops.begin(0)
-        self.start_step, self.restored = 0, None  # the steps done before this process, load's
         if self._interrupts is not None:
-            # The compare point's hook; a resumed process: the trace taken up (and load()).
             self._interrupts.begin(self)
 
     def __enter__(self):
@@ -598,6 +627,26 @@ class Recorder:
         self._records.finish(total, self._recording, loader_workers, self._error)
 
     finish = close  # the name before the `with` form
+
+
+def _settings_of(path, given, keywords):
+    """The recorder's settings: `given`, else the environment's under `keywords` and `path`."""
+    if given is None:
+        given = settings_module.Settings.from_environment(trace=path, **keywords)
+    elif path is not None or keywords:
+        raise TypeError("repro_audit: Recorder(settings=...) takes no path or settings "
+                        "keywords besides: they are the settings' own")
+    if not given.trace:
+        raise ValueError("repro_audit: Recorder needs a trace file (path, trace=, or "
+                         "REPRO_AUDIT_TRACE); record() gives a no-op recorder without one")
+    return given
+
+
+def _trace_path(given, placement):
+    """This process's trace (a rank's own in a data-parallel run), checked."""
+    path = given.trace if placement is None else placement.trace_path(given.trace)
+    settings_module.check_trace_path(path)
+    return path
 
 
 def _command_text(argv):
