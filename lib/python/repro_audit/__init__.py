@@ -1,4 +1,5 @@
 """repro_audit: record a PyTorch training run in repro-audit's trace format (docs/pytorch.md)."""
+from typing import Any
 from .checkpoint import Checkpoint
 from .digest import digest_bytes, tensor_digest, text_digest
 from .invariance_sweep import InvarianceResult, Padding, invariance
@@ -8,7 +9,7 @@ from .workers import worker_init_fn
 from . import settings as _settings
 
 
-def _is_the_launcher():
+def _is_the_launcher() -> Any:
     # `python3 -m repro_audit.launch` imports this package first: the launcher never records, and
     # importing torch there would cost every run of an audit a second or more before its ranks.
     argv = getattr(__import__("sys"), "orig_argv", [])  # Python 3.10+

@@ -29,6 +29,7 @@ The ledger (CudnnLedger) turns the executions read between a convolution op's st
 the op record's `algorithm` and the header's ledger, one entry per geometry (conv_key) and
 direction; op_records.py calls it for the op window's convolutions.
 """
+from typing import Any
 import os
 import re
 
@@ -52,7 +53,7 @@ class CudnnLogError(RuntimeError):
     """cuDNN's log holds executions the parser cannot read: the ledger would be silently empty."""
 
 
-def parse_executes(text):
+def parse_executes(text: Any) -> Any:
     """The convolution executions of a piece of log, in order: dicts with `direction`
     ("forward", "backward_data", "backward_filter"), `engine_id` (None when the block names
     none), `knobs` {name: value}, `notes` (sorted names; None when the block says nothing of
@@ -89,7 +90,7 @@ def parse_executes(text):
     return executes
 
 
-def algorithm_text(execute):
+def algorithm_text(execute: Any) -> Any:
     """"cudnn engine 38 (SPLIT_K=1, TILEK=2; TENSOR_CORE)": an execution as an op record and
     the ledger name its algorithm ("notes unknown" where the log named none)."""
     knobs = ", ".join("%s=%d" % (k.replace("CUDNN_KNOB_TYPE_", ""), v)
@@ -104,7 +105,7 @@ def algorithm_text(execute):
     return "cudnn engine %s%s" % (engine, " (%s)" % detail if detail else "")
 
 
-def deterministic(execute):
+def deterministic(execute: Any) -> Any:
     """Whether cuDNN says the engine gives the same bits every execution; None when the log
     named no notes for it."""
     if execute["notes"] is None:
@@ -112,13 +113,13 @@ def deterministic(execute):
     return "CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC" not in execute["notes"]
 
 
-def math_type(execute):
+def math_type(execute: Any) -> Any:
     if execute["notes"] is None:
         return "unknown"
     return "tensor_op" if "CUDNN_NUMERICAL_NOTE_TENSOR_CORE" in execute["notes"] else "fma"
 
 
-def executed(executes):
+def executed(executes: Any) -> Any:
     """Per direction, the execution that ran: the last (autotuning executes candidates before)."""
     ran = {}
     for e in executes:
@@ -126,11 +127,11 @@ def executed(executes):
     return ran
 
 
-def candidates(executes):
+def candidates(executes: Any) -> Any:
     """Per direction, the executions before the one that ran (cudnn.benchmark times each
     candidate plan by executing it): [(engine_id, deterministic)], in order."""
     ran = executed(executes)
-    timed = {}
+    timed: Any = {}
     for e in executes:
         if e is not ran[e["direction"]]:
             timed.setdefault(e["direction"], []).append((e["engine_id"], deterministic(e)))
@@ -142,7 +143,7 @@ _SEV_ERROR_EN, _SEV_WARNING_EN, _SEV_INFO_EN = 1 << 1, 1 << 2, 1 << 3
 _PREFIXES = {1: ("E! ", "e! "), 2: ("W! ", "w! "), 3: ("I! ", "i! ")}
 
 
-def _loaded_cudnn(maps="/proc/self/maps"):
+def _loaded_cudnn(maps: Any = "/proc/self/maps") -> Any:
     """The path of the libcudnn.so this process has loaded (PyTorch's), or None: never one
     loaded here, which could be another copy than the one PyTorch calls."""
     try:
@@ -156,7 +157,7 @@ def _loaded_cudnn(maps="/proc/self/maps"):
     return None
 
 
-def message_text(severity, lines):
+def message_text(severity: Any, lines: Any) -> Any:
     """A message cuDNN hands its callback, its lines as received (split at NULs), as the block
     it would have written to CUDNN_LOGDEST_DBG: the first line after "I! ", the others after
     "i! " (W!/w! for warnings, E!/e! for errors), then a blank line."""
@@ -175,20 +176,21 @@ class CudnnCapture:
     alike. Measured on cuDNN 9.19 (its library on this machine, no GPU needed): the callback gets
     each call's lines separated by NULs, ending with two, without the "I!"/"i!" prefixes."""
 
-    def __init__(self, library=None, log_dest=None):
+    def __init__(self, library: Any = None, log_dest: Any = None) -> None:
         """`library`: cuDNN's shared library (default: the one this process loaded); `log_dest`:
         CUDNN_LOGDEST_DBG's value (settings.py), where cuDNN logs when the recorder does not."""
         self._library_path = library
         self._log_dest = log_dest
-        self._set = self._get = None
-        self._original = None
-        self._callback = None
-        self._messages = []
+        self._set: Any = None
+        self._get: Any = None
+        self._original: Any = None
+        self._callback: Any = None
+        self._messages: Any = []
         self.active = False
         self.messages_seen = 0
-        self.why_not = None
+        self.why_not: Any = None
 
-    def _bind(self):
+    def _bind(self) -> Any:
         """Finds cuDNN's callback functions; False (and why_not) when it cannot."""
         if self._set is not None:
             return True
@@ -215,7 +217,7 @@ class CudnnCapture:
         self._set, self._get, self.why_not = set_callback, get_callback, None
         return True
 
-    def _receive(self, severity, udata, debug, message):
+    def _receive(self, severity: Any, udata: Any, debug: Any, message: Any) -> None:
         import ctypes
         self.messages_seen += 1
         if not message:
@@ -236,10 +238,10 @@ class CudnnCapture:
         self._messages.append(message_text(severity, lines))
 
     @property
-    def usable(self):
+    def usable(self) -> Any:
         return self.why_not is None
 
-    def start(self):
+    def start(self) -> Any:
         """Catches every API call from now on; False when cuDNN is not at hand (why_not)."""
         if self.active:
             return True
@@ -258,7 +260,7 @@ class CudnnCapture:
         self.active = True
         return True
 
-    def stop(self):
+    def stop(self) -> None:
         """Gives cuDNN back what it had before start(), and forgets the messages. cuDNN keeps
         errors on whatever mask it is given (cudnnSetCallback(0, ...) reads back as 2), and its
         default callback then prints them to stdout, which a process that logged nothing before
@@ -276,10 +278,10 @@ class CudnnCapture:
             self.active = False
         self._messages = []
 
-    def offset(self):
+    def offset(self) -> Any:
         return len(self._messages)
 
-    def executes_between(self, begin, end):
+    def executes_between(self, begin: Any, end: Any) -> Any:
         if end <= begin:
             return []
         return parse_executes("".join(self._messages[begin:end]))
@@ -293,13 +295,13 @@ class CudnnLog:
 
     active = True
 
-    def start(self):
+    def start(self) -> Any:
         return self.usable
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
-    def __init__(self, path=None, level=None):
+    def __init__(self, path: Any = None, level: Any = None) -> None:
         """`path`: CUDNN_LOGDEST_DBG's value; `level`: CUDNN_LOGLEVEL_DBG's, else
         CUDNN_LOGINFO_DBG's (settings.py)."""
         self.path = path
@@ -313,17 +315,17 @@ class CudnnLog:
                             "warnings and errors)")
 
     @property
-    def usable(self):
+    def usable(self) -> Any:
         return self.why_not is None
 
-    def offset(self):
+    def offset(self) -> Any:
         """The log's size now (0 before cuDNN first wrote it)."""
         try:
             return os.path.getsize(self.path)
         except OSError:
             return 0
 
-    def executes_between(self, begin, end):
+    def executes_between(self, begin: Any, end: Any) -> Any:
         if end <= begin:
             return []
         with open(self.path, "rb") as f:
@@ -332,7 +334,7 @@ class CudnnLog:
         return parse_executes(text)
 
 
-def source(log_dest=None, log_level=None):
+def source(log_dest: Any = None, log_level: Any = None) -> Any:
     """Where the op records read what cuDNN executed: its callback (CudnnCapture) when this
     process has a cuDNN shared library loaded, else the file log the environment names
     (CudnnLog: `log_dest` and `log_level`, CUDNN_LOGDEST_DBG's and CUDNN_LOGLEVEL_DBG's values),
@@ -344,14 +346,14 @@ def source(log_dest=None, log_level=None):
     return CudnnCapture(log_dest=log_dest)
 
 
-def conv_key(torch, func, args):
+def conv_key(torch: Any, func: Any, args: Any) -> Any:
     """The geometry of a convolution call as a ledger keys it, "conv 128x32x26x26 k64 3x3 s1 p0"
     (the engine's form), from the input's and the weight's shapes and the stride and padding."""
     backward = func.overloadpacket.__name__.endswith("_backward")
     x, w = (args[1], args[2]) if backward else (args[0], args[1])
     stride, padding = (args[4], args[5]) if backward else (args[3], args[4])
 
-    def joined(values):
+    def joined(values: Any) -> Any:
         values = list(values)
         return str(values[0]) if len(set(values)) == 1 else "x".join(str(v) for v in values)
     return "conv %s k%d %s s%s p%s" % ("x".join(str(d) for d in x.shape), w.shape[0],
@@ -364,13 +366,13 @@ class CudnnLedger:
     algorithm through it), and the ledger of the trace's header, one entry per geometry and
     direction."""
 
-    def __init__(self, torch, log):
+    def __init__(self, torch: Any, log: Any) -> None:
         self._torch = torch
         self.log = log
-        self.entries = []
+        self.entries: Any = []
         self.executions = 0
 
-    def name(self, record, func, args, executes):
+    def name(self, record: Any, func: Any, args: Any, executes: Any) -> None:
         """Names in `record` what the call executed (the last execution per direction)."""
         ran = executed(executes)
         if not ran:
@@ -397,7 +399,7 @@ class CudnnLedger:
         record["algorithm"] = "; ".join(texts)
         record["algorithm_deterministic"] = all(deterministic(e) for e in ran.values())
 
-    def note(self):
+    def note(self) -> Any:
         """What the ledger holds, in words, for the trace's environment."""
         if not self.log.usable:
             return "not recorded: " + self.log.why_not

@@ -156,7 +156,8 @@ def free_port(addr: str) -> int:
     in between, a race torchrun's standalone mode has too; a failed bind fails the ranks."""
     with socket.socket() as s:
         s.bind((addr, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def rank_environment(base: dict[str, str], rank: int, world: int, addr: str,
@@ -202,7 +203,7 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.received: Optional[int] = None
-        self.ranks: list[subprocess.Popen] = []
+        self.ranks: list["subprocess.Popen[bytes]"] = []
 
     def install(self) -> None:
         for signum in FORWARDED_SIGNALS:
@@ -215,7 +216,7 @@ class StopSignals:
         signal_ranks(self.ranks, signum)
 
 
-def signal_ranks(ranks: Sequence[subprocess.Popen], signum: int) -> None:
+def signal_ranks(ranks: Sequence["subprocess.Popen[bytes]"], signum: int) -> None:
     for process in ranks:
         if process.poll() is None:  # a reaped rank's pid may be another process's by now
             try:
@@ -248,7 +249,7 @@ def describe(returncode: int) -> str:
     return f"was killed by signal {-returncode} ({signal.Signals(-returncode).name})"
 
 
-def _failure(ranks: Sequence[subprocess.Popen], interrupted_at: Optional[float],
+def _failure(ranks: Sequence["subprocess.Popen[bytes]"], interrupted_at: Optional[float],
              interrupt_grace_s: float) -> Optional[tuple[int, str]]:
     """The launch's failure seen now, as (status, what to say), or None: the lowest rank that
     failed (exit 75 is none); or, once a rank ended interrupted, a rank that ended 0 (the ranks

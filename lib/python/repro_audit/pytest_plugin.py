@@ -366,7 +366,7 @@ def _positive_runs(text: str) -> int:
     return int(text)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the tmpdir plugin's, which reads the basetemp
+@pytest.hookimpl(tryfirst=True)  # type: ignore[misc]  # before the tmpdir plugin's basetemp
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     runs_tmp = config.getoption(RUN_BASETEMP)
@@ -405,7 +405,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(problem, pytrace=False)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]  # (pluggy's marker is untyped)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, Any, None]:
     """In a run the plugin started: a skip (pytest.skip or importorskip in the body or in a
@@ -428,7 +428,7 @@ def skip_reasons(folder: Path) -> List[str]:
     return sorted({note.read_text(encoding="utf-8") for note in notes})
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)  # type: ignore[misc]  # (pluggy's marker is untyped)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Optional[bool]:
     """A marked test's call: the audit of its body instead of the body (a run of the audit, where
     REPRO_AUDIT_TRACE is set, calls the body as pytest does)."""
