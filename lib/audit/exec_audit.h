@@ -82,7 +82,7 @@ struct ExecOptions {
   // it once every shard has finished. Refused with --overwrite and with report files.
   std::optional<rundir::Shard> shard;
   // --trace-ops: the steps whose aten ops each run records (REPRO_AUDIT_TRACE_OPS; the recorder's
-  // op records, lib/python/repro_audit/ops.py). Kept in the manifest, as run's.
+  // op records, lib/python/repro_audit/op_records.py). Kept in the manifest, as run's.
   std::optional<trace::OpWindow> trace_ops;
   // --tensor-digests: the steps recorded per tensor, when not every step
   // (REPRO_AUDIT_TENSOR_DIGESTS).

@@ -1,8 +1,8 @@
 #pragma once
-// The outputs a PyTorch run kept as it ran (lib/python/repro_audit/ops.py; docs/trace-format.md
-// "Kept outputs"): `kept-outputs.bin` in the run's snapshot folder, read into its entries, which
-// the audit keeps for the magnitude of a root cause (audit/op_replay.h) as an in-process audit's
-// runs keep theirs (record/kept_outputs.h).
+// The outputs a PyTorch run kept as it ran (lib/python/repro_audit/op_records.py;
+// docs/trace-format.md "Kept outputs"): `kept-outputs.bin` in the run's snapshot folder, read into
+// its entries, which the audit keeps for the magnitude of a root cause (audit/op_replay.h) as an
+// in-process audit's runs keep theirs (record/kept_outputs.h).
 // Read as traces are: a regular file only (a FIFO, a device or a folder is refused without
 // waiting), never through a symbolic link, its size capped before it is read, every field checked
 // for its type and range before it is used.

@@ -101,10 +101,10 @@ struct OpRecord {
   // (Default member initializers: records built as {op, layer, mode, key, in, out} stay complete.)
   std::string algorithm{};
   std::optional<bool> algorithm_deterministic{};  // set with `algorithm`
-  // What each input and output is, in PyTorch traces (lib/python/repro_audit/ops.py): a tensor's
-  // dtype and shape ("f32[64,10]"), "args" (the call's non-tensor arguments), "generator" (the
-  // random state a random op drew from), "value" (a non-tensor result); empty in the engine's
-  // records, whose positions the op names (trace/op_names.h).
+  // What each input and output is, in PyTorch traces (lib/python/repro_audit/op_records.py): a
+  // tensor's dtype and shape ("f32[64,10]"), "args" (the call's non-tensor arguments), "generator"
+  // (the random state a random op drew from), "value" (a non-tensor result); empty in the
+  // engine's records, whose positions the op names (trace/op_names.h).
   std::vector<std::string> in_types{}, out_types{};
   friend bool operator==(const OpRecord&, const OpRecord&) = default;
   // Whether two records are the same execution: op, layer, mode, key and digests (the algorithm

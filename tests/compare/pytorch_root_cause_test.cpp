@@ -1,6 +1,6 @@
-// What the comparison says of a PyTorch run's op records (lib/python/repro_audit/ops.py): where a
-// differing input comes from, as its type says, and the cuDNN engines read from the log that
-// explain a divergence. (The records' types through the trace file: tests/trace.)
+// What the comparison says of a PyTorch run's op records (lib/python/repro_audit/op_records.py):
+// where a differing input comes from, as its type says, and the cuDNN engines read from the log
+// that explain a divergence. (The records' types through the trace file: tests/trace.)
 #include <catch2/catch.hpp>
 
 #include <string>

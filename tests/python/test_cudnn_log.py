@@ -1,4 +1,4 @@
-"""The cuDNN ledger of PyTorch runs (lib/python/repro_audit/cudnn_log.py, ops.CudnnLedger) on the
+"""The cuDNN ledger of PyTorch runs (lib/python/repro_audit/cudnn_log.py, CudnnLedger) on the
 CPU. First on real logs: cuDNN 9.19's API log of the example convnet on an H100, with
 `cudnn.benchmark` and with deterministic algorithms (tests/python/data/cudnn-logs, from
 shared/fixtures/h100-2026-11-27; their counts checked against grep of the same files, not against
@@ -13,7 +13,8 @@ from collections import Counter
 import pytest
 
 torch = pytest.importorskip("torch")
-from repro_audit import cudnn_log, ops  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit import cudnn_log, op_records  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit.settings import Settings  # noqa: E402
 
 LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cudnn-logs")
 
@@ -151,12 +152,14 @@ def test_autotuning_executes_candidates_first_the_last_one_ran():
 
 
 def test_a_log_the_recorder_cannot_read_says_why(tmp_path):
-    assert "not set" in cudnn_log.CudnnLog({}).why_not
-    assert "stderr" in cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": "stderr",
-                                           "CUDNN_LOGLEVEL_DBG": "3"}).why_not
-    assert "not 3" in cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"),
-                                          "CUDNN_LOGLEVEL_DBG": "2"}).why_not
-    log = cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"), "CUDNN_LOGLEVEL_DBG": "3"})
+    def log_of(environment):
+        read = Settings.from_environment(environment)
+        return cudnn_log.CudnnLog(read.cudnn_log_dest, read.cudnn_log_level)
+    assert "not set" in log_of({}).why_not
+    assert "stderr" in log_of({"CUDNN_LOGDEST_DBG": "stderr", "CUDNN_LOGLEVEL_DBG": "3"}).why_not
+    assert "not 3" in log_of({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"),
+                              "CUDNN_LOGLEVEL_DBG": "2"}).why_not
+    log = log_of({"CUDNN_LOGDEST_DBG": str(tmp_path / "l"), "CUDNN_LOGLEVEL_DBG": "3"})
     assert log.usable and log.offset() == 0  # cuDNN has not written yet
 
 
@@ -181,10 +184,10 @@ class LoggingOp:
 
 def test_a_convolution_record_and_the_ledger_name_what_cudnn_ran(tmp_path):
     path = tmp_path / "cudnn-api.log"
-    log = cudnn_log.CudnnLog({"CUDNN_LOGDEST_DBG": str(path), "CUDNN_LOGLEVEL_DBG": "3"})
-    ledger = ops.CudnnLedger(torch, log)
+    log = cudnn_log.CudnnLog(str(path), "3")
+    ledger = cudnn_log.CudnnLedger(torch, log)
     model = torch.nn.Conv2d(1, 4, 3)
-    recording = ops.OpRecording(torch, model, None, (0, None), cudnn=ledger)
+    recording = op_records.OpRecording(torch, model, None, (0, None), cudnn=ledger)
     x = torch.randn(2, 1, 6, 6, requires_grad=True)
     forward = LoggingOp(torch.ops.aten.convolution.default, path,
                         execute_block("CONVOLUTION_FORWARD", 38))

@@ -39,18 +39,18 @@ def test_the_library_loads_and_refuses_bad_jobs_without_a_gpu():
 
 def test_a_library_of_another_abi_or_none_leaves_digests_on_the_host(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert device_digest.load_library(torch, {}) == (
+    assert device_digest.load_library(torch, None) == (
         None, "host: REPRO_AUDIT_DEVICE_DIGEST_LIBRARY is not set (repro-audit exec sets it "
               "where its build has the library)")
     missing = str(tmp_path / "missing.so")
-    library, where = device_digest.load_library(torch, {device_digest.LIBRARY_VARIABLE: missing})
+    library, where = device_digest.load_library(torch, missing)
     assert library is None and where.startswith("host: REPRO_AUDIT_DEVICE_DIGEST_LIBRARY=" +
                                                  missing + " could not be used: ")
     libc = "libc.so.6"  # loads, but has none of the functions
-    library, where = device_digest.load_library(torch, {device_digest.LIBRARY_VARIABLE: libc})
+    library, where = device_digest.load_library(torch, libc)
     assert library is None and "could not be used" in where
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert device_digest.load_library(torch, {device_digest.LIBRARY_VARIABLE: LIBRARY}) == (
+    assert device_digest.load_library(torch, LIBRARY) == (
         None, "host: no GPU")
 
 
@@ -60,7 +60,7 @@ def host_reference(tensor):
 
 
 def test_a_host_batch_digests_as_the_host_definition():
-    batch = device_digest.Digester(torch, {}).batch()
+    batch = device_digest.Digester(torch, None).batch()
     tensors = [torch.arange(n, dtype=torch.float32).reshape(-1) for n in (0, 1, 16383, 16384,
                                                                           16385, 40000)]
     tensors += [torch.arange(12, dtype=torch.int64).reshape(3, 4).t(),  # strided
@@ -101,7 +101,7 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="[gpu] no CUDA de
 @gpu
 def test_gpu_device_digests_equal_the_host_digests():
     needs_library()
-    digester = device_digest.Digester(torch, {device_digest.LIBRARY_VARIABLE: LIBRARY})
+    digester = device_digest.Digester(torch, LIBRARY)
     assert digester.on_device, digester.where
     g = torch.Generator().manual_seed(3)
     sizes = [0, 1, 3, 16383, 16384, 16385, 32768, 100003, 1 << 20]
@@ -119,7 +119,7 @@ def test_gpu_device_digests_equal_the_host_digests():
 @gpu
 def test_gpu_op_record_digests_and_kept_bytes_equal_the_hosts():
     needs_library()
-    digester = device_digest.Digester(torch, {device_digest.LIBRARY_VARIABLE: LIBRARY})
+    digester = device_digest.Digester(torch, LIBRARY)
     batch = digester.batch()
     values = [torch.randn(300, 300).cuda(), torch.randn(5, dtype=torch.float64).cuda(),
               torch.tensor([True, False]).cuda(), torch.randn(4, 4).cuda().t()]

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from repro_audit import kept_op, ops, replay  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit import kept_op, op_records, replay  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit.settings import Settings  # noqa: E402
 
 
 def test_a_keep_request_is_two_integers():
@@ -21,18 +22,20 @@ def test_a_keep_request_is_two_integers():
     for bad in ("3", "a:1", "-1:2", "1:2:3", "", "1" * 19 + ":0"):
         with pytest.raises(ValueError, match="REPRO_AUDIT_KEEP_OP"):
             kept_op.parse(bad)
-    assert kept_op.replays_from({}) == kept_op.DEFAULT_REPLAYS
+    trace = {"REPRO_AUDIT_TRACE": "run-000.trace.jsonl"}  # the variables of a run of an audit
+    assert Settings.from_environment(trace).replays == kept_op.DEFAULT_REPLAYS
+    assert Settings.from_environment(dict(trace, REPRO_AUDIT_KEEP_OP="3:187")).keep_op == (3, 187)
     for bad in ("0", "1001", "x", "-3"):
         with pytest.raises(ValueError, match="REPRO_AUDIT_REPLAYS"):
-            kept_op.replays_from({"REPRO_AUDIT_REPLAYS": bad})
+            Settings.from_environment(dict(trace, REPRO_AUDIT_REPLAYS=bad))
 
 
 def record_one_step(tmp_path, keep_op, budget):
     """One step of a linear layer and an in-place op, recorded with a keep request."""
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 4)
-    recording = ops.OpRecording(torch, model, None, (0, 1), keep_bytes=budget, keep_op=keep_op,
-                                run_folder=str(tmp_path))
+    recording = op_records.OpRecording(torch, model, None, (0, 1), keep_bytes=budget,
+                                       keep_op=keep_op, run_folder=str(tmp_path))
     recording.begin(0)
     x = torch.randn(16, 8)
     y = model(x)

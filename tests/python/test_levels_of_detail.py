@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib", "python"))
 from repro_audit import detail  # noqa: E402
+from repro_audit.settings import Settings  # noqa: E402
 from repro_audit.digest import digest_of_digests  # noqa: E402
 
 BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
@@ -30,8 +31,12 @@ def test_plans_read_as_the_cli_writes_them():
     assert detail.TensorDigestPlan.parse("all").all()
     assert detail.TensorDigestPlan.parse("every:1").all()
     assert not detail.TensorDigestPlan.parse("none").at(0)
-    assert detail.TensorDigestPlan.from_env({}) is None
-    assert detail.TensorDigestPlan.from_env({detail.ENVIRONMENT: "all"}) is None
+    trace = {"REPRO_AUDIT_TRACE": "run-000.trace.jsonl"}  # the variables of a run of an audit
+    assert Settings.from_environment(trace).tensor_digests is None
+    assert Settings.from_environment(dict(trace, **{detail.ENVIRONMENT: "all"})).tensor_digests \
+        is None
+    assert Settings.from_environment(dict(trace, **{detail.ENVIRONMENT: "every:9"})
+                                     ).tensor_digests.every == 9
     for bad, says in (("every:0", "period"), ("5:5", "holds no step"), ("often", "not a level"),
                       ("none,3", "excludes"), ("every:2,every:3", "period")):
         with pytest.raises(ValueError, match=says):

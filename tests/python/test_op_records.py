@@ -1,4 +1,4 @@
-"""Op records from PyTorch (lib/python/repro_audit/ops.py) through `repro-audit exec --trace-ops`:
+"""Op records from PyTorch (lib/python/repro_audit/op_records.py) through `repro-audit exec --trace-ops`:
 a script whose one run-dependent op is a sum computed in one thread or two, built to part by one
 ULP at step 1 on every machine (scripts/one_op_depends_on_run.py), is localised to that aten op,
 in its module, at that step, with its magnitude from the outputs the runs kept; a seeded script
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from repro_audit import ops as op_records  # noqa: E402  (PYTHONPATH=lib/python)
+from repro_audit import op_records  # noqa: E402  (PYTHONPATH=lib/python)
 
 BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 HERE = os.path.dirname(os.path.abspath(__file__))

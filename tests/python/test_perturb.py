@@ -16,6 +16,7 @@ numpy = pytest.importorskip("numpy")
 from repro_audit import perturb  # noqa: E402
 from repro_audit import digest as digests  # noqa: E402
 from repro_audit.recorder import Recorder  # noqa: E402
+from repro_audit.settings import Settings  # noqa: E402
 
 SCRIPT = r"""
 import torch, repro_audit
@@ -52,11 +53,16 @@ def test_choose_is_a_pure_function_of_seed_and_draw():
     assert len(picks) > 1
     for position, element in picks:
         assert 0 <= element < sizes[position]
-    assert perturb.draw_from_env({}) is None
-    assert perturb.draw_from_env({"REPRO_AUDIT_PERTURB": ""}) is None
-    assert perturb.draw_from_env({"REPRO_AUDIT_PERTURB": "5"}) == 5
+    def draw(text=None):
+        environment = {"REPRO_AUDIT_TRACE": "run-000.trace.jsonl"}
+        if text is not None:
+            environment["REPRO_AUDIT_PERTURB"] = text
+        return Settings.from_environment(environment).perturb
+    assert draw() is None
+    assert draw("") is None
+    assert draw("5") == 5
     with pytest.raises(ValueError, match="REPRO_AUDIT_PERTURB"):
-        perturb.draw_from_env({"REPRO_AUDIT_PERTURB": "-1"})
+        draw("-1")
     assert perturb.wanted("perturbed", 3) and not perturb.wanted("same", None)
     for group, draw in (("perturbed", None), ("same", 3)):
         with pytest.raises(ValueError, match="only it, flips a weight"):
@@ -68,8 +74,9 @@ def test_one_bit_of_one_weight_differs_and_the_header_names_it(tmp_path):
     plain = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Linear(4, 2))
     model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Linear(4, 2))
     model.load_state_dict(plain.state_dict())
-    rec = Recorder(model, None, str(tmp_path / "run-004.trace.jsonl"), run=4,
-                   seed_group="perturbed", perturb_draw=4)
+    trace = str(tmp_path / "run-004.trace.jsonl")
+    rec = Recorder(model, None, settings=Settings(trace=trace, run=4, seed_group="perturbed",
+                                                  perturb=4))
     rec.close()
     header = json.loads((tmp_path / "run-004.trace.jsonl").read_text().splitlines()[0])
     p = header["perturbation"]
@@ -147,8 +154,10 @@ def test_a_model_without_a_float32_weight_fails_at_the_first_run(tool, tmp_path)
 
 def test_without_a_perturbed_group_a_float64_model_is_not_checked(monkeypatch):
     params = [("w", torch.zeros(3, dtype=torch.float64))]
-    monkeypatch.delenv(perturb.PLANNED, raising=False)
-    perturb.check_perturbable(torch, params)
+    def planned(text):
+        return Settings.from_environment({"REPRO_AUDIT_TRACE": "run-000.trace.jsonl",
+                                          perturb.PLANNED: text}).perturb_planned
+    perturb.check_perturbable(torch, params, planned(""))
     with pytest.raises(ValueError, match="float64"):
-        perturb.check_perturbable(torch, params, {perturb.PLANNED: "1"})
-    perturb.check_perturbable(torch, [("w", torch.zeros(3))], {perturb.PLANNED: "1"})
+        perturb.check_perturbable(torch, params, planned("1"))
+    perturb.check_perturbable(torch, [("w", torch.zeros(3))], planned("1"))

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from repro_audit import Checkpoint, checkpoint  # noqa: E402
+from repro_audit import Checkpoint, checkpoint, settings  # noqa: E402
 
 BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -537,8 +537,8 @@ def test_checkpoint_functions_are_checked_without_an_audit():
 
 
 def test_interrupt_steps_are_read_strictly():
-    assert checkpoint.parse_steps("") == []
-    assert checkpoint.parse_steps("12,5,5") == [5, 12]
+    assert settings.parse_steps("") == []
+    assert settings.parse_steps("12,5,5") == [5, 12]
     for text in ("0", "-1", "5,x", "1e3", " 5"):
         with pytest.raises(ValueError, match="REPRO_AUDIT_INTERRUPT_AT"):
-            checkpoint.parse_steps(text)
+            settings.parse_steps(text)

@@ -63,7 +63,7 @@ def record_run(path, loss_value, optimizer_kind, dtype_params, window, steps=3):
     model = EdgeModel(dtype_params)
     optimizer = make_optimizer(optimizer_kind, model)
     x = torch.randn(8, 3)
-    with repro_audit.Recorder(model, optimizer, str(path), trace_ops=window) as rec:
+    with repro_audit.Recorder(model, optimizer, str(path), ops=window) as rec:
         for step in range(steps):
             def closure():
                 optimizer.zero_grad()

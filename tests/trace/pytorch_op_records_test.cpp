@@ -1,7 +1,7 @@
-// Op records of PyTorch runs (lib/python/repro_audit/ops.py): their types through the trace file
-// and the reader's check of them, and the names a report gives their positions. (What a differing
-// input is said to come from: tests/compare/pytorch_root_cause_test.cpp; the outputs the runs
-// kept: tests/rundir/kept_outputs_file_test.cpp.)
+// Op records of PyTorch runs (lib/python/repro_audit/op_records.py): their types through the
+// trace file and the reader's check of them, and the names a report gives their positions. (What
+// a differing input is said to come from: tests/compare/pytorch_root_cause_test.cpp; the outputs
+// the runs kept: tests/rundir/kept_outputs_file_test.cpp.)
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
-// Traces of a PyTorch run with op records (lib/python/repro_audit/ops.py), built in memory with the
-// trace module alone: three typed aten records per step, for the tests of the records' types
-// (tests/trace) and of what the comparison says of them (tests/compare).
+// Traces of a PyTorch run with op records (lib/python/repro_audit/op_records.py), built in memory
+// with the trace module alone: three typed aten records per step, for the tests of the records'
+// types (tests/trace) and of what the comparison says of them (tests/compare).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -35,6 +35,7 @@ In a data-parallel run each rank has its own recorder's file: rank r's name carr
 (checkpoint-step-S.rank-R.recorder.json, and the Checkpoint's .pt), rank 0's is the run's, and
 every rank resumes from its own file of the interrupt exec names.
 """
+from typing import Any, Callable, Dict, List, Optional, Protocol
 import json
 import os
 import re
@@ -44,6 +45,7 @@ import time
 
 from . import digest as digests
 from . import distributed
+from . import settings
 from . import workers
 from .state import value_digest
 from .trace import write_whole, TraceRecords
@@ -54,15 +56,21 @@ INTERRUPTED_EXIT = 75  # EX_TEMPFAIL; exec's kInterruptedExit (lib/audit/exec_au
 # and `step`, the steps done at the save (S or later); `checkpoint.file` the script's file, by its
 # name in the checkpoint folder; `write_seconds` only when the recorder called the save.
 FORMAT, VERSION = "repro_audit python checkpoint", 3
-INTERRUPT_AT = "REPRO_AUDIT_INTERRUPT_AT"
-CHECKPOINT_DIR = "REPRO_AUDIT_CHECKPOINT_DIR"
-RESUME_FROM = "REPRO_AUDIT_RESUME_FROM"  # the script's file to resume from (exec sets it)
-RESUME_STATE = "REPRO_AUDIT_RESUME_STATE"  # the recorder's file of that interrupt
+# The variables of the protocol (read in settings.py): the steps, the run's checkpoint folder,
+# the script's file to resume from (exec sets it) and the recorder's file of that interrupt.
+INTERRUPT_AT, CHECKPOINT_DIR = settings.INTERRUPT_AT, settings.CHECKPOINT_DIR
+RESUME_FROM, RESUME_STATE = settings.RESUME_FROM, settings.RESUME_STATE
 # Testing only: "checkpoint" kills the process (SIGKILL) at the save point, after the script's
 # file is written and before the recorder's; "restore" when the recorder of the restarted process
 # has checked the script's file (and called the Checkpoint's load), before it takes the trace up.
-TEST_KILL_AT = "REPRO_AUDIT_TEST_KILL_AT"
+TEST_KILL_AT = settings.TEST_KILL_AT
 DOCS = "docs/resume.md, \"PyTorch\""
+
+
+class Stateful(Protocol):
+    """What the resume check compares of an LR scheduler or a GradScaler: its state_dict()."""
+
+    def state_dict(self) -> Dict[str, Any]: ...
 
 
 class Checkpoint:
@@ -73,7 +81,8 @@ class Checkpoint:
     compared at a resume (repro_audit.record takes them too). A script that saves with its own
     code calls rec.saved(path) instead (docs/resume.md)."""
 
-    def __init__(self, save, load, scheduler=None, scaler=None):
+    def __init__(self, save: Callable[[str], object], load: Callable[[str], object],
+                 scheduler: Optional[Stateful] = None, scaler: Optional[Stateful] = None) -> None:
         if not callable(save) or not callable(load):
             raise TypeError("repro_audit: checkpoint=(save, load): two functions, save(path) and "
                             f"load(path); got {save!r} and {load!r}")
@@ -81,7 +90,7 @@ class Checkpoint:
         self.save, self.load, self.scheduler, self.scaler = save, load, scheduler, scaler
 
 
-def check_stateful(**objects):
+def check_stateful(**objects: Any) -> None:
     """TypeError for a scheduler or scaler without a state_dict() (None is none)."""
     for name, value in objects.items():
         if value is not None and not callable(getattr(value, "state_dict", None)):
@@ -89,7 +98,7 @@ def check_stateful(**objects):
                             "state_dict()")
 
 
-def checkpoint_of(value):
+def checkpoint_of(value: Any) -> Any:
     """A Checkpoint from the recorder's `checkpoint=`: None, a Checkpoint, or (save, load)."""
     if value is None or isinstance(value, Checkpoint):
         return value
@@ -99,7 +108,7 @@ def checkpoint_of(value):
                     "repro_audit.Checkpoint(save, load, scheduler=..., scaler=...)")
 
 
-def stateful_of(checkpoint, scheduler, scaler):
+def stateful_of(checkpoint: Any, scheduler: Any, scaler: Any) -> Any:
     """The scheduler and scaler whose state is compared: record()'s, else the Checkpoint's;
     TypeError when both name one and not the same."""
     check_stateful(scheduler=scheduler, scaler=scaler)
@@ -113,7 +122,7 @@ def stateful_of(checkpoint, scheduler, scaler):
     return tuple(pair)
 
 
-def check_saved_path(path, checkpoint=None):
+def check_saved_path(path: Any, checkpoint: Any = None) -> Any:
     """The path rec.saved() was given, as a str: TypeError unless a path, ValueError unless the
     file is there; TypeError when the recorder saves through checkpoint functions itself."""
     if checkpoint is not None:
@@ -130,21 +139,8 @@ def check_saved_path(path, checkpoint=None):
     return path
 
 
-def parse_steps(text):
-    """REPRO_AUDIT_INTERRUPT_AT's steps, ascending ("" for none); ValueError naming it."""
-    if not text:
-        return []
-    try:
-        steps = [int(part) for part in text.split(",")]
-    except ValueError:
-        steps = [0]
-    if any(s < 1 for s in steps) or not all(p.isdigit() for p in text.split(",")):
-        raise ValueError(f"repro_audit: {INTERRUPT_AT}={text!r}: expected steps >= 1, "
-                         "comma-separated")
-    return sorted(set(steps))
-
-
-def state_digests(torch, model_state, optimizer, scheduler=None, scaler=None):
+def state_digests(torch: Any, model_state: Any, optimizer: Any, scheduler: Any = None,
+                  scaler: Any = None) -> Any:
     """The resume record's `state` but `next_batch` (docs/trace-format.md "resume"), now."""
     _, optimizer_values = model_state.optimizer_state()
     groups = ([{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
@@ -164,7 +160,7 @@ def state_digests(torch, model_state, optimizer, scheduler=None, scaler=None):
     return state
 
 
-def batch_digest(tensors, indices):
+def batch_digest(tensors: Any, indices: Any) -> Any:
     """The digest of a step's batch: its indices (when given), inputs and labels."""
     parts = [digests.tensor_digest(t) for t in tensors]
     if indices is not None:
@@ -172,8 +168,8 @@ def batch_digest(tensors, indices):
     return digests.digest_of_digests(parts)
 
 
-def _kill_for_test(environ, where):
-    if environ.get(TEST_KILL_AT) == where:
+def _kill_for_test(kill_at: Any, where: Any) -> None:
+    if kill_at == where:
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -182,43 +178,45 @@ def _kill_for_test(environ, where):
 class Interrupts:
     """The recorder's side of exec --interrupt-at for one process of one run."""
 
-    def __init__(self, torch, checkpoint, steps, run, folder, resume_state, environ, rank=0,
-                 scheduler=None, scaler=None):
+    def __init__(self, torch: Any, checkpoint: Any, steps: Any, run: Any, folder: Any,
+                 resume_state: Any, kill_at: Any, rank: Any = 0,
+                 scheduler: Any = None, scaler: Any = None) -> None:
         self._torch, self._checkpoint, self._steps = torch, checkpoint, steps
         self._run, self._folder, self._resume_state = run, folder, resume_state
         self._rank = rank  # of a data-parallel run (distributed.py); 0 for one process
         self._scheduler, self._scaler = scheduler, scaler
-        self._environ = environ
-        self._served = set()  # the steps S whose save point this run has passed
+        self._kill_at = kill_at  # REPRO_AUDIT_TEST_KILL_AT: where the tests SIGKILL the run
+        self._served: Any = set()  # the steps S whose save point this run has passed
         # A save point's resume record without its state: digested at the compare point, the
         # model's next forward pass with gradients enabled.
-        self._armed = None
+        self._armed: Any = None
         self._pending = None  # the resume record, waiting for the next step's batch
-        self._recorder = None
+        self._recorder: Any = None
 
     @classmethod
-    def from_env(cls, torch, checkpoint, run, environ=os.environ, rank=0, scheduler=None,
-                 scaler=None):
+    def from_settings(cls, torch: Any, checkpoint: Any, given: Any, rank: Any = 0,
+                      scheduler: Any = None,
+                 scaler: Any = None) -> Any:
         """None unless the audit asks for interrupts. `rank`: this process's in a data-parallel
         run (the recorder's Placement), whose files it names."""
-        steps = parse_steps(environ.get(INTERRUPT_AT, ""))
+        steps = list(given.interrupt_at)
         if not steps:
             return None
-        folder = environ.get(CHECKPOINT_DIR)
+        folder = given.checkpoint_dir
         if not folder or not os.path.isdir(folder):
             raise ValueError(f"repro_audit: {CHECKPOINT_DIR}={folder!r}: expected the run's "
                              "checkpoint folder")
-        return cls(torch, checkpoint, steps, run, folder, environ.get(RESUME_STATE) or None,
-                   environ, rank, scheduler, scaler)
+        return cls(torch, checkpoint, steps, given.run, folder, given.resume_state,
+                   given.test_kill_at, rank, scheduler, scaler)
 
-    def _name(self, step, suffix):
+    def _name(self, step: Any, suffix: Any) -> Any:
         """This rank's file of the interrupt at `step`: rank 0's (and a single process's) keeps
         the run's name, which exec looks for; rank r's has ".rank-R" before the suffix, so that
         the ranks of one run never write or read each other's."""
         rank = ".rank-%d" % self._rank if self._rank else ""
         return os.path.join(self._folder, "checkpoint-step-%d%s%s" % (step, rank, suffix))
 
-    def _resume_file(self):
+    def _resume_file(self) -> Any:
         """This rank's recorder's file for the interrupt REPRO_AUDIT_RESUME_STATE names: exec
         names rank 0's (the run's) file, every rank reads its own of that interrupt."""
         match = re.fullmatch(r"checkpoint-step-(\d{1,18})\.recorder\.json",
@@ -231,7 +229,7 @@ class Interrupts:
                              f"({self._folder!r}), STEP one of {INTERRUPT_AT}'s {self._steps}")
         return self._name(int(match.group(1)), ".recorder.json")
 
-    def _relative(self, path):
+    def _relative(self, path: Any) -> Any:
         """`path`'s name in the checkpoint folder, links resolved ("epoch-1.pt", "sub/x.pt");
         ValueError when the file is outside it: exec resumes only from a file in the folder."""
         folder = os.path.realpath(self._folder)
@@ -243,7 +241,7 @@ class Interrupts:
                 f"file in it; save under os.environ[{CHECKPOINT_DIR!r}] ({DOCS})")
         return relative.replace(os.sep, "/")
 
-    def _inside(self, relative):
+    def _inside(self, relative: Any) -> Any:
         """The path of `relative`, a name the recorder's file gives, in the checkpoint folder;
         ValueError for a name that could leave it."""
         parts = relative.split("/") if isinstance(relative, str) else [""]
@@ -257,7 +255,7 @@ class Interrupts:
 
     # -- the recorder's hooks (recorder.py) --
 
-    def begin(self, recorder):
+    def begin(self, recorder: Any) -> None:
         """At the recorder's start: the compare point's hook on the model; in a process started
         again after an interrupt, the recorder's file read, the script's file checked, the
         Checkpoint's load, and the trace so far taken up."""
@@ -276,7 +274,7 @@ class Interrupts:
             recorder.restored = self._checkpoint.load(path)
             checkpoint["read_seconds"] = time.perf_counter() - started
             checkpoint["write_seconds"] = saved["checkpoint"].get("write_seconds", 0.0)
-        _kill_for_test(self._environ, "restore")
+        _kill_for_test(self._kill_at, "restore")
         recorder._records = TraceRecords.resumed(saved["records"], recorder._path,
                                                  parked_temporary(recorder._path, step))
         kept = saved["recorder"]
@@ -293,7 +291,7 @@ class Interrupts:
         self._armed = {"record": "resume", "step": step, "interrupt_at": interrupt_at,
                        "resumed": True, "checkpoint": checkpoint}
 
-    def _before_forward(self, module, inputs):
+    def _before_forward(self, module: Any, inputs: Any) -> Any:
         """The compare point: the model's first forward pass with gradients enabled after a save
         point (run 0) or a resume (the resumed run)."""
         if self._armed is None or not self._torch.is_grad_enabled():
@@ -304,7 +302,7 @@ class Interrupts:
         self._pending = record
         return None
 
-    def before_step(self, recorder, tensors, indices, epoch):
+    def before_step(self, recorder: Any, tensors: Any, indices: Any, epoch: Any) -> None:
         """At a step's record, the earlier steps' in the trace: the resume record waiting for this
         step's batch, before it."""
         if self._armed is not None:
@@ -320,7 +318,7 @@ class Interrupts:
         record["state"]["next_batch"] = batch_digest(tensors, indices)
         recorder._records.add_resume(record, epoch)
 
-    def after_step(self, recorder, steps_done):
+    def after_step(self, recorder: Any, steps_done: Any) -> None:
         """After the step that makes `steps_done` steps: with Checkpoint functions, the recorder
         is the script that saves at the end of the S-th step."""
         if self._checkpoint is None:
@@ -340,7 +338,7 @@ class Interrupts:
                                f"({DOCS})")
         self._interrupt(recorder, steps_done, due, path, write_seconds)
 
-    def saved(self, recorder, path):
+    def saved(self, recorder: Any, path: Any) -> None:
         """rec.saved(path), the script's file just saved after `steps_done` steps: the save point
         of the audit's next step S when it is at or after S."""
         relative = self._relative(path)  # every save under an audit: a wrong folder fails early
@@ -353,7 +351,7 @@ class Interrupts:
             return
         self._interrupt(recorder, steps_done, due, path, None, relative)
 
-    def end_notes(self, steps_done):
+    def end_notes(self, steps_done: Any) -> Any:
         """What the end of a run that passed no save point of a step says, one line each: exec
         fails the run for the missing resume record, and shows these lines."""
         notes = []
@@ -373,7 +371,7 @@ class Interrupts:
 
     # -- the pieces --
 
-    def _due(self, steps_done):
+    def _due(self, steps_done: Any) -> Any:
         """The audit's steps a save after `steps_done` steps is the save point of (at most one:
         ValueError naming them when it would be two)."""
         due = [s for s in self._steps if s not in self._served and s <= steps_done]
@@ -384,20 +382,21 @@ class Interrupts:
                 f"different saves ({DOCS})")
         return due
 
-    def _arm(self, steps_done, due):
+    def _arm(self, steps_done: Any, due: Any) -> None:
         """Run 0 at a save point: its state is digested at the compare point."""
         self._served.add(due[0])
         self._armed = {"record": "resume", "step": steps_done, "interrupt_at": due[0],
                        "resumed": False}
 
-    def _interrupt(self, recorder, step, due, path, write_seconds, relative=None):
+    def _interrupt(self, recorder: Any, step: Any, due: Any, path: Any, write_seconds: Any,
+                   relative: Any = None) -> None:
         """The recorder's file beside the script's, and the end of the process."""
         recorder._settle()
         facts = _file_facts(path)
         facts["file"] = relative if relative is not None else self._relative(path)
         if write_seconds is not None:
             facts["write_seconds"] = write_seconds
-        _kill_for_test(self._environ, "checkpoint")
+        _kill_for_test(self._kill_at, "checkpoint")
         side = workers.side_file(recorder._path)
         loader_workers = ""
         if os.path.exists(side):
@@ -430,13 +429,13 @@ def parked_temporary(trace: str, step: int) -> str:
     return "%s.tmp-0-%d" % (trace, step)
 
 
-def _file_facts(path):
+def _file_facts(path: Any) -> Any:
     with open(path, "rb") as f:
         data = f.read()
     return {"bytes": len(data), "xxh3": digests.digest_bytes(digests.U8, (len(data),), data)}
 
 
-def _check_file(path, expected):
+def _check_file(path: Any, expected: Any) -> None:
     """ValueError unless `path` is the file the recorder's file names (size and digest)."""
     try:
         facts = _file_facts(path)
@@ -447,11 +446,12 @@ def _check_file(path, expected):
                          f"({facts['bytes']} bytes, not {expected['bytes']}, or another digest)")
 
 
-def _is_count(value):
+def _is_count(value: Any) -> Any:
     return type(value) is int and value >= 0
 
 
-def _read_manifest(path: str, run: int, rank: int, recorder, steps: list) -> dict:
+def _read_manifest(path: str, run: int, rank: int, recorder: Any,
+                   steps: List[int]) -> Dict[str, Any]:
     """The recorder's file of an interrupt, checked: its format, run, rank, audit, the step S it
     serves (one of the audit's) and the steps done (S or more), the script's file (a name in the
     folder, its size and digest), and that it names no file for the trace (which version 1

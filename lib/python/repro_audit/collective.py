@@ -19,6 +19,7 @@ hook instead, so that a hook registered before `record(...)` is wrapped, and one
 replaces the hook inside the wrapper. The default is what DDP's reducer does without a hook:
 each gradient multiplied by 1 / world size, then summed (reducer.cpp mark_variable_ready_dense).
 """
+from typing import Any
 import threading
 
 from .digest import dtype_name
@@ -31,15 +32,17 @@ class Wrapper:
     """The hook DDP's reducer calls: the inner hook (the script's or the default) with each
     bucket's buffer digested before it and its result after, when a recording is attached."""
 
-    def __init__(self, state, hook, name):
+    def __init__(self, state: Any, hook: Any, name: Any) -> None:
         self.state, self.hook, self.name = state, hook, name
         self.recording = None
 
-    def replace(self, state, hook, name):
+    def replace(self, state: Any, hook: Any, name: Any) -> None:
         self.state, self.hook, self.name = state, hook, name
 
 
-def _comm_hook(wrapper, bucket):
+# DDP refuses a hook annotated with anything but its own classes (GradBucket, Future[Tensor]),
+# which need torch at import: the hooks DDP sees are unannotated.
+def _comm_hook(wrapper, bucket):  # type: ignore[no-untyped-def]
     """What the reducer calls (its state is the Wrapper): a Future of the bucket's result."""
     recording = wrapper.recording
     if recording is None:
@@ -47,7 +50,7 @@ def _comm_hook(wrapper, bucket):
     entry = recording.before(bucket)
     future = wrapper.hook(wrapper.state, bucket)
 
-    def after(done):
+    def after(done: Any) -> Any:
         value = done.value()
         recording.after(entry, value[0] if isinstance(value, (list, tuple)) else value)
         return value
@@ -55,27 +58,27 @@ def _comm_hook(wrapper, bucket):
     return future.then(after)
 
 
-def _default_hook(ddp):
+def _default_hook(ddp: Any) -> Any:
     """DDP's reducer without a hook: each gradient times 1 / world size (the reducer's own
     multiplication, not allreduce_hook's division, whose bits differ when the world size is no
     power of two), then the sum over the ranks."""
     import torch.distributed as dist
     group = ddp.process_group
 
-    def default(state, bucket):
+    def default(state, bucket):  # type: ignore[no-untyped-def]  # unannotated: _comm_hook's
         buffer = bucket.buffer()
         buffer.mul_(1.0 / dist.get_world_size(group))
-        work = dist.all_reduce(buffer, group=group, async_op=True)
+        work = dist.all_reduce(buffer, group=group, async_op=True)  # type: ignore[no-untyped-call]
         return work.get_future().then(lambda done: done.value()[0])
 
     return default
 
 
-def _hook_name(hook):
+def _hook_name(hook: Any) -> Any:
     return getattr(hook, "__qualname__", None) or type(hook).__qualname__
 
 
-def _register(ddp, state, hook):
+def _register(ddp: Any, state: Any, hook: Any) -> Any:
     """Registers the recorder's wrapper around (state, hook) on `ddp`, or puts (state, hook) into
     the wrapper it already has. Returns the wrapper."""
     wrapper = getattr(ddp, "_repro_audit_wrapper", None)
@@ -88,7 +91,7 @@ def _register(ddp, state, hook):
     return wrapper
 
 
-def watch_registrations():
+def watch_registrations() -> None:
     """Makes DistributedDataParallel.register_comm_hook register the recorder's wrapper (once per
     process; only under an audit: the package's __init__ asks only then). Without torch, nothing
     to watch."""
@@ -98,34 +101,35 @@ def watch_registrations():
         return
     if hasattr(DistributedDataParallel, _ORIGINAL):
         return
-    setattr(DistributedDataParallel, _ORIGINAL, DistributedDataParallel.register_comm_hook)
+    original = getattr(DistributedDataParallel, "register_comm_hook")
+    setattr(DistributedDataParallel, _ORIGINAL, original)
 
-    def register_comm_hook(self, state, hook):
+    def register_comm_hook(self: Any, state: Any, hook: Any) -> None:
         _register(self, state, hook)
 
-    register_comm_hook.__doc__ = DistributedDataParallel.register_comm_hook.__doc__
-    DistributedDataParallel.register_comm_hook = register_comm_hook
+    register_comm_hook.__doc__ = original.__doc__
+    setattr(DistributedDataParallel, "register_comm_hook", register_comm_hook)
 
 
 class Recording:
     """The bucket records of the steps of one DDP model, taken by the recorder at each step."""
 
-    def __init__(self, ddp, wrapper, params, digester):
+    def __init__(self, ddp: Any, wrapper: Any, params: Any, digester: Any) -> None:
         self._digester = digester
         self._wrapper = wrapper
         self._names = {p.data_ptr(): name for name, p in params}
         self._lock = threading.Lock()  # gloo may run `after` on its own thread
         self._batch = digester.batch()
-        self._entries = []
+        self._entries: Any = []
         self.bucket_cap_bytes = int(getattr(ddp, "bucket_bytes_cap", 0))
 
-    def _digest(self, tensor):
+    def _digest(self, tensor: Any) -> Any:
         with self._lock:
             digest = self._batch.add(tensor)
             self._batch.launch()  # read now, in stream order, before the collective writes it
             return digest
 
-    def before(self, bucket):
+    def before(self, bucket: Any) -> Any:
         buffer = bucket.buffer()
         entry = {"bucket": int(bucket.index()),
                  "params": [self._names.get(p.data_ptr(), "?") for p in bucket.parameters()],
@@ -135,15 +139,15 @@ class Recording:
             self._entries.append(entry)
         return entry
 
-    def after(self, entry, result):
+    def after(self, entry: Any, result: Any) -> None:
         entry["after"] = self._digest(result)
 
     @property
-    def hook_name(self):
+    def hook_name(self) -> Any:
         """The hook inside the wrapper now: a script may register its own after record()."""
         return self._wrapper.name
 
-    def take(self):
+    def take(self) -> Any:
         """The step's bucket records (Pendings until the batch is collected) and their batch,
         its copy back started."""
         with self._lock:
@@ -153,7 +157,7 @@ class Recording:
         return entries, batch
 
 
-def install(torch, model, params, digester):
+def install(torch: Any, model: Any, params: Any, digester: Any) -> Any:
     """The Recording of `model`'s buckets and the header's fields, or (None, {}) when `model` is
     no DistributedDataParallel; (None, {...}, warning) when its hook could not be wrapped."""
     from torch.nn.parallel import DistributedDataParallel

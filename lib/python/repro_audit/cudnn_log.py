@@ -24,7 +24,12 @@ What a log says of an engine's numerical notes is read as written: a list of not
 are always logged so, and no engine logged NONDETERMINISTIC once is ever logged NULL_PTR in the
 real logs): no note, so deterministic. A block that names no notes at all leaves them unknown,
 and so whether the engine is deterministic (None), never guessed.
+
+The ledger (CudnnLedger) turns the executions read between a convolution op's start and end into
+the op record's `algorithm` and the header's ledger, one entry per geometry (conv_key) and
+direction; op_records.py calls it for the op window's convolutions.
 """
+from typing import Any
 import os
 import re
 
@@ -48,7 +53,7 @@ class CudnnLogError(RuntimeError):
     """cuDNN's log holds executions the parser cannot read: the ledger would be silently empty."""
 
 
-def parse_executes(text):
+def parse_executes(text: Any) -> Any:
     """The convolution executions of a piece of log, in order: dicts with `direction`
     ("forward", "backward_data", "backward_filter"), `engine_id` (None when the block names
     none), `knobs` {name: value}, `notes` (sorted names; None when the block says nothing of
@@ -85,7 +90,7 @@ def parse_executes(text):
     return executes
 
 
-def algorithm_text(execute):
+def algorithm_text(execute: Any) -> Any:
     """"cudnn engine 38 (SPLIT_K=1, TILEK=2; TENSOR_CORE)": an execution as an op record and
     the ledger name its algorithm ("notes unknown" where the log named none)."""
     knobs = ", ".join("%s=%d" % (k.replace("CUDNN_KNOB_TYPE_", ""), v)
@@ -100,7 +105,7 @@ def algorithm_text(execute):
     return "cudnn engine %s%s" % (engine, " (%s)" % detail if detail else "")
 
 
-def deterministic(execute):
+def deterministic(execute: Any) -> Any:
     """Whether cuDNN says the engine gives the same bits every execution; None when the log
     named no notes for it."""
     if execute["notes"] is None:
@@ -108,13 +113,13 @@ def deterministic(execute):
     return "CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC" not in execute["notes"]
 
 
-def math_type(execute):
+def math_type(execute: Any) -> Any:
     if execute["notes"] is None:
         return "unknown"
     return "tensor_op" if "CUDNN_NUMERICAL_NOTE_TENSOR_CORE" in execute["notes"] else "fma"
 
 
-def executed(executes):
+def executed(executes: Any) -> Any:
     """Per direction, the execution that ran: the last (autotuning executes candidates before)."""
     ran = {}
     for e in executes:
@@ -122,11 +127,11 @@ def executed(executes):
     return ran
 
 
-def candidates(executes):
+def candidates(executes: Any) -> Any:
     """Per direction, the executions before the one that ran (cudnn.benchmark times each
     candidate plan by executing it): [(engine_id, deterministic)], in order."""
     ran = executed(executes)
-    timed = {}
+    timed: Any = {}
     for e in executes:
         if e is not ran[e["direction"]]:
             timed.setdefault(e["direction"], []).append((e["engine_id"], deterministic(e)))
@@ -138,7 +143,7 @@ _SEV_ERROR_EN, _SEV_WARNING_EN, _SEV_INFO_EN = 1 << 1, 1 << 2, 1 << 3
 _PREFIXES = {1: ("E! ", "e! "), 2: ("W! ", "w! "), 3: ("I! ", "i! ")}
 
 
-def _loaded_cudnn(maps="/proc/self/maps"):
+def _loaded_cudnn(maps: Any = "/proc/self/maps") -> Any:
     """The path of the libcudnn.so this process has loaded (PyTorch's), or None: never one
     loaded here, which could be another copy than the one PyTorch calls."""
     try:
@@ -152,7 +157,7 @@ def _loaded_cudnn(maps="/proc/self/maps"):
     return None
 
 
-def message_text(severity, lines):
+def message_text(severity: Any, lines: Any) -> Any:
     """A message cuDNN hands its callback, its lines as received (split at NULs), as the block
     it would have written to CUDNN_LOGDEST_DBG: the first line after "I! ", the others after
     "i! " (W!/w! for warnings, E!/e! for errors), then a blank line."""
@@ -171,17 +176,21 @@ class CudnnCapture:
     alike. Measured on cuDNN 9.19 (its library on this machine, no GPU needed): the callback gets
     each call's lines separated by NULs, ending with two, without the "I!"/"i!" prefixes."""
 
-    def __init__(self, library=None):
+    def __init__(self, library: Any = None, log_dest: Any = None) -> None:
+        """`library`: cuDNN's shared library (default: the one this process loaded); `log_dest`:
+        CUDNN_LOGDEST_DBG's value (settings.py), where cuDNN logs when the recorder does not."""
         self._library_path = library
-        self._set = self._get = None
-        self._original = None
-        self._callback = None
-        self._messages = []
+        self._log_dest = log_dest
+        self._set: Any = None
+        self._get: Any = None
+        self._original: Any = None
+        self._callback: Any = None
+        self._messages: Any = []
         self.active = False
         self.messages_seen = 0
-        self.why_not = None
+        self.why_not: Any = None
 
-    def _bind(self):
+    def _bind(self) -> Any:
         """Finds cuDNN's callback functions; False (and why_not) when it cannot."""
         if self._set is not None:
             return True
@@ -208,7 +217,7 @@ class CudnnCapture:
         self._set, self._get, self.why_not = set_callback, get_callback, None
         return True
 
-    def _receive(self, severity, udata, debug, message):
+    def _receive(self, severity: Any, udata: Any, debug: Any, message: Any) -> None:
         import ctypes
         self.messages_seen += 1
         if not message:
@@ -229,10 +238,10 @@ class CudnnCapture:
         self._messages.append(message_text(severity, lines))
 
     @property
-    def usable(self):
+    def usable(self) -> Any:
         return self.why_not is None
 
-    def start(self):
+    def start(self) -> Any:
         """Catches every API call from now on; False when cuDNN is not at hand (why_not)."""
         if self.active:
             return True
@@ -251,7 +260,7 @@ class CudnnCapture:
         self.active = True
         return True
 
-    def stop(self):
+    def stop(self) -> None:
         """Gives cuDNN back what it had before start(), and forgets the messages. cuDNN keeps
         errors on whatever mask it is given (cudnnSetCallback(0, ...) reads back as 2), and its
         default callback then prints them to stdout, which a process that logged nothing before
@@ -260,8 +269,7 @@ class CudnnCapture:
         arguments and does nothing, so no Python runs inside cuDNN, even at interpreter exit."""
         if self.active:
             mask, udata, function = self._original
-            if function is None and mask & ~_SEV_ERROR_EN == 0 and not os.environ.get(
-                    "CUDNN_LOGDEST_DBG"):
+            if function is None and mask & ~_SEV_ERROR_EN == 0 and not self._log_dest:
                 import ctypes
                 sink = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p)
                 self._set(_SEV_ERROR_EN, None, sink)
@@ -270,10 +278,10 @@ class CudnnCapture:
             self.active = False
         self._messages = []
 
-    def offset(self):
+    def offset(self) -> Any:
         return len(self._messages)
 
-    def executes_between(self, begin, end):
+    def executes_between(self, begin: Any, end: Any) -> Any:
         if end <= begin:
             return []
         return parse_executes("".join(self._messages[begin:end]))
@@ -287,15 +295,16 @@ class CudnnLog:
 
     active = True
 
-    def start(self):
+    def start(self) -> Any:
         return self.usable
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
-    def __init__(self, environ=os.environ):
-        self.path = environ.get("CUDNN_LOGDEST_DBG")
-        level = environ.get("CUDNN_LOGLEVEL_DBG", environ.get("CUDNN_LOGINFO_DBG"))
+    def __init__(self, path: Any = None, level: Any = None) -> None:
+        """`path`: CUDNN_LOGDEST_DBG's value; `level`: CUDNN_LOGLEVEL_DBG's, else
+        CUDNN_LOGINFO_DBG's (settings.py)."""
+        self.path = path
         self.why_not = None
         if not self.path:
             self.why_not = "CUDNN_LOGDEST_DBG is not set: cuDNN writes no API log"
@@ -306,17 +315,17 @@ class CudnnLog:
                             "warnings and errors)")
 
     @property
-    def usable(self):
+    def usable(self) -> Any:
         return self.why_not is None
 
-    def offset(self):
+    def offset(self) -> Any:
         """The log's size now (0 before cuDNN first wrote it)."""
         try:
             return os.path.getsize(self.path)
         except OSError:
             return 0
 
-    def executes_between(self, begin, end):
+    def executes_between(self, begin: Any, end: Any) -> Any:
         if end <= begin:
             return []
         with open(self.path, "rb") as f:
@@ -325,12 +334,77 @@ class CudnnLog:
         return parse_executes(text)
 
 
-def source(environ=os.environ):
+def source(log_dest: Any = None, log_level: Any = None) -> Any:
     """Where the op records read what cuDNN executed: its callback (CudnnCapture) when this
     process has a cuDNN shared library loaded, else the file log the environment names
-    (CudnnLog), else a capture that will look for cuDNN again when the window starts."""
+    (CudnnLog: `log_dest` and `log_level`, CUDNN_LOGDEST_DBG's and CUDNN_LOGLEVEL_DBG's values),
+    else a capture that will look for cuDNN again when the window starts."""
     if _loaded_cudnn() is None:
-        log = CudnnLog(environ)
+        log = CudnnLog(log_dest, log_level)
         if log.usable:
             return log
-    return CudnnCapture()
+    return CudnnCapture(log_dest=log_dest)
+
+
+def conv_key(torch: Any, func: Any, args: Any) -> Any:
+    """The geometry of a convolution call as a ledger keys it, "conv 128x32x26x26 k64 3x3 s1 p0"
+    (the engine's form), from the input's and the weight's shapes and the stride and padding."""
+    backward = func.overloadpacket.__name__.endswith("_backward")
+    x, w = (args[1], args[2]) if backward else (args[0], args[1])
+    stride, padding = (args[4], args[5]) if backward else (args[3], args[4])
+
+    def joined(values: Any) -> Any:
+        values = list(values)
+        return str(values[0]) if len(set(values)) == 1 else "x".join(str(v) for v in values)
+    return "conv %s k%d %s s%s p%s" % ("x".join(str(d) for d in x.shape), w.shape[0],
+                                       "x".join(str(d) for d in w.shape[2:]), joined(stride),
+                                       joined(padding))
+
+
+class CudnnLedger:
+    """What cuDNN executed for the op window's convolutions (op_records.py names each record's
+    algorithm through it), and the ledger of the trace's header, one entry per geometry and
+    direction."""
+
+    def __init__(self, torch: Any, log: Any) -> None:
+        self._torch = torch
+        self.log = log
+        self.entries: Any = []
+        self.executions = 0
+
+    def name(self, record: Any, func: Any, args: Any, executes: Any) -> None:
+        """Names in `record` what the call executed (the last execution per direction)."""
+        ran = executed(executes)
+        if not ran:
+            return
+        self.executions += 1
+        key = conv_key(self._torch, func, args)
+        chooser = "cudnn.benchmark" if self._torch.backends.cudnn.benchmark else "heuristic"
+        texts = []
+        for direction in ("forward", "backward_data", "backward_filter"):
+            if direction not in ran:
+                continue
+            e = ran[direction]
+            text = algorithm_text(e)
+            texts.append(text if len(ran) == 1 else "%s: %s" % (direction, text))
+            entry = {"layer": key, "direction": direction, "algorithm": text,
+                     "engine": -1 if e["engine_id"] is None else e["engine_id"],
+                     "deterministic": deterministic(e),
+                     "math_type": math_type(e), "chosen_by": chooser}
+            known = [x for x in self.entries
+                     if x["layer"] == key and x["direction"] == direction]
+            if not known or known[-1]["algorithm"] != text:
+                self.entries.append(entry)  # a later choice is appended: the last one counts
+        record["ledger_key"] = key
+        record["algorithm"] = "; ".join(texts)
+        record["algorithm_deterministic"] = all(deterministic(e) for e in ran.values())
+
+    def note(self) -> Any:
+        """What the ledger holds, in words, for the trace's environment."""
+        if not self.log.usable:
+            return "not recorded: " + self.log.why_not
+        if not self.executions:
+            return "no convolution executed through cuDNN's graph API in the op window"
+        how = ("cuDNN's API messages (cudnnSetCallback, in the op window)"
+               if isinstance(self.log, CudnnCapture) else "cuDNN's API log")
+        return "read from %s: %d convolution calls" % (how, self.executions)

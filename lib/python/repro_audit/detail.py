@@ -3,11 +3,11 @@ digest per tensor (every gradient, weight and buffer); the others record one dig
 `grads_digest`, `weights_digest`, `buffers_digest` (the digest of the per-tensor hex digests
 joined by newlines, as the optimizer state's). A trace with a level of detail is format version 4.
 
-REPRO_AUDIT_TENSOR_DIGESTS holds the plan as `repro-audit exec --tensor-digests` writes it:
+REPRO_AUDIT_TENSOR_DIGESTS (read in settings.py) holds the plan as `repro-audit exec --tensor-digests` writes it:
 comma-separated values, each "all", "none", "every:K" (steps 0, K, 2K, ...) or a step window
 "A:B" (steps A..B-1), "A:" (A to the end) or "N" (step N alone). Unset or "all": every step.
 """
-import os
+from typing import Any
 import re
 
 ENVIRONMENT = "REPRO_AUDIT_TENSOR_DIGESTS"
@@ -17,12 +17,12 @@ FORMAT_VERSION = 4
 class TensorDigestPlan:
     """Which steps record a digest per tensor: every `every`-th and each window's."""
 
-    def __init__(self, every=None, windows=()):
+    def __init__(self, every: Any = None, windows: Any = ()) -> None:
         self.every = every
         self.windows = list(windows)  # (first, last or None)
 
     @classmethod
-    def parse(cls, text, name=ENVIRONMENT):
+    def parse(cls, text: Any, name: Any = ENVIRONMENT) -> Any:
         """The plan of `text`; ValueError naming `name` and the value that is malformed."""
         every, windows, seen = None, [], set()
         for value in text.split(","):
@@ -56,37 +56,28 @@ class TensorDigestPlan:
             return cls(1)
         return cls(every, windows)
 
-    @classmethod
-    def from_env(cls, environ=None):
-        """The plan REPRO_AUDIT_TENSOR_DIGESTS asks for, or None for every step."""
-        text = (os.environ if environ is None else environ).get(ENVIRONMENT)
-        if not text:
-            return None
-        plan = cls.parse(text)
-        return None if plan.all() else plan
-
-    def all(self):
+    def all(self) -> Any:
         """Every step per tensor: a plan of versions 1 to 3."""
         return self.every == 1 or any(first == 0 and last is None
                                       for first, last in self.windows)
 
-    def at(self, step):
+    def at(self, step: Any) -> Any:
         if self.every is not None and step % self.every == 0:
             return True
         return any(first <= step and (last is None or step < last)
                    for first, last in self.windows)
 
-    def header(self):
+    def header(self) -> Any:
         """The header's `tensor_digests`."""
         return {"every": self.every,
                 "windows": [{"first": first, "last": last} for first, last in self.windows]}
 
     @classmethod
-    def from_header(cls, value):
+    def from_header(cls, value: Any) -> Any:
         return cls(value["every"], [(w["first"], w["last"]) for w in value["windows"]])
 
 
-def per_category(record, digest_of_digests):
+def per_category(record: Any, digest_of_digests: Any) -> Any:
     """`record` (a step's) with one digest per category in place of its per-tensor lists."""
     for tensors, combined in (("grads", "grads_digest"), ("weights", "weights_digest"),
                               ("buffers", "buffers_digest")):

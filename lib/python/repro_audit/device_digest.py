@@ -12,8 +12,8 @@ when the batch is collected; the headers are folded on the host.
 Where the library or a GPU is missing, every tensor is digested on the host, with the same
 result; `Digester.where` says which, and the recorder writes it in the trace's environment.
 """
+from typing import Any
 import ctypes
-import os
 
 from . import digest as digests
 
@@ -35,7 +35,7 @@ class DeviceDigestLibrary:
     """libra_device_digest.so, loaded and checked: its ABI version and chunk size are this
     package's."""
 
-    def __init__(self, path):
+    def __init__(self, path: Any) -> None:
         self.path = path
         lib = ctypes.CDLL(path)
         lib.ra_device_digest_abi_version.restype = ctypes.c_int
@@ -55,7 +55,7 @@ class DeviceDigestLibrary:
                                     f"{digests.CHUNK_BYTES}")
         self._lib = lib
 
-    def enqueue(self, jobs, out_pointer, out_chunks, stream):
+    def enqueue(self, jobs: Any, out_pointer: Any, out_chunks: Any, stream: Any) -> None:
         """Queues the chunk digests of `jobs` [(address, bytes, first_chunk)] on `stream` (a
         cudaStream_t as an int) into the device memory at out_pointer."""
         array = (_Job * len(jobs))(*[_Job(a, b, c) for a, b, c in jobs])
@@ -66,11 +66,11 @@ class DeviceDigestLibrary:
             raise DeviceDigestError(f"repro_audit: the GPU digest launch failed: {text}")
 
 
-def load_library(torch, environ=os.environ):
-    """(the library or None, where digests are made, in words, for the trace's environment)."""
+def load_library(torch: Any, path: Any) -> Any:
+    """(the library or None, where digests are made, in words, for the trace's environment):
+    `path` is REPRO_AUDIT_DEVICE_DIGEST_LIBRARY's value (settings.py), or None."""
     if not torch.cuda.is_available():
         return None, "host: no GPU"
-    path = environ.get(LIBRARY_VARIABLE)
     if not path:
         return None, (f"host: {LIBRARY_VARIABLE} is not set (repro-audit exec sets it where its "
                       "build has the library)")
@@ -86,14 +86,14 @@ class Pending:
 
     __slots__ = ("value",)
 
-    def __init__(self, value=None):
+    def __init__(self, value: Any = None) -> None:
         self.value = value
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         return "Pending(%r)" % (self.value,)
 
 
-def resolved(value):
+def resolved(value: Any) -> Any:
     """`value` with every Pending in it (in lists and dicts too) replaced by what it holds."""
     if isinstance(value, Pending):
         return value.value
@@ -111,17 +111,19 @@ class DigestBatch:
     starts the copy back without waiting, so that a step's digests come back while the next step
     runs."""
 
-    def __init__(self, torch, library):
+    def __init__(self, torch: Any, library: Any) -> None:
         self._torch = torch
         self._library = library
         self._tags = {torch.float32: digests.F32, torch.int32: digests.I32,
                       torch.int64: digests.I64, torch.uint8: digests.U8}
-        self._queued = {}     # device index -> [(tensor, bytes, Pending, tag, shape)]
-        self._launched = []   # (device index, out tensor, [(Pending, first_chunk, chunks, tag, shape)])
-        self._copies = []     # (Pending, device tensor): values copied back with the digests
-        self._download = None  # (event, [(host tensor, [launched entries])], [(Pending, host)])
+        self._queued: Any = {}     # device index -> [(tensor, bytes, Pending, tag, shape)]
+        # (device index, out tensor, [(Pending, first_chunk, chunks, tag, shape)])
+        self._launched: Any = []
+        self._copies: Any = []     # (Pending, device tensor): values copied back with the digests
+        # (event, [(host tensor, [launched entries])], [(Pending, host)])
+        self._download: Any = None
 
-    def add(self, tensor, tag=None, shape=None, raw=False):
+    def add(self, tensor: Any, tag: Any = None, shape: Any = None, raw: Any = False) -> Any:
         """The digest of `tensor`'s bytes (a Pending of it while the GPU computes it) as a
         tensor of trace type `tag` and `shape` (default: the tensor's own, digest.tag_of; op
         records pass the flat form, and `raw` when the tensor has its conjugate and negative
@@ -153,7 +155,7 @@ class DigestBatch:
             (t, t.numel() * t.element_size(), pending, tag, shape))
         return pending
 
-    def add_copy(self, tensor):
+    def add_copy(self, tensor: Any) -> Any:
         """A Pending for `tensor` itself, on the host (a loss read without a wait of its own)."""
         t = tensor.detach()
         if t.device.type != "cuda":
@@ -162,7 +164,7 @@ class DigestBatch:
         self._copies.append((pending, t.clone()))
         return pending
 
-    def launch(self):
+    def launch(self) -> None:
         """Queues the digests of every tensor added since the last launch on its device's current
         stream; the tensors are not held after (PyTorch's allocator reuses their memory in the
         same stream's order, after the digest has read it)."""
@@ -182,14 +184,14 @@ class DigestBatch:
                 self._library.enqueue(jobs, out.data_ptr(), chunks, stream)
             self._launched.append((device, out, entries))
 
-    def download(self):
+    def download(self) -> None:
         """Launches what is queued and starts copying every chunk digest back (one copy per device
         and batch), without waiting."""
         if self._download is not None:
             return
         self.launch()
         torch = self._torch
-        by_device = {}
+        by_device: Any = {}
         for device, out, entries in self._launched:
             by_device.setdefault(device, []).append((out, entries))
         copies = []
@@ -211,7 +213,7 @@ class DigestBatch:
         self._launched, self._copies = [], []
         self._download = (events, copies, values)
 
-    def collect(self):
+    def collect(self) -> None:
         """Waits for the copies (once) and fills every Pending of the batch."""
         self.download()
         events, copies, values = self._download
@@ -233,13 +235,14 @@ class Digester:
     """Where a run's tensors are digested (`where`, for the trace's environment), and batches
     that digest them there."""
 
-    def __init__(self, torch, environ=os.environ):
+    def __init__(self, torch: Any, library_path: Any = None) -> None:
+        """`library_path`: REPRO_AUDIT_DEVICE_DIGEST_LIBRARY's value, or None (host digests)."""
         self._torch = torch
-        self.library, self.where = load_library(torch, environ)
+        self.library, self.where = load_library(torch, library_path)
 
     @property
-    def on_device(self):
+    def on_device(self) -> Any:
         return self.library is not None
 
-    def batch(self):
+    def batch(self) -> Any:
         return DigestBatch(self._torch, self.library)

@@ -6,6 +6,12 @@ its XXH3-128 (16 bytes: low word, then high word); the digest is the XXH3-128 of
 order. Written as 32 hex digits, high word first. Two tensors share a digest only when their
 dtype, shape and every bit agree.
 """
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+if TYPE_CHECKING:  # the package imports without torch
+    import torch
+
+Buffer = Union[bytes, bytearray, memoryview]  # what digest_bytes reads
 import struct
 
 import xxhash
@@ -18,12 +24,12 @@ F32, I32, I64, U8 = 1, 2, 3, 4
 _MASK64 = (1 << 64) - 1
 
 
-def _halves(value):
+def _halves(value: Any) -> Any:
     """(low, high) 64-bit words of a 128-bit XXH3 digest."""
     return value & _MASK64, value >> 64
 
 
-def digest_from_chunks(dtype, shape, chunk_digests):
+def digest_from_chunks(dtype: Any, shape: Any, chunk_digests: Any) -> str:
     """The digest of a tensor of `dtype` and `shape` from its chunk digests: bytes, 16 per chunk
     (low word, then high word, little-endian), as the host computes them below and the GPU
     writes them (device_digest.py)."""
@@ -34,11 +40,11 @@ def digest_from_chunks(dtype, shape, chunk_digests):
     return "%016x%016x" % (high, low)
 
 
-def chunk_count(byte_count):
+def chunk_count(byte_count: Any) -> Any:
     return (byte_count + CHUNK_BYTES - 1) // CHUNK_BYTES
 
 
-def digest_bytes(dtype, shape, data):
+def digest_bytes(dtype: int, shape: Sequence[int], data: "Buffer") -> str:
     """The digest of `data` (bytes-like, little-endian) as a tensor of `dtype` and `shape`."""
     view = memoryview(data).cast("B")
     chunks = bytearray()
@@ -48,7 +54,7 @@ def digest_bytes(dtype, shape, data):
     return digest_from_chunks(dtype, shape, chunks)
 
 
-def text_digest(text):
+def text_digest(text: str) -> str:
     """The digest of a text as the tool digests a spec's canonical JSON: its UTF-8 bytes as u8."""
     data = text.encode("utf-8")
     return digest_bytes(U8, (len(data),), data)
@@ -67,7 +73,7 @@ DTYPE_TAGS = {
 }
 
 
-def _tag_of(torch, dtype):
+def _tag_of(torch: Any, dtype: Any) -> Any:
     """(tag, trace name) of a torch dtype: every dtype whose values are its bytes has one."""
     found = DTYPE_TAGS.get(str(dtype).replace("torch.", ""))
     if found is None:
@@ -77,18 +83,18 @@ def _tag_of(torch, dtype):
     return found
 
 
-def tag_of(torch, dtype):
+def tag_of(torch: Any, dtype: Any) -> Any:
     """The trace tag of a torch dtype (device_digest.py digests the same bytes under it)."""
     return _tag_of(torch, dtype)[0]
 
 
-def dtype_name(tensor):
+def dtype_name(tensor: Any) -> Any:
     """The trace's name of a tensor's dtype: "f32", "bf16", ..."""
     import torch
     return _tag_of(torch, tensor.dtype)[1]
 
 
-def tensor_digest(tensor):
+def tensor_digest(tensor: "torch.Tensor") -> str:
     """The digest of a torch tensor's values (copied to the host, in row-major order): f32, i32,
     i64 and u8 under their tags, every other dtype as its raw bytes under its own tag."""
     import torch  # the package imports without torch: only the recorder needs it
@@ -105,7 +111,7 @@ def tensor_digest(tensor):
     return digest_bytes(tag, tuple(host.shape), data)
 
 
-def digest_of_digests(digests):
+def digest_of_digests(digests: Any) -> Any:
     """One digest over several: of their hex texts joined by newlines, as u8 (the recorder's
     digest of all optimizer state tensors, in the header's name order)."""
     return text_digest("\n".join(digests))

@@ -11,29 +11,26 @@ and compares rank r of each run with rank r of the reference run.
     header["distributed"] = {"rank": 1, "world_size": 2, "backend": "gloo",
                              "nccl": {"NCCL_ALGO": "Ring"}}   # only the NCCL_* variables set
 """
+from typing import Any
 import os
 
-from . import env
-
 TRACE_SUFFIX = ".trace.jsonl"
-# What pins NCCL's reduction: NCCL has no determinism switch, only the algorithm and protocol.
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
 
 
 class Placement:
     """Where one process stands in a data-parallel run: its rank and the world size."""
 
-    def __init__(self, rank, world_size, backend=None):
+    def __init__(self, rank: Any, world_size: Any, backend: Any = None) -> None:
         self.rank, self.world_size, self.backend = rank, world_size, backend
 
-    def header(self, environ=None):
-        """The header's `distributed` field."""
-        environ = os.environ if environ is None else environ
-        nccl = {name: environ[name] for name in NCCL_VARIABLES if environ.get(name)}
+    def header(self, nccl: Any) -> Any:
+        """The header's `distributed` field; `nccl`: the NCCL_* variables set (settings.py: what
+        pins NCCL's reduction, which has no determinism switch, only the algorithm and
+        protocol)."""
         return {"rank": self.rank, "world_size": self.world_size,
                 "backend": self.backend or "unknown", "nccl": nccl}
 
-    def trace_path(self, run_trace):
+    def trace_path(self, run_trace: Any) -> Any:
         """Rank 0's trace is the run's; rank r's is rank-R.trace.jsonl in the run's folder (the
         run's trace name without .trace.jsonl), made if missing."""
         if self.rank == 0:
@@ -47,7 +44,7 @@ class Placement:
         return os.path.join(folder, rank_trace_name(self.rank))
 
 
-def unwrapped(model):
+def unwrapped(model: Any) -> Any:
     """The module a DistributedDataParallel wrapper replicates, else `model`: its parameters are
     recorded under the module's own names ("0.weight", not "module.0.weight"), so a data-parallel
     run's trace lines up with a single process's (world size as a configuration, compare)."""
@@ -58,11 +55,11 @@ def unwrapped(model):
     return model.module if isinstance(model, DistributedDataParallel) else model
 
 
-def rank_trace_name(rank):
+def rank_trace_name(rank: Any) -> Any:
     return f"rank-{rank}{TRACE_SUFFIX}"
 
 
-def _backend(torch):
+def _backend(torch: Any) -> Any:
     try:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():
@@ -72,13 +69,10 @@ def _backend(torch):
     return None
 
 
-def placement(torch, environ=None):
-    """This process's Placement, or None for a single process (no WORLD_SIZE, or 1, and no
-    process group of more than one rank). An initialised process group wins over the
-    environment; RANK and WORLD_SIZE are checked as the other audit variables are."""
-    environ = os.environ if environ is None else environ
-    world = env.integer("WORLD_SIZE", 1, env.RUN_LIMIT, default=1, environ=environ)
-    rank = env.integer("RANK", 0, env.RUN_LIMIT, default=0, environ=environ)
+def placement(torch: Any, world: Any, rank: Any) -> Any:
+    """This process's Placement, or None for a single process (`world`: WORLD_SIZE, 1 when
+    unset, and no process group of more than one rank). An initialised process group wins over
+    the environment's WORLD_SIZE and RANK (checked in settings.py as the audit's variables are)."""
     backend = _backend(torch)
     if backend is not None:
         import torch.distributed as dist

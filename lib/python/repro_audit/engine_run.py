@@ -5,6 +5,7 @@ header), its initial weights (`run-NNN/weights-initial.safetensors`) and its bat
 records with the engine's names and spec gives a trace `repro-audit compare` lines up with the
 engine's: the report says where the two implementations part.
 """
+from typing import Any
 import json
 import os
 import struct
@@ -12,7 +13,7 @@ import struct
 import numpy
 
 
-def read_safetensors(path):
+def read_safetensors(path: Any) -> Any:
     """{name: float32 numpy array} of a safetensors file (F32 tensors only, as the engine
     writes); ValueError naming the file when it is not one."""
     with open(path, "rb") as f:
@@ -39,7 +40,7 @@ def read_safetensors(path):
 class EngineRun:
     """Run `run` of the engine's audit folder `folder` (made with --save-batches)."""
 
-    def __init__(self, folder, run=0):
+    def __init__(self, folder: Any, run: Any = 0) -> None:
         self.folder = folder
         stem = os.path.join(folder, "run-%03d" % run)
         with open(stem + ".trace.jsonl", encoding="utf-8") as f:
@@ -54,12 +55,12 @@ class EngineRun:
         with open(batches, encoding="utf-8") as f:
             self.steps = json.load(f)["steps"]  # [{"step", "epoch", "indices"}], in order
 
-    def dropout_rates(self):
+    def dropout_rates(self) -> Any:
         """The rates of the spec's dropout layers, in order."""
         return [layer["rate"] for layer in self.spec["model"]["layers"]
                 if layer["type"] == "dropout"]
 
-    def load_initial_weights(self, model):
+    def load_initial_weights(self, model: Any) -> Any:
         """Copies the engine's initial weights into `model`, whose parameters must be the
         engine's in order and shape (PyTorch's conv [K, C, R, S] and dense [out, in] layouts are
         the engine's); returns the engine's names, in that order, for the recorder."""

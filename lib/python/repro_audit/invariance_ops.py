@@ -42,10 +42,11 @@ one and the row of a batch of 64 are equal exactly when their bits are. Whole te
 model's parameters' and buffers' storage (and views of them, a weight's transpose) are digested
 once per version, not once per probe.
 """
+from typing import Any, List
 import weakref
 
 from .digest import tensor_digest
-from .ops import ORDER_DEPENDENT, _leaves, _storage_ptr
+from .op_records import ORDER_DEPENDENT, _leaves, _storage_ptr
 
 WHOLE = "whole"  # a decision: the tensor is not batched
 # How far ahead of the last op matched a probe's op is looked for among the reference's: the ops
@@ -54,7 +55,7 @@ WHOLE = "whole"  # a decision: the tensor is not batched
 ALIGN_WINDOW = 8
 
 
-def by_size(shape, size, batch_dim, pad=None):
+def by_size(shape: Any, size: Any, batch_dim: Any, pad: Any = None) -> Any:
     """The decision for a batched tensor of a probe whose ops are not the reference's: ("row", d)
     for `batch_dim` if it has `size`, else for dimension 0 if it has, else None. Under padding
     (`pad`: (La, L)) every other dimension of size L is cut to La."""
@@ -72,7 +73,7 @@ def by_size(shape, size, batch_dim, pad=None):
     return ("row", d, None, cuts)
 
 
-def by_reference(shape, reference_shape, size, pad=None):
+def by_reference(shape: Any, reference_shape: Any, size: Any, pad: Any = None) -> Any:
     """The decision for a batched tensor of `shape` in a probe of `size` > 1 whose reference
     tensor had `reference_shape` (the module's documentation): ("row", d), ("chunk", d) or None;
     under padding (`pad`: (La, L), L > La) ("row" | "chunk", d, keep, cuts): `keep` the chunk's
@@ -105,7 +106,7 @@ def by_reference(shape, reference_shape, size, pad=None):
     return batch + (tuple((d, anchor_length) for d in differ if d != batch[1]),)
 
 
-def anchor_part(tensor, decision, row, size):
+def anchor_part(tensor: Any, decision: Any, row: Any, size: Any) -> Any:
     """The anchor's row of `tensor` (a decision that is not None) in a batch of `size` where the
     anchor is row `row`: a row, or its chunk of k = shape[d] / size (its first `keep` elements
     under padding), each length dimension of a padded probe cut to the anchor's length first."""
@@ -119,7 +120,7 @@ def anchor_part(tensor, decision, row, size):
     return tensor.narrow(d, row * k, k if keep is None else keep)
 
 
-def one_ulp_up(torch, row):
+def one_ulp_up(torch: Any, row: Any) -> Any:
     """`row` with every element moved by one ULP: toward +infinity, +infinity itself toward zero,
     NaN left as it is. By the bits (torch 1.13 has no nextafter for float16 or bfloat16): an
     IEEE float's bits as a signed integer grow with its magnitude; the sign bit makes it
@@ -141,11 +142,11 @@ class Deferred:
 
     __slots__ = ("tensor", "digests")
 
-    def __init__(self, tensor):
+    def __init__(self, tensor: Any) -> None:
         self.tensor = tensor
-        self.digests = {}  # decision -> digest
+        self.digests: Any = {}  # decision -> digest
 
-    def digest(self, decision):
+    def digest(self, decision: Any) -> Any:
         """The digest of the row `decision` names (None: the whole tensor's; a chunk of a batch
         of one is the whole tensor)."""
         if decision not in self.digests:
@@ -161,13 +162,13 @@ class WholeDigests:
     place and version counter (a view shares its base's), kept for the whole sweep: ResNet-18's
     11 M parameters are 45 MB to hash, in every probe otherwise."""
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._storages = {_storage_ptr(t) for t in list(model.parameters()) +
                           list(model.buffers())}
         self._storages.discard(None)
-        self._digests = {}
+        self._digests: Any = {}
 
-    def get(self, tensor):
+    def get(self, tensor: Any) -> Any:
         place = _storage_ptr(tensor)
         if place is None or place not in self._storages:
             return tensor_digest(tensor)
@@ -189,33 +190,33 @@ class ModuleStack:
     runs: its name in model.named_modules() ("layer1.0.conv1"; "" for the model itself and for
     ops outside any module)."""
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._modules = list(model.named_modules())
-        self._running = []
-        self._handles = []
+        self._running: Any = []
+        self._handles: Any = []
 
-    def current(self):
+    def current(self) -> Any:
         return self._running[-1] if self._running else ""
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self._running = []
         for name, module in self._modules:
             self._handles.append(module.register_forward_pre_hook(self._enter(name)))
             self._handles.append(module.register_forward_hook(self._leave(name)))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
 
-    def _enter(self, name):
-        def hook(module, inputs):
+    def _enter(self, name: Any) -> Any:
+        def hook(module: Any, inputs: Any) -> None:
             self._running.append(name)
         return hook
 
-    def _leave(self, name):
-        def hook(module, inputs, output):
+    def _leave(self, name: Any) -> Any:
+        def hook(module: Any, inputs: Any, output: Any) -> None:
             if self._running and self._running[-1] == name:
                 self._running.pop()
         return hook
@@ -232,8 +233,9 @@ class ProbeOps:
     output's anchor row is moved by one ULP (the control probe), else None. `pad`: (La, L) where
     the probe's batch is padded to L beyond the anchor's length La, else None."""
 
-    def __init__(self, torch, modules, wholes, size, row, batch_dim, reference=None,
-                 control=None, pad=None):
+    def __init__(self, torch: Any, modules: Any, wholes: Any, size: Any, row: Any, batch_dim: Any,
+                 reference: Any = None,
+                 control: Any = None, pad: Any = None) -> None:
         self._torch = torch
         self._modules = modules
         self._wholes = wholes
@@ -242,20 +244,23 @@ class ProbeOps:
         self.control = control
         self.pad = pad
         self.control_applied = False
-        self.ops, self.decisions, self.shapes, self.aligned = [], [], [], []
-        self.floating = []  # per op: whether its first tensor output is floating
+        self.ops: List[Any] = []
+        self.decisions: List[Any] = []
+        self.shapes: List[Any] = []
+        self.aligned: List[Any] = []
+        self.floating: Any = []  # per op: whether its first tensor output is floating
         self._cursor = 0  # the reference's next op to align with
-        self._batched = {}  # id -> weakref of each batched tensor alive
-        self._rows = {}  # id -> (weakref, version, decision, held) of batched tensors digested
+        self._batched: Any = {}  # id -> weakref of each batched tensor alive
+        self._rows: Any = {}  # id -> (weakref, version, decision, held) of batched tensors digested
 
-    def mark_batched(self, tensor):
+    def mark_batched(self, tensor: Any) -> None:
         self._batched[id(tensor)] = weakref.ref(tensor)
 
-    def _is_batched(self, tensor):
+    def _is_batched(self, tensor: Any) -> Any:
         ref = self._batched.get(id(tensor))
         return ref is not None and ref() is tensor
 
-    def _align(self, name, inputs):
+    def _align(self, name: Any, inputs: Any) -> Any:
         """The index of the reference's op this call is (None: none): the next reference op of
         the same name and number of tensor inputs within ALIGN_WINDOW ops of the last one
         matched. The lists differ where the ops depend on the batch's size (nn.Linear on a
@@ -269,7 +274,7 @@ class ProbeOps:
                 return i
         return None
 
-    def _decision(self, aligned, slot, tensor):
+    def _decision(self, aligned: Any, slot: Any, tensor: Any) -> Any:
         """Where a batched tensor's anchor row is (the module's documentation)."""
         if self.reference is None:
             return None  # the reference decides after the sweep (Deferred)
@@ -279,7 +284,7 @@ class ProbeOps:
                 return by_reference(tuple(tensor.shape), reference_shape, self.size, self.pad)
         return by_size(tuple(tensor.shape), self.size, self.batch_dim, self.pad)
 
-    def _entry(self, aligned, slot, tensor, batched, output):
+    def _entry(self, aligned: Any, slot: Any, tensor: Any, batched: Any, output: Any) -> Any:
         """(decision, what the record holds) of one tensor the op read or wrote."""
         if not batched:
             return WHOLE, (self._wholes.get(tensor), True)
@@ -291,7 +296,7 @@ class ProbeOps:
         if seen is not None and seen[0]() is tensor and seen[1:3] == (version, decision):
             return decision, seen[3]
         if self.reference is None:
-            held = Deferred(tensor.detach().clone())
+            held: Any = Deferred(tensor.detach().clone())
         elif decision is None:
             held = (tensor_digest(tensor), True)
         else:
@@ -299,7 +304,7 @@ class ProbeOps:
         self._rows[id(tensor)] = (weakref.ref(tensor), version, decision, held)
         return decision, held
 
-    def call(self, func, args, kwargs):
+    def call(self, func: Any, args: Any, kwargs: Any) -> Any:
         torch, name = self._torch, str(func)
         tensors = [t for t in _leaves((args, kwargs), []) if isinstance(t, torch.Tensor)]
         batched = [self._is_batched(t) for t in tensors]
@@ -328,7 +333,7 @@ class ProbeOps:
         self.floating.append(bool(outputs) and outputs[0].is_floating_point())
         return out
 
-    def _move_one_ulp(self, aligned, slot, tensor, batched):
+    def _move_one_ulp(self, aligned: Any, slot: Any, tensor: Any, batched: Any) -> None:
         decision = self._decision(aligned, slot, tensor) if batched else None
         if decision is None or not tensor.is_floating_point():
             return  # the sweep chose this op for a floating row it had in the probe repeated
@@ -337,19 +342,21 @@ class ProbeOps:
         self.control_applied = True
 
 
-def order_dependent(op_name):
-    """Whether an op ("aten.addmm.default") sums in an order a kernel chooses (ops.py's list)."""
+def order_dependent(op_name: Any) -> Any:
+    """Whether an op ("aten.addmm.default") sums in an order a kernel chooses (op_records.py's
+    list)."""
     packet = op_name.split(".")[1] if op_name.count(".") >= 2 else op_name
     base = packet[:-1] if packet.endswith("_") and not packet.endswith("__") else packet
     return base in ORDER_DEPENDENT
 
 
-def make_mode(torch, probe):
+def make_mode(torch: Any, probe: Any) -> Any:
     """A TorchDispatchMode handing every aten call to `probe` (ProbeOps)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _ProbeMode(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
             if func.namespace == "profiler":  # torch.profiler's bookkeeping: no values
                 return func(*args, **(kwargs or {}))
             return probe.call(func, args, kwargs or {})

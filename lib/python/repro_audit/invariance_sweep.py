@@ -49,13 +49,14 @@ from typing import (TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Seque
 if TYPE_CHECKING:  # the package imports without torch
     import torch
 
+from . import settings
 from .digest import tensor_digest
 from .invariance_ops import (WHOLE, Deferred, ModuleStack, ProbeOps, WholeDigests, by_size,
                              make_mode, order_dependent)
-from .ops import _leaves
+from .op_records import _leaves
 from .trace import write_whole
 
-ENVIRONMENT = "REPRO_AUDIT_INVARIANCE"
+ENVIRONMENT = settings.INVARIANCE
 POSITIONS = ("first", "middle", "last")
 NEIGHBOURS = ("batch", "noise")
 DEFAULT_MAX_SIZE = 64
@@ -181,7 +182,7 @@ class Plan:
     out: Optional[str]
 
 
-def _checked_names(values, allowed, what):
+def _checked_names(values: Any, allowed: Any, what: Any) -> Any:
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         raise TypeError(f"repro_audit.invariance: {what} must be a list of names, got {values!r}")
     for v in values:
@@ -193,7 +194,7 @@ def _checked_names(values, allowed, what):
     return list(values)
 
 
-def _checked_sizes(values, what):
+def _checked_sizes(values: Any, what: Any) -> Any:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"repro_audit.invariance: {what} must be a list of batch sizes, got "
                         f"{values!r}")
@@ -207,7 +208,7 @@ def _checked_sizes(values, what):
     return values
 
 
-def _environment_plan(text):
+def _environment_plan(text: Any) -> Any:
     try:
         plan = json.loads(text)
     except ValueError as e:
@@ -225,12 +226,12 @@ def _environment_plan(text):
     return plan
 
 
-def resolve_plan(sizes=None, positions=None, neighbours=None, control=None, out=None,
-                 environ=None) -> Plan:
+def resolve_plan(sizes: Any = None, positions: Any = None, neighbours: Any = None,
+                 control: Any = None,
+                 out: Any = None) -> Plan:
     """The plan of a call (the module's documentation: the environment's out and control win,
     lists are merged), checked: ValueError or TypeError naming what is wrong."""
-    environ = os.environ if environ is None else environ
-    text = environ.get(ENVIRONMENT)
+    text = settings.invariance_plan()
     env = _environment_plan(text) if text else {}
     merged_sizes = set()
     for source, values in (("sizes", sizes), (ENVIRONMENT + " sizes", env.get("sizes"))):
@@ -266,14 +267,14 @@ class _Padded:
     anchor_length: int
     lengths: Tuple[int, ...]
     mask_arg: Optional[str]
-    make_inputs: Optional[Callable]
+    make_inputs: Optional[Callable[..., Any]]
 
 
-def _whole_number(value):
+def _whole_number(value: Any) -> Any:
     return not isinstance(value, bool) and isinstance(value, int)
 
 
-def _check_padding(torch, padding, samples, is_list, anchor):
+def _check_padding(torch: Any, padding: Any, samples: Any, is_list: Any, anchor: Any) -> Any:
     """The _Padded of a call (`samples`: the batch's, each without the batch dimension; the
     anchor already checked), or ValueError / TypeError."""
     first = samples[0]
@@ -330,7 +331,8 @@ def _check_padding(torch, padding, samples, is_list, anchor):
                    tuple(sorted(set(lengths))), padding.mask_arg, padding.make_inputs)
 
 
-def _check_inputs(torch, model, batch, anchor, batch_dim, plan, padding=None):
+def _check_inputs(torch: Any, model: Any, batch: Any, anchor: Any, batch_dim: Any, plan: Any,
+                  padding: Any = None) -> Any:
     """(batch_dim, batch size, _Padded or None) normalised, or ValueError / TypeError before
     anything runs."""
     if not isinstance(model, torch.nn.Module):
@@ -392,12 +394,12 @@ def _check_inputs(torch, model, batch, anchor, batch_dim, plan, padding=None):
     return batch_dim, count, padded
 
 
-def _way(config):
+def _way(config: Any) -> Any:
     """What fills the probe's other rows: "batch" or "noise" ("batch+pad:12": "batch")."""
     return config.neighbours.split("+", 1)[0]
 
 
-def _noise(torch, shape, count, noise_stats, like):
+def _noise(torch: Any, shape: Any, count: Any, noise_stats: Any, like: Any) -> Any:
     """`count` samples of `shape` of the batch's mean and standard deviation (NOISE_SEED)."""
     mean, std = noise_stats
     generator = torch.Generator().manual_seed(NOISE_SEED)
@@ -406,7 +408,8 @@ def _noise(torch, shape, count, noise_stats, like):
     return noise.to(device=like.device, dtype=like.dtype)
 
 
-def _padded_probe_batch(torch, padded, batch_dim, anchor, config, others, noise_stats):
+def _padded_probe_batch(torch: Any, padded: Any, batch_dim: Any, anchor: Any, config: Any,
+                        others: Any, noise_stats: Any) -> Any:
     """(probe input, each sample's own length) under padding: the samples in the order
     _probe_batch's, each padded with the pad value or cut to the probe's length L (the anchor's
     own where the probe is not padded), stacked along batch_dim."""
@@ -434,7 +437,7 @@ def _padded_probe_batch(torch, padded, batch_dim, anchor, config, others, noise_
             torch.tensor(lengths, dtype=torch.int64, device=sample.device))
 
 
-def _model_inputs(torch, padded, probe_input, lengths, length):
+def _model_inputs(torch: Any, padded: Any, probe_input: Any, lengths: Any, length: Any) -> Any:
     """(args, kwargs) of the model's call: the probe's input alone, or with its mask ([S, L],
     L = `length`), or what the Padding's make_inputs made of the input and the lengths."""
     if padded is None or (padded.mask_arg is None and padded.make_inputs is None):
@@ -450,7 +453,8 @@ def _model_inputs(torch, padded, probe_input, lengths, length):
     return tuple(made[0]), dict(made[1])
 
 
-def _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats):
+def _probe_batch(torch: Any, batch: Any, batch_dim: Any, anchor: Any, config: Any, others: Any,
+                 noise_stats: Any) -> Any:
     """The probe's input: the anchor at its row, the other rows filled as `config` says."""
     size, row = config.batch_size, config.anchor_row
     if config.neighbours != "noise":
@@ -463,7 +467,7 @@ def _probe_batch(torch, batch, batch_dim, anchor, config, others, noise_stats):
     return rows.movedim(0, batch_dim).contiguous()
 
 
-def _unpadded(row, reference_shape, anchor_length, length):
+def _unpadded(row: Any, reference_shape: Any, anchor_length: Any, length: Any) -> Any:
     """The anchor's own positions of its output row in a batch padded to `length`: each
     dimension that is the anchor's length in the reference's row and `length` here cut back to
     the anchor's length; ValueError where the row's shape changed otherwise."""
@@ -483,7 +487,7 @@ def _unpadded(row, reference_shape, anchor_length, length):
     return row
 
 
-def _output_row(torch, out, config, batch_dim, unpad=None):
+def _output_row(torch: Any, out: Any, config: Any, batch_dim: Any, unpad: Any = None) -> Any:
     """(digest, float32 bytes or None) of the anchor's row of the model's output; TypeError or
     ValueError where the output is not one tensor with the batch's size along batch_dim.
     `unpad`: (the reference's row shape, La, L) for a padded probe (_unpadded)."""
@@ -506,8 +510,10 @@ def _output_row(torch, out, config, batch_dim, unpad=None):
     return tensor_digest(row), values
 
 
-def _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config, others,
-               noise_stats, reference=None, control=None, padded=None, reference_row=None):
+def _run_probe(torch: Any, model: Any, modules: Any, wholes: Any, batch: Any, batch_dim: Any,
+               anchor: Any, config: Any, others: Any,
+               noise_stats: Any, reference: Any = None, control: Any = None, padded: Any = None,
+               reference_row: Any = None) -> Any:
     """(ProbeOps, model output, output digest, values) of one probe; `reference`: the
     reference's ProbeOps (None: this is the reference); `padded`: the _Padded of a sweep under
     padding, `reference_row` the shape of the reference's output row."""
@@ -535,14 +541,14 @@ def _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config, 
     return probe, out, digest, values
 
 
-def _configs(plan, lengths=()):
+def _configs(plan: Any, lengths: Any = ()) -> Any:
     """Every probe after the reference, in the order run (the control's not among them); each
     neighbours way followed by the same batch padded to each of `lengths`."""
     configs = []
     for size in plan.sizes:
         if size == 1:
             continue
-        rows = {}
+        rows: Any = {}
         for position in plan.positions:
             rows.setdefault(anchor_row(position, size), position)  # a small batch: rows shared
         for row, position in rows.items():
@@ -553,11 +559,15 @@ def _configs(plan, lengths=()):
     return configs
 
 
-def _vote(reference, probes):
+def _largest_first(probe: Any) -> int:
+    return -int(probe.size)
+
+
+def _vote(reference: Any, probes: Any) -> Any:
     """The reference's decisions (invariance_ops.py): for each batched tensor of each op, where
     most probes found the anchor's row at the op aligned with it (ties: the largest size's)."""
-    votes = {}
-    for probe in sorted(probes, key=lambda p: -p.size):
+    votes: Any = {}
+    for probe in sorted(probes, key=_largest_first):
         for aligned, decided in zip(probe.aligned, probe.decisions):
             if aligned is None or len(decided) != len(reference.decisions[aligned]):
                 continue
@@ -569,7 +579,7 @@ def _vote(reference, probes):
     return {key: max(counts, key=counts.get) for key, counts in votes.items()}
 
 
-def _resolved(held, decision, batch_dim, output):
+def _resolved(held: Any, decision: Any, batch_dim: Any, output: Any) -> Any:
     """A reference entry as a RowDigest (None: no row)."""
     if not isinstance(held, Deferred):
         return None if held is None else RowDigest(*held)
@@ -583,7 +593,7 @@ def _resolved(held, decision, batch_dim, output):
     return RowDigest(held.digest(decision), False)
 
 
-def _reference_ops(reference, probes, batch_dim):
+def _reference_ops(reference: Any, probes: Any, batch_dim: Any) -> Any:
     decided = _vote(reference, probes)
     ops = []
     for i, (name, module, inputs, output) in enumerate(reference.ops):
@@ -594,13 +604,13 @@ def _reference_ops(reference, probes, batch_dim):
     return ops
 
 
-def _probe_ops(probe):
+def _probe_ops(probe: Any) -> Any:
     return [OpRecord(name, module, tuple(RowDigest(*h) for h in inputs),
                      None if output is None else RowDigest(*output))
             for name, module, inputs, output in probe.ops]
 
 
-def _control_op(reference_ops, template):
+def _control_op(reference_ops: Any, template: Any) -> Any:
     """The op whose output row the control probe moves: the first order-dependent op with a
     floating row output in the reference and, at the same index, in the template probe (the first
     probe run, which the control probe repeats), else the first op with one. The same index: a
@@ -618,11 +628,11 @@ def _control_op(reference_ops, template):
     return ControlOp(chosen, reference_ops[chosen].op, reference_ops[chosen].module)
 
 
-def _row_json(row):
+def _row_json(row: Any) -> Any:
     return None if row is None else {"digest": row.digest, "whole": row.whole}
 
 
-def _probe_line(probe):
+def _probe_line(probe: Any) -> Any:
     config = probe.config
     output = {"digest": probe.output_digest}
     if probe.output_values is not None:
@@ -636,7 +646,7 @@ def _probe_line(probe):
                     for op in probe.ops]}
 
 
-def sweep_text(header, reference, probes):
+def sweep_text(header: Any, reference: Any, probes: Any) -> Any:
     """The file's text (docs/trace-format.md, "Invariance sweeps"): one JSON object a line."""
     lines = [header, _probe_line(reference)] + [_probe_line(p) for p in probes]
     lines.append({"end": {"probes": len(probes)}})
@@ -648,19 +658,20 @@ class _EvalMode:
     """Every module in eval mode for the sweep, each module's own flag restored after (a model
     may hold submodules the script froze in eval mode)."""
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._flags = [(m, m.training) for m in model.modules()]
         self._model = model
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self._model.eval()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         for module, training in self._flags:
             module.training = training
 
 
-def _sweep(torch, model, batch, batch_dim, anchor, count, plan, padded=None):
+def _sweep(torch: Any, model: Any, batch: Any, batch_dim: Any, anchor: Any, count: Any, plan: Any,
+           padded: Any = None) -> Any:
     """(header, reference Probe, probes, ControlOp or None)."""
     others = [i for i in range(count) if i != anchor]
     noise_stats = None
@@ -672,7 +683,7 @@ def _sweep(torch, model, batch, batch_dim, anchor, count, plan, padded=None):
 
     reference = reference_row = None
 
-    def run(config, control=None):
+    def run(config: Any, control: Any = None) -> Any:
         return _run_probe(torch, model, modules, wholes, batch, batch_dim, anchor, config,
                           others, noise_stats, reference, control, padded, reference_row)
 
@@ -715,7 +726,7 @@ def invariance(model: torch.nn.Module,
                positions: Optional[Sequence[str]] = None,
                neighbours: Optional[Sequence[str]] = None,
                control: Optional[bool] = None,
-               out: Union[str, os.PathLike, None] = None,
+               out: Union[str, "os.PathLike[str]", None] = None,
                padding: Optional[Padding] = None) -> InvarianceResult:
     """Sweeps `model` (a torch.nn.Module returning one tensor) over batches holding sample
     `anchor` of `batch` (samples along `batch_dim`, in the model's input and output alike) and

@@ -18,7 +18,7 @@ import hashlib
 import io
 import json
 import os
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, List, NamedTuple, Tuple
 
 from .trace import write_whole
 
@@ -44,24 +44,16 @@ class Written(NamedTuple):
     sha256: str
 
 
-def parse(text):
-    """(step, index) of "STEP:INDEX"; ValueError naming the variable otherwise."""
+def parse(text: Any, name: Any = ENVIRONMENT) -> Any:
+    """(step, index) of "STEP:INDEX"; ValueError naming the variable (`name`) otherwise."""
     step, colon, index = text.strip().partition(":")
     if not colon or not step.isdigit() or not index.isdigit() or len(step) > 18 or len(index) > 18:
-        raise ValueError(f"repro_audit: {ENVIRONMENT}={text!r}: expected STEP:INDEX, two "
+        raise ValueError(f"repro_audit: {name}={text!r}: expected STEP:INDEX, two "
                          "non-negative integers (the root cause's step and op index)")
     return int(step), int(index)
 
 
-def replays_from(environ):
-    text = environ.get(REPLAYS_ENVIRONMENT, str(DEFAULT_REPLAYS)).strip()
-    if not text.isdigit() or not 1 <= int(text) <= 1000:
-        raise ValueError(f"repro_audit: {REPLAYS_ENVIRONMENT}={text!r}: expected an integer "
-                         "from 1 to 1000")
-    return int(text)
-
-
-def switches(torch):
+def switches(torch: Any) -> Any:
     """The settings that choose which kernel an op runs, as the run had them."""
     return {
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
@@ -73,7 +65,7 @@ def switches(torch):
     }
 
 
-def apply_switches(torch, values):
+def apply_switches(torch: Any, values: Any) -> None:
     torch.use_deterministic_algorithms(values["deterministic_algorithms"])
     torch.backends.cudnn.benchmark = values["cudnn_benchmark"]
     torch.backends.cudnn.deterministic = values["cudnn_deterministic"]
@@ -89,7 +81,7 @@ def apply_switches(torch, values):
 _TORCH_KINDS = (("dtype", "dtype"), ("layout", "layout"), ("memory_format", "memory_format"))
 
 
-def encode(torch, value: Any, tensors: list) -> Any:
+def encode(torch: Any, value: Any, tensors: List[Any]) -> Any:
     """`value` as JSON values: each tensor copied to the host into `tensors`, its place and device
     kept; floats by their hex form (exact, NaN and infinities included); Unstorable for any other
     object (a Generator, a user's class: what only pickling could keep)."""
@@ -117,7 +109,7 @@ def encode(torch, value: Any, tensors: list) -> Any:
                      "which kept-op.pt cannot hold without pickling it")
 
 
-def decode(torch, value: Any, tensor: Callable[[int, str], Any]) -> Any:
+def decode(torch: Any, value: Any, tensor: Callable[[int, str], Any]) -> Any:
     """The value `encode` gave `value` for; tensor(i, device) makes the i-th tensor. ValueError
     for anything encode never writes."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -153,7 +145,7 @@ def _text(value: Any) -> str:
     return value
 
 
-def _torch_value(torch, name: str, kind: type) -> Any:
+def _torch_value(torch: Any, name: str, kind: type) -> Any:
     """torch.float32 from "torch.float32", only when it is a `kind` (never any other attribute)."""
     prefix, _, attribute = name.partition(".")
     found = getattr(torch, attribute, None) if prefix == "torch" else None
@@ -164,11 +156,11 @@ def _torch_value(torch, name: str, kind: type) -> Any:
 
 # --- the call and its file ---
 
-def capture(torch, func, args, kwargs, step, index):
+def capture(torch: Any, func: Any, args: Any, kwargs: Any, step: Any, index: Any) -> Any:
     """What a replay needs of a call, taken before it runs (an in-place op changes its inputs):
     {"call": its JSON values, "tensors": its tensors' host copies}; Unstorable when an argument
     cannot be kept without pickling."""
-    tensors = []
+    tensors: Any = []
     call = {"op": str(func), "step": step, "index": index,
             "args": encode(torch, list(args), tensors),
             "kwargs": encode(torch, dict(kwargs), tensors)["dict"], "switches": switches(torch),
@@ -176,7 +168,7 @@ def capture(torch, func, args, kwargs, step, index):
     return {"call": call, "tensors": tensors}
 
 
-def save(torch, captured, recorded_outputs, folder) -> Written:
+def save(torch: Any, captured: Any, recorded_outputs: Any, folder: Any) -> Written:
     """kept-op.pt in the run's folder, written whole: its path and the SHA-256 of the bytes
     written, which the replay checks before it loads the file (a cryptographic digest, not the
     XXH3 of the trace: the file's reader must not accept one made to look like it)."""
@@ -191,7 +183,7 @@ def save(torch, captured, recorded_outputs, folder) -> Written:
     return Written(path, hashlib.sha256(data).hexdigest())
 
 
-def load(torch, data: bytes) -> tuple:
+def load(torch: Any, data: bytes) -> Tuple[Any, ...]:
     """(call, tensors) of kept-op.pt's bytes, loaded with weights_only (no object is built but
     tensors, lists, dicts and strings); ValueError when they are not a kept op of this version."""
     kept = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)

@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+from . import settings
+
 PROG = "python3 -m repro_audit.launch"
 MASTER_ADDR = "127.0.0.1"  # one node: the loopback, which no firewall or hostname setup breaks
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -154,14 +156,15 @@ def free_port(addr: str) -> int:
     in between, a race torchrun's standalone mode has too; a failed bind fails the ranks."""
     with socket.socket() as s:
         s.bind((addr, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def rank_environment(base: dict[str, str], rank: int, world: int, addr: str,
                      port: int) -> dict[str, str]:
     """Rank `rank`'s environment: `base` and what torchrun sets for a worker of one node."""
-    environ = dict(base)
-    environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+    child = dict(base)
+    child.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
                    LOCAL_WORLD_SIZE=str(world), MASTER_ADDR=addr, MASTER_PORT=str(port),
                    GROUP_RANK="0", GROUP_WORLD_SIZE="1", ROLE_RANK=str(rank),
                    ROLE_WORLD_SIZE=str(world), ROLE_NAME="default",
@@ -172,8 +175,8 @@ def rank_environment(base: dict[str, str], rank: int, world: int, addr: str,
     if world > 1 and "OMP_NUM_THREADS" not in base:
         # As torchrun: N ranks of all the cores each would oversubscribe the machine, and a
         # script audited under torchrun on newer torch gets the same thread count here.
-        environ["OMP_NUM_THREADS"] = "1"
-    return environ
+        child["OMP_NUM_THREADS"] = "1"
+    return child
 
 
 def die_with_launcher() -> Optional[Callable[[], None]]:
@@ -200,7 +203,7 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.received: Optional[int] = None
-        self.ranks: list[subprocess.Popen] = []
+        self.ranks: list["subprocess.Popen[bytes]"] = []
 
     def install(self) -> None:
         for signum in FORWARDED_SIGNALS:
@@ -213,7 +216,7 @@ class StopSignals:
         signal_ranks(self.ranks, signum)
 
 
-def signal_ranks(ranks: Sequence[subprocess.Popen], signum: int) -> None:
+def signal_ranks(ranks: Sequence["subprocess.Popen[bytes]"], signum: int) -> None:
     for process in ranks:
         if process.poll() is None:  # a reaped rank's pid may be another process's by now
             try:
@@ -228,11 +231,11 @@ def start_ranks(launch: Launch, port: int, stop: StopSignals) -> None:
     for rank in range(launch.nproc):
         if stop.received is not None:
             return
-        environ = rank_environment(dict(os.environ), rank, launch.nproc, launch.master_addr,
-                                   port)
+        child = rank_environment(settings.child_environment(), rank, launch.nproc,
+                                 launch.master_addr, port)
         # -u as torchrun: the ranks' lines reach a pipe (exec's log) as they are printed.
         command = [sys.executable, "-u", launch.script, *launch.script_args]
-        stop.ranks.append(subprocess.Popen(command, env=environ, preexec_fn=preexec))
+        stop.ranks.append(subprocess.Popen(command, env=child, preexec_fn=preexec))
 
 
 def status_of(returncode: int) -> int:
@@ -246,7 +249,7 @@ def describe(returncode: int) -> str:
     return f"was killed by signal {-returncode} ({signal.Signals(-returncode).name})"
 
 
-def _failure(ranks: Sequence[subprocess.Popen], interrupted_at: Optional[float],
+def _failure(ranks: Sequence["subprocess.Popen[bytes]"], interrupted_at: Optional[float],
              interrupt_grace_s: float) -> Optional[tuple[int, str]]:
     """The launch's failure seen now, as (status, what to say), or None: the lowest rank that
     failed (exit 75 is none); or, once a rank ended interrupted, a rank that ended 0 (the ranks

@@ -8,6 +8,7 @@
   the same; the warning says so.)
 - `close()` / `finish()` a second time: a no-op.
 """
+from typing import Any
 import warnings
 
 STEP_BEFORE_OPTIMIZER = (
@@ -20,12 +21,12 @@ SECOND_CLOSE = ("repro_audit: close() or finish() after the run ended (the end o
                 "block, or an earlier close()): nothing to do")
 
 
-def grads_exist(params):
+def grads_exist(params: Any) -> Any:
     """Whether any parameter has a gradient (`params`: (name, parameter) pairs)."""
     return any(p.grad is not None for _, p in params)
 
 
-def step_before_optimizer(record, initial_weights, had_grads):
+def step_before_optimizer(record: Any, initial_weights: Any, had_grads: Any) -> Any:
     """The warning for step 0 recorded before the optimizer stepped, or None. `record`: the step's
     record, its digests resolved."""
     if record["step"] != 0 or not had_grads or not initial_weights:
@@ -33,7 +34,7 @@ def step_before_optimizer(record, initial_weights, had_grads):
     return STEP_BEFORE_OPTIMIZER if list(record["weights"]) == list(initial_weights) else None
 
 
-def warn(message, depth=1):
+def warn(message: Any, depth: Any = 1) -> None:
     """The Python warning, pointing at the script's line: `depth` frames of the recorder between
     this call and the script's."""
     warnings.warn(message if message.startswith("repro_audit") else "repro_audit: " + message,

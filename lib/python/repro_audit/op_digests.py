@@ -7,6 +7,7 @@ its bytes; its type ("f32[64,10]") goes beside the digest. The non-tensor argume
 draws from is another, "generator": both are inputs like any other, so a run that passes another
 scalar or starts from another random state is told apart from a kernel that computed differently.
 """
+from typing import Any
 import math
 
 from . import digest as digests
@@ -18,23 +19,23 @@ _SHORT_NAMES = {
 }
 
 
-def type_text(tensor):
+def type_text(tensor: Any) -> Any:
     """"f32[64,10]": the tensor's dtype and shape, as an op record's type field has them."""
     name = str(tensor.dtype).replace("torch.", "")
     return "%s[%s]" % (_SHORT_NAMES.get(name, name), ",".join(str(d) for d in tensor.shape))
 
 
 _TAG_NAMES = {digests.F32: "f32", digests.I32: "i32", digests.I64: "i64", digests.U8: "u8"}
-_TAGS_BY_NAME = {}  # torch dtype -> trace tag, filled once torch is at hand
+_TAGS_BY_NAME: Any = {}  # torch dtype -> trace tag, filled once torch is at hand
 
 
-def _init_tags(torch):
+def _init_tags(torch: Any) -> None:
     if not _TAGS_BY_NAME:
         _TAGS_BY_NAME.update({torch.float32: digests.F32, torch.int32: digests.I32,
                               torch.int64: digests.I64, torch.uint8: digests.U8})
 
 
-def _values(torch, tensor):
+def _values(torch: Any, tensor: Any) -> Any:
     """The tensor's values as they are (conjugate and negative views resolved), their trace tag
     and their flat shape: the four dtypes the trace format names as themselves by element count,
     every other one as its bytes (u8)."""
@@ -49,13 +50,13 @@ def _values(torch, tensor):
     return values, tag, (values.numel(),)
 
 
-def _flat_bytes(torch, values):
+def _flat_bytes(torch: Any, values: Any) -> Any:
     """The values' bytes as a flat contiguous u8 tensor where they live."""
     flat = values.contiguous().reshape(-1)
     return flat.view(torch.uint8) if flat.numel() else flat.to(torch.uint8)
 
 
-def flat_digest(torch, tensor, batch=None):
+def flat_digest(torch: Any, tensor: Any, batch: Any = None) -> Any:
     """The digest of a tensor's values as an op record has it (the module's documentation): a
     text, or, given a device_digest.DigestBatch, a Pending of it (queued on the GPU for a CUDA
     tensor: no reshape, no copy)."""
@@ -69,7 +70,7 @@ def flat_digest(torch, tensor, batch=None):
     return digests.digest_bytes(tag, shape, host.numpy() if host.numel() else b"")
 
 
-def flat_digest_and_bytes(torch, tensor, batch=None):
+def flat_digest_and_bytes(torch: Any, tensor: Any, batch: Any = None) -> Any:
     """The digest of flat_digest and (tag name, values) of the same values, as a kept output
     stores them: on the host, bytes from one host copy; given a batch and a CUDA tensor, a
     Pending digest and a flat u8 copy on the device (KeptOutputs.settle brings it back with the
@@ -83,7 +84,7 @@ def flat_digest_and_bytes(torch, tensor, batch=None):
     return digests.digest_bytes(tag, shape, data), (_TAG_NAMES[tag], data)
 
 
-def _value_text(torch, value):
+def _value_text(torch: Any, value: Any) -> Any:
     """A non-tensor argument as text that tells every distinct value apart (floats by their
     exact bits)."""
     if isinstance(value, torch.Tensor):
@@ -107,7 +108,7 @@ def _value_text(torch, value):
     return repr(value)
 
 
-def _storage_text(torch, storage):
+def _storage_text(torch: Any, storage: Any) -> Any:
     """A storage (the source of `set_`, as a DataLoader rebuilds a batch) by its bytes: its repr
     would print them all, or where they live."""
     untyped = storage.untyped() if isinstance(storage, torch.storage.TypedStorage) else storage
@@ -116,7 +117,7 @@ def _storage_text(torch, storage):
     return "storage " + flat_digest(torch, view)
 
 
-def arguments_digest(torch, args, kwargs):
+def arguments_digest(torch: Any, args: Any, kwargs: Any) -> Any:
     """One digest over the call's non-tensor arguments (tensors stand as "T"), or None when it
     has none."""
     text = _value_text(torch, tuple(args))
@@ -127,6 +128,6 @@ def arguments_digest(torch, args, kwargs):
     return digests.text_digest(text)
 
 
-def value_digest(torch, value):
+def value_digest(torch: Any, value: Any) -> Any:
     """The digest of a non-tensor result (the float of .item(), a bool)."""
     return digests.text_digest(_value_text(torch, value))

@@ -12,26 +12,27 @@ Hooks are in place only while ops are recorded (the window's steps): outside it 
 runs. The backward pass is known by wrapping torch.autograd.backward (what Tensor.backward calls)
 and torch.autograd.grad for as long.
 """
+from typing import Any
 import functools
 
 
 class OpPlaces:
     """Tracks the place (see the module's documentation) of the op running now."""
 
-    def __init__(self, torch, model, optimizer):
+    def __init__(self, torch: Any, model: Any, optimizer: Any) -> None:
         self._torch = torch
         self._modules = [("model" + ("." + name if name else ""), m)
                          for name, m in model.named_modules()]
         self._optimizer = optimizer
-        self._handles = []
-        self._patched = []
-        self._forward = []  # the paths of the modules whose forward is running, innermost last
+        self._handles: Any = []
+        self._patched: Any = []
+        self._forward: Any = []  # the paths of the modules whose forward is running, innermost last
         self._backward = None  # the module the backward pass is in; None: not in one yet
         self._in_backward = 0
         self._in_optimizer = 0
         self._token = object()  # marks the tensors hooked in this window's step
 
-    def current(self):
+    def current(self) -> Any:
         if self._in_optimizer:
             return "optimizer"
         if self._in_backward:
@@ -42,21 +43,21 @@ class OpPlaces:
 
     # --- hooks ---
 
-    def _tensors(self, value):
+    def _tensors(self, value: Any) -> Any:
         from torch.utils._pytree import tree_flatten
         return [t for t in tree_flatten(value)[0]
                 if isinstance(t, self._torch.Tensor) and t.requires_grad]
 
-    def _pre_forward(self, path):
-        def hook(module, inputs):
+    def _pre_forward(self, path: Any) -> Any:
+        def hook(module: Any, inputs: Any) -> None:
             self._forward.append(path)
             for t in self._tensors(inputs):
                 parent = self._forward[-2] if len(self._forward) > 1 else None
                 t.register_hook(functools.partial(self._left, path, parent))
         return hook
 
-    def _post_forward(self, path):
-        def hook(module, inputs, output):
+    def _post_forward(self, path: Any) -> Any:
+        def hook(module: Any, inputs: Any, output: Any) -> None:
             if self._forward and self._forward[-1] == path:
                 self._forward.pop()
             for t in self._tensors(output):
@@ -68,10 +69,10 @@ class OpPlaces:
                 t.register_hook(functools.partial(self._entered, path))
         return hook
 
-    def _entered(self, path, grad):
+    def _entered(self, path: Any, grad: Any) -> None:
         self._backward = path
 
-    def _left(self, path, parent, grad):
+    def _left(self, path: Any, parent: Any, grad: Any) -> None:
         # Fires with the gradient of the module's input, i.e. after its backward; the module that
         # made that input (hooked on the same tensor, earlier) has already said it is next.
         if self._backward == path:
@@ -79,12 +80,12 @@ class OpPlaces:
 
     # --- phases ---
 
-    def _wrap(self, owner, name, enter_attr):
+    def _wrap(self, owner: Any, name: Any, enter_attr: Any) -> None:
         original = getattr(owner, name)
         had_own = name in getattr(owner, "__dict__", {})
 
         @functools.wraps(original)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             setattr(self, enter_attr, getattr(self, enter_attr) + 1)
             if enter_attr == "_in_backward":
                 saved, self._backward = self._backward, None
@@ -98,7 +99,7 @@ class OpPlaces:
         setattr(owner, name, wrapper)
         self._patched.append((owner, name, original, had_own))
 
-    def start(self):
+    def start(self) -> None:
         """Puts the hooks in place (at the start of a recorded step)."""
         self._token = object()
         self._forward, self._backward = [], None
@@ -112,7 +113,7 @@ class OpPlaces:
             self._wrap(self._optimizer, "step", "_in_optimizer")
             self._wrap(self._optimizer, "zero_grad", "_in_optimizer")
 
-    def stop(self):
+    def stop(self) -> None:
         """Takes every hook and wrapper away again, restoring what was there."""
         for h in self._handles:
             h.remove()

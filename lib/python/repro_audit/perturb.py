@@ -1,7 +1,7 @@
 """The perturbed group and prediction churn of an audit (`repro-audit exec --seeds all`,
 docs/statistics.md), kept out of recorder.py, which only calls in here.
 
-The perturbed group: REPRO_AUDIT_PERTURB holds a draw (the run's number). Once the model is built
+The perturbed group: REPRO_AUDIT_PERTURB holds a draw (the run's number; settings.py reads it). Once the model is built
 and before its initial weights are digested, the recorder flips the lowest mantissa bit of one
 float32 parameter element, picked by that draw of the named stream "perturb/weight" (a keyed
 SHA-256 of the seed, the stream's name and the draw: no RNG of the script moves), and writes which
@@ -13,6 +13,7 @@ Prediction churn: `rec.eval(predictions=...)` keeps the predicted class of every
 (the trace's name without .trace.jsonl) and their digest into the end record, which the tool checks
 before it computes the disagreement between runs.
 """
+from typing import Any
 import hashlib
 import math
 import os
@@ -26,17 +27,7 @@ TRACE_SUFFIX = ".trace.jsonl"
 PREDICTIONS_FILE = "predictions.npy"
 
 
-def draw_from_env(environ=None):
-    """REPRO_AUDIT_PERTURB as an integer draw, or None when unset or empty."""
-    text = (os.environ if environ is None else environ).get(ENVIRONMENT)
-    if not text:
-        return None
-    if not text.isdigit() or not text.isascii():
-        raise ValueError(f"repro_audit: {ENVIRONMENT}={text!r}: expected a run number")
-    return int(text)
-
-
-def wanted(seed_group, draw):
+def wanted(seed_group: Any, draw: Any) -> Any:
     """Whether the run flips a weight: exactly the perturbed group's runs, which need a draw
     (ValueError otherwise: the tool refuses a perturbed trace without its perturbation)."""
     if (seed_group == "perturbed") != (draw is not None):
@@ -49,12 +40,12 @@ def wanted(seed_group, draw):
 PLANNED = "REPRO_AUDIT_PERTURB_PLANNED"
 
 
-def check_perturbable(torch, params, environ=None):
-    """In every run of an audit with a perturbed group (REPRO_AUDIT_PERTURB_PLANNED=1): a model
-    with no contiguous float32 parameter element cannot be perturbed, and fails now, in the
-    audit's first run, not after the same-seed and different-seed groups have trained."""
-    environ = os.environ if environ is None else environ
-    if environ.get(PLANNED, "") != "1":
+def check_perturbable(torch: Any, params: Any, planned: Any) -> None:
+    """In every run of an audit with a perturbed group (`planned`: REPRO_AUDIT_PERTURB_PLANNED=1,
+    settings.py): a model with no contiguous float32 parameter element cannot be perturbed, and
+    fails now, in the audit's first run, not after the same-seed and different-seed groups have
+    trained."""
+    if not planned:
         return
     if any(p.dtype == torch.float32 and p.is_contiguous() and p.numel() > 0 for _, p in params):
         return
@@ -64,7 +55,7 @@ def check_perturbable(torch, params, environ=None):
                      "both, or keep a float32 copy of the model for the audit")
 
 
-def choose(sizes, seed, draw):
+def choose(sizes: Any, seed: Any, draw: Any) -> Any:
     """(parameter position, element) that draw `draw` picks among parameters of `sizes` elements:
     uniform over all their elements, from 64 bits of SHA-256("perturb/weight", seed, draw)."""
     total = sum(sizes)
@@ -79,7 +70,7 @@ def choose(sizes, seed, draw):
     raise AssertionError("unreachable")
 
 
-def flip_one_weight(torch, params, seed, draw):
+def flip_one_weight(torch: Any, params: Any, seed: Any, draw: Any) -> Any:
     """Flips bit 0 of the element `choose` picks among the contiguous float32 parameters of
     `params` ((name, tensor) in trace order); returns the header's "perturbation" record."""
     candidates = [(n, p) for n, p in params if p.dtype == torch.float32 and p.is_contiguous()]
@@ -94,7 +85,7 @@ def flip_one_weight(torch, params, seed, draw):
             "before_bits": "0x%08x" % before, "after_bits": "0x%08x" % after}
 
 
-def _classes(predictions):
+def _classes(predictions: Any) -> Any:
     """The predicted classes as a flat list of ints: a tensor (of class indices, or of scores
     [N, classes], whose arg-max is taken), a numpy array or a sequence."""
     if hasattr(predictions, "detach"):
@@ -108,12 +99,12 @@ class EvalRecord:
     """What rec.eval(...) gave, for the end record: the predictions (written at the end), the
     accuracy against `labels` when given, and the eval loss when given."""
 
-    def __init__(self):
-        self.classes = None
-        self.accuracy = None
-        self.loss = None
+    def __init__(self) -> None:
+        self.classes: Any = None
+        self.accuracy: Any = None
+        self.loss: Any = None
 
-    def eval(self, predictions, labels=None, loss=None):
+    def eval(self, predictions: Any, labels: Any = None, loss: Any = None) -> None:
         self.classes = _classes(predictions)
         if labels is not None:
             truth = _classes(labels)
@@ -125,10 +116,10 @@ class EvalRecord:
         if loss is not None:
             self.loss = float(loss.item() if hasattr(loss, "item") else loss)
 
-    def end_fields(self, trace_path):
+    def end_fields(self, trace_path: Any) -> Any:
         """The end record's eval fields; writes predictions.npy beside the trace (none for a trace
         not named *.trace.jsonl: nowhere to put it)."""
-        fields = {}
+        fields: Any = {}
         if self.accuracy is not None:
             fields["eval_accuracy"] = self.accuracy
         if self.loss is not None and math.isfinite(self.loss):  # NaN: no JSON number
@@ -147,7 +138,7 @@ class EvalRecord:
         return fields
 
 
-def _write_npy(path, data, count):
+def _write_npy(path: Any, data: Any, count: Any) -> None:
     """An int64 vector as np.save writes it (the tool's reader, lib/formats/npy.h, reads it),
     renamed into place."""
     import numpy

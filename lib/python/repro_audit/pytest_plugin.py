@@ -43,12 +43,12 @@ from typing import Any, Dict, Final, Generator, List, Mapping, Optional, Sequenc
 
 import pytest
 
-from . import env
+from . import settings
 
 MARKER: Final = "reproducible"
 PLUGIN: Final = "repro_audit.pytest_plugin"
-BINARY_VARIABLE: Final = "REPRO_AUDIT_BINARY"
-TRACE_VARIABLE: Final = "REPRO_AUDIT_TRACE"  # set by exec in each run: the process is a run
+BINARY_VARIABLE: Final = settings.BINARY
+TRACE_VARIABLE: Final = settings.TRACE  # set by exec in each run: the process is a run
 RUN_BASETEMP: Final = "--repro-run-basetemp"  # the runs' pytest: where each run's basetemp goes
 RUNS_TMP: Final = "runs-tmp"  # in the test's report folder: run-N, each run's basetemp
 SKIPPED_NOTE: Final = "skipped-run"  # in RUNS_TMP: a run's reason for skipping the test
@@ -145,9 +145,8 @@ class Reproducible:
         if isinstance(self.ops, int) and not isinstance(self.ops, bool) and self.ops >= 0:
             return str(self.ops)
         if isinstance(self.ops, str):
-            from .ops import parse_window  # the recorder's own reading of REPRO_AUDIT_TRACE_OPS
             try:
-                parse_window(self.ops)
+                settings.parse_window(self.ops)  # the recorder's own reading of the window
             except ValueError:
                 pass
             else:
@@ -174,26 +173,24 @@ def _check_integer(name: str, value: object, low: int, high: int) -> None:
         raise ValueError(f"{MARKER}({name}={value!r}): expected an integer in [{low}, {high}]")
 
 
-def under_an_audit(environ: Optional[Mapping[str, str]] = None) -> bool:
+def under_an_audit() -> bool:
     """Whether this process is one run of an audit (exec set its trace file): then a marked test
     runs its body, and the audit around the process is the check."""
-    return bool((os.environ if environ is None else environ).get(TRACE_VARIABLE))
+    return settings.trace_named() is not None
 
 
-def find_binary(environ: Optional[Mapping[str, str]] = None,
-                who: str = f"@pytest.mark.{MARKER}", base: Optional[Path] = None) -> str:
+def find_binary(who: str = f"@pytest.mark.{MARKER}", base: Optional[Path] = None) -> str:
     """REPRO_AUDIT_BINARY (a relative path is taken from `base`, pytest's invocation folder: a
     test or fixture may have changed the working folder since), else `repro-audit` on PATH, as an
     absolute path; ValueError saying how to name it (and that `who` needs it)."""
-    environ = os.environ if environ is None else environ
-    named = environ.get(BINARY_VARIABLE)
+    named, search_path = settings.tool_variables()
     if named:
         path = os.path.join(base or os.getcwd(), named)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             raise ValueError(f"{BINARY_VARIABLE}={named!r} is not an executable file: name the "
                              "built repro-audit (build/apps/repro-audit/repro-audit)")
         return os.path.abspath(path)
-    found = shutil.which("repro-audit", path=environ.get("PATH"))
+    found = shutil.which("repro-audit", path=search_path)
     if found is None:
         raise ValueError(
             f"{who} needs the repro-audit tool: put repro-audit on PATH or set "
@@ -316,13 +313,8 @@ def run_command(item: pytest.Item, folder: Path) -> List[str]:
 def run_environment() -> Dict[str, str]:
     """This process's environment, with the folder this package was imported from on PYTHONPATH
     (last: a path given first still wins), so that the runs record with this recorder."""
-    environ = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parent.parent)
-    paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if package_root not in (str(Path(p).resolve()) for p in paths):
-        paths.append(package_root)
-    environ["PYTHONPATH"] = os.pathsep.join(paths)
-    return environ
+    return settings.child_environment(python_path=str(Path(__file__).resolve().parent.parent),
+                                      path_first=False)
 
 
 def audit(item: pytest.Item, options: Reproducible, binary: str, folder: Path) -> Outcome:
@@ -374,12 +366,12 @@ def _positive_runs(text: str) -> int:
     return int(text)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the tmpdir plugin's, which reads the basetemp
+@pytest.hookimpl(tryfirst=True)  # type: ignore[misc]  # before the tmpdir plugin's basetemp
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     runs_tmp = config.getoption(RUN_BASETEMP)
     if runs_tmp and under_an_audit():
-        config.option.basetemp = str(Path(runs_tmp) / f"run-{env.run_index()}")
+        config.option.basetemp = str(Path(runs_tmp) / f"run-{settings.run_index()}")
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
@@ -413,7 +405,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(problem, pytrace=False)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True)  # type: ignore[misc]  # (pluggy's marker is untyped)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, Any, None]:
     """In a run the plugin started: a skip (pytest.skip or importorskip in the body or in a
@@ -426,7 +418,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     reason = reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
-    note = Path(runs_tmp) / f"{SKIPPED_NOTE}-{env.run_index()}"
+    note = Path(runs_tmp) / f"{SKIPPED_NOTE}-{settings.run_index()}"
     note.write_text(reason, encoding="utf-8")
 
 
@@ -436,7 +428,7 @@ def skip_reasons(folder: Path) -> List[str]:
     return sorted({note.read_text(encoding="utf-8") for note in notes})
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)  # type: ignore[misc]  # (pluggy's marker is untyped)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Optional[bool]:
     """A marked test's call: the audit of its body instead of the body (a run of the audit, where
     REPRO_AUDIT_TRACE is set, calls the body as pytest does)."""

@@ -21,7 +21,7 @@ import json
 import os
 import stat
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List, Tuple
 
 from . import kept_op, op_digests
 from .trace import write_whole
@@ -53,16 +53,16 @@ def read_checked(path: str, sha256: str) -> bytes:
     return data
 
 
-def resolve_op(torch, name):
+def resolve_op(torch: Any, name: Any) -> Any:
     """torch.ops.aten.sum.default from "aten.sum.default"."""
     namespace, _, rest = name.partition(".")
     packet, _, overload = rest.partition(".")
     return getattr(getattr(getattr(torch.ops, namespace), packet), overload or "default")
 
 
-def outputs_digest(torch, out):
+def outputs_digest(torch: Any, out: Any) -> Any:
     """The digests of a call's outputs as its op record has them, joined."""
-    from .ops import _leaves
+    from .op_records import _leaves
     digests = []
     for value in _leaves(out, []):
         if isinstance(value, torch.Tensor):
@@ -72,9 +72,10 @@ def outputs_digest(torch, out):
     return digests
 
 
-def _arguments(torch, call: dict, tensors: list, place: Callable[[Any, str], Any]) -> tuple:
+def _arguments(torch: Any, call: Dict[str, Any], tensors: List[Any],
+               place: Callable[[Any, str], Any]) -> Tuple[Any, ...]:
     """The call's (args, kwargs), each tensor place(kept tensor, device)."""
-    def tensor(i, device):
+    def tensor(i: Any, device: Any) -> Any:
         if not 0 <= i < len(tensors):
             raise ValueError(f"tensor {i} of {len(tensors)}")
         return place(tensors[i], device)
@@ -85,13 +86,13 @@ def _arguments(torch, call: dict, tensors: list, place: Callable[[Any, str], Any
             {k: kept_op.decode(torch, v, tensor) for k, v in kwargs.items()})
 
 
-def _fresh_copy(tensor, device: str):
+def _fresh_copy(tensor: Any, device: str) -> Any:
     """A copy on the run's device: an in-place op writes its inputs, each replay starts from the
     kept values."""
     return tensor.to(device, copy=True)
 
 
-def replay(torch, call: dict, tensors: list, times: int) -> dict:
+def replay(torch: Any, call: Dict[str, Any], tensors: List[Any], times: int) -> Dict[str, Any]:
     kept_op.apply_switches(torch, call["switches"])
     op = resolve_op(torch, call["op"])
     seen = []
@@ -110,7 +111,7 @@ def replay(torch, call: dict, tensors: list, times: int) -> dict:
             "matches_run": seen[0] == call["recorded_outputs"], "switches": call["switches"]}
 
 
-def _load(torch, path: str, sha256: str) -> tuple:
+def _load(torch: Any, path: str, sha256: str) -> Tuple[Any, ...]:
     """(call, tensors) of the kept op at `path`; Refused naming the file otherwise."""
     data = read_checked(path, sha256)
     try:
@@ -121,7 +122,7 @@ def _load(torch, path: str, sha256: str) -> tuple:
     return call, tensors
 
 
-def main(argv=None):
+def main(argv: Any = None) -> Any:
     parser = argparse.ArgumentParser(prog="python3 -m repro_audit.replay")
     parser.add_argument("kept")
     parser.add_argument("--sha256", required=True,

@@ -7,15 +7,16 @@ Optimizer state is whatever the optimizer keeps per parameter: tensors (Adam's `
 0-dim `step`), numbers (LBFGS's `n_iter`, floats by their exact bits) and lists of them (LBFGS's
 `old_dirs`), one name per key (`exp_avg:0.weight`), all of them in one digest per step.
 """
+from typing import Any
 from . import digest as digests
 
 
-def tensor_info(name, tensor):
+def tensor_info(name: Any, tensor: Any) -> Any:
     """A header entry: {"name", "shape", "dtype"}."""
     return {"name": name, "shape": list(tensor.shape), "dtype": digests.dtype_name(tensor)}
 
 
-def check_name(kind, name):
+def check_name(kind: Any, name: Any) -> None:
     """ValueError now, not when the trace is written: a name the trace cannot hold (a lone
     surrogate is no UTF-8)."""
     if not isinstance(name, str) or not name:
@@ -27,7 +28,7 @@ def check_name(kind, name):
                          "give names= that are") from None
 
 
-def value_digest(torch, value, digest=digests.tensor_digest):
+def value_digest(torch: Any, value: Any, digest: Any = digests.tensor_digest) -> Any:
     """The digest of one optimizer state value: a tensor by its values (through `digest`, which
     may queue it on the GPU: device_digest.DigestBatch.add), a number by its exact value, a list,
     tuple or dict by its members' (on the host: their digests are folded here)."""
@@ -49,7 +50,7 @@ def value_digest(torch, value, digest=digests.tensor_digest):
 class ModelState:
     """The parameters, buffers and optimizer of one run, by the names the trace gives them."""
 
-    def __init__(self, torch, model, optimizer, names=None):
+    def __init__(self, torch: Any, model: Any, optimizer: Any, names: Any = None) -> None:
         self._torch = torch
         self._model = model
         self._optimizer = optimizer
@@ -65,24 +66,24 @@ class ModelState:
         for name in self.buffer_names:
             check_name("buffer", name)
 
-    def header_params(self):
+    def header_params(self) -> Any:
         return [tensor_info(n, p) for n, p in self.params]
 
-    def header_buffers(self):
+    def header_buffers(self) -> Any:
         buffers = dict(self._model.named_buffers())
         return [tensor_info(n, buffers[n]) for n in self.buffer_names]
 
     # Each takes the function that digests a tensor: digest.tensor_digest (on the host, at once)
     # or a device_digest.DigestBatch's add (queued on the GPU, its Pending filled later).
 
-    def weights(self, digest=digests.tensor_digest):
+    def weights(self, digest: Any = digests.tensor_digest) -> Any:
         return [digest(p) for _, p in self.params]
 
-    def grads(self, digest=digests.tensor_digest):
+    def grads(self, digest: Any = digests.tensor_digest) -> Any:
         zero = self._torch.zeros(0)
         return [digest(p.grad if p.grad is not None else zero) for _, p in self.params]
 
-    def buffers(self, digest=digests.tensor_digest):
+    def buffers(self, digest: Any = digests.tensor_digest) -> Any:
         """Digests of the buffers now, by the header's names: a module may replace a buffer
         (`self.running_mean = ...`), so they are looked up each time; one set to None is
         recorded as absent."""
@@ -90,7 +91,7 @@ class ModelState:
         return [digest(now[n]) if n in now else digests.text_digest("absent")
                 for n in self.buffer_names]
 
-    def optimizer_state(self, digest=digests.tensor_digest):
+    def optimizer_state(self, digest: Any = digests.tensor_digest) -> Any:
         """The names of the optimizer's state values, in a stable order, and their digests."""
         if self._optimizer is None:
             return [], []

@@ -15,20 +15,22 @@ report names the streams that two or more workers of one loader pass share.
 The worker writes one JSON line to `<trace>.workers` (appended in one write: lines from workers
 running at once do not mix); the recorder reads the file when the run ends and removes it.
 """
+from typing import Any, Callable, Optional
 import json
 import os
 import random
 
 from . import digest as digests
+from . import settings
 
-TRACE_VARIABLE = "REPRO_AUDIT_TRACE"
+TRACE_VARIABLE = settings.TRACE
 
 
-def side_file(trace_path):
+def side_file(trace_path: Any) -> Any:
     return trace_path + ".workers"
 
 
-def _generator_state(value):
+def _generator_state(value: Any) -> Any:
     """A digest of `value`'s state when it is a random generator, else None."""
     try:
         import numpy
@@ -44,7 +46,7 @@ def _generator_state(value):
     return None
 
 
-def _dataset_streams(dataset, prefix="dataset", depth=0):
+def _dataset_streams(dataset: Any, prefix: Any = "dataset", depth: Any = 0) -> Any:
     """Generators held by the dataset (and by datasets it wraps, one level: Subset, ConcatDataset
     members), by attribute path."""
     streams = {}
@@ -57,7 +59,7 @@ def _dataset_streams(dataset, prefix="dataset", depth=0):
     return streams
 
 
-def host_rng_states(torch):
+def host_rng_states(torch: Any) -> Any:
     """Digests of the process's global random states: torch's CPU generator, Python's `random`
     and numpy's global generator (the recorder's header and every loader worker record them)."""
     states = {"torch": digests.tensor_digest(torch.get_rng_state()),
@@ -70,7 +72,7 @@ def host_rng_states(torch):
     return states
 
 
-def worker_streams(worker_id, info, torch):
+def worker_streams(worker_id: Any, info: Any, torch: Any) -> Any:
     """The record of one worker as it starts: its id, the loader pass it belongs to (the base
     seed PyTorch drew for that pass: seed - id) and a digest per random stream."""
     streams = host_rng_states(torch)
@@ -79,16 +81,16 @@ def worker_streams(worker_id, info, torch):
             "loader_pass": int(info.seed) - int(worker_id), "streams": streams}
 
 
-def worker_init_fn(worker_id, _chained=None):
+def worker_init_fn(worker_id: int, _chained: Optional[Callable[[int], object]] = None) -> None:
     """A DataLoader worker_init_fn: calls the function it chains, if any (the script's own, which
     may reseed the dataset's generators), then records the streams the worker starts drawing
     from (nothing when no audit asked for a trace)."""
     if _chained is not None:
         _chained(worker_id)
-    path = os.environ.get(TRACE_VARIABLE)
+    path = settings.trace_named()
     if path:
         import torch
-        info = torch.utils.data.get_worker_info()
+        info = torch.utils.data.get_worker_info()  # type: ignore[no-untyped-call]
         line = json.dumps(worker_streams(worker_id, info, torch), sort_keys=True) + "\n"
         fd = os.open(side_file(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
@@ -101,14 +103,14 @@ class ChainedWorkerInit:
     """The loader's own worker_init_fn, then the record (a class, not a closure: workers started with
     the spawn method pickle it)."""
 
-    def __init__(self, chained):
+    def __init__(self, chained: Any) -> None:
         self.chained = chained
 
-    def __call__(self, worker_id):
+    def __call__(self, worker_id: Any) -> None:
         worker_init_fn(worker_id, self.chained)
 
 
-def install(loader):
+def install(loader: Any) -> Any:
     """Makes `loader` record its workers' streams, keeping the worker_init_fn it had."""
     current = loader.worker_init_fn
     if current is worker_init_fn or isinstance(current, ChainedWorkerInit):
@@ -117,7 +119,7 @@ def install(loader):
     return loader
 
 
-def remove_side_file(trace_path):
+def remove_side_file(trace_path: Any) -> None:
     """Removes what an earlier, killed run's workers left for this trace, unread: it is not this
     run's, and a line a killed worker cut short must not stop this run from starting."""
     try:
@@ -126,7 +128,7 @@ def remove_side_file(trace_path):
         pass
 
 
-def read_side_file(trace_path):
+def read_side_file(trace_path: Any) -> Any:
     """The worker records written for this trace, in the order the workers started; the file is
     removed. A line cut short (a worker killed mid-write) is an error: a trace is whole or not
     written."""

@@ -12,13 +12,17 @@ convolutions, accumulating scatters and index ops, normalisations) may differ be
 identical inputs; the outputs of those the recorder keeps, up to a budget per run (first steps
 first), in `kept-outputs.bin` of the run's snapshot folder, for the magnitude of a root cause.
 """
+from typing import Any
 import json
 import os
 import time
 import weakref
 
-from . import cudnn_log, device_digest, kept_op, op_digests
+from . import device_digest, kept_op, op_digests
 from .op_places import OpPlaces
+# The window's text is read with the other settings (REPRO_AUDIT_TRACE_OPS, settings.py); the
+# names stay here too, where the op records' readers look for them.
+from .settings import DEFAULT_KEEP_BYTES, MAX_STEP, parse_window  # noqa: F401
 from .trace import write_whole
 
 # Base names (the overload packet's, without a trailing "_") of the ops whose outputs are kept.
@@ -59,43 +63,16 @@ CONVOLUTIONS = frozenset("""
 convolution _convolution convolution_backward cudnn_convolution cudnn_convolution_transpose
 """.split())
 
-DEFAULT_KEEP_BYTES = 64 << 20
-MAX_STEP = (1 << 63) - 1
 KEPT_FILE_NAME = "kept-outputs.bin"
 TRACE_SUFFIX = ".trace.jsonl"
 
 
-def parse_window(text):
-    """(first, last) of "A:B" (steps A..B-1), "A:" (last None), "all" or "N" (N:N+1), as
-    `--trace-ops` has it; ValueError naming the text otherwise."""
-    text = text.strip()
-    if text == "all":
-        return 0, None
-    first, colon, last = text.partition(":")
-    ascii_digits = lambda part: part.isascii() and part.isdigit()  # noqa: E731
-    try:
-        if not ascii_digits(first) or (last and not ascii_digits(last)):
-            raise ValueError
-        if not colon:  # "N": step N alone
-            window = int(first), int(first) + 1
-        else:
-            window = int(first), (int(last) if last else None)
-        if max(window[0], window[1] or 0) > MAX_STEP:  # the reader's steps are int64
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: expected N, A:B, A: or "
-                         f"all, N, A and B step numbers up to {MAX_STEP}")
-    if window[1] is not None and window[1] <= window[0]:
-        raise ValueError(f"repro_audit: REPRO_AUDIT_TRACE_OPS={text!r}: the window is empty")
-    return window
-
-
-def in_window(window, step):
+def in_window(window: Any, step: Any) -> Any:
     first, last = window
     return step >= first and (last is None or step < last)
 
 
-def kept_outputs_path(trace_path):
+def kept_outputs_path(trace_path: Any) -> Any:
     """Where a run keeps outputs: its snapshot folder (the trace's name without .trace.jsonl), as
     `repro-audit compare` looks for them; None for a trace named otherwise."""
     if not trace_path.endswith(TRACE_SUFFIX) or len(trace_path) == len(TRACE_SUFFIX):
@@ -103,12 +80,12 @@ def kept_outputs_path(trace_path):
     return os.path.join(trace_path[:-len(TRACE_SUFFIX)], KEPT_FILE_NAME)
 
 
-def _base_name(func):
+def _base_name(func: Any) -> Any:
     name = func.overloadpacket.__name__
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
-def _storage_ptr(tensor):
+def _storage_ptr(tensor: Any) -> Any:
     """Where the tensor's storage begins (its address less its offset: Tensor.storage() would
     build a Python storage object per call)."""
     try:
@@ -117,7 +94,7 @@ def _storage_ptr(tensor):
         return None
 
 
-def _leaves(value, out):
+def _leaves(value: Any, out: Any) -> Any:
     """The leaves of nested lists, tuples and dicts, in order (what an op's arguments and
     results are made of; torch's pytree does the same, slower)."""
     if isinstance(value, (list, tuple)):
@@ -135,18 +112,18 @@ class KeptOutputs:
     """The outputs kept by one run, within its budget (the module's documentation). A GPU run's
     stay on the device until its step ends, then come back in one copy (settle)."""
 
-    def __init__(self, budget):
+    def __init__(self, budget: Any) -> None:
         self._budget = budget
         self._used = 0
         self._full = False
-        self.entries = []  # (step, index, [(dtype name, bytes or a flat u8 device tensor)])
+        self.entries: Any = []  # (step, index, [(dtype name, bytes or a flat u8 device tensor)])
 
     @property
-    def full(self):
+    def full(self) -> Any:
         """The budget ran out: nothing more is kept (first steps first)."""
         return self._full
 
-    def keep(self, step, index, outputs, whatever_the_budget=False):
+    def keep(self, step: Any, index: Any, outputs: Any, whatever_the_budget: Any = False) -> Any:
         """Keeps the outputs of op `index` of `step`, within the budget (first steps first), or
         whatever the budget for the op a --keep-op asked for."""
         size = sum(b.numel() if hasattr(b, "numel") else len(b) for _, b in outputs)
@@ -160,7 +137,7 @@ class KeptOutputs:
         self.entries.append((step, index, outputs))
         return True
 
-    def settle(self, torch):
+    def settle(self, torch: Any) -> None:
         """Every output still on the device, copied to the host at once (one wait)."""
         waiting = [(i, j, b) for i, (_, _, outputs) in enumerate(self.entries)
                    for j, (_, b) in enumerate(outputs) if hasattr(b, "numel")]
@@ -175,7 +152,7 @@ class KeptOutputs:
             outputs[j] = (outputs[j][0], joined[at:at + b.numel()])
             at += b.numel()
 
-    def write(self, path, audit_id, run_index):
+    def write(self, path: Any, audit_id: Any, run_index: Any) -> None:
         """The file `repro-audit compare` reads (docs/trace-format.md "Kept outputs"): a JSON
         line, then per entry a JSON line and the outputs' bytes; written whole."""
         parts = [json.dumps({"record": "kept_outputs", "format_version": 1,
@@ -198,26 +175,26 @@ class _DigestCache:
     forget every entry on the storage it wrote (a view made otherwise may not share the counter).
     """
 
-    def __init__(self):
-        self._by_tensor = {}
-        self._by_place = {}
-        self._by_storage = {}  # storage -> the keys of its entries in both tables
+    def __init__(self) -> None:
+        self._by_tensor: Any = {}
+        self._by_place: Any = {}
+        self._by_storage: Any = {}  # storage -> the keys of its entries in both tables
 
     @staticmethod
-    def _place(tensor):
+    def _place(tensor: Any) -> Any:
         if not tensor.is_contiguous():
             return None
         return (_storage_ptr(tensor), tensor.data_ptr(), tensor.numel(), tensor.dtype)
 
     @staticmethod
-    def _valid(entry):
+    def _valid(entry: Any) -> Any:
         owner = entry[0]()
         try:
             return owner is not None and owner._version == entry[1]
         except RuntimeError:  # inference tensors have no version counter
             return False
 
-    def get(self, tensor):
+    def get(self, tensor: Any) -> Any:
         entry = self._by_tensor.get(id(tensor))
         if entry is not None and entry[0]() is tensor and self._valid(entry):
             return entry[3]
@@ -225,7 +202,7 @@ class _DigestCache:
         entry = self._by_place.get(place) if place is not None else None
         return entry[3] if entry is not None and self._valid(entry) else None
 
-    def put(self, tensor, digest):
+    def put(self, tensor: Any, digest: Any) -> None:
         try:
             entry = (weakref.ref(tensor), tensor._version, _storage_ptr(tensor), digest)
         except (RuntimeError, TypeError):
@@ -238,94 +215,34 @@ class _DigestCache:
             self._by_place[place] = entry
             keys.append((self._by_place, place))
 
-    def forget_storage(self, tensor):
+    def forget_storage(self, tensor: Any) -> None:
         """Every entry on `tensor`'s storage (an op wrote it)."""
         for table, key in self._by_storage.pop(_storage_ptr(tensor), []):
             table.pop(key, None)
 
 
-def conv_key(torch, func, args):
-    """The geometry of a convolution call as a ledger keys it, "conv 128x32x26x26 k64 3x3 s1 p0"
-    (the engine's form), from the input's and the weight's shapes and the stride and padding."""
-    backward = _base_name(func).endswith("_backward")
-    x, w = (args[1], args[2]) if backward else (args[0], args[1])
-    stride, padding = (args[4], args[5]) if backward else (args[3], args[4])
-
-    def joined(values):
-        values = list(values)
-        return str(values[0]) if len(set(values)) == 1 else "x".join(str(v) for v in values)
-    return "conv %s k%d %s s%s p%s" % ("x".join(str(d) for d in x.shape), w.shape[0],
-                                       "x".join(str(d) for d in w.shape[2:]), joined(stride),
-                                       joined(padding))
-
-
-class CudnnLedger:
-    """What cuDNN executed for the window's convolutions (cudnn_log.py): each record's algorithm,
-    and the ledger of the trace's header, one entry per geometry and direction."""
-
-    def __init__(self, torch, log):
-        self._torch = torch
-        self.log = log
-        self.entries = []
-        self.executions = 0
-
-    def name(self, record, func, args, executes):
-        """Names in `record` what the call executed (the last execution per direction)."""
-        ran = cudnn_log.executed(executes)
-        if not ran:
-            return
-        self.executions += 1
-        key = conv_key(self._torch, func, args)
-        chooser = "cudnn.benchmark" if self._torch.backends.cudnn.benchmark else "heuristic"
-        texts = []
-        for direction in ("forward", "backward_data", "backward_filter"):
-            if direction not in ran:
-                continue
-            e = ran[direction]
-            text = cudnn_log.algorithm_text(e)
-            texts.append(text if len(ran) == 1 else "%s: %s" % (direction, text))
-            entry = {"layer": key, "direction": direction, "algorithm": text,
-                     "engine": -1 if e["engine_id"] is None else e["engine_id"],
-                     "deterministic": cudnn_log.deterministic(e),
-                     "math_type": cudnn_log.math_type(e), "chosen_by": chooser}
-            known = [x for x in self.entries
-                     if x["layer"] == key and x["direction"] == direction]
-            if not known or known[-1]["algorithm"] != text:
-                self.entries.append(entry)  # a later choice is appended: the last one counts
-        record["ledger_key"] = key
-        record["algorithm"] = "; ".join(texts)
-        record["algorithm_deterministic"] = all(cudnn_log.deterministic(e) for e in ran.values())
-
-    def note(self):
-        """What the ledger holds, in words, for the trace's environment."""
-        if not self.log.usable:
-            return "not recorded: " + self.log.why_not
-        if not self.executions:
-            return "no convolution executed through cuDNN's graph API in the op window"
-        how = ("cuDNN's API messages (cudnnSetCallback, in the op window)"
-               if isinstance(self.log, cudnn_log.CudnnCapture) else "cuDNN's API log")
-        return "read from %s: %d convolution calls" % (how, self.executions)
-
-
 class OpRecording:
     """The op records of a run's window steps; begin(step) before a step's ops, end() after."""
 
-    def __init__(self, torch, model, optimizer, window, keep_bytes=DEFAULT_KEEP_BYTES,
-                 cudnn=None, digester=None, keep_op=None, run_folder=None):
-        """`cudnn`: the CudnnLedger of a GPU run (None: no cuDNN, as on the CPU); `digester`:
-        where tensors are digested (device_digest.py; default: the environment's); `keep_op`:
-        (step, index) of the op kept whole for a magnitude and a replay (kept_op.py), its
-        kept-op.pt written into `run_folder`."""
+    def __init__(self, torch: Any, model: Any, optimizer: Any, window: Any,
+                 keep_bytes: Any = DEFAULT_KEEP_BYTES,
+                 cudnn: Any = None, digester: Any = None, keep_op: Any = None,
+                 run_folder: Any = None) -> None:
+        """`cudnn`: the cudnn_log.CudnnLedger of a GPU run (None: no cuDNN, as on the CPU);
+        `digester`: where tensors are digested (device_digest.py; default: the environment's);
+        `keep_op`: (step, index) of the op kept whole for a magnitude and a replay (kept_op.py),
+        its kept-op.pt written into `run_folder`."""
         self.keep_op = keep_op
         self._run_folder = run_folder
         self._captured = None  # the kept op's call, captured before it ran
         self.kept_op_path = None
         self.kept_op_sha256 = None  # of the bytes written: the replay loads no other file
-        self.kept_op_unstorable = None  # why the op was not kept (an argument only a pickle holds)
+        # why the op was not kept (an argument only a pickle holds)
+        self.kept_op_unstorable: Any = None
         self._torch = torch
         self._digester = digester or device_digest.Digester(torch)
         self._digests = self._digester.batch()  # the step's (begin() makes each step's own)
-        self._writes = {}  # op -> whether its schema writes an argument
+        self._writes: Any = {}  # op -> whether its schema writes an argument
         self.window = window
         self.cudnn = cudnn
         self.kept = KeptOutputs(keep_bytes)
@@ -334,32 +251,32 @@ class OpRecording:
         self._pid = os.getpid()
         self._receiving = 0  # in a DataLoader's receipt of worker results: not recorded
         self._restore_loader = None
-        self._mode = None
+        self._mode: Any = None
         self._step = None
-        self._records = []
+        self._records: Any = []
         self._cache = _DigestCache()
 
-    def _receipts_unrecorded(self):
+    def _receipts_unrecorded(self) -> Any:
         """A DataLoader with workers rebuilds each batch from shared memory when it arrives, and
         batches arrive in whatever order the workers finish: how many a step receives is timing,
         not computation, and would shift every later record of the step between runs. Those ops
         are not recorded (the batch itself is: rec.step's digests, and every op that reads it)."""
         from torch.utils.data import dataloader
         cls = dataloader._MultiProcessingDataLoaderIter
-        original = cls.__dict__.get("_try_get_data")
+        original: Any = cls.__dict__.get("_try_get_data")
         if original is None:
             return None
 
-        def receiving(iterator, *args, **kwargs):
+        def receiving(iterator: Any, *args: Any, **kwargs: Any) -> Any:
             self._receiving += 1
             try:
                 return original(iterator, *args, **kwargs)
             finally:
                 self._receiving -= 1
-        cls._try_get_data = receiving
+        setattr(cls, "_try_get_data", receiving)
         return lambda: setattr(cls, "_try_get_data", original)
 
-    def begin(self, step):
+    def begin(self, step: Any) -> None:
         """Starts recording step `step`'s ops when the window holds it (and catching cuDNN's API
         messages, which only the window's steps need: cudnn_log.CudnnCapture)."""
         if not in_window(self.window, step):
@@ -373,7 +290,7 @@ class OpRecording:
         self._mode = _make_mode(self._torch, self)
         self._mode.__enter__()
 
-    def end(self):
+    def end(self) -> Any:
         """Stops recording; the records of the step begun, or None when it was not recorded."""
         if self._mode is None:
             return None
@@ -398,14 +315,14 @@ class OpRecording:
 
     # --- one call ---
 
-    def _input_digest(self, tensor):
+    def _input_digest(self, tensor: Any) -> Any:
         digest = self._cache.get(tensor)
         if digest is None:
             digest = op_digests.flat_digest(self._torch, tensor, self._digests)
             self._cache.put(tensor, digest)
         return digest
 
-    def _generator_digest(self, func, args, kwargs, inputs):
+    def _generator_digest(self, func: Any, args: Any, kwargs: Any, inputs: Any) -> Any:
         torch = self._torch
         generator = kwargs.get("generator")
         for i, a in enumerate(func._schema.arguments):
@@ -420,7 +337,7 @@ class OpRecording:
                      else torch.get_rng_state())
         return op_digests.flat_digest(torch, state)
 
-    def call(self, func, args, kwargs):
+    def call(self, func: Any, args: Any, kwargs: Any) -> Any:
         """Runs one aten call and records it (not in a process forked from the run's: a
         DataLoader worker inherits the mode, but its records would go nowhere)."""
         if os.getpid() != self._pid or self._receiving:
@@ -486,7 +403,7 @@ class OpRecording:
         self.seconds += (ran - started) + (time.perf_counter() - done)
         return out
 
-    def _writes_arguments(self, func):
+    def _writes_arguments(self, func: Any) -> Any:
         writes = self._writes.get(func)
         if writes is None:
             writes = any(a.alias_info is not None and a.alias_info.is_write
@@ -494,7 +411,7 @@ class OpRecording:
             self._writes[func] = writes
         return writes
 
-    def _forget_written(self, func, args, kwargs):
+    def _forget_written(self, func: Any, args: Any, kwargs: Any) -> None:
         torch = self._torch
         for i, a in enumerate(func._schema.arguments):
             if a.alias_info is None or not a.alias_info.is_write:
@@ -505,13 +422,14 @@ class OpRecording:
                     self._cache.forget_storage(t)
 
 
-def _make_mode(torch, recording):
+def _make_mode(torch: Any, recording: Any) -> Any:
     """A TorchDispatchMode that hands every aten call to `recording` (made here: the package
     imports without torch)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _RecordingMode(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
             if func.namespace == "profiler":  # bookkeeping of torch.profiler: no values
                 return func(*args, **(kwargs or {}))
             return recording.call(func, args, kwargs or {})
