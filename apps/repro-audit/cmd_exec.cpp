@@ -46,13 +46,22 @@ struct ExecCommandOptions {
   std::string resume_arg;
   bool overwrite = false, resume = false, allow_empty = false;
   InvarianceCli invariance;
+  std::string versus;  // --versus: program B's command
+  double floor_margin = 10.0;
 };
 
 // The options of an audit of runs, which a sweep does not take.
 const std::vector<std::string> kAuditOnlyOptions = {
-    "--runs",      "--seeds",          "--seed",      "--jobs",         "--shard",
-    "--trace-ops", "--tensor-digests", "--keep-op",   "--interrupt-at", "--resume-arg",
-    "--resume",    "--overwrite",      "--tolerance", "--allow-empty"};
+    "--runs",         "--seeds",       "--seed",           "--jobs",
+    "--shard",        "--trace-ops",   "--tensor-digests", "--keep-op",
+    "--interrupt-at", "--resume-arg",  "--resume",         "--overwrite",
+    "--tolerance",    "--allow-empty", "--versus",         "--floor-margin"};
+
+// The options of one program's audit, which --versus (two programs' audits it plans itself) does
+// not take.
+const std::vector<std::string> kOneProgramOptions = {
+    "--seeds",        "--shard",      "--tensor-digests", "--keep-op",
+    "--interrupt-at", "--resume-arg", "--resume",         "--allow-empty"};
 
 // `exec --invariance`: the command once, with the plan; the sweep's report.
 int run_exec_invariance(const ExecCommandOptions& o) {
@@ -81,8 +90,40 @@ std::filesystem::path device_digest_library() {
   return std::filesystem::is_regular_file(library, ec) ? library : std::filesystem::path{};
 }
 
+// `exec --versus CMD_B -- CMD_A`: both programs' audits in OUT/a and OUT/b, and the report of B
+// against the floor (docs/equivalence.md, "The floor").
+int run_exec_versus(ExecCommandOptions& o) {
+  if (o.expect != "equivalent") {
+    throw InputError("--versus judges B against the floor: give --expect equivalent with it");
+  }
+  audit::VersusOptions v;
+  v.a = o.exec;
+  v.a.command = o.command;
+  v.a.name = audit::exec_name(o.command);
+  v.a.device_digest_library = device_digest_library();
+  v.a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / (v.a.name + "-versus")
+                              : std::filesystem::path(o.out);
+  v.a.folder_use = o.overwrite ? rundir::FolderUse::overwrite : rundir::FolderUse::fresh;
+  v.a.tool_version = REPRO_AUDIT_VERSION;
+  if (!o.trace_ops.empty()) v.a.trace_ops = trace::parse_op_window(o.trace_ops);
+  v.command_b = audit::parse_versus(o.versus);
+  v.margin = o.floor_margin;
+  rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{v.a.out_dir}, {}});
+  spdlog::info("{} against {}: {} run(s) of A a group (--seeds all), one of B, in {}", v.a.name,
+               audit::exec_name(v.command_b), v.a.runs, v.a.out_dir.string());
+  audit::AuditProgress hooks;
+  hooks.notice = [](const std::string& message) { spdlog::warn("{}", message); };
+  return emit_report(audit::run_versus_audit(v, hooks), {o.json_path, o.junit_path, o.html_path});
+}
+
 int run_exec(ExecCommandOptions& o) {
   if (o.invariance.enabled) return run_exec_invariance(o);
+  if (!o.versus.empty()) return run_exec_versus(o);
+  if (o.expect == "equivalent") {
+    throw InputError(
+        "--expect equivalent judges two programs: give program B with --versus "
+        "'CMD_B' (or compare A B FLOOR... --expect equivalent)");
+  }
   audit::ExecOptions& e = o.exec;
   e.command = o.command;
   e.name = audit::exec_name(e.command);
@@ -151,6 +192,12 @@ void add_exec_callback(CLI::App* cmd, CommandRun& run,
     run = [o, cmd] {
       // Here, not in the parse: main turns what a run throws into its exit code.
       if (o->invariance.enabled) refuse_with_invariance(*cmd, kAuditOnlyOptions);
+      if (!o->versus.empty() && !o->invariance.enabled) {
+        refuse_options(*cmd, kOneProgramOptions, "--versus audits two programs");
+      }
+      if (o->versus.empty() && cmd->count("--floor-margin") > 0) {
+        throw InputError("--floor-margin is for --versus (and compare --expect equivalent)");
+      }
       return run_exec(*o);
     };
   });
@@ -186,8 +233,18 @@ void register_exec(CLI::App& app, CommandRun& run) {
   cmd->add_option("--html", o->html_path, "Also write the HTML report to FILE");
   cmd->add_option("--junit", o->junit_path, "Also write a JUnit XML report to FILE");
   cmd->add_option("--expect", o->expect,
-                  "identical (default): exit 1 unless bitwise identical; any: never exit 1")
-      ->check(CLI::IsMember({"identical", "any"}));
+                  "identical (default): exit 1 unless bitwise identical; any: never exit 1; "
+                  "equivalent (with --versus): exit 1 when B is beyond the floor")
+      ->check(CLI::IsMember({"identical", "any", "equivalent"}));
+  cmd->add_option("--versus", o->versus,
+                  "Program B, 'CMD ARGS' (words split at spaces, no shell quoting), which should "
+                  "compute what the command (A) does up to rounding: A runs --runs times a group "
+                  "with --seeds all into OUT/a, B once into OUT/b, and B is judged against the "
+                  "floor A's runs measure (--expect equivalent; docs/equivalence.md)");
+  cmd->add_option("--floor-margin", o->floor_margin,
+                  "With --versus: B is beyond the floor where its loss's distance from A's "
+                  "exceeds this many floors")
+      ->check(finite_positive_number());
   cmd->add_option("--tolerance", o->exec.loss_tolerance,
                   "Relative tolerance of the within-tolerance verdict on final losses")
       ->capture_default_str()

@@ -48,14 +48,16 @@ trace::InvariancePlan invariance_plan(const InvarianceCli& o) {
 }
 
 void refuse_with_invariance(const CLI::App& cmd, const std::vector<std::string>& options) {
+  refuse_options(cmd, options, "--invariance runs one sweep, not an audit of runs");
+}
+
+void refuse_options(const CLI::App& cmd, const std::vector<std::string>& options,
+                    const std::string& why) {
   std::string given;
   for (const std::string& name : options) {
     if (cmd.count(name) > 0) given += (given.empty() ? "" : ", ") + name;
   }
-  if (!given.empty()) {
-    throw InputError("--invariance runs one sweep, not an audit of runs: " + given +
-                     " does not apply to it");
-  }
+  if (!given.empty()) throw InputError(why + ": " + given + " does not apply to it");
 }
 
 int emit_invariance_report(const trace::InvarianceSweep& sweep, bool expect_invariant,

@@ -25,6 +25,9 @@ trace::InvariancePlan invariance_plan(const InvarianceCli& o);
 
 // InputError naming the options given with --invariance that a sweep does not take.
 void refuse_with_invariance(const CLI::App& cmd, const std::vector<std::string>& options);
+// InputError "WHY: --a, --b does not apply to it" when any of `options` was given.
+void refuse_options(const CLI::App& cmd, const std::vector<std::string>& options,
+                    const std::string& why);
 
 // The sweep's finding as text on stdout (or the JSON alone with --json -), and the report files;
 // returns the exit status (compare::findings_exit_code).

@@ -388,4 +388,53 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
   return result;
 }
 
+std::vector<std::string> parse_versus(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (const char c : text + " ") {
+    if (c != ' ' && c != '\t') {
+      word += c;
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (words.empty()) throw InputError("--versus names no command: give program B's, as 'CMD ARGS'");
+  return words;
+}
+
+compare::ComparisonResult run_versus_audit(const VersusOptions& v, const AuditProgress& progress) {
+  if (v.a.shard || !v.a.interrupt_at.empty() || v.a.keep_op) {
+    throw InputError("--versus does not combine with --shard, --interrupt-at or --keep-op");
+  }
+  if (v.command_b.empty()) throw InputError("--versus names no command");
+  ExecOptions a = v.a;
+  a.seeds = SeedPolicy::all;
+  a.out_dir = v.a.out_dir / "a";
+  a.allow_empty = true;
+  a.report_files.clear();
+  ExecOptions b = a;
+  b.command = v.command_b;
+  b.name = exec_name(v.command_b);
+  b.seeds = SeedPolicy::same;
+  b.runs = 1;
+  b.out_dir = v.a.out_dir / "b";
+  const rundir::OutputFolder parent(v.a.out_dir);  // removed again if nothing is written in it
+  const AuditResult run_a = run_exec_audit(a, progress);
+  const AuditResult run_b = run_exec_audit(b, progress);
+  // A's run 0, B's, then the floor: A's other same-seed runs (0 .. runs-1) and its perturbed ones
+  // (the last group of plan_exec_runs).
+  std::vector<fs::path> files = {run_a.trace_files[0], run_b.trace_files[0]};
+  for (int i = 1; i < a.runs; ++i) files.push_back(run_a.trace_files[static_cast<std::size_t>(i)]);
+  for (int i = 2 * a.runs; i < 3 * a.runs; ++i) {
+    files.push_back(run_a.trace_files[static_cast<std::size_t>(i)]);
+  }
+  AuditComparisonOptions compare_options;
+  compare_options.expect_equivalent = true;
+  compare_options.equivalence_margin = v.margin;
+  compare_options.loss_tolerance = v.a.loss_tolerance;
+  compare_options.measure_magnitudes = true;  // from kept outputs: a PyTorch run is never replayed
+  return compare_trace_files(files, compare_options);
+}
+
 }  // namespace ra::audit

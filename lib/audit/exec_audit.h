@@ -115,4 +115,23 @@ std::string exec_name(const std::vector<std::string>& command);
 
 AuditResult run_exec_audit(const ExecOptions& options, const AuditProgress& progress = {});
 
+// `exec --versus CMD_B -- CMD_A` (docs/equivalence.md, "The floor"): two programs that should
+// compute the same up to rounding, judged against the floor that program A's runs measure.
+struct VersusOptions {
+  // Program A's audit: its command, seed, op window, timeout, folder use; out_dir is the parent of
+  // a/ (program A: --seeds all, a.runs runs a group) and b/ (program B: one run of the seed).
+  ExecOptions a;
+  std::vector<std::string> command_b;
+  double margin = 10.0;  // --floor-margin
+};
+// "python3 b.py --lr 0.1": the words of --versus, split at spaces and tabs (no shell quoting);
+// InputError when there is none.
+std::vector<std::string> parse_versus(const std::string& text);
+// Runs both audits, then compares A's run 0, B's run and the floor: A's other same-seed runs and
+// its perturbed runs (compare/equivalence_floor.h). A's different-seed runs (--seeds all plans
+// them) take no part. InputError for what exec refuses, and for a shard, --interrupt-at or
+// --keep-op, which an audit of two programs does not take.
+compare::ComparisonResult run_versus_audit(const VersusOptions& options,
+                                           const AuditProgress& progress = {});
+
 }  // namespace ra::audit

@@ -97,3 +97,33 @@ def test_a_floor_that_cannot_be_measured_is_refused(tool, runs):
     done = tool("compare", runs["a"], runs["fixed"], runs["buggy"], "--expect", "equivalent")
     assert done.returncode == 2
     assert "cannot be a floor run of A" in done.stderr
+
+
+def test_exec_versus_runs_both_programs_and_judges_b_against_the_floor(tool, tmp_path):
+    # One command: A (the full batch) with --seeds all in OUT/a, B once in OUT/b, the report of B
+    # against the floor of A's perturbed run.
+    out = tmp_path / "versus"
+    done = tool("exec", "--expect", "equivalent", "--versus",
+                f"{sys.executable} {SCRIPT} buggy", "--runs", "1", "--out", out, "--json", "-",
+                "--", sys.executable, SCRIPT, "full")
+    assert done.returncode == 1, done.stderr
+    finding = json.loads(done.stdout)["findings"]["equivalence"]
+    assert finding["outcome"] == "failed" and finding["data"]["beyond_from"] == 0
+    assert (out / "a" / "run-002.trace.jsonl").is_file()  # A's perturbed run: the floor
+    assert (out / "b" / "run-000.trace.jsonl").is_file()
+    assert finding["data"]["floor_runs"] == [2]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--versus", "python3 b.py"], "give --expect equivalent with it"),
+    (["--expect", "equivalent"], "give program B with --versus"),
+    (["--expect", "equivalent", "--versus", "python3 b.py", "--seeds", "all"],
+     "--seeds does not apply to it"),
+    (["--floor-margin", "3"], "--floor-margin is for --versus"),
+])
+def test_exec_versus_refuses_what_it_cannot_do_before_any_run(tool, tmp_path, options, message):
+    out = tmp_path / "refused"
+    done = tool("exec", *options, "--out", out, "--", sys.executable, SCRIPT, "full")
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not out.exists()
