@@ -184,6 +184,19 @@ int run_exec(ExecCommandOptions& o) {
   return emit_report(result.comparison, {o.json_path, o.junit_path, o.html_path});
 }
 
+// --versus and its margin (docs/equivalence.md, "The floor").
+void add_versus_options(CLI::App& cmd, ExecCommandOptions& o) {
+  cmd.add_option("--versus", o.versus,
+                 "Program B, 'CMD ARGS' (words split at spaces, no shell quoting), which should "
+                 "compute what the command (A) does up to rounding: A runs --runs times a group "
+                 "with --seeds all into OUT/a, B once into OUT/b, and B is judged against the "
+                 "floor A's runs measure (--expect equivalent; docs/equivalence.md)");
+  cmd.add_option("--floor-margin", o.floor_margin,
+                 "With --versus: B is beyond the floor where its loss's distance from A's "
+                 "exceeds this many floors")
+      ->check(finite_positive_number());
+}
+
 // The sweep's options, and the callback that runs the audit or, with --invariance, the sweep.
 void add_exec_callback(CLI::App* cmd, CommandRun& run,
                        const std::shared_ptr<ExecCommandOptions>& o) {
@@ -236,15 +249,7 @@ void register_exec(CLI::App& app, CommandRun& run) {
                   "identical (default): exit 1 unless bitwise identical; any: never exit 1; "
                   "equivalent (with --versus): exit 1 when B is beyond the floor")
       ->check(CLI::IsMember({"identical", "any", "equivalent"}));
-  cmd->add_option("--versus", o->versus,
-                  "Program B, 'CMD ARGS' (words split at spaces, no shell quoting), which should "
-                  "compute what the command (A) does up to rounding: A runs --runs times a group "
-                  "with --seeds all into OUT/a, B once into OUT/b, and B is judged against the "
-                  "floor A's runs measure (--expect equivalent; docs/equivalence.md)");
-  cmd->add_option("--floor-margin", o->floor_margin,
-                  "With --versus: B is beyond the floor where its loss's distance from A's "
-                  "exceeds this many floors")
-      ->check(finite_positive_number());
+  add_versus_options(*cmd, *o);
   cmd->add_option("--tolerance", o->exec.loss_tolerance,
                   "Relative tolerance of the within-tolerance verdict on final losses")
       ->capture_default_str()
