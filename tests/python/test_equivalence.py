@@ -127,3 +127,26 @@ def test_exec_versus_refuses_what_it_cannot_do_before_any_run(tool, tmp_path, op
     assert done.returncode == 2
     assert message in done.stderr
     assert not out.exists()
+
+
+DDP_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "ddp_train.py")
+
+
+@pytest.mark.parametrize("perturb_at, beyond_from", [(None, None), (2, 3)])
+def test_two_data_parallel_ranks_against_one_process_on_the_whole_batch(
+        tool, tmp_path, perturb_at, beyond_from):
+    # Issue 63's worked case (b): DDP on gloo over 2 ranks (the project's launcher), each on half
+    # of the global batch, recording the global batch's loss, against one process on the whole
+    # batch: the same training up to the order of the sums, within the floor. Its control: rank 1
+    # adds 1e-3 to a gradient after the all-reduce of step 2, and B is beyond the floor from the
+    # next step's loss.
+    environment = {"GLOBAL_LOSS": 1, "STEPS": 8}
+    if perturb_at is not None:
+        environment["PERTURB_AT"] = perturb_at
+    done = tool("exec", "--expect", "equivalent", "--versus",
+                f"{sys.executable} -m repro_audit.launch 2 {DDP_SCRIPT}", "--runs", "1",
+                "--out", tmp_path / "ddp", "--json", "-", "--", sys.executable, DDP_SCRIPT,
+                **environment)
+    finding = json.loads(done.stdout)["findings"]["equivalence"]
+    assert finding["data"]["beyond_from"] == beyond_from, finding["summary"]
+    assert done.returncode == (0 if beyond_from is None else 1), done.stderr

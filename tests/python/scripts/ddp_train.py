@@ -10,6 +10,9 @@ Without a process group (WORLD_SIZE unset) it trains the whole global batch in o
     EPSILON_BUCKET=b  a test-only communication hook: DDP's all-reduce, then, in run r (of the
                    audit) its result in bucket b plus r * 1e-6 on every rank: identical inputs to
                    the collective, a run-dependent result
+    GLOBAL_LOSS=1  the loss recorded is the global batch's (the ranks' losses averaged by an
+                   all-reduce), as one process on the whole batch records it (docs/equivalence.md:
+                   data-parallel ranks against one process)
     CHECKPOINT=1   gives the recorder save and load functions (exec --interrupt-at): each rank
                    saves its model, optimizer and data generator to the path the recorder names
     CHECKPOINT=saved  each rank saves the same after every second step with its own code, to
@@ -101,6 +104,10 @@ with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:
                 open(once, "w").close()
             os.kill(os.getpid(), signal.SIGKILL)
         optimizer.step()
+        if world > 1 and os.environ.get("GLOBAL_LOSS") == "1":
+            loss = loss.detach().clone()
+            dist.all_reduce(loss)
+            loss /= world
         rec.step(batch=(x, y), loss=loss)
         if own_saves and (step + 1) % 2 == 0:
             mine = os.path.join(os.environ["REPRO_AUDIT_CHECKPOINT_DIR"],
