@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "audit/op_replay.h"
 #include "compare/collective_check.h"
@@ -89,6 +91,35 @@ void load_kept_files(const std::vector<trace::Trace>& traces, record::KeptOutput
       store.keep(t.header.run_index, e.step, e.index, {std::move(e.bytes), std::move(e.dtypes)});
     }
   }
+}
+
+// With --align: the outputs each PyTorch trace's run kept (its kept-outputs file), by trace index,
+// for the magnitude of the op where the two programs part (compare/parting_magnitude.h). Files
+// not used are named in `ignored`.
+void add_kept_outputs_of_programs(compare::ComparisonOptions& options,
+                                  const std::vector<trace::Trace>& traces,
+                                  std::set<std::string>& ignored) {
+  if (!options.align) return;
+  using Key = std::tuple<int, std::int64_t, std::size_t>;
+  auto kept = std::make_shared<std::map<Key, compare::ComparisonOptions::KeptRecordOutputs>>();
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const trace::Trace& t = traces[i];
+    if (!is_pytorch_trace(t) || t.source.empty()) continue;
+    std::vector<rundir::KeptOutputsEntry> entries;
+    const std::string why = rundir::load_kept_outputs(
+        rundir::snapshot_dir_of(t.source) / rundir::kKeptOutputsFileName, t.header, entries);
+    if (!why.empty()) ignored.insert(why);
+    for (rundir::KeptOutputsEntry& e : entries) {
+      (*kept)[{static_cast<int>(i), e.step, e.index}] = {std::move(e.bytes), std::move(e.dtypes)};
+    }
+  }
+  options.load_kept_outputs =
+      [kept](int run, std::int64_t step,
+             std::size_t index) -> std::optional<compare::ComparisonOptions::KeptRecordOutputs> {
+    const auto found = kept->find({run, step, index});
+    if (found == kept->end()) return std::nullopt;
+    return found->second;
+  };
 }
 
 // The traces with the step records of their root causes' steps, which traces walked from their
@@ -218,6 +249,7 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
       add_magnitudes(result, t, options, *ignored);
     };
   }
+  add_kept_outputs_of_programs(compare_options, traces, *ignored);
   compare_options.ignored_snapshots = [ignored] {
     return std::vector<std::string>(ignored->begin(), ignored->end());
   };

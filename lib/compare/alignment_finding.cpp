@@ -10,6 +10,7 @@
 
 #include "compare/checks.h"
 #include "compare/compare.h"
+#include "compare/parting_magnitude.h"
 #include "compare/program_alignment.h"
 
 namespace ra::compare {
@@ -152,7 +153,8 @@ std::vector<std::string> parting_details(const PartingSummary& p) {
   return out;
 }
 
-std::vector<std::string> details_of(const ProgramAlignment& al, const ComparisonResult& r) {
+std::vector<std::string> details_of(const ProgramAlignment& al, const ComparisonResult& r,
+                                    const std::vector<std::string>& magnitude) {
   const Totals t = totals_of(al);
   std::vector<std::string> out = {
       "aligned by (layer, op) at " + plural(al.steps.size(), "step", "steps") + ": " +
@@ -162,6 +164,7 @@ std::vector<std::string> details_of(const ProgramAlignment& al, const Comparison
   if (t.aligned == 0) out.push_back("no op aligned: the programs share no (layer, op)");
   if (al.parting) {
     for (std::string& line : parting_details(*al.parting)) out.push_back(std::move(line));
+    out.insert(out.end(), magnitude.begin(), magnitude.end());
   } else if (!r.identical) {
     out.push_back(
         "the op records do not show where: the value that differs is made by an "
@@ -230,7 +233,9 @@ Finding program_alignment(const CheckContext& c) {
   f.name = "op alignment";
   f.outcome = al.parting || !c.result.identical ? CheckOutcome::failed : CheckOutcome::passed;
   f.summary = alignment_summary(al, c.result);
-  f.details = details_of(al, c.result);
+  const PartingMagnitude magnitude =
+      al.parting ? parting_magnitude(*al.parting, c) : PartingMagnitude{};
+  f.details = details_of(al, c.result, magnitude.lines);
   f.table.columns = {"step", "module", "only in A", "only in B"};
   for (std::size_t i = 0; i < std::min(al.stretches.size(), kTableRows); ++i) {
     const StretchSummary& s = al.stretches[i];
@@ -251,6 +256,7 @@ Finding program_alignment(const CheckContext& c) {
                         std::to_string(ProgramAlignment::kListedStretches));
   }
   f.data = data_of(al, c);
+  if (al.parting) f.data["parting"]["magnitude"] = magnitude.data;
   return f;
 }
 

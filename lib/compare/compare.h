@@ -324,6 +324,15 @@ struct ComparisonOptions {
   // A data-parallel audit's ranks, replicas and collective, from the rank traces beside the runs'
   // (lib/audit reads them); null, or none returned: single processes.
   std::function<std::optional<DistributedFindings>(const std::vector<trace::Trace>&)> distributed;
+  // The outputs run `run` kept of record `index` of step `step` (a PyTorch run's kept-outputs file,
+  // rundir/kept_outputs_file.h): with --align, how far apart the op where two programs part put
+  // its outputs. Null, or none returned: not kept.
+  struct KeptRecordOutputs {
+    std::vector<std::vector<unsigned char>> bytes;  // per output, in the record's order
+    std::vector<DType> dtypes;
+  };
+  std::function<std::optional<KeptRecordOutputs>(int run, std::int64_t step, std::size_t index)>
+      load_kept_outputs;
   // Run `run`'s predicted classes of the eval set (its end record's predictions file, checked
   // against the record: rundir/predictions_file.h); none when it recorded none. Null: no churn.
   std::function<std::optional<std::vector<std::int64_t>>(int run)> load_predictions;
