@@ -251,6 +251,7 @@ void run_command(const ExecOptions& o, const rundir::AuditManifest& m,
   environment.emplace_back("REPRO_AUDIT_TRACE_OPS", m.trace_ops);
   environment.emplace_back("REPRO_AUDIT_TENSOR_DIGESTS", m.tensor_digests);
   environment.emplace_back("REPRO_AUDIT_INTERRUPT_AT", steps_text(o.interrupt_at));
+  environment.emplace_back("REPRO_AUDIT_SNAPSHOT_STEPS", steps_text(o.snapshot_steps));
   environment.emplace_back("REPRO_AUDIT_RESUME_FROM", "");   // set when started again
   environment.emplace_back("REPRO_AUDIT_RESUME_STATE", "");  // likewise
   environment.emplace_back("REPRO_AUDIT_CHECKPOINT_DIR", checkpoint_folder(o, p.index).string());
@@ -410,6 +411,10 @@ compare::ComparisonResult run_versus_audit(const VersusOptions& v, const AuditPr
   if (v.command_b.empty()) throw InputError("--versus names no command");
   ExecOptions a = v.a;
   a.seeds = SeedPolicy::all;
+  // The parameters' values at steps 0, 1, 2, 4, 8, ...: where B's first part from A's by more
+  // than the floor (docs/equivalence.md, "The floor").
+  a.snapshot_steps = {0};
+  for (std::int64_t s = 1; s <= (std::int64_t{1} << 40); s *= 2) a.snapshot_steps.push_back(s);
   a.out_dir = v.a.out_dir / "a";
   a.allow_empty = true;
   a.report_files.clear();

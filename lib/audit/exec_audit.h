@@ -105,6 +105,9 @@ struct ExecOptions {
   // each "{checkpoint}" replaced by the path of the file the script saved (in the run's
   // checkpoint folder: audit/interrupt_state.h). Part of the audit's spec.
   std::vector<std::string> resume_arg;
+  // The steps after which each run writes its parameters' values (REPRO_AUDIT_SNAPSHOT_STEPS;
+  // lib/python/repro_audit/snapshots.py): set by --versus, for the floor per parameter.
+  std::vector<std::int64_t> snapshot_steps;
   // --timeout: a run still going after this many seconds is stopped and failed (exit 3); 0: none.
   double timeout_seconds = 0.0;
 };

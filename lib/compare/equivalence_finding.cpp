@@ -100,6 +100,62 @@ FindingPlot plot_of(const EquivalenceCurve& c) {
   return p;
 }
 
+// The snapshots of A, B and the floor runs after steps 0, 1, 2, 4, ... below `steps` that A and B
+// both wrote (options.load_snapshot: the files beside the traces), with the floor runs that did.
+std::vector<ParameterPoint> parameter_points(const CheckContext& c, const EquivalenceRoles& roles,
+                                             std::size_t steps) {
+  std::vector<ParameterPoint> points;
+  if (!c.options.load_snapshot) return points;
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(steps); s = s == 0 ? 1 : s * 2) {
+    const std::string point = "step-" + std::to_string(s);
+    ParameterPoint p;
+    p.step = s;
+    if (!c.options.load_snapshot(roles.a, point, p.a)) continue;
+    if (!c.options.load_snapshot(roles.b, point, p.b)) continue;
+    for (int f : roles.floor_runs) {
+      NamedTensors t;
+      if (c.options.load_snapshot(f, point, t)) p.floor_runs.push_back(std::move(t));
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+std::string parameter_words(const ParameterCheck& p) {
+  return p.tensor + " by " + floor_number(p.ratio()) + "x the floor (max |A-B| " +
+         floor_number(p.distance) + ", floor " + floor_number(p.floor) + ")";
+}
+
+std::string parameters_detail(const ParameterFloor& p, double margin) {
+  if (p.steps.empty()) {
+    return "the parameters are not judged: no snapshots of A, B and a floor run at one step "
+           "(exec --versus writes them after steps 0, 1, 2, 4, ...)";
+  }
+  std::string at = std::to_string(p.tensors) + " parameters at " + std::to_string(p.steps.size()) +
+                   " snapshot step(s)";
+  if (p.beyond) {
+    return "the parameters (" + at + "): the first beyond the floor after step " +
+           std::to_string(p.beyond->step) + ": " + parameter_words(*p.beyond);
+  }
+  return "the parameters (" + at + ") within " + floor_number(margin) + "x the floor, at most " +
+         parameter_words(*p.widest) + " after step " + std::to_string(p.widest->step);
+}
+
+nlohmann::json parameters_json(const ParameterFloor& p) {
+  const auto check = [](const std::optional<ParameterCheck>& c) -> nlohmann::json {
+    if (!c) return nullptr;
+    return {{"step", c->step},
+            {"tensor", c->tensor},
+            {"distance", c->distance},
+            {"floor", c->floor},
+            {"ratio", c->ratio()}};
+  };
+  return {{"steps", p.steps},
+          {"tensors", p.tensors},
+          {"beyond", check(p.beyond)},
+          {"widest", check(p.widest)}};
+}
+
 }  // namespace
 
 bool equivalence_applies(const CheckContext& c) {
@@ -117,10 +173,17 @@ Finding equivalence(const CheckContext& c) {
   Finding f;
   f.name = "equivalence";
   const bool measured = floor_differs(c.result, roles);
-  f.outcome = curve.steps.empty() || !measured ? CheckOutcome::inconclusive
-              : curve.beyond_from              ? CheckOutcome::failed
-                                               : CheckOutcome::passed;
-  f.summary = equivalence_summary(curve, f.outcome);
+  const ParameterFloor parameters =
+      parameter_floor(parameter_points(c, roles, curve.steps.size()), c.options.equivalence_margin);
+  f.outcome = curve.steps.empty() || !measured         ? CheckOutcome::inconclusive
+              : curve.beyond_from || parameters.beyond ? CheckOutcome::failed
+                                                       : CheckOutcome::passed;
+  f.summary = curve.beyond_from || !parameters.beyond || f.outcome != CheckOutcome::failed
+                  ? equivalence_summary(curve, f.outcome)
+                  : "B differs beyond the floor after step " +
+                        std::to_string(parameters.beyond->step) +
+                        " in its parameters: " + parameter_words(*parameters.beyond) +
+                        " (its loss within the floor)";
   const auto source = [&](int i) { return c.traces[static_cast<std::size_t>(i)].source; };
   std::string floor_sources;
   for (int i : roles.floor_runs) floor_sources += (floor_sources.empty() ? "" : ", ") + source(i);
@@ -130,8 +193,7 @@ Finding equivalence(const CheckContext& c) {
           ") that differ from it by rounding alone; per step the widest distance of their losses "
           "from A's so far, at least one unit in the last place of A's loss. A floor from few "
           "runs is an estimate (docs/equivalence.md, \"The floor\")",
-      "judged on each step's loss; the parameters are not judged against the floor (the traces "
-      "hold their digests, not their values)"};
+      parameters_detail(parameters, c.options.equivalence_margin)};
   if (measured && !curve.floor_seen) {
     f.details.push_back("the floor runs never moved the loss from A's in " +
                         std::to_string(curve.steps.size()) +
@@ -157,6 +219,7 @@ Finding equivalence(const CheckContext& c) {
   f.data["a"] = roles.a;
   f.data["b"] = roles.b;
   f.data["floor_runs"] = roles.floor_runs;
+  f.data["parameters"] = parameters_json(parameters);
   f.plot = plot_of(curve);
   return f;
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "compare/statistics.h"
 #include "core/error.h"
 
 namespace ra::compare {
@@ -88,6 +89,45 @@ EquivalenceCurve equivalence_curve(const std::vector<float>& a, const std::vecto
     }
   }
   return c;
+}
+
+ParameterFloor parameter_floor(const std::vector<ParameterPoint>& points, double margin) {
+  ParameterFloor out;
+  std::vector<double> widest;  // per parameter, the floor's widest so far
+  for (const ParameterPoint& p : points) {
+    if (p.floor_runs.empty()) continue;
+    const auto check = [&](const NamedTensors& t, const char* who) {
+      if (t.size() != p.a.size()) {
+        throw InputError("the snapshot after step " + std::to_string(p.step) + " of " + who +
+                         " holds other parameters than A's");
+      }
+      for (std::size_t k = 0; k < t.size(); ++k) {
+        if (t[k].first != p.a[k].first || t[k].second.shape() != p.a[k].second.shape()) {
+          throw InputError("the snapshot after step " + std::to_string(p.step) + " of " + who +
+                           ": " + t[k].first + " does not match A's " + p.a[k].first);
+        }
+      }
+    };
+    check(p.b, "B");
+    for (const NamedTensors& f : p.floor_runs) check(f, "a floor run");
+    widest.resize(p.a.size(), 0.0);
+    out.steps.push_back(p.step);
+    out.tensors = p.a.size();
+    for (std::size_t k = 0; k < p.a.size(); ++k) {
+      const Tensor& a = p.a[k].second;
+      for (const NamedTensors& f : p.floor_runs) {
+        widest[k] = std::max(widest[k], compare_tensors(a, f[k].second).max_abs);
+      }
+      float largest = 0.0f;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        largest = std::max(largest, std::fabs(a.data()[i]));
+      const ParameterCheck c{p.step, p.a[k].first, compare_tensors(a, p.b[k].second).max_abs,
+                             std::max(widest[k], ulp_of(largest))};
+      if (!out.beyond && c.ratio() > margin) out.beyond = c;
+      if (!out.widest || c.ratio() > out.widest->ratio()) out.widest = c;
+    }
+  }
+  return out;
 }
 
 }  // namespace ra::compare

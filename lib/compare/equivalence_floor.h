@@ -8,8 +8,11 @@
 // a margin of that. What is compared is each step's loss, which every trace holds as a value.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "core/tensor.h"
 #include "trace/trace.h"
 
 namespace ra::compare {
@@ -48,6 +51,31 @@ struct EquivalenceCurve {
   double ratio = 0.0;
   std::size_t ratio_at = 0;  // where that ratio is
 };
+
+// The parameters at the steps all of A, B and some floor run wrote snapshots of (exec --versus:
+// steps 0, 1, 2, 4, 8, ...; the engine's --snapshot steps): per parameter, B's largest absolute
+// difference from A against the floor's (the widest of a floor run's so far for that parameter,
+// at least one ulp of A's largest magnitude there).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+struct ParameterPoint {
+  std::int64_t step = 0;  // after which step
+  NamedTensors a, b;
+  std::vector<NamedTensors> floor_runs;  // those that wrote this step's snapshot
+};
+struct ParameterCheck {
+  std::int64_t step = 0;
+  std::string tensor;
+  double distance = 0.0, floor = 0.0;
+  double ratio() const { return distance / floor; }
+};
+struct ParameterFloor {
+  std::vector<std::int64_t> steps;       // the snapshot steps judged
+  std::size_t tensors = 0;               // parameters compared at each
+  std::optional<ParameterCheck> beyond;  // the first (by step, then the parameter's order)
+  std::optional<ParameterCheck> widest;  // the largest ratio when within
+};
+// InputError when a snapshot's tensors are not A's (names, shapes).
+ParameterFloor parameter_floor(const std::vector<ParameterPoint>& points, double margin);
 
 // The losses of A, B and each floor run, step by step from step 0 (ComparisonResult::series): the
 // steps all of them recorded are compared. `margin` > 0.

@@ -188,3 +188,57 @@ TEST_CASE("a floor that cannot be measured, or a floor run that is not A's, is r
     CHECK_THROWS_WITH(ra::compare::compare_traces(traces, o), Contains("--align and --expect"));
   }
 }
+
+namespace {
+
+ra::compare::NamedTensors parameters(float w0, float w1, float bias) {
+  ra::Tensor w(ra::Shape{2});
+  w.data()[0] = w0;
+  w.data()[1] = w1;
+  ra::Tensor b(ra::Shape{1});
+  b.data()[0] = bias;
+  ra::compare::NamedTensors out;
+  out.emplace_back("dense.weight", std::move(w));
+  out.emplace_back("dense.bias", std::move(b));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the parameter floor: per parameter, the floor's widest so far and the first beyond",
+          "[compare][equivalence]") {
+  std::vector<ra::compare::ParameterPoint> points(2);
+  points[0].step = 0;
+  points[0].a = parameters(1.0f, -2.0f, 0.5f);
+  points[0].b = parameters(1.0f, -2.0f + 1e-6f, 0.5f);
+  points[0].floor_runs.push_back(parameters(1.0f + 4e-6f, -2.0f, 0.5f));
+  points[1].step = 1;
+  points[1].a = parameters(0.5f, -1.0f, 0.25f);
+  points[1].b = parameters(0.5f, -1.0f, 0.25f + 1e-3f);
+  points[1].floor_runs.push_back(parameters(0.5f, -1.0f, 0.25f));
+  const auto p = ra::compare::parameter_floor(points, 10.0);
+  CHECK(p.steps == std::vector<std::int64_t>{0, 1});
+  CHECK(p.tensors == 2);
+  // The bias parts by 1e-3 after step 1; its floor: the floor run never moved it, so one ulp of
+  // 0.25 (2^-25).
+  REQUIRE(p.beyond);
+  CHECK(p.beyond->step == 1);
+  CHECK(p.beyond->tensor == "dense.bias");
+  CHECK(p.beyond->distance == static_cast<double>(0.25f + 1e-3f) - 0.25);
+  CHECK(p.beyond->floor == spacing(0.25f));
+  // After step 0 the weight's distance (what -2 + 1e-6 rounds to) is under its floor (1 + 4e-6's).
+  SECTION("within: the widest ratio") {
+    points.pop_back();
+    const auto q = ra::compare::parameter_floor(points, 10.0);
+    CHECK_FALSE(q.beyond);
+    REQUIRE(q.widest);
+    CHECK(q.widest->tensor == "dense.weight");
+    CHECK(q.widest->distance == static_cast<double>(-2.0f + 1e-6f) + 2.0);
+    CHECK(q.widest->floor == static_cast<double>(1.0f + 4e-6f) - 1.0);
+  }
+  SECTION("a snapshot of other parameters is refused") {
+    points[1].b.pop_back();
+    CHECK_THROWS_WITH(ra::compare::parameter_floor(points, 10.0),
+                      Contains("after step 1 of B holds other parameters"));
+  }
+}

@@ -112,6 +112,12 @@ def test_exec_versus_runs_both_programs_and_judges_b_against_the_floor(tool, tmp
     assert (out / "a" / "run-002.trace.jsonl").is_file()  # A's perturbed run: the floor
     assert (out / "b" / "run-000.trace.jsonl").is_file()
     assert finding["data"]["floor_runs"] == [2]
+    # The parameters' values after steps 0, 1, 2 (of 4), written by each run: B's part from A's
+    # beyond the floor after step 0 too.
+    assert (out / "b" / "run-000" / "weights-step-2.safetensors").is_file()
+    parameters = finding["data"]["parameters"]
+    assert parameters["steps"] == [0, 1, 2] and parameters["tensors"] == 5
+    assert parameters["beyond"]["step"] == 0 and parameters["beyond"]["ratio"] > 10
 
 
 @pytest.mark.parametrize("options, message", [
@@ -150,3 +156,7 @@ def test_two_data_parallel_ranks_against_one_process_on_the_whole_batch(
     finding = json.loads(done.stdout)["findings"]["equivalence"]
     assert finding["data"]["beyond_from"] == beyond_from, finding["summary"]
     assert done.returncode == (0 if beyond_from is None else 1), done.stderr
+    # The parameters after steps 0, 1, 2, 4 (rank 0's replica against the one process's).
+    parameters = finding["data"]["parameters"]
+    assert parameters["steps"] == [0, 1, 2, 4]
+    assert (parameters["beyond"] is None) == (beyond_from is None), parameters

@@ -40,6 +40,7 @@ from . import kept_op
 from . import misuse
 from . import op_records
 from . import perturb
+from . import snapshots
 from . import settings as settings_module
 from . import workers
 from .replay import REFUSED_EXIT as REPLAY_REFUSED_EXIT
@@ -522,6 +523,9 @@ class Recorder:
             # The hook the buckets went through: the script may have registered it after record().
             self._records.header["distributed"]["comm_hook"] = self._collectives.hook_name
         self._pending = (record, digesting, buckets, misuse.grads_exist(self._state.params))
+        if self._records.step_count in self._settings.snapshot_steps:
+            snapshots.write_snapshot(self._path, self._records.step_count, self._state.params,
+                                     self._settings.audit_id)
         if self._interrupts is not None:  # checkpoint functions: the recorder saves, or stops
             self._interrupts.after_step(self, self._records.step_count + 1)
         self._last = time.perf_counter()

@@ -56,6 +56,7 @@ TENSOR_DIGESTS = detail.ENVIRONMENT  # REPRO_AUDIT_TENSOR_DIGESTS
 PERTURB = "REPRO_AUDIT_PERTURB"
 PERTURB_PLANNED = "REPRO_AUDIT_PERTURB_PLANNED"
 INTERRUPT_AT = "REPRO_AUDIT_INTERRUPT_AT"
+SNAPSHOT_STEPS = "REPRO_AUDIT_SNAPSHOT_STEPS"
 CHECKPOINT_DIR = "REPRO_AUDIT_CHECKPOINT_DIR"
 RESUME_FROM = "REPRO_AUDIT_RESUME_FROM"
 RESUME_STATE = "REPRO_AUDIT_RESUME_STATE"
@@ -117,16 +118,18 @@ def parse_window(text: str, name: str = TRACE_OPS) -> Window:
     return window
 
 
-def parse_steps(text: str) -> List[int]:
-    """REPRO_AUDIT_INTERRUPT_AT's steps, ascending ("" for none); ValueError naming it."""
+def parse_steps(text: str, name: str = INTERRUPT_AT, least: int = 1) -> List[int]:
+    """The steps of `name` (REPRO_AUDIT_INTERRUPT_AT's, each >= 1; REPRO_AUDIT_SNAPSHOT_STEPS's,
+    each >= 0), ascending ("" for none); ValueError naming it."""
     if not text:
         return []
     try:
         steps = [int(part) for part in text.split(",")]
     except ValueError:
-        steps = [0]
-    if any(s < 1 for s in steps) or not all(p.isdigit() for p in text.split(",")):
-        raise ValueError(f"repro_audit: {INTERRUPT_AT}={text!r}: expected steps >= 1, "
+        steps = [least - 1]
+    if any(s < least or s > MAX_STEP for s in steps) or \
+            not all(p.isascii() and p.isdigit() for p in text.split(",")):
+        raise ValueError(f"repro_audit: {name}={text!r}: expected steps >= {least}, "
                          "comma-separated")
     return sorted(set(steps))
 
@@ -202,6 +205,9 @@ class Settings:
     perturb: Optional[int] = None  # REPRO_AUDIT_PERTURB: the perturbed group's draw
     perturb_planned: bool = False  # REPRO_AUDIT_PERTURB_PLANNED=1: the audit has that group
     interrupt_at: Tuple[int, ...] = ()  # REPRO_AUDIT_INTERRUPT_AT: exec --interrupt-at's steps
+    # REPRO_AUDIT_SNAPSHOT_STEPS: the steps after which the parameters' values are written
+    # (snapshots.py; exec --versus)
+    snapshot_steps: Tuple[int, ...] = ()
     checkpoint_dir: Optional[str] = None  # REPRO_AUDIT_CHECKPOINT_DIR: the run's checkpoints
     resume_from: Optional[str] = None  # REPRO_AUDIT_RESUME_FROM: the script's file to resume
     resume_state: Optional[str] = None  # REPRO_AUDIT_RESUME_STATE: the recorder's file of it
@@ -296,6 +302,8 @@ def _audit_values(source: Mapping[str, str]) -> Dict[str, Any]:
     values["perturb"] = _parse_perturb(source.get(PERTURB) or "")
     values["perturb_planned"] = source.get(PERTURB_PLANNED, "") == "1"
     values["interrupt_at"] = tuple(parse_steps(source.get(INTERRUPT_AT, "")))
+    values["snapshot_steps"] = tuple(parse_steps(source.get(SNAPSHOT_STEPS, ""), SNAPSHOT_STEPS,
+                                                 least=0))
     values["checkpoint_dir"] = source.get(CHECKPOINT_DIR)
     values["resume_from"] = source.get(RESUME_FROM) or None
     values["resume_state"] = source.get(RESUME_STATE) or None
