@@ -220,6 +220,40 @@ nlohmann::json data_of(const ProgramAlignment& al, const CheckContext& c) {
           {"runs_identical", c.result.identical}};
 }
 
+// The control of an alignment that finds no parting (DESIGN.md: a verdict of identity holds only
+// when a control that should fail is seen to fail): A's perturbed run, the third trace, aligned
+// with A must part from it.
+struct AlignmentControl {
+  bool given = false, seen = false;
+  std::string line;
+  nlohmann::json data;
+};
+
+AlignmentControl alignment_control(const CheckContext& c) {
+  AlignmentControl out;
+  if (c.traces.size() < 3) {
+    out.line =
+        "no control: name A's perturbed run (exec --seeds all with A's command and op window) as "
+        "a third trace, and the alignment must see it part from A";
+    return out;
+  }
+  const trace::Trace& control = c.traces[2];
+  const ProgramAlignment al = align_programs(c.traces[0], control);
+  out.given = true;
+  out.seen = al.parting.has_value();
+  out.data = {{"trace", control.source}, {"parted", out.seen}};
+  if (!out.seen) {
+    out.line = "the control: A's perturbed run (" + control.source +
+               ") aligned with A parts nowhere in the op window";
+    return out;
+  }
+  out.data["step"] = al.parting->step;
+  out.line = "the control: A's perturbed run (" + control.source + ") aligned with A parts at " +
+             "step " + std::to_string(al.parting->step) + ", " + al.parting->a.op + " in " +
+             layer_name(al.parting->a) + ": the alignment sees a one-bit change";
+  return out;
+}
+
 }  // namespace
 
 bool program_alignment_applies(const CheckContext& c) {
@@ -229,13 +263,21 @@ bool program_alignment_applies(const CheckContext& c) {
 Finding program_alignment(const CheckContext& c) {
   constexpr std::size_t kTableRows = 20;
   const ProgramAlignment al = align_programs(c.traces.at(0), c.traces.at(1));
+  const AlignmentControl control = alignment_control(c);
   Finding f;
   f.name = "op alignment";
-  f.outcome = al.parting || !c.result.identical ? CheckOutcome::failed : CheckOutcome::passed;
-  f.summary = alignment_summary(al, c.result);
+  const bool parted = al.parting || !c.result.identical;
+  f.outcome = parted                           ? CheckOutcome::failed
+              : control.given && !control.seen ? CheckOutcome::inconclusive
+                                               : CheckOutcome::passed;
+  f.summary = f.outcome == CheckOutcome::inconclusive
+                  ? "every aligned op agreed, but the control, A's perturbed run, did not part "
+                    "from A: nothing shows the alignment could see a one-bit difference"
+                  : alignment_summary(al, c.result);
   const PartingMagnitude magnitude =
       al.parting ? parting_magnitude(*al.parting, c) : PartingMagnitude{};
   f.details = details_of(al, c.result, magnitude.lines);
+  if (!parted || control.given) f.details.push_back(control.line);
   f.table.columns = {"step", "module", "only in A", "only in B"};
   for (std::size_t i = 0; i < std::min(al.stretches.size(), kTableRows); ++i) {
     const StretchSummary& s = al.stretches[i];
@@ -256,6 +298,7 @@ Finding program_alignment(const CheckContext& c) {
                         std::to_string(ProgramAlignment::kListedStretches));
   }
   f.data = data_of(al, c);
+  f.data["control"] = control.data;
   if (al.parting) f.data["parting"]["magnitude"] = magnitude.data;
   return f;
 }

@@ -133,11 +133,14 @@ void add_step(const trace::StepRecord& a, const trace::StepRecord& b, ProgramAli
 }  // namespace
 
 void check_alignable(const std::vector<trace::Trace>& traces) {
-  if (traces.size() != 2) {
-    throw InputError("--align compares two traces, one of each program: " +
-                     std::to_string(traces.size()) + " given");
+  if (traces.size() != 2 && traces.size() != 3) {
+    throw InputError(
+        "--align compares two traces, one of each program, and optionally A's "
+        "perturbed run as its control: " +
+        std::to_string(traces.size()) + " given");
   }
   const trace::Trace &a = traces[0], &b = traces[1];
+  if (traces.size() == 3) check_alignment_control(a, traces[2]);
   for (const trace::Trace* t : {&a, &b}) {
     if (!t->header.trace_ops) {
       throw InputError(t->source +
@@ -152,6 +155,21 @@ void check_alignable(const std::vector<trace::Trace>& traces) {
         trace::to_string(*b.header.trace_ops) + ": record both programs with one window");
   }
   check_programs_pair_up(a, b, "--align");
+}
+
+void check_alignment_control(const trace::Trace& a, const trace::Trace& control) {
+  const trace::TraceHeader &h = control.header, &ha = a.header;
+  if (!h.perturbation || h.spec_digest != ha.spec_digest || h.params != ha.params) {
+    throw InputError(control.source +
+                     ": the third trace of --align is the control, a perturbed run of A (exec "
+                     "--seeds all with A's command; the same spec, one bit of one initial "
+                     "weight flipped), and this is none");
+  }
+  if (h.trace_ops != ha.trace_ops) {
+    throw InputError(control.source +
+                     ": the control must record the ops of A's op window (--trace-ops " +
+                     (ha.trace_ops ? trace::to_string(*ha.trace_ops) : std::string("none")) + ")");
+  }
 }
 
 void check_programs_pair_up(const trace::Trace& a, const trace::Trace& b,

@@ -19,7 +19,10 @@ namespace ra::compare {
 // one without op records, op windows at different steps, parameters or buffers of different
 // names (the first unmatched names of each side listed: parameters pair up by name), or of one
 // name and another shape or dtype. The spec digests may differ (two programs have two specs).
+// A third trace is the control: a perturbed run of A (--seeds all) with A's op window
+// (check_alignment_control), which the alignment must see part from A.
 void check_alignable(const std::vector<trace::Trace>& traces);
+void check_alignment_control(const trace::Trace& a, const trace::Trace& control);
 // The parameters and buffers of two programs' traces pair up by name, each of one shape and dtype
 // on both sides; else InputError, its words naming `option` ("--align", "--expect equivalent").
 void check_programs_pair_up(const trace::Trace& a, const trace::Trace& b,

@@ -13,6 +13,7 @@
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "trace/op_window.h"
 #include "trace/pytorch_op_traces.h"
 #include "trace/trace_io.h"
 #include "trace/trace_reader.h"
@@ -165,10 +166,22 @@ TEST_CASE("without --align, two programs' traces are compared as before", "[comp
 
 TEST_CASE("traces that cannot be aligned are named with the problem", "[compare][align]") {
   auto traces = two_programs();
-  SECTION("three traces") {
+  SECTION("four traces") {
+    traces.push_back(traces[0]);
     traces.push_back(traces[0]);
     CHECK_THROWS_WITH(aligned(traces),
-                      Contains("--align compares two traces") && Contains("3 given"));
+                      Contains("--align compares two traces") && Contains("4 given"));
+  }
+  SECTION("a third trace that is no perturbed run of A") {
+    traces.push_back(traces[0]);
+    CHECK_THROWS_WITH(aligned(traces), Contains("the third trace of --align is the control"));
+  }
+  SECTION("a control with another op window than A's") {
+    traces.push_back(traces[0]);
+    traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 2, 0, 2, 3};
+    traces[2].header.trace_ops = ra::trace::parse_op_window("1:2");
+    CHECK_THROWS_WITH(aligned(traces),
+                      Contains("the control must record the ops of A's op window"));
   }
   SECTION("a trace without op records") {
     traces[1].header.trace_ops.reset();
@@ -215,4 +228,58 @@ TEST_CASE("traces read without their steps are aligned from their files", "[comp
   CHECK(f.outcome == CheckOutcome::failed);
   CHECK(f.data["parting"]["step"] == 1);
   CHECK(f.data["parting"]["layer"] == "model.head");
+}
+
+namespace {
+
+// Program A's perturbed run: A's trace under a perturbed run's header; `parts`: its first op reads
+// another input (the flipped weight) and writes another output, as a real perturbed run does.
+Trace perturbed_run_of(const Trace& a, bool parts) {
+  Trace control = a;
+  control.source = "control.trace.jsonl";
+  control.header.seed_group = "perturbed";
+  control.header.perturbation = ra::trace::Perturbation{"model.head.weight", 0, 0, 2, 3};
+  if (parts) {
+    OpRecord& first = control.steps[0].ops[0];
+    first.in[0] = changed(first.in[0]);
+    first.out[0] = changed(first.out[0]);
+  }
+  return control;
+}
+
+Finding alignment_among(const ra::compare::ComparisonResult& r) {
+  for (const Finding& f : r.findings) {
+    if (f.id == "op_alignment") return f;
+  }
+  FAIL("no op_alignment finding");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("an alignment without a parting passes only when its control parts", "[compare][align]") {
+  auto traces = two_programs();
+  SECTION("no control: passed, and the details say so") {
+    const Finding f = alignment_of(aligned(traces));
+    CHECK(f.outcome == CheckOutcome::passed);
+    CHECK(f.data["control"].is_null());
+    CHECK_THAT(f.details.back(), Contains("no control"));
+  }
+  SECTION("a control that parts: passed") {
+    traces.push_back(perturbed_run_of(traces[0], true));
+    const auto r = aligned(traces);
+    const Finding f = alignment_among(r);
+    CHECK(f.outcome == CheckOutcome::passed);
+    CHECK(f.data["control"]["parted"] == true);
+    CHECK(f.data["control"]["step"] == 0);
+    CHECK_THAT(f.details.back(), Contains("the alignment sees a one-bit change"));
+  }
+  SECTION("a control that parts nowhere: inconclusive, exit 6") {
+    traces.push_back(perturbed_run_of(traces[0], false));
+    const auto r = aligned(traces);
+    const Finding f = alignment_among(r);
+    CHECK(f.outcome == CheckOutcome::inconclusive);
+    CHECK_THAT(f.summary, Contains("the control, A's perturbed run, did not part"));
+    CHECK(ra::compare::audit_verdict(r).exit_code() == 6);
+  }
 }

@@ -111,4 +111,7 @@ def test_what_cannot_be_aligned_is_named(tmp_path, traces):
     assert "norm.gamma, norm.beta" in stderr, stderr
     code, _, stderr = compare(traces["manual"], traces["library"], traces["library_again"],
                               "--align")
+    assert code == 2 and "the third trace of --align is the control" in stderr, stderr
+    code, _, stderr = compare(traces["manual"], traces["library"], traces["library_again"],
+                              traces["library_again"], "--align")
     assert code == 2 and "--align compares two traces" in stderr, stderr

@@ -65,3 +65,56 @@ def test_outputs_not_kept_leave_the_magnitude_unmeasured(tool, record):
     assert code == 1
     magnitude = finding["data"]["parting"]["magnitude"]
     assert "B did not keep the op's outputs" in magnitude["note"]
+
+
+def record_with_control(tool, tmp_path, name, threads):
+    """The program with --seeds all: its run 0 and its perturbed run (the alignment's control)."""
+    out = tmp_path / name
+    done = tool("exec", "--runs", "1", "--seeds", "all", "--allow-empty", "--trace-ops", "0",
+                "--out", out, "--", sys.executable, SCRIPT, threads)
+    assert done.returncode == 0, done.stderr
+    return out / "run-000.trace.jsonl", out / "run-002.trace.jsonl"
+
+
+def test_the_control_a_perturbed_run_of_a_must_part_from_it(tool, tmp_path, record):
+    # Issue 63: a passing alignment is a verdict of identity, which holds only when a control that
+    # should fail is seen to fail (DESIGN.md). A's perturbed run, aligned with A, parts at the
+    # first op reading its flipped weight.
+    a, control = record_with_control(tool, tmp_path, "a", 1)
+    code, finding = alignment_with(tool, a, record("one_again", 1), control)
+    assert code == 0, finding["summary"]
+    assert finding["outcome"] == "passed"
+    assert finding["data"]["control"]["parted"] is True
+    assert finding["data"]["control"]["step"] == 0
+    # Without it, the pass says there was no control.
+    done = tool("compare", a, record("one_more", 1), "--align")
+    assert done.returncode == 0 and "no control:" in done.stdout
+
+
+def test_a_control_that_does_not_part_leaves_the_alignment_inconclusive(tool, tmp_path, record):
+    # A perturbed run whose flip did not reach a recorded op is stood in for by A's own trace
+    # under a perturbed run's header: nothing parts, so "every op agreed" proves nothing.
+    a, control = record_with_control(tool, tmp_path, "a", 1)
+    lines = a.read_text().splitlines()
+    header = json.loads(lines[0])
+    header.update(seed_group="perturbed",
+                  perturbation=json.loads(control.read_text().splitlines()[0])["perturbation"])
+    fake = tmp_path / "fake.trace.jsonl"
+    fake.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    code, finding = alignment_with(tool, a, record("one_again", 1), fake)
+    assert code == 6
+    assert finding["outcome"] == "inconclusive"
+    assert finding["data"]["control"]["parted"] is False
+
+
+def test_a_third_trace_that_is_no_perturbed_run_of_a_is_refused(tool, record):
+    a, b = record("one", 1), record("two", 2)
+    done = tool("compare", a, b, record("again", 1), "--align")
+    assert done.returncode == 2
+    assert "the third trace of --align is the control" in done.stderr
+
+
+def alignment_with(tool, *traces):
+    done = tool("compare", *traces, "--align", "--json", "-")
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)["findings"]["op_alignment"]
