@@ -79,15 +79,21 @@ bool is_pytorch_trace(const trace::Trace& t) {
 
 // The outputs PyTorch runs kept (rundir/kept_outputs_file.h), from each one's snapshot folder,
 // into `store` under the run's index; files not used are named in `ignored`.
+// What a PyTorch trace's run kept (none for another trace); a file not used is named in `ignored`.
+std::vector<rundir::KeptOutputsEntry> kept_entries_of(const trace::Trace& t,
+                                                      std::set<std::string>& ignored) {
+  std::vector<rundir::KeptOutputsEntry> entries;
+  if (!is_pytorch_trace(t) || t.source.empty()) return entries;
+  const std::string why = rundir::load_kept_outputs(
+      rundir::snapshot_dir_of(t.source) / rundir::kKeptOutputsFileName, t.header, entries);
+  if (!why.empty()) ignored.insert(why);
+  return entries;
+}
+
 void load_kept_files(const std::vector<trace::Trace>& traces, record::KeptOutputs& store,
                      std::set<std::string>& ignored) {
   for (const trace::Trace& t : traces) {
-    if (!is_pytorch_trace(t) || t.source.empty()) continue;
-    std::vector<rundir::KeptOutputsEntry> entries;
-    const std::string why = rundir::load_kept_outputs(
-        rundir::snapshot_dir_of(t.source) / rundir::kKeptOutputsFileName, t.header, entries);
-    if (!why.empty()) ignored.insert(why);
-    for (rundir::KeptOutputsEntry& e : entries) {
+    for (rundir::KeptOutputsEntry& e : kept_entries_of(t, ignored)) {
       store.keep(t.header.run_index, e.step, e.index, {std::move(e.bytes), std::move(e.dtypes)});
     }
   }
@@ -103,13 +109,7 @@ void add_kept_outputs_of_programs(compare::ComparisonOptions& options,
   using Key = std::tuple<int, std::int64_t, std::size_t>;
   auto kept = std::make_shared<std::map<Key, compare::ComparisonOptions::KeptRecordOutputs>>();
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    const trace::Trace& t = traces[i];
-    if (!is_pytorch_trace(t) || t.source.empty()) continue;
-    std::vector<rundir::KeptOutputsEntry> entries;
-    const std::string why = rundir::load_kept_outputs(
-        rundir::snapshot_dir_of(t.source) / rundir::kKeptOutputsFileName, t.header, entries);
-    if (!why.empty()) ignored.insert(why);
-    for (rundir::KeptOutputsEntry& e : entries) {
+    for (rundir::KeptOutputsEntry& e : kept_entries_of(traces[i], ignored)) {
       (*kept)[{static_cast<int>(i), e.step, e.index}] = {std::move(e.bytes), std::move(e.dtypes)};
     }
   }

@@ -12,6 +12,7 @@
 #include "core/printable.h"
 #include "core/process.h"
 #include "core/stop_signals.h"
+#include "core/words.h"
 #include "rundir/audit_folder.h"
 #include "rundir/audit_folder_setup.h"
 #include "rundir/folder_traces.h"
@@ -390,16 +391,7 @@ AuditResult run_exec_audit(const ExecOptions& o, const AuditProgress& progress) 
 }
 
 std::vector<std::string> parse_versus(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (const char c : text + " ") {
-    if (c != ' ' && c != '\t') {
-      word += c;
-    } else if (!word.empty()) {
-      words.push_back(std::move(word));
-      word.clear();
-    }
-  }
+  std::vector<std::string> words = split_words(text);
   if (words.empty()) throw InputError("--versus names no command: give program B's, as 'CMD ARGS'");
   return words;
 }

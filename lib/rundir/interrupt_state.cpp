@@ -11,6 +11,7 @@
 #include "core/directory.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/words.h"
 #include "formats/json_text.h"
 
 namespace ra::rundir {
@@ -101,16 +102,7 @@ std::filesystem::path checkpoint_in_folder(const std::filesystem::path& folder,
 // the split, stays one word); InputError when it is given without --interrupt-at, or names no
 // {checkpoint}, the only way the script learns its file from it.
 std::vector<std::string> parse_resume_arg(const std::string& text, bool interrupts) {
-  std::vector<std::string> words;
-  std::string word;
-  for (const char c : text + " ") {
-    if (c != ' ' && c != '\t') {
-      word += c;
-    } else if (!word.empty()) {
-      words.push_back(std::move(word));
-      word.clear();
-    }
-  }
+  std::vector<std::string> words = split_words(text);
   if (text.empty()) return words;
   if (!interrupts) throw InputError("--resume-arg is for --interrupt-at: give both, or neither");
   if (text.find("{checkpoint}") == std::string::npos) {
