@@ -34,10 +34,12 @@ def audit_environment(**extra: object) -> Dict[str, str]:
     return environment
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tool(repro_audit_binary: str) -> Tool:  # noqa: F811 (the imported fixture, as an argument)
     """Runs the tool with the arguments given (str() of each) in audit_environment(**keywords);
-    its CompletedProcess, text, output captured."""
+    its CompletedProcess, text, output captured. Session-scoped, as repro_audit_binary is, so that
+    a module-scoped fixture that records runs once can use it: it holds no state, and the
+    environment is read at each call (a test's monkeypatch.setenv reaches the command)."""
     def run(*args: object, timeout: float | None = None,
             **environment: object) -> subprocess.CompletedProcess[str]:
         return subprocess.run([repro_audit_binary, *[str(a) for a in args]], capture_output=True,
