@@ -7,6 +7,14 @@ the environment a test's command runs in, and a runner of the tool in it.
         done = tool("exec", "--runs", 2, "--out", tmp_path / "out", "--", sys.executable, script,
                     STEPS=3)   # keywords: environment variables of the command
 
+    def test_y(audit_environment, tmp_path):   # a command other than the tool: a script
+        subprocess.run([sys.executable, script], env=audit_environment(REPRO_AUDIT_TRACE=trace))
+
+`tool` and the fixture `audit_environment` are session-scoped, so a module-scoped fixture that
+records runs once can take them. A test that means to pass one of the caller's REPRO_AUDIT_*
+variables on says so with a keyword (it is set after the caller's are left out); `without=`
+leaves out more of the caller's (a launcher's RANK, say).
+
 The plugin's fixture is imported, not the plugin loaded with `pytest_plugins`: pytest refuses that
 in a conftest.py below the rootdir (`pytest tests` from the checkout's root), and these tests mark
 nothing `reproducible` (tests/python/test_pytest_plugin.py loads the plugin in its own runs)."""
