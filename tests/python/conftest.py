@@ -7,6 +7,14 @@ the environment a test's command runs in, and a runner of the tool in it.
         done = tool("exec", "--runs", 2, "--out", tmp_path / "out", "--", sys.executable, script,
                     STEPS=3)   # keywords: environment variables of the command
 
+    def test_y(audit_environment, tmp_path):   # a command other than the tool: a script
+        subprocess.run([sys.executable, script], env=audit_environment(REPRO_AUDIT_TRACE=trace))
+
+`tool` and the fixture `audit_environment` are session-scoped, so a module-scoped fixture that
+records runs once can take them. A test that means to pass one of the caller's REPRO_AUDIT_*
+variables on says so with a keyword (it is set after the caller's are left out); `without=`
+leaves out more of the caller's (a launcher's RANK, say).
+
 The plugin's fixture is imported, not the plugin loaded with `pytest_plugins`: pytest refuses that
 in a conftest.py below the rootdir (`pytest tests` from the checkout's root), and these tests mark
 nothing `reproducible` (tests/python/test_pytest_plugin.py loads the plugin in its own runs)."""
@@ -15,7 +23,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Callable, Dict
+from typing import Callable, Dict, Iterable
 
 import pytest
 
@@ -24,22 +32,37 @@ from repro_audit.pytest_plugin import repro_audit_binary  # noqa: F401 (a fixtur
 Tool = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
-def audit_environment(**extra: object) -> Dict[str, str]:
+def audit_environment(*, without: Iterable[str] = (), **extra: object) -> Dict[str, str]:
     """The environment of a command a test runs: the caller's, without an audit's variables
-    (REPRO_AUDIT_*: the command's audit sets its own), with this Python's sys.path as PYTHONPATH
-    (the recorder the test imports), and `extra` as strings."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
+    (REPRO_AUDIT_*: the command's audit sets its own) or the names in `without` (a launcher's
+    RANK and WORLD_SIZE, say), with this Python's sys.path as PYTHONPATH (the recorder the test
+    imports), and `extra` as strings."""
+    left_out = set(without)
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith("REPRO_AUDIT_") and k not in left_out}
     environment["PYTHONPATH"] = os.pathsep.join(sys.path)
     environment.update({k: str(v) for k, v in extra.items()})
     return environment
 
 
-@pytest.fixture
+@pytest.fixture(scope="session", name="audit_environment")
+def audit_environment_fixture() -> Callable[..., Dict[str, str]]:
+    """audit_environment itself, for a test or fixture that runs a command other than the tool (a
+    script, the launcher) in the same environment: a fixture, as pytest would have conftest.py
+    reached (importing it by name works only in pytest's default import mode)."""
+    return audit_environment
+
+
+@pytest.fixture(scope="session")
 def tool(repro_audit_binary: str) -> Tool:  # noqa: F811 (the imported fixture, as an argument)
-    """Runs the tool with the arguments given (str() of each) in audit_environment(**keywords);
-    its CompletedProcess, text, output captured."""
-    def run(*args: object, timeout: float | None = None,
+    """Runs the tool with the arguments given (str() of each) in
+    audit_environment(without=without, **keywords); its CompletedProcess, text, output captured.
+    Session-scoped, as repro_audit_binary is, so that a module-scoped fixture that records runs
+    once can use it: it holds no state, and the environment is read at each call (a test's
+    monkeypatch.setenv reaches the command)."""
+    def run(*args: object, timeout: float | None = None, without: Iterable[str] = (),
             **environment: object) -> subprocess.CompletedProcess[str]:
         return subprocess.run([repro_audit_binary, *[str(a) for a in args]], capture_output=True,
-                              text=True, env=audit_environment(**environment), timeout=timeout)
+                              text=True, env=audit_environment(without=without, **environment),
+                              timeout=timeout)
     return run

@@ -17,7 +17,6 @@ from repro_audit import device_digest, op_digests  # noqa: E402  (PYTHONPATH=lib
 from repro_audit import digest as digests  # noqa: E402
 
 LIBRARY = os.environ.get("REPRO_AUDIT_TEST_DIGEST_LIBRARY", "")
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 
 def needs_library():
@@ -72,7 +71,7 @@ def test_a_host_batch_digests_as_the_host_definition():
     assert loss.value.item() == 0.25
 
 
-def test_a_run_on_the_cpu_says_its_digests_were_made_on_the_host(tmp_path):
+def test_a_run_on_the_cpu_says_its_digests_were_made_on_the_host(tmp_path, audit_environment):
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the recorder digests on it (the [gpu] cases check that)")
     script = tmp_path / "train.py"
@@ -86,8 +85,8 @@ def test_a_run_on_the_cpu_says_its_digests_were_made_on_the_host(tmp_path):
         "    opt.zero_grad(); loss = model(x).sum(); loss.backward(); opt.step()\n"
         "    rec.step(batch=(x,), loss=loss)\n")
     trace = tmp_path / "run-000.trace.jsonl"
-    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), PYTHONPATH=os.pathsep.join(sys.path),
-               REPRO_AUDIT_DEVICE_DIGEST_LIBRARY=LIBRARY or "/nonexistent.so")
+    env = audit_environment(REPRO_AUDIT_TRACE=trace,
+                            REPRO_AUDIT_DEVICE_DIGEST_LIBRARY=LIBRARY or "/nonexistent.so")
     subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
     header = json.loads(trace.read_text().splitlines()[0])
     assert header["environment"]["digests"] == "host: no GPU"

@@ -2,7 +2,8 @@
 rates 0, 3 steps of 64) and the example script replaying it in PyTorch from the engine's initial
 weights and batch order (`--from-engine`), recorded under the engine's names and spec, line up in
 `repro-audit compare`: they start from the same weights, see the same batches, and the report
-names where the two implementations part."""
+names where the two implementations part. The tool runs through conftest.py's `tool`
+(REPRO_AUDIT_BINARY names the built binary)."""
 import json
 import os
 import struct
@@ -14,7 +15,6 @@ import pytest
 torch = pytest.importorskip("torch")
 from repro_audit.engine_run import EngineRun, read_safetensors  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist.py")
 FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
@@ -35,25 +35,22 @@ def crosscheck_spec():
 
 
 @pytest.fixture(scope="module")
-def crosscheck(tmp_path_factory):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+def crosscheck(tmp_path_factory, tool, audit_environment):
     if not os.path.exists(FASHION):
         pytest.fail(f"{FASHION} missing: scripts/setup installs dataset-fashion-mnist")
     tmp = tmp_path_factory.mktemp("crosscheck")
     (tmp / "spec.json").write_text(json.dumps(crosscheck_spec()))
     engine = tmp / "engine"
-    subprocess.run([BINARY, "-q", "run", str(tmp / "spec.json"), "--runs", "1", "--save-batches",
-                    "--allow-empty", "--out", str(engine)], check=True, capture_output=True)
+    done = tool("-q", "run", tmp / "spec.json", "--runs", 1, "--save-batches", "--allow-empty",
+                "--out", engine)
+    assert done.returncode == 0, done.stderr
     trace = tmp / "pytorch.trace.jsonl"
-    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN="1",
-               PYTHONPATH=os.pathsep.join(sys.path))
+    env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN="1")
     done = subprocess.run([sys.executable, EXAMPLE, "--from-engine", str(engine), "--steps", "3",
                            "--threads", "1"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    report = subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-",
-                             str(engine / "run-000.trace.jsonl"), str(trace)],
-                            capture_output=True, text=True)
+    report = tool("compare", "--expect", "identical", "--json", "-",
+                  engine / "run-000.trace.jsonl", trace)
     return engine, trace, report
 
 

@@ -18,19 +18,13 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, repro_audit_binary):
+def runs(tmp_path_factory, tool):
     """A (the full batch) with its perturbed run, and the two accumulations: their traces."""
-    import subprocess
-
-    from conftest import audit_environment
-
     folder = tmp_path_factory.mktemp("equivalence")
 
     def record(name, variant, *options):
-        done = subprocess.run([repro_audit_binary, "exec", "--runs", "1", "--allow-empty",
-                               "--out", str(folder / name), *options, "--", sys.executable,
-                               SCRIPT, variant], capture_output=True, text=True,
-                              env=audit_environment())
+        done = tool("exec", "--runs", 1, "--allow-empty", "--out", folder / name, *options, "--",
+                    sys.executable, SCRIPT, variant)
         assert done.returncode == 0, done.stderr
         return folder / name
 

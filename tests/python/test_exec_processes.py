@@ -2,7 +2,8 @@
 is stopped and failed (exit 3); each run has its own process group; SIGTERM to exec reaches the
 runs and exec ends; a `kill -9` of exec takes its running command with it; what a run leaves
 running in its group ends with it; its output is kept in run-NNN/command.log, a bounded ring.
-REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+exec starts from conftest.py's repro_audit_binary in its audit_environment (REPRO_AUDIT_BINARY
+names the built binary; CTest sets it)."""
 import json
 import os
 import signal
@@ -13,8 +14,6 @@ import time
 import pytest
 
 pytest.importorskip("torch")
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 # Writes its pid, process group and the pid of a child it leaves behind to PIDS, then records a
 # run (PRINT_MB megabytes of output first), or hangs (HANG).
@@ -37,16 +36,18 @@ with repro_audit.record(model) as rec:
 """
 
 
-def start_exec(tmp_path, *options, **env):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment.update(PYTHONPATH=os.pathsep.join(sys.path), PIDS=str(tmp_path / "pids"),
-                       **{k: str(v) for k, v in env.items()})
-    return subprocess.Popen([BINARY, "exec", "--out", str(tmp_path / "out"), *options, "--",
-                             sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=environment)
+@pytest.fixture
+def start_exec(tmp_path, repro_audit_binary, audit_environment):
+    """Starts exec of SCRIPT with the options given and the keywords in its environment: the
+    Popen, its output piped."""
+    def start(*options, **env):
+        script = tmp_path / "train.py"
+        script.write_text(SCRIPT)
+        return subprocess.Popen([repro_audit_binary, "exec", "--out", str(tmp_path / "out"),
+                                 *options, "--", sys.executable, str(script)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=audit_environment(PIDS=tmp_path / "pids", **env))
+    return start
 
 
 def pids_of(tmp_path, run=0, wait=60.0):
@@ -79,9 +80,9 @@ def gone(pid, wait=10.0):
     return False
 
 
-def test_a_run_past_its_timeout_is_stopped_and_failed(tmp_path):
+def test_a_run_past_its_timeout_is_stopped_and_failed(tmp_path, start_exec):
     started = time.monotonic()
-    done = start_exec(tmp_path, "--runs", "2", "--timeout", "5", HANG=1)
+    done = start_exec("--runs", "2", "--timeout", "5", HANG=1)
     _, err = done.communicate(timeout=120)
     assert done.returncode == 3, err
     assert "run 0: the command timed out after 5 s (--timeout)" in err
@@ -90,8 +91,8 @@ def test_a_run_past_its_timeout_is_stopped_and_failed(tmp_path):
     assert gone(pids["pid"]) and gone(pids["child"])
 
 
-def test_each_run_has_its_own_group_and_leaves_nothing_behind(tmp_path):
-    done = start_exec(tmp_path, "--runs", "2")
+def test_each_run_has_its_own_group_and_leaves_nothing_behind(tmp_path, start_exec):
+    done = start_exec("--runs", "2")
     out, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
     for run in (0, 1):
@@ -101,8 +102,8 @@ def test_each_run_has_its_own_group_and_leaves_nothing_behind(tmp_path):
         assert "the last line" in (tmp_path / "out" / f"run-00{run}" / "command.log").read_text()
 
 
-def test_sigterm_to_exec_reaches_the_runs(tmp_path):
-    done = start_exec(tmp_path, "--runs", "2", HANG=1)
+def test_sigterm_to_exec_reaches_the_runs(tmp_path, start_exec):
+    done = start_exec("--runs", "2", HANG=1)
     pids = pids_of(tmp_path)
     done.send_signal(signal.SIGTERM)
     _, err = done.communicate(timeout=60)
@@ -112,8 +113,8 @@ def test_sigterm_to_exec_reaches_the_runs(tmp_path):
     assert not (tmp_path / "pids.1").exists()  # no run starts after the signal
 
 
-def test_kill_9_of_exec_takes_its_running_command_with_it(tmp_path):
-    done = start_exec(tmp_path, "--runs", "1", HANG=1)
+def test_kill_9_of_exec_takes_its_running_command_with_it(tmp_path, start_exec):
+    done = start_exec("--runs", "1", HANG=1)
     pids = pids_of(tmp_path)
     done.kill()
     done.wait(timeout=30)
@@ -123,8 +124,8 @@ def test_kill_9_of_exec_takes_its_running_command_with_it(tmp_path):
     assert gone(pids["child"])
 
 
-def test_the_command_log_is_a_bounded_ring(tmp_path):
-    done = start_exec(tmp_path, "--runs", "2", PRINT_MB=10)
+def test_the_command_log_is_a_bounded_ring(tmp_path, start_exec):
+    done = start_exec("--runs", "2", PRINT_MB=10)
     _, err = done.communicate(timeout=300)
     assert done.returncode == 0, err
     log = tmp_path / "out" / "run-000" / "command.log"

@@ -3,8 +3,9 @@ python-path)` makes the system python import the recorder; `pip install --no-bui
 ./lib/python` in a venv made with --system-site-packages (Debian's torch) installs it offline and
 writes nothing into lib/python (no build/, no egg-info), and pytest finds the plugin by its entry
 point (`-p repro_audit.pytest_plugin` then names the same plugin); an exec whose command cannot
-import repro_audit fails (exit 3) pointing at those lines. REPRO_AUDIT_BINARY names the built
-binary."""
+import repro_audit fails (exit 3) pointing at those lines. The tool is conftest.py's
+repro_audit_binary (REPRO_AUDIT_BINARY names the built binary); its commands run here in a new
+user's environment, not in audit_environment, which would hand them this Python's sys.path."""
 import os
 import pathlib
 import shutil
@@ -13,7 +14,6 @@ import sys
 
 import pytest
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "lib" / "python"
 
 
@@ -24,9 +24,9 @@ def clean_environment():
             if k != "PYTHONPATH" and not k.startswith("REPRO_AUDIT_")}
 
 
-def test_python_path_prints_the_folder_the_system_python_imports_from():
-    assert BINARY, "REPRO_AUDIT_BINARY names no binary"
-    done = subprocess.run([BINARY, "python-path"], capture_output=True, text=True, check=True)
+def test_python_path_prints_the_folder_the_system_python_imports_from(repro_audit_binary):
+    done = subprocess.run([repro_audit_binary, "python-path"], capture_output=True, text=True,
+                          check=True)
     folder = done.stdout.strip()
     assert done.stdout.count("\n") == 1 and pathlib.Path(folder) == PACKAGE
     imported = subprocess.run(
@@ -67,12 +67,13 @@ def test_pip_installs_into_a_venv_offline_and_leaves_the_package_folder_clean(tm
         assert "@pytest.mark.reproducible(runs=2, " in markers.stdout
 
 
-def test_exec_points_at_the_install_line_when_the_recorder_is_missing(tmp_path):
+def test_exec_points_at_the_install_line_when_the_recorder_is_missing(tmp_path,
+                                                                     repro_audit_binary):
     script = tmp_path / "train.py"
     script.write_text("import repro_audit\n")
-    done = subprocess.run([BINARY, "exec", "--runs", "2", "--out", str(tmp_path / "out"), "--",
-                           "/usr/bin/python3", str(script)], capture_output=True, text=True,
-                          env=clean_environment())
+    done = subprocess.run([repro_audit_binary, "exec", "--runs", "2", "--out",
+                           str(tmp_path / "out"), "--", "/usr/bin/python3", str(script)],
+                          capture_output=True, text=True, env=clean_environment())
     assert done.returncode == 3
     assert "No module named 'repro_audit'" in done.stderr
     assert "export PYTHONPATH=$(repro-audit python-path)" in done.stderr

@@ -348,24 +348,19 @@ print(result.path, min([c.batch_size for c in result.differing], default=0))
 """
 
 
-def test_the_tools_exec_reads_the_sweep_the_script_wrote(tmp_path):
-    """`repro-audit exec --invariance` (the built binary: REPRO_AUDIT_BINARY, as CTest sets it)
-    reads the file back whole and comes to the verdict the sweep's own result holds."""
-    import subprocess
+def test_the_tools_exec_reads_the_sweep_the_script_wrote(tool, tmp_path):
+    """`repro-audit exec --invariance` (conftest.py's `tool`: REPRO_AUDIT_BINARY, as CTest sets
+    it) reads the file back whole and comes to the verdict the sweep's own result holds. The
+    caller's sweep variable is left out: exec sets the runs' own."""
     import sys
-    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        pytest.skip("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
     script = tmp_path / "swept.py"
     script.write_text(SWEPT_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop(inv.ENVIRONMENT, None)
     verdicts = {}
     for name in ("linear", "power", "layer_norm"):
         folder = tmp_path / name
-        done = subprocess.run([binary, "exec", "--invariance", "--sizes", "1-4,13-17", "--json",
-                               "-", "--out", str(folder), "--", sys.executable, str(script),
-                               name], env=env, capture_output=True, text=True, timeout=300)
+        done = tool("exec", "--invariance", "--sizes", "1-4,13-17", "--json", "-", "--out",
+                    folder, "--", sys.executable, script, name, timeout=300,
+                    without=(inv.ENVIRONMENT,))
         assert done.returncode in (0, 1), done.stderr
         report = json.loads(done.stdout)["findings"]["invariance"]["data"]
         with open(folder / "invariance-command.log", encoding="utf-8") as f:
@@ -582,25 +577,19 @@ print(result.path, len(result.differing))
 """
 
 
-def test_the_tools_exec_reads_a_padded_sweep_to_the_same_verdict(tmp_path):
+def test_the_tools_exec_reads_a_padded_sweep_to_the_same_verdict(tool, tmp_path):
     """`repro-audit exec --invariance` on the padded sweeps: the masked mean invariant with its
     control seen, the unmasked one not, first at a padded probe of size 2 and in aten.mean.dim."""
-    import subprocess
     import sys
-    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        pytest.skip("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
     script = tmp_path / "padded.py"
     script.write_text(PADDED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop(inv.ENVIRONMENT, None)
     reports = {}
     for name in ("masked", "unmasked"):
         folder = tmp_path / name
-        done = subprocess.run([binary, "exec", "--invariance", "--sizes", "1-3", "--json", "-",
-                               "--out", str(folder), "--", sys.executable, str(script), name,
-                               os.path.dirname(os.path.abspath(__file__))],
-                              env=env, capture_output=True, text=True, timeout=300)
+        done = tool("exec", "--invariance", "--sizes", "1-3", "--json", "-", "--out", folder,
+                    "--", sys.executable, script, name,
+                    os.path.dirname(os.path.abspath(__file__)), timeout=300,
+                    without=(inv.ENVIRONMENT,))
         with open(folder / "invariance-command.log", encoding="utf-8") as f:
             differing = int(f.read().split()[-1])
         report = json.loads(done.stdout)["findings"]["invariance"]["data"]

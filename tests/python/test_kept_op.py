@@ -2,11 +2,11 @@
 request the recorder keeps that op's outputs whatever the budget of kept outputs, captures its
 call with its inputs as they were before it ran (an in-place op writes them), and a fresh process
 replays it on those inputs with the run's switches: one distinct output, the run's, for a
-deterministic op; the replay's count and whether it matched reach `repro-audit compare`'s JSON."""
+deterministic op; the replay's count and whether it matched reach `repro-audit compare`'s JSON.
+The tool runs through conftest.py's `tool`, the replay in its audit_environment."""
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 
@@ -62,15 +62,15 @@ def test_the_kept_op_is_kept_whatever_the_budget_with_its_inputs_before_it_ran(t
     assert torch.equal(before.reshape(-1) * 3.0, after)  # the input as it was, the output after
 
 
-def test_a_replay_in_a_fresh_process_counts_distinct_outputs(tmp_path):
+def test_a_replay_in_a_fresh_process_counts_distinct_outputs(tmp_path, audit_environment,
+                                                             replay_process):
     _, records, _ = record_one_step(tmp_path, None, 0)
     index = [r["op"] for r in records].index("aten.sum.default")
     recording, _, _ = record_one_step(tmp_path, (0, index), 0)
     out = tmp_path / "replay.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-m", "repro_audit.replay", recording.kept_op_path,
                     "--sha256", recording.kept_op_sha256, "--times", "5", "--out", str(out)],
-                   check=True, env=env)
+                   check=True, env=audit_environment())
     result = json.loads(out.read_text())
     assert (result["op"], result["step"], result["index"]) == ("aten.sum.default", 0, index)
     assert result["times"] == 5 and result["distinct_outputs"] == 1 and result["matches_run"]
@@ -82,11 +82,14 @@ def test_a_replay_in_a_fresh_process_counts_distinct_outputs(tmp_path):
     assert not (tmp_path / "none.json").exists()
 
 
-def replay_process(kept, sha256, out):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-m", "repro_audit.replay", str(kept), "--sha256",
-                           sha256, "--times", "2", "--out", str(out)], env=env,
-                          capture_output=True, text=True)
+@pytest.fixture
+def replay_process(audit_environment):
+    """Replays a kept op twice in a fresh process: its CompletedProcess, output captured."""
+    def replay(kept, sha256, out):
+        return subprocess.run([sys.executable, "-m", "repro_audit.replay", str(kept), "--sha256",
+                               sha256, "--times", "2", "--out", str(out)],
+                              env=audit_environment(), capture_output=True, text=True)
+    return replay
 
 
 class Payload:
@@ -100,7 +103,7 @@ class Payload:
         return (open, (self.marker, "w"))
 
 
-def test_a_crafted_pickle_in_place_of_the_kept_op_is_refused_unloaded(tmp_path):
+def test_a_crafted_pickle_in_place_of_the_kept_op_is_refused_unloaded(tmp_path, replay_process):
     _, records, _ = record_one_step(tmp_path, None, 0)
     index = [r["op"] for r in records].index("aten.sum.default")
     recording, _, _ = record_one_step(tmp_path, (0, index), 0)
@@ -181,19 +184,13 @@ for _ in range(2):
 """
 
 
-def test_exec_keep_op_gives_the_magnitude_and_a_replay_that_names_a_setting(tmp_path):
-    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+def test_exec_keep_op_gives_the_magnitude_and_a_replay_that_names_a_setting(tool, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(THREADS_SUM)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), REPRO_AUDIT_REPLAYS="4")
 
     def audit(out, *options):
-        done = subprocess.run([binary, "exec", "--runs", "2", "--out", str(tmp_path / out),
-                               "--expect", "any", "--json", "-", *options, "--",
-                               sys.executable, str(script)],
-                              capture_output=True, text=True, env=env)
+        done = tool("exec", "--runs", 2, "--out", tmp_path / out, "--expect", "any", "--json",
+                    "-", *options, "--", sys.executable, script, REPRO_AUDIT_REPLAYS=4)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -229,18 +226,13 @@ TAMPERED = THREADS_SUM + r"""
 """
 
 
-def test_exec_refuses_to_load_a_kept_op_changed_after_the_run_wrote_it(tmp_path):
-    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+def test_exec_refuses_to_load_a_kept_op_changed_after_the_run_wrote_it(tool, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(TAMPERED)
     marker = tmp_path / "marker"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), REPRO_AUDIT_REPLAYS="2",
-               MARKER=str(marker))
-    done = subprocess.run([binary, "exec", "--runs", "2", "--out", str(tmp_path / "out"),
-                           "--expect", "any", "--json", "-", "--keep-op", "0:0", "--",
-                           sys.executable, str(script)], capture_output=True, text=True, env=env)
+    done = tool("exec", "--runs", 2, "--out", tmp_path / "out", "--expect", "any", "--json", "-",
+                "--keep-op", "0:0", "--", sys.executable, script, REPRO_AUDIT_REPLAYS=2,
+                MARKER=marker)
     assert not marker.exists(), "the replay unpickled the crafted kept-op.pt"
     assert done.returncode == 0, done.stderr
     for run in (0, 1):
@@ -252,12 +244,8 @@ def test_exec_refuses_to_load_a_kept_op_changed_after_the_run_wrote_it(tmp_path)
         assert not (tmp_path / "out" / ("run-%03d" % run) / "replay.json").exists()
 
 
-def test_exec_refuses_a_keep_request_outside_the_op_window(tmp_path):
-    binary = os.environ.get("REPRO_AUDIT_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+def test_exec_refuses_a_keep_request_outside_the_op_window(tool, tmp_path):
     for options, message in ((["--keep-op", "3"], "expected STEP:INDEX"),
                              (["--keep-op", "3:1", "--trace-ops", "0:2"], "outside --trace-ops")):
-        done = subprocess.run([binary, "exec", "--out", str(tmp_path / "x"), *options, "--",
-                               sys.executable, "-c", "pass"], capture_output=True, text=True)
+        done = tool("exec", "--out", tmp_path / "x", *options, "--", sys.executable, "-c", "pass")
         assert done.returncode == 2 and message in done.stderr, done.stderr

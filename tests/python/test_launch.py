@@ -2,7 +2,8 @@
 docs/distributed.md): what each rank sees, how the ranks end with the launcher and it with them,
 bad usage, and an exec audit through it named after the script. The ranks are a probe script
 that writes what it saw and its pid, then exits, fails or sleeps; each test waits on files and
-pids, never on a fixed sleep. REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+pids, never on a fixed sleep. The tool and the environment come from conftest.py
+(REPRO_AUDIT_BINARY names the built binary; CTest sets it)."""
 import json
 import os
 import re
@@ -13,7 +14,6 @@ import time
 
 import pytest
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 TRAIN = os.path.join(SCRIPTS, "ddp_train.py")
 LAUNCH = [sys.executable, "-m", "repro_audit.launch"]
@@ -74,13 +74,14 @@ def probe(tmp_path):
     return script
 
 
-def probe_env(tmp_path, **extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("REPRO_AUDIT_") and k not in TORCHRUN_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    env["PROBE_DIR"] = str(tmp_path / "seen")
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+@pytest.fixture
+def probe_env(tmp_path, audit_environment):
+    """The launcher's environment: the caller's without torchrun's variables (the launcher sets
+    each rank's), PROBE_DIR the test's, and the keywords given."""
+    def environment(**extra):
+        return audit_environment(without=TORCHRUN_VARIABLES, PROBE_DIR=tmp_path / "seen",
+                                 **extra)
+    return environment
 
 
 def default_signals():
@@ -130,8 +131,8 @@ def wait_gone(pids):
 @pytest.mark.parametrize("spelling", [["3"], ["--standalone", "--nproc-per-node", "3"],
                                       ["--nproc_per_node=3"]])
 def test_each_rank_sees_what_torchrun_sets_and_runs_the_script_as_itself(tmp_path, probe,
-                                                                         spelling):
-    launcher = start([*spelling, probe, "--lr", "0.1"], probe_env(tmp_path))
+                                                                         probe_env, spelling):
+    launcher = start([*spelling, probe, "--lr", "0.1"], probe_env())
     _, err = launcher.communicate(timeout=WAIT_S)
     assert launcher.returncode == 0, err
     seen = seen_by_ranks(tmp_path, 3)
@@ -151,9 +152,9 @@ def test_each_rank_sees_what_torchrun_sets_and_runs_the_script_as_itself(tmp_pat
         assert s["executable"] == sys.executable and s["ppid"] == launcher.pid
 
 
-def test_a_chosen_port_and_thread_count_are_kept(tmp_path, probe):
+def test_a_chosen_port_and_thread_count_are_kept(tmp_path, probe, probe_env):
     launcher = start(["--master-port", "29517", "2", probe],
-                     probe_env(tmp_path, OMP_NUM_THREADS=2))
+                     probe_env(OMP_NUM_THREADS=2))
     _, err = launcher.communicate(timeout=WAIT_S)
     assert launcher.returncode == 0, err
     for s in seen_by_ranks(tmp_path, 2):
@@ -162,8 +163,8 @@ def test_a_chosen_port_and_thread_count_are_kept(tmp_path, probe):
 
 @pytest.mark.parametrize("code,status", [("7", 7), ("SIGKILL", 128 + signal.SIGKILL)])
 def test_a_failing_rank_ends_the_others_and_gives_the_launcher_its_status(tmp_path, probe, code,
-                                                                          status):
-    launcher = start(["3", probe], probe_env(tmp_path, PROBE_FAIL_RANK=1, PROBE_CODE=code,
+                                                                          status, probe_env):
+    launcher = start(["3", probe], probe_env(PROBE_FAIL_RANK=1, PROBE_CODE=code,
                                              PROBE_SLEEP=1))
     _, err = launcher.communicate(timeout=WAIT_S)  # the others sleep a minute unless stopped
     assert launcher.returncode == status, err
@@ -173,10 +174,11 @@ def test_a_failing_rank_ends_the_others_and_gives_the_launcher_its_status(tmp_pa
     assert signals_received(tmp_path, (0, 2)) == [signal.SIGTERM] * 2  # told, not left to sleep
 
 
-def test_ranks_that_all_stop_at_an_interrupt_end_the_launcher_with_75(tmp_path, probe):
+def test_ranks_that_all_stop_at_an_interrupt_end_the_launcher_with_75(tmp_path, probe,
+                                                                       probe_env):
     # Rank 0 ends interrupted first; rank 1 still saves for a second: it is waited for, not
     # stopped (torchrun would stop it and fail), and the launcher passes 75 on to exec.
-    launcher = start(["2", probe], probe_env(tmp_path, PROBE_EXITS=json.dumps(
+    launcher = start(["2", probe], probe_env(PROBE_EXITS=json.dumps(
         {"0": [75, 0], "1": [75, 1.0]})))
     _, err = launcher.communicate(timeout=WAIT_S)
     assert launcher.returncode == 75, err
@@ -190,8 +192,8 @@ def test_ranks_that_all_stop_at_an_interrupt_end_the_launcher_with_75(tmp_path, 
     ([7, 0.5], 7, "rank 1 (pid %d) exited with status 7; stopping the other ranks"),
 ])
 def test_an_interrupt_that_not_every_rank_reaches_fails_the_launch(tmp_path, probe, second,
-                                                                   status, words):
-    launcher = start(["2", probe], probe_env(tmp_path, PROBE_EXITS=json.dumps(
+                                                                   status, words, probe_env):
+    launcher = start(["2", probe], probe_env(PROBE_EXITS=json.dumps(
         {"0": [75, 0], "1": second})))
     _, err = launcher.communicate(timeout=WAIT_S)
     assert launcher.returncode == status, err
@@ -200,20 +202,20 @@ def test_an_interrupt_that_not_every_rank_reaches_fails_the_launch(tmp_path, pro
     assert words in err
 
 
-def test_a_rank_still_running_past_the_interrupt_grace_is_stopped(tmp_path, probe):
+def test_a_rank_still_running_past_the_interrupt_grace_is_stopped(tmp_path, probe, probe_env):
     launcher = start(["--interrupt-grace", "0.5", "2", probe], probe_env(
-        tmp_path, PROBE_EXITS=json.dumps({"0": [75, 0]}), PROBE_SLEEP=1))
+        PROBE_EXITS=json.dumps({"0": [75, 0]}), PROBE_SLEEP=1))
     _, err = launcher.communicate(timeout=WAIT_S)  # rank 1 sleeps a minute unless stopped
     assert launcher.returncode == 1, err
     assert "rank(s) 1 still running 0.5 s after rank 0 was interrupted (status 75)" in err
     assert signals_received(tmp_path, (1,)) == [signal.SIGTERM]
 
 
-def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, probe):
+def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, probe, probe_env):
     # The grace shortened to half a second: launch.main's argument, as the module runs it.
     command = [sys.executable, "-c", "import sys; from repro_audit import launch; "
                "sys.exit(launch.main(sys.argv[1:], grace_s=0.5))", "2", str(probe)]
-    env = probe_env(tmp_path, PROBE_FAIL_RANK=1, PROBE_CODE=3, PROBE_SLEEP=1,
+    env = probe_env(PROBE_FAIL_RANK=1, PROBE_CODE=3, PROBE_SLEEP=1,
                     PROBE_IGNORE_TERM=1)
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=WAIT_S)
@@ -224,8 +226,8 @@ def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, probe):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_launcher_reaches_the_ranks_and_ends_it_by_that_signal(tmp_path, probe,
-                                                                               signum):
-    launcher = start(["2", probe], probe_env(tmp_path, PROBE_SLEEP=1))
+                                                                               probe_env, signum):
+    launcher = start(["2", probe], probe_env(PROBE_SLEEP=1))
     pids = [s["pid"] for s in seen_by_ranks(tmp_path, 2)]
     launcher.send_signal(signum)
     launcher.communicate(timeout=WAIT_S)
@@ -234,10 +236,10 @@ def test_a_signal_to_the_launcher_reaches_the_ranks_and_ends_it_by_that_signal(t
     assert signals_received(tmp_path, (0, 1)) == [signum] * 2  # passed on, not left to the grace
 
 
-def test_kill_9_of_the_launcher_ends_its_ranks(tmp_path, probe):
+def test_kill_9_of_the_launcher_ends_its_ranks(tmp_path, probe, probe_env):
     # No handler of the launcher runs: the ranks end by PR_SET_PDEATHSIG (issue 61: a kill -9 of
     # exec left a launcher's ranks training and writing into the audit folder).
-    launcher = start(["2", probe], probe_env(tmp_path, PROBE_SLEEP=1))
+    launcher = start(["2", probe], probe_env(PROBE_SLEEP=1))
     pids = [s["pid"] for s in seen_by_ranks(tmp_path, 2)]
     launcher.kill()
     launcher.communicate(timeout=WAIT_S)
@@ -262,22 +264,22 @@ def test_kill_9_of_the_launcher_ends_its_ranks(tmp_path, probe):
     (["--interrupt-grace", "inf", "2", "{probe}"], "--interrupt-grace: 'inf' is not a number"),
     (["--rdzv-backend", "c10d", "2", "{probe}"], "unrecognized arguments: --rdzv-backend"),
 ])
-def test_bad_usage_is_said_and_exits_2(tmp_path, probe, args, message):
+def test_bad_usage_is_said_and_exits_2(tmp_path, probe, probe_env, args, message):
     args = [a.format(probe=probe, missing=tmp_path / "missing.py") for a in args]
-    done = subprocess.run([*LAUNCH, *args], env=probe_env(tmp_path), capture_output=True,
+    done = subprocess.run([*LAUNCH, *args], env=probe_env(), capture_output=True,
                           text=True, timeout=WAIT_S)
     assert done.returncode == 2, done.stderr
     assert "usage: python3 -m repro_audit.launch" in done.stderr and message in done.stderr
     assert not list((tmp_path / "seen").iterdir())  # no rank started
 
 
-def test_the_launcher_imports_no_torch_under_an_audit(tmp_path):
+def test_the_launcher_imports_no_torch_under_an_audit(tmp_path, probe_env):
     # Importing the package under an audit wraps DDP's hooks (collective.py), which imports
     # torch: a second or more of every run, spent by a process that never records.
     pytest.importorskip("torch")
     done = subprocess.run([sys.executable, "-X", "importtime", *LAUNCH[1:]], capture_output=True,
                           text=True, timeout=WAIT_S,
-                          env=probe_env(tmp_path, REPRO_AUDIT_TRACE=tmp_path / "run.trace.jsonl"))
+                          env=probe_env(REPRO_AUDIT_TRACE=tmp_path / "run.trace.jsonl"))
     imported = re.findall(r"^import time:[^|]*\|[^|]*\|\s*(\S+)$", done.stderr, re.M)
     assert done.returncode == 2 and "repro_audit.recorder" in imported
     assert not [m for m in imported if m == "torch" or m.startswith("torch.")]
@@ -288,15 +290,14 @@ def header(trace):
         return json.loads(f.readline())
 
 
-def test_an_exec_audit_through_the_launcher_is_identical_and_named_after_the_script(tmp_path):
+def test_an_exec_audit_through_the_launcher_is_identical_and_named_after_the_script(
+        tmp_path, probe_env, repro_audit_binary):
     pytest.importorskip("torch")
     pytest.importorskip("torch.distributed")
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
     out = tmp_path / "out"
-    command = [BINARY, "exec", "--runs", "2", "--out", str(out), "--json", "-", "--",
+    command = [repro_audit_binary, "exec", "--runs", "2", "--out", str(out), "--json", "-", "--",
                *LAUNCH, "2", TRAIN]
-    done = subprocess.run(command, capture_output=True, text=True, env=probe_env(tmp_path),
+    done = subprocess.run(command, capture_output=True, text=True, env=probe_env(),
                           timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -312,12 +313,13 @@ def test_an_exec_audit_through_the_launcher_is_identical_and_named_after_the_scr
             assert header(trace)["spec"]["name"] == "ddp_train"
 
 
-def test_a_trace_recorded_by_hand_through_the_launcher_is_named_after_the_script(tmp_path):
+def test_a_trace_recorded_by_hand_through_the_launcher_is_named_after_the_script(
+        tmp_path, probe_env):
     pytest.importorskip("torch")
     pytest.importorskip("torch.distributed")
     trace = tmp_path / "run-000.trace.jsonl"
     done = subprocess.run([*LAUNCH, "2", TRAIN], capture_output=True, text=True, timeout=120,
-                          env=probe_env(tmp_path, REPRO_AUDIT_TRACE=trace))
+                          env=probe_env(REPRO_AUDIT_TRACE=trace))
     assert done.returncode == 0, done.stderr
     for path in (trace, tmp_path / "run-000" / "rank-1.trace.jsonl"):
         assert header(path)["spec"] == {"name": "ddp_train", "source": "pytorch"}

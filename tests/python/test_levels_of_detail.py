@@ -2,11 +2,10 @@
 "Levels of detail"): with REPRO_AUDIT_TENSOR_DIGESTS (`exec --tensor-digests`) the steps outside
 the plan record one digest per category, the trace is version 4, the C++ reader takes it, and
 `compare` finds a divergence at such a step as one, with a next step that names the tensor.
-REPRO_AUDIT_BINARY names the built binary."""
+The tool runs through conftest.py's `tool` (REPRO_AUDIT_BINARY names the built binary)."""
 import json
 import os
 import shlex
-import subprocess
 import sys
 
 import pytest
@@ -16,8 +15,6 @@ from repro_audit import detail  # noqa: E402
 from repro_audit.settings import Settings  # noqa: E402
 from repro_audit.digest import digest_of_digests  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
-LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "python")
 
 
 def test_plans_read_as_the_cli_writes_them():
@@ -64,18 +61,13 @@ with repro_audit.record(model, optimizer) as rec:
 """
 
 
-def run_exec(tmp_path, *options, bump=None):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+def run_exec(tool, tmp_path, *options, bump=None):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, PYTHONPATH=LIB)
-    if bump is not None:
-        env["BUMP_AT"] = str(bump)
+    bumped = {"BUMP_AT": bump} if bump is not None else {}
     out = tmp_path / "audit"
-    done = subprocess.run([BINARY, "exec", "--runs", "2", "--out", str(out), "--json",
-                           str(tmp_path / "report.json"), *options, "--", sys.executable,
-                           str(script)], env=env, capture_output=True, text=True, timeout=300)
+    done = tool("exec", "--runs", 2, "--out", out, "--json", tmp_path / "report.json", *options,
+                "--", sys.executable, script, timeout=300, **bumped)
     return done, out
 
 
@@ -84,9 +76,9 @@ def records(path):
         return [json.loads(line) for line in f]
 
 
-def test_exec_records_the_plan_and_the_reader_takes_it(tmp_path):
+def test_exec_records_the_plan_and_the_reader_takes_it(tool, tmp_path):
     pytest.importorskip("torch")
-    done, out = run_exec(tmp_path, "--tensor-digests", "every:3")
+    done, out = run_exec(tool, tmp_path, "--tensor-digests", "every:3")
     assert done.returncode == 0, done.stderr
     lines = records(out / "run-000.trace.jsonl")
     header, steps = lines[0], [r for r in lines if r["record"] == "step"]
@@ -105,9 +97,10 @@ def test_exec_records_the_plan_and_the_reader_takes_it(tmp_path):
         assert json.load(f)["tensor_digests"] == "every:3"
 
 
-def test_a_divergence_at_a_per_category_step_is_found_and_the_rerun_names_the_tensor(tmp_path):
+def test_a_divergence_at_a_per_category_step_is_found_and_the_rerun_names_the_tensor(
+        tool, tmp_path):
     pytest.importorskip("torch")
-    done, _ = run_exec(tmp_path, "--tensor-digests", "every:3", bump=4)
+    done, _ = run_exec(tool, tmp_path, "--tensor-digests", "every:3", bump=4)
     assert done.returncode == 1, done.stderr
     with open(tmp_path / "report.json", encoding="utf-8") as f:
         report = json.load(f)
@@ -122,9 +115,7 @@ def test_a_divergence_at_a_per_category_step_is_found_and_the_rerun_names_the_te
     # accepts), records step 4 per tensor in a folder of its own and names the weight.
     words = shlex.split(report["next_step"]["command"])
     assert words[0] == "repro-audit"
-    env = dict(os.environ, PYTHONPATH=LIB, BUMP_AT="4")
-    done = subprocess.run([BINARY, words[1], "--json", str(tmp_path / "rerun.json"), *words[2:]],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = tool(words[1], "--json", tmp_path / "rerun.json", *words[2:], timeout=300, BUMP_AT=4)
     assert done.returncode == 1, done.stderr
     with open(tmp_path / "rerun.json", encoding="utf-8") as f:
         first = json.load(f)["first_divergence"]

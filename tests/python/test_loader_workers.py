@@ -13,8 +13,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("numpy")
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
-
 # Two passes over a dataset of 16 samples with 2 workers; `FIX` seeds the dataset's Generator
 # per worker the way docs/pytorch.md shows; `OWN_INIT` gives the loader a worker_init_fn of its
 # own, which must still run (it writes a file per worker).
@@ -59,23 +57,28 @@ for epoch in range(2):
 """
 
 
-def run_script(tmp_path, run, **env_extra):
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
-    trace = tmp_path / f"run-{run:03d}.trace.jsonl"
-    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
-               PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return trace
+@pytest.fixture
+def run_script(tmp_path, audit_environment):
+    """Runs SCRIPT as run `run` of an audit, outside exec, the keywords in its environment: the
+    path of its trace."""
+    def run_it(run, **env_extra):
+        script = tmp_path / "train.py"
+        script.write_text(SCRIPT)
+        trace = tmp_path / f"run-{run:03d}.trace.jsonl"
+        env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN=run, **env_extra)
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr
+        return trace
+    return run_it
 
 
 def end_record(trace):
     return json.loads(trace.read_text().splitlines()[-1])
 
 
-def test_workers_sharing_a_generator_are_recorded_alike(tmp_path):
-    trace = run_script(tmp_path, 0)
+def test_workers_sharing_a_generator_are_recorded_alike(run_script):
+    trace = run_script(0)
     workers = end_record(trace)["loader_workers"]
     assert sorted((w["loader_pass"], w["worker"]) for w in workers) == sorted(
         (p, w) for p in {x["loader_pass"] for x in workers} for w in (0, 1))
@@ -91,12 +94,12 @@ def test_workers_sharing_a_generator_are_recorded_alike(tmp_path):
     assert not os.path.exists(str(trace) + ".workers")  # the side file is gone
 
 
-def test_seeded_per_worker_the_streams_differ(tmp_path):
+def test_seeded_per_worker_the_streams_differ(tmp_path, run_script):
     """The script's own worker_init_fn runs first (here it reseeds dataset.rng per worker), and
     the record shows what the worker then draws from."""
     own = tmp_path / "own"
     own.mkdir()
-    trace = run_script(tmp_path, 0, FIX="1", OWN_INIT=str(own))
+    trace = run_script(0, FIX="1", OWN_INIT=str(own))
     assert sorted(os.listdir(own)) == ["worker-0", "worker-1"]  # the loader's own init ran
     workers = end_record(trace)["loader_workers"]
     for p in {w["loader_pass"] for w in workers}:
@@ -104,60 +107,50 @@ def test_seeded_per_worker_the_streams_differ(tmp_path):
         assert both[0]["dataset.rng"] != both[1]["dataset.rng"]
 
 
-def test_compare_names_the_shared_generator(tmp_path):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    traces = [run_script(tmp_path, run) for run in range(2)]
-    done = subprocess.run([BINARY, "compare", "--json", "-"] + [str(t) for t in traces],
-                          capture_output=True, text=True)
+def test_compare_names_the_shared_generator(tool, run_script):
+    traces = [run_script(run) for run in range(2)]
+    done = tool("compare", "--json", "-", *traces)
     assert done.returncode == 0, done.stderr  # the runs agree: the bug is in each of them
     report = json.loads(done.stdout)
     shared = report["loader_workers"]["shared_streams"]
     assert [(s["stream"], s["workers"]) for s in shared] == [("dataset.rng", [0, 1])]
     assert shared[0]["runs"] == [0, 1] and shared[0]["passes"] == 2
-    text = subprocess.run([BINARY, "compare"] + [str(t) for t in traces], capture_output=True,
-                          text=True).stdout
+    text = tool("compare", *traces).stdout
     assert "workers 0-1 start from the same state of the random stream dataset.rng" in text
     assert "unless it is reseeded per sample or never drawn from" in text
 
 
-def test_a_killed_runs_leftovers_do_not_stop_the_next(tmp_path):
+def test_a_killed_runs_leftovers_do_not_stop_the_next(tmp_path, run_script):
     """A worker killed mid-write leaves a cut line in the side file; the next run of the same
     trace starts anyway and records only its own workers."""
     trace = tmp_path / "run-000.trace.jsonl"
     (tmp_path / "run-000.trace.jsonl.workers").write_text('{"worker": 0, "loader_pa')
-    run_script(tmp_path, 0)
+    run_script(0)
     workers = end_record(trace)["loader_workers"]
     assert len(workers) == 4  # 2 passes of 2 workers: this run's, nothing left over
 
 
-def test_op_records_leave_out_how_batches_arrive_from_workers(tmp_path):
+def test_op_records_leave_out_how_batches_arrive_from_workers(tool, run_script):
     """Batches reach the main process in whatever order the workers finish, and each is rebuilt
     from shared memory when it arrives: those ops are not recorded, so the records of runs whose
     workers finished in another order still pair op for op."""
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    traces = [run_script(tmp_path, run, REPRO_AUDIT_TRACE_OPS="all") for run in range(3)]
+    traces = [run_script(run, REPRO_AUDIT_TRACE_OPS="all") for run in range(3)]
     records = [json.loads(line).get("ops") for line in traces[0].read_text().splitlines()
                if json.loads(line)["record"] == "step"]
     assert all(ops for ops in records)
     assert not any(r["op"].startswith("aten.set_") for ops in records for r in ops)
-    done = subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-"] +
-                          [str(t) for t in traces], capture_output=True, text=True)
+    done = tool("compare", "--expect", "identical", "--json", "-", *traces)
     assert done.returncode == 0, done.stdout[-2000:]
     assert json.loads(done.stdout)["root_causes"] == []
 
 
-def test_batches_that_part_send_the_next_step_to_the_loader(tmp_path):
+def test_batches_that_part_send_the_next_step_to_the_loader(tmp_path, tool, run_script):
     """The first-hour case of issue 40: a dataset generator shared by the workers and unseeded,
     so the same-seed runs' batches part at step 0. The next step is the loader, in text, JSON and
     HTML, naming both faults of the stream; --trace-ops would only say that no op is blamed."""
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    traces = [str(run_script(tmp_path, run, UNSEEDED="1")) for run in range(2)]
+    traces = [str(run_script(run, UNSEEDED="1")) for run in range(2)]
     html = tmp_path / "report.html"
-    done = subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-", "--html",
-                           str(html)] + traces, capture_output=True, text=True)
+    done = tool("compare", "--expect", "identical", "--json", "-", "--html", html, *traces)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["first_divergence"]["category"] == "batches"
@@ -172,7 +165,7 @@ def test_batches_that_part_send_the_next_step_to_the_loader(tmp_path):
     assert not any("rec.watch_loader" in line for line in step["advice"])  # it watches already
     assert any(line.startswith("the workers share the stream dataset.rng, and its starting state "
                                "differs between runs") for line in step["advice"])
-    text = subprocess.run([BINARY, "compare"] + traces, capture_output=True, text=True).stdout
+    text = tool("compare", *traces).stdout
     assert "next step: the batches part at step 0 (their inputs)" in text
     assert "--trace-ops" not in text
     assert "also differs between the runs" in text

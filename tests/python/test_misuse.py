@@ -3,9 +3,9 @@ recorder catches") and seeds checked (docs/pytorch.md "Seeds"): rec.step() befor
 optimizer.step() is a warning in the trace and in the report; a second close() or finish() is a
 no-op with a Python warning, with an audit or without; `--seeds both` runs whose different seeds
 never reached the random states are a warning naming seed_everything(default=args.seed), with the
-cause told from seed_everything's record. REPRO_AUDIT_BINARY names the built binary."""
+cause told from seed_everything's record. The tool runs through conftest.py's `tool`
+(REPRO_AUDIT_BINARY names the built binary)."""
 import json
-import os
 import subprocess
 import sys
 import warnings
@@ -15,8 +15,6 @@ import pytest
 torch = pytest.importorskip("torch")
 import repro_audit  # noqa: E402  (PYTHONPATH=lib/python)
 from repro_audit import misuse  # noqa: E402
-
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 # SEEDING: how the script seeds; ORDER "late": rec.step() before optimizer.step().
 SCRIPT = r"""
@@ -46,40 +44,43 @@ def write_script(tmp_path, seeding="repro_audit.seed_everything(default=1)"):
     return script
 
 
-def recorded_run(tmp_path, run, **env_extra):
-    script = write_script(tmp_path)
-    trace = tmp_path / f"run-{run:03d}.trace.jsonl"
-    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
-               PYTHONPATH=os.pathsep.join(sys.path), **env_extra)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return trace, done.stderr
+@pytest.fixture
+def recorded_run(tmp_path, audit_environment):
+    """Runs the script as run `run` of an audit, outside exec, the keywords in its environment:
+    (the path of its trace, its stderr)."""
+    def run_it(run, **env_extra):
+        script = write_script(tmp_path)
+        trace = tmp_path / f"run-{run:03d}.trace.jsonl"
+        env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN=run, **env_extra)
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr
+        return trace, done.stderr
+    return run_it
 
 
 def header(trace):
     return json.loads(trace.read_text().splitlines()[0])
 
 
-def test_step_before_the_optimizer_is_a_warning_in_the_trace_and_the_report(tmp_path):
-    assert BINARY, "REPRO_AUDIT_BINARY names no binary"
+def test_step_before_the_optimizer_is_a_warning_in_the_trace_and_the_report(tool, recorded_run):
     traces = []
     for run in range(2):
-        trace, stderr = recorded_run(tmp_path, run, ORDER="late")
+        trace, stderr = recorded_run(run, ORDER="late")
         assert "RuntimeWarning: repro_audit: rec.step() at step 0" in stderr
         assert header(trace)["recorder_warnings"] == [misuse.STEP_BEFORE_OPTIMIZER]
         traces.append(str(trace))
-    done = subprocess.run([BINARY, "compare"] + traces, capture_output=True, text=True)
+    done = tool("compare", *traces)
     assert done.returncode == 0, done.stderr
     assert ("WARNING: runs 0, 1: rec.step() at step 0 found the weights unchanged since the "
             "start although gradients exist: is rec.step() called before optimizer.step()?"
             in done.stdout)
-    report = json.loads(subprocess.run([BINARY, "compare", "--json", "-"] + traces,
-                                       capture_output=True, text=True).stdout)
+    report = json.loads(tool("compare", "--json", "-", *traces).stdout)
     assert any("before optimizer.step()" in w for w in report["warnings"])
 
 
-def test_step_after_the_optimizer_warns_of_nothing(tmp_path):
-    trace, stderr = recorded_run(tmp_path, 0)
+def test_step_after_the_optimizer_warns_of_nothing(recorded_run):
+    trace, stderr = recorded_run(0)
     assert "RuntimeWarning" not in stderr
     assert "recorder_warnings" not in header(trace)
 
@@ -108,22 +109,18 @@ def test_a_second_close_is_a_no_op_with_a_warning(tmp_path):
         quiet.close()
 
 
-def seeds_both(tmp_path, seeding):
+def seeds_both(tool, tmp_path, seeding):
     """An exec --seeds both audit of one same-seed and one different-seed run: its JSON report."""
     script = write_script(tmp_path, seeding)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    done = subprocess.run([BINARY, "exec", "--runs", "1", "--seeds", "both", "--allow-empty",
-                           "--out", str(tmp_path / "out"), "--json", "-", "--", sys.executable,
-                           str(script)], capture_output=True, text=True, env=env)
+    done = tool("exec", "--runs", 1, "--seeds", "both", "--allow-empty", "--out",
+                tmp_path / "out", "--json", "-", "--", sys.executable, script)
     assert done.returncode == 0, done.stderr
     return [w for w in json.loads(done.stdout)["warnings"] if "different seeds" in w]
 
 
-def test_seeds_overridden_after_seed_everything_are_a_warning(tmp_path):
-    assert BINARY, "REPRO_AUDIT_BINARY names no binary"
-    (warning,) = seeds_both(tmp_path, "repro_audit.seed_everything(default=1)\n"
-                                      "torch.manual_seed(1)")
+def test_seeds_overridden_after_seed_everything_are_a_warning(tool, tmp_path):
+    (warning,) = seeds_both(tool, tmp_path, "repro_audit.seed_everything(default=1)\n"
+                                            "torch.manual_seed(1)")
     assert "runs given different seeds start from the same random state (torch)" in warning
     assert ("seed_everything applied each run's seed, and the script seeded torch again after it"
             in warning)
@@ -131,11 +128,11 @@ def test_seeds_overridden_after_seed_everything_are_a_warning(tmp_path):
     assert "repro_audit.seed_everything(default=args.seed)" in warning
 
 
-def test_a_seed_given_to_seed_everything_overrides_the_audits(tmp_path):
-    (warning,) = seeds_both(tmp_path, "repro_audit.seed_everything(1)")
+def test_a_seed_given_to_seed_everything_overrides_the_audits(tool, tmp_path):
+    (warning,) = seeds_both(tool, tmp_path, "repro_audit.seed_everything(1)")
     assert "same random state (numpy, python_random, torch)" in warning
     assert "seed_everything was given the same seed in every run" in warning
 
 
-def test_seeds_applied_are_no_warning(tmp_path):
-    assert seeds_both(tmp_path, "repro_audit.seed_everything(default=1)") == []
+def test_seeds_applied_are_no_warning(tool, tmp_path):
+    assert seeds_both(tool, tmp_path, "repro_audit.seed_everything(default=1)") == []

@@ -4,11 +4,11 @@ ULP at step 1 on every machine (scripts/one_op_depends_on_run.py), is localised 
 in its module, at that step, with its magnitude from the outputs the runs kept; a seeded script
 has no root cause; each op's place (module, autograd, optimizer, script) is where it ran;
 a random op run from another seed is explained by its generator state; the kept outputs are used
-only whole and only for their own run. REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+only whole and only for their own run. The tool runs through conftest.py's `tool`
+(REPRO_AUDIT_BINARY names the built binary; CTest sets it)."""
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +16,6 @@ import pytest
 torch = pytest.importorskip("torch")
 from repro_audit import op_records  # noqa: E402  (PYTHONPATH=lib/python)
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ONE_OP = os.path.join(HERE, "scripts", "one_op_depends_on_run.py")
 GOLDEN = os.path.join(HERE, "golden", "one_op_root_cause.txt")
@@ -43,30 +42,17 @@ for i in range(0, 32, 8):
 """
 
 
-def needs_binary():
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-
-
-def environment(**extra):
-    # The caller's ATEN_CPU_CAPABILITY, OPENBLAS_CORETYPE and thread counts pass through: nothing
-    # here may depend on them (tests/README.md), and CI runs these tests under several
-    # (tests/python/run_under_cpu_settings.sh).
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    env.update(extra)
-    return env
-
-
-def audit(tmp_path, script, *options, env=None):
-    """`repro-audit exec` of `script` into tmp_path/out; (exit code, JSON report, stderr)."""
-    needs_binary()
+def audit(tool, tmp_path, script, *options, **env):
+    """`repro-audit exec` of `script` into tmp_path/out, the keywords in its environment; (exit
+    code, JSON report, stderr). The caller's ATEN_CPU_CAPABILITY, OPENBLAS_CORETYPE and thread
+    counts pass through: nothing here may depend on them (tests/README.md), and CI runs these
+    tests under several (tests/python/run_under_cpu_settings.sh)."""
     if not os.path.isabs(script):
         path = tmp_path / "train.py"
         path.write_text(script)
         script = str(path)
-    done = subprocess.run([BINARY, "exec", "--out", str(tmp_path / "out"), "--json", "-"] +
-                          list(options) + ["--", sys.executable, script],
-                          capture_output=True, text=True, env=env or environment())
+    done = tool("exec", "--out", tmp_path / "out", "--json", "-", *options, "--", sys.executable,
+                script, **env)
     return done.returncode, json.loads(done.stdout) if done.stdout else None, done.stderr
 
 
@@ -75,8 +61,8 @@ def steps(trace):
             if json.loads(line)["record"] == "step"]
 
 
-def test_the_one_run_dependent_op_is_the_root_cause(tmp_path):
-    code, report, stderr = audit(tmp_path, ONE_OP, "--runs", "3", "--trace-ops", "0:2",
+def test_the_one_run_dependent_op_is_the_root_cause(tool, tmp_path):
+    code, report, stderr = audit(tool, tmp_path, ONE_OP, "--runs", "3", "--trace-ops", "0:2",
                                  "--expect", "any")
     assert code == 0, stderr
     assert not report["verdict"]["identical"]
@@ -118,15 +104,14 @@ def machine_independent(section):
                          r"aten.div.Tensor (model.norm)<...>", section)
 
 
-def test_golden_root_cause_text(tmp_path):
+def test_golden_root_cause_text(tool, tmp_path):
     """Everything the golden text holds is exact on every machine: the step and op where the sum
     parts, its place, the sums' one ULP (1 against 1 + 2^-23: max |difference| and relative both
     2^-23), the runs whose kept values measured it; the chain line is checked for its structure."""
-    code, _, stderr = audit(tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
+    code, _, stderr = audit(tool, tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
                             "--expect", "any")
     assert code == 0, stderr
-    text = subprocess.run([BINARY, "compare", "--expect", "any", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=environment()).stdout
+    text = tool("compare", "--expect", "any", tmp_path / "out").stdout
     section = text[text.index("root cause:"):]
     section = machine_independent(section[:section.index("\n\n") + 1])
     if os.environ.get("REPRO_AUDIT_UPDATE_GOLDEN"):
@@ -136,8 +121,8 @@ def test_golden_root_cause_text(tmp_path):
         assert section == f.read()
 
 
-def test_a_seeded_script_has_no_root_cause_and_its_records_round_trip(tmp_path):
-    code, report, stderr = audit(tmp_path, SEEDED, "--runs", "2", "--trace-ops", "1:3")
+def test_a_seeded_script_has_no_root_cause_and_its_records_round_trip(tool, tmp_path):
+    code, report, stderr = audit(tool, tmp_path, SEEDED, "--runs", "2", "--trace-ops", "1:3")
     assert code == 0, stderr
     assert report["verdict"]["identical"] and report["root_causes"] == []
     assert report["op_window"] == "1:3"
@@ -159,8 +144,8 @@ def places(ops):
     return {(r["op"], r["layer"]) for r in ops}
 
 
-def test_each_op_is_placed_where_it_ran(tmp_path):
-    code, _, stderr = audit(tmp_path, SEEDED, "--runs", "1", "--trace-ops", "0:1",
+def test_each_op_is_placed_where_it_ran(tool, tmp_path):
+    code, _, stderr = audit(tool, tmp_path, SEEDED, "--runs", "1", "--trace-ops", "0:1",
                             "--allow-empty")
     assert code == 0, stderr
     ops = steps(tmp_path / "out" / "run-000.trace.jsonl")[0]["ops"]
@@ -182,11 +167,11 @@ def test_each_op_is_placed_where_it_ran(tmp_path):
     assert not any(r["op"].startswith("profiler.") for r in ops)
 
 
-def test_another_seed_is_told_by_the_generator_state(tmp_path):
+def test_another_seed_is_told_by_the_generator_state(tool, tmp_path):
     # The weights made alike, the dropout masks drawn from a seed of the run's own.
     script = SEEDED.replace("repro_audit.seed_everything()",
                             "torch.manual_seed(int(os.environ['REPRO_AUDIT_RUN']))")
-    code, report, stderr = audit(tmp_path, script, "--runs", "2", "--trace-ops", "0:1",
+    code, report, stderr = audit(tool, tmp_path, script, "--runs", "2", "--trace-ops", "0:1",
                                  "--expect", "any")
     assert code == 0, stderr
     (cause,) = report["root_causes"]
@@ -196,16 +181,15 @@ def test_another_seed_is_told_by_the_generator_state(tmp_path):
     assert "seeded differently" in cause["detail"]
 
 
-def test_kept_outputs_only_whole_and_only_their_runs(tmp_path):
-    code, _, stderr = audit(tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
+def test_kept_outputs_only_whole_and_only_their_runs(tool, tmp_path):
+    code, _, stderr = audit(tool, tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
                             "--expect", "any")
     assert code == 0, stderr
     out = tmp_path / "out"
     kept = out / "run-001" / "kept-outputs.bin"
 
     def compared():
-        done = subprocess.run([BINARY, "compare", "--expect", "any", "--json", "-", str(out)],
-                              capture_output=True, text=True)
+        done = tool("compare", "--expect", "any", "--json", "-", out)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -223,19 +207,19 @@ def test_kept_outputs_only_whole_and_only_their_runs(tmp_path):
     assert compared()["root_causes"][0]["magnitude"]["runs"]
 
 
-def test_no_budget_no_magnitude_and_the_note_says_why(tmp_path):
-    code, report, stderr = audit(tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
+def test_no_budget_no_magnitude_and_the_note_says_why(tool, tmp_path):
+    code, report, stderr = audit(tool, tmp_path, ONE_OP, "--runs", "2", "--trace-ops", "0:2",
                                  "--expect", "any",
-                                 env=environment(REPRO_AUDIT_KEEP_BYTES="0"))
+                                 REPRO_AUDIT_KEEP_BYTES="0")
     assert code == 0, stderr
     magnitude = report["root_causes"][0]["magnitude"]
     assert magnitude["runs"] == [] and "not kept" in magnitude["note"]
     assert not (tmp_path / "out" / "run-000" / "kept-outputs.bin").exists()
 
 
-def test_a_window_in_the_callers_environment_is_not_the_audits(tmp_path):
-    code, report, stderr = audit(tmp_path, SEEDED, "--runs", "2",
-                                 env=environment(REPRO_AUDIT_TRACE_OPS="0:2"))
+def test_a_window_in_the_callers_environment_is_not_the_audits(tool, tmp_path):
+    code, report, stderr = audit(tool, tmp_path, SEEDED, "--runs", "2",
+                                 REPRO_AUDIT_TRACE_OPS="0:2")
     assert code == 0, stderr
     header = json.loads((tmp_path / "out" / "run-000.trace.jsonl").read_text().splitlines()[0])
     assert header["format_version"] == 3 and "trace_ops" not in header
@@ -251,15 +235,13 @@ def test_window_parsing():
             op_records.parse_window(bad)
 
 
-def test_the_suggested_rerun_keeps_the_command_after_the_double_dash(tmp_path):
-    code, report, stderr = audit(tmp_path, ONE_OP, "--runs", "2", "--expect", "any")
+def test_the_suggested_rerun_keeps_the_command_after_the_double_dash(tool, tmp_path):
+    code, report, stderr = audit(tool, tmp_path, ONE_OP, "--runs", "2", "--expect", "any")
     assert code == 0, stderr
-    text = subprocess.run([BINARY, "compare", "--expect", "any", str(tmp_path / "out")],
-                          capture_output=True, text=True).stdout
+    text = tool("compare", "--expect", "any", tmp_path / "out").stdout
     step = report["first_divergence"]["step"]
-    done = subprocess.run([BINARY, "exec", "--out", str(tmp_path / "again"), "--runs", "2",
-                           "--expect", "any", "--", sys.executable, ONE_OP],
-                          capture_output=True, text=True, env=environment())
+    done = tool("exec", "--out", tmp_path / "again", "--runs", 2, "--expect", "any", "--",
+                sys.executable, ONE_OP)
     line = [l for l in done.stdout.splitlines() + done.stderr.splitlines() if "--trace-ops" in l]
     assert line, done.stdout + text
     window = "%d:%d" % (step, step + 1)

@@ -51,11 +51,10 @@ def user_file(pytester, *tests):
 
 
 @pytest.fixture
-def binary(monkeypatch, pytestconfig):
-    named = os.environ.get("REPRO_AUDIT_BINARY", "")
-    # From where pytest started: pytester has moved into its own folder by now.
-    named = os.path.join(pytestconfig.invocation_params.dir, named) if named else ""
-    assert named and os.access(named, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
+def binary(monkeypatch, repro_audit_binary):
+    # An absolute path (the plugin's fixture takes a relative one from where pytest started:
+    # pytester has moved into its own folder by now), named to the plugin in pytester's runs.
+    named = repro_audit_binary
     monkeypatch.setenv("REPRO_AUDIT_BINARY", named)
     for name in [n for n in os.environ if n.startswith("REPRO_AUDIT_") and
                  n != "REPRO_AUDIT_BINARY"]:

@@ -2,7 +2,8 @@
 on the same bytes (snapshots of an engine audit, against the digests its trace recorded, several
 64 KiB chunks included); its traces are read by `repro-audit compare`, which finds seeded runs
 bitwise identical and unseeded ones apart from their initial weights; it does nothing when no
-audit asked for a trace. REPRO_AUDIT_BINARY names the built binary (CTest sets it)."""
+audit asked for a trace. The tool runs through conftest.py's `tool` (REPRO_AUDIT_BINARY names the
+built binary; CTest sets it)."""
 import json
 import os
 import struct
@@ -16,7 +17,6 @@ import repro_audit  # noqa: E402  (PYTHONPATH=lib/python)
 from repro_audit import digest as digests  # noqa: E402
 from repro_audit.trace import canonical_json  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # A seeded script: a conv, a dense layer, Adam, two epochs of four batches.
@@ -42,28 +42,22 @@ print("final", loss.item())
 """
 
 
-def needs_binary():
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
+@pytest.fixture
+def run_script(tmp_path, audit_environment):
+    """Runs SCRIPT as run `run` of an audit seeded `seed`, outside exec: the path of its trace."""
+    def run_it(run, seed):
+        script = tmp_path / "train.py"
+        script.write_text(SCRIPT)
+        trace = tmp_path / f"run-{run:03d}.trace.jsonl"
+        seeded = {"REPRO_AUDIT_SEED": seed} if seed is not None else {}
+        env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN=run, **seeded)
+        subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
+        return trace
+    return run_it
 
 
-def run_script(tmp_path, run, seed, extra_env=None):
-    script = tmp_path / "train.py"
-    script.write_text(SCRIPT)
-    trace = tmp_path / f"run-{run:03d}.trace.jsonl"
-    env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
-               PYTHONPATH=os.pathsep.join(sys.path))
-    if seed is not None:
-        env["REPRO_AUDIT_SEED"] = str(seed)
-    env.update(extra_env or {})
-    subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
-    return trace
-
-
-def compare(*traces):
-    needs_binary()
-    return subprocess.run([BINARY, "compare", "--expect", "identical", "--json", "-"] +
-                          [str(t) for t in traces], capture_output=True, text=True)
+def compare(tool, *traces):
+    return tool("compare", "--expect", "identical", "--json", "-", *traces)
 
 
 def read_safetensors(path):
@@ -80,10 +74,9 @@ def read_safetensors(path):
     return out
 
 
-def test_digests_are_the_tools_on_the_same_bytes(tmp_path):
+def test_digests_are_the_tools_on_the_same_bytes(tmp_path, tool):
     """An engine audit's final weights (safetensors) hash in Python to the digests its trace
     recorded: a dense layer of 256 x 256 floats spans four 64 KiB chunks."""
-    needs_binary()
     spec = {"name": "py-digest", "seed": 1, "threads": 1, "device": "cpu",
             "data": {"train": {"format": "random", "samples": 8, "shape": [1, 16, 16],
                                "classes": 4}, "batch_size": 4},
@@ -93,8 +86,8 @@ def test_digests_are_the_tools_on_the_same_bytes(tmp_path):
             "optimizer": {"type": "sgd", "lr": 0.05}, "train": {"epochs": 1}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = tmp_path / "out"
-    subprocess.run([BINARY, "-q", "run", str(tmp_path / "spec.json"), "--runs", "2", "--out",
-                    str(out)], check=True, capture_output=True)
+    done = tool("-q", "run", tmp_path / "spec.json", "--runs", 2, "--out", out)
+    assert done.returncode == 0, done.stderr
     lines = (out / "run-000.trace.jsonl").read_text().splitlines()
     header, end = json.loads(lines[0]), json.loads(lines[-1])
     snapshot = read_safetensors(out / "run-000" / "weights-final.safetensors")
@@ -141,9 +134,9 @@ def test_digest_definition_by_hand():
     assert digests.dtype_name(half) == "bf16"
 
 
-def test_seeded_runs_are_bitwise_identical_for_compare(tmp_path):
-    traces = [run_script(tmp_path, run, seed=3) for run in range(3)]
-    done = compare(*traces)
+def test_seeded_runs_are_bitwise_identical_for_compare(tool, run_script):
+    traces = [run_script(run, seed=3) for run in range(3)]
+    done = compare(tool, *traces)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"]["identical"]
@@ -156,9 +149,9 @@ def test_seeded_runs_are_bitwise_identical_for_compare(tmp_path):
     assert header["optimizer_state"][0] == "exp_avg:0.weight"
 
 
-def test_differently_seeded_runs_part_at_their_initial_weights(tmp_path):
-    traces = [run_script(tmp_path, run, seed) for run, seed in ((0, 3), (1, 4))]
-    done = compare(*traces)
+def test_differently_seeded_runs_part_at_their_initial_weights(tool, run_script):
+    traces = [run_script(run, seed) for run, seed in ((0, 3), (1, 4))]
+    done = compare(tool, *traces)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["first_divergence"]["category"] == "initial_weights"
@@ -183,7 +176,7 @@ def test_no_audit_no_trace(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_determinism_switches_set_differently_are_a_warning(tmp_path):
+def test_determinism_switches_set_differently_are_a_warning(tmp_path, tool, audit_environment):
     """One run with torch.use_deterministic_algorithms(True), one without: the report says they
     are different configurations (the verdict itself is the digests')."""
     script = tmp_path / "flags.py"
@@ -193,11 +186,11 @@ def test_determinism_switches_set_differently_are_a_warning(tmp_path):
     traces = []
     for run, det in ((0, ""), (1, "1")):
         trace = tmp_path / f"run-{run:03d}.trace.jsonl"
-        env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN=str(run),
-                   REPRO_AUDIT_SEED="3", DET=det, PYTHONPATH=os.pathsep.join(sys.path))
+        env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN=run,
+                                REPRO_AUDIT_SEED="3", DET=det)
         subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True)
         traces.append(trace)
-    done = compare(*traces)
+    done = compare(tool, *traces)
     report = json.loads(done.stdout)
     assert any("deterministic_algorithms: false (run 0), true (run 1)" in w
                for w in report["warnings"]), report["warnings"]

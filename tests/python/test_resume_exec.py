@@ -6,8 +6,8 @@ work a script does after its last step and before its save (test(), scheduler.st
 the interrupted run. The example with checkpoint functions (train_checkpointed.py, the recorder
 saves and loads) resumes exactly and its --buggy variant is diagnosed; bad input fails with its
 reason; a kill -9 during the interrupt's save or the restore leaves an audit that `exec --resume`
-finishes; a data-parallel run interrupts through repro_audit.launch. REPRO_AUDIT_BINARY names the
-built binary (CTest sets it)."""
+finishes; a data-parallel run interrupts through repro_audit.launch. The tool runs through
+conftest.py's `tool` (REPRO_AUDIT_BINARY names the built binary; CTest sets it)."""
 import json
 import os
 import subprocess
@@ -19,7 +19,6 @@ pytest.importorskip("torch")
 
 from repro_audit import Checkpoint, checkpoint, settings  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "docs", "examples", "pytorch")
 EXAMPLE = os.path.join(EXAMPLES, "train_checkpointed.py")
@@ -27,19 +26,18 @@ MNIST = os.path.join(EXAMPLES, "train_mnist_resumable.py")
 RESUME_ARG = "--resume-arg=--resume {checkpoint}"
 
 
-def audit(out, *options, script=EXAMPLE, script_args=(), command=None, **env):
+@pytest.fixture
+def audit(tool):
     """`repro-audit exec` of the script (or of `command`): (exit status, JSON report or None,
     stdout, stderr)."""
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment.update(PYTHONPATH=os.pathsep.join(sys.path), **env)
-    report = out.parent / (out.name + "-report.json")
-    command = command or [sys.executable, str(script), *script_args]
-    done = subprocess.run([BINARY, "exec", "--out", str(out), "--runs", "2", "--json",
-                           str(report), *options, "--", *command], capture_output=True,
-                          text=True, env=environment, timeout=300)
-    parsed = json.loads(report.read_text()) if report.exists() else None
-    return done.returncode, parsed, done.stdout, done.stderr
+    def run(out, *options, script=EXAMPLE, script_args=(), command=None, **env):
+        report = out.parent / (out.name + "-report.json")
+        command = command or [sys.executable, script, *script_args]
+        done = tool("exec", "--out", out, "--runs", 2, "--json", report, *options, "--",
+                    *command, timeout=300, **env)
+        parsed = json.loads(report.read_text()) if report.exists() else None
+        return done.returncode, parsed, done.stdout, done.stderr
+    return run
 
 
 def checkpoints(out, run):
@@ -49,7 +47,7 @@ def checkpoints(out, run):
 
 # -- a script's own save (rec.saved) and resume --
 
-def test_the_mnist_example_resumes_exactly_through_its_own_resume_argument(tmp_path):
+def test_the_mnist_example_resumes_exactly_through_its_own_resume_argument(tmp_path, audit):
     out = tmp_path / "out"
     status, report, text, errors = audit(out, "--interrupt-at", "5", RESUME_ARG, script=MNIST)
     assert status == 0, text + errors
@@ -72,7 +70,8 @@ def test_the_mnist_example_resumes_exactly_through_its_own_resume_argument(tmp_p
     assert "epoch 1:" not in log and "epoch 2:" in log
 
 
-def test_the_interrupted_run_did_its_evaluation_and_scheduler_step_before_it_stopped(tmp_path):
+def test_the_interrupted_run_did_its_evaluation_and_scheduler_step_before_it_stopped(
+        tmp_path, audit):
     # The recorder used to stop a run at the end of its step: pytorch/examples' mnist, whose
     # test() (a shuffling DataLoader, torch's generator) and scheduler.step() come after the
     # epoch's last step, never ran them in the interrupted run, and "exact" was said of runs that
@@ -124,7 +123,8 @@ with repro_audit.record(model, optimizer, checkpoint=checkpoint) as rec:
 """
 
 
-def test_checkpoint_functions_that_save_before_the_epochs_end_work_are_not_called_exact(tmp_path):
+def test_checkpoint_functions_that_save_before_the_epochs_end_work_are_not_called_exact(
+        tmp_path, audit):
     # issue 61's case with the recorder's own save point (the end of the 4th step, the epoch's
     # last): the interrupted run never evaluates nor steps its scheduler for that epoch. The state
     # is compared where both runs start the next step, so the report names what the save missed.
@@ -139,7 +139,7 @@ def test_checkpoint_functions_that_save_before_the_epochs_end_work_are_not_calle
     assert "a save before it holds the schedule a step behind" in text
 
 
-def test_the_mnist_example_resumes_exactly_from_repro_audit_resume_from(tmp_path):
+def test_the_mnist_example_resumes_exactly_from_repro_audit_resume_from(tmp_path, audit):
     out = tmp_path / "out"
     status, report, text, errors = audit(out, "--interrupt-at", "5", script=MNIST)
     assert status == 0, text + errors
@@ -149,7 +149,7 @@ def test_the_mnist_example_resumes_exactly_from_repro_audit_resume_from(tmp_path
         out.resolve() / "run-001" / "checkpoints" / "checkpoint-epoch-1.pt") in log
 
 
-def test_the_mnist_example_resumes_exactly_at_two_interrupts(tmp_path):
+def test_the_mnist_example_resumes_exactly_at_two_interrupts(tmp_path, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "3",
                                          "--interrupt-at", "9", RESUME_ARG, script=MNIST)
     assert status == 0, text + errors
@@ -157,7 +157,7 @@ def test_the_mnist_example_resumes_exactly_at_two_interrupts(tmp_path):
         (8, 3, True), (16, 9, True)]
 
 
-def test_the_buggy_mnist_example_is_diagnosed_with_both_pieces(tmp_path):
+def test_the_buggy_mnist_example_is_diagnosed_with_both_pieces(tmp_path, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", RESUME_ARG,
                                          script=MNIST, script_args=["--buggy"])
     assert status == 1, text + errors
@@ -174,7 +174,7 @@ def test_the_buggy_mnist_example_is_diagnosed_with_both_pieces(tmp_path):
     ("scheduler", [{"piece": "lr_scheduler"}], 16),  # the rate decays at epoch 2's end
     ("torch_rng", [{"piece": "rng_stream", "stream": "torch"}, {"piece": "next_batch"}], 8),
 ])
-def test_each_piece_the_mnist_example_forgets_is_named(tmp_path, forget, pieces, first):
+def test_each_piece_the_mnist_example_forgets_is_named(tmp_path, forget, pieces, first, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", RESUME_ARG,
                                          script=MNIST, script_args=["--forget", forget])
     assert status == 1, text + errors
@@ -183,7 +183,7 @@ def test_each_piece_the_mnist_example_forgets_is_named(tmp_path, forget, pieces,
     assert resume["first_divergence"]["step"] == first
 
 
-def test_a_resume_arg_without_its_checkpoint_is_refused(tmp_path):
+def test_a_resume_arg_without_its_checkpoint_is_refused(tmp_path, audit):
     status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
                                     "--resume-arg=--resume", script=MNIST)
     assert status == 2, text + errors
@@ -193,7 +193,7 @@ def test_a_resume_arg_without_its_checkpoint_is_refused(tmp_path):
     assert "--resume-arg is for --interrupt-at" in errors
 
 
-def test_a_save_outside_the_checkpoint_folder_fails_the_run_with_the_reason(tmp_path):
+def test_a_save_outside_the_checkpoint_folder_fails_the_run_with_the_reason(tmp_path, audit):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", RESUME_ARG,
@@ -218,7 +218,7 @@ with repro_audit.record(model, optimizer) as rec:
 """
 
 
-def test_a_script_that_never_tells_the_recorder_of_a_save_fails_with_the_reason(tmp_path):
+def test_a_script_that_never_tells_the_recorder_of_a_save_fails_with_the_reason(tmp_path, audit):
     script = tmp_path / "train.py"
     script.write_text(NEVER_SAVED)
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "2", script=script)
@@ -234,7 +234,7 @@ def test_a_script_that_never_tells_the_recorder_of_a_save_fails_with_the_reason(
     (["20"], "--interrupt-at 20: the save point after step 24 is the run's end"),
 ])
 def test_interrupt_steps_without_a_save_point_of_their_own_fail_with_the_reason(tmp_path, steps,
-                                                                               words):
+                                                                               words, audit):
     options = [o for s in steps for o in ("--interrupt-at", s)]
     status, _, text, errors = audit(tmp_path / "out", *options, RESUME_ARG, script=MNIST)
     assert status == 3, text + errors
@@ -290,7 +290,8 @@ with repro_audit.record(model, optimizer) as rec:
 """
 
 
-def test_the_recorders_file_of_an_interrupt_is_read_back_by_its_reader(tmp_path):
+def test_the_recorders_file_of_an_interrupt_is_read_back_by_its_reader(tmp_path,
+                                                                      audit_environment):
     # Version 3, as the recorder writes it and its reader (the restarted recorder's) reads it:
     # the script's file by its name in the folder (a subfolder, a name beyond ASCII), its size and
     # digest, the step served and the steps done; then the restarted process takes it up.
@@ -298,11 +299,10 @@ def test_the_recorders_file_of_an_interrupt_is_read_back_by_its_reader(tmp_path)
     script.write_text(ROUND_TRIP)
     folder = tmp_path / "run-001" / "checkpoints"
     folder.mkdir(parents=True)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_AUDIT_")}
-    environment.update(PYTHONPATH=os.pathsep.join(sys.path), REPRO_AUDIT_RUN="1",
-                       REPRO_AUDIT_TRACE=str(tmp_path / "run-001.trace.jsonl"),
-                       REPRO_AUDIT_ID="0123456789abcdef0123456789abcdef",
-                       REPRO_AUDIT_INTERRUPT_AT="2", REPRO_AUDIT_CHECKPOINT_DIR=str(folder))
+    environment = audit_environment(REPRO_AUDIT_RUN="1",
+                                    REPRO_AUDIT_TRACE=tmp_path / "run-001.trace.jsonl",
+                                    REPRO_AUDIT_ID="0123456789abcdef0123456789abcdef",
+                                    REPRO_AUDIT_INTERRUPT_AT="2", REPRO_AUDIT_CHECKPOINT_DIR=folder)
     first = subprocess.run([sys.executable, str(script)], env=environment, capture_output=True,
                            text=True, timeout=120)
     assert first.returncode == checkpoint.INTERRUPTED_EXIT, first.stderr
@@ -336,7 +336,7 @@ def test_the_recorders_file_of_an_interrupt_is_read_back_by_its_reader(tmp_path)
 # -- checkpoint functions: the recorder saves and loads --
 
 
-def test_the_checkpointing_example_resumes_exactly(tmp_path):
+def test_the_checkpointing_example_resumes_exactly(tmp_path, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "12",
                                          "--interrupt-at", "5")
     assert status == 0, text + errors
@@ -354,7 +354,7 @@ def test_the_checkpointing_example_resumes_exactly(tmp_path):
     assert checkpoints(tmp_path / "out", 0) == []  # never stopped
 
 
-def test_the_checkpointing_example_runs_under_different_seeds(tmp_path):
+def test_the_checkpointing_example_runs_under_different_seeds(tmp_path, audit):
     """exec --seeds different gives 64-bit seeds: the example's sampler overflowed a generator's
     seed with them (issue 61)."""
     status, report, text, errors = audit(tmp_path / "out", "--seeds", "different",
@@ -364,7 +364,7 @@ def test_the_checkpointing_example_runs_under_different_seeds(tmp_path):
     assert "resumes" not in report  # runs of other seeds are no resumption of run 0
 
 
-def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path):
+def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
                                          script_args=["--buggy"])
     assert status == 1, text + errors
@@ -390,7 +390,7 @@ def test_the_buggy_example_is_diagnosed_with_both_causes(tmp_path):
     ("python_rng", {"piece": "rng_stream", "stream": "python_random"},
      "save random.getstate() and restore it with random.setstate()"),
 ])
-def test_each_piece_left_out_is_named_alone(tmp_path, forget, piece, words):
+def test_each_piece_left_out_is_named_alone(tmp_path, forget, piece, words, audit):
     status, report, text, errors = audit(tmp_path / "out", "--interrupt-at", "5",
                                          script_args=["--forget", forget])
     assert status == 1, text + errors
@@ -399,7 +399,7 @@ def test_each_piece_left_out_is_named_alone(tmp_path, forget, piece, words):
     assert words in text
 
 
-def test_a_step_the_run_never_passes_fails_the_run(tmp_path):
+def test_a_step_the_run_never_passes_fails_the_run(tmp_path, audit):
     script = tmp_path / "train.py"
     script.write_text(NEVER_SAVED.replace("record(model, optimizer)",
                                           "record(model, optimizer, checkpoint=(print, print))"))
@@ -409,7 +409,7 @@ def test_a_step_the_run_never_passes_fails_the_run(tmp_path):
             "--interrupt-at 10") in errors
 
 
-def test_interrupts_do_not_combine_with_op_records_yet(tmp_path):
+def test_interrupts_do_not_combine_with_op_records_yet(tmp_path, audit):
     status, _, text, errors = audit(tmp_path / "out", "--interrupt-at", "5", "--trace-ops", "0")
     assert status == 2, text + errors
     assert "--interrupt-at does not combine with --trace-ops or --keep-op yet" in errors
@@ -420,7 +420,7 @@ def test_interrupts_do_not_combine_with_op_records_yet(tmp_path):
     ("checkpoint", MNIST, (RESUME_ARG,), 8),
 ])
 def test_a_kill_during_the_interrupt_leaves_an_audit_that_resume_finishes(tmp_path, where, script,
-                                                                         options, step):
+                                                                         options, step, audit):
     out = tmp_path / "out"
     status, _, text, errors = audit(out, "--interrupt-at", "5", *options, script=script,
                                     REPRO_AUDIT_TEST_KILL_AT=where)
@@ -453,7 +453,7 @@ runpy.run_path(os.environ["EXAMPLE"], run_name="__main__")
 """
 
 
-def test_a_recorder_file_naming_a_trace_outside_the_folder_is_refused(tmp_path):
+def test_a_recorder_file_naming_a_trace_outside_the_folder_is_refused(tmp_path, audit):
     script = tmp_path / "train.py"
     script.write_text(REDIRECTED)
     outside = tmp_path / "outside"
@@ -481,7 +481,8 @@ LAUNCH_TWO = [sys.executable, "-m", "repro_audit.launch", "2", DDP_TRAIN]
 
 
 @pytest.mark.parametrize("mode, options", [("1", ()), ("saved", (RESUME_ARG,))])
-def test_each_rank_of_a_data_parallel_run_resumes_from_its_own_files(tmp_path, mode, options):
+def test_each_rank_of_a_data_parallel_run_resumes_from_its_own_files(
+        tmp_path, mode, options, audit):
     # CHECKPOINT=1: the recorder saves and loads through the script's functions; "saved": each
     # rank saves with its own code and calls rec.saved, and resumes with --resume FILE (rank 0's
     # file, from which each rank derives its own).

@@ -3,12 +3,12 @@ recorder appends each record to "<trace>.tmp-<pid>-<n>" when it makes it and ren
 the trace at the end, so its memory and its cost per step do not grow with the run. The bytes under
 the trace's name are those of the trace written whole; a header changed at the end is written
 anew in front of the records; a killed run leaves its partial trace, which `repro-audit compare`
-of the audit folder names with the steps it holds. REPRO_AUDIT_BINARY names the built binary."""
+of the audit folder names with the steps it holds. The tool runs through conftest.py's `tool`
+(REPRO_AUDIT_BINARY names the built binary)."""
 import glob
 import json
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +16,6 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib", "python"))
 from repro_audit.trace import TraceRecords  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 D = ["%032x" % n for n in range(16)]
 
 
@@ -81,17 +80,15 @@ for step in range(30):
 """
 
 
-def test_a_killed_run_leaves_a_partial_trace_that_compare_names_and_resume_reruns(tmp_path):
+def test_a_killed_run_leaves_a_partial_trace_that_compare_names_and_resume_reruns(tool,
+                                                                                   tmp_path):
     pytest.importorskip("torch")
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
     script = tmp_path / "train.py"
     script.write_text(KILLED)
     out = tmp_path / "audit"
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "lib",
-                                                    "python"), KILLED_ONCE=str(tmp_path / "killed"))
-    done = subprocess.run([BINARY, "exec", "--runs", "2", "--out", str(out), "--", sys.executable,
-                           str(script)], env=env, capture_output=True, text=True, timeout=300)
+    killed_once = tmp_path / "killed"
+    done = tool("exec", "--runs", 2, "--out", out, "--", sys.executable, script, timeout=300,
+                KILLED_ONCE=killed_once)
     assert done.returncode != 0, done.stderr
     partial = glob.glob(str(out / "run-000.trace.jsonl.tmp-*"))
     assert len(partial) == 1, os.listdir(out)
@@ -100,15 +97,13 @@ def test_a_killed_run_leaves_a_partial_trace_that_compare_names_and_resume_rerun
     # Every whole epoch reached the file (flushed at each epoch record): 20 steps at least.
     assert kinds[:2] == ["header", "init"] and kinds.count("step") >= 20
     assert "end" not in kinds
-    compared = subprocess.run([BINARY, "compare", str(out)], capture_output=True, text=True,
-                              timeout=120)
+    compared = tool("compare", out, timeout=120)
     assert compared.returncode == 2  # no run of the audit has a whole trace
     assert "only the partial run-000.trace.jsonl.tmp-" in compared.stderr, compared.stderr
     assert "steps recorded, no end record" in compared.stderr, compared.stderr
     # exec --resume trains the killed run again (this time it runs through) and the other run.
-    resumed = subprocess.run([BINARY, "exec", "--runs", "2", "--out", str(out), "--resume", "--",
-                              sys.executable, str(script)], env=env, capture_output=True,
-                             text=True, timeout=300)
+    resumed = tool("exec", "--runs", 2, "--out", out, "--resume", "--", sys.executable, script,
+                   timeout=300, KILLED_ONCE=killed_once)
     assert resumed.returncode == 0, resumed.stderr
     assert not glob.glob(str(out / "*.tmp-*"))
     for run in ("run-000", "run-001"):

@@ -5,12 +5,12 @@ refuses when it is made, naming the variable or argument, never after the traini
 A property test over the edges: losses finite, NaN, +-Inf, -0.0 and subnormal; parameters 0-dim,
 empty and of every dtype a model holds (f16, bf16, f32, f64, integers, bool); buffers; optimizer
 state 0-dim (Adam's step) and lists (LBFGS); seeds and op windows at their limits. Each trace is
-compared with itself by the built binary (REPRO_AUDIT_BINARY), which reads it whole or refuses it.
+compared with itself by the built binary (conftest.py's `tool`: REPRO_AUDIT_BINARY), which reads
+it whole or refuses it.
 """
 import itertools
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -18,7 +18,6 @@ torch = pytest.importorskip("torch")
 import repro_audit  # noqa: E402  (PYTHONPATH=lib/python)
 from repro_audit import recorder as recorders  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 
 LOSSES = [1.5, float("nan"), float("inf"), float("-inf"), -0.0, 1e-45]
 SEEDS = ["0", str(2**64 - 1)]
@@ -78,11 +77,8 @@ def record_run(path, loss_value, optimizer_kind, dtype_params, window, steps=3):
     return path
 
 
-def read_by_tool(*traces):
-    assert BINARY and os.access(BINARY, os.X_OK), "REPRO_AUDIT_BINARY names no binary"
-    done = subprocess.run([BINARY, "compare", "--json", "-", "--no-magnitude"] +
-                          [str(t) for t in traces], capture_output=True, text=True)
-    return done
+def read_by_tool(tool, *traces):
+    return tool("compare", "--json", "-", "--no-magnitude", *traces)
 
 
 def lines_of(path):
@@ -93,14 +89,14 @@ CASES = list(itertools.product(LOSSES, ["adam", "lbfgs", "sgd"], [False, True]))
 
 
 @pytest.mark.parametrize("loss_value,optimizer_kind,dtype_params", CASES)
-def test_every_trace_the_recorder_writes_the_reader_reads(tmp_path, monkeypatch, loss_value,
+def test_every_trace_the_recorder_writes_the_reader_reads(tool, tmp_path, monkeypatch, loss_value,
                                                           optimizer_kind, dtype_params):
     case = CASES.index((loss_value, optimizer_kind, dtype_params))
     monkeypatch.setenv("REPRO_AUDIT_SEED", SEEDS[case % len(SEEDS)])
     window = WINDOWS[case % len(WINDOWS)]
     trace = record_run(tmp_path / "run-000.trace.jsonl", loss_value, optimizer_kind,
                        dtype_params, window)
-    done = read_by_tool(trace, trace)  # a trace against itself: read whole, or refused
+    done = read_by_tool(tool, trace, trace)  # a trace against itself: read whole, or refused
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"]["identical"]
@@ -166,7 +162,7 @@ def test_the_trace_is_never_renamed_over_a_device_or_a_link(tmp_path):
     assert target.read_text() == "keep me"
 
 
-def test_epochs_only_go_forward_and_a_skipped_epoch_is_an_empty_one(tmp_path):
+def test_epochs_only_go_forward_and_a_skipped_epoch_is_an_empty_one(tool, tmp_path):
     model = torch.nn.Linear(2, 2)
     trace = tmp_path / "run-000.trace.jsonl"
     with repro_audit.Recorder(model, None, str(trace)) as rec:
@@ -175,7 +171,7 @@ def test_epochs_only_go_forward_and_a_skipped_epoch_is_an_empty_one(tmp_path):
         with pytest.raises(ValueError, match="epochs only go forward"):
             rec.step(loss=3.0, epoch=1)
     assert [r["steps"] for r in lines_of(trace) if r["record"] == "epoch"] == [1, 0, 1]
-    done = read_by_tool(trace, trace)
+    done = read_by_tool(tool, trace, trace)
     assert done.returncode == 0, done.stderr
 
 
