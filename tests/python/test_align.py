@@ -103,6 +103,6 @@ def test_what_cannot_be_aligned_is_named(tool, tmp_path, traces):
     code, _, stderr = compare(tool, traces["manual"], traces["library"], traces["library_again"],
                               "--align")
     assert code == 2 and "the third trace of --align is the control" in stderr, stderr
-    code, _, stderr = compare(traces["manual"], traces["library"], traces["library_again"],
-                              traces["library_again"], "--align")
+    code, _, stderr = compare(tool, traces["manual"], traces["library"],
+                              traces["library_again"], traces["library_again"], "--align")
     assert code == 2 and "--align compares two traces" in stderr, stderr
