@@ -219,6 +219,20 @@ void ForwardingOps::batchnorm_backward(const ChannelGeometry& g, const float* x,
             }});
 }
 
+void ForwardingOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {
+  dispatch({.op = row(OpId::global_avgpool_forward),
+            .inputs = {f32(x, g.x_size())},
+            .outputs = {f32(y, g.planes())},
+            .run = [&] { inner_->global_avgpool_forward(g, x, y); }});
+}
+
+void ForwardingOps::global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) {
+  dispatch({.op = row(OpId::global_avgpool_backward),
+            .inputs = {f32(dy, g.planes())},
+            .outputs = {f32(dx, g.x_size())},
+            .run = [&] { inner_->global_avgpool_backward(g, dy, dx); }});
+}
+
 // ---- elementwise ----
 
 void ForwardingOps::activation_forward(Activation act, std::int64_t count, const float* x,

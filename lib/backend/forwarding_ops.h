@@ -100,6 +100,8 @@ class ForwardingOps : public Ops {
   void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
                           const float* gamma, const float* saved_mean, const float* saved_inv_std,
                           float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
+  void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
+  void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;

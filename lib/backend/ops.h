@@ -221,6 +221,13 @@ class Ops {
                                   const float* saved_inv_std, float* dx, float* dgamma,
                                   float* dbeta, KernelMode mode) = 0;
 
+  // ---- global average pooling ----
+  // y[n, c] = (sum of the plane (n, c) of x) / (H * W) ('=', y [N, C]): one writer per output,
+  // its sum in an order fixed by the plane size, so no mode.
+  virtual void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) = 0;
+  // dx[n, c, h, w] = dy[n, c] / (H * W) ('='): no reduction.
+  virtual void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) = 0;
+
   // ---- conv + pool ----
   // Whether this backend computes a conv and the max-pool that alone reads its output better in
   // one call (conv2d_forward_maxpool, conv2d_backward_maxpool) than in separate ones, for these

@@ -7,8 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <numeric>
+#include <tuple>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/norm/channel_kernels.h"
@@ -146,9 +146,8 @@ TEST_CASE("batchnorm backward may write dx over dy", "[backend][batchnorm]") {
                                  kEpsilon, rm.data(), rv.data(), mean.data(), inv_std.data(),
                                  y.data(), KernelMode::deterministic);
   std::vector<float> dx(g.x_size()), in_place = in.r, dgamma(g.c), dbeta(g.c);
-  ops.batchnorm_backward(g, in.x.data(), in.r.data(), in.gamma.data(), mean.data(),
-                         inv_std.data(), dx.data(), dgamma.data(), dbeta.data(),
-                         KernelMode::deterministic);
+  ops.batchnorm_backward(g, in.x.data(), in.r.data(), in.gamma.data(), mean.data(), inv_std.data(),
+                         dx.data(), dgamma.data(), dbeta.data(), KernelMode::deterministic);
   ops.batchnorm_backward(g, in.x.data(), in_place.data(), in.gamma.data(), mean.data(),
                          inv_std.data(), in_place.data(), dgamma.data(), dbeta.data(),
                          KernelMode::deterministic);

@@ -1,4 +1,5 @@
-// Per-channel cases: batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward.
+// Per-channel cases: batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
+// global_avgpool_forward, global_avgpool_backward.
 // Planes of one pixel, planes shorter than the kernels' 16 lanes, whole lanes with a tail, many
 // planes a task and several tasks a channel (backend/cpu/cpu_channel.cpp), and inputs far from
 // zero (the two-pass variance).
@@ -50,6 +51,8 @@ Arrays channel_inputs(const ChannelShape& shape) {
   a.f32["beta"] = random_values(g.c, 94);
   a.f32["running_mean"] = random_values(g.c, 95);
   a.f32["running_var"] = random_values(g.c, 96, 0.5f, 2.0f);
+  a.f32["dpooled"] = random_values(g.planes(), 97);  // global average pooling's [N, C]
+  a.f32["pooled"] = nan_values(g.planes());
   for (const char* out : {"y", "dx"}) a.f32[out] = nan_values(g.x_size());
   for (const char* out : {"saved_mean", "saved_inv_std", "dgamma", "dbeta"}) {
     a.f32[out] = nan_values(g.c);
@@ -98,7 +101,7 @@ double mean_error_units(const ChannelGeometry& g, const ChannelStats& s) {
 
 Expected training_expected(const ChannelGeometry& g, const Arrays& a) {
   std::vector<float> y(g.x_size()), mean(g.c), inv_std(g.c), rm = a.f32.at("running_mean"),
-                                                              rv = a.f32.at("running_var");
+                                                             rv = a.f32.at("running_var");
   const std::vector<float>&x = a.f32.at("x"), &gamma = a.f32.at("gamma"), &beta = a.f32.at("beta");
   ref::batchnorm_forward_training(g, x.data(), gamma.data(), beta.data(), kMomentum, kEpsilon,
                                   rm.data(), rv.data(), mean.data(), inv_std.data(), y.data());
@@ -107,8 +110,8 @@ Expected training_expected(const ChannelGeometry& g, const Arrays& a) {
   std::vector<float> y_scale(g.x_size()), mean_scale(g.c), rm_scale(g.c), rv_scale(g.c);
   for (int c = 0; c < g.c; ++c) {
     mean_scale[c] = float(s.mean_abs[c]);
-    rm_scale[c] = float((1 - kMomentum) * std::abs(a.f32.at("running_mean")[c]) +
-                        kMomentum * s.mean_abs[c]);
+    rm_scale[c] =
+        float((1 - kMomentum) * std::abs(a.f32.at("running_mean")[c]) + kMomentum * s.mean_abs[c]);
     rv_scale[c] = float((1 - kMomentum) * a.f32.at("running_var")[c] + kMomentum * 2 * s.var[c]);
     for (std::int64_t n = 0; n < g.n; ++n) {
       for (std::int64_t i = 0; i < g.spatial(); ++i) {
@@ -133,42 +136,42 @@ void add_training(std::vector<OpCase>& table, const ChannelShape& shape) {
   table.push_back({"batchnorm_forward_training", shape.name, true, false,
                    [shape] { return channel_inputs(shape); },
                    [g](Ops& ops, BackendArrays& a, KernelMode mode) {
-                     ops.batchnorm_forward_training(
-                         g, a.f32("x"), a.f32("gamma"), a.f32("beta"), kMomentum, kEpsilon,
-                         a.f32("running_mean"), a.f32("running_var"), a.f32("saved_mean"),
-                         a.f32("saved_inv_std"), a.f32("y"), mode);
+                     ops.batchnorm_forward_training(g, a.f32("x"), a.f32("gamma"), a.f32("beta"),
+                                                    kMomentum, kEpsilon, a.f32("running_mean"),
+                                                    a.f32("running_var"), a.f32("saved_mean"),
+                                                    a.f32("saved_inv_std"), a.f32("y"), mode);
                    },
                    [g](const Arrays& a) { return training_expected(g, a); }});
 }
 
 void add_inference(std::vector<OpCase>& table, const ChannelShape& shape) {
   const ChannelGeometry g = shape.g;
-  table.push_back(
-      {"batchnorm_forward_inference", shape.name, false, false,
-       [shape] { return channel_inputs(shape); },
-       [g](Ops& ops, BackendArrays& a, KernelMode) {
-         ops.batchnorm_forward_inference(g, a.f32("x"), a.f32("gamma"), a.f32("beta"),
-                                         a.f32("running_mean"), a.f32("running_var"), kEpsilon,
-                                         a.f32("y"));
-       },
-       [g](const Arrays& a) {
-         const std::vector<float>&x = a.f32.at("x"), &gamma = a.f32.at("gamma"),
+  table.push_back({"batchnorm_forward_inference", shape.name, false, false,
+                   [shape] { return channel_inputs(shape); },
+                   [g](Ops& ops, BackendArrays& a, KernelMode) {
+                     ops.batchnorm_forward_inference(g, a.f32("x"), a.f32("gamma"), a.f32("beta"),
+                                                     a.f32("running_mean"), a.f32("running_var"),
+                                                     kEpsilon, a.f32("y"));
+                   },
+                   [g](const Arrays& a) {
+                     const std::vector<float>&x = a.f32.at("x"), &gamma = a.f32.at("gamma"),
                            &beta = a.f32.at("beta"), &rm = a.f32.at("running_mean"),
                            &rv = a.f32.at("running_var");
-         std::vector<float> y(g.x_size()), scale(g.x_size());
-         ref::batchnorm_forward_inference(g, x.data(), gamma.data(), beta.data(), rm.data(),
-                                          rv.data(), kEpsilon, y.data());
-         for (std::int64_t i = 0; i < g.x_size(); ++i) {
-           const std::int64_t c = i / g.spatial() % g.c;
-           scale[i] = std::abs(gamma[c]) / std::sqrt(rv[c] + kEpsilon) *
-                          (std::abs(x[i]) + std::abs(rm[c])) +
-                      std::abs(beta[c]);
-         }
-         // The scale's sqrt, division and rounding, then a subtraction, a product and a sum.
-         Expected e;
-         e.f32["y"] = within(y, scale, 8);
-         return e;
-       }});
+                     std::vector<float> y(g.x_size()), scale(g.x_size());
+                     ref::batchnorm_forward_inference(g, x.data(), gamma.data(), beta.data(),
+                                                      rm.data(), rv.data(), kEpsilon, y.data());
+                     for (std::int64_t i = 0; i < g.x_size(); ++i) {
+                       const std::int64_t c = i / g.spatial() % g.c;
+                       scale[i] = std::abs(gamma[c]) / std::sqrt(rv[c] + kEpsilon) *
+                                      (std::abs(x[i]) + std::abs(rm[c])) +
+                                  std::abs(beta[c]);
+                     }
+                     // The scale's sqrt, division and rounding, then a subtraction, a product and a
+                     // sum.
+                     Expected e;
+                     e.f32["y"] = within(y, scale, 8);
+                     return e;
+                   }});
 }
 
 // The backward's inputs: the statistics the training forward saves for x.
@@ -176,16 +179,15 @@ Arrays backward_inputs(const ChannelShape& shape) {
   Arrays a = channel_inputs(shape);
   const ChannelGeometry& g = shape.g;
   std::vector<float> y(g.x_size()), rm(g.c), rv(g.c);
-  ref::batchnorm_forward_training(g, a.f32["x"].data(), a.f32["gamma"].data(),
-                                  a.f32["beta"].data(), kMomentum, kEpsilon, rm.data(), rv.data(),
-                                  a.f32["saved_mean"].data(), a.f32["saved_inv_std"].data(),
-                                  y.data());
+  ref::batchnorm_forward_training(
+      g, a.f32["x"].data(), a.f32["gamma"].data(), a.f32["beta"].data(), kMomentum, kEpsilon,
+      rm.data(), rv.data(), a.f32["saved_mean"].data(), a.f32["saved_inv_std"].data(), y.data());
   return a;
 }
 
 Expected backward_expected(const ChannelGeometry& g, const Arrays& a) {
   const std::vector<float>&x = a.f32.at("x"), &dy = a.f32.at("dy"), &gamma = a.f32.at("gamma"),
-                    &mean = a.f32.at("saved_mean"), &inv_std = a.f32.at("saved_inv_std");
+        &mean = a.f32.at("saved_mean"), &inv_std = a.f32.at("saved_inv_std");
   std::vector<float> dx(g.x_size()), dgamma(g.c), dbeta(g.c);
   ref::batchnorm_backward(g, x.data(), dy.data(), gamma.data(), mean.data(), inv_std.data(),
                           dx.data(), dgamma.data(), dbeta.data());
@@ -204,9 +206,10 @@ Expected backward_expected(const ChannelGeometry& g, const Arrays& a) {
   for (std::int64_t i = 0; i < g.x_size(); ++i) {
     const std::int64_t c = i / g.spatial() % g.c;
     const double inv = inv_std[c];
-    dx_scale[i] = float(std::abs(gamma[c]) * inv *
-                        (std::abs(dy[i]) + abs_dy[c] / m +
-                         (std::abs(x[i]) + std::abs(mean[c])) * inv * inv * abs_dy_centered[c] / m));
+    dx_scale[i] =
+        float(std::abs(gamma[c]) * inv *
+              (std::abs(dy[i]) + abs_dy[c] / m +
+               (std::abs(x[i]) + std::abs(mean[c])) * inv * inv * abs_dy_centered[c] / m));
   }
   const double units = sum_units_of(g) + 4;
   Expected e;
@@ -228,12 +231,44 @@ void add_backward(std::vector<OpCase>& table, const ChannelShape& shape) {
                    [g](const Arrays& a) { return backward_expected(g, a); }});
 }
 
+// Global average pooling: a plane's sum of H*W terms and a division (S units of mean|x|), and its
+// backward, one division per element (one unit: the reference's double quotient rounded once).
+void add_global_avgpool(std::vector<OpCase>& table, const ChannelShape& shape) {
+  const ChannelGeometry g = shape.g;
+  table.push_back({"global_avgpool_forward", shape.name, false, false,
+                   [shape] { return channel_inputs(shape); },
+                   [g](Ops& ops, BackendArrays& a, KernelMode) {
+                     ops.global_avgpool_forward(g, a.f32("x"), a.f32("pooled"));
+                   },
+                   [g](const Arrays& a) {
+                     std::vector<float> y(g.planes()), scale(g.planes());
+                     ref::global_avgpool_forward(g, a.f32.at("x").data(), y.data());
+                     ref::global_avgpool_forward(g, abs_of(a.f32.at("x")).data(), scale.data());
+                     Expected e;
+                     e.f32["pooled"] = within(y, scale, double(g.spatial() + 2));
+                     return e;
+                   }});
+  table.push_back({"global_avgpool_backward", shape.name, false, false,
+                   [shape] { return channel_inputs(shape); },
+                   [g](Ops& ops, BackendArrays& a, KernelMode) {
+                     ops.global_avgpool_backward(g, a.f32("dpooled"), a.f32("dx"));
+                   },
+                   [g](const Arrays& a) {
+                     std::vector<float> dx(g.x_size());
+                     ref::global_avgpool_backward(g, a.f32.at("dpooled").data(), dx.data());
+                     Expected e;
+                     e.f32["dx"] = within(dx, abs_of(dx), 1);
+                     return e;
+                   }});
+}
+
 }  // namespace
 
 void add_channel_cases(std::vector<OpCase>& table) {
   for (const ChannelShape& shape : kChannelShapes) add_training(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_inference(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_backward(table, shape);
+  for (const ChannelShape& shape : kChannelShapes) add_global_avgpool(table, shape);
 }
 
 }  // namespace ops_test

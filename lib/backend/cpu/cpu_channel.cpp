@@ -1,4 +1,5 @@
-// Per-channel ops: batch normalisation (training, inference, backward). x[N,C,H,W] is N*C planes
+// Per-channel ops: batch normalisation (training, inference, backward) and global average
+// pooling. x[N,C,H,W] is N*C planes
 // of H*W floats (backend/geometry.h: ChannelGeometry); the per-plane loops are norm/'s kernels.
 //
 // Channel sums (the mean, the centred squares, the backward's two sums): each plane's sum is
@@ -25,7 +26,8 @@ namespace {
 // body(plane) for every plane, in tasks of about kElementBlock floats (at least one plane).
 template <class Body>
 void for_planes(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
-  const std::int64_t per_task = std::max<std::int64_t>(1, kElementBlock / std::max<std::int64_t>(1, g.spatial()));
+  const std::int64_t per_task =
+      std::max<std::int64_t>(1, kElementBlock / std::max<std::int64_t>(1, g.spatial()));
   const std::int64_t planes = g.planes();
   parallel_for(pool, ceil_div(planes, per_task), [&](std::int64_t task, int) {
     const std::int64_t end = std::min(planes, (task + 1) * per_task);
@@ -102,8 +104,8 @@ void CpuOps::batchnorm_forward_inference(const ChannelGeometry& g, const float* 
 
 void CpuOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
                                 const float* gamma, const float* saved_mean,
-                                const float* saved_inv_std, float* dx, float* dgamma,
-                                float* dbeta, KernelMode mode) {
+                                const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
+                                KernelMode mode) {
   const ChannelKernels& k = channel_kernels();
   const std::int64_t hw = g.spatial();
   const double m = double(g.n) * double(hw);
@@ -128,6 +130,20 @@ void CpuOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const 
     k.normalize_backward(x + plane * hw, dy + plane * hw, hw, saved_mean[c], coefficient[0],
                          coefficient[1], coefficient[2], dx + plane * hw);
   });
+}
+
+void CpuOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {
+  const ChannelKernels& k = channel_kernels();
+  const std::int64_t hw = g.spatial();
+  const auto count = float(hw);
+  for_planes(pool_, g, [&](std::int64_t plane) { y[plane] = k.sum(x + plane * hw, hw) / count; });
+}
+
+void CpuOps::global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) {
+  const std::int64_t hw = g.spatial();
+  const auto count = float(hw);
+  for_planes(pool_, g,
+             [&](std::int64_t plane) { std::fill_n(dx + plane * hw, hw, dy[plane] / count); });
 }
 
 }  // namespace ra::backend::cpu

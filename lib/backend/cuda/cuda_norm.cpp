@@ -1,4 +1,5 @@
-// CudaOps batch normalisation: cuDNN's batch-norm forward training, inference and backward in
+// CudaOps per-channel ops. Global average pooling: kernels/global_avgpool.cuh (the CPU's order
+// and bits). Batch normalisation: cuDNN's batch-norm forward training, inference and backward in
 // spatial mode (per channel over N, H, W: BatchNorm2d), with beta = 0 ('=') for every output.
 //   deterministic (and autotune, batch_invariant): CUDNN_BATCHNORM_SPATIAL;
 //   nondeterministic: CUDNN_BATCHNORM_SPATIAL_PERSISTENT, the faster mode whose reductions
@@ -13,6 +14,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/split_plan.h"
 #include "backend/geometry_key.h"
+#include "kernels/global_avgpool.cuh"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -80,8 +82,8 @@ void CudaOps::batchnorm_forward_inference(const ChannelGeometry& g, const float*
 
 void CudaOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
                                  const float* gamma, const float* saved_mean,
-                                 const float* saved_inv_std, float* dx, float* dgamma,
-                                 float* dbeta, KernelMode mode) {
+                                 const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
+                                 KernelMode mode) {
   if (replayed_call(g, x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, mode)) return;
   if (g.x_size() == 0) return;
   const cuda::TensorDescriptor data(g.n, g.c, g.h, g.w), channels(1, g.c, 1, 1);
@@ -89,11 +91,23 @@ void CudaOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const
   // The saved inverse std already holds the forward's epsilon, and cuDNN reads it when given
   // (its documentation: the cache replaces recomputing the statistics); the epsilon argument is
   // the smallest cuDNN accepts.
-  RA_CUDNN_CHECK(cudnnBatchNormalizationBackward(
-      cudnn_.get(), bn_mode, &kAlpha, &kBeta, &kAlpha, &kBeta, data.get(), x, data.get(), dy,
-      data.get(), dx, channels.get(), gamma, dgamma, dbeta, CUDNN_BN_MIN_EPSILON, saved_mean,
-      saved_inv_std));
+  RA_CUDNN_CHECK(cudnnBatchNormalizationBackward(cudnn_.get(), bn_mode, &kAlpha, &kBeta, &kAlpha,
+                                                 &kBeta, data.get(), x, data.get(), dy, data.get(),
+                                                 dx, channels.get(), gamma, dgamma, dbeta,
+                                                 CUDNN_BN_MIN_EPSILON, saved_mean, saved_inv_std));
   note_reduction(batchnorm_entry(g, "backward", bn_mode));
+}
+
+void CudaOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {
+  if (replayed_call(g, x, y)) return;
+  kernels::global_avgpool_forward(stream(), g, x, y);
+  RA_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaOps::global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) {
+  if (replayed_call(g, dy, dx)) return;
+  kernels::global_avgpool_backward(stream(), g, dy, dx);
+  RA_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace ra::backend::cuda

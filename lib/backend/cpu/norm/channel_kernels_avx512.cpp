@@ -1,5 +1,5 @@
-// The per-channel kernels (channel_lanes.h) compiled for AVX-512F: the 16 lanes in one 512-bit register. The same
-// operations as the portable code: the same bits.
+// The per-channel kernels (channel_lanes.h) compiled for AVX-512F: the 16 lanes in one 512-bit
+// register. The same operations as the portable code: the same bits.
 #include "backend/cpu/norm/channel_kernels.h"
 
 // clang ignores GCC's target pragmas; its own pragma gives every function defined in the region

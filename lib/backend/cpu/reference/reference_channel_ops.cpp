@@ -33,7 +33,8 @@ void batchnorm_forward_training(const ChannelGeometry& g, const T* x, const T* g
     A sum = 0, squares = 0;
     for_each_in_channel(g, c, [&](std::int64_t i) { sum += A(x[i]); });
     const A mean = sum / m;
-    for_each_in_channel(g, c, [&](std::int64_t i) { squares += (A(x[i]) - mean) * (A(x[i]) - mean); });
+    for_each_in_channel(g, c,
+                        [&](std::int64_t i) { squares += (A(x[i]) - mean) * (A(x[i]) - mean); });
     const A var = squares / m;
     const A inv_std = A(1) / std::sqrt(var + A(epsilon));
     for_each_in_channel(g, c, [&](std::int64_t i) {
@@ -77,19 +78,41 @@ void batchnorm_backward(const ChannelGeometry& g, const T* x, const T* dy, const
     dgamma[c] = T(dgamma_c);
     for_each_in_channel(g, c, [&](std::int64_t i) {
       const A centered = A(x[i]) - mean;
-      dx[i] = T(A(gamma[c]) * inv_std *
-                (A(dy[i]) - sum_dy / m - centered * inv_std * dgamma_c / m));
+      dx[i] =
+          T(A(gamma[c]) * inv_std * (A(dy[i]) - sum_dy / m - centered * inv_std * dgamma_c / m));
     });
   }
 }
 
-#define RA_INSTANTIATE_CHANNEL_REFERENCE(T)                                                        \
-  template void batchnorm_forward_training<T>(const ChannelGeometry&, const T*, const T*,         \
-                                              const T*, T, T, T*, T*, T*, T*, T*);                \
-  template void batchnorm_forward_inference<T>(const ChannelGeometry&, const T*, const T*,        \
-                                               const T*, const T*, const T*, T, T*);              \
-  template void batchnorm_backward<T>(const ChannelGeometry&, const T*, const T*, const T*,       \
-                                      const T*, const T*, T*, T*, T*);
+template <class T>
+void global_avgpool_forward(const ChannelGeometry& g, const T* x, T* y) {
+  using A = ChannelAcc<T>;
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    A sum = 0;
+    for (std::int64_t i = 0; i < g.spatial(); ++i) sum += A(x[plane * g.spatial() + i]);
+    y[plane] = T(sum / A(g.spatial()));
+  }
+}
+
+template <class T>
+void global_avgpool_backward(const ChannelGeometry& g, const T* dy, T* dx) {
+  using A = ChannelAcc<T>;
+  for (std::int64_t plane = 0; plane < g.planes(); ++plane) {
+    for (std::int64_t i = 0; i < g.spatial(); ++i) {
+      dx[plane * g.spatial() + i] = T(A(dy[plane]) / A(g.spatial()));
+    }
+  }
+}
+
+#define RA_INSTANTIATE_CHANNEL_REFERENCE(T)                                                 \
+  template void batchnorm_forward_training<T>(const ChannelGeometry&, const T*, const T*,   \
+                                              const T*, T, T, T*, T*, T*, T*, T*);          \
+  template void batchnorm_forward_inference<T>(const ChannelGeometry&, const T*, const T*,  \
+                                               const T*, const T*, const T*, T, T*);        \
+  template void batchnorm_backward<T>(const ChannelGeometry&, const T*, const T*, const T*, \
+                                      const T*, const T*, T*, T*, T*);                      \
+  template void global_avgpool_forward<T>(const ChannelGeometry&, const T*, T*);            \
+  template void global_avgpool_backward<T>(const ChannelGeometry&, const T*, T*);
 RA_INSTANTIATE_CHANNEL_REFERENCE(float)
 RA_INSTANTIATE_CHANNEL_REFERENCE(double)
 #undef RA_INSTANTIATE_CHANNEL_REFERENCE

@@ -51,6 +51,12 @@ template <class T>
 void batchnorm_backward(const ChannelGeometry& g, const T* x, const T* dy, const T* gamma,
                         const T* saved_mean, const T* saved_inv_std, T* dx, T* dgamma, T* dbeta);
 
+// Global average pooling: y[n, c] = the plane's mean (reference_channel_ops.cpp).
+template <class T>
+void global_avgpool_forward(const ChannelGeometry& g, const T* x, T* y);
+template <class T>
+void global_avgpool_backward(const ChannelGeometry& g, const T* dy, T* dx);
+
 template <class T>
 void activation_forward(Activation act, std::int64_t count, const T* x, T* y);
 template <class T>
