@@ -34,6 +34,10 @@ std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelS
       return std::make_unique<ActivationLayer>(info, memory);
     case LayerType::flatten:
       return std::make_unique<FlattenLayer>(info, memory);
+    case LayerType::batchnorm:
+      return std::make_unique<BatchNormLayer>(info, memory);
+    case LayerType::global_avgpool:
+      return std::make_unique<GlobalAvgPoolLayer>(info, memory);
   }
   throw std::logic_error("unknown layer type");
 }
@@ -44,6 +48,11 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
     : resolved_(resolved), memory_(&memory) {
   for (const spec::ResolvedLayer& info : resolved_.layers) {
     layers_.push_back(build_layer(info, seeds, memory));
+    for (NamedBuffer* b : layers_.back()->buffers()) buffers_.push_back(b);
+    if (layers_.back()->initializes_own_params()) {
+      for (Param* p : layers_.back()->params()) params_.push_back(p);
+      continue;
+    }
     for (Param* p : layers_.back()->params()) {
       const bool is_bias = p->value.rank() == 1;
       const spec::Initializer kind =

@@ -17,11 +17,12 @@ const std::vector<Initializer> kInitializers{Initializer::glorot_uniform, Initia
                                              Initializer::zeros};
 const std::vector<Padding> kPaddings{Padding::valid, Padding::same};
 
-// "type" values: the six layer types, then the activation shorthands ({"type": "relu"} is
+// "type" values: the eight layer types, then the activation shorthands ({"type": "relu"} is
 // {"type": "activation", "activation": "relu"}).
-const std::vector<std::string> kTypeNames{"conv2d",     "maxpool2d", "dense", "flatten", "dropout",
-                                          "activation", "relu",      "tanh",  "sigmoid"};
-constexpr std::size_t kFirstShorthand = 6;
+const std::vector<std::string> kTypeNames{"conv2d",  "maxpool2d",  "dense",     "flatten",
+                                          "dropout", "activation", "batchnorm", "global_avgpool",
+                                          "relu",    "tanh",       "sigmoid"};
+constexpr std::size_t kFirstShorthand = 8;
 
 std::vector<std::string> allowed_keys(LayerType type, bool shorthand) {
   switch (type) {
@@ -51,7 +52,10 @@ std::vector<std::string> allowed_keys(LayerType type, bool shorthand) {
     case LayerType::activation:
       if (shorthand) return {"type", "name"};
       return {"type", "name", "activation"};
+    case LayerType::batchnorm:
+      return {"type", "name", "momentum", "epsilon"};
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       return {"type", "name"};
   }
   return {};
@@ -111,7 +115,7 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
   if (!r.is_object()) return l;
   const Json* type_value = r.require("type",
                                      "one of conv2d, maxpool2d, dense, flatten, dropout, "
-                                     "activation, relu, tanh, sigmoid");
+                                     "activation, batchnorm, global_avgpool, relu, tanh, sigmoid");
   if (type_value == nullptr) return l;
   const auto type_index = read_choice(*type_value, r.path_of("type"), kTypeNames, problems);
   if (!type_index) return l;  // the other keys cannot be judged without the type
@@ -156,7 +160,12 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
         r.choice("activation", l.activation, kActivations);
       }
       break;
+    case LayerType::batchnorm:
+      r.real("momentum", l.momentum, RealRange{0.0, false, 1.0, false});
+      r.real("epsilon", l.epsilon, kPositive);
+      break;
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       break;
   }
   status.fields_ok = problems.size() == before_fields;

@@ -43,7 +43,16 @@ struct DataSpec {
 };
 
 // ---- model ----------------------------------------------------------------------------------
-enum class LayerType { conv2d, maxpool2d, dense, flatten, dropout, activation };
+enum class LayerType {
+  conv2d,
+  maxpool2d,
+  dense,
+  flatten,
+  dropout,
+  activation,
+  batchnorm,
+  global_avgpool
+};
 enum class Activation { none, relu, tanh, sigmoid };
 enum class Padding { valid, same };
 enum class Initializer { glorot_uniform, he_normal, zeros };
@@ -68,6 +77,10 @@ struct LayerSpec {
   Initializer bias_initializer = Initializer::zeros;
   // dropout
   float rate = 0.0f;
+  // batchnorm: PyTorch's momentum (the weight of the batch's statistics in the running ones;
+  // Keras' momentum m is 1 - m here) and epsilon.
+  float momentum = 0.1f;
+  float epsilon = 1e-5f;
 };
 
 struct ModelSpec {
@@ -122,8 +135,10 @@ enum class ReducingOp {
   dense_backward_data,
   maxpool2d_backward,
   loss,
+  batchnorm_forward_training,
+  batchnorm_backward,
 };
-inline constexpr int kReducingOpCount = 8;
+inline constexpr int kReducingOpCount = 10;
 
 struct DeterminismSpec {
   KernelMode mode = KernelMode::deterministic;

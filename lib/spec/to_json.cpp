@@ -96,7 +96,12 @@ Json layer_json(const LayerSpec& l) {
     case LayerType::activation:
       j["activation"] = to_string(l.activation);
       break;
+    case LayerType::batchnorm:
+      j["momentum"] = float_json(l.momentum);
+      j["epsilon"] = float_json(l.epsilon);
+      break;
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       break;
   }
   return j;

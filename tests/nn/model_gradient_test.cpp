@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_ops.h"
@@ -44,10 +45,14 @@ ra::Tensor random_input(ra::Shape shape, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
+namespace {
+
+// The model's backward pass against central differences of its loss, for each loss.
+void check_model_gradients(
+    const std::function<ra::spec::ExperimentSpec(const std::string&)>& spec_of) {
   for (const std::string loss : {"softmax_cross_entropy", "mean_squared_error"}) {
     INFO(loss);
-    const auto spec = small_spec(loss);
+    const auto spec = spec_of(loss);
     ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
     ra::backend::cpu::CpuOps ops(2);
     const ra::Tensor x = random_input({4, 2, 7, 7}, 99);
@@ -102,6 +107,31 @@ TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
     REQUIRE(kinks <= 3);
     REQUIRE(checked >= 30);
   }
+}
+
+// Batch normalisation (training statistics) and global average pooling between a conv and the
+// dense layer: the layers of a ResNet v2's stem and head.
+ra::spec::ExperimentSpec channel_spec(const std::string& loss) {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [2, 7, 7], "classes": 3}},
+    "model": {"input": [2, 7, 7], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same"},
+      {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
+      {"type": "tanh"},
+      {"type": "global_avgpool"},
+      {"type": "dense", "units": 3}]},
+    "loss": ")" + loss + R"("})"),
+                              ".");
+}
+
+}  // namespace
+
+TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
+  check_model_gradients(small_spec);
+}
+
+TEST_CASE("gradients through batchnorm and global_avgpool match finite differences", "[nn]") {
+  check_model_gradients(channel_spec);
 }
 
 TEST_CASE("parameters use PyTorch names and layouts", "[nn]") {

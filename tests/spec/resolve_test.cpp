@@ -300,3 +300,32 @@ TEST_CASE("parse_spec and resolve_model agree on the spec's model", "[spec]") {
   }
   CHECK(r.output == Shape{4});
 }
+
+TEST_CASE("batchnorm and global_avgpool work per channel of a [C, H, W] input", "[spec]") {
+  LayerSpec bn;
+  bn.type = LayerType::batchnorm;
+  LayerSpec gap;
+  gap.type = LayerType::global_avgpool;
+  ModelSpec m{{8, 5, 5}, {conv(16, 3, 3, 1, 1, Padding::same), bn, gap, dense(10)}};
+  const ResolvedModel r = resolve_model(m);
+  REQUIRE(r.layers[1].output == Shape{16, 5, 5});
+  REQUIRE(r.layers[1].params == 32);             // gamma and beta per channel
+  REQUIRE(r.layers[1].flops == 4 * 16 * 5 * 5);  // statistics and normalisation, 4 per element
+  REQUIRE(r.layers[2].output == Shape{16});
+  REQUIRE(r.layers[2].flops == 16 * 5 * 5);
+  REQUIRE(r.layers[3].params == 16 * 10 + 10);
+  // On the flat output of a dense layer: refused, naming the layer.
+  ModelSpec flat{{8, 5, 5}, {LayerSpec{.type = LayerType::flatten}, dense(4), bn}};
+  try {
+    resolve_model(flat);
+    FAIL("a batchnorm on a rank-1 input was accepted");
+  } catch (const ra::ValidationError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    REQUIRE(what.find("model.layers[2]") != std::string::npos);
+    REQUIRE(what.find("batchnorm 'batchnorm_0'") != std::string::npos);
+    REQUIRE(what.find("[4] (rank 1)") != std::string::npos);
+  }
+  ModelSpec flat_pool{{8, 5, 5}, {LayerSpec{.type = LayerType::flatten}, gap}};
+  REQUIRE_THROWS_AS(resolve_model(flat_pool), ra::ValidationError);
+}
