@@ -233,6 +233,13 @@ void ForwardingOps::global_avgpool_backward(const ChannelGeometry& g, const floa
             .run = [&] { inner_->global_avgpool_backward(g, dy, dx); }});
 }
 
+void ForwardingOps::residual_add(std::int64_t count, const float* a, const float* b, float* y) {
+  dispatch({.op = row(OpId::residual_add),
+            .inputs = {f32(a, count), f32(b, count)},
+            .outputs = {f32(y, count)},
+            .run = [&] { inner_->residual_add(count, a, b, y); }});
+}
+
 // ---- elementwise ----
 
 void ForwardingOps::activation_forward(Activation act, std::int64_t count, const float* x,

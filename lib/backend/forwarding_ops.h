@@ -102,6 +102,7 @@ class ForwardingOps : public Ops {
                           float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
   void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
   void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
+  void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;

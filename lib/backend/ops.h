@@ -228,6 +228,12 @@ class Ops {
   // dx[n, c, h, w] = dy[n, c] / (H * W) ('='): no reduction.
   virtual void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) = 0;
 
+  // ---- residual ----
+  // y = a + b elementwise ('='): a residual block's output (its body's plus its shortcut's) and
+  // its input gradient (the body's plus the shortcut's). One add per element: no mode. Any of a,
+  // b and y may alias.
+  virtual void residual_add(std::int64_t count, const float* a, const float* b, float* y) = 0;
+
   // ---- conv + pool ----
   // Whether this backend computes a conv and the max-pool that alone reads its output better in
   // one call (conv2d_forward_maxpool, conv2d_backward_maxpool) than in separate ones, for these

@@ -5,17 +5,11 @@
 #include <vector>
 
 #include "backend/ops.h"
+#include "nn/build.h"
 #include "nn/layer.h"
 #include "spec/resolve.h"
 
 namespace ra::nn {
-
-// Seeds of the model's random streams; each may differ from the others so that an audit can vary
-// one source of randomness and pin the rest.
-struct ModelSeeds {
-  std::uint64_t init = 0;
-  std::uint64_t dropout = 0;
-};
 
 class Model {
  public:

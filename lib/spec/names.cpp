@@ -46,6 +46,8 @@ const char* to_string(LayerType t) {
       return "batchnorm";
     case LayerType::global_avgpool:
       return "global_avgpool";
+    case LayerType::residual:
+      return "residual";
   }
   return "?";
 }

@@ -124,6 +124,12 @@ void check_layer_fields(const LayerSpec& l, std::size_t i, Problems& problems) {
             {at + ".epsilon", "expected a number > 0, got " + std::to_string(l.epsilon)});
       }
       break;
+    case LayerType::residual:
+      if (l.filters != 0) {
+        in_range({l.filters}, kMaxFilters, "shortcut.filters");
+        in_range({l.stride_h, l.stride_w}, kMaxWindow, "shortcut.stride");
+      }
+      break;
     case LayerType::flatten:
     case LayerType::activation:
     case LayerType::global_avgpool:
@@ -227,6 +233,11 @@ bool resolve_layer(ResolvedLayer& r, std::size_t i, Problems& problems) {
       r.output = r.input;
       flops = Count(l.activation == Activation::none ? 0 : in_elements);
       break;
+    case LayerType::residual:
+      if (!resolve_residual(r, layer_path(i), problems)) return false;
+      params = Count(r.params);
+      flops = Count(r.flops);
+      break;
     case LayerType::batchnorm:
     case LayerType::global_avgpool:
       if (!resolve_per_channel(r, i, problems)) return false;
@@ -252,7 +263,7 @@ bool resolve_layer(ResolvedLayer& r, std::size_t i, Problems& problems) {
 }  // namespace
 
 void name_layers(std::vector<LayerSpec>& layers, Problems& problems) {
-  std::array<int, 8> per_type{};  // layers seen so far of each LayerType
+  std::array<int, 9> per_type{};  // layers seen so far of each LayerType
   std::map<std::string, std::size_t> first_use;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     LayerSpec& l = layers[i];

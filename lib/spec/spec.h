@@ -51,7 +51,8 @@ enum class LayerType {
   dropout,
   activation,
   batchnorm,
-  global_avgpool
+  global_avgpool,
+  residual
 };
 enum class Activation { none, relu, tanh, sigmoid };
 enum class Padding { valid, same };
@@ -81,6 +82,10 @@ struct LayerSpec {
   // Keras' momentum m is 1 - m here) and epsilon.
   float momentum = 0.1f;
   float epsilon = 1e-5f;
+  // residual: the body ("layers"), applied in order to the block's input; the shortcut is a 1x1
+  // projection conv2d when `filters` > 0 ("shortcut": filters, stride, use_bias and the
+  // initializers above are the projection's), else the identity. `activation` follows the add.
+  std::vector<LayerSpec> body;
 };
 
 struct ModelSpec {

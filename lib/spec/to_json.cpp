@@ -100,6 +100,21 @@ Json layer_json(const LayerSpec& l) {
       j["momentum"] = float_json(l.momentum);
       j["epsilon"] = float_json(l.epsilon);
       break;
+    case LayerType::residual: {
+      Json body = Json::array();
+      for (const LayerSpec& inner : l.body) body.push_back(layer_json(inner));
+      j["layers"] = body;
+      j["activation"] = to_string(l.activation);
+      if (l.filters > 0) {
+        Json shortcut{{"filters", l.filters},
+                      {"stride", pair_json(l.stride_h, l.stride_w)},
+                      {"use_bias", l.use_bias}};
+        shortcut["kernel_initializer"] = to_string(l.kernel_initializer);
+        shortcut["bias_initializer"] = to_string(l.bias_initializer);
+        j["shortcut"] = shortcut;
+      }
+      break;
+    }
     case LayerType::flatten:
     case LayerType::global_avgpool:
       break;

@@ -329,3 +329,67 @@ TEST_CASE("batchnorm and global_avgpool work per channel of a [C, H, W] input", 
   ModelSpec flat_pool{{8, 5, 5}, {LayerSpec{.type = LayerType::flatten}, gap}};
   REQUIRE_THROWS_AS(resolve_model(flat_pool), ra::ValidationError);
 }
+
+TEST_CASE("residual blocks: identity and projection shortcuts, names and shapes", "[spec]") {
+  const auto spec = parse_spec(json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [4, 8, 8], "classes": 2}},
+    "model": {"input": [4, 8, 8], "layers": [
+      {"type": "residual", "name": "a", "layers": [
+        {"type": "batchnorm"}, {"type": "relu"},
+        {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same"}]},
+      {"type": "residual", "name": "b", "activation": "relu", "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
+       "shortcut": {"filters": 8, "stride": 2}},
+      {"type": "global_avgpool"}, {"type": "dense", "units": 2}]}})"),
+                               ".");
+  const ResolvedModel r = resolve_model(spec.model);
+  const ResolvedLayer& a = r.layers[0];
+  REQUIRE(a.output == Shape{4, 8, 8});
+  REQUIRE(a.body.size() == 3);
+  REQUIRE(a.body[0].spec.name == "a.batchnorm_0");
+  REQUIRE(a.body[2].spec.name == "a.conv2d_0");
+  REQUIRE(a.shortcut.empty());
+  REQUIRE(a.params == 2 * 4 + 4 * 4 * 9 + 4);
+  const ResolvedLayer& b = r.layers[1];
+  REQUIRE(b.output == Shape{8, 4, 4});
+  REQUIRE(b.shortcut.size() == 1);
+  REQUIRE(b.shortcut[0].spec.name == "b.shortcut");
+  REQUIRE(b.shortcut[0].output == Shape{8, 4, 4});
+  REQUIRE(b.params == (8 * 4 * 9 + 8) + (8 * 4 + 8));
+  // The add and the relu after it, one FLOP per element each, on top of the two convolutions.
+  REQUIRE(b.flops == b.body[0].flops + b.shortcut[0].flops + 2 * 8 * 4 * 4);
+}
+
+TEST_CASE("a residual whose body and shortcut disagree is refused, naming it", "[spec]") {
+  const auto parsed = json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [4, 8, 8], "classes": 2}},
+    "model": {"input": [4, 8, 8], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 1},
+      {"type": "residual", "name": "stage2", "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}]},
+      {"type": "flatten"}, {"type": "dense", "units": 2}]}})");
+  try {
+    parse_spec(parsed, ".");
+    FAIL("a residual with mismatched shapes was accepted");
+  } catch (const ra::ValidationError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    REQUIRE(what.find("model.layers[1]") != std::string::npos);
+    REQUIRE(what.find("residual 'stage2': its body's output [8, 4, 4] differs from its "
+                      "shortcut's [4, 8, 8]") != std::string::npos);
+    REQUIRE(what.find("\"shortcut\": {\"filters\": 8, \"stride\": 2}") != std::string::npos);
+  }
+  // A body layer's own problem carries its path inside the block.
+  auto bad_kernel = parsed;
+  bad_kernel["model"]["layers"][1]["layers"][0]["kernel"] = 9;
+  bad_kernel["model"]["layers"][1]["layers"][0]["padding"] = "valid";
+  try {
+    parse_spec(bad_kernel, ".");
+    FAIL("a kernel larger than its input was accepted");
+  } catch (const ra::ValidationError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    REQUIRE(what.find("model.layers[1].layers[0]") != std::string::npos);
+    REQUIRE(what.find("larger than its 8x8 input") != std::string::npos);
+  }
+}

@@ -92,6 +92,7 @@ class CpuOps final : public Ops {
 
   void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
   void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
+  void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;

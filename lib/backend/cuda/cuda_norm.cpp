@@ -1,6 +1,7 @@
-// CudaOps per-channel ops. Global average pooling: kernels/global_avgpool.cuh (the CPU's order
-// and bits). Batch normalisation: cuDNN's batch-norm forward training, inference and backward in
-// spatial mode (per channel over N, H, W: BatchNorm2d), with beta = 0 ('=') for every output.
+// CudaOps per-channel ops and the residual add (kernels/residual_add.cuh). Global average pooling:
+// kernels/global_avgpool.cuh (the CPU's order and bits). Batch normalisation: cuDNN's batch-norm
+// forward training, inference and backward in spatial mode (per channel over N, H, W: BatchNorm2d),
+// with beta = 0 ('=') for every output.
 //   deterministic (and autotune, batch_invariant): CUDNN_BATCHNORM_SPATIAL;
 //   nondeterministic: CUDNN_BATCHNORM_SPATIAL_PERSISTENT, the faster mode whose reductions
 //     cuDNN does not hold to its reproducibility guarantee. Whether its bits vary on a given GPU is
@@ -15,6 +16,7 @@
 #include "backend/cuda/split_plan.h"
 #include "backend/geometry_key.h"
 #include "kernels/global_avgpool.cuh"
+#include "kernels/residual_add.cuh"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -96,6 +98,12 @@ void CudaOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const
                                                  dx, channels.get(), gamma, dgamma, dbeta,
                                                  CUDNN_BN_MIN_EPSILON, saved_mean, saved_inv_std));
   note_reduction(batchnorm_entry(g, "backward", bn_mode));
+}
+
+void CudaOps::residual_add(std::int64_t count, const float* a, const float* b, float* y) {
+  if (replayed_call(count, a, b, y)) return;
+  kernels::residual_add(stream(), count, a, b, y);
+  RA_CUDA_CHECK(cudaGetLastError());
 }
 
 void CudaOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {

@@ -1,5 +1,6 @@
-// The reference of the per-channel ops (reference_ops.h): plain loops over each channel's planes,
-// accumulating in double (long double for T = double, so that finite differences stay smooth).
+// The reference of the per-channel ops and of the residual add (reference_ops.h): plain loops over
+// each channel's planes, accumulating in double (long double for T = double, so that finite
+// differences stay smooth).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -104,6 +105,11 @@ void global_avgpool_backward(const ChannelGeometry& g, const T* dy, T* dx) {
   }
 }
 
+template <class T>
+void residual_add(std::int64_t count, const T* a, const T* b, T* y) {
+  for (std::int64_t i = 0; i < count; ++i) y[i] = T(ChannelAcc<T>(a[i]) + ChannelAcc<T>(b[i]));
+}
+
 #define RA_INSTANTIATE_CHANNEL_REFERENCE(T)                                                 \
   template void batchnorm_forward_training<T>(const ChannelGeometry&, const T*, const T*,   \
                                               const T*, T, T, T*, T*, T*, T*, T*);          \
@@ -112,7 +118,8 @@ void global_avgpool_backward(const ChannelGeometry& g, const T* dy, T* dx) {
   template void batchnorm_backward<T>(const ChannelGeometry&, const T*, const T*, const T*, \
                                       const T*, const T*, T*, T*, T*);                      \
   template void global_avgpool_forward<T>(const ChannelGeometry&, const T*, T*);            \
-  template void global_avgpool_backward<T>(const ChannelGeometry&, const T*, T*);
+  template void global_avgpool_backward<T>(const ChannelGeometry&, const T*, T*);           \
+  template void residual_add<T>(std::int64_t, const T*, const T*, T*);
 RA_INSTANTIATE_CHANNEL_REFERENCE(float)
 RA_INSTANTIATE_CHANNEL_REFERENCE(double)
 #undef RA_INSTANTIATE_CHANNEL_REFERENCE

@@ -63,6 +63,9 @@ template <class T>
 void activation_backward(Activation act, std::int64_t count, const T* y, const T* dy, T* dx);
 
 template <class T>
+void residual_add(std::int64_t count, const T* a, const T* b, T* y);
+
+template <class T>
 void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, T scale, rng::PhiloxKey key,
                      std::uint64_t draw, const T* x, T* y, std::uint8_t* mask);
 template <class T>
