@@ -56,3 +56,17 @@ TEST_CASE("run: a fault in a residual block's batchnorm is found and named",
   CHECK(report.at("verdict").at("identical") == false);
   CHECK(report.dump().find(tensor) != std::string::npos);
 }
+
+TEST_CASE("run: a ResNet resumed from a checkpoint equals its uninterrupted run",
+          "[cli][audit][resnet][resume]") {
+  // The checkpoint carries the batchnorm layers' running statistics: without them the buffers of
+  // the resumed run differ from the first step after the resume.
+  TempDir dir;
+  const auto r = run_cli("run " + tiny_resnet() + " --runs 2 --interrupt-at 1 --out " +
+                         quoted(dir.path() / "out") + " --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  CHECK(report.at("verdict").at("identical") == true);
+  CHECK(report.at("categories").at("buffers").at("identical") == true);
+}
