@@ -32,6 +32,14 @@ struct DatasetSpec {
   std::int64_t limit = 0;
 };
 
+// Keras' CIFAR-10 augmentation (data/augment.h): whole-pixel shifts with zero fill, left-right
+// flips.
+struct AugmentSpec {
+  int shift = 0;  // at most this many pixels each way, per axis
+  bool flip = false;
+  bool active() const { return shift > 0 || flip; }
+};
+
 struct DataSpec {
   DatasetSpec train;
   std::optional<DatasetSpec> eval;
@@ -40,6 +48,7 @@ struct DataSpec {
   bool shuffle = true;
   bool drop_last = false;
   int workers = 0;  // prefetching loader threads; 0 = batches are assembled on the training thread
+  AugmentSpec augment;  // of the training set's batches only
 };
 
 // ---- model ----------------------------------------------------------------------------------

@@ -59,6 +59,10 @@ Json data_json(const DataSpec& d) {
          {"drop_last", d.drop_last},       {"workers", d.workers}};
   // An absent eval set stays absent: null is not a data set in the input format.
   if (d.eval) j["eval"] = dataset_json(*d.eval);
+  // Absent unless it augments, so that the canonical JSON (and digest) of every other spec stays.
+  if (d.augment.active()) {
+    j["augment"] = Json{{"shift", d.augment.shift}, {"flip", d.augment.flip}};
+  }
   return j;
 }
 

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/cli_runner.h"
 
@@ -20,16 +23,22 @@ std::string tiny_resnet() {
   return ra::test::quoted(std::filesystem::path(source_path("configs/resnet-tiny-synthetic.json")));
 }
 
+// The JSON report of `run <tiny ResNet> <options> --out <dir>/out --json -`, which must exit with
+// `exit_code`.
+nlohmann::json audit_of_tiny_resnet(const TempDir& dir, const std::string& options, int exit_code) {
+  const auto r = run_cli("run " + tiny_resnet() + " " + options + " --out " +
+                         quoted(dir.path() / "out") + " --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == exit_code);
+  return nlohmann::json::parse(r.out);
+}
+
 }  // namespace
 
 TEST_CASE("run: a ResNet v2 audit with both seed kinds reports identity and the seed spread",
           "[cli][audit][resnet]") {
   TempDir dir;
-  const auto r = run_cli("run " + tiny_resnet() + " --runs 3 --seeds both --out " +
-                         quoted(dir.path() / "out") + " --json -");
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto report = nlohmann::json::parse(r.out);
+  const auto report = audit_of_tiny_resnet(dir, "--runs 3 --seeds both", 0);
   CHECK(report.at("verdict").at("identical") == true);
   CHECK(report.at("runs").size() == 6);
   // Every category was compared, the batchnorm layers' running statistics among them.
@@ -47,12 +56,8 @@ TEST_CASE("run: a fault in a residual block's batchnorm is found and named",
           "[cli][audit][resnet]") {
   TempDir dir;
   const std::string tensor = "stage1_block0.batchnorm_0.weight";
-  const auto r =
-      run_cli("run " + tiny_resnet() + " --runs 2 --out " + quoted(dir.path() / "out") +
-              " --inject-fault run=1,step=1,tensor=" + tensor + ",element=1,bit=3 --json -");
-  INFO(r.err);
-  REQUIRE(r.exit_code == 1);
-  const auto report = nlohmann::json::parse(r.out);
+  const auto report = audit_of_tiny_resnet(
+      dir, "--runs 2 --inject-fault run=1,step=1,tensor=" + tensor + ",element=1,bit=3", 1);
   CHECK(report.at("verdict").at("identical") == false);
   CHECK(report.dump().find(tensor) != std::string::npos);
 }
@@ -62,11 +67,39 @@ TEST_CASE("run: a ResNet resumed from a checkpoint equals its uninterrupted run"
   // The checkpoint carries the batchnorm layers' running statistics: without them the buffers of
   // the resumed run differ from the first step after the resume.
   TempDir dir;
-  const auto r = run_cli("run " + tiny_resnet() + " --runs 2 --interrupt-at 1 --out " +
-                         quoted(dir.path() / "out") + " --json -");
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto report = nlohmann::json::parse(r.out);
+  const auto report = audit_of_tiny_resnet(dir, "--runs 2 --interrupt-at 1", 0);
   CHECK(report.at("verdict").at("identical") == true);
   CHECK(report.at("categories").at("buffers").at("identical") == true);
+}
+
+TEST_CASE("run --vary augment varies the augmentation alone", "[cli][audit][resnet][augment]") {
+  TempDir dir;
+  auto spec =
+      nlohmann::json::parse(ra::test::read_text(source_path("configs/resnet-tiny-synthetic.json")));
+  spec["data"]["augment"] = {{"shift", 1}, {"flip", true}};
+  const std::string spec_file = quoted(dir.write("augmented.json", spec.dump()));
+  const auto out = dir.path() / "out";
+  const auto r =
+      run_cli("run " + spec_file + " --runs 2 --seeds both --vary augment --out " + quoted(out));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);  // the same-seed runs: bitwise identical
+  const auto lines = [&](const char* run) {
+    std::vector<nlohmann::json> records;
+    std::istringstream text(ra::test::read_text(out / run));
+    for (std::string line; std::getline(text, line);)
+      records.push_back(nlohmann::json::parse(line));
+    return records;
+  };
+  const auto same = lines("run-000.trace.jsonl"), varied = lines("run-002.trace.jsonl");
+  // The different-seed run has an augmentation seed of its own, and only that.
+  CHECK_FALSE(same[0]["seeds"].contains("augment"));
+  CHECK(varied[0]["seeds"].contains("augment"));
+  CHECK(varied[0]["seeds"]["init"] == same[0]["seeds"]["init"]);
+  CHECK(varied[0]["seeds"]["data"] == same[0]["seeds"]["data"]);
+  CHECK(varied[1]["weights"] == same[1]["weights"]);  // the same initial weights
+  for (std::size_t s = 2; s < 5; ++s) {
+    INFO("record " << s);
+    CHECK(varied[s]["indices"] == same[s]["indices"]);  // the same samples, in the same order
+    CHECK(varied[s]["inputs"] != same[s]["inputs"]);    // shifted and flipped otherwise
+  }
 }
