@@ -17,7 +17,6 @@ from repro_audit.engine_run import EngineRun, read_safetensors  # noqa: E402
 BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist.py")
-FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 
 
 def crosscheck_spec():
@@ -35,17 +34,9 @@ def crosscheck_spec():
 
 
 @pytest.fixture(scope="module")
-def crosscheck(tmp_path_factory):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    if not os.path.exists(FASHION):
-        pytest.fail(f"{FASHION} missing: scripts/setup installs dataset-fashion-mnist")
-    tmp = tmp_path_factory.mktemp("crosscheck")
-    (tmp / "spec.json").write_text(json.dumps(crosscheck_spec()))
-    engine = tmp / "engine"
-    subprocess.run([BINARY, "-q", "run", str(tmp / "spec.json"), "--runs", "1", "--save-batches",
-                    "--allow-empty", "--out", str(engine)], check=True, capture_output=True)
-    trace = tmp / "pytorch.trace.jsonl"
+def crosscheck(tmp_path_factory, engine_audit):
+    engine = engine_audit(crosscheck_spec())
+    trace = tmp_path_factory.mktemp("crosscheck") / "pytorch.trace.jsonl"
     env = dict(os.environ, REPRO_AUDIT_TRACE=str(trace), REPRO_AUDIT_RUN="1",
                PYTHONPATH=os.pathsep.join(sys.path))
     done = subprocess.run([sys.executable, EXAMPLE, "--from-engine", str(engine), "--steps", "3",

@@ -12,9 +12,7 @@ pixels pads 0 before and 1 after (docs/spec.md): PyTorch's padding is symmetric,
 explicitly."""
 import gzip
 import json
-import os
 import struct
-import subprocess
 
 import numpy
 import pytest
@@ -22,7 +20,6 @@ import pytest
 torch = pytest.importorskip("torch")
 from repro_audit.engine_run import EngineRun  # noqa: E402
 
-BINARY = os.environ.get("REPRO_AUDIT_BINARY", "")
 IMAGES = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 LABELS = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
 BN = {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001}
@@ -97,16 +94,8 @@ def step_losses(trace):
 
 
 @pytest.fixture(scope="module")
-def replay(tmp_path_factory):
-    if not BINARY or not os.access(BINARY, os.X_OK):
-        pytest.fail("REPRO_AUDIT_BINARY does not name the built repro-audit binary")
-    if not os.path.exists(IMAGES):
-        pytest.fail(f"{IMAGES} missing: scripts/setup installs dataset-fashion-mnist")
-    tmp = tmp_path_factory.mktemp("resnet")
-    (tmp / "spec.json").write_text(json.dumps(resnet_spec()))
-    engine = tmp / "engine"
-    subprocess.run([BINARY, "-q", "run", str(tmp / "spec.json"), "--runs", "1", "--save-batches",
-                    "--allow-empty", "--out", str(engine)], check=True, capture_output=True)
+def replay(engine_audit):
+    engine = engine_audit(resnet_spec())
     run = EngineRun(str(engine))
     torch.set_num_threads(1)
     net = resnet_model()
