@@ -114,8 +114,11 @@ audit::VariedStreams parse_vary(const std::string& text) {
       v.data = true;
     else if (item == "dropout")
       v.dropout = true;
+    else if (item == "augment")
+      v.augment = true;
     else
-      throw InputError("--vary: unknown stream '" + item + "' (expected init, data, dropout)");
+      throw InputError("--vary: unknown stream '" + item +
+                       "' (expected init, data, dropout, augment)");
     pos = end + 1;
   }
   return v;
@@ -321,8 +324,8 @@ void register_run(CLI::App& app, CommandRun& run) {
          "(docs/statistics.md)")
       ->check(CLI::IsMember({"same", "different", "both", "all"}));
   cmd->add_option("--vary", o->vary,
-                  "Comma list of streams the different-seed runs vary (init,data,dropout); the "
-                  "others keep the spec's seed. Implies --seeds different unless both");
+                  "Streams the different-seed runs vary (init,data,dropout,augment); the others "
+                  "keep the spec's seed. Implies --seeds different unless both");
   cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
       ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune", "batch_invariant"}));
   cmd->add_option("--device", o->device,

@@ -62,6 +62,7 @@ inline SeedPolicy seed_policy_from_string(const std::string& text) {
 // Which random streams a "different" run varies; the others keep the spec's seed.
 struct VariedStreams {
   bool init = true, data = true, dropout = true;
+  bool augment = false;  // its own seed; else the data seed's (train::RunSeeds::augment)
 };
 
 struct AuditOptions {

@@ -31,6 +31,7 @@ std::vector<rundir::PlannedRun> plan_runs(const spec::ExperimentSpec& spec, cons
       if (o.vary.init) r.seeds.init = s;
       if (o.vary.data) r.seeds.data = s;
       if (o.vary.dropout) r.seeds.dropout = s;
+      if (o.vary.augment) r.seeds.augment = s;
     }
     runs.push_back(r);
   };

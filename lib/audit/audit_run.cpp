@@ -46,7 +46,7 @@ class ProgressRelay final : public train::Observer {
 
 // The seeds a planned run trains with: the manifest's.
 train::RunSeeds seeds_of(const rundir::PlannedRun& p) {
-  return train::RunSeeds{p.seeds.init, p.seeds.data, p.seeds.dropout};
+  return train::RunSeeds{p.seeds.init, p.seeds.data, p.seeds.dropout, p.seeds.augment};
 }
 
 // What the run trains with, before any recorder: threads, mode, seeds, pinned algorithms, and
@@ -81,6 +81,7 @@ trace::TraceHeader run_header(const rundir::AuditManifest& manifest, const rundi
   h.seed_init = p.seeds.init;
   h.seed_data = p.seeds.data;
   h.seed_dropout = p.seeds.dropout;
+  h.seed_augment = p.seeds.augment;
   h.backend = trainer.ops().name();
   h.threads = trainer.threads();
   h.determinism = determinism_json(trainer.determinism());

@@ -288,7 +288,7 @@ bool replay_once(const trace::Trace& ref, const train::LoadedData& data, Replay&
   const trace::TraceHeader& h = ref.header;
   train::RunOptions options;
   options.threads = h.threads;
-  options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout};
+  options.seeds = train::RunSeeds{h.seed_init, h.seed_data, h.seed_dropout, h.seed_augment};
   // The algorithms the reference run ran, not those a new autotune would choose.
   options.algorithm_pins = pins_of_run(ref);
   record::OpRecorder* recorder = nullptr;

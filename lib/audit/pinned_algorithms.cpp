@@ -1,6 +1,8 @@
 // Pins of convolution algorithms for runs and replays (audit/pinned_algorithms.h).
 #include "audit/pinned_algorithms.h"
 
+#include <utility>
+
 #include "backend/geometry_key.h"
 #include "core/error.h"
 #include "nn/layers.h"
@@ -85,19 +87,36 @@ void check_algorithms_can_be_saved(const spec::ExperimentSpec& spec, const nlohm
   }
 }
 
+namespace {
+
+// The convolutions of `layers` in model order, those inside residual blocks included, each with
+// whether it reads the model's input (`first`): the model input's gradient is never computed
+// (nn/model.cpp), so such a conv has no backward_data; in a first block, its body's first layer
+// and its projection read the input.
+void add_convolutions(const std::vector<spec::ResolvedLayer>& layers, bool first,
+                      std::vector<std::pair<const spec::ResolvedLayer*, bool>>& out) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const spec::ResolvedLayer& layer = layers[i];
+    const bool reads_input = first && i == 0;
+    if (layer.spec.type == spec::LayerType::conv2d) out.emplace_back(&layer, reads_input);
+    add_convolutions(layer.body, reads_input, out);
+    add_convolutions(layer.shortcut, reads_input, out);
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> uncovered_convolutions(const backend::AlgorithmPins& pins,
                                                 const spec::ExperimentSpec& spec) {
   std::vector<std::string> out;
   const spec::ResolvedModel model = spec::resolve_model(spec.model);
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    const spec::ResolvedLayer& layer = model.layers[i];
-    if (layer.spec.type != spec::LayerType::conv2d) continue;
+  std::vector<std::pair<const spec::ResolvedLayer*, bool>> convolutions;
+  add_convolutions(model.layers, true, convolutions);
+  for (const auto& [layer, reads_input] : convolutions) {
     const std::string key =
-        backend::conv_geometry_key(nn::conv_geometry(layer, spec.data.batch_size));
-    // The model input's gradient is never computed (nn/model.cpp): the first layer has no
-    // backward_data.
+        backend::conv_geometry_key(nn::conv_geometry(*layer, spec.data.batch_size));
     for (const char* direction : {"forward", "backward_data", "backward_filter"}) {
-      if (i == 0 && std::string(direction) == "backward_data") continue;
+      if (reads_input && std::string(direction) == "backward_data") continue;
       if (pins.find(key, direction) == nullptr) out.push_back(key + " " + direction);
     }
   }

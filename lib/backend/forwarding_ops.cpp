@@ -171,6 +171,75 @@ void ForwardingOps::conv2d_backward_maxpool(const ConvGeometry& g, const PoolGeo
             }});
 }
 
+// ---- normalisation ----
+
+void ForwardingOps::batchnorm_forward_training(const ChannelGeometry& g, const float* x,
+                                               const float* gamma, const float* beta,
+                                               float momentum, float epsilon, float* running_mean,
+                                               float* running_var, float* saved_mean,
+                                               float* saved_inv_std, float* y, KernelMode mode) {
+  dispatch({.op = row(OpId::batchnorm_forward_training),
+            .mode = mode,
+            .inputs = {f32(x, g.x_size()), f32(gamma, g.c), f32(beta, g.c), f32(running_mean, g.c),
+                       f32(running_var, g.c)},
+            .outputs = {f32(y, g.x_size()), f32(saved_mean, g.c), f32(saved_inv_std, g.c),
+                        f32(running_mean, g.c), f32(running_var, g.c)},
+            .run = [&] {
+              inner_->batchnorm_forward_training(g, x, gamma, beta, momentum, epsilon, running_mean,
+                                                 running_var, saved_mean, saved_inv_std, y, mode);
+            }});
+}
+
+void ForwardingOps::batchnorm_forward_inference(const ChannelGeometry& g, const float* x,
+                                                const float* gamma, const float* beta,
+                                                const float* running_mean, const float* running_var,
+                                                float epsilon, float* y) {
+  dispatch({.op = row(OpId::batchnorm_forward_inference),
+            .inputs = {f32(x, g.x_size()), f32(gamma, g.c), f32(beta, g.c), f32(running_mean, g.c),
+                       f32(running_var, g.c)},
+            .outputs = {f32(y, g.x_size())},
+            .run = [&] {
+              inner_->batchnorm_forward_inference(g, x, gamma, beta, running_mean, running_var,
+                                                  epsilon, y);
+            }});
+}
+
+void ForwardingOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
+                                       const float* gamma, const float* saved_mean,
+                                       const float* saved_inv_std, float* dx, float* dgamma,
+                                       float* dbeta, KernelMode mode) {
+  dispatch({.op = row(OpId::batchnorm_backward),
+            .mode = mode,
+            .inputs = {f32(x, g.x_size()), f32(dy, g.x_size()), f32(gamma, g.c),
+                       f32(saved_mean, g.c), f32(saved_inv_std, g.c)},
+            .outputs = {f32(dx, g.x_size()), f32(dgamma, g.c), f32(dbeta, g.c)},
+            .run = [&] {
+              inner_->batchnorm_backward(g, x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma,
+                                         dbeta, mode);
+            }});
+}
+
+void ForwardingOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {
+  dispatch({.op = row(OpId::global_avgpool_forward),
+            .inputs = {f32(x, g.x_size())},
+            .outputs = {f32(y, g.planes())},
+            .run = [&] { inner_->global_avgpool_forward(g, x, y); }});
+}
+
+void ForwardingOps::global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) {
+  dispatch({.op = row(OpId::global_avgpool_backward),
+            .inputs = {f32(dy, g.planes())},
+            .outputs = {f32(dx, g.x_size())},
+            .run = [&] { inner_->global_avgpool_backward(g, dy, dx); }});
+}
+
+void ForwardingOps::residual_add(std::int64_t count, const float* a, const float* b, float* y) {
+  dispatch({.op = row(OpId::residual_add),
+            .inputs = {f32(a, count), f32(b, count)},
+            .outputs = {f32(y, count)},
+            .run = [&] { inner_->residual_add(count, a, b, y); }});
+}
+
 // ---- elementwise ----
 
 void ForwardingOps::activation_forward(Activation act, std::int64_t count, const float* x,

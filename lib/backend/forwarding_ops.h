@@ -90,6 +90,19 @@ class ForwardingOps : public Ops {
                                const MaxPoolGradient& pooled, const float* x, const float* w,
                                const float* relu_gate, float* conv_dy, float* dx, float* dw,
                                float* db, const ConvPoolBackwardModes& modes) override;
+  void batchnorm_forward_training(const ChannelGeometry& g, const float* x, const float* gamma,
+                                  const float* beta, float momentum, float epsilon,
+                                  float* running_mean, float* running_var, float* saved_mean,
+                                  float* saved_inv_std, float* y, KernelMode mode) override;
+  void batchnorm_forward_inference(const ChannelGeometry& g, const float* x, const float* gamma,
+                                   const float* beta, const float* running_mean,
+                                   const float* running_var, float epsilon, float* y) override;
+  void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
+                          const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                          float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
+  void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
+  void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
+  void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;

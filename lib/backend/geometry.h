@@ -30,6 +30,17 @@ struct PoolGeometry {
   std::int64_t y_size() const { return std::int64_t(n) * c * p * q; }
 };
 
+// Per-channel ops (batch normalisation, global average pooling): x[N,C,H,W] seen as N*C planes of
+// H*W floats; plane (n, c) starts at (n*C + c)*H*W. Channel c's statistics run over its N planes
+// (BatchNorm2d); a layer of rank-1 features is not one of them (the spec refuses it).
+struct ChannelGeometry {
+  int n = 0, c = 0, h = 0, w = 0;
+
+  std::int64_t spatial() const { return std::int64_t(h) * w; }
+  std::int64_t planes() const { return std::int64_t(n) * c; }
+  std::int64_t x_size() const { return planes() * spatial(); }
+};
+
 // dense: x[N,IN] * w[OUT,IN]^T + b[OUT] -> y[N,OUT] (PyTorch Linear layout).
 struct DenseGeometry {
   int n = 0, in = 0, out = 0;

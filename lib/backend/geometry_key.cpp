@@ -24,6 +24,12 @@ std::string dense_geometry_key(const DenseGeometry& g) {
   return key.str();
 }
 
+std::string channel_geometry_key(const std::string& family, const ChannelGeometry& g) {
+  std::ostringstream key;
+  key << family << ' ' << g.n << 'x' << g.c << 'x' << g.h << 'x' << g.w;
+  return key.str();
+}
+
 std::string loss_geometry_key(const std::string& loss, int n, int classes) {
   return loss + ' ' + std::to_string(n) + 'x' + std::to_string(classes);
 }

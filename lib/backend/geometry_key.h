@@ -12,6 +12,8 @@ namespace ra::backend {
 std::string conv_geometry_key(const ConvGeometry& g);
 // "dense 128x9216->128": batch x in -> out.
 std::string dense_geometry_key(const DenseGeometry& g);
+// "batchnorm 128x16x32x32": the op family, input NxCxHxW.
+std::string channel_geometry_key(const std::string& family, const ChannelGeometry& g);
 // "softmax_cross_entropy 128x10": the loss's name, batch x classes.
 std::string loss_geometry_key(const std::string& loss, int n, int classes);
 

@@ -30,7 +30,7 @@ struct OpRegion {
   std::size_t bytes() const { return static_cast<std::size_t>(count) * dtype_bytes(dtype); }
 };
 
-// The regions of one side of a call, in order (an op has at most 4 inputs and 3 outputs).
+// The regions of one side of a call, in order (an op has at most 6 inputs and 5 outputs).
 class OpRegions {
  public:
   OpRegions() = default;
@@ -38,7 +38,7 @@ class OpRegions {
     for (const OpRegion& r : regions) add(r);
   }
   void add(const OpRegion& region) {
-    if (size_ == items_.size()) throw std::logic_error("OpRegions: more than 4 regions");
+    if (size_ == items_.size()) throw std::logic_error("OpRegions: more than 6 regions");
     items_[size_++] = region;
   }
   // An optional f32 buffer (a bias, a relu gate, an optimizer state): only when present.
@@ -51,7 +51,7 @@ class OpRegions {
   const OpRegion* end() const noexcept { return items_.data() + size_; }
 
  private:
-  std::array<OpRegion, 4> items_{};
+  std::array<OpRegion, 6> items_{};
   std::size_t size_ = 0;
 };
 

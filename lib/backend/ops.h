@@ -194,6 +194,46 @@ class Ops {
                                   const std::int32_t* argmax, const float* relu_gate, float* dx,
                                   KernelMode mode) = 0;
 
+  // ---- normalisation ----
+  // Batch normalisation in training (PyTorch's BatchNorm2d, cuDNN's spatial mode): for each
+  // channel c over its m = N*H*W elements, mean = sum x / m and var = sum (x - mean)^2 / m (biased,
+  // two passes); inv_std = 1 / sqrt(var + epsilon); y = (x - mean) * (inv_std * gamma) + beta
+  // ('='). saved_mean = mean, saved_inv_std = inv_std ('=', [C]: what the backward reads, as
+  // cuDNN's). running_mean = (1 - momentum) running_mean + momentum mean and running_var likewise
+  // with the unbiased var * m / (m - 1) (var when m = 1), updated in place: PyTorch's rule and
+  // cuDNN's. x and y may not alias. The channel sums reduce m terms: in `mode`.
+  virtual void batchnorm_forward_training(const ChannelGeometry& g, const float* x,
+                                          const float* gamma, const float* beta, float momentum,
+                                          float epsilon, float* running_mean, float* running_var,
+                                          float* saved_mean, float* saved_inv_std, float* y,
+                                          KernelMode mode) = 0;
+  // Inference: y = (x - running_mean) * (gamma / sqrt(running_var + epsilon)) + beta ('='), no
+  // reduction; x and y may alias.
+  virtual void batchnorm_forward_inference(const ChannelGeometry& g, const float* x,
+                                           const float* gamma, const float* beta,
+                                           const float* running_mean, const float* running_var,
+                                           float epsilon, float* y) = 0;
+  // The backward of batchnorm_forward_training from its saved statistics, all '=':
+  // dbeta[c] = sum dy, dgamma[c] = inv_std * sum dy (x - mean), and
+  // dx = gamma inv_std (dy - dbeta / m - (x - mean) inv_std dgamma / m). dx may alias dy.
+  virtual void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
+                                  const float* gamma, const float* saved_mean,
+                                  const float* saved_inv_std, float* dx, float* dgamma,
+                                  float* dbeta, KernelMode mode) = 0;
+
+  // ---- global average pooling ----
+  // y[n, c] = (sum of the plane (n, c) of x) / (H * W) ('=', y [N, C]): one writer per output,
+  // its sum in an order fixed by the plane size, so no mode.
+  virtual void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) = 0;
+  // dx[n, c, h, w] = dy[n, c] / (H * W) ('='): no reduction.
+  virtual void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) = 0;
+
+  // ---- residual ----
+  // y = a + b elementwise ('='): a residual block's output (its body's plus its shortcut's) and
+  // its input gradient (the body's plus the shortcut's). One add per element: no mode. Any of a,
+  // b and y may alias.
+  virtual void residual_add(std::int64_t count, const float* a, const float* b, float* y) = 0;
+
   // ---- conv + pool ----
   // Whether this backend computes a conv and the max-pool that alone reads its output better in
   // one call (conv2d_forward_maxpool, conv2d_backward_maxpool) than in separate ones, for these

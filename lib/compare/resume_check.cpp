@@ -50,8 +50,8 @@ std::vector<ResumeVerdict> check_resumes(const std::vector<trace::Trace>& traces
     // Only a run of the reference's seeds can be expected to be the reference resumed.
     const trace::TraceHeader& h = traces[i].header;
     if (h.seed_init != reference.seed_init || h.seed_data != reference.seed_data ||
-        h.seed_dropout != reference.seed_dropout || h.perturbation.has_value() ||
-        h.seed_group != reference.seed_group) {
+        h.seed_dropout != reference.seed_dropout || h.seed_augment != reference.seed_augment ||
+        h.perturbation.has_value() || h.seed_group != reference.seed_group) {
       continue;
     }
     for (const trace::ResumePoint& p : traces[i].resume_points) {

@@ -33,6 +33,12 @@ enum class OpId {
   dense_backward_bias,
   maxpool2d_forward,
   maxpool2d_backward,
+  batchnorm_forward_training,
+  batchnorm_forward_inference,
+  batchnorm_backward,
+  global_avgpool_forward,
+  global_avgpool_backward,
+  residual_add,
   activation_forward,
   activation_backward,
   dropout_mask,
@@ -57,8 +63,8 @@ struct OpInfo {
   bool reduces = false;
   // The recorded inputs and outputs in the order of the record's digests; optional ones (a bias,
   // a relu gate, an optimizer state) are recorded only when present and come last.
-  std::array<std::string_view, 4> inputs{};
-  std::array<std::string_view, 3> outputs{};
+  std::array<std::string_view, 6> inputs{};
+  std::array<std::string_view, 5> outputs{};
 };
 
 // One row per op: id, trace name, timing label, spec key, reduces, inputs, outputs.
@@ -89,6 +95,22 @@ inline constexpr std::array kOpTable{
            {"x"}, {"y", "argmax"}},
     OpInfo{OpId::maxpool2d_backward, "maxpool2d.backward", "maxpool2d_backward",
            "maxpool2d.backward", true, {"dy", "argmax", "relu gate"}, {"dx"}},
+    // The running statistics are read and updated in place: inputs and outputs both.
+    OpInfo{OpId::batchnorm_forward_training, "batchnorm.forward_training",
+           "batchnorm_forward_training", "batchnorm.forward_training", true,
+           {"x", "gamma", "beta", "running mean", "running variance"},
+           {"y", "saved mean", "saved inverse std", "running mean", "running variance"}},
+    OpInfo{OpId::batchnorm_forward_inference, "batchnorm.forward_inference",
+           "batchnorm_forward_inference", "", false,
+           {"x", "gamma", "beta", "running mean", "running variance"}, {"y"}},
+    OpInfo{OpId::batchnorm_backward, "batchnorm.backward", "batchnorm_backward",
+           "batchnorm.backward", true,
+           {"x", "dy", "gamma", "saved mean", "saved inverse std"}, {"dx", "dgamma", "dbeta"}},
+    OpInfo{OpId::global_avgpool_forward, "global_avgpool.forward", "global_avgpool_forward", "",
+           false, {"x"}, {"y"}},
+    OpInfo{OpId::global_avgpool_backward, "global_avgpool.backward", "global_avgpool_backward", "",
+           false, {"dy"}, {"dx"}},
+    OpInfo{OpId::residual_add, "residual.add", "residual_add", "", false, {"a", "b"}, {"y"}},
     OpInfo{OpId::activation_forward, "activation.forward", "activation_forward", "", false,
            {"x"}, {"y"}},
     OpInfo{OpId::activation_backward, "activation.backward", "activation_backward", "", false,

@@ -37,7 +37,8 @@ void reserve_batch(Batch& batch, int batch_size, const Shape& sample_shape) {
 // Batch `index` of an epoch: samples order[index*B .. min((index+1)*B, n)). The one definition
 // of what a batch holds; both the inline and the worker paths call it, hence identical bits.
 void assemble_batch(const Dataset& data, const std::vector<std::int64_t>& order, int batch_size,
-                    std::int64_t epoch, std::int64_t index, Batch& out) {
+                    const Augmentation& augmentation, std::int64_t epoch, std::int64_t index,
+                    Batch& out) {
   const std::int64_t n = data.size();
   const std::int64_t first = index * batch_size;
   const std::int64_t count = std::min<std::int64_t>(batch_size, n - first);
@@ -53,6 +54,11 @@ void assemble_batch(const Dataset& data, const std::vector<std::int64_t>& order,
                 static_cast<std::size_t>(elements) * sizeof(float));
     out.labels[static_cast<std::size_t>(row)] = data.labels[static_cast<std::size_t>(sample)];
     out.sample_indices[static_cast<std::size_t>(row)] = sample;
+    if (augmentation.active()) {
+      thread_local std::vector<float> plane;  // reused: no allocation per sample
+      apply_transform(sample_transform(augmentation, epoch, first + row), data.sample_shape,
+                      out.images.data() + row * elements, plane);
+    }
   }
 }
 
@@ -83,6 +89,7 @@ struct BatchLoader::State {
   const int batch_size;
   const bool shuffle;
   const rng::PhiloxKey order_key;
+  Augmentation augmentation;   // set before the first epoch (BatchLoader::set_augmentation)
   const std::int64_t batches;  // per epoch
 
   // Epoch in progress; with workers, every field below is guarded by `mutex`.
@@ -140,7 +147,7 @@ struct BatchLoader::State {
       lock.unlock();
       std::exception_ptr error;
       try {
-        assemble_batch(data, *job_order, batch_size, job_epoch, job_index, scratch);
+        assemble_batch(data, *job_order, batch_size, augmentation, job_epoch, job_index, scratch);
       } catch (...) {
         error = std::current_exception();
       }
@@ -196,6 +203,11 @@ std::int64_t BatchLoader::batches_per_epoch() const {
   return state_->batches;
 }
 
+void BatchLoader::set_augmentation(const Augmentation& augmentation) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->augmentation = augmentation;
+}
+
 void BatchLoader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   State& s = *state_;
   if (first_batch < 0 || first_batch > s.batches) {
@@ -227,7 +239,7 @@ bool BatchLoader::next(Batch& batch) {
   if (s.threads.empty()) {
     if (!s.started) throw std::logic_error("BatchLoader::next called before start_epoch");
     if (s.next_consume >= s.batches) return false;
-    assemble_batch(s.data, *s.order, s.batch_size, s.epoch, s.next_consume, batch);
+    assemble_batch(s.data, *s.order, s.batch_size, s.augmentation, s.epoch, s.next_consume, batch);
     ++s.next_consume;
     return true;
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "data/augment.h"
 #include "data/dataset.h"
 #include "rng/philox.h"
 
@@ -49,6 +50,9 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   std::int64_t batches_per_epoch() const;
+  // Augments every sample of the batches from the next start_epoch on (data/augment.h); call it
+  // before the first start_epoch. Default: none.
+  void set_augmentation(const Augmentation& augmentation);
   // Starts `epoch` (any epoch, in any order) at its batch `first_batch` (a resumed run's next;
   // batches_per_epoch(): none left); abandons whatever is left of the current one.
   void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0);

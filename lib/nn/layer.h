@@ -24,6 +24,13 @@ struct Param {
   Tensor grad;
 };
 
+// A tensor a layer updates in training but the optimizer does not: PyTorch's buffers (batch
+// normalisation's running statistics, "<layer>.running_mean", "<layer>.running_var").
+struct NamedBuffer {
+  std::string name;
+  Tensor value;
+};
+
 // What a step needs to know besides the tensors.
 struct StepContext {
   bool training = true;
@@ -60,6 +67,11 @@ class Layer {
                         Tensor* dx, const StepContext& ctx) = 0;
 
   virtual std::vector<Param*> params() { return {}; }
+  // Its buffers (NamedBuffer), in a fixed order.
+  virtual std::vector<NamedBuffer*> buffers() { return {}; }
+  // Whether the layer gave its parameters their initial values itself (batch normalisation: ones
+  // and zeros, as every framework does), rather than the spec's initializers through the Model.
+  virtual bool initializes_own_params() const { return false; }
 
   // Whether the output is the input's data under another shape (flatten): the Model then hands the
   // input itself to the next layer, and the next layer's input gradient back as this layer's,

@@ -255,6 +255,78 @@ void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&
                           dx->data());
 }
 
+// ---- batch normalisation ---------------------------------------------------------------------
+backend::ChannelGeometry channel_geometry(const spec::ResolvedLayer& info, int batch) {
+  return {batch, static_cast<int>(info.input[0]), static_cast<int>(info.input[1]),
+          static_cast<int>(info.input[2])};
+}
+
+namespace {
+
+// A [C] tensor in `memory` holding `value` everywhere (uploaded from the host).
+Tensor channel_constant(std::int64_t channels, float value, Memory& memory) {
+  Tensor host(Shape{channels});
+  std::fill(host.data(), host.data() + host.size(), value);
+  Tensor t(Shape{channels}, memory);
+  t.copy_from(host);
+  return t;
+}
+
+}  // namespace
+
+BatchNormLayer::BatchNormLayer(const spec::ResolvedLayer& info, Memory& memory)
+    : Layer(info, memory),
+      weight_{info.spec.name + ".weight", channel_constant(info.input[0], 1.0f, memory),
+              Tensor(Shape{info.input[0]}, memory)},
+      bias_{info.spec.name + ".bias", channel_constant(info.input[0], 0.0f, memory),
+            Tensor(Shape{info.input[0]}, memory)},
+      running_mean_{info.spec.name + ".running_mean",
+                    channel_constant(info.input[0], 0.0f, memory)},
+      running_var_{info.spec.name + ".running_var", channel_constant(info.input[0], 1.0f, memory)},
+      saved_mean_(Shape{info.input[0]}, memory),
+      saved_inv_std_(Shape{info.input[0]}, memory) {}
+
+void BatchNormLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y,
+                             const StepContext& ctx) {
+  y.resize(x.shape());
+  const backend::ChannelGeometry g = channel_geometry(info(), batch_of(x));
+  if (!ctx.training) {
+    ops.batchnorm_forward_inference(g, x.data(), weight_.value.data(), bias_.value.data(),
+                                    running_mean_.value.data(), running_var_.value.data(),
+                                    info().spec.epsilon, y.data());
+    return;
+  }
+  ops.batchnorm_forward_training(g, x.data(), weight_.value.data(), bias_.value.data(),
+                                 info().spec.momentum, info().spec.epsilon,
+                                 running_mean_.value.data(), running_var_.value.data(),
+                                 saved_mean_.data(), saved_inv_std_.data(), y.data(),
+                                 ctx.mode(ReducingOp::batchnorm_forward_training));
+}
+
+void BatchNormLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, const Tensor& dy,
+                              Tensor* dx, const StepContext& ctx) {
+  Tensor& input_grad = dx != nullptr ? *dx : input_grad_;
+  input_grad.resize(x.shape());
+  ops.batchnorm_backward(channel_geometry(info(), batch_of(x)), x.data(), dy.data(),
+                         weight_.value.data(), saved_mean_.data(), saved_inv_std_.data(),
+                         input_grad.data(), weight_.grad.data(), bias_.grad.data(),
+                         ctx.mode(ReducingOp::batchnorm_backward));
+}
+
+// ---- global average pooling ------------------------------------------------------------------
+void GlobalAvgPoolLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y,
+                                 const StepContext&) {
+  y.resize_batched(x.dim(0), info().output);
+  ops.global_avgpool_forward(channel_geometry(info(), batch_of(x)), x.data(), y.data());
+}
+
+void GlobalAvgPoolLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&,
+                                  const Tensor& dy, Tensor* dx, const StepContext&) {
+  if (dx == nullptr) return;
+  dx->resize(x.shape());
+  ops.global_avgpool_backward(channel_geometry(info(), batch_of(x)), dy.data(), dx->data());
+}
+
 // ---- flatten ---------------------------------------------------------------------------------
 void FlattenLayer::forward(backend::Ops&, const Tensor& x, Tensor& y, const StepContext&) {
   y.resize_batched(x.dim(0), info().output);

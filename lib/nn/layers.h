@@ -13,6 +13,7 @@ namespace ra::nn {
 backend::ConvGeometry conv_geometry(const spec::ResolvedLayer& info, int batch);
 backend::PoolGeometry pool_geometry(const spec::ResolvedLayer& info, int batch);
 backend::DenseGeometry dense_geometry(const spec::ResolvedLayer& info, int batch);
+backend::ChannelGeometry channel_geometry(const spec::ResolvedLayer& info, int batch);
 
 class MaxPool2dLayer;
 
@@ -115,6 +116,36 @@ class DropoutLayer final : public Layer {
 };
 
 class ActivationLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+};
+
+// Batch normalisation over the channels of a [C, H, W] input (PyTorch's BatchNorm2d): in training
+// the batch's statistics, which update the running ones; outside training the running ones.
+// Parameters "<name>.weight" (gamma, ones) and "<name>.bias" (beta, zeros); buffers
+// "<name>.running_mean" (zeros) and "<name>.running_var" (ones).
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(const spec::ResolvedLayer& info, Memory& memory);
+  void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const StepContext& ctx) override;
+  std::vector<Param*> params() override { return {&weight_, &bias_}; }
+  std::vector<NamedBuffer*> buffers() override { return {&running_mean_, &running_var_}; }
+  bool initializes_own_params() const override { return true; }
+
+ private:
+  Param weight_, bias_;
+  NamedBuffer running_mean_, running_var_;
+  Tensor saved_mean_, saved_inv_std_;      // the batch's statistics, for backward
+  Tensor input_grad_{Shape{0}, memory()};  // dx when the Model needs none (the op writes one)
+};
+
+// Global average pooling: [C, H, W] -> [C], each channel's mean.
+class GlobalAvgPoolLayer final : public Layer {
  public:
   using Layer::Layer;
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;

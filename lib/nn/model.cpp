@@ -4,6 +4,7 @@
 
 #include "nn/init.h"
 #include "nn/layers.h"
+#include "nn/residual.h"
 #include "rng/stream.h"
 
 namespace ra::nn {
@@ -34,32 +35,46 @@ std::unique_ptr<Layer> build_layer(const spec::ResolvedLayer& info, const ModelS
       return std::make_unique<ActivationLayer>(info, memory);
     case LayerType::flatten:
       return std::make_unique<FlattenLayer>(info, memory);
+    case LayerType::batchnorm:
+      return std::make_unique<BatchNormLayer>(info, memory);
+    case LayerType::global_avgpool:
+      return std::make_unique<GlobalAvgPoolLayer>(info, memory);
+    case LayerType::residual:
+      return std::make_unique<ResidualLayer>(info, seeds, memory);
   }
   throw std::logic_error("unknown layer type");
 }
 
 }  // namespace
 
+std::unique_ptr<Layer> build_initialized_layer(const spec::ResolvedLayer& info,
+                                               const ModelSeeds& seeds, Memory& memory) {
+  std::unique_ptr<Layer> layer = build_layer(info, seeds, memory);
+  if (layer->initializes_own_params()) return layer;
+  for (Param* p : layer->params()) {
+    const bool is_bias = p->value.rank() == 1;
+    const spec::Initializer kind =
+        is_bias ? info.spec.bias_initializer : info.spec.kernel_initializer;
+    std::int64_t fan_in = 0, fan_out = 0;
+    if (is_bias) {
+      fan_in = fan_out = p->value.dim(0);
+    } else {
+      fans(p->value.shape(), fan_in, fan_out);
+    }
+    Tensor initial(p->value.shape());
+    initialize(initial, kind, fan_in, fan_out,
+               rng::derive_key(seeds.init, rng::init_stream(p->name)));
+    p->value.copy_from(initial);
+  }
+  return layer;
+}
+
 Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memory)
     : resolved_(resolved), memory_(&memory) {
   for (const spec::ResolvedLayer& info : resolved_.layers) {
-    layers_.push_back(build_layer(info, seeds, memory));
-    for (Param* p : layers_.back()->params()) {
-      const bool is_bias = p->value.rank() == 1;
-      const spec::Initializer kind =
-          is_bias ? info.spec.bias_initializer : info.spec.kernel_initializer;
-      std::int64_t fan_in = 0, fan_out = 0;
-      if (is_bias) {
-        fan_in = fan_out = p->value.dim(0);
-      } else {
-        fans(p->value.shape(), fan_in, fan_out);
-      }
-      Tensor initial(p->value.shape());
-      initialize(initial, kind, fan_in, fan_out,
-                 rng::derive_key(seeds.init, rng::init_stream(p->name)));
-      p->value.copy_from(initial);
-      params_.push_back(p);
-    }
+    layers_.push_back(build_initialized_layer(info, seeds, memory));
+    for (Param* p : layers_.back()->params()) params_.push_back(p);
+    for (NamedBuffer* b : layers_.back()->buffers()) buffers_.push_back(b);
   }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     outputs_.emplace_back(Shape{0}, memory);

@@ -5,17 +5,11 @@
 #include <vector>
 
 #include "backend/ops.h"
+#include "nn/build.h"
 #include "nn/layer.h"
 #include "spec/resolve.h"
 
 namespace ra::nn {
-
-// Seeds of the model's random streams; each may differ from the others so that an audit can vary
-// one source of randomness and pin the rest.
-struct ModelSeeds {
-  std::uint64_t init = 0;
-  std::uint64_t dropout = 0;
-};
 
 class Model {
  public:
@@ -31,6 +25,8 @@ class Model {
 
   // Parameters in layer order (weight before bias). Pointers stay valid for the model's life.
   const std::vector<Param*>& params() const noexcept { return params_; }
+  // Buffers (Layer::buffers) in layer order. Pointers stay valid for the model's life.
+  const std::vector<NamedBuffer*>& buffers() const noexcept { return buffers_; }
 
   // Runs every layer; returns the output [N, classes]. `input` must outlive backward().
   const Tensor& forward(backend::Ops& ops, const Tensor& input, const StepContext& ctx);
@@ -42,6 +38,7 @@ class Model {
   Memory* memory_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Param*> params_;
+  std::vector<NamedBuffer*> buffers_;
   const Tensor* input_ = nullptr;
   std::vector<Tensor>
       outputs_;  // outputs_[i] = output of layer i (unused for a passed-through reshape)

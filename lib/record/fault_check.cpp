@@ -34,16 +34,26 @@ struct ParamInfo {
   std::string name;
   std::int64_t elements;
 };
+// A residual block's are its body's and its projection's; a batchnorm's weight and bias have
+// one element per channel each.
+void add_parameters_of(const spec::ResolvedLayer& l, std::vector<ParamInfo>& params) {
+  if (l.spec.type == spec::LayerType::residual) {
+    for (const spec::ResolvedLayer& inner : l.body) add_parameters_of(inner, params);
+    for (const spec::ResolvedLayer& inner : l.shortcut) add_parameters_of(inner, params);
+    return;
+  }
+  if (l.params == 0) return;
+  const std::int64_t bias = l.spec.type == spec::LayerType::batchnorm ? l.params / 2
+                            : !l.spec.use_bias                        ? 0
+                            : l.spec.type == spec::LayerType::conv2d  ? l.spec.filters
+                                                                      : l.spec.units;
+  params.push_back({l.spec.name + ".weight", l.params - bias});
+  if (bias > 0) params.push_back({l.spec.name + ".bias", bias});
+}
+
 std::vector<ParamInfo> parameters_of(const spec::ResolvedModel& model) {
   std::vector<ParamInfo> params;
-  for (const spec::ResolvedLayer& l : model.layers) {
-    if (l.params == 0) continue;
-    const std::int64_t bias = !l.spec.use_bias                         ? 0
-                              : l.spec.type == spec::LayerType::conv2d ? l.spec.filters
-                                                                       : l.spec.units;
-    params.push_back({l.spec.name + ".weight", l.params - bias});
-    if (bias > 0) params.push_back({l.spec.name + ".bias", bias});
-  }
+  for (const spec::ResolvedLayer& l : model.layers) add_parameters_of(l, params);
   return params;
 }
 

@@ -19,6 +19,13 @@ std::vector<const Tensor*> values_of(const nn::Model& model) {
   return out;
 }
 
+// The model's buffers (batch normalisation's running statistics), in the header's order.
+std::vector<const Tensor*> buffers_of(const nn::Model& model) {
+  std::vector<const Tensor*> out;
+  for (const nn::NamedBuffer* b : model.buffers()) out.push_back(&b->value);
+  return out;
+}
+
 std::vector<const Tensor*> grads_of(const nn::Model& model) {
   std::vector<const Tensor*> out;
   for (const nn::Param* p : model.params()) out.push_back(&p->grad);
@@ -58,7 +65,9 @@ Recorder::Recorder(trace::TraceHeader header, int digest_threads, std::filesyste
 }
 
 void Recorder::start_file() {
-  if (file_ && !file_->started()) file_->start(trace_.header, trace_.initial_weights, {});
+  if (file_ && !file_->started()) {
+    file_->start(trace_.header, trace_.initial_weights, trace_.initial_buffers);
+  }
 }
 
 std::vector<Digest128> Recorder::digest_all(const train::Trainer& trainer,
@@ -104,6 +113,17 @@ void Recorder::on_start(const train::Trainer& trainer) {
     trace_.header.params.push_back({p->name, p->value.shape()});
   }
   trace_.initial_weights = digest_all(trainer, values_of(trainer.model()));
+  // Buffers are version 3's: a model with any (batch normalisation) writes that version's records
+  // (docs/trace-format.md), compared as a category of their own.
+  trace_.header.buffers.clear();
+  for (const nn::NamedBuffer* b : trainer.model().buffers()) {
+    trace_.header.buffers.push_back({b->name, b->value.shape()});
+  }
+  if (!trace_.header.buffers.empty() &&
+      trace_.header.format_version < trace::kTraceFormatVersionWithStatus) {
+    trace_.header.format_version = trace::kTraceFormatVersionWithStatus;
+  }
+  trace_.initial_buffers = digest_all(trainer, buffers_of(trainer.model()));
 }
 
 void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e) {
@@ -156,6 +176,7 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
       state_digests.push_back(from_chunks(*state_[k], u->params[k / kinds].state[k % kinds]));
     }
     r.optimizer_state = digest(std::span<const Digest128>(state_digests));
+    r.buffers = digest_all(trainer, buffers_of(model));
     const std::int64_t hashed = u->hash_nanoseconds.load(std::memory_order_relaxed);
     recording_seconds_ += static_cast<double>(hashed - counted_hash_nanoseconds_) * 1e-9 /
                           std::max(1, trainer.ops().threads());
@@ -170,16 +191,19 @@ void Recorder::on_step(const train::Trainer& trainer, const train::StepEvent& e)
 
 void Recorder::queue_step_digests(const train::Trainer& trainer, const train::StepEvent& e,
                                   trace::StepRecord r) {
-  // All tensors of the step in one batch: inputs, gradients, weights, optimizer state.
+  // All tensors of the step in one batch: inputs, gradients, weights, buffers, optimizer state.
   std::vector<const Tensor*> tensors{&e.batch->images};
-  const auto grads = grads_of(trainer.model()), values = values_of(trainer.model());
+  const auto grads = grads_of(trainer.model()), values = values_of(trainer.model()),
+             buffers = buffers_of(trainer.model());
   tensors.insert(tensors.end(), grads.begin(), grads.end());
   tensors.insert(tensors.end(), values.begin(), values.end());
+  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   tensors.insert(tensors.end(), state_.begin(), state_.end());
 
   PendingStep& p = pending_.emplace();
   p.record = std::move(r);
   p.params = grads.size();
+  p.buffers = buffers.size();
   p.all.resize(tensors.size());
   DigestSplit split = split_by_memory(tensors);
   p.device_slots = std::move(split.device_slots);
@@ -209,8 +233,10 @@ void Recorder::write_pending() {
   r.batch_inputs = p.all[0];
   r.grads.assign(at(1), at(1 + p.params));
   r.weights.assign(at(1 + p.params), at(1 + 2 * p.params));
+  const std::size_t state = 1 + 2 * p.params + p.buffers;
+  r.buffers.assign(at(1 + 2 * p.params), at(state));
   r.optimizer_state =
-      digest(std::span<const Digest128>(&*at(1 + 2 * p.params), p.all.size() - 1 - 2 * p.params));
+      digest(std::span<const Digest128>(p.all.data() + state, p.all.size() - state));
   write_step(std::move(r));
 }
 
@@ -274,6 +300,7 @@ trace::Trace Recorder::finish(const train::Trainer& trainer, const train::TrainR
         trace::RecordingCost{*step, calibration_->step_wall_seconds, calibration_->steps};
   }
   f.weights = digest_all(trainer, values_of(trainer.model()));
+  f.buffers = digest_all(trainer, buffers_of(trainer.model()));
   f.predictions = predictions_;
   if (trainer.step_graphs()) {
     const backend::StepLaunchCounts& launches = result.step_launches;

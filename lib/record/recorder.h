@@ -30,9 +30,9 @@ namespace ra::record {
 // that std::optional sees it complete).
 struct PendingStep {
   trace::StepRecord record;
-  std::size_t params = 0;
-  // The step's digests in order: batch inputs, gradients, weights, optimizer state; the host
-  // tensors' filled at once, the rest from `device` when it is in.
+  std::size_t params = 0, buffers = 0;
+  // The step's digests in order: batch inputs, gradients, weights, buffers, optimizer state; the
+  // host tensors' filled at once, the rest from `device` when it is in.
   std::vector<Digest128> all;
   std::vector<std::size_t> device_slots;  // in `all`, of each of `device`
   // The backend's, by its next synchronize(); shared with it until then.

@@ -20,6 +20,7 @@ std::string init_stream(std::string_view layer_name);     // "init/<layer>"
 std::string dropout_stream(std::string_view layer_name);  // "dropout/<layer>"
 inline constexpr std::string_view kDataOrderStream = "data/order";
 inline constexpr std::string_view kSyntheticDataStream = "data/synthetic";
+inline constexpr std::string_view kDataAugmentStream = "data/augment";
 
 // Uniform integer in [0, bound) from 64 random bits (multiply-shift; bias below 2^-32 for any
 // bound used here, and exactly reproducible).

@@ -34,7 +34,7 @@ std::string not_of_audit(const trace::Trace& t, const AuditManifest& m, int run)
   if (h.spec_digest != m.spec_digest) return "its spec digest differs from the manifest's";
   const PlannedRun& p = m.runs[static_cast<std::size_t>(run)];
   if (h.seed_group != p.group || h.seed_init != p.seeds.init || h.seed_data != p.seeds.data ||
-      h.seed_dropout != p.seeds.dropout) {
+      h.seed_dropout != p.seeds.dropout || h.seed_augment != p.seeds.augment) {
     return "its seeds (" + h.seed_group + ": " +
            seeds_text(h.seed_init, h.seed_data, h.seed_dropout) + ") are not the manifest's (" +
            p.group + ": " + seeds_text(p.seeds.init, p.seeds.data, p.seeds.dropout) + ")";

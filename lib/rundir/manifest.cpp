@@ -19,7 +19,9 @@ namespace {
 using nlohmann::json;
 
 json seeds_json(const PlannedSeeds& s) {
-  return {{"init", s.init}, {"data", s.data}, {"dropout", s.dropout}};
+  json j{{"init", s.init}, {"data", s.data}, {"dropout", s.dropout}};
+  if (s.augment) j["augment"] = *s.augment;  // only where --vary augment gave it its own
+  return j;
 }
 
 // Reads fields of one JSON object, naming the source and the field in every error.
@@ -85,7 +87,8 @@ std::string runs_line(const std::vector<PlannedRun>& runs) {
     if (!out.empty()) out += ", ";
     out += std::to_string(r.index) + " " + r.group + " (init " + std::to_string(r.seeds.init) +
            ", data " + std::to_string(r.seeds.data) + ", dropout " +
-           std::to_string(r.seeds.dropout) + ")";
+           std::to_string(r.seeds.dropout) +
+           (r.seeds.augment ? ", augment " + std::to_string(*r.seeds.augment) : "") + ")";
   }
   return out;
 }
@@ -95,7 +98,7 @@ bool same_runs(const std::vector<PlannedRun>& a, const std::vector<PlannedRun>& 
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].index != b[i].index || a[i].group != b[i].group ||
         a[i].seeds.init != b[i].seeds.init || a[i].seeds.data != b[i].seeds.data ||
-        a[i].seeds.dropout != b[i].seeds.dropout)
+        a[i].seeds.dropout != b[i].seeds.dropout || a[i].seeds.augment != b[i].seeds.augment)
       return false;
   }
   return true;
@@ -244,6 +247,9 @@ std::vector<PlannedRun> read_planned_runs(const FieldReader& top, const std::str
     r.seeds.init = seeds.get<std::uint64_t>("init", "an unsigned integer");
     r.seeds.data = seeds.get<std::uint64_t>("data", "an unsigned integer");
     r.seeds.dropout = seeds.get<std::uint64_t>("dropout", "an unsigned integer");
+    if (run.object("seeds").contains("augment")) {
+      r.seeds.augment = seeds.get<std::uint64_t>("augment", "an unsigned integer");
+    }
     planned.push_back(r);
   }
   return planned;

@@ -28,10 +28,13 @@ inline constexpr const char* kExpectWhenDeterministic = "when-deterministic";
 // The seeds of a planned run's independent random streams, as the manifest records them: what
 // the run trains with (train::RunSeeds, which the audit makes of them) and its trace header says.
 struct PlannedSeeds {
-  std::uint64_t init = 0;     // parameter initialisation
-  std::uint64_t data = 0;     // sample order (shuffle)
-  std::uint64_t dropout = 0;  // dropout masks
-  static PlannedSeeds all(std::uint64_t seed) { return PlannedSeeds{seed, seed, seed}; }
+  std::uint64_t init = 0;                // parameter initialisation
+  std::uint64_t data = 0;                // sample order (shuffle)
+  std::uint64_t dropout = 0;             // dropout masks
+  std::optional<std::uint64_t> augment;  // data augmentation; none: the data seed's
+  static PlannedSeeds all(std::uint64_t seed) {
+    return PlannedSeeds{seed, seed, seed, std::nullopt};
+  }
 };
 
 // One planned run: its index (run-NNN), seed group and the seeds of its random streams.

@@ -42,6 +42,12 @@ const char* to_string(LayerType t) {
       return "dropout";
     case LayerType::activation:
       return "activation";
+    case LayerType::batchnorm:
+      return "batchnorm";
+    case LayerType::global_avgpool:
+      return "global_avgpool";
+    case LayerType::residual:
+      return "residual";
   }
   return "?";
 }
@@ -123,6 +129,10 @@ OpId table_row(ReducingOp op) {
       return OpId::maxpool2d_backward;
     case ReducingOp::loss:
       return OpId::softmax_cross_entropy;
+    case ReducingOp::batchnorm_forward_training:
+      return OpId::batchnorm_forward_training;
+    case ReducingOp::batchnorm_backward:
+      return OpId::batchnorm_backward;
   }
   return OpId::softmax_cross_entropy;
 }

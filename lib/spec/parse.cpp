@@ -113,8 +113,9 @@ ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& 
   ParsedData parsed;
   ObjectReader r(value, "data", problems);
   if (!r.is_object()) return parsed;
-  r.report_unknown_keys({"train", "eval", "scale", "batch_size", "shuffle", "drop_last", "workers"},
-                        "data");
+  r.report_unknown_keys(
+      {"train", "eval", "scale", "batch_size", "shuffle", "drop_last", "workers", "augment"},
+      "data");
   if (const Json* train = r.require("train", "a data set object")) {
     parsed.train_ok = parse_dataset(*train, r.path_of("train"), base_dir, data.train, problems);
   }
@@ -127,6 +128,14 @@ ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& 
   r.boolean("shuffle", data.shuffle);
   r.boolean("drop_last", data.drop_last);
   r.integer("workers", data.workers, IntRange{0, kMaxWorkers});
+  if (const Json* augment = r.find("augment")) {
+    ObjectReader a(*augment, r.path_of("augment"), problems);
+    if (a.is_object()) {
+      a.report_unknown_keys({"shift", "flip"}, "augment");
+      a.integer("shift", data.augment.shift, IntRange{0, kMaxDimension});
+      a.boolean("flip", data.augment.flip);
+    }
+  }
   return parsed;
 }
 

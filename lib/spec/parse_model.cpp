@@ -17,11 +17,12 @@ const std::vector<Initializer> kInitializers{Initializer::glorot_uniform, Initia
                                              Initializer::zeros};
 const std::vector<Padding> kPaddings{Padding::valid, Padding::same};
 
-// "type" values: the six layer types, then the activation shorthands ({"type": "relu"} is
+// "type" values: the nine layer types, then the activation shorthands ({"type": "relu"} is
 // {"type": "activation", "activation": "relu"}).
-const std::vector<std::string> kTypeNames{"conv2d",     "maxpool2d", "dense", "flatten", "dropout",
-                                          "activation", "relu",      "tanh",  "sigmoid"};
-constexpr std::size_t kFirstShorthand = 6;
+const std::vector<std::string> kTypeNames{"conv2d",   "maxpool2d",  "dense",     "flatten",
+                                          "dropout",  "activation", "batchnorm", "global_avgpool",
+                                          "residual", "relu",       "tanh",      "sigmoid"};
+constexpr std::size_t kFirstShorthand = 9;
 
 std::vector<std::string> allowed_keys(LayerType type, bool shorthand) {
   switch (type) {
@@ -51,7 +52,12 @@ std::vector<std::string> allowed_keys(LayerType type, bool shorthand) {
     case LayerType::activation:
       if (shorthand) return {"type", "name"};
       return {"type", "name", "activation"};
+    case LayerType::batchnorm:
+      return {"type", "name", "momentum", "epsilon"};
+    case LayerType::residual:
+      return {"type", "name", "layers", "shortcut", "activation"};
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       return {"type", "name"};
   }
   return {};
@@ -104,6 +110,48 @@ struct LayerStatus {
 };
 
 LayerSpec parse_layer(const Json& value, const std::string& path, Problems& problems,
+                      LayerStatus& status);
+
+// A residual block's "layers" (each parsed as a model's layer, given its default name here;
+// resolve_model judges the names) and "shortcut" ({"filters", "stride", "use_bias", and the
+// initializers}: the projection's, kept in the block's own fields).
+bool read_residual(ObjectReader& r, LayerSpec& l) {
+  bool ok = true;
+  if (const Json* layers = r.require("layers", "a non-empty array of layers")) {
+    if (!layers->is_array() || layers->empty() ||
+        layers->size() > static_cast<std::size_t>(kMaxLayers)) {
+      r.problems().push_back({r.path_of("layers"), "expected a non-empty array of at most " +
+                                                       std::to_string(kMaxLayers) +
+                                                       " layers, got " + describe(*layers)});
+      return false;
+    }
+    for (std::size_t j = 0; j < layers->size(); ++j) {
+      LayerStatus status;
+      l.body.push_back(
+          parse_layer((*layers)[j], index_path(r.path_of("layers"), j), r.problems(), status));
+      ok = ok && status.typed && status.fields_ok;
+    }
+    Problems judged_later;
+    if (ok) name_layers(l.body, judged_later);
+  }
+  r.choice("activation", l.activation, kActivations);
+  const Json* shortcut = r.find("shortcut");
+  if (shortcut == nullptr) return ok;
+  ObjectReader s(*shortcut, r.path_of("shortcut"), r.problems());
+  if (!s.is_object()) return false;
+  s.report_unknown_keys({"filters", "stride", "use_bias", "kernel_initializer", "bias_initializer"},
+                        "shortcuts");
+  if (s.require("filters", "a positive integer")) {
+    s.integer("filters", l.filters, IntRange{1, kMaxFilters});
+  }
+  read_pair(s, "stride", l.stride_h, l.stride_w);
+  s.boolean("use_bias", l.use_bias);
+  s.choice("kernel_initializer", l.kernel_initializer, kInitializers);
+  s.choice("bias_initializer", l.bias_initializer, kInitializers);
+  return ok;
+}
+
+LayerSpec parse_layer(const Json& value, const std::string& path, Problems& problems,
                       LayerStatus& status) {
   LayerSpec l;
   status = {};
@@ -111,7 +159,8 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
   if (!r.is_object()) return l;
   const Json* type_value = r.require("type",
                                      "one of conv2d, maxpool2d, dense, flatten, dropout, "
-                                     "activation, relu, tanh, sigmoid");
+                                     "activation, batchnorm, global_avgpool, residual, relu, tanh, "
+                                     "sigmoid");
   if (type_value == nullptr) return l;
   const auto type_index = read_choice(*type_value, r.path_of("type"), kTypeNames, problems);
   if (!type_index) return l;  // the other keys cannot be judged without the type
@@ -156,7 +205,15 @@ LayerSpec parse_layer(const Json& value, const std::string& path, Problems& prob
         r.choice("activation", l.activation, kActivations);
       }
       break;
+    case LayerType::batchnorm:
+      r.real("momentum", l.momentum, RealRange{0.0, false, 1.0, false});
+      r.real("epsilon", l.epsilon, kPositive);
+      break;
+    case LayerType::residual:
+      if (!read_residual(r, l)) status.typed = false;
+      break;
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       break;
   }
   status.fields_ok = problems.size() == before_fields;

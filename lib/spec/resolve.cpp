@@ -114,8 +114,25 @@ void check_layer_fields(const LayerSpec& l, std::size_t i, Problems& problems) {
             {at + ".rate", "expected a number in [0, 1), got " + std::to_string(l.rate)});
       }
       break;
+    case LayerType::batchnorm:
+      if (!(l.momentum >= 0.0f && l.momentum <= 1.0f)) {
+        problems.push_back(
+            {at + ".momentum", "expected a number in [0, 1], got " + std::to_string(l.momentum)});
+      }
+      if (!(l.epsilon > 0.0f)) {
+        problems.push_back(
+            {at + ".epsilon", "expected a number > 0, got " + std::to_string(l.epsilon)});
+      }
+      break;
+    case LayerType::residual:
+      if (l.filters != 0) {
+        in_range({l.filters}, kMaxFilters, "shortcut.filters");
+        in_range({l.stride_h, l.stride_w}, kMaxWindow, "shortcut.stride");
+      }
+      break;
     case LayerType::flatten:
     case LayerType::activation:
+    case LayerType::global_avgpool:
       break;
   }
 }
@@ -146,6 +163,22 @@ bool resolve_window(ResolvedLayer& r, std::size_t i, int kh, int kw, std::int64_
   r.pad_bottom = rows->pad_end;
   r.pad_left = cols->pad_begin;
   r.pad_right = cols->pad_end;
+  return true;
+}
+
+// batchnorm and global_avgpool: per channel of a [C, H, W] input (BatchNorm2d, a global pool over
+// H and W), or a problem naming the layer.
+bool resolve_per_channel(ResolvedLayer& r, std::size_t i, Problems& problems) {
+  const LayerSpec& l = r.spec;
+  if (r.input.size() != 3) {
+    problems.push_back({layer_path(i), std::string(to_string(l.type)) + " '" + l.name +
+                                           "' works per channel of a [C, H, W] input, got " +
+                                           ra::to_string(r.input) + " (rank " +
+                                           std::to_string(r.input.size()) +
+                                           "); put it before the flatten or dense layers"});
+    return false;
+  }
+  r.output = l.type == LayerType::batchnorm ? r.input : Shape{r.input[0]};
   return true;
 }
 
@@ -200,6 +233,18 @@ bool resolve_layer(ResolvedLayer& r, std::size_t i, Problems& problems) {
       r.output = r.input;
       flops = Count(l.activation == Activation::none ? 0 : in_elements);
       break;
+    case LayerType::residual:
+      if (!resolve_residual(r, layer_path(i), problems)) return false;
+      params = Count(r.params);
+      flops = Count(r.flops);
+      break;
+    case LayerType::batchnorm:
+    case LayerType::global_avgpool:
+      if (!resolve_per_channel(r, i, problems)) return false;
+      params = Count(l.type == LayerType::batchnorm ? 2 * r.input[0] : 0);
+      // batchnorm: the statistics and the normalisation, 4 per element; the pool: 1 per element.
+      flops = Count(l.type == LayerType::batchnorm ? 4 * in_elements : in_elements);
+      break;
   }
   if (element_count(r.output) > kMaxSampleElements) {
     problems.push_back({layer_path(i), "output " + ra::to_string(r.output) +
@@ -218,7 +263,7 @@ bool resolve_layer(ResolvedLayer& r, std::size_t i, Problems& problems) {
 }  // namespace
 
 void name_layers(std::vector<LayerSpec>& layers, Problems& problems) {
-  std::array<int, 6> per_type{};  // layers seen so far of each LayerType
+  std::array<int, 9> per_type{};  // layers seen so far of each LayerType
   std::map<std::string, std::size_t> first_use;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     LayerSpec& l = layers[i];

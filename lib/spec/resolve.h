@@ -15,6 +15,9 @@ struct ResolvedLayer {
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;  // conv2d / maxpool2d
   std::int64_t params = 0;                                       // weights + biases
   std::int64_t flops = 0;  // forward FLOPs per sample (see docs/spec.md for the counting rule)
+  // residual: the body's layers and the projection (none, or one conv2d "<block>.shortcut"),
+  // their names prefixed with "<block>.".
+  std::vector<ResolvedLayer> body, shortcut;
 };
 
 struct ResolvedModel {

@@ -32,6 +32,14 @@ struct DatasetSpec {
   std::int64_t limit = 0;
 };
 
+// Keras' CIFAR-10 augmentation (data/augment.h): whole-pixel shifts with zero fill, left-right
+// flips.
+struct AugmentSpec {
+  int shift = 0;  // at most this many pixels each way, per axis
+  bool flip = false;
+  bool active() const { return shift > 0 || flip; }
+};
+
 struct DataSpec {
   DatasetSpec train;
   std::optional<DatasetSpec> eval;
@@ -40,10 +48,21 @@ struct DataSpec {
   bool shuffle = true;
   bool drop_last = false;
   int workers = 0;  // prefetching loader threads; 0 = batches are assembled on the training thread
+  AugmentSpec augment;  // of the training set's batches only
 };
 
 // ---- model ----------------------------------------------------------------------------------
-enum class LayerType { conv2d, maxpool2d, dense, flatten, dropout, activation };
+enum class LayerType {
+  conv2d,
+  maxpool2d,
+  dense,
+  flatten,
+  dropout,
+  activation,
+  batchnorm,
+  global_avgpool,
+  residual
+};
 enum class Activation { none, relu, tanh, sigmoid };
 enum class Padding { valid, same };
 enum class Initializer { glorot_uniform, he_normal, zeros };
@@ -68,6 +87,14 @@ struct LayerSpec {
   Initializer bias_initializer = Initializer::zeros;
   // dropout
   float rate = 0.0f;
+  // batchnorm: PyTorch's momentum (the weight of the batch's statistics in the running ones;
+  // Keras' momentum m is 1 - m here) and epsilon.
+  float momentum = 0.1f;
+  float epsilon = 1e-5f;
+  // residual: the body ("layers"), applied in order to the block's input; the shortcut is a 1x1
+  // projection conv2d when `filters` > 0 ("shortcut": filters, stride, use_bias and the
+  // initializers above are the projection's), else the identity. `activation` follows the add.
+  std::vector<LayerSpec> body;
 };
 
 struct ModelSpec {
@@ -122,8 +149,10 @@ enum class ReducingOp {
   dense_backward_data,
   maxpool2d_backward,
   loss,
+  batchnorm_forward_training,
+  batchnorm_backward,
 };
-inline constexpr int kReducingOpCount = 8;
+inline constexpr int kReducingOpCount = 10;
 
 struct DeterminismSpec {
   KernelMode mode = KernelMode::deterministic;

@@ -59,6 +59,10 @@ Json data_json(const DataSpec& d) {
          {"drop_last", d.drop_last},       {"workers", d.workers}};
   // An absent eval set stays absent: null is not a data set in the input format.
   if (d.eval) j["eval"] = dataset_json(*d.eval);
+  // Absent unless it augments, so that the canonical JSON (and digest) of every other spec stays.
+  if (d.augment.active()) {
+    j["augment"] = Json{{"shift", d.augment.shift}, {"flip", d.augment.flip}};
+  }
   return j;
 }
 
@@ -96,7 +100,27 @@ Json layer_json(const LayerSpec& l) {
     case LayerType::activation:
       j["activation"] = to_string(l.activation);
       break;
+    case LayerType::batchnorm:
+      j["momentum"] = float_json(l.momentum);
+      j["epsilon"] = float_json(l.epsilon);
+      break;
+    case LayerType::residual: {
+      Json body = Json::array();
+      for (const LayerSpec& inner : l.body) body.push_back(layer_json(inner));
+      j["layers"] = body;
+      j["activation"] = to_string(l.activation);
+      if (l.filters > 0) {
+        Json shortcut{{"filters", l.filters},
+                      {"stride", pair_json(l.stride_h, l.stride_w)},
+                      {"use_bias", l.use_bias}};
+        shortcut["kernel_initializer"] = to_string(l.kernel_initializer);
+        shortcut["bias_initializer"] = to_string(l.bias_initializer);
+        j["shortcut"] = shortcut;
+      }
+      break;
+    }
     case LayerType::flatten:
+    case LayerType::global_avgpool:
       break;
   }
   return j;

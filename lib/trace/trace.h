@@ -176,6 +176,9 @@ struct TraceHeader {
   std::string seed_group;  // "same", "different" (--seeds both) or "perturbed" (--seeds all)
   std::optional<Perturbation> perturbation;  // set exactly in the perturbed group's runs
   std::uint64_t seed_init = 0, seed_data = 0, seed_dropout = 0;
+  // The data augmentation's, when the run's plan gave it its own (--vary augment): "seeds.augment"
+  // in the header, absent otherwise (the data seed's).
+  std::optional<std::uint64_t> seed_augment;
   std::string backend;
   int threads = 0;
   nlohmann::json determinism;  // {"mode": ..., "ops": {...}}: the policy actually used

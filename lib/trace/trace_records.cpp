@@ -84,6 +84,7 @@ TraceHeader read_header(const Field& r) {
   h.seed_init = seeds["init"].uint64();
   h.seed_data = seeds["data"].uint64();
   h.seed_dropout = seeds["dropout"].uint64();
+  if (seeds.has("augment")) h.seed_augment = seeds["augment"].uint64();
   h.backend = r["backend"].nonempty_string();
   h.threads = static_cast<int>(r["threads"].integer(1, kLargestInt));
   h.determinism = read_determinism(r["determinism"]);

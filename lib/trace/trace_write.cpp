@@ -39,6 +39,12 @@ std::string epoch_text(const EpochRecord& e) {
          "\n";
 }
 
+json seeds_json(const TraceHeader& h) {
+  json seeds{{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}};
+  if (h.seed_augment) seeds["augment"] = *h.seed_augment;
+  return seeds;
+}
+
 bool is_v3(const TraceHeader& h) {
   return has_status_records(h.format_version);
 }
@@ -62,7 +68,7 @@ json header_fields(const TraceHeader& h) {
           {"spec_digest", h.spec_digest},
           {"run_index", h.run_index},
           {"seed_group", h.seed_group},
-          {"seeds", {{"init", h.seed_init}, {"data", h.seed_data}, {"dropout", h.seed_dropout}}},
+          {"seeds", seeds_json(h)},
           {"backend", h.backend},
           {"threads", h.threads},
           {"determinism", h.determinism},

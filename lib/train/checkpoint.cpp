@@ -27,6 +27,13 @@ std::string file_digest(std::string_view bytes) {
       .hex();
 }
 
+// The run's seeds; "augment" only where the run's plan gave augmentation its own seed.
+json seeds_json(const RunSeeds& s) {
+  json j{{"init", s.init}, {"data", s.data}, {"dropout", s.dropout}};
+  if (s.augment) j["augment"] = *s.augment;
+  return j;
+}
+
 json manifest_json(const Checkpoint& c, const std::string& tensor_file, std::string_view tensors) {
   const TrainPosition& p = c.position;
   json streams = json::array();
@@ -37,7 +44,7 @@ json manifest_json(const Checkpoint& c, const std::string& tensor_file, std::str
           {"version", kCheckpointFormatVersion},
           {"spec_name", c.spec_name},
           {"spec_digest", c.spec_digest},
-          {"seeds", {{"init", c.seeds.init}, {"data", c.seeds.data}, {"dropout", c.seeds.dropout}}},
+          {"seeds", seeds_json(c.seeds)},
           {"position",
            {{"step", p.step},
             {"epoch", p.epoch},
@@ -191,7 +198,10 @@ Checkpoint read_checkpoint(const std::filesystem::path& given) {
   const json& seeds = f.at(m, "seeds", "");
   c.seeds = RunSeeds{f.number<std::uint64_t>(seeds, "init", "seeds."),
                      f.number<std::uint64_t>(seeds, "data", "seeds."),
-                     f.number<std::uint64_t>(seeds, "dropout", "seeds.")};
+                     f.number<std::uint64_t>(seeds, "dropout", "seeds."), std::nullopt};
+  if (seeds.contains("augment")) {
+    c.seeds.augment = f.number<std::uint64_t>(seeds, "augment", "seeds.");
+  }
   read_position(f, m, c);
   c.optimizer_iterations =
       f.number<std::int64_t>(f.at(m, "optimizer", ""), "iterations", "optimizer.");

@@ -37,8 +37,9 @@ struct Checkpoint {
   std::string spec_digest;  // as a trace header's (XXH3-128 of the canonical spec's JSON)
   RunSeeds seeds;
   TrainPosition position;
-  std::int64_t optimizer_iterations = 0;                // the learning-rate schedule's position
-  std::vector<std::pair<std::string, Tensor>> weights;  // by parameter name, host
+  std::int64_t optimizer_iterations = 0;  // the learning-rate schedule's position
+  // By parameter name, then the model's buffers by theirs (nn::Model::buffers), host.
+  std::vector<std::pair<std::string, Tensor>> weights;
   std::vector<std::pair<std::string, Tensor>> optimizer_state;  // by state() name, host
   std::vector<RngStreamState> rng_streams;
   std::vector<std::int64_t> epoch_order;  // the sample order of position.epoch

@@ -186,6 +186,10 @@ TrainResult Trainer::run(Observer* observer) {
   data::BatchLoader loader(*data_.train, spec_.data.batch_size, spec_.data.shuffle,
                            spec_.data.drop_last,
                            rng::derive_key(seeds_.data, rng::kDataOrderStream), spec_.data.workers);
+  if (spec_.data.augment.active()) {
+    loader.set_augmentation({spec_.data.augment.shift, spec_.data.augment.flip,
+                             rng::derive_key(seeds_.augment_seed(), rng::kDataAugmentStream)});
+  }
   RunState state{{}, nullptr, {}, {}, {}, Tensor(Shape{0}, ops_->memory())};
   for (nn::Param* p : model_->params()) state.params.push_back({p->name, &p->value, &p->grad});
 

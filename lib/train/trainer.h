@@ -33,7 +33,10 @@ struct RunSeeds {
   std::uint64_t init = 0;     // parameter initialisation
   std::uint64_t data = 0;     // sample order (shuffle)
   std::uint64_t dropout = 0;  // dropout masks
-  static RunSeeds all(std::uint64_t seed) { return RunSeeds{seed, seed, seed}; }
+  // Data augmentation (data/augment.h); none: the data seed's (only --vary augment sets its own).
+  std::optional<std::uint64_t> augment;
+  static RunSeeds all(std::uint64_t seed) { return RunSeeds{seed, seed, seed, std::nullopt}; }
+  std::uint64_t augment_seed() const { return augment.value_or(data); }
 };
 
 struct RunOptions {

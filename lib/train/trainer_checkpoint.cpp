@@ -53,6 +53,10 @@ Checkpoint Trainer::checkpoint(const TrainPosition& at) const {
   c.position = at;
   c.optimizer_iterations = optimizer_->iterations();
   for (const nn::Param* p : model_->params()) c.weights.emplace_back(p->name, p->value.to_host());
+  // The model's buffers (batchnorm's running statistics) beside the weights, by their own names.
+  for (const nn::NamedBuffer* b : model_->buffers()) {
+    c.weights.emplace_back(b->name, b->value.to_host());
+  }
   for (const auto& [name, tensor] : optimizer_->state()) {
     c.optimizer_state.emplace_back(name, tensor->to_host());
   }
@@ -116,6 +120,13 @@ void Trainer::restore(const Checkpoint& c, const RestoreSkips& skips) {
       throw InputError("checkpoint: weights of '" + p->name + "' are missing or misshapen");
     }
     if (!skips.weights) p->value.copy_from(*saved);
+  }
+  for (nn::NamedBuffer* b : model_->buffers()) {
+    const Tensor* saved = find_tensor(c.weights, b->name);
+    if (saved == nullptr || saved->shape() != b->value.shape()) {
+      throw InputError("checkpoint: buffer '" + b->name + "' is missing or misshapen");
+    }
+    if (!skips.weights) b->value.copy_from(*saved);
   }
   optimizer_->restore(
       params, skips.schedule ? 0 : c.optimizer_iterations,

@@ -89,6 +89,13 @@ void call_every_op(Ops& ops, StandIns& s) {
   ops.optimizer_update(s.rule, 1, f, f, f, f);
   ops.optimizer_update_digested(s.rule, 1, f, f, f, f, s.targets);
   ops.digest({});
+  const ChannelGeometry channels{};
+  ops.batchnorm_forward_training(channels, f, f, f, 0.1f, 1e-5f, f, f, f, f, f, det);
+  ops.batchnorm_forward_inference(channels, f, f, f, f, f, 1e-5f, f);
+  ops.batchnorm_backward(channels, f, f, f, f, f, f, f, f, nondet);
+  ops.global_avgpool_forward(channels, f, f);
+  ops.global_avgpool_backward(channels, f, f);
+  ops.residual_add(1, f, f, f);
 }
 
 }  // namespace
@@ -98,7 +105,7 @@ TEST_CASE("every op reaches the hook as its row of the op table says", "[backend
   CallSpy spy(cpu, true);
   StandIns stand_ins;
   call_every_op(spy, stand_ins);
-  REQUIRE(spy.seen.size() == 22);
+  REQUIRE(spy.seen.size() == 28);
   std::set<const OpInfo*> reached;
   for (const Seen& s : spy.seen) {
     INFO(s.op->timing_label);

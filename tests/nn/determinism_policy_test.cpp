@@ -61,6 +61,22 @@ class SpyOps final : public ra::test::ForwardingOps {
     seen[ReducingOp::loss] = m;
     return ForwardingOps::softmax_cross_entropy(n, c, logits, labels, d, m);
   }
+  void batchnorm_forward_training(const ra::backend::ChannelGeometry& g, const float* x,
+                                  const float* gamma, const float* beta, float momentum,
+                                  float epsilon, float* running_mean, float* running_var,
+                                  float* saved_mean, float* saved_inv_std, float* y,
+                                  KernelMode m) override {
+    seen[ReducingOp::batchnorm_forward_training] = m;
+    ForwardingOps::batchnorm_forward_training(g, x, gamma, beta, momentum, epsilon, running_mean,
+                                              running_var, saved_mean, saved_inv_std, y, m);
+  }
+  void batchnorm_backward(const ra::backend::ChannelGeometry& g, const float* x, const float* dy,
+                          const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                          float* dx, float* dgamma, float* dbeta, KernelMode m) override {
+    seen[ReducingOp::batchnorm_backward] = m;
+    ForwardingOps::batchnorm_backward(g, x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta,
+                                      m);
+  }
   float mean_squared_error(int n, int c, const float* p, const std::int32_t* labels, float* d,
                            KernelMode m) override {
     seen[ReducingOp::loss] = m;
@@ -75,10 +91,11 @@ TEST_CASE("per-op overrides of the spec reach the backend, the rest follows the 
     "data": {"train": {"format": "random", "samples": 8, "shape": [1, 6, 6], "classes": 3}},
     "model": {"input": [1, 6, 6], "layers": [
       {"type": "conv2d", "filters": 2, "kernel": 3},
-      {"type": "conv2d", "filters": 2, "kernel": 1},
+      {"type": "conv2d", "filters": 2, "kernel": 1}, {"type": "batchnorm"},
       {"type": "maxpool2d", "pool": 2}, {"type": "flatten"}, {"type": "dense", "units": 3}]},
     "determinism": {"mode": "deterministic",
-                    "ops": {"conv2d.backward_filter": "nondeterministic", "loss": "nondeterministic"}}})"),
+                    "ops": {"conv2d.backward_filter": "nondeterministic", "loss": "nondeterministic",
+                            "batchnorm.backward": "nondeterministic"}}})"),
                                          ".");
   ra::nn::Model model(ra::spec::resolve_model(spec.model), {1, 1});
   SpyOps ops;
@@ -94,7 +111,8 @@ TEST_CASE("per-op overrides of the spec reach the backend, the rest follows the 
   REQUIRE(ops.seen.size() == ra::spec::kReducingOpCount);
   for (const auto& [op, mode] : ops.seen) {
     INFO(ra::spec::to_string(op));
-    const bool overridden = op == ReducingOp::conv2d_backward_filter || op == ReducingOp::loss;
+    const bool overridden = op == ReducingOp::conv2d_backward_filter || op == ReducingOp::loss ||
+                            op == ReducingOp::batchnorm_backward;
     REQUIRE(mode == (overridden ? KernelMode::nondeterministic : KernelMode::deterministic));
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_ops.h"
@@ -44,10 +45,14 @@ ra::Tensor random_input(ra::Shape shape, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
+namespace {
+
+// The model's backward pass against central differences of its loss, for each loss.
+void check_model_gradients(
+    const std::function<ra::spec::ExperimentSpec(const std::string&)>& spec_of) {
   for (const std::string loss : {"softmax_cross_entropy", "mean_squared_error"}) {
     INFO(loss);
-    const auto spec = small_spec(loss);
+    const auto spec = spec_of(loss);
     ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
     ra::backend::cpu::CpuOps ops(2);
     const ra::Tensor x = random_input({4, 2, 7, 7}, 99);
@@ -102,6 +107,54 @@ TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
     REQUIRE(kinks <= 3);
     REQUIRE(checked >= 30);
   }
+}
+
+// Batch normalisation (training statistics) and global average pooling between a conv and the
+// dense layer: the layers of a ResNet v2's stem and head.
+ra::spec::ExperimentSpec channel_spec(const std::string& loss) {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [2, 7, 7], "classes": 3}},
+    "model": {"input": [2, 7, 7], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same"},
+      {"type": "batchnorm", "momentum": 0.01, "epsilon": 0.001},
+      {"type": "tanh"},
+      {"type": "global_avgpool"},
+      {"type": "dense", "units": 3}]},
+    "loss": ")" + loss + R"("})"),
+                              ".");
+}
+
+// Two residual blocks: pre-activation v2 (batchnorm, relu, conv; identity shortcut) and one that
+// halves the image and doubles the channels with a strided 1x1 projection and a relu after the add.
+ra::spec::ExperimentSpec residual_spec(const std::string& loss) {
+  return ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [2, 7, 7], "classes": 3}},
+    "model": {"input": [2, 7, 7], "layers": [
+      {"type": "residual", "name": "v2", "layers": [
+        {"type": "batchnorm"}, {"type": "relu"},
+        {"type": "conv2d", "filters": 2, "kernel": 3, "padding": "same"}]},
+      {"type": "residual", "name": "down", "activation": "tanh", "layers": [
+        {"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "padding": "same",
+         "activation": "tanh"}],
+       "shortcut": {"filters": 3, "stride": 2}},
+      {"type": "global_avgpool"},
+      {"type": "dense", "units": 3}]},
+    "loss": ")" + loss + R"("})"),
+                              ".");
+}
+
+}  // namespace
+
+TEST_CASE("model gradients match finite differences of the loss", "[nn]") {
+  check_model_gradients(small_spec);
+}
+
+TEST_CASE("gradients through batchnorm and global_avgpool match finite differences", "[nn]") {
+  check_model_gradients(channel_spec);
+}
+
+TEST_CASE("gradients through residual blocks match finite differences", "[nn]") {
+  check_model_gradients(residual_spec);
 }
 
 TEST_CASE("parameters use PyTorch names and layouts", "[nn]") {
@@ -314,4 +367,20 @@ TEST_CASE("a flatten as the last layer still shapes the model output", "[nn]") {
   ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
   model.backward(ops, dout, ctx);
   REQUIRE(model.params()[0]->grad.shape() == ra::Shape{4, 6});
+}
+
+TEST_CASE("a residual block's parameters and buffers carry its name before theirs", "[nn]") {
+  const auto spec = residual_spec("softmax_cross_entropy");
+  ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+  std::vector<std::string> names;
+  for (const ra::nn::Param* p : model.params()) names.push_back(p->name);
+  REQUIRE(names == std::vector<std::string>{"v2.batchnorm_0.weight", "v2.batchnorm_0.bias",
+                                            "v2.conv2d_0.weight", "v2.conv2d_0.bias",
+                                            "down.conv2d_0.weight", "down.conv2d_0.bias",
+                                            "down.shortcut.weight", "down.shortcut.bias",
+                                            "dense_0.weight", "dense_0.bias"});
+  REQUIRE(model.buffers().size() == 2);
+  REQUIRE(model.buffers()[0]->name == "v2.batchnorm_0.running_mean");
+  // The projection is a 1x1 conv: [filters, channels, 1, 1], PyTorch's layout.
+  REQUIRE(model.params()[6]->value.shape() == ra::Shape{3, 2, 1, 1});
 }

@@ -62,6 +62,7 @@ void add_conv_cases(std::vector<OpCase>& table);
 void add_conv_pool_cases(std::vector<OpCase>& table);
 void add_dense_cases(std::vector<OpCase>& table);
 void add_pool_cases(std::vector<OpCase>& table);
+void add_channel_cases(std::vector<OpCase>& table);
 void add_elementwise_cases(std::vector<OpCase>& table);
 void add_loss_cases(std::vector<OpCase>& table);
 void add_optimizer_cases(std::vector<OpCase>& table);

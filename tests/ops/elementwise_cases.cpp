@@ -1,6 +1,6 @@
-// Elementwise cases: activation_forward, activation_backward (every activation), dropout_forward
-// and dropout_backward. Counts of 1, one short of a SIMD width and a few elementwise blocks (the
-// last partial), so every tail runs.
+// Elementwise cases: activation_forward, activation_backward (every activation), residual_add,
+// dropout_forward and dropout_backward. Counts of 1, one short of a SIMD width and a few
+// elementwise blocks (the last partial), so every tail runs.
 #include "backend/cpu/reference/reference_ops.h"
 #include "ops/case_support.h"
 
@@ -138,12 +138,36 @@ void add_dropout(std::vector<OpCase>& table, double rate, std::int64_t count) {
                    }});
 }
 
+// The residual add: one float add per element, the reference's double sum rounded once: exactly
+// the same value (a + b of two floats rounds once either way).
+void add_residual_add(std::vector<OpCase>& table, std::int64_t count) {
+  table.push_back({"residual_add", count_name(count), false, false,
+                   [count] {
+                     Arrays a;
+                     a.f32["a"] = random_values(count, 84);
+                     a.f32["b"] = random_values(count, 85, -100.0f, 100.0f);
+                     a.f32["y"] = nan_values(count);
+                     return a;
+                   },
+                   [count](Ops& ops, BackendArrays& a, KernelMode) {
+                     ops.residual_add(count, a.f32("a"), a.f32("b"), a.f32("y"));
+                   },
+                   [count](const Arrays& a) {
+                     std::vector<float> y(count);
+                     ref::residual_add(count, a.f32.at("a").data(), a.f32.at("b").data(), y.data());
+                     Expected e;
+                     e.f32["y"] = exactly(y);
+                     return e;
+                   }});
+}
+
 }  // namespace
 
 void add_elementwise_cases(std::vector<OpCase>& table) {
   for (const auto& a : kActivations) {
     for (const std::int64_t count : kCounts) add_activations(table, a.act, a.name, count);
   }
+  for (const std::int64_t count : kCounts) add_residual_add(table, count);
   for (const double rate : {0.0, 0.25, 0.5}) {
     for (const std::int64_t count : kCounts) add_dropout(table, rate, count);
   }

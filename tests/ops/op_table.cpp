@@ -11,6 +11,7 @@ const std::vector<OpCase>& op_table() {
     add_conv_pool_cases(t);
     add_dense_cases(t);
     add_pool_cases(t);
+    add_channel_cases(t);
     add_elementwise_cases(t);
     add_loss_cases(t);
     add_optimizer_cases(t);

@@ -20,10 +20,12 @@ in a conftest.py below the rootdir (`pytest tests` from the checkout's root), an
 nothing `reproducible` (tests/python/test_pytest_plugin.py loads the plugin in its own runs)."""
 from __future__ import annotations
 
+import json
 import os
+import pathlib
 import subprocess
 import sys
-from typing import Callable, Dict, Iterable
+from typing import Any, Callable, Dict, Iterable
 
 import pytest
 
@@ -65,4 +67,26 @@ def tool(repro_audit_binary: str) -> Tool:  # noqa: F811 (the imported fixture, 
         return subprocess.run([repro_audit_binary, *[str(a) for a in args]], capture_output=True,
                               text=True, env=audit_environment(without=without, **environment),
                               timeout=timeout)
+    return run
+
+
+FASHION_IMAGES = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+EngineAudit = Callable[[Dict[str, Any]], pathlib.Path]
+
+
+@pytest.fixture(scope="module")
+def engine_audit(tmp_path_factory: pytest.TempPathFactory, tool: Tool) -> EngineAudit:
+    """The engine's run 0 of a spec (a dict) in a folder of its own, with its initial weights
+    and batch order (`run --save-batches`): where a PyTorch replay starts from
+    (repro_audit.engine_run.EngineRun); the folder. Fails the test when Fashion-MNIST is missing
+    (the cross-checks read it)."""
+    def run(spec: Dict[str, Any]) -> pathlib.Path:
+        if not os.path.exists(FASHION_IMAGES):
+            pytest.fail(f"{FASHION_IMAGES} missing: scripts/setup installs dataset-fashion-mnist")
+        folder = tmp_path_factory.mktemp("engine")
+        (folder / "spec.json").write_text(json.dumps(spec))
+        done = tool("-q", "run", folder / "spec.json", "--runs", "1", "--save-batches",
+                    "--allow-empty", "--out", folder / "engine")
+        assert done.returncode == 0, done.stderr
+        return folder / "engine"
     return run

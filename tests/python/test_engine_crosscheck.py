@@ -17,7 +17,6 @@ from repro_audit.engine_run import EngineRun, read_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist.py")
-FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 
 
 def crosscheck_spec():
@@ -35,16 +34,9 @@ def crosscheck_spec():
 
 
 @pytest.fixture(scope="module")
-def crosscheck(tmp_path_factory, tool, audit_environment):
-    if not os.path.exists(FASHION):
-        pytest.fail(f"{FASHION} missing: scripts/setup installs dataset-fashion-mnist")
-    tmp = tmp_path_factory.mktemp("crosscheck")
-    (tmp / "spec.json").write_text(json.dumps(crosscheck_spec()))
-    engine = tmp / "engine"
-    done = tool("-q", "run", tmp / "spec.json", "--runs", 1, "--save-batches", "--allow-empty",
-                "--out", engine)
-    assert done.returncode == 0, done.stderr
-    trace = tmp / "pytorch.trace.jsonl"
+def crosscheck(tmp_path_factory, engine_audit, audit_environment, tool):
+    engine = engine_audit(crosscheck_spec())
+    trace = tmp_path_factory.mktemp("crosscheck") / "pytorch.trace.jsonl"
     env = audit_environment(REPRO_AUDIT_TRACE=trace, REPRO_AUDIT_RUN="1")
     done = subprocess.run([sys.executable, EXAMPLE, "--from-engine", str(engine), "--steps", "3",
                            "--threads", "1"], env=env, capture_output=True, text=True)

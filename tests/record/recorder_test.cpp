@@ -88,8 +88,10 @@ void require_same_steps(const ra::trace::Trace& a, const ra::trace::Trace& b) {
     REQUIRE(a.steps[s].grads == b.steps[s].grads);
     REQUIRE(a.steps[s].weights == b.steps[s].weights);
     REQUIRE(a.steps[s].optimizer_state == b.steps[s].optimizer_state);
+    REQUIRE(a.steps[s].buffers == b.steps[s].buffers);
   }
   REQUIRE(a.final->weights == b.final->weights);
+  REQUIRE(a.final->buffers == b.final->buffers);
 }
 
 // Flips one bit of a weight right after the update of one step, as `--inject-fault` does.
@@ -143,4 +145,36 @@ TEST_CASE("a parameter changed after the fused update is recorded as changed",
     INFO("parameter " << p);
     REQUIRE((clean.trace.steps[2].weights[p] == fused.trace.steps[2].weights[p]) == (p != 2));
   }
+}
+
+TEST_CASE("a model's buffers are recorded at the start, every step and the end",
+          "[audit][recorder][digest]") {
+  const auto spec = ra::spec::parse_spec(nlohmann::json::parse(R"({
+    "seed": 9,
+    "data": {"train": {"format": "random", "samples": 48, "shape": [1, 6, 6], "classes": 5},
+             "batch_size": 16},
+    "model": {"input": [1, 6, 6], "layers": [
+      {"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same"},
+      {"type": "batchnorm", "name": "bn"}, {"type": "relu"},
+      {"type": "global_avgpool"}, {"type": "dense", "units": 5}]},
+    "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+    "train": {"epochs": 1}})"),
+                                         ".");
+  const Recorded fused = record(spec, true);
+  const Recorded unfused = record(spec, false);
+  require_same_steps(fused.trace, unfused.trace);
+  const ra::trace::Trace& t = fused.trace;
+  // Buffers are version 3's records.
+  REQUIRE(t.header.format_version == ra::trace::kTraceFormatVersionWithStatus);
+  REQUIRE(t.header.buffers.size() == 2);
+  REQUIRE(t.header.buffers[0].name == "bn.running_mean");
+  REQUIRE(t.header.buffers[1].name == "bn.running_var");
+  // Initially zeros and ones, as PyTorch's BatchNorm2d starts.
+  REQUIRE(t.initial_buffers == std::vector<ra::Digest128>{ra::digest(ra::Tensor({3}, 0.0f)),
+                                                          ra::digest(ra::Tensor({3}, 1.0f))});
+  // Each training step moves the running statistics; the end record holds the last step's.
+  REQUIRE(t.steps.size() == 3);
+  REQUIRE(t.steps[0].buffers != t.initial_buffers);
+  REQUIRE(t.steps[1].buffers != t.steps[0].buffers);
+  REQUIRE(t.final->buffers == t.steps.back().buffers);
 }

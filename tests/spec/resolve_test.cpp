@@ -300,3 +300,96 @@ TEST_CASE("parse_spec and resolve_model agree on the spec's model", "[spec]") {
   }
   CHECK(r.output == Shape{4});
 }
+
+namespace {
+
+// The message of the ValidationError `validate` throws, or "" when it throws none.
+template <class Validate>
+std::string refusal(const Validate& validate) {
+  try {
+    validate();
+  } catch (const ra::ValidationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("batchnorm and global_avgpool work per channel of a [C, H, W] input", "[spec]") {
+  LayerSpec bn;
+  bn.type = LayerType::batchnorm;
+  LayerSpec gap;
+  gap.type = LayerType::global_avgpool;
+  ModelSpec m{{8, 5, 5}, {conv(16, 3, 3, 1, 1, Padding::same), bn, gap, dense(10)}};
+  const ResolvedModel r = resolve_model(m);
+  REQUIRE(r.layers[1].output == Shape{16, 5, 5});
+  REQUIRE(r.layers[1].params == 32);             // gamma and beta per channel
+  REQUIRE(r.layers[1].flops == 4 * 16 * 5 * 5);  // statistics and normalisation, 4 per element
+  REQUIRE(r.layers[2].output == Shape{16});
+  REQUIRE(r.layers[2].flops == 16 * 5 * 5);
+  REQUIRE(r.layers[3].params == 16 * 10 + 10);
+  // On the flat output of a dense layer: refused, naming the layer.
+  ModelSpec flat{{8, 5, 5}, {LayerSpec{.type = LayerType::flatten}, dense(4), bn}};
+  const std::string what = refusal([&] { resolve_model(flat); });
+  INFO(what);
+  REQUIRE(what.find("model.layers[2]") != std::string::npos);
+  REQUIRE(what.find("batchnorm 'batchnorm_0'") != std::string::npos);
+  REQUIRE(what.find("[4] (rank 1)") != std::string::npos);
+  ModelSpec flat_pool{{8, 5, 5}, {LayerSpec{.type = LayerType::flatten}, gap}};
+  REQUIRE_THROWS_AS(resolve_model(flat_pool), ra::ValidationError);
+}
+
+TEST_CASE("residual blocks: identity and projection shortcuts, names and shapes", "[spec]") {
+  const auto spec = parse_spec(json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [4, 8, 8], "classes": 2}},
+    "model": {"input": [4, 8, 8], "layers": [
+      {"type": "residual", "name": "a", "layers": [
+        {"type": "batchnorm"}, {"type": "relu"},
+        {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same"}]},
+      {"type": "residual", "name": "b", "activation": "relu", "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}],
+       "shortcut": {"filters": 8, "stride": 2}},
+      {"type": "global_avgpool"}, {"type": "dense", "units": 2}]}})"),
+                               ".");
+  const ResolvedModel r = resolve_model(spec.model);
+  const ResolvedLayer& a = r.layers[0];
+  REQUIRE(a.output == Shape{4, 8, 8});
+  REQUIRE(a.body.size() == 3);
+  REQUIRE(a.body[0].spec.name == "a.batchnorm_0");
+  REQUIRE(a.body[2].spec.name == "a.conv2d_0");
+  REQUIRE(a.shortcut.empty());
+  REQUIRE(a.params == 2 * 4 + 4 * 4 * 9 + 4);
+  const ResolvedLayer& b = r.layers[1];
+  REQUIRE(b.output == Shape{8, 4, 4});
+  REQUIRE(b.shortcut.size() == 1);
+  REQUIRE(b.shortcut[0].spec.name == "b.shortcut");
+  REQUIRE(b.shortcut[0].output == Shape{8, 4, 4});
+  REQUIRE(b.params == (8 * 4 * 9 + 8) + (8 * 4 + 8));
+  // The add and the relu after it, one FLOP per element each, on top of the two convolutions.
+  REQUIRE(b.flops == b.body[0].flops + b.shortcut[0].flops + 2 * 8 * 4 * 4);
+}
+
+TEST_CASE("a residual whose body and shortcut disagree is refused, naming it", "[spec]") {
+  const auto parsed = json::parse(R"({
+    "data": {"train": {"format": "random", "samples": 8, "shape": [4, 8, 8], "classes": 2}},
+    "model": {"input": [4, 8, 8], "layers": [
+      {"type": "conv2d", "filters": 4, "kernel": 1},
+      {"type": "residual", "name": "stage2", "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "stride": 2, "padding": "same"}]},
+      {"type": "flatten"}, {"type": "dense", "units": 2}]}})");
+  const std::string mismatch = refusal([&] { parse_spec(parsed, "."); });
+  INFO(mismatch);
+  REQUIRE(mismatch.find("model.layers[1]") != std::string::npos);
+  REQUIRE(mismatch.find("residual 'stage2': its body's output [8, 4, 4] differs from its "
+                        "shortcut's [4, 8, 8]") != std::string::npos);
+  REQUIRE(mismatch.find("\"shortcut\": {\"filters\": 8, \"stride\": 2}") != std::string::npos);
+  // A body layer's own problem carries its path inside the block.
+  auto bad_kernel = parsed;
+  bad_kernel["model"]["layers"][1]["layers"][0]["kernel"] = 9;
+  bad_kernel["model"]["layers"][1]["layers"][0]["padding"] = "valid";
+  const std::string too_large = refusal([&] { parse_spec(bad_kernel, "."); });
+  INFO(too_large);
+  REQUIRE(too_large.find("model.layers[1].layers[0]") != std::string::npos);
+  REQUIRE(too_large.find("larger than its 8x8 input") != std::string::npos);
+}

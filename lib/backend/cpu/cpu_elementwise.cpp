@@ -1,5 +1,6 @@
-// Elementwise ops: activations and inverted dropout. No reductions: blocks of kElementBlock
-// elements per task, every output written once, so any thread count gives the same bits.
+// Elementwise ops: activations, the residual add and inverted dropout. No reductions: blocks of
+// kElementBlock elements per task, every output written once, so any thread count gives the same
+// bits.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -52,6 +53,12 @@ void CpuOps::activation_backward(Activation act, std::int64_t count, const float
         for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (y[i] * (1.0f - y[i]));
         break;
     }
+  });
+}
+
+void CpuOps::residual_add(std::int64_t count, const float* a, const float* b, float* y) {
+  for_blocks(pool_, count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
   });
 }
 

@@ -3,11 +3,11 @@
 //
 // Structure (one file per op family): cpu_conv.cpp (direct convolutions, GEMM + col2im for the
 // rest), cpu_dense.cpp (GEMM), cpu_pool.cpp, cpu_elementwise.cpp (activations, dropout),
-// cpu_loss.cpp, cpu_optimizer.cpp. Building blocks, by folder (README.md lists them): conv/
-// (direct_conv.h, im2col.h), gemm/ (gemm.h: blocked single-thread SGEMM; parallel_gemm.h), pool/,
-// simd/ (register tiles, transpose.h), reduce/ (reduction.h: the two reduction modes), runtime/
-// (scratch.h: buffers reused across calls). reference/reference_ops.h holds the plain reference
-// implementation the tests compare against.
+// cpu_loss.cpp, cpu_optimizer.cpp, cpu_channel.cpp (batch normalisation). Building blocks, by
+// folder (README.md lists them): conv/ (direct_conv.h, im2col.h), gemm/ (gemm.h: blocked
+// single-thread SGEMM; parallel_gemm.h), pool/, simd/ (register tiles, transpose.h), reduce/
+// (reduction.h: the two reduction modes), runtime/ (scratch.h: buffers reused across calls).
+// reference/reference_ops.h holds the plain reference implementation the tests compare against.
 //
 // Determinism contract (ops.h): forward and elementwise ops write each output from one task with
 // a fixed summation order; reducing ops follow KernelMode (see reduction.h). Results in
@@ -16,6 +16,7 @@
 // One CpuOps serves one run: calls must not overlap (its scratch buffers are shared by calls).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/runtime/scratch.h"
 #include "backend/ops.h"
@@ -78,6 +79,20 @@ class CpuOps final : public Ops {
   void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                           const float* relu_gate, float* dx, KernelMode mode) override;
 
+  void batchnorm_forward_training(const ChannelGeometry& g, const float* x, const float* gamma,
+                                  const float* beta, float momentum, float epsilon,
+                                  float* running_mean, float* running_var, float* saved_mean,
+                                  float* saved_inv_std, float* y, KernelMode mode) override;
+  void batchnorm_forward_inference(const ChannelGeometry& g, const float* x, const float* gamma,
+                                   const float* beta, const float* running_mean,
+                                   const float* running_var, float epsilon, float* y) override;
+  void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
+                          const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                          float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
+
+  void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
+  void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
+  void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;
@@ -99,9 +114,16 @@ class CpuOps final : public Ops {
   // conv2d_backward_data through gemm() + col2im, without the relu gate.
   void conv2d_backward_data_gemm(const ConvGeometry& g, const float* dy, const float* w, float* dx,
                                  KernelMode mode);
+  // channel_sums_[c * width + v] = the sum over the channel's planes of value v of
+  // plane_sums(plane, values) (width <= 2), in `mode` (cpu_channel.cpp).
+  template <class PlaneSums>
+  void channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
+                    const PlaneSums& plane_sums);
 
   ThreadPool pool_;
   cpu::ScratchArena scratch_;
+  std::vector<double> channel_sums_;         // channel_sums' result
+  std::vector<float> channel_coefficients_;  // batchnorm_backward's per-channel coefficients
 };
 
 std::unique_ptr<Ops> make_cpu_ops(int threads);

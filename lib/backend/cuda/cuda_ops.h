@@ -6,6 +6,8 @@
 //                 chosen algorithms cached per geometry (conv_plan.h); bias by kernels/bias.cuh
 //   dense         cuBLAS sgemm on row-major data (cuda_dense.cpp: the transposition trick);
 //                 nondeterministic gradients: atomic split-k kernels (kernels/splitk_gemm.cuh)
+//   batch normalisation   cuDNN's batch-norm calls, spatial mode (cuda_norm.cpp); global average
+//                         pooling kernels/global_avgpool.cuh
 //   pooling, activations, dropout, losses, optimizer   kernels/*.cuh (custom, CPU-identical rules)
 //
 // Workspaces are grow-only buffers: after the first step of a run (every geometry seen once) no
@@ -124,6 +126,21 @@ class CudaOps final : public Ops {
   void maxpool2d_backward(const PoolGeometry& g, const float* dy, const std::int32_t* argmax,
                           const float* relu_gate, float* dx, KernelMode mode) override;
 
+  // cuDNN batch normalisation, spatial mode, and global average pooling (cuda_norm.cpp).
+  void batchnorm_forward_training(const ChannelGeometry& g, const float* x, const float* gamma,
+                                  const float* beta, float momentum, float epsilon,
+                                  float* running_mean, float* running_var, float* saved_mean,
+                                  float* saved_inv_std, float* y, KernelMode mode) override;
+  void batchnorm_forward_inference(const ChannelGeometry& g, const float* x, const float* gamma,
+                                   const float* beta, const float* running_mean,
+                                   const float* running_var, float epsilon, float* y) override;
+  void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
+                          const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                          float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
+
+  void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
+  void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
+  void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
   void activation_forward(Activation act, std::int64_t count, const float* x, float* y) override;
   void activation_backward(Activation act, std::int64_t count, const float* y, const float* dy,
                            float* dx) override;

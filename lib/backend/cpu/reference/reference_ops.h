@@ -37,10 +37,33 @@ void maxpool2d_forward(const PoolGeometry& g, const T* x, T* y, std::int32_t* ar
 template <class T>
 void maxpool2d_backward(const PoolGeometry& g, const T* dy, const std::int32_t* argmax, T* dx);
 
+// Batch normalisation (reference_channel_ops.cpp): the statistics of each channel in double over
+// its N*H*W elements, the contracts of ops.h.
+template <class T>
+void batchnorm_forward_training(const ChannelGeometry& g, const T* x, const T* gamma, const T* beta,
+                                T momentum, T epsilon, T* running_mean, T* running_var,
+                                T* saved_mean, T* saved_inv_std, T* y);
+template <class T>
+void batchnorm_forward_inference(const ChannelGeometry& g, const T* x, const T* gamma,
+                                 const T* beta, const T* running_mean, const T* running_var,
+                                 T epsilon, T* y);
+template <class T>
+void batchnorm_backward(const ChannelGeometry& g, const T* x, const T* dy, const T* gamma,
+                        const T* saved_mean, const T* saved_inv_std, T* dx, T* dgamma, T* dbeta);
+
+// Global average pooling: y[n, c] = the plane's mean (reference_channel_ops.cpp).
+template <class T>
+void global_avgpool_forward(const ChannelGeometry& g, const T* x, T* y);
+template <class T>
+void global_avgpool_backward(const ChannelGeometry& g, const T* dy, T* dx);
+
 template <class T>
 void activation_forward(Activation act, std::int64_t count, const T* x, T* y);
 template <class T>
 void activation_backward(Activation act, std::int64_t count, const T* y, const T* dy, T* dx);
+
+template <class T>
+void residual_add(std::int64_t count, const T* a, const T* b, T* y);
 
 template <class T>
 void dropout_forward(std::int64_t count, std::uint32_t drop_threshold, T scale, rng::PhiloxKey key,

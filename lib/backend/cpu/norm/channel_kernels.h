@@ -1,0 +1,39 @@
+#pragma once
+// The per-plane kernels of the per-channel ops (cpu_channel.cpp: batch normalisation, global
+// average pooling), one table per instruction set (simd/isa.h), all from one template
+// (channel_lanes.h): the same operations in the same order, so the same bits at every
+// instruction set (tests/backend/channel_kernels_test.cpp holds them to it).
+#include <cstdint>
+
+#include "backend/cpu/simd/isa.h"
+
+namespace ra::backend::cpu {
+
+struct ChannelKernels {
+  // The sum of x[0, count).
+  float (*sum)(const float* x, std::int64_t count);
+  // The sum of (x - mean)^2.
+  float (*centered_square_sum)(const float* x, std::int64_t count, float mean);
+  // *sum_dy = the sum of dy; *sum_dy_centered = the sum of dy (x - mean).
+  void (*centered_dot)(const float* x, const float* dy, std::int64_t count, float mean,
+                       float* sum_dy, float* sum_dy_centered);
+  // y = (x - shift) * scale + offset ('='); y may be x.
+  void (*normalize)(const float* x, std::int64_t count, float shift, float scale, float offset,
+                    float* y);
+  // dx = (dy - mean_dy - (x - mean) * slope) * scale ('='); dx may be dy.
+  void (*normalize_backward)(const float* x, const float* dy, std::int64_t count, float mean,
+                             float mean_dy, float slope, float scale, float* dx);
+};
+
+// The kernels compiled for `isa`; it must be supported (isa_supported), else ra::RuntimeFailure.
+const ChannelKernels& channel_kernels(Isa isa);
+// Those of this process's instruction set (active_isa()).
+const ChannelKernels& channel_kernels();
+
+namespace channel_detail {
+// Defined in channel_kernels_{avx2,avx512}.cpp.
+const ChannelKernels& avx2_kernels();
+const ChannelKernels& avx512_kernels();
+}  // namespace channel_detail
+
+}  // namespace ra::backend::cpu

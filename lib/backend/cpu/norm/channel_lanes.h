@@ -1,0 +1,83 @@
+#pragma once
+// The per-plane loops of the per-channel ops (batch normalisation, global average pooling),
+// written once for every instruction set. Included by channel_kernels.cpp (baseline x86-64) and
+// channel_kernels_{avx2,avx512}.cpp inside their `#pragma GCC target` regions, each of which
+// instantiates them with a tag type of its own anonymous namespace, so that every instantiation
+// stays in its unit (an inline function compiled under two targets would be one symbol, and the
+// linker would keep either).
+//
+// Every sum runs in kLanes = 16 interleaved float lanes (lane l adds the terms j = l mod 16 in
+// order), then halves the lanes in a fixed tree (l + 8, l + 4, l + 2, l + 1). No term is fused
+// (the build compiles with -ffp-contract=off), so every instruction set computes the same
+// operations in the same order: the same bits at every instruction set, and a fixed order for a
+// plane of a given size, whoever computes it. 16 lanes fill one AVX-512 register, two AVX2 ones.
+#include <cstdint>
+
+namespace ra::backend::cpu::channel_lanes {
+
+inline constexpr std::int64_t kLanes = 16;
+
+// The sum of term(j) for j in [0, count) in the lane order above.
+template <class Tag, class Term>
+inline float lane_sum(std::int64_t count, const Term& term) {
+  float lanes[kLanes] = {};
+  const std::int64_t whole = count - count % kLanes;
+  for (std::int64_t j = 0; j < whole; j += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) lanes[l] += term(j + l);
+  }
+  for (std::int64_t j = whole; j < count; ++j) lanes[j - whole] += term(j);
+  for (std::int64_t width = kLanes / 2; width >= 1; width /= 2) {
+    for (std::int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0];
+}
+
+template <class Tag>
+float sum(const float* x, std::int64_t count) {
+  const float* __restrict in = x;
+  return lane_sum<Tag>(count, [in](std::int64_t j) { return in[j]; });
+}
+
+template <class Tag>
+float centered_square_sum(const float* x, std::int64_t count, float mean) {
+  const float* __restrict in = x;
+  return lane_sum<Tag>(count, [in, mean](std::int64_t j) {
+    const float d = in[j] - mean;
+    return d * d;
+  });
+}
+
+template <class Tag>
+void centered_dot(const float* x, const float* dy, std::int64_t count, float mean, float* sum_dy,
+                  float* sum_dy_centered) {
+  const float* __restrict in = x;
+  const float* __restrict grad = dy;
+  *sum_dy = lane_sum<Tag>(count, [grad](std::int64_t j) { return grad[j]; });
+  *sum_dy_centered =
+      lane_sum<Tag>(count, [in, grad, mean](std::int64_t j) { return grad[j] * (in[j] - mean); });
+}
+
+// y = (x - shift) * scale + offset; x and y may alias (each element read before it is written).
+template <class Tag>
+void normalize(const float* x, std::int64_t count, float shift, float scale, float offset,
+               float* y) {
+  for (std::int64_t j = 0; j < count; ++j) y[j] = (x[j] - shift) * scale + offset;
+}
+
+// dx = (dy - mean_dy - (x - mean) * slope) * scale; dx may alias dy.
+template <class Tag>
+void normalize_backward(const float* x, const float* dy, std::int64_t count, float mean,
+                        float mean_dy, float slope, float scale, float* dx) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    dx[j] = (dy[j] - mean_dy - (x[j] - mean) * slope) * scale;
+  }
+}
+
+// The table of one instruction set's instantiations (channel_kernels.h).
+template <class Tag, class Table>
+constexpr Table table() {
+  return Table{&sum<Tag>, &centered_square_sum<Tag>, &centered_dot<Tag>, &normalize<Tag>,
+               &normalize_backward<Tag>};
+}
+
+}  // namespace ra::backend::cpu::channel_lanes

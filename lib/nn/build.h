@@ -1,0 +1,27 @@
+#pragma once
+// One layer of a model built from its resolved spec (the Model's layers, and the layers a
+// residual block holds), with its parameters initialised.
+#include <cstdint>
+#include <memory>
+
+#include "core/memory.h"
+#include "nn/layer.h"
+#include "spec/resolve.h"
+
+namespace ra::nn {
+
+// Seeds of the model's random streams; each may differ from the others so that an audit can vary
+// one source of randomness and pin the rest.
+struct ModelSeeds {
+  std::uint64_t init = 0;
+  std::uint64_t dropout = 0;
+};
+
+// The layer of `info` in `memory`, each parameter initialised from its own stream
+// ("init/<param name>", seeded by seeds.init) with the spec's initializer, unless the layer
+// initialises its own (Layer::initializes_own_params). Initial values are drawn on the host and
+// uploaded, so every backend starts from the same bits.
+std::unique_ptr<Layer> build_initialized_layer(const spec::ResolvedLayer& info,
+                                               const ModelSeeds& seeds, Memory& memory);
+
+}  // namespace ra::nn

@@ -1,0 +1,92 @@
+#include "nn/residual.h"
+
+namespace ra::nn {
+
+ResidualLayer::ResidualLayer(const spec::ResolvedLayer& info, const ModelSeeds& seeds,
+                             Memory& memory)
+    : Layer(info, memory) {
+  for (const spec::ResolvedLayer& inner : info.body) {
+    body_.push_back(build_initialized_layer(inner, seeds, memory));
+    body_outputs_.emplace_back(Shape{0}, memory);
+    body_grads_.emplace_back(Shape{0}, memory);
+  }
+  if (!info.shortcut.empty()) {
+    projection_ = build_initialized_layer(info.shortcut.front(), seeds, memory);
+  }
+}
+
+std::vector<Param*> ResidualLayer::params() {
+  std::vector<Param*> all;
+  for (const auto& layer : body_) {
+    for (Param* p : layer->params()) all.push_back(p);
+  }
+  if (projection_) {
+    for (Param* p : projection_->params()) all.push_back(p);
+  }
+  return all;
+}
+
+std::vector<NamedBuffer*> ResidualLayer::buffers() {
+  std::vector<NamedBuffer*> all;
+  for (const auto& layer : body_) {
+    for (NamedBuffer* b : layer->buffers()) all.push_back(b);
+  }
+  return all;
+}
+
+void ResidualLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) {
+  const Tensor* in = &x;
+  for (std::size_t i = 0; i < body_.size(); ++i) {
+    ops.enter_layer(body_[i]->name());
+    body_[i]->forward(ops, *in, body_outputs_[i], ctx);
+    in = &body_outputs_[i];
+  }
+  const Tensor* shortcut = &x;
+  if (projection_) {
+    ops.enter_layer(projection_->name());
+    projection_->forward(ops, x, projection_output_, ctx);
+    shortcut = &projection_output_;
+  }
+  ops.enter_layer(name());
+  y.resize(in->shape());
+  const auto count = static_cast<std::int64_t>(y.size());
+  ops.residual_add(count, in->data(), shortcut->data(), y.data());
+  if (activation() != backend::Activation::none) {
+    ops.activation_forward(activation(), count, y.data(), y.data());
+  }
+}
+
+void ResidualLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy,
+                             Tensor* dx, const StepContext& ctx) {
+  const Tensor* grad = &dy;  // of the add's output
+  if (activation() != backend::Activation::none) {
+    sum_grad_.resize(dy.shape());
+    ops.activation_backward(activation(), static_cast<std::int64_t>(dy.size()), y.data(), dy.data(),
+                            sum_grad_.data());
+    grad = &sum_grad_;
+  }
+  // The body, last layer first. Its first layer computes an input gradient only when the block
+  // must (dx), as the Model asks of its first layer.
+  const Tensor* body_dx = grad;
+  for (std::size_t i = body_.size(); i-- > 0;) {
+    const Tensor& in = i == 0 ? x : body_outputs_[i - 1];
+    Tensor* into = i == 0 && dx == nullptr ? nullptr : &body_grads_[i];
+    ops.enter_layer(body_[i]->name());
+    body_[i]->backward(ops, in, body_outputs_[i], *body_dx, into, ctx);
+    body_dx = into;
+  }
+  const Tensor* shortcut_dx = grad;
+  if (projection_) {
+    ops.enter_layer(projection_->name());
+    projection_->backward(ops, x, projection_output_, *grad,
+                          dx != nullptr ? &projection_grad_ : nullptr, ctx);
+    shortcut_dx = &projection_grad_;
+  }
+  if (dx == nullptr) return;
+  ops.enter_layer(name());
+  dx->resize(x.shape());
+  ops.residual_add(static_cast<std::int64_t>(dx->size()), body_dx->data(), shortcut_dx->data(),
+                   dx->data());
+}
+
+}  // namespace ra::nn
