@@ -90,6 +90,24 @@ std::filesystem::path device_digest_library() {
   return std::filesystem::is_regular_file(library, ec) ? library : std::filesystem::path{};
 }
 
+// What an audit of the command (program A under --versus) takes from the command line whichever
+// audit it is: the command, its name, the default folder (under `suffix` of the name), the
+// folder's use, the op window, the device-digest library and the tool's version.
+audit::ExecOptions program_options(const ExecCommandOptions& o, const std::string& suffix) {
+  audit::ExecOptions e = o.exec;
+  e.command = o.command;
+  e.name = audit::exec_name(e.command);
+  e.device_digest_library = device_digest_library();
+  e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / (e.name + suffix)
+                            : std::filesystem::path(o.out);
+  e.folder_use = o.resume      ? rundir::FolderUse::resume
+                 : o.overwrite ? rundir::FolderUse::overwrite
+                               : rundir::FolderUse::fresh;
+  e.tool_version = REPRO_AUDIT_VERSION;
+  if (!o.trace_ops.empty()) e.trace_ops = trace::parse_op_window(o.trace_ops);
+  return e;
+}
+
 // `exec --versus CMD_B -- CMD_A`: both programs' audits in OUT/a and OUT/b, and the report of B
 // against the floor (docs/equivalence.md, "The floor").
 int run_exec_versus(ExecCommandOptions& o) {
@@ -97,15 +115,7 @@ int run_exec_versus(ExecCommandOptions& o) {
     throw InputError("--versus judges B against the floor: give --expect equivalent with it");
   }
   audit::VersusOptions v;
-  v.a = o.exec;
-  v.a.command = o.command;
-  v.a.name = audit::exec_name(o.command);
-  v.a.device_digest_library = device_digest_library();
-  v.a.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / (v.a.name + "-versus")
-                              : std::filesystem::path(o.out);
-  v.a.folder_use = o.overwrite ? rundir::FolderUse::overwrite : rundir::FolderUse::fresh;
-  v.a.tool_version = REPRO_AUDIT_VERSION;
-  if (!o.trace_ops.empty()) v.a.trace_ops = trace::parse_op_window(o.trace_ops);
+  v.a = program_options(o, "-versus");  // --resume is refused with --versus before this
   v.command_b = audit::parse_versus(o.versus);
   v.margin = o.floor_margin;
   rundir::check_report_paths({o.json_path, o.junit_path, o.html_path}, {{v.a.out_dir}, {}});
@@ -124,20 +134,11 @@ int run_exec(ExecCommandOptions& o) {
         "--expect equivalent judges two programs: give program B with --versus "
         "'CMD_B' (or compare A B FLOOR... --expect equivalent)");
   }
+  o.exec = program_options(o, "");
   audit::ExecOptions& e = o.exec;
-  e.command = o.command;
-  e.name = audit::exec_name(e.command);
-  e.device_digest_library = device_digest_library();
   e.seeds = audit::seed_policy_from_string(o.seeds);
-  e.out_dir = o.out.empty() ? std::filesystem::path("repro-audit-out") / e.name
-                            : std::filesystem::path(o.out);
-  e.folder_use = o.resume      ? rundir::FolderUse::resume
-                 : o.overwrite ? rundir::FolderUse::overwrite
-                               : rundir::FolderUse::fresh;
   e.expect_identical = parse_expect(o.expect);
-  e.tool_version = REPRO_AUDIT_VERSION;
   if (!o.shard.empty()) e.shard = rundir::parse_shard(o.shard, rundir::process_environment());
-  if (!o.trace_ops.empty()) e.trace_ops = trace::parse_op_window(o.trace_ops);
   if (const auto plan = trace::parse_tensor_digest_plan(o.tensor_digests); !plan.all()) {
     e.tensor_digests = plan;
   }

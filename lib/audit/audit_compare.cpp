@@ -243,7 +243,9 @@ compare::ComparisonResult compare_with_snapshots(const std::vector<trace::Trace>
   };
   // What needs the run folders is an input of the comparison, never a patch after it (issue 60).
   compare_options.audit_folders = std::move(folders);
-  if (options.measure_magnitudes) {
+  // Two programs (--align, --expect equivalent) have no root causes to measure: compare does not
+  // pair their records into any, and the alignment reads the kept outputs itself.
+  if (options.measure_magnitudes && !options.align && !options.expect_equivalent) {
     compare_options.measure_magnitudes = [&options, ignored](compare::ComparisonResult& result,
                                                              const std::vector<trace::Trace>& t) {
       add_magnitudes(result, t, options, *ignored);

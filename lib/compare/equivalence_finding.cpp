@@ -37,14 +37,11 @@ std::set<std::size_t> shown_steps(const EquivalenceCurve& c) {
 // Whether some floor run's outcome (its digests, from the initial weights to the end) is not A's:
 // else the floor runs are A again, and no floor was measured.
 bool floor_differs(const ComparisonResult& r, const EquivalenceRoles& roles) {
-  for (const std::vector<int>& members : r.classes) {
-    if (std::find(members.begin(), members.end(), roles.a) == members.end()) continue;
-    for (int f : roles.floor_runs) {
-      if (std::find(members.begin(), members.end(), f) == members.end()) return true;
-    }
-    return false;
-  }
-  return true;
+  const auto class_of = [&](int run) {
+    return r.runs[static_cast<std::size_t>(run)].outcome_class;
+  };
+  return std::any_of(roles.floor_runs.begin(), roles.floor_runs.end(),
+                     [&](int f) { return class_of(f) != class_of(roles.a); });
 }
 
 std::string equivalence_summary(const EquivalenceCurve& c, CheckOutcome outcome) {

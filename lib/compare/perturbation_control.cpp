@@ -24,11 +24,7 @@ std::vector<ControlRun> control_runs(const CheckContext& c) {
   const ComparisonResult& r = c.result;
   const int reference = r.instability ? r.instability->reference : 0;
   const auto class_of = [&](int run) {
-    for (std::size_t k = 0; k < r.classes.size(); ++k) {
-      const auto& members = r.classes[k];
-      if (std::find(members.begin(), members.end(), run) != members.end()) return k;
-    }
-    return r.classes.size();
+    return r.runs[static_cast<std::size_t>(run)].outcome_class;
   };
   std::vector<ControlRun> runs;
   for (std::size_t i = 0; i < c.traces.size(); ++i) {
