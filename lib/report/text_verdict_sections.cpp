@@ -17,9 +17,14 @@ std::string header(const ComparisonResult& r) {
 
 namespace {
 
-// The head of the verdict when the compared runs agree (rank 0's, per world size) and the audit
-// still failed: which check failed, and where the report shows it.
-// The first finding (compare/checks.h) of `outcome`, named for the verdict line.
+// Some finding (compare/checks.h) has `outcome` (the verdict's check of kind finding at index 0 is
+// the first finding's only).
+bool any_finding(const ComparisonResult& r, compare::CheckOutcome outcome) {
+  return std::any_of(r.findings.begin(), r.findings.end(),
+                     [&](const compare::Finding& f) { return f.outcome == outcome; });
+}
+
+// The first finding of `outcome`, named for the verdict line.
 std::string finding_named(const ComparisonResult& r, compare::CheckOutcome outcome) {
   for (const compare::Finding& f : r.findings) {
     if (f.outcome == outcome) return f.name;
@@ -27,10 +32,12 @@ std::string finding_named(const ComparisonResult& r, compare::CheckOutcome outco
   return "a check";
 }
 
+// The head of the verdict when the compared runs agree (rank 0's, per world size) and the audit
+// still failed: which check failed, and where the report shows it.
 std::string failed_beside_identity(const ComparisonResult& r, const compare::AuditVerdict& v,
                                    std::size_t n) {
   using compare::CheckKind;
-  if (v.failed(CheckKind::finding)) {
+  if (any_finding(r, compare::CheckOutcome::failed)) {
     return format("DIVERGED: the %zu same-seed runs agree, but %s failed (below)", n,
                   finding_named(r, compare::CheckOutcome::failed).c_str());
   }
@@ -58,6 +65,24 @@ std::string identical_head(const ComparisonResult& r, const compare::AuditVerdic
         n, finding_named(r, compare::CheckOutcome::inconclusive).c_str());
   }
   return format("BITWISE IDENTICAL: all %zu same-seed runs", n);
+}
+
+// Where the runs may differ (identity allowed) and the audit still failed, or was not proven: the
+// check that decided it, before the runs' difference (exit 1 or 6, as the verdict's).
+std::string allowed_difference_head(const ComparisonResult& r, const compare::AuditVerdict& v,
+                                    compare::CheckOutcome identity) {
+  if (identity == compare::CheckOutcome::failed) return "";
+  if (v.status == compare::AuditStatus::diverged) {
+    const std::string what = any_finding(r, compare::CheckOutcome::failed)
+                                 ? finding_named(r, compare::CheckOutcome::failed)
+                                 : std::string("a rank, replica or resume check");
+    return "DIVERGED: " + what + " failed (below); ";
+  }
+  if (v.status == compare::AuditStatus::inconclusive) {
+    return "INCONCLUSIVE: " + finding_named(r, compare::CheckOutcome::inconclusive) +
+           " was not proven (below; exit 6); ";
+  }
+  return "";
 }
 
 }  // namespace
@@ -109,6 +134,7 @@ std::string verdict(const ComparisonResult& r) {
         "%s: %zu distinct outcomes among %zu same-seed runs",
         identity == compare::CheckOutcome::failed ? "DIVERGED" : "NOT BITWISE IDENTICAL (allowed)",
         classes_among_compared, n);
+    head = allowed_difference_head(r, v, identity) + head;
     if (r.within_tolerance) {
       head += format("; final losses within %.0e relative", r.loss_tolerance);
     } else {

@@ -9,6 +9,7 @@
 
 #include "compare/compare.h"
 #include "compare/equivalence_floor.h"
+#include "compare/equivalent_programs.h"
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "trace/in_memory_traces.h"
@@ -31,35 +32,6 @@ const ra::compare::Finding* equivalence_of(const ra::compare::ComparisonResult& 
     if (f.id == "equivalence") return &f;
   }
   return nullptr;
-}
-
-// Program A, program B and a floor run of A, 6 steps: B's and the floor's losses are A's plus
-// the given offsets (in ulp of A's loss) per step; a floor run is A's with another reduction order,
-// so its digests differ from A's from step 0 wherever its loss does.
-std::vector<ra::trace::Trace> programs(const std::vector<int>& b_ulp,
-                                       const std::vector<int>& floor_ulp) {
-  ra::test::TraceBuilder builder;
-  builder.steps = 6;
-  std::vector<ra::trace::Trace> traces = {builder.build(0), builder.build(1), builder.build(2)};
-  traces[1].header.spec_digest = "b-program-spec-digest-0000000000";
-  traces[1].source = "b.trace.jsonl";
-  for (std::size_t s = 0; s < 6; ++s) {
-    traces[1].steps[s].loss_bits += static_cast<std::uint32_t>(b_ulp[s]);
-    traces[2].steps[s].loss_bits += static_cast<std::uint32_t>(floor_ulp[s]);
-  }
-  ra::test::diverge(traces[1], 0, 0, 0);
-  ra::test::diverge(traces[2], 0, 0, 0);
-  for (int i : {1, 2}) {
-    traces[static_cast<std::size_t>(i)].final->final_loss_bits =
-        traces[static_cast<std::size_t>(i)].steps.back().loss_bits;
-  }
-  return traces;
-}
-
-ra::compare::ComparisonOptions equivalent() {
-  ra::compare::ComparisonOptions o;
-  o.expect_equivalent = true;
-  return o;
 }
 
 }  // namespace
@@ -119,8 +91,9 @@ TEST_CASE("the equivalence curve: within the margin, the largest ratio, a loss t
 TEST_CASE("B within the floor passes, beyond it fails with the step and the factor",
           "[compare][equivalence]") {
   SECTION("within: B moves as little as the floor run") {
-    const auto r =
-        ra::compare::compare_traces(programs({0, 1, 2, 2, 3, 4}, {0, 1, 3, 2, 4, 4}), equivalent());
+    const auto r = ra::compare::compare_traces(
+        ra::test::equivalent_programs({0, 1, 2, 2, 3, 4}, {0, 1, 3, 2, 4, 4}),
+        ra::test::expect_equivalent());
     const auto* f = equivalence_of(r);
     REQUIRE(f);
     CHECK(f->outcome == CheckOutcome::passed);
@@ -132,7 +105,8 @@ TEST_CASE("B within the floor passes, beyond it fails with the step and the fact
   }
   SECTION("beyond: B is 400 ulp off from step 3, the floor at most 4") {
     const auto r = ra::compare::compare_traces(
-        programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4}), equivalent());
+        ra::test::equivalent_programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4}),
+        ra::test::expect_equivalent());
     const auto* f = equivalence_of(r);
     REQUIRE(f);
     CHECK(f->outcome == CheckOutcome::failed);
@@ -146,11 +120,11 @@ TEST_CASE("B within the floor passes, beyond it fails with the step and the fact
 
 TEST_CASE("floor runs whose outcome is A's to the bit leave the equivalence inconclusive",
           "[compare][equivalence]") {
-  auto traces = programs({0, 1, 2, 2, 3, 4}, {0, 0, 0, 0, 0, 0});
+  auto traces = ra::test::equivalent_programs({0, 1, 2, 2, 3, 4}, {0, 0, 0, 0, 0, 0});
   ra::test::TraceBuilder builder;
   builder.steps = 6;
   traces[2] = builder.build(2);  // A again, bit for bit
-  const auto r = ra::compare::compare_traces(traces, equivalent());
+  const auto r = ra::compare::compare_traces(traces, ra::test::expect_equivalent());
   const auto* f = equivalence_of(r);
   REQUIRE(f);
   CHECK(f->outcome == CheckOutcome::inconclusive);
@@ -160,30 +134,30 @@ TEST_CASE("floor runs whose outcome is A's to the bit leave the equivalence inco
 
 TEST_CASE("a floor that cannot be measured, or a floor run that is not A's, is refused",
           "[compare][equivalence]") {
-  auto traces = programs({0, 1, 2, 2, 3, 4}, {0, 1, 3, 2, 4, 4});
+  auto traces = ra::test::equivalent_programs({0, 1, 2, 2, 3, 4}, {0, 1, 3, 2, 4, 4});
   SECTION("A and B alone") {
     traces.pop_back();
-    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, equivalent()),
+    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, ra::test::expect_equivalent()),
                       Contains("needs a floor") && Contains("2 trace(s) given"));
   }
   SECTION("a floor run of another spec, not perturbed") {
     traces[2].header.spec_digest = "another-spec-digest-000000000000";
-    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, equivalent()),
+    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, ra::test::expect_equivalent()),
                       Contains("cannot be a floor run of A"));
   }
   SECTION("a floor run under other seeds") {
     traces[2].header.seed_init = 7;
-    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, equivalent()),
+    CHECK_THROWS_WITH(ra::compare::compare_traces(traces, ra::test::expect_equivalent()),
                       Contains("ran under other seeds than A"));
   }
   SECTION("parameters of B that do not pair up with A's") {
     traces[1].header.params[2].name = "head.weight";
     CHECK_THROWS_WITH(
-        ra::compare::compare_traces(traces, equivalent()),
+        ra::compare::compare_traces(traces, ra::test::expect_equivalent()),
         Contains("do not pair up by name (--expect equivalent") && Contains("head.weight"));
   }
   SECTION("with --align") {
-    auto o = equivalent();
+    auto o = ra::test::expect_equivalent();
     o.align = true;
     CHECK_THROWS_WITH(ra::compare::compare_traces(traces, o), Contains("--align and --expect"));
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "compare/equivalent_programs.h"
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "report/junit.h"
@@ -301,4 +302,47 @@ TEST_CASE("a perturbation the audit did not see makes every reader inconclusive"
         "inconclusive");
   // The control seen: the same audit passes every reader.
   CHECK(ra::test::readers_agree(with_perturbed_run(true)) == 0);
+}
+
+TEST_CASE("two programs against the floor: every reader says within, beyond or inconclusive",
+          "[report]") {
+  SECTION("within the floor: passed") {
+    const auto r =
+        compare_traces(ra::test::equivalent_programs({0, 1, 2, 2, 3, 4}, {0, 1, 3, 2, 4, 4}),
+                       ra::test::expect_equivalent());
+    CHECK(readers_agree(r) == 0);
+    CHECK_THAT(ra::report::render_text(r),
+               Contains("equivalence: B is equivalent to A within the floor"));
+    CHECK_THAT(ra::report::render_html(r), Contains("<svg"));  // the curves' plot
+  }
+  SECTION("beyond the floor: failed, exit 1, a JUnit failure naming the step") {
+    const auto r =
+        compare_traces(ra::test::equivalent_programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4}),
+                       ra::test::expect_equivalent());
+    CHECK(readers_agree(r) == kDivergence);
+    CHECK_THAT(ra::report::render_junit(r), Contains("beyond the floor from step 3"));
+    CHECK(to_json(r)["findings"]["equivalence"]["outcome"] == "failed");
+  }
+  SECTION("beyond, with a perturbed floor run: the verdict line names the failed finding") {
+    // The perturbation control is then the first finding and passes; the equivalence, second,
+    // fails: the text's verdict line must name it whichever place it has.
+    auto traces = ra::test::equivalent_programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4});
+    traces[2].header.seed_group = "perturbed";
+    traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 1, 0, 2, 3};
+    traces[2].initial_weights[2] = ra::test::changed(traces[2].initial_weights[2]);
+    const auto r = compare_traces(traces, ra::test::expect_equivalent());
+    REQUIRE(r.findings.size() == 2);
+    CHECK(r.findings[0].id == "perturbation_control");
+    CHECK(readers_agree(r) == kDivergence);
+    CHECK_THAT(ra::report::render_text(r), Contains("DIVERGED: equivalence failed (below)"));
+  }
+  SECTION("a floor run that is A to the bit: inconclusive, exit 6") {
+    auto traces = ra::test::equivalent_programs({0, 1, 2, 2, 3, 4}, {0, 0, 0, 0, 0, 0});
+    ra::test::TraceBuilder builder;
+    builder.steps = 6;
+    traces[2] = builder.build(2);
+    const auto r = compare_traces(traces, ra::test::expect_equivalent());
+    CHECK(readers_agree(r) == static_cast<int>(ra::ExitCode::inconclusive));
+    CHECK(to_json(r)["findings"]["equivalence"]["outcome"] == "inconclusive");
+  }
 }
