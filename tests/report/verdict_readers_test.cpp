@@ -14,6 +14,7 @@
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "report/junit.h"
+#include "report/report_cases.h"
 #include "report/readers_agree.h"
 #include "report/text_format.h"
 #include "report/text_report.h"
@@ -24,49 +25,15 @@ namespace {
 
 using namespace ra::compare;
 using Catch::Matchers::Contains;
+using ra::test::exec_run;
+using ra::test::expect_identity;
 using ra::test::readers_agree;
+using ra::test::resume_point;
+using ra::test::resumed_runs;
 using ra::trace::ResumePoint;
 using ra::trace::Trace;
 
 constexpr int kDivergence = static_cast<int>(ra::ExitCode::divergence);
-
-ResumePoint resume_point(std::int64_t step, bool resumed) {
-  ResumePoint p;
-  p.step = step;
-  p.resumed = resumed;
-  p.state.weights = ra::test::made_up_digest(40, step, 0);
-  p.state.optimizer_state = ra::test::made_up_digest(41, step, 0);
-  p.state.schedule = ra::test::made_up_digest(42, step, 0);
-  p.state.rng_streams = {{"torch", ra::test::made_up_digest(45, step, 0)}};
-  p.state.next_batch = ra::test::made_up_digest(46, step, 0);
-  return p;
-}
-
-// Two PyTorch runs, run 1 stopped after step 2 and resumed from the script's checkpoint.
-std::vector<Trace> resumed_runs(const ResumePoint& resumed) {
-  ra::test::TraceBuilder b;
-  std::vector<Trace> traces{b.build(0), b.build(1)};
-  for (Trace& t : traces) t.header.backend = "pytorch-cpu";
-  traces[0].resume_points = {resume_point(2, false)};
-  traces[1].resume_points = {resumed};
-  return traces;
-}
-
-ComparisonOptions expect_identity() {
-  ComparisonOptions o;
-  o.expect_identical = true;
-  return o;
-}
-
-// Run `run` of a data-parallel exec audit whose command is `command`: its spec digest.
-Trace exec_run(int run, int world, char command) {
-  Trace t = ra::test::TraceBuilder{}.build(run);
-  t.header.backend = "pytorch-cpu";
-  t.header.spec = {{"name", "ddp_train"}, {"source", "pytorch"}};
-  t.header.spec_digest = std::string(32, command);
-  if (world > 1) t.header.distributed = ra::trace::RankPlacement{0, world, "gloo", {}};
-  return t;
-}
 
 }  // namespace
 
