@@ -12,6 +12,7 @@
 #include "json_output.h"
 #include "report/html_report.h"
 #include "report/junit.h"
+#include "report/sections.h"
 #include "report/text_report.h"
 #include "rundir/audit_folder.h"
 #include "rundir/shard.h"
@@ -45,7 +46,7 @@ int emit_report(const compare::ComparisonResult& result, const ReportFiles& file
   for (const std::string& w : result.warnings) spdlog::warn("{}", w);
   write_report_forms(
       files,
-      {json_text(compare::to_json(result)) + "\n", [&] { return report::render_junit(result); },
+      {json_text(report::render_json(result)) + "\n", [&] { return report::render_junit(result); },
        [&] { return report::render_html(result); }, [&] { return report::render_text(result); }});
   // The verdict's own exit code (compare/verdict.h), from the checks every report form reads.
   return compare::audit_verdict(result).exit_code();

@@ -5,6 +5,7 @@
 // ComparisonResult::findings; the verdict (compare/verdict.h) and every report form read those.
 // A new check: one section file with its evaluate (and its words), one line in checks.cpp, one
 // test (docs/architecture.md, "Adding a check").
+#include <optional>
 #include <vector>
 
 #include "compare/finding.h"
@@ -12,8 +13,10 @@
 
 namespace ra::compare {
 
-struct ComparisonResult;   // compare/compare.h
-struct ComparisonOptions;  // compare/compare.h
+struct ComparisonResult;     // compare/compare.h
+struct ComparisonOptions;    // compare/compare.h
+struct DistributedFindings;  // compare/compare.h
+struct ResumeVerdict;        // compare/resume_check.h
 
 // What a check reads: the traces, the spine of the comparison already made, and the inputs the
 // comparison was given (an option such as --align is one: it decides whether a check applies).
@@ -34,6 +37,18 @@ const std::vector<RegisteredCheck>& registered_checks();
 std::vector<Finding> run_checks(const CheckContext& context);
 
 // The checks, each in its own section file.
+// Each resumed run's restore against the uninterrupted run (compare/resume_finding.cpp).
+bool resume_applies(const CheckContext& context);
+Finding resume_finding(const CheckContext& context);
+// The finding of resumes already checked (what resume_finding makes of them).
+Finding resume_finding_of(std::vector<ResumeVerdict> resumes, bool expect_identical);
+// A data-parallel audit: world sizes, ranks, replicas, collective
+// (compare/data_parallel_finding.cpp).
+bool data_parallel_applies(const CheckContext& context);
+Finding data_parallel_finding(const CheckContext& context);
+// The finding of a comparison's world sizes and a data-parallel audit's findings, if any.
+Finding data_parallel_finding_of(const ComparisonResult& r,
+                                 std::optional<DistributedFindings> found);
 bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
 Finding perturbation_control(const CheckContext& context);
 // With --align: the two programs' op records aligned (compare/alignment_finding.cpp). InputError

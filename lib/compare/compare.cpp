@@ -48,58 +48,31 @@ std::vector<LedgerDifference> ledger_differences_of(const std::vector<trace::Tra
   return phases::ledger_differences(ledgers);
 }
 
-// Each resumed run's restore (compare/resume_check.h), with the divergences found for the one
-// that follows it.
-void add_resume_verdicts(ComparisonResult& result, const std::vector<trace::Trace>& traces) {
-  std::vector<Divergence> divergences;
-  for (const CategoryVerdict& v : result.categories) {
-    if (v.first) divergences.push_back(*v.first);
+// The next step, one ordered rule over the spine and the findings, once they are all made: the
+// suggested --trace-ops window (and whether with tensor digests) and the loader advice, dropped
+// where a finding explains the difference already, and the command that re-runs with the window.
+// Runs that part only between world sizes (a configuration), two programs judged against a floor
+// (they differ by design: the equivalence finding says where to look next), a resumed run (its
+// check names its divergence; --trace-ops does not combine with --interrupt-at, docs/resume.md)
+// and a collective that is the cause (no op of a rank to localise) leave no re-run with op
+// records; a divergence that follows a resume not exact gets the resume's words, not the loader's.
+void decide_next_step(ComparisonResult& result, const ComparisonOptions& options) {
+  const bool configuration = result.world_sizes && result.world_sizes->configuration &&
+                             result.world_sizes->identical_within;
+  const DistributedFindings* distributed = distributed_of(result);
+  const bool collective_cause = distributed != nullptr && distributed->collective &&
+                                distributed->collective->inputs_identical;
+  if (configuration || options.expect_equivalent || divergence_follows_resume(result)) {
+    result.loader_advice.reset();
   }
-  if (result.first_divergence) divergences.push_back(*result.first_divergence);
-  result.resumes = check_resumes(traces, divergences);
-  // A resumed run's divergence is named by its resume check; --trace-ops does not combine with
-  // --interrupt-at (docs/resume.md), so no re-run with it is suggested.
-  if (!result.resumes.empty()) result.suggested_trace_ops.reset();
-  if (divergence_follows_resume(result)) result.loader_advice.reset();
-}
-
-// A data-parallel audit's findings (ComparisonOptions::distributed). A collective that is the
-// cause leaves no op of a rank to localise: no re-run with op records is suggested.
-void add_distributed(ComparisonResult& result, const std::vector<trace::Trace>& traces,
-                     const ComparisonOptions& options) {
-  if (!options.distributed) return;
-  result.distributed = options.distributed(traces);
-  if (result.distributed && result.distributed->collective &&
-      result.distributed->collective->inputs_identical) {
+  if (configuration || options.expect_equivalent || !resumes_of(result).empty() ||
+      collective_cause) {
     result.suggested_trace_ops.reset();
   }
-}
-
-// The command of the next step, once every phase that may drop the suggested window has run.
-void add_rerun_command(ComparisonResult& result, const ComparisonOptions& options) {
+  result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
   if (!result.suggested_trace_ops || !options.rerun_command) return;
   result.rerun_command = options.rerun_command(trace::to_string(*result.suggested_trace_ops),
                                                result.suggest_tensor_digests);
-}
-
-// Runs of several world sizes (compare/data_parallel.h). Runs that part only between world sizes
-// are explained: no re-run with op records or loader advice localises a configuration.
-void add_world_sizes(ComparisonResult& result, const std::vector<trace::Trace>& traces,
-                     const phases::ComparedRuns& compared) {
-  result.world_sizes = phases::world_sizes(traces, compared, result.runs);
-  if (result.world_sizes && result.world_sizes->configuration &&
-      result.world_sizes->identical_within) {
-    result.loader_advice.reset();
-    result.suggested_trace_ops.reset();
-  }
-}
-
-// Two programs judged against a floor differ by design: the equivalence finding says where to look
-// next (compare A B --align), not a re-run of one program's audit or its loader.
-void drop_one_program_advice(ComparisonResult& result, const ComparisonOptions& options) {
-  if (!options.expect_equivalent) return;
-  result.loader_advice.reset();
-  result.suggested_trace_ops.reset();
 }
 
 // What only the caller can give, which needs the run folders: where the traces came from, the
@@ -145,7 +118,8 @@ void check_programs(const std::vector<trace::Trace>& traces, const ComparisonOpt
 
 bool divergence_follows_resume(const ComparisonResult& r) {
   if (!r.first_divergence || !r.first_divergence->step) return false;
-  return std::any_of(r.resumes.begin(), r.resumes.end(), [&](const ResumeVerdict& v) {
+  const std::vector<ResumeVerdict>& resumes = resumes_of(r);
+  return std::any_of(resumes.begin(), resumes.end(), [&](const ResumeVerdict& v) {
     return v.compared && !v.exact() && v.step <= *r.first_divergence->step;
   });
 }
@@ -216,18 +190,14 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.loader_advice =
       phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
   result.suggested_trace_ops = phases::suggested_trace_ops(result);
-  add_world_sizes(result, traces, compared);
-  drop_one_program_advice(result, options);
-  result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
+  result.world_sizes = phases::world_sizes(traces, compared, result.runs);
   result.environment_differences = phases::environment_differences(traces);
   result.ledger_differences = ledger_differences_of(traces);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
-  add_resume_verdicts(result, traces);
-  add_distributed(result, traces, options);
-  add_rerun_command(result, options);
   add_caller_phases(result, traces, options);
-  // Last: the registered checks read the spine made above (compare/checks.h).
+  // The registered checks read the spine made above (compare/checks.h); then the next step.
   result.findings = run_checks({traces, result, options});
+  decide_next_step(result, options);
   return result;
 }
 

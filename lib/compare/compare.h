@@ -414,9 +414,6 @@ struct ComparisonResult {
   std::optional<LossDifference> final_loss_difference;
   std::vector<EpochGrowth> growth;
   StepSeries series;
-  // Each resumed run's restore against the uninterrupted run 0 (docs/resume.md); empty when no
-  // trace was resumed.
-  std::vector<ResumeVerdict> resumes;
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
@@ -440,13 +437,10 @@ struct ComparisonResult {
   std::vector<std::string> ignored_snapshots;
   // The registered checks' findings (compare/checks.h), each with its own verdict.
   std::vector<Finding> findings;
-  // A data-parallel audit's ranks and replicas (absent for single processes).
-  std::optional<DistributedFindings> distributed;
-  // Replicas that part within a run are a fault whatever runs are expected to do.
   // Runs of several world sizes (compare/data_parallel.h): they may differ; runs of one may not.
   std::optional<WorldSizes> world_sizes;
   // Some check of the audit's verdict fails with a difference (compare/verdict.h): the same-seed
-  // runs, a rank, the replicas, the collective, the world sizes of one command or a resume.
+  // runs or a finding (a rank, the replicas, the world sizes of one command, a resume, ...).
   bool diverged() const;
   // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
   // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs
@@ -466,8 +460,7 @@ struct ComparisonResult {
   bool suggest_tensor_digests = false;
   // Batches part (PyTorch runs): watch the loader instead of --trace-ops (then none suggested).
   std::optional<LoaderAdvice> loader_advice;
-  // The command that re-runs the audit with that window, when whoever made the result knows it
-  // (`run` does; `compare` of files does not): shown in the next step.
+  // The command that re-runs the audit with that window, when the caller knows it (`run`).
   std::string rerun_command;
   // Planned runs of an audit folder have no whole trace (a shard not finished, a run killed): the
   // verdict is over part of the audit.
@@ -485,12 +478,20 @@ struct ComparisonResult {
 ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
                                 const ComparisonOptions& options);
 
+// The JSON report but the sections' keys, which report::render_json adds (report/sections.h).
 nlohmann::json to_json(const ComparisonResult& result);
+// A divergence in the JSON report: category, step, epoch, batch, tensor, runs differing.
+nlohmann::json divergence_json(const std::optional<Divergence>& d);
 
 // The runs first part at or after a resume that is not exact: the resume check explains where
 // they part (its pieces and the signature of the first difference), so no loader advice or
 // word about seeding the loader is given for it (issue 61).
 bool divergence_follows_resume(const ComparisonResult& r);
+
+// The facts of two findings other phases read: each resumed run's restore (empty when none;
+// compare/resume_finding.cpp), a data-parallel audit's ranks and replicas (null for one process).
+const std::vector<ResumeVerdict>& resumes_of(const ComparisonResult& r);
+const DistributedFindings* distributed_of(const ComparisonResult& r);
 
 // The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.

@@ -24,19 +24,6 @@ json difference_json(const TensorDifference& d) {
           {"max_ulp", d.max_ulp},     {"max_ulp_same_sign", d.max_ulp_same_sign}};
 }
 
-json divergence_json(const std::optional<Divergence>& d) {
-  if (!d) return nullptr;
-  json out{{"category", to_string(d->category)},
-           {"step", d->step ? json(*d->step) : json(nullptr)},
-           {"epoch", d->step ? json(d->epoch) : json(nullptr)},
-           {"batch", d->step ? json(d->batch) : json(nullptr)},
-           {"tensor", d->per_category ? json(nullptr) : json(d->tensor)},
-           {"runs_differing", d->runs_differing}};
-  if (d->per_category) out["per_category"] = true;    // the step held one digest per category
-  if (!d->detail.empty()) out["detail"] = d->detail;  // category steps: the counts in words
-  return out;
-}
-
 json loss_difference_json(const std::optional<LossDifference>& d) {
   if (!d) return nullptr;
   return {{"step", d->step},
@@ -101,41 +88,6 @@ json machines_json(const ComparisonResult& r) {
   json out = json::array();
   for (const MachineDifference& d : r.divergent_machines) {
     out.push_back({{"run", d.run}, {"environment", d.environment}, {"ledger", d.ledger}});
-  }
-  return out;
-}
-
-json resumes_json(const ComparisonResult& r) {
-  json out = json::array();
-  for (const ResumeVerdict& v : r.resumes) {
-    json pieces = json::array();
-    for (const ResumePiece& p : v.differing) {
-      pieces.push_back(p.stream.empty() ? json{{"piece", p.piece}}
-                                        : json{{"piece", p.piece}, {"stream", p.stream}});
-    }
-    json first = nullptr;
-    if (v.first_divergence_step) {
-      first = {{"step", *v.first_divergence_step},
-               {"category", v.first_divergence_category},
-               {"tensor", v.first_divergence_tensor}};
-    }
-    const auto index = static_cast<std::size_t>(v.run);
-    const auto seconds = [](const std::optional<double>& s) {
-      return s ? json(*s) : json(nullptr);
-    };
-    out.push_back({{"run", index < r.runs.size() ? r.runs[index].run : v.run},
-                   {"step", v.step},
-                   {"interrupt_at", v.interrupt_at},
-                   {"compared", v.compared},
-                   {"exact", v.exact()},
-                   {"restored", v.restored()},
-                   {"differing", pieces},
-                   {"first_divergence", first},
-                   {"checkpoint",
-                    {{"by", v.script_checkpoint ? "script" : "engine"},
-                     {"bytes", v.checkpoint_bytes},
-                     {"write_seconds", seconds(v.write_seconds)},
-                     {"read_seconds", seconds(v.read_seconds)}}}});
   }
   return out;
 }
@@ -369,63 +321,20 @@ json next_step_json(const ComparisonResult& r) {
           {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
 }
 
-// The first bucket whose collective differs from the reference run's, and its finding in words.
-json collective_json(const DistributedFindings& f) {
-  if (!f.collective) return nullptr;
-  const CollectiveDivergence& d = *f.collective;
-  return {{"run", d.run},
-          {"step", d.step},
-          {"bucket", d.bucket},
-          {"params", d.params},
-          {"elements", d.elements},
-          {"rank", d.rank},
-          {"inputs_identical", d.inputs_identical},
-          {"cause", d.inputs_identical ? "collective" : "inside_rank"},
-          {"comm_hook", d.comm_hook},
-          {"finding", describe(d, f)}};
-}
-
-json bucket_layout_json(const DistributedFindings& f) {
-  if (!f.bucket_layout) return nullptr;
-  const BucketLayoutDifference& d = *f.bucket_layout;
-  return {{"run", d.run},
-          {"step", d.step ? json(*d.step) : json(nullptr)},
-          {"rank", d.rank},
-          {"difference", d.difference}};
-}
-
-// A data-parallel audit's ranks and replicas (docs/distributed.md).
-json distributed_json(const DistributedFindings& f) {
-  json ranks = json::array();
-  for (const RankComparison& c : f.ranks) {
-    ranks.push_back({{"rank", c.rank},
-                     {"identical", c.identical},
-                     {"first_divergence", divergence_json(c.first_divergence)}});
-  }
-  json nccl = json::object();
-  for (const auto& [name, value] : f.nccl) nccl[name] = value;
-  json parted = nullptr;
-  if (f.replicas_parted) {
-    const ReplicaDivergence& d = *f.replicas_parted;
-    parted = {{"run", d.run},
-              {"step", d.step < 0 ? json(nullptr) : json(d.step)},
-              {"tensor", d.tensor.empty() ? json(nullptr) : json(d.tensor)},
-              {"rank", d.rank},
-              {"reference_rank", 0}};
-  }
-  return {{"world_size", f.world_size},
-          {"backend", f.backend},
-          {"nccl", nccl},
-          {"ranks", ranks},
-          {"runs_checked", f.runs_checked},
-          {"replicas_parted", parted},
-          {"expected_differences", f.expected_differences},
-          {"comm_hook", f.comm_hook.empty() ? json(nullptr) : json(f.comm_hook)},
-          {"collective", collective_json(f)},
-          {"bucket_layout", bucket_layout_json(f)}};
-}
-
 }  // namespace
+
+json divergence_json(const std::optional<Divergence>& d) {
+  if (!d) return nullptr;
+  json out{{"category", to_string(d->category)},
+           {"step", d->step ? json(*d->step) : json(nullptr)},
+           {"epoch", d->step ? json(d->epoch) : json(nullptr)},
+           {"batch", d->step ? json(d->batch) : json(nullptr)},
+           {"tensor", d->per_category ? json(nullptr) : json(d->tensor)},
+           {"runs_differing", d->runs_differing}};
+  if (d->per_category) out["per_category"] = true;    // the step held one digest per category
+  if (!d->detail.empty()) out["detail"] = d->detail;  // category steps: the counts in words
+  return out;
+}
 
 json to_json(const ComparisonResult& r) {
   json report{{"report_version", 1},
@@ -466,22 +375,13 @@ json to_json(const ComparisonResult& r) {
     report["op_window"] = r.op_window ? json(to_string(*r.op_window)) : json(nullptr);
     report["root_causes"] = root_causes_json(r);
   }
-  // Only for resumed runs (--interrupt-at), so that other reports read as before.
-  if (!r.resumes.empty()) report["resumes"] = resumes_json(r);
   // Only where a registered check applied (compare/checks.h), so that other reports read as before.
-  if (!r.findings.empty()) report["findings"] = findings_json(r.findings);
+  const nlohmann::json findings = findings_json(r.findings);
+  if (!findings.empty()) report["findings"] = findings;
   // Only for traces that recorded their data loader's workers (PyTorch scripts).
   if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).
   if (r.instability) report["instability"] = instability_json(*r.instability);
-  // Only for data-parallel runs (a PyTorch script under torch.distributed).
-  if (r.distributed) report["distributed"] = distributed_json(*r.distributed);
-  // Only for runs of several world sizes (world size as a configuration).
-  if (r.world_sizes) {
-    report["world_sizes"] = {{"of_runs", r.world_sizes->of_runs},
-                             {"identical_within", r.world_sizes->identical_within},
-                             {"configuration", r.world_sizes->configuration}};
-  }
   return report;
 }
 

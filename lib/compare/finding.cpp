@@ -17,6 +17,25 @@ int findings_exit_code(const std::vector<Finding>& findings) {
   return static_cast<int>(ExitCode::ok);
 }
 
+CheckOutcome combined_outcome(const std::vector<FindingPart>& parts) {
+  const auto any = [&](CheckOutcome o) {
+    return std::any_of(parts.begin(), parts.end(),
+                       [&](const FindingPart& p) { return p.outcome == o; });
+  };
+  for (CheckOutcome o : {CheckOutcome::failed, CheckOutcome::inconclusive, CheckOutcome::allowed,
+                         CheckOutcome::passed}) {
+    if (any(o)) return o;
+  }
+  return CheckOutcome::skipped;
+}
+
+const Finding* finding_of(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& f : findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
 nlohmann::json finding_json(const Finding& f) {
   return {{"name", f.name},
           {"outcome", to_string(f.outcome)},
@@ -27,7 +46,9 @@ nlohmann::json finding_json(const Finding& f) {
 
 nlohmann::json findings_json(const std::vector<Finding>& findings) {
   nlohmann::json out = nlohmann::json::object();
-  for (const Finding& f : findings) out[f.id] = finding_json(f);
+  for (const Finding& f : findings) {
+    if (!f.own_section) out[f.id] = finding_json(f);
+  }
   return out;
 }
 

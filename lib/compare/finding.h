@@ -5,6 +5,7 @@
 // details and the table; JUnit makes one case of it, failing where the outcome is not a pass; the
 // JSON holds the outcome and the data; the exit code follows from the outcomes
 // (findings_exit_code). No form decides anything a finding did not say.
+#include <any>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ struct FindingPlot {
   std::string marker_label;
 };
 
+// One verdict among several that a finding holds (each resumed run's restore, each rank of a
+// data-parallel audit): a JUnit case of its own, and its part of the finding's outcome.
+struct FindingPart {
+  std::string name;
+  CheckOutcome outcome = CheckOutcome::skipped;
+};
+
 struct Finding {
   std::string id;    // the JSON key and JUnit class: "invariance"
   std::string name;  // the heading and JUnit case name: "batch invariance"
@@ -46,14 +54,32 @@ struct Finding {
   std::vector<std::string> next_steps;  // commands the tool accepts, most useful first
   nlohmann::json data;                  // the JSON form's own fields
   FindingPlot plot;                     // optional: drawn in the HTML form
+  std::vector<FindingPart> parts;       // optional: the verdicts the outcome combines
+  // A finding whose forms are a section of the report module's (report/sections.h): the layout
+  // its text, HTML, JUnit and JSON had before it was a finding is kept there, read from `facts`,
+  // the check's typed evidence; the generic forms and the JSON's "findings" leave it out.
+  bool own_section = false;
+  std::any facts;
 };
+
+// The outcome of several verdicts: failed if any failed, else inconclusive, allowed, passed if
+// any was, else skipped.
+CheckOutcome combined_outcome(const std::vector<FindingPart>& parts);
+// The finding of check `id`, or null.
+const Finding* finding_of(const std::vector<Finding>& findings, const std::string& id);
+// The typed evidence of check `id`'s finding, or null when there is none of type T.
+template <class T>
+const T* facts_of(const std::vector<Finding>& findings, const std::string& id) {
+  const Finding* f = finding_of(findings, id);
+  return f == nullptr ? nullptr : std::any_cast<T>(&f->facts);
+}
 
 // The exit status of a report made of findings: 1 if any failed; else 6 if any was inconclusive;
 // else 0 (core/error.h).
 int findings_exit_code(const std::vector<Finding>& findings);
 // {"name", "outcome", "summary", "next_steps", "data"}: a finding's JSON form, under its id.
 nlohmann::json finding_json(const Finding& finding);
-// {id: finding_json, ...} in order.
+// {id: finding_json, ...} in order, of the findings without a section of their own.
 nlohmann::json findings_json(const std::vector<Finding>& findings);
 // "PASSED", "FAILED", "INCONCLUSIVE", "ALLOWED", "SKIPPED": the word a report leads with.
 const char* outcome_word(CheckOutcome outcome);

@@ -22,46 +22,13 @@ bool runs_parted(const ComparisonResult& r) {
   return !r.identical;
 }
 
-void add_data_parallel_checks(const ComparisonResult& r, std::vector<Check>& checks) {
-  if (r.world_sizes) {
-    // One command whose runs came up with different world sizes (a rank that did not start)
-    // compared other configurations than the audit asked for, whatever it expects of them.
-    checks.push_back({CheckKind::world_sizes, 0,
-                      r.world_sizes->configuration ? CheckOutcome::passed : CheckOutcome::failed});
-  }
-  if (!r.distributed) return;
-  const DistributedFindings& f = *r.distributed;
-  for (const RankComparison& rank : f.ranks) {
-    checks.push_back(
-        {CheckKind::rank, rank.rank, rank.identical ? CheckOutcome::passed : differs(r)});
-  }
-  // Replicas that part within one run are a fault whatever the runs are expected to do.
-  checks.push_back(
-      {CheckKind::replicas, 0, f.replicas_parted ? CheckOutcome::failed : CheckOutcome::passed});
-  const bool collective_cause = f.collective && f.collective->inputs_identical;
-  checks.push_back(
-      {CheckKind::collective, 0, collective_cause ? differs(r) : CheckOutcome::passed});
-}
-
-void add_resume_checks(const ComparisonResult& r, std::vector<Check>& checks) {
-  for (std::size_t i = 0; i < r.resumes.size(); ++i) {
-    const ResumeVerdict& v = r.resumes[i];
-    const CheckOutcome outcome = !v.compared ? CheckOutcome::skipped
-                                 : v.exact() ? CheckOutcome::passed
-                                             : differs(r);
-    checks.push_back({CheckKind::resume, static_cast<int>(i), outcome});
-  }
-}
-
 AuditStatus status_of(const std::vector<Check>& checks) {
   const auto any = [&](CheckKind kind, CheckOutcome outcome) {
     return std::any_of(checks.begin(), checks.end(),
                        [&](const Check& c) { return c.kind == kind && c.outcome == outcome; });
   };
   const auto failing = [&](CheckKind kind) { return any(kind, CheckOutcome::failed); };
-  for (CheckKind kind :
-       {CheckKind::identity, CheckKind::world_sizes, CheckKind::rank, CheckKind::replicas,
-        CheckKind::collective, CheckKind::resume, CheckKind::finding}) {
+  for (CheckKind kind : {CheckKind::identity, CheckKind::finding}) {
     if (failing(kind)) return AuditStatus::diverged;
   }
   if (failing(CheckKind::complete)) return AuditStatus::incomplete;
@@ -92,16 +59,6 @@ const char* to_string(CheckKind kind) {
   switch (kind) {
     case CheckKind::identity:
       return "identity";
-    case CheckKind::world_sizes:
-      return "world_sizes";
-    case CheckKind::rank:
-      return "rank";
-    case CheckKind::replicas:
-      return "replicas";
-    case CheckKind::collective:
-      return "collective";
-    case CheckKind::resume:
-      return "resume";
     case CheckKind::complete:
       return "complete";
     case CheckKind::compared:
@@ -158,8 +115,6 @@ AuditVerdict audit_verdict(const ComparisonResult& r) {
                       nothing          ? CheckOutcome::skipped
                       : runs_parted(r) ? differs(r)
                                        : CheckOutcome::passed});
-  add_data_parallel_checks(r, v.checks);
-  add_resume_checks(r, v.checks);
   if (!r.audit_folders.empty()) {
     v.checks.push_back(
         {CheckKind::complete, 0, r.incomplete() ? CheckOutcome::failed : CheckOutcome::passed});

@@ -18,24 +18,21 @@ struct ComparisonResult;  // compare/compare.h
 enum class CheckOutcome { passed, failed, allowed, skipped, inconclusive };
 const char* to_string(CheckOutcome outcome);
 
-// What a check is about (docs/report.md, "Verdict"). One per finding that decides the exit code;
-// the ranks, resumes and categories have one check each.
+// What a check is about (docs/report.md, "Verdict"): the spine's three, and one per finding of a
+// registered check (compare/checks.h: the resumes, the data-parallel ranks, replicas, collective
+// and world sizes, the perturbation control, ...), whose parts (each resume, each rank) its
+// outcome combines.
 enum class CheckKind {
-  identity,     // the compared same-seed runs are in one outcome class (rank 0's, per world size)
-  world_sizes,  // the runs of one command came up with one world size
-  rank,         // rank r of every run against rank r of the reference run (data-parallel)
-  replicas,     // the replicas of each run agree after every step (data-parallel)
-  collective,   // the all-reduce gave the reference run's results on its inputs (data-parallel)
-  resume,       // a resumed run's restore and the steps after it (--interrupt-at)
-  complete,     // every planned run of the audit folders has a whole trace
-  compared,     // two or more same-seed runs that recorded steps were compared
-  finding,      // a registered check's finding (compare/checks.h); index: its position
+  identity,  // the compared same-seed runs are in one outcome class (rank 0's, per world size)
+  complete,  // every planned run of the audit folders has a whole trace
+  compared,  // two or more same-seed runs that recorded steps were compared
+  finding,   // a registered check's finding (compare/checks.h); index: its position
 };
 const char* to_string(CheckKind kind);
 
 struct Check {
   CheckKind kind = CheckKind::identity;
-  int index = 0;  // the rank (rank) or the position in ComparisonResult::resumes (resume)
+  int index = 0;  // the position in ComparisonResult::findings (finding)
   CheckOutcome outcome = CheckOutcome::passed;
 };
 

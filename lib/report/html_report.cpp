@@ -8,6 +8,7 @@
 #include "compare/verdict.h"
 #include "report/finding_forms.h"
 #include "report/html_sections.h"
+#include "report/sections.h"
 #include "report/svg_plot.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
@@ -99,39 +100,6 @@ std::string category_table(const ComparisonResult& r) {
                                                  text::loader_workers(r) + text::next_step(r));
   if (!first.empty()) out += "<pre>" + svg::html_lines_escaped(first) + "</pre>\n";
   return out;
-}
-
-// Each resumed run's restore (docs/resume.md), in the text report's words: the pieces a
-// checkpoint left out, each worded as the fix.
-std::string resumes(const ComparisonResult& r) {
-  if (r.resumes.empty()) return "";
-  return "<h2>Resumes</h2>\n<pre>" +
-         svg::html_lines_escaped(text::cut_long_lines(text::resumes(r))) + "</pre>\n";
-}
-
-// A data-parallel audit (docs/distributed.md): each rank's verdict across runs, then the
-// replica check, the collective and the world sizes in the text report's words.
-std::string data_parallel(const ComparisonResult& r) {
-  if (!r.distributed && !r.world_sizes) return "";
-  std::string out = "<h2>Data parallel</h2>\n";
-  if (r.distributed) {
-    out += "<table><tr><th>rank</th><th>across runs</th><th>first divergence</th></tr>\n";
-    const auto row = [&](int rank, bool identical, const std::optional<compare::Divergence>& d) {
-      out += "<tr>" + cell(std::to_string(rank)) +
-             (identical ? cell("identical", "same") : cell("differ", "differs")) +
-             cell(d && !identical
-                      ? html_escaped(text::category_title(d->category) + ", " + text::where(*d) +
-                                     (d->tensor.empty() ? "" : " (" + d->tensor + ")"))
-                      : "") +
-             "</tr>\n";
-    };
-    row(0, r.identical, r.first_divergence);
-    for (const compare::RankComparison& c : r.distributed->ranks)
-      row(c.rank, c.identical, c.first_divergence);
-    out += "</table>\n";
-  }
-  return out + "<pre>" + svg::html_lines_escaped(text::cut_long_lines(text::distributed(r))) +
-         "</pre>\n";
 }
 
 std::string ulp_cell(const compare::TensorDifference& d) {
@@ -252,8 +220,11 @@ std::string render_html(const ComparisonResult& r) {
   out += "<style>" + std::string(html::page_style()) + "</style>\n</head>\n<body>\n";
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
-  out += banner(r) + category_table(r) + resumes(r) + data_parallel(r);
-  for (const compare::Finding& f : r.findings) out += finding_html(f);
+  out += banner(r) + category_table(r);
+  for (const compare::Finding& f : r.findings) {
+    const Section* s = section_of(f);
+    out += s != nullptr ? s->html(r, f) : finding_html(f);
+  }
   out += html::loss_plots(r) + html::growth_plots(r) + html::divergence_map(r) +
          html::seed_group_plots(r) + html::instability_plots(r) + snapshots(r) + statistics(r) +
          differences(r) + cost(r);

@@ -3,12 +3,11 @@
 
 #include <cmath>
 
-#include "compare/collective_check.h"
-#include "compare/replica_check.h"
 #include "compare/verdict.h"
 #include "core/printable.h"
 #include "report/finding_forms.h"
 #include "report/markup.h"
+#include "report/sections.h"
 #include "report/text_format.h"
 #include "report/text_report.h"
 #include "report/text_sections.h"
@@ -36,15 +35,7 @@ double total_seconds(const ComparisonResult& r) {
   return total;
 }
 
-// One testcase: passed, failed (with its message and detail), skipped, or passed with a note.
-struct Case {
-  std::string name;
-  double time = 0;
-  enum class Outcome { passed, failed, skipped } outcome = Outcome::passed;
-  std::string message;  // the failure's or skip's message; for a pass, a note (system-out)
-  std::string detail;   // the failure's text
-  std::string failure_type = "divergence";
-};
+using Case = JunitCase;
 
 std::string case_xml(const Case& c, const std::string& classname) {
   std::string out = "    <testcase classname=\"" + attribute(classname) + "\" name=\"" +
@@ -65,15 +56,6 @@ std::string case_xml(const Case& c, const std::string& classname) {
   return out + "/>\n";
 }
 
-// The first line of a text section ("" when it has none), and the lines after it.
-std::string first_line(const std::string& section) {
-  return section.substr(0, section.find('\n'));
-}
-std::string after_first_line(const std::string& section) {
-  const std::size_t end = section.find('\n');
-  return end == std::string::npos ? std::string() : section.substr(end + 1);
-}
-
 // The overall verdict, failing on a divergence where identity was expected (its message is where
 // the runs first part and why: what a CI page shows first), and on an audit that compared nothing
 // (unless --allow-empty). The failure's text holds what the message does not: the verdict, the
@@ -83,7 +65,7 @@ Case verdict_case(const ComparisonResult& r, const compare::AuditVerdict& v) {
   c.name = "1 verdict";
   c.time = total_seconds(r);
   const std::string verdict = text::verdict(r);
-  const std::string head = first_line(verdict);
+  const std::string head = text::first_line(verdict);
   if (r.nothing_compared()) {
     c.outcome = r.allow_empty ? Case::Outcome::skipped : Case::Outcome::failed;
     c.failure_type = "nothing-compared";
@@ -92,10 +74,10 @@ Case verdict_case(const ComparisonResult& r, const compare::AuditVerdict& v) {
   } else if (v.status == compare::AuditStatus::diverged) {
     c.outcome = Case::Outcome::failed;
     const std::string first = text::first_divergence(r), cause = text::root_cause(r);
-    c.message = r.first_divergence ? first_line(first) : head;
-    if (!cause.empty()) c.message += "; " + first_line(cause);
-    c.detail = text::cut_long_lines(verdict + after_first_line(first) + after_first_line(cause) +
-                                    text::next_step(r));
+    c.message = r.first_divergence ? text::first_line(first) : head;
+    if (!cause.empty()) c.message += "; " + text::first_line(cause);
+    c.detail = text::cut_long_lines(verdict + text::after_first_line(first) +
+                                    text::after_first_line(cause) + text::next_step(r));
   } else {
     c.message = head;
   }
@@ -239,85 +221,6 @@ std::string xml_escaped(const std::string& text) {
   return with_entities(chars);
 }
 
-// One resumed run's restore (docs/resume.md), numbered after the categories: fails where
-// identity was expected and a piece of state was not restored; its time the checkpoint's write
-// and read.
-Case resume_case(const ComparisonResult& r, const compare::AuditVerdict& verdict, std::size_t i,
-                 std::size_t number) {
-  const compare::ResumeVerdict& v = r.resumes[i];
-  Case c;
-  const std::string words = text::resume(r, v);
-  const std::string head = first_line(words);
-  c.name = std::to_string(number) + " " + head.substr(0, head.find(':'));
-  c.time = v.write_seconds.value_or(0.0) + v.read_seconds.value_or(0.0);
-  c.message = head.substr(head.find(": ") + 2);
-  switch (verdict.outcome(compare::CheckKind::resume, static_cast<int>(i))) {
-    case compare::CheckOutcome::skipped:
-      c.outcome = Case::Outcome::skipped;
-      break;
-    case compare::CheckOutcome::failed:
-    case compare::CheckOutcome::inconclusive:  // a resume has no control: never inconclusive
-      c.outcome = Case::Outcome::failed;
-      c.failure_type = "resume";
-      c.detail = after_first_line(words);
-      break;
-    case compare::CheckOutcome::allowed:
-      c.message += " (allowed: bitwise identity was not expected)";
-      break;
-    case compare::CheckOutcome::passed:
-      break;
-  }
-  return c;
-}
-
-// A data-parallel audit's findings (docs/distributed.md), numbered after the resumes: each rank's
-// runs (rank 0's are the verdict's), the replicas (a fault whatever the expectation), and the
-// collective (fails when it is the cause and identity was expected).
-std::vector<Case> data_parallel_cases(const ComparisonResult& r, const compare::AuditVerdict& v,
-                                      std::size_t first) {
-  using compare::CheckKind;
-  std::vector<Case> cases;
-  const auto add = [&](const std::string& name, const std::string& message, bool failed,
-                       const char* type) {
-    Case c;
-    c.name = std::to_string(first + cases.size()) + " " + name;
-    c.message = message;
-    if (failed) {
-      c.outcome = Case::Outcome::failed;
-      c.failure_type = type;
-      c.detail = text::distributed(r);
-    }
-    cases.push_back(c);
-  };
-  if (r.world_sizes) {
-    add("world sizes",
-        r.world_sizes->configuration ? "a configuration: each world size is a command of its own"
-                                     : "the runs of one command came up with different world sizes",
-        v.failed(CheckKind::world_sizes), "world-size");
-  }
-  if (!r.distributed) return cases;
-  const compare::DistributedFindings& f = *r.distributed;
-  for (const compare::RankComparison& rank : f.ranks) {
-    add("rank " + std::to_string(rank.rank),
-        rank.identical
-            ? "bitwise identical across runs"
-            : "DIVERGED across runs" + (rank.first_divergence
-                                            ? ", first " + text::where(*rank.first_divergence)
-                                            : std::string()),
-        v.failed(CheckKind::rank, rank.rank), "divergence");
-  }
-  add("replicas",
-      f.replicas_parted ? compare::describe(*f.replicas_parted)
-                        : format("replicas agree (%d runs checked)", f.runs_checked),
-      v.failed(CheckKind::replicas), "replicas");
-  add("collective",
-      f.collective          ? compare::describe(*f.collective, f)
-      : f.comm_hook.empty() ? "not recorded (no DDP communication hook wrapped)"
-                            : "every bucket's inputs and results as in the reference run",
-      v.failed(CheckKind::collective), "collective");
-  return cases;
-}
-
 // Every case's outcome is a check's of the audit's one verdict (compare/verdict.h): a case fails
 // exactly where the exit code says the audit failed.
 std::string render_junit(const ComparisonResult& r) {
@@ -327,14 +230,19 @@ std::string render_junit(const ComparisonResult& r) {
   for (std::size_t i = 0; i < r.categories.size(); ++i) {
     cases.push_back(category_case(r, v, r.categories[i], i));
   }
-  for (std::size_t i = 0; i < r.resumes.size(); ++i) {
-    cases.push_back(resume_case(r, v, i, 3 + r.categories.size() + i));
+  // The registered checks' findings, numbered after the categories: a section's cases (a resume
+  // each, a rank each), else a case each, failing unless it passed.
+  std::size_t sectioned = 0;
+  for (const compare::Finding& f : r.findings) {
+    if (const Section* s = section_of(f)) {
+      for (Case& c : s->junit(r, f)) {
+        c.name = std::to_string(3 + r.categories.size() + sectioned++) + " " + c.name;
+        cases.push_back(std::move(c));
+      }
+    } else {
+      cases.push_back(finding_case(f, 3 + cases.size() - 1));
+    }
   }
-  for (Case& c : data_parallel_cases(r, v, 3 + r.categories.size() + r.resumes.size()))
-    cases.push_back(std::move(c));
-  // The registered checks' findings, numbered last: a case each, failing unless it passed.
-  for (const compare::Finding& f : r.findings)
-    cases.push_back(finding_case(f, 3 + cases.size() - 1));
   int failures = 0, skipped = 0;
   for (const Case& c : cases) {
     failures += c.outcome == Case::Outcome::failed ? 1 : 0;

@@ -205,4 +205,13 @@ std::string where(const compare::Divergence& d) {
                 static_cast<long long>(d.epoch), static_cast<long long>(d.batch));
 }
 
+std::string first_line(const std::string& section) {
+  return section.substr(0, section.find('\n'));
+}
+
+std::string after_first_line(const std::string& section) {
+  const std::size_t end = section.find('\n');
+  return end == std::string::npos ? std::string() : section.substr(end + 1);
+}
+
 }  // namespace ra::report::text

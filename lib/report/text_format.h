@@ -39,6 +39,10 @@ std::string mode_words(const compare::ComparisonResult& r);
 inline constexpr std::size_t kMaxLineLength = 300;
 // `text` with every line longer than kMaxLineLength cut to it, ending "... (N more characters)".
 std::string cut_long_lines(const std::string& text);
+
+// The first line of a text section ("" when it has none), and the lines after it.
+std::string first_line(const std::string& section);
+std::string after_first_line(const std::string& section);
 // One line of text as lines of at most `width` characters, broken at spaces, every line after the
 // first starting with `indent`; a word longer than a line stays whole (cut_long_lines then cuts
 // it). Ends with a newline.

@@ -1,6 +1,7 @@
 #include "report/text_report.h"
 
 #include "report/finding_forms.h"
+#include "report/sections.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
 
@@ -13,9 +14,10 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::verdict(r);
   out += text::warnings(r);
   out += text::first_divergence(r);
-  out += text::distributed(r);
-  out += text::resumes(r);
-  for (const compare::Finding& f : r.findings) out += finding_text(f);
+  for (const compare::Finding& f : r.findings) {
+    const Section* s = section_of(f);
+    out += s != nullptr ? s->text(r, f) : finding_text(f);
+  }
   out += text::root_cause(r);
   out += text::next_step(r);
   out += text::loader_workers(r);

@@ -17,32 +17,42 @@ std::string header(const ComparisonResult& r) {
 
 namespace {
 
-// Some finding (compare/checks.h) has `outcome` (the verdict's check of kind finding at index 0 is
-// the first finding's only).
+// Some finding (compare/checks.h) without a section of its own has `outcome`; the resumes and the
+// data-parallel parts, which have one (report/sections.h), are named in words of their own below.
 bool any_finding(const ComparisonResult& r, compare::CheckOutcome outcome) {
-  return std::any_of(r.findings.begin(), r.findings.end(),
-                     [&](const compare::Finding& f) { return f.outcome == outcome; });
+  return std::any_of(r.findings.begin(), r.findings.end(), [&](const compare::Finding& f) {
+    return !f.own_section && f.outcome == outcome;
+  });
+}
+
+// Some part of finding `id` whose name starts with one of `names` failed.
+bool part_failed(const ComparisonResult& r, const std::string& id,
+                 std::initializer_list<const char*> names) {
+  const compare::Finding* f = compare::finding_of(r.findings, id);
+  if (f == nullptr) return false;
+  return std::any_of(f->parts.begin(), f->parts.end(), [&](const compare::FindingPart& p) {
+    return p.outcome == compare::CheckOutcome::failed &&
+           std::any_of(names.begin(), names.end(),
+                       [&](const char* name) { return p.name.starts_with(name); });
+  });
 }
 
 // The first finding of `outcome`, named for the verdict line.
 std::string finding_named(const ComparisonResult& r, compare::CheckOutcome outcome) {
   for (const compare::Finding& f : r.findings) {
-    if (f.outcome == outcome) return f.name;
+    if (!f.own_section && f.outcome == outcome) return f.name;
   }
   return "a check";
 }
 
 // The head of the verdict when the compared runs agree (rank 0's, per world size) and the audit
 // still failed: which check failed, and where the report shows it.
-std::string failed_beside_identity(const ComparisonResult& r, const compare::AuditVerdict& v,
-                                   std::size_t n) {
-  using compare::CheckKind;
+std::string failed_beside_identity(const ComparisonResult& r, std::size_t n) {
   if (any_finding(r, compare::CheckOutcome::failed)) {
     return format("DIVERGED: the %zu same-seed runs agree, but %s failed (below)", n,
                   finding_named(r, compare::CheckOutcome::failed).c_str());
   }
-  if (v.failed(CheckKind::rank) || v.failed(CheckKind::replicas) ||
-      v.failed(CheckKind::collective)) {
+  if (part_failed(r, "data_parallel", {"rank ", "replicas", "collective"})) {
     return format(
         "DIVERGED: rank 0 is bitwise identical in all %zu same-seed runs, but not every "
         "rank or replica agrees (data-parallel, below)",
@@ -57,7 +67,7 @@ std::string failed_beside_identity(const ComparisonResult& r, const compare::Aud
 // The same-seed runs are identical: the verdict, unless another check failed or was not proven.
 std::string identical_head(const ComparisonResult& r, const compare::AuditVerdict& v,
                            std::size_t n) {
-  if (v.status == compare::AuditStatus::diverged) return failed_beside_identity(r, v, n);
+  if (v.status == compare::AuditStatus::diverged) return failed_beside_identity(r, n);
   if (v.status == compare::AuditStatus::inconclusive) {
     return format(
         "INCONCLUSIVE: all %zu same-seed runs are bitwise identical, but %s did not prove the "
@@ -117,7 +127,7 @@ std::string verdict(const ComparisonResult& r) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
         nothing;
-  } else if (v.failed(compare::CheckKind::world_sizes)) {
+  } else if (part_failed(r, "data_parallel", {"world sizes"})) {
     head = format(
         "DIVERGED: the %zu same-seed runs of one command came up with different world sizes "
         "(data-parallel, below)",

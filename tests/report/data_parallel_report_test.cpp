@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "compare/checks.h"
 #include "compare/compare.h"
 #include "report/html_report.h"
 #include "report/junit.h"
@@ -15,13 +16,14 @@ using ra::compare::ComparisonResult;
 
 namespace {
 
+// A comparison whose data-parallel finding (compare/data_parallel_finding.cpp) is of `f`.
+ComparisonResult with_ranks(ComparisonResult r, const ra::compare::DistributedFindings& f) {
+  r.findings = {ra::compare::data_parallel_finding_of(r, f)};
+  return r;
+}
+
 // Two runs of 2 gloo ranks whose bucket 0 left the collective otherwise in run 1.
-ComparisonResult collective_varies() {
-  ComparisonResult r;
-  r.spec_name = "ddp";
-  r.expect_identical = true;
-  r.identical = false;
-  r.compared_runs = {0, 1};
+ra::compare::DistributedFindings collective_findings() {
   ra::compare::DistributedFindings f;
   f.world_size = 2;
   f.backend = "gloo";
@@ -34,8 +36,17 @@ ComparisonResult collective_varies() {
   f.runs_checked = 2;
   f.collective =
       ra::compare::CollectiveDivergence{1, 3, 0, {"fc.weight", "fc.bias"}, 12, 0, true, "default"};
-  r.distributed = f;
-  return r;
+  return f;
+}
+
+ComparisonResult collective_varies(
+    const ra::compare::DistributedFindings& f = collective_findings()) {
+  ComparisonResult r;
+  r.spec_name = "ddp";
+  r.expect_identical = true;
+  r.identical = false;
+  r.compared_runs = {0, 1};
+  return with_ranks(r, f);
 }
 
 }  // namespace
@@ -50,18 +61,18 @@ TEST_CASE("the collective as the root cause is said in the data-parallel section
 }
 
 TEST_CASE("bucket layouts and an unrecorded collective are named", "[report]") {
-  ComparisonResult r = collective_varies();
-  r.distributed->collective.reset();
-  r.distributed->bucket_layout =
+  ra::compare::DistributedFindings f = collective_findings();
+  f.collective.reset();
+  f.bucket_layout =
       ra::compare::BucketLayoutDifference{1, std::nullopt, 0, "bucket cap (bucket_cap_mb) ..."};
-  CHECK_THAT(ra::report::text::distributed(r),
+  CHECK_THAT(ra::report::text::distributed(collective_varies(f)),
              Contains("  bucket layouts differ: bucket cap (bucket_cap_mb) ...\n"));
-  r.distributed->bucket_layout.reset();
-  CHECK_THAT(ra::report::text::distributed(r),
+  f.bucket_layout.reset();
+  CHECK_THAT(ra::report::text::distributed(collective_varies(f)),
              Contains("  collective: every bucket's inputs and results as in the reference run "
                       "(hook default)\n"));
-  r.distributed->comm_hook.clear();
-  CHECK_THAT(ra::report::text::distributed(r),
+  f.comm_hook.clear();
+  CHECK_THAT(ra::report::text::distributed(collective_varies(f)),
              Contains("  collective: not recorded (no DDP communication hook wrapped)\n"));
 }
 

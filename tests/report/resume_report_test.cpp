@@ -6,7 +6,9 @@
 
 #include <string>
 
+#include "compare/checks.h"
 #include "compare/compare.h"
+#include "compare/resume_check.h"
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/text_format.h"
@@ -18,7 +20,7 @@ using ra::compare::ResumeVerdict;
 
 namespace {
 
-ComparisonResult one_resume(bool script, std::vector<ra::compare::ResumePiece> differing) {
+ResumeVerdict one_verdict(bool script, std::vector<ra::compare::ResumePiece> differing) {
   ResumeVerdict v;
   v.run = 1;
   v.step = 5;
@@ -32,9 +34,18 @@ ComparisonResult one_resume(bool script, std::vector<ra::compare::ResumePiece> d
     v.first_divergence_category = "batches";
     v.first_divergence_tensor = "inputs";
   }
+  return v;
+}
+
+// A comparison whose one finding is the resume check's of `v` (compare/resume_finding.cpp).
+ComparisonResult with_resume(const ResumeVerdict& v) {
   ComparisonResult r;
-  r.resumes = {v};
+  r.findings = {ra::compare::resume_finding_of({v}, r.expect_identical)};
   return r;
+}
+
+ComparisonResult one_resume(bool script, std::vector<ra::compare::ResumePiece> differing) {
+  return with_resume(one_verdict(script, std::move(differing)));
 }
 
 }  // namespace
@@ -80,8 +91,9 @@ TEST_CASE("a next batch that differs under an agreeing torch generator blames no
 }
 
 TEST_CASE("a checkpoint's size is given in the largest unit it reaches", "[report]") {
-  ComparisonResult r = one_resume(true, {});
-  r.resumes[0].checkpoint_bytes = 93612441;  // issue 61 printed "91418.9 KiB"
+  ResumeVerdict v = one_verdict(true, {});
+  v.checkpoint_bytes = 93612441;  // issue 61 printed "91418.9 KiB"
+  const ComparisonResult r = with_resume(v);
   CHECK_THAT(ra::report::text::resumes(r), Contains("(checkpoint 89.3 MiB, the script's save"));
   using ra::report::text::byte_size;
   CHECK(byte_size(700) == "700 bytes");
@@ -126,11 +138,12 @@ TEST_CASE("JUnit has a testcase per resume that fails when a piece was left out"
 
 TEST_CASE("a script's own save point names the --interrupt-at step it serves, untimed",
           "[report]") {
-  ComparisonResult r = one_resume(true, {});
-  r.resumes[0].step = 8;
-  r.resumes[0].interrupt_at = 5;
-  r.resumes[0].write_seconds.reset();
-  r.resumes[0].read_seconds.reset();
+  ResumeVerdict v = one_verdict(true, {});
+  v.step = 8;
+  v.interrupt_at = 5;
+  v.write_seconds.reset();
+  v.read_seconds.reset();
+  ComparisonResult r = with_resume(v);
   REQUIRE(ra::report::text::resumes(r) ==
           "resume of run 1 at step 8 (the script's first save at or after --interrupt-at 5): "
           "exact (checkpoint 2.0 KiB, the script's own save and load)\n");

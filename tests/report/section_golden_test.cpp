@@ -13,6 +13,7 @@
 #include "report/junit.h"
 #include "report/readers_agree.h"
 #include "report/report_cases.h"
+#include "report/sections.h"
 #include "report/text_report.h"
 #include "support/golden.h"
 #include "trace/in_memory_traces.h"
@@ -30,7 +31,7 @@ using ra::trace::Trace;
 void check_forms(const std::string& name, const ComparisonResult& result) {
   ra::test::readers_agree(result);
   check_golden(name + ".txt", ra::report::render_text(result));
-  check_golden(name + ".json", to_json(result).dump(2) + "\n");
+  check_golden(name + ".json", ra::report::render_json(result).dump(2) + "\n");
   check_golden(name + ".xml", ra::report::render_junit(result));
   check_golden(name + ".html", ra::report::render_html(result));
 }

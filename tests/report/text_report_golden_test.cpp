@@ -1,6 +1,6 @@
 // Golden-text tests of the report: comparisons of traces built in memory
 // (tests/trace/in_memory_traces.h) rendered as text (report::render_text) and as JSON
-// (compare::to_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
+// (report::render_json, dumped as `--json` writes it) and as JUnit XML (report::render_junit), each
 // compared byte for byte with a file checked in under tests/report/golden/ (<case>.txt,
 // <case>.json, <case>.xml).
 //
@@ -20,6 +20,7 @@
 #include "compare/compare.h"
 #include "report/junit.h"
 #include "report/readers_agree.h"
+#include "report/sections.h"
 #include "report/text_report.h"
 #include "support/golden.h"
 #include "trace/in_memory_traces.h"
@@ -36,7 +37,7 @@ using ra::test::check_golden;
 void check_report(const std::string& name, const ComparisonResult& result) {
   ra::test::readers_agree(result);  // every form below says the one verdict
   check_golden(name + ".txt", ra::report::render_text(result));
-  check_golden(name + ".json", ra::compare::to_json(result).dump(2) + "\n");
+  check_golden(name + ".json", ra::report::render_json(result).dump(2) + "\n");
   check_golden(name + ".xml", ra::report::render_junit(result));
 }
 

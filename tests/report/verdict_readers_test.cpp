@@ -14,8 +14,9 @@
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "report/junit.h"
-#include "report/report_cases.h"
 #include "report/readers_agree.h"
+#include "report/report_cases.h"
+#include "report/sections.h"
 #include "report/text_format.h"
 #include "report/text_report.h"
 #include "report/text_sections.h"
@@ -42,8 +43,8 @@ TEST_CASE("a resume that left a piece out fails the audit though the steps agree
   resumed.state.rng_streams[0].second = ra::test::changed(resumed.state.rng_streams[0].second);
   const ComparisonResult r = compare_traces(resumed_runs(resumed), expect_identity());
   REQUIRE(r.identical);  // the recorded steps agree: only the resume check sees it
-  REQUIRE(r.resumes.size() == 1);
-  CHECK_FALSE(r.resumes[0].exact());
+  REQUIRE(resumes_of(r).size() == 1);
+  CHECK_FALSE(resumes_of(r)[0].exact());
   CHECK(readers_agree(r) == kDivergence);
   CHECK_THAT(ra::report::render_text(r),
              Contains("DIVERGED: the 2 same-seed runs' recorded steps agree, but a resumed run is "
@@ -56,7 +57,8 @@ TEST_CASE("the same resume under --expect any is allowed, and every reader says 
   ComparisonOptions options;
   options.expect_identical = false;
   const ComparisonResult r = compare_traces(resumed_runs(resumed), options);
-  CHECK(audit_verdict(r).outcome(CheckKind::resume) == CheckOutcome::allowed);
+  REQUIRE(finding_of(r.findings, "resume") != nullptr);
+  CHECK(finding_of(r.findings, "resume")->outcome == CheckOutcome::allowed);
   CHECK(readers_agree(r) == 0);
   CHECK_THAT(ra::report::render_junit(r), Contains("(allowed: bitwise identity was not expected)"));
 }
@@ -77,17 +79,17 @@ TEST_CASE("pieces that agree at the save point do not make a resume exact when t
   traces[1].final->weights = traces[1].steps.back().weights;
   traces[1].final->final_loss_bits = traces[1].steps.back().loss_bits;
   const ComparisonResult r = compare_traces(traces, expect_identity());
-  REQUIRE(r.resumes.size() == 1);
-  CHECK(r.resumes[0].restored());
-  CHECK_FALSE(r.resumes[0].exact());
+  REQUIRE(resumes_of(r).size() == 1);
+  CHECK(resumes_of(r)[0].restored());
+  CHECK_FALSE(resumes_of(r)[0].exact());
   CHECK(readers_agree(r) == kDivergence);
   const std::string text = ra::report::text::resumes(r);
   CHECK_THAT(text, Contains("resume of run 1 at step 2: NOT exact"));
   CHECK_THAT(text, Contains("first divergence after the resume: step 2, weights"));
   CHECK_THAT(text, Contains("the same batch, loss and gradients gave other weights: the learning "
                             "rate (or another hyperparameter) differs"));
-  CHECK(to_json(r)["resumes"][0]["restored"] == true);
-  CHECK(to_json(r)["resumes"][0]["exact"] == false);
+  CHECK(ra::report::render_json(r)["resumes"][0]["restored"] == true);
+  CHECK(ra::report::render_json(r)["resumes"][0]["exact"] == false);
 }
 
 TEST_CASE("a batch that differs after an agreeing save point names work after the save",
@@ -97,7 +99,7 @@ TEST_CASE("a batch that differs after an agreeing save point names work after th
     if (s.step >= 2) s.batch_indices = ra::test::changed(s.batch_indices);
   }
   const ComparisonResult r = compare_traces(traces, expect_identity());
-  REQUIRE(r.resumes.size() == 1);
+  REQUIRE(resumes_of(r).size() == 1);
   CHECK(readers_agree(r) == kDivergence);
   CHECK_THAT(ra::report::text::resumes(r),
              Contains("its batch. A random generator was drawn between the save point and the "
@@ -106,8 +108,8 @@ TEST_CASE("a batch that differs after an agreeing save point names work after th
 
 TEST_CASE("an exact resume passes every reader", "[report]") {
   const ComparisonResult r = compare_traces(resumed_runs(resume_point(2, true)), expect_identity());
-  REQUIRE(r.resumes.size() == 1);
-  CHECK(r.resumes[0].exact());
+  REQUIRE(resumes_of(r).size() == 1);
+  CHECK(resumes_of(r)[0].exact());
   CHECK(readers_agree(r) == 0);
 }
 
@@ -118,7 +120,7 @@ TEST_CASE("a perturbed run's resume is not judged against run 0", "[report]") {
   traces[1].resume_points[0].state.weights =
       ra::test::changed(traces[1].resume_points[0].state.weights);
   const ComparisonResult r = compare_traces(traces, expect_identity());
-  CHECK(r.resumes.empty());
+  CHECK(resumes_of(r).empty());
 }
 
 TEST_CASE("one command's runs that came up with two world sizes fail every reader", "[report]") {
@@ -130,7 +132,7 @@ TEST_CASE("one command's runs that came up with two world sizes fail every reade
   CHECK_FALSE(r.world_sizes->configuration);
   CHECK(readers_agree(r) == kDivergence);
   CHECK_THAT(ra::report::render_text(r), Contains("world sizes DIFFER within one command"));
-  CHECK(to_json(r)["world_sizes"]["configuration"] == false);
+  CHECK(ra::report::render_json(r)["world_sizes"]["configuration"] == false);
 }
 
 TEST_CASE("world sizes as a configuration pass every reader, JUnit included", "[report]") {
@@ -170,10 +172,13 @@ TEST_CASE("replicas that part fail every reader whatever the expectation", "[rep
   ra::test::TraceBuilder b;
   ComparisonOptions options;
   options.expect_identical = false;
-  ComparisonResult r = compare_traces({b.build(0), b.build(1)}, options);
-  r.distributed = DistributedFindings{};
-  r.distributed->world_size = 2;
-  r.distributed->replicas_parted = ReplicaDivergence{1, 3, "conv2d_0.weight", 1};
+  options.distributed = [](const std::vector<Trace>&) {
+    DistributedFindings f;
+    f.world_size = 2;
+    f.replicas_parted = ReplicaDivergence{1, 3, "conv2d_0.weight", 1};
+    return std::optional<DistributedFindings>(f);
+  };
+  const ComparisonResult r = compare_traces({b.build(0), b.build(1)}, options);
   CHECK(readers_agree(r) == kDivergence);
 }
 
@@ -288,7 +293,7 @@ TEST_CASE("two programs against the floor: every reader says within, beyond or i
                        ra::test::expect_equivalent());
     CHECK(readers_agree(r) == kDivergence);
     CHECK_THAT(ra::report::render_junit(r), Contains("beyond the floor from step 3"));
-    CHECK(to_json(r)["findings"]["equivalence"]["outcome"] == "failed");
+    CHECK(ra::report::render_json(r)["findings"]["equivalence"]["outcome"] == "failed");
   }
   SECTION("beyond, with a perturbed floor run: the verdict line names the failed finding") {
     // The perturbation control is then the first finding and passes; the equivalence, second,
@@ -310,6 +315,6 @@ TEST_CASE("two programs against the floor: every reader says within, beyond or i
     traces[2] = builder.build(2);
     const auto r = compare_traces(traces, ra::test::expect_equivalent());
     CHECK(readers_agree(r) == static_cast<int>(ra::ExitCode::inconclusive));
-    CHECK(to_json(r)["findings"]["equivalence"]["outcome"] == "inconclusive");
+    CHECK(ra::report::render_json(r)["findings"]["equivalence"]["outcome"] == "inconclusive");
   }
 }

@@ -1,9 +1,14 @@
-// The resume check in words (docs/resume.md, docs/report.md "Resume"): each resumed run's restore,
+// The resume section (report/sections.h): the resume finding (compare/resume_finding.cpp) in
+// every form. In words (docs/resume.md, docs/report.md "Resume"): each resumed run's restore,
 // exact or with every piece of state it left out named as what to fix, and where the run first
-// parted from the uninterrupted one afterwards; the checkpoint's cost.
+// parted from the uninterrupted one afterwards; the checkpoint's cost. The HTML page shows those
+// words; JUnit has a case per resume; the JSON report's "resumes" holds each verdict.
 #include <algorithm>
 #include <cstdio>
 
+#include "report/markup.h"
+#include "report/sections.h"
+#include "report/svg_plot.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
 
@@ -205,8 +210,100 @@ std::string resume(const ComparisonResult& r, const ResumeVerdict& v) {
 
 std::string resumes(const ComparisonResult& r) {
   std::string out;
-  for (const ResumeVerdict& v : r.resumes) out += resume(r, v);
+  for (const ResumeVerdict& v : compare::resumes_of(r)) out += resume(r, v);
   return out;
 }
 
 }  // namespace ra::report::text
+
+namespace ra::report {
+namespace {
+
+using nlohmann::json;
+
+json resume_verdict_json(const compare::ComparisonResult& r, const compare::ResumeVerdict& v) {
+  json pieces = json::array();
+  for (const compare::ResumePiece& p : v.differing) {
+    pieces.push_back(p.stream.empty() ? json{{"piece", p.piece}}
+                                      : json{{"piece", p.piece}, {"stream", p.stream}});
+  }
+  json first = nullptr;
+  if (v.first_divergence_step) {
+    first = {{"step", *v.first_divergence_step},
+             {"category", v.first_divergence_category},
+             {"tensor", v.first_divergence_tensor}};
+  }
+  const auto index = static_cast<std::size_t>(v.run);
+  const auto seconds = [](const std::optional<double>& s) { return s ? json(*s) : json(nullptr); };
+  return {{"run", index < r.runs.size() ? r.runs[index].run : v.run},
+          {"step", v.step},
+          {"interrupt_at", v.interrupt_at},
+          {"compared", v.compared},
+          {"exact", v.exact()},
+          {"restored", v.restored()},
+          {"differing", pieces},
+          {"first_divergence", first},
+          {"checkpoint",
+           {{"by", v.script_checkpoint ? "script" : "engine"},
+            {"bytes", v.checkpoint_bytes},
+            {"write_seconds", seconds(v.write_seconds)},
+            {"read_seconds", seconds(v.read_seconds)}}}};
+}
+
+}  // namespace
+
+std::string resume_text(const compare::ComparisonResult& r, const compare::Finding&) {
+  return text::resumes(r);
+}
+
+// In the text report's words: the pieces a checkpoint left out, each worded as the fix.
+std::string resume_html(const compare::ComparisonResult& r, const compare::Finding&) {
+  if (compare::resumes_of(r).empty()) return "";
+  return "<h2>Resumes</h2>\n<pre>" +
+         svg::html_lines_escaped(text::cut_long_lines(text::resumes(r))) + "</pre>\n";
+}
+
+// A case per resumed run: fails where identity was expected and a piece of state was not
+// restored; its time the checkpoint's write and read.
+std::vector<JunitCase> resume_cases(const compare::ComparisonResult& r, const compare::Finding& f) {
+  std::vector<JunitCase> cases;
+  const std::vector<compare::ResumeVerdict>& resumes = compare::resumes_of(r);
+  for (std::size_t i = 0; i < resumes.size() && i < f.parts.size(); ++i) {
+    const compare::ResumeVerdict& v = resumes[i];
+    JunitCase c;
+    const std::string words = text::resume(r, v);
+    const std::string head = text::first_line(words);
+    c.name = head.substr(0, head.find(':'));
+    c.time = v.write_seconds.value_or(0.0) + v.read_seconds.value_or(0.0);
+    c.message = head.substr(head.find(": ") + 2);
+    switch (f.parts[i].outcome) {
+      case compare::CheckOutcome::skipped:
+        c.outcome = JunitCase::Outcome::skipped;
+        break;
+      case compare::CheckOutcome::failed:
+      case compare::CheckOutcome::inconclusive:  // a resume has no control: never inconclusive
+        c.outcome = JunitCase::Outcome::failed;
+        c.failure_type = "resume";
+        c.detail = text::after_first_line(words);
+        break;
+      case compare::CheckOutcome::allowed:
+        c.message += " (allowed: bitwise identity was not expected)";
+        break;
+      case compare::CheckOutcome::passed:
+        break;
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// Only for resumed runs (--interrupt-at), so that other reports read as before.
+void resume_json(const compare::ComparisonResult& r, const compare::Finding&, json& report) {
+  const std::vector<compare::ResumeVerdict>& resumes = compare::resumes_of(r);
+  if (resumes.empty()) return;
+  json out = json::array();
+  for (const compare::ResumeVerdict& v : resumes) out.push_back(resume_verdict_json(r, v));
+  report["resumes"] = out;
+}
+
+}  // namespace ra::report

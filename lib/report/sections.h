@@ -1,0 +1,46 @@
+#pragma once
+// The sections of findings that keep the forms they had before they were findings
+// (compare/finding.h, Finding::own_section). A section file holds one finding's text, HTML,
+// JUnit and JSON forms together, each read from the finding's facts and parts:
+//   resume_section.cpp          each resumed run's restore (docs/resume.md)
+//   data_parallel_section.cpp   world sizes, ranks, replicas, collective (docs/distributed.md)
+// A finding without a section renders in the generic forms (report/finding_forms.h).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.h"
+#include "report/junit_case.h"
+
+namespace ra::report {
+
+struct Section {
+  const char* id;  // the registered check's (compare/checks.cpp)
+  std::string (*text)(const compare::ComparisonResult&, const compare::Finding&);
+  std::string (*html)(const compare::ComparisonResult&, const compare::Finding&);
+  std::vector<JunitCase> (*junit)(const compare::ComparisonResult&, const compare::Finding&);
+  // Adds the finding's keys to the JSON report (compare::to_json's document).
+  void (*json)(const compare::ComparisonResult&, const compare::Finding&, nlohmann::json&);
+};
+
+// The section of a finding with one (Finding::own_section), or null.
+const Section* section_of(const compare::Finding& f);
+
+// The JSON report: compare::to_json's document with each section's keys.
+nlohmann::json render_json(const compare::ComparisonResult& r);
+
+// The sections' forms.
+std::string resume_text(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string resume_html(const compare::ComparisonResult& r, const compare::Finding& f);
+std::vector<JunitCase> resume_cases(const compare::ComparisonResult& r, const compare::Finding& f);
+void resume_json(const compare::ComparisonResult& r, const compare::Finding& f, nlohmann::json&);
+
+std::string data_parallel_text(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string data_parallel_html(const compare::ComparisonResult& r, const compare::Finding& f);
+std::vector<JunitCase> data_parallel_cases(const compare::ComparisonResult& r,
+                                           const compare::Finding& f);
+void data_parallel_json(const compare::ComparisonResult& r, const compare::Finding& f,
+                        nlohmann::json&);
+
+}  // namespace ra::report
