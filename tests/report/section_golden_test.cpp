@@ -1,8 +1,9 @@
 // Golden tests of the sections that became findings (issue 60): resumes, world sizes and the
-// data-parallel ranks, replicas and collective, each rendered in every form (text, JSON, JUnit,
-// HTML) from comparisons of traces built in memory, byte for byte against tests/report/golden/.
-// They were written before those sections moved onto the registry of checks, so that the move is
-// seen to change no byte (REPRO_AUDIT_UPDATE_GOLDEN=1 rewrites them: docs/report.md).
+// data-parallel ranks, replicas and collective, a loader's workers, each rendered in every form
+// (text, JSON, JUnit, HTML) from comparisons of traces built in memory, byte for byte against
+// tests/report/golden/. They were written before those sections moved onto the registry of checks,
+// so that the move is seen to change no byte (REPRO_AUDIT_UPDATE_GOLDEN=1 rewrites them:
+// docs/report.md).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -67,7 +68,33 @@ ComparisonResult data_parallel(bool rank_parts, bool replicas_part, bool expect_
   return compare_traces(runs, options);
 }
 
+// Two workers of one pass that start from `state` of dataset.rng.
+std::vector<ra::trace::LoaderWorker> workers_sharing(std::uint64_t state) {
+  return {{7, 0, 2, {{"dataset.rng", {state, 1}}}}, {7, 1, 2, {{"dataset.rng", {state, 1}}}}};
+}
+
+// Two PyTorch runs whose loader's workers share a stream seeded `state0` and `state1`; with
+// `batches_part`, run 1's first batch differs (the loader's advice follows).
+ComparisonResult loader_runs(std::uint64_t state0, std::uint64_t state1, bool batches_part) {
+  std::vector<Trace> traces{ra::test::TraceBuilder{}.build(0), ra::test::TraceBuilder{}.build(1)};
+  for (Trace& t : traces) t.header.backend = "pytorch-cpu";
+  traces[0].final->loader_workers = workers_sharing(state0);
+  traces[1].final->loader_workers = workers_sharing(state1);
+  if (batches_part)
+    traces[1].steps[0].batch_inputs = ra::test::changed(traces[1].steps[0].batch_inputs);
+  return compare_traces(traces, {});
+}
+
 }  // namespace
+
+TEST_CASE("section golden: loader workers that share an unseeded stream, batches part",
+          "[report][golden]") {
+  check_forms("loader_workers_unseeded", loader_runs(100, 200, true));
+}
+
+TEST_CASE("section golden: loader workers that share a stream seeded alike", "[report][golden]") {
+  check_forms("loader_workers_shared", loader_runs(100, 100, false));
+}
 
 TEST_CASE("section golden: a resume that left torch's RNG state out", "[report][golden]") {
   ResumePoint resumed = resume_point(2, true);
