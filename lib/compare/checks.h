@@ -49,6 +49,10 @@ Finding data_parallel_finding(const CheckContext& context);
 // The finding of a comparison's world sizes and a data-parallel audit's findings, if any.
 Finding data_parallel_finding_of(const ComparisonResult& r,
                                  std::optional<DistributedFindings> found);
+// A PyTorch loader's workers that start from a random stream alike
+// (compare/loader_workers_finding.cpp).
+bool loader_workers_applies(const CheckContext& context);
+Finding loader_workers_finding(const CheckContext& context);
 bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
 Finding perturbation_control(const CheckContext& context);
 // With --align: the two programs' op records aligned (compare/alignment_finding.cpp). InputError

@@ -49,14 +49,19 @@ std::vector<LedgerDifference> ledger_differences_of(const std::vector<trace::Tra
 }
 
 // The next step, one ordered rule over the spine and the findings, once they are all made: the
-// suggested --trace-ops window (and whether with tensor digests) and the loader advice, dropped
-// where a finding explains the difference already, and the command that re-runs with the window.
+// loader advice where PyTorch runs' batches part (with what the loader-workers finding saw), else
+// the suggested --trace-ops window (and whether with tensor digests); either dropped where a
+// finding explains the difference already; and the command that re-runs with the window.
 // Runs that part only between world sizes (a configuration), two programs judged against a floor
 // (they differ by design: the equivalence finding says where to look next), a resumed run (its
 // check names its divergence; --trace-ops does not combine with --interrupt-at, docs/resume.md)
 // and a collective that is the cause (no op of a rank to localise) leave no re-run with op
 // records; a divergence that follows a resume not exact gets the resume's words, not the loader's.
-void decide_next_step(ComparisonResult& result, const ComparisonOptions& options) {
+void decide_next_step(ComparisonResult& result, const ComparisonOptions& options,
+                      const phases::ComparedRuns& compared,
+                      const std::optional<Digest128>& reference_indices) {
+  result.loader_advice = phases::loader_advice(result, compared, reference_indices);
+  result.suggested_trace_ops = phases::suggested_trace_ops(result);
   const bool configuration = result.world_sizes && result.world_sizes->configuration &&
                              result.world_sizes->identical_within;
   const DistributedFindings* distributed = distributed_of(result);
@@ -186,10 +191,6 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.instability = phases::instability(traces, options, result.warnings);
 
   result.allow_empty = options.allow_empty;
-  result.loader_workers = phases::loader_worker_findings(traces);
-  result.loader_advice =
-      phases::loader_advice(result, compared, found.reference_indices_at_batches_divergence);
-  result.suggested_trace_ops = phases::suggested_trace_ops(result);
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
   result.environment_differences = phases::environment_differences(traces);
   result.ledger_differences = ledger_differences_of(traces);
@@ -197,7 +198,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.
   result.findings = run_checks({traces, result, options});
-  decide_next_step(result, options);
+  decide_next_step(result, options, compared, found.reference_indices_at_batches_divergence);
   return result;
 }
 

@@ -423,9 +423,6 @@ struct ComparisonResult {
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<LedgerDifference> ledger_differences;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
-  // Set when some trace recorded its data loader's workers (PyTorch traces): a finding within
-  // runs, not a difference between them, so it changes no verdict or exit code.
-  std::optional<LoaderWorkerFindings> loader_workers;
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.
   std::vector<std::vector<int>> copies;
@@ -492,6 +489,8 @@ bool divergence_follows_resume(const ComparisonResult& r);
 // compare/resume_finding.cpp), a data-parallel audit's ranks and replicas (null for one process).
 const std::vector<ResumeVerdict>& resumes_of(const ComparisonResult& r);
 const DistributedFindings* distributed_of(const ComparisonResult& r);
+// What the traces recorded of their loaders' workers (compare/loader_workers_finding.cpp), or null.
+const LoaderWorkerFindings* loader_workers_of(const ComparisonResult& r);
 
 // The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.

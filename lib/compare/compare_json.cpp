@@ -290,19 +290,6 @@ json statistics_json(const ComparisonResult& r) {
   return statistics;
 }
 
-json loader_workers_json(const LoaderWorkerFindings& f) {
-  json shared = json::array();
-  for (const SharedWorkerStream& s : f.shared_streams) {
-    shared.push_back({{"stream", s.stream},
-                      {"workers", s.workers},
-                      {"runs", s.runs},
-                      {"passes", s.passes},
-                      {"passes_recorded", s.passes_recorded},
-                      {"differs_between_runs", s.differs_between_runs}});
-  }
-  return {{"runs_recorded", f.runs_recorded}, {"shared_streams", std::move(shared)}};
-}
-
 // The next step: "trace_ops" (the window and, when known, the command) or "watch_loader", with
 // the lines the text report prints (`advice`); null when there is none.
 json next_step_json(const ComparisonResult& r) {
@@ -378,8 +365,6 @@ json to_json(const ComparisonResult& r) {
   // Only where a registered check applied (compare/checks.h), so that other reports read as before.
   const nlohmann::json findings = findings_json(r.findings);
   if (!findings.empty()) report["findings"] = findings;
-  // Only for traces that recorded their data loader's workers (PyTorch scripts).
-  if (r.loader_workers) report["loader_workers"] = loader_workers_json(*r.loader_workers);
   // Only with a perturbed group (--seeds all).
   if (r.instability) report["instability"] = instability_json(*r.instability);
   return report;

@@ -25,9 +25,9 @@ std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
   // The recorder digests an empty int64 tensor where no indices were given.
   const Digest128 none = digest(std::span<const std::int64_t>{});
   advice.indices_recorded = reference_indices && *reference_indices != none;
-  if (result.loader_workers) {
+  if (const LoaderWorkerFindings* workers = loader_workers_of(result)) {
     advice.workers_watched = true;
-    for (const SharedWorkerStream& s : result.loader_workers->shared_streams) {
+    for (const SharedWorkerStream& s : workers->shared_streams) {
       if (s.differs_between_runs) advice.shared_and_differing.push_back(s.stream);
     }
   }

@@ -96,8 +96,9 @@ std::string category_table(const ComparisonResult& r) {
     out += cell(std::to_string(v.steps_differing)) + "</tr>\n";
   }
   out += "</table>\n";
-  const std::string first = text::cut_long_lines(text::first_divergence(r) + text::root_cause(r) +
-                                                 text::loader_workers(r) + text::next_step(r));
+  const std::string first =
+      text::cut_long_lines(text::first_divergence(r) + text::root_cause(r) +
+                           findings_html(r, HtmlPlace::divergence_block) + text::next_step(r));
   if (!first.empty()) out += "<pre>" + svg::html_lines_escaped(first) + "</pre>\n";
   return out;
 }
@@ -221,10 +222,7 @@ std::string render_html(const ComparisonResult& r) {
   out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r);
-  for (const compare::Finding& f : r.findings) {
-    const Section* s = section_of(f);
-    out += s != nullptr ? s->html(r, f) : finding_html(f);
-  }
+  out += findings_html(r, HtmlPlace::findings);
   out += html::loss_plots(r) + html::growth_plots(r) + html::divergence_map(r) +
          html::seed_group_plots(r) + html::instability_plots(r) + snapshots(r) + statistics(r) +
          differences(r) + cost(r);

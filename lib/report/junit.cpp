@@ -235,6 +235,7 @@ std::string render_junit(const ComparisonResult& r) {
   std::size_t sectioned = 0;
   for (const compare::Finding& f : r.findings) {
     if (const Section* s = section_of(f)) {
+      if (s->junit == nullptr) continue;
       for (Case& c : s->junit(r, f)) {
         c.name = std::to_string(3 + r.categories.size() + sectioned++) + " " + c.name;
         cases.push_back(std::move(c));

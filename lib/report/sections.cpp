@@ -1,19 +1,44 @@
 // The registry of sections (report/sections.h) and the JSON report they complete.
 #include "report/sections.h"
 
+#include "report/finding_forms.h"
+
 namespace ra::report {
 
 const Section* section_of(const compare::Finding& f) {
   static const Section sections[] = {
-      {"resume", resume_text, resume_html, resume_cases, resume_json},
-      {"data_parallel", data_parallel_text, data_parallel_html, data_parallel_cases,
-       data_parallel_json},
+      {"resume", TextPlace::findings, resume_text, HtmlPlace::findings, resume_html, resume_cases,
+       resume_json},
+      {"data_parallel", TextPlace::findings, data_parallel_text, HtmlPlace::findings,
+       data_parallel_html, data_parallel_cases, data_parallel_json},
+      {"loader_workers", TextPlace::after_next_step, loader_workers_text,
+       HtmlPlace::divergence_block, loader_workers_text, nullptr, loader_workers_json},
   };
   if (!f.own_section) return nullptr;
   for (const Section& s : sections) {
     if (f.id == s.id) return &s;
   }
   return nullptr;
+}
+
+std::string findings_text(const compare::ComparisonResult& r, TextPlace place) {
+  std::string out;
+  for (const compare::Finding& f : r.findings) {
+    const Section* s = section_of(f);
+    if (s != nullptr && s->text_place == place) out += s->text(r, f);
+    if (s == nullptr && place == TextPlace::findings) out += finding_text(f);
+  }
+  return out;
+}
+
+std::string findings_html(const compare::ComparisonResult& r, HtmlPlace place) {
+  std::string out;
+  for (const compare::Finding& f : r.findings) {
+    const Section* s = section_of(f);
+    if (s != nullptr && s->html_place == place) out += s->html(r, f);
+    if (s == nullptr && place == HtmlPlace::findings) out += finding_html(f);
+  }
+  return out;
 }
 
 nlohmann::json render_json(const compare::ComparisonResult& r) {

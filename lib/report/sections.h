@@ -4,6 +4,7 @@
 // JUnit and JSON forms together, each read from the finding's facts and parts:
 //   resume_section.cpp          each resumed run's restore (docs/resume.md)
 //   data_parallel_section.cpp   world sizes, ranks, replicas, collective (docs/distributed.md)
+//   loader_workers_section.cpp  a loader's workers that share a random stream (docs/pytorch.md)
 // A finding without a section renders in the generic forms (report/finding_forms.h).
 #include <string>
 #include <vector>
@@ -15,10 +16,20 @@
 
 namespace ra::report {
 
+// Where a section's text stands in the text report: among the findings (after the first
+// divergence), or after the next step. Where its HTML stands: among the findings, or in the
+// preformatted block of the divergence (its html then gives plain text, which that block escapes),
+// before the next step. Each the place its form had before it was a finding.
+enum class TextPlace { findings, after_next_step };
+enum class HtmlPlace { findings, divergence_block };
+
 struct Section {
   const char* id;  // the registered check's (compare/checks.cpp)
+  TextPlace text_place;
   std::string (*text)(const compare::ComparisonResult&, const compare::Finding&);
+  HtmlPlace html_place;
   std::string (*html)(const compare::ComparisonResult&, const compare::Finding&);
+  // Null: no case of its own (a finding that decides nothing).
   std::vector<JunitCase> (*junit)(const compare::ComparisonResult&, const compare::Finding&);
   // Adds the finding's keys to the JSON report (compare::to_json's document).
   void (*json)(const compare::ComparisonResult&, const compare::Finding&, nlohmann::json&);
@@ -26,6 +37,11 @@ struct Section {
 
 // The section of a finding with one (Finding::own_section), or null.
 const Section* section_of(const compare::Finding& f);
+
+// The findings' text (or HTML) at `place`, in the registry's order: a section's where the finding
+// has one, else (among the findings) the generic form.
+std::string findings_text(const compare::ComparisonResult& r, TextPlace place);
+std::string findings_html(const compare::ComparisonResult& r, HtmlPlace place);
 
 // The JSON report: compare::to_json's document with each section's keys.
 nlohmann::json render_json(const compare::ComparisonResult& r);
@@ -42,5 +58,9 @@ std::vector<JunitCase> data_parallel_cases(const compare::ComparisonResult& r,
                                            const compare::Finding& f);
 void data_parallel_json(const compare::ComparisonResult& r, const compare::Finding& f,
                         nlohmann::json&);
+
+std::string loader_workers_text(const compare::ComparisonResult& r, const compare::Finding& f);
+void loader_workers_json(const compare::ComparisonResult& r, const compare::Finding& f,
+                         nlohmann::json&);
 
 }  // namespace ra::report

@@ -1,6 +1,5 @@
 #include "report/text_report.h"
 
-#include "report/finding_forms.h"
 #include "report/sections.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"
@@ -14,13 +13,10 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::verdict(r);
   out += text::warnings(r);
   out += text::first_divergence(r);
-  for (const compare::Finding& f : r.findings) {
-    const Section* s = section_of(f);
-    out += s != nullptr ? s->text(r, f) : finding_text(f);
-  }
+  out += findings_text(r, TextPlace::findings);
   out += text::root_cause(r);
   out += text::next_step(r);
-  out += text::loader_workers(r);
+  out += findings_text(r, TextPlace::after_next_step);
   out += text::audit_folders(r);
   out += text::environment(r);
   out += text::category_table(r);

@@ -213,49 +213,6 @@ std::string plain_words(const compare::Divergence& d) {
 
 }  // namespace
 
-namespace {
-
-// "0-3", "0,2,5-6": consecutive numbers as ranges.
-std::string ranges(const std::vector<int>& numbers) {
-  std::string out;
-  for (std::size_t i = 0; i < numbers.size();) {
-    std::size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(numbers[i]);
-    if (j > i) out += "-" + std::to_string(numbers[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string loader_workers(const ComparisonResult& r) {
-  if (!r.loader_workers) return "";
-  const compare::LoaderWorkerFindings& f = *r.loader_workers;
-  if (f.shared_streams.empty()) {
-    return "Data loader workers: no random stream shared between the workers of a pass (runs " +
-           ranges(f.runs_recorded) + " recorded them)\n";
-  }
-  std::string out;
-  for (const compare::SharedWorkerStream& s : f.shared_streams) {
-    out += format(
-        "Data loader workers: workers %s start from the same state of the random stream %s "
-        "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or never "
-        "drawn from, what they draw from it, random augmentations or samples, repeats across "
-        "workers; seed it per worker in worker_init_fn (docs/pytorch.md, \"Loader workers\")\n",
-        ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
-        static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded));
-    // A line of its own: the line above is near the report's line length already.
-    if (s.differs_between_runs) {
-      out +=
-          "  and its starting state also differs between the runs (not seeded from the run's "
-          "seed), so the same-seed runs draw differently too: seed it from the run's seed\n";
-    }
-  }
-  return out;
-}
-
 std::string first_divergence(const ComparisonResult& r) {
   if (!r.first_divergence) return "";
   const auto& d = *r.first_divergence;

@@ -68,9 +68,9 @@ TEST_CASE("next step: a worker stream shared and unseeded is named both ways", "
   traces[1].final->loader_workers = workers_sharing(200);  // another state in each run
   traces[1].steps[0].batch_inputs = ra::test::changed(traces[1].steps[0].batch_inputs);
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
-  REQUIRE(r.loader_workers);
-  REQUIRE(r.loader_workers->shared_streams.size() == 1);
-  CHECK(r.loader_workers->shared_streams[0].differs_between_runs);
+  REQUIRE(ra::compare::loader_workers_of(r) != nullptr);
+  REQUIRE(ra::compare::loader_workers_of(r)->shared_streams.size() == 1);
+  CHECK(ra::compare::loader_workers_of(r)->shared_streams[0].differs_between_runs);
   REQUIRE(r.loader_advice);
   CHECK(r.loader_advice->shared_and_differing == std::vector<std::string>{"dataset.rng"});
   const std::string advice = joined(ra::compare::next_step_advice(r));
@@ -87,8 +87,8 @@ TEST_CASE("next step: a shared stream seeded alike in every run is not said to d
   traces[0].final->loader_workers = workers_sharing(100);
   traces[1].final->loader_workers = workers_sharing(100);
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
-  REQUIRE(r.loader_workers);
-  CHECK_FALSE(r.loader_workers->shared_streams[0].differs_between_runs);
+  REQUIRE(ra::compare::loader_workers_of(r) != nullptr);
+  CHECK_FALSE(ra::compare::loader_workers_of(r)->shared_streams[0].differs_between_runs);
   CHECK_FALSE(r.loader_advice);  // identical runs: no next step at all
   CHECK(ra::compare::next_step_advice(r).empty());
 }
