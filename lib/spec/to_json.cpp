@@ -37,6 +37,14 @@ Json dataset_json(const DatasetSpec& d) {
       j["images"] = d.images;
       j["labels"] = d.labels;
       break;
+    case DataFormat::npy:
+      j["images"] = d.images;
+      j["labels"] = d.labels;
+      j["layout"] = to_string(d.layout);
+      break;
+    case DataFormat::cifar10:
+      j["files"] = d.files;
+      break;
     case DataFormat::random:
       j["samples"] = d.samples;
       j["shape"] = d.shape;

@@ -67,6 +67,8 @@ inline void require_same(const DatasetSpec& a, const DatasetSpec& b) {
   CHECK(same_bits(a.value, b.value));
   CHECK(a.seed == b.seed);
   CHECK(a.limit == b.limit);
+  CHECK(a.layout == b.layout);
+  CHECK(a.files == b.files);
 }
 
 inline void require_same(const LayerSpec& a, const LayerSpec& b) {
