@@ -32,6 +32,15 @@ const char* to_string(DataFormat f) {
   }
   return "?";
 }
+const char* to_string(FillMode m) {
+  switch (m) {
+    case FillMode::constant:
+      return "constant";
+    case FillMode::nearest:
+      return "nearest";
+  }
+  return "?";
+}
 const char* to_string(ImageLayout l) {
   switch (l) {
     case ImageLayout::nchw:

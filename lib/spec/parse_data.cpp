@@ -136,6 +136,27 @@ bool parse_dataset(const Json& value, const std::string& path, const std::string
   return problems.size() == before;
 }
 
+// data.augment: whole-pixel or fractional shifts (not both), flips, the fill of vacated cells.
+void parse_augment(const Json& value, const ObjectReader& data, AugmentSpec& augment,
+                   Problems& problems) {
+  ObjectReader a(value, data.path_of("augment"), problems);
+  if (!a.is_object()) return;
+  a.report_unknown_keys({"shift", "flip", "width_shift_range", "height_shift_range", "fill_mode"},
+                        "augment sections");
+  a.integer("shift", augment.shift, IntRange{0, kMaxDimension});
+  a.boolean("flip", augment.flip);
+  a.real("width_shift_range", augment.width_shift_range, kUnitInterval);
+  a.real("height_shift_range", augment.height_shift_range, kUnitInterval);
+  a.choice("fill_mode", augment.fill_mode, {FillMode::constant, FillMode::nearest});
+  if (augment.shift > 0 &&
+      (augment.width_shift_range > 0.0f || augment.height_shift_range > 0.0f)) {
+    problems.push_back({a.path(),
+                        "shift (whole pixels) and width_shift_range or "
+                        "height_shift_range (fractions of the size, as Keras' "
+                        "ImageDataGenerator) exclude each other; keep one"});
+  }
+}
+
 }  // namespace
 
 ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& data,
@@ -158,14 +179,7 @@ ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& 
   r.boolean("shuffle", data.shuffle);
   r.boolean("drop_last", data.drop_last);
   r.integer("workers", data.workers, IntRange{0, kMaxWorkers});
-  if (const Json* augment = r.find("augment")) {
-    ObjectReader a(*augment, r.path_of("augment"), problems);
-    if (a.is_object()) {
-      a.report_unknown_keys({"shift", "flip"}, "augment");
-      a.integer("shift", data.augment.shift, IntRange{0, kMaxDimension});
-      a.boolean("flip", data.augment.flip);
-    }
-  }
+  if (const Json* augment = r.find("augment")) parse_augment(*augment, r, data.augment, problems);
   return parsed;
 }
 

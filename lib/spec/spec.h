@@ -50,10 +50,21 @@ struct DatasetSpec {
 
 // Keras' CIFAR-10 augmentation (data/augment.h): whole-pixel shifts with zero fill, left-right
 // flips.
+// What fills the cells a shift vacates: zeros, or the nearest edge pixel (Keras' default).
+enum class FillMode { constant, nearest };
+
+// Keras' CIFAR-10 augmentation (data/augment.h): shifts, whole pixels (`shift`) or fractions of
+// the image's size (ImageDataGenerator's width_shift_range and height_shift_range, interpolated
+// bilinearly), and left-right flips.
 struct AugmentSpec {
   int shift = 0;  // at most this many pixels each way, per axis
   bool flip = false;
-  bool active() const { return shift > 0 || flip; }
+  float width_shift_range = 0.0f;   // at most this fraction of the width each way; [0, 1)
+  float height_shift_range = 0.0f;  // of the height
+  FillMode fill_mode = FillMode::constant;
+  bool active() const {
+    return shift > 0 || flip || width_shift_range > 0.0f || height_shift_range > 0.0f;
+  }
 };
 
 struct DataSpec {
@@ -199,6 +210,7 @@ struct ExperimentSpec {
 const char* to_string(Device);
 const char* to_string(DataFormat);
 const char* to_string(ImageLayout);
+const char* to_string(FillMode);
 const char* to_string(LayerType);
 const char* to_string(Activation);
 const char* to_string(Padding);

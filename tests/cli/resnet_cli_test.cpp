@@ -171,3 +171,24 @@ TEST_CASE("the next step printed after a divergence under --epochs is accepted a
   CHECK(next.exit_code == 1);  // accepted (not 2), and the runs still part at step 4
   CHECK_THAT(next.out, Catch::Matchers::Contains("root cause: outside the traced ops, step 4"));
 }
+
+TEST_CASE("run: Keras-style fractional shifts with nearest fill, identical across runs",
+          "[cli][audit][resnet][augment]") {
+  TempDir dir;
+  auto spec =
+      nlohmann::json::parse(ra::test::read_text(source_path("configs/resnet-tiny-synthetic.json")));
+  spec["data"]["augment"] = {
+      {"width_shift_range", 0.1}, {"height_shift_range", 0.1}, {"fill_mode", "nearest"}};
+  const std::string spec_file = quoted(dir.write("keras_shifts.json", spec.dump()));
+  const auto r =
+      run_cli("run " + spec_file + " --runs 2 --out " + quoted(dir.path() / "out") + " --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("verdict").at("identical") == true);
+  // The shifts changed what trained: the inputs differ from the unaugmented spec's.
+  const auto plain = run_cli("train " + tiny_resnet() + " --json");
+  const auto shifted = run_cli("train " + spec_file + " --json");
+  REQUIRE((plain.exit_code == 0 && shifted.exit_code == 0));
+  CHECK(nlohmann::json::parse(plain.out).at("weights_xxh3") !=
+        nlohmann::json::parse(shifted.out).at("weights_xxh3"));
+}
