@@ -28,6 +28,7 @@
 #include "rundir/report_paths.h"
 #include "spec/limits.h"
 #include "spec/parse.h"
+#include "spec_overrides.h"
 #include "trace/invariance.h"
 #include "trace/op_window.h"
 #include "trace/tensor_digests.h"
@@ -51,8 +52,9 @@ struct RunCommandOptions {
   std::string fault;
   std::string trace_ops;
   std::vector<std::string> tensor_digests;
-  std::string device;  // "" = the spec's
-  std::string shard;   // "" = every run in this process
+  std::string device;         // "" = the spec's
+  std::optional<int> epochs;  // the spec's train.epochs unless given
+  std::string shard;          // "" = every run in this process
   bool overwrite = false;
   bool resume = false;
   bool no_magnitude = false;
@@ -66,13 +68,24 @@ struct RunCommandOptions {
 };
 
 // The options of an audit of runs, which a sweep does not take.
-const std::vector<std::string> kAuditOnlyRunOptions = {
-    "--runs",           "--seeds",        "--vary",
-    "--jobs",           "--shard",        "--trace-ops",
-    "--tensor-digests", "--resume",       "--overwrite",
-    "--allow-empty",    "--no-magnitude", "--save-algorithms",
-    "--pin-algorithms", "--interrupt-at", "--snapshot-epochs",
-    "--snapshot-every", "--inject-fault"};
+const std::vector<std::string> kAuditOnlyRunOptions = {"--runs",
+                                                       "--seeds",
+                                                       "--vary",
+                                                       "--epochs",
+                                                       "--jobs",
+                                                       "--shard",
+                                                       "--trace-ops",
+                                                       "--tensor-digests",
+                                                       "--resume",
+                                                       "--overwrite",
+                                                       "--allow-empty",
+                                                       "--no-magnitude",
+                                                       "--save-algorithms",
+                                                       "--pin-algorithms",
+                                                       "--interrupt-at",
+                                                       "--snapshot-epochs",
+                                                       "--snapshot-every",
+                                                       "--inject-fault"};
 
 // `run SPEC --invariance`: the engine's sweep of the spec's model, its file, and its report.
 int run_invariance(const RunCommandOptions& o) {
@@ -165,10 +178,17 @@ class Progress {
   std::chrono::steady_clock::time_point run_start_{}, last_{};
 };
 
-int run_run(RunCommandOptions& o) {
-  if (o.invariance.enabled) return run_invariance(o);
+// The spec a run of the audit trains: the file's, with --device and --epochs.
+spec::ExperimentSpec spec_to_run(const RunCommandOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
+  override_epochs(s, o.epochs);
+  return s;
+}
+
+int run_run(RunCommandOptions& o) {
+  if (o.invariance.enabled) return run_invariance(o);
+  const spec::ExperimentSpec s = spec_to_run(o);
   audit::AuditOptions& a = o.audit;
   a.seeds = audit::seed_policy_from_string(o.seeds);
   if (!o.vary.empty()) {
@@ -308,6 +328,19 @@ void add_snapshot_options(CLI::App& cmd, RunCommandOptions& o) {
                "Write the sample indices of every batch (batches.json) for replay elsewhere");
 }
 
+// What replaces the spec's own settings in every run.
+void add_spec_overrides(CLI::App& cmd, RunCommandOptions& o) {
+  cmd.add_option("--mode", o.mode, "Kernel mode for every reducing op (overrides the spec)")
+      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune", "batch_invariant"}));
+  cmd.add_option("--device", o.device,
+                 "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
+                 "(overrides the spec)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd.add_option("--threads", o.audit.threads, "Threads per run (overrides the spec)")
+      ->check(CLI::Range(0, 1024));
+  add_epochs_option(cmd, o.epochs);
+}
+
 void register_run(CLI::App& app, CommandRun& run) {
   auto o = std::make_shared<RunCommandOptions>();
   CLI::App* cmd =
@@ -326,14 +359,7 @@ void register_run(CLI::App& app, CommandRun& run) {
   cmd->add_option("--vary", o->vary,
                   "Streams the different-seed runs vary (init,data,dropout,augment); the others "
                   "keep the spec's seed. Implies --seeds different unless both");
-  cmd->add_option("--mode", o->mode, "Kernel mode for every reducing op (overrides the spec)")
-      ->check(CLI::IsMember({"deterministic", "nondeterministic", "autotune", "batch_invariant"}));
-  cmd->add_option("--device", o->device,
-                  "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
-                  "(overrides the spec)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_option("--threads", o->audit.threads, "Threads per run (overrides the spec)")
-      ->check(CLI::Range(0, 1024));
+  add_spec_overrides(*cmd, *o);
   cmd->add_option("--jobs", o->audit.jobs,
                   "Runs trained at once (1: runs do not disturb each "
                   "other's timing)")

@@ -18,6 +18,7 @@
 #include "nn/model_digest.h"
 #include "option_checks.h"
 #include "spec/parse.h"
+#include "spec_overrides.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -29,7 +30,8 @@ struct TrainOptions {
   std::optional<int> threads;
   std::string mode;  // "" = the spec's policy
   std::optional<std::uint64_t> seed;
-  std::string device;  // "" = the spec's
+  std::string device;         // "" = the spec's
+  std::optional<int> epochs;  // the spec's train.epochs unless given
   bool json = false;
   std::optional<std::int64_t> interrupt_at;
   std::string checkpoint_dir = ".";
@@ -132,6 +134,7 @@ int run_train(const TrainOptions& o) {
   spec::ExperimentSpec s = spec::load_spec(o.spec_path);
   if (o.seed) s.seed = *o.seed;
   if (!o.device.empty()) s.device = *spec::device_from_string(o.device);
+  override_epochs(s, o.epochs);
   train::RunOptions options;
   options.threads = o.threads;
   if (!o.mode.empty()) options.mode = spec::kernel_mode_from_string(o.mode);
@@ -204,6 +207,7 @@ void register_train(CLI::App& app, CommandRun& run) {
                   "auto: the GPU when usable, else the CPU; cuda: the GPU or exit 3; cpu "
                   "(overrides the spec)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  add_epochs_option(*cmd, o->epochs);
   cmd->add_flag("--json", o->json, "Print one JSON summary (and nothing else) on stdout");
   cmd->add_option("--interrupt-at", o->interrupt_at,
                   "Stop after step STEP and write a full checkpoint (docs/resume.md) into "

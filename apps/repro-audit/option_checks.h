@@ -45,21 +45,29 @@ inline CLI::Validator unsigned_integer() {
       "UINT64");
 }
 
-// A whole decimal number in 0..max: digits only, checked before CLI11 converts it (its conversion
-// clamps 99999999999999999999 to the type's largest value instead of refusing it).
-inline CLI::Validator whole_number_up_to(long long max) {
+// A whole decimal number in min..max: digits only, checked before CLI11 converts it (its
+// conversion clamps 99999999999999999999 to the type's largest value instead of refusing it, and
+// reads "-1" into an unsigned type as 2^64 - 1).
+inline CLI::Validator whole_number_in(long long min, long long max) {
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
   return CLI::Validator(
-      [max](std::string& text) -> std::string {
+      [min, max, range](std::string& text) -> std::string {
         const bool digits =
             !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
         errno = 0;
         const unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-        if (!digits || errno == ERANGE || value > static_cast<unsigned long long>(max)) {
-          return "expected an integer in 0.." + std::to_string(max) + ", got '" + text + "'";
+        if (!digits || errno == ERANGE || value < static_cast<unsigned long long>(min) ||
+            value > static_cast<unsigned long long>(max)) {
+          return "expected an integer in " + range + ", got '" + text + "'";
         }
         return {};
       },
-      "0.." + std::to_string(max));
+      range);
+}
+
+// A whole decimal number in 0..max (whole_number_in).
+inline CLI::Validator whole_number_up_to(long long max) {
+  return whole_number_in(0, max);
 }
 
 }  // namespace ra::app

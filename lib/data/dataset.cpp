@@ -6,14 +6,14 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "data/cifar10.h"
+#include "data/dataset_parts.h"
 #include "data/idx.h"
+#include "data/npy_dataset.h"
 #include "data/synthetic.h"
 
 namespace ra::data {
-namespace {
-
-// MNIST-family label files carry 10 classes; a file with larger labels declares more.
-constexpr int kDefaultIdxClasses = 10;
+namespace detail {
 
 std::int64_t limited_count(std::int64_t available, std::int64_t limit, std::string_view role,
                            const std::string& source) {
@@ -26,12 +26,14 @@ std::int64_t limited_count(std::int64_t available, std::int64_t limit, std::stri
   return limit == 0 ? available : limit;
 }
 
-// A problem with a data file, said with the spec key that names it.
-std::string keyed(std::string_view role, const char* field, const std::string& problem) {
-  return "data." + std::string(role) + "." + field + ": " + problem;
+std::string keyed(std::string_view role, std::string_view field, const std::string& problem) {
+  return "data." + std::string(role) + "." + std::string(field) + ": " + problem;
 }
 
-// Whether the file can be opened (InputFile: a regular file, readable): "" or the problem.
+void fail_in_file(const std::string& path, const std::string& what) {
+  throw InputError(path + ": " + what);
+}
+
 std::string open_problem(const std::string& path) {
   try {
     const InputFile file(path);
@@ -40,6 +42,27 @@ std::string open_problem(const std::string& path) {
   }
   return "";
 }
+
+std::vector<float> scaled_pixels(const std::vector<std::uint8_t>& bytes, std::int64_t values,
+                                 float scale) {
+  std::array<float, 256> pixel_value;
+  for (int b = 0; b < 256; ++b) pixel_value[b] = static_cast<float>(b) * scale;
+  std::vector<float> out(static_cast<std::size_t>(values));
+  std::transform(bytes.begin(), bytes.begin() + values, out.begin(),
+                 [&](std::uint8_t b) { return pixel_value[b]; });
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::keyed;
+using detail::limited_count;
+using detail::open_problem;
+
+// MNIST-family label files carry 10 classes; a file with larger labels declares more.
+constexpr int kDefaultIdxClasses = 10;
 
 Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string_view role,
                          const Shape& expected_sample_shape) {
@@ -87,13 +110,7 @@ Dataset load_idx_dataset(const spec::DatasetSpec& spec, float scale, std::string
   const std::uint8_t max_label = *std::max_element(label_bytes.begin(), label_bytes.end());
   set.classes = std::max(kDefaultIdxClasses, int{max_label} + 1);
 
-  // A 256-entry table gives the same bits as float(byte) * scale, without a multiply per pixel.
-  std::array<float, 256> pixel_value;
-  for (int b = 0; b < 256; ++b) pixel_value[b] = static_cast<float>(b) * scale;
-  const std::int64_t values = count * set.sample_elements();
-  set.images.resize(static_cast<std::size_t>(values));
-  std::transform(image_bytes.begin(), image_bytes.begin() + values, set.images.begin(),
-                 [&](std::uint8_t b) { return pixel_value[b]; });
+  set.images = detail::scaled_pixels(image_bytes, count * set.sample_elements(), scale);
   set.labels.assign(label_bytes.begin(), label_bytes.begin() + count);
   return set;
 }
@@ -121,6 +138,10 @@ Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_vie
   switch (spec.format) {
     case spec::DataFormat::idx:
       return load_idx_dataset(spec, scale, role, expected_sample_shape);
+    case spec::DataFormat::cifar10:
+      return load_cifar10_dataset(spec, scale, role);
+    case spec::DataFormat::npy:
+      return load_npy_dataset(spec, scale, role, expected_sample_shape);
     case spec::DataFormat::random:
     case spec::DataFormat::constant: {
       check_synthetic(spec, role);
@@ -140,8 +161,14 @@ Dataset load_dataset(const spec::DatasetSpec& spec, float scale, std::string_vie
 void check_data_files(const spec::DataSpec& data) {
   std::vector<Problem> problems;
   const auto check = [&](const spec::DatasetSpec& set, std::string_view role) {
-    if (set.format != spec::DataFormat::idx) return;
-    for (const auto& [field, path] : {std::pair{"images", &set.images}, {"labels", &set.labels}}) {
+    std::vector<std::pair<std::string, const std::string*>> files;
+    if (set.format == spec::DataFormat::idx || set.format == spec::DataFormat::npy) {
+      files = {{"images", &set.images}, {"labels", &set.labels}};
+    }
+    for (std::size_t i = 0; i < set.files.size(); ++i) {
+      files.emplace_back("files[" + std::to_string(i) + "]", &set.files[i]);
+    }
+    for (const auto& [field, path] : files) {
       if (const std::string problem = open_problem(*path); !problem.empty()) {
         problems.push_back({"data." + std::string(role) + "." + field, problem});
       }

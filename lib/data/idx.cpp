@@ -6,16 +6,13 @@
 #include "core/byte_reader.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "data/file_bytes.h"
 
 namespace ra::data {
 namespace {
 
 constexpr std::uint8_t kTypeUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;
-// Gzip data is read in 16 MiB chunks into a buffer that only grows as data actually arrives, so a
-// corrupt header in a small .gz file cannot make us allocate what the header claims.
-constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
-constexpr std::size_t kMaxUpfrontReserve = std::size_t{256} << 20;
 
 std::string hex_byte(std::uint8_t b) {
   char buf[8];
@@ -103,26 +100,13 @@ IdxReader::~IdxReader() = default;
 
 std::vector<std::uint8_t> IdxReader::read_data() {
   const std::string& path = path_;
-  const auto expected = static_cast<std::size_t>(data_bytes_);
   std::vector<std::uint8_t> bytes;
-  bytes.reserve(std::min(expected, kMaxUpfrontReserve));
-  std::size_t have = 0;
-  while (have < expected) {
-    const std::size_t want = std::min(kChunkBytes, expected - have);
-    bytes.resize(have + want);
-    const std::size_t got = in_->read(bytes.data() + have, want);
-    have += got;
-    if (got < want) break;
-  }
-  if (have < expected) {
+  const std::size_t have = read_chunked(*in_, bytes, static_cast<std::size_t>(data_bytes_));
+  if (have < static_cast<std::size_t>(data_bytes_)) {
     fail(path, "truncated: dims " + to_string(dims_) + " need " + std::to_string(data_bytes_) +
                    " data bytes, the file holds " + std::to_string(have));
   }
-  // Reading one byte past the data, and no more, tells whether anything follows (an error: the
-  // file is not what its header says) and makes zlib check the gzip trailer (CRC-32 and length),
-  // which is what catches a stream corrupted in a way that still inflates.
-  std::uint8_t extra;
-  if (in_->read(&extra, 1) != 0) {
+  if (has_more(*in_)) {
     fail(path, "trailing bytes after the " + std::to_string(data_bytes_) +
                    " data bytes that dims " + to_string(dims_) + " declare");
   }

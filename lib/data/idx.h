@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "core/byte_reader.h"
+#include "data/file_bytes.h"
 
 namespace ra::data {
 
-// 1 GiB of unsigned bytes: 1.3 million 28 x 28 images, whose float copy in memory takes 4 GiB;
-// Fashion-MNIST's training images are 47 MB. A header declaring more is refused before reading.
-inline constexpr std::int64_t kMaxIdxDataBytes = std::int64_t{1} << 30;
+// 1 GiB of unsigned bytes (data/file_bytes.h): a header declaring more is refused before reading.
+inline constexpr std::int64_t kMaxIdxDataBytes = kMaxDataFileBytes;
 
 struct IdxArray {
   std::vector<std::int64_t> dims;

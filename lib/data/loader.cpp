@@ -56,8 +56,8 @@ void assemble_batch(const Dataset& data, const std::vector<std::int64_t>& order,
     out.sample_indices[static_cast<std::size_t>(row)] = sample;
     if (augmentation.active()) {
       thread_local std::vector<float> plane;  // reused: no allocation per sample
-      apply_transform(sample_transform(augmentation, epoch, first + row), data.sample_shape,
-                      out.images.data() + row * elements, plane);
+      apply_transform(sample_transform(augmentation, data.sample_shape, epoch, first + row),
+                      data.sample_shape, out.images.data() + row * elements, plane);
     }
   }
 }

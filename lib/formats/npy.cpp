@@ -1,5 +1,6 @@
 #include "formats/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <variant>
 
 #include "core/atomic_file.h"
+#include "core/byte_reader.h"
 #include "core/error.h"
 #include "core/text_excerpt.h"
 
@@ -206,8 +208,8 @@ NpyPreamble read_preamble(std::string_view bytes, const std::string& source) {
   return preamble;
 }
 
-// The shape of the header's dict, after checking that it describes C-ordered little-endian int64.
-Shape shape_of_int64_header(std::string_view header, const std::string& source) {
+// The three keys of the header's dict, each of its type.
+NpyHeader header_fields(std::string_view header, const std::string& source) {
   const auto dict = HeaderParser(header, source).parse();
   const auto get = [&](const char* key) -> const Literal& {
     const auto it = dict.find(key);
@@ -216,16 +218,26 @@ Shape shape_of_int64_header(std::string_view header, const std::string& source) 
   };
   if (dict.size() != 3)
     fail_npy(source, "header must have exactly the keys descr, fortran_order, shape");
+  NpyHeader h;
   const auto* descr = std::get_if<std::string>(&get("descr"));
   if (!descr) fail_npy(source, "'descr' is not a string");
-  if (*descr != "<i8")
-    fail_npy(source, "dtype '" + excerpt(*descr) + "' is not supported (expected '<i8', int64)");
+  h.descr = *descr;
   const auto* fortran = std::get_if<bool>(&get("fortran_order"));
   if (!fortran) fail_npy(source, "'fortran_order' is not True or False");
-  if (*fortran) fail_npy(source, "fortran_order True is not supported (expected C order)");
+  h.fortran_order = *fortran;
   const auto* shape = std::get_if<Shape>(&get("shape"));
   if (!shape) fail_npy(source, "'shape' is not a tuple of integers");
-  return *shape;
+  h.shape = *shape;
+  return h;
+}
+
+// The shape of the header's dict, after checking that it describes C-ordered little-endian int64.
+Shape shape_of_int64_header(std::string_view header, const std::string& source) {
+  const NpyHeader h = header_fields(header, source);
+  if (h.descr != "<i8")
+    fail_npy(source, "dtype '" + excerpt(h.descr) + "' is not supported (expected '<i8', int64)");
+  if (h.fortran_order) fail_npy(source, "fortran_order True is not supported (expected C order)");
+  return h.shape;
 }
 
 // The element count of `shape`, which must match the data bytes present. It is computed with an
@@ -286,6 +298,68 @@ std::vector<std::int64_t> decode_npy_int64(std::string_view bytes, const std::st
 std::vector<std::int64_t> read_npy_int64(const std::filesystem::path& path, Shape* shape) {
   const std::string bytes = read_file(path);
   return decode_npy_int64(bytes, path.string(), shape);
+}
+
+NpyHeader read_npy_header(ByteReader& in) {
+  const std::string& source = in.path();
+  // Magic string and version, then the header's length: 2 bytes (1.0) or 4 (2.0, 3.0).
+  std::string preamble(kMagic.size() + 2, '\0');
+  const std::size_t got = in.read(preamble.data(), preamble.size());
+  const std::string_view present = std::string_view(preamble).substr(0, got);
+  if (got == 0 || !kMagic.starts_with(present.substr(0, std::min(got, kMagic.size())))) {
+    fail_npy(source, "does not start with \"\\x93NUMPY\"");
+  }
+  if (got < preamble.size()) {
+    fail_npy(source, "truncated: the file ends after " + std::to_string(got) +
+                         " bytes, inside the magic string and version");
+  }
+  const auto major = static_cast<unsigned char>(preamble[6]);
+  const std::size_t length_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
+  if (length_bytes == 0) {
+    fail_npy(source, "format version " + std::to_string(major) + "." +
+                         std::to_string(static_cast<unsigned char>(preamble[7])) +
+                         " is not supported (expected 1.0, 2.0 or 3.0)");
+  }
+  unsigned char length[4] = {0, 0, 0, 0};
+  if (in.read(length, length_bytes) != length_bytes) {
+    fail_npy(source, "truncated: the file ends inside the header length");
+  }
+  std::uint64_t header_length = 0;
+  for (std::size_t i = 0; i < length_bytes; ++i)
+    header_length |= std::uint64_t{length[i]} << (8 * i);
+  if (header_length > kMaxNpyHeaderBytes) {
+    fail_npy(source, "header length " + std::to_string(header_length) + " is beyond the " +
+                         std::to_string(kMaxNpyHeaderBytes) + " bytes this reader accepts");
+  }
+  std::string header(header_length, '\0');
+  const std::size_t header_got = in.read(header.data(), header.size());
+  if (header_got < header.size()) {
+    fail_npy(source, "truncated: the header declares " + std::to_string(header_length) +
+                         " bytes, the file ends after " + std::to_string(header_got));
+  }
+  NpyHeader h = header_fields(header, source);
+  h.data_offset = preamble.size() + length_bytes + header_length;
+  return h;
+}
+
+std::size_t npy_item_bytes(std::string_view descr) {
+  // '<f4', '|u1', '>i8': byte order, kind, size in bytes.
+  if (descr.size() != 3 || std::string_view("<>|=").find(descr[0]) == std::string_view::npos ||
+      std::string_view("biuf").find(descr[1]) == std::string_view::npos) {
+    return 0;
+  }
+  switch (descr[2]) {
+    case '1':
+      return 1;
+    case '2':
+      return 2;
+    case '4':
+      return 4;
+    case '8':
+      return 8;
+    default:
+      return 0;
+  }
 }
 
 }  // namespace ra::formats

@@ -104,6 +104,12 @@ bool same_runs(const std::vector<PlannedRun>& a, const std::vector<PlannedRun>& 
   return true;
 }
 
+// The spec's train.epochs, as text ("?" where the manifest's spec has none: an exec audit's).
+std::string epochs_text(const json& spec) {
+  if (!spec.is_object() || !spec.contains("train") || !spec["train"].is_object()) return "?";
+  return spec["train"].value("epochs", json()).dump();
+}
+
 }  // namespace
 
 std::string new_audit_id() {
@@ -364,6 +370,10 @@ std::vector<std::string> manifest_differences(const AuditManifest& a, const Audi
   if (a.spec_digest != b.spec_digest &&
       a.spec.value("name", json()) != b.spec.value("name", json()))
     differ("spec name", a.spec.value("name", json()).dump(), b.spec.value("name", json()).dump());
+  // The one spec field a command line changes (run --epochs): said, so the digest is not alone.
+  if (a.spec_digest != b.spec_digest) {
+    differ("train.epochs (--epochs)", epochs_text(a.spec), epochs_text(b.spec));
+  }
   differ("device", a.device, b.device);
   differ("backend", a.backend, b.backend);
   differ("threads", std::to_string(a.threads), std::to_string(b.threads));

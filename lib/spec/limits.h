@@ -27,6 +27,8 @@ inline constexpr std::int64_t kMaxEpochs = 100000;
 inline constexpr std::int64_t kMaxSteps = (std::int64_t{1} << 53) - 1;
 inline constexpr std::int64_t kMaxThreads = 1024;
 inline constexpr std::int64_t kMaxWorkers = 64;
+// Files of one cifar10 set (CIFAR-10 has 5 training batches and a test batch).
+inline constexpr std::int64_t kMaxDataFiles = 256;
 
 // Memory one run plans to hold (spec/memory_plan.h): parameters, gradients, optimizer state,
 // one batch's activations, the data sets and the per-step records. A fixed cap rather than this

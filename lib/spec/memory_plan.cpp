@@ -82,7 +82,7 @@ std::uint64_t MemoryPlan::total() const noexcept {
 std::optional<std::int64_t> samples_used(const DatasetSpec& set,
                                          std::optional<std::int64_t> file_samples) {
   if (set.limit > 0) return set.limit;
-  if (set.format != DataFormat::idx) return set.samples;
+  if (!from_files(set.format)) return set.samples;
   return file_samples;
 }
 

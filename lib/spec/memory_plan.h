@@ -31,7 +31,7 @@ struct MemoryPlan {
 };
 
 // Samples of one set as used: its `limit`, else its `samples` (synthetic), else `file_samples`
-// (idx: known once the file is read; nullopt before).
+// (idx, cifar10, npy: known once the files are read; nullopt before).
 std::optional<std::int64_t> samples_used(const DatasetSpec& set,
                                          std::optional<std::int64_t> file_samples = {});
 

@@ -25,6 +25,28 @@ const char* to_string(DataFormat f) {
       return "random";
     case DataFormat::constant:
       return "constant";
+    case DataFormat::cifar10:
+      return "cifar10";
+    case DataFormat::npy:
+      return "npy";
+  }
+  return "?";
+}
+const char* to_string(FillMode m) {
+  switch (m) {
+    case FillMode::constant:
+      return "constant";
+    case FillMode::nearest:
+      return "nearest";
+  }
+  return "?";
+}
+const char* to_string(ImageLayout l) {
+  switch (l) {
+    case ImageLayout::nchw:
+      return "nchw";
+    case ImageLayout::nhwc:
+      return "nhwc";
   }
   return "?";
 }

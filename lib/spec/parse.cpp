@@ -9,6 +9,7 @@
 #include "spec/json_reader.h"
 #include "spec/limits.h"
 #include "spec/memory_plan.h"
+#include "spec/parse_data.h"
 #include "spec/parse_model.h"
 #include "spec/resolve_steps.h"
 
@@ -21,123 +22,9 @@ using detail::kNonNegative;
 using detail::kPositive;
 using detail::kUnitInterval;
 using detail::ObjectReader;
+using detail::parse_data;
+using detail::ParsedData;
 using detail::Problems;
-
-// Relative paths are taken from the spec's folder and stored absolute, so that the resolved spec
-// means the same from any working directory and parse_spec(to_json(s), s.base_dir) is stable.
-std::string resolve_data_path(const std::string& base_dir, const std::string& path) {
-  namespace fs = std::filesystem;
-  fs::path p(path);
-  if (p.is_absolute()) return path;
-  p = fs::path(base_dir) / p;
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(p, ec);
-  return (ec ? p : absolute).lexically_normal().string();
-}
-
-// data.train / data.eval. Returns true when the set was read without a problem.
-bool parse_dataset(const Json& value, const std::string& path, const std::string& base_dir,
-                   DatasetSpec& set, Problems& problems) {
-  const std::size_t before = problems.size();
-  ObjectReader r(value, path, problems);
-  if (!r.is_object()) return false;
-  const Json* format = r.require("format", "one of \"idx\", \"random\", \"constant\"");
-  if (format == nullptr || !r.choice("format", set.format,
-                                     {DataFormat::idx, DataFormat::random, DataFormat::constant})) {
-    return false;  // the other keys depend on the format
-  }
-  switch (set.format) {
-    case DataFormat::idx:
-      r.report_unknown_keys({"format", "images", "labels", "limit"}, "idx data sets");
-      for (auto [key, field] :
-           {std::pair{"images", &set.images}, std::pair{"labels", &set.labels}}) {
-        if (!r.require(key, "a file path")) continue;
-        if (r.string(key, *field)) {
-          if (field->empty()) {
-            problems.push_back({r.path_of(key), "expected a file path, got \"\""});
-          } else {
-            *field = resolve_data_path(base_dir, *field);
-          }
-        }
-      }
-      break;
-    case DataFormat::random:
-    case DataFormat::constant: {
-      const bool random = set.format == DataFormat::random;
-      r.report_unknown_keys(
-          {"format", "samples", "shape", "classes", random ? "seed" : "value", "limit"},
-          random ? "random data sets" : "constant data sets");
-      if (r.require("samples", "a positive integer")) {
-        r.integer("samples", set.samples, IntRange{1, kMaxSamples});
-      }
-      if (const Json* shape = r.require("shape", "[C, H, W] of positive integers")) {
-        const std::string at = r.path_of("shape");
-        if (!shape->is_array() || shape->size() != 3) {
-          problems.push_back(
-              {at, "expected [C, H, W] of positive integers, got " + detail::describe(*shape)});
-        } else {
-          Shape dims;
-          for (std::size_t i = 0; i < 3; ++i) {
-            if (auto d = detail::read_integer((*shape)[i], detail::index_path(at, i),
-                                              IntRange{1, kMaxDimension}, problems)) {
-              dims.push_back(*d);
-            }
-          }
-          if (dims.size() == 3) set.shape = dims;
-        }
-      }
-      r.integer("classes", set.classes, IntRange{2, kMaxClasses});
-      if (random) {
-        r.uint64("seed", set.seed);
-      } else {
-        r.real("value", set.value, detail::RealRange{});
-      }
-      break;
-    }
-  }
-  if (r.integer("limit", set.limit, IntRange{0, kMaxSamples}) && set.format != DataFormat::idx &&
-      set.samples > 0 && set.limit > set.samples) {
-    problems.push_back({r.path_of("limit"), "expected at most the " + std::to_string(set.samples) +
-                                                " samples of the set (0 = all), got " +
-                                                std::to_string(set.limit)});
-  }
-  return problems.size() == before;
-}
-
-struct ParsedData {
-  bool train_ok = false, eval_ok = false;
-};
-
-ParsedData parse_data(const Json& value, const std::string& base_dir, DataSpec& data,
-                      Problems& problems) {
-  ParsedData parsed;
-  ObjectReader r(value, "data", problems);
-  if (!r.is_object()) return parsed;
-  r.report_unknown_keys(
-      {"train", "eval", "scale", "batch_size", "shuffle", "drop_last", "workers", "augment"},
-      "data");
-  if (const Json* train = r.require("train", "a data set object")) {
-    parsed.train_ok = parse_dataset(*train, r.path_of("train"), base_dir, data.train, problems);
-  }
-  if (const Json* eval = r.find("eval")) {
-    data.eval.emplace();
-    parsed.eval_ok = parse_dataset(*eval, r.path_of("eval"), base_dir, *data.eval, problems);
-  }
-  r.real("scale", data.scale, kPositive);
-  r.integer("batch_size", data.batch_size, IntRange{1, kMaxBatchSize});
-  r.boolean("shuffle", data.shuffle);
-  r.boolean("drop_last", data.drop_last);
-  r.integer("workers", data.workers, IntRange{0, kMaxWorkers});
-  if (const Json* augment = r.find("augment")) {
-    ObjectReader a(*augment, r.path_of("augment"), problems);
-    if (a.is_object()) {
-      a.report_unknown_keys({"shift", "flip"}, "augment");
-      a.integer("shift", data.augment.shift, IntRange{0, kMaxDimension});
-      a.boolean("flip", data.augment.flip);
-    }
-  }
-  return parsed;
-}
 
 // Keras 2.x defaults per optimizer type.
 OptimizerSpec optimizer_defaults(OptimizerType type) {
@@ -263,13 +150,20 @@ void check_data_against_model(const ExperimentSpec& s, const ParsedData& data, b
   const Role roles[] = {{&s.data.train, data.train_ok, "data.train"},
                         {s.data.eval ? &*s.data.eval : nullptr, data.eval_ok, "data.eval"}};
   for (const Role& role : roles) {
-    // idx files are not opened here: their shape is checked when the data is loaded.
-    if (role.set == nullptr || !role.ok || role.set->format == DataFormat::idx || !input_ok)
-      continue;
+    // idx and npy files are not opened here: their shape is checked when the data is loaded.
+    if (role.set == nullptr || !role.ok || !input_ok) continue;
+    const DataFormat format = role.set->format;
+    if (format == DataFormat::idx || format == DataFormat::npy) continue;
     if (role.set->shape != s.model.input) {
-      problems.push_back({std::string(role.path) + ".shape",
-                          "samples of shape " + ra::to_string(role.set->shape) +
-                              " do not fit model.input " + ra::to_string(s.model.input)});
+      const std::string input = ra::to_string(s.model.input);
+      if (format == DataFormat::cifar10) {
+        problems.push_back({role.path, "CIFAR-10 samples are " + ra::to_string(role.set->shape) +
+                                           " and do not fit model.input " + input});
+      } else {
+        problems.push_back({std::string(role.path) + ".shape",
+                            "samples of shape " + ra::to_string(role.set->shape) +
+                                " do not fit model.input " + input});
+      }
     }
   }
   if (!resolved) return;
@@ -281,19 +175,27 @@ void check_data_against_model(const ExperimentSpec& s, const ParsedData& data, b
     return;
   }
   const std::int64_t outputs = resolved->output[0];
-  // The classes of idx sets are known only from their label files (at least 10; more when a
-  // label >= 10 occurs), so only synthetic sets are checked here.
-  if (data.train_ok && s.data.train.format != DataFormat::idx && outputs != s.data.train.classes) {
+  // The classes of idx and npy sets are known only from their label files (at least 10; more
+  // when a label >= 10 occurs), so only synthetic and cifar10 sets are checked here.
+  const auto classes_known = [](const DatasetSpec& set) {
+    return set.format != DataFormat::idx && set.format != DataFormat::npy;
+  };
+  if (data.train_ok && classes_known(s.data.train) && outputs != s.data.train.classes) {
     problems.push_back({last, "the model's output is " + ra::to_string(resolved->output) +
                                   " but data.train has " + std::to_string(s.data.train.classes) +
                                   " classes; the last layer must produce [" +
                                   std::to_string(s.data.train.classes) + "]"});
   }
-  if (s.data.eval && data.eval_ok && s.data.eval->format != DataFormat::idx &&
+  if (s.data.eval && data.eval_ok && classes_known(*s.data.eval) &&
       outputs != s.data.eval->classes) {
-    problems.push_back({"data.eval.classes", "expected the model's " + std::to_string(outputs) +
-                                                 " classes, got " +
-                                                 std::to_string(s.data.eval->classes)});
+    if (s.data.eval->format == DataFormat::cifar10) {
+      problems.push_back({"data.eval", "CIFAR-10 has 10 classes but the model's output is " +
+                                           ra::to_string(resolved->output)});
+    } else {
+      problems.push_back({"data.eval.classes", "expected the model's " + std::to_string(outputs) +
+                                                   " classes, got " +
+                                                   std::to_string(s.data.eval->classes)});
+    }
   }
 }
 

@@ -15,13 +15,29 @@ namespace ra::spec {
 enum class Device { auto_select, cpu, cuda };
 
 // ---- data -----------------------------------------------------------------------------------
-enum class DataFormat { idx, random, constant };
+// idx: MNIST-family IDX files; cifar10: CIFAR-10's binary batches; npy: NumPy arrays (an images
+// and a labels file); random and constant: synthetic sets (docs/spec.md, "Data").
+enum class DataFormat { idx, random, constant, cifar10, npy };
+// The layout of an npy set's images: [N, C, H, W] (PyTorch's) or [N, H, W, C] (Keras').
+enum class ImageLayout { nchw, nhwc };
+
+// Sets read from files: their sample shape (idx, npy), size and classes (idx, npy) are known when
+// the files are read, not from the spec.
+inline bool from_files(DataFormat f) {
+  return f == DataFormat::idx || f == DataFormat::cifar10 || f == DataFormat::npy;
+}
+
+// CIFAR-10's samples: 3 x 32 x 32 bytes, channel-major, of 10 classes.
+inline const Shape kCifar10SampleShape{3, 32, 32};
+inline constexpr int kCifar10Classes = 10;
 
 struct DatasetSpec {
   DataFormat format = DataFormat::random;
-  // idx
+  // idx, npy
   std::string images;  // path as written in the spec, resolved against the spec's folder
   std::string labels;
+  ImageLayout layout = ImageLayout::nchw;  // npy
+  std::vector<std::string> files;          // cifar10: binary batches, read in this order
   // random / constant
   std::int64_t samples = 0;
   Shape shape;  // per-sample [C, H, W] (idx: taken from the file)
@@ -34,10 +50,21 @@ struct DatasetSpec {
 
 // Keras' CIFAR-10 augmentation (data/augment.h): whole-pixel shifts with zero fill, left-right
 // flips.
+// What fills the cells a shift vacates: zeros, or the nearest edge pixel (Keras' default).
+enum class FillMode { constant, nearest };
+
+// Keras' CIFAR-10 augmentation (data/augment.h): shifts, whole pixels (`shift`) or fractions of
+// the image's size (ImageDataGenerator's width_shift_range and height_shift_range, interpolated
+// bilinearly), and left-right flips.
 struct AugmentSpec {
   int shift = 0;  // at most this many pixels each way, per axis
   bool flip = false;
-  bool active() const { return shift > 0 || flip; }
+  float width_shift_range = 0.0f;   // at most this fraction of the width each way; [0, 1)
+  float height_shift_range = 0.0f;  // of the height
+  FillMode fill_mode = FillMode::constant;
+  bool active() const {
+    return shift > 0 || flip || width_shift_range > 0.0f || height_shift_range > 0.0f;
+  }
 };
 
 struct DataSpec {
@@ -182,6 +209,8 @@ struct ExperimentSpec {
 // Names as written in specs and reports.
 const char* to_string(Device);
 const char* to_string(DataFormat);
+const char* to_string(ImageLayout);
+const char* to_string(FillMode);
 const char* to_string(LayerType);
 const char* to_string(Activation);
 const char* to_string(Padding);

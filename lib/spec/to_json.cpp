@@ -37,6 +37,14 @@ Json dataset_json(const DatasetSpec& d) {
       j["images"] = d.images;
       j["labels"] = d.labels;
       break;
+    case DataFormat::npy:
+      j["images"] = d.images;
+      j["labels"] = d.labels;
+      j["layout"] = to_string(d.layout);
+      break;
+    case DataFormat::cifar10:
+      j["files"] = d.files;
+      break;
     case DataFormat::random:
       j["samples"] = d.samples;
       j["shape"] = d.shape;
@@ -61,7 +69,16 @@ Json data_json(const DataSpec& d) {
   if (d.eval) j["eval"] = dataset_json(*d.eval);
   // Absent unless it augments, so that the canonical JSON (and digest) of every other spec stays.
   if (d.augment.active()) {
-    j["augment"] = Json{{"shift", d.augment.shift}, {"flip", d.augment.flip}};
+    Json& a = j["augment"] = Json{{"shift", d.augment.shift}, {"flip", d.augment.flip}};
+    // The Keras-style keys only when they are not their defaults: the canonical form (and the
+    // digest) of the specs written before them stays.
+    if (d.augment.width_shift_range > 0.0f) {
+      a["width_shift_range"] = float_json(d.augment.width_shift_range);
+    }
+    if (d.augment.height_shift_range > 0.0f) {
+      a["height_shift_range"] = float_json(d.augment.height_shift_range);
+    }
+    if (d.augment.fill_mode != FillMode::constant) a["fill_mode"] = to_string(d.augment.fill_mode);
   }
   return j;
 }

@@ -187,8 +187,10 @@ TrainResult Trainer::run(Observer* observer) {
                            spec_.data.drop_last,
                            rng::derive_key(seeds_.data, rng::kDataOrderStream), spec_.data.workers);
   if (spec_.data.augment.active()) {
-    loader.set_augmentation({spec_.data.augment.shift, spec_.data.augment.flip,
-                             rng::derive_key(seeds_.augment_seed(), rng::kDataAugmentStream)});
+    const spec::AugmentSpec& a = spec_.data.augment;
+    loader.set_augmentation(
+        {a.shift, a.flip, rng::derive_key(seeds_.augment_seed(), rng::kDataAugmentStream),
+         a.width_shift_range, a.height_shift_range, a.fill_mode == spec::FillMode::nearest});
   }
   RunState state{{}, nullptr, {}, {}, {}, Tensor(Shape{0}, ops_->memory())};
   for (nn::Param* p : model_->params()) state.params.push_back({p->name, &p->value, &p->grad});

@@ -103,3 +103,92 @@ TEST_CASE("run --vary augment varies the augmentation alone", "[cli][audit][resn
     CHECK(varied[s]["inputs"] != same[s]["inputs"]);    // shifted and flipped otherwise
   }
 }
+
+TEST_CASE("run --epochs trains that many epochs and records the spec it ran",
+          "[cli][audit][resnet][epochs]") {
+  // The tiny ResNet: 48 samples in batches of 16, 3 steps an epoch; the spec says 1 epoch.
+  TempDir dir;
+  const auto report = audit_of_tiny_resnet(dir, "--runs 2 --seeds both --epochs 2", 0);
+  for (const auto& run : report.at("runs")) CHECK(run.at("steps") == 6);
+  CHECK(report.at("statistics").at("different").at("final_loss").at("n") == 2);
+  // The manifest and every trace header hold the spec run (2 epochs) and its digest, so that
+  // compare pairs these runs with each other and with no run of the file's 1-epoch spec.
+  const auto out = dir.path() / "out";
+  const auto manifest = nlohmann::json::parse(ra::test::read_text(out / "audit.json"));
+  CHECK(manifest.at("spec").at("train").at("epochs") == 2);
+  std::istringstream trace(ra::test::read_text(out / "run-000.trace.jsonl"));
+  std::string header_line;
+  std::getline(trace, header_line);
+  const auto header = nlohmann::json::parse(header_line);
+  CHECK(header.at("spec").at("train").at("epochs") == 2);
+  CHECK(header.at("spec_digest") == manifest.at("spec_digest"));
+  CHECK(run_cli("compare " + quoted(out)).exit_code == 0);
+  // Resuming without --epochs asks for another audit: refused, naming the epochs.
+  const auto resumed =
+      run_cli("run " + tiny_resnet() + " --runs 2 --seeds both --resume --out " + quoted(out));
+  CHECK(resumed.exit_code == 2);
+  CHECK_THAT(resumed.err,
+             Catch::Matchers::Contains("train.epochs (--epochs): 2 in the folder, 1 requested"));
+  // train --epochs: the same override for one run.
+  const auto trained = run_cli("train " + tiny_resnet() + " --epochs 2 --json");
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  const auto summary = nlohmann::json::parse(trained.out);
+  CHECK(summary.at("steps") == 6);
+  CHECK(summary.at("epochs").size() == 2);
+}
+
+TEST_CASE("run and train refuse --epochs 0, a sign and a fraction as usage (exit 2)",
+          "[cli][audit][resnet][epochs]") {
+  TempDir dir;
+  for (const std::string value : {"0", "-1", "+2", "1.5", "100001"}) {
+    for (const std::string command : {"run", "train"}) {
+      INFO(command << " --epochs " << value);
+      const auto r = run_cli(command + " " + tiny_resnet() + " --epochs " + value + " --out " +
+                             quoted(dir.path() / "never"));
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Matchers::Contains("--epochs: expected"));
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "never"));
+  // A batch-invariance sweep trains no epochs.
+  const auto sweep = run_cli("run " + tiny_resnet() + " --invariance --epochs 2");
+  CHECK(sweep.exit_code == 2);
+  CHECK_THAT(sweep.err, Catch::Matchers::Contains("--epochs does not apply to it"));
+}
+
+TEST_CASE("the next step printed after a divergence under --epochs is accepted and runs",
+          "[cli][audit][resnet][epochs]") {
+  TempDir dir;
+  // A fault in the second epoch (steps 3..5): the next step must train as long to reach it.
+  const auto report = audit_of_tiny_resnet(
+      dir, "--runs 2 --epochs 2 --inject-fault run=1,step=4,tensor=dense_0.weight", 1);
+  REQUIRE(report.at("next_step").is_object());
+  const std::string command = report.at("next_step").at("command");
+  CHECK_THAT(command, Catch::Matchers::Contains("--epochs 2"));
+  const auto next = run_cli(command.substr(std::string("repro-audit ").size()));
+  INFO(next.err);
+  CHECK(next.exit_code == 1);  // accepted (not 2), and the runs still part at step 4
+  CHECK_THAT(next.out, Catch::Matchers::Contains("root cause: outside the traced ops, step 4"));
+}
+
+TEST_CASE("run: Keras-style fractional shifts with nearest fill, identical across runs",
+          "[cli][audit][resnet][augment]") {
+  TempDir dir;
+  auto spec =
+      nlohmann::json::parse(ra::test::read_text(source_path("configs/resnet-tiny-synthetic.json")));
+  spec["data"]["augment"] = {
+      {"width_shift_range", 0.1}, {"height_shift_range", 0.1}, {"fill_mode", "nearest"}};
+  const std::string spec_file = quoted(dir.write("keras_shifts.json", spec.dump()));
+  const auto r =
+      run_cli("run " + spec_file + " --runs 2 --out " + quoted(dir.path() / "out") + " --json -");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("verdict").at("identical") == true);
+  // The shifts changed what trained: the inputs differ from the unaugmented spec's.
+  const auto plain = run_cli("train " + tiny_resnet() + " --json");
+  const auto shifted = run_cli("train " + spec_file + " --json");
+  REQUIRE((plain.exit_code == 0 && shifted.exit_code == 0));
+  CHECK(nlohmann::json::parse(plain.out).at("weights_xxh3") !=
+        nlohmann::json::parse(shifted.out).at("weights_xxh3"));
+}

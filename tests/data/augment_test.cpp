@@ -1,8 +1,11 @@
-// Data augmentation (data/augment.h): shifts and flips by hand, each sample's draw a pure function
+// Data augmentation (data/augment.h): shifts (whole and fractional, zero and nearest fill) and
+// flips by hand, each sample's draw a pure function
 // of (key, epoch, position) within its documented range, and batches that stay bit for bit the
 // same with any number of loader workers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -37,17 +40,17 @@ TEST_CASE("each sample's draw is a pure function of key, epoch and position", "[
   std::set<int> shifts;
   int flips = 0;
   for (std::int64_t position = 0; position < 2000; ++position) {
-    const SampleTransform t = sample_transform(a, 1, position);
-    const SampleTransform again = sample_transform(a, 1, position);
+    const SampleTransform t = sample_transform(a, {1, 8, 8}, 1, position);
+    const SampleTransform again = sample_transform(a, {1, 8, 8}, 1, position);
     REQUIRE((t.dy == again.dy && t.dx == again.dx && t.flip == again.flip));
     REQUIRE((t.dy >= -3 && t.dy <= 3 && t.dx >= -3 && t.dx <= 3));
-    shifts.insert(t.dx);
+    shifts.insert(static_cast<int>(t.dx));
     flips += t.flip ? 1 : 0;
   }
   CHECK(shifts.size() == 7);  // every shift of [-3, 3] drawn in 2000 samples
   CHECK((flips > 800 && flips < 1200));
   // Without shift or flip asked for, nothing is drawn that changes a sample.
-  const SampleTransform none = sample_transform({0, false, a.key}, 1, 7);
+  const SampleTransform none = sample_transform({0, false, a.key}, {1, 8, 8}, 1, 7);
   CHECK((none.dy == 0 && none.dx == 0 && !none.flip));
 }
 
@@ -80,4 +83,61 @@ TEST_CASE("augmented batches are the same with 0 and 3 loader workers", "[data][
     for (const float v : batch) zero_seen = zero_seen || v == 0.0f;
   }
   CHECK(zero_seen);
+}
+
+TEST_CASE("a whole shift with fill_mode nearest repeats the edge cells", "[data][augment]") {
+  std::vector<float> image(12);
+  for (int i = 0; i < 12; ++i) image[std::size_t(i)] = float(10 * (i / 4) + i % 4 + 1);
+  std::vector<float> scratch;
+  // Down one row, left one column: out(y, x) = in(max(y - 1, 0), min(x + 1, 3)).
+  apply_transform({1, -1, false, true}, {1, 3, 4}, image.data(), scratch);
+  CHECK(image == std::vector<float>{2, 3, 4, 4, 2, 3, 4, 4, 12, 13, 14, 14});
+}
+
+TEST_CASE("a fractional shift interpolates bilinearly, filled with zeros or the edge",
+          "[data][augment]") {
+  // One channel of 2x3: 1 2 3 / 4 5 6.
+  const std::vector<float> original{1, 2, 3, 4, 5, 6};
+  std::vector<float> image = original, scratch;
+  // Down half a row: out(y, x) = (in(y - 1, x) + in(y, x)) / 2, row -1 being 0.
+  apply_transform({0.5, 0, false}, {1, 2, 3}, image.data(), scratch);
+  CHECK(image == std::vector<float>{0.5f, 1.0f, 1.5f, 2.5f, 3.5f, 4.5f});
+  // ... the edge row repeated instead: row -1 is row 0.
+  image = original;
+  apply_transform({0.5, 0, false, true}, {1, 2, 3}, image.data(), scratch);
+  CHECK(image == std::vector<float>{1.0f, 2.0f, 3.0f, 2.5f, 3.5f, 4.5f});
+  // Left a quarter column, then flipped: out(y, x) = in(y, 2 - x + 0.25), column 3 clamped to 2.
+  image = original;
+  apply_transform({0, -0.25, true, true}, {1, 2, 3}, image.data(), scratch);
+  CHECK(image == std::vector<float>{3.0f, 2.25f, 1.25f, 6.0f, 5.25f, 4.25f});
+  // Both axes: in(0.75, 1.5) = 0.25 (0.5 * 2 + 0.5 * 3) + 0.75 (0.5 * 5 + 0.5 * 6), in double.
+  image = original;
+  apply_transform({-0.75, -1.5, false, true}, {1, 2, 3}, image.data(), scratch);
+  CHECK(image[0] == static_cast<float>(0.25 * (0.5 * 2 + 0.5 * 3) + 0.75 * (0.5 * 5 + 0.5 * 6)));
+}
+
+TEST_CASE("fractional shifts are drawn up to range times size each way", "[data][augment]") {
+  Augmentation a;
+  a.key = ra::rng::derive_key(9, ra::rng::kDataAugmentStream);
+  a.width_range = 0.1f;
+  a.height_range = 0.25f;
+  a.fill_nearest = true;
+  double sum = 0, largest = 0;
+  int negative = 0, whole = 0;
+  for (std::int64_t position = 0; position < 2000; ++position) {
+    const SampleTransform t = sample_transform(a, {3, 8, 32}, 0, position);
+    // Keras' width_shift_range 0.1 of 32 columns: up to 3.2 pixels each way.
+    REQUIRE((t.dx >= -0.1f * 32.0 && t.dx < 0.1f * 32.0));
+    REQUIRE((t.dy >= -0.25f * 8.0 && t.dy < 0.25f * 8.0));
+    REQUIRE(t.fill_nearest);
+    REQUIRE_FALSE(t.flip);
+    sum += t.dx;
+    largest = std::max(largest, std::abs(t.dx));
+    negative += t.dx < 0 ? 1 : 0;
+    whole += t.dx == static_cast<double>(static_cast<int>(t.dx)) ? 1 : 0;
+  }
+  CHECK(std::abs(sum / 2000) < 0.2);  // centred on 0
+  CHECK(largest > 3.0);               // reaching the range's ends
+  CHECK((negative > 800 && negative < 1200));
+  CHECK(whole == 0);  // real shifts, not whole pixels
 }

@@ -200,3 +200,72 @@ TEST_CASE("malformed .npy files are InputErrors naming the file and the fault", 
     }
   }
 }
+
+namespace {
+
+// The header read_npy_header reads from `bytes` written to a file, or its InputError's message.
+std::string header_problem(const std::string& bytes, ra::formats::NpyHeader* header = nullptr) {
+  const fs::path file =
+      fs::temp_directory_path() / ("ra_npy_header_" + std::to_string(::getpid()) + ".npy");
+  ra::write_file_atomic(file, bytes);
+  std::string problem;
+  try {
+    ra::ByteReader in(file.string());
+    const ra::formats::NpyHeader h = ra::formats::read_npy_header(in);
+    if (header) *header = h;
+  } catch (const ra::InputError& e) {
+    problem = e.what();
+  }
+  fs::remove(file);
+  return problem;
+}
+
+}  // namespace
+
+TEST_CASE("read_npy_header reads NumPy's headers from a file and stops at the data", "[npy]") {
+  ra::formats::NpyHeader h;
+  REQUIRE(header_problem(kMatrix, &h).empty());
+  CHECK(h.descr == "<i8");
+  CHECK_FALSE(h.fortran_order);
+  CHECK(h.shape == Shape{2, 3});
+  CHECK(h.data_offset == kMatrix.size() - 6 * 8);
+  REQUIRE(header_problem(kVectorV2, &h).empty());
+  CHECK(h.shape == Shape{3});
+  CHECK(h.data_offset == kVectorV2.size() - 3 * 8);
+  // Any dtype: the caller judges it.
+  REQUIRE(header_problem(npy_v1("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }",
+                                std::string(6, '\0')),
+                         &h)
+              .empty());
+  CHECK(h.descr == "|u1");
+  CHECK(h.fortran_order);
+}
+
+TEST_CASE("read_npy_header: a header cut anywhere is a truncated file, named", "[npy]") {
+  CHECK_THAT(header_problem(""), Catch::Contains("does not start with"));
+  CHECK_THAT(header_problem("\x93NUM"), Catch::Contains("truncated: the file ends after 4 bytes"));
+  CHECK_THAT(header_problem(kMatrix.substr(0, 9)),
+             Catch::Contains("truncated: the file ends inside the header length"));
+  CHECK_THAT(
+      header_problem(kMatrix.substr(0, 40)),
+      Catch::Contains("ra_npy_header_") &&
+          Catch::Contains("truncated: the header declares 118 bytes, the file ends after 30"));
+  CHECK_THAT(header_problem("PK\x03\x04 a zip file"), Catch::Contains("does not start with"));
+  // A 4-byte length (format 2.0) claiming 4 GiB is refused before any allocation.
+  std::string huge = "\x93NUMPY\x02";
+  huge += std::string("\x00\xff\xff\xff\xff", 5);
+  CHECK_THAT(header_problem(huge), Catch::Contains("header length 4294967295 is beyond"));
+  CHECK_THAT(header_problem(npy_v1("{'descr': '<f4', 'shape': (2,), }", "")),
+             Catch::Contains("header must have exactly the keys descr, fortran_order, shape"));
+}
+
+TEST_CASE("npy_item_bytes: plain numbers only", "[npy]") {
+  CHECK(ra::formats::npy_item_bytes("|u1") == 1);
+  CHECK(ra::formats::npy_item_bytes("<i2") == 2);
+  CHECK(ra::formats::npy_item_bytes("<f4") == 4);
+  CHECK(ra::formats::npy_item_bytes(">i8") == 8);
+  CHECK(ra::formats::npy_item_bytes("|b1") == 1);
+  for (const char* other : {"<c8", "<U3", "|S4", "|V12", "<f16", "<m8", "", "f4"}) {
+    CHECK(ra::formats::npy_item_bytes(other) == 0);
+  }
+}

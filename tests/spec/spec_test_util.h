@@ -67,6 +67,8 @@ inline void require_same(const DatasetSpec& a, const DatasetSpec& b) {
   CHECK(same_bits(a.value, b.value));
   CHECK(a.seed == b.seed);
   CHECK(a.limit == b.limit);
+  CHECK(a.layout == b.layout);
+  CHECK(a.files == b.files);
 }
 
 inline void require_same(const LayerSpec& a, const LayerSpec& b) {
@@ -103,6 +105,11 @@ inline void require_same(const ExperimentSpec& a, const ExperimentSpec& b) {
   CHECK(a.data.shuffle == b.data.shuffle);
   CHECK(a.data.drop_last == b.data.drop_last);
   CHECK(a.data.workers == b.data.workers);
+  CHECK(a.data.augment.shift == b.data.augment.shift);
+  CHECK(a.data.augment.flip == b.data.augment.flip);
+  CHECK(same_bits(a.data.augment.width_shift_range, b.data.augment.width_shift_range));
+  CHECK(same_bits(a.data.augment.height_shift_range, b.data.augment.height_shift_range));
+  CHECK(a.data.augment.fill_mode == b.data.augment.fill_mode);
   CHECK(a.model.input == b.model.input);
   REQUIRE(a.model.layers.size() == b.model.layers.size());
   for (std::size_t i = 0; i < a.model.layers.size(); ++i) {

@@ -229,7 +229,8 @@ TEST_CASE("bad enumeration values list the choices", "[spec]") {
   doc = small_doc();
   doc["data"]["train"]["format"] = "mnist";
   CHECK(only_problem(doc, "data.train.format") ==
-        "expected one of \"idx\", \"random\", \"constant\", got \"mnist\"");
+        "expected one of \"idx\", \"cifar10\", \"npy\", \"random\", \"constant\", got "
+        "\"mnist\"");
 }
 
 TEST_CASE("impossible shapes are reported at their layer", "[spec]") {
