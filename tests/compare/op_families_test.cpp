@@ -13,6 +13,10 @@
 
 #include "compare/op_alignment.h"
 #include "compare/op_families.h"
+#include "compare/program_alignment.h"
+#include "core/error.h"
+
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -308,4 +312,30 @@ TEST_CASE("the engine's model layers the PyTorch run does not name are listed") 
         std::vector<std::string>{"conv2d_0", "dense_0"});
   CHECK(ra::compare::engine_layers_missing(eng, torch_conv(5)) ==
         std::vector<std::string>{"dense_0"});
+}
+
+TEST_CASE("an engine trace against a PyTorch one of other layer names is refused, naming them") {
+  ra::trace::Trace e, p;
+  e.header.backend = "cpu";
+  p.header.backend = "pytorch-cpu";
+  for (ra::trace::Trace* t : {&e, &p}) t->header.trace_ops = ra::trace::OpWindow{0, 1};
+  ra::trace::StepRecord se, sp;
+  se.ops_recorded = sp.ops_recorded = true;
+  se.ops = {engine("conv2d_0", "conv2d.forward", {1, 2, 3}, {5})};
+  sp.ops = torch_conv(5);
+  for (OpRecord& r : sp.ops) r.layer = "model.0";
+  e.steps = {se};
+  p.steps = {sp};
+  CHECK_THROWS_WITH(ra::compare::align_programs(e, p),
+                    Contains("only in the engine (A): conv2d_0") &&
+                        Contains("the PyTorch run's modules (B): model.0") && Contains("layers={"));
+  p.steps[0].ops = torch_conv(5);
+  const auto aligned = ra::compare::align_programs(p, e);
+  CHECK(aligned.a_reading == ra::compare::OpReading::pytorch);
+  CHECK(aligned.b_reading == ra::compare::OpReading::engine);
+  CHECK(aligned.fused == 1);
+  CHECK(aligned.left_out == 1);
+  REQUIRE(aligned.steps.size() == 1);
+  CHECK(aligned.steps[0].aligned == 1);
+  CHECK_FALSE(aligned.parting);
 }
