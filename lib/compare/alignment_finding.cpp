@@ -76,6 +76,13 @@ std::string positions_text(const char* what, const std::vector<std::size_t>& pos
   return text;
 }
 
+// The types of the aligned ops' outputs (or inputs): A's, or B's where A's records have none (the
+// engine's).
+const std::vector<std::string>& types_of(const PartingSummary& p, bool outputs) {
+  const std::vector<std::string>& a = outputs ? p.a.out_types : p.a.in_types;
+  return a.empty() ? (outputs ? p.b.out_types : p.b.in_types) : a;
+}
+
 std::string parting_summary(const PartingSummary& p) {
   const std::string step = "at step " + std::to_string(p.step);
   const std::string op = named(p.a, p.occurrence);
@@ -89,7 +96,7 @@ std::string parting_summary(const PartingSummary& p) {
       return "the programs part " + step + " in " + layer_name(p.a) + ": its " +
              ordinal(p.occurrence + 1) + " " + p.a.op +
              " read the same inputs in both and wrote another " +
-             positions_text("output", p.positions, p.a.out_types);
+             positions_text("output", p.positions, types_of(p, true));
     case OpParting::Kind::stretch:
       return "the programs part " + step + " in " + stretch_layers(*p.stretch) +
              ", in ops only one of them runs there (" + std::to_string(p.stretch->a_count) +
@@ -99,7 +106,7 @@ std::string parting_summary(const PartingSummary& p) {
       break;
   }
   return "the programs part " + step + " before their ops do: " + op + " reads another " +
-         positions_text("input", p.positions, p.a.in_types) +
+         positions_text("input", p.positions, types_of(p, false)) +
          ", made by no op only one program ran (the step's batch or weights differ, or the "
          "programs call the op otherwise)";
 }
@@ -136,10 +143,29 @@ std::string alignment_summary(const ProgramAlignment& al, const ComparisonResult
          " ended in equal outputs";
 }
 
+// "record 7 of step 0, aten.addmm.default in model.head", or for an op read from a run of
+// records (the engine against PyTorch) "records 4, 5 of step 0, aten.convolution.default +
+// aten.relu.default in conv2d_0 (read as conv2d.forward)".
+std::string records_text(const PartingSummary& p, const trace::OpRecord& r, std::size_t index,
+                         const std::vector<std::size_t>& records,
+                         const std::vector<std::string>& run) {
+  const std::string step = " of step " + std::to_string(p.step) + ", ";
+  if (records.empty())
+    return "record " + std::to_string(index) + step + r.op + " in " + layer_name(r);
+  std::string numbers, names;
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    numbers += (k ? ", " : "") + std::to_string(records[k]);
+    names += (k ? " + " : "") + run[k];
+  }
+  return "records " + numbers + step + names + " in " + layer_name(r) + " (read as " + r.op + ")";
+}
+
 std::vector<std::string> parting_details(const PartingSummary& p) {
   const auto record = [&](const char* program, const trace::OpRecord& r, std::size_t index) {
-    std::string line = std::string(program) + ": record " + std::to_string(index) + " of step " +
-                       std::to_string(p.step) + ", " + r.op + " in " + layer_name(r);
+    const bool a = program[0] == 'A';
+    std::string line =
+        std::string(program) + ": " +
+        records_text(p, r, index, a ? p.a_records : p.b_records, a ? p.a_run : p.b_run);
     if (p.kind == OpParting::Kind::op) {
       line += ", " + positions_text("output", p.positions, r.out_types) + " " +
               (p.positions.size() == 1 ? "differs" : "differ");
@@ -153,14 +179,38 @@ std::vector<std::string> parting_details(const PartingSummary& p) {
   return out;
 }
 
+const char* reading_name(OpReading r) {
+  return r == OpReading::engine ? "engine" : r == OpReading::pytorch ? "pytorch" : "as recorded";
+}
+
+// The first lines of the details: what was aligned.
+std::vector<std::string> aligned_lines(const ProgramAlignment& al) {
+  const Totals t = totals_of(al);
+  const std::string steps = plural(al.steps.size(), "step", "steps");
+  const std::string stretches =
+      plural(al.stretches_total, "unaligned stretch", "unaligned stretches");
+  if (al.a_reading == OpReading::as_recorded) {
+    return {"aligned by (layer, op) at " + steps + ": " + std::to_string(t.aligned) + " of A's " +
+            std::to_string(t.a) + " op records paired with " + std::to_string(t.aligned) +
+            " of B's " + std::to_string(t.b) + "; " + stretches};
+  }
+  const bool engine_a = al.a_reading == OpReading::engine;
+  return {"aligned by (layer, op) at " + steps + ", each program's records read as the engine's " +
+              "ops: " + std::to_string(t.aligned) + " pairs, of A's " + std::to_string(t.a) +
+              " op records and B's " + std::to_string(t.b) + "; " + stretches,
+          std::string("the engine (") + (engine_a ? "A" : "B") + ") against PyTorch (" +
+              (engine_a ? "B" : "A") +
+              "): " + plural(al.fused, "run of PyTorch ops", "runs of PyTorch ops") +
+              " read as one engine op each (a convolution and its relu as conv2d.forward), " +
+              plural(al.left_out, "record", "records") +
+              " that only pass a value on (detach, view) left out; the op families: "
+              "docs/equivalence.md, \"The engine against PyTorch\""};
+}
+
 std::vector<std::string> details_of(const ProgramAlignment& al, const ComparisonResult& r,
                                     const std::vector<std::string>& magnitude) {
   const Totals t = totals_of(al);
-  std::vector<std::string> out = {
-      "aligned by (layer, op) at " + plural(al.steps.size(), "step", "steps") + ": " +
-      std::to_string(t.aligned) + " of A's " + std::to_string(t.a) + " op records paired with " +
-      std::to_string(t.aligned) + " of B's " + std::to_string(t.b) + "; " +
-      plural(al.stretches_total, "unaligned stretch", "unaligned stretches")};
+  std::vector<std::string> out = aligned_lines(al);
   if (t.aligned == 0) out.push_back("no op aligned: the programs share no (layer, op)");
   if (al.parting) {
     for (std::string& line : parting_details(*al.parting)) out.push_back(std::move(line));
@@ -198,8 +248,12 @@ nlohmann::json parting_json(const std::optional<PartingSummary>& p) {
           {"record_a", p->a_index},
           {"record_b", p->b_index},
           {"positions", p->positions},
-          {"types", p->kind == OpParting::Kind::op ? p->a.out_types : p->a.in_types},
-          {"stretch", p->stretch ? stretch_json(*p->stretch) : nlohmann::json(nullptr)}};
+          {"types", types_of(*p, p->kind == OpParting::Kind::op)},
+          {"stretch", p->stretch ? stretch_json(*p->stretch) : nlohmann::json(nullptr)},
+          {"records_a", p->a_records},
+          {"records_b", p->b_records},
+          {"run_a", p->a_run},
+          {"run_b", p->b_run}};
 }
 
 nlohmann::json data_of(const ProgramAlignment& al, const CheckContext& c) {
@@ -213,6 +267,9 @@ nlohmann::json data_of(const ProgramAlignment& al, const CheckContext& c) {
   }
   for (const StretchSummary& s : al.stretches) stretches.push_back(stretch_json(s));
   return {{"traces", {c.traces[0].source, c.traces[1].source}},
+          {"reading", {reading_name(al.a_reading), reading_name(al.b_reading)}},
+          {"fused", al.fused},
+          {"left_out", al.left_out},
           {"steps", steps},
           {"parting", parting_json(al.parting)},
           {"stretches", stretches},
@@ -248,6 +305,8 @@ AlignmentControl alignment_control(const CheckContext& c) {
     return out;
   }
   out.data["step"] = al.parting->step;
+  out.data["op"] = al.parting->a.op;
+  out.data["layer"] = al.parting->a.layer;
   out.line = "the control: A's perturbed run (" + control.source + ") aligned with A parts at " +
              "step " + std::to_string(al.parting->step) + ", " + al.parting->a.op + " in " +
              layer_name(al.parting->a) + ": the alignment sees a one-bit change";

@@ -139,15 +139,20 @@ std::size_t StepAlignment::unaligned() const {
 }
 
 StepAlignment align_step(const trace::StepRecord& a, const trace::StepRecord& b) {
+  return align_ops(a.step, a.ops, b.ops);
+}
+
+StepAlignment align_ops(std::int64_t step, const std::vector<trace::OpRecord>& a,
+                        const std::vector<trace::OpRecord>& b) {
   StepAlignment out;
-  out.step = a.step;
-  out.a_records = a.ops.size();
-  out.b_records = b.ops.size();
-  out.stretches = align_op_records(a.ops, b.ops);
+  out.step = step;
+  out.a_records = a.size();
+  out.b_records = b.size();
+  out.stretches = align_op_records(a, b);
   for (const OpStretch& s : out.stretches) {
     if (s.aligned) out.aligned += s.a_count();
   }
-  out.parting = first_parting(a.ops, b.ops, out.stretches);
+  out.parting = first_parting(a, b, out.stretches);
   return out;
 }
 

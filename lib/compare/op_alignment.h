@@ -64,6 +64,10 @@ struct StepAlignment {
 };
 
 StepAlignment align_step(const trace::StepRecord& a, const trace::StepRecord& b);
+// The same of two sequences of ops at step `step`: two steps' records as the alignment reads them
+// (compare/op_families.h: the engine's against PyTorch's).
+StepAlignment align_ops(std::int64_t step, const std::vector<trace::OpRecord>& a,
+                        const std::vector<trace::OpRecord>& b);
 
 // "model.norm" or "model.norm, model.head": the layers of records [begin, end), in order of
 // first appearance ("(none)" for an engine's batch record, which has none), the first four named

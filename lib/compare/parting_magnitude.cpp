@@ -41,17 +41,45 @@ PartingMagnitude not_measured(const std::string& why) {
   return {{"its magnitude: " + why}, {{"note", why}}};
 }
 
+using Kept = ComparisonOptions::KeptRecordOutputs;
+
+// The kept outputs at `positions` (the aligned op's, of a record that has more: the engine
+// against PyTorch, compare/op_families.h), or all of them when none are named.
+std::optional<Kept> outputs_at(std::optional<Kept> kept,
+                               const std::vector<std::size_t>& positions) {
+  if (!kept || positions.empty()) return kept;
+  Kept out;
+  for (std::size_t p : positions) {
+    if (p >= kept->bytes.size()) return std::nullopt;
+    out.bytes.push_back(std::move(kept->bytes[p]));
+    out.dtypes.push_back(kept->dtypes[p]);
+  }
+  return out;
+}
+
+// Why side `side` (0: A) has no outputs of the parting record: the engine keeps none; a PyTorch
+// run keeps those of order-dependent ops within a budget.
+std::string why_not_kept(const PartingSummary& p, const CheckContext& c, int side) {
+  const char* name = side == 0 ? "A" : "B";
+  if (!c.traces.at(static_cast<std::size_t>(side)).header.backend.starts_with("pytorch"))
+    return std::string(name) + ", the engine's run, keeps no op outputs beside its trace";
+  const std::vector<std::string>& run = side == 0 ? p.a_run : p.b_run;
+  const std::string op = run.empty() ? (side == 0 ? p.a.op : p.b.op) : run.back();
+  return std::string(name) + " did not keep the op's outputs (" + op +
+         ": the recorder keeps order-dependent ops' outputs, within REPRO_AUDIT_KEEP_BYTES)";
+}
+
 }  // namespace
 
 PartingMagnitude parting_magnitude(const PartingSummary& p, const CheckContext& c) {
   if (p.kind != OpParting::Kind::op) return {};
   if (!c.options.load_kept_outputs) return not_measured("not measured (no kept outputs read)");
-  const auto a = c.options.load_kept_outputs(0, p.step, p.a_index);
-  const auto b = c.options.load_kept_outputs(1, p.step, p.b_index);
+  const auto a = outputs_at(c.options.load_kept_outputs(0, p.step, p.a_index), p.a_outputs);
+  const auto b = outputs_at(c.options.load_kept_outputs(1, p.step, p.b_index), p.b_outputs);
   if (!a || !b) {
-    return not_measured(std::string("not measured: ") + (!a ? "A" : "B") +
-                        " did not keep the op's outputs (the recorder keeps outputs within a "
-                        "budget: REPRO_AUDIT_KEEP_BYTES, docs/pytorch.md)");
+    return not_measured("not measured: " +
+                        (!a && !b ? why_not_kept(p, c, 0) + "; " + why_not_kept(p, c, 1)
+                                  : why_not_kept(p, c, !a ? 0 : 1)));
   }
   if (a->dtypes != b->dtypes || a->bytes.size() != b->bytes.size()) {
     return not_measured("not measured: the two records' outputs are of other types");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "compare/op_families.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "trace/op_window.h"
@@ -93,41 +94,113 @@ std::vector<std::string> op_names(const std::vector<trace::OpRecord>& records, s
   return out;
 }
 
-StretchSummary stretch_summary(const trace::StepRecord& a, const trace::StepRecord& b,
+// One side of a step as the alignment reads it: its records as recorded, or a view of them
+// (compare/op_families.h; `other`: the other side's records of the step).
+class Side {
+ public:
+  Side(const trace::StepRecord& step, const trace::StepRecord& other, OpReading reading)
+      : step_(step) {
+    if (reading == OpReading::engine) view_ = engine_view(step.ops);
+    if (reading == OpReading::pytorch) view_ = pytorch_view(step.ops, other.ops);
+  }
+  const std::vector<trace::OpRecord>& ops() const { return view_ ? view_->ops : step_.ops; }
+  std::size_t fused() const { return view_ ? view_->fused : 0; }
+  std::size_t left_out() const { return view_ ? view_->left_out : 0; }
+  // The step's record where op k begins (the step's record count past the last op).
+  std::size_t record_of(std::size_t k) const {
+    if (!view_) return k;
+    return k < view_->sources.size() ? view_->sources[k].records.front() : step_.ops.size();
+  }
+  // The record whose outputs op k's are; the records it was read from and their op names, when
+  // several; the positions of its outputs in that record, when a view chose them.
+  void describe(std::size_t k, std::size_t& outputs_of, std::vector<std::size_t>& records,
+                std::vector<std::string>& names, std::vector<std::size_t>& outputs) const {
+    outputs_of = k;
+    if (!view_) return;
+    const ViewedOp& v = view_->sources[k];
+    outputs_of = v.outputs_of;
+    outputs = v.outputs;
+    if (v.records.size() < 2) return;
+    records = v.records;
+    for (std::size_t r : v.records) names.push_back(step_.ops[r].op);
+  }
+
+ private:
+  const trace::StepRecord& step_;
+  std::optional<StepView> view_;
+};
+
+StretchSummary stretch_summary(std::int64_t step, const Side& a, const Side& b,
                                const OpStretch& s) {
-  return {a.step,
-          s.a_begin,
+  return {step,
+          a.record_of(s.a_begin),
           s.a_count(),
-          s.b_begin,
+          b.record_of(s.b_begin),
           s.b_count(),
-          layers_of(a.ops, s.a_begin, s.a_end),
-          layers_of(b.ops, s.b_begin, s.b_end),
-          op_names(a.ops, s.a_begin, s.a_end),
-          op_names(b.ops, s.b_begin, s.b_end)};
+          layers_of(a.ops(), s.a_begin, s.a_end),
+          layers_of(b.ops(), s.b_begin, s.b_end),
+          op_names(a.ops(), s.a_begin, s.a_end),
+          op_names(b.ops(), s.b_begin, s.b_end)};
 }
 
-PartingSummary parting_of(const trace::StepRecord& a, const trace::StepRecord& b,
+PartingSummary parting_of(std::int64_t step, const Side& a, const Side& b,
                           const StepAlignment& aligned) {
   const OpParting& p = *aligned.parting;
-  PartingSummary out{
-      a.step,      p.kind,      p.a, p.b, a.ops[p.a], b.ops[p.b], occurrence_of(a.ops, p.a),
-      p.positions, std::nullopt};
-  if (p.stretch) out.stretch = stretch_summary(a, b, aligned.stretches[*p.stretch]);
+  PartingSummary out;
+  out.step = step;
+  out.kind = p.kind;
+  out.a = a.ops()[p.a];
+  out.b = b.ops()[p.b];
+  out.occurrence = occurrence_of(a.ops(), p.a);
+  out.positions = p.positions;
+  if (p.stretch) out.stretch = stretch_summary(step, a, b, aligned.stretches[*p.stretch]);
+  a.describe(p.a, out.a_index, out.a_records, out.a_run, out.a_outputs);
+  b.describe(p.b, out.b_index, out.b_records, out.b_run, out.b_outputs);
   return out;
 }
 
 // What one step's alignment adds to the programs'.
 void add_step(const trace::StepRecord& a, const trace::StepRecord& b, ProgramAlignment& out) {
-  const StepAlignment aligned = align_step(a, b);
-  out.steps.push_back(
-      {a.step, aligned.a_records, aligned.b_records, aligned.aligned, aligned.unaligned()});
-  for (const OpStretch& s : aligned.stretches) {
-    if (s.aligned) continue;
+  const Side side_a(a, b, out.a_reading), side_b(b, a, out.b_reading);
+  out.fused += side_a.fused() + side_b.fused();
+  out.left_out += side_a.left_out() + side_b.left_out();
+  const StepAlignment aligned = align_ops(a.step, side_a.ops(), side_b.ops());
+  out.steps.push_back({a.step, a.ops.size(), b.ops.size(), aligned.aligned, aligned.unaligned()});
+  for (const OpStretch& st : aligned.stretches) {
+    if (st.aligned) continue;
     ++out.stretches_total;
     if (out.stretches.size() < ProgramAlignment::kListedStretches)
-      out.stretches.push_back(stretch_summary(a, b, s));
+      out.stretches.push_back(stretch_summary(a.step, side_a, side_b, st));
   }
-  if (!out.parting && aligned.parting) out.parting = parting_of(a, b, aligned);
+  if (!out.parting && aligned.parting) out.parting = parting_of(a.step, side_a, side_b, aligned);
+}
+
+bool is_pytorch(const trace::Trace& t) {
+  return t.header.backend.starts_with("pytorch");
+}
+
+// The engine's model layers must be among the PyTorch run's layers, or no op of theirs aligns.
+void check_layers_pair_up(const ProgramAlignment& al, const trace::StepRecord& a,
+                          const trace::StepRecord& b) {
+  const bool engine_a = al.a_reading == OpReading::engine;
+  const trace::StepRecord &engine = engine_a ? a : b, &pytorch = engine_a ? b : a;
+  const std::vector<std::string> missing = engine_layers_missing(engine.ops, pytorch.ops);
+  if (missing.empty()) return;
+  std::vector<std::string> modules;
+  for (const trace::OpRecord& r : pytorch.ops) {
+    const bool place = r.layer == "script" || r.layer == "autograd" || r.layer == "optimizer";
+    if (!place && std::find(modules.begin(), modules.end(), r.layer) == modules.end())
+      modules.push_back(r.layer);
+  }
+  throw InputError(
+      "the engine's layers do not pair up with the PyTorch run's modules (--align pairs ops by "
+      "layer): only in the engine (" +
+      std::string(engine_a ? "A" : "B") + "): " + first_names(missing) +
+      "; the PyTorch run's modules (" + (engine_a ? "B" : "A") +
+      "): " + (modules.empty() ? "none" : first_names(modules)) +
+      "; record the PyTorch run under the engine's layer names: repro_audit.record(model, "
+      "optimizer, layers={\"model.0\": \"conv2d_0\", ...}) (docs/equivalence.md, \"The engine "
+      "against PyTorch\")");
 }
 
 }  // namespace
@@ -180,12 +253,19 @@ void check_programs_pair_up(const trace::Trace& a, const trace::Trace& b,
 
 ProgramAlignment align_programs(const trace::Trace& a, const trace::Trace& b) {
   ProgramAlignment out;
+  if (is_pytorch(a) != is_pytorch(b)) {
+    out.a_reading = is_pytorch(a) ? OpReading::pytorch : OpReading::engine;
+    out.b_reading = is_pytorch(b) ? OpReading::pytorch : OpReading::engine;
+  }
   const trace::OpWindow window = a.header.trace_ops.value_or(trace::OpWindow{});
   StepSource steps_a(a), steps_b(b);
   while (const trace::StepRecord* ra = steps_a.next()) {
     const trace::StepRecord* rb = steps_b.next();
     if (!rb || (window.last && ra->step >= *window.last)) break;
-    if (ra->ops_recorded && rb->ops_recorded) add_step(*ra, *rb, out);
+    if (!ra->ops_recorded || !rb->ops_recorded) continue;
+    if (out.steps.empty() && out.a_reading != OpReading::as_recorded)
+      check_layers_pair_up(out, *ra, *rb);
+    add_step(*ra, *rb, out);
   }
   if (out.steps.empty()) {
     throw InputError("no step of the op window " + trace::to_string(window) +

@@ -92,3 +92,23 @@ def test_engine_run_is_read_whole(crosscheck, tmp_path):
     bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
     with pytest.raises(ValueError, match="runs past the end"):
         read_safetensors(str(bad))
+
+
+def test_engine_layer_names_follow_the_spec():
+    """EngineRun.layer_names: each spec layer's module, and the activation module after a layer
+    with an activation (the engine fuses it into the layer's op), by the engine's layer name; a
+    model not built as the spec's layers is refused, naming the first module out of place."""
+    run = EngineRun.__new__(EngineRun)  # the spec alone: no engine folder
+    run.spec = {"model": {"layers": [
+        {"type": "conv2d", "name": "c", "activation": "relu"},
+        {"type": "flatten", "name": "flatten_0"},
+        {"type": "dense", "name": "head", "activation": "none"}]}}
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(8, 3))
+    assert run.layer_names(net, "model.net") == {
+        "model.net.0": "c", "model.net.1": "c", "model.net.2": "flatten_0", "model.net.3": "head"}
+    with pytest.raises(ValueError, match="model.2: ReLU where the spec's layer flatten_0 is a Fl"):
+        run.layer_names(torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(),
+                                            torch.nn.ReLU(), torch.nn.Linear(8, 3)))
+    with pytest.raises(ValueError, match="model.4: a module after the spec's last layer"):
+        run.layer_names(torch.nn.Sequential(*net, torch.nn.ReLU()))

@@ -2,7 +2,8 @@
 a script whose one run-dependent op is a sum computed in one thread or two, built to part by one
 ULP at step 1 on every machine (scripts/one_op_depends_on_run.py), is localised to that aten op,
 in its module, at that step, with its magnitude from the outputs the runs kept; a seeded script
-has no root cause; each op's place (module, autograd, optimizer, script) is where it ran;
+has no root cause; each op's place (module, autograd, optimizer, script) is where it ran, under
+the layer name `layers=` gives its module;
 a random op run from another seed is explained by its generator state; the kept outputs are used
 only whole and only for their own run. The tool runs through conftest.py's `tool`
 (REPRO_AUDIT_BINARY names the built binary; CTest sets it)."""
@@ -165,6 +166,32 @@ def test_each_op_is_placed_where_it_ran(tool, tmp_path):
     (empty,) = [r for r in ops if r["op"] == "aten.empty_like.default"]
     assert empty["out_types"] == ["f32[8,32]"]
     assert not any(r["op"].startswith("profiler.") for r in ops)
+
+
+def test_modules_renamed_by_layers_are_recorded_under_their_new_names(tool, tmp_path):
+    """`layers=` names a module's ops as another program names its layers (the engine's: its
+    conv2d_0 is a convolution and the ReLU after it), forward and backward; modules it does not
+    name keep their paths. A path that is no module of the model is refused before any record."""
+    script = SEEDED.replace(
+        "repro_audit.Recorder.from_env(model, optimizer)",
+        "repro_audit.Recorder.from_env(model, optimizer, layers={'model.0': 'conv', "
+        "'model.1': 'conv', 'model.4': 'head'})")
+    code, _, stderr = audit(tool, tmp_path, script, "--runs", "1", "--trace-ops", "0:1",
+                            "--allow-empty")
+    assert code == 0, stderr
+    seen = places(steps(tmp_path / "out" / "run-000.trace.jsonl")[0]["ops"])
+    for op, layer in [("aten.convolution.default", "conv"), ("aten.relu.default", "conv"),
+                      ("aten.convolution_backward.default", "conv"),
+                      ("aten.threshold_backward.default", "conv"), ("aten.addmm.default", "head"),
+                      ("aten.mm.default", "head"), ("aten.nll_loss_forward.default", "script")]:
+        assert (op, layer) in seen, (op, layer)
+    assert not {layer for _, layer in seen} & {"model.0", "model.1", "model.4"}, seen
+    assert any(layer == "model.3" for _, layer in seen)  # the dropout: not renamed
+    import repro_audit
+    with pytest.raises(ValueError, match="layers= renames model.9, not a module of the model"):
+        repro_audit.record(torch.nn.Linear(2, 2), trace=str(tmp_path / "bad.trace.jsonl"),
+                           layers={"model.9": "head"})
+    assert not (tmp_path / "bad.trace.jsonl").exists()
 
 
 def test_another_seed_is_told_by_the_generator_state(tool, tmp_path):

@@ -8,8 +8,9 @@ Options: --steps N (default 50), --threads T (default 2), --samples N (default 6
 --loader-bug (the DataLoader variant whose workers share one augmentation generator),
 --from-engine AUDIT_DIR (the cross-check: start from the initial weights and follow the batch
 order of run 0 of an engine audit of the same model, made with `repro-audit run --save-batches`,
-and record with its parameter names and spec, so that `repro-audit compare` lines the two up:
-docs/pytorch.md, "Cross-check with the engine"), --device cuda (the model and each batch on the
+and record with its parameter names, layer names and spec, so that `repro-audit compare` lines
+the two up: docs/pytorch.md, "Cross-check with the engine", and `compare --align` their ops:
+docs/equivalence.md, "The engine against PyTorch"), --device cuda (the model and each batch on the
 GPU), --benchmark (torch.backends.cudnn.benchmark = True: cuDNN times its candidates per
 geometry and runs the fastest), --deterministic (torch.use_deterministic_algorithms(True) and
 cudnn.deterministic, with CUBLAS_WORKSPACE_CONFIG=:4096:8 unless set), --data FOLDER (where the
@@ -62,10 +63,24 @@ class Augmented(torch.utils.data.Dataset):
         return torch.roll(self.images[i], shift, dims=2), self.labels[i]
 
 
+class WithLoss(torch.nn.Module):
+    """The model and its loss as one module, so that the loss's ops run in a module the recorder
+    can name as the engine names them (`loss`), not in the script."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+
 def from_engine(folder, steps, threads):
     """The cross-check: the engine's run 0 of this model, replayed in PyTorch from its initial
-    weights and batch order, recorded under its names and spec. Dropout follows the spec's rates
-    (PyTorch draws its own masks: with rates above 0 the runs part there)."""
+    weights and batch order, recorded under its parameter names, layer names and spec, so that
+    `compare --align` pairs its ops with the engine's (docs/equivalence.md, "The engine against
+    PyTorch"). Dropout follows the spec's rates (PyTorch draws its own masks: with rates above 0
+    the runs part there)."""
     from repro_audit.engine_run import EngineRun
 
     engine = EngineRun(folder)
@@ -80,13 +95,16 @@ def from_engine(folder, steps, threads):
     names = engine.load_initial_weights(net)
     o = engine.spec["optimizer"]
     optimizer = torch.optim.Adadelta(net.parameters(), lr=o["lr"], rho=o["rho"], eps=o["eps"])
-    rec = repro_audit.record(net, optimizer, names=names, spec=engine.spec)
+    model_and_loss = WithLoss(net)
+    layers = {"model": "loss", **engine.layer_names(net, "model.net")}
+    rec = repro_audit.record(model_and_loss, optimizer, names=names, layers=layers,
+                             spec=engine.spec)
     started = time.perf_counter()
     for record in engine.steps[:steps]:
         indices = torch.tensor(record["indices"], dtype=torch.int64)
         x, y = images[indices], labels[indices]
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss = model_and_loss(x, y)
         loss.backward()
         optimizer.step()
         rec.step(batch=(x, y), loss=loss, epoch=record["epoch"], indices=indices)

@@ -5,7 +5,7 @@ header), its initial weights (`run-NNN/weights-initial.safetensors`) and its bat
 records with the engine's names and spec gives a trace `repro-audit compare` lines up with the
 engine's: the report says where the two implementations part.
 """
-from typing import Any
+from typing import Any, Dict
 import json
 import os
 import struct
@@ -77,3 +77,43 @@ class EngineRun:
                                      f"{list(p.shape)}")
                 p.copy_(torch.from_numpy(self.initial_weights[name]))
         return list(self.param_names)
+
+    def layer_names(self, sequential: Any, path: str = "model") -> Dict[str, str]:
+        """The engine's layer names of the modules of `sequential` (an nn.Sequential built as the
+        spec's layers, at `path` in the recorded model), for the recorder's `layers=`
+        (op_places.py): each spec layer is the next module of its kind, and a layer with an
+        activation also the activation module after it, whose op the engine fuses into the
+        layer's. The records of both programs then name one layer alike (docs/equivalence.md,
+        "The engine against PyTorch"). ValueError naming the first module that is not the spec's
+        next layer."""
+        kinds = {"conv2d": "Conv2d", "dense": "Linear", "maxpool2d": "MaxPool2d",
+                 "dropout": "Dropout", "flatten": "Flatten", "batchnorm": "BatchNorm2d"}
+        activations = {"relu": "ReLU", "tanh": "Tanh", "sigmoid": "Sigmoid"}
+        modules = list(sequential.named_children())
+        names: Dict[str, str] = {}
+        position = 0
+
+        def take(kind: str, layer: str) -> None:
+            nonlocal position
+            found = type(modules[position][1]).__name__ if position < len(modules) else "nothing"
+            if found != kind:
+                raise ValueError(f"{path}.{position}: {found} where the spec's layer {layer} is a "
+                                 f"{kind}: build the model as the spec's layers, in order")
+            names[f"{path}.{modules[position][0]}"] = layer
+            position += 1
+
+        for layer in self.spec["model"]["layers"]:
+            if layer["type"] not in kinds:
+                raise ValueError(f"layer {layer['name']}: no PyTorch module stands for a "
+                                 f"{layer['type']} layer here")
+            take(kinds[layer["type"]], layer["name"])
+            activation = layer.get("activation", "none")
+            if activation != "none":
+                if activation not in activations:
+                    raise ValueError(f"layer {layer['name']}: activation {activation} has no "
+                                     "PyTorch module here")
+                take(activations[activation], layer["name"])
+        if position != len(modules):
+            raise ValueError(f"{path}.{modules[position][0]}: a module after the spec's last "
+                             "layer")
+        return names

@@ -8,26 +8,57 @@
 - in optimizer.step or optimizer.zero_grad: "optimizer";
 - anywhere else (moving the batch, a loss function called outside any module): "script".
 
+A module's path may be renamed (`layers`, record()'s keyword): {"model.0": "conv2d_0", "model.1":
+"conv2d_0"} records the ops of both modules as the layer conv2d_0, as another program names it
+(the engine's layers: docs/equivalence.md, "The engine against PyTorch"). Only the names change:
+where an op ran is found by the modules' paths as before.
+
 Hooks are in place only while ops are recorded (the window's steps): outside it nothing of this
 runs. The backward pass is known by wrapping torch.autograd.backward (what Tensor.backward calls)
 and torch.autograd.grad for as long.
 """
-from typing import Any
+from typing import Any, Dict, Mapping, Optional
 import functools
+
+
+def module_paths(model: Any) -> Any:
+    """The paths of the model's modules as records name them: "model", "model.features.3"."""
+    return ["model" + ("." + name if name else "") for name, _ in model.named_modules()]
+
+
+def checked_layers(model: Any, layers: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """`layers` (module path -> the layer name its ops are recorded under) as a dict; ValueError
+    naming the first paths that are no module of the model, or a name that is no non-empty
+    string."""
+    if layers is None:
+        return {}
+    paths = module_paths(model)
+    unknown = [p for p in layers if p not in paths]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5
+                                          else "")
+        raise ValueError(f"repro_audit: layers= renames {shown}, not a module of the model (its "
+                         f"modules: {', '.join(paths[:8])}{', ...' if len(paths) > 8 else ''})")
+    for path, name in layers.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"repro_audit: layers= gives {path} the name {name!r}: a layer name "
+                             "is a non-empty string")
+    return dict(layers)
 
 
 class OpPlaces:
     """Tracks the place (see the module's documentation) of the op running now."""
 
-    def __init__(self, torch: Any, model: Any, optimizer: Any) -> None:
+    def __init__(self, torch: Any, model: Any, optimizer: Any,
+                 layers: Optional[Mapping[str, str]] = None) -> None:
         self._torch = torch
-        self._modules = [("model" + ("." + name if name else ""), m)
-                         for name, m in model.named_modules()]
+        self._modules = list(zip(module_paths(model), (m for _, m in model.named_modules())))
+        self._layers = checked_layers(model, layers)  # a module's path -> its recorded name
         self._optimizer = optimizer
         self._handles: Any = []
         self._patched: Any = []
         self._forward: Any = []  # the paths of the modules whose forward is running, innermost last
-        self._backward = None  # the module the backward pass is in; None: not in one yet
+        self._backward: Optional[str] = None  # the module the backward is in; None: none yet
         self._in_backward = 0
         self._in_optimizer = 0
         self._token = object()  # marks the tensors hooked in this window's step
@@ -36,10 +67,13 @@ class OpPlaces:
         if self._in_optimizer:
             return "optimizer"
         if self._in_backward:
-            return self._backward or "autograd"
+            return self._named(self._backward) if self._backward else "autograd"
         if self._forward:
-            return self._forward[-1]
+            return self._named(self._forward[-1])
         return "script"
+
+    def _named(self, path: str) -> str:
+        return self._layers.get(path, path)
 
     # --- hooks ---
 

@@ -227,11 +227,12 @@ class OpRecording:
     def __init__(self, torch: Any, model: Any, optimizer: Any, window: Any,
                  keep_bytes: Any = DEFAULT_KEEP_BYTES,
                  cudnn: Any = None, digester: Any = None, keep_op: Any = None,
-                 run_folder: Any = None) -> None:
+                 run_folder: Any = None, layers: Any = None) -> None:
         """`cudnn`: the cudnn_log.CudnnLedger of a GPU run (None: no cuDNN, as on the CPU);
         `digester`: where tensors are digested (device_digest.py; default: the environment's);
         `keep_op`: (step, index) of the op kept whole for a magnitude and a replay (kept_op.py),
-        its kept-op.pt written into `run_folder`."""
+        its kept-op.pt written into `run_folder`; `layers`: module paths renamed in the records'
+        `layer` (op_places.py)."""
         self.keep_op = keep_op
         self._run_folder = run_folder
         self._captured = None  # the kept op's call, captured before it ran
@@ -247,7 +248,7 @@ class OpRecording:
         self.cudnn = cudnn
         self.kept = KeptOutputs(keep_bytes)
         self.seconds = 0.0  # spent digesting and keeping (the recording's cost)
-        self._places = OpPlaces(torch, model, optimizer)
+        self._places = OpPlaces(torch, model, optimizer, layers)
         self._pid = os.getpid()
         self._receiving = 0  # in a DataLoader's receipt of worker results: not recorded
         self._restore_loader = None

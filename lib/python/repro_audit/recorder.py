@@ -26,8 +26,8 @@ import socket
 import sys
 import time
 from types import TracebackType
-from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Sequence,
-                    SupportsIndex, Tuple, Type, TypeVar, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Literal, Mapping, Optional,
+                    Sequence, SupportsIndex, Tuple, Type, TypeVar, Union)
 
 from . import checkpoint as checkpoints
 from . import collective
@@ -43,6 +43,7 @@ from . import perturb
 from . import snapshots
 from . import settings as settings_module
 from . import workers
+from .op_places import checked_layers
 from .replay import REFUSED_EXIT as REPLAY_REFUSED_EXIT
 from .state import ModelState, check_name
 from .trace import (FORMAT_VERSION, TraceRecords, canonical_json, finite_or_none, float32_value,
@@ -210,7 +211,7 @@ def record(model: "torch.nn.Module", optimizer: "Optional[torch.optim.Optimizer]
            keep_op: Optional[OpIndex] = None, checkpoint: Optional[CheckpointFunctions] = None,
            scheduler: Optional[checkpoints.Stateful] = None,
            scaler: Optional[checkpoints.Stateful] = None, names: Optional[Sequence[str]] = None,
-           spec: Optional[Dict[str, Any]] = None,
+           layers: Optional[Mapping[str, str]] = None, spec: Optional[Dict[str, Any]] = None,
            trace: "Union[str, os.PathLike[str], None]" = None,
            keep_bytes: Optional[int] = None, replays: Optional[int] = None
            ) -> "Union[Recorder, NoOpRecorder]":
@@ -221,10 +222,11 @@ def record(model: "torch.nn.Module", optimizer: "Optional[torch.optim.Optimizer]
     "Settings"), each over its variable: `trace` (REPRO_AUDIT_TRACE: a trace without exec),
     `ops` (REPRO_AUDIT_TRACE_OPS: "A:B", "all", a step, or (first, last)), `tensor_digests`
     (REPRO_AUDIT_TENSOR_DIGESTS), `keep_op` (REPRO_AUDIT_KEEP_OP: "STEP:INDEX" or a pair),
-    `keep_bytes` (REPRO_AUDIT_KEEP_BYTES), `replays` (REPRO_AUDIT_REPLAYS); None: not given."""
+    `keep_bytes` (REPRO_AUDIT_KEEP_BYTES), `replays` (REPRO_AUDIT_REPLAYS); None: not given.
+    `names`, `layers`, `spec`: from_env's."""
     return Recorder.from_env(model, optimizer, ops=ops, tensor_digests=tensor_digests,
                              keep_op=keep_op, checkpoint=checkpoint, scheduler=scheduler,
-                             scaler=scaler, names=names, spec=spec, trace=trace,
+                             scaler=scaler, names=names, layers=layers, spec=spec, trace=trace,
                              keep_bytes=keep_bytes, replays=replays)
 
 
@@ -235,33 +237,39 @@ class Recorder:
 
     @classmethod
     def from_env(cls, model: "torch.nn.Module", optimizer: "Optional[torch.optim.Optimizer]" = None,
-                 *, names: Optional[Sequence[str]] = None, spec: Optional[Dict[str, Any]] = None,
+                 *, names: Optional[Sequence[str]] = None,
+                 layers: Optional[Mapping[str, str]] = None,
+                 spec: Optional[Dict[str, Any]] = None,
                  checkpoint: Optional[CheckpointFunctions] = None,
                  scheduler: Optional[checkpoints.Stateful] = None,
                  scaler: Optional[checkpoints.Stateful] = None,
                  **keywords: Any) -> "Union[Recorder, NoOpRecorder]":
         """`names`: the parameters' names in the trace, in named_parameters order (default:
-        PyTorch's); `spec`: the trace's spec (default: REPRO_AUDIT_SPEC, else the script's name).
-        Both serve a trace that must line up with another tool's, as the engine's for the
-        cross-check (docs/pytorch.md, "Cross-check with the engine"). `checkpoint`: (save, load),
-        or a checkpoint.Checkpoint, for a recorder that saves and loads for `exec --interrupt-at`
-        (a script that saves itself calls rec.saved(path) instead); `scheduler`, `scaler`: the LR
-        scheduler and GradScaler the script steps, compared at a resume (docs/resume.md).
-        `keywords`: the settings record() takes (trace, ops, tensor_digests, keep_op, keep_bytes,
-        replays), checked with or without an audit."""
+        PyTorch's); `layers`: module paths renamed in the op records ({"model.0": "conv2d_0"};
+        op_places.py), a path that is no module refused; `spec`: the trace's spec (default:
+        REPRO_AUDIT_SPEC, else the script's name). All three serve a trace that must line up with
+        another tool's, as the engine's for the cross-check (docs/pytorch.md, "Cross-check with
+        the engine"; docs/equivalence.md, "The engine against PyTorch"). `checkpoint`: (save,
+        load), or a checkpoint.Checkpoint, for a recorder that saves and loads for `exec
+        --interrupt-at` (a script that saves itself calls rec.saved(path) instead); `scheduler`,
+        `scaler`: the LR scheduler and GradScaler the script steps, compared at a resume
+        (docs/resume.md). `keywords`: the settings record() takes (trace, ops, tensor_digests,
+        keep_op, keep_bytes, replays), checked with or without an audit."""
         checkpoint = checkpoints.checkpoint_of(checkpoint)  # a wrong one fails without an audit
         checkpoints.stateful_of(checkpoint, scheduler, scaler)
         given = settings_module.Settings.from_environment(**keywords)
         if not given.trace:
             return NoOpRecorder(checkpoint)
-        return cls(model, optimizer, settings=given, names=names, spec=spec,
+        return cls(model, optimizer, settings=given, names=names, layers=layers, spec=spec,
                    checkpoint=checkpoint, scheduler=scheduler, scaler=scaler)
 
     def __init__(self, model: "torch.nn.Module",
                  optimizer: "Optional[torch.optim.Optimizer]" = None,
                  path: "Union[str, os.PathLike[str], None]" = None, *,
                  settings: Optional[settings_module.Settings] = None,
-                 names: Optional[Sequence[str]] = None, spec: Optional[Dict[str, Any]] = None,
+                 names: Optional[Sequence[str]] = None,
+                 layers: Optional[Mapping[str, str]] = None,
+                 spec: Optional[Dict[str, Any]] = None,
                  checkpoint: Optional[CheckpointFunctions] = None,
                  scheduler: Optional[checkpoints.Stateful] = None,
                  scaler: Optional[checkpoints.Stateful] = None, **keywords: Any) -> None:
@@ -271,7 +279,8 @@ class Recorder:
         (op_records.py); keep_op, (step, index) of the op kept whole and replayed `replays` times
         at the end (kept_op.py), records its step's ops whatever the window says;
         tensor_digests, the level of detail (a detail.TensorDigestPlan, or its text
-        "every:1000,5000:5100"); `checkpoint`, `scheduler`, `scaler`: as from_env's."""
+        "every:1000,5000:5100"); `names`, `layers`, `checkpoint`, `scheduler`, `scaler`: as
+        from_env's."""
         import torch
 
         self._settings = given = _settings_of(path, settings, keywords)
@@ -285,6 +294,7 @@ class Recorder:
         self._finished = False
         self._error: Optional[str] = None  # the exception that ended the script, once known
         self._state = ModelState(torch, distributed.unwrapped(model), optimizer, names)
+        self._layers = checked_layers(distributed.unwrapped(model), layers)
         self._run, self._audit_id = given.run, given.audit_id
         self._replays = given.replays
         self._kept_path = op_records.kept_outputs_path(path)
@@ -403,7 +413,7 @@ class Recorder:
         self._ops = op_records.OpRecording(
             torch, self._model, self._optimizer, window, settings.keep_bytes, cudnn,
             self._digester, keep_op,
-            os.path.dirname(self._kept_path) if self._kept_path else None)
+            os.path.dirname(self._kept_path) if self._kept_path else None, self._layers)
         if keep_op is not None:
             header["keep_op"] = {"step": keep_op[0], "index": keep_op[1]}
 
