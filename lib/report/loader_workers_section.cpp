@@ -35,14 +35,17 @@ std::string loader_workers(const ComparisonResult& r) {
   }
   std::string out;
   for (const compare::SharedWorkerStream& s : f.shared_streams) {
-    out += format(
-        "Data loader workers: workers %s start from the same state of the random stream %s "
-        "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or never "
-        "drawn from, what they draw from it, random augmentations or samples, repeats across "
-        "workers; seed it per worker in worker_init_fn (docs/pytorch.md, \"Loader workers\")\n",
-        ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
-        static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded));
-    // A line of its own: the line above is near the report's line length already.
+    // Wrapped, never cut: the fix is at the end of the line (cut_long_lines would drop it).
+    out += wrapped(
+        format("Data loader workers: workers %s start from the same state of the random stream %s "
+               "(runs %s, %lld of %lld passes over the data): unless it is reseeded per sample or "
+               "never drawn from, what they draw from it, random augmentations or samples, "
+               "repeats across workers; seed it per worker in worker_init_fn (docs/pytorch.md, "
+               "\"Loader workers\")",
+               ranges(s.workers).c_str(), shown(s.stream).c_str(), ranges(s.runs).c_str(),
+               static_cast<long long>(s.passes), static_cast<long long>(s.passes_recorded)),
+        kMaxLineLength, "  ");
+    // A line of its own, after the fix above.
     if (s.differs_between_runs) {
       out +=
           "  and its starting state also differs between the runs (not seeded from the run's "
