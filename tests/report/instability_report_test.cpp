@@ -9,6 +9,7 @@
 #include "compare/compare.h"
 #include "report/html_report.h"
 #include "report/junit.h"
+#include "report/report_cases.h"
 #include "report/text_report.h"
 #include "support/text_lines.h"
 #include "trace/in_memory_traces.h"
@@ -20,35 +21,7 @@ using ra::test::count_of;
 using ra::test::TraceBuilder;
 using ra::trace::Trace;
 
-// Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
-// predictions chosen so that every group spreads.
-ra::compare::ComparisonResult three_groups(const std::string& backend = "cpu",
-                                           bool predictions = true) {
-  TraceBuilder same;
-  same.eval_accuracy = {0.5, 0.75};
-  TraceBuilder different = same;
-  different.seed_group = "different";
-  different.seed = 7;
-  TraceBuilder perturbed = same;
-  perturbed.seed_group = "perturbed";
-  std::vector<Trace> traces = {same.build(0),      same.build(1),      different.build(2),
-                               different.build(3), perturbed.build(4), perturbed.build(5)};
-  const double accuracy[] = {0.75, 0.76, 0.70, 0.80, 0.74, 0.77};
-  for (std::size_t i = 0; i < traces.size(); ++i) traces[i].final->eval_accuracy = accuracy[i];
-  for (int i : {4, 5}) {
-    traces[i].header.perturbation = ra::trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
-    traces[i].initial_weights[2] = ra::test::changed(traces[i].initial_weights[2]);
-  }
-  for (Trace& t : traces) t.header.backend = backend;
-  ra::compare::ComparisonOptions options;
-  if (!predictions) return ra::compare::compare_traces(traces, options);
-  options.load_predictions = [](int run) -> std::optional<std::vector<std::int64_t>> {
-    const std::vector<std::int64_t> classes[] = {{0, 1, 2, 3}, {0, 1, 2, 1}, {0, 0, 0, 3},
-                                                 {1, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}};
-    return classes[run];
-  };
-  return ra::compare::compare_traces(traces, options);
-}
+using ra::test::three_groups;
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 #pragma once
-// Comparisons the report tests share: runs of a PyTorch script resumed from its checkpoint, and
-// runs of a data-parallel exec audit, built in memory (trace/in_memory_traces.h).
+// Comparisons the report tests share: runs of a PyTorch script resumed from its checkpoint, runs
+// of a data-parallel exec audit, and three seed groups with a perturbed one, built in memory
+// (trace/in_memory_traces.h).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "compare/compare.h"
@@ -46,6 +48,38 @@ inline compare::ComparisonOptions expect_identity() {
   compare::ComparisonOptions o;
   o.expect_identical = true;
   return o;
+}
+
+// Two runs a group; the perturbed runs flipped a bit of dense_1.weight; eval accuracies and
+// predictions chosen so that every group spreads.
+// With `start_differs`, run 5's initial weights also differ where no bit was flipped (a warning).
+inline compare::ComparisonResult three_groups(const std::string& backend = "cpu",
+                                              bool predictions = true, bool start_differs = false) {
+  TraceBuilder same;
+  same.eval_accuracy = {0.5, 0.75};
+  TraceBuilder different = same;
+  different.seed_group = "different";
+  different.seed = 7;
+  TraceBuilder perturbed = same;
+  perturbed.seed_group = "perturbed";
+  std::vector<trace::Trace> traces = {same.build(0),      same.build(1),      different.build(2),
+                                      different.build(3), perturbed.build(4), perturbed.build(5)};
+  const double accuracy[] = {0.75, 0.76, 0.70, 0.80, 0.74, 0.77};
+  for (std::size_t i = 0; i < traces.size(); ++i) traces[i].final->eval_accuracy = accuracy[i];
+  for (int i : {4, 5}) {
+    traces[i].header.perturbation = trace::Perturbation{"dense_1.weight", i, 0, 2, 3};
+    traces[i].initial_weights[2] = changed(traces[i].initial_weights[2]);
+  }
+  if (start_differs) traces[5].initial_weights[0] = changed(traces[5].initial_weights[0]);
+  for (trace::Trace& t : traces) t.header.backend = backend;
+  compare::ComparisonOptions options;
+  if (!predictions) return compare::compare_traces(traces, options);
+  options.load_predictions = [](int run) -> std::optional<std::vector<std::int64_t>> {
+    const std::vector<std::int64_t> classes[] = {{0, 1, 2, 3}, {0, 1, 2, 1}, {0, 0, 0, 3},
+                                                 {1, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 1, 3}};
+    return classes[run];
+  };
+  return compare::compare_traces(traces, options);
 }
 
 }  // namespace ra::test

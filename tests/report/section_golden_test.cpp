@@ -87,6 +87,15 @@ ComparisonResult loader_runs(std::uint64_t state0, std::uint64_t state1, bool ba
 
 }  // namespace
 
+TEST_CASE("section golden: the instability finding of three seed groups", "[report][golden]") {
+  check_forms("instability", ra::test::three_groups());
+}
+
+TEST_CASE("section golden: a perturbed run whose start differs elsewhere too, no predictions",
+          "[report][golden]") {
+  check_forms("instability_start_differs", ra::test::three_groups("cpu", false, true));
+}
+
 TEST_CASE("section golden: loader workers that share an unseeded stream, batches part",
           "[report][golden]") {
   check_forms("loader_workers_unseeded", loader_runs(100, 200, true));
