@@ -53,6 +53,9 @@ Finding data_parallel_finding_of(const ComparisonResult& r,
 // (compare/loader_workers_finding.cpp).
 bool loader_workers_applies(const CheckContext& context);
 Finding loader_workers_finding(const CheckContext& context);
+// A perturbed group's instability, per metric (compare/instability_finding.cpp).
+bool instability_applies(const CheckContext& context);
+Finding instability_finding(const CheckContext& context);
 bool perturbation_control_applies(const CheckContext& context);  // compare/perturbation_control.cpp
 Finding perturbation_control(const CheckContext& context);
 // With --align: the two programs' op records aligned (compare/alignment_finding.cpp). InputError

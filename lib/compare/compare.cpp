@@ -188,7 +188,6 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.statistics = std::move(statistics.groups);
   result.loss_std_ratio = statistics.loss_std_ratio;
   result.accuracy_std_ratio = statistics.accuracy_std_ratio;
-  result.instability = phases::instability(traces, options, result.warnings);
 
   result.allow_empty = options.allow_empty;
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
@@ -198,6 +197,9 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.
   result.findings = run_checks({traces, result, options});
+  if (const InstabilityFindings* found = instability_of(result)) {
+    for (std::string& w : phases::perturbation_warnings(*found)) result.warnings.push_back(w);
+  }
   decide_next_step(result, options, compared, found.reference_indices_at_batches_divergence);
   return result;
 }

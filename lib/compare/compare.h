@@ -417,9 +417,6 @@ struct ComparisonResult {
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
-  // With a perturbed group (--seeds all): its runs' first divergence, and per metric the three
-  // groups' spreads, ratios and what they mean (compare/instability.h, docs/statistics.md).
-  std::optional<InstabilityFindings> instability;
   std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
   std::vector<LedgerDifference> ledger_differences;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
@@ -491,6 +488,8 @@ const std::vector<ResumeVerdict>& resumes_of(const ComparisonResult& r);
 const DistributedFindings* distributed_of(const ComparisonResult& r);
 // What the traces recorded of their loaders' workers (compare/loader_workers_finding.cpp), or null.
 const LoaderWorkerFindings* loader_workers_of(const ComparisonResult& r);
+// A perturbed group's instability (compare/instability_finding.cpp), or null.
+const InstabilityFindings* instability_of(const ComparisonResult& r);
 
 // The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.

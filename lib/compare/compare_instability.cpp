@@ -179,30 +179,19 @@ std::optional<InstabilityFindings> instability_findings(
 
 namespace ra::compare::phases {
 
-std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& traces,
-                                               const ComparisonOptions& options,
-                                               std::vector<std::string>& warnings) {
-  std::vector<std::optional<std::vector<std::int64_t>>> predictions(traces.size());
-  const bool perturbed = std::any_of(traces.begin(), traces.end(), [](const trace::Trace& t) {
-    return t.header.seed_group == "perturbed";
-  });
-  if (!perturbed) return std::nullopt;  // no finding: no predictions file is read
-  for (std::size_t i = 0; i < traces.size(); ++i) {
-    if (options.load_predictions) predictions[i] = options.load_predictions(static_cast<int>(i));
-  }
-  std::optional<InstabilityFindings> found = instability_findings(traces, predictions);
-  if (!found) return found;
-  for (const PerturbedRunCheck& c : found->perturbed) {
+std::vector<std::string> perturbation_warnings(const InstabilityFindings& found) {
+  std::vector<std::string> warnings;
+  for (const PerturbedRunCheck& c : found.perturbed) {
     if (c.parts_at_perturbation()) continue;
     std::string differing;
     for (const std::string& name : c.differing) differing += (differing.empty() ? "" : ", ") + name;
     warnings.push_back("perturbed run " + std::to_string(c.run) + " flipped a bit of " +
                        c.perturbation.tensor + ", but its initial weights differ from run " +
-                       std::to_string(found->reference) + "'s in " +
+                       std::to_string(found.reference) + "'s in " +
                        (differing.empty() ? std::string("none") : differing) +
                        ": the perturbation is not its only difference at the start");
   }
-  return found;
+  return warnings;
 }
 
 }  // namespace ra::compare::phases

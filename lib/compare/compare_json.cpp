@@ -365,8 +365,6 @@ json to_json(const ComparisonResult& r) {
   // Only where a registered check applied (compare/checks.h), so that other reports read as before.
   const nlohmann::json findings = findings_json(r.findings);
   if (!findings.empty()) report["findings"] = findings;
-  // Only with a perturbed group (--seeds all).
-  if (r.instability) report["instability"] = instability_json(*r.instability);
   return report;
 }
 

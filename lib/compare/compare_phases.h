@@ -168,12 +168,9 @@ struct SeedGroupStatistics {
 };
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 
-// With a perturbed group (compare_instability.cpp): the instability findings, the predictions
-// loaded through options.load_predictions; and a warning for each perturbed run whose initial
+// With a perturbed group (compare_instability.cpp): a warning for each perturbed run whose initial
 // weights do not part from the reference's exactly at its flipped weight.
-std::optional<InstabilityFindings> instability(const std::vector<trace::Trace>& traces,
-                                               const ComparisonOptions& options,
-                                               std::vector<std::string>& warnings);
+std::vector<std::string> perturbation_warnings(const InstabilityFindings& found);
 
 // The --trace-ops window that would name the op where the runs part (ComparisonResult
 // ::suggested_trace_ops), from the first divergence and the root causes found.

@@ -101,8 +101,4 @@ std::optional<InstabilityFindings> instability_findings(
     const std::vector<trace::Trace>& traces,
     const std::vector<std::optional<std::vector<std::int64_t>>>& predictions);
 
-// {"reference_run", "perturbed_runs": [...], "metrics": [...], "notes"}: the JSON report's
-// "instability" (docs/report.md); an infinite ratio is null.
-nlohmann::json instability_json(const InstabilityFindings& findings);
-
 }  // namespace ra::compare

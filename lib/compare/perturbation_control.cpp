@@ -22,7 +22,8 @@ struct ControlRun {
 
 std::vector<ControlRun> control_runs(const CheckContext& c) {
   const ComparisonResult& r = c.result;
-  const int reference = r.instability ? r.instability->reference : 0;
+  const InstabilityFindings* instability = instability_of(r);
+  const int reference = instability != nullptr ? instability->reference : 0;
   const auto class_of = [&](int run) {
     return r.runs[static_cast<std::size_t>(run)].outcome_class;
   };

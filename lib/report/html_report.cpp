@@ -224,8 +224,8 @@ std::string render_html(const ComparisonResult& r) {
   out += banner(r) + category_table(r);
   out += findings_html(r, HtmlPlace::findings);
   out += html::loss_plots(r) + html::growth_plots(r) + html::divergence_map(r) +
-         html::seed_group_plots(r) + html::instability_plots(r) + snapshots(r) + statistics(r) +
-         differences(r) + cost(r);
+         html::seed_group_plots(r) + findings_html(r, HtmlPlace::after_seed_group_plots) +
+         snapshots(r) + statistics(r) + differences(r) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

@@ -20,7 +20,7 @@ std::string loss_plots(const compare::ComparisonResult& r);        // losses, di
 std::string growth_plots(const compare::ComparisonResult& r);      // per epoch, from two epochs
 std::string divergence_map(const compare::ComparisonResult& r);    // where digests differ
 std::string seed_group_plots(const compare::ComparisonResult& r);  // with --seeds both
-// With --seeds all (html_instability.cpp): a plot of the three groups per metric, the finding.
+// With --seeds all (instability_section.cpp): a plot of the three groups per metric, the finding.
 std::string instability_plots(const compare::ComparisonResult& r);
 // The style sheet every HTML page of the tool uses (the audit's, a report of findings alone).
 const char* page_style();

@@ -152,43 +152,18 @@ Case finding_case(const compare::Finding& f, std::size_t number) {
   return c;
 }
 
-std::string property(const std::string& name, const std::string& value) {
-  return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
-}
-
-std::string ratio_value(const std::optional<compare::RatioEstimate>& e) {
-  if (!e) return "";
-  if (std::isinf(e->ratio)) return "inf";
-  if (e->resamples == 0) return text::format("%.4g", e->ratio);
-  return text::format("%.4g [%.4g, %.4g]", e->ratio, e->low, e->high);
-}
-
-// With --seeds all, per metric: "instability.<metric>.<what>" (docs/statistics.md).
-std::string instability_properties(const compare::InstabilityFindings& f) {
-  std::string out;
-  for (const compare::MetricFinding& m : f.metrics) {
-    const std::string key = "instability." + m.metric + ".";
-    for (const compare::MetricSpread& g : m.groups) {
-      out += property(key + g.group + "_spread", text::format("%.6g", g.spread));
-    }
-    out += property(key + "same_over_different", ratio_value(m.same_over_different));
-    out += property(key + "perturbed_over_different", ratio_value(m.perturbed_over_different));
-    out += property(key + "same_over_perturbed", ratio_value(m.same_over_perturbed));
-    out += property(key + "verdict", compare::to_string(m.verdict));
-    out += property(key + "interpretation", m.interpretation);
-  }
-  return out;
-}
-
 // What a CI page needs beside the cases; per-run facts are in the JSON report.
 std::string properties(const ComparisonResult& r) {
   std::string out = "    <properties>\n";
-  out += property("spec_name", r.spec_name);
-  out += property("mode", r.mode_summary);
-  out += property("expect_identical", r.expect_identical ? "true" : "false");
-  out += property("compared_runs", text::run_list(r.compared_runs));
-  out += property("outcome_classes", std::to_string(r.classes.size()));
-  if (r.instability) out += instability_properties(*r.instability);
+  out += junit_property("spec_name", r.spec_name);
+  out += junit_property("mode", r.mode_summary);
+  out += junit_property("expect_identical", r.expect_identical ? "true" : "false");
+  out += junit_property("compared_runs", text::run_list(r.compared_runs));
+  out += junit_property("outcome_classes", std::to_string(r.classes.size()));
+  for (const compare::Finding& f : r.findings) {
+    const Section* s = section_of(f);
+    if (s != nullptr && s->junit_properties != nullptr) out += s->junit_properties(r, f);
+  }
   return out + "    </properties>\n";
 }
 
@@ -219,6 +194,10 @@ std::string xml_escaped(const std::string& text) {
     chars += safe[i];
   }
   return with_entities(chars);
+}
+
+std::string junit_property(const std::string& name, const std::string& value) {
+  return "      <property name=\"" + attribute(name) + "\" value=\"" + attribute(value) + "\"/>\n";
 }
 
 // Every case's outcome is a check's of the audit's one verdict (compare/verdict.h): a case fails

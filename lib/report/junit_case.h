@@ -15,4 +15,7 @@ struct JunitCase {
   std::string failure_type = "divergence";
 };
 
+// One <property> of the suite, its name and value escaped (a section's, report/sections.h).
+std::string junit_property(const std::string& name, const std::string& value);
+
 }  // namespace ra::report

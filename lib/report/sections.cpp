@@ -8,11 +8,14 @@ namespace ra::report {
 const Section* section_of(const compare::Finding& f) {
   static const Section sections[] = {
       {"resume", TextPlace::findings, resume_text, HtmlPlace::findings, resume_html, resume_cases,
-       resume_json},
+       nullptr, resume_json},
       {"data_parallel", TextPlace::findings, data_parallel_text, HtmlPlace::findings,
-       data_parallel_html, data_parallel_cases, data_parallel_json},
+       data_parallel_html, data_parallel_cases, nullptr, data_parallel_json},
       {"loader_workers", TextPlace::after_next_step, loader_workers_text,
-       HtmlPlace::divergence_block, loader_workers_text, nullptr, loader_workers_json},
+       HtmlPlace::divergence_block, loader_workers_text, nullptr, nullptr, loader_workers_json},
+      {"instability", TextPlace::after_seed_groups, instability_text,
+       HtmlPlace::after_seed_group_plots, instability_html, nullptr, instability_properties,
+       instability_json},
   };
   if (!f.own_section) return nullptr;
   for (const Section& s : sections) {

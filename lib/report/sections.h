@@ -5,6 +5,7 @@
 //   resume_section.cpp          each resumed run's restore (docs/resume.md)
 //   data_parallel_section.cpp   world sizes, ranks, replicas, collective (docs/distributed.md)
 //   loader_workers_section.cpp  a loader's workers that share a random stream (docs/pytorch.md)
+//   instability_section.cpp     the perturbed group's instability finding (docs/statistics.md)
 // A finding without a section renders in the generic forms (report/finding_forms.h).
 #include <string>
 #include <vector>
@@ -17,11 +18,12 @@
 namespace ra::report {
 
 // Where a section's text stands in the text report: among the findings (after the first
-// divergence), or after the next step. Where its HTML stands: among the findings, or in the
-// preformatted block of the divergence (its html then gives plain text, which that block escapes),
-// before the next step. Each the place its form had before it was a finding.
-enum class TextPlace { findings, after_next_step };
-enum class HtmlPlace { findings, divergence_block };
+// divergence), after the next step, or after the seed groups' statistics. Where its HTML stands:
+// among the findings, in the preformatted block of the divergence (its html then gives plain text,
+// which that block escapes) before the next step, or after the seed groups' plots. Each the place
+// its form had before it was a finding.
+enum class TextPlace { findings, after_next_step, after_seed_groups };
+enum class HtmlPlace { findings, divergence_block, after_seed_group_plots };
 
 struct Section {
   const char* id;  // the registered check's (compare/checks.cpp)
@@ -31,6 +33,8 @@ struct Section {
   std::string (*html)(const compare::ComparisonResult&, const compare::Finding&);
   // Null: no case of its own (a finding that decides nothing).
   std::vector<JunitCase> (*junit)(const compare::ComparisonResult&, const compare::Finding&);
+  // Null: no property of the suite (report/junit_case.h, junit_property).
+  std::string (*junit_properties)(const compare::ComparisonResult&, const compare::Finding&);
   // Adds the finding's keys to the JSON report (compare::to_json's document).
   void (*json)(const compare::ComparisonResult&, const compare::Finding&, nlohmann::json&);
 };
@@ -58,6 +62,12 @@ std::vector<JunitCase> data_parallel_cases(const compare::ComparisonResult& r,
                                            const compare::Finding& f);
 void data_parallel_json(const compare::ComparisonResult& r, const compare::Finding& f,
                         nlohmann::json&);
+
+std::string instability_text(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string instability_html(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string instability_properties(const compare::ComparisonResult& r, const compare::Finding& f);
+void instability_json(const compare::ComparisonResult& r, const compare::Finding& f,
+                      nlohmann::json&);
 
 std::string loader_workers_text(const compare::ComparisonResult& r, const compare::Finding& f);
 void loader_workers_json(const compare::ComparisonResult& r, const compare::Finding& f,

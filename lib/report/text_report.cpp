@@ -25,7 +25,7 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::snapshots(r);
   out += "\n";
   out += text::seed_groups(r);
-  out += text::instability(r);
+  out += findings_text(r, TextPlace::after_seed_groups);
   out += text::timing(r);
   return text::cut_long_lines(out);
 }

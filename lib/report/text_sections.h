@@ -7,7 +7,7 @@
 //   text_root_cause.cpp         the root-cause op, from op records (--trace-ops)
 //   text_measure_sections.cpp   how much: loss differences, growth per epoch, snapshots, seed
 //                               group statistics, timing and recording cost
-//   text_instability.cpp        the perturbed group and the instability finding (--seeds all)
+//   instability_section.cpp     the perturbed group and the instability finding (--seeds all)
 #include <string>
 
 #include "compare/compare.h"
@@ -39,7 +39,7 @@ std::string growth_table(const ComparisonResult& r);      // per epoch, when run
 std::string snapshots(const ComparisonResult& r);         // snapshot points that differ
 std::string seed_groups(const ComparisonResult& r);       // statistics per group, std ratios
 std::string timing(const ComparisonResult& r);            // step time per group, recording cost
-// With a perturbed group (text_instability.cpp): spreads, ratios and the finding per metric.
+// With a perturbed group (instability_section.cpp): spreads, ratios and the finding per metric.
 std::string instability(const ComparisonResult& r);
 
 }  // namespace ra::report::text

@@ -96,16 +96,16 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
   const ra::compare::ComparisonResult& r = result.comparison;
   REQUIRE(r.runs.size() == 6);
   CHECK(r.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared
-  REQUIRE(r.instability);
-  REQUIRE(r.instability->perturbed.size() == 2);
-  for (const ra::compare::PerturbedRunCheck& c : r.instability->perturbed) {
+  REQUIRE(ra::compare::instability_of(r) != nullptr);
+  REQUIRE(ra::compare::instability_of(r)->perturbed.size() == 2);
+  for (const ra::compare::PerturbedRunCheck& c : ra::compare::instability_of(r)->perturbed) {
     CHECK(c.parts_at_perturbation());
     CHECK((c.perturbation.before ^ c.perturbation.after) == 1u);
   }
   for (const std::string& w : r.warnings) CHECK(w.find("perturbed run") == std::string::npos);
-  REQUIRE(r.instability->metrics.size() == 3);
-  CHECK(r.instability->metrics[2].metric == "disagreement");
-  CHECK_FALSE(r.instability->metrics[2].interpretation.empty());
+  REQUIRE(ra::compare::instability_of(r)->metrics.size() == 3);
+  CHECK(ra::compare::instability_of(r)->metrics[2].metric == "disagreement");
+  CHECK_FALSE(ra::compare::instability_of(r)->metrics[2].interpretation.empty());
 
   // The traces: each perturbed run deterministic, and against run 0 its first divergence is its
   // flipped weight's tensor, before step 0.

@@ -296,15 +296,17 @@ TEST_CASE("two programs against the floor: every reader says within, beyond or i
     CHECK(ra::report::render_json(r)["findings"]["equivalence"]["outcome"] == "failed");
   }
   SECTION("beyond, with a perturbed floor run: the verdict line names the failed finding") {
-    // The perturbation control is then the first finding and passes; the equivalence, second,
-    // fails: the text's verdict line must name it whichever place it has.
+    // The perturbation control is then the first finding of its own forms and passes (after the
+    // instability, a section's); the equivalence fails: the text's verdict line must name it
+    // whichever place it has.
     auto traces = ra::test::equivalent_programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4});
     traces[2].header.seed_group = "perturbed";
     traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 1, 0, 2, 3};
     traces[2].initial_weights[2] = ra::test::changed(traces[2].initial_weights[2]);
     const auto r = compare_traces(traces, ra::test::expect_equivalent());
-    REQUIRE(r.findings.size() == 2);
-    CHECK(r.findings[0].id == "perturbation_control");
+    REQUIRE(r.findings.size() == 3);
+    CHECK(r.findings[0].id == "instability");
+    CHECK(r.findings[1].id == "perturbation_control");
     CHECK(readers_agree(r) == kDivergence);
     CHECK_THAT(ra::report::render_text(r), Contains("DIVERGED: equivalence failed (below)"));
   }
