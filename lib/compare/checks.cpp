@@ -8,6 +8,7 @@ const std::vector<RegisteredCheck>& registered_checks() {
       {"resume", resume_applies, resume_finding},
       {"data_parallel", data_parallel_applies, data_parallel_finding},
       {"loader_workers", loader_workers_applies, loader_workers_finding},
+      {"environment", environment_applies, environment_finding},
       {"instability", instability_applies, instability_finding},
       {"perturbation_control", perturbation_control_applies, perturbation_control},
       {"op_alignment", program_alignment_applies, program_alignment},

@@ -53,6 +53,9 @@ Finding data_parallel_finding_of(const ComparisonResult& r,
 // (compare/loader_workers_finding.cpp).
 bool loader_workers_applies(const CheckContext& context);
 Finding loader_workers_finding(const CheckContext& context);
+// Where the runs' environments and algorithm ledgers differ (compare/environment_finding.cpp).
+bool environment_applies(const CheckContext& context);
+Finding environment_finding(const CheckContext& context);
 // A perturbed group's instability, per metric (compare/instability_finding.cpp).
 bool instability_applies(const CheckContext& context);
 Finding instability_finding(const CheckContext& context);

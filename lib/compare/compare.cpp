@@ -1,4 +1,5 @@
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 
 #include <algorithm>
 
@@ -41,12 +42,6 @@ bool ComparisonResult::nothing_compared() const {
 }
 
 namespace {
-
-std::vector<LedgerDifference> ledger_differences_of(const std::vector<trace::Trace>& traces) {
-  std::vector<const nlohmann::json*> ledgers;
-  for (const trace::Trace& t : traces) ledgers.push_back(&t.header.ledger);
-  return phases::ledger_differences(ledgers);
-}
 
 // The next step, one ordered rule over the spine and the findings, once they are all made: the
 // loader advice where PyTorch runs' batches part (with what the loader-workers finding saw), else
@@ -191,8 +186,6 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
 
   result.allow_empty = options.allow_empty;
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
-  result.environment_differences = phases::environment_differences(traces);
-  result.ledger_differences = ledger_differences_of(traces);
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.

@@ -417,9 +417,7 @@ struct ComparisonResult {
   std::vector<SnapshotDivergence> snapshots;
   std::vector<GroupStatistics> statistics;
   std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
-  std::vector<std::string> environment_differences;  // "cpu_model: A (run 0) vs B (run 3)"
-  std::vector<LedgerDifference> ledger_differences;
-  std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
+  std::vector<MachineDifference> divergent_machines;                // shown next to the divergence
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.
   std::vector<std::vector<int>> copies;
@@ -474,22 +472,15 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
 
 // The JSON report but the sections' keys, which report::render_json adds (report/sections.h).
 nlohmann::json to_json(const ComparisonResult& result);
-// A divergence in the JSON report: category, step, epoch, batch, tensor, runs differing.
+// A divergence in the JSON report: category, step, epoch, batch, tensor, runs differing; the runs
+// grouped by the algorithm they ran.
 nlohmann::json divergence_json(const std::optional<Divergence>& d);
+nlohmann::json algorithm_groups_json(const std::vector<AlgorithmGroup>& groups);
 
 // The runs first part at or after a resume that is not exact: the resume check explains where
 // they part (its pieces and the signature of the first difference), so no loader advice or
 // word about seeding the loader is given for it (issue 61).
 bool divergence_follows_resume(const ComparisonResult& r);
-
-// The facts of two findings other phases read: each resumed run's restore (empty when none;
-// compare/resume_finding.cpp), a data-parallel audit's ranks and replicas (null for one process).
-const std::vector<ResumeVerdict>& resumes_of(const ComparisonResult& r);
-const DistributedFindings* distributed_of(const ComparisonResult& r);
-// What the traces recorded of their loaders' workers (compare/loader_workers_finding.cpp), or null.
-const LoaderWorkerFindings* loader_workers_of(const ComparisonResult& r);
-// A perturbed group's instability (compare/instability_finding.cpp), or null.
-const InstabilityFindings* instability_of(const ComparisonResult& r);
 
 // The report's next step in words, one line each (text, HTML, JUnit and JSON say the same): the
 // loader advice, or why --trace-ops of the suggested window; none when there is no next step.

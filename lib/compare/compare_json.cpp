@@ -173,29 +173,6 @@ json magnitude_json(const RootCause& c) {
           {"note", m.note.empty() ? json(nullptr) : json(m.note)}};
 }
 
-json algorithm_groups_json(const std::vector<AlgorithmGroup>& groups) {
-  json out = json::array();
-  for (const AlgorithmGroup& g : groups) {
-    out.push_back({{"runs", g.runs},
-                   {"algorithm", g.algorithm.empty() ? json(nullptr) : json(g.algorithm)},
-                   {"deterministic", g.deterministic ? json(*g.deterministic) : json(nullptr)},
-                   {"chosen_by", g.chosen_by.empty() ? json(nullptr) : json(g.chosen_by)},
-                   {"math_type", g.math_type.empty() ? json(nullptr) : json(g.math_type)},
-                   {"autotune_ms", g.autotune_ms}});
-  }
-  return out;
-}
-
-json ledger_differences_json(const ComparisonResult& r) {
-  json out = json::array();
-  for (const LedgerDifference& d : r.ledger_differences) {
-    out.push_back({{"layer", d.layer},
-                   {"direction", d.direction},
-                   {"groups", algorithm_groups_json(d.groups)}});
-  }
-  return out;
-}
-
 json root_cause_json(const RootCause& c) {
   json in = json::array(), out = json::array(), chain = json::array();
   for (std::size_t i : c.differing_inputs) in.push_back(trace::op_input_name(c.record, i));
@@ -310,6 +287,19 @@ json next_step_json(const ComparisonResult& r) {
 
 }  // namespace
 
+json algorithm_groups_json(const std::vector<AlgorithmGroup>& groups) {
+  json out = json::array();
+  for (const AlgorithmGroup& g : groups) {
+    out.push_back({{"runs", g.runs},
+                   {"algorithm", g.algorithm.empty() ? json(nullptr) : json(g.algorithm)},
+                   {"deterministic", g.deterministic ? json(*g.deterministic) : json(nullptr)},
+                   {"chosen_by", g.chosen_by.empty() ? json(nullptr) : json(g.chosen_by)},
+                   {"math_type", g.math_type.empty() ? json(nullptr) : json(g.math_type)},
+                   {"autotune_ms", g.autotune_ms}});
+  }
+  return out;
+}
+
 json divergence_json(const std::optional<Divergence>& d) {
   if (!d) return nullptr;
   json out{{"category", to_string(d->category)},
@@ -350,8 +340,6 @@ json to_json(const ComparisonResult& r) {
               {"std_ratio",
                {{"final_loss", ratio_json(r.loss_std_ratio)},
                 {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
-              {"environment_differences", r.environment_differences},
-              {"ledger_differences", ledger_differences_json(r)},
               {"divergent_machines", machines_json(r)},
               {"copies", r.copies},
               {"audit_folders", audit_folders_json(r.audit_folders)},

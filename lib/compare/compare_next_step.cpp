@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compare/compare_phases.h"
+#include "compare/finding_facts.h"
 #include "core/digest.h"
 
 namespace ra::compare {

@@ -7,6 +7,7 @@
 // (report/data_parallel_section.cpp); its facts the DistributedFindings.
 #include "compare/checks.h"
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 
 namespace ra::compare {
 

@@ -7,6 +7,7 @@
 #include "compare/checks.h"
 #include "compare/compare.h"
 #include "compare/compare_phases.h"
+#include "compare/finding_facts.h"
 
 namespace ra::compare {
 

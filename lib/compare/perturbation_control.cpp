@@ -8,6 +8,7 @@
 
 #include "compare/checks.h"
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 
 namespace ra::compare {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "compare/checks.h"
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 #include "compare/resume_check.h"
 
 namespace ra::compare {

@@ -4,6 +4,7 @@
 // HTML page a table of the ranks and those words; JUnit a case for the world sizes, each rank, the
 // replicas and the collective; the JSON report's "distributed" and "world_sizes".
 #include "compare/collective_check.h"
+#include "compare/finding_facts.h"
 #include "compare/replica_check.h"
 #include "report/sections.h"
 #include "report/svg_plot.h"

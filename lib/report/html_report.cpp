@@ -153,18 +153,6 @@ std::string statistics(const ComparisonResult& r) {
   return out + "</table>\n";
 }
 
-std::string differences(const ComparisonResult& r) {
-  if (r.environment_differences.empty() && r.ledger_differences.empty()) return "";
-  std::string out = "<h2>Environment and algorithm ledger differences</h2>\n<ul>\n";
-  for (const std::string& d : r.environment_differences) {
-    out += "<li>" + html_escaped(d) + "</li>\n";
-  }
-  for (const compare::LedgerDifference& d : r.ledger_differences) {
-    out += "<li>" + html_escaped(text::ledger_difference_text(d)) + "</li>\n";
-  }
-  return out + "</ul>\n";
-}
-
 // A run's steps as CUDA graphs (--cuda-graphs on), the eager ones' reasons as the cell's title.
 std::string launch_cell(const compare::RunSummary& s) {
   if (!s.step_launch) return cell("graphs off");
@@ -225,7 +213,7 @@ std::string render_html(const ComparisonResult& r) {
   out += findings_html(r, HtmlPlace::findings);
   out += html::loss_plots(r) + html::growth_plots(r) + html::divergence_map(r) +
          html::seed_group_plots(r) + findings_html(r, HtmlPlace::after_seed_group_plots) +
-         snapshots(r) + statistics(r) + differences(r) + cost(r);
+         snapshots(r) + statistics(r) + findings_html(r, HtmlPlace::after_statistics) + cost(r);
   return out + "</body>\n</html>\n";
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "compare/finding_facts.h"
 #include "report/html_sections.h"
 #include "report/markup.h"
 #include "report/sections.h"

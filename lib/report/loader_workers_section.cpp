@@ -3,6 +3,7 @@
 // words, after the next step: each random stream the workers of a pass start from alike, and
 // whether its start also differs between runs; the HTML page gives those words in the divergence
 // block; no JUnit case (it decides nothing); the JSON report's "loader_workers".
+#include "compare/finding_facts.h"
 #include "report/sections.h"
 #include "report/text_format.h"
 #include "report/text_sections.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "compare/finding_facts.h"
 #include "report/markup.h"
 #include "report/sections.h"
 #include "report/svg_plot.h"

@@ -13,6 +13,8 @@ const Section* section_of(const compare::Finding& f) {
        data_parallel_html, data_parallel_cases, nullptr, data_parallel_json},
       {"loader_workers", TextPlace::after_next_step, loader_workers_text,
        HtmlPlace::divergence_block, loader_workers_text, nullptr, nullptr, loader_workers_json},
+      {"environment", TextPlace::after_audit_folders, environment_text, HtmlPlace::after_statistics,
+       environment_html, nullptr, nullptr, environment_json},
       {"instability", TextPlace::after_seed_groups, instability_text,
        HtmlPlace::after_seed_group_plots, instability_html, nullptr, instability_properties,
        instability_json},

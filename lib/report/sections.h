@@ -6,6 +6,7 @@
 //   data_parallel_section.cpp   world sizes, ranks, replicas, collective (docs/distributed.md)
 //   loader_workers_section.cpp  a loader's workers that share a random stream (docs/pytorch.md)
 //   instability_section.cpp     the perturbed group's instability finding (docs/statistics.md)
+//   environment_section.cpp     environment and algorithm-ledger differences (docs/report.md)
 // A finding without a section renders in the generic forms (report/finding_forms.h).
 #include <string>
 #include <vector>
@@ -18,12 +19,13 @@
 namespace ra::report {
 
 // Where a section's text stands in the text report: among the findings (after the first
-// divergence), after the next step, or after the seed groups' statistics. Where its HTML stands:
-// among the findings, in the preformatted block of the divergence (its html then gives plain text,
-// which that block escapes) before the next step, or after the seed groups' plots. Each the place
+// divergence), after the next step, after the audit folders, or after the seed groups'
+// statistics. Where its HTML stands: among the findings, in the preformatted block of the
+// divergence (its html then gives plain text, which that block escapes) before the next step,
+// after the seed groups' plots, or after the statistics table. Each the place
 // its form had before it was a finding.
-enum class TextPlace { findings, after_next_step, after_seed_groups };
-enum class HtmlPlace { findings, divergence_block, after_seed_group_plots };
+enum class TextPlace { findings, after_next_step, after_audit_folders, after_seed_groups };
+enum class HtmlPlace { findings, divergence_block, after_seed_group_plots, after_statistics };
 
 struct Section {
   const char* id;  // the registered check's (compare/checks.cpp)
@@ -67,6 +69,11 @@ std::string instability_text(const compare::ComparisonResult& r, const compare::
 std::string instability_html(const compare::ComparisonResult& r, const compare::Finding& f);
 std::string instability_properties(const compare::ComparisonResult& r, const compare::Finding& f);
 void instability_json(const compare::ComparisonResult& r, const compare::Finding& f,
+                      nlohmann::json&);
+
+std::string environment_text(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string environment_html(const compare::ComparisonResult& r, const compare::Finding& f);
+void environment_json(const compare::ComparisonResult& r, const compare::Finding& f,
                       nlohmann::json&);
 
 std::string loader_workers_text(const compare::ComparisonResult& r, const compare::Finding& f);

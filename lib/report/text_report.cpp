@@ -18,7 +18,7 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::next_step(r);
   out += findings_text(r, TextPlace::after_next_step);
   out += text::audit_folders(r);
-  out += text::environment(r);
+  out += findings_text(r, TextPlace::after_audit_folders);
   out += text::category_table(r);
   out += text::loss_differences(r);
   out += text::growth_table(r);

@@ -28,7 +28,7 @@ std::string root_cause(const ComparisonResult& r);   // with op records: the op 
 std::string next_step(const ComparisonResult& r);  // the --trace-ops re-run that would localise it
 std::string loader_workers(const ComparisonResult& r);  // random streams loader workers share
 std::string audit_folders(const ComparisonResult& r);   // missing runs, foreign files, notes
-std::string environment(const ComparisonResult& r);     // environment and ledger differences
+std::string environment(const ComparisonResult& r);     // environment_section.cpp
 std::string category_table(const ComparisonResult& r);  // one line per category
 std::string resumes(const ComparisonResult& r);  // each resumed run's restore (text_resume.cpp)
 // One resumed run's restore: its first line the verdict, then the pieces and what followed.

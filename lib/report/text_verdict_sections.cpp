@@ -320,25 +320,6 @@ std::string audit_folders(const ComparisonResult& r) {
   return out;
 }
 
-std::string environment(const ComparisonResult& r) {
-  std::string out;
-  for (const std::string& e : r.environment_differences) {
-    out += "environment differs: " + shown(e) + "\n";
-  }
-  // At most this many geometries and directions get a line; the rest are counted.
-  constexpr std::size_t kLedgerShown = 16;
-  for (std::size_t i = 0; i < r.ledger_differences.size() && i < kLedgerShown; ++i) {
-    out += "algorithm ledger differs: " + ledger_difference_text(r.ledger_differences[i]) + "\n";
-  }
-  if (r.ledger_differences.size() > kLedgerShown) {
-    out += format(
-        "algorithm ledger differs in %zu more geometries and directions (JSON: "
-        "ledger_differences)\n",
-        r.ledger_differences.size() - kLedgerShown);
-  }
-  return out;
-}
-
 // After a blank line; only when there are runs to compare.
 std::string category_table(const ComparisonResult& r) {
   if (r.compared_runs.size() < 2) return "";

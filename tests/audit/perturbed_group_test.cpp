@@ -11,6 +11,7 @@
 
 #include "audit/audit.h"
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 #include "core/error.h"
 #include "nn/weight_perturbation.h"
 #include "rundir/predictions_file.h"

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "backend_cuda/gpu_test_support.h"
+#include "compare/finding_facts.h"
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -90,7 +91,7 @@ TEST_CASE("pinned deterministic algorithms from an autotuned run: bitwise identi
   // Nothing chosen by timing, every algorithm deterministic: identity is expected, and holds.
   CHECK(result.comparison.expect_identical);
   CHECK(result.comparison.identical);
-  CHECK(result.comparison.ledger_differences.empty());
+  CHECK(ra::compare::environment_of(result.comparison).ledger.empty());
   for (const fs::path& trace : result.trace_files) {
     for (const nlohmann::json& e : ra::trace::read_trace(trace).header.ledger) {
       if (e.value("layer", "").rfind("conv ", 0) != 0 ||
@@ -151,7 +152,7 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
   CHECK(c.magnitude->runs[0].outputs[0].difference.differing > 0);
   CHECK(c.magnitude->runs[0].outputs[0].difference.max_ulp > 0);
   // The ledgers differ in that one geometry and direction.
-  REQUIRE(r.ledger_differences.size() == 1);
-  CHECK(r.ledger_differences[0].layer == second_conv);
-  CHECK(r.ledger_differences[0].direction == "backward_filter");
+  REQUIRE(ra::compare::environment_of(r).ledger.size() == 1);
+  CHECK(ra::compare::environment_of(r).ledger[0].layer == second_conv);
+  CHECK(ra::compare::environment_of(r).ledger[0].direction == "backward_filter");
 }

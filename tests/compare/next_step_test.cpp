@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 #include "core/digest.h"
 #include "trace/in_memory_traces.h"
 #include "trace/op_window.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 #include "compare/ledger_entries.h"
 #include "trace/in_memory_traces.h"
 #include "trace/op_window.h"
@@ -277,9 +278,9 @@ TEST_CASE("root-cause classes: algorithm choice apart from a kernel's own nondet
   CHECK(race.algorithms[0].runs == std::vector<int>{0, 2});
   CHECK(race.algorithms[0].autotune_ms == std::vector<double>{0.07, 0.08});
   // The ledgers' difference is one geometry and direction, by run group.
-  REQUIRE(r.ledger_differences.size() == 1);
-  CHECK(r.ledger_differences[0].groups.size() == 2);
-  CHECK(r.ledger_differences[0].groups[0].runs == std::vector<int>{0, 2});
+  REQUIRE(ra::compare::environment_of(r).ledger.size() == 1);
+  CHECK(ra::compare::environment_of(r).ledger[0].groups.size() == 2);
+  CHECK(ra::compare::environment_of(r).ledger[0].groups[0].runs == std::vector<int>{0, 2});
   // Same machine, same build: no run "ran on another machine".
   CHECK(r.divergent_machines.empty());
   const nlohmann::json j = to_json(r);

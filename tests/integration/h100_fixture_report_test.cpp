@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "compare/finding_facts.h"
 #include "formats/json_text.h"
 #include "report/html_report.h"
 #include "report/junit.h"
+#include "report/sections.h"
 #include "report/text_report.h"
 #include "support/golden.h"
 #include "support/temp_dir.h"
@@ -89,8 +91,8 @@ TEST_CASE(
   CHECK(c.algorithms[0].chosen_by == "autotuned");
   CHECK(c.algorithms[0].autotune_ms.size() == 3);
   // Run 1 also chose another backward-data algorithm for conv2d_1: one ledger difference.
-  REQUIRE(r.ledger_differences.size() == 1);
-  const ra::compare::LedgerDifference& d = r.ledger_differences[0];
+  REQUIRE(ra::compare::environment_of(r).ledger.size() == 1);
+  const ra::compare::LedgerDifference& d = ra::compare::environment_of(r).ledger[0];
   CHECK(d.layer == "conv 128x32x26x26 k64 3x3 s1 p0");
   CHECK(d.direction == "backward_data");
   REQUIRE(d.groups.size() == 2);
@@ -99,7 +101,7 @@ TEST_CASE(
   CHECK(d.groups[1].runs == std::vector<int>{1});
   CHECK(d.groups[1].algorithm == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT");
   // One process, one GPU: equal fingerprints, so no run ran "on another machine".
-  CHECK(r.environment_differences.empty());
+  CHECK(ra::compare::environment_of(r).environment.empty());
   CHECK(r.divergent_machines.empty());
 
   const std::string text = f.portable(ra::report::render_text(r));
@@ -114,7 +116,7 @@ TEST_CASE(
   ra::test::check_golden("h100_autotune.txt", text);
 
   // The JSON report: ledger differences are structured, as a JSON parser reads them.
-  const std::string json_text = f.portable(ra::compare::to_json(r).dump(2) + "\n");
+  const std::string json_text = f.portable(ra::report::render_json(r).dump(2) + "\n");
   const nlohmann::json j = ra::formats::parse_json_text(json_text, "report");
   REQUIRE(j["ledger_differences"].size() == 1);
   CHECK(j["ledger_differences"][0]["direction"] == "backward_data");
@@ -147,7 +149,7 @@ TEST_CASE("H100 nondeterministic audit: the atomic split-K dense weight gradient
   REQUIRE(c.algorithms.size() == 1);
   CHECK_THAT(c.algorithms[0].algorithm, Contains("splitk"));
   CHECK(c.algorithms[0].deterministic == false);
-  CHECK(r.ledger_differences.empty());
+  CHECK(ra::compare::environment_of(r).ledger.empty());
   const std::string text = f.portable(ra::report::render_text(r));
   CHECK(widest_line(text) <= 300);
   CHECK_THAT(text, !Contains("another machine"));
@@ -159,6 +161,6 @@ TEST_CASE("H100 deterministic audit: bitwise identical, nothing to explain", "[r
   const ComparisonResult& r = f.result;
   CHECK(r.identical);
   CHECK(r.root_causes.empty());
-  CHECK(r.ledger_differences.empty());
+  CHECK(ra::compare::environment_of(r).ledger.empty());
   CHECK_THAT(ra::report::render_text(r), Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
 }

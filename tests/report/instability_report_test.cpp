@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "compare/finding_facts.h"
 #include "report/html_report.h"
 #include "report/junit.h"
 #include "report/report_cases.h"

@@ -11,6 +11,7 @@
 
 #include "compare/compare.h"
 #include "compare/equivalent_programs.h"
+#include "compare/finding_facts.h"
 #include "compare/verdict.h"
 #include "core/error.h"
 #include "report/junit.h"
@@ -296,17 +297,18 @@ TEST_CASE("two programs against the floor: every reader says within, beyond or i
     CHECK(ra::report::render_json(r)["findings"]["equivalence"]["outcome"] == "failed");
   }
   SECTION("beyond, with a perturbed floor run: the verdict line names the failed finding") {
-    // The perturbation control is then the first finding of its own forms and passes (after the
-    // instability, a section's); the equivalence fails: the text's verdict line must name it
-    // whichever place it has.
+    // The perturbation control is then the first finding of the generic forms and passes (after
+    // the environment and the instability, sections); the equivalence fails: the text's verdict
+    // line must name it whichever place it has.
     auto traces = ra::test::equivalent_programs({0, 1, 2, 400, 400, 400}, {0, 1, 3, 2, 4, 4});
     traces[2].header.seed_group = "perturbed";
     traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 1, 0, 2, 3};
     traces[2].initial_weights[2] = ra::test::changed(traces[2].initial_weights[2]);
     const auto r = compare_traces(traces, ra::test::expect_equivalent());
-    REQUIRE(r.findings.size() == 3);
-    CHECK(r.findings[0].id == "instability");
-    CHECK(r.findings[1].id == "perturbation_control");
+    std::vector<std::string> ids;
+    for (const Finding& f : r.findings) ids.push_back(f.id);
+    CHECK(ids == std::vector<std::string>{"environment", "instability", "perturbation_control",
+                                          "equivalence"});
     CHECK(readers_agree(r) == kDivergence);
     CHECK_THAT(ra::report::render_text(r), Contains("DIVERGED: equivalence failed (below)"));
   }
