@@ -30,6 +30,8 @@ import sys
 
 import pytest
 
+from keras_replay import keras_replay_spec
+
 pytest.importorskip("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,16 +39,7 @@ EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist
 
 
 def one_step_spec():
-    with open(os.path.join(ROOT, "configs", "keras-mnist-fashion.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    spec.update(name="keras-align", device="cpu", threads=1, train={"epochs": 1, "max_steps": 1})
-    spec["data"]["train"]["limit"] = 256
-    spec["data"]["batch_size"] = 64
-    del spec["data"]["eval"]
-    for layer in spec["model"]["layers"]:
-        if layer["type"] == "dropout":
-            layer["rate"] = 0.0  # PyTorch draws its own masks: without dropout nothing is drawn
-    return spec
+    return keras_replay_spec("keras-align", steps=1, limit=256)
 
 
 def replay(audit_environment, engine, trace, **perturbed):

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from keras_replay import keras_replay_spec
+
 torch = pytest.importorskip("torch")
 from repro_audit.engine_run import EngineRun, read_safetensors  # noqa: E402
 
@@ -20,17 +22,7 @@ EXAMPLE = os.path.join(ROOT, "docs", "examples", "pytorch", "train_fashion_mnist
 
 
 def crosscheck_spec():
-    with open(os.path.join(ROOT, "configs", "keras-mnist-fashion.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    spec.update(name="keras-crosscheck", device="cpu", threads=1,
-                train={"epochs": 1, "max_steps": 3})
-    spec["data"]["train"]["limit"] = 512
-    spec["data"]["batch_size"] = 64
-    del spec["data"]["eval"]
-    for layer in spec["model"]["layers"]:
-        if layer["type"] == "dropout":
-            layer["rate"] = 0.0  # PyTorch draws its own masks: without dropout nothing is drawn
-    return spec
+    return keras_replay_spec("keras-crosscheck", steps=3, limit=512)
 
 
 @pytest.fixture(scope="module")

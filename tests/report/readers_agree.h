@@ -12,7 +12,9 @@
 #include "core/error.h"
 #include "report/html_report.h"
 #include "report/junit.h"
+#include "report/sections.h"
 #include "report/text_report.h"
+#include "support/golden.h"
 
 namespace ra::test {
 
@@ -45,6 +47,17 @@ inline int readers_agree(const compare::ComparisonResult& r) {
   CHECK((report::render_html(r).find("class=\"banner diverged\"") != std::string::npos) ==
         diverged);
   return exit_code;
+}
+
+// Every reader against the verdict, then each form against its golden file
+// (tests/report/golden/<name>.txt, .json, .xml, and .html when `html`).
+inline void check_golden_forms(const std::string& name, const compare::ComparisonResult& r,
+                               bool html) {
+  readers_agree(r);
+  check_golden(name + ".txt", report::render_text(r));
+  check_golden(name + ".json", report::render_json(r).dump(2) + "\n");
+  check_golden(name + ".xml", report::render_junit(r));
+  if (html) check_golden(name + ".html", report::render_html(r));
 }
 
 }  // namespace ra::test

@@ -30,11 +30,7 @@ using ra::trace::ResumePoint;
 using ra::trace::Trace;
 
 void check_forms(const std::string& name, const ComparisonResult& result) {
-  ra::test::readers_agree(result);
-  check_golden(name + ".txt", ra::report::render_text(result));
-  check_golden(name + ".json", ra::report::render_json(result).dump(2) + "\n");
-  check_golden(name + ".xml", ra::report::render_junit(result));
-  check_golden(name + ".html", ra::report::render_html(result));
+  ra::test::check_golden_forms(name, result, true);
 }
 
 // A data-parallel audit's findings as the audit folder's rank traces give them.

@@ -35,10 +35,7 @@ using ra::trace::Trace;
 using ra::test::check_golden;
 
 void check_report(const std::string& name, const ComparisonResult& result) {
-  ra::test::readers_agree(result);  // every form below says the one verdict
-  check_golden(name + ".txt", ra::report::render_text(result));
-  check_golden(name + ".json", ra::report::render_json(result).dump(2) + "\n");
-  check_golden(name + ".xml", ra::report::render_junit(result));
+  ra::test::check_golden_forms(name, result, false);  // every form below says the one verdict
 }
 
 // Snapshots of the divergence case: one weight element of run 2 is off from epoch 1 on, and at
