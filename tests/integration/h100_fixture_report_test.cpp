@@ -164,3 +164,18 @@ TEST_CASE("H100 deterministic audit: bitwise identical, nothing to explain", "[r
   CHECK(ra::compare::environment_of(r).ledger.empty());
   CHECK_THAT(ra::report::render_text(r), Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
 }
+
+// Real traces (an H100's, 26 November 2026) in every form, byte for byte: the check that a change
+// of the report's structure (issue 60's findings and sections) keeps every output of real audits.
+TEST_CASE("H100 audits in every form, byte for byte against their goldens", "[report][h100]") {
+  for (const char* set : {"autotune", "nondeterministic", "deterministic"}) {
+    INFO(set);
+    const FixtureReport f(set);
+    const std::string name = std::string("h100_") + set;
+    ra::test::check_golden(name + ".txt", f.portable(ra::report::render_text(f.result)));
+    ra::test::check_golden(name + ".json",
+                           f.portable(ra::report::render_json(f.result).dump(2) + "\n"));
+    ra::test::check_golden(name + ".xml", f.portable(ra::report::render_junit(f.result)));
+    ra::test::check_golden(name + ".html", f.portable(ra::report::render_html(f.result)));
+  }
+}
