@@ -31,8 +31,8 @@ namespace fs = std::filesystem;
 using ra::compare::ComparisonResult;
 using ra::compare::RootCause;
 
-const fs::path kFixtures =
-    fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures" / "h100-2026-11-26";
+const fs::path kFixtureRoot = fs::path(REPRO_AUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures";
+const fs::path kFixtures = kFixtureRoot / "h100-2026-11-26";
 
 // `text` with every occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -47,17 +47,19 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 struct FixtureReport {
   ra::test::TempDir dir;
   fs::path folder;
+  std::string fixtures_name;
   ComparisonResult result;
 
-  explicit FixtureReport(const std::string& set) : folder(dir.path / set) {
-    fs::copy(kFixtures / set, folder, fs::copy_options::recursive);
+  explicit FixtureReport(const std::string& set, const fs::path& fixtures = kFixtures)
+      : folder(dir.path / set), fixtures_name(fixtures.filename().string()) {
+    fs::copy(fixtures / set, folder, fs::copy_options::recursive);
     ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;  // a replay of a GPU run needs the GPU
     result = ra::audit::compare_inputs({folder}, options);
   }
   // A report with the copy's folder written as the fixture's, so goldens hold on any machine.
   std::string portable(const std::string& report) const {
-    return replaced(report, folder.string(), "h100-2026-11-26/" + folder.filename().string());
+    return replaced(report, folder.string(), fixtures_name + "/" + folder.filename().string());
   }
 };
 
@@ -165,13 +167,19 @@ TEST_CASE("H100 deterministic audit: bitwise identical, nothing to explain", "[r
   CHECK_THAT(ra::report::render_text(r), Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
 }
 
-// Real traces (an H100's, 26 November 2026) in every form, byte for byte: the check that a change
-// of the report's structure (issue 60's findings and sections) keeps every output of real audits.
-TEST_CASE("H100 audits in every form, byte for byte against their goldens", "[report][h100]") {
-  for (const char* set : {"autotune", "nondeterministic", "deterministic"}) {
+// Real audits (an H100's, 26 November 2026; the CPU's, 29 November: a resume, a loader's workers,
+// two DDP ranks) in every form, byte for byte: the check that a change of the report's structure
+// (issue 60's findings and sections) keeps every output of real audits.
+TEST_CASE("real audits in every form, byte for byte against their goldens", "[report][h100]") {
+  const std::pair<const char*, const char*> sets[] = {
+      {"h100", "autotune"},      {"h100", "nondeterministic"},
+      {"h100", "deterministic"}, {"cpu", "resume"},
+      {"cpu", "loader"},         {"cpu", "ddp"}};
+  for (const auto& [machine, set] : sets) {
     INFO(set);
-    const FixtureReport f(set);
-    const std::string name = std::string("h100_") + set;
+    const bool h100 = std::string(machine) == "h100";
+    const FixtureReport f(set, h100 ? kFixtures : kFixtureRoot / "cpu-2026-11-29");
+    const std::string name = std::string(machine) + "_" + set;
     ra::test::check_golden(name + ".txt", f.portable(ra::report::render_text(f.result)));
     ra::test::check_golden(name + ".json",
                            f.portable(ra::report::render_json(f.result).dump(2) + "\n"));
