@@ -55,24 +55,24 @@ namespace {
 void decide_next_step(ComparisonResult& result, const ComparisonOptions& options,
                       const phases::ComparedRuns& compared,
                       const std::optional<Digest128>& reference_indices) {
-  result.loader_advice = phases::loader_advice(result, compared, reference_indices);
-  result.suggested_trace_ops = phases::suggested_trace_ops(result);
+  result.next_step.loader_advice = phases::loader_advice(result, compared, reference_indices);
+  result.next_step.trace_ops = phases::suggested_trace_ops(result);
   const bool configuration = result.world_sizes && result.world_sizes->configuration &&
                              result.world_sizes->identical_within;
   const DistributedFindings* distributed = distributed_of(result);
   const bool collective_cause = distributed != nullptr && distributed->collective &&
                                 distributed->collective->inputs_identical;
   if (configuration || options.expect_equivalent || divergence_follows_resume(result)) {
-    result.loader_advice.reset();
+    result.next_step.loader_advice.reset();
   }
   if (configuration || options.expect_equivalent || !resumes_of(result).empty() ||
       collective_cause) {
-    result.suggested_trace_ops.reset();
+    result.next_step.trace_ops.reset();
   }
-  result.suggest_tensor_digests = phases::suggest_tensor_digests(result);
-  if (!result.suggested_trace_ops || !options.rerun_command) return;
-  result.rerun_command = options.rerun_command(trace::to_string(*result.suggested_trace_ops),
-                                               result.suggest_tensor_digests);
+  result.next_step.tensor_digests = phases::suggest_tensor_digests(result);
+  if (!result.next_step.trace_ops || !options.rerun_command) return;
+  result.next_step.command = options.rerun_command(trace::to_string(*result.next_step.trace_ops),
+                                                   result.next_step.tensor_digests);
 }
 
 // What only the caller can give, which needs the run folders: where the traces came from, the

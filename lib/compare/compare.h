@@ -384,6 +384,21 @@ struct DistributedFindings {
   }
 };
 
+// The report's next step: a --trace-ops re-run that would localise the divergence, or the loader
+// to watch; none when the evidence explains the difference already.
+struct NextStep {
+  // The --trace-ops window: the first divergent step's, when the runs part without op records
+  // there (none recorded, or outside the window).
+  std::optional<trace::OpWindow> trace_ops;
+  // With it, when the first divergence is at a step recorded per category (a level of detail):
+  // the re-run records that step per tensor too (--tensor-digests), to name the tensor.
+  bool tensor_digests = false;
+  // Batches part (PyTorch runs): watch the loader instead of --trace-ops (then none suggested).
+  std::optional<LoaderAdvice> loader_advice;
+  // The command that re-runs the audit with that window, when the caller knows it (`run`).
+  std::string command;
+};
+
 struct ComparisonResult {
   std::string spec_name;
   std::string spec_digest;
@@ -444,16 +459,8 @@ struct ComparisonResult {
   // The runs are all of the different-seed group (at least two): the audit asked for the spread.
   bool spread_only = false;
   bool allow_empty = false;
-  // The --trace-ops window that would localise the divergence: the first divergent step's, when
-  // the runs part without op records there (none recorded, or outside the window).
-  std::optional<trace::OpWindow> suggested_trace_ops;
-  // With it, when the first divergence is at a step recorded per category (a level of detail):
-  // the re-run records that step per tensor too (--tensor-digests), to name the tensor.
-  bool suggest_tensor_digests = false;
-  // Batches part (PyTorch runs): watch the loader instead of --trace-ops (then none suggested).
-  std::optional<LoaderAdvice> loader_advice;
-  // The command that re-runs the audit with that window, when the caller knows it (`run`).
-  std::string rerun_command;
+  // What to do next (decide_next_step in compare.cpp, one rule over the spine and the findings).
+  NextStep next_step;
   // Planned runs of an audit folder have no whole trace (a shard not finished, a run killed): the
   // verdict is over part of the audit.
   bool incomplete() const {

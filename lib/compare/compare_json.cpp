@@ -270,19 +270,19 @@ json statistics_json(const ComparisonResult& r) {
 // The next step: "trace_ops" (the window and, when known, the command) or "watch_loader", with
 // the lines the text report prints (`advice`); null when there is none.
 json next_step_json(const ComparisonResult& r) {
-  if (r.loader_advice) {
+  if (r.next_step.loader_advice) {
     return {{"kind", "watch_loader"},
             {"advice", next_step_advice(r)},
             {"trace_ops", nullptr},
             {"command", nullptr}};
   }
-  if (!r.suggested_trace_ops) return nullptr;
+  if (!r.next_step.trace_ops) return nullptr;
   return {{"kind", "trace_ops"},
           {"advice", next_step_advice(r)},
-          {"trace_ops", to_string(*r.suggested_trace_ops)},
+          {"trace_ops", to_string(*r.next_step.trace_ops)},
           {"tensor_digests",
-           r.suggest_tensor_digests ? json(to_string(*r.suggested_trace_ops)) : json(nullptr)},
-          {"command", r.rerun_command.empty() ? json(nullptr) : json(r.rerun_command)}};
+           r.next_step.tensor_digests ? json(to_string(*r.next_step.trace_ops)) : json(nullptr)},
+          {"command", r.next_step.command.empty() ? json(nullptr) : json(r.next_step.command)}};
 }
 
 }  // namespace

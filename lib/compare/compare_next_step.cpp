@@ -38,7 +38,7 @@ std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
 }  // namespace phases
 
 std::vector<std::string> next_step_advice(const ComparisonResult& r) {
-  if (const auto& a = r.loader_advice) {
+  if (const auto& a = r.next_step.loader_advice) {
     std::vector<std::string> lines{
         "the batches part at step " + std::to_string(a->step) + " (their " + a->tensor +
         "): watch the loader, whose work no op record sees (docs/pytorch.md, \"Loader workers\")"};
@@ -62,9 +62,9 @@ std::vector<std::string> next_step_advice(const ComparisonResult& r) {
     }
     return lines;
   }
-  if (!r.suggested_trace_ops) return {};
-  const std::string step = std::to_string(r.suggested_trace_ops->first);
-  if (r.suggest_tensor_digests) {
+  if (!r.next_step.trace_ops) return {};
+  const std::string step = std::to_string(r.next_step.trace_ops->first);
+  if (r.next_step.tensor_digests) {
     return {"records the ops of step " + step + " and a digest per tensor there, so that the " +
             "report names the tensor and the op where the runs part"};
   }

@@ -172,11 +172,11 @@ SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 // weights do not part from the reference's exactly at its flipped weight.
 std::vector<std::string> perturbation_warnings(const InstabilityFindings& found);
 
-// The --trace-ops window that would name the op where the runs part (ComparisonResult
-// ::suggested_trace_ops), from the first divergence and the root causes found.
+// The --trace-ops window that would name the op where the runs part (NextStep::trace_ops), from
+// the first divergence and the root causes found.
 std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& result);
-// With it, whether the re-run records that step per tensor too (ComparisonResult::
-// suggest_tensor_digests): the first divergence is at a step recorded per category.
+// With it, whether the re-run records that step per tensor too (NextStep::tensor_digests): the
+// first divergence is at a step recorded per category.
 bool suggest_tensor_digests(const ComparisonResult& result);
 
 // Environment keys that differ from run 0's, one line each (each distinct line once).

@@ -282,7 +282,7 @@ std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> 
 std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& result) {
   const auto window_at = [](std::int64_t step) { return trace::OpWindow{step, step + 1}; };
   if (result.identical || !result.first_divergence || !result.first_divergence->step ||
-      result.first_divergence->category == Category::steps || result.loader_advice) {
+      result.first_divergence->category == Category::steps || result.next_step.loader_advice) {
     return std::nullopt;  // nothing parts, the initial state does, the step counts or the loader
   }
   if (!result.ops_traced) return window_at(*result.first_divergence->step);
@@ -293,7 +293,7 @@ std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& resul
 }
 
 bool suggest_tensor_digests(const ComparisonResult& result) {
-  return result.suggested_trace_ops && result.first_divergence &&
+  return result.next_step.trace_ops && result.first_divergence &&
          result.first_divergence->per_category;
 }
 

@@ -247,19 +247,19 @@ std::string first_divergence(const ComparisonResult& r) {
 
 std::string next_step(const ComparisonResult& r) {
   const std::vector<std::string> advice = compare::next_step_advice(r);
-  if (r.loader_advice) {
+  if (r.next_step.loader_advice) {
     std::string out = "next step: " + shown(advice.front()) + "\n";
     for (std::size_t i = 1; i < advice.size(); ++i) out += "  " + shown(advice[i]) + "\n";
     return out;
   }
-  if (!r.suggested_trace_ops) return "";
-  const std::string window = trace::to_string(*r.suggested_trace_ops);
+  if (!r.next_step.trace_ops) return "";
+  const std::string window = trace::to_string(*r.next_step.trace_ops);
   const std::string why = advice.front();
-  if (!r.rerun_command.empty()) {
-    return "next step: " + shown(r.rerun_command) + "\n  (" + why + ")\n";
+  if (!r.next_step.command.empty()) {
+    return "next step: " + shown(r.next_step.command) + "\n  (" + why + ")\n";
   }
   return "next step: run the audit again with --trace-ops " + window +
-         (r.suggest_tensor_digests ? " --tensor-digests " + window : std::string()) +
+         (r.next_step.tensor_digests ? " --tensor-digests " + window : std::string()) +
          " (its spec and options, another --out): " + why + "\n";
 }
 

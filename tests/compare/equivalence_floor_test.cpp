@@ -114,7 +114,7 @@ TEST_CASE("B within the floor passes, beyond it fails with the step and the fact
     CHECK(f->data["beyond_from"] == 3);
     CHECK(ra::compare::audit_verdict(r).exit_code() == 1);
     // No re-run of one program's audit is advised for two programs.
-    CHECK_FALSE(r.suggested_trace_ops);
+    CHECK_FALSE(r.next_step.trace_ops);
   }
 }
 

@@ -54,9 +54,9 @@ TEST_CASE("a divergence at a step recorded per category is found there, as one d
   CHECK(r.first_divergence->runs_differing == std::vector<int>{1});
   CHECK(verdict(r, Category::weights).steps_differing == 3);  // steps 5, 6, 7
   // The next step records step 5's ops and its tensors.
-  REQUIRE(r.suggested_trace_ops);
-  CHECK(r.suggested_trace_ops->first == 5);
-  CHECK(r.suggest_tensor_digests);
+  REQUIRE(r.next_step.trace_ops);
+  CHECK(r.next_step.trace_ops->first == 5);
+  CHECK(r.next_step.tensor_digests);
   // The epochs' ends (steps 3 and 7) held one digest per category: no count of parameters.
   REQUIRE(r.growth.size() == 2);
   CHECK_FALSE(r.growth[1].weights_differing.has_value());
@@ -82,7 +82,7 @@ TEST_CASE("a step recorded per tensor names the tensor, as before", "[compare][d
   CHECK(r.first_divergence->step == 5);
   CHECK_FALSE(r.first_divergence->per_category);
   CHECK(r.first_divergence->tensor == b.params[1]);
-  CHECK_FALSE(r.suggest_tensor_digests);
+  CHECK_FALSE(r.next_step.tensor_digests);
 }
 
 TEST_CASE("the same run recorded per tensor and per category is one outcome", "[compare][detail]") {

@@ -44,11 +44,11 @@ TEST_CASE("next step: a sample order that differs is the loader's, not an op's",
   std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
   traces[1].steps[0].batch_indices = ra::test::changed(traces[1].steps[0].batch_indices);
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
-  REQUIRE(r.loader_advice);
-  CHECK_FALSE(r.suggested_trace_ops);  // --trace-ops 0:1 could only say "no op is blamed"
-  CHECK(r.loader_advice->step == 0);
-  CHECK(r.loader_advice->tensor == "indices");
-  CHECK(r.loader_advice->indices_recorded);
+  REQUIRE(r.next_step.loader_advice);
+  CHECK_FALSE(r.next_step.trace_ops);  // --trace-ops 0:1 could only say "no op is blamed"
+  CHECK(r.next_step.loader_advice->step == 0);
+  CHECK(r.next_step.loader_advice->tensor == "indices");
+  CHECK(r.next_step.loader_advice->indices_recorded);
   const std::string advice = joined(ra::compare::next_step_advice(r));
   CHECK_THAT(advice, Catch::Contains("the batches part at step 0 (their indices)"));
   CHECK_THAT(advice, Catch::Contains("rec.watch_loader(loader)"));  // no workers recorded
@@ -72,8 +72,8 @@ TEST_CASE("next step: a worker stream shared and unseeded is named both ways", "
   REQUIRE(ra::compare::loader_workers_of(r) != nullptr);
   REQUIRE(ra::compare::loader_workers_of(r)->shared_streams.size() == 1);
   CHECK(ra::compare::loader_workers_of(r)->shared_streams[0].differs_between_runs);
-  REQUIRE(r.loader_advice);
-  CHECK(r.loader_advice->shared_and_differing == std::vector<std::string>{"dataset.rng"});
+  REQUIRE(r.next_step.loader_advice);
+  CHECK(r.next_step.loader_advice->shared_and_differing == std::vector<std::string>{"dataset.rng"});
   const std::string advice = joined(ra::compare::next_step_advice(r));
   CHECK_THAT(advice, Catch::Contains("(their inputs)"));
   CHECK_THAT(advice, Catch::Contains("indices=..."));
@@ -90,7 +90,7 @@ TEST_CASE("next step: a shared stream seeded alike in every run is not said to d
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
   REQUIRE(ra::compare::loader_workers_of(r) != nullptr);
   CHECK_FALSE(ra::compare::loader_workers_of(r)->shared_streams[0].differs_between_runs);
-  CHECK_FALSE(r.loader_advice);  // identical runs: no next step at all
+  CHECK_FALSE(r.next_step.loader_advice);  // identical runs: no next step at all
   CHECK(ra::compare::next_step_advice(r).empty());
 }
 
@@ -98,17 +98,17 @@ TEST_CASE("next step: identical batches, differing gradients: --trace-ops", "[co
   std::vector<Trace> traces = {pytorch_run(0), pytorch_run(1)};
   ra::test::diverge(traces[1], 1, 2);
   const ComparisonResult r = ra::compare::compare_traces(traces, {});
-  CHECK_FALSE(r.loader_advice);
-  REQUIRE(r.suggested_trace_ops);
-  CHECK(ra::trace::to_string(*r.suggested_trace_ops) == "1:2");
+  CHECK_FALSE(r.next_step.loader_advice);
+  REQUIRE(r.next_step.trace_ops);
+  CHECK(ra::trace::to_string(*r.next_step.trace_ops) == "1:2");
   CHECK(ra::compare::to_json(r)["next_step"]["kind"] == "trace_ops");
   // The engine's batches are its own data stream, which its op records do see.
   std::vector<Trace> engine = {ra::test::TraceBuilder{}.build(0),
                                ra::test::TraceBuilder{}.build(1)};
   engine[1].steps[0].batch_inputs = ra::test::changed(engine[1].steps[0].batch_inputs);
   const ComparisonResult e = ra::compare::compare_traces(engine, {});
-  CHECK_FALSE(e.loader_advice);
-  CHECK(e.suggested_trace_ops);
+  CHECK_FALSE(e.next_step.loader_advice);
+  CHECK(e.next_step.trace_ops);
 }
 
 TEST_CASE("next step: the re-run command and the ranks are inputs, never patches", "[compare]") {
@@ -124,7 +124,7 @@ TEST_CASE("next step: the re-run command and the ranks are inputs, never patches
   };
   const ComparisonResult r = ra::compare::compare_traces(traces, options);
   CHECK(asked == std::vector<std::string>{"1:2"});
-  CHECK(r.rerun_command == "repro-audit exec --trace-ops 1:2 -- python3 train.py");
+  CHECK(r.next_step.command == "repro-audit exec --trace-ops 1:2 -- python3 train.py");
   // A collective that is the cause leaves no op of a rank to localise: no re-run is asked for.
   options.distributed = [](const std::vector<Trace>&) {
     ra::compare::DistributedFindings f;
@@ -136,7 +136,7 @@ TEST_CASE("next step: the re-run command and the ranks are inputs, never patches
   asked.clear();
   const ComparisonResult c = ra::compare::compare_traces(traces, options);
   REQUIRE(ra::compare::distributed_of(c) != nullptr);
-  CHECK_FALSE(c.suggested_trace_ops);
-  CHECK(c.rerun_command.empty());
+  CHECK_FALSE(c.next_step.trace_ops);
+  CHECK(c.next_step.command.empty());
   CHECK(asked.empty());
 }

@@ -48,7 +48,7 @@ TEST_CASE("a 1-process run against a 2-process one differs as a configuration", 
   CHECK(r.first_divergence->category == Category::gradients);
   CHECK(r.first_divergence->step == 2);
   CHECK(r.first_divergence->tensor == "conv2d_0.bias");
-  CHECK_FALSE(r.suggested_trace_ops);  // explained: no re-run to localise it
+  CHECK_FALSE(r.next_step.trace_ops);  // explained: no re-run to localise it
 }
 
 TEST_CASE("runs of one world size that differ still diverge", "[compare]") {

@@ -233,7 +233,7 @@ TEST_CASE("batches that part after a resume get the resume's words, not loader a
   REQUIRE(r.first_divergence);
   REQUIRE(r.first_divergence->category == Category::batches);
   CHECK(divergence_follows_resume(r));
-  CHECK_FALSE(r.loader_advice);
+  CHECK_FALSE(r.next_step.loader_advice);
   const std::string text = ra::report::render_text(r);
   CHECK_THAT(text, !Contains("watch the loader"));
   CHECK_THAT(text, !Contains("seed the loader's shuffling"));
@@ -245,7 +245,7 @@ TEST_CASE("batches that part after a resume get the resume's words, not loader a
   for (ra::trace::StepRecord& s : plain[1].steps) {
     if (s.step >= 2) s.batch_inputs = ra::test::changed(s.batch_inputs);
   }
-  CHECK(compare_traces(plain, expect_identity()).loader_advice);
+  CHECK(compare_traces(plain, expect_identity()).next_step.loader_advice);
 }
 
 namespace {
