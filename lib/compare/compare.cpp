@@ -179,10 +179,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.series = std::move(found.series);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);
 
-  phases::SeedGroupStatistics statistics = phases::seed_group_statistics(result.runs);
-  result.statistics = std::move(statistics.groups);
-  result.loss_std_ratio = statistics.loss_std_ratio;
-  result.accuracy_std_ratio = statistics.accuracy_std_ratio;
+  result.seed_groups = phases::seed_group_statistics(result.runs);
 
   result.allow_empty = options.allow_empty;
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);

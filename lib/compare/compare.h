@@ -269,6 +269,11 @@ struct GroupStatistics {
   std::string group;  // "same", "different" or "perturbed"
   Summary final_loss, eval_accuracy, median_step_ms;
 };
+// Each seed group's statistics by name; with --seeds both, the same/different std ratios.
+struct SeedGroupStatistics {
+  std::vector<GroupStatistics> groups;
+  std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;
+};
 
 // Per step, for the plots of the HTML report (report/html_report.h). Not in the JSON report, which
 // carries the verdicts and the figures exactly.
@@ -430,9 +435,8 @@ struct ComparisonResult {
   std::vector<EpochGrowth> growth;
   StepSeries series;
   std::vector<SnapshotDivergence> snapshots;
-  std::vector<GroupStatistics> statistics;
-  std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;  // with --seeds both
-  std::vector<MachineDifference> divergent_machines;                // shown next to the divergence
+  SeedGroupStatistics seed_groups;
+  std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
   // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
   // of run indices; allowed, but each group gets a warning.
   std::vector<std::vector<int>> copies;

@@ -259,7 +259,7 @@ json snapshots_json(const ComparisonResult& r) {
 
 json statistics_json(const ComparisonResult& r) {
   json statistics = json::object();
-  for (const GroupStatistics& g : r.statistics) {
+  for (const GroupStatistics& g : r.seed_groups.groups) {
     statistics[g.group] = {{"final_loss", summary_json(g.final_loss)},
                            {"eval_accuracy", summary_json(g.eval_accuracy)},
                            {"median_step_ms", summary_json(g.median_step_ms)}};
@@ -338,8 +338,8 @@ json to_json(const ComparisonResult& r) {
               {"snapshots", snapshots_json(r)},
               {"statistics", statistics_json(r)},
               {"std_ratio",
-               {{"final_loss", ratio_json(r.loss_std_ratio)},
-                {"eval_accuracy", ratio_json(r.accuracy_std_ratio)}}},
+               {{"final_loss", ratio_json(r.seed_groups.loss_std_ratio)},
+                {"eval_accuracy", ratio_json(r.seed_groups.accuracy_std_ratio)}}},
               {"divergent_machines", machines_json(r)},
               {"copies", r.copies},
               {"audit_folders", audit_folders_json(r.audit_folders)},

@@ -162,10 +162,6 @@ std::vector<EpochGrowth> epoch_growth(const ComparedRuns& compared,
 
 // Final loss, eval accuracy and median step time per seed group (a run without a group counts as
 // "same"), by group name; with both groups, the same/different std ratios.
-struct SeedGroupStatistics {
-  std::vector<GroupStatistics> groups;
-  std::optional<RatioEstimate> loss_std_ratio, accuracy_std_ratio;
-};
 SeedGroupStatistics seed_group_statistics(const std::vector<RunSummary>& runs);
 
 // With a perturbed group (compare_instability.cpp): a warning for each perturbed run whose initial

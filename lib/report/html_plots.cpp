@@ -244,7 +244,7 @@ std::string divergence_map(const ComparisonResult& r) {
 }
 
 std::string seed_group_plots(const ComparisonResult& r) {
-  if (r.statistics.size() < 2) return "";
+  if (r.seed_groups.groups.size() < 2) return "";
   svg::StripPlot loss{"Final loss per run, by seed group", "final training loss", {}};
   svg::StripPlot accuracy{"Evaluation accuracy per run, by seed group", "accuracy", {}};
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;
@@ -259,8 +259,8 @@ std::string seed_group_plots(const ComparisonResult& r) {
   }
   std::string out = svg::strip_plot(loss);
   if (!accuracy.groups.empty()) out += svg::strip_plot(accuracy);
-  for (const auto& [what, ratio] :
-       {std::pair{"final loss", r.loss_std_ratio}, std::pair{"accuracy", r.accuracy_std_ratio}}) {
+  for (const auto& [what, ratio] : {std::pair{"final loss", r.seed_groups.loss_std_ratio},
+                                    std::pair{"accuracy", r.seed_groups.accuracy_std_ratio}}) {
     if (!ratio) continue;
     out += "<p>std(same seeds) / std(different seeds) of the " + std::string(what) + ": " +
            format("%.3g, %.0f%% bootstrap interval [%.3g, %.3g]", ratio->ratio,

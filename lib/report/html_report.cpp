@@ -140,11 +140,11 @@ std::string snapshots(const ComparisonResult& r) {
 }
 
 std::string statistics(const ComparisonResult& r) {
-  if (r.statistics.empty()) return "";
+  if (r.seed_groups.groups.empty()) return "";
   std::string out =
       "<h2>Outcome statistics</h2>\n<table><tr><th>seed group</th><th>runs</th><th>final loss "
       "mean</th><th>std</th><th>min</th><th>max</th><th>eval accuracy mean</th></tr>\n";
-  for (const compare::GroupStatistics& g : r.statistics) {
+  for (const compare::GroupStatistics& g : r.seed_groups.groups) {
     out += "<tr>" + cell(html_escaped(g.group)) + cell(std::to_string(g.final_loss.n)) +
            cell(format("%.6g", g.final_loss.mean)) + cell(format("%.3g", g.final_loss.std)) +
            cell(format("%.6g", g.final_loss.min)) + cell(format("%.6g", g.final_loss.max)) +

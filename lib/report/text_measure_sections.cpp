@@ -141,7 +141,7 @@ std::string std_ratio_words(const char* what, const compare::RatioEstimate& e,
 
 std::string seed_groups(const ComparisonResult& r) {
   std::string out;
-  for (const auto& g : r.statistics) {
+  for (const auto& g : r.seed_groups.groups) {
     // "same-seed runs", "different-seed runs", "perturbed runs" (--seeds all)
     const std::string name = g.group == "perturbed" ? "perturbed" : shown(g.group) + "-seed";
     out +=
@@ -154,19 +154,20 @@ std::string seed_groups(const ComparisonResult& r) {
     out += "\n";
   }
   double loss_std = 0, accuracy_std = 0;  // the different-seed group's
-  for (const auto& g : r.statistics) {
+  for (const auto& g : r.seed_groups.groups) {
     if (g.group == "different") loss_std = g.final_loss.std, accuracy_std = g.eval_accuracy.std;
   }
-  if (r.loss_std_ratio) out += std_ratio_words("final loss", *r.loss_std_ratio, loss_std);
-  if (r.accuracy_std_ratio) {
-    out += std_ratio_words("eval accuracy", *r.accuracy_std_ratio, accuracy_std);
+  if (r.seed_groups.loss_std_ratio)
+    out += std_ratio_words("final loss", *r.seed_groups.loss_std_ratio, loss_std);
+  if (r.seed_groups.accuracy_std_ratio) {
+    out += std_ratio_words("eval accuracy", *r.seed_groups.accuracy_std_ratio, accuracy_std);
   }
   return out;
 }
 
 std::string timing(const ComparisonResult& r) {
   std::string out;
-  for (const auto& g : r.statistics) {
+  for (const auto& g : r.seed_groups.groups) {
     const std::string name = g.group == "perturbed" ? "perturbed" : shown(g.group) + "-seed";
     out += format(
         "cost (%s runs): median step %.2f ms (mean of per-run medians; range %.2f..%.2f ms)\n",

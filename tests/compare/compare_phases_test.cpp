@@ -238,7 +238,7 @@ TEST_CASE("seed_group_statistics: per group, and std ratios with both", "[audit]
     runs[i].median_step_seconds = 0.001 * (i + 1);
   }
   runs[0].seed_group = "";  // counts as "same"
-  const phases::SeedGroupStatistics s = phases::seed_group_statistics(runs);
+  const ra::compare::SeedGroupStatistics s = phases::seed_group_statistics(runs);
   REQUIRE(s.groups.size() == 2);
   CHECK(s.groups[0].group == "different");
   CHECK(s.groups[0].final_loss.n == 3);
