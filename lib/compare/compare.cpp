@@ -169,12 +169,8 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
     result.root_cause_steps = std::move(found.cause_steps);
   }
 
-  const phases::LossDifferences losses =
-      phases::loss_differences(compared, options.loss_tolerance, found.first_loss);
-  result.first_loss_difference = losses.first;
-  result.final_loss_difference = losses.final;
+  result.losses = phases::loss_differences(compared, options.loss_tolerance, found.first_loss);
   result.loss_tolerance = options.loss_tolerance;
-  result.within_tolerance = losses.within_tolerance;
   result.growth = phases::epoch_growth(compared, options, found.epochs);
   result.series = std::move(found.series);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);

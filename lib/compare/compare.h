@@ -269,6 +269,11 @@ struct GroupStatistics {
   std::string group;  // "same", "different" or "perturbed"
   Summary final_loss, eval_accuracy, median_step_ms;
 };
+// The first differing and the final loss (the run farthest in ulp); all finals within tolerance?
+struct LossDifferences {
+  std::optional<LossDifference> first, final;
+  bool within_tolerance = true;
+};
 // Each seed group's statistics by name; with --seeds both, the same/different std ratios.
 struct SeedGroupStatistics {
   std::vector<GroupStatistics> groups;
@@ -414,8 +419,6 @@ struct ComparisonResult {
   bool expect_identical = true;
   bool identical = true;  // the compared runs are all in one class
   double loss_tolerance = 1e-4;
-  bool within_tolerance =
-      true;  // every compared final loss within loss_tolerance (relative) of the reference's
   std::vector<CategoryVerdict> categories;
   std::optional<Divergence> first_divergence;
   // With op records: the root cause of each differing run, grouped (runs with the same cause),
@@ -430,15 +433,13 @@ struct ComparisonResult {
   // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
   bool pytorch = false;
   std::optional<trace::OpWindow> op_window;  // the reference run's window
-  std::optional<LossDifference> first_loss_difference;
-  std::optional<LossDifference> final_loss_difference;
+  LossDifferences losses;  // within loss_tolerance (relative) of the reference's final loss?
   std::vector<EpochGrowth> growth;
   StepSeries series;
   std::vector<SnapshotDivergence> snapshots;
   SeedGroupStatistics seed_groups;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
-  // Runs given twice (one file named twice, or copies of one trace: duplicate_runs.h), each a group
-  // of run indices; allowed, but each group gets a warning.
+  // Runs given twice (duplicate_runs.h), groups of run indices; allowed, each group warned of.
   std::vector<std::vector<int>> copies;
   // What the reader of the report must know before trusting the verdict.
   std::vector<std::string> warnings;
@@ -453,10 +454,9 @@ struct ComparisonResult {
   // Some check of the audit's verdict fails with a difference (compare/verdict.h): the same-seed
   // runs or a finding (a rank, the replicas, the world sizes of one command, a resume, ...).
   bool diverged() const;
-  // Nothing was compared, so there is no verdict (exit 5, a failing JUnit verdict), unless
-  // allow_empty (--allow-empty) says that is expected: fewer than two same-seed runs, or runs
-  // that recorded no step; except different-seed runs only (--seeds different), whose result is
-  // their statistics.
+  // Nothing was compared, no verdict (exit 5) unless allow_empty (--allow-empty): fewer than two
+  // same-seed runs, or no step recorded; not different-seed runs only, whose result is their
+  // statistics.
   bool nothing_compared() const;
   // Every compared run recorded no step (a script that never calls rec.step).
   bool no_steps = false;

@@ -129,11 +129,7 @@ std::optional<Divergence> step_count_divergence(const ComparedRuns& compared);
 
 // The first step whose loss differs, the final loss difference (each: the run farthest in ulp
 // from the reference) and whether every final loss is within `tolerance` (relative) of the
-// reference's.
-struct LossDifferences {
-  std::optional<LossDifference> first, final;
-  bool within_tolerance = true;
-};
+// reference's (LossDifferences, compare/compare.h).
 LossDifferences loss_differences(const ComparedRuns& compared, double tolerance);
 // The same with the first difference found by a walk over the steps (step_walk.h).
 LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,

@@ -62,14 +62,14 @@ std::string final_steps_note(const ComparisonResult& r, int other) {
 
 std::string loss_differences(const ComparisonResult& r) {
   std::string out;
-  if (r.first_loss_difference) {
-    const auto& d = *r.first_loss_difference;
+  if (r.losses.first) {
+    const auto& d = *r.losses.first;
     out += format("\nfirst differing loss: step %lld: %.9g vs %.9g (run %d), %llu ulp\n",
                   static_cast<long long>(d.step), d.reference, d.other, d.run,
                   static_cast<unsigned long long>(d.ulp));
   }
-  if (r.final_loss_difference) {
-    const auto& d = *r.final_loss_difference;
+  if (r.losses.final) {
+    const auto& d = *r.losses.final;
     out += format("final loss: %.9g vs %.9g (run %d), %llu ulp, %.3g relative", d.reference,
                   d.other, d.run, static_cast<unsigned long long>(d.ulp),
                   std::abs(static_cast<double>(d.other) - d.reference) /

@@ -145,7 +145,7 @@ std::string verdict(const ComparisonResult& r) {
         identity == compare::CheckOutcome::failed ? "DIVERGED" : "NOT BITWISE IDENTICAL (allowed)",
         classes_among_compared, n);
     head = allowed_difference_head(r, v, identity) + head;
-    if (r.within_tolerance) {
+    if (r.losses.within_tolerance) {
       head += format("; final losses within %.0e relative", r.loss_tolerance);
     } else {
       head += format("; final losses NOT within %.0e relative", r.loss_tolerance);

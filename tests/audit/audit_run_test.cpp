@@ -179,7 +179,7 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
   REQUIRE(category(r, ra::compare::Category::initial_weights).identical);
   REQUIRE(category(r, ra::compare::Category::batches).identical);
   // The losses can only part later, once the flipped weight is used by a forward pass.
-  if (r.first_loss_difference) REQUIRE(r.first_loss_difference->step >= 5);
+  if (r.losses.first) REQUIRE(r.losses.first->step >= 5);
   // The step-4 snapshot shows exactly one element, one ulp apart.
   bool found = false;
   for (const auto& s : r.snapshots) {
@@ -265,7 +265,7 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
     }
   }
   REQUIRE(r.identical == (r.classes.size() == 1));
-  REQUIRE(r.within_tolerance);
+  REQUIRE(r.losses.within_tolerance);
 }
 
 TEST_CASE("compare of trace files gives the in-process verdict", "[audit]") {

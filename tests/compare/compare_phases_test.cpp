@@ -157,7 +157,7 @@ TEST_CASE("category_verdicts: initial weights part before step 0", "[audit][comp
 TEST_CASE("loss_differences: first and final difference in ulp, tolerance", "[audit][compare]") {
   const std::vector<Trace> traces = diverging_at_step_2();
   const phases::ComparedRuns compared = phases::same_seed_runs(traces);
-  const phases::LossDifferences d = phases::loss_differences(compared, 1e-4);
+  const LossDifferences d = phases::loss_differences(compared, 1e-4);
   REQUIRE(d.first);
   CHECK(d.first->step == 3);
   CHECK(d.first->run == 2);
@@ -169,7 +169,7 @@ TEST_CASE("loss_differences: first and final difference in ulp, tolerance", "[au
   CHECK(d.within_tolerance);
   CHECK_FALSE(phases::loss_differences(compared, 1e-8).within_tolerance);
   const std::vector<Trace> same = runs_of(TraceBuilder{}, 2);
-  const phases::LossDifferences none = phases::loss_differences(phases::same_seed_runs(same), 0);
+  const LossDifferences none = phases::loss_differences(phases::same_seed_runs(same), 0);
   CHECK_FALSE(none.first);
   CHECK_FALSE(none.final);
   CHECK(none.within_tolerance);
