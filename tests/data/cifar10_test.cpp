@@ -51,15 +51,6 @@ DatasetSpec cifar_spec(std::vector<std::string> files, std::int64_t limit = 0) {
   return s;
 }
 
-std::string cifar_error(const DatasetSpec& spec) {
-  try {
-    load_dataset(spec, 1.0f, "train");
-  } catch (const ra::InputError& e) {
-    return e.what();
-  }
-  return "(no InputError)";
-}
-
 }  // namespace
 
 TEST_CASE("cifar10: records read back exactly, channel-major, in file order", "[cifar10]") {
@@ -100,37 +91,37 @@ TEST_CASE("cifar10: bad files are refused, naming the file and the problem", "[c
   TempDir dir;
   write_raw(dir.file("good.bin"), cifar_batch({1, 2}));
   // A missing file, by its spec key, before any file is read.
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("good.bin"), dir.file("nope.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("good.bin"), dir.file("nope.bin")})),
              Contains("data.train.files[1]: " + dir.file("nope.bin") + ": cannot open"));
   // Wrong sizes: empty, cut short, one byte too many.
   write_raw(dir.file("empty.bin"), {});
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("empty.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("empty.bin")})),
              Contains(dir.file("empty.bin") + ": empty"));
   Bytes cut = cifar_batch({1, 2});
   cut.pop_back();
   write_raw(dir.file("cut.bin"), cut);
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("cut.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("cut.bin")})),
              Contains(dir.file("cut.bin") + ": 6145 bytes is not a multiple of the 3073-byte"));
   Bytes longer = cifar_batch({1});
   longer.push_back(0);
   write_gz(dir.file("long.bin.gz"), longer);
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("long.bin.gz")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("long.bin.gz")})),
              Contains("3074 bytes is not a multiple of the 3073-byte CIFAR-10 record"));
   // A CIFAR-100 file (2 label bytes a record) is named as such.
   write_raw(dir.file("cifar100.bin"), Bytes(3 * 3074, 1));
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("cifar100.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("cifar100.bin")})),
              Contains("multiple of 3074, CIFAR-100's record"));
   // A label above 9, by record and offset.
   write_raw(dir.file("label10.bin"), cifar_batch({3, 10}));
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("label10.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("label10.bin")})),
              Contains(dir.file("label10.bin") +
                       ": label 10 of record 1 (byte offset 3073) is not a CIFAR-10 class (0..9)"));
   // A limit beyond the records of all files.
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("good.bin")}, 3)),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("good.bin")}, 3)),
              Contains("data.train.limit: 3 exceeds the 2 samples of " + dir.file("good.bin")));
   // Not a regular file: refused at once, never read.
   REQUIRE(::mkfifo(dir.file("fifo.bin").c_str(), 0600) == 0);
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("fifo.bin")})), Contains("FIFO"));
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("fifo.bin")})), Contains("FIFO"));
 }
 
 TEST_CASE("cifar10: a raw file's size is judged before any file is read", "[cifar10]") {
@@ -140,6 +131,6 @@ TEST_CASE("cifar10: a raw file's size is judged before any file is read", "[cifa
   Cifar10File good(dir.file("good.bin"));
   CHECK(good.records() == 1);
   // The bad second file fails when it is opened, before the first is read.
-  CHECK_THAT(cifar_error(cifar_spec({dir.file("good.bin"), dir.file("bad.bin")})),
+  CHECK_THAT(input_error_message(cifar_spec({dir.file("good.bin"), dir.file("bad.bin")})),
              Contains(dir.file("bad.bin") + ": 100 bytes is not a multiple"));
 }

@@ -49,15 +49,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::string input_error_message(const DatasetSpec& spec, const char* role = "train") {
-  try {
-    load_dataset(spec, 1.0f, role);
-  } catch (const ra::InputError& e) {
-    return e.what();
-  }
-  return "(no InputError)";
-}
-
 }  // namespace
 
 TEST_CASE("idx data sets: shape, scale, classes, limit", "[dataset]") {

@@ -1,6 +1,7 @@
 #pragma once
-// Test fixtures for the data tests: a temporary folder removed on destruction, and IDX files
-// built byte by byte here (independently of the reader) and written raw or gzip-compressed.
+// Test fixtures for the data tests: a temporary folder removed on destruction, IDX files built
+// byte by byte here (independently of the reader) and written raw or gzip-compressed, and the
+// error a data set's loading raised.
 #include <zlib.h>
 
 #include <atomic>
@@ -12,6 +13,9 @@
 #include <vector>
 
 #include <unistd.h>
+
+#include "core/error.h"
+#include "data/dataset.h"
 
 namespace ra::data::testing {
 
@@ -128,6 +132,16 @@ inline void write_gz_zeros(const std::string& path, const Bytes& prefix, std::ui
   }
   put(trailer);
   if (!out) throw std::runtime_error("cannot write fixture " + path);
+}
+
+// The InputError loading `spec` as `role` raised, in words, or "(no InputError)".
+inline std::string input_error_message(const spec::DatasetSpec& spec, const char* role = "train") {
+  try {
+    load_dataset(spec, 1.0f, role);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
 }
 
 }  // namespace ra::data::testing
