@@ -258,31 +258,30 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                      ? scratch.worker(worker, WorkerBuffer::image_output, image_floats)
                      : y + n * g.k * pixels;
     const float* gate_n = relu_gate == nullptr ? nullptr : relu_gate + n * g.k * pixels;
+    // The arguments every tile of the image shares, set once (a TileArgs is some 20 words).
+    TileArgs a;
+    a.depth = taps;
+    a.depth_offsets = tap_offsets;
+    a.panel_stride = shape.rows;
+    a.out_stride = stores ? pixels : band;
+    a.store.vectors = vector_stores;
+    a.store.relu = act == Activation::relu;
     for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
             static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
+        a.base = src + j0 + jv;
+        a.store.position = j0 + jv;
         for (std::int64_t t = 0; t < row_tiles; ++t) {
-          TileArgs a;
-          a.depth = taps;
-          a.base = src + j0 + jv;
-          a.depth_offsets = tap_offsets;
+          const std::int64_t row0 = t * shape.rows;
           a.panel = panel + t * taps * shape.rows;
-          a.panel_stride = shape.rows;
-          a.first = true;
           if (stores) {
-            const std::int64_t row0 = t * shape.rows;
             a.out = y_n + row0 * pixels;
-            a.out_stride = pixels;
-            a.store.vectors = vector_stores;
-            a.store.position = j0 + jv;
             a.store.addend = bias == nullptr ? nullptr : bias + row0;
-            a.store.relu = act == Activation::relu;
             a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
           } else {
-            a.out = out + t * shape.rows * band + jv;
-            a.out_stride = band;
+            a.out = out + row0 * band + jv;
           }
           (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
           ahead.step();

@@ -82,12 +82,13 @@ TileFunction pixel_tile_function(Isa isa, bool strided_depth, int rows, int vect
 }
 
 TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors) {
-  if (isa != Isa::avx512_fma) return nullptr;
+  if (isa == Isa::portable) return nullptr;
   if (rows < 1 || rows > pixel_tile_shape(isa).rows || vectors < 1 ||
       vectors > pixel_tile_vectors(isa)) {
     throw std::logic_error("direct convolution: no storing pixel tile of this shape");
   }
-  return avx512_pixel_store_tile(rows, vectors);
+  return isa == Isa::avx2_fma ? avx2_pixel_store_tile(rows, vectors)
+                              : avx512_pixel_store_tile(rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

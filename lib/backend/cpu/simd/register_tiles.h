@@ -106,13 +106,15 @@ TileFunction pixel_tile_function(Isa isa, bool strided_depth, int rows, int vect
 
 // The storing pixel tile for rows x vectors (pixel_tile_function's shapes, depth through
 // depth_offsets, chains from zero), or nullptr where the variant has none (it needs masked
-// compressing stores: avx512-fma only). Callers then store bands with store_band.
+// stores: avx512-fma compresses the output lanes, avx2-fma permutes them; the portable variant
+// has none). Callers then store bands with store_band.
 TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors);
 
 // Per variant (simd/register_tiles_{portable,avx2,avx512}.cpp).
 TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors);
+TileFunction avx2_pixel_store_tile(int rows, int vectors);
 TileFunction avx512_pixel_store_tile(int rows, int vectors);
 TileFunction portable_tile(bool grid, int rows, int vectors);
 TileFunction avx2_tile(bool grid, int rows, int vectors);

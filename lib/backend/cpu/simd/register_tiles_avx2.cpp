@@ -1,5 +1,7 @@
 // The AVX2 + FMA tiles of the direct convolutions: 8-float vectors, c = fma(a, b, c) -- the
 // chain of the avx2-fma GEMM (and of avx512-fma: the two give the same bits).
+#include <cstdint>
+
 #include "backend/cpu/simd/register_tiles.h"
 #include "core/error.h"
 
@@ -29,7 +31,114 @@ struct Avx2 {
   static T mul_add(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
 };
 
+// The lane permutations of the storing tile, by the 8-bit mask of a vector's output lanes:
+// compress[k] = the lane of the k-th output lane (k < count), expand[l] = the rank of lane l
+// among the output lanes (the packed float that lane l reads back), count = the output lanes.
+struct LanePermutation {
+  std::int32_t compress[8] = {};
+  std::int32_t expand[8] = {};
+  std::int32_t count = 0;
+};
+
+struct LanePermutations {
+  LanePermutation of[256];
+  constexpr LanePermutations() {
+    for (int mask = 0; mask < 256; ++mask) {
+      LanePermutation& p = of[mask];
+      for (int lane = 0; lane < 8; ++lane) {
+        p.expand[lane] = p.count;
+        if ((mask >> lane) & 1) p.compress[p.count++] = lane;
+      }
+    }
+  }
+};
+constexpr LanePermutations kLanePermutations;
+
+// Requests the line of float `index` of `base`, its address formed as an integer (the index may lie
+// past the array: a prefetch never faults).
+inline void avx2_prefetch_float(const float* base, std::int64_t index) {
+  const std::uintptr_t address =
+      reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(index) * sizeof(float);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
+// The epilogue of the storing tile on one vector of row i (PixelStore): + addend, relu, the gate,
+// with the float operations of store_band (activation.h: the value or +0 where x > 0 is false).
+// A vector whose lanes are all output pixels is a plain load and store; any other is compressed
+// by a lane permutation and stored under a mask (AVX2 has no compressing store), its gate read
+// under the same mask and expanded by the inverse permutation.
+inline void store_vector(const PixelStore& s, const std::int64_t* entry, int i, std::int64_t at,
+                         __m256 value, float* out) {
+  const __m256 zero = _mm256_setzero_ps();
+  if (s.addend != nullptr) value = _mm256_add_ps(value, _mm256_set1_ps(s.addend[i]));
+  if (s.relu) value = _mm256_and_ps(_mm256_cmp_ps(value, zero, _CMP_GT_OQ), value);
+  if (entry[0] == 0xFF) {
+    if (s.gate != nullptr) {
+      const __m256 gate = _mm256_loadu_ps(s.gate + at);
+      value = _mm256_and_ps(_mm256_cmp_ps(gate, zero, _CMP_GT_OQ), value);
+    }
+    _mm256_storeu_ps(out + at, value);
+    return;
+  }
+  const LanePermutation& p = kLanePermutations.of[entry[0]];
+  const __m256i packed =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(p.count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  if (s.gate != nullptr) {
+    const __m256 gate =
+        _mm256_permutevar8x32_ps(_mm256_maskload_ps(s.gate + at, packed),
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.expand)));
+    value = _mm256_and_ps(_mm256_cmp_ps(gate, zero, _CMP_GT_OQ), value);
+  }
+  _mm256_maskstore_ps(out + at, packed,
+                      _mm256_permutevar8x32_ps(
+                          value, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.compress))));
+}
+
+// The storing pixel tile (simd/register_tiles.h, PixelStore): the chains, then per vector the
+// epilogue and the store of its output lanes into consecutive floats. The output and gate lines
+// are requested before the chains, so that they arrive while the chains run.
+template <int MR, int NV>
+void avx2_store_tile(const TileArgs& t) {
+  const PixelStore& s = t.store;
+  const std::int64_t* vectors = s.vectors + s.position / Avx2::kWidth * kPixelStoreEntries;
+  RA_UNROLL
+  for (int v = 0; v < NV; ++v) {
+    const std::int64_t pixel = vectors[v * kPixelStoreEntries + 2];
+    RA_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      // A vector's 8 floats span at most two lines.
+      if (s.gate != nullptr) avx2_prefetch_float(s.gate, i * t.out_stride + pixel + 7);
+      avx2_prefetch_float(t.out, i * t.out_stride + pixel + 7);
+    }
+  }
+  __m256 acc[MR][NV];
+  pixel_chains<Avx2, MR, NV, false>(t, acc);
+  RA_UNROLL
+  for (int v = 0; v < NV; ++v) {
+    const std::int64_t* entry = vectors + v * kPixelStoreEntries;
+    RA_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      store_vector(s, entry, i, i * t.out_stride + entry[2], acc[i][v], t.out);
+    }
+  }
+}
+
+struct Avx2PixelStoreTiles {
+  template <int MR, int NV>
+  static constexpr TileFunction of() {
+    return &avx2_store_tile<MR, NV>;
+  }
+};
+
 }  // namespace
+
+TileFunction avx2_pixel_store_tile(int rows, int vectors) {
+  // Every shape of the avx2-fma pixel tile.
+  static const TileShapeTable<Avx2PixelStoreTiles, kAvx2PixelTile.lanes / Avx2::kWidth,
+                              kAvx2PixelTile.rows>
+      table;
+  return table.get(rows, vectors);
+}
 
 TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors) {
   static const PixelTileTable<Avx2, kAvx2PixelTile.lanes / Avx2::kWidth, kAvx2PixelTile.rows> table;
@@ -55,6 +164,9 @@ TileFunction avx2_pixel_tile(bool, int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 TileFunction avx2_tile(bool, int, int) {
+  throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
+}
+TileFunction avx2_pixel_store_tile(int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail
