@@ -3,6 +3,7 @@
 // residual block holds), with its parameters initialised.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/memory.h"
 #include "nn/layer.h"
@@ -23,5 +24,10 @@ struct ModelSeeds {
 // uploaded, so every backend starts from the same bits.
 std::unique_ptr<Layer> build_initialized_layer(const spec::ResolvedLayer& info,
                                                const ModelSeeds& seeds, Memory& memory);
+
+// Pairs each layer whose relu backward the layer after it can apply
+// (Layer::can_take_over_relu_backward) with that layer, in a chain of layers run in order (the
+// Model's, a residual block's body): the same bits, one memory-bound pass less per pair.
+void hand_over_relu_backwards(const std::vector<std::unique_ptr<Layer>>& chain);
 
 }  // namespace ra::nn

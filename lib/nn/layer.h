@@ -81,11 +81,16 @@ class Layer {
   virtual bool is_reshape() const { return false; }
 
   // Whether this layer's activation backward may be left to the layer after it (conv layers with
-  // relu: a max-pool or conv after them gates its gradient instead, see Ops::maxpool2d_backward
-  // and Ops::conv2d_backward_data; dense layers are never followed by either), and the Model's
-  // note that it is: dy then arrives with the activation's backward already applied.
+  // relu, relu layers: a max-pool or conv after them gates its gradient instead, see
+  // Ops::maxpool2d_backward and Ops::conv2d_backward_data; dense layers are never followed by
+  // either), and the Model's note that it is: dy then arrives with the activation's backward
+  // already applied.
   virtual bool can_hand_over_relu_backward() const { return false; }
   void hand_over_relu_backward() noexcept { relu_backward_handed_over_ = true; }
+  // Whether the backward of this layer is nothing but dy passed on as the input gradient (a relu
+  // layer that handed its backward over): the Model and residual blocks then skip the call and
+  // hand dy itself to the layer before, as they do for a reshape.
+  virtual bool passes_gradient_through() const { return false; }
   // Whether this layer can apply that relu backward to the input gradient it computes (max-pool:
   // gated by its output; conv: gated by its input), and the Model's note that it must.
   virtual bool can_take_over_relu_backward() const { return false; }

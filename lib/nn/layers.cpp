@@ -250,6 +250,11 @@ void ActivationLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, con
 void ActivationLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y,
                                const Tensor& dy, Tensor* dx, const StepContext&) {
   if (dx == nullptr) return;
+  if (relu_backward_handed_over()) {  // dy is already gated (callers skip this call)
+    dx->resize(x.shape());
+    dx->copy_from(dy);
+    return;
+  }
   dx->resize(x.shape());
   ops.activation_backward(activation(), static_cast<std::int64_t>(dy.size()), y.data(), dy.data(),
                           dx->data());

@@ -121,6 +121,12 @@ class ActivationLayer final : public Layer {
   void forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(backend::Ops& ops, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                 const StepContext& ctx) override;
+  // A relu layer before a conv or max-pool: its backward is their gate (pre-activation ResNets
+  // run batchnorm, relu, conv in every block).
+  bool can_hand_over_relu_backward() const override {
+    return info().spec.activation == spec::Activation::relu;
+  }
+  bool passes_gradient_through() const override { return relu_backward_handed_over(); }
 };
 
 // Batch normalisation over the channels of a [C, H, W] input (PyTorch's BatchNorm2d): in training

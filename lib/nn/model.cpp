@@ -69,6 +69,18 @@ std::unique_ptr<Layer> build_initialized_layer(const spec::ResolvedLayer& info,
   return layer;
 }
 
+void hand_over_relu_backwards(const std::vector<std::unique_ptr<Layer>>& chain) {
+  // A max-pool or conv right after a relu (a conv's or a relu layer's) applies that relu's
+  // backward to the input gradient it computes (the gates of Ops::maxpool2d_backward and
+  // conv2d_backward_data).
+  for (std::size_t i = 1; i < chain.size(); ++i) {
+    if (chain[i]->can_take_over_relu_backward() && chain[i - 1]->can_hand_over_relu_backward()) {
+      chain[i]->take_over_relu_backward();
+      chain[i - 1]->hand_over_relu_backward();
+    }
+  }
+}
+
 Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memory)
     : resolved_(resolved), memory_(&memory) {
   for (const spec::ResolvedLayer& info : resolved_.layers) {
@@ -83,16 +95,7 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
     passed_through_.push_back(layers_[i]->is_reshape() && i + 1 < layers_.size());
   }
   inputs_.assign(layers_.size(), nullptr);
-  // A max-pool or conv right after a relu layer applies that relu's backward to the input
-  // gradient it computes (the gates of Ops::maxpool2d_backward and conv2d_backward_data): the
-  // same bits, one memory-bound pass less.
-  for (std::size_t i = 1; i < layers_.size(); ++i) {
-    if (layers_[i]->can_take_over_relu_backward() &&
-        layers_[i - 1]->can_hand_over_relu_backward()) {
-      layers_[i]->take_over_relu_backward();
-      layers_[i - 1]->hand_over_relu_backward();
-    }
-  }
+  hand_over_relu_backwards(layers_);
   pooled_by_previous_.assign(layers_.size(), false);
   pair_names_.resize(layers_.size());
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
@@ -141,7 +144,8 @@ void Model::backward(backend::Ops& ops, const Tensor& output_grad, const StepCon
   };
   const Tensor* dy = &output_grad;
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    if (passed_through_[i]) continue;  // dy is the layer before's gradient as it is
+    // dy is the layer before's gradient as it is (a reshape, or a relu the next layer applied)
+    if (passed_through_[i] || layers_[i]->passes_gradient_through()) continue;
     if (pooled_by_previous_[i]) {
       // The pool and the conv before it in one call, as in forward: grads_[i] (the conv output's
       // gradient) is where the backend may store the pool's dx; the conv's dx goes on as usual.

@@ -13,6 +13,7 @@ ResidualLayer::ResidualLayer(const spec::ResolvedLayer& info, const ModelSeeds& 
   if (!info.shortcut.empty()) {
     projection_ = build_initialized_layer(info.shortcut.front(), seeds, memory);
   }
+  hand_over_relu_backwards(body_);
 }
 
 std::vector<Param*> ResidualLayer::params() {
@@ -69,6 +70,7 @@ void ResidualLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y
   // must (dx), as the Model asks of its first layer.
   const Tensor* body_dx = grad;
   for (std::size_t i = body_.size(); i-- > 0;) {
+    if (body_[i]->passes_gradient_through()) continue;  // body_dx is its input gradient as it is
     const Tensor& in = i == 0 ? x : body_outputs_[i - 1];
     Tensor* into = i == 0 && dx == nullptr ? nullptr : &body_grads_[i];
     ops.enter_layer(body_[i]->name());

@@ -202,8 +202,8 @@ TEST_CASE("dropout is identity in evaluation and masks by step in training", "[n
 TEST_CASE("a max-pool or conv after a relu layer takes over its relu backward with the same bits",
           "[nn]") {
   // A: convs with fused relu, then max-pool (the model hands each relu backward to the next
-  // layer's gate). B: the same convs without activation, relu layers, then max-pool (no
-  // hand-over).
+  // layer's gate). B: the same convs without activation, relu layers, then max-pool (each relu
+  // layer hands its backward over in the same way).
   // Same parameter names, so the same initial weights: gradients must be bit for bit equal.
   auto spec_of = [](const char* conv_and_relu) {
     return ra::spec::parse_spec(nlohmann::json::parse(std::string(R"({
@@ -310,6 +310,53 @@ TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[
     REQUIRE(ops.gated_conv_backward_data == 1);
     REQUIRE(ops.relu_backward_calls == (std::string(dense_activation) == "relu" ? 1 : 0));
   }
+}
+
+TEST_CASE("a relu layer hands its backward to the conv after it, in a residual body too", "[nn]") {
+  // A pre-activation block (batchnorm, relu, conv) at the top level and inside a residual body,
+  // against the same model with a dropout of rate 0 after each relu (an identity that takes
+  // nothing over, so the relu backward runs as its own pass): the same gradients bit for bit,
+  // and no relu backward pass where a conv follows the relu.
+  auto spec_of = [](const char* after_relu) {
+    const std::string relu = std::string(R"({"type": "relu"})") + after_relu;
+    return ra::spec::parse_spec(nlohmann::json::parse(R"({
+      "data": {"train": {"format": "random", "samples": 8, "shape": [2, 8, 8], "classes": 3}},
+      "model": {"input": [2, 8, 8], "layers": [
+        {"type": "batchnorm"}, )" + relu + R"(,
+        {"type": "conv2d", "filters": 4, "kernel": 3, "padding": "same"},
+        {"type": "residual", "name": "block", "layers": [
+          {"type": "batchnorm"}, )" + relu + R"(,
+          {"type": "conv2d", "filters": 3, "kernel": 1, "padding": "same"},
+          {"type": "batchnorm"}, )" + relu + R"(,
+          {"type": "conv2d", "filters": 6, "kernel": 3, "padding": "same"}],
+         "shortcut": {"filters": 6, "stride": 1}},
+        {"type": "global_avgpool"},
+        {"type": "dense", "units": 3}]}})"),
+                                ".");
+  };
+  const ra::Tensor x = random_input({4, 2, 8, 8}, 11);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  auto run = [&](const ra::spec::ExperimentSpec& spec, int& relu_backward_calls) {
+    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+    GateSpy ops;
+    ra::nn::StepContext ctx{true, 3, &spec.determinism};
+    ra::Tensor dout;
+    const ra::Tensor& out = model.forward(ops, x, ctx);
+    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+    model.backward(ops, dout, ctx);
+    relu_backward_calls = ops.relu_backward_calls;
+    std::vector<float> grads;
+    for (ra::nn::Param* p : model.params())
+      grads.insert(grads.end(), p->grad.begin(), p->grad.end());
+    return grads;
+  };
+  int handed = -1, separate = -1;
+  const auto a = run(spec_of(""), handed);
+  const auto b = run(spec_of(R"(, {"type": "dropout", "rate": 0.0})"), separate);
+  REQUIRE(handed == 0);
+  REQUIRE(separate == 3);
+  REQUIRE(a.size() == b.size());
+  REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("a flatten passes its input through to the next layer and its gradient back", "[nn]") {
