@@ -190,6 +190,24 @@ void ForwardingOps::batchnorm_forward_training(const ChannelGeometry& g, const f
             }});
 }
 
+// A composite, as those above: whole when the decorator asks, else Ops' default (its parts).
+void ForwardingOps::batchnorm_forward_training_activation(
+    const ChannelGeometry& g, const float* x, const float* gamma, const float* beta, float momentum,
+    float epsilon, float* running_mean, float* running_var, float* saved_mean, float* saved_inv_std,
+    Activation act, float* bn_out, float* y, KernelMode mode) {
+  if (!composites_whole_) {
+    Ops::batchnorm_forward_training_activation(g, x, gamma, beta, momentum, epsilon, running_mean,
+                                               running_var, saved_mean, saved_inv_std, act, bn_out,
+                                               y, mode);
+    return;
+  }
+  dispatch({.op = row(OpId::batchnorm_forward_training_activation), .mode = mode, .run = [&] {
+              inner_->batchnorm_forward_training_activation(g, x, gamma, beta, momentum, epsilon,
+                                                            running_mean, running_var, saved_mean,
+                                                            saved_inv_std, act, bn_out, y, mode);
+            }});
+}
+
 void ForwardingOps::batchnorm_forward_inference(const ChannelGeometry& g, const float* x,
                                                 const float* gamma, const float* beta,
                                                 const float* running_mean, const float* running_var,

@@ -5,10 +5,10 @@
 // override that alone; tests may also override single ops to count calls or stand in for a device
 // backend. One list of forwards (forwarding_ops.cpp), so an Ops signature change is made there
 // once. Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
-// conv2d_backward_maxpool) are not forwarded whole unless a decorator asks for them whole
-// (observe_composites_whole): the default calls their parts through the decorator, so a decorator
-// observing the parts sees them (and a training run through one takes the unfused paths: tests
-// compare it with the plain backend bit for bit).
+// conv2d_backward_maxpool, batchnorm_forward_training_activation) are not forwarded whole unless a
+// decorator asks for them whole (observe_composites_whole): the default calls their parts through
+// the decorator, so a decorator observing the parts sees them (and a training run through one takes
+// the unfused paths: tests compare it with the plain backend bit for bit).
 #include "backend/op_call.h"
 #include "backend/ops.h"
 
@@ -94,6 +94,12 @@ class ForwardingOps : public Ops {
                                   const float* beta, float momentum, float epsilon,
                                   float* running_mean, float* running_var, float* saved_mean,
                                   float* saved_inv_std, float* y, KernelMode mode) override;
+  void batchnorm_forward_training_activation(const ChannelGeometry& g, const float* x,
+                                             const float* gamma, const float* beta, float momentum,
+                                             float epsilon, float* running_mean, float* running_var,
+                                             float* saved_mean, float* saved_inv_std,
+                                             Activation act, float* bn_out, float* y,
+                                             KernelMode mode) override;
   void batchnorm_forward_inference(const ChannelGeometry& g, const float* x, const float* gamma,
                                    const float* beta, const float* running_mean,
                                    const float* running_var, float epsilon, float* y) override;
@@ -133,8 +139,9 @@ class ForwardingOps : public Ops {
   // The one hook: every op call made through this decorator, described. The default runs it.
   virtual void observe(const OpCall& call) { call.run(); }
   // Whether the composite ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
-  // conv2d_backward_maxpool) reach observe() whole, run by the inner backend (its fused passes),
-  // rather than as Ops' defaults whose parts each reach it (the default; see the top).
+  // conv2d_backward_maxpool, batchnorm_forward_training_activation) reach observe() whole, run by
+  // the inner backend (its fused passes), rather than as Ops' defaults whose parts each reach it
+  // (the default; see the top).
   void observe_composites_whole(bool whole) noexcept { composites_whole_ = whole; }
 
  private:

@@ -207,6 +207,20 @@ class Ops {
                                           float epsilon, float* running_mean, float* running_var,
                                           float* saved_mean, float* saved_inv_std, float* y,
                                           KernelMode mode) = 0;
+  // y = act(batchnorm_forward_training(...)): the two ops in one call, for a batch normalisation
+  // whose output only the activation after it reads (pre-activation ResNets: batchnorm, relu,
+  // conv). bn_out ([N, C, H, W]) is where the default stores the normalised values between the
+  // two; a backend that fuses them (the CPU backend, for relu) may leave it unwritten, applying
+  // the activation as it stores y. The values, statistics and running updates are those of the
+  // two ops. x may alias neither output; bn_out and y may alias.
+  virtual void batchnorm_forward_training_activation(
+      const ChannelGeometry& g, const float* x, const float* gamma, const float* beta,
+      float momentum, float epsilon, float* running_mean, float* running_var, float* saved_mean,
+      float* saved_inv_std, Activation act, float* bn_out, float* y, KernelMode mode) {
+    batchnorm_forward_training(g, x, gamma, beta, momentum, epsilon, running_mean, running_var,
+                               saved_mean, saved_inv_std, bn_out, mode);
+    activation_forward(act, g.x_size(), bn_out, y);
+  }
   // Inference: y = (x - running_mean) * (gamma / sqrt(running_var + epsilon)) + beta ('='), no
   // reduction; x and y may alias.
   virtual void batchnorm_forward_inference(const ChannelGeometry& g, const float* x,

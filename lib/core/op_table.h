@@ -34,6 +34,7 @@ enum class OpId {
   maxpool2d_forward,
   maxpool2d_backward,
   batchnorm_forward_training,
+  batchnorm_forward_training_activation,
   batchnorm_forward_inference,
   batchnorm_backward,
   global_avgpool_forward,
@@ -100,6 +101,9 @@ inline constexpr std::array kOpTable{
            "batchnorm_forward_training", "batchnorm.forward_training", true,
            {"x", "gamma", "beta", "running mean", "running variance"},
            {"y", "saved mean", "saved inverse std", "running mean", "running variance"}},
+    // A composite (batchnorm, then its activation), recorded as its parts, filed under its mode.
+    OpInfo{OpId::batchnorm_forward_training_activation, "",
+           "batchnorm_forward_training_activation", "", true, {}, {}},
     OpInfo{OpId::batchnorm_forward_inference, "batchnorm.forward_inference",
            "batchnorm_forward_inference", "", false,
            {"x", "gamma", "beta", "running mean", "running variance"}, {"y"}},

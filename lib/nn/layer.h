@@ -43,6 +43,8 @@ struct StepContext {
   }
 };
 
+class ActivationLayer;
+class BatchNormLayer;
 class Conv2dLayer;
 class MaxPool2dLayer;
 
@@ -102,6 +104,12 @@ class Layer {
   virtual Conv2dLayer* conv_before_pool() { return nullptr; }
   // and a max-pool, which such a conv can compute in its own forward and backward, here.
   virtual MaxPool2dLayer* pool_after_conv() { return nullptr; }
+  // A batch normalisation returns itself here and an activation layer here: in a chain, the two
+  // run forward as one backend call (Ops::batchnorm_forward_training_activation: nothing but the
+  // activation reads the normalisation's output, its backward reads its input), see
+  // runs_with_previous below.
+  virtual BatchNormLayer* batchnorm_before_activation() { return nullptr; }
+  virtual ActivationLayer* activation_after_batchnorm() { return nullptr; }
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }

@@ -308,6 +308,24 @@ void BatchNormLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y,
                                  ctx.mode(ReducingOp::batchnorm_forward_training));
 }
 
+void BatchNormLayer::forward_activated(backend::Ops& ops, const Tensor& x, Tensor& y,
+                                       ActivationLayer& act, Tensor& activated,
+                                       const StepContext& ctx) {
+  if (!ctx.training) {
+    forward(ops, x, y, ctx);
+    act.forward(ops, y, activated, ctx);
+    return;
+  }
+  y.resize(x.shape());
+  activated.resize(x.shape());
+  const backend::ChannelGeometry g = channel_geometry(info(), batch_of(x));
+  ops.batchnorm_forward_training_activation(
+      g, x.data(), weight_.value.data(), bias_.value.data(), info().spec.momentum,
+      info().spec.epsilon, running_mean_.value.data(), running_var_.value.data(),
+      saved_mean_.data(), saved_inv_std_.data(), act.activation(), y.data(), activated.data(),
+      ctx.mode(ReducingOp::batchnorm_forward_training));
+}
+
 void BatchNormLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&, const Tensor& dy,
                               Tensor* dx, const StepContext& ctx) {
   Tensor& input_grad = dx != nullptr ? *dx : input_grad_;

@@ -81,6 +81,30 @@ void hand_over_relu_backwards(const std::vector<std::unique_ptr<Layer>>& chain) 
   }
 }
 
+std::vector<bool> runs_with_previous(const std::vector<std::unique_ptr<Layer>>& chain) {
+  std::vector<bool> with_previous(chain.size(), false);
+  for (std::size_t i = 1; i < chain.size(); ++i) {
+    with_previous[i] = chain[i - 1]->batchnorm_before_activation() != nullptr &&
+                       chain[i]->activation_after_batchnorm() != nullptr;
+  }
+  return with_previous;
+}
+
+void forward_in_chain(backend::Ops& ops, const std::vector<std::unique_ptr<Layer>>& chain,
+                      std::size_t i, const std::vector<bool>& with_previous,
+                      const std::vector<std::string>& pair_names, const Tensor& x,
+                      std::vector<Tensor>& outputs, const StepContext& ctx) {
+  if (with_previous[i]) return;  // computed with the layer before it
+  if (i + 1 < chain.size() && with_previous[i + 1]) {
+    ops.enter_layer(pair_names[i]);
+    chain[i]->batchnorm_before_activation()->forward_activated(
+        ops, x, outputs[i], *chain[i + 1]->activation_after_batchnorm(), outputs[i + 1], ctx);
+    return;
+  }
+  ops.enter_layer(chain[i]->name());
+  chain[i]->forward(ops, x, outputs[i], ctx);
+}
+
 Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memory)
     : resolved_(resolved), memory_(&memory) {
   for (const spec::ResolvedLayer& info : resolved_.layers) {
@@ -97,6 +121,7 @@ Model::Model(const spec::ResolvedModel& resolved, ModelSeeds seeds, Memory& memo
   inputs_.assign(layers_.size(), nullptr);
   hand_over_relu_backwards(layers_);
   pooled_by_previous_.assign(layers_.size(), false);
+  activated_with_previous_ = runs_with_previous(layers_);
   pair_names_.resize(layers_.size());
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
     pair_names_[i] = layers_[i]->name() + "+" + layers_[i + 1]->name();
@@ -127,8 +152,7 @@ const Tensor& Model::forward(backend::Ops& ops, const Tensor& input, const StepC
       layers_[i]->conv_before_pool()->forward_pooled(
           ops, *x, outputs_[i], *layers_[i + 1]->pool_after_conv(), outputs_[i + 1]);
     } else if (!pooled_by_previous_[i]) {  // else: computed with the conv before it
-      ops.enter_layer(layers_[i]->name());
-      layers_[i]->forward(ops, *x, outputs_[i], ctx);
+      forward_in_chain(ops, layers_, i, activated_with_previous_, pair_names_, *x, outputs_, ctx);
     }
     x = &outputs_[i];
   }

@@ -54,7 +54,11 @@ class Model {
   bool pools_with_conv(backend::Ops& ops, std::size_t i, int batch);
   // pools_with_conv of each layer in the last forward pass; backward makes the same calls.
   std::vector<bool> pooled_by_previous_;
-  // "conv2d_0+maxpool2d_0": the name a conv + pool pair computed in one call is announced under
+  // Whether layer i is an activation that the batch normalisation before it computes in its own
+  // forward call (runs_with_previous).
+  std::vector<bool> activated_with_previous_;
+  // "conv2d_0+maxpool2d_0" (or "batchnorm_0+relu_0"): the name a pair computed in one call is
+  // announced under
   // (Ops::enter_layer), by the conv's index; made once, so that steps allocate nothing.
   std::vector<std::string> pair_names_;
   std::vector<Tensor> grads_;  // grads_[i] = gradient w.r.t. the input of layer i (scratch)

@@ -14,6 +14,11 @@ ResidualLayer::ResidualLayer(const spec::ResolvedLayer& info, const ModelSeeds& 
     projection_ = build_initialized_layer(info.shortcut.front(), seeds, memory);
   }
   hand_over_relu_backwards(body_);
+  body_with_previous_ = runs_with_previous(body_);
+  for (std::size_t i = 0; i < body_.size(); ++i) {
+    body_pair_names_.push_back(i + 1 < body_.size() ? body_[i]->name() + "+" + body_[i + 1]->name()
+                                                    : std::string());
+  }
 }
 
 std::vector<Param*> ResidualLayer::params() {
@@ -38,8 +43,7 @@ std::vector<NamedBuffer*> ResidualLayer::buffers() {
 void ResidualLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y, const StepContext& ctx) {
   const Tensor* in = &x;
   for (std::size_t i = 0; i < body_.size(); ++i) {
-    ops.enter_layer(body_[i]->name());
-    body_[i]->forward(ops, *in, body_outputs_[i], ctx);
+    forward_in_chain(ops, body_, i, body_with_previous_, body_pair_names_, *in, body_outputs_, ctx);
     in = &body_outputs_[i];
   }
   const Tensor* shortcut = &x;

@@ -6,6 +6,7 @@
 // relu after the add (the block's activation). The adds are Ops::residual_add: the output, and
 // the input gradient (the body's plus the shortcut's).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/build.h"
@@ -30,6 +31,10 @@ class ResidualLayer final : public Layer {
   std::vector<std::unique_ptr<Layer>> body_;
   std::unique_ptr<Layer> projection_;  // null: the identity shortcut
   std::vector<Tensor> body_outputs_, body_grads_;
+  // The body's pairs computed in one call (runs_with_previous) and the names they are announced
+  // under.
+  std::vector<bool> body_with_previous_;
+  std::vector<std::string> body_pair_names_;
   Tensor projection_output_{Shape{0}, memory()}, projection_grad_{Shape{0}, memory()};
   Tensor sum_grad_{Shape{0}, memory()};  // the gradient of the add's output, before act
 };

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/norm/channel_kernels.h"
 #include "backend/cpu/reference/reference_ops.h"
@@ -125,6 +126,12 @@ TEST_CASE("the per-plane kernels give the same bits at every instruction set",
       k.normalize_backward(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f, out.data());
       portable.normalize_backward(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f,
                                   expected.data());
+      REQUIRE(test::same_bits(out, expected));
+      // normalize_relu: normalize's values, then the relu of activation_forward, bit for bit.
+      k.normalize_relu(dy.data(), count, 0.2f, 1.3f, -0.1f, out.data());
+      portable.normalize(dy.data(), count, 0.2f, 1.3f, -0.1f, expected.data());
+      ra::backend::cpu::activate(ra::backend::Activation::relu, expected.data(), expected.data(),
+                                 count);
       REQUIRE(test::same_bits(out, expected));
     }
   }

@@ -91,6 +91,8 @@ void call_every_op(Ops& ops, StandIns& s) {
   ops.digest({});
   const ChannelGeometry channels{};
   ops.batchnorm_forward_training(channels, f, f, f, 0.1f, 1e-5f, f, f, f, f, f, det);
+  ops.batchnorm_forward_training_activation(channels, f, f, f, 0.1f, 1e-5f, f, f, f, f,
+                                            Activation::relu, f, f, nondet);
   ops.batchnorm_forward_inference(channels, f, f, f, f, f, 1e-5f, f);
   ops.batchnorm_backward(channels, f, f, f, f, f, f, f, f, nondet);
   ops.global_avgpool_forward(channels, f, f);
@@ -105,7 +107,7 @@ TEST_CASE("every op reaches the hook as its row of the op table says", "[backend
   CallSpy spy(cpu, true);
   StandIns stand_ins;
   call_every_op(spy, stand_ins);
-  REQUIRE(spy.seen.size() == 28);
+  REQUIRE(spy.seen.size() == 29);
   std::set<const OpInfo*> reached;
   for (const Seen& s : spy.seen) {
     INFO(s.op->timing_label);
@@ -129,18 +131,28 @@ TEST_CASE("composites reach the hook as their parts unless asked for whole", "[b
   CallSpy parts(cpu, false);
   parts.conv2d_forward_maxpool(s.conv, s.f, s.f, s.f, Activation::relu, s.pool, s.f, s.f, s.i);
   parts.conv2d_backward_maxpool(s.conv, s.pool, s.pooled, s.f, s.f, s.f, s.f, s.f, s.f, s.f, {});
+  const ChannelGeometry channels{};
+  parts.batchnorm_forward_training_activation(channels, s.f, s.f, s.f, 0.1f, 1e-5f, s.f, s.f, s.f,
+                                              s.f, Activation::relu, s.f, s.f,
+                                              KernelMode::deterministic);
   CHECK(parts.ops() == std::vector{row(OpId::conv2d_forward), row(OpId::maxpool2d_forward),
                                    row(OpId::maxpool2d_backward), row(OpId::conv2d_backward_filter),
-                                   row(OpId::conv2d_backward_bias),
-                                   row(OpId::conv2d_backward_data)});
+                                   row(OpId::conv2d_backward_bias), row(OpId::conv2d_backward_data),
+                                   row(OpId::batchnorm_forward_training),
+                                   row(OpId::activation_forward)});
   CallSpy whole(cpu, true);
   whole.conv2d_forward_maxpool(s.conv, s.f, s.f, s.f, Activation::relu, s.pool, s.f, s.f, s.i);
   ConvPoolBackwardModes modes;
   modes.filter = KernelMode::nondeterministic;
   whole.conv2d_backward_maxpool(s.conv, s.pool, s.pooled, s.f, s.f, s.f, s.f, s.f, s.f, s.f, modes);
-  CHECK(whole.ops() ==
-        std::vector{row(OpId::conv2d_forward_maxpool), row(OpId::conv2d_backward_maxpool)});
+  whole.batchnorm_forward_training_activation(channels, s.f, s.f, s.f, 0.1f, 1e-5f, s.f, s.f, s.f,
+                                              s.f, Activation::relu, s.f, s.f,
+                                              KernelMode::nondeterministic);
+  CHECK(whole.ops() == std::vector{row(OpId::conv2d_forward_maxpool),
+                                   row(OpId::conv2d_backward_maxpool),
+                                   row(OpId::batchnorm_forward_training_activation)});
   CHECK(whole.seen[1].mode == KernelMode::nondeterministic);  // filed under the filter's mode
+  CHECK(whole.seen[2].mode == KernelMode::nondeterministic);  // the batchnorm's
 }
 
 TEST_CASE("the op table names each op once and finds recorded ops by name", "[backend][ops]") {

@@ -312,13 +312,16 @@ TEST_CASE("the model hands a relu backward to the max-pool or conv after it", "[
   }
 }
 
-TEST_CASE("a relu layer hands its backward to the conv after it, in a residual body too", "[nn]") {
-  // A pre-activation block (batchnorm, relu, conv) at the top level and inside a residual body,
-  // against the same model with a dropout of rate 0 after each relu (an identity that takes
-  // nothing over, so the relu backward runs as its own pass): the same gradients bit for bit,
-  // and no relu backward pass where a conv follows the relu.
-  auto spec_of = [](const char* after_relu) {
-    const std::string relu = std::string(R"({"type": "relu"})") + after_relu;
+TEST_CASE("batchnorm and relu run as one call, the relu's backward in the conv's", "[nn]") {
+  // Pre-activation blocks (batchnorm, relu, conv) at the top level and inside a residual body:
+  // each batchnorm and its relu run forward as one backend call (the CPU backend's fused pass),
+  // and each relu hands its backward to the conv after it. Against the same model with an
+  // identity (a dropout of rate 0) before and after each relu, which pairs and hands over
+  // nothing: the same gradients and running statistics bit for bit, and no relu backward pass.
+  auto spec_of = [](bool identities) {
+    const std::string identity = identities ? R"({"type": "dropout", "rate": 0.0})" : "";
+    const std::string relu = identities ? identity + R"(, {"type": "relu"}, )" + identity
+                                        : std::string(R"({"type": "relu"})");
     return ra::spec::parse_spec(nlohmann::json::parse(R"({
       "data": {"train": {"format": "random", "samples": 8, "shape": [2, 8, 8], "classes": 3}},
       "model": {"input": [2, 8, 8], "layers": [
@@ -336,27 +339,31 @@ TEST_CASE("a relu layer hands its backward to the conv after it, in a residual b
   };
   const ra::Tensor x = random_input({4, 2, 8, 8}, 11);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};
-  auto run = [&](const ra::spec::ExperimentSpec& spec, int& relu_backward_calls) {
+  auto run = [&](const ra::spec::ExperimentSpec& spec, ra::backend::Ops& ops) {
     ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
-    GateSpy ops;
     ra::nn::StepContext ctx{true, 3, &spec.determinism};
     ra::Tensor dout;
     const ra::Tensor& out = model.forward(ops, x, ctx);
     ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
     model.backward(ops, dout, ctx);
-    relu_backward_calls = ops.relu_backward_calls;
-    std::vector<float> grads;
+    std::vector<float> values;
     for (ra::nn::Param* p : model.params())
-      grads.insert(grads.end(), p->grad.begin(), p->grad.end());
-    return grads;
+      values.insert(values.end(), p->grad.begin(), p->grad.end());
+    for (ra::nn::NamedBuffer* b : model.buffers()) {
+      values.insert(values.end(), b->value.begin(), b->value.end());
+    }
+    return values;
   };
-  int handed = -1, separate = -1;
-  const auto a = run(spec_of(""), handed);
-  const auto b = run(spec_of(R"(, {"type": "dropout", "rate": 0.0})"), separate);
-  REQUIRE(handed == 0);
-  REQUIRE(separate == 3);
+  const auto paired = spec_of(false), separate = spec_of(true);
+  ra::backend::cpu::CpuOps cpu(2);
+  const auto a = run(paired, cpu), b = run(separate, cpu);
   REQUIRE(a.size() == b.size());
   REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  GateSpy spy_paired, spy_separate;
+  run(paired, spy_paired);
+  run(separate, spy_separate);
+  REQUIRE(spy_paired.relu_backward_calls == 0);
+  REQUIRE(spy_separate.relu_backward_calls == 3);
 }
 
 TEST_CASE("a flatten passes its input through to the next layer and its gradient back", "[nn]") {

@@ -1,4 +1,5 @@
-// Per-channel cases: batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
+// Per-channel cases: batchnorm_forward_training, batchnorm_forward_training_activation (with relu:
+// the CPU backend's fused pass), batchnorm_forward_inference, batchnorm_backward,
 // global_avgpool_forward, global_avgpool_backward.
 // Planes of one pixel, planes shorter than the kernels' 16 lanes, whole lanes with a tail, many
 // planes a task and several tasks a channel (backend/cpu/cpu_channel.cpp), and inputs far from
@@ -144,6 +145,31 @@ void add_training(std::vector<OpCase>& table, const ChannelShape& shape) {
                    [g](const Arrays& a) { return training_expected(g, a); }});
 }
 
+// The composite with relu: the training forward's expectations, y through relu (which moves no
+// value further from the reference's than it was); bn_out may stay unwritten, so is not checked.
+void add_training_relu(std::vector<OpCase>& table, const ChannelShape& shape) {
+  const ChannelGeometry g = shape.g;
+  table.push_back({"batchnorm_forward_training_activation", std::string(shape.name) + ", relu",
+                   true, false,
+                   [shape] {
+                     Arrays a = channel_inputs(shape);
+                     a.f32["bn_out"] = nan_values(shape.g.x_size());
+                     return a;
+                   },
+                   [g](Ops& ops, BackendArrays& a, KernelMode mode) {
+                     ops.batchnorm_forward_training_activation(
+                         g, a.f32("x"), a.f32("gamma"), a.f32("beta"), kMomentum, kEpsilon,
+                         a.f32("running_mean"), a.f32("running_var"), a.f32("saved_mean"),
+                         a.f32("saved_inv_std"), ra::backend::Activation::relu, a.f32("bn_out"),
+                         a.f32("y"), mode);
+                   },
+                   [g](const Arrays& a) {
+                     Expected e = training_expected(g, a);
+                     for (double& v : e.f32.at("y").value) v = v > 0 ? v : 0.0;
+                     return e;
+                   }});
+}
+
 void add_inference(std::vector<OpCase>& table, const ChannelShape& shape) {
   const ChannelGeometry g = shape.g;
   table.push_back({"batchnorm_forward_inference", shape.name, false, false,
@@ -266,6 +292,7 @@ void add_global_avgpool(std::vector<OpCase>& table, const ChannelShape& shape) {
 
 void add_channel_cases(std::vector<OpCase>& table) {
   for (const ChannelShape& shape : kChannelShapes) add_training(table, shape);
+  for (const ChannelShape& shape : kChannelShapes) add_training_relu(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_inference(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_backward(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_global_avgpool(table, shape);

@@ -66,6 +66,30 @@ void CpuOps::batchnorm_forward_training(const ChannelGeometry& g, const float* x
                                         float epsilon, float* running_mean, float* running_var,
                                         float* saved_mean, float* saved_inv_std, float* y,
                                         KernelMode mode) {
+  batchnorm_training(g, x, gamma, beta, momentum, epsilon, running_mean, running_var, saved_mean,
+                     saved_inv_std, false, y, mode);
+}
+
+void CpuOps::batchnorm_forward_training_activation(
+    const ChannelGeometry& g, const float* x, const float* gamma, const float* beta, float momentum,
+    float epsilon, float* running_mean, float* running_var, float* saved_mean, float* saved_inv_std,
+    Activation act, float* bn_out, float* y, KernelMode mode) {
+  // relu's pass over y (a read and a write of the whole tensor) folded into the normalisation's
+  // store: the same float operations (channel_lanes.h), so the bits of the two ops.
+  if (act != Activation::none && act != Activation::relu) {
+    Ops::batchnorm_forward_training_activation(g, x, gamma, beta, momentum, epsilon, running_mean,
+                                               running_var, saved_mean, saved_inv_std, act, bn_out,
+                                               y, mode);
+    return;
+  }
+  batchnorm_training(g, x, gamma, beta, momentum, epsilon, running_mean, running_var, saved_mean,
+                     saved_inv_std, act == Activation::relu, y, mode);
+}
+
+void CpuOps::batchnorm_training(const ChannelGeometry& g, const float* x, const float* gamma,
+                                const float* beta, float momentum, float epsilon,
+                                float* running_mean, float* running_var, float* saved_mean,
+                                float* saved_inv_std, bool relu, float* y, KernelMode mode) {
   const ChannelKernels& k = channel_kernels();
   const std::int64_t hw = g.spatial();
   const double m = double(g.n) * double(hw);
@@ -82,10 +106,11 @@ void CpuOps::batchnorm_forward_training(const ChannelGeometry& g, const float* x
     running_mean[c] = float((1.0 - momentum) * running_mean[c] + double(momentum) * saved_mean[c]);
     running_var[c] = float((1.0 - momentum) * running_var[c] + double(momentum) * unbiased);
   }
+  const auto normalize = relu ? k.normalize_relu : k.normalize;
   for_planes(pool_, g, [&](std::int64_t plane) {
     const std::int64_t c = plane % g.c;
-    k.normalize(x + plane * hw, hw, saved_mean[c], saved_inv_std[c] * gamma[c], beta[c],
-                y + plane * hw);
+    normalize(x + plane * hw, hw, saved_mean[c], saved_inv_std[c] * gamma[c], beta[c],
+              y + plane * hw);
   });
 }
 

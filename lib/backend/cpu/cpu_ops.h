@@ -83,6 +83,14 @@ class CpuOps final : public Ops {
                                   const float* beta, float momentum, float epsilon,
                                   float* running_mean, float* running_var, float* saved_mean,
                                   float* saved_inv_std, float* y, KernelMode mode) override;
+  // Fused for relu (and none): the activation applied as the normalised values are stored, bn_out
+  // left unwritten; other activations run as the two ops.
+  void batchnorm_forward_training_activation(const ChannelGeometry& g, const float* x,
+                                             const float* gamma, const float* beta, float momentum,
+                                             float epsilon, float* running_mean, float* running_var,
+                                             float* saved_mean, float* saved_inv_std,
+                                             Activation act, float* bn_out, float* y,
+                                             KernelMode mode) override;
   void batchnorm_forward_inference(const ChannelGeometry& g, const float* x, const float* gamma,
                                    const float* beta, const float* running_mean,
                                    const float* running_var, float epsilon, float* y) override;
@@ -119,6 +127,11 @@ class CpuOps final : public Ops {
   template <class PlaneSums>
   void channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
                     const PlaneSums& plane_sums);
+  // batchnorm_forward_training with y = relu(y) when `relu` (cpu_channel.cpp).
+  void batchnorm_training(const ChannelGeometry& g, const float* x, const float* gamma,
+                          const float* beta, float momentum, float epsilon, float* running_mean,
+                          float* running_var, float* saved_mean, float* saved_inv_std, bool relu,
+                          float* y, KernelMode mode);
 
   ThreadPool pool_;
   cpu::ScratchArena scratch_;

@@ -20,6 +20,10 @@ struct ChannelKernels {
   // y = (x - shift) * scale + offset ('='); y may be x.
   void (*normalize)(const float* x, std::int64_t count, float shift, float scale, float offset,
                     float* y);
+  // y = relu((x - shift) * scale + offset) ('='): normalize's value, then activation.h's relu;
+  // y may be x.
+  void (*normalize_relu)(const float* x, std::int64_t count, float shift, float scale, float offset,
+                         float* y);
   // dx = (dy - mean_dy - (x - mean) * slope) * scale ('='); dx may be dy.
   void (*normalize_backward)(const float* x, const float* dy, std::int64_t count, float mean,
                              float mean_dy, float slope, float scale, float* dx);

@@ -64,6 +64,17 @@ void normalize(const float* x, std::int64_t count, float shift, float scale, flo
   for (std::int64_t j = 0; j < count; ++j) y[j] = (x[j] - shift) * scale + offset;
 }
 
+// y = relu((x - shift) * scale + offset): normalize's value, then the relu of activation.h (the
+// value where it is > 0, else +0); x and y may alias.
+template <class Tag>
+void normalize_relu(const float* x, std::int64_t count, float shift, float scale, float offset,
+                    float* y) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    const float v = (x[j] - shift) * scale + offset;
+    y[j] = v > 0.0f ? v : 0.0f;
+  }
+}
+
 // dx = (dy - mean_dy - (x - mean) * slope) * scale; dx may alias dy.
 template <class Tag>
 void normalize_backward(const float* x, const float* dy, std::int64_t count, float mean,
@@ -76,8 +87,8 @@ void normalize_backward(const float* x, const float* dy, std::int64_t count, flo
 // The table of one instruction set's instantiations (channel_kernels.h).
 template <class Tag, class Table>
 constexpr Table table() {
-  return Table{&sum<Tag>, &centered_square_sum<Tag>, &centered_dot<Tag>, &normalize<Tag>,
-               &normalize_backward<Tag>};
+  return Table{&sum<Tag>,       &centered_square_sum<Tag>, &centered_dot<Tag>,
+               &normalize<Tag>, &normalize_relu<Tag>,      &normalize_backward<Tag>};
 }
 
 }  // namespace ra::backend::cpu::channel_lanes
