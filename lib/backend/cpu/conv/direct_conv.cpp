@@ -152,10 +152,11 @@ void for_each_filter_block(const ConvGeometry& g, const Lanes& lanes, const Fn& 
 
 // Adds one image's filter gradient into partial [CRS][K padded]: rows = taps (gathered), lanes =
 // filters, depth = the output pixels in ascending order (dy_t's rows), block by block; `ahead`
-// takes a step after each tile.
+// takes a step after each tile. With fresh, partial holds no sums yet: the first depth block's
+// chains start from zero (the bits of starting from a zeroed partial) and overwrite it.
 void accumulate_filter_image(const ConvGeometry& g, const Source& source, const BlockTiles& tiles,
                              const Lanes& lanes, const float* src, const float* dy_t,
-                             const std::int64_t* tap_offsets, float* partial,
+                             const std::int64_t* tap_offsets, float* partial, bool fresh,
                              PrefetchAhead& ahead) {
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
   for_each_filter_block(g, lanes,
@@ -171,7 +172,7 @@ void accumulate_filter_image(const ConvGeometry& g, const Source& source, const 
                           t.panel_stride = lanes.padded;
                           t.out = partial + lane0;
                           t.out_stride = lanes.padded;
-                          t.first = false;
+                          t.first = fresh && p0 == 0;
                           run_tiles(tiles.of(vectors), taps, t, &ahead);
                         });
 }
@@ -280,8 +281,10 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   const std::int64_t tile_calls = filter_tile_calls(g, tiles, lanes);
   reduce_chunks(
       pool, scratch, mode, plan.chunks, size, result,
-      [&](std::int64_t chunk, float* partial, int worker) {
+      [&](std::int64_t chunk, float* partial, int worker, bool fresh) {
         float* dy_t = scratch.worker(worker, WorkerBuffer::pixel_major_gradient, dy_t_floats);
+        // A fresh partial is written by the first image's tiles; only db's sums need zeroes.
+        if (fresh) std::fill(partial + filter_size, partial + size, 0.0f);
         // Once per chunk, not per image: dy_t's images are written in lanes [0, K) only, and
         // nothing else writes this worker's buffer until the chunk ends (other ops may
         // between chunks, hence not once per call).
@@ -305,7 +308,8 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           } else {
             transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
           }
-          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial, ahead);
+          accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
+                                  fresh && n == plan.begin(chunk), ahead);
           if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
             add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, isa);
           }
