@@ -237,6 +237,23 @@ void ForwardingOps::batchnorm_backward(const ChannelGeometry& g, const float* x,
             }});
 }
 
+// A composite, as those above: whole when the decorator asks, else Ops' default (its parts).
+void ForwardingOps::batchnorm_backward_add(const ChannelGeometry& g, const float* x,
+                                           const float* dy, const float* gamma,
+                                           const float* saved_mean, const float* saved_inv_std,
+                                           const float* addend, float* dx, float* dgamma,
+                                           float* dbeta, KernelMode mode) {
+  if (!composites_whole_) {
+    Ops::batchnorm_backward_add(g, x, dy, gamma, saved_mean, saved_inv_std, addend, dx, dgamma,
+                                dbeta, mode);
+    return;
+  }
+  dispatch({.op = row(OpId::batchnorm_backward_add), .mode = mode, .run = [&] {
+              inner_->batchnorm_backward_add(g, x, dy, gamma, saved_mean, saved_inv_std, addend, dx,
+                                             dgamma, dbeta, mode);
+            }});
+}
+
 void ForwardingOps::global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) {
   dispatch({.op = row(OpId::global_avgpool_forward),
             .inputs = {f32(x, g.x_size())},

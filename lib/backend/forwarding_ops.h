@@ -5,7 +5,8 @@
 // override that alone; tests may also override single ops to count calls or stand in for a device
 // backend. One list of forwards (forwarding_ops.cpp), so an Ops signature change is made there
 // once. Composite ops with a default in Ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
-// conv2d_backward_maxpool, batchnorm_forward_training_activation) are not forwarded whole unless a
+// conv2d_backward_maxpool, batchnorm_forward_training_activation, batchnorm_backward_add) are not
+// forwarded whole unless a
 // decorator asks for them whole (observe_composites_whole): the default calls their parts through
 // the decorator, so a decorator observing the parts sees them (and a training run through one takes
 // the unfused paths: tests compare it with the plain backend bit for bit).
@@ -106,6 +107,10 @@ class ForwardingOps : public Ops {
   void batchnorm_backward(const ChannelGeometry& g, const float* x, const float* dy,
                           const float* gamma, const float* saved_mean, const float* saved_inv_std,
                           float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
+  void batchnorm_backward_add(const ChannelGeometry& g, const float* x, const float* dy,
+                              const float* gamma, const float* saved_mean,
+                              const float* saved_inv_std, const float* addend, float* dx,
+                              float* dgamma, float* dbeta, KernelMode mode) override;
   void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
   void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
   void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;
@@ -139,7 +144,8 @@ class ForwardingOps : public Ops {
   // The one hook: every op call made through this decorator, described. The default runs it.
   virtual void observe(const OpCall& call) { call.run(); }
   // Whether the composite ops (conv2d_forward_maxpool, conv2d_backward_filter_bias,
-  // conv2d_backward_maxpool, batchnorm_forward_training_activation) reach observe() whole, run by
+  // conv2d_backward_maxpool, batchnorm_forward_training_activation, batchnorm_backward_add) reach
+  // observe() whole, run by
   // the inner backend (its fused passes), rather than as Ops' defaults whose parts each reach it
   // (the default; see the top).
   void observe_composites_whole(bool whole) noexcept { composites_whole_ = whole; }

@@ -234,6 +234,18 @@ class Ops {
                                   const float* gamma, const float* saved_mean,
                                   const float* saved_inv_std, float* dx, float* dgamma,
                                   float* dbeta, KernelMode mode) = 0;
+  // dx = batchnorm_backward's dx + addend, the other outputs batchnorm_backward's: the backward
+  // and the residual_add after it in one call, for a residual block whose body starts with a
+  // batch normalisation (its input gradient is the body's plus the shortcut's, addend). The
+  // values are those of the two ops (the add's operands in that order). addend may alias neither
+  // dy nor dx.
+  virtual void batchnorm_backward_add(const ChannelGeometry& g, const float* x, const float* dy,
+                                      const float* gamma, const float* saved_mean,
+                                      const float* saved_inv_std, const float* addend, float* dx,
+                                      float* dgamma, float* dbeta, KernelMode mode) {
+    batchnorm_backward(g, x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, mode);
+    residual_add(g.x_size(), dx, addend, dx);
+  }
 
   // ---- global average pooling ----
   // y[n, c] = (sum of the plane (n, c) of x) / (H * W) ('=', y [N, C]): one writer per output,

@@ -37,6 +37,7 @@ enum class OpId {
   batchnorm_forward_training_activation,
   batchnorm_forward_inference,
   batchnorm_backward,
+  batchnorm_backward_add,
   global_avgpool_forward,
   global_avgpool_backward,
   residual_add,
@@ -110,6 +111,8 @@ inline constexpr std::array kOpTable{
     OpInfo{OpId::batchnorm_backward, "batchnorm.backward", "batchnorm_backward",
            "batchnorm.backward", true,
            {"x", "dy", "gamma", "saved mean", "saved inverse std"}, {"dx", "dgamma", "dbeta"}},
+    // A composite (batchnorm backward, then a residual add into its dx), recorded as its parts.
+    OpInfo{OpId::batchnorm_backward_add, "", "batchnorm_backward_add", "", true, {}, {}},
     OpInfo{OpId::global_avgpool_forward, "global_avgpool.forward", "global_avgpool_forward", "",
            false, {"x"}, {"y"}},
     OpInfo{OpId::global_avgpool_backward, "global_avgpool.backward", "global_avgpool_backward", "",

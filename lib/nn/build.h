@@ -32,7 +32,7 @@ std::unique_ptr<Layer> build_initialized_layer(const spec::ResolvedLayer& info,
 void hand_over_relu_backwards(const std::vector<std::unique_ptr<Layer>>& chain);
 
 // For each layer of a chain, whether the layer before it computes it in its own forward call (a
-// batch normalisation and the activation layer after it: Layer::batchnorm_before_activation).
+// batch normalisation and the activation layer after it: Layer::as_batchnorm).
 std::vector<bool> runs_with_previous(const std::vector<std::unique_ptr<Layer>>& chain);
 // Runs layer i of a chain forward, from x into outputs[i], or, where the next layer runs with it
 // (with_previous[i + 1]), the pair, into outputs[i] and outputs[i + 1]; names the call's layer (or

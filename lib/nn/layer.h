@@ -104,12 +104,13 @@ class Layer {
   virtual Conv2dLayer* conv_before_pool() { return nullptr; }
   // and a max-pool, which such a conv can compute in its own forward and backward, here.
   virtual MaxPool2dLayer* pool_after_conv() { return nullptr; }
-  // A batch normalisation returns itself here and an activation layer here: in a chain, the two
+  // A batch normalisation returns itself here and an activation layer here. In a chain, the two
   // run forward as one backend call (Ops::batchnorm_forward_training_activation: nothing but the
-  // activation reads the normalisation's output, its backward reads its input), see
-  // runs_with_previous below.
-  virtual BatchNormLayer* batchnorm_before_activation() { return nullptr; }
-  virtual ActivationLayer* activation_after_batchnorm() { return nullptr; }
+  // activation reads the normalisation's output, its backward reads its input; runs_with_previous
+  // in build.h), and a residual block whose body starts with a batch normalisation has it add the
+  // shortcut's gradient to the input gradient it computes (Ops::batchnorm_backward_add).
+  virtual BatchNormLayer* as_batchnorm() { return nullptr; }
+  virtual ActivationLayer* as_activation() { return nullptr; }
 
  protected:
   bool relu_backward_handed_over() const noexcept { return relu_backward_handed_over_; }

@@ -336,6 +336,15 @@ void BatchNormLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor&,
                          ctx.mode(ReducingOp::batchnorm_backward));
 }
 
+void BatchNormLayer::backward_add(backend::Ops& ops, const Tensor& x, const Tensor& dy,
+                                  const Tensor& addend, Tensor& dx, const StepContext& ctx) {
+  dx.resize(x.shape());
+  ops.batchnorm_backward_add(channel_geometry(info(), batch_of(x)), x.data(), dy.data(),
+                             weight_.value.data(), saved_mean_.data(), saved_inv_std_.data(),
+                             addend.data(), dx.data(), weight_.grad.data(), bias_.grad.data(),
+                             ctx.mode(ReducingOp::batchnorm_backward));
+}
+
 // ---- global average pooling ------------------------------------------------------------------
 void GlobalAvgPoolLayer::forward(backend::Ops& ops, const Tensor& x, Tensor& y,
                                  const StepContext&) {

@@ -127,7 +127,7 @@ class ActivationLayer final : public Layer {
     return info().spec.activation == spec::Activation::relu;
   }
   bool passes_gradient_through() const override { return relu_backward_handed_over(); }
-  ActivationLayer* activation_after_batchnorm() override { return this; }
+  ActivationLayer* as_activation() override { return this; }
 };
 
 // Batch normalisation over the channels of a [C, H, W] input (PyTorch's BatchNorm2d): in training
@@ -143,12 +143,16 @@ class BatchNormLayer final : public Layer {
   std::vector<Param*> params() override { return {&weight_, &bias_}; }
   std::vector<NamedBuffer*> buffers() override { return {&running_mean_, &running_var_}; }
   bool initializes_own_params() const override { return true; }
-  BatchNormLayer* batchnorm_before_activation() override { return this; }
+  BatchNormLayer* as_batchnorm() override { return this; }
   // This layer's forward (into y) and the activation layer's after it (into activated) in one
   // backend call in training (Ops::batchnorm_forward_training_activation: y may stay unwritten),
   // the two calls outside it.
   void forward_activated(backend::Ops& ops, const Tensor& x, Tensor& y, ActivationLayer& act,
                          Tensor& activated, const StepContext& ctx);
+  // backward, with dx = this layer's input gradient + addend, in one backend call
+  // (Ops::batchnorm_backward_add); addend may alias neither dy nor dx.
+  void backward_add(backend::Ops& ops, const Tensor& x, const Tensor& dy, const Tensor& addend,
+                    Tensor& dx, const StepContext& ctx);
 
  private:
   Param weight_, bias_;

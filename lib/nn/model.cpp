@@ -84,8 +84,8 @@ void hand_over_relu_backwards(const std::vector<std::unique_ptr<Layer>>& chain) 
 std::vector<bool> runs_with_previous(const std::vector<std::unique_ptr<Layer>>& chain) {
   std::vector<bool> with_previous(chain.size(), false);
   for (std::size_t i = 1; i < chain.size(); ++i) {
-    with_previous[i] = chain[i - 1]->batchnorm_before_activation() != nullptr &&
-                       chain[i]->activation_after_batchnorm() != nullptr;
+    with_previous[i] =
+        chain[i - 1]->as_batchnorm() != nullptr && chain[i]->as_activation() != nullptr;
   }
   return with_previous;
 }
@@ -97,8 +97,8 @@ void forward_in_chain(backend::Ops& ops, const std::vector<std::unique_ptr<Layer
   if (with_previous[i]) return;  // computed with the layer before it
   if (i + 1 < chain.size() && with_previous[i + 1]) {
     ops.enter_layer(pair_names[i]);
-    chain[i]->batchnorm_before_activation()->forward_activated(
-        ops, x, outputs[i], *chain[i + 1]->activation_after_batchnorm(), outputs[i + 1], ctx);
+    chain[i]->as_batchnorm()->forward_activated(ops, x, outputs[i], *chain[i + 1]->as_activation(),
+                                                outputs[i + 1], ctx);
     return;
   }
   ops.enter_layer(chain[i]->name());

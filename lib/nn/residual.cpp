@@ -1,5 +1,7 @@
 #include "nn/residual.h"
 
+#include "nn/layers.h"
+
 namespace ra::nn {
 
 ResidualLayer::ResidualLayer(const spec::ResolvedLayer& info, const ModelSeeds& seeds,
@@ -15,6 +17,7 @@ ResidualLayer::ResidualLayer(const spec::ResolvedLayer& info, const ModelSeeds& 
   }
   hand_over_relu_backwards(body_);
   body_with_previous_ = runs_with_previous(body_);
+  if (!body_.empty()) head_add_name_ = body_.front()->name() + "+" + name();
   for (std::size_t i = 0; i < body_.size(); ++i) {
     body_pair_names_.push_back(i + 1 < body_.size() ? body_[i]->name() + "+" + body_[i + 1]->name()
                                                     : std::string());
@@ -72,9 +75,18 @@ void ResidualLayer::backward(backend::Ops& ops, const Tensor& x, const Tensor& y
   }
   // The body, last layer first. Its first layer computes an input gradient only when the block
   // must (dx), as the Model asks of its first layer.
+  // A body that starts with a batch normalisation adds an identity shortcut's gradient as it
+  // stores its input gradient: the add's pass is saved.
+  BatchNormLayer* head = body_.empty() ? nullptr : body_.front()->as_batchnorm();
+  const bool head_adds = head != nullptr && !projection_ && dx != nullptr;
   const Tensor* body_dx = grad;
   for (std::size_t i = body_.size(); i-- > 0;) {
     if (body_[i]->passes_gradient_through()) continue;  // body_dx is its input gradient as it is
+    if (i == 0 && head_adds) {
+      ops.enter_layer(head_add_name_);
+      head->backward_add(ops, x, *body_dx, *grad, *dx, ctx);
+      return;
+    }
     const Tensor& in = i == 0 ? x : body_outputs_[i - 1];
     Tensor* into = i == 0 && dx == nullptr ? nullptr : &body_grads_[i];
     ops.enter_layer(body_[i]->name());

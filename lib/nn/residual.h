@@ -35,6 +35,10 @@ class ResidualLayer final : public Layer {
   // under.
   std::vector<bool> body_with_previous_;
   std::vector<std::string> body_pair_names_;
+  // "block.batchnorm_0+block": the name the body's first layer and the block's add are announced
+  // under when they run as one call (a body that starts with a batch normalisation, and an
+  // identity shortcut: Ops::batchnorm_backward_add).
+  std::string head_add_name_;
   Tensor projection_output_{Shape{0}, memory()}, projection_grad_{Shape{0}, memory()};
   Tensor sum_grad_{Shape{0}, memory()};  // the gradient of the add's output, before act
 };

@@ -127,6 +127,12 @@ TEST_CASE("the per-plane kernels give the same bits at every instruction set",
       portable.normalize_backward(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f,
                                   expected.data());
       REQUIRE(test::same_bits(out, expected));
+      // normalize_backward_add: normalize_backward's values, then the add, bit for bit.
+      const auto addend = test::random_values(count, 23);
+      k.normalize_backward_add(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f, addend.data(),
+                               out.data());
+      for (std::int64_t i = 0; i < count; ++i) expected[i] += addend[i];
+      REQUIRE(test::same_bits(out, expected));
       // normalize_relu: normalize's values, then the relu of activation_forward, bit for bit.
       k.normalize_relu(dy.data(), count, 0.2f, 1.3f, -0.1f, out.data());
       portable.normalize(dy.data(), count, 0.2f, 1.3f, -0.1f, expected.data());

@@ -95,6 +95,7 @@ void call_every_op(Ops& ops, StandIns& s) {
                                             Activation::relu, f, f, nondet);
   ops.batchnorm_forward_inference(channels, f, f, f, f, f, 1e-5f, f);
   ops.batchnorm_backward(channels, f, f, f, f, f, f, f, f, nondet);
+  ops.batchnorm_backward_add(channels, f, f, f, f, f, f, f, f, f, det);
   ops.global_avgpool_forward(channels, f, f);
   ops.global_avgpool_backward(channels, f, f);
   ops.residual_add(1, f, f, f);
@@ -107,7 +108,7 @@ TEST_CASE("every op reaches the hook as its row of the op table says", "[backend
   CallSpy spy(cpu, true);
   StandIns stand_ins;
   call_every_op(spy, stand_ins);
-  REQUIRE(spy.seen.size() == 29);
+  REQUIRE(spy.seen.size() == 30);
   std::set<const OpInfo*> reached;
   for (const Seen& s : spy.seen) {
     INFO(s.op->timing_label);
@@ -135,11 +136,14 @@ TEST_CASE("composites reach the hook as their parts unless asked for whole", "[b
   parts.batchnorm_forward_training_activation(channels, s.f, s.f, s.f, 0.1f, 1e-5f, s.f, s.f, s.f,
                                               s.f, Activation::relu, s.f, s.f,
                                               KernelMode::deterministic);
+  parts.batchnorm_backward_add(channels, s.f, s.f, s.f, s.f, s.f, s.f, s.f, s.f, s.f,
+                               KernelMode::deterministic);
   CHECK(parts.ops() == std::vector{row(OpId::conv2d_forward), row(OpId::maxpool2d_forward),
                                    row(OpId::maxpool2d_backward), row(OpId::conv2d_backward_filter),
                                    row(OpId::conv2d_backward_bias), row(OpId::conv2d_backward_data),
                                    row(OpId::batchnorm_forward_training),
-                                   row(OpId::activation_forward)});
+                                   row(OpId::activation_forward), row(OpId::batchnorm_backward),
+                                   row(OpId::residual_add)});
   CallSpy whole(cpu, true);
   whole.conv2d_forward_maxpool(s.conv, s.f, s.f, s.f, Activation::relu, s.pool, s.f, s.f, s.i);
   ConvPoolBackwardModes modes;
@@ -148,9 +152,12 @@ TEST_CASE("composites reach the hook as their parts unless asked for whole", "[b
   whole.batchnorm_forward_training_activation(channels, s.f, s.f, s.f, 0.1f, 1e-5f, s.f, s.f, s.f,
                                               s.f, Activation::relu, s.f, s.f,
                                               KernelMode::nondeterministic);
+  whole.batchnorm_backward_add(channels, s.f, s.f, s.f, s.f, s.f, s.f, s.f, s.f, s.f,
+                               KernelMode::deterministic);
   CHECK(whole.ops() == std::vector{row(OpId::conv2d_forward_maxpool),
                                    row(OpId::conv2d_backward_maxpool),
-                                   row(OpId::batchnorm_forward_training_activation)});
+                                   row(OpId::batchnorm_forward_training_activation),
+                                   row(OpId::batchnorm_backward_add)});
   CHECK(whole.seen[1].mode == KernelMode::nondeterministic);  // filed under the filter's mode
   CHECK(whole.seen[2].mode == KernelMode::nondeterministic);  // the batchnorm's
 }

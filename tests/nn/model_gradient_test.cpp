@@ -258,6 +258,19 @@ class GateSpy final : public ra::test::ForwardingOps {
  public:
   int relu_backward_calls = 0;
   int gated_conv_backward_data = 0, gated_maxpool_backward = 0;
+  int batchnorm_backward_adds = 0, residual_adds = 0;
+  void batchnorm_backward_add(const ra::backend::ChannelGeometry& g, const float* x,
+                              const float* dy, const float* gamma, const float* mean,
+                              const float* inv_std, const float* addend, float* dx, float* dgamma,
+                              float* dbeta, ra::backend::KernelMode m) override {
+    ++batchnorm_backward_adds;
+    ForwardingOps::batchnorm_backward_add(g, x, dy, gamma, mean, inv_std, addend, dx, dgamma, dbeta,
+                                          m);
+  }
+  void residual_add(std::int64_t n, const float* a, const float* b, float* y) override {
+    ++residual_adds;
+    ForwardingOps::residual_add(n, a, b, y);
+  }
   void activation_backward(ra::backend::Activation a, std::int64_t n, const float* y,
                            const float* dy, float* dx) override {
     if (a == ra::backend::Activation::relu) ++relu_backward_calls;
@@ -364,6 +377,52 @@ TEST_CASE("batchnorm and relu run as one call, the relu's backward in the conv's
   run(separate, spy_separate);
   REQUIRE(spy_paired.relu_backward_calls == 0);
   REQUIRE(spy_separate.relu_backward_calls == 3);
+}
+
+TEST_CASE("a residual body's first batchnorm adds the identity shortcut's gradient", "[nn]") {
+  // Two blocks with identity shortcuts whose bodies start with batchnorm: its backward adds the
+  // block's output gradient into the input gradient it stores (one call, no add of its own).
+  // Against the same blocks with a dropout of rate 0 first: the same gradients, bit for bit.
+  auto spec_of = [](bool identity_first) {
+    const std::string head = identity_first ? R"({"type": "dropout", "rate": 0.0}, )" : "";
+    const std::string body = R"("layers": [)" + head + R"({"type": "batchnorm"}, {"type": "relu"},
+        {"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same"}]})";
+    return ra::spec::parse_spec(nlohmann::json::parse(R"({
+      "data": {"train": {"format": "random", "samples": 8, "shape": [3, 6, 6], "classes": 3}},
+      "model": {"input": [3, 6, 6], "layers": [
+        {"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same"},
+        {"type": "residual", "name": "a", )" + body + R"(,
+        {"type": "residual", "name": "b", )" + body + R"(,
+        {"type": "global_avgpool"},
+        {"type": "dense", "units": 3}]}})"),
+                                ".");
+  };
+  const ra::Tensor x = random_input({4, 3, 6, 6}, 13);
+  const std::vector<std::int32_t> labels{0, 2, 1, 2};
+  auto run = [&](const ra::spec::ExperimentSpec& spec, ra::backend::Ops& ops) {
+    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+    ra::nn::StepContext ctx{true, 3, &spec.determinism};
+    ra::Tensor dout;
+    const ra::Tensor& out = model.forward(ops, x, ctx);
+    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+    model.backward(ops, dout, ctx);
+    std::vector<float> grads;
+    for (ra::nn::Param* p : model.params())
+      grads.insert(grads.end(), p->grad.begin(), p->grad.end());
+    return grads;
+  };
+  ra::backend::cpu::CpuOps cpu(2);
+  const auto a = run(spec_of(false), cpu), b = run(spec_of(true), cpu);
+  REQUIRE(a.size() == b.size());
+  REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  GateSpy fused, separate;
+  run(spec_of(false), fused);
+  run(spec_of(true), separate);
+  // Block a's input gradient is needed (a conv before it), block b's too; the first block's input
+  // is the conv's output, so both blocks add.
+  REQUIRE(fused.batchnorm_backward_adds == 2);
+  REQUIRE(separate.batchnorm_backward_adds == 0);
+  REQUIRE(fused.residual_adds == separate.residual_adds);  // the composite's parts, when observed
 }
 
 TEST_CASE("a flatten passes its input through to the next layer and its gradient back", "[nn]") {

@@ -1,6 +1,6 @@
 // Per-channel cases: batchnorm_forward_training, batchnorm_forward_training_activation (with relu:
 // the CPU backend's fused pass), batchnorm_forward_inference, batchnorm_backward,
-// global_avgpool_forward, global_avgpool_backward.
+// batchnorm_backward_add, global_avgpool_forward, global_avgpool_backward.
 // Planes of one pixel, planes shorter than the kernels' 16 lanes, whole lanes with a tail, many
 // planes a task and several tasks a channel (backend/cpu/cpu_channel.cpp), and inputs far from
 // zero (the two-pass variance).
@@ -257,6 +257,35 @@ void add_backward(std::vector<OpCase>& table, const ChannelShape& shape) {
                    [g](const Arrays& a) { return backward_expected(g, a); }});
 }
 
+// The composite with a residual's addend: the backward's expectations, dx plus the addend (one
+// more rounding, of a value within |dx| + |addend|).
+void add_backward_add(std::vector<OpCase>& table, const ChannelShape& shape) {
+  const ChannelGeometry g = shape.g;
+  table.push_back({"batchnorm_backward_add", shape.name, true, false,
+                   [shape] {
+                     Arrays a = backward_inputs(shape);
+                     a.f32["addend"] = random_values(shape.g.x_size(), 98);
+                     return a;
+                   },
+                   [g](Ops& ops, BackendArrays& a, KernelMode mode) {
+                     ops.batchnorm_backward_add(g, a.f32("x"), a.f32("dy"), a.f32("gamma"),
+                                                a.f32("saved_mean"), a.f32("saved_inv_std"),
+                                                a.f32("addend"), a.f32("dx"), a.f32("dgamma"),
+                                                a.f32("dbeta"), mode);
+                   },
+                   [g](const Arrays& a) {
+                     Expected e = backward_expected(g, a);
+                     FloatExpectation& dx = e.f32.at("dx");
+                     const std::vector<float>& addend = a.f32.at("addend");
+                     for (std::size_t i = 0; i < dx.value.size(); ++i) {
+                       dx.value[i] += addend[i];
+                       dx.scale[i] += std::abs(addend[i]);
+                     }
+                     dx.units += 1;
+                     return e;
+                   }});
+}
+
 // Global average pooling: a plane's sum of H*W terms and a division (S units of mean|x|), and its
 // backward, one division per element (one unit: the reference's double quotient rounded once).
 void add_global_avgpool(std::vector<OpCase>& table, const ChannelShape& shape) {
@@ -295,6 +324,7 @@ void add_channel_cases(std::vector<OpCase>& table) {
   for (const ChannelShape& shape : kChannelShapes) add_training_relu(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_inference(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_backward(table, shape);
+  for (const ChannelShape& shape : kChannelShapes) add_backward_add(table, shape);
   for (const ChannelShape& shape : kChannelShapes) add_global_avgpool(table, shape);
 }
 

@@ -131,6 +131,16 @@ void CpuOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const 
                                 const float* gamma, const float* saved_mean,
                                 const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
                                 KernelMode mode) {
+  batchnorm_backward_add(g, x, dy, gamma, saved_mean, saved_inv_std, nullptr, dx, dgamma, dbeta,
+                         mode);
+}
+
+// With an addend, the residual add in the pass that stores dx: one read of the addend instead of
+// a pass of its own (reading dx and the addend, writing dx again).
+void CpuOps::batchnorm_backward_add(const ChannelGeometry& g, const float* x, const float* dy,
+                                    const float* gamma, const float* saved_mean,
+                                    const float* saved_inv_std, const float* addend, float* dx,
+                                    float* dgamma, float* dbeta, KernelMode mode) {
   const ChannelKernels& k = channel_kernels();
   const std::int64_t hw = g.spatial();
   const double m = double(g.n) * double(hw);
@@ -150,10 +160,15 @@ void CpuOps::batchnorm_backward(const ChannelGeometry& g, const float* x, const 
     coefficients[3 * c + 2] = float(double(gamma[c]) * inv_std);
   }
   for_planes(pool_, g, [&](std::int64_t plane) {
-    const std::int64_t c = plane % g.c;
+    const std::int64_t c = plane % g.c, at = plane * hw;
     const float* coefficient = coefficients.data() + 3 * c;
-    k.normalize_backward(x + plane * hw, dy + plane * hw, hw, saved_mean[c], coefficient[0],
-                         coefficient[1], coefficient[2], dx + plane * hw);
+    if (addend == nullptr) {
+      k.normalize_backward(x + at, dy + at, hw, saved_mean[c], coefficient[0], coefficient[1],
+                           coefficient[2], dx + at);
+    } else {
+      k.normalize_backward_add(x + at, dy + at, hw, saved_mean[c], coefficient[0], coefficient[1],
+                               coefficient[2], addend + at, dx + at);
+    }
   });
 }
 

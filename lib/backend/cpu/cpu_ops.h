@@ -98,6 +98,12 @@ class CpuOps final : public Ops {
                           const float* gamma, const float* saved_mean, const float* saved_inv_std,
                           float* dx, float* dgamma, float* dbeta, KernelMode mode) override;
 
+  // Fused: the add in the pass that stores dx.
+  void batchnorm_backward_add(const ChannelGeometry& g, const float* x, const float* dy,
+                              const float* gamma, const float* saved_mean,
+                              const float* saved_inv_std, const float* addend, float* dx,
+                              float* dgamma, float* dbeta, KernelMode mode) override;
+
   void global_avgpool_forward(const ChannelGeometry& g, const float* x, float* y) override;
   void global_avgpool_backward(const ChannelGeometry& g, const float* dy, float* dx) override;
   void residual_add(std::int64_t count, const float* a, const float* b, float* y) override;

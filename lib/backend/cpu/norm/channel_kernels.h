@@ -27,6 +27,11 @@ struct ChannelKernels {
   // dx = (dy - mean_dy - (x - mean) * slope) * scale ('='); dx may be dy.
   void (*normalize_backward)(const float* x, const float* dy, std::int64_t count, float mean,
                              float mean_dy, float slope, float scale, float* dx);
+  // dx = normalize_backward's value + addend ('='): the value rounded, then the add; dx may be dy,
+  // not addend.
+  void (*normalize_backward_add)(const float* x, const float* dy, std::int64_t count, float mean,
+                                 float mean_dy, float slope, float scale, const float* addend,
+                                 float* dx);
 };
 
 // The kernels compiled for `isa`; it must be supported (isa_supported), else ra::RuntimeFailure.

@@ -84,11 +84,29 @@ void normalize_backward(const float* x, const float* dy, std::int64_t count, flo
   }
 }
 
+// dx = (dy - mean_dy - (x - mean) * slope) * scale + addend: normalize_backward's value, then the
+// residual add; dx may alias dy, not addend.
+template <class Tag>
+void normalize_backward_add(const float* x, const float* dy, std::int64_t count, float mean,
+                            float mean_dy, float slope, float scale, const float* addend,
+                            float* dx) {
+  const float* __restrict in = addend;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const float v = (dy[j] - mean_dy - (x[j] - mean) * slope) * scale;
+    dx[j] = v + in[j];
+  }
+}
+
 // The table of one instruction set's instantiations (channel_kernels.h).
 template <class Tag, class Table>
 constexpr Table table() {
-  return Table{&sum<Tag>,       &centered_square_sum<Tag>, &centered_dot<Tag>,
-               &normalize<Tag>, &normalize_relu<Tag>,      &normalize_backward<Tag>};
+  return Table{&sum<Tag>,
+               &centered_square_sum<Tag>,
+               &centered_dot<Tag>,
+               &normalize<Tag>,
+               &normalize_relu<Tag>,
+               &normalize_backward<Tag>,
+               &normalize_backward_add<Tag>};
 }
 
 }  // namespace ra::backend::cpu::channel_lanes
