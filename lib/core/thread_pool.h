@@ -1,6 +1,12 @@
 #pragma once
 // A fixed pool of worker threads for data-parallel loops.
 //
+// Between calls the helper threads spin for a while (20 us, thread_pool.cpp) before they sleep on
+// a condition variable, and so does the caller waiting for the helpers: a training step makes
+// hundreds of parallel_for calls a few microseconds apart, and a wake-up through the kernel costs
+// tens of microseconds on a virtual machine. Spinning changes who waits how, never which task
+// runs what: results are as before.
+//
 // parallel_for hands out task indices dynamically (whichever worker is free takes the next one),
 // so WHICH worker runs a task, and in which order tasks finish, varies from call to call. Code
 // that must be deterministic therefore never lets the worker index influence a result: it writes
@@ -46,17 +52,26 @@ class ThreadPool {
   void run(std::int64_t tasks, const Body* body, const AheadBody* ahead_body);
   void run_body(std::int64_t task, std::int64_t next, int worker);
 
+  // Waits until generation_ differs from `seen` or the pool stops: spinning first, then asleep.
+  void wait_for_call(std::uint64_t seen);
+  // Waits until every helper thread has left the current call: spinning first, then asleep.
+  void wait_for_helpers();
+
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  std::uint64_t generation_ = 0;  // bumped once per parallel_for call
-  bool stopping_ = false;
+  // Bumped once per parallel_for call, under mutex_, after the call's fields below are set; read
+  // without the mutex by spinning workers (acquire: they then see those fields).
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   const Body* body_ = nullptr;  // one of the two is set during a call
   const AheadBody* ahead_body_ = nullptr;
   std::int64_t tasks_ = 0;
   std::atomic<std::int64_t> next_task_{0};
-  int busy_workers_ = 0;  // helper threads still inside the current call
+  std::atomic<int> busy_workers_{0};  // helper threads still inside the current call
+  int sleeping_workers_ = 0;          // helpers asleep on wake_ (under mutex_)
+  bool caller_sleeping_ = false;      // the calling thread asleep on done_ (under mutex_)
   std::exception_ptr error_;
 };
 
