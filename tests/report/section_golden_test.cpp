@@ -146,3 +146,26 @@ TEST_CASE("section golden: world sizes as a configuration", "[report][golden]") 
   ra::test::diverge(runs[1], 2, 1);
   check_forms("world_sizes_configuration", compare_traces(runs, ra::test::expect_identity()));
 }
+
+// Three runs whose spine gathered a warning of each kind before the warnings were a finding (a
+// copy of one run, determinism switches that differ, a recorder's warning), two of them with
+// --cuda-graphs launches (run 0 and its copy).
+TEST_CASE("section golden: warnings of each kind and the steps' CUDA graph launches",
+          "[report][golden]") {
+  std::vector<Trace> traces{ra::test::TraceBuilder{}.build(0), ra::test::TraceBuilder{}.build(1)};
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    traces[i].header.environment["deterministic_algorithms"] = i != 1;
+    traces[i].header.environment["cudnn_deterministic"] = true;
+    traces[i].header.environment["cudnn_benchmark"] = false;
+    traces[i].header.environment["cublas_workspace_config"] = ":4096:8";
+  }
+  traces[1].header.recorder_warnings = {"rec.step() at step 0 found the weights unchanged"};
+  ra::trace::StepLaunchRecord launches;
+  launches.eager = 2;
+  launches.capture = 1;
+  launches.replay = 1;
+  launches.eager_reasons = {{"the first step warms up", 1}, {"an epoch's last batch", 1}};
+  traces[0].final->step_launch = launches;
+  traces.push_back(traces[0]);  // run 0 given twice
+  check_forms("warnings_and_launches", compare_traces(traces, {}));
+}
