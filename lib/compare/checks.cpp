@@ -17,8 +17,10 @@ const std::vector<RegisteredCheck>& registered_checks() {
   return checks;
 }
 
-std::vector<Finding> run_checks(const CheckContext& context) {
+std::vector<Finding> run_checks(const std::vector<trace::Trace>& traces,
+                                const ComparisonResult& result, const ComparisonOptions& options) {
   std::vector<Finding> findings;
+  const CheckContext context{traces, result, options, findings};
   for (const RegisteredCheck& c : registered_checks()) {
     if (!c.applies(context)) continue;
     findings.push_back(c.evaluate(context));

@@ -6,6 +6,7 @@
 // A new check: one section file with its evaluate (and its words), one line in checks.cpp, one
 // test (docs/architecture.md, "Adding a check").
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compare/finding.h"
@@ -18,12 +19,15 @@ struct ComparisonOptions;    // compare/compare.h
 struct DistributedFindings;  // compare/compare.h
 struct ResumeVerdict;        // compare/resume_check.h
 
-// What a check reads: the traces, the spine of the comparison already made, and the inputs the
-// comparison was given (an option such as --align is one: it decides whether a check applies).
+// What a check reads: the traces, the spine of the comparison already made, the inputs the
+// comparison was given (an option such as --align is one: it decides whether a check applies),
+// and the findings of the checks before it in the registry (ComparisonResult::findings is filled
+// only after the last check: read an earlier check's facts from `earlier`, as facts_of does).
 struct CheckContext {
   const std::vector<trace::Trace>& traces;
   const ComparisonResult& result;
   const ComparisonOptions& options;
+  const std::vector<Finding>& earlier;
 };
 
 struct RegisteredCheck {
@@ -34,7 +38,8 @@ struct RegisteredCheck {
 
 // In the order their findings are reported.
 const std::vector<RegisteredCheck>& registered_checks();
-std::vector<Finding> run_checks(const CheckContext& context);
+std::vector<Finding> run_checks(const std::vector<trace::Trace>& traces,
+                                const ComparisonResult& result, const ComparisonOptions& options);
 
 // The checks, each in its own section file.
 // Each resumed run's restore against the uninterrupted run (compare/resume_finding.cpp).
@@ -69,5 +74,4 @@ Finding program_alignment(const CheckContext& context);
 // (compare/equivalence_finding.cpp).
 bool equivalence_applies(const CheckContext& context);
 Finding equivalence(const CheckContext& context);
-
 }  // namespace ra::compare

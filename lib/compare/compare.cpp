@@ -182,7 +182,7 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.divergent_machines = phases::divergent_machines(compared, result.classes);
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.
-  result.findings = run_checks({traces, result, options});
+  result.findings = run_checks(traces, result, options);
   if (const InstabilityFindings* found = instability_of(result)) {
     for (std::string& w : phases::perturbation_warnings(*found)) result.warnings.push_back(w);
   }

@@ -23,7 +23,7 @@ struct ControlRun {
 
 std::vector<ControlRun> control_runs(const CheckContext& c) {
   const ComparisonResult& r = c.result;
-  const InstabilityFindings* instability = instability_of(r);
+  const auto* instability = facts_of<InstabilityFindings>(c.earlier, "instability");
   const int reference = instability != nullptr ? instability->reference : 0;
   const auto class_of = [&](int run) {
     return r.runs[static_cast<std::size_t>(run)].outcome_class;

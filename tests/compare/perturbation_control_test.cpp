@@ -4,6 +4,8 @@
 // same-seed runs did; without a perturbed group the check does not apply.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "compare/compare.h"
 #include "compare/verdict.h"
 #include "core/error.h"
@@ -71,4 +73,23 @@ TEST_CASE("a flip the audit did not see makes it inconclusive", "[compare][check
 TEST_CASE("without a perturbed group the control does not apply", "[compare][checks]") {
   const auto r = ra::compare::compare_traces(ra::test::runs_of(ra::test::TraceBuilder{}, 2), {});
   CHECK(ra::compare::finding_of(r.findings, "perturbation_control") == nullptr);
+}
+
+TEST_CASE("the control compares perturbed runs with the reference, whatever their order",
+          "[compare][checks]") {
+  // The perturbed runs given first (compare PERTURBED... SAME...): the reference is the first
+  // same-seed run, as the instability finding says, not run 0. The control read the instability's
+  // finding before it was made (ComparisonResult::findings is filled after the last check), so it
+  // compared run 0 with itself and called its flip unseen: it reads it from the earlier findings.
+  auto traces = audit_with_perturbed_runs();
+  std::rotate(traces.begin(), traces.begin() + 2, traces.end());
+  for (std::size_t i = 0; i < traces.size(); ++i) traces[i].header.run_index = static_cast<int>(i);
+  const auto r = ra::compare::compare_traces(traces, {});
+  const ra::compare::Finding* f = control_of(r);
+  REQUIRE(f);
+  CHECK(f->outcome == ra::compare::CheckOutcome::passed);
+  REQUIRE(f->table.rows.size() == 2);
+  CHECK(f->table.rows[0][0] == "0");
+  CHECK(f->table.rows[0][2] == "yes");
+  CHECK(ra::compare::audit_verdict(r).exit_code() == 0);
 }
