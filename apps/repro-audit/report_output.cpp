@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "compare/finding_facts.h"
 #include "compare/verdict.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -43,7 +44,7 @@ void write_report_forms(const ReportFiles& files, const ReportForms& forms) {
 
 int emit_report(const compare::ComparisonResult& result, const ReportFiles& files) {
   // On stderr too: with --json - the report itself may go unread by a person.
-  for (const std::string& w : result.warnings) spdlog::warn("{}", w);
+  for (const std::string& w : compare::warnings_of(result)) spdlog::warn("{}", w);
   write_report_forms(
       files,
       {json_text(report::render_json(result)) + "\n", [&] { return report::render_junit(result); },

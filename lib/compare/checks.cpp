@@ -13,6 +13,8 @@ const std::vector<RegisteredCheck>& registered_checks() {
       {"perturbation_control", perturbation_control_applies, perturbation_control},
       {"op_alignment", program_alignment_applies, program_alignment},
       {"equivalence", equivalence_applies, equivalence},
+      {"step_launches", step_launches_applies, step_launches_finding},
+      {"warnings", warnings_applies, warnings_finding},
   };
   return checks;
 }

@@ -74,4 +74,16 @@ Finding program_alignment(const CheckContext& context);
 // (compare/equivalence_finding.cpp).
 bool equivalence_applies(const CheckContext& context);
 Finding equivalence(const CheckContext& context);
+// How the runs' steps were launched with --cuda-graphs on, per run and summed
+// (compare/step_launches_finding.cpp).
+bool step_launches_applies(const CheckContext& context);
+Finding step_launches_finding(const CheckContext& context);
+// What the reader must know before trusting the verdict: copies of one run, switches set
+// differently, the recorder's warnings, seeds that never applied, perturbed runs that start apart
+// elsewhere (compare/warnings_finding.cpp). Last: it reads the instability's finding.
+bool warnings_applies(const CheckContext& context);
+Finding warnings_finding(const CheckContext& context);
+// The finding of warnings already made (a report's test, or a caller's own).
+Finding warnings_finding_of(std::vector<std::string> warnings);
+
 }  // namespace ra::compare

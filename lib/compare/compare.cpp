@@ -84,18 +84,6 @@ void add_caller_phases(ComparisonResult& result, const std::vector<trace::Trace>
   if (options.ignored_snapshots) result.ignored_snapshots = options.ignored_snapshots();
 }
 
-// What the reader must know of the traces themselves before trusting the verdict.
-void add_trace_warnings(ComparisonResult& result, const std::vector<trace::Trace>& traces) {
-  for (const std::optional<std::string>& w : {phases::pinned_nondeterministic_warning(traces),
-                                              phases::determinism_flags_warning(traces)}) {
-    if (w) result.warnings.push_back(*w);
-  }
-  for (std::string& w : phases::recorder_warnings(traces)) result.warnings.push_back(std::move(w));
-  for (auto warning : {phases::unapplied_seeds_warning, phases::empty_first_epoch_warning}) {
-    if (std::optional<std::string> w = warning(traces)) result.warnings.push_back(std::move(*w));
-  }
-}
-
 // Whether the traces can be compared as the options ask: one program's runs, or two programs
 // (--align: their op records aligned; --expect equivalent: judged against a floor).
 void check_programs(const std::vector<trace::Trace>& traces, const ComparisonOptions& options) {
@@ -140,8 +128,6 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   result.spec_name = traces[0].header.spec.value("name", "");
   result.spec_digest = traces[0].header.spec_digest;
   result.copies = copies_of_one_run(found.contents);
-  for (const auto& group : result.copies) result.warnings.push_back(copies_warning(traces, group));
-  add_trace_warnings(result, traces);
 
   phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);
   result.runs = std::move(summaries.runs);
@@ -183,9 +169,6 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.
   result.findings = run_checks(traces, result, options);
-  if (const InstabilityFindings* found = instability_of(result)) {
-    for (std::string& w : phases::perturbation_warnings(*found)) result.warnings.push_back(w);
-  }
   decide_next_step(result, options, compared, found.reference_indices_at_batches_divergence);
   return result;
 }

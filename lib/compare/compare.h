@@ -217,8 +217,6 @@ struct RunSummary {
   // over the steps' time (traces of PyTorch scripts, older traces).
   double recording_fraction = 0;
   bool recording_measured = false;
-  // With --cuda-graphs on (the trace's end record): how the run's steps were launched.
-  std::optional<trace::StepLaunchRecord> step_launch;
   int outcome_class = 0;
   std::string source;
 };
@@ -439,10 +437,9 @@ struct ComparisonResult {
   std::vector<SnapshotDivergence> snapshots;
   SeedGroupStatistics seed_groups;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
-  // Runs given twice (duplicate_runs.h), groups of run indices; allowed, each group warned of.
+  // Runs given twice (duplicate_runs.h), groups of run indices; allowed, each group warned of
+  // (compare/warnings_finding.cpp).
   std::vector<std::vector<int>> copies;
-  // What the reader of the report must know before trusting the verdict.
-  std::vector<std::string> warnings;
   // The folders the traces came from (ComparisonOptions::audit_folders).
   std::vector<AuditFolderCheck> audit_folders;
   // Snapshots beside a trace that were not used: of another audit than the trace (stale files).

@@ -110,7 +110,6 @@ json runs_json(const ComparisonResult& r) {
          {"recording_fraction", s.recording_fraction},
          {"recording_method", s.recording_measured ? "calibrated" : "summed"},
          {"outcome_class", s.outcome_class}});
-    if (s.step_launch) runs.back()["step_launch"] = trace::step_launch_json(*s.step_launch);
   }
   return runs;
 }
@@ -317,7 +316,6 @@ json to_json(const ComparisonResult& r) {
   json report{{"report_version", 1},
               {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
               {"mode", r.mode_summary},
-              {"warnings", r.warnings},
               {"verdict",
                {{"identical", r.identical},
                 {"expect_identical", r.expect_identical},

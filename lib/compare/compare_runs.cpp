@@ -84,7 +84,6 @@ RunSummary summary_of(const trace::Trace& t, int run) {
   } else if (s.steps > 0 && s.median_step_seconds > 0) {
     s.recording_fraction = t.final->recording_seconds / (s.median_step_seconds * s.steps);
   }
-  s.step_launch = t.final->step_launch;
   s.source = t.source;
   return s;
 }

@@ -3,6 +3,7 @@
 // comparison and the report's sections read (compare/checks.h): the next step reads the resumes,
 // the collective and the loader's workers; the perturbation control reads the instability's
 // reference run. Each accessor finds its check's finding in ComparisonResult::findings.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,19 @@ struct EnvironmentFindings {
 const EnvironmentFindings& environment_of(const ComparisonResult& r);
 // A perturbed group's instability (compare/instability_finding.cpp), or null.
 const InstabilityFindings* instability_of(const ComparisonResult& r);
+// What the reader must know before trusting the verdict, in the order it is told
+// (compare/warnings_finding.cpp); empty when none.
+struct AuditWarnings {
+  std::vector<std::string> lines;
+};
+const std::vector<std::string>& warnings_of(const ComparisonResult& r);
+// How the steps were launched with --cuda-graphs on (compare/step_launches_finding.cpp), or null
+// when no run asked.
+struct StepLaunches {
+  std::vector<std::optional<trace::StepLaunchRecord>> runs;  // as ComparisonResult::runs
+  trace::StepLaunchRecord sum;                               // over the runs that asked
+  std::size_t asked = 0;
+};
+const StepLaunches* step_launches_of(const ComparisonResult& r);
 
 }  // namespace ra::compare

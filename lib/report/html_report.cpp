@@ -64,9 +64,7 @@ std::string banner(const ComparisonResult& r) {
       "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
       (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +
       "; " + html_escaped(text::mode_words(r)) + "</small></div>\n";
-  for (const std::string& w : r.warnings) {
-    out += "<p class=\"warning\">WARNING: " + html_escaped(w) + "</p>\n";
-  }
+  out += findings_html(r, HtmlPlace::after_banner);
   std::string classes;
   for (const auto& c : r.classes) classes += " {" + text::run_list(c) + "}";
   out += "<p>Outcome classes (runs with bitwise identical outcomes):" + html_escaped(classes) +
@@ -153,34 +151,18 @@ std::string statistics(const ComparisonResult& r) {
   return out + "</table>\n";
 }
 
-// A run's steps as CUDA graphs (--cuda-graphs on), the eager ones' reasons as the cell's title.
-std::string launch_cell(const compare::RunSummary& s) {
-  if (!s.step_launch) return cell("graphs off");
-  const trace::StepLaunchRecord& l = *s.step_launch;
-  std::string reasons;
-  for (const auto& [reason, count] : l.eager_reasons) {
-    reasons += (reasons.empty() ? "" : "; ") + std::to_string(count) + " eager: " + reason;
-  }
-  return "<td title=\"" + html_escaped(reasons) + "\">" +
-         format("%lld replayed, %lld captured, %lld eager", static_cast<long long>(l.replay),
-                static_cast<long long>(l.capture), static_cast<long long>(l.eager)) +
-         "</td>";
-}
-
 std::string cost(const ComparisonResult& r) {
-  // The launches' column only where some run asked for CUDA graphs.
-  const bool graphs = std::any_of(r.runs.begin(), r.runs.end(),
-                                  [](const compare::RunSummary& s) { return s.step_launch; });
   std::string out =
       "<h2>Cost per step</h2>\n<table><tr><th>run</th><th>seed group</th><th>steps</th><th>median "
       "step</th><th>recording</th><th>wall time</th>" +
-      std::string(graphs ? "<th>steps as CUDA graphs</th>" : "") + "</tr>\n";
-  for (const compare::RunSummary& s : r.runs) {
+      step_launches_header(r) + "</tr>\n";  // report/step_launches_section.cpp
+  for (std::size_t i = 0; i < r.runs.size(); ++i) {
+    const compare::RunSummary& s = r.runs[i];
     out += "<tr>" + cell(std::to_string(s.run)) + cell(html_escaped(s.seed_group)) +
            cell(std::to_string(s.steps)) + cell(format("%.3f ms", s.median_step_seconds * 1e3)) +
            cell(format("%.2f%% %s", s.recording_fraction * 100,
                        s.recording_measured ? "measured" : "summed")) +
-           cell(format("%.2f s", s.total_seconds)) + (graphs ? launch_cell(s) : "") + "</tr>\n";
+           cell(format("%.2f s", s.total_seconds)) + step_launches_cell(r, i) + "</tr>\n";
   }
   // A figure over 100 % reads as an error unless the page says what it is the share of.
   return out +

@@ -18,6 +18,10 @@ const Section* section_of(const compare::Finding& f) {
       {"instability", TextPlace::after_seed_groups, instability_text,
        HtmlPlace::after_seed_group_plots, instability_html, nullptr, instability_properties,
        instability_json},
+      {"step_launches", TextPlace::after_cost, step_launches_text, HtmlPlace::findings, nullptr,
+       nullptr, nullptr, step_launches_json},
+      {"warnings", TextPlace::after_verdict, warnings_text, HtmlPlace::after_banner, warnings_html,
+       nullptr, nullptr, warnings_json},
   };
   if (!f.own_section) return nullptr;
   for (const Section& s : sections) {
@@ -40,7 +44,7 @@ std::string findings_html(const compare::ComparisonResult& r, HtmlPlace place) {
   std::string out;
   for (const compare::Finding& f : r.findings) {
     const Section* s = section_of(f);
-    if (s != nullptr && s->html_place == place) out += s->html(r, f);
+    if (s != nullptr && s->html != nullptr && s->html_place == place) out += s->html(r, f);
     if (s == nullptr && place == HtmlPlace::findings) out += finding_html(f);
   }
   return out;

@@ -7,6 +7,8 @@
 //   loader_workers_section.cpp  a loader's workers that share a random stream (docs/pytorch.md)
 //   instability_section.cpp     the perturbed group's instability finding (docs/statistics.md)
 //   environment_section.cpp     environment and algorithm-ledger differences (docs/report.md)
+//   step_launches_section.cpp   the steps' CUDA graph launches with --cuda-graphs (docs/report.md)
+//   warnings_section.cpp        what the reader must know before trusting the verdict
 // A finding without a section renders in the generic forms (report/finding_forms.h).
 #include <string>
 #include <vector>
@@ -18,20 +20,34 @@
 
 namespace ra::report {
 
-// Where a section's text stands in the text report: among the findings (after the first
-// divergence), after the next step, after the audit folders, or after the seed groups'
-// statistics. Where its HTML stands: among the findings, in the preformatted block of the
-// divergence (its html then gives plain text, which that block escapes) before the next step,
-// after the seed groups' plots, or after the statistics table. Each the place
-// its form had before it was a finding.
-enum class TextPlace { findings, after_next_step, after_audit_folders, after_seed_groups };
-enum class HtmlPlace { findings, divergence_block, after_seed_group_plots, after_statistics };
+// Where a section's text stands in the text report: right after the verdict, among the findings
+// (after the first divergence), after the next step, after the audit folders, after the seed
+// groups' statistics, or after the cost. Where its HTML stands: under the banner, among the
+// findings, in the preformatted block of the divergence (its html then gives plain text, which
+// that block escapes) before the next step, after the seed groups' plots, or after the statistics
+// table. Each the place its form had before it was a finding.
+enum class TextPlace {
+  after_verdict,
+  findings,
+  after_next_step,
+  after_audit_folders,
+  after_seed_groups,
+  after_cost
+};
+enum class HtmlPlace {
+  after_banner,
+  findings,
+  divergence_block,
+  after_seed_group_plots,
+  after_statistics
+};
 
 struct Section {
   const char* id;  // the registered check's (compare/checks.cpp)
   TextPlace text_place;
   std::string (*text)(const compare::ComparisonResult&, const compare::Finding&);
   HtmlPlace html_place;
+  // Null: nothing at a place of its own (the step launches are a column of the cost table).
   std::string (*html)(const compare::ComparisonResult&, const compare::Finding&);
   // Null: no case of its own (a finding that decides nothing).
   std::vector<JunitCase> (*junit)(const compare::ComparisonResult&, const compare::Finding&);
@@ -79,5 +95,17 @@ void environment_json(const compare::ComparisonResult& r, const compare::Finding
 std::string loader_workers_text(const compare::ComparisonResult& r, const compare::Finding& f);
 void loader_workers_json(const compare::ComparisonResult& r, const compare::Finding& f,
                          nlohmann::json&);
+
+std::string warnings_text(const compare::ComparisonResult& r, const compare::Finding& f);
+std::string warnings_html(const compare::ComparisonResult& r, const compare::Finding& f);
+void warnings_json(const compare::ComparisonResult& r, const compare::Finding& f, nlohmann::json&);
+
+std::string step_launches_text(const compare::ComparisonResult& r, const compare::Finding& f);
+void step_launches_json(const compare::ComparisonResult& r, const compare::Finding& f,
+                        nlohmann::json&);
+// The step launches' column of the HTML cost table: its header and run `run`'s cell ("" each
+// when no run asked for CUDA graphs).
+std::string step_launches_header(const compare::ComparisonResult& r);
+std::string step_launches_cell(const compare::ComparisonResult& r, std::size_t run);
 
 }  // namespace ra::report

@@ -21,29 +21,6 @@ std::string snapshot_figures(const compare::TensorDifference& d) {
                       d.sign_flips > 0 ? " where the signs agree" : "");
 }
 
-// With --cuda-graphs on: how the steps of the runs that asked were launched, summed, and why the
-// eager ones were (docs/report.md, "Cost"); nothing when no run asked.
-std::string step_launches(const std::vector<compare::RunSummary>& runs) {
-  trace::StepLaunchRecord sum;
-  std::size_t asked = 0;
-  for (const compare::RunSummary& run : runs) {
-    if (!run.step_launch) continue;
-    ++asked;
-    sum += *run.step_launch;
-  }
-  if (asked == 0) return "";
-  std::string out = format(
-      "steps as CUDA graphs (--cuda-graphs on, %zu of %zu runs): %lld replayed, %lld captured, "
-      "%lld eager\n",
-      asked, runs.size(), static_cast<long long>(sum.replay), static_cast<long long>(sum.capture),
-      static_cast<long long>(sum.eager));
-  for (const auto& [reason, count] : sum.eager_reasons) {
-    out += format("  eager: %lld step%s, %s\n", static_cast<long long>(count),
-                  count == 1 ? "" : "s", reason.c_str());
-  }
-  return out;
-}
-
 // A final loss compares each run's last step: where the runs recorded different numbers of steps
 // (a resumed run that lost some, a script that stopped early), those are other steps, and said so.
 std::string final_steps_note(const ComparisonResult& r, int other) {
@@ -191,7 +168,6 @@ std::string timing(const ComparisonResult& r) {
         "  (recorder time / training step time: digesting what every step recorded took longer "
         "than the step, as on a GPU, where steps are fast)\n";
   }
-  out += step_launches(r.runs);
   return out;
 }
 

@@ -11,7 +11,7 @@ namespace ra::report {
 std::string render_text(const compare::ComparisonResult& r) {
   std::string out = text::header(r);
   out += text::verdict(r);
-  out += text::warnings(r);
+  out += findings_text(r, TextPlace::after_verdict);
   out += text::first_divergence(r);
   out += findings_text(r, TextPlace::findings);
   out += text::root_cause(r);
@@ -27,6 +27,7 @@ std::string render_text(const compare::ComparisonResult& r) {
   out += text::seed_groups(r);
   out += findings_text(r, TextPlace::after_seed_groups);
   out += text::timing(r);
+  out += findings_text(r, TextPlace::after_cost);
   return text::cut_long_lines(out);
 }
 

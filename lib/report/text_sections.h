@@ -1,7 +1,7 @@
 #pragma once
 // The sections of the text report, in the order render_text (report/text_report.h) prints them.
 // Each returns its lines, newline-terminated, or "" when it has nothing to say.
-//   text_verdict_sections.cpp   what the reader needs first: header, verdict, warnings, first
+//   text_verdict_sections.cpp   what the reader needs first: header, verdict, first
 //                               divergence, loader workers, audit folders, environment,
 //                               per-category table
 //   text_root_cause.cpp         the root-cause op, from op records (--trace-ops)
@@ -21,7 +21,6 @@ using compare::ShardState;
 
 std::string header(const ComparisonResult& r);            // spec, run count, mode
 std::string verdict(const ComparisonResult& r);           // the verdict and the outcome classes
-std::string warnings(const ComparisonResult& r);          // WARNING: lines
 std::string first_divergence(const ComparisonResult& r);  // where the compared runs first part
 std::string distributed(const ComparisonResult& r);  // data-parallel ranks (text_distributed.cpp)
 std::string root_cause(const ComparisonResult& r);   // with op records: the op where they part

@@ -175,16 +175,6 @@ std::string verdict(const ComparisonResult& r) {
   return head + "\n" + classes + "\n";
 }
 
-std::string warnings(const ComparisonResult& r) {
-  std::string out;
-  // Wrapped, never cut (cut_long_lines would cut a long warning's fix off, issue 61): a line
-  // break between words, the rest indented.
-  for (const std::string& w : r.warnings) {
-    out += wrapped("WARNING: " + shown(w), kMaxLineLength, "  ");  // names files
-  }
-  return out;
-}
-
 namespace {
 
 // What users get wrong, said plainly when the first divergence shows it: same-seed runs that do

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "compare/finding_facts.h"
 #include "support/file_text.h"
 #include "support/temp_dir.h"
 #include "support/text_lines.h"
@@ -51,8 +52,9 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
     REQUIRE(r.identical);
     REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
-    REQUIRE(r.warnings.size() == 1);
-    REQUIRE(r.warnings[0].find("runs 0 and 1 are the same file") != std::string::npos);
+    REQUIRE(ra::compare::warnings_of(r).size() == 1);
+    REQUIRE(ra::compare::warnings_of(r)[0].find("runs 0 and 1 are the same file") !=
+            std::string::npos);
   }
   SECTION("two paths to one file") {
     TempDir dir;
@@ -60,8 +62,9 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     std::filesystem::create_symlink(run_file(0), link);
     const auto r = ra::audit::compare_trace_files({run_file(1), run_file(0), link}, options);
     REQUIRE(r.copies == std::vector<std::vector<int>>{{1, 2}});
-    REQUIRE(r.warnings.size() == 1);
-    REQUIRE(r.warnings[0].find("runs 1 and 2 are the same file") != std::string::npos);
+    REQUIRE(ra::compare::warnings_of(r).size() == 1);
+    REQUIRE(ra::compare::warnings_of(r)[0].find("runs 1 and 2 are the same file") !=
+            std::string::npos);
   }
   SECTION("a copy of the file") {
     TempDir dir;
@@ -69,13 +72,13 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     std::filesystem::copy_file(run_file(0), copy);
     const auto r = ra::audit::compare_trace_files({run_file(0), copy}, options);
     REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
-    REQUIRE(r.warnings[0].find("copies of one run") != std::string::npos);
+    REQUIRE(ra::compare::warnings_of(r)[0].find("copies of one run") != std::string::npos);
   }
   SECTION("two runs of one audit are not copies") {
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(1)}, options);
     REQUIRE(r.identical);
     REQUIRE(r.copies.empty());
-    REQUIRE(r.warnings.empty());
+    REQUIRE(ra::compare::warnings_of(r).empty());
   }
   SECTION("one run of each of two audits: same header, other timings, not copies") {
     TempDir dir;
@@ -92,6 +95,6 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     REQUIRE(first == second);
     const auto r = ra::audit::compare_trace_files({run_file(0), again}, options);
     REQUIRE(r.identical);
-    REQUIRE(r.warnings.empty());
+    REQUIRE(ra::compare::warnings_of(r).empty());
   }
 }

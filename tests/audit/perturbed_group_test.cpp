@@ -103,7 +103,8 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
     CHECK(c.parts_at_perturbation());
     CHECK((c.perturbation.before ^ c.perturbation.after) == 1u);
   }
-  for (const std::string& w : r.warnings) CHECK(w.find("perturbed run") == std::string::npos);
+  for (const std::string& w : ra::compare::warnings_of(r))
+    CHECK(w.find("perturbed run") == std::string::npos);
   REQUIRE(ra::compare::instability_of(r)->metrics.size() == 3);
   CHECK(ra::compare::instability_of(r)->metrics[2].metric == "disagreement");
   CHECK_FALSE(ra::compare::instability_of(r)->metrics[2].interpretation.empty());

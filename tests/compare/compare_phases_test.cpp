@@ -363,12 +363,13 @@ TEST_CASE("pinned algorithms that are not deterministic are named in a warning",
   atomic["chosen_by"] = "pinned-file";
   for (Trace& t : traces) t.header.ledger = nlohmann::json::array({atomic});
   const ComparisonResult r = compare_traces(traces, {});
-  REQUIRE(r.warnings.size() == 1);
-  CHECK(r.warnings[0].find("1 pinned algorithm(s) are not deterministic: conv 2x1x8x8 k3 3x3 s1 "
-                           "p0 backward_filter CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0") == 0);
+  REQUIRE(ra::compare::warnings_of(r).size() == 1);
+  CHECK(ra::compare::warnings_of(r)[0].find(
+            "1 pinned algorithm(s) are not deterministic: conv 2x1x8x8 k3 3x3 s1 "
+            "p0 backward_filter CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0") == 0);
   // Deterministic pins, or an atomic algorithm the mode chose: no such warning.
   for (Trace& t : traces) t.header.ledger[0]["chosen_by"] = "pinned";
-  CHECK(compare_traces(traces, {}).warnings.empty());
+  CHECK(ra::compare::warnings_of(compare_traces(traces, {})).empty());
 }
 
 TEST_CASE("default_expectation: the command's own default for trace files named alone",
@@ -405,7 +406,8 @@ TEST_CASE("empty_first_epoch_warning: epochs counted from 1 are said, not a sile
   CHECK_THAT(*w, Catch::Contains("runs 0, 1: epoch 0 has no step, the first steps are of epoch 1"));
   ra::test::diverge(traces[1], 1, 0);
   const ComparisonResult r = compare_traces(traces, {});
-  CHECK(std::find(r.warnings.begin(), r.warnings.end(), *w) != r.warnings.end());
+  CHECK(std::find(ra::compare::warnings_of(r).begin(), ra::compare::warnings_of(r).end(), *w) !=
+        ra::compare::warnings_of(r).end());
   REQUIRE_FALSE(r.growth.empty());
   CHECK(r.growth.front().epoch == 1);  // no row for the empty epoch
   CHECK_FALSE(phases::empty_first_epoch_warning(runs_of(b, 2)));

@@ -8,6 +8,7 @@
 
 #include "compare/compare.h"
 #include "report/html_report.h"
+#include "report/sections.h"
 #include "report/text_report.h"
 #include "trace/in_memory_traces.h"
 
@@ -41,7 +42,7 @@ TEST_CASE("steps launched as CUDA graphs are summed with their eager reasons", "
                                    "  eager: 8 steps, capture failed: operation not permitted\n"
                                    "  eager: 1 step, settling: a buffer grew\n"
                                    "  eager: 1 step, settling: first step\n"));
-  const auto json = ra::compare::to_json(r);
+  const auto json = ra::report::render_json(r);
   CHECK(json["runs"][0]["step_launch"]["replay"] == 5);
   CHECK(json["runs"][0]["step_launch"]["eager_reasons"]["settling: first step"] == 1);
   CHECK(json["runs"][1]["step_launch"]["eager"] == 8);
@@ -59,5 +60,5 @@ TEST_CASE("without CUDA graphs no report mentions launches", "[report]") {
   const ra::compare::ComparisonResult r = ra::compare::compare_traces(runs_of(b, 2), {});
   CHECK_THAT(ra::report::render_text(r), !Catch::Contains("CUDA graphs"));
   CHECK_THAT(ra::report::render_html(r), !Catch::Contains("CUDA graphs"));
-  CHECK_FALSE(ra::compare::to_json(r)["runs"][0].contains("step_launch"));
+  CHECK_FALSE(ra::report::render_json(r)["runs"][0].contains("step_launch"));
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/checks.h"
 #include "compare/compare.h"
 #include "compare/equivalent_programs.h"
 #include "compare/finding_facts.h"
@@ -204,7 +205,10 @@ TEST_CASE("a long warning is wrapped, its fix never cut off", "[report]") {
   std::string warning = "runs 0, 1: something went wrong";
   while (warning.size() < 520) warning += " and the reason goes on";
   warning += "; the fix: call rec.the_fix() before the loop";
-  r.warnings = {warning};
+  for (Finding& f : r.findings) {
+    if (f.id == "warnings") f = ra::compare::warnings_finding_of({warning});
+  }
+  REQUIRE(ra::compare::warnings_of(r).size() == 1);
   const std::string text = ra::report::render_text(r);
   CHECK_THAT(text, Contains("the fix: call rec.the_fix() before the loop\n"));
   CHECK_THAT(text, !Contains("more characters)"));
@@ -308,7 +312,7 @@ TEST_CASE("two programs against the floor: every reader says within, beyond or i
     std::vector<std::string> ids;
     for (const Finding& f : r.findings) ids.push_back(f.id);
     CHECK(ids == std::vector<std::string>{"environment", "instability", "perturbation_control",
-                                          "equivalence"});
+                                          "equivalence", "warnings"});
     CHECK(readers_agree(r) == kDivergence);
     CHECK_THAT(ra::report::render_text(r), Contains("DIVERGED: equivalence failed (below)"));
   }
