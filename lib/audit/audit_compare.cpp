@@ -127,7 +127,7 @@ void add_kept_outputs_of_programs(compare::ComparisonOptions& options,
 std::vector<trace::Trace> with_cause_steps(const std::vector<trace::Trace>& traces,
                                            const compare::ComparisonResult& result) {
   std::vector<trace::Trace> out = traces;
-  for (const auto& [run, record] : result.root_cause_steps) {
+  for (const auto& [run, record] : result.root_cause.steps) {
     trace::Trace& t = out.at(static_cast<std::size_t>(run));
     if (t.steps_in_source) t.steps.push_back(record);
   }
@@ -163,7 +163,7 @@ compare::RankComparison compare_rank(const std::vector<const trace::Trace*>& run
   options.expect_identical = given.expect_identical;
   options.loss_tolerance = given.loss_tolerance;
   const compare::ComparisonResult result = compare::compare_traces(traces, options);
-  return compare::RankComparison{rank, result.identical, result.first_divergence};
+  return compare::RankComparison{rank, result.identity.identical, result.first_divergence};
 }
 
 // The replicas of one run checked against each other, until the first run whose replicas part.

@@ -464,8 +464,8 @@ compare::RootCause::Magnitude measure(const compare::RootCause& c,
 
 void measure_magnitudes(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                         const ReplayLimits& limits, const record::KeptOutputs* kept) {
-  if (result.compared_runs.empty()) return;
-  const int reference = result.compared_runs.front();
+  if (result.identity.compared_runs.empty()) return;
+  const int reference = result.identity.compared_runs.front();
   std::optional<train::LoadedData> loaded;  // once, for the first replay
   const auto data = [&]() -> const train::LoadedData& {
     if (!loaded) {
@@ -473,7 +473,7 @@ void measure_magnitudes(compare::ComparisonResult& result, const std::vector<tra
     }
     return *loaded;
   };
-  for (compare::RootCause& c : result.root_causes) {
+  for (compare::RootCause& c : result.root_cause.causes) {
     if (c.kind != compare::RootCause::Kind::op) continue;
     if (!re_executable(c.record.op)) {
       c.magnitude = compare::RootCause::Magnitude{};

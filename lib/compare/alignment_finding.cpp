@@ -128,7 +128,7 @@ Totals totals_of(const ProgramAlignment& al) {
 std::string alignment_summary(const ProgramAlignment& al, const ComparisonResult& r) {
   if (al.parting) return parting_summary(*al.parting);
   const std::string steps = plural(al.steps.size(), "step", "steps") + " of the op window";
-  if (!r.identical) {
+  if (!r.identity.identical) {
     std::string where;
     if (const std::optional<Divergence>& d = r.first_divergence) {
       where = ": first in " + std::string(to_string(d->category)) +
@@ -215,7 +215,7 @@ std::vector<std::string> details_of(const ProgramAlignment& al, const Comparison
   if (al.parting) {
     for (std::string& line : parting_details(*al.parting)) out.push_back(std::move(line));
     out.insert(out.end(), magnitude.begin(), magnitude.end());
-  } else if (!r.identical) {
+  } else if (!r.identity.identical) {
     out.push_back(
         "the op records do not show where: the value that differs is made by an "
         "unaligned stretch no aligned op reads, or outside the recorded ops (or after "
@@ -274,7 +274,7 @@ nlohmann::json data_of(const ProgramAlignment& al, const CheckContext& c) {
           {"parting", parting_json(al.parting)},
           {"stretches", stretches},
           {"stretches_total", al.stretches_total},
-          {"runs_identical", c.result.identical}};
+          {"runs_identical", c.result.identity.identical}};
 }
 
 // The control of an alignment that finds no parting (DESIGN.md: a verdict of identity holds only
@@ -325,7 +325,7 @@ Finding program_alignment(const CheckContext& c) {
   const AlignmentControl control = alignment_control(c);
   Finding f;
   f.name = "op alignment";
-  const bool parted = al.parting || !c.result.identical;
+  const bool parted = al.parting || !c.result.identity.identical;
   f.outcome = parted                           ? CheckOutcome::failed
               : control.given && !control.seen ? CheckOutcome::inconclusive
                                                : CheckOutcome::passed;

@@ -37,8 +37,8 @@ const char* to_string(Category c) {
 }
 
 bool ComparisonResult::nothing_compared() const {
-  if (spread_only) return false;
-  return compared_runs.size() < 2 || no_steps;
+  if (identity.spread_only) return false;
+  return identity.compared_runs.size() < 2 || identity.no_steps;
 }
 
 namespace {
@@ -79,9 +79,9 @@ void decide_next_step(ComparisonResult& result, const ComparisonOptions& options
 // magnitudes, the side files left unused.
 void add_caller_phases(ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        const ComparisonOptions& options) {
-  result.audit_folders = options.audit_folders;
+  result.sources.audit_folders = options.audit_folders;
   if (options.measure_magnitudes) options.measure_magnitudes(result, traces);
-  if (options.ignored_snapshots) result.ignored_snapshots = options.ignored_snapshots();
+  if (options.ignored_snapshots) result.sources.ignored_snapshots = options.ignored_snapshots();
 }
 
 // Whether the traces can be compared as the options ask: one program's runs, or two programs
@@ -123,49 +123,51 @@ ComparisonResult compare_traces(const std::vector<trace::Trace>& traces,
   phases::StepFindings found = phases::walk_steps(traces, compared, !two_programs);
   compared.common_steps = found.common_steps;
   ComparisonResult result;
-  result.expect_identical = !options.expect_equivalent &&
-                            options.expect_identical.value_or(phases::default_expectation(traces));
-  result.spec_name = traces[0].header.spec.value("name", "");
-  result.spec_digest = traces[0].header.spec_digest;
-  result.copies = copies_of_one_run(found.contents);
+  result.identity.expect_identical =
+      !options.expect_equivalent &&
+      options.expect_identical.value_or(phases::default_expectation(traces));
+  result.subject.spec_name = traces[0].header.spec.value("name", "");
+  result.subject.spec_digest = traces[0].header.spec_digest;
+  result.sources.copies = copies_of_one_run(found.contents);
 
   phases::RunSummaries summaries = phases::summarize_runs(traces, found.outcomes);
   result.runs = std::move(summaries.runs);
-  result.classes = std::move(summaries.classes);
-  result.mode_summary = std::move(summaries.mode_summary);
-  result.pytorch = phases::all_pytorch(traces);
+  result.identity.classes = std::move(summaries.classes);
+  result.subject.mode_summary = std::move(summaries.mode_summary);
+  result.subject.pytorch = phases::all_pytorch(traces);
 
-  result.compared_runs = compared.ids;
-  result.identical = phases::all_in_one_class(compared, result.runs);
+  result.identity.compared_runs = compared.ids;
+  result.identity.identical = phases::all_in_one_class(compared, result.runs);
 
   const std::vector<std::int64_t>& steps = found.step_counts;
-  result.no_steps = compared.ids.size() >= 2 &&
-                    std::all_of(compared.ids.begin(), compared.ids.end(),
-                                [&](int id) { return steps[static_cast<std::size_t>(id)] == 0; });
+  result.identity.no_steps = compared.ids.size() >= 2 &&
+                             std::all_of(compared.ids.begin(), compared.ids.end(), [&](int id) {
+                               return steps[static_cast<std::size_t>(id)] == 0;
+                             });
   const bool any_steps =
       std::any_of(steps.begin(), steps.end(), [](std::int64_t n) { return n > 0; });
-  result.spread_only = compared.traces.empty() && traces.size() >= 2 && any_steps;
+  result.identity.spread_only = compared.traces.empty() && traces.size() >= 2 && any_steps;
   result.categories = std::move(found.verdicts);
   result.first_divergence = phases::first_divergence(result.categories);
   if (!result.first_divergence) result.first_divergence = found.step_count;
-  for (const trace::Trace& t : traces) result.ops_traced = result.ops_traced || t.header.trace_ops;
-  if (result.ops_traced) {
-    result.op_window = compared.traces[0]->header.trace_ops;
-    result.root_causes = std::move(found.root_causes);
-    result.root_cause_steps = std::move(found.cause_steps);
+  for (const trace::Trace& t : traces)
+    result.root_cause.ops_traced = result.root_cause.ops_traced || t.header.trace_ops;
+  if (result.root_cause.ops_traced) {
+    result.root_cause.op_window = compared.traces[0]->header.trace_ops;
+    result.root_cause.causes = std::move(found.root_causes);
+    result.root_cause.steps = std::move(found.cause_steps);
   }
 
   result.losses = phases::loss_differences(compared, options.loss_tolerance, found.first_loss);
-  result.loss_tolerance = options.loss_tolerance;
-  result.growth = phases::epoch_growth(compared, options, found.epochs);
-  result.series = std::move(found.series);
+  result.growth.epochs = phases::epoch_growth(compared, options, found.epochs);
+  result.growth.steps = std::move(found.series);
   result.snapshots = phases::snapshot_divergences(options, compared, result.first_divergence);
 
   result.seed_groups = phases::seed_group_statistics(result.runs);
 
-  result.allow_empty = options.allow_empty;
+  result.identity.allow_empty = options.allow_empty;
   result.world_sizes = phases::world_sizes(traces, compared, result.runs);
-  result.divergent_machines = phases::divergent_machines(compared, result.classes);
+  result.divergent_machines = phases::divergent_machines(compared, result.identity.classes);
   add_caller_phases(result, traces, options);
   // The registered checks read the spine made above (compare/checks.h); then the next step.
   result.findings = run_checks(traces, result, options);

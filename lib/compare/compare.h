@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/audit_folder_check.h"
 #include "compare/data_parallel.h"
 #include "compare/finding.h"
 #include "compare/instability.h"
@@ -221,38 +222,6 @@ struct RunSummary {
   std::string source;
 };
 
-// Where the compared runs came from when they came from an audit folder (compare DIR, run):
-// docs/report.md "Audit folders".
-struct MissingRun {
-  int run = 0;         // the audit's run number (run-NNN)
-  std::string reason;  // "no trace", "partial trace run-001.trace.jsonl.tmp-... (interrupted)"
-  int shard = -1;      // the shard that trains it, in a sharded audit (rundir/shard.h)
-};
-// One shard of a sharded audit as its folder shows it.
-struct ShardState {
-  int index = 0;
-  std::vector<int> runs;           // its planned runs
-  std::vector<int> missing;        // those without a whole trace of the audit
-  std::string running;             // who holds its lock ("pid 12 on node-3"); "" when no one
-  std::vector<std::string> hosts;  // where its whole runs ran (trace environments), sorted
-  bool finished() const { return missing.empty(); }
-};
-struct ForeignFile {
-  std::string file;    // relative to the folder
-  std::string reason;  // "run 7 is not in the manifest", "belongs to audit 3f..."
-};
-struct AuditFolderCheck {
-  std::string folder;
-  std::string audit_id;   // empty: no manifest vouches for the traces
-  int planned_runs = 0;   // the manifest's runs (0 without one)
-  std::vector<int> runs;  // the audit's run number of each compared trace, in report order
-  std::vector<MissingRun> missing_runs;
-  std::vector<ForeignFile> foreign_files;
-  std::vector<std::string> notes;  // no manifest; an audit still running in the folder
-  int shards = 0;                  // the manifest's shard count (0: an audit in one process)
-  std::vector<ShardState> shard_states;
-};
-
 // A compared run outside the reference run's outcome class whose environment fingerprint differs
 // from the reference run's (shards on different nodes): the likely explanation of its divergence.
 // A ledger difference alone (autotune choosing otherwise on the same machine) is no other machine:
@@ -270,7 +239,8 @@ struct GroupStatistics {
 // The first differing and the final loss (the run farthest in ulp); all finals within tolerance?
 struct LossDifferences {
   std::optional<LossDifference> first, final;
-  bool within_tolerance = true;
+  double tolerance = 1e-4;       // relative (--tolerance)
+  bool within_tolerance = true;  // of the reference's final loss
 };
 // Each seed group's statistics by name; with --seeds both, the same/different std ratios.
 struct SeedGroupStatistics {
@@ -392,6 +362,60 @@ struct DistributedFindings {
   }
 };
 
+// How the differences grow: per epoch (text, JSON) and per step (the HTML plots).
+struct GrowthFindings {
+  std::vector<EpochGrowth> epochs;
+  StepSeries steps;
+};
+
+// The spine's verdict of identity (compare/verdict.h): which runs were compared, whether their
+// outcomes are one class, whether they were expected to be, and the ways nothing was compared.
+struct IdentityFindings {
+  std::vector<std::vector<int>> classes;  // bitwise-identical outcomes, by first run index
+  std::vector<int> compared_runs;         // runs that are expected to agree (same seeds)
+  bool expect_identical = true;
+  bool identical = true;  // the compared runs are all in one class
+  // Every compared run recorded no step (a script that never calls rec.step).
+  bool no_steps = false;
+  // The runs are all of the different-seed group (at least two): the audit asked for the spread.
+  bool spread_only = false;
+  bool allow_empty = false;  // --allow-empty: nothing compared is no failure
+};
+
+// Where the traces came from, as far as the verdict depends on it.
+struct TraceSources {
+  // Runs given twice (duplicate_runs.h), groups of run indices; allowed, each group warned of
+  // (compare/warnings_finding.cpp).
+  std::vector<std::vector<int>> copies;
+  // The folders the traces came from (ComparisonOptions::audit_folders).
+  std::vector<AuditFolderCheck> audit_folders;
+  // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
+  std::vector<std::string> ignored_snapshots;
+};
+
+// What the comparison is of: the spec its runs trained, and their mode.
+struct AuditSubject {
+  std::string spec_name;
+  std::string spec_digest;
+  std::string mode_summary;  // "deterministic", "nondeterministic", "mixed (...)"
+  // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
+  // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
+  bool pytorch = false;
+};
+
+// Where the differing runs first part op by op, from their op records (--trace-ops).
+struct RootCauseFindings {
+  bool ops_traced = false;                   // some trace has op records (format version 2)
+  std::optional<trace::OpWindow> op_window;  // the reference run's window, with op records
+  // The root cause of each differing run, grouped (runs with the same cause), earliest first (by
+  // step, then record). Empty when no trace has op records.
+  std::vector<RootCause> causes;
+  // The step records of the runs at their root causes' steps (trace index, record): what a
+  // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
+  // hold no steps (Trace::steps_in_source).
+  std::vector<std::pair<int, trace::StepRecord>> steps;
+};
+
 // The report's next step: a --trace-ops re-run that would localise the divergence, or the loader
 // to watch; none when the evidence explains the difference already.
 struct NextStep {
@@ -408,42 +432,18 @@ struct NextStep {
 };
 
 struct ComparisonResult {
-  std::string spec_name;
-  std::string spec_digest;
-  std::string mode_summary;  // "deterministic", "nondeterministic", "mixed (...)"
+  AuditSubject subject;
   std::vector<RunSummary> runs;
-  std::vector<std::vector<int>> classes;  // bitwise-identical outcomes, by first run index
-  std::vector<int> compared_runs;         // runs that are expected to agree (same seeds)
-  bool expect_identical = true;
-  bool identical = true;  // the compared runs are all in one class
-  double loss_tolerance = 1e-4;
+  IdentityFindings identity;
   std::vector<CategoryVerdict> categories;
   std::optional<Divergence> first_divergence;
-  // With op records: the root cause of each differing run, grouped (runs with the same cause),
-  // earliest first (by step, then record). Empty when no trace has op records.
-  std::vector<RootCause> root_causes;
-  // The step records of the runs at their root causes' steps (trace index, record): what a
-  // magnitude's replay reads (audit/op_replay.h) when the traces were walked from their files and
-  // hold no steps (Trace::steps_in_source).
-  std::vector<std::pair<int, trace::StepRecord>> root_cause_steps;
-  bool ops_traced = false;  // some trace has op records (format version 2)
-  // The runs are PyTorch runs (exec): their "mode" is only whether the script turned on
-  // torch.use_deterministic_algorithms, no kernel mode the audit chose; the text says so.
-  bool pytorch = false;
-  std::optional<trace::OpWindow> op_window;  // the reference run's window
-  LossDifferences losses;  // within loss_tolerance (relative) of the reference's final loss?
-  std::vector<EpochGrowth> growth;
-  StepSeries series;
+  RootCauseFindings root_cause;
+  LossDifferences losses;
+  GrowthFindings growth;
   std::vector<SnapshotDivergence> snapshots;
   SeedGroupStatistics seed_groups;
   std::vector<MachineDifference> divergent_machines;  // shown next to the divergence
-  // Runs given twice (duplicate_runs.h), groups of run indices; allowed, each group warned of
-  // (compare/warnings_finding.cpp).
-  std::vector<std::vector<int>> copies;
-  // The folders the traces came from (ComparisonOptions::audit_folders).
-  std::vector<AuditFolderCheck> audit_folders;
-  // Snapshots beside a trace that were not used: of another audit than the trace (stale files).
-  std::vector<std::string> ignored_snapshots;
+  TraceSources sources;
   // The registered checks' findings (compare/checks.h), each with its own verdict.
   std::vector<Finding> findings;
   // Runs of several world sizes (compare/data_parallel.h): they may differ; runs of one may not.
@@ -455,17 +455,12 @@ struct ComparisonResult {
   // same-seed runs, or no step recorded; not different-seed runs only, whose result is their
   // statistics.
   bool nothing_compared() const;
-  // Every compared run recorded no step (a script that never calls rec.step).
-  bool no_steps = false;
-  // The runs are all of the different-seed group (at least two): the audit asked for the spread.
-  bool spread_only = false;
-  bool allow_empty = false;
   // What to do next (decide_next_step in compare.cpp, one rule over the spine and the findings).
   NextStep next_step;
   // Planned runs of an audit folder have no whole trace (a shard not finished, a run killed): the
   // verdict is over part of the audit.
   bool incomplete() const {
-    for (const AuditFolderCheck& f : audit_folders)
+    for (const AuditFolderCheck& f : sources.audit_folders)
       if (!f.missing_runs.empty()) return true;
     return false;
   }

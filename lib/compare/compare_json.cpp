@@ -211,7 +211,7 @@ json root_cause_json(const RootCause& c) {
 
 json root_causes_json(const ComparisonResult& r) {
   json causes = json::array();
-  for (const RootCause& c : r.root_causes) causes.push_back(root_cause_json(c));
+  for (const RootCause& c : r.root_cause.causes) causes.push_back(root_cause_json(c));
   return causes;
 }
 
@@ -227,7 +227,7 @@ json categories_json(const ComparisonResult& r) {
 
 json growth_json(const ComparisonResult& r) {
   json growth = json::array();
-  for (const EpochGrowth& g : r.growth) {
+  for (const EpochGrowth& g : r.growth.epochs) {
     growth.push_back(
         {{"epoch", g.epoch},
          {"max_abs_loss_difference", g.max_abs_loss_difference},
@@ -314,19 +314,19 @@ json divergence_json(const std::optional<Divergence>& d) {
 
 json to_json(const ComparisonResult& r) {
   json report{{"report_version", 1},
-              {"spec", {{"name", r.spec_name}, {"digest", r.spec_digest}}},
-              {"mode", r.mode_summary},
+              {"spec", {{"name", r.subject.spec_name}, {"digest", r.subject.spec_digest}}},
+              {"mode", r.subject.mode_summary},
               {"verdict",
-               {{"identical", r.identical},
-                {"expect_identical", r.expect_identical},
+               {{"identical", r.identity.identical},
+                {"expect_identical", r.identity.expect_identical},
                 {"within_tolerance", r.losses.within_tolerance},
-                {"loss_tolerance", r.loss_tolerance},
+                {"loss_tolerance", r.losses.tolerance},
                 {"diverged", r.diverged()},
                 {"complete", !r.incomplete()},
                 {"nothing_compared", r.nothing_compared()},
-                {"allow_empty", r.allow_empty},
-                {"classes", r.classes},
-                {"compared_runs", r.compared_runs}}},
+                {"allow_empty", r.identity.allow_empty},
+                {"classes", r.identity.classes},
+                {"compared_runs", r.identity.compared_runs}}},
               {"first_divergence", divergence_json(r.first_divergence)},
               {"next_step", next_step_json(r)},
               {"categories", categories_json(r)},
@@ -339,13 +339,14 @@ json to_json(const ComparisonResult& r) {
                {{"final_loss", ratio_json(r.seed_groups.loss_std_ratio)},
                 {"eval_accuracy", ratio_json(r.seed_groups.accuracy_std_ratio)}}},
               {"divergent_machines", machines_json(r)},
-              {"copies", r.copies},
-              {"audit_folders", audit_folders_json(r.audit_folders)},
-              {"ignored_snapshots", r.ignored_snapshots},
+              {"copies", r.sources.copies},
+              {"audit_folders", audit_folders_json(r.sources.audit_folders)},
+              {"ignored_snapshots", r.sources.ignored_snapshots},
               {"runs", runs_json(r)}};
   // Only with op records (--trace-ops), so that reports of traces without them read as before.
-  if (r.ops_traced) {
-    report["op_window"] = r.op_window ? json(to_string(*r.op_window)) : json(nullptr);
+  if (r.root_cause.ops_traced) {
+    report["op_window"] =
+        r.root_cause.op_window ? json(to_string(*r.root_cause.op_window)) : json(nullptr);
     report["root_causes"] = root_causes_json(r);
   }
   // Only where a registered check applied (compare/checks.h), so that other reports read as before.

@@ -46,6 +46,7 @@ LossDifferences loss_differences(const ComparedRuns& compared, double tolerance)
 LossDifferences loss_differences(const ComparedRuns& compared, double tolerance,
                                  const std::optional<LossDifference>& first) {
   LossDifferences out;
+  out.tolerance = tolerance;
   if (compared.traces.size() >= 2) {
     out.first = first;
     out.final = worst_loss_difference(compared, final_loss_bits, 0);

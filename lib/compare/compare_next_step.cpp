@@ -16,7 +16,7 @@ std::optional<LoaderAdvice> loader_advice(const ComparisonResult& result,
                                           const ComparedRuns& compared,
                                           const std::optional<Digest128>& reference_indices) {
   const auto& first = result.first_divergence;
-  if (result.identical || !first || !first->step || first->category != Category::batches ||
+  if (result.identity.identical || !first || !first->step || first->category != Category::batches ||
       compared.traces.empty() || !compared.traces[0]->header.backend.starts_with("pytorch")) {
     return std::nullopt;  // the engine's batches are its own data stream: --trace-ops shows them
   }

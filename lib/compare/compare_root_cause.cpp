@@ -281,12 +281,12 @@ std::vector<RootCause> group_root_causes(std::vector<std::pair<int, RootCause>> 
 
 std::optional<trace::OpWindow> suggested_trace_ops(const ComparisonResult& result) {
   const auto window_at = [](std::int64_t step) { return trace::OpWindow{step, step + 1}; };
-  if (result.identical || !result.first_divergence || !result.first_divergence->step ||
+  if (result.identity.identical || !result.first_divergence || !result.first_divergence->step ||
       result.first_divergence->category == Category::steps || result.next_step.loader_advice) {
     return std::nullopt;  // nothing parts, the initial state does, the step counts or the loader
   }
-  if (!result.ops_traced) return window_at(*result.first_divergence->step);
-  for (const RootCause& c : result.root_causes) {
+  if (!result.root_cause.ops_traced) return window_at(*result.first_divergence->step);
+  for (const RootCause& c : result.root_cause.causes) {
     if (c.kind == RootCause::Kind::outside_window) return window_at(c.step);
   }
   return std::nullopt;  // the op records localised it

@@ -33,7 +33,8 @@ Finding data_parallel_finding_of(const ComparisonResult& r,
                        r.world_sizes->configuration ? CheckOutcome::passed : CheckOutcome::failed});
   }
   if (found) {
-    const CheckOutcome differs = r.expect_identical ? CheckOutcome::failed : CheckOutcome::allowed;
+    const CheckOutcome differs =
+        r.identity.expect_identical ? CheckOutcome::failed : CheckOutcome::allowed;
     for (const RankComparison& rank : found->ranks) {
       f.parts.push_back(
           {"rank " + std::to_string(rank.rank), rank.identical ? CheckOutcome::passed : differs});

@@ -161,7 +161,7 @@ bool equivalence_applies(const CheckContext& c) {
 
 Finding equivalence(const CheckContext& c) {
   const EquivalenceRoles roles = equivalence_roles(c.traces);
-  const auto& losses = c.result.series.losses;
+  const auto& losses = c.result.growth.steps.losses;
   std::vector<std::vector<float>> floors;
   for (int f : roles.floor_runs) floors.push_back(losses[static_cast<std::size_t>(f)]);
   const EquivalenceCurve curve = equivalence_curve(losses[static_cast<std::size_t>(roles.a)],

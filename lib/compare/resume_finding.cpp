@@ -22,7 +22,8 @@ Finding resume_finding(const CheckContext& c) {
     if (v.first) divergences.push_back(*v.first);
   }
   if (c.result.first_divergence) divergences.push_back(*c.result.first_divergence);
-  return resume_finding_of(check_resumes(c.traces, divergences), c.result.expect_identical);
+  return resume_finding_of(check_resumes(c.traces, divergences),
+                           c.result.identity.expect_identical);
 }
 
 Finding resume_finding_of(std::vector<ResumeVerdict> resumes, bool expect_identical) {

@@ -12,14 +12,14 @@ namespace {
 
 // A difference fails where the audit expects identity and is allowed where it does not.
 CheckOutcome differs(const ComparisonResult& r) {
-  return r.expect_identical ? CheckOutcome::failed : CheckOutcome::allowed;
+  return r.identity.expect_identical ? CheckOutcome::failed : CheckOutcome::allowed;
 }
 
 // The compared runs part: rank 0's runs across every world size, or, where world size is a
 // configuration the runs vary on purpose, within one world size.
 bool runs_parted(const ComparisonResult& r) {
   if (r.world_sizes && r.world_sizes->configuration) return !r.world_sizes->identical_within;
-  return !r.identical;
+  return !r.identity.identical;
 }
 
 AuditStatus status_of(const std::vector<Check>& checks) {
@@ -115,14 +115,14 @@ AuditVerdict audit_verdict(const ComparisonResult& r) {
                       nothing          ? CheckOutcome::skipped
                       : runs_parted(r) ? differs(r)
                                        : CheckOutcome::passed});
-  if (!r.audit_folders.empty()) {
+  if (!r.sources.audit_folders.empty()) {
     v.checks.push_back(
         {CheckKind::complete, 0, r.incomplete() ? CheckOutcome::failed : CheckOutcome::passed});
   }
   v.checks.push_back({CheckKind::compared, 0,
-                      !nothing        ? CheckOutcome::passed
-                      : r.allow_empty ? CheckOutcome::skipped
-                                      : CheckOutcome::failed});
+                      !nothing                 ? CheckOutcome::passed
+                      : r.identity.allow_empty ? CheckOutcome::skipped
+                                               : CheckOutcome::failed});
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     v.checks.push_back({CheckKind::finding, static_cast<int>(i), r.findings[i].outcome});
   }

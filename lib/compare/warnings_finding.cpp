@@ -31,7 +31,7 @@ Finding warnings_finding_of(std::vector<std::string> warnings) {
 Finding warnings_finding(const CheckContext& c) {
   const std::vector<trace::Trace>& traces = c.traces;
   std::vector<std::string> lines;
-  for (const auto& group : c.result.copies) lines.push_back(copies_warning(traces, group));
+  for (const auto& group : c.result.sources.copies) lines.push_back(copies_warning(traces, group));
   for (const std::optional<std::string>& w : {phases::pinned_nondeterministic_warning(traces),
                                               phases::determinism_flags_warning(traces)}) {
     if (w) lines.push_back(*w);

@@ -60,7 +60,7 @@ std::string world_sizes(const ComparisonResult& r) {
   }
   std::string out = "world size as a configuration:" + runs;
   out += " (rank 0's trace stands for a data-parallel run)\n";
-  if (r.identical) return out + "  the runs agree nonetheless\n";
+  if (r.identity.identical) return out + "  the runs agree nonetheless\n";
   out +=
       "  runs of other world sizes differ by design: each rank trains its share of the global "
       "batch and the all-reduce sums the gradients in another order";
@@ -204,7 +204,7 @@ std::string data_parallel_html(const ComparisonResult& r, const compare::Finding
                         : "") +
           "</tr>\n";
     };
-    row(0, r.identical, r.first_divergence);
+    row(0, r.identity.identical, r.first_divergence);
     for (const compare::RankComparison& c : found->ranks)
       row(c.rank, c.identical, c.first_divergence);
     out += "</table>\n";

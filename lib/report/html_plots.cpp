@@ -30,22 +30,22 @@ struct Curves {
 };
 
 std::size_t reference_of(const ComparisonResult& r) {
-  return r.compared_runs.empty() ? 0 : std::size_t(r.compared_runs[0]);
+  return r.identity.compared_runs.empty() ? 0 : std::size_t(r.identity.compared_runs[0]);
 }
 
 std::string run_label(const ComparisonResult& r, std::size_t i) {
   return "run " + std::to_string(r.runs[i].run) +
-         (i == reference_of(r) && !r.compared_runs.empty() ? " (reference)" : "");
+         (i == reference_of(r) && !r.identity.compared_runs.empty() ? " (reference)" : "");
 }
 
 // The compared runs whose loss differs from the reference run's, by the first step where its
 // bits differ, earliest first (ties: report order): (step, run).
 std::vector<std::pair<std::size_t, std::size_t>> parting_runs(const ComparisonResult& r) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
-  const auto& losses = r.series.losses;
+  const auto& losses = r.growth.steps.losses;
   const std::size_t ref = reference_of(r);
-  for (std::size_t c = 1; c < r.compared_runs.size(); ++c) {
-    const std::size_t i = std::size_t(r.compared_runs[c]);
+  for (std::size_t c = 1; c < r.identity.compared_runs.size(); ++c) {
+    const std::size_t i = std::size_t(r.identity.compared_runs[c]);
     const std::size_t steps = std::min(losses[i].size(), losses[ref].size());
     for (std::size_t k = 0; k < steps; ++k) {
       if (std::bit_cast<std::uint32_t>(losses[i][k]) !=
@@ -61,7 +61,7 @@ std::vector<std::pair<std::size_t, std::size_t>> parting_runs(const ComparisonRe
 
 Curves curves_of(const ComparisonResult& r) {
   Curves out;
-  const std::size_t runs = r.series.losses.size();
+  const std::size_t runs = r.growth.steps.losses.size();
   if (runs <= kMaxCurves) {
     for (std::size_t i = 0; i < runs; ++i) out.curves.push_back({i, int(i), run_label(r, i)});
     return out;
@@ -115,7 +115,7 @@ std::string band_note(const ComparisonResult& r, const Curves& curves) {
   if (curves.every_run) return "";
   const std::size_t parting = curves.curves.size() - 1;
   return format("<p>%zu runs are too many curves to tell apart: the plots draw the reference run, ",
-                r.series.losses.size()) +
+                r.growth.steps.losses.size()) +
          (parting > 0 ? format("the %zu compared run%s whose loss parts from it first, ", parting,
                                parting == 1 ? "" : "s")
                       : std::string("(no compared run's loss parts from it) ")) +
@@ -132,17 +132,19 @@ std::string distance_plot(const ComparisonResult& r, const Curves& curves) {
                     .x_label = "step",
                     .y_label = "|loss difference| (log scale)",
                     .log_y = true};
-  const auto& losses = r.series.losses;
+  const auto& losses = r.growth.steps.losses;
   const std::vector<float>& ref = losses[reference_of(r)];
   for (const Curve& c : curves.curves) {
     if (c.run == reference_of(r)) continue;
-    const bool compared = std::find(r.compared_runs.begin(), r.compared_runs.end(), int(c.run)) !=
-                          r.compared_runs.end();
+    const bool compared =
+        std::find(r.identity.compared_runs.begin(), r.identity.compared_runs.end(), int(c.run)) !=
+        r.identity.compared_runs.end();
     if (compared) gap.series.push_back(series_of(c, losses[c.run], &ref));
   }
   if (!curves.every_run) {
     std::vector<std::size_t> others;
-    for (std::size_t c = 1; c < r.compared_runs.size(); ++c) others.push_back(r.compared_runs[c]);
+    for (std::size_t c = 1; c < r.identity.compared_runs.size(); ++c)
+      others.push_back(r.identity.compared_runs[c]);
     // Over the runs that differ there: a log axis cannot show the runs that do not (distance 0).
     gap.band = spread(
         others, losses,
@@ -163,7 +165,7 @@ std::string distance_plot(const ComparisonResult& r, const Curves& curves) {
 
 std::string loss_plots(const ComparisonResult& r) {
   const Curves curves = curves_of(r);
-  const auto& losses = r.series.losses;
+  const auto& losses = r.growth.steps.losses;
   svg::LinePlot plot{curves.every_run ? "Training loss per step, every run"
                                       : "Training loss per step: the reference run, the first runs "
                                         "to part from it, the spread of all runs",
@@ -176,22 +178,23 @@ std::string loss_plots(const ComparisonResult& r) {
                        [&](std::size_t i, std::size_t k) { return double(losses[i][k]); });
   }
   std::string out = "<h2>Plots</h2>\n" + band_note(r, curves) + svg::line_plot(plot);
-  if (r.compared_runs.size() < 2) return out;
+  if (r.identity.compared_runs.size() < 2) return out;
   // A comparison that holds no loss series for a compared run (one built from findings alone,
   // such as a data-parallel check's) has no distance to draw from it.
   const bool every_series =
-      std::all_of(r.compared_runs.begin(), r.compared_runs.end(),
+      std::all_of(r.identity.compared_runs.begin(), r.identity.compared_runs.end(),
                   [&](int run) { return run >= 0 && std::size_t(run) < losses.size(); });
   if (!every_series) return out;
-  if (r.identical)
+  if (r.identity.identical)
     return out + "<p>The same-seed runs' losses are bitwise identical: no distance to plot.</p>\n";
   return out + distance_plot(r, curves);
 }
 
 std::string growth_plots(const ComparisonResult& r) {
-  if (r.growth.empty() || r.identical) return "";  // nothing grows between identical runs
+  if (r.growth.epochs.empty() || r.identity.identical)
+    return "";  // nothing grows between identical runs
   // One epoch would be one dot on an empty axis: say so in a line instead.
-  if (r.growth.size() < 2) {
+  if (r.growth.epochs.size() < 2) {
     return "<p>Growth per epoch is plotted from two epochs on; this audit has one (its figures "
            "are in the text and JSON reports).</p>\n";
   }
@@ -202,7 +205,7 @@ std::string growth_plots(const ComparisonResult& r) {
   svg::LinePlot weights{"Max |weight difference| at the epoch's end (snapshots)", "epoch",
                         "max |difference| (log scale)", true};
   svg::Series u{"max ULP", {}, {}}, p{"parameters", {}, {}}, w{"max |dw|", {}, {}};
-  for (const compare::EpochGrowth& g : r.growth) {
+  for (const compare::EpochGrowth& g : r.growth.epochs) {
     const double epoch = double(g.epoch + 1);
     u.x.push_back(epoch);
     u.y.push_back(double(g.max_loss_ulp));
@@ -228,7 +231,7 @@ std::string growth_plots(const ComparisonResult& r) {
 }
 
 std::string divergence_map(const ComparisonResult& r) {
-  if (r.series.rows.empty() || r.series.rows[0].differs.empty()) return "";
+  if (r.growth.steps.rows.empty() || r.growth.steps.rows[0].differs.empty()) return "";
   svg::CellMap map{"Where digests differ from the reference run (rows in causal order)",
                    "step",
                    {},
@@ -236,7 +239,7 @@ std::string divergence_map(const ComparisonResult& r) {
                    0,
                    "differs in some same-seed run",
                    "identical"};
-  for (const auto& row : r.series.rows) {
+  for (const auto& row : r.growth.steps.rows) {
     map.rows.push_back(text::category_title(row.category) + ": " + row.tensor);
     map.cells.push_back(row.differs);
   }

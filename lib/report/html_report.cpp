@@ -54,19 +54,19 @@ std::string banner(const ComparisonResult& r) {
   const std::string head = verdict.substr(0, verdict.find('\n'));
   // The banner's colour is the verdict's status (compare/verdict.h), as the exit code is.
   const compare::AuditStatus status = compare::audit_verdict(r).status;
-  const bool none =
-      status != compare::AuditStatus::passed || r.nothing_compared() || r.compared_runs.size() < 2;
+  const bool none = status != compare::AuditStatus::passed || r.nothing_compared() ||
+                    r.identity.compared_runs.size() < 2;
   const std::string cls = status == compare::AuditStatus::diverged ? "diverged"
                           : none                                   ? "none"
-                          : r.identical                            ? "ok"
+                          : r.identity.identical                   ? "ok"
                                                                    : "allowed";
-  std::string out =
-      "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
-      (r.expect_identical ? "bitwise identity was expected" : "bitwise identity was not expected") +
-      "; " + html_escaped(text::mode_words(r)) + "</small></div>\n";
+  std::string out = "<div class=\"banner " + cls + "\">" + html_escaped(head) + "<small>" +
+                    (r.identity.expect_identical ? "bitwise identity was expected"
+                                                 : "bitwise identity was not expected") +
+                    "; " + html_escaped(text::mode_words(r)) + "</small></div>\n";
   out += findings_html(r, HtmlPlace::after_banner);
   std::string classes;
-  for (const auto& c : r.classes) classes += " {" + text::run_list(c) + "}";
+  for (const auto& c : r.identity.classes) classes += " {" + text::run_list(c) + "}";
   out += "<p>Outcome classes (runs with bitwise identical outcomes):" + html_escaped(classes) +
          "</p>\n";
   // Where the runs came from: missing runs, unfinished shards, foreign files, never hidden.
@@ -187,9 +187,9 @@ const char* html::page_style() {
 std::string render_html(const ComparisonResult& r) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<title>repro-audit: " + html_escaped(r.spec_name) + "</title>\n";
+  out += "<title>repro-audit: " + html_escaped(r.subject.spec_name) + "</title>\n";
   out += "<style>" + std::string(html::page_style()) + "</style>\n</head>\n<body>\n";
-  out += "<h1>repro-audit: " + html_escaped(r.spec_name) +
+  out += "<h1>repro-audit: " + html_escaped(r.subject.spec_name) +
          (", " + text::runs_count(r.runs.size())) + "</h1>\n";
   out += banner(r) + category_table(r);
   out += findings_html(r, HtmlPlace::findings);

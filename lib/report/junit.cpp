@@ -67,7 +67,7 @@ Case verdict_case(const ComparisonResult& r, const compare::AuditVerdict& v) {
   const std::string verdict = text::verdict(r);
   const std::string head = text::first_line(verdict);
   if (r.nothing_compared()) {
-    c.outcome = r.allow_empty ? Case::Outcome::skipped : Case::Outcome::failed;
+    c.outcome = r.identity.allow_empty ? Case::Outcome::skipped : Case::Outcome::failed;
     c.failure_type = "nothing-compared";
     c.message = head;
     c.detail = verdict;
@@ -97,7 +97,7 @@ Case completeness_case(const ComparisonResult& r) {
     c.detail = folders;
   } else {
     std::size_t whole = 0;
-    for (const auto& f : r.audit_folders) whole += f.runs.size();
+    for (const auto& f : r.sources.audit_folders) whole += f.runs.size();
     c.message = format("every planned run has a whole trace (%zu)", whole);
   }
   return c;
@@ -110,7 +110,7 @@ Case category_case(const ComparisonResult& r, const compare::AuditVerdict& verdi
                    const CategoryVerdict& v, std::size_t position) {
   Case c;
   c.name = std::to_string(3 + position) + " " + text::category_title(v.category);
-  if (r.compared_runs.size() < 2) {
+  if (r.identity.compared_runs.size() < 2) {
     c.outcome = Case::Outcome::skipped;
     c.message = "no same-seed pair to compare";
     return c;
@@ -122,13 +122,13 @@ Case category_case(const ComparisonResult& r, const compare::AuditVerdict& verdi
     what = "first differs " + std::string(where.starts_with("step") ? "at " : "") + where +
            ", in " + text::divergence_tensor(*v.first) + " (runs " +
            text::run_list(v.first->runs_differing) + " differ from run " +
-           std::to_string(r.compared_runs.front()) + ")";
+           std::to_string(r.identity.compared_runs.front()) + ")";
   }
   what += format("; %lld steps differ", static_cast<long long>(v.steps_differing));
   if (verdict.failed(compare::CheckKind::identity)) {
     c.outcome = Case::Outcome::failed;
     c.message = what;  // the whole of it: no text repeats it
-  } else if (r.expect_identical) {
+  } else if (r.identity.expect_identical) {
     c.message = what + " (allowed: the runs differ only between world sizes, a configuration)";
   } else {
     c.message = what + " (allowed: bitwise identity was not expected)";
@@ -155,11 +155,11 @@ Case finding_case(const compare::Finding& f, std::size_t number) {
 // What a CI page needs beside the cases; per-run facts are in the JSON report.
 std::string properties(const ComparisonResult& r) {
   std::string out = "    <properties>\n";
-  out += junit_property("spec_name", r.spec_name);
-  out += junit_property("mode", r.mode_summary);
-  out += junit_property("expect_identical", r.expect_identical ? "true" : "false");
-  out += junit_property("compared_runs", text::run_list(r.compared_runs));
-  out += junit_property("outcome_classes", std::to_string(r.classes.size()));
+  out += junit_property("spec_name", r.subject.spec_name);
+  out += junit_property("mode", r.subject.mode_summary);
+  out += junit_property("expect_identical", r.identity.expect_identical ? "true" : "false");
+  out += junit_property("compared_runs", text::run_list(r.identity.compared_runs));
+  out += junit_property("outcome_classes", std::to_string(r.identity.classes.size()));
   for (const compare::Finding& f : r.findings) {
     const Section* s = section_of(f);
     if (s != nullptr && s->junit_properties != nullptr) out += s->junit_properties(r, f);
@@ -205,7 +205,7 @@ std::string junit_property(const std::string& name, const std::string& value) {
 std::string render_junit(const ComparisonResult& r) {
   const compare::AuditVerdict v = compare::audit_verdict(r);
   std::vector<Case> cases{verdict_case(r, v)};
-  if (!r.audit_folders.empty()) cases.push_back(completeness_case(r));
+  if (!r.sources.audit_folders.empty()) cases.push_back(completeness_case(r));
   for (std::size_t i = 0; i < r.categories.size(); ++i) {
     cases.push_back(category_case(r, v, r.categories[i], i));
   }
@@ -228,7 +228,7 @@ std::string render_junit(const ComparisonResult& r) {
     failures += c.outcome == Case::Outcome::failed ? 1 : 0;
     skipped += c.outcome == Case::Outcome::skipped ? 1 : 0;
   }
-  const std::string suite = "repro-audit." + r.spec_name;
+  const std::string suite = "repro-audit." + r.subject.spec_name;
   const std::string counts =
       format("tests=\"%zu\" failures=\"%d\" errors=\"0\"", cases.size(), failures);
   const std::string time = seconds(total_seconds(r));

@@ -27,15 +27,15 @@ std::string runs_count(std::size_t n) {
 }
 
 std::string mode_words(const compare::ComparisonResult& r) {
-  if (!r.pytorch) return "mode " + shown(r.mode_summary);
-  const std::string on = r.mode_summary == "deterministic" ? "on"
-                         : r.mode_summary == "mixed"       ? "on in some runs"
-                                                           : "off";
+  if (!r.subject.pytorch) return "mode " + shown(r.subject.mode_summary);
+  const std::string on = r.subject.mode_summary == "deterministic" ? "on"
+                         : r.subject.mode_summary == "mixed"       ? "on in some runs"
+                                                                   : "off";
   return "torch.use_deterministic_algorithms " + on;
 }
 
 std::string perturbed_kernels(const compare::ComparisonResult& r) {
-  return r.pytorch ? "the script's own kernel settings" : "deterministic kernels";
+  return r.subject.pytorch ? "the script's own kernel settings" : "deterministic kernels";
 }
 
 std::string byte_size(std::uint64_t bytes) {

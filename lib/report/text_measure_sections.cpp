@@ -24,8 +24,8 @@ std::string snapshot_figures(const compare::TensorDifference& d) {
 // A final loss compares each run's last step: where the runs recorded different numbers of steps
 // (a resumed run that lost some, a script that stopped early), those are other steps, and said so.
 std::string final_steps_note(const ComparisonResult& r, int other) {
-  if (r.compared_runs.empty()) return "";
-  const auto reference = static_cast<std::size_t>(r.compared_runs.front());
+  if (r.identity.compared_runs.empty()) return "";
+  const auto reference = static_cast<std::size_t>(r.identity.compared_runs.front());
   const auto index = static_cast<std::size_t>(other);
   if (reference >= r.runs.size() || index >= r.runs.size()) return "";
   const std::int64_t a = r.runs[reference].steps, b = r.runs[index].steps;
@@ -57,11 +57,11 @@ std::string loss_differences(const ComparisonResult& r) {
 }
 
 std::string growth_table(const ComparisonResult& r) {
-  if (r.identical || r.growth.empty()) return "";
+  if (r.identity.identical || r.growth.epochs.empty()) return "";
   std::string out =
       "growth per epoch:   max|dloss|   max ulp   params differing   max|d eval acc|   snapshot "
       "max|dw|   relative   sign flips\n";
-  for (const auto& g : r.growth) {
+  for (const auto& g : r.growth.epochs) {
     out += format("  epoch %-10lld %10.3g %9llu", static_cast<long long>(g.epoch),
                   g.max_abs_loss_difference, static_cast<unsigned long long>(g.max_loss_ulp));
     // "-": the epoch's last step recorded one digest per category (a level of detail).

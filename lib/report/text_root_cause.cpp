@@ -223,9 +223,9 @@ std::string cause_text(const RootCause& c) {
 }  // namespace
 
 std::string root_cause(const ComparisonResult& r) {
-  if (!r.ops_traced || r.root_causes.empty()) return "";
+  if (!r.root_cause.ops_traced || r.root_cause.causes.empty()) return "";
   std::string out;
-  for (const RootCause& c : r.root_causes) out += cause_text(c);
+  for (const RootCause& c : r.root_cause.causes) out += cause_text(c);
   return out;
 }
 

@@ -11,7 +11,7 @@
 namespace ra::report::text {
 
 std::string header(const ComparisonResult& r) {
-  return "repro-audit: " + shown(r.spec_name) + ", " + runs_count(r.runs.size()) + ", " +
+  return "repro-audit: " + shown(r.subject.spec_name) + ", " + runs_count(r.runs.size()) + ", " +
          mode_words(r) + "\n";
 }
 
@@ -99,11 +99,12 @@ std::string allowed_difference_head(const ComparisonResult& r, const compare::Au
 
 std::string verdict(const ComparisonResult& r) {
   const compare::AuditVerdict v = compare::audit_verdict(r);
-  const std::size_t n = r.compared_runs.size();
+  const std::size_t n = r.identity.compared_runs.size();
   std::size_t classes_among_compared = 0;
-  for (const auto& c : r.classes) {
+  for (const auto& c : r.identity.classes) {
     for (int run : c) {
-      if (std::find(r.compared_runs.begin(), r.compared_runs.end(), run) != r.compared_runs.end()) {
+      if (std::find(r.identity.compared_runs.begin(), r.identity.compared_runs.end(), run) !=
+          r.identity.compared_runs.end()) {
         ++classes_among_compared;
         break;
       }
@@ -112,18 +113,18 @@ std::string verdict(const ComparisonResult& r) {
   std::string head;
   // The exit code is the verdict's (an incomplete audit's 4 ranks above nothing compared's 5).
   const std::string nothing =
-      r.allow_empty ? "nothing was compared (allowed: --allow-empty)"
+      r.identity.allow_empty ? "nothing was compared (allowed: --allow-empty)"
       : v.status == compare::AuditStatus::nothing_compared
           ? "nothing was compared, no verdict (exit 5; --allow-empty accepts it)"
           : "nothing was compared, no verdict";
   const compare::CheckOutcome identity = v.outcome(compare::CheckKind::identity);
-  if (r.spread_only) {
+  if (r.identity.spread_only) {
     head = "DIFFERENT SEEDS ONLY (" + runs_count(r.runs.size()) +
            "): no same-seed pair, so no identity to check; the spread of their outcomes "
            "is below";
   } else if (n < 2) {
     head = "NO SAME-SEED PAIR to compare (" + runs_count(r.runs.size()) + "): " + nothing;
-  } else if (r.no_steps) {
+  } else if (r.identity.no_steps) {
     head =
         format("NO STEP RECORDED by the %zu same-seed runs (does the script call rec.step?): ", n) +
         nothing;
@@ -132,7 +133,7 @@ std::string verdict(const ComparisonResult& r) {
         "DIVERGED: the %zu same-seed runs of one command came up with different world sizes "
         "(data-parallel, below)",
         n);
-  } else if (identity == compare::CheckOutcome::passed && !r.identical) {
+  } else if (identity == compare::CheckOutcome::passed && !r.identity.identical) {
     head = format(
         "DIFFERENT WORLD SIZES: the %zu same-seed runs differ only between world sizes, a "
         "configuration (data-parallel, below); no two runs of one world size differ",
@@ -146,15 +147,15 @@ std::string verdict(const ComparisonResult& r) {
         classes_among_compared, n);
     head = allowed_difference_head(r, v, identity) + head;
     if (r.losses.within_tolerance) {
-      head += format("; final losses within %.0e relative", r.loss_tolerance);
+      head += format("; final losses within %.0e relative", r.losses.tolerance);
     } else {
-      head += format("; final losses NOT within %.0e relative", r.loss_tolerance);
+      head += format("; final losses NOT within %.0e relative", r.losses.tolerance);
     }
   }
   if (r.incomplete()) {
     std::size_t whole = 0;
     int planned = 0;
-    for (const auto& f : r.audit_folders) {
+    for (const auto& f : r.sources.audit_folders) {
       whole += f.runs.size();
       planned += f.planned_runs;
     }
@@ -166,11 +167,11 @@ std::string verdict(const ComparisonResult& r) {
   // At most this many classes are named (a 1000-run audit may have 1000): the rest are counted.
   constexpr std::size_t kClassesShown = 24;
   std::string classes = "outcome classes:";
-  for (std::size_t i = 0; i < r.classes.size() && i < kClassesShown; ++i) {
-    classes += " {" + run_list(r.classes[i]) + "}";
+  for (std::size_t i = 0; i < r.identity.classes.size() && i < kClassesShown; ++i) {
+    classes += " {" + run_list(r.identity.classes[i]) + "}";
   }
-  if (r.classes.size() > kClassesShown) {
-    classes += format(" ... (%zu more)", r.classes.size() - kClassesShown);
+  if (r.identity.classes.size() > kClassesShown) {
+    classes += format(" ... (%zu more)", r.identity.classes.size() - kClassesShown);
   }
   return head + "\n" + classes + "\n";
 }
@@ -206,7 +207,7 @@ std::string plain_words(const compare::Divergence& d) {
 std::string first_divergence(const ComparisonResult& r) {
   if (!r.first_divergence) return "";
   const auto& d = *r.first_divergence;
-  const int reference = r.compared_runs.empty() ? 0 : r.compared_runs[0];
+  const int reference = r.identity.compared_runs.empty() ? 0 : r.identity.compared_runs[0];
   std::string out =
       d.category == compare::Category::steps
           ? "first divergence: the runs recorded different numbers of steps: " + shown(d.detail) +
@@ -281,7 +282,7 @@ std::string shard_lines(const AuditFolderCheck& f) {
 // Where the runs came from, when from audit folders: what is missing or foreign, never hidden.
 std::string audit_folders(const ComparisonResult& r) {
   std::string out;
-  for (const auto& f : r.audit_folders) {
+  for (const auto& f : r.sources.audit_folders) {
     if (f.audit_id.empty()) {
       out += shown(f.folder) + ": no manifest\n";
     } else if (!f.missing_runs.empty()) {
@@ -306,13 +307,13 @@ std::string audit_folders(const ComparisonResult& r) {
     }
     for (const auto& n : f.notes) out += "  note: " + shown(n) + "\n";
   }
-  for (const auto& s : r.ignored_snapshots) out += "ignored snapshot " + shown(s) + "\n";
+  for (const auto& s : r.sources.ignored_snapshots) out += "ignored snapshot " + shown(s) + "\n";
   return out;
 }
 
 // After a blank line; only when there are runs to compare.
 std::string category_table(const ComparisonResult& r) {
-  if (r.compared_runs.size() < 2) return "";
+  if (r.identity.compared_runs.size() < 2) return "";
   std::string out = "\n";
   for (const auto& v : r.categories) {
     out += format("  %-16s ", category_title(v.category).c_str());

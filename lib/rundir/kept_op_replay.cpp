@@ -74,9 +74,9 @@ std::optional<compare::KeptOpReplay> read_kept_replay(const std::filesystem::pat
 
 void load_kept_replays(compare::ComparisonResult& result, const std::vector<trace::Trace>& traces,
                        std::vector<std::string>& ignored) {
-  if (result.compared_runs.empty()) return;
-  const int reference = result.compared_runs.front();
-  for (compare::RootCause& cause : result.root_causes) {
+  if (result.identity.compared_runs.empty()) return;
+  const int reference = result.identity.compared_runs.front();
+  for (compare::RootCause& cause : result.root_cause.causes) {
     if (cause.kind != compare::RootCause::Kind::op || cause.step < 0) continue;
     std::vector<int> runs{reference};
     runs.insert(runs.end(), cause.runs.begin(), cause.runs.end());

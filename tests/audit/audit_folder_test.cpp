@@ -181,7 +181,7 @@ TEST_CASE("a folder holding an audit is refused, and overwriting removes only th
     REQUIRE(notices[1].find("left in place, not repro-audit's: notes.txt, run-000/plot.png, "
                             "run-1.trace.jsonl") != std::string::npos);
     // The report names the leftover run file as foreign, and compares only the manifest's run.
-    const auto& folder = second.comparison.audit_folders.at(0);
+    const auto& folder = second.comparison.sources.audit_folders.at(0);
     REQUIRE(folder.audit_id == second.audit_id);
     REQUIRE(folder.foreign_files.size() == 2);
     REQUIRE(folder.foreign_files[0].file == "run-000/plot.png");
@@ -212,7 +212,7 @@ TEST_CASE("resuming trains only the runs without a whole trace and gives the sam
   // compare names the missing runs and the partial trace.
   const auto partial = ra::audit::compare_inputs({dir.path}, {});
   REQUIRE(partial.runs.size() == 1);
-  const auto& check = partial.audit_folders.at(0);
+  const auto& check = partial.sources.audit_folders.at(0);
   REQUIRE(check.runs == std::vector<int>{0});
   REQUIRE(check.missing_runs.size() == 2);
   REQUIRE(check.missing_runs[0].run == 1);
@@ -239,7 +239,7 @@ TEST_CASE("resuming trains only the runs without a whole trace and gives the sam
     }
     REQUIRE(a == b);
     REQUIRE(final_bits(whole.comparison) == final_bits(resumed.comparison));
-    REQUIRE(resumed.comparison.audit_folders.at(0).missing_runs.empty());
+    REQUIRE(resumed.comparison.sources.audit_folders.at(0).missing_runs.empty());
     // Resuming a whole audit trains nothing.
     REQUIRE(ra::audit::run_audit(tiny_spec(), o).trained_runs.empty());
   }
@@ -282,7 +282,7 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
   const auto r = ra::audit::compare_inputs({a_dir.path}, {});
   REQUIRE(r.runs.size() == 2);  // runs 0 and 1 are a's
   REQUIRE_FALSE(r.diverged());
-  const auto& check = r.audit_folders.at(0);
+  const auto& check = r.sources.audit_folders.at(0);
   REQUIRE(check.audit_id == a.audit_id);
   REQUIRE(check.planned_runs == 3);
   REQUIRE(check.runs == std::vector<int>{0, 1});
@@ -294,9 +294,9 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
   REQUIRE(check.foreign_files[1].file == "run-005.trace.jsonl");
   REQUIRE(check.foreign_files[1].reason == "run 5 is not in the manifest");
   // The stale snapshot is not measured: no final snapshot comparison, and it is named.
-  REQUIRE(r.ignored_snapshots.size() == 1);
-  REQUIRE(r.ignored_snapshots[0].find("weights-final.safetensors: belongs to audit " +
-                                      b.audit_id) != std::string::npos);
+  REQUIRE(r.sources.ignored_snapshots.size() == 1);
+  REQUIRE(r.sources.ignored_snapshots[0].find("weights-final.safetensors: belongs to audit " +
+                                              b.audit_id) != std::string::npos);
   for (const auto& s : r.snapshots) REQUIRE(s.point != "final");
 
   // Explicit files still compare across audits (traces from anywhere).
@@ -304,7 +304,7 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
       {a_dir.path / "run-000.trace.jsonl", b_dir.path / "run-001.trace.jsonl"}, {});
   REQUIRE(files.runs.size() == 2);
   REQUIRE(files.diverged());
-  REQUIRE(files.audit_folders.empty());
+  REQUIRE(files.sources.audit_folders.empty());
 
   SECTION("without a manifest: every trace, noted; traces of two audits are refused") {
     fs::remove(a_dir.path / "audit.json");
@@ -314,8 +314,9 @@ TEST_CASE("compare of a folder reads its manifest's runs and names foreign files
     fs::remove(a_dir.path / "run-005.trace.jsonl");
     const auto old = ra::audit::compare_inputs({a_dir.path}, {});
     REQUIRE(old.runs.size() == 2);
-    REQUIRE(old.audit_folders.at(0).audit_id.empty());
-    REQUIRE(old.audit_folders.at(0).notes.at(0).find("no manifest vouches") != std::string::npos);
+    REQUIRE(old.sources.audit_folders.at(0).audit_id.empty());
+    REQUIRE(old.sources.audit_folders.at(0).notes.at(0).find("no manifest vouches") !=
+            std::string::npos);
   }
 }
 

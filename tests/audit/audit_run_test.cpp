@@ -60,10 +60,10 @@ TEST_CASE("a deterministic audit is one class with every category identical", "[
   TempDir dir;
   const auto result = ra::audit::run_audit(small_spec(), options_in(dir, 3));
   const auto& r = result.comparison;
-  REQUIRE(r.classes.size() == 1);
-  REQUIRE(r.classes[0] == std::vector<int>{0, 1, 2});
-  REQUIRE(r.identical);
-  REQUIRE(r.expect_identical);
+  REQUIRE(r.identity.classes.size() == 1);
+  REQUIRE(r.identity.classes[0] == std::vector<int>{0, 1, 2});
+  REQUIRE(r.identity.identical);
+  REQUIRE(r.identity.expect_identical);
   REQUIRE_FALSE(r.diverged());
   REQUIRE_FALSE(r.first_divergence);
   for (const auto& v : r.categories) REQUIRE(v.identical);
@@ -167,9 +167,9 @@ TEST_CASE("a flipped weight bit is localised to its run, step and tensor", "[aud
   o.snapshots.every_steps = 1;
   const auto r = ra::audit::run_audit(small_spec(), o).comparison;
   REQUIRE(r.diverged());
-  REQUIRE(r.classes.size() == 2);
-  REQUIRE(r.classes[0] == std::vector<int>{0, 2});
-  REQUIRE(r.classes[1] == std::vector<int>{1});
+  REQUIRE(r.identity.classes.size() == 2);
+  REQUIRE(r.identity.classes[0] == std::vector<int>{0, 2});
+  REQUIRE(r.identity.classes[1] == std::vector<int>{1});
   REQUIRE(r.first_divergence);
   REQUIRE(r.first_divergence->category == ra::compare::Category::weights);
   REQUIRE(*r.first_divergence->step == 4);
@@ -245,9 +245,9 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
   o.mode = ra::spec::KernelMode::nondeterministic;
   const auto result = ra::audit::run_audit(small_spec(), o);
   const auto& r = result.comparison;
-  REQUIRE_FALSE(r.expect_identical);
+  REQUIRE_FALSE(r.identity.expect_identical);
   REQUIRE_FALSE(r.diverged());
-  REQUIRE(r.mode_summary == "nondeterministic");
+  REQUIRE(r.subject.mode_summary == "nondeterministic");
   // Classes must match the traces, whether or not nondeterminism happened in this run.
   std::vector<ra::trace::Trace> traces;
   for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
@@ -264,7 +264,7 @@ TEST_CASE("a nondeterministic audit reports what its traces say", "[audit]") {
       REQUIRE(same_class == same_record);
     }
   }
-  REQUIRE(r.identical == (r.classes.size() == 1));
+  REQUIRE(r.identity.identical == (r.identity.classes.size() == 1));
   REQUIRE(r.losses.within_tolerance);
 }
 
@@ -300,10 +300,11 @@ TEST_CASE("a nondeterministic policy with every reducing op overridden expects i
         ra::spec::KernelMode::deterministic;
   }
   const auto result = ra::audit::run_audit(spec, options_in(dir, 2));
-  REQUIRE(result.comparison.expect_identical);
-  REQUIRE(result.comparison.identical);
+  REQUIRE(result.comparison.identity.expect_identical);
+  REQUIRE(result.comparison.identity.identical);
   // One op left nondeterministic: identity is no longer expected.
   TempDir dir2;
   spec.determinism.ops.erase(ra::spec::ReducingOp::conv2d_backward_filter);
-  REQUIRE_FALSE(ra::audit::run_audit(spec, options_in(dir2, 2)).comparison.expect_identical);
+  REQUIRE_FALSE(
+      ra::audit::run_audit(spec, options_in(dir2, 2)).comparison.identity.expect_identical);
 }

@@ -50,8 +50,8 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
   ra::audit::AuditComparisonOptions options;
   SECTION("the same path twice") {
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(0)}, options);
-    REQUIRE(r.identical);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.identity.identical);
+    REQUIRE(r.sources.copies == std::vector<std::vector<int>>{{0, 1}});
     REQUIRE(ra::compare::warnings_of(r).size() == 1);
     REQUIRE(ra::compare::warnings_of(r)[0].find("runs 0 and 1 are the same file") !=
             std::string::npos);
@@ -61,7 +61,7 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     const auto link = dir.path / "link.trace.jsonl";
     std::filesystem::create_symlink(run_file(0), link);
     const auto r = ra::audit::compare_trace_files({run_file(1), run_file(0), link}, options);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{1, 2}});
+    REQUIRE(r.sources.copies == std::vector<std::vector<int>>{{1, 2}});
     REQUIRE(ra::compare::warnings_of(r).size() == 1);
     REQUIRE(ra::compare::warnings_of(r)[0].find("runs 1 and 2 are the same file") !=
             std::string::npos);
@@ -71,13 +71,13 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     const auto copy = dir.path / "copy.trace.jsonl";
     std::filesystem::copy_file(run_file(0), copy);
     const auto r = ra::audit::compare_trace_files({run_file(0), copy}, options);
-    REQUIRE(r.copies == std::vector<std::vector<int>>{{0, 1}});
+    REQUIRE(r.sources.copies == std::vector<std::vector<int>>{{0, 1}});
     REQUIRE(ra::compare::warnings_of(r)[0].find("copies of one run") != std::string::npos);
   }
   SECTION("two runs of one audit are not copies") {
     const auto r = ra::audit::compare_trace_files({run_file(0), run_file(1)}, options);
-    REQUIRE(r.identical);
-    REQUIRE(r.copies.empty());
+    REQUIRE(r.identity.identical);
+    REQUIRE(r.sources.copies.empty());
     REQUIRE(ra::compare::warnings_of(r).empty());
   }
   SECTION("one run of each of two audits: same header, other timings, not copies") {
@@ -94,7 +94,7 @@ TEST_CASE("comparing a run with itself is allowed, with a warning", "[audit][tra
     second.erase("audit_id");
     REQUIRE(first == second);
     const auto r = ra::audit::compare_trace_files({run_file(0), again}, options);
-    REQUIRE(r.identical);
+    REQUIRE(r.identity.identical);
     REQUIRE(ra::compare::warnings_of(r).empty());
   }
 }

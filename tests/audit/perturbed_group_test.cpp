@@ -96,7 +96,7 @@ TEST_CASE("seeds all: the perturbed runs part at their weight, by design", "[aud
   const ra::audit::AuditResult result = ra::audit::run_audit(perturbed_spec(), o);
   const ra::compare::ComparisonResult& r = result.comparison;
   REQUIRE(r.runs.size() == 6);
-  CHECK(r.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared
+  CHECK(r.identity.compared_runs == std::vector<int>{0, 1});  // the perturbed runs are not compared
   REQUIRE(ra::compare::instability_of(r) != nullptr);
   REQUIRE(ra::compare::instability_of(r)->perturbed.size() == 2);
   for (const ra::compare::PerturbedRunCheck& c : ra::compare::instability_of(r)->perturbed) {

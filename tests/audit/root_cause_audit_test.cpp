@@ -79,9 +79,9 @@ TEST_CASE("a one-bit fault in any reducing op's output is localised to that op a
       auto o = traced_audit(dir, 2);
       o.fault = op_fault(2, std::string(c.layer) + "/" + c.op);
       const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
-      REQUIRE_FALSE(r.identical);
-      REQUIRE(r.root_causes.size() == 1);
-      const RootCause& cause = r.root_causes[0];
+      REQUIRE_FALSE(r.identity.identical);
+      REQUIRE(r.root_cause.causes.size() == 1);
+      const RootCause& cause = r.root_cause.causes[0];
       CHECK(cause.kind == RootCause::Kind::op);
       CHECK(cause.step == 2);
       CHECK(cause.record.op == c.op);
@@ -100,8 +100,8 @@ TEST_CASE("a fault in a forward op's output is localised there, and spreads alon
   auto o = traced_audit(dir, 2);
   o.fault = op_fault(1, "conv2d_0/conv2d.forward");
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& cause = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& cause = r.root_cause.causes[0];
   REQUIRE(cause.kind == RootCause::Kind::op);
   CHECK(cause.step == 1);
   CHECK(cause.index == 1);  // right after the batch
@@ -120,8 +120,8 @@ TEST_CASE("a swapped batch is localised to batch assembly, no op blamed", "[audi
   auto o = traced_audit(dir, 2);
   o.fault = ra::record::FaultSpec{1, 2, "batch", 0, 0, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& cause = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& cause = r.root_cause.causes[0];
   CHECK(cause.kind == RootCause::Kind::op);
   CHECK(cause.record.op == "batch");
   CHECK(cause.step == 2);
@@ -134,8 +134,8 @@ TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[
   auto o = traced_audit(dir, 2);
   o.fault = ra::record::FaultSpec{1, 1, "dense_0.weight", 7, 20, ""};
   const auto r = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& cause = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& cause = r.root_cause.causes[0];
   CHECK(cause.kind == RootCause::Kind::outside_ops);
   CHECK(cause.step == 1);
   CHECK(cause.detail.find("weights") != std::string::npos);
@@ -146,9 +146,9 @@ TEST_CASE("a weight changed between steps is a cause outside the traced ops", "[
     windowed.fault = o.fault;
     windowed.trace_ops = ra::trace::OpWindow{2, std::nullopt};
     const auto w = ra::audit::run_audit(spec_from(root_cause_spec_json()), windowed).comparison;
-    REQUIRE(w.root_causes.size() == 1);
-    CHECK(w.root_causes[0].kind == RootCause::Kind::outside_window);
-    CHECK(w.root_causes[0].step == 1);
+    REQUIRE(w.root_cause.causes.size() == 1);
+    CHECK(w.root_cause.causes[0].kind == RootCause::Kind::outside_window);
+    CHECK(w.root_cause.causes[0].step == 1);
   }
 }
 
@@ -173,8 +173,8 @@ TEST_CASE("op records change no bit of a run, and runs without them stay format 
     CHECK_FALSE(tb.steps[s].ops_recorded);
   }
   CHECK(ta.final->weights == tb.final->weights);
-  CHECK_FALSE(b.comparison.ops_traced);
-  CHECK(a.comparison.ops_traced);
+  CHECK_FALSE(b.comparison.root_cause.ops_traced);
+  CHECK(a.comparison.root_cause.ops_traced);
 }
 
 TEST_CASE("compare of the trace files gives the root cause of the in-process audit",
@@ -184,9 +184,9 @@ TEST_CASE("compare of the trace files gives the root cause of the in-process aud
   o.fault = op_fault(1, "dense_0/dense.backward_weight");
   const auto in_process = ra::audit::run_audit(spec_from(root_cause_spec_json()), o).comparison;
   const auto from_files = ra::audit::compare_inputs({dir.path}, {});
-  REQUIRE(in_process.root_causes.size() == 1);
-  REQUIRE(from_files.root_causes.size() == 1);
-  const RootCause &a = in_process.root_causes[0], &b = from_files.root_causes[0];
+  REQUIRE(in_process.root_cause.causes.size() == 1);
+  REQUIRE(from_files.root_cause.causes.size() == 1);
+  const RootCause &a = in_process.root_cause.causes[0], &b = from_files.root_cause.causes[0];
   CHECK(a.kind == b.kind);
   CHECK(a.step == b.step);
   CHECK(a.index == b.index);
@@ -213,12 +213,12 @@ TEST_CASE("a run where only one reducing op is nondeterministic is localised to 
       // Identical outcomes may still hold a race that later ops absorbed (maxpool's backward
       // routing a tie's gradient elsewhere, zeroed by the relu below): then a root cause names
       // it, and the checks below hold it to that op as for any other.
-      if (r.identical && r.root_causes.empty()) {
+      if (r.identity.identical && r.root_cause.causes.empty()) {
         WARN("no race showed for " << c.policy_name << " in 3 runs of 3 steps");
       }
       std::vector<ra::trace::Trace> traces;
       for (const auto& f : result.trace_files) traces.push_back(ra::trace::read_trace(f));
-      for (const RootCause& cause : r.root_causes) {
+      for (const RootCause& cause : r.root_cause.causes) {
         INFO("root cause " << cause.record.op << " in " << cause.record.layer << " at step "
                            << cause.step << ": " << cause.detail);
         REQUIRE(cause.kind == RootCause::Kind::op);

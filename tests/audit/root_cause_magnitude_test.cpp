@@ -42,8 +42,8 @@ ra::record::FaultSpec bit_flip_fault(int run, std::int64_t step, const std::stri
 
 // The one op cause of a comparison, with its magnitude.
 const RootCause& only_cause(const ra::compare::ComparisonResult& r) {
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& c = r.root_cause.causes[0];
   REQUIRE(c.kind == RootCause::Kind::op);
   REQUIRE(c.magnitude);
   INFO("note: " << c.magnitude->note);
@@ -139,8 +139,8 @@ TEST_CASE("compare of the trace files measures the magnitude the audit measured"
     ra::audit::AuditComparisonOptions options;
     options.measure_magnitudes = false;
     const auto unmeasured = ra::audit::compare_inputs({dir.path}, options);
-    REQUIRE(unmeasured.root_causes.size() == 1);
-    CHECK_FALSE(unmeasured.root_causes[0].magnitude);
+    REQUIRE(unmeasured.root_cause.causes.size() == 1);
+    CHECK_FALSE(unmeasured.root_cause.causes[0].magnitude);
     CHECK(ra::compare::to_json(unmeasured)["root_causes"][0]["magnitude"].is_null());
   }
 }
@@ -159,7 +159,7 @@ TEST_CASE("a replay that cannot run here says why, and the verdict stands", "[au
   const RootCause& c = only_cause(r);
   CHECK(c.magnitude->runs.empty());
   CHECK_FALSE(c.magnitude->note.empty());
-  CHECK(r.identical == result.comparison.identical);
+  CHECK(r.identity.identical == result.comparison.identity.identical);
 }
 
 TEST_CASE("a swapped batch has no magnitude to measure, and says so", "[audit][ops]") {
@@ -186,11 +186,11 @@ TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a 
   j["determinism"] = {{"mode", "nondeterministic"}};
   TempDir dir;
   const auto r = ra::audit::run_audit(magnitude_spec_from(j), traced_audit(dir, 3)).comparison;
-  if (r.identical) WARN("no race showed in 3 runs of 2 steps");
+  if (r.identity.identical) WARN("no race showed in 3 runs of 2 steps");
   const auto replayed = ra::audit::compare_inputs({dir.path}, {});
-  REQUIRE(replayed.root_causes.size() == r.root_causes.size());
-  for (std::size_t k = 0; k < r.root_causes.size(); ++k) {
-    const RootCause& c = r.root_causes[k];
+  REQUIRE(replayed.root_cause.causes.size() == r.root_cause.causes.size());
+  for (std::size_t k = 0; k < r.root_cause.causes.size(); ++k) {
+    const RootCause& c = r.root_cause.causes[k];
     REQUIRE(c.kind == RootCause::Kind::op);
     REQUIRE(c.magnitude);
     const RootCause::Magnitude& m = *c.magnitude;
@@ -207,7 +207,7 @@ TEST_CASE("the magnitude of a real race: kept by the runs, and found again by a 
         CHECK(d.difference.max_ulp >= 1);
       }
     }
-    const RootCause::Magnitude& again = *replayed.root_causes[k].magnitude;
+    const RootCause::Magnitude& again = *replayed.root_cause.causes[k].magnitude;
     CHECK(again.replays >= 1);
     CHECK(again.spread.empty() == (again.distinct_outputs < 2));
     for (const RootCause::OutputDifference& d : again.spread) CHECK(d.difference.max_ulp >= 1);

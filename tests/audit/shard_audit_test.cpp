@@ -107,12 +107,12 @@ TEST_CASE("a sharded audit's report is the report of the audit run in one proces
 
       const ra::compare::ComparisonResult merged = compare_folder(sharded.path);
       CHECK_FALSE(merged.incomplete());
-      REQUIRE(merged.audit_folders.size() == 1);
-      CHECK(merged.audit_folders[0].shards == c.shards);
+      REQUIRE(merged.sources.audit_folders.size() == 1);
+      CHECK(merged.sources.audit_folders[0].shards == c.shards);
       CHECK(ra::test::without_paths_and_time(to_json(merged)) ==
             ra::test::without_paths_and_time(to_json(one.comparison)));
       // The reports say something: a divergence where one was injected, identity elsewhere.
-      CHECK(merged.identical == !c.fault);
+      CHECK(merged.identity.identical == !c.fault);
       CHECK(merged.first_divergence.has_value() == c.fault);
       CHECK(merged.runs.size() ==
             static_cast<std::size_t>(c.seeds == ra::audit::SeedPolicy::both ? 2 * c.runs : c.runs));
@@ -136,9 +136,9 @@ TEST_CASE("an unfinished shard makes an incomplete report that names it", "[audi
   REQUIRE(running);
   const ra::compare::ComparisonResult r = compare_folder(dir.path);
   CHECK(r.incomplete());
-  CHECK(r.identical);  // over runs 0 and 2
-  REQUIRE(r.audit_folders.size() == 1);
-  const ra::compare::AuditFolderCheck& f = r.audit_folders[0];
+  CHECK(r.identity.identical);  // over runs 0 and 2
+  REQUIRE(r.sources.audit_folders.size() == 1);
+  const ra::compare::AuditFolderCheck& f = r.sources.audit_folders[0];
   CHECK(f.runs == std::vector<int>{0, 2});
   REQUIRE(f.missing_runs.size() == 2);
   CHECK(f.missing_runs[0].run == 1);
@@ -249,7 +249,7 @@ TEST_CASE("a shard run again trains only its runs without a whole trace", "[audi
   const ra::audit::AuditResult finished = ra::audit::run_audit(spec, resume);
   CHECK(finished.trained_runs == std::vector<int>{1, 3});
   CHECK_FALSE(finished.comparison.incomplete());
-  CHECK(finished.comparison.identical);
+  CHECK(finished.comparison.identity.identical);
 }
 
 TEST_CASE("a shard runs once at a time, and shards keep a single-process audit out",

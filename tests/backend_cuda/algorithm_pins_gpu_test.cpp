@@ -89,8 +89,8 @@ TEST_CASE("pinned deterministic algorithms from an autotuned run: bitwise identi
   o.algorithm_pins = pins_from(dir.path / "pins.json");
   const ra::audit::AuditResult result = ra::audit::run_audit(pin_spec(), o);
   // Nothing chosen by timing, every algorithm deterministic: identity is expected, and holds.
-  CHECK(result.comparison.expect_identical);
-  CHECK(result.comparison.identical);
+  CHECK(result.comparison.identity.expect_identical);
+  CHECK(result.comparison.identity.identical);
   CHECK(ra::compare::environment_of(result.comparison).ledger.empty());
   for (const fs::path& trace : result.trace_files) {
     for (const nlohmann::json& e : ra::trace::read_trace(trace).header.ledger) {
@@ -132,9 +132,9 @@ TEST_CASE("runs pinned to other algorithms: the algorithm choice, measured with 
   ra::audit::AuditComparisonOptions options;
   options.expect_identical = false;
   const ra::compare::ComparisonResult r = ra::audit::compare_trace_files(traces, options);
-  REQUIRE_FALSE(r.identical);
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE_FALSE(r.identity.identical);
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.step == 0);
   CHECK(c.record.op == "conv2d.backward_filter");
   CHECK(c.record.ledger_key == second_conv);

@@ -45,8 +45,8 @@ TEST_CASE("a fault in a cuDNN op's output is localised with the algorithm it ran
   o.mode = ra::spec::KernelMode::deterministic;
   o.fault = ra::record::FaultSpec{1, 2, "", 5, 30, "conv2d_1/conv2d.backward_filter"};
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.kind == RootCause::Kind::op);
   CHECK(c.step == 2);
   CHECK(c.record.op == "conv2d.backward_filter");
@@ -69,8 +69,8 @@ TEST_CASE("nondeterministic GPU runs are localised to a nondeterministic op", "[
   auto o = traced_audit(dir, 4);
   o.mode = ra::spec::KernelMode::nondeterministic;
   const auto r = ra::audit::run_audit(gpu_spec(), o).comparison;
-  if (r.identical) WARN("no race showed in 4 nondeterministic GPU runs of 4 steps");
-  for (const RootCause& c : r.root_causes) {
+  if (r.identity.identical) WARN("no race showed in 4 nondeterministic GPU runs of 4 steps");
+  for (const RootCause& c : r.root_cause.causes) {
     INFO(c.record.op << " in " << c.record.layer << " at step " << c.step << ": " << c.detail);
     CHECK(c.kind == RootCause::Kind::op);
     CHECK(c.record.mode == "nondeterministic");

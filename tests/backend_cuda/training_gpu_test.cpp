@@ -117,8 +117,8 @@ TEST_CASE("deterministic GPU audits of the Keras MNIST convnet are bitwise ident
   RA_SKIP_WITHOUT_FASHION_MNIST();
   TempDir dir;
   const auto r = audit(keras_mnist("cuda", 40), 5, dir, ra::spec::KernelMode::deterministic);
-  REQUIRE(r.comparison.identical);
-  REQUIRE(r.comparison.classes.size() == 1);
+  REQUIRE(r.comparison.identity.identical);
+  REQUIRE(r.comparison.identity.classes.size() == 1);
   // Every convolution ran the heuristic's choice (backend/cuda/conv_heuristic.h): deterministic,
   // fp32 FMA, and the same algorithms in every run.
   const auto first = ra::trace::read_trace(r.trace_files[0]);

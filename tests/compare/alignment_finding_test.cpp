@@ -91,7 +91,7 @@ TEST_CASE("two programs that agree op for op pass the alignment", "[compare][ali
     CHECK(f.outcome == CheckOutcome::passed);
     CHECK_THAT(f.summary, Contains("every op aligned and agreed at the 4 steps"));
     CHECK(f.table.rows.empty());
-    CHECK(r.root_causes.empty());
+    CHECK(r.root_cause.causes.empty());
     CHECK(ra::compare::audit_verdict(r).exit_code() == 0);
   }
   SECTION("a fused norm that gives the same bits") {

@@ -408,7 +408,7 @@ TEST_CASE("empty_first_epoch_warning: epochs counted from 1 are said, not a sile
   const ComparisonResult r = compare_traces(traces, {});
   CHECK(std::find(ra::compare::warnings_of(r).begin(), ra::compare::warnings_of(r).end(), *w) !=
         ra::compare::warnings_of(r).end());
-  REQUIRE_FALSE(r.growth.empty());
-  CHECK(r.growth.front().epoch == 1);  // no row for the empty epoch
+  REQUIRE_FALSE(r.growth.epochs.empty());
+  CHECK(r.growth.epochs.front().epoch == 1);  // no row for the empty epoch
   CHECK_FALSE(phases::empty_first_epoch_warning(runs_of(b, 2)));
 }

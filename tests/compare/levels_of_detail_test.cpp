@@ -44,7 +44,7 @@ TEST_CASE("a divergence at a step recorded per category is found there, as one d
   for (Trace& t : traces) record_with_detail(t, {4, {}});  // per tensor at steps 0 and 4
   const ComparisonResult r = compare_traces(traces, {});
 
-  REQUIRE_FALSE(r.identical);
+  REQUIRE_FALSE(r.identity.identical);
   REQUIRE(r.first_divergence);
   CHECK(r.first_divergence->step == 5);
   CHECK(r.first_divergence->category == Category::gradients);
@@ -58,16 +58,16 @@ TEST_CASE("a divergence at a step recorded per category is found there, as one d
   CHECK(r.next_step.trace_ops->first == 5);
   CHECK(r.next_step.tensor_digests);
   // The epochs' ends (steps 3 and 7) held one digest per category: no count of parameters.
-  REQUIRE(r.growth.size() == 2);
-  CHECK_FALSE(r.growth[1].weights_differing.has_value());
+  REQUIRE(r.growth.epochs.size() == 2);
+  CHECK_FALSE(r.growth.epochs[1].weights_differing.has_value());
   // The map's rows stay one per tensor: at a per-category step each shows its category's verdict.
-  for (const StepSeries::Row& row : r.series.rows) {
+  for (const StepSeries::Row& row : r.growth.steps.rows) {
     if (row.category != Category::weights) continue;
     REQUIRE(row.differs.size() == 8);
     CHECK(row.differs[5]);
     CHECK_FALSE(row.differs[4]);
   }
-  CHECK(r.classes.size() == 2);
+  CHECK(r.identity.classes.size() == 2);
 }
 
 TEST_CASE("a step recorded per tensor names the tensor, as before", "[compare][detail]") {
@@ -92,7 +92,7 @@ TEST_CASE("the same run recorded per tensor and per category is one outcome", "[
   record_with_detail(traces[1], {std::nullopt, {}});  // every step per category
   record_with_detail(traces[2], {3, {}});
   const ComparisonResult r = compare_traces(traces, {});
-  CHECK(r.identical);
-  CHECK(r.classes.size() == 1);
+  CHECK(r.identity.identical);
+  CHECK(r.identity.classes.size() == 1);
   CHECK_FALSE(r.first_divergence);
 }

@@ -67,7 +67,7 @@ TEST_CASE("a flip the audit did not see makes it inconclusive", "[compare][check
   const auto v = ra::compare::audit_verdict(r);
   CHECK(v.status == ra::compare::AuditStatus::inconclusive);
   CHECK(v.exit_code() == static_cast<int>(ra::ExitCode::inconclusive));
-  CHECK(r.identical);  // the same-seed runs agree; the control is what is missing
+  CHECK(r.identity.identical);  // the same-seed runs agree; the control is what is missing
 }
 
 TEST_CASE("without a perturbed group the control does not apply", "[compare][checks]") {

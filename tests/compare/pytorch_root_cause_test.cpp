@@ -33,8 +33,8 @@ RootCause only_cause(std::vector<Trace>& traces) {
   ra::compare::ComparisonOptions o;
   o.expect_identical = false;
   const auto r = ra::compare::compare_traces(traces, o);
-  REQUIRE(r.root_causes.size() == 1);
-  return r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  return r.root_cause.causes[0];
 }
 
 }  // namespace

@@ -92,9 +92,9 @@ TEST_CASE("an op whose inputs match and output differs is the root cause", "[aud
         {"algorithm", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0"},
         {"deterministic", false}}});
   const auto r = compare(traces);
-  REQUIRE(r.ops_traced);
-  REQUIRE(r.root_causes.size() == 1);  // runs 1 and 2 share it
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.ops_traced);
+  REQUIRE(r.root_cause.causes.size() == 1);  // runs 1 and 2 share it
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.kind == RootCause::Kind::op);
   CHECK(c.step == 2);
   CHECK(c.epoch == 1);
@@ -134,10 +134,11 @@ TEST_CASE("a loss's root cause names the batch-sum kernel of the ledger", "[audi
         {"algorithm", "ra::kernels::softmax_cross_entropy (atomic, 4 slices)"},
         {"deterministic", false}}});
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 1);
-  CHECK(r.root_causes[0].record.op == "softmax_cross_entropy");
-  CHECK(r.root_causes[0].algorithm == "ra::kernels::softmax_cross_entropy (atomic, 4 slices)");
-  CHECK(r.root_causes[0].differing_outputs == std::vector<std::size_t>{0});
+  REQUIRE(r.root_cause.causes.size() == 1);
+  CHECK(r.root_cause.causes[0].record.op == "softmax_cross_entropy");
+  CHECK(r.root_cause.causes[0].algorithm ==
+        "ra::kernels::softmax_cross_entropy (atomic, 4 slices)");
+  CHECK(r.root_cause.causes[0].differing_outputs == std::vector<std::size_t>{0});
 }
 
 TEST_CASE("runs with different causes are listed earliest first", "[audit][ops]") {
@@ -149,12 +150,12 @@ TEST_CASE("runs with different causes are listed earliest first", "[audit][ops]"
   ops[2].in[1] = ops[1].out[0];
   ra::test::diverge(traces[2], 1, 0);
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 2);
-  CHECK(r.root_causes[0].step == 1);
-  CHECK(r.root_causes[0].record.op == "conv2d.forward");
-  CHECK(r.root_causes[0].runs == std::vector<int>{2});
-  CHECK(r.root_causes[1].step == 3);
-  CHECK(r.root_causes[1].runs == std::vector<int>{1});
+  REQUIRE(r.root_cause.causes.size() == 2);
+  CHECK(r.root_cause.causes[0].step == 1);
+  CHECK(r.root_cause.causes[0].record.op == "conv2d.forward");
+  CHECK(r.root_cause.causes[0].runs == std::vector<int>{2});
+  CHECK(r.root_cause.causes[1].step == 3);
+  CHECK(r.root_cause.causes[1].runs == std::vector<int>{1});
 }
 
 TEST_CASE("a differing input with every earlier output the same blames no op", "[audit][ops]") {
@@ -165,8 +166,8 @@ TEST_CASE("a differing input with every earlier output the same blames no op", "
   ops[1].out[0] = changed(ops[1].out[0]);
   ra::test::diverge(traces[1], 2, 0);
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.kind == RootCause::Kind::outside_ops);
   CHECK(c.step == 2);
   CHECK(c.index == 1);
@@ -179,27 +180,27 @@ TEST_CASE("runs that executed other ops are reported as such", "[audit][ops]") {
     auto traces = traced_runs(2);
     traces[1].steps[1].ops[2].op = "conv2d.backward_data";
     const auto r = compare(traces);
-    REQUIRE(r.root_causes.size() == 1);
-    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
-    CHECK(r.root_causes[0].index == 2);
-    CHECK_THAT(r.root_causes[0].detail, Contains("conv2d.backward_data"));
+    REQUIRE(r.root_cause.causes.size() == 1);
+    CHECK(r.root_cause.causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK(r.root_cause.causes[0].index == 2);
+    CHECK_THAT(r.root_cause.causes[0].detail, Contains("conv2d.backward_data"));
   }
   SECTION("another kernel mode") {
     auto traces = traced_runs(2);
     traces[1].steps[0].ops[2].mode = "deterministic";
     const auto r = compare(traces);
-    REQUIRE(r.root_causes.size() == 1);
-    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
-    CHECK_THAT(r.root_causes[0].detail, Contains("mode 'deterministic'"));
+    REQUIRE(r.root_cause.causes.size() == 1);
+    CHECK(r.root_cause.causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK_THAT(r.root_cause.causes[0].detail, Contains("mode 'deterministic'"));
   }
   SECTION("an op more") {
     auto traces = traced_runs(2);
     traces[1].steps[3].ops.push_back(traces[1].steps[3].ops.back());
     const auto r = compare(traces);
-    REQUIRE(r.root_causes.size() == 1);
-    CHECK(r.root_causes[0].kind == RootCause::Kind::op_sequence);
-    CHECK(r.root_causes[0].step == 3);
-    CHECK_THAT(r.root_causes[0].detail, Contains("4 ops in the step, this run 5"));
+    REQUIRE(r.root_cause.causes.size() == 1);
+    CHECK(r.root_cause.causes[0].kind == RootCause::Kind::op_sequence);
+    CHECK(r.root_cause.causes[0].step == 3);
+    CHECK_THAT(r.root_cause.causes[0].detail, Contains("4 ops in the step, this run 5"));
   }
 }
 
@@ -216,24 +217,24 @@ TEST_CASE("a divergence before the window or in the initial weights is not pinne
     }
     ra::test::diverge(traces[1], 1, 0);
     const auto r = compare(traces);
-    REQUIRE(r.root_causes.size() == 1);
-    CHECK(r.root_causes[0].kind == RootCause::Kind::outside_window);
-    CHECK(r.root_causes[0].step == 1);
-    CHECK_THAT(r.root_causes[0].detail, Contains("no op records"));
-    CHECK(ra::trace::to_string(*r.op_window) == "2:");
+    REQUIRE(r.root_cause.causes.size() == 1);
+    CHECK(r.root_cause.causes[0].kind == RootCause::Kind::outside_window);
+    CHECK(r.root_cause.causes[0].step == 1);
+    CHECK_THAT(r.root_cause.causes[0].detail, Contains("no op records"));
+    CHECK(ra::trace::to_string(*r.root_cause.op_window) == "2:");
   }
   SECTION("initial weights") {
     auto traces = traced_runs(2);
     traces[1].initial_weights[0] = changed(traces[1].initial_weights[0]);
     const auto r = compare(traces);
-    REQUIRE(r.root_causes.size() == 1);
-    CHECK(r.root_causes[0].kind == RootCause::Kind::outside_ops);
-    CHECK(r.root_causes[0].step == -1);
+    REQUIRE(r.root_cause.causes.size() == 1);
+    CHECK(r.root_cause.causes[0].kind == RootCause::Kind::outside_ops);
+    CHECK(r.root_cause.causes[0].step == -1);
   }
   SECTION("identical runs have none") {
     const auto r = compare(traced_runs(3));
-    CHECK(r.ops_traced);
-    CHECK(r.root_causes.empty());
+    CHECK(r.root_cause.ops_traced);
+    CHECK(r.root_cause.causes.empty());
   }
 }
 
@@ -259,8 +260,8 @@ TEST_CASE("root-cause classes: algorithm choice apart from a kernel's own nondet
   differ_at_filter(traces[1], 1);
   differ_at_filter(traces[2], 1);
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 2);
-  const RootCause& choice = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 2);
+  const RootCause& choice = r.root_cause.causes[0];
   CHECK(choice.cause == RootCause::Class::algorithm_choice);
   CHECK(choice.runs == std::vector<int>{1});
   REQUIRE(choice.algorithms.size() == 2);
@@ -271,7 +272,7 @@ TEST_CASE("root-cause classes: algorithm choice apart from a kernel's own nondet
   CHECK(choice.algorithms[0].autotune_ms == std::vector<double>{0.07});
   CHECK(choice.algorithms[1].runs == std::vector<int>{1});
   CHECK(choice.algorithms[1].algorithm == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT");
-  const RootCause& race = r.root_causes[1];
+  const RootCause& race = r.root_cause.causes[1];
   CHECK(race.cause == RootCause::Class::nondeterministic_kernel);
   CHECK(race.runs == std::vector<int>{2});
   REQUIRE(race.algorithms.size() == 1);
@@ -303,16 +304,16 @@ TEST_CASE("root-cause classes: the algorithm an op record names wins over the le
   }
   differ_at_filter(traces[1], 2);
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 1);
-  CHECK(r.root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
-  REQUIRE(r.root_causes[0].algorithms.size() == 1);
-  CHECK(r.root_causes[0].algorithms[0].algorithm ==
+  REQUIRE(r.root_cause.causes.size() == 1);
+  CHECK(r.root_cause.causes[0].cause == RootCause::Class::nondeterministic_kernel);
+  REQUIRE(r.root_cause.causes[0].algorithms.size() == 1);
+  CHECK(r.root_cause.causes[0].algorithms[0].algorithm ==
         "cpu avx2-fma, per-thread partials added in completion order");
-  CHECK(r.root_causes[0].algorithms[0].deterministic == false);
-  CHECK(r.root_causes[0].algorithms[0].chosen_by.empty());
+  CHECK(r.root_cause.causes[0].algorithms[0].deterministic == false);
+  CHECK(r.root_cause.causes[0].algorithms[0].chosen_by.empty());
   // Another algorithm on identical inputs, named by the records alone: an algorithm choice.
   for (auto& s : traces[1].steps) s.ops[2].algorithm = "cpu portable, fixed reduction tree";
-  CHECK(compare(traces).root_causes[0].cause == RootCause::Class::algorithm_choice);
+  CHECK(compare(traces).root_cause.causes[0].cause == RootCause::Class::algorithm_choice);
 }
 
 TEST_CASE("root-cause classes: an injected fault and another machine", "[audit][ops]") {
@@ -327,19 +328,19 @@ TEST_CASE("root-cause classes: an injected fault and another machine", "[audit][
   traces[2].header.environment["cpu_gemm_kernel"] = "portable";
   traces[2].header.environment["hostname"] = "host-b";
   const auto r = compare(traces);
-  REQUIRE(r.root_causes.size() == 2);
-  CHECK(r.root_causes[0].cause == RootCause::Class::fault);
-  CHECK(r.root_causes[0].runs == std::vector<int>{1});
-  CHECK(r.root_causes[1].cause == RootCause::Class::environment);
-  CHECK(r.root_causes[1].runs == std::vector<int>{2});
+  REQUIRE(r.root_cause.causes.size() == 2);
+  CHECK(r.root_cause.causes[0].cause == RootCause::Class::fault);
+  CHECK(r.root_cause.causes[0].runs == std::vector<int>{1});
+  CHECK(r.root_cause.causes[1].cause == RootCause::Class::environment);
+  CHECK(r.root_cause.causes[1].runs == std::vector<int>{2});
   // The host alone computes nothing differently; the kernel's instruction set does.
-  CHECK(r.root_causes[1].environment_keys == std::vector<std::string>{"cpu_gemm_kernel"});
+  CHECK(r.root_cause.causes[1].environment_keys == std::vector<std::string>{"cpu_gemm_kernel"});
   // A fault at another step names no op here.
   traces[1].header.fault["step"] = 3;
-  CHECK(compare(traces).root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
+  CHECK(compare(traces).root_cause.causes[0].cause == RootCause::Class::nondeterministic_kernel);
   // Another host alone is no other environment: the kernel's race is the cause.
   traces[2].header.environment.erase("cpu_gemm_kernel");
   const auto same_build = compare(traces);
-  CHECK(same_build.root_causes.size() == 1);
-  CHECK(same_build.root_causes[0].cause == RootCause::Class::nondeterministic_kernel);
+  CHECK(same_build.root_cause.causes.size() == 1);
+  CHECK(same_build.root_cause.causes[0].cause == RootCause::Class::nondeterministic_kernel);
 }

@@ -42,7 +42,7 @@ TEST_CASE("a 1-process run against a 2-process one differs as a configuration", 
   REQUIRE(r.world_sizes);
   CHECK(r.world_sizes->of_runs == std::vector<int>{1, 2});
   CHECK(r.world_sizes->identical_within);
-  CHECK_FALSE(r.identical);
+  CHECK_FALSE(r.identity.identical);
   CHECK_FALSE(r.diverged());
   REQUIRE(r.first_divergence);
   CHECK(r.first_divergence->category == Category::gradients);

@@ -77,10 +77,10 @@ TEST_CASE(
     "[report][h100]") {
   const FixtureReport f("autotune");
   const ComparisonResult& r = f.result;
-  REQUIRE(r.classes.size() == 3);
+  REQUIRE(r.identity.classes.size() == 3);
   // Every run autotuned the atomic BWD_FILTER_ALGO_0 for conv2d_0: its race is the root cause.
-  REQUIRE(r.root_causes.size() == 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() == 1);
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.record.op == "conv2d.backward_filter");
   CHECK(c.record.layer == "conv2d_0");
   CHECK(c.step == 0);
@@ -143,8 +143,8 @@ TEST_CASE("H100 nondeterministic audit: the atomic split-K dense weight gradient
           "[report][h100]") {
   const FixtureReport f("nondeterministic");
   const ComparisonResult& r = f.result;
-  REQUIRE(r.root_causes.size() >= 1);
-  const RootCause& c = r.root_causes[0];
+  REQUIRE(r.root_cause.causes.size() >= 1);
+  const RootCause& c = r.root_cause.causes[0];
   CHECK(c.record.op == "dense.backward_weight");
   CHECK(c.record.layer == "dense_1");
   CHECK(c.cause == RootCause::Class::nondeterministic_kernel);
@@ -161,8 +161,8 @@ TEST_CASE("H100 nondeterministic audit: the atomic split-K dense weight gradient
 TEST_CASE("H100 deterministic audit: bitwise identical, nothing to explain", "[report][h100]") {
   const FixtureReport f("deterministic");
   const ComparisonResult& r = f.result;
-  CHECK(r.identical);
-  CHECK(r.root_causes.empty());
+  CHECK(r.identity.identical);
+  CHECK(r.root_cause.causes.empty());
   CHECK(ra::compare::environment_of(r).ledger.empty());
   CHECK_THAT(ra::report::render_text(r), Contains("BITWISE IDENTICAL: all 3 same-seed runs"));
 }

@@ -42,10 +42,10 @@ ra::compare::DistributedFindings collective_findings() {
 ComparisonResult collective_varies(
     const ra::compare::DistributedFindings& f = collective_findings()) {
   ComparisonResult r;
-  r.spec_name = "ddp";
-  r.expect_identical = true;
-  r.identical = false;
-  r.compared_runs = {0, 1};
+  r.subject.spec_name = "ddp";
+  r.identity.expect_identical = true;
+  r.identity.identical = false;
+  r.identity.compared_runs = {0, 1};
   return with_ranks(r, f);
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("bucket layouts and an unrecorded collective are named", "[report]") {
 
 TEST_CASE("runs of other world sizes are said to part by design", "[report]") {
   ComparisonResult r;
-  r.identical = false;
+  r.identity.identical = false;
   r.world_sizes = ra::compare::WorldSizes{{1, 2}, true};
   const std::string text = ra::report::text::distributed(r);
   CHECK_THAT(text, Contains("world size as a configuration: run 0 1 process; run 1 2 ranks"));

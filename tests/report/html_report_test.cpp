@@ -81,7 +81,7 @@ TEST_CASE("an incomplete sharded audit gets a grey banner that says so, and its 
   folder.shard_states = {{0, {0}, {}, "", {"node-a"}},
                          {1, {1}, {}, "", {"node-b"}},
                          {2, {2}, {2}, "pid 9 on node-c", {}}};
-  r.audit_folders = {folder};
+  r.sources.audit_folders = {folder};
   const std::string html = ra::report::render_html(r);
   CHECK(count_of(html,
                  "<div class=\"banner none\">INCOMPLETE AUDIT (2 of 3 planned runs; the "
@@ -154,7 +154,7 @@ TEST_CASE("a large audit's page stays under 5 MB", "[report][html]") {
     }
   }
   const auto result = ra::compare::compare_traces(traces, {});
-  REQUIRE(result.series.rows.size() == 21);
+  REQUIRE(result.growth.steps.rows.size() == 21);
   const std::string html = ra::report::render_html(result);
   INFO("page size " << html.size() << " bytes");
   CHECK(html.size() < 5u * 1024 * 1024);

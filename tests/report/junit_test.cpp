@@ -104,7 +104,7 @@ TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
   std::vector<Trace> traces = runs_of(b, 2);
   ra::test::diverge(traces[1], 0, 0);
   const auto result = ra::compare::compare_traces(traces, {});
-  REQUIRE_FALSE(result.identical);
+  REQUIRE_FALSE(result.identity.identical);
   REQUIRE_FALSE(result.diverged());
   const std::string xml = ra::report::render_junit(result);
   CHECK(schema_problems(xml).empty());

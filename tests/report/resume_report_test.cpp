@@ -40,7 +40,7 @@ ResumeVerdict one_verdict(bool script, std::vector<ra::compare::ResumePiece> dif
 // A comparison whose one finding is the resume check's of `v` (compare/resume_finding.cpp).
 ComparisonResult with_resume(const ResumeVerdict& v) {
   ComparisonResult r;
-  r.findings = {ra::compare::resume_finding_of({v}, r.expect_identical)};
+  r.findings = {ra::compare::resume_finding_of({v}, r.identity.expect_identical)};
   return r;
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("the HTML page shows the resumes in the text report's words", "[report
 
 TEST_CASE("JUnit has a testcase per resume that fails when a piece was left out", "[report]") {
   ComparisonResult r = one_resume(true, {{"rng_stream", "torch"}});
-  r.expect_identical = true;
+  r.identity.expect_identical = true;
   const std::string failed = ra::report::render_junit(r);
   REQUIRE_THAT(failed, Contains("name=\"3 resume of run 1 at step 5\" time=\"0.015\""));
   REQUIRE_THAT(failed, Contains("<failure message=\"NOT exact (checkpoint 2.0 KiB"));
@@ -147,7 +147,7 @@ TEST_CASE("a script's own save point names the --interrupt-at step it serves, un
   REQUIRE(ra::report::text::resumes(r) ==
           "resume of run 1 at step 8 (the script's first save at or after --interrupt-at 5): "
           "exact (checkpoint 2.0 KiB, the script's own save and load)\n");
-  r.expect_identical = true;
+  r.identity.expect_identical = true;
   const std::string junit = ra::report::render_junit(r);
   REQUIRE_THAT(junit, Contains("name=\"3 resume of run 1 at step 8 (the script&#39;s first save "
                                "at or after --interrupt-at 5)\" time=\"0.000\""));

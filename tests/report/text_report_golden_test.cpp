@@ -87,8 +87,8 @@ TEST_CASE("report golden: an audit folder with missing runs", "[report][golden]"
   folder.missing_runs = {{2, "partial trace run-002.trace.jsonl.tmp-1234 (interrupted)"}};
   folder.foreign_files = {{"run-007.trace.jsonl", "run 7 is not in the manifest"}};
   folder.notes = {"an audit is still running in the folder"};
-  result.audit_folders.push_back(folder);
-  result.ignored_snapshots = {
+  result.sources.audit_folders.push_back(folder);
+  result.sources.ignored_snapshots = {
       "out/run-001/weights-final.safetensors: belongs to audit "
       "ffeeddccbbaa99887766554433221100, its trace to audit "
       "00112233445566778899aabbccddeeff"};

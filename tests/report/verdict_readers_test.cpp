@@ -44,7 +44,7 @@ TEST_CASE("a resume that left a piece out fails the audit though the steps agree
   ResumePoint resumed = resume_point(2, true);
   resumed.state.rng_streams[0].second = ra::test::changed(resumed.state.rng_streams[0].second);
   const ComparisonResult r = compare_traces(resumed_runs(resumed), expect_identity());
-  REQUIRE(r.identical);  // the recorded steps agree: only the resume check sees it
+  REQUIRE(r.identity.identical);  // the recorded steps agree: only the resume check sees it
   REQUIRE(resumes_of(r).size() == 1);
   CHECK_FALSE(resumes_of(r)[0].exact());
   CHECK(readers_agree(r) == kDivergence);
@@ -156,7 +156,7 @@ TEST_CASE("an incomplete audit that compared nothing names exit 4, not 5", "[rep
   folder.planned_runs = 2;
   folder.runs = {0};
   folder.missing_runs = {{1, "no trace"}};
-  r.audit_folders.push_back(folder);
+  r.sources.audit_folders.push_back(folder);
   CHECK(readers_agree(r) == static_cast<int>(ra::ExitCode::incomplete));
   CHECK_THAT(ra::report::render_text(r), !Contains("exit 5"));
 }
