@@ -7,7 +7,7 @@
 
 namespace ra::audit {
 
-DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress) {
+compare::DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress) {
   ExecOptions e;
   e.command = o.command;
   e.name = o.name;
@@ -20,19 +20,11 @@ DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress) {
   e.device_digest_library = o.device_digest_library;
   e.timeout_seconds = o.timeout_seconds;
   const AuditResult result = run_exec_audit(e, progress);
-  DoctorReport r;
-  r.name = o.name;
-  r.trace = result.trace_files.at(0);
-  const trace::Trace t = trace::read_trace(r.trace);
-  const nlohmann::json& env = t.header.environment;
-  r.device = env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "cpu";
-  r.steps = static_cast<std::int64_t>(t.steps.size());
-  for (const trace::StepRecord& s : t.steps) r.steps_with_ops += s.ops_recorded ? 1 : 0;
-  r.findings = compare::doctor_findings(t);
-  return r;
+  const std::filesystem::path trace = result.trace_files.at(0);
+  return compare::doctor_report(trace::read_trace(trace), o.name, trace);
 }
 
-std::string doctor_text(const DoctorReport& r) {
+std::string doctor_text(const compare::DoctorReport& r) {
   const std::size_t n = r.findings.size();
   std::string out = "repro-audit doctor: " + printable(r.name) + ", 1 run on " +
                     printable(r.device) + ", " + std::to_string(r.steps) +
@@ -44,21 +36,25 @@ std::string doctor_text(const DoctorReport& r) {
   }
   out +=
       std::to_string(n) + (n == 1 ? " obstacle" : " obstacles") + " to identical runs (exit 1):\n";
-  for (const compare::DoctorFinding& f : r.findings) {
-    out += "  [" + f.kind + "] " + printable(f.what) + "\n      fix: " + printable(f.fix) + "\n";
+  for (const compare::Finding& f : r.findings) {
+    const compare::DoctorFacts& facts = *compare::doctor_facts(f);
+    out +=
+        "  [" + f.id + "] " + printable(facts.what) + "\n      fix: " + printable(facts.fix) + "\n";
   }
   return out + "trace: " + printable(r.trace.string()) + "\n";
 }
 
-nlohmann::json doctor_json(const DoctorReport& r) {
+nlohmann::json doctor_json(const compare::DoctorReport& r) {
   nlohmann::json findings = nlohmann::json::array();
-  for (const compare::DoctorFinding& f : r.findings) {
-    findings.push_back({{"kind", f.kind}, {"what", f.what}, {"fix", f.fix}});
-  }
-  return {{"doctor_version", 1},       {"name", r.name},
-          {"trace", r.trace.string()}, {"device", r.device},
-          {"steps", r.steps},          {"steps_with_ops", r.steps_with_ops},
-          {"clear", r.clear()},        {"findings", std::move(findings)}};
+  for (const compare::Finding& f : r.findings) findings.push_back(f.data);
+  return {{"doctor_version", 1},
+          {"name", r.name},
+          {"trace", r.trace.string()},
+          {"device", r.device},
+          {"steps", r.steps},
+          {"steps_with_ops", r.steps_with_ops},
+          {"clear", compare::findings_exit_code(r.findings) == 0},
+          {"findings", std::move(findings)}};
 }
 
 }  // namespace ra::audit

@@ -50,21 +50,14 @@ Trace quiet_gpu_run() {
 }
 
 // The report as run_doctor makes it of the run's trace.
-ra::audit::DoctorReport report_of(const Trace& t, const std::string& name) {
-  ra::audit::DoctorReport r;
-  r.name = name;
-  r.trace = "repro-audit-out/" + name + "-doctor/run-000.trace.jsonl";
-  const nlohmann::json& env = t.header.environment;
-  r.device = env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "cpu";
-  r.steps = static_cast<std::int64_t>(t.steps.size());
-  for (const ra::trace::StepRecord& s : t.steps) r.steps_with_ops += s.ops_recorded ? 1 : 0;
-  r.findings = ra::compare::doctor_findings(t);
-  return r;
+ra::compare::DoctorReport report_of(const Trace& t, const std::string& name) {
+  return ra::compare::doctor_report(t, name,
+                                    "repro-audit-out/" + name + "-doctor/run-000.trace.jsonl");
 }
 
 void check_doctor_forms(const std::string& golden, const Trace& t,
                         const std::string& name = "train") {
-  const ra::audit::DoctorReport r = report_of(t, name);
+  const ra::compare::DoctorReport r = report_of(t, name);
   ra::test::check_golden(golden + ".txt", ra::audit::doctor_text(r));
   ra::test::check_golden(golden + ".json", ra::audit::doctor_json(r).dump(2) + "\n");
 }
@@ -85,10 +78,13 @@ TEST_CASE("doctor golden: seeds, switch, loader and ops on the CPU", "[audit][do
   t.final->loader_workers = {{7, 0, 2, {{"dataset.rng", {1, 1}}, {"numpy", {5, 0}}}},
                              {7, 1, 2, {{"dataset.rng", {1, 1}}, {"numpy", {5, 0}}}}};
   // A name and a folder with a control character: both escaped in the text, kept in the JSON.
-  check_doctor_forms("doctor_cpu_obstacles", t, "tr\x1b" "ain");
+  check_doctor_forms("doctor_cpu_obstacles", t,
+                     "tr\x1b"
+                     "ain");
 }
 
-TEST_CASE("doctor golden: a seed overridden, a spawned worker unseeded", "[audit][doctor][golden]") {
+TEST_CASE("doctor golden: a seed overridden, a spawned worker unseeded",
+          "[audit][doctor][golden]") {
   Trace reseeded = quiet_run();
   reseeded.header.seeded["torch_initial_seed"] = 1;
   check_doctor_forms("doctor_reseeded", reseeded);
