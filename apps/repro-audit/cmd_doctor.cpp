@@ -17,6 +17,7 @@
 #include "default_folder.h"
 #include "json_output.h"
 #include "option_checks.h"
+#include "report/doctor_section.h"
 
 namespace ra::app {
 namespace {
@@ -36,11 +37,11 @@ int run_doctor_command(DoctorCommandOptions& o) {
   move_earlier_default_audit(d.out_dir, !o.out.empty(), rundir::FolderUse::fresh, false);
   spdlog::info("doctor: one run of the command, the ops of its first {} steps, into {}", d.steps,
                d.out_dir.string());
-  const compare::DoctorReport report = audit::run_doctor(d);
+  const compare::DoctorReport doctor = audit::run_doctor(d);
   const std::string text =
-      o.json ? json_text(audit::doctor_json(report)) + "\n" : audit::doctor_text(report);
+      o.json ? json_text(report::doctor_json(doctor)) + "\n" : report::doctor_text(doctor);
   std::fputs(text.c_str(), stdout);
-  return compare::findings_exit_code(report.findings);  // 0 clear, 1 obstacles
+  return compare::findings_exit_code(doctor.findings);  // 0 clear, 1 obstacles
 }
 
 }  // namespace

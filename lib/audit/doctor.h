@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "audit/audit_options.h"
 #include "compare/doctor_checks.h"
 #include "trace/trace.h"
@@ -37,8 +35,5 @@ struct DoctorOptions {
 // RuntimeFailure) and reads its trace: the doctor's checks' findings of it. Its exit status is
 // compare::findings_exit_code over them.
 compare::DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress = {});
-
-std::string doctor_text(const compare::DoctorReport& r);
-nlohmann::json doctor_json(const compare::DoctorReport& r);
 
 }  // namespace ra::audit

@@ -1,15 +1,16 @@
-// Golden tests of `repro-audit doctor`'s text and JSON (docs/doctor.md), byte for byte against
-// tests/report/golden/doctor_*: a run with nothing in the way, several kinds of obstacle on the
-// CPU, a seed overridden, the spawned worker that does not seed (issue 61), a GPU's switches and
-// cuDNN engines, loader workers, TF32 allowed beside obstacles and alone. Written before the
-// doctor's findings became registered checks with a section of their own (issue 60), so that the
-// move is seen to change no byte where the forms were right (REPRO_AUDIT_UPDATE_GOLDEN=1 rewrites
-// them: docs/report.md).
+// Golden tests of `repro-audit doctor`'s text and JSON (report/doctor_section.h, docs/doctor.md),
+// byte for byte against tests/report/golden/doctor_*: a run with nothing in the way, several
+// kinds of obstacle on the CPU, a seed overridden, the spawned worker that does not seed (issue
+// 61), a GPU's switches and cuDNN engines, loader workers, TF32 allowed beside obstacles and
+// alone. Written (in tests/audit, against lib/audit's forms) before the doctor's findings became
+// registered checks with a section of their own (issue 60), so that the move is seen to change no
+// byte where the forms were right (REPRO_AUDIT_UPDATE_GOLDEN=1 rewrites them: docs/report.md).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "audit/doctor.h"
+#include "compare/doctor_checks.h"
+#include "report/doctor_section.h"
 #include "support/golden.h"
 #include "trace/in_memory_traces.h"
 
@@ -58,18 +59,18 @@ ra::compare::DoctorReport report_of(const Trace& t, const std::string& name) {
 void check_doctor_forms(const std::string& golden, const Trace& t,
                         const std::string& name = "train") {
   const ra::compare::DoctorReport r = report_of(t, name);
-  ra::test::check_golden(golden + ".txt", ra::audit::doctor_text(r));
-  ra::test::check_golden(golden + ".json", ra::audit::doctor_json(r).dump(2) + "\n");
+  ra::test::check_golden(golden + ".txt", ra::report::doctor_text(r));
+  ra::test::check_golden(golden + ".json", ra::report::doctor_json(r).dump(2) + "\n");
 }
 
 }  // namespace
 
-TEST_CASE("doctor golden: nothing in the way", "[audit][doctor][golden]") {
+TEST_CASE("doctor golden: nothing in the way", "[report][doctor][golden]") {
   check_doctor_forms("doctor_clear", quiet_run());
   check_doctor_forms("doctor_clear_gpu", quiet_gpu_run());
 }
 
-TEST_CASE("doctor golden: seeds, switch, loader and ops on the CPU", "[audit][doctor][golden]") {
+TEST_CASE("doctor golden: seeds, switch, loader and ops on the CPU", "[report][doctor][golden]") {
   Trace t = quiet_run();
   t.header.seeded = nullptr;
   t.steps[1].ops.push_back({"aten.index_add_.default", "model.1", "", "", {}, {}});
@@ -84,7 +85,7 @@ TEST_CASE("doctor golden: seeds, switch, loader and ops on the CPU", "[audit][do
 }
 
 TEST_CASE("doctor golden: a seed overridden, a spawned worker unseeded",
-          "[audit][doctor][golden]") {
+          "[report][doctor][golden]") {
   Trace reseeded = quiet_run();
   reseeded.header.seeded["torch_initial_seed"] = 1;
   check_doctor_forms("doctor_reseeded", reseeded);
@@ -94,7 +95,7 @@ TEST_CASE("doctor golden: a seed overridden, a spawned worker unseeded",
   check_doctor_forms("doctor_spawned_worker", worker, "main");
 }
 
-TEST_CASE("doctor golden: a GPU's switches, cuDNN engines and an op", "[audit][doctor][golden]") {
+TEST_CASE("doctor golden: a GPU's switches, cuDNN engines and an op", "[report][doctor][golden]") {
   Trace t = quiet_gpu_run();
   t.header.environment = {{"gpu", "NVIDIA H100 80GB HBM3"},
                           {"deterministic_algorithms", false},
@@ -111,7 +112,7 @@ TEST_CASE("doctor golden: a GPU's switches, cuDNN engines and an op", "[audit][d
   check_doctor_forms("doctor_gpu_obstacles", t);
 }
 
-TEST_CASE("doctor golden: TF32 allowed beside obstacles, and alone", "[audit][doctor][golden]") {
+TEST_CASE("doctor golden: TF32 allowed beside obstacles, and alone", "[report][doctor][golden]") {
   Trace t = quiet_gpu_run();
   t.header.environment["matmul_allow_tf32"] = true;
   t.header.environment["cudnn_allow_tf32"] = true;
