@@ -1,6 +1,7 @@
 // `repro-audit doctor -- CMD ARGS...`: one run of the user's training command, and every obstacle
-// to identical runs it shows, with its fix (audit/doctor.h, docs/doctor.md). Exit 0 when nothing
-// stands in the way, 1 otherwise; 3 when the run fails, as exec's.
+// to identical runs it shows, with its fix (audit/doctor.h, docs/doctor.md). The exit status is
+// the findings' (compare::findings_exit_code): 0 when nothing stands in the way (precision notes
+// at most), 1 otherwise; 3 when the run fails, as exec's.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -12,9 +13,11 @@
 #include "audit/exec_audit.h"
 #include "cli_help.h"
 #include "commands.h"
+#include "compare/doctor_checks.h"
 #include "default_folder.h"
 #include "json_output.h"
 #include "option_checks.h"
+#include "report/doctor_section.h"
 
 namespace ra::app {
 namespace {
@@ -34,11 +37,11 @@ int run_doctor_command(DoctorCommandOptions& o) {
   move_earlier_default_audit(d.out_dir, !o.out.empty(), rundir::FolderUse::fresh, false);
   spdlog::info("doctor: one run of the command, the ops of its first {} steps, into {}", d.steps,
                d.out_dir.string());
-  const audit::DoctorReport report = audit::run_doctor(d);
+  const compare::DoctorReport doctor = audit::run_doctor(d);
   const std::string text =
-      o.json ? json_text(audit::doctor_json(report)) + "\n" : audit::doctor_text(report);
+      o.json ? json_text(report::doctor_json(doctor)) + "\n" : report::doctor_text(doctor);
   std::fputs(text.c_str(), stdout);
-  return report.clear() ? 0 : 1;
+  return compare::findings_exit_code(doctor.findings);  // 0 clear, 1 obstacles
 }
 
 }  // namespace

@@ -5,35 +5,18 @@
 // determinism switches unset, loader workers that share a random stream, ops that ran and are
 // nondeterministic on the device they ran on (or on CUDA, when the run was on the CPU), cuDNN
 // engines cuDNN marks nondeterministic. The findings are a pure function of the run's trace
-// (compare/doctor_findings.h), tested on traces made in memory; run_doctor runs the command as
-// exec does.
+// (compare/doctor_checks.h: the doctor's registered checks), tested on traces made in memory;
+// run_doctor runs the command as exec does.
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "audit/audit_options.h"
-#include "compare/doctor_findings.h"
+#include "compare/doctor_checks.h"
 #include "trace/trace.h"
 
 namespace ra::audit {
-
-struct DoctorReport {
-  std::string name;             // the command's name (exec_name)
-  std::filesystem::path trace;  // the run's trace
-  std::string device;           // "cpu", or the GPU's name
-  std::int64_t steps = 0;       // steps the run recorded
-  std::int64_t steps_with_ops = 0;
-  std::vector<compare::DoctorFinding> findings;
-  // Nothing stands in the way of identical runs (exit 0; else 1): no finding but precision notes.
-  bool clear() const {
-    for (const compare::DoctorFinding& f : findings)
-      if (f.kind != "precision") return false;
-    return true;
-  }
-};
 
 struct DoctorOptions {
   std::vector<std::string> command;
@@ -49,10 +32,8 @@ struct DoctorOptions {
 };
 
 // Runs the command once (exec's environment, folder rules and failures: a run that fails is a
-// RuntimeFailure) and reads its trace.
-DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress = {});
-
-std::string doctor_text(const DoctorReport& r);
-nlohmann::json doctor_json(const DoctorReport& r);
+// RuntimeFailure) and reads its trace: the doctor's checks' findings of it. Its exit status is
+// compare::findings_exit_code over them.
+compare::DoctorReport run_doctor(const DoctorOptions& o, const AuditProgress& progress = {});
 
 }  // namespace ra::audit

@@ -1,12 +1,10 @@
-// What one PyTorch run's trace shows of the obstacles to identical runs
-// (compare/doctor_findings.h).
-#include <algorithm>
+// The doctor's checks (compare/doctor_checks.h): what one PyTorch run's trace shows of the
+// obstacles to identical runs, each obstacle one finding, with every word its forms show.
 #include <array>
 #include <set>
 
-#include "compare/doctor_findings.h"
-
 #include "compare/compare_phases.h"
+#include "compare/doctor_checks.h"
 
 namespace ra::compare {
 namespace {
@@ -66,79 +64,47 @@ bool env_true(const trace::Trace& t, const char* key) {
   return e.contains(key) && e[key].is_boolean() && e[key].get<bool>();
 }
 
-void seed_findings(const trace::Trace& t, std::vector<DoctorFinding>& out) {
-  const nlohmann::json& s = t.header.seeded;
-  if (s.is_null() && env_true(t, "spawned")) {
-    // The run was recorded in a process that multiprocessing started (mp.spawn's workers, issue
-    // 61: pytorch/examples imagenet seeds its parent only): seeding the parent does not reach it.
-    out.push_back({"seeds",
-                   "the worker process that recorded the run (started by multiprocessing, as "
-                   "mp.spawn starts them) does not call repro_audit.seed_everything: a seed set "
-                   "in the parent process does not reach it",
-                   "call repro_audit.seed_everything(default=args.seed) at the start of the "
-                   "worker function (the one mp.spawn runs), before the model is built"});
-    return;
-  }
-  if (s.is_null()) {
-    out.push_back({"seeds",
-                   "the script does not call repro_audit.seed_everything: its runs are "
-                   "not seeded alike, or not by the audit's seed",
-                   "call repro_audit.seed_everything(default=args.seed) once, before the model "
-                   "is built"});
-    return;
-  }
-  if (s.contains("torch_initial_seed") && s["torch_initial_seed"] != s["seed"]) {
-    out.push_back({"seeds",
-                   "torch was seeded again after seed_everything (torch.initial_seed() is " +
-                       s["torch_initial_seed"].dump() + ", not " + s["seed"].dump() +
-                       "): the audit's seeds do not reach it",
-                   "drop the later torch.manual_seed, or pass its seed as "
-                   "seed_everything(default=...)"});
-  }
+// An obstacle fails: it can make two runs of the script differ, so doctor exits 1
+// (findings_exit_code). A precision note (TF32 allowed) is allowed, not passed: it changes the
+// bits against fp32 and against an older GPU, which a user comparing across GPUs must know, but
+// two runs on one GPU still agree bit for bit, so alone it leaves the exit status 0; allowed is
+// the outcome the comparison's findings give to a difference that does not fail identity.
+// (The id, the kind, is the registry's: doctor_findings sets it.)
+Finding doctor_finding(const char* name, CheckOutcome outcome, std::string what, std::string fix) {
+  Finding f;
+  f.name = name;
+  f.outcome = outcome;
+  f.summary = what;
+  f.data = {{"what", what}, {"fix", fix}};
+  f.own_section = true;  // report/doctor_section.cpp
+  f.facts = DoctorFacts{std::move(what), std::move(fix)};
+  return f;
 }
 
-void switch_findings(const trace::Trace& t, bool risky_ops, std::vector<DoctorFinding>& out) {
-  if (!env_true(t, "deterministic_algorithms") && (on_cuda(t) || risky_ops)) {
-    out.push_back({"switch",
-                   "torch.use_deterministic_algorithms is off: ops with a "
-                   "nondeterministic CUDA kernel run it without a word",
-                   "torch.use_deterministic_algorithms(True) at the start of the script"});
+Finding obstacle(const char* name, std::string what, std::string fix) {
+  return doctor_finding(name, CheckOutcome::failed, std::move(what), std::move(fix));
+}
+
+Finding switch_obstacle(std::string what, std::string fix) {
+  return obstacle("determinism switch", std::move(what), std::move(fix));
+}
+
+// The op records' ops nondeterministic on CUDA, each the first time it ran, with its step.
+struct RecordedOp {
+  const trace::OpRecord* record;
+  std::int64_t step;
+  const CudaNondeterministicOp* op;
+};
+std::vector<RecordedOp> cuda_nondeterministic_ops(const trace::Trace& t) {
+  std::vector<RecordedOp> out;
+  std::set<std::string> named;
+  for (const trace::StepRecord& s : t.steps) {
+    for (const trace::OpRecord& o : s.ops) {
+      const CudaNondeterministicOp* op = cuda_nondeterministic_op(o.op);
+      if (op != nullptr && named.insert(o.op).second) out.push_back({&o, s.step, op});
+    }
   }
-  if (env_true(t, "cudnn_benchmark")) {
-    out.push_back({"switch",
-                   "torch.backends.cudnn.benchmark is on: cuDNN times candidate "
-                   "algorithms and may pick another in each run",
-                   "torch.backends.cudnn.benchmark = False"});
-  }
-  if (!on_cuda(t)) return;
-  if (!env_true(t, "cudnn_deterministic")) {
-    out.push_back({"switch",
-                   "torch.backends.cudnn.deterministic is off: cuDNN may run "
-                   "nondeterministic convolution algorithms",
-                   "torch.backends.cudnn.deterministic = True"});
-  }
-  const nlohmann::json& e = t.header.environment;
-  if (!e.contains("cublas_workspace_config") || e["cublas_workspace_config"].is_null()) {
-    out.push_back({"switch",
-                   "CUBLAS_WORKSPACE_CONFIG is unset: cuBLAS may reduce in a "
-                   "different order in each run (CUDA 10.2 and later)",
-                   "export CUBLAS_WORKSPACE_CONFIG=:4096:8 before the script starts"});
-  }
-  std::string tf32;
-  if (env_true(t, "matmul_allow_tf32")) tf32 = "torch.backends.cuda.matmul.allow_tf32";
-  if (env_true(t, "cudnn_allow_tf32")) {
-    tf32 += (tf32.empty() ? "" : " and ") + std::string("torch.backends.cudnn.allow_tf32");
-  }
-  if (!tf32.empty()) {
-    out.push_back({"precision",
-                   "TF32 is allowed (" + tf32 +
-                       "): on Ampere and later GPUs matmuls or convolutions round to 10-bit "
-                       "mantissas; identical run to run on one GPU, but other bits than fp32 "
-                       "and than an older GPU",
-                   "torch.backends.cuda.matmul.allow_tf32 = False and "
-                   "torch.backends.cudnn.allow_tf32 = False, where results must match across "
-                   "GPU generations"});
-  }
+  return out;
 }
 
 }  // namespace
@@ -152,51 +118,139 @@ const CudaNondeterministicOp* cuda_nondeterministic_op(const std::string& aten_o
   return nullptr;
 }
 
-std::vector<DoctorFinding> doctor_findings(const trace::Trace& t) {
-  std::vector<DoctorFinding> out;
-  seed_findings(t, out);
-  std::vector<DoctorFinding> ops;
-  std::set<std::string> named;
-  for (const trace::StepRecord& s : t.steps) {
-    for (const trace::OpRecord& o : s.ops) {
-      const CudaNondeterministicOp* op = cuda_nondeterministic_op(o.op);
-      if (op == nullptr || !named.insert(o.op).second) continue;
-      const std::string when = *op->when ? std::string(" ") + op->when : "";
-      ops.push_back(
-          {"op",
-           o.op + (o.layer.empty() ? "" : " in " + o.layer) + " (step " + std::to_string(s.step) +
-               ") is nondeterministic on CUDA" + when +
-               (on_cuda(t) ? "" : "; identical on the CPU, where this run ran, but not on a GPU"),
-           op->has_deterministic_kernel
-               ? "torch.use_deterministic_algorithms(True) gives it a deterministic kernel"
-               : "it has no deterministic CUDA kernel (torch.use_deterministic_algorithms(True) "
-                 "makes it raise): replace it, or keep it on the CPU"});
-    }
+const DoctorFacts* doctor_facts(const Finding& f) {
+  return std::any_cast<DoctorFacts>(&f.facts);
+}
+
+std::vector<Finding> doctor_seeds(const trace::Trace& t) {
+  const nlohmann::json& s = t.header.seeded;
+  if (s.is_null() && env_true(t, "spawned")) {
+    // The run was recorded in a process that multiprocessing started (mp.spawn's workers, issue
+    // 61: pytorch/examples imagenet seeds its parent only): seeding the parent does not reach it.
+    return {obstacle("seeds",
+                     "the worker process that recorded the run (started by multiprocessing, as "
+                     "mp.spawn starts them) does not call repro_audit.seed_everything: a seed set "
+                     "in the parent process does not reach it",
+                     "call repro_audit.seed_everything(default=args.seed) at the start of the "
+                     "worker function (the one mp.spawn runs), before the model is built")};
   }
-  switch_findings(t, !ops.empty(), out);
+  if (s.is_null()) {
+    return {obstacle("seeds",
+                     "the script does not call repro_audit.seed_everything: its runs are "
+                     "not seeded alike, or not by the audit's seed",
+                     "call repro_audit.seed_everything(default=args.seed) once, before the model "
+                     "is built")};
+  }
+  if (s.contains("torch_initial_seed") && s["torch_initial_seed"] != s["seed"]) {
+    return {obstacle("seeds",
+                     "torch was seeded again after seed_everything (torch.initial_seed() is " +
+                         s["torch_initial_seed"].dump() + ", not " + s["seed"].dump() +
+                         "): the audit's seeds do not reach it",
+                     "drop the later torch.manual_seed, or pass its seed as "
+                     "seed_everything(default=...)")};
+  }
+  return {};
+}
+
+std::vector<Finding> doctor_switches(const trace::Trace& t) {
+  std::vector<Finding> out;
+  const bool risky_ops = !cuda_nondeterministic_ops(t).empty();
+  if (!env_true(t, "deterministic_algorithms") && (on_cuda(t) || risky_ops)) {
+    out.push_back(
+        switch_obstacle("torch.use_deterministic_algorithms is off: ops with a "
+                        "nondeterministic CUDA kernel run it without a word",
+                        "torch.use_deterministic_algorithms(True) at the start of the "
+                        "script"));
+  }
+  if (env_true(t, "cudnn_benchmark")) {
+    out.push_back(
+        switch_obstacle("torch.backends.cudnn.benchmark is on: cuDNN times candidate "
+                        "algorithms and may pick another in each run",
+                        "torch.backends.cudnn.benchmark = False"));
+  }
+  if (!on_cuda(t)) return out;
+  if (!env_true(t, "cudnn_deterministic")) {
+    out.push_back(
+        switch_obstacle("torch.backends.cudnn.deterministic is off: cuDNN may run "
+                        "nondeterministic convolution algorithms",
+                        "torch.backends.cudnn.deterministic = True"));
+  }
+  const nlohmann::json& e = t.header.environment;
+  if (!e.contains("cublas_workspace_config") || e["cublas_workspace_config"].is_null()) {
+    out.push_back(
+        switch_obstacle("CUBLAS_WORKSPACE_CONFIG is unset: cuBLAS may reduce in a "
+                        "different order in each run (CUDA 10.2 and later)",
+                        "export CUBLAS_WORKSPACE_CONFIG=:4096:8 before the script "
+                        "starts"));
+  }
+  return out;
+}
+
+std::vector<Finding> doctor_precision(const trace::Trace& t) {
+  if (!on_cuda(t)) return {};
+  std::string tf32;
+  if (env_true(t, "matmul_allow_tf32")) tf32 = "torch.backends.cuda.matmul.allow_tf32";
+  if (env_true(t, "cudnn_allow_tf32")) {
+    tf32 += (tf32.empty() ? "" : " and ") + std::string("torch.backends.cudnn.allow_tf32");
+  }
+  if (tf32.empty()) return {};
+  return {doctor_finding("TF32 precision", CheckOutcome::allowed,
+                         "TF32 is allowed (" + tf32 +
+                             "): on Ampere and later GPUs matmuls or convolutions round to 10-bit "
+                             "mantissas; identical run to run on one GPU, but other bits than "
+                             "fp32 and than an older GPU",
+                         "torch.backends.cuda.matmul.allow_tf32 = False and "
+                         "torch.backends.cudnn.allow_tf32 = False, where results must match "
+                         "across GPU generations")};
+}
+
+std::vector<Finding> doctor_loader(const trace::Trace& t) {
+  std::vector<Finding> out;
   // Workers are seen only when the script watched its loader (rec.watch_loader).
   if (const auto workers = phases::loader_worker_findings({t})) {
     for (const SharedWorkerStream& s : workers->shared_streams) {
-      out.push_back({"loader",
-                     "DataLoader workers start from the same state of the random stream " +
-                         s.stream + ": what they draw from it repeats across workers",
-                     "seed it per worker in worker_init_fn, from the worker's seed "
-                     "(torch.utils.data.get_worker_info().seed)"});
+      out.push_back(obstacle("loader workers",
+                             "DataLoader workers start from the same state of the random "
+                             "stream " +
+                                 s.stream + ": what they draw from it repeats across workers",
+                             "seed it per worker in worker_init_fn, from the worker's seed "
+                             "(torch.utils.data.get_worker_info().seed)"));
     }
   }
-  out.insert(out.end(), ops.begin(), ops.end());
+  return out;
+}
+
+std::vector<Finding> doctor_ops(const trace::Trace& t) {
+  std::vector<Finding> out;
+  for (const RecordedOp& r : cuda_nondeterministic_ops(t)) {
+    const trace::OpRecord& o = *r.record;
+    const std::string when = *r.op->when ? std::string(" ") + r.op->when : "";
+    out.push_back(obstacle(
+        "op nondeterministic on CUDA",
+        o.op + (o.layer.empty() ? "" : " in " + o.layer) + " (step " + std::to_string(r.step) +
+            ") is nondeterministic on CUDA" + when +
+            (on_cuda(t) ? "" : "; identical on the CPU, where this run ran, but not on a GPU"),
+        r.op->has_deterministic_kernel
+            ? "torch.use_deterministic_algorithms(True) gives it a deterministic kernel"
+            : "it has no deterministic CUDA kernel (torch.use_deterministic_algorithms(True) "
+              "makes it raise): replace it, or keep it on the CPU"));
+  }
+  return out;
+}
+
+std::vector<Finding> doctor_cudnn(const trace::Trace& t) {
+  std::vector<Finding> out;
   for (const nlohmann::json& entry : t.header.ledger) {
     if (!entry.contains("deterministic") || !entry["deterministic"].is_boolean() ||
         entry["deterministic"].get<bool>()) {
       continue;
     }
-    out.push_back({"cudnn",
-                   "cuDNN ran " + entry.value("algorithm", std::string("?")) +
-                       ", marked "
-                       "NONDETERMINISTIC, for " +
-                       entry.value("layer", std::string("?")) + " (" +
-                       entry.value("direction", std::string("?")) + ")",
-                   "torch.backends.cudnn.deterministic = True and benchmark = False"});
+    out.push_back(obstacle("cuDNN engine",
+                           "cuDNN ran " + entry.value("algorithm", std::string("?")) +
+                               ", marked NONDETERMINISTIC, for " +
+                               entry.value("layer", std::string("?")) + " (" +
+                               entry.value("direction", std::string("?")) + ")",
+                           "torch.backends.cudnn.deterministic = True and benchmark = False"));
   }
   return out;
 }

@@ -9,7 +9,8 @@
 //   environment_section.cpp     environment and algorithm-ledger differences (docs/report.md)
 //   step_launches_section.cpp   the steps' CUDA graph launches with --cuda-graphs (docs/report.md)
 //   warnings_section.cpp        what the reader must know before trusting the verdict
-// A finding without a section renders in the generic forms (report/finding_forms.h).
+// A finding without a section renders in the generic forms (report/finding_forms.h). The doctor's
+// findings, of one run and not of a comparison, have their section in report/doctor_section.h.
 #include <string>
 #include <vector>
 
