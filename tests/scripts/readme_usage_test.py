@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The README's first usage block, run in order in a fresh folder as a new user would: every line
 must succeed (exit 0). A usage line that collides with the one before (the default output folder
-of an earlier audit), refers to a folder no line made, or drifts from the CLI fails here.
+of an earlier audit), refers to a folder no line made, or drifts from the CLI fails here. And the
+README's shape: at most 220 lines, every page of docs/ linked from it.
 
 Usage: readme_usage_test.py BINARY   (CTest passes the built repro-audit)
 """
@@ -49,6 +50,18 @@ class ReadmeUsage(unittest.TestCase):
             moved = [n for n in os.listdir(os.path.join(folder, "repro-audit-out"))
                      if n.startswith("quick.")]
             self.assertGreaterEqual(len(moved), 4)  # each run into the default folder moved one
+
+
+class ReadmeShape(unittest.TestCase):
+    # Issue 60: a README a newcomer reads to the end, and no page of docs/ only a search finds.
+    def test_it_fits_and_links_every_page(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertLessEqual(len(text.splitlines()), 220)
+        pages = [n for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".md")]
+        self.assertGreater(len(pages), 15)
+        unlinked = [n for n in pages if f"(docs/{n})" not in text]
+        self.assertEqual(unlinked, [])
 
 
 if __name__ == "__main__":
