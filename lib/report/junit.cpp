@@ -209,18 +209,19 @@ std::string render_junit(const ComparisonResult& r) {
   for (std::size_t i = 0; i < r.categories.size(); ++i) {
     cases.push_back(category_case(r, v, r.categories[i], i));
   }
-  // The registered checks' findings, numbered after the categories: a section's cases (a resume
-  // each, a rank each), else a case each, failing unless it passed.
-  std::size_t sectioned = 0;
+  // The registered checks' findings, numbered after the categories whether or not the audit
+  // folder's case (2) is there, as the categories are: a section's cases (a resume each, a rank
+  // each), else a case each, failing unless it passed.
+  std::size_t number = 3 + r.categories.size();
   for (const compare::Finding& f : r.findings) {
     if (const Section* s = section_of(f)) {
       if (s->junit == nullptr) continue;
       for (Case& c : s->junit(r, f)) {
-        c.name = std::to_string(3 + r.categories.size() + sectioned++) + " " + c.name;
+        c.name = std::to_string(number++) + " " + c.name;
         cases.push_back(std::move(c));
       }
     } else {
-      cases.push_back(finding_case(f, 3 + cases.size() - 1));
+      cases.push_back(finding_case(f, number++));
     }
   }
   int failures = 0, skipped = 0;

@@ -98,6 +98,41 @@ TEST_CASE("the cases are numbered in causal order, so a viewer sorting by name k
   CHECK(std::is_sorted(names.begin(), names.end()));
 }
 
+TEST_CASE("a finding's case number does not depend on the audit folder's case", "[report][junit]") {
+  // Two same-seed runs and a perturbed one whose flip shows (the perturbation control's case),
+  // compared from an audit folder (the "2 complete audit" case) and from files: the categories
+  // and the findings keep their numbers either way (before, a finding's skipped one with the
+  // folder: "10 perturbation control" after "8 optimizer state").
+  TraceBuilder same;
+  TraceBuilder perturbed = same;
+  perturbed.seed_group = "perturbed";
+  std::vector<Trace> traces{same.build(0), same.build(1), perturbed.build(2)};
+  traces[2].header.perturbation = ra::trace::Perturbation{"dense_1.weight", 2, 0, 2, 3};
+  traces[2].initial_weights[2] = ra::test::changed(traces[2].initial_weights[2]);
+  ra::compare::ComparisonOptions from_folder;
+  ra::compare::AuditFolderCheck folder;
+  folder.folder = "out";
+  folder.planned_runs = 3;
+  folder.runs = {0, 1, 2};
+  from_folder.audit_folders = {folder};
+  for (const bool with_folder : {false, true}) {
+    CAPTURE(with_folder);
+    const std::string xml = ra::report::render_junit(ra::compare::compare_traces(
+        traces, with_folder ? from_folder : ra::compare::ComparisonOptions{}));
+    std::vector<std::string> names;
+    for (auto at = xml.find("<testcase "); at != std::string::npos;
+         at = xml.find("<testcase ", at + 1)) {
+      const auto start = xml.find(" name=\"", at) + 7;
+      names.push_back(xml.substr(start, xml.find('"', start) - start));
+    }
+    std::vector<std::string> expected{"1 verdict",         "3 initial weights",     "4 batches",
+                                      "5 losses",          "6 gradients",           "7 weights",
+                                      "8 optimizer state", "9 perturbation control"};
+    if (with_folder) expected.insert(expected.begin() + 1, "2 complete audit");
+    CHECK(names == expected);
+  }
+}
+
 TEST_CASE("differences that were allowed pass, and say so", "[report][junit]") {
   TraceBuilder b;
   b.mode = "nondeterministic";
