@@ -8,6 +8,7 @@
 
 #include "compare/doctor_checks.h"
 #include "trace/in_memory_traces.h"
+#include "trace/pytorch_op_traces.h"
 
 using Catch::Matchers::Contains;
 using ra::compare::Finding;
@@ -15,19 +16,8 @@ using ra::trace::Trace;
 
 namespace {
 
-// A PyTorch run on the CPU with nothing in the way: seeded by seed_everything, switches default.
 Trace clean_run() {
-  Trace t = ra::test::TraceBuilder{}.build(0);
-  t.header.backend = "pytorch-cpu";
-  t.header.environment = {{"deterministic_algorithms", false},
-                          {"cudnn_benchmark", false},
-                          {"cudnn_deterministic", false},
-                          {"cublas_workspace_config", nullptr}};
-  t.header.seeded = {
-      {"seed", 42}, {"rng_states", nlohmann::json::object()}, {"torch_initial_seed", 42}};
-  t.steps[0].ops_recorded = true;
-  t.steps[0].ops.push_back({"aten.addmm.default", "model.0", "", "", {}, {}});
-  return t;
+  return ra::test::quiet_pytorch_run();
 }
 
 std::vector<std::string> kinds(const std::vector<Finding>& findings) {

@@ -43,6 +43,27 @@ ra::Tensor random_input(ra::Shape shape, unsigned seed) {
   return t;
 }
 
+// One training step's gradients of every parameter, then every buffer (running statistics), of
+// `spec`'s model on `ops`, in the model's order.
+std::vector<float> step_gradients_and_buffers(const ra::spec::ExperimentSpec& spec,
+                                              ra::backend::Ops& ops, const ra::Tensor& x,
+                                              const std::vector<std::int32_t>& labels) {
+  ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
+  ra::nn::StepContext ctx{true, 3, &spec.determinism};
+  ra::Tensor dout;
+  const ra::Tensor& out = model.forward(ops, x, ctx);
+  ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
+  model.backward(ops, dout, ctx);
+  std::vector<float> values;
+  for (ra::nn::Param* p : model.params()) {
+    values.insert(values.end(), p->grad.begin(), p->grad.end());
+  }
+  for (ra::nn::NamedBuffer* b : model.buffers()) {
+    values.insert(values.end(), b->value.begin(), b->value.end());
+  }
+  return values;
+}
+
 }  // namespace
 
 namespace {
@@ -353,19 +374,7 @@ TEST_CASE("batchnorm and relu run as one call, the relu's backward in the conv's
   const ra::Tensor x = random_input({4, 2, 8, 8}, 11);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};
   auto run = [&](const ra::spec::ExperimentSpec& spec, ra::backend::Ops& ops) {
-    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
-    ra::nn::StepContext ctx{true, 3, &spec.determinism};
-    ra::Tensor dout;
-    const ra::Tensor& out = model.forward(ops, x, ctx);
-    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
-    model.backward(ops, dout, ctx);
-    std::vector<float> values;
-    for (ra::nn::Param* p : model.params())
-      values.insert(values.end(), p->grad.begin(), p->grad.end());
-    for (ra::nn::NamedBuffer* b : model.buffers()) {
-      values.insert(values.end(), b->value.begin(), b->value.end());
-    }
-    return values;
+    return step_gradients_and_buffers(spec, ops, x, labels);
   };
   const auto paired = spec_of(false), separate = spec_of(true);
   ra::backend::cpu::CpuOps cpu(2);
@@ -400,16 +409,7 @@ TEST_CASE("a residual body's first batchnorm adds the identity shortcut's gradie
   const ra::Tensor x = random_input({4, 3, 6, 6}, 13);
   const std::vector<std::int32_t> labels{0, 2, 1, 2};
   auto run = [&](const ra::spec::ExperimentSpec& spec, ra::backend::Ops& ops) {
-    ra::nn::Model model(ra::spec::resolve_model(spec.model), {5, 6});
-    ra::nn::StepContext ctx{true, 3, &spec.determinism};
-    ra::Tensor dout;
-    const ra::Tensor& out = model.forward(ops, x, ctx);
-    ra::nn::compute_loss(ops, spec.loss, out, labels, &dout, ra::spec::KernelMode::deterministic);
-    model.backward(ops, dout, ctx);
-    std::vector<float> grads;
-    for (ra::nn::Param* p : model.params())
-      grads.insert(grads.end(), p->grad.begin(), p->grad.end());
-    return grads;
+    return step_gradients_and_buffers(spec, ops, x, labels);
   };
   ra::backend::cpu::CpuOps cpu(2);
   const auto a = run(spec_of(false), cpu), b = run(spec_of(true), cpu);

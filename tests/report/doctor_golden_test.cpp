@@ -13,23 +13,16 @@
 #include "report/doctor_section.h"
 #include "support/golden.h"
 #include "trace/in_memory_traces.h"
+#include "trace/pytorch_op_traces.h"
 
 namespace {
 
 using ra::trace::Trace;
 
-// A PyTorch run on the CPU with nothing in the way: seeded by seed_everything, switches default.
+// A PyTorch run on the CPU with nothing in the way (tests/trace/pytorch_op_traces.h), step 1
+// recorded too.
 Trace quiet_run() {
-  Trace t = ra::test::TraceBuilder{}.build(0);
-  t.header.backend = "pytorch-cpu";
-  t.header.environment = {{"deterministic_algorithms", false},
-                          {"cudnn_benchmark", false},
-                          {"cudnn_deterministic", false},
-                          {"cublas_workspace_config", nullptr}};
-  t.header.seeded = {
-      {"seed", 42}, {"rng_states", nlohmann::json::object()}, {"torch_initial_seed", 42}};
-  t.steps[0].ops_recorded = true;
-  t.steps[0].ops.push_back({"aten.addmm.default", "model.0", "", "", {}, {}});
+  Trace t = ra::test::quiet_pytorch_run();
   t.steps[1].ops_recorded = true;
   return t;
 }

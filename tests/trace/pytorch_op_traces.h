@@ -59,4 +59,21 @@ inline std::vector<trace::Trace> pytorch_runs(int runs) {
   return out;
 }
 
+// A PyTorch run on the CPU with nothing in the way of identical runs (`repro-audit doctor`'s
+// tests): seeded by seed_everything, the determinism switches at their defaults, one addmm
+// recorded at step 0.
+inline trace::Trace quiet_pytorch_run() {
+  trace::Trace t = TraceBuilder{}.build(0);
+  t.header.backend = "pytorch-cpu";
+  t.header.environment = {{"deterministic_algorithms", false},
+                          {"cudnn_benchmark", false},
+                          {"cudnn_deterministic", false},
+                          {"cublas_workspace_config", nullptr}};
+  t.header.seeded = {
+      {"seed", 42}, {"rng_states", nlohmann::json::object()}, {"torch_initial_seed", 42}};
+  t.steps[0].ops_recorded = true;
+  t.steps[0].ops.push_back({"aten.addmm.default", "model.0", "", "", {}, {}});
+  return t;
+}
+
 }  // namespace ra::test
