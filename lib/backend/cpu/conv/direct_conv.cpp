@@ -178,6 +178,17 @@ void accumulate_filter_image(const ConvGeometry& g, const Source& source, const 
                         });
 }
 
+// dy_t[pixel * stride + k] = dy_n[k * pixels + pixel], in AVX2 blocks for the avx2-fma variant
+// (copies: the same floats).
+void transpose_dy(const float* dy_n, std::int64_t filters, std::int64_t pixels, float* dy_t,
+                  std::int64_t stride, Isa isa) {
+  if (isa == Isa::avx2_fma) {
+    transpose_into_avx2(dy_n, pixels, filters, pixels, dy_t, stride);
+  } else {
+    transpose_into(dy_n, pixels, filters, pixels, dy_t, stride);
+  }
+}
+
 // The tile calls of accumulate_filter_image per image.
 std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, const Lanes& lanes) {
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s;
@@ -307,7 +318,7 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           if (pooled_dy != nullptr) {  // unpooled straight into the pixel-major layout
             unpool_image_transposed(pooled_dy->g, pooled_dy->gradient, n, dy_t, lanes.padded, isa);
           } else {
-            transpose_into(dy + n * g.k * pixels, pixels, g.k, pixels, dy_t, lanes.padded);
+            transpose_dy(dy + n * g.k * pixels, g.k, pixels, dy_t, lanes.padded, isa);
           }
           accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
                                   fresh && n == plan.begin(chunk), ahead);
