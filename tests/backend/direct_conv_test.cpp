@@ -38,6 +38,12 @@ std::vector<test::ConvCase> cases() {
   all.push_back(
       {"3x3, pad (3,4,3,2) >= kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 4, 3, 2)});
   all.push_back({"1x1, pad 1 > kernel", test::conv(2, 4, 5, 5, 6, 1, 1, 1, 1, 1, 1, 1, 1)});
+  // Output rows of whole AVX2 vectors, whose tiles take row vectors (direct_conv_pixel.cpp): two
+  // a row (ResNet29v2's 16 x 16), and three a row, so that a tile's two vectors span two rows and
+  // the last tile has one.
+  all.push_back(
+      {"3x3 same on 16 x 16, K 13", test::conv(2, 5, 16, 16, 13, 3, 3, 1, 1, 1, 1, 1, 1)});
+  all.push_back({"3x3 same on 5 x 24, K 7", test::conv(2, 4, 5, 24, 7, 3, 3, 1, 1, 1, 1, 1, 1)});
   return all;
 }
 

@@ -5,6 +5,8 @@
 //   pixel tiles (stride 1): lanes = consecutive output positions over "wide rows" (every column
 //   of the source, the extra ones discarded), loaded as vectors from the zero-padded image copy;
 //   rows = filters or channels, broadcast from a small packed panel. Results land in NCHW order.
+//   (avx2-fma, where output rows are whole vectors and the wide rows would compute positions the
+//   output discards, e.g. the 3x3 convs on 8x8 and 16x16: lanes are those row vectors instead.)
 //     forward          rows = filters k,   depth = taps (c, r, s) through an offset table
 //     backward data    the forward convolution of dy_n zero-padded by R-1 - pad with the
 //                      filters transposed and flipped: rows = channels c, depth = (k, r, s)

@@ -158,16 +158,58 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
       });
 }
 
+// The output vectors of a row-vector pass: each output row of q pixels (q a multiple of the vector
+// width) cut into vectors of `width` pixels, vector i holding output pixels [i * width, (i + 1) *
+// width) and reading the source from source_offset(i). Wide rows compute (pitch - q) positions per
+// row that the output discards, 2 of every 10 for the 8x8 outputs of a 3x3 conv (pitch 10: 5
+// tiles of 16 positions for 4 of output), 2 of 18 for 16x16; these tiles compute output pixels
+// only, and every lane they store is one (no masked stores).
+struct RowVectors {
+  std::int64_t count = 0;    // vectors in an image
+  std::int64_t per_row = 0;  // vectors in an output row
+  std::int64_t pitch = 0;    // source floats per row
+  int width = 0;
+
+  std::int64_t source_offset(std::int64_t i) const {
+    return i / per_row * pitch + i % per_row * width;
+  }
+};
+
+// Whether a storing pass over g takes row vectors: where the instruction set has their tiles
+// (2 vectors each, the second at its own offset), whole vectors fill the output rows and the wide
+// rows would discard positions.
+bool uses_row_vectors(Isa isa, const ConvGeometry& g, std::int64_t pitch, int rows) {
+  const int width = tile_limits(isa).width;
+  return pixel_row_store_tile_function(isa, rows, 1) != nullptr && pixel_tile_vectors(isa) == 2 &&
+         g.q % width == 0 && pitch > g.q;
+}
+
+// PixelStore::vectors of a row-vector pass: every lane of vector i an output pixel, from i * width.
+const std::int64_t* row_vector_store_table(ScratchArena& scratch, const RowVectors& rows) {
+  std::int64_t* table = scratch.shared(SharedIndexBuffer::vector_stores,
+                                       static_cast<std::size_t>(rows.count * kPixelStoreEntries));
+  const std::int64_t lanes = (std::int64_t(1) << rows.width) - 1;
+  for (std::int64_t i = 0; i < rows.count; ++i) {
+    table[i * kPixelStoreEntries] = lanes;
+    table[i * kPixelStoreEntries + 1] = lanes;
+    table[i * kPixelStoreEntries + 2] = i * rows.width;
+  }
+  return table;
+}
+
 // The tile functions of a forward pass, looked up once: full tiles and the last filter tile's,
 // each with every vector count (the last vectors of a band cover only the positions left);
-// storing tiles when `stores`.
+// storing tiles when `stores`, row-vector ones when `by_rows`.
 struct ForwardTiles {
-  ForwardTiles(Isa isa, bool stores, int full_rows, int last_rows, int vectors) {
+  ForwardTiles(Isa isa, bool stores, bool by_rows, int full_rows, int last_rows, int vectors) {
+    const auto of = [&](int rows, int v) {
+      if (by_rows) return pixel_row_store_tile_function(isa, rows, v);
+      return stores ? pixel_store_tile_function(isa, rows, v)
+                    : pixel_tile_function(isa, false, rows, v);
+    };
     for (int v = 1; v <= vectors; ++v) {
-      full[v - 1] = stores ? pixel_store_tile_function(isa, full_rows, v)
-                           : pixel_tile_function(isa, false, full_rows, v);
-      last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
-                           : pixel_tile_function(isa, false, last_rows, v);
+      full[v - 1] = of(full_rows, v);
+      last[v - 1] = of(last_rows, v);
     }
   }
   TileFunction full[kMaxPixelTileVectors] = {}, last[kMaxPixelTileVectors] = {};
@@ -236,8 +278,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
   const bool stores = (act == Activation::none || act == Activation::relu) &&
                       pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
-  const ForwardTiles tiles(isa, stores, shape.rows, last_rows, vectors);
-  const std::int64_t* vector_stores = stores ? vector_store_table(scratch, wide, width) : nullptr;
+  const bool by_rows = stores && uses_row_vectors(isa, g, source.width, shape.rows);
+  const RowVectors row_vectors{pixels / width, g.q / width, source.width, width};
+  const ForwardTiles tiles(isa, stores, by_rows, shape.rows, last_rows, vectors);
+  const std::int64_t* vector_stores = by_rows  ? row_vector_store_table(scratch, row_vectors)
+                                      : stores ? vector_store_table(scratch, wide, width)
+                                               : nullptr;
 
   scratch.reserve_workers(WorkerBuffer::padded_image,
                           padded_source_floats(g.c, source.height, source.width, shape.lanes));
@@ -247,7 +293,9 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
   // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
-  const std::int64_t tile_calls = tile_calls_per_image(wide, band, shape.lanes, row_tiles);
+  const std::int64_t tile_calls = by_rows
+                                      ? ceil_div(row_vectors.count, vectors) * row_tiles
+                                      : tile_calls_per_image(wide, band, shape.lanes, row_tiles);
   parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
     // The next image's source (not its relu gate: the storing tiles already request each gate line
     // shortly before they read it, and requesting it an image ahead as well would only compete with
@@ -278,26 +326,40 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     a.out_stride = stores ? pixels : band;
     a.store.vectors = vector_stores;
     a.store.relu = act == Activation::relu;
-    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+    // The filter tiles over the v vectors a addresses (at column jv of the band, when not stores).
+    const auto filter_tiles = [&](int v, std::int64_t jv) {
+      for (std::int64_t t = 0; t < row_tiles; ++t) {
+        const std::int64_t row0 = t * shape.rows;
+        a.panel = panel + t * taps * shape.rows;
+        if (stores) {
+          a.out = y_n + row0 * pixels;
+          a.store.addend = bias == nullptr ? nullptr : bias + row0;
+          a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+        } else {
+          a.out = out + row0 * band + jv;
+        }
+        (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
+        ahead.step();
+      }
+    };
+    if (by_rows) {
+      for (std::int64_t i = 0; i < row_vectors.count; i += vectors) {
+        const auto v = static_cast<int>(std::min<std::int64_t>(vectors, row_vectors.count - i));
+        const std::int64_t offset = row_vectors.source_offset(i);
+        a.base = src + offset;
+        a.vector_stride = v > 1 ? row_vectors.source_offset(i + 1) - offset : 0;
+        a.store.position = i * width;
+        filter_tiles(v, 0);
+      }
+    }
+    for (std::int64_t j0 = 0; j0 < (by_rows ? 0 : wide.count); j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
             static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
         a.base = src + j0 + jv;
         a.store.position = j0 + jv;
-        for (std::int64_t t = 0; t < row_tiles; ++t) {
-          const std::int64_t row0 = t * shape.rows;
-          a.panel = panel + t * taps * shape.rows;
-          if (stores) {
-            a.out = y_n + row0 * pixels;
-            a.store.addend = bias == nullptr ? nullptr : bias + row0;
-            a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
-          } else {
-            a.out = out + row0 * band + jv;
-          }
-          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
-          ahead.step();
-        }
+        filter_tiles(v, jv);
       }
       if (!stores) store_band(wide, j0, positions, out, band, g.k, bias, act, gate_n, y_n, pixels);
     }

@@ -91,4 +91,13 @@ TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors) {
                               : avx512_pixel_store_tile(rows, vectors);
 }
 
+TileFunction pixel_row_store_tile_function(Isa isa, int rows, int vectors) {
+  if (isa != Isa::avx2_fma) return nullptr;
+  if (rows < 1 || rows > pixel_tile_shape(isa).rows || vectors < 1 ||
+      vectors > pixel_tile_vectors(isa)) {
+    throw std::logic_error("direct convolution: no row-vector pixel tile of this shape");
+  }
+  return avx2_pixel_row_store_tile(rows, vectors);
+}
+
 }  // namespace ra::backend::cpu::direct_detail

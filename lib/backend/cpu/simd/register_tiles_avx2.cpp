@@ -96,8 +96,9 @@ inline void store_vector(const PixelStore& s, const std::int64_t* entry, int i, 
 
 // The storing pixel tile (simd/register_tiles.h, PixelStore): the chains, then per vector the
 // epilogue and the store of its output lanes into consecutive floats. The output and gate lines
-// are requested before the chains, so that they arrive while the chains run.
-template <int MR, int NV>
+// are requested before the chains, so that they arrive while the chains run. With kVectorStride,
+// the vectors' source lies t.vector_stride apart (pixel_row_store_tile_function).
+template <int MR, int NV, bool kVectorStride = false>
 void avx2_store_tile(const TileArgs& t) {
   const PixelStore& s = t.store;
   const std::int64_t* vectors = s.vectors + s.position / Avx2::kWidth * kPixelStoreEntries;
@@ -112,7 +113,7 @@ void avx2_store_tile(const TileArgs& t) {
     }
   }
   __m256 acc[MR][NV];
-  pixel_chains<Avx2, MR, NV, false>(t, acc);
+  pixel_chains<Avx2, MR, NV, false, kVectorStride>(t, acc);
   RA_UNROLL
   for (int v = 0; v < NV; ++v) {
     const std::int64_t* entry = vectors + v * kPixelStoreEntries;
@@ -123,10 +124,11 @@ void avx2_store_tile(const TileArgs& t) {
   }
 }
 
+template <bool kVectorStride>
 struct Avx2PixelStoreTiles {
   template <int MR, int NV>
   static constexpr TileFunction of() {
-    return &avx2_store_tile<MR, NV>;
+    return &avx2_store_tile<MR, NV, kVectorStride>;
   }
 };
 
@@ -134,7 +136,14 @@ struct Avx2PixelStoreTiles {
 
 TileFunction avx2_pixel_store_tile(int rows, int vectors) {
   // Every shape of the avx2-fma pixel tile.
-  static const TileShapeTable<Avx2PixelStoreTiles, kAvx2PixelTile.lanes / Avx2::kWidth,
+  static const TileShapeTable<Avx2PixelStoreTiles<false>, kAvx2PixelTile.lanes / Avx2::kWidth,
+                              kAvx2PixelTile.rows>
+      table;
+  return table.get(rows, vectors);
+}
+
+TileFunction avx2_pixel_row_store_tile(int rows, int vectors) {
+  static const TileShapeTable<Avx2PixelStoreTiles<true>, kAvx2PixelTile.lanes / Avx2::kWidth,
                               kAvx2PixelTile.rows>
       table;
   return table.get(rows, vectors);
@@ -167,6 +176,9 @@ TileFunction avx2_tile(bool, int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 TileFunction avx2_pixel_store_tile(int, int) {
+  throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
+}
+TileFunction avx2_pixel_row_store_tile(int, int) {
   throw RuntimeFailure("the avx2-fma direct convolution exists only in x86 builds");
 }
 }  // namespace ra::backend::cpu::direct_detail
