@@ -120,12 +120,35 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
   return copy;
 }
 
+// Whether a pixel convolution packs its source a tile column at a time instead of copying the
+// image: 1x1 and unpadded, so that the copy would be x itself (its only use, the L1 sets below, is
+// then better served by packing: the column of one tile, channels x lanes floats, is written once
+// into a small buffer that stays in L1 while every filter tile reads it, with no pass over the
+// whole image through memory).
+bool packs_columns(const ConvGeometry& g, const PooledGradient* unpooled_x) {
+  return unpooled_x == nullptr && g.r == 1 && g.s == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.pad_bottom == 0 && g.pad_right == 0;
+}
+
+// column[c * lanes + l] = x_n[c * plane + position + l] for the positions left in the plane (the
+// lanes past them, which the tile computes and discards, zero).
+void pack_column(const float* x_n, std::int64_t channels, std::int64_t plane, std::int64_t position,
+                 std::int64_t lanes, float* column) {
+  const std::int64_t count = std::min(lanes, plane - position);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float* from = x_n + c * plane + position;
+    float* to = column + c * lanes;
+    for (std::int64_t l = 0; l < count; ++l) to[l] = from[l];
+    for (std::int64_t l = count; l < lanes; ++l) to[l] = 0.0f;
+  }
+}
+
 // The padded copy of a pixel convolution's source. A tile reads its lanes from every channel in
 // turn, and the channels of its depth must stay in L1 for the next filter tile: where a plane is a
-// multiple of 256 bytes (the unpadded planes of the 1x1 convolutions: 32x32 floats are 4 KiB, the
-// L1's set period), the channels fall into a few cache sets and evict one another, so the copy
-// gets a row of zeros per plane that no output position reads (1x1 64->16 on 32x32: the tiles
-// ran at a third of their speed on 3x3 planes).
+// multiple of 256 bytes (32x32 floats are 4 KiB, the L1's set period; a 3x3 conv of 14x14 images
+// copies planes of 16x16), the channels fall into a few cache sets and evict one another, so the
+// copy gets a row of zeros per plane that no output position reads. (ResNet29v2's 1x1 64->16 on
+// 32x32 ran 25% faster with it, when the 1x1 convs still read this copy: packs_columns.)
 Source pixel_source(const ConvGeometry& g) {
   const std::int64_t height = std::int64_t(g.p) + g.r - 1, width = std::int64_t(g.q) + g.s - 1;
   const bool aliases = height * width % 64 == 0;
@@ -270,7 +293,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       panel);
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
-  fill_tap_offsets(g, source, tap_offsets);
+  const bool packs = packs_columns(g, unpooled_x);
+  if (packs) {
+    for (std::int64_t c = 0; c < taps; ++c) tap_offsets[c] = c * shape.lanes;
+  } else {
+    fill_tap_offsets(g, source, tap_offsets);
+  }
 
   // Storing tiles where the instruction set has them and the epilogue is one they apply (tanh
   // and sigmoid are store_band's).
@@ -285,8 +313,10 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                                       : stores ? vector_store_table(scratch, wide, width)
                                                : nullptr;
 
-  scratch.reserve_workers(WorkerBuffer::padded_image,
-                          padded_source_floats(g.c, source.height, source.width, shape.lanes));
+  const auto column_floats = static_cast<std::size_t>(g.c * shape.lanes);
+  scratch.reserve_workers(
+      WorkerBuffer::padded_image,
+      packs ? column_floats : padded_source_floats(g.c, source.height, source.width, shape.lanes));
   const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
   if (!stores) scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
@@ -307,8 +337,11 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       ahead.add(x + next * image, static_cast<std::size_t>(image) * sizeof(float));
     }
     ahead.spread(tile_calls);
+    float* column =
+        packs ? scratch.worker(worker, WorkerBuffer::padded_image, column_floats) : nullptr;
     const float* src =
-        unpooled_x != nullptr
+        packs ? nullptr
+        : unpooled_x != nullptr
             ? padded_unpooled_source(scratch, worker, *unpooled_x, n, g.pad_top, g.pad_left,
                                      source.height, source.width, shape.lanes)
             : padded_source(scratch, worker, x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left,
@@ -357,7 +390,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
             static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
-        a.base = src + j0 + jv;
+        if (packs) {
+          pack_column(x + n * image, g.c, pixels, j0 + jv, shape.lanes, column);
+          a.base = column;
+        } else {
+          a.base = src + j0 + jv;
+        }
         a.store.position = j0 + jv;
         filter_tiles(v, jv);
       }
