@@ -200,13 +200,71 @@ std::int64_t filter_tile_calls(const ConvGeometry& g, const BlockTiles& tiles, c
   return calls;
 }
 
+// xs[n][c][p][q] = x[n][c][p * stride_h][q * stride_w] for a strided 1x1 conv g, in the shared
+// SharedBuffer::subsampled.
+const float* subsample_input(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                             const float* x) {
+  const std::int64_t planes = std::int64_t(g.n) * g.c, plane = std::int64_t(g.p) * g.q;
+  float* xs = scratch.shared(SharedBuffer::subsampled, static_cast<std::size_t>(planes * plane));
+  parallel_for(pool, g.n, [&](std::int64_t n, int) {
+    for (std::int64_t c = n * g.c; c < (n + 1) * g.c; ++c) {
+      const float* from = x + c * g.h * g.w;
+      float* to = xs + c * plane;
+      for (std::int64_t p = 0; p < g.p; ++p) {
+        const float* row = from + p * g.stride_h * g.w;
+        for (std::int64_t q = 0; q < g.q; ++q) to[p * g.q + q] = row[q * g.stride_w];
+      }
+    }
+  });
+  return xs;
+}
+
 }  // namespace
+
+bool is_subsampled_1x1(const ConvGeometry& g) {
+  return g.r == 1 && g.s == 1 && (g.stride_h > 1 || g.stride_w > 1) && g.pad_top == 0 &&
+         g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;
+}
+
+ConvGeometry subsampled_geometry(const ConvGeometry& g) {
+  ConvGeometry u = g;
+  u.h = g.p;
+  u.w = g.q;
+  u.stride_h = 1;
+  u.stride_w = 1;
+  return u;
+}
+
+void subsampled_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                   const float* dy, const float* w, float* dx, Isa isa) {
+  const ConvGeometry u = subsampled_geometry(g);
+  const std::int64_t planes = std::int64_t(g.n) * g.c, plane = std::int64_t(g.p) * g.q;
+  float* dxs = scratch.shared(SharedBuffer::subsampled, static_cast<std::size_t>(planes * plane));
+  direct_detail::pixel_conv_backward_data(pool, scratch, u, dy, w, nullptr, dxs, isa);
+  parallel_for(pool, g.n, [&](std::int64_t n, int) {
+    for (std::int64_t c = n * g.c; c < (n + 1) * g.c; ++c) {
+      const float* from = dxs + c * plane;
+      float* to = dx + c * g.h * g.w;
+      std::fill_n(to, std::int64_t(g.h) * g.w, 0.0f);
+      for (std::int64_t p = 0; p < g.p; ++p) {
+        float* row = to + p * g.stride_h * g.w;
+        for (std::int64_t q = 0; q < g.q; ++q) row[q * g.stride_w] = 0.0f + from[p * g.q + q];
+      }
+    }
+  });
+}
 
 void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                          const float* x, const float* w, const float* bias, Activation act,
                          float* y, Isa isa) {
   if (g.stride_h == 1 && g.stride_w == 1) {
     direct_detail::pixel_conv_forward(pool, scratch, g, x, w, bias, act, nullptr, y, isa);
+    return;
+  }
+  if (is_subsampled_1x1(g)) {
+    direct_detail::pixel_conv_forward(pool, scratch, subsampled_geometry(g),
+                                      subsample_input(pool, scratch, g, x), w, bias, act, nullptr,
+                                      y, isa);
     return;
   }
   // Strided: rows are the output pixels, gathered through a table of window corners.

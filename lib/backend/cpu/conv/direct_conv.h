@@ -74,6 +74,21 @@ bool fuses_bias_gradient(const ConvGeometry& g);
 void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* dy, float* db, KernelMode mode);
 
+// Whether g is a strided 1x1 conv without padding, whose forward pass and deterministic backward
+// data run as the stride-1 conv of its input subsampled at the output pixels (subsampled_geometry):
+// the same floats in every chain, read from a compact copy by pixel tiles instead of every
+// stride-th float by gathered tiles through a table (then a transposition of each band), and
+// instead of gemm() + col2im. (The filter gradient keeps its gathered tiles over the strided
+// input: subsampled, ResNet29v2's four strided convs took as long in all.)
+bool is_subsampled_1x1(const ConvGeometry& g);
+ConvGeometry subsampled_geometry(const ConvGeometry& g);
+
+// dx = the backward data of a strided 1x1 conv (is_subsampled_1x1), deterministic: the stride-1
+// backward data of the subsampled conv, each value scattered to its pixel as +0 + value (what
+// col2im's sum from 0 gives), +0 at the pixels no output reads; as gemm() + col2im, the same bits.
+void subsampled_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                   const float* dy, const float* w, float* dx, Isa isa);
+
 // Whether direct_conv_backward_data handles g: stride 1, with any padding (the zero-padded dy
 // copy is shifted by R-1 - pad, S-1 - pad, which shifted_copy takes of either sign; tested with
 // padding at and beyond the kernel size). Strided geometries go through gemm() + col2im.
