@@ -207,26 +207,16 @@ bool uses_row_vectors(Isa isa, const ConvGeometry& g, std::int64_t pitch, int ro
          g.q % width == 0 && pitch > g.q;
 }
 
-// PixelStore::vectors of a row-vector pass: every lane of vector i an output pixel, from i * width.
-const std::int64_t* row_vector_store_table(ScratchArena& scratch, const RowVectors& rows) {
-  std::int64_t* table = scratch.shared(SharedIndexBuffer::vector_stores,
-                                       static_cast<std::size_t>(rows.count * kPixelStoreEntries));
-  const std::int64_t lanes = (std::int64_t(1) << rows.width) - 1;
-  for (std::int64_t i = 0; i < rows.count; ++i) {
-    table[i * kPixelStoreEntries] = lanes;
-    table[i * kPixelStoreEntries + 1] = lanes;
-    table[i * kPixelStoreEntries + 2] = i * rows.width;
-  }
-  return table;
-}
-
 // The tile functions of a forward pass, looked up once: full tiles and the last filter tile's,
 // each with every vector count (the last vectors of a band cover only the positions left);
-// storing tiles when `stores`, row-vector ones when `by_rows`.
+// storing tiles when `stores`, row-vector ones when `by_rows`, dense ones when `dense` (neither
+// reads PixelStore::vectors).
 struct ForwardTiles {
-  ForwardTiles(Isa isa, bool stores, bool by_rows, int full_rows, int last_rows, int vectors) {
+  ForwardTiles(Isa isa, bool stores, bool by_rows, bool dense, int full_rows, int last_rows,
+               int vectors) {
     const auto of = [&](int rows, int v) {
       if (by_rows) return pixel_row_store_tile_function(isa, rows, v);
+      if (dense) return pixel_dense_store_tile_function(isa, rows, v);
       return stores ? pixel_store_tile_function(isa, rows, v)
                     : pixel_tile_function(isa, false, rows, v);
     };
@@ -308,10 +298,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
                       pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
   const bool by_rows = stores && uses_row_vectors(isa, g, source.width, shape.rows);
   const RowVectors row_vectors{pixels / width, g.q / width, source.width, width};
-  const ForwardTiles tiles(isa, stores, by_rows, shape.rows, last_rows, vectors);
-  const std::int64_t* vector_stores = by_rows  ? row_vector_store_table(scratch, row_vectors)
-                                      : stores ? vector_store_table(scratch, wide, width)
-                                               : nullptr;
+  // Wide rows that discard no position: every lane stored is an output pixel.
+  const bool dense = stores && !by_rows && source.width == g.q && pixels % width == 0 &&
+                     pixel_dense_store_tile_function(isa, shape.rows, 1) != nullptr;
+  const ForwardTiles tiles(isa, stores, by_rows, dense, shape.rows, last_rows, vectors);
+  const std::int64_t* vector_stores =
+      stores && !by_rows && !dense ? vector_store_table(scratch, wide, width) : nullptr;
 
   const auto column_floats = static_cast<std::size_t>(g.c * shape.lanes);
   scratch.reserve_workers(

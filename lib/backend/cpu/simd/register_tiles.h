@@ -112,6 +112,11 @@ TileFunction pixel_tile_function(Isa isa, bool strided_depth, int rows, int vect
 // stores: avx512-fma compresses the output lanes, avx2-fma permutes them; the portable variant
 // has none). Callers then store bands with store_band.
 TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors);
+// The same where every lane of every vector is an output pixel and position is pixel (wide rows
+// that discard no position: pitch = q, pixels a multiple of the vector width), so that the tile
+// reads no PixelStore::vectors entry and takes no masked store; nullptr where the variant has no
+// such tile (only avx2-fma has them).
+TileFunction pixel_dense_store_tile_function(Isa isa, int rows, int vectors);
 
 // The storing pixel tile whose vectors lie TileArgs::vector_stride apart in the source (whole
 // output rows of 8 pixels each, one vector per row segment: no position the output discards is
@@ -123,7 +128,7 @@ TileFunction pixel_row_store_tile_function(Isa isa, int rows, int vectors);
 TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors);
-TileFunction avx2_pixel_store_tile(int rows, int vectors);
+TileFunction avx2_pixel_store_tile(int rows, int vectors, bool dense);
 TileFunction avx2_pixel_row_store_tile(int rows, int vectors);
 TileFunction avx512_pixel_store_tile(int rows, int vectors);
 TileFunction portable_tile(bool grid, int rows, int vectors);
