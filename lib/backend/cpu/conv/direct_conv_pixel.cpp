@@ -130,11 +130,28 @@ bool packs_columns(const ConvGeometry& g, const PooledGradient* unpooled_x) {
          g.pad_bottom == 0 && g.pad_right == 0;
 }
 
+// pack_column of a whole column of kLanes floats: a copy of constant size per channel, which the
+// compiler makes a few vector moves (with the count known only at run time, each channel's copy
+// is a loop with a remainder, and the packing took longer than the image copy it replaced).
+template <int kLanes>
+void pack_whole_column(const float* __restrict__ x_n, std::int64_t channels, std::int64_t plane,
+                       std::int64_t position, float* __restrict__ column) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float* from = x_n + c * plane + position;
+    float* to = column + c * kLanes;
+    for (int l = 0; l < kLanes; ++l) to[l] = from[l];
+  }
+}
+
 // column[c * lanes + l] = x_n[c * plane + position + l] for the positions left in the plane (the
 // lanes past them, which the tile computes and discards, zero).
 void pack_column(const float* x_n, std::int64_t channels, std::int64_t plane, std::int64_t position,
                  std::int64_t lanes, float* column) {
   const std::int64_t count = std::min(lanes, plane - position);
+  if (count == 16 && lanes == 16) {  // the avx2-fma pixel tile's lanes
+    pack_whole_column<16>(x_n, channels, plane, position, column);
+    return;
+  }
   for (std::int64_t c = 0; c < channels; ++c) {
     const float* from = x_n + c * plane + position;
     float* to = column + c * lanes;
