@@ -323,9 +323,15 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       stores && !by_rows && !dense ? vector_store_table(scratch, wide, width) : nullptr;
 
   const auto column_floats = static_cast<std::size_t>(g.c * shape.lanes);
+  // Storing tiles over packed columns go filter tile by filter tile over a block of columns (some
+  // 16 KiB of them): the lines a column writes in every output plane share one L1 set where the
+  // planes are 4 KiB apart (32x32), so column by column each tile's stores evicted the last ones'.
+  const std::int64_t block_columns =
+      packs && stores ? std::max<std::int64_t>(1, 4096 / std::int64_t(column_floats)) : 1;
   scratch.reserve_workers(
       WorkerBuffer::padded_image,
-      packs ? column_floats : padded_source_floats(g.c, source.height, source.width, shape.lanes));
+      packs ? block_columns * column_floats
+            : padded_source_floats(g.c, source.height, source.width, shape.lanes));
   const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
   if (!stores) scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
@@ -347,7 +353,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     }
     ahead.spread(tile_calls);
     float* column =
-        packs ? scratch.worker(worker, WorkerBuffer::padded_image, column_floats) : nullptr;
+        packs ? scratch.worker(worker, WorkerBuffer::padded_image, block_columns * column_floats)
+              : nullptr;
     const float* src =
         packs ? nullptr
         : unpooled_x != nullptr
@@ -394,7 +401,32 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
         filter_tiles(v, 0);
       }
     }
-    for (std::int64_t j0 = 0; j0 < (by_rows ? 0 : wide.count); j0 += band) {
+    const std::int64_t block = block_columns * shape.lanes;
+    for (std::int64_t j0 = 0; j0 < (packs && stores ? pixels : 0); j0 += block) {
+      const std::int64_t positions = std::min(block, pixels - j0);
+      const std::int64_t columns = ceil_div(positions, shape.lanes);
+      for (std::int64_t i = 0; i < columns; ++i) {
+        pack_column(x + n * image, g.c, pixels, j0 + i * shape.lanes, shape.lanes,
+                    column + i * std::int64_t(column_floats));
+      }
+      for (std::int64_t t = 0; t < row_tiles; ++t) {
+        const std::int64_t row0 = t * shape.rows;
+        a.panel = panel + t * taps * shape.rows;
+        a.out = y_n + row0 * pixels;
+        a.store.addend = bias == nullptr ? nullptr : bias + row0;
+        a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+        for (std::int64_t i = 0; i < columns; ++i) {
+          const std::int64_t jv = i * shape.lanes;
+          const auto v =
+              static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
+          a.base = column + i * std::int64_t(column_floats);
+          a.store.position = j0 + jv;
+          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
+          ahead.step();
+        }
+      }
+    }
+    for (std::int64_t j0 = 0; j0 < (by_rows || (packs && stores) ? 0 : wide.count); j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
