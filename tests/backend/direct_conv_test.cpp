@@ -38,6 +38,16 @@ std::vector<test::ConvCase> cases() {
   all.push_back(
       {"3x3, pad (3,4,3,2) >= kernel", test::conv(2, 3, 6, 7, 5, 3, 3, 1, 1, 3, 4, 3, 2)});
   all.push_back({"1x1, pad 1 > kernel", test::conv(2, 4, 5, 5, 6, 1, 1, 1, 1, 1, 1, 1, 1)});
+  // Output rows of whole AVX2 vectors, whose tiles take row vectors (direct_conv_pixel.cpp): two
+  // a row (ResNet29v2's 16 x 16), and three a row, so that a tile's two vectors span two rows and
+  // the last tile has one.
+  all.push_back(
+      {"3x3 same on 16 x 16, K 13", test::conv(2, 5, 16, 16, 13, 3, 3, 1, 1, 1, 1, 1, 1)});
+  all.push_back({"3x3 same on 5 x 24, K 7", test::conv(2, 4, 5, 24, 7, 3, 3, 1, 1, 1, 1, 1, 1)});
+  // A 1x1 conv of ResNet29v2's stage 0, whose tiles read packed columns of 4 KiB planes.
+  all.push_back({"1x1 on 32 x 32, C 16, K 20", test::conv(2, 16, 32, 32, 20, 1, 1)});
+  // A filter gradient computed with its operands swapped (K >= 4 C), over uneven chunks.
+  all.push_back({"1x1 on 9 x 7, C 5, K 21, batch 37", test::conv(37, 5, 9, 7, 21, 1, 1)});
   return all;
 }
 
@@ -213,4 +223,41 @@ TEST_CASE("nondeterministic direct filter gradient stays within rounding of the 
                               ra::backend::KernelMode::deterministic, isa);
   const std::int64_t terms = std::int64_t(g.n) * g.p * g.q;
   REQUIRE_CLOSE(nondet, det, 2 * test::sum_rtol(terms), 0.0, &scale);
+}
+
+TEST_CASE("strided 1x1 backward data gives the bits of gemm + col2im", "[direct_conv]") {
+  // ResNet29v2's projection shape (scaled down) and odd sizes whose last row and column have no
+  // output; values with zeros, so that col2im's +0 + (-0) is exercised.
+  const std::vector<test::ConvCase> strided = {
+      {"1x1 stride 2, 32 x 32, C 16, K 24", test::conv(2, 16, 32, 32, 24, 1, 1, 2, 2)},
+      {"1x1 stride 2, 7 x 7", test::conv(2, 4, 7, 7, 3, 1, 1, 2, 2)},
+      {"1x1 stride (3,2), 8 x 9", test::conv(3, 5, 8, 9, 6, 1, 1, 3, 2)},
+  };
+  for (const Isa isa : test::supported_isas()) {
+    for (const test::ConvCase& c : strided) {
+      const ConvGeometry& g = c.g;
+      INFO(c.name << ", GEMM variant " << isa_name(isa));
+      REQUIRE(is_subsampled_1x1(g));
+      auto dy = test::random_values(static_cast<std::size_t>(g.y_size()), 21);
+      for (std::size_t i = 0; i < dy.size(); i += 5) dy[i] = 0.0f;
+      auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 22);
+      for (std::size_t i = 0; i < w.size(); i += 7) w[i] = -0.0f;
+      Twin twin;
+      const std::int64_t crs = col_rows(g), pq = col_cols(g), chw = std::int64_t(g.c) * g.h * g.w;
+      std::vector<float> dcol(static_cast<std::size_t>(crs * pq)), dx_twin(g.x_size());
+      for (std::int64_t n = 0; n < g.n; ++n) {
+        gemm(crs, pq, g.k, transpose_of(w.data(), crs), row_major(dy.data() + n * g.k * pq, pq),
+             dcol.data(), pq, GemmOutput::overwrite, twin.buffers, isa);
+        col2im(g, dcol.data(), dx_twin.data() + n * chw);
+      }
+      for (const int threads : {1, 3}) {
+        INFO(threads << " thread(s)");
+        ra::ThreadPool pool(threads);
+        ScratchArena scratch(threads);
+        std::vector<float> dx(g.x_size(), -7.0f);
+        subsampled_conv_backward_data(pool, scratch, g, dy.data(), w.data(), dx.data(), isa);
+        REQUIRE(test::same_bits(dx, dx_twin));
+      }
+    }
+  }
 }

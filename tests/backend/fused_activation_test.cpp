@@ -20,8 +20,11 @@ const Activation kFusedActivations[] = {Activation::none, Activation::relu, Acti
 TEST_CASE("fused conv bias + activation equals the separate activation pass bit for bit",
           "[conv][fused]") {
   CpuOps ops(2);
+  // Rows of 8 pixels (avx2-fma: row-vector tiles), strided, and a 1x1 whose wide rows discard
+  // nothing (avx2-fma: dense storing tiles).
   const ConvGeometry cases[] = {test::conv(2, 3, 9, 8, 70, 3, 3, 1, 1, 1, 1, 1, 1),
-                                test::conv(2, 3, 9, 8, 5, 3, 3, 2, 2)};
+                                test::conv(2, 3, 9, 8, 5, 3, 3, 2, 2),
+                                test::conv(2, 3, 8, 8, 70, 1, 1)};
   for (const ConvGeometry& g : cases) {
     const auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 41, -3.0f, 3.0f);
     const auto w = test::random_values(static_cast<std::size_t>(g.w_size()), 42);
@@ -63,10 +66,12 @@ TEST_CASE("fused dense bias + activation equals the separate activation pass bit
 
 TEST_CASE("conv backward data with a relu gate equals the op then relu backward", "[conv][fused]") {
   // The gate is the conv's input x, a relu output (zeros included). Stride 1 takes the direct
-  // pixel path (gated as it stores), stride 2 the GEMM + col2im path (gated in a pass of its own).
+  // pixel path (gated as it stores), stride 2 the GEMM + col2im path (gated in a pass of its own),
+  // the strided 1x1 its subsampled twin (also gated in a pass of its own).
   CpuOps ops(2);
-  const ConvGeometry cases[] = {test::conv(3, 5, 9, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1),
-                                test::conv(3, 5, 9, 8, 7, 3, 3, 2, 2)};
+  const ConvGeometry cases[] = {
+      test::conv(3, 5, 9, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1), test::conv(3, 5, 9, 8, 7, 3, 3, 2, 2),
+      test::conv(3, 5, 8, 8, 7, 1, 1), test::conv(3, 5, 8, 8, 7, 1, 1, 2, 2)};
   for (const ConvGeometry& g : cases) {
     auto x = test::random_values(static_cast<std::size_t>(g.x_size()), 81);
     for (float& v : x) v = v > 0.0f ? v : 0.0f;

@@ -5,6 +5,8 @@
 //   pixel tiles (stride 1): lanes = consecutive output positions over "wide rows" (every column
 //   of the source, the extra ones discarded), loaded as vectors from the zero-padded image copy;
 //   rows = filters or channels, broadcast from a small packed panel. Results land in NCHW order.
+//   (avx2-fma, where output rows are whole vectors and the wide rows would compute positions the
+//   output discards, e.g. the 3x3 convs on 8x8 and 16x16: lanes are those row vectors instead.)
 //     forward          rows = filters k,   depth = taps (c, r, s) through an offset table
 //     backward data    the forward convolution of dy_n zero-padded by R-1 - pad with the
 //                      filters transposed and flipped: rows = channels c, depth = (k, r, s)
@@ -71,6 +73,21 @@ bool fuses_bias_gradient(const ConvGeometry& g);
 // over a [K] result), images in order, each plane by plane_sum; chunks added in chunk order.
 void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                         const float* dy, float* db, KernelMode mode);
+
+// Whether g is a strided 1x1 conv without padding, whose forward pass and deterministic backward
+// data run as the stride-1 conv of its input subsampled at the output pixels (subsampled_geometry):
+// the same floats in every chain, read from a compact copy by pixel tiles instead of every
+// stride-th float by gathered tiles through a table (then a transposition of each band), and
+// instead of gemm() + col2im. (The filter gradient keeps its gathered tiles over the strided
+// input: subsampled, ResNet29v2's four strided convs took as long in all.)
+bool is_subsampled_1x1(const ConvGeometry& g);
+ConvGeometry subsampled_geometry(const ConvGeometry& g);
+
+// dx = the backward data of a strided 1x1 conv (is_subsampled_1x1), deterministic: the stride-1
+// backward data of the subsampled conv, each value scattered to its pixel as +0 + value (what
+// col2im's sum from 0 gives), +0 at the pixels no output reads; as gemm() + col2im, the same bits.
+void subsampled_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                   const float* dy, const float* w, float* dx, Isa isa);
 
 // Whether direct_conv_backward_data handles g: stride 1, with any padding (the zero-padded dy
 // copy is shifted by R-1 - pad, S-1 - pad, which shifted_copy takes of either sign; tested with

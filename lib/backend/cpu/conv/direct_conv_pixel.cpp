@@ -120,6 +120,58 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
   return copy;
 }
 
+// Whether a pixel convolution packs its source a tile column at a time instead of copying the
+// image: 1x1 and unpadded, so that the copy would be x itself (its only use, the L1 sets below, is
+// then better served by packing: the column of one tile, channels x lanes floats, is written once
+// into a small buffer that stays in L1 while every filter tile reads it, with no pass over the
+// whole image through memory).
+bool packs_columns(const ConvGeometry& g, const PooledGradient* unpooled_x) {
+  return unpooled_x == nullptr && g.r == 1 && g.s == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.pad_bottom == 0 && g.pad_right == 0;
+}
+
+// pack_column of a whole column of kLanes floats: a copy of constant size per channel, which the
+// compiler makes a few vector moves (with the count known only at run time, each channel's copy
+// is a loop with a remainder, and the packing took longer than the image copy it replaced).
+template <int kLanes>
+void pack_whole_column(const float* __restrict__ x_n, std::int64_t channels, std::int64_t plane,
+                       std::int64_t position, float* __restrict__ column) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float* from = x_n + c * plane + position;
+    float* to = column + c * kLanes;
+    for (int l = 0; l < kLanes; ++l) to[l] = from[l];
+  }
+}
+
+// column[c * lanes + l] = x_n[c * plane + position + l] for the positions left in the plane (the
+// lanes past them, which the tile computes and discards, zero).
+void pack_column(const float* x_n, std::int64_t channels, std::int64_t plane, std::int64_t position,
+                 std::int64_t lanes, float* column) {
+  const std::int64_t count = std::min(lanes, plane - position);
+  if (count == 16 && lanes == 16) {  // the avx2-fma pixel tile's lanes
+    pack_whole_column<16>(x_n, channels, plane, position, column);
+    return;
+  }
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float* from = x_n + c * plane + position;
+    float* to = column + c * lanes;
+    for (std::int64_t l = 0; l < count; ++l) to[l] = from[l];
+    for (std::int64_t l = count; l < lanes; ++l) to[l] = 0.0f;
+  }
+}
+
+// The padded copy of a pixel convolution's source. A tile reads its lanes from every channel in
+// turn, and the channels of its depth must stay in L1 for the next filter tile: where a plane is a
+// multiple of 256 bytes (32x32 floats are 4 KiB, the L1's set period; a 3x3 conv of 14x14 images
+// copies planes of 16x16), the channels fall into a few cache sets and evict one another, so the
+// copy gets a row of zeros per plane that no output position reads. (ResNet29v2's 1x1 64->16 on
+// 32x32 ran 25% faster with it, when the 1x1 convs still read this copy: packs_columns.)
+Source pixel_source(const ConvGeometry& g) {
+  const std::int64_t height = std::int64_t(g.p) + g.r - 1, width = std::int64_t(g.q) + g.s - 1;
+  const bool aliases = height * width % 64 == 0;
+  return {aliases ? height + 1 : height, width, true};
+}
+
 // Copies the valid pixels of a band [rows][band] of wide-row results into the NCHW output:
 // out[row][pixel] = act(band[row][position - j0] (+ addend[row])), then, with a gate (laid out
 // as out), out = relu_backward(gate, out).
@@ -146,16 +198,48 @@ void store_band(const OutputRows& wide, std::int64_t j0, std::int64_t positions,
       });
 }
 
+// The output vectors of a row-vector pass: each output row of q pixels (q a multiple of the vector
+// width) cut into vectors of `width` pixels, vector i holding output pixels [i * width, (i + 1) *
+// width) and reading the source from source_offset(i). Wide rows compute (pitch - q) positions per
+// row that the output discards, 2 of every 10 for the 8x8 outputs of a 3x3 conv (pitch 10: 5
+// tiles of 16 positions for 4 of output), 2 of 18 for 16x16; these tiles compute output pixels
+// only, and every lane they store is one (no masked stores).
+struct RowVectors {
+  std::int64_t count = 0;    // vectors in an image
+  std::int64_t per_row = 0;  // vectors in an output row
+  std::int64_t pitch = 0;    // source floats per row
+  int width = 0;
+
+  std::int64_t source_offset(std::int64_t i) const {
+    return i / per_row * pitch + i % per_row * width;
+  }
+};
+
+// Whether a storing pass over g takes row vectors: where the instruction set has their tiles
+// (2 vectors each, the second at its own offset), whole vectors fill the output rows and the wide
+// rows would discard positions.
+bool uses_row_vectors(Isa isa, const ConvGeometry& g, std::int64_t pitch, int rows) {
+  const int width = tile_limits(isa).width;
+  return pixel_row_store_tile_function(isa, rows, 1) != nullptr && pixel_tile_vectors(isa) == 2 &&
+         g.q % width == 0 && pitch > g.q;
+}
+
 // The tile functions of a forward pass, looked up once: full tiles and the last filter tile's,
 // each with every vector count (the last vectors of a band cover only the positions left);
-// storing tiles when `stores`.
+// storing tiles when `stores`, row-vector ones when `by_rows`, dense ones when `dense` (neither
+// reads PixelStore::vectors).
 struct ForwardTiles {
-  ForwardTiles(Isa isa, bool stores, int full_rows, int last_rows, int vectors) {
+  ForwardTiles(Isa isa, bool stores, bool by_rows, bool dense, int full_rows, int last_rows,
+               int vectors) {
+    const auto of = [&](int rows, int v) {
+      if (by_rows) return pixel_row_store_tile_function(isa, rows, v);
+      if (dense) return pixel_dense_store_tile_function(isa, rows, v);
+      return stores ? pixel_store_tile_function(isa, rows, v)
+                    : pixel_tile_function(isa, false, rows, v);
+    };
     for (int v = 1; v <= vectors; ++v) {
-      full[v - 1] = stores ? pixel_store_tile_function(isa, full_rows, v)
-                           : pixel_tile_function(isa, false, full_rows, v);
-      last[v - 1] = stores ? pixel_store_tile_function(isa, last_rows, v)
-                           : pixel_tile_function(isa, false, last_rows, v);
+      full[v - 1] = of(full_rows, v);
+      last[v - 1] = of(last_rows, v);
     }
   }
   TileFunction full[kMaxPixelTileVectors] = {}, last[kMaxPixelTileVectors] = {};
@@ -204,7 +288,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
   // The image copy every tile reads: padded, and long enough for the last tile's full vectors.
-  const Source source{std::int64_t(g.p) + g.r - 1, std::int64_t(g.q) + g.s - 1, true};
+  const Source source = pixel_source(g);
   const OutputRows wide = wide_rows(g.p, g.q, source.width);
   const std::int64_t row_tiles = ceil_div(g.k, shape.rows);
   const std::int64_t band = 2 * std::int64_t(shape.lanes);
@@ -216,7 +300,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       panel);
   std::int64_t* tap_offsets =
       scratch.shared(SharedIndexBuffer::tap_offsets, static_cast<std::size_t>(taps));
-  fill_tap_offsets(g, source, tap_offsets);
+  const bool packs = packs_columns(g, unpooled_x);
+  if (packs) {
+    for (std::int64_t c = 0; c < taps; ++c) tap_offsets[c] = c * shape.lanes;
+  } else {
+    fill_tap_offsets(g, source, tap_offsets);
+  }
 
   // Storing tiles where the instruction set has them and the epilogue is one they apply (tanh
   // and sigmoid are store_band's).
@@ -224,18 +313,34 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   const int last_rows = static_cast<int>(g.k - (row_tiles - 1) * shape.rows);
   const bool stores = (act == Activation::none || act == Activation::relu) &&
                       pixel_store_tile_function(isa, shape.rows, 1) != nullptr;
-  const ForwardTiles tiles(isa, stores, shape.rows, last_rows, vectors);
-  const std::int64_t* vector_stores = stores ? vector_store_table(scratch, wide, width) : nullptr;
+  const bool by_rows = stores && uses_row_vectors(isa, g, source.width, shape.rows);
+  const RowVectors row_vectors{pixels / width, g.q / width, source.width, width};
+  // Wide rows that discard no position: every lane stored is an output pixel.
+  const bool dense = stores && !by_rows && source.width == g.q && pixels % width == 0 &&
+                     pixel_dense_store_tile_function(isa, shape.rows, 1) != nullptr;
+  const ForwardTiles tiles(isa, stores, by_rows, dense, shape.rows, last_rows, vectors);
+  const std::int64_t* vector_stores =
+      stores && !by_rows && !dense ? vector_store_table(scratch, wide, width) : nullptr;
 
-  scratch.reserve_workers(WorkerBuffer::padded_image,
-                          padded_source_floats(g.c, source.height, source.width, shape.lanes));
+  const auto column_floats = static_cast<std::size_t>(g.c * shape.lanes);
+  // Storing tiles over packed columns go filter tile by filter tile over a block of columns (some
+  // 16 KiB of them): the lines a column writes in every output plane share one L1 set where the
+  // planes are 4 KiB apart (32x32), so column by column each tile's stores evicted the last ones'.
+  const std::int64_t block_columns =
+      packs && stores ? std::max<std::int64_t>(1, 4096 / std::int64_t(column_floats)) : 1;
+  scratch.reserve_workers(
+      WorkerBuffer::padded_image,
+      packs ? block_columns * column_floats
+            : padded_source_floats(g.c, source.height, source.width, shape.lanes));
   const auto band_floats = static_cast<std::size_t>(row_tiles * shape.rows * band);
   if (!stores) scratch.reserve_workers(WorkerBuffer::result_band, band_floats);
   const auto image_floats = static_cast<std::size_t>(g.k * pixels);
   if (pooled != nullptr) scratch.reserve_workers(WorkerBuffer::image_output, image_floats);
   if (unpooled_x != nullptr) reserve_unpooled(scratch, *unpooled_x);
   // Tile calls per image, over which the next image's inputs are requested (prefetch_ahead.h).
-  const std::int64_t tile_calls = tile_calls_per_image(wide, band, shape.lanes, row_tiles);
+  const std::int64_t tile_calls = by_rows
+                                      ? ceil_div(row_vectors.count, vectors) * row_tiles
+                                      : tile_calls_per_image(wide, band, shape.lanes, row_tiles);
   parallel_for_ahead(pool, g.n, [&](std::int64_t n, std::int64_t next, int worker) {
     // The next image's source (not its relu gate: the storing tiles already request each gate line
     // shortly before they read it, and requesting it an image ahead as well would only compete with
@@ -247,8 +352,12 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       ahead.add(x + next * image, static_cast<std::size_t>(image) * sizeof(float));
     }
     ahead.spread(tile_calls);
+    float* column =
+        packs ? scratch.worker(worker, WorkerBuffer::padded_image, block_columns * column_floats)
+              : nullptr;
     const float* src =
-        unpooled_x != nullptr
+        packs ? nullptr
+        : unpooled_x != nullptr
             ? padded_unpooled_source(scratch, worker, *unpooled_x, n, g.pad_top, g.pad_left,
                                      source.height, source.width, shape.lanes)
             : padded_source(scratch, worker, x + n * image, g.c, g.h, g.w, g.pad_top, g.pad_left,
@@ -266,26 +375,70 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     a.out_stride = stores ? pixels : band;
     a.store.vectors = vector_stores;
     a.store.relu = act == Activation::relu;
-    for (std::int64_t j0 = 0; j0 < wide.count; j0 += band) {
+    // The filter tiles over the v vectors a addresses (at column jv of the band, when not stores).
+    const auto filter_tiles = [&](int v, std::int64_t jv) {
+      for (std::int64_t t = 0; t < row_tiles; ++t) {
+        const std::int64_t row0 = t * shape.rows;
+        a.panel = panel + t * taps * shape.rows;
+        if (stores) {
+          a.out = y_n + row0 * pixels;
+          a.store.addend = bias == nullptr ? nullptr : bias + row0;
+          a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+        } else {
+          a.out = out + row0 * band + jv;
+        }
+        (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
+        ahead.step();
+      }
+    };
+    if (by_rows) {
+      for (std::int64_t i = 0; i < row_vectors.count; i += vectors) {
+        const auto v = static_cast<int>(std::min<std::int64_t>(vectors, row_vectors.count - i));
+        const std::int64_t offset = row_vectors.source_offset(i);
+        a.base = src + offset;
+        a.vector_stride = v > 1 ? row_vectors.source_offset(i + 1) - offset : 0;
+        a.store.position = i * width;
+        filter_tiles(v, 0);
+      }
+    }
+    const std::int64_t block = block_columns * shape.lanes;
+    for (std::int64_t j0 = 0; j0 < (packs && stores ? pixels : 0); j0 += block) {
+      const std::int64_t positions = std::min(block, pixels - j0);
+      const std::int64_t columns = ceil_div(positions, shape.lanes);
+      for (std::int64_t i = 0; i < columns; ++i) {
+        pack_column(x + n * image, g.c, pixels, j0 + i * shape.lanes, shape.lanes,
+                    column + i * std::int64_t(column_floats));
+      }
+      for (std::int64_t t = 0; t < row_tiles; ++t) {
+        const std::int64_t row0 = t * shape.rows;
+        a.panel = panel + t * taps * shape.rows;
+        a.out = y_n + row0 * pixels;
+        a.store.addend = bias == nullptr ? nullptr : bias + row0;
+        a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
+        for (std::int64_t i = 0; i < columns; ++i) {
+          const std::int64_t jv = i * shape.lanes;
+          const auto v =
+              static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
+          a.base = column + i * std::int64_t(column_floats);
+          a.store.position = j0 + jv;
+          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
+          ahead.step();
+        }
+      }
+    }
+    for (std::int64_t j0 = 0; j0 < (by_rows || (packs && stores) ? 0 : wide.count); j0 += band) {
       const std::int64_t positions = std::min(band, wide.count - j0);
       for (std::int64_t jv = 0; jv < positions; jv += shape.lanes) {
         const auto v =
             static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));
-        a.base = src + j0 + jv;
-        a.store.position = j0 + jv;
-        for (std::int64_t t = 0; t < row_tiles; ++t) {
-          const std::int64_t row0 = t * shape.rows;
-          a.panel = panel + t * taps * shape.rows;
-          if (stores) {
-            a.out = y_n + row0 * pixels;
-            a.store.addend = bias == nullptr ? nullptr : bias + row0;
-            a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
-          } else {
-            a.out = out + row0 * band + jv;
-          }
-          (t + 1 < row_tiles ? tiles.full : tiles.last)[v - 1](a);
-          ahead.step();
+        if (packs) {
+          pack_column(x + n * image, g.c, pixels, j0 + jv, shape.lanes, column);
+          a.base = column;
+        } else {
+          a.base = src + j0 + jv;
         }
+        a.store.position = j0 + jv;
+        filter_tiles(v, jv);
       }
       if (!stores) store_band(wide, j0, positions, out, band, g.k, bias, act, gate_n, y_n, pixels);
     }

@@ -172,6 +172,10 @@ void add_column_plane_sums(const float* rows, std::int64_t count, std::int64_t s
     unpool_detail::add_column_plane_sums_avx512(rows, count, stride, channels, sums);
     return;
   }
+  if (isa == Isa::avx2_fma) {
+    unpool_detail::add_column_plane_sums_avx2(rows, count, stride, channels, sums);
+    return;
+  }
   unpool_detail::add_column_plane_sums_portable(rows, count, stride, 0, channels, sums);
 }
 

@@ -29,7 +29,9 @@ void unpool_image_transposed(const PoolGeometry& g, const MaxPoolGradient& gradi
 
 // sums[c] += plane_sum(the column c of rows[j * stride + c], j < count) for c < channels:
 // plane_sum's lanes (element j into lane j % 8, ascending j) and its tree, the channels side by
-// side. So the bias gradient summed from dy_t has the bits of the sum over dy's planes.
+// side. So the bias gradient summed from dy_t has the bits of the sum over dy's planes. `isa` picks
+// the code (16 channels per AVX-512 vector, 8 per AVX2 one, else 4 per SSE2 one); the floats are
+// the same.
 void add_column_plane_sums(const float* rows, std::int64_t count, std::int64_t stride,
                            std::int64_t channels, float* sums, Isa isa);
 
@@ -50,6 +52,9 @@ void unpool_image_transposed_avx512(const PoolGeometry& g, const MaxPoolGradient
                                     std::int64_t n, float* dy_t, std::int64_t stride);
 void add_column_plane_sums_avx512(const float* rows, std::int64_t count, std::int64_t stride,
                                   std::int64_t channels, float* sums);
+// The avx2-fma column sums (unpool_transposed_avx2.cpp); callable only where the CPU has AVX2.
+void add_column_plane_sums_avx2(const float* rows, std::int64_t count, std::int64_t stride,
+                                std::int64_t channels, float* sums);
 }  // namespace unpool_detail
 
 }  // namespace ra::backend::cpu

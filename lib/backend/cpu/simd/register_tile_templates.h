@@ -72,9 +72,10 @@ void tile(const TileArgs& t) {
 // The chains of the pixel-lane tile (simd/register_tiles.h, PixelTile) into acc: step d multiplies
 // NV vectors of consecutive source floats, base + depth(d) + [0, NV * kWidth), with MR broadcasts
 // from the panel row panel + d * panel_stride + [0, MR); acc[i][v] holds rows i < MR (filters or
-// channels), lanes v * kWidth + [0, kWidth) (consecutive output positions). Inlined into each
-// tile, so that acc stays in registers.
-template <class V, int MR, int NV, bool kStridedDepth>
+// channels), lanes v * kWidth + [0, kWidth) (consecutive output positions), or with
+// kVectorStride the kWidth positions at v * t.vector_stride. Inlined into each tile, so that acc
+// stays in registers.
+template <class V, int MR, int NV, bool kStridedDepth, bool kVectorStride = false>
 [[gnu::always_inline]] inline void pixel_chains(const TileArgs& t, typename V::T (&acc)[MR][NV]) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
@@ -92,7 +93,9 @@ template <class V, int MR, int NV, bool kStridedDepth>
     if constexpr (kStridedDepth) strided += t.depth_stride;
     T b[NV];
     RA_UNROLL
-    for (int v = 0; v < NV; ++v) b[v] = V::load(source + v * W);
+    for (int v = 0; v < NV; ++v) {
+      b[v] = V::load(source + (kVectorStride ? v * t.vector_stride : std::int64_t(v) * W));
+    }
     RA_UNROLL
     for (int i = 0; i < MR; ++i) {
       const T a = V::broadcast(panel + i);

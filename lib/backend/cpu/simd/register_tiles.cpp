@@ -87,8 +87,26 @@ TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors) {
       vectors > pixel_tile_vectors(isa)) {
     throw std::logic_error("direct convolution: no storing pixel tile of this shape");
   }
-  return isa == Isa::avx2_fma ? avx2_pixel_store_tile(rows, vectors)
+  return isa == Isa::avx2_fma ? avx2_pixel_store_tile(rows, vectors, false)
                               : avx512_pixel_store_tile(rows, vectors);
+}
+
+TileFunction pixel_dense_store_tile_function(Isa isa, int rows, int vectors) {
+  if (isa != Isa::avx2_fma) return nullptr;
+  if (rows < 1 || rows > pixel_tile_shape(isa).rows || vectors < 1 ||
+      vectors > pixel_tile_vectors(isa)) {
+    throw std::logic_error("direct convolution: no storing pixel tile of this shape");
+  }
+  return avx2_pixel_store_tile(rows, vectors, true);
+}
+
+TileFunction pixel_row_store_tile_function(Isa isa, int rows, int vectors) {
+  if (isa != Isa::avx2_fma) return nullptr;
+  if (rows < 1 || rows > pixel_tile_shape(isa).rows || vectors < 1 ||
+      vectors > pixel_tile_vectors(isa)) {
+    throw std::logic_error("direct convolution: no row-vector pixel tile of this shape");
+  }
+  return avx2_pixel_row_store_tile(rows, vectors);
 }
 
 }  // namespace ra::backend::cpu::direct_detail

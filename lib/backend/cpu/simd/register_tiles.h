@@ -40,6 +40,9 @@ struct TileArgs {
   // Grid gathered tiles: depth step (row, col) at row * depth_row_stride + col * depth_col_stride,
   // depth_cols steps per row (depth a multiple of it).
   std::int64_t depth_cols = 0, depth_row_stride = 0, depth_col_stride = 0;
+  // Row-vector storing pixel tiles: vector v's lanes at v * vector_stride from the tile's first
+  // (else v * width: consecutive positions).
+  std::int64_t vector_stride = 0;
   const float* panel = nullptr;  // [depth][panel_stride], lanes at the start
   std::int64_t panel_stride = 0;
   float* out = nullptr;  // [rows][out_stride]: the chains' start (unless first) and result
@@ -109,12 +112,24 @@ TileFunction pixel_tile_function(Isa isa, bool strided_depth, int rows, int vect
 // stores: avx512-fma compresses the output lanes, avx2-fma permutes them; the portable variant
 // has none). Callers then store bands with store_band.
 TileFunction pixel_store_tile_function(Isa isa, int rows, int vectors);
+// The same where every lane of every vector is an output pixel and position is pixel (wide rows
+// that discard no position: pitch = q, pixels a multiple of the vector width), so that the tile
+// reads no PixelStore::vectors entry and takes no masked store; nullptr where the variant has no
+// such tile (only avx2-fma has them).
+TileFunction pixel_dense_store_tile_function(Isa isa, int rows, int vectors);
+
+// The storing pixel tile whose vectors lie TileArgs::vector_stride apart in the source (whole
+// output rows of 8 pixels each, one vector per row segment: no position the output discards is
+// computed), for rows x vectors as pixel_store_tile_function; nullptr where the variant has none
+// (only avx2-fma has them).
+TileFunction pixel_row_store_tile_function(Isa isa, int rows, int vectors);
 
 // Per variant (simd/register_tiles_{portable,avx2,avx512}.cpp).
 TileFunction portable_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx2_pixel_tile(bool strided_depth, int rows, int vectors);
 TileFunction avx512_pixel_tile(bool strided_depth, int rows, int vectors);
-TileFunction avx2_pixel_store_tile(int rows, int vectors);
+TileFunction avx2_pixel_store_tile(int rows, int vectors, bool dense);
+TileFunction avx2_pixel_row_store_tile(int rows, int vectors);
 TileFunction avx512_pixel_store_tile(int rows, int vectors);
 TileFunction portable_tile(bool grid, int rows, int vectors);
 TileFunction avx2_tile(bool grid, int rows, int vectors);

@@ -87,6 +87,11 @@ inline void transpose_into(const float* src, std::int64_t src_stride, std::int64
   transpose_detail::transpose<false>(src, src_stride, rows, cols, dst, dst_stride, nullptr);
 }
 
+// transpose_into with 8 x 8 AVX2 register blocks (simd/transpose_avx2.cpp): the same copy, callable
+// only where the CPU has AVX2 (isa_supported(Isa::avx2_fma)).
+void transpose_into_avx2(const float* src, std::int64_t src_stride, std::int64_t rows,
+                         std::int64_t cols, float* dst, std::int64_t dst_stride);
+
 // The same, with addend[c] added to every element of destination row c (one rounding: the
 // conv bias, added as the GEMM path adds it after the sum).
 inline void transpose_add_into(const float* src, std::int64_t src_stride, std::int64_t rows,
