@@ -337,22 +337,16 @@ void direct_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeom
   });
 }
 
-void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                 const float* x, const float* dy, float* dw, float* db,
-                                 KernelMode mode, Isa isa, const PooledGradient* pooled_dy) {
-  if (pooled_dy == nullptr && swaps_filter_operands(g)) {
-    // Each element's chain is the same: images of the chunk then pixels ascending, fma of the
-    // same two factors (an exact product), in the chunk plan of the same K * C result. db, summed
-    // on its own, has the fused sums' bits wherever they are fused (fuses_bias_gradient).
-    ConvGeometry swapped = g;
-    swapped.c = g.k;
-    swapped.k = g.c;
-    float* dw_t = scratch.shared(SharedBuffer::subsampled, static_cast<std::size_t>(g.w_size()));
-    direct_conv_backward_filter(pool, scratch, swapped, dy, x, dw_t, nullptr, mode, isa);
-    transpose_into(dw_t, g.k, g.c, g.k, dw, g.c);
-    if (db != nullptr) conv_bias_gradient(pool, scratch, g, dy, db, mode);
-    return;
-  }
+namespace {
+
+// Whose planes the fused db of filter_gradient sums: dy's (the op's own bias gradient), or those of
+// the source x, a 1x1 conv's unpadded input (the bias gradient of the conv with operands swapped).
+enum class BiasSums { of_dy, of_source };
+
+// direct_conv_backward_filter without the operand swap; with db, the sums of `sums`.
+void filter_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g, const float* x,
+                     const float* dy, float* dw, float* db, BiasSums sums, KernelMode mode, Isa isa,
+                     const PooledGradient* pooled_dy) {
   const Lanes lanes(g.k, direct_detail::tile_limits(isa));
   const std::int64_t taps = std::int64_t(g.c) * g.r * g.s, pixels = std::int64_t(g.p) * g.q;
   const std::int64_t image = std::int64_t(g.c) * g.h * g.w;
@@ -366,7 +360,8 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
   // plan is that of the [K][CRS] result, so the reduction tree (and the bits) do not depend on the
   // lane padding.
   const std::int64_t filter_size = taps * lanes.padded;
-  const std::int64_t size = filter_size + (db != nullptr ? g.k : 0);
+  const std::int64_t sum_count = sums == BiasSums::of_source ? taps : g.k;
+  const std::int64_t size = filter_size + (db != nullptr ? sum_count : 0);
   float* result = scratch.shared(SharedBuffer::transposed_result, static_cast<std::size_t>(size));
   const ChunkPlan plan = plan_chunks(g.n, taps * g.k);
   const BlockTiles tiles(isa, lanes, true);
@@ -405,13 +400,38 @@ void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const 
           }
           accumulate_filter_image(g, source, tiles, lanes, src, dy_t, tap_offsets, partial,
                                   fresh && n == plan.begin(chunk), ahead);
-          if (db != nullptr) {  // from dy_t while it is in cache: plane_sum's bits per channel
+          if (db != nullptr && sums == BiasSums::of_source) {  // x's planes, in cache
+            add_plane_sums(x + n * image, pixels, g.c, partial + filter_size);
+          } else if (db != nullptr) {  // from dy_t while in cache: plane_sum's bits per channel
             add_column_plane_sums(dy_t, pixels, lanes.padded, g.k, partial + filter_size, isa);
           }
         }
       });
   transpose_into(result, lanes.padded, taps, g.k, dw, taps);
   if (db != nullptr) std::copy(result + filter_size, result + size, db);
+}
+
+}  // namespace
+
+void direct_conv_backward_filter(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
+                                 const float* x, const float* dy, float* dw, float* db,
+                                 KernelMode mode, Isa isa, const PooledGradient* pooled_dy) {
+  if (pooled_dy == nullptr && swaps_filter_operands(g)) {
+    // Each element's chain is the same: images of the chunk then pixels ascending, fma of the
+    // same two factors (an exact product), in the chunk plan of the same K * C result. db (given
+    // only where fuses_bias_gradient(g): the same chunk plan) is summed as conv_bias_gradient
+    // sums it, each image's dy planes by plane_sum into the chunk's zeroed partial, in the same
+    // pass, where each image's dy, the swapped conv's source, is in cache after its tiles.
+    ConvGeometry swapped = g;
+    swapped.c = g.k;
+    swapped.k = g.c;
+    float* dw_t = scratch.shared(SharedBuffer::subsampled, static_cast<std::size_t>(g.w_size()));
+    filter_gradient(pool, scratch, swapped, dy, x, dw_t, db, BiasSums::of_source, mode, isa,
+                    nullptr);
+    transpose_into(dw_t, g.k, g.c, g.k, dw, g.c);
+    return;
+  }
+  filter_gradient(pool, scratch, g, x, dy, dw, db, BiasSums::of_dy, mode, isa, pooled_dy);
 }
 
 bool fuses_bias_gradient(const ConvGeometry& g) {
@@ -426,9 +446,7 @@ void conv_bias_gradient(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
   reduce_chunks(pool, scratch, mode, plan.chunks, g.k, db,
                 [&](std::int64_t chunk, float* partial, int) {
                   for (std::int64_t n = plan.begin(chunk); n < plan.end(chunk); ++n) {
-                    for (std::int64_t k = 0; k < g.k; ++k) {
-                      partial[k] += plane_sum(dy + (n * g.k + k) * pixels, pixels);
-                    }
+                    add_plane_sums(dy + n * g.k * pixels, pixels, g.k, partial);
                   }
                 });
 }
