@@ -41,8 +41,8 @@ enum class SharedBuffer : int {
   packed_weights,     // the filters in the layout a direct convolution reads
   transposed_result,  // a reduction's result in [tap][filter] layout, before transposition
   flipped_filters,    // the filters of a backward data pass as those of a forward convolution
-  subsampled,         // a strided 1x1 conv's input (or input gradient) at its output pixels;
-                      // a 1x1 filter gradient computed transposed
+  subsampled,         // a strided 1x1 conv's input (or input gradient) at its output pixels
+  transposed_filter_gradient,  // a 1x1 filter gradient computed transposed
   count
 };
 
