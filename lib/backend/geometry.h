@@ -13,6 +13,13 @@ struct ConvGeometry {
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int p = 0, q = 0;  // output height, width
 
+  // No padding on any side: every tap reads inside x.
+  bool unpadded() const {
+    return pad_top == 0 && pad_left == 0 && pad_bottom == 0 && pad_right == 0;
+  }
+  // A 1x1 kernel with no padding: each output pixel reads one input pixel (at any stride).
+  bool unpadded_1x1() const { return r == 1 && s == 1 && unpadded(); }
+
   std::int64_t x_size() const { return std::int64_t(n) * c * h * w; }
   std::int64_t w_size() const { return std::int64_t(k) * c * r * s; }
   std::int64_t y_size() const { return std::int64_t(n) * k * p * q; }

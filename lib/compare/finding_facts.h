@@ -36,7 +36,6 @@ const std::vector<std::string>& warnings_of(const ComparisonResult& r);
 struct StepLaunches {
   std::vector<std::optional<trace::StepLaunchRecord>> runs;  // as ComparisonResult::runs
   trace::StepLaunchRecord sum;                               // over the runs that asked
-  std::size_t asked = 0;
 };
 const StepLaunches* step_launches_of(const ComparisonResult& r);
 

@@ -4,6 +4,8 @@
 // "Cost"); in the HTML page a column of the cost table, a run's launches with the eager steps'
 // reasons as the cell's title; no JUnit case (it decides nothing); in the JSON report each such
 // run's "step_launch".
+#include <algorithm>
+
 #include "compare/finding_facts.h"
 #include "report/sections.h"
 #include "report/svg_plot.h"
@@ -16,11 +18,14 @@ std::string step_launches_text(const compare::ComparisonResult& r, const compare
   const compare::StepLaunches* launches = compare::step_launches_of(r);
   if (launches == nullptr) return "";
   const trace::StepLaunchRecord& sum = launches->sum;
+  const auto asked =
+      static_cast<std::size_t>(std::count_if(launches->runs.begin(), launches->runs.end(),
+                                             [](const auto& run) { return run.has_value(); }));
   std::string out = text::format(
       "steps as CUDA graphs (--cuda-graphs on, %zu of %zu runs): %lld replayed, %lld captured, "
       "%lld eager\n",
-      launches->asked, r.runs.size(), static_cast<long long>(sum.replay),
-      static_cast<long long>(sum.capture), static_cast<long long>(sum.eager));
+      asked, r.runs.size(), static_cast<long long>(sum.replay), static_cast<long long>(sum.capture),
+      static_cast<long long>(sum.eager));
   for (const auto& [reason, count] : sum.eager_reasons) {
     out += text::format("  eager: %lld step%s, %s\n", static_cast<long long>(count),
                         count == 1 ? "" : "s", reason.c_str());

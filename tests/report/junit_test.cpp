@@ -39,6 +39,17 @@ std::string schema_problems(const std::string& xml) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Each testcase's name, in the report's order.
+std::vector<std::string> case_names(const std::string& xml) {
+  std::vector<std::string> names;
+  for (auto at = xml.find("<testcase "); at != std::string::npos;
+       at = xml.find("<testcase ", at + 1)) {
+    const auto start = xml.find(" name=\"", at) + 7;
+    names.push_back(xml.substr(start, xml.find('"', start) - start));
+  }
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("xml_escaped keeps text readable and markup out", "[report][junit]") {
@@ -87,12 +98,7 @@ TEST_CASE("the cases are numbered in causal order, so a viewer sorting by name k
   std::vector<Trace> traces = runs_of(TraceBuilder{}, 2);
   ra::test::diverge(traces[1], 2, 0);
   const std::string xml = ra::report::render_junit(ra::compare::compare_traces(traces, {}));
-  std::vector<std::string> names;
-  for (auto at = xml.find("<testcase "); at != std::string::npos;
-       at = xml.find("<testcase ", at + 1)) {
-    const auto start = xml.find(" name=\"", at) + 7;
-    names.push_back(xml.substr(start, xml.find('"', start) - start));
-  }
+  const std::vector<std::string> names = case_names(xml);
   CHECK(names == std::vector<std::string>{"1 verdict", "3 initial weights", "4 batches", "5 losses",
                                           "6 gradients", "7 weights", "8 optimizer state"});
   CHECK(std::is_sorted(names.begin(), names.end()));
@@ -119,12 +125,7 @@ TEST_CASE("a finding's case number does not depend on the audit folder's case", 
     CAPTURE(with_folder);
     const std::string xml = ra::report::render_junit(ra::compare::compare_traces(
         traces, with_folder ? from_folder : ra::compare::ComparisonOptions{}));
-    std::vector<std::string> names;
-    for (auto at = xml.find("<testcase "); at != std::string::npos;
-         at = xml.find("<testcase ", at + 1)) {
-      const auto start = xml.find(" name=\"", at) + 7;
-      names.push_back(xml.substr(start, xml.find('"', start) - start));
-    }
+    const std::vector<std::string> names = case_names(xml);
     std::vector<std::string> expected{"1 verdict",         "3 initial weights",     "4 batches",
                                       "5 losses",          "6 gradients",           "7 weights",
                                       "8 optimizer state", "9 perturbation control"};

@@ -126,8 +126,7 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
 // into a small buffer that stays in L1 while every filter tile reads it, with no pass over the
 // whole image through memory).
 bool packs_columns(const ConvGeometry& g, const PooledGradient* unpooled_x) {
-  return unpooled_x == nullptr && g.r == 1 && g.s == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-         g.pad_bottom == 0 && g.pad_right == 0;
+  return unpooled_x == nullptr && g.unpadded_1x1();
 }
 
 // pack_column of a whole column of kLanes floats: a copy of constant size per channel, which the

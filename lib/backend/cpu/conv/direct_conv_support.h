@@ -22,7 +22,7 @@ struct Source {
 };
 
 inline Source source_of(const ConvGeometry& g) {
-  if (g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0) {
+  if (g.unpadded()) {
     return {g.h, g.w, false};
   }
   return {std::int64_t(g.p - 1) * g.stride_h + g.r, std::int64_t(g.q - 1) * g.stride_w + g.s, true};
