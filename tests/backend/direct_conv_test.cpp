@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/conv/direct_conv.h"
 #include "backend/cpu/conv/im2col.h"
 #include "backend/cpu/gemm/gemm.h"
@@ -227,7 +228,8 @@ TEST_CASE("nondeterministic direct filter gradient stays within rounding of the 
 
 TEST_CASE("strided 1x1 backward data gives the bits of gemm + col2im", "[direct_conv]") {
   // ResNet29v2's projection shape (scaled down) and odd sizes whose last row and column have no
-  // output; values with zeros, so that col2im's +0 + (-0) is exercised.
+  // output; values with zeros, so that col2im's +0 + (-0) is exercised; with and without the relu
+  // gate it applies as it scatters.
   const std::vector<test::ConvCase> strided = {
       {"1x1 stride 2, 32 x 32, C 16, K 24", test::conv(2, 16, 32, 32, 24, 1, 1, 2, 2)},
       {"1x1 stride 2, 7 x 7", test::conv(2, 4, 7, 7, 3, 1, 1, 2, 2)},
@@ -250,13 +252,22 @@ TEST_CASE("strided 1x1 backward data gives the bits of gemm + col2im", "[direct_
              dcol.data(), pq, GemmOutput::overwrite, twin.buffers, isa);
         col2im(g, dcol.data(), dx_twin.data() + n * chw);
       }
+      // With a relu gate (some of it zero or negative), the separate gate pass over the result.
+      const auto gate = test::random_values(static_cast<std::size_t>(g.x_size()), 23);
+      std::vector<float> gated_twin(g.x_size());
+      ra::backend::cpu::relu_backward(gate.data(), dx_twin.data(), gated_twin.data(), g.x_size());
       for (const int threads : {1, 3}) {
         INFO(threads << " thread(s)");
         ra::ThreadPool pool(threads);
         ScratchArena scratch(threads);
         std::vector<float> dx(g.x_size(), -7.0f);
-        subsampled_conv_backward_data(pool, scratch, g, dy.data(), w.data(), dx.data(), isa);
+        subsampled_conv_backward_data(pool, scratch, g, dy.data(), w.data(), nullptr, dx.data(),
+                                      isa);
         REQUIRE(test::same_bits(dx, dx_twin));
+        std::fill(dx.begin(), dx.end(), -7.0f);
+        subsampled_conv_backward_data(pool, scratch, g, dy.data(), w.data(), gate.data(), dx.data(),
+                                      isa);
+        REQUIRE(test::same_bits(dx, gated_twin));
       }
     }
   }

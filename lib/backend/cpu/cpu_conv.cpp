@@ -173,13 +173,13 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
     return;
   }
   if (mode != KernelMode::nondeterministic && cpu::is_subsampled_1x1(g)) {
-    cpu::subsampled_conv_backward_data(pool_, scratch_, g, dy, w, dx, cpu::active_isa());
-  } else {
-    conv2d_backward_data_gemm(g, dy, w, dx, mode);
+    // The gate is applied as each value is scattered to its pixel.
+    cpu::subsampled_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::active_isa());
+    return;
   }
+  conv2d_backward_data_gemm(g, dy, w, dx, mode);
   if (relu_gate == nullptr) return;
-  // GEMM + col2im paths (and their twin for strided 1x1 convs): the gate as a pass of its own, as
-  // the separate relu backward did.
+  // GEMM + col2im paths: the gate as a pass of its own, as the separate relu backward did.
   const std::int64_t count = g.x_size();
   cpu::parallel_for(pool_, cpu::block_count(count), [&](std::int64_t block, int) {
     const std::int64_t begin = block * cpu::kElementBlock;

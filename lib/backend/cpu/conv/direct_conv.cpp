@@ -247,19 +247,26 @@ ConvGeometry subsampled_geometry(const ConvGeometry& g) {
 }
 
 void subsampled_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
-                                   const float* dy, const float* w, float* dx, Isa isa) {
+                                   const float* dy, const float* w, const float* relu_gate,
+                                   float* dx, Isa isa) {
   const ConvGeometry u = subsampled_geometry(g);
   const std::int64_t planes = std::int64_t(g.n) * g.c, plane = std::int64_t(g.p) * g.q;
+  const std::int64_t image_plane = std::int64_t(g.h) * g.w;
   float* dxs = scratch.shared(SharedBuffer::subsampled, static_cast<std::size_t>(planes * plane));
   direct_detail::pixel_conv_backward_data(pool, scratch, u, dy, w, nullptr, dxs, isa);
   parallel_for(pool, g.n, [&](std::int64_t n, int) {
     for (std::int64_t c = n * g.c; c < (n + 1) * g.c; ++c) {
       const float* from = dxs + c * plane;
-      float* to = dx + c * g.h * g.w;
-      std::fill_n(to, std::int64_t(g.h) * g.w, 0.0f);
+      float* to = dx + c * image_plane;
+      const float* gate = relu_gate == nullptr ? nullptr : relu_gate + c * image_plane;
+      // relu_backward(gate, +0) is +0 on the rows no output reads: only the read rows are gated,
+      // each by the vectorised pass while it is in L1 (a select per value as it is scattered
+      // compiled to a branch on the gate's sign, which mispredicted).
+      std::fill_n(to, image_plane, 0.0f);
       for (std::int64_t p = 0; p < g.p; ++p) {
         float* row = to + p * g.stride_h * g.w;
         for (std::int64_t q = 0; q < g.q; ++q) row[q * g.stride_w] = 0.0f + from[p * g.q + q];
+        if (gate != nullptr) relu_backward(gate + (row - to), row, row, g.w);
       }
     }
   });
