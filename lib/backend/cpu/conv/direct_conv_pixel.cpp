@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cpu/activation.h"
+#include "backend/cpu/conv/column_packing.h"
 #include "backend/cpu/conv/direct_conv_support.h"
 #include "backend/cpu/pool/maxpool_2x2.h"
 #include "backend/cpu/runtime/parallel_for.h"
@@ -118,45 +119,6 @@ const float* padded_unpooled_source(ScratchArena& scratch, int worker, const Poo
   }
   std::fill(copy + floats - slack, copy + floats, 0.0f);
   return copy;
-}
-
-// Whether a pixel convolution packs its source a tile column at a time instead of copying the
-// image: 1x1 and unpadded, so that the copy would be x itself (its only use, the L1 sets below, is
-// then better served by packing: the column of one tile, channels x lanes floats, is written once
-// into a small buffer that stays in L1 while every filter tile reads it, with no pass over the
-// whole image through memory).
-bool packs_columns(const ConvGeometry& g, const PooledGradient* unpooled_x) {
-  return unpooled_x == nullptr && g.unpadded_1x1();
-}
-
-// pack_column of a whole column of kLanes floats: a copy of constant size per channel, which the
-// compiler makes a few vector moves (with the count known only at run time, each channel's copy
-// is a loop with a remainder, and the packing took longer than the image copy it replaced).
-template <int kLanes>
-void pack_whole_column(const float* __restrict__ x_n, std::int64_t channels, std::int64_t plane,
-                       std::int64_t position, float* __restrict__ column) {
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const float* from = x_n + c * plane + position;
-    float* to = column + c * kLanes;
-    for (int l = 0; l < kLanes; ++l) to[l] = from[l];
-  }
-}
-
-// column[c * lanes + l] = x_n[c * plane + position + l] for the positions left in the plane (the
-// lanes past them, which the tile computes and discards, zero).
-void pack_column(const float* x_n, std::int64_t channels, std::int64_t plane, std::int64_t position,
-                 std::int64_t lanes, float* column) {
-  const std::int64_t count = std::min(lanes, plane - position);
-  if (count == 16 && lanes == 16) {  // the avx2-fma pixel tile's lanes
-    pack_whole_column<16>(x_n, channels, plane, position, column);
-    return;
-  }
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const float* from = x_n + c * plane + position;
-    float* to = column + c * lanes;
-    for (std::int64_t l = 0; l < count; ++l) to[l] = from[l];
-    for (std::int64_t l = count; l < lanes; ++l) to[l] = 0.0f;
-  }
 }
 
 // The padded copy of a pixel convolution's source. A tile reads its lanes from every channel in
@@ -404,10 +366,8 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     for (std::int64_t j0 = 0; j0 < (packs && stores ? pixels : 0); j0 += block) {
       const std::int64_t positions = std::min(block, pixels - j0);
       const std::int64_t columns = ceil_div(positions, shape.lanes);
-      for (std::int64_t i = 0; i < columns; ++i) {
-        pack_column(x + n * image, g.c, pixels, j0 + i * shape.lanes, shape.lanes,
-                    column + i * std::int64_t(column_floats));
-      }
+      pack_columns(x + n * image, g.c, pixels, j0, columns, shape.lanes,
+                   std::int64_t(column_floats), column);
       for (std::int64_t t = 0; t < row_tiles; ++t) {
         const std::int64_t row0 = t * shape.rows;
         a.panel = panel + t * taps * shape.rows;
