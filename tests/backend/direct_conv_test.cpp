@@ -47,6 +47,11 @@ std::vector<test::ConvCase> cases() {
   all.push_back({"3x3 same on 5 x 24, K 7", test::conv(2, 4, 5, 24, 7, 3, 3, 1, 1, 1, 1, 1, 1)});
   // A 1x1 conv of ResNet29v2's stage 0, whose tiles read packed columns of 4 KiB planes.
   all.push_back({"1x1 on 32 x 32, C 16, K 20", test::conv(2, 16, 32, 32, 20, 1, 1)});
+  // Dense stores over packed columns, whose whole columns a tile takes in one call: a block of 16
+  // whole columns, then a last column of 8 lanes (12 x 22 = 264 positions); 4 x 6 = 24 positions,
+  // one whole column and one of 8.
+  all.push_back({"1x1 on 12 x 22, C 16, K 13", test::conv(2, 16, 12, 22, 13, 1, 1)});
+  all.push_back({"1x1 on 4 x 6, C 3, K 7", test::conv(2, 3, 4, 6, 7, 1, 1)});
   // A filter gradient computed with its operands swapped (K >= 4 C), over uneven chunks.
   all.push_back({"1x1 on 9 x 7, C 5, K 21, batch 37", test::conv(37, 5, 9, 7, 21, 1, 1)});
   return all;

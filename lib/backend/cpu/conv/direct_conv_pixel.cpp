@@ -368,13 +368,25 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       const std::int64_t columns = ceil_div(positions, shape.lanes);
       pack_columns(x + n * image, g.c, pixels, j0, columns, shape.lanes,
                    std::int64_t(column_floats), column);
+      // Dense tiles take the block's whole columns in one call (16-long chains: a tile's fixed
+      // cost, its call and its setup, weighed on each column's).
+      const std::int64_t whole = dense ? positions / shape.lanes : 0;
+      a.column_stride = std::int64_t(column_floats);
       for (std::int64_t t = 0; t < row_tiles; ++t) {
         const std::int64_t row0 = t * shape.rows;
         a.panel = panel + t * taps * shape.rows;
         a.out = y_n + row0 * pixels;
         a.store.addend = bias == nullptr ? nullptr : bias + row0;
         a.store.gate = gate_n == nullptr ? nullptr : gate_n + row0 * pixels;
-        for (std::int64_t i = 0; i < columns; ++i) {
+        if (whole > 0) {
+          a.base = column;
+          a.store.position = j0;
+          a.columns = whole;
+          (t + 1 < row_tiles ? tiles.full : tiles.last)[vectors - 1](a);
+          a.columns = 1;
+          for (std::int64_t i = 0; i < whole; ++i) ahead.step();
+        }
+        for (std::int64_t i = whole; i < columns; ++i) {
           const std::int64_t jv = i * shape.lanes;
           const auto v =
               static_cast<int>(std::min<std::int64_t>(vectors, ceil_div(positions - jv, width)));

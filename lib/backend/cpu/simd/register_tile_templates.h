@@ -76,7 +76,8 @@ void tile(const TileArgs& t) {
 // kVectorStride the kWidth positions at v * t.vector_stride. Inlined into each tile, so that acc
 // stays in registers.
 template <class V, int MR, int NV, bool kStridedDepth, bool kVectorStride = false>
-[[gnu::always_inline]] inline void pixel_chains(const TileArgs& t, typename V::T (&acc)[MR][NV]) {
+[[gnu::always_inline]] inline void pixel_chains(const TileArgs& t, const float* base,
+                                                typename V::T (&acc)[MR][NV]) {
   using T = typename V::T;
   constexpr int W = V::kWidth;
   RA_UNROLL
@@ -89,7 +90,7 @@ template <class V, int MR, int NV, bool kStridedDepth, bool kVectorStride = fals
   const float* panel = t.panel;
   std::int64_t strided = 0;  // an integer: no pointer is formed past the source
   for (std::int64_t d = 0; d < t.depth; ++d, panel += t.panel_stride) {
-    const float* source = t.base + (kStridedDepth ? strided : t.depth_offsets[d]);
+    const float* source = base + (kStridedDepth ? strided : t.depth_offsets[d]);
     if constexpr (kStridedDepth) strided += t.depth_stride;
     T b[NV];
     RA_UNROLL
@@ -110,7 +111,7 @@ template <class V, int MR, int NV, bool kStridedDepth>
 void pixel_tile(const TileArgs& t) {
   constexpr int W = V::kWidth;
   typename V::T acc[MR][NV];
-  pixel_chains<V, MR, NV, kStridedDepth>(t, acc);
+  pixel_chains<V, MR, NV, kStridedDepth>(t, t.base, acc);
   RA_UNROLL
   for (int i = 0; i < MR; ++i) {
     RA_UNROLL

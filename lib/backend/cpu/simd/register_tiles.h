@@ -50,6 +50,10 @@ struct TileArgs {
   // The chains continue from out (start from zero if first) and are stored back.
   bool first = true;
   PixelStore store;  // storing pixel tiles only (they start from zero)
+  // Dense storing pixel tiles (pixel_dense_store_tile_function): `columns` tiles in one call, the
+  // c-th reading its source at base + c * column_stride and storing the NV * width pixels after
+  // the (c-1)-th's (packed columns, whose tiles differ only there).
+  std::int64_t columns = 1, column_stride = 0;
 };
 
 using TileFunction = void (*)(const TileArgs&);

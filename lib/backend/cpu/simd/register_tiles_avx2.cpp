@@ -115,27 +115,30 @@ void avx2_store_tile(const TileArgs& t) {
   const PixelStore& s = t.store;
   const Epilogue e{s.addend, s.gate, s.relu};
   float* const out = t.out;
-  const std::int64_t out_stride = t.out_stride, position = s.position;
-  const std::int64_t* vectors = kDense ? nullptr : s.vectors + position / W * kPixelStoreEntries;
-  std::int64_t pixel[NV], lanes[NV];
-  RA_UNROLL
-  for (int v = 0; v < NV; ++v) {
-    pixel[v] = kDense ? position + v * W : vectors[v * kPixelStoreEntries + 2];
-    lanes[v] = kDense ? 0xFF : vectors[v * kPixelStoreEntries];
+  const std::int64_t out_stride = t.out_stride, columns = kDense ? t.columns : 1;
+  for (std::int64_t column = 0; column < columns; ++column) {
+    const std::int64_t position = s.position + column * (NV * W);
+    const std::int64_t* vectors = kDense ? nullptr : s.vectors + position / W * kPixelStoreEntries;
+    std::int64_t pixel[NV], lanes[NV];
     RA_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      // A vector's 8 floats span at most two lines.
-      if (e.gate != nullptr) avx2_prefetch_float(e.gate, i * out_stride + pixel[v] + 7);
-      avx2_prefetch_float(out, i * out_stride + pixel[v] + 7);
+    for (int v = 0; v < NV; ++v) {
+      pixel[v] = kDense ? position + v * W : vectors[v * kPixelStoreEntries + 2];
+      lanes[v] = kDense ? 0xFF : vectors[v * kPixelStoreEntries];
+      RA_UNROLL
+      for (int i = 0; i < MR; ++i) {
+        // A vector's 8 floats span at most two lines.
+        if (e.gate != nullptr) avx2_prefetch_float(e.gate, i * out_stride + pixel[v] + 7);
+        avx2_prefetch_float(out, i * out_stride + pixel[v] + 7);
+      }
     }
-  }
-  __m256 acc[MR][NV];
-  pixel_chains<Avx2, MR, NV, false, kVectorStride>(t, acc);
-  RA_UNROLL
-  for (int v = 0; v < NV; ++v) {
+    __m256 acc[MR][NV];
+    pixel_chains<Avx2, MR, NV, false, kVectorStride>(t, t.base + column * t.column_stride, acc);
     RA_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      store_vector<kDense>(e, lanes[v], i, i * out_stride + pixel[v], acc[i][v], out);
+    for (int v = 0; v < NV; ++v) {
+      RA_UNROLL
+      for (int i = 0; i < MR; ++i) {
+        store_vector<kDense>(e, lanes[v], i, i * out_stride + pixel[v], acc[i][v], out);
+      }
     }
   }
 }

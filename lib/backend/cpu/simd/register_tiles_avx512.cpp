@@ -66,7 +66,7 @@ void pixel_store_tile(const TileArgs& t) {
     }
   }
   __m512 acc[MR][NV];
-  pixel_chains<Avx512, MR, NV, false>(t, acc);
+  pixel_chains<Avx512, MR, NV, false>(t, t.base, acc);
   const __m512 zero = _mm512_setzero_ps();
   RA_UNROLL
   for (int v = 0; v < NV; ++v) {
