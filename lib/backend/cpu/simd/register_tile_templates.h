@@ -53,11 +53,13 @@ void tile(const TileArgs& t) {
     panel += t.panel_stride;
   };
   if constexpr (kGrid) {
-    const std::int64_t grid_rows = t.depth / t.depth_cols;
+    const std::int64_t grid_rows = t.depth / t.depth_cols, cols = t.depth_cols;
+    const std::int64_t row_stride = t.depth_row_stride, col_stride = t.depth_col_stride;
+    const float* const base = t.base;
     for (std::int64_t r = 0; r < grid_rows; ++r) {
       // Integer offsets: no pointer is formed past the source.
-      const std::int64_t row = r * t.depth_row_stride;
-      for (std::int64_t c = 0; c < t.depth_cols; ++c) step(t.base + (row + c * t.depth_col_stride));
+      std::int64_t at = r * row_stride;
+      for (std::int64_t c = 0; c < cols; ++c, at += col_stride) step(base + at);
     }
   } else {
     for (std::int64_t d = 0; d < t.depth; ++d) step(t.base + t.depth_offsets[d]);
