@@ -17,6 +17,18 @@ namespace ra::backend::cpu::channel_lanes {
 
 inline constexpr std::int64_t kLanes = 16;
 
+// The lanes' fixed tree: lane l + width added into lane l, width = 8, 4, 2, 1; lanes[0] is the sum.
+// Each level written out: with constant trip counts the compiler unrolls them into one vector add
+// each (a loop over the widths stayed a loop, through the stack, a cost a small plane feels).
+template <class Tag>
+inline float fold_lanes(float* lanes) {
+  static_assert(kLanes == 16);
+  for (std::int64_t l = 0; l < 8; ++l) lanes[l] += lanes[l + 8];
+  for (std::int64_t l = 0; l < 4; ++l) lanes[l] += lanes[l + 4];
+  for (std::int64_t l = 0; l < 2; ++l) lanes[l] += lanes[l + 2];
+  return lanes[0] + lanes[1];
+}
+
 // The sum of term(j) for j in [0, count) in the lane order above.
 template <class Tag, class Term>
 inline float lane_sum(std::int64_t count, const Term& term) {
@@ -26,10 +38,7 @@ inline float lane_sum(std::int64_t count, const Term& term) {
     for (std::int64_t l = 0; l < kLanes; ++l) lanes[l] += term(j + l);
   }
   for (std::int64_t j = whole; j < count; ++j) lanes[j - whole] += term(j);
-  for (std::int64_t width = kLanes / 2; width >= 1; width /= 2) {
-    for (std::int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  }
-  return lanes[0];
+  return fold_lanes<Tag>(lanes);
 }
 
 template <class Tag>
