@@ -41,6 +41,28 @@ inline float lane_sum(std::int64_t count, const Term& term) {
   return fold_lanes<Tag>(lanes);
 }
 
+// lane_sum of two terms over the same j in one loop: each lane adds the same terms in the same
+// order as two lane_sum calls would, so the same two sums (the second read of the plane was from
+// L1, but its loop, its adds and its fold were a second time over).
+template <class Tag, class First, class Second>
+inline void lane_sums(std::int64_t count, const First& first, const Second& second,
+                      float* first_sum, float* second_sum) {
+  float a[kLanes] = {}, b[kLanes] = {};
+  const std::int64_t whole = count - count % kLanes;
+  for (std::int64_t j = 0; j < whole; j += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) {
+      a[l] += first(j + l);
+      b[l] += second(j + l);
+    }
+  }
+  for (std::int64_t j = whole; j < count; ++j) {
+    a[j - whole] += first(j);
+    b[j - whole] += second(j);
+  }
+  *first_sum = fold_lanes<Tag>(a);
+  *second_sum = fold_lanes<Tag>(b);
+}
+
 template <class Tag>
 float sum(const float* x, std::int64_t count) {
   const float* __restrict in = x;
@@ -61,9 +83,10 @@ void centered_dot(const float* x, const float* dy, std::int64_t count, float mea
                   float* sum_dy_centered) {
   const float* __restrict in = x;
   const float* __restrict grad = dy;
-  *sum_dy = lane_sum<Tag>(count, [grad](std::int64_t j) { return grad[j]; });
-  *sum_dy_centered =
-      lane_sum<Tag>(count, [in, grad, mean](std::int64_t j) { return grad[j] * (in[j] - mean); });
+  lane_sums<Tag>(
+      count, [grad](std::int64_t j) { return grad[j]; },
+      [in, grad, mean](std::int64_t j) { return grad[j] * (in[j] - mean); }, sum_dy,
+      sum_dy_centered);
 }
 
 // y = (x - shift) * scale + offset; x and y may alias (each element read before it is written).
