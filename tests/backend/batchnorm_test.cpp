@@ -122,6 +122,14 @@ TEST_CASE("the per-plane kernels give the same bits at every instruction set",
       k.centered_dot(x.data(), dy.data(), count, 4.0f, a, a + 1);
       portable.centered_dot(x.data(), dy.data(), count, 4.0f, b, b + 1);
       REQUIRE(std::memcmp(a, b, sizeof a) == 0);
+      // The pairs: each plane's value as the single-plane kernel's, bit for bit.
+      const float sums[2] = {portable.sum(x.data(), count), portable.sum(dy.data(), count)};
+      k.sum_pair(x.data(), dy.data(), count, a);
+      REQUIRE(std::memcmp(a, sums, sizeof a) == 0);
+      const float squares[2] = {portable.centered_square_sum(x.data(), count, 4.0f),
+                                portable.centered_square_sum(dy.data(), count, -0.5f)};
+      k.centered_square_sum_pair(x.data(), dy.data(), count, 4.0f, -0.5f, a);
+      REQUIRE(std::memcmp(a, squares, sizeof a) == 0);
       std::vector<float> out(count), expected(count);
       k.normalize_backward(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f, out.data());
       portable.normalize_backward(x.data(), dy.data(), count, 4.0f, 0.1f, 0.3f, 1.7f,

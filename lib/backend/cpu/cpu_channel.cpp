@@ -24,14 +24,22 @@ namespace ra::backend::cpu {
 namespace {
 
 // body(plane) for every plane, in tasks of about kElementBlock floats (at least one plane).
+// body(begin, end) for the planes [begin, end) of each task of about kElementBlock floats (at
+// least one plane).
 template <class Body>
-void for_planes(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
+void for_plane_runs(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
   const std::int64_t per_task =
       std::max<std::int64_t>(1, kElementBlock / std::max<std::int64_t>(1, g.spatial()));
   const std::int64_t planes = g.planes();
   parallel_for(pool, ceil_div(planes, per_task), [&](std::int64_t task, int) {
-    const std::int64_t end = std::min(planes, (task + 1) * per_task);
-    for (std::int64_t plane = task * per_task; plane < end; ++plane) body(plane);
+    body(task * per_task, std::min(planes, (task + 1) * per_task));
+  });
+}
+
+template <class Body>
+void for_planes(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
+  for_plane_runs(pool, g, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t plane = begin; plane < end; ++plane) body(plane);
   });
 }
 
@@ -56,6 +64,30 @@ void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
   }
   float* partials = scratch_.shared(SharedBuffer::chunk_partials, std::size_t(g.planes() * width));
   for_planes(pool_, g, [&](std::int64_t plane) { plane_sums(plane, partials + plane * width); });
+  reduce_planes(g, width, partials);
+}
+
+template <class PlaneSums, class PairSums>
+void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
+                          const PairSums& pair_sums) {
+  if (mode == KernelMode::nondeterministic) {
+    channel_sums(g, mode, 1, plane_sums);
+    return;
+  }
+  channel_sums_.assign(static_cast<std::size_t>(g.c), 0.0);
+  float* partials = scratch_.shared(SharedBuffer::chunk_partials, std::size_t(g.planes()));
+  for_plane_runs(pool_, g, [&](std::int64_t begin, std::int64_t end) {
+    std::int64_t plane = begin;
+    for (; plane + 1 < end; plane += 2) pair_sums(plane, partials + plane);
+    if (plane < end) plane_sums(plane, partials + plane);
+  });
+  reduce_planes(g, 1, partials);
+}
+
+// channel_sums_[c * width + v] += the planes' partials of channel c, image by image (the
+// deterministic tree: the same for any thread count).
+void CpuOps::reduce_planes(const ChannelGeometry& g, int width, const float* partials) {
+  const std::int64_t size = std::int64_t(g.c) * width;
   for (std::int64_t n = 0; n < g.n; ++n) {
     for (std::int64_t i = 0; i < size; ++i) channel_sums_[i] += partials[n * size + i];
   }
@@ -93,12 +125,22 @@ void CpuOps::batchnorm_training(const ChannelGeometry& g, const float* x, const 
   const ChannelKernels& k = channel_kernels();
   const std::int64_t hw = g.spatial();
   const double m = double(g.n) * double(hw);
-  channel_sums(g, mode, 1,
-               [&](std::int64_t plane, float* out) { *out = k.sum(x + plane * hw, hw); });
+  // Two planes at a time where a task has two (sum_pair: each plane's bits as sum's).
+  channel_sums(
+      g, mode, [&](std::int64_t plane, float* out) { *out = k.sum(x + plane * hw, hw); },
+      [&](std::int64_t plane, float* out) {
+        k.sum_pair(x + plane * hw, x + (plane + 1) * hw, hw, out);
+      });
   for (int c = 0; c < g.c; ++c) saved_mean[c] = float(channel_sums_[c] / m);
-  channel_sums(g, mode, 1, [&](std::int64_t plane, float* out) {
-    *out = k.centered_square_sum(x + plane * hw, hw, saved_mean[plane % g.c]);
-  });
+  channel_sums(
+      g, mode,
+      [&](std::int64_t plane, float* out) {
+        *out = k.centered_square_sum(x + plane * hw, hw, saved_mean[plane % g.c]);
+      },
+      [&](std::int64_t plane, float* out) {
+        k.centered_square_sum_pair(x + plane * hw, x + (plane + 1) * hw, hw,
+                                   saved_mean[plane % g.c], saved_mean[(plane + 1) % g.c], out);
+      });
   for (int c = 0; c < g.c; ++c) {
     const double var = channel_sums_[c] / m;
     saved_inv_std[c] = float(1.0 / std::sqrt(var + double(epsilon)));

@@ -133,6 +133,15 @@ class CpuOps final : public Ops {
   template <class PlaneSums>
   void channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
                     const PlaneSums& plane_sums);
+  // channel_sums of width 1, two planes at a time where a task has two: pair_sums(plane, values)
+  // gives planes plane and plane + 1 the values plane_sums would (the nondeterministic mode takes
+  // them one at a time).
+  template <class PlaneSums, class PairSums>
+  void channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
+                    const PairSums& pair_sums);
+  // channel_sums_ from the planes' partials, each channel's in image order (the deterministic
+  // tree).
+  void reduce_planes(const ChannelGeometry& g, int width, const float* partials);
   // batchnorm_forward_training with y = relu(y) when `relu` (cpu_channel.cpp).
   void batchnorm_training(const ChannelGeometry& g, const float* x, const float* gamma,
                           const float* beta, float momentum, float epsilon, float* running_mean,

@@ -12,8 +12,13 @@ namespace ra::backend::cpu {
 struct ChannelKernels {
   // The sum of x[0, count).
   float (*sum)(const float* x, std::int64_t count);
+  // sums[0] = sum(a, count), sums[1] = sum(b, count), bit for bit, in one loop.
+  void (*sum_pair)(const float* a, const float* b, std::int64_t count, float* sums);
   // The sum of (x - mean)^2.
   float (*centered_square_sum)(const float* x, std::int64_t count, float mean);
+  // sums[0] = centered_square_sum(a, count, mean_a), sums[1] = that of b, in one loop.
+  void (*centered_square_sum_pair)(const float* a, const float* b, std::int64_t count, float mean_a,
+                                   float mean_b, float* sums);
   // *sum_dy = the sum of dy; *sum_dy_centered = the sum of dy (x - mean).
   void (*centered_dot)(const float* x, const float* dy, std::int64_t count, float mean,
                        float* sum_dy, float* sum_dy_centered);
