@@ -68,8 +68,8 @@ void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
 }
 
 template <class PlaneSums, class PairSums>
-void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
-                          const PairSums& pair_sums) {
+void CpuOps::paired_channel_sums(const ChannelGeometry& g, KernelMode mode,
+                                 const PlaneSums& plane_sums, const PairSums& pair_sums) {
   if (mode == KernelMode::nondeterministic) {
     channel_sums(g, mode, 1, plane_sums);
     return;
@@ -126,13 +126,13 @@ void CpuOps::batchnorm_training(const ChannelGeometry& g, const float* x, const 
   const std::int64_t hw = g.spatial();
   const double m = double(g.n) * double(hw);
   // Two planes at a time where a task has two (sum_pair: each plane's bits as sum's).
-  channel_sums(
+  paired_channel_sums(
       g, mode, [&](std::int64_t plane, float* out) { *out = k.sum(x + plane * hw, hw); },
       [&](std::int64_t plane, float* out) {
         k.sum_pair(x + plane * hw, x + (plane + 1) * hw, hw, out);
       });
   for (int c = 0; c < g.c; ++c) saved_mean[c] = float(channel_sums_[c] / m);
-  channel_sums(
+  paired_channel_sums(
       g, mode,
       [&](std::int64_t plane, float* out) {
         *out = k.centered_square_sum(x + plane * hw, hw, saved_mean[plane % g.c]);

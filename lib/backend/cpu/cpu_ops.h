@@ -137,8 +137,8 @@ class CpuOps final : public Ops {
   // gives planes plane and plane + 1 the values plane_sums would (the nondeterministic mode takes
   // them one at a time).
   template <class PlaneSums, class PairSums>
-  void channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
-                    const PairSums& pair_sums);
+  void paired_channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
+                           const PairSums& pair_sums);
   // channel_sums_ from the planes' partials, each channel's in image order (the deterministic
   // tree).
   void reduce_planes(const ChannelGeometry& g, int width, const float* partials);
