@@ -23,7 +23,6 @@
 namespace ra::backend::cpu {
 namespace {
 
-// body(plane) for every plane, in tasks of about kElementBlock floats (at least one plane).
 // body(begin, end) for the planes [begin, end) of each task of about kElementBlock floats (at
 // least one plane).
 template <class Body>
@@ -36,6 +35,7 @@ void for_plane_runs(ThreadPool& pool, const ChannelGeometry& g, const Body& body
   });
 }
 
+// body(plane) for every plane, in for_plane_runs' tasks.
 template <class Body>
 void for_planes(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
   for_plane_runs(pool, g, [&](std::int64_t begin, std::int64_t end) {

@@ -173,7 +173,7 @@ void CpuOps::conv2d_backward_data(const ConvGeometry& g, const float* dy, const 
     return;
   }
   if (mode != KernelMode::nondeterministic && cpu::is_subsampled_1x1(g)) {
-    // The gate is applied as each value is scattered to its pixel.
+    // The gate is applied to each row as its values are scattered.
     cpu::subsampled_conv_backward_data(pool_, scratch_, g, dy, w, relu_gate, dx, cpu::active_isa());
     return;
   }

@@ -86,8 +86,8 @@ ConvGeometry subsampled_geometry(const ConvGeometry& g);
 // dx = the backward data of a strided 1x1 conv (is_subsampled_1x1), deterministic: the stride-1
 // backward data of the subsampled conv, each value scattered to its pixel as +0 + value (what
 // col2im's sum from 0 gives), +0 at the pixels no output reads; as gemm() + col2im, the same bits.
-// With relu_gate (laid out as dx), dx = relu_backward(relu_gate, dx) as each value is scattered
-// (a pass of its own after gemm() + col2im).
+// With relu_gate (laid out as dx), dx = relu_backward(relu_gate, dx), applied to each row as its
+// values are scattered (the gemm() + col2im route gates in a pass of its own).
 void subsampled_conv_backward_data(ThreadPool& pool, ScratchArena& scratch, const ConvGeometry& g,
                                    const float* dy, const float* w, const float* relu_gate,
                                    float* dx, Isa isa);

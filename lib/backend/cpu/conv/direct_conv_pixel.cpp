@@ -333,6 +333,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
     a.depth = taps;
     a.depth_offsets = tap_offsets;
     a.panel_stride = shape.rows;
+    a.column_stride = std::int64_t(column_floats);  // dense tiles over packed columns
     a.out_stride = stores ? pixels : band;
     a.store.vectors = vector_stores;
     a.store.relu = act == Activation::relu;
@@ -371,7 +372,6 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
       // Dense tiles take the block's whole columns in one call (16-long chains: a tile's fixed
       // cost, its call and its setup, weighed on each column's).
       const std::int64_t whole = dense ? positions / shape.lanes : 0;
-      a.column_stride = std::int64_t(column_floats);
       for (std::int64_t t = 0; t < row_tiles; ++t) {
         const std::int64_t row0 = t * shape.rows;
         a.panel = panel + t * taps * shape.rows;
