@@ -208,6 +208,20 @@ class VerifyUsage(unittest.TestCase):
             self.assertIn("usage: scripts/gpu-verify STAGE...", out)
             self.assertEqual(os.listdir(d), [])
 
+    def test_stage_names_match_whole_names_only(self):
+        # Part of a name, two names in one word, an empty word and a pattern are each refused;
+        # every stage name alone is taken (each reaches the RA_STAGE_SECONDS check, not usage).
+        for words in (["nv"], ["env tests"], [""], ["env", "*"], ["sanitiz"]):
+            with tempfile.TemporaryDirectory() as d:
+                rc, out = run(["bash", VERIFY] + words, {"OUT": d})
+                self.assertEqual(rc, 2, words)
+                self.assertIn("usage: scripts/gpu-verify STAGE...", out, words)
+        for stage in ("env", "tests", "sanitize", "audit", "perf", "pytorch", "resnet"):
+            with tempfile.TemporaryDirectory() as d:
+                rc, out = run(["bash", VERIFY, stage], {"OUT": d, "RA_STAGE_SECONDS": "1"})
+                self.assertEqual(rc, 2, stage)
+                self.assertIn("RA_STAGE_SECONDS=1: give a whole number", out, stage)
+
     def test_stage_time_too_short_for_any_step_is_refused(self):
         for seconds in ("30", "49", "ninety", "-60"):
             with tempfile.TemporaryDirectory() as d:
