@@ -48,9 +48,8 @@ void for_planes(ThreadPool& pool, const ChannelGeometry& g, const Body& body) {
 template <class PlaneSums>
 void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
                           const PlaneSums& plane_sums) {
-  const std::int64_t size = std::int64_t(g.c) * width;
-  channel_sums_.assign(static_cast<std::size_t>(size), 0.0);
   if (mode == KernelMode::nondeterministic) {
+    const std::int64_t size = std::int64_t(g.c) * width;
     float* accumulators = scratch_.shared(SharedBuffer::chunk_partials, std::size_t(size));
     std::fill_n(accumulators, size, 0.0f);
     for_planes(pool_, g, [&](std::int64_t plane) {
@@ -59,7 +58,7 @@ void CpuOps::channel_sums(const ChannelGeometry& g, KernelMode mode, int width,
       const std::int64_t channel = plane % g.c;
       for (int v = 0; v < width; ++v) atomic_add(accumulators + channel * width + v, values[v]);
     });
-    std::copy_n(accumulators, size, channel_sums_.begin());
+    channel_sums_.assign(accumulators, accumulators + size);
     return;
   }
   float* partials = scratch_.shared(SharedBuffer::chunk_partials, std::size_t(g.planes() * width));
@@ -74,7 +73,6 @@ void CpuOps::paired_channel_sums(const ChannelGeometry& g, KernelMode mode,
     channel_sums(g, mode, 1, plane_sums);
     return;
   }
-  channel_sums_.assign(static_cast<std::size_t>(g.c), 0.0);
   float* partials = scratch_.shared(SharedBuffer::chunk_partials, std::size_t(g.planes()));
   for_plane_runs(pool_, g, [&](std::int64_t begin, std::int64_t end) {
     std::int64_t plane = begin;
@@ -84,10 +82,11 @@ void CpuOps::paired_channel_sums(const ChannelGeometry& g, KernelMode mode,
   reduce_planes(g, 1, partials);
 }
 
-// channel_sums_[c * width + v] += the planes' partials of channel c, image by image (the
+// channel_sums_[c * width + v] = the sum of the planes' partials of channel c, image by image (the
 // deterministic tree: the same for any thread count).
 void CpuOps::reduce_planes(const ChannelGeometry& g, int width, const float* partials) {
   const std::int64_t size = std::int64_t(g.c) * width;
+  channel_sums_.assign(static_cast<std::size_t>(size), 0.0);
   for (std::int64_t n = 0; n < g.n; ++n) {
     for (std::int64_t i = 0; i < size; ++i) channel_sums_[i] += partials[n * size + i];
   }

@@ -139,7 +139,7 @@ class CpuOps final : public Ops {
   template <class PlaneSums, class PairSums>
   void paired_channel_sums(const ChannelGeometry& g, KernelMode mode, const PlaneSums& plane_sums,
                            const PairSums& pair_sums);
-  // channel_sums_ from the planes' partials, each channel's in image order (the deterministic
+  // channel_sums_ set from the planes' partials, each channel's in image order (the deterministic
   // tree).
   void reduce_planes(const ChannelGeometry& g, int width, const float* partials);
   // batchnorm_forward_training with y = relu(y) when `relu` (cpu_channel.cpp).

@@ -383,7 +383,7 @@ void pixel_conv_forward(ThreadPool& pool, ScratchArena& scratch, const ConvGeome
           a.store.position = j0;
           a.columns = whole;
           (t + 1 < row_tiles ? tiles.full : tiles.last)[vectors - 1](a);
-          a.columns = 1;
+          a.columns = 1;  // the partial column below is one tile, of the same dense function
           for (std::int64_t i = 0; i < whole; ++i) ahead.step();
         }
         for (std::int64_t i = whole; i < columns; ++i) {
